@@ -14,6 +14,9 @@ from codesign.intmath import accumulator_bits, bits_for_magnitude
 
 FORMAT_VERSION = 1
 
+MAX_DATAPATH_BITS = 53
+"""Widest accumulator or logit: float64 represents every integer below 2**53 exactly."""
+
 CELLS = ("cmru", "bmru")
 """Recurrent cells the version-1 bundle can describe (the hardware datapath of the spine)."""
 
@@ -73,10 +76,11 @@ class Manifest(_Strict):
                 f"bundle format version {self.format_version} is not supported; this codesign reads version "
                 f"{FORMAT_VERSION}"
             )
-        if max(self.accumulator_bits, self.logit_bits) > 62:
+        if max(self.accumulator_bits, self.logit_bits) > MAX_DATAPATH_BITS:
             raise ValueError(
-                f"formats give {self.accumulator_bits}-bit accumulators and {self.logit_bits}-bit logits; "
-                "at most 62 bits are supported: reduce weight, input, state or bias widths"
+                f"formats give {self.accumulator_bits}-bit accumulators and {self.logit_bits}-bit logits; at most "
+                f"{MAX_DATAPATH_BITS} bits are supported (float64 evaluation stays exact): reduce weight, input, "
+                "state or bias widths"
             )
         return self
 

@@ -1,0 +1,214 @@
+"""The ``codesign`` command line.
+
+Every subcommand turns a :class:`~codesign.errors.CodesignError` into one line on stderr and exit
+code 2; simulation mismatches exit with 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from codesign.errors import CodesignError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="From a recurrent model recipe to a bundle, a golden model, bit-exact RTL and netlists.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def user_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CodesignError as err:
+            err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+            raise typer.Exit(err.exit_code) from None
+
+    return wrapper
+
+
+@app.command()
+@user_errors
+def doctor() -> None:
+    """Check every tool the flow uses: version, usable or not, and the command that fixes it."""
+    from codesign.doctor import main
+
+    raise typer.Exit(main())
+
+
+@app.command()
+@user_errors
+def train(
+    recipe: Annotated[Path, typer.Argument(help="recipe YAML, e.g. models/copy_first_cmru.yaml")],
+    out: Annotated[Path, typer.Option("--out", help="run directory (resumed if it holds the same recipe)")],
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Train a recipe; writes RUN/{recipe.yaml, best.pt, last.pt, metrics.csv, summary.json}."""
+    from codesign.train import load_recipe
+    from codesign.train import train as run_training
+
+    result = run_training(load_recipe(recipe), out, progress=not quiet)
+    console.print(
+        f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
+        f"accuracy {result.best_val_accuracy:.4f} at iteration {result.best_iteration}, "
+        f"test accuracy {result.test_accuracy:.4f} -> {out}"
+    )
+
+
+@app.command()
+@user_errors
+def export(
+    run: Annotated[Path, typer.Argument(help="run directory made by `codesign train`")],
+    out: Annotated[Path, typer.Option("--out", help="bundle directory to write")],
+) -> None:
+    """Quantize a trained run and write its deployment bundle (manifest.yaml + weights.npz)."""
+    from codesign.quant import export_run
+
+    _, report = export_run(run, out)
+    console.print(
+        f"bundle {out}: float test accuracy {report['float_test_accuracy']:.4f}, quantized (golden) "
+        f"{report['quantized_test_accuracy']:.4f}, torch vs golden mismatches "
+        f"{report['torch_vs_golden_mismatches']}/{report['test_sequences']}"
+    )
+
+
+def load_npy(path: Path, what: str) -> np.ndarray:
+    if not path.is_file():
+        raise CodesignError(f"{what} file not found", path=path)
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise CodesignError(f"not a readable .npy array without pickles ({err})", path=path) from None
+
+
+@app.command()
+@user_errors
+def golden(
+    bundle: Annotated[Path, typer.Argument(help="bundle directory")],
+    inputs: Annotated[Path, typer.Option("--inputs", help=".npy (N, T, M): float (quantized here) or integer")],
+    out: Annotated[Path, typer.Option("--out", help=".npy to write")],
+    output: Annotated[str, typer.Option(help="what to write: classes (N,), logits (N, C) or states (N, T, d)")]
+    = "classes",
+) -> None:
+    """Run the golden integer model on inputs; write predicted classes, logits or states."""
+    from codesign.atomic import atomic_path
+    from codesign.bundle import load_bundle
+    from codesign.golden import quantize_inputs, run_golden
+
+    if output not in ("classes", "logits", "states"):
+        raise CodesignError(f"--output {output!r} is not one of classes, logits, states")
+    b = load_bundle(bundle)
+    x = load_npy(inputs, "inputs")
+    try:
+        xq = x if x.dtype.kind in "iu" else quantize_inputs(b, x)
+        result = run_golden(b, xq)
+    except CodesignError as err:
+        raise CodesignError(str(err), path=inputs) from None
+    with atomic_path(out) as tmp, tmp.open("wb") as fh:
+        np.save(fh, getattr(result, output))
+    console.print(f"golden: {len(result.classes)} sequences x {xq.shape[1]} steps -> {out} ({output})")
+
+
+@app.command("random-bundle")
+@user_errors
+def random_bundle(
+    out: Annotated[Path, typer.Option("--out", help="bundle directory to write")],
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    d: Annotated[int, typer.Option("--d", help="hidden size (neurons)")] = 16,
+    inputs: Annotated[int, typer.Option(help="input features M")] = 8,
+    classes: Annotated[int, typer.Option(help="output classes C")] = 10,
+    cell: Annotated[str, typer.Option(help="cmru or bmru")] = "cmru",
+    eps: Annotated[int, typer.Option(help="-1, 0 or 1 (bmru: 0)")] = 1,
+    input_bits: Annotated[int, typer.Option(help="input width")] = 8,
+    weight_bits: Annotated[int, typer.Option(help="gate weight width")] = 8,
+    state_bits: Annotated[int, typer.Option(help="state width (small values exercise saturation)")] = 16,
+    alpha_bits: Annotated[int, typer.Option(help="alpha width")] = 8,
+) -> None:
+    """Make a bundle with random legal weights, to test hardware without training."""
+    from pydantic import ValidationError
+
+    from codesign.bundle.io import validation_message
+    from codesign.bundle.random import make_random_bundle
+    from codesign.bundle.schema import Formats
+
+    try:
+        formats = Formats.model_validate({
+            "input": {"bits": input_bits, "frac": 0}, "weight": {"bits": weight_bits},
+            "state": {"bits": state_bits}, "alpha": {"bits": alpha_bits},
+        })
+        b = make_random_bundle(str(out), seed=seed, d=d, inputs=inputs, classes=classes, cell=cell, eps=eps,
+                               formats=formats)
+    except ValidationError as err:
+        raise CodesignError(validation_message(err)) from None
+    console.print(f"random bundle {b.manifest.name} -> {out}")
+
+
+@app.command()
+@user_errors
+def inspect(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
+    """Print a bundle readably: network, integer formats, derived widths, memory bits, provenance."""
+    from codesign.bundle import load_bundle
+    from codesign.bundle.inspect import render
+
+    console.print(render(load_bundle(bundle)))
+
+
+@app.command()
+@user_errors
+def rtl(
+    bundle: Annotated[Path, typer.Argument(help="bundle directory")],
+    out: Annotated[Path, typer.Option("--out", help="build directory to write")],
+    lanes: Annotated[int, typer.Option(help="parallel lanes P (1..d)")] = 1,
+) -> None:
+    """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
+    from codesign.hw.build import build_rtl
+
+    info = build_rtl(bundle, out, lanes=lanes)
+    console.print(f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {lanes} lane(s))")
+
+
+@app.command()
+@user_errors
+def sim(
+    build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl`")],
+    simulator: Annotated[str, typer.Option("--sim", help="icarus or verilator")] = "icarus",
+    vectors: Annotated[int, typer.Option(help="random sequences when --inputs is not given")] = 20,
+    seed: Annotated[int, typer.Option(help="seed of the random sequences")] = 0,
+    inputs: Annotated[Path | None, typer.Option(help=".npy inputs (N, T, M), float or integer")] = None,
+    labels: Annotated[Path | None, typer.Option(help=".npy labels (N,) for an accuracy figure")] = None,
+) -> None:
+    """Simulate the RTL with cocotb and compare it with the golden model bit by bit."""
+    from codesign.verify.runner import run_sim
+
+    if simulator not in ("icarus", "verilator"):
+        raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    report = run_sim(build, simulator, vectors=vectors, seed=seed, inputs=inputs, labels=labels)
+    console.print(report.summary_line(), highlight=False)
+    if report.mismatches:
+        raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="where the demo's run, bundle and build go")] = Path("runs/demo"),
+    recipe: Annotated[Path, typer.Option(help="recipe to train")] = Path("models/copy_first_cmru.yaml"),
+    sequences: Annotated[int, typer.Option(help="test sequences simulated in the RTL")] = 200,
+    lanes: Annotated[int, typer.Option(help="parallel lanes P")] = 4,
+) -> None:
+    """Train the default recipe, export, generate Verilog, simulate under Icarus, report."""
+    from codesign.demo import run_demo
+
+    sys.exit(run_demo(out, recipe, sequences=sequences, lanes=lanes, console=console))
+
+
+if __name__ == "__main__":
+    app()

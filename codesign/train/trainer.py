@@ -1,0 +1,199 @@
+"""One trainer for recipe-defined models.
+
+AdamW (0.9, 0.99, 1e-8), linear warmup then cosine decay to ``min_lr``, gradient-norm clipping,
+evaluation every ``eval_every`` iterations on a few validation batches, best checkpoint by
+validation accuracy, early stop once validation stays at 100%, a wall-clock budget, metrics to
+CSV, and resume: ``last.pt`` is written atomically at every evaluation, so an interrupted run
+continues from its last evaluation when started again with the same recipe.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import yaml
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from codesign.atomic import atomic_path, write_text
+from codesign.data.registry import make_task
+from codesign.errors import CodesignError
+from codesign.nn.net import HardwareNet
+from codesign.train.recipe import Recipe, parse_recipe
+
+RECIPE_FILE = "recipe.yaml"
+BEST = "best.pt"
+LAST = "last.pt"
+METRICS = "metrics.csv"
+SUMMARY = "summary.json"
+
+
+@dataclass
+class TrainResult:
+    run_dir: str
+    iterations: int
+    best_iteration: int
+    best_val_accuracy: float
+    test_accuracy: float
+    wall_s: float
+    stopped: str
+
+
+def build_model(recipe: Recipe, task) -> HardwareNet:
+    m = recipe.model
+    options = {"alpha_surr": m.alpha_surr, "alpha_init": m.alpha_init}
+    return HardwareNet(task.input_size, m.hidden_size, task.num_classes, cell=m.cell, eps=m.eps, **options)
+
+
+def lr_factor(it: int, spec) -> float:
+    """Multiplier of the base lr at iteration ``it``: warmup from 0, then cosine to min_lr."""
+    warm = max(1, int(round(spec.warmup * spec.iterations)))
+    if it < warm:
+        return (it + 1) / warm
+    progress = min(1.0, (it - warm) / max(1, spec.iterations - warm))
+    floor = spec.min_lr / spec.lr
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
+    model.eval()
+    correct = 0
+    for i in range(0, len(x), batch):
+        correct += (model(x[i : i + batch]).argmax(-1) == y[i : i + batch]).sum().item()
+    model.train()
+    return correct / max(1, len(x))
+
+
+def save_checkpoint(path: Path, payload: dict) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def load_checkpoint(path: Path) -> dict:
+    """Load a checkpoint without unpickling arbitrary objects (``weights_only=True``)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for corrupt or unsafe files
+        raise CodesignError(f"cannot load checkpoint ({type(err).__name__}: {str(err).splitlines()[0]})",
+                            path=path) from None
+
+
+def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
+    """Recipe, model with the best weights, and summary of a finished run."""
+    run_dir = Path(run_dir)
+    if not (run_dir / RECIPE_FILE).is_file():
+        raise CodesignError(f"not a run directory (no {RECIPE_FILE}); create one with `codesign train`", path=run_dir)
+    recipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()), run_dir / RECIPE_FILE)
+    if not (run_dir / BEST.replace(".pt", ".pt")).is_file():
+        raise CodesignError(f"run has no {BEST} yet (training did not reach an evaluation)", path=run_dir)
+    task = make_task(recipe.task.name, recipe.task.options())
+    model = build_model(recipe, task)
+    state = load_checkpoint(run_dir / BEST)
+    try:
+        model.load_state_dict(state["model"])
+    except (KeyError, RuntimeError) as err:
+        raise CodesignError(f"checkpoint does not match the recipe's model ({str(err).splitlines()[0]})",
+                            path=run_dir / BEST) from None
+    for name, tensor in state["model"].items():
+        if torch.is_floating_point(tensor) and not torch.isfinite(tensor).all():
+            raise CodesignError(f"checkpoint parameter '{name}' holds NaN or Inf", path=run_dir / BEST)
+    summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).is_file() else {}
+    return recipe, model, summary
+
+
+def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
+    """Create the run dir or check it holds the same recipe. Returns True when resuming."""
+    text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+    existing = run_dir / RECIPE_FILE
+    if existing.is_file():
+        if existing.read_text() != text:
+            raise CodesignError("run directory holds a different recipe; choose a new --out", path=run_dir)
+        return (run_dir / LAST).is_file()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text(existing, text)
+    return False
+
+
+def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> TrainResult:
+    run_dir = Path(run_dir)
+    spec = recipe.train
+    resuming = _prepare_run_dir(run_dir, recipe)
+    torch.set_num_threads(spec.threads or min(2, torch.get_num_threads()))
+    torch.manual_seed(recipe.seed)
+    task = make_task(recipe.task.name, recipe.task.options())
+    model = build_model(recipe, task)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8,
+                            weight_decay=spec.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, spec))
+    gen = torch.Generator().manual_seed(recipe.seed)
+    x_val, y_val = task.split("val", recipe.seed)
+    n_eval = min(len(x_val), spec.eval_batches * spec.batch_size)
+    start_it, best_acc, best_it, perfect_streak, elapsed_before = 0, -1.0, -1, 0, 0.0
+    if resuming:
+        state = load_checkpoint(run_dir / LAST)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        gen.set_state(state["generator"])
+        start_it, best_acc, best_it = state["iteration"], state["best_acc"], state["best_it"]
+        perfect_streak, elapsed_before = state["perfect_streak"], state["elapsed"]
+    metrics_path = run_dir / METRICS
+    new_metrics = not metrics_path.is_file() or not resuming
+    metrics_file = metrics_path.open("w" if new_metrics else "a", newline="")
+    writer = csv.writer(metrics_file)
+    if new_metrics:
+        writer.writerow(["iteration", "train_loss", "val_accuracy", "lr", "elapsed_s"])
+    loss_fn = torch.nn.CrossEntropyLoss()
+    t0 = time.monotonic() - elapsed_before
+    stopped = "iterations"
+    it = start_it
+    bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total} it"),
+                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), disable=not progress, transient=True)
+    with bar, metrics_file:
+        job = bar.add_task("train", total=spec.iterations, completed=start_it, status="")
+        running = 0.0
+        while it < spec.iterations:
+            x, y = task.sample(spec.batch_size, gen)
+            loss = loss_fn(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
+            opt.step()
+            sched.step()
+            it += 1
+            running = 0.9 * running + 0.1 * loss.item() if it > start_it + 1 else loss.item()
+            bar.advance(job)
+            if it % spec.eval_every == 0 or it == spec.iterations:
+                idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(it))[:n_eval]
+                acc = accuracy(model, x_val[idx], y_val[idx])
+                elapsed = time.monotonic() - t0
+                writer.writerow([it, f"{running:.6f}", f"{acc:.6f}", f"{sched.get_last_lr()[0]:.3e}", f"{elapsed:.2f}"])
+                metrics_file.flush()
+                if acc > best_acc:
+                    best_acc, best_it = acc, it
+                    save_checkpoint(run_dir / BEST, {"model": model.state_dict(), "iteration": it, "val_accuracy": acc})
+                perfect_streak = perfect_streak + 1 if acc >= 1.0 else 0
+                save_checkpoint(run_dir / LAST, {
+                    "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "generator": gen.get_state(), "iteration": it, "best_acc": best_acc, "best_it": best_it,
+                    "perfect_streak": perfect_streak, "elapsed": elapsed,
+                })
+                bar.update(job, status=f"loss {running:.3f} val {acc:.3f} best {best_acc:.3f}")
+                if perfect_streak >= spec.early_stop_evals:
+                    stopped = "early stop (validation at 100%)"
+                    break
+                if spec.max_seconds is not None and elapsed >= spec.max_seconds:
+                    stopped = f"time budget ({spec.max_seconds:.0f} s)"
+                    break
+    _, best_model, _ = load_run(run_dir)
+    x_test, y_test = task.split("test", recipe.seed)
+    result = TrainResult(str(run_dir), it, best_it, best_acc, accuracy(best_model, x_test, y_test),
+                         time.monotonic() - t0, stopped)
+    write_text(run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
+    return result
