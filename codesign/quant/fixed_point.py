@@ -19,6 +19,8 @@ def pow2_frac(max_abs: float, bits: int, *, limit: int = 32) -> int:
     if max_abs <= 0 or not math.isfinite(max_abs):
         return limit if max_abs == 0 else 0
     f = math.floor(math.log2(hi / max_abs))
+    while f < limit and math.floor(max_abs * 2.0 ** (f + 1) + 0.5) <= hi:
+        f += 1  # half-up rounding admits values up to hi + 1/2
     while f > -limit and math.floor(max_abs * 2.0**f + 0.5) > hi:
         f -= 1
     return max(-limit, min(limit, f))

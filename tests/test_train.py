@@ -1,0 +1,114 @@
+"""Trainer: learns copy-first, resumes after an interruption, refuses bad recipes and checkpoints."""
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from codesign.data import CopyFirstDiscrete
+from codesign.errors import CodesignError
+from codesign.train import load_recipe, train
+from codesign.train.recipe import parse_recipe
+from codesign.train.trainer import LAST, load_checkpoint, load_run, lr_factor
+
+RECIPE = {
+    "name": "tiny", "seed": 0,
+    "task": {"name": "copy_first", "classes": 4, "length": 12, "val_size": 128, "test_size": 128},
+    "model": {"cell": "cmru", "hidden_size": 6, "eps": 1.0},
+    "train": {"iterations": 40, "batch_size": 32, "eval_every": 10, "eval_batches": 2, "early_stop_evals": 50},
+}
+
+
+def test_copy_first_task_shapes() -> None:
+    task = CopyFirstDiscrete(classes=5, length=9)
+    x, y = task.sample(7, torch.Generator().manual_seed(0))
+    assert x.shape == (7, 9, 5) and torch.equal(x[:, 0].argmax(-1), y) and x[:, 1:].abs().sum() == 0
+    xv, _ = task.split("val", 0)
+    xv2, _ = task.split("val", 0)
+    assert torch.equal(xv, xv2)
+
+
+def test_lr_schedule_warmup_then_cosine() -> None:
+    spec = parse_recipe(RECIPE).train.model_copy(update={"iterations": 1000, "warmup": 0.1})
+    assert lr_factor(0, spec) == pytest.approx(0.01)
+    assert lr_factor(99, spec) == pytest.approx(1.0)
+    assert lr_factor(999, spec) == pytest.approx(spec.min_lr / spec.lr, rel=1e-2)
+
+
+def test_train_learns_and_writes_artifacts(tmp_path: Path) -> None:
+    recipe = parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=300, lr=3e-3)))
+    result = train(recipe, tmp_path / "run", progress=False)
+    assert result.test_accuracy >= 0.9
+    for name in ("recipe.yaml", "best.pt", "last.pt", "metrics.csv", "summary.json"):
+        assert (tmp_path / "run" / name).is_file()
+
+
+def test_resume_after_interruption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recipe = parse_recipe(RECIPE)
+    calls = {"n": 0}
+    real_sample = CopyFirstDiscrete.sample
+
+    def flaky(self, n, generator):
+        if n == 32:
+            calls["n"] += 1
+            if calls["n"] == 25:
+                raise KeyboardInterrupt
+        return real_sample(self, n, generator)
+
+    monkeypatch.setattr(CopyFirstDiscrete, "sample", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe, tmp_path / "run", progress=False)
+    assert load_checkpoint(tmp_path / "run" / LAST)["iteration"] == 20
+    monkeypatch.setattr(CopyFirstDiscrete, "sample", real_sample)
+    result = train(recipe, tmp_path / "run", progress=False)
+    assert result.iterations == 40
+    rows = list(csv.DictReader((tmp_path / "run" / "metrics.csv").open()))
+    assert [int(r["iteration"]) for r in rows] == [10, 20, 30, 40]
+    # same final weights as an uninterrupted run
+    train(recipe, tmp_path / "straight", progress=False)
+    a = load_checkpoint(tmp_path / "run" / LAST)["model"]
+    b = load_checkpoint(tmp_path / "straight" / LAST)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
+    train(parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))), tmp_path / "run", progress=False)
+    with pytest.raises(CodesignError, match="different recipe"):
+        train(parse_recipe(RECIPE), tmp_path / "run", progress=False)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r["model"].update(hidden=3), r"unknown key 'model\.hidden'"),
+        (lambda r: r["model"].update(eps=1.5), r"model\.eps: Input should be less than or equal to 1"),
+        (lambda r: r["task"].update(name="imagenet"), r"unknown task 'imagenet'; known tasks: \['copy_first'\]"),
+        (lambda r: r["model"].update(cell="bmru", eps=1.0), "cell 'bmru' requires eps 0"),
+        (lambda r: r["train"].update(iterations="many"), r"train\.iterations"),
+        (lambda r: r.pop("task"), "missing key 'task'"),
+    ],
+)
+def test_bad_recipes_name_the_key(tmp_path: Path, edit, message: str) -> None:
+    data = yaml.safe_load(yaml.safe_dump(RECIPE))
+    edit(data)
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(CodesignError, match=message):
+        load_recipe(path)
+
+
+def test_corrupt_and_mismatched_checkpoints(tmp_path: Path) -> None:
+    train(parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))), tmp_path / "run", progress=False)
+    (tmp_path / "run" / "best.pt").write_bytes(b"garbage")
+    with pytest.raises(CodesignError, match="cannot load checkpoint"):
+        load_run(tmp_path / "run")
+    torch.save({"model": {"rnn.alpha": torch.ones(99)}}, tmp_path / "run" / "best.pt")
+    with pytest.raises(CodesignError, match="does not match the recipe's model"):
+        load_run(tmp_path / "run")
+
+
+def test_default_recipe_is_valid() -> None:
+    recipe = load_recipe(Path(__file__).parents[1] / "models" / "copy_first_cmru.yaml")
+    assert recipe.model.cell == "cmru" and recipe.task.classes == 15
