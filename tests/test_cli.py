@@ -1,0 +1,78 @@
+"""Command line: real runs of the subcommands and one-line errors with exit code 2 on bad input."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from codesign.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_random_bundle_golden_and_inspect(tmp_path: Path) -> None:
+    res = invoke("random-bundle", "--out", tmp_path / "b", "--seed", "4", "--d", "6", "--inputs", "3",
+                 "--classes", "4", "--eps", "-1", "--state-bits", "6")
+    assert res.exit_code == 0, res.output
+    x = np.random.default_rng(0).normal(size=(5, 9, 3))
+    np.save(tmp_path / "x.npy", x)
+    for what, shape in [("classes", (5,)), ("logits", (5, 4)), ("states", (5, 9, 6))]:
+        res = invoke("golden", tmp_path / "b", "--inputs", tmp_path / "x.npy", "--out", tmp_path / f"{what}.npy",
+                     "--output", what)
+        assert res.exit_code == 0, res.output
+        assert np.load(tmp_path / f"{what}.npy").shape == shape
+    res = invoke("inspect", tmp_path / "b")
+    assert res.exit_code == 0 and "memory bits" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "missing.yaml", "--out", "r"], "missing.yaml: recipe file not found"),
+        (["export", "nowhere", "--out", "b"], "nowhere: not a run directory"),
+        (["inspect", "nowhere"], "nowhere: bundle directory not found"),
+        (["random-bundle", "--out", "b", "--cell", "bmru", "--eps", "1"], "cell 'bmru' requires eps 0"),
+        (["random-bundle", "--out", "b", "--state-bits", "40"], "state.bits"),
+    ],
+)
+def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, message) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+    assert res.output.strip().count("\n") <= 1  # one line (rich may wrap very long lines once)
+    assert not (tmp_path / "b").exists()
+
+
+def test_golden_bad_inputs(tmp_path: Path) -> None:
+    invoke("random-bundle", "--out", tmp_path / "b", "--inputs", "3")
+    np.save(tmp_path / "x.npy", np.zeros((2, 4, 5)))
+    res = runner.invoke(app, ["golden", str(tmp_path / "b"), "--inputs", str(tmp_path / "x.npy"),
+                              "--out", str(tmp_path / "y.npy")])
+    assert res.exit_code == 2 and "x.npy" in res.output and "(sequences, steps, 3)" in res.output
+    assert not (tmp_path / "y.npy").exists()
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    res = runner.invoke(app, ["golden", str(tmp_path / "b"), "--inputs", str(tmp_path / "obj.npy"),
+                              "--out", str(tmp_path / "y.npy")])
+    assert res.exit_code == 2 and "without pickles" in res.output
+
+
+def test_train_export_round_trip(tmp_path: Path) -> None:
+    recipe = {
+        "name": "cli", "task": {"name": "copy_first", "classes": 3, "length": 6, "val_size": 64, "test_size": 64},
+        "model": {"hidden_size": 4},
+        "train": {"iterations": 20, "batch_size": 16, "eval_every": 10, "eval_batches": 1},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    res = invoke("train", tmp_path / "r.yaml", "--out", tmp_path / "run", "--quiet")
+    assert res.exit_code == 0 and "test accuracy" in res.output
+    res = invoke("export", tmp_path / "run", "--out", tmp_path / "bundle")
+    assert res.exit_code == 0 and "torch vs golden mismatches 0/64" in res.output
+    manifest = yaml.safe_load((tmp_path / "bundle" / "manifest.yaml").read_text())
+    assert manifest["provenance"]["torch_vs_golden_mismatches"] == 0
