@@ -17,8 +17,12 @@ from rich.console import Console
 
 from codesign.errors import CodesignError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="From a recurrent model recipe to a bundle, a golden model, bit-exact RTL and netlists.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="From a recurrent model recipe to a bundle, a golden model, bit-exact RTL and netlists.",
+)
 console = Console()
 err_console = Console(stderr=True)
 
@@ -93,10 +97,13 @@ def load_npy(path: Path, what: str) -> np.ndarray:
 @user_errors
 def golden(
     bundle: Annotated[Path, typer.Argument(help="bundle directory")],
-    inputs: Annotated[Path, typer.Option("--inputs", help=".npy (N, T, M): float (quantized here) or integer")],
+    inputs: Annotated[
+        Path, typer.Option("--inputs", help=".npy (N, T, M): float (quantized here) or integer")
+    ],
     out: Annotated[Path, typer.Option("--out", help=".npy to write")],
-    output: Annotated[str, typer.Option(help="what to write: classes (N,), logits (N, C) or states (N, T, d)")]
-    = "classes",
+    output: Annotated[
+        str, typer.Option(help="what to write: classes (N,), logits (N, C) or states (N, T, d)")
+    ] = "classes",
 ) -> None:
     """Run the golden integer model on inputs; write predicted classes, logits or states."""
     from codesign.atomic import atomic_path
@@ -140,12 +147,17 @@ def random_bundle(
     from codesign.bundle.schema import Formats
 
     try:
-        formats = Formats.model_validate({
-            "input": {"bits": input_bits, "frac": 0}, "weight": {"bits": weight_bits},
-            "state": {"bits": state_bits}, "alpha": {"bits": alpha_bits},
-        })
-        b = make_random_bundle(str(out), seed=seed, d=d, inputs=inputs, classes=classes, cell=cell, eps=eps,
-                               formats=formats)
+        formats = Formats.model_validate(
+            {
+                "input": {"bits": input_bits, "frac": 0},
+                "weight": {"bits": weight_bits},
+                "state": {"bits": state_bits},
+                "alpha": {"bits": alpha_bits},
+            }
+        )
+        b = make_random_bundle(
+            str(out), seed=seed, d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats
+        )
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None
     console.print(f"random bundle {b.manifest.name} -> {out}")
@@ -199,7 +211,9 @@ def sim(
 @app.command()
 @user_errors
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="where the demo's run, bundle and build go")] = Path("runs/demo"),
+    out: Annotated[Path, typer.Option("--out", help="where the demo's run, bundle and build go")] = Path(
+        "runs/demo"
+    ),
     recipe: Annotated[Path, typer.Option(help="recipe to train")] = Path("models/copy_first_cmru.yaml"),
     sequences: Annotated[int, typer.Option(help="test sequences simulated in the RTL")] = 200,
     lanes: Annotated[int, typer.Option(help="parallel lanes P")] = 4,

@@ -65,11 +65,16 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     table.add_column("figure")
     table.add_column("value")
     table.add_row("training", f"{result.iterations} iterations, {result.stopped}")
-    table.add_row("accuracy float (test)", f"{report['float_test_accuracy']:.4f} on {report['test_sequences']}")
+    table.add_row(
+        "accuracy float (test)", f"{report['float_test_accuracy']:.4f} on {report['test_sequences']}"
+    )
     table.add_row("accuracy quantized = golden (test)", f"{report['quantized_test_accuracy']:.4f}")
     table.add_row(f"accuracy RTL ({sim.sequences} test sequences)", f"{sim.accuracy:.4f}")
     table.add_row("RTL vs golden", sim.summary_line())
-    table.add_row("cycles per step", f"{sim.cycles_per_step:.2f} (floor ceil(d/P) x nnz = {sim.cycle_floor_per_step:.2f})")
+    table.add_row(
+        "cycles per step",
+        f"{sim.cycles_per_step:.2f} (floor ceil(d/P) x nnz = {sim.cycle_floor_per_step:.2f})",
+    )
     table.add_row("wall time", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     table.add_row("artifacts", f"run {run_dir}\nbundle {bundle_dir}\nverilog {build_dir / 'accelerator.v'}")
     console.print(table)

@@ -17,14 +17,37 @@ def invoke(*args: str):
 
 
 def test_random_bundle_golden_and_inspect(tmp_path: Path) -> None:
-    res = invoke("random-bundle", "--out", tmp_path / "b", "--seed", "4", "--d", "6", "--inputs", "3",
-                 "--classes", "4", "--eps", "-1", "--state-bits", "6")
+    res = invoke(
+        "random-bundle",
+        "--out",
+        tmp_path / "b",
+        "--seed",
+        "4",
+        "--d",
+        "6",
+        "--inputs",
+        "3",
+        "--classes",
+        "4",
+        "--eps",
+        "-1",
+        "--state-bits",
+        "6",
+    )
     assert res.exit_code == 0, res.output
     x = np.random.default_rng(0).normal(size=(5, 9, 3))
     np.save(tmp_path / "x.npy", x)
     for what, shape in [("classes", (5,)), ("logits", (5, 4)), ("states", (5, 9, 6))]:
-        res = invoke("golden", tmp_path / "b", "--inputs", tmp_path / "x.npy", "--out", tmp_path / f"{what}.npy",
-                     "--output", what)
+        res = invoke(
+            "golden",
+            tmp_path / "b",
+            "--inputs",
+            tmp_path / "x.npy",
+            "--out",
+            tmp_path / f"{what}.npy",
+            "--output",
+            what,
+        )
         assert res.exit_code == 0, res.output
         assert np.load(tmp_path / f"{what}.npy").shape == shape
     res = invoke("inspect", tmp_path / "b")
@@ -53,19 +76,38 @@ def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_golden_bad_inputs(tmp_path: Path) -> None:
     invoke("random-bundle", "--out", tmp_path / "b", "--inputs", "3")
     np.save(tmp_path / "x.npy", np.zeros((2, 4, 5)))
-    res = runner.invoke(app, ["golden", str(tmp_path / "b"), "--inputs", str(tmp_path / "x.npy"),
-                              "--out", str(tmp_path / "y.npy")])
+    res = runner.invoke(
+        app,
+        [
+            "golden",
+            str(tmp_path / "b"),
+            "--inputs",
+            str(tmp_path / "x.npy"),
+            "--out",
+            str(tmp_path / "y.npy"),
+        ],
+    )
     assert res.exit_code == 2 and "x.npy" in res.output and "(sequences, steps, 3)" in res.output
     assert not (tmp_path / "y.npy").exists()
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    res = runner.invoke(app, ["golden", str(tmp_path / "b"), "--inputs", str(tmp_path / "obj.npy"),
-                              "--out", str(tmp_path / "y.npy")])
+    res = runner.invoke(
+        app,
+        [
+            "golden",
+            str(tmp_path / "b"),
+            "--inputs",
+            str(tmp_path / "obj.npy"),
+            "--out",
+            str(tmp_path / "y.npy"),
+        ],
+    )
     assert res.exit_code == 2 and "without pickles" in res.output
 
 
 def test_train_export_round_trip(tmp_path: Path) -> None:
     recipe = {
-        "name": "cli", "task": {"name": "copy_first", "classes": 3, "length": 6, "val_size": 64, "test_size": 64},
+        "name": "cli",
+        "task": {"name": "copy_first", "classes": 3, "length": 6, "val_size": 64, "test_size": 64},
         "model": {"hidden_size": 4},
         "train": {"iterations": 20, "batch_size": 16, "eval_every": 10, "eval_batches": 1},
     }

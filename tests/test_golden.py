@@ -16,14 +16,18 @@ from codesign.quant import DeployedNet
 def tiny_bundle(eps: int, *, state_bits: int = 4, alpha: int = 3, **over) -> Bundle:
     """One neuron, one input: c = x, b = 1 (update when |x| >= 1), readout y = [h, -h]."""
     w = {
-        "w_cand": np.array([[1]]), "b_cand": np.array([0]),
-        "w_thr": np.array([[0]]), "b_thr": np.array([1]),
+        "w_cand": np.array([[1]]),
+        "b_cand": np.array([0]),
+        "w_thr": np.array([[0]]),
+        "b_thr": np.array([1]),
         "alpha": np.array([alpha]),
-        "w_out": np.array([[1], [-1]]), "b_out": np.array([0, 0]),
+        "w_out": np.array([[1], [-1]]),
+        "b_out": np.array([0, 0]),
     }
     w.update(over)
     manifest = Manifest(
-        format_version=FORMAT_VERSION, name="tiny",
+        format_version=FORMAT_VERSION,
+        name="tiny",
         network=NetworkSpec(input_size=1, hidden_size=1, num_classes=2, cell="cmru", eps=eps),
         formats=Formats.model_validate({"input": {"bits": 4, "frac": 0}, "state": {"bits": state_bits}}),
     )
@@ -72,8 +76,9 @@ def test_input_quantizer_rounds_half_up_and_saturates() -> None:
 
 def test_input_overflow_error_mode_names_position() -> None:
     b = tiny_bundle(1)
-    fmt = b.manifest.formats.model_copy(update={"input": b.manifest.formats.input.model_copy(
-        update={"overflow": "error"})})
+    fmt = b.manifest.formats.model_copy(
+        update={"input": b.manifest.formats.input.model_copy(update={"overflow": "error"})}
+    )
     b = Bundle(b.manifest.model_copy(update={"formats": fmt}), b.weights)
     with pytest.raises(CodesignError, match="sequence 0, step 2, feature 0"):
         quantize_inputs(b, np.array([0.0, 1.0, 9.0]).reshape(1, -1, 1))
@@ -108,15 +113,22 @@ def test_event_and_mac_counts() -> None:
     alpha_bits=st.integers(2, 10),
     steps=st.integers(1, 200),
 )
-def test_torch_deployed_equals_golden(seed, d, m, c, cell_eps, input_bits, weight_bits, state_bits, alpha_bits,
-                                      steps) -> None:
+def test_torch_deployed_equals_golden(
+    seed, d, m, c, cell_eps, input_bits, weight_bits, state_bits, alpha_bits, steps
+) -> None:
     """Random family members at the extremes of their formats: 0 mismatches on every state and logit."""
-    formats = Formats.model_validate({
-        "input": {"bits": input_bits, "frac": seed % 5}, "weight": {"bits": weight_bits},
-        "state": {"bits": state_bits}, "alpha": {"bits": alpha_bits}, "state_frac": seed % 7 - 3,
-    })
-    manifest = random_manifest(d=d, inputs=m, classes=c, cell=cell_eps[0], eps=cell_eps[1], formats=formats,
-                               seed=seed)
+    formats = Formats.model_validate(
+        {
+            "input": {"bits": input_bits, "frac": seed % 5},
+            "weight": {"bits": weight_bits},
+            "state": {"bits": state_bits},
+            "alpha": {"bits": alpha_bits},
+            "state_frac": seed % 7 - 3,
+        }
+    )
+    manifest = random_manifest(
+        d=d, inputs=m, classes=c, cell=cell_eps[0], eps=cell_eps[1], formats=formats, seed=seed
+    )
     bundle = Bundle(manifest, random_weights(manifest, seed))
     xq = np.stack(random_integer_inputs(bundle, sequences=3, steps=steps, seed=seed, density=0.6))
     gold = run_golden(bundle, xq)

@@ -27,23 +27,39 @@ def test_pow2_frac_is_the_finest_scale_that_fits(max_abs: float, bits: int) -> N
 def _bundle_from(model: HardwareNet, formats: Formats):
     deployed, weights, formats = quantize_model(model, formats)
     manifest = Manifest(
-        format_version=FORMAT_VERSION, name="q",
-        network=NetworkSpec(input_size=model.rnn.input_size, hidden_size=model.rnn.hidden_size,
-                            num_classes=model.readout.out_features, cell=model.cell_name, eps=int(model.rnn.eps)),
+        format_version=FORMAT_VERSION,
+        name="q",
+        network=NetworkSpec(
+            input_size=model.rnn.input_size,
+            hidden_size=model.rnn.hidden_size,
+            num_classes=model.readout.out_features,
+            cell=model.cell_name,
+            eps=int(model.rnn.eps),
+        ),
         formats=formats,
     )
     return deployed, Bundle(manifest, weights)
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), cell_eps=st.sampled_from([("cmru", 1.0), ("cmru", -1.0), ("bmru", 0.0)]),
-       bits=st.integers(2, 8), steps=st.integers(1, 120))
+@given(
+    seed=st.integers(0, 10_000),
+    cell_eps=st.sampled_from([("cmru", 1.0), ("cmru", -1.0), ("bmru", 0.0)]),
+    bits=st.integers(2, 8),
+    steps=st.integers(1, 120),
+)
 def test_fake_quant_torch_equals_golden(seed: int, cell_eps, bits: int, steps: int) -> None:
     torch.manual_seed(seed)
     model = HardwareNet(5, 7, 4, cell=cell_eps[0], eps=cell_eps[1])
-    formats = Formats.model_validate({"input": {"bits": 6, "frac": 2}, "weight": {"bits": bits},
-                                      "alpha": {"bits": bits}, "readout_weight": {"bits": bits},
-                                      "state": {"bits": 10}})
+    formats = Formats.model_validate(
+        {
+            "input": {"bits": 6, "frac": 2},
+            "weight": {"bits": bits},
+            "alpha": {"bits": bits},
+            "readout_weight": {"bits": bits},
+            "state": {"bits": 10},
+        }
+    )
     deployed, bundle = _bundle_from(model, formats)
     # inputs on and between the input grid, including exact half-way ties and out-of-range values
     x = torch.randint(-40, 40, (6, steps, 5)).double() / 8.0

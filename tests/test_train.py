@@ -14,10 +14,17 @@ from codesign.train.recipe import parse_recipe
 from codesign.train.trainer import LAST, load_checkpoint, load_run, lr_factor
 
 RECIPE = {
-    "name": "tiny", "seed": 0,
+    "name": "tiny",
+    "seed": 0,
     "task": {"name": "copy_first", "classes": 4, "length": 12, "val_size": 128, "test_size": 128},
     "model": {"cell": "cmru", "hidden_size": 6, "eps": 1.0},
-    "train": {"iterations": 40, "batch_size": 32, "eval_every": 10, "eval_batches": 2, "early_stop_evals": 50},
+    "train": {
+        "iterations": 40,
+        "batch_size": 32,
+        "eval_every": 10,
+        "eval_batches": 2,
+        "early_stop_evals": 50,
+    },
 }
 
 
@@ -74,7 +81,11 @@ def test_resume_after_interruption(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
-    train(parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))), tmp_path / "run", progress=False)
+    train(
+        parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))),
+        tmp_path / "run",
+        progress=False,
+    )
     with pytest.raises(CodesignError, match="different recipe"):
         train(parse_recipe(RECIPE), tmp_path / "run", progress=False)
 
@@ -84,7 +95,10 @@ def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
     [
         (lambda r: r["model"].update(hidden=3), r"unknown key 'model\.hidden'"),
         (lambda r: r["model"].update(eps=1.5), r"model\.eps: Input should be less than or equal to 1"),
-        (lambda r: r["task"].update(name="imagenet"), r"unknown task 'imagenet'; known tasks: \['copy_first'\]"),
+        (
+            lambda r: r["task"].update(name="imagenet"),
+            r"unknown task 'imagenet'; known tasks: \['copy_first'\]",
+        ),
         (lambda r: r["model"].update(cell="bmru", eps=1.0), "cell 'bmru' requires eps 0"),
         (lambda r: r["train"].update(iterations="many"), r"train\.iterations"),
         (lambda r: r.pop("task"), "missing key 'task'"),
@@ -100,7 +114,11 @@ def test_bad_recipes_name_the_key(tmp_path: Path, edit, message: str) -> None:
 
 
 def test_corrupt_and_mismatched_checkpoints(tmp_path: Path) -> None:
-    train(parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))), tmp_path / "run", progress=False)
+    train(
+        parse_recipe(dict(RECIPE, train=dict(RECIPE["train"], iterations=10))),
+        tmp_path / "run",
+        progress=False,
+    )
     (tmp_path / "run" / "best.pt").write_bytes(b"garbage")
     with pytest.raises(CodesignError, match="cannot load checkpoint"):
         load_run(tmp_path / "run")

@@ -38,7 +38,11 @@ class Bundle:
 
 
 def expected_shape(manifest: Manifest, name: str) -> tuple[int, ...]:
-    dims = {"d": manifest.network.hidden_size, "M": manifest.network.input_size, "C": manifest.network.num_classes}
+    dims = {
+        "d": manifest.network.hidden_size,
+        "M": manifest.network.input_size,
+        "C": manifest.network.num_classes,
+    }
     return tuple(dims[k] for k in WEIGHT_ARRAYS[name][0].split(","))
 
 
@@ -62,7 +66,8 @@ def parse_manifest(data: object, path: Path | None = None) -> Manifest:
     version = data.get("format_version")
     if version is not None and version != FORMAT_VERSION:
         raise CodesignError(
-            f"bundle format version {version!r} found, this codesign reads version {FORMAT_VERSION}", path=path
+            f"bundle format version {version!r} found, this codesign reads version {FORMAT_VERSION}",
+            path=path,
         )
     try:
         return Manifest.model_validate(data)
@@ -70,22 +75,32 @@ def parse_manifest(data: object, path: Path | None = None) -> Manifest:
         raise CodesignError(validation_message(err), path=path) from None
 
 
-def check_weights(manifest: Manifest, weights: dict[str, np.ndarray], path: Path | None = None) -> dict[str, np.ndarray]:
+def check_weights(
+    manifest: Manifest, weights: dict[str, np.ndarray], path: Path | None = None
+) -> dict[str, np.ndarray]:
     """Check names, dtypes, shapes and declared widths; return int64 copies."""
     missing = sorted(set(WEIGHT_ARRAYS) - set(weights))
     if missing:
-        raise CodesignError(f"missing weight array(s) {missing}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path)
+        raise CodesignError(
+            f"missing weight array(s) {missing}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path
+        )
     extra = sorted(set(weights) - set(WEIGHT_ARRAYS))
     if extra:
-        raise CodesignError(f"unknown weight array(s) {extra}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path)
+        raise CodesignError(
+            f"unknown weight array(s) {extra}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path
+        )
     out: dict[str, np.ndarray] = {}
     for name, (_, width_key) in WEIGHT_ARRAYS.items():
         arr = np.asarray(weights[name])
         if arr.dtype.kind not in "iu":
-            raise CodesignError(f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path)
+            raise CodesignError(
+                f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path
+            )
         shape = expected_shape(manifest, name)
         if arr.shape != shape:
-            raise CodesignError(f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path)
+            raise CodesignError(
+                f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path
+            )
         bits = getattr(manifest.formats, width_key).bits
         lo, hi = signed_range(bits)
         arr = arr.astype(np.int64)
@@ -125,8 +140,10 @@ def load_bundle(bundle_dir: str | Path) -> Bundle:
     """Load and validate a bundle; every defect is a :class:`CodesignError` naming the file."""
     bundle_dir = Path(bundle_dir)
     if not bundle_dir.is_dir():
-        raise CodesignError("bundle directory not found (expected a folder with manifest.yaml and weights.npz)",
-                            path=bundle_dir)
+        raise CodesignError(
+            "bundle directory not found (expected a folder with manifest.yaml and weights.npz)",
+            path=bundle_dir,
+        )
     mpath, wpath = bundle_dir / MANIFEST, bundle_dir / WEIGHTS
     if not mpath.is_file():
         raise CodesignError("missing manifest.yaml", path=bundle_dir)
@@ -142,8 +159,9 @@ def load_bundle(bundle_dir: str | Path) -> Bundle:
     if want is None:
         raise CodesignError(f"checksums.{WEIGHTS} missing from the manifest", path=mpath)
     if sha256(blob) != want:
-        raise CodesignError(f"checksum mismatch: manifest says {want[:12]}..., file is {sha256(blob)[:12]}...",
-                            path=wpath)
+        raise CodesignError(
+            f"checksum mismatch: manifest says {want[:12]}..., file is {sha256(blob)[:12]}...", path=wpath
+        )
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
             weights = {k: npz[k] for k in npz.files}

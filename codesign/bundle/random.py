@@ -14,7 +14,9 @@ from codesign.bundle.schema import FORMAT_VERSION, WEIGHT_ARRAYS, Formats, Manif
 from codesign.intmath import signed_range
 
 
-def _draw(rng: np.random.Generator, shape: tuple[int, ...], bits: int, magnitude_bits: int | None = None) -> np.ndarray:
+def _draw(
+    rng: np.random.Generator, shape: tuple[int, ...], bits: int, magnitude_bits: int | None = None
+) -> np.ndarray:
     lo, hi = signed_range(bits)
     if magnitude_bits is not None and magnitude_bits < bits:
         lo, hi = signed_range(magnitude_bits)
@@ -26,8 +28,15 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], bits: int, magnitude
 
 
 def random_manifest(
-    *, d: int, inputs: int, classes: int, cell: str = "cmru", eps: int = 1, formats: Formats | None = None,
-    name: str | None = None, seed: int = 0,
+    *,
+    d: int,
+    inputs: int,
+    classes: int,
+    cell: str = "cmru",
+    eps: int = 1,
+    formats: Formats | None = None,
+    name: str | None = None,
+    seed: int = 0,
 ) -> Manifest:
     return Manifest(
         format_version=FORMAT_VERSION,
@@ -56,14 +65,26 @@ def random_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarray]:
     return weights
 
 
-def make_random_bundle(out: str, *, seed: int, d: int, inputs: int, classes: int, cell: str = "cmru",
-                       eps: int = 1, formats: Formats | None = None) -> Bundle:
-    manifest = random_manifest(d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats, seed=seed)
+def make_random_bundle(
+    out: str,
+    *,
+    seed: int,
+    d: int,
+    inputs: int,
+    classes: int,
+    cell: str = "cmru",
+    eps: int = 1,
+    formats: Formats | None = None,
+) -> Bundle:
+    manifest = random_manifest(
+        d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats, seed=seed
+    )
     return save_bundle(out, manifest, random_weights(manifest, seed))
 
 
-def random_integer_inputs(bundle: Bundle, *, sequences: int, steps: int | tuple[int, int], seed: int,
-                          density: float = 0.4) -> list[np.ndarray]:
+def random_integer_inputs(
+    bundle: Bundle, *, sequences: int, steps: int | tuple[int, int], seed: int, density: float = 0.4
+) -> list[np.ndarray]:
     """Random integer input sequences in the bundle's input format; most entries are zero.
 
     ``steps`` is a length or an inclusive ``(min, max)`` range. Zeros are frequent because the

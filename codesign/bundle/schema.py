@@ -93,10 +93,9 @@ class Manifest(_Strict):
     @property
     def logit_bits(self) -> int:
         f = self.formats
-        max_abs = (
-            self.network.hidden_size * (1 << (f.readout_weight.bits - 1)) * (1 << (f.state.bits - 1))
-            + (1 << (f.readout_bias.bits - 1))
-        )
+        max_abs = self.network.hidden_size * (1 << (f.readout_weight.bits - 1)) * (
+            1 << (f.state.bits - 1)
+        ) + (1 << (f.readout_bias.bits - 1))
         return bits_for_magnitude(max_abs)
 
 

@@ -26,7 +26,9 @@ class GoldenResult:
     events: np.ndarray  # (N, T) neurons whose state changed at that step
     logits: np.ndarray  # (N, C)
     classes: np.ndarray  # (N,)
-    macs: np.ndarray  # (N, T) multiply-accumulates an event-driven datapath performs (non-zero inputs x d x 2)
+    macs: (
+        np.ndarray
+    )  # (N, T) multiply-accumulates an event-driven datapath performs (non-zero inputs x d x 2)
 
 
 def quantize_inputs(bundle: Bundle, x: np.ndarray) -> np.ndarray:
@@ -108,7 +110,11 @@ def run_golden_ragged(bundle: Bundle, sequences: Sequence[np.ndarray]) -> list[G
         res = run_golden(bundle, np.stack([sequences[i] for i in idx]))
         for k, i in enumerate(idx):
             out[i] = GoldenResult(
-                res.states[k : k + 1], res.gates[k : k + 1], res.events[k : k + 1],
-                res.logits[k : k + 1], res.classes[k : k + 1], res.macs[k : k + 1],
+                res.states[k : k + 1],
+                res.gates[k : k + 1],
+                res.events[k : k + 1],
+                res.logits[k : k + 1],
+                res.classes[k : k + 1],
+                res.macs[k : k + 1],
             )
     return out  # type: ignore[return-value]

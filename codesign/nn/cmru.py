@@ -54,8 +54,17 @@ class CMRU(nn.Module):
 
     input_dependent_alpha = False
 
-    def __init__(self, input_size: int, hidden_size: int, eps: float = 1.0, *, alpha_surr: float = 1.0,
-                 alpha_init: float = 1.0, learn_alpha: bool = True, mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        eps: float = 1.0,
+        *,
+        alpha_surr: float = 1.0,
+        alpha_init: float = 1.0,
+        learn_alpha: bool = True,
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         if input_size < 1 or hidden_size < 1:
             raise ValueError(f"input_size and hidden_size must be >= 1, got {input_size} and {hidden_size}")
@@ -67,7 +76,9 @@ class CMRU(nn.Module):
         self.candidate = nn.Linear(input_size, hidden_size)
         self.threshold = nn.Linear(input_size, hidden_size)
         if not self.input_dependent_alpha:
-            self.alpha = nn.Parameter(torch.full((hidden_size,), float(alpha_init)), requires_grad=learn_alpha)
+            self.alpha = nn.Parameter(
+                torch.full((hidden_size,), float(alpha_init)), requires_grad=learn_alpha
+            )
 
     @property
     def eps(self) -> float:
@@ -104,8 +115,9 @@ class CMRU(nn.Module):
             h = linear_scan(a, z * s * alpha, h0)
         return h, h[:, -1]
 
-    def forward_sequential(self, x: torch.Tensor, h0: torch.Tensor | None = None,
-                           state_limits: tuple[float, float] | None = None) -> torch.Tensor:
+    def forward_sequential(
+        self, x: torch.Tensor, h0: torch.Tensor | None = None, state_limits: tuple[float, float] | None = None
+    ) -> torch.Tensor:
         """Step-by-step evaluation; ``state_limits`` saturates ``eps * h + u`` as the hardware does."""
         z, s, alpha = self.gates(x)
         alpha = alpha.expand_as(z)

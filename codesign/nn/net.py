@@ -24,8 +24,15 @@ class HardwareNet(nn.Module):
     ``forward(x)`` takes ``(batch, time, input_size)`` and returns logits ``(batch, num_classes)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_classes: int,
-                 cell: Literal["cmru", "bmru", "alphacmru"] = "cmru", eps: float = 1.0, **cell_options) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_classes: int,
+        cell: Literal["cmru", "bmru", "alphacmru"] = "cmru",
+        eps: float = 1.0,
+        **cell_options,
+    ) -> None:
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"unknown cell {cell!r}; choose one of {sorted(CELLS)}")

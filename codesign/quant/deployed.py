@@ -18,8 +18,15 @@ from codesign.nn.net import HardwareNet
 
 
 class DeployedNet(nn.Module):
-    def __init__(self, net: HardwareNet, input_bits: int, input_frac: int, state_bits: int, state_frac: int,
-                 logit_frac: int) -> None:
+    def __init__(
+        self,
+        net: HardwareNet,
+        input_bits: int,
+        input_frac: int,
+        state_bits: int,
+        state_frac: int,
+        logit_frac: int,
+    ) -> None:
         super().__init__()
         self.net = net.double().eval()
         self.input_bits, self.input_frac = input_bits, input_frac
@@ -53,8 +60,13 @@ class DeployedNet(nn.Module):
     def from_bundle(cls, bundle: Bundle) -> DeployedNet:
         """Build the float64 model from the bundle's integers (per-neuron gate scale 1)."""
         net_spec, fmt, w = bundle.net, bundle.manifest.formats, bundle.weights
-        net = HardwareNet(net_spec.input_size, net_spec.hidden_size, net_spec.num_classes, cell=net_spec.cell,
-                          eps=float(net_spec.eps)).double()
+        net = HardwareNet(
+            net_spec.input_size,
+            net_spec.hidden_size,
+            net_spec.num_classes,
+            cell=net_spec.cell,
+            eps=float(net_spec.eps),
+        ).double()
         sx, sh = 2.0**-fmt.input.frac, 2.0**-fmt.state_frac
 
         def t(name: str) -> torch.Tensor:
@@ -68,4 +80,6 @@ class DeployedNet(nn.Module):
             net.rnn.alpha.copy_(t("alpha") * sh)
             net.readout.weight.copy_(t("w_out"))
             net.readout.bias.copy_(t("b_out") * sh)
-        return cls(net, fmt.input.bits, fmt.input.frac, fmt.state.bits, fmt.state_frac, logit_frac=fmt.state_frac)
+        return cls(
+            net, fmt.input.bits, fmt.input.frac, fmt.state.bits, fmt.state_frac, logit_frac=fmt.state_frac
+        )

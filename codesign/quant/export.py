@@ -50,7 +50,9 @@ def _row_fracs(w: torch.Tensor, b: torch.Tensor, wbits: int, bbits: int, input_f
     ]
 
 
-def quantize_model(model: HardwareNet, formats: Formats) -> tuple[DeployedNet, dict[str, np.ndarray], Formats]:
+def quantize_model(
+    model: HardwareNet, formats: Formats
+) -> tuple[DeployedNet, dict[str, np.ndarray], Formats]:
     """Integer weights, the matching float64 fake-quant model, and formats with ``state_frac`` set."""
     check_deployable(model)
     f = formats
@@ -65,10 +67,14 @@ def quantize_model(model: HardwareNet, formats: Formats) -> tuple[DeployedNet, d
             raise CodesignError(f"model parameter '{name}' holds NaN or Inf; cannot quantize")
     gate_w = torch.maximum(wc.abs(), wb.abs())
     gate_b = torch.maximum(bc.abs(), bb.abs())
-    e = torch.tensor(_row_fracs(gate_w, gate_b, f.weight.bits, f.bias.bits, f.input.frac), dtype=torch.float64)
+    e = torch.tensor(
+        _row_fracs(gate_w, gate_b, f.weight.bits, f.bias.bits, f.input.frac), dtype=torch.float64
+    )
     state_frac = pow2_frac(float(alpha.abs().max()), f.alpha.bits)
-    e_o = min(pow2_frac(float(wo.abs().max()), f.readout_weight.bits),
-              pow2_frac(float(bo.abs().max()), f.readout_bias.bits) - state_frac)
+    e_o = min(
+        pow2_frac(float(wo.abs().max()), f.readout_weight.bits),
+        pow2_frac(float(bo.abs().max()), f.readout_bias.bits) - state_frac,
+    )
     q = {
         "w_cand": quantize(wc, e[:, None], f.weight.bits),
         "b_cand": quantize(bc, e + f.input.frac, f.bias.bits),
@@ -79,8 +85,9 @@ def quantize_model(model: HardwareNet, formats: Formats) -> tuple[DeployedNet, d
         "b_out": quantize(bo, e_o + state_frac, f.readout_bias.bits),
     }
     formats = f.model_copy(update={"state_frac": state_frac})
-    fq = HardwareNet(model.rnn.input_size, model.rnn.hidden_size, wo.shape[0], cell=model.cell_name,
-                     eps=model.rnn.eps).double()
+    fq = HardwareNet(
+        model.rnn.input_size, model.rnn.hidden_size, wo.shape[0], cell=model.cell_name, eps=model.rnn.eps
+    ).double()
     with torch.no_grad():
         fq.rnn.candidate.weight.copy_(q["w_cand"].double() * 2.0 ** -e[:, None])
         fq.rnn.candidate.bias.copy_(q["b_cand"].double() * 2.0 ** -(e + f.input.frac))
@@ -89,7 +96,9 @@ def quantize_model(model: HardwareNet, formats: Formats) -> tuple[DeployedNet, d
         fq.rnn.alpha.copy_(q["alpha"].double() * 2.0**-state_frac)
         fq.readout.weight.copy_(q["w_out"].double() * 2.0**-e_o)
         fq.readout.bias.copy_(q["b_out"].double() * 2.0 ** -(e_o + state_frac))
-    deployed = DeployedNet(fq, f.input.bits, f.input.frac, f.state.bits, state_frac, logit_frac=e_o + state_frac)
+    deployed = DeployedNet(
+        fq, f.input.bits, f.input.frac, f.state.bits, state_frac, logit_frac=e_o + state_frac
+    )
     return deployed, {k: v.numpy() for k, v in q.items()}, formats
 
 
@@ -102,8 +111,13 @@ def export_run(run_dir: str | Path, out: str | Path, formats: Formats | None = N
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         name=recipe.name,
-        network=NetworkSpec(input_size=net.input_size, hidden_size=net.hidden_size,
-                            num_classes=model.readout.out_features, cell=model.cell_name, eps=int(net.eps)),
+        network=NetworkSpec(
+            input_size=net.input_size,
+            hidden_size=net.hidden_size,
+            num_classes=model.readout.out_features,
+            cell=model.cell_name,
+            eps=int(net.eps),
+        ),
         formats=formats,
     )
     bundle = Bundle(manifest, weights)

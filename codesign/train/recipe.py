@@ -84,10 +84,14 @@ def load_recipe(path: str | Path) -> Recipe:
 
 def parse_recipe(data: object, path: Path | None = None) -> Recipe:
     if not isinstance(data, dict):
-        raise CodesignError("a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path)
+        raise CodesignError(
+            "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
+        )
     task = data.get("task")
     if isinstance(task, dict) and task.get("name") not in TASKS:
-        raise CodesignError(f"task.name: unknown task {task.get('name')!r}; known tasks: {sorted(TASKS)}", path=path)
+        raise CodesignError(
+            f"task.name: unknown task {task.get('name')!r}; known tasks: {sorted(TASKS)}", path=path
+        )
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:

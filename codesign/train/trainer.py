@@ -80,15 +80,18 @@ def load_checkpoint(path: Path) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for corrupt or unsafe files
-        raise CodesignError(f"cannot load checkpoint ({type(err).__name__}: {str(err).splitlines()[0]})",
-                            path=path) from None
+        raise CodesignError(
+            f"cannot load checkpoint ({type(err).__name__}: {str(err).splitlines()[0]})", path=path
+        ) from None
 
 
 def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
     """Recipe, model with the best weights, and summary of a finished run."""
     run_dir = Path(run_dir)
     if not (run_dir / RECIPE_FILE).is_file():
-        raise CodesignError(f"not a run directory (no {RECIPE_FILE}); create one with `codesign train`", path=run_dir)
+        raise CodesignError(
+            f"not a run directory (no {RECIPE_FILE}); create one with `codesign train`", path=run_dir
+        )
     recipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()), run_dir / RECIPE_FILE)
     if not (run_dir / BEST.replace(".pt", ".pt")).is_file():
         raise CodesignError(f"run has no {BEST} yet (training did not reach an evaluation)", path=run_dir)
@@ -98,8 +101,9 @@ def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
     try:
         model.load_state_dict(state["model"])
     except (KeyError, RuntimeError) as err:
-        raise CodesignError(f"checkpoint does not match the recipe's model ({str(err).splitlines()[0]})",
-                            path=run_dir / BEST) from None
+        raise CodesignError(
+            f"checkpoint does not match the recipe's model ({str(err).splitlines()[0]})", path=run_dir / BEST
+        ) from None
     for name, tensor in state["model"].items():
         if torch.is_floating_point(tensor) and not torch.isfinite(tensor).all():
             raise CodesignError(f"checkpoint parameter '{name}' holds NaN or Inf", path=run_dir / BEST)
@@ -128,8 +132,9 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     torch.manual_seed(recipe.seed)
     task = make_task(recipe.task.name, recipe.task.options())
     model = build_model(recipe, task)
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8,
-                            weight_decay=spec.weight_decay)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
+    )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, spec))
     gen = torch.Generator().manual_seed(recipe.seed)
     x_val, y_val = task.split("val", recipe.seed)
@@ -153,8 +158,15 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     t0 = time.monotonic() - elapsed_before
     stopped = "iterations"
     it = start_it
-    bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total} it"),
-                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), disable=not progress, transient=True)
+    bar = Progress(
+        TextColumn("[bold]train"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} it"),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        disable=not progress,
+        transient=True,
+    )
     with bar, metrics_file:
         job = bar.add_task("train", total=spec.iterations, completed=start_it, status="")
         running = 0.0
@@ -173,17 +185,30 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(it))[:n_eval]
                 acc = accuracy(model, x_val[idx], y_val[idx])
                 elapsed = time.monotonic() - t0
-                writer.writerow([it, f"{running:.6f}", f"{acc:.6f}", f"{sched.get_last_lr()[0]:.3e}", f"{elapsed:.2f}"])
+                writer.writerow(
+                    [it, f"{running:.6f}", f"{acc:.6f}", f"{sched.get_last_lr()[0]:.3e}", f"{elapsed:.2f}"]
+                )
                 metrics_file.flush()
                 if acc > best_acc:
                     best_acc, best_it = acc, it
-                    save_checkpoint(run_dir / BEST, {"model": model.state_dict(), "iteration": it, "val_accuracy": acc})
+                    save_checkpoint(
+                        run_dir / BEST, {"model": model.state_dict(), "iteration": it, "val_accuracy": acc}
+                    )
                 perfect_streak = perfect_streak + 1 if acc >= 1.0 else 0
-                save_checkpoint(run_dir / LAST, {
-                    "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "generator": gen.get_state(), "iteration": it, "best_acc": best_acc, "best_it": best_it,
-                    "perfect_streak": perfect_streak, "elapsed": elapsed,
-                })
+                save_checkpoint(
+                    run_dir / LAST,
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(),
+                        "generator": gen.get_state(),
+                        "iteration": it,
+                        "best_acc": best_acc,
+                        "best_it": best_it,
+                        "perfect_streak": perfect_streak,
+                        "elapsed": elapsed,
+                    },
+                )
                 bar.update(job, status=f"loss {running:.3f} val {acc:.3f} best {best_acc:.3f}")
                 if perfect_streak >= spec.early_stop_evals:
                     stopped = "early stop (validation at 100%)"
@@ -193,7 +218,14 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                     break
     _, best_model, _ = load_run(run_dir)
     x_test, y_test = task.split("test", recipe.seed)
-    result = TrainResult(str(run_dir), it, best_it, best_acc, accuracy(best_model, x_test, y_test),
-                         time.monotonic() - t0, stopped)
+    result = TrainResult(
+        str(run_dir),
+        it,
+        best_it,
+        best_acc,
+        accuracy(best_model, x_test, y_test),
+        time.monotonic() - t0,
+        stopped,
+    )
     write_text(run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
     return result

