@@ -21,7 +21,8 @@ def test_pow2_frac_is_the_finest_scale_that_fits(max_abs: float, bits: int) -> N
     f = pow2_frac(max_abs, bits)
     hi = 2 ** (bits - 1) - 1
     assert math.floor(max_abs * 2.0**f + 0.5) <= hi
-    assert math.floor(max_abs * 2.0 ** (f + 1) + 0.5) > hi
+    if f < 32:  # scales are clamped to 2**-32 (tiny values are not refined further)
+        assert math.floor(max_abs * 2.0 ** (f + 1) + 0.5) > hi
 
 
 def _bundle_from(model: HardwareNet, formats: Formats):
