@@ -62,8 +62,8 @@ def train(
     result = run_training(load_recipe(recipe), out, progress=not quiet)
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
-        f"accuracy {result.best_val_accuracy:.4f} at iteration {result.best_iteration}, "
-        f"test accuracy {result.test_accuracy:.4f} -> {out}"
+        f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
+        f"test {result.metric} {result.test:.4f} -> {out}"
     )
 
 

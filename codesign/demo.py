@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from codesign.atomic import atomic_path
-from codesign.data.registry import make_task
 from codesign.train import load_recipe, train
+from codesign.train.trainer import make_recipe_task
 
 
 def save_npy(path: Path, array: np.ndarray) -> None:
@@ -53,7 +53,7 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     timings["rtl"] = time.monotonic() - t
 
     t = time.monotonic()
-    task = make_task(recipe.task.name, recipe.task.options())
+    task = make_recipe_task(recipe)
     x_test, y_test = task.split("test", recipe.seed)
     save_npy(out / "test_inputs.npy", x_test[:sequences].numpy())
     save_npy(out / "test_labels.npy", y_test[:sequences].numpy())

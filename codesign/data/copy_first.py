@@ -15,6 +15,9 @@ import torch
 
 @dataclass(frozen=True)
 class CopyFirstDiscrete:
+    kind = "classification"
+    target = "last"
+
     classes: int = 15
     length: int = 100
     val_size: int = 2000
@@ -22,6 +25,10 @@ class CopyFirstDiscrete:
 
     @property
     def input_size(self) -> int:
+        return self.classes
+
+    @property
+    def output_size(self) -> int:
         return self.classes
 
     @property

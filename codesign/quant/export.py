@@ -17,19 +17,23 @@ import torch
 
 from codesign import __version__
 from codesign.bundle import FORMAT_VERSION, Bundle, Formats, Manifest, NetworkSpec, save_bundle
-from codesign.data.registry import make_task
 from codesign.errors import CodesignError
 from codesign.golden import quantize_inputs, run_golden
 from codesign.nn.net import HardwareNet
 from codesign.quant.deployed import DeployedNet
 from codesign.quant.fixed_point import pow2_frac, quantize
-from codesign.train.trainer import accuracy, load_run
+from codesign.train.trainer import accuracy, load_run, make_recipe_task
 
 SUPPORTED = "cell cmru with eps in {-1, 0, 1} or cell bmru (eps 0), one layer, last pooling"
 
 
-def check_deployable(model: HardwareNet) -> None:
+def check_deployable(model: torch.nn.Module) -> None:
     """Refuse models the version-1 bundle cannot describe, saying why."""
+    if not isinstance(model, HardwareNet):
+        raise CodesignError(
+            f"a {type(model).__name__} is not deployable: only the hardware profile (recipe model.arch: hardware) "
+            f"maps to the accelerator. Supported: {SUPPORTED}"
+        )
     cell = model.cell_name
     if cell == "alphacmru":
         raise CodesignError(
@@ -121,7 +125,7 @@ def export_run(run_dir: str | Path, out: str | Path, formats: Formats | None = N
         formats=formats,
     )
     bundle = Bundle(manifest, weights)
-    task = make_task(recipe.task.name, recipe.task.options())
+    task = make_recipe_task(recipe)
     x_test, y_test = task.split("test", recipe.seed)
     golden = run_golden(bundle, quantize_inputs(bundle, x_test.numpy()))
     torch_logits = deployed.integer_logits(x_test).numpy()

@@ -1,16 +1,18 @@
 """Recipe files (``models/*.yaml``): what to train, how, and how to quantize it.
 
 Validated with pydantic (unknown keys and out-of-range values are errors naming the key), read
-with ``yaml.safe_load`` only.
+with ``yaml.safe_load`` only. The ``task`` section is ``name`` plus the options of that task's
+dataclass (``codesign/data``), checked against its fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from codesign.bundle.io import validation_message
 from codesign.bundle.schema import Formats
@@ -22,28 +24,69 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class TaskSpec(_Strict):
-    name: Literal["copy_first"]
-    classes: int = Field(default=15, ge=2, le=1024)
-    length: int = Field(default=100, ge=1, le=1_000_000)
-    val_size: int = Field(default=2000, ge=1)
-    test_size: int = Field(default=2000, ge=1)
+class TaskSpec(BaseModel):
+    """``name`` and the task's own options (validated against the task dataclass)."""
 
-    def options(self) -> dict:
-        return self.model_dump(exclude={"name"})
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _known_task_and_options(self) -> TaskSpec:
+        if self.name not in TASKS:
+            raise ValueError(f"unknown task {self.name!r}; known tasks: {sorted(TASKS)}")
+        build_task(self.name, self.options())
+        return self
+
+
+def build_task(name: str, options: dict[str, Any]):
+    """Instantiate a task, refusing unknown options and wrong types with the key's name."""
+    cls = TASKS[name]
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    for key in options:
+        if key not in fields:
+            raise ValueError(f"unknown option {key!r} for task {name!r}; options: {sorted(fields)}")
+    try:
+        return TypeAdapter(cls).validate_python(options)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(p) for p in e["loc"])
+        raise ValueError(f"task option {where!r}: {e['msg']} (got {e.get('input')!r})") from None
 
 
 class ModelSpec(_Strict):
-    cell: Literal["cmru", "bmru", "alphacmru"] = "cmru"
+    arch: Literal["hardware", "backbone"] = "hardware"
+    cell: str = "cmru"
     hidden_size: int = Field(default=16, ge=1, le=4096)
     eps: float = Field(default=1.0, ge=-1.0, le=1.0)
     alpha_surr: float = Field(default=1.0, ge=0.0)
     alpha_init: float = 1.0
+    cell_options: dict[str, Any] = Field(
+        default_factory=dict, description="extra keyword arguments of the cell"
+    )
+    # backbone only
+    dim: int = Field(default=64, ge=1, description="model dimension m (backbone)")
+    blocks: int = Field(default=1, ge=1, description="number of blocks r (backbone)")
+    cells: list[str] | None = Field(default=None, description="one cell per block: a hybrid stack (backbone)")
+    pooling: Literal["last", "mean", "none"] = "last"
+    pe_dim: int = Field(default=16, ge=0)
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
-    def _bmru_eps(self) -> ModelSpec:
+    def _check(self) -> ModelSpec:
+        from codesign.train.models import CELL_NAMES
+
+        for name in [self.cell, *(self.cells or [])]:
+            if name not in CELL_NAMES:
+                raise ValueError(f"unknown cell {name!r}; known cells: {sorted(CELL_NAMES)}")
         if self.cell == "bmru" and self.eps != 0.0:
             raise ValueError(f"cell 'bmru' requires eps 0, got {self.eps}")
+        if self.arch == "hardware" and self.cell not in ("cmru", "bmru", "alphacmru"):
+            raise ValueError(f"arch 'hardware' takes cells cmru, bmru or alphacmru, got {self.cell!r}")
+        if self.cells is not None and len(self.cells) != self.blocks:
+            raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
 
 
@@ -60,6 +103,10 @@ class TrainSpec(_Strict):
     early_stop_evals: int = Field(default=10, ge=1, description="stop after this many evaluations at 100%")
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
+    eps_schedule: Literal["constant", "anneal"] = Field(
+        default="constant",
+        description="anneal: eps 1 for 5%, linearly to 0 over 70%, 0 for 25% (CMRU App. D)",
+    )
 
 
 class Recipe(_Strict):
@@ -86,11 +133,6 @@ def parse_recipe(data: object, path: Path | None = None) -> Recipe:
     if not isinstance(data, dict):
         raise CodesignError(
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
-        )
-    task = data.get("task")
-    if isinstance(task, dict) and task.get("name") not in TASKS:
-        raise CodesignError(
-            f"task.name: unknown task {task.get('name')!r}; known tasks: {sorted(TASKS)}", path=path
         )
     try:
         return Recipe.model_validate(data)

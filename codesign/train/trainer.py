@@ -21,10 +21,10 @@ import yaml
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codesign.atomic import atomic_path, write_text
-from codesign.data.registry import make_task
+from codesign.data.base import IGNORE_INDEX
 from codesign.errors import CodesignError
-from codesign.nn.net import HardwareNet
-from codesign.train.recipe import Recipe, parse_recipe
+from codesign.train.models import annealed_eps, build_model, set_eps
+from codesign.train.recipe import Recipe, build_task, parse_recipe
 
 RECIPE_FILE = "recipe.yaml"
 BEST = "best.pt"
@@ -38,16 +38,60 @@ class TrainResult:
     run_dir: str
     iterations: int
     best_iteration: int
-    best_val_accuracy: float
-    test_accuracy: float
+    metric: str  # "accuracy" (higher is better) or "mae" (lower is better)
+    best_val: float
+    test: float
     wall_s: float
     stopped: str
 
+    # the names the spine used, for classification runs
+    @property
+    def best_val_accuracy(self) -> float:
+        return self.best_val
 
-def build_model(recipe: Recipe, task) -> HardwareNet:
-    m = recipe.model
-    options = {"alpha_surr": m.alpha_surr, "alpha_init": m.alpha_init}
-    return HardwareNet(task.input_size, m.hidden_size, task.num_classes, cell=m.cell, eps=m.eps, **options)
+    @property
+    def test_accuracy(self) -> float:
+        return self.test
+
+
+def make_recipe_task(recipe: Recipe):
+    return build_task(recipe.task.name, recipe.task.options())
+
+
+def metric_name(task) -> str:
+    return "accuracy" if task.kind == "classification" else "mae"
+
+
+def loss_fn(task, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if task.kind == "classification":
+        return torch.nn.functional.cross_entropy(
+            output.reshape(-1, output.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
+        )
+    return torch.nn.functional.mse_loss(output, target)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
+    """Accuracy (over labelled positions) for classification, mean absolute error for regression."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(x), batch):
+        out, tgt = model(x[i : i + batch]), y[i : i + batch]
+        if task.kind == "classification":
+            mask = tgt != IGNORE_INDEX
+            total += (out.argmax(-1)[mask] == tgt[mask]).sum().item()
+            count += int(mask.sum())
+        else:
+            total += (out - tgt).abs().sum().item()
+            count += tgt.numel()
+    model.train(was_training)
+    return total / max(1, count)
+
+
+def score(task, value: float) -> float:
+    """Higher is better."""
+    return value if task.kind == "classification" else -value
 
 
 def lr_factor(it: int, spec) -> float:
@@ -62,11 +106,13 @@ def lr_factor(it: int, spec) -> float:
 
 @torch.no_grad()
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
+    """Fraction of sequences whose argmax matches the label (classification, last-step label)."""
+    was_training = model.training
     model.eval()
     correct = 0
     for i in range(0, len(x), batch):
         correct += (model(x[i : i + batch]).argmax(-1) == y[i : i + batch]).sum().item()
-    model.train()
+    model.train(was_training)
     return correct / max(1, len(x))
 
 
@@ -85,7 +131,7 @@ def load_checkpoint(path: Path) -> dict:
         ) from None
 
 
-def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
+def load_run(run_dir: str | Path) -> tuple[Recipe, torch.nn.Module, dict]:
     """Recipe, model with the best weights, and summary of a finished run."""
     run_dir = Path(run_dir)
     if not (run_dir / RECIPE_FILE).is_file():
@@ -93,10 +139,9 @@ def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
             f"not a run directory (no {RECIPE_FILE}); create one with `codesign train`", path=run_dir
         )
     recipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()), run_dir / RECIPE_FILE)
-    if not (run_dir / BEST.replace(".pt", ".pt")).is_file():
+    if not (run_dir / BEST).is_file():
         raise CodesignError(f"run has no {BEST} yet (training did not reach an evaluation)", path=run_dir)
-    task = make_task(recipe.task.name, recipe.task.options())
-    model = build_model(recipe, task)
+    model = build_model(recipe, make_recipe_task(recipe))
     state = load_checkpoint(run_dir / BEST)
     try:
         model.load_state_dict(state["model"])
@@ -107,6 +152,8 @@ def load_run(run_dir: str | Path) -> tuple[Recipe, HardwareNet, dict]:
     for name, tensor in state["model"].items():
         if torch.is_floating_point(tensor) and not torch.isfinite(tensor).all():
             raise CodesignError(f"checkpoint parameter '{name}' holds NaN or Inf", path=run_dir / BEST)
+    if recipe.train.eps_schedule == "anneal":
+        set_eps(model, 0.0)  # annealed runs keep checkpoints only once eps reached 0
     summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).is_file() else {}
     return recipe, model, summary
 
@@ -125,13 +172,15 @@ def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
 
 
 def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> TrainResult:
+    """Train ``recipe`` into ``run_dir`` (resuming it when it holds the same recipe)."""
     run_dir = Path(run_dir)
     spec = recipe.train
     resuming = _prepare_run_dir(run_dir, recipe)
     torch.set_num_threads(spec.threads or min(2, torch.get_num_threads()))
     torch.manual_seed(recipe.seed)
-    task = make_task(recipe.task.name, recipe.task.options())
+    task = make_recipe_task(recipe)
     model = build_model(recipe, task)
+    metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
     )
@@ -139,25 +188,26 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     gen = torch.Generator().manual_seed(recipe.seed)
     x_val, y_val = task.split("val", recipe.seed)
     n_eval = min(len(x_val), spec.eval_batches * spec.batch_size)
-    start_it, best_acc, best_it, perfect_streak, elapsed_before = 0, -1.0, -1, 0, 0.0
+    start_it, best, best_it, perfect_streak, elapsed_before = 0, -math.inf, -1, 0, 0.0
     if resuming:
         state = load_checkpoint(run_dir / LAST)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"])
-        start_it, best_acc, best_it = state["iteration"], state["best_acc"], state["best_it"]
+        start_it, best, best_it = state["iteration"], state["best_score"], state["best_it"]
         perfect_streak, elapsed_before = state["perfect_streak"], state["elapsed"]
     metrics_path = run_dir / METRICS
     new_metrics = not metrics_path.is_file() or not resuming
     metrics_file = metrics_path.open("w" if new_metrics else "a", newline="")
     writer = csv.writer(metrics_file)
     if new_metrics:
-        writer.writerow(["iteration", "train_loss", "val_accuracy", "lr", "elapsed_s"])
-    loss_fn = torch.nn.CrossEntropyLoss()
+        writer.writerow(["iteration", "train_loss", f"val_{metric}", "eps", "lr", "elapsed_s"])
+    annealing = spec.eps_schedule == "anneal"
     t0 = time.monotonic() - elapsed_before
     stopped = "iterations"
     it = start_it
+    eps = None
     bar = Progress(
         TextColumn("[bold]train"),
         BarColumn(),
@@ -171,8 +221,11 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         job = bar.add_task("train", total=spec.iterations, completed=start_it, status="")
         running = 0.0
         while it < spec.iterations:
+            if annealing:
+                eps = annealed_eps(it, spec.iterations)
+                set_eps(model, eps)
             x, y = task.sample(spec.batch_size, gen)
-            loss = loss_fn(model(x), y)
+            loss = loss_fn(task, model(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
@@ -183,18 +236,28 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
             bar.advance(job)
             if it % spec.eval_every == 0 or it == spec.iterations:
                 idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(it))[:n_eval]
-                acc = accuracy(model, x_val[idx], y_val[idx])
+                value = evaluate(model, task, x_val[idx], y_val[idx])
                 elapsed = time.monotonic() - t0
                 writer.writerow(
-                    [it, f"{running:.6f}", f"{acc:.6f}", f"{sched.get_last_lr()[0]:.3e}", f"{elapsed:.2f}"]
+                    [
+                        it,
+                        f"{running:.6f}",
+                        f"{value:.6f}",
+                        "" if eps is None else f"{eps:.4f}",
+                        f"{sched.get_last_lr()[0]:.3e}",
+                        f"{elapsed:.2f}",
+                    ]
                 )
                 metrics_file.flush()
-                if acc > best_acc:
-                    best_acc, best_it = acc, it
+                # an annealed model is deployable only once eps reached 0: checkpoint only then
+                deployable = not annealing or eps == 0.0
+                if deployable and score(task, value) > best:
+                    best, best_it = score(task, value), it
                     save_checkpoint(
-                        run_dir / BEST, {"model": model.state_dict(), "iteration": it, "val_accuracy": acc}
+                        run_dir / BEST, {"model": model.state_dict(), "iteration": it, metric: value}
                     )
-                perfect_streak = perfect_streak + 1 if acc >= 1.0 else 0
+                perfect = task.kind == "classification" and value >= 1.0 and deployable
+                perfect_streak = perfect_streak + 1 if perfect else 0
                 save_checkpoint(
                     run_dir / LAST,
                     {
@@ -203,27 +266,32 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                         "scheduler": sched.state_dict(),
                         "generator": gen.get_state(),
                         "iteration": it,
-                        "best_acc": best_acc,
+                        "best_score": best,
                         "best_it": best_it,
                         "perfect_streak": perfect_streak,
                         "elapsed": elapsed,
                     },
                 )
-                bar.update(job, status=f"loss {running:.3f} val {acc:.3f} best {best_acc:.3f}")
+                bar.update(job, status=f"loss {running:.3f} val {metric} {value:.4f}")
                 if perfect_streak >= spec.early_stop_evals:
                     stopped = "early stop (validation at 100%)"
                     break
                 if spec.max_seconds is not None and elapsed >= spec.max_seconds:
                     stopped = f"time budget ({spec.max_seconds:.0f} s)"
                     break
+    if best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
+        save_checkpoint(run_dir / BEST, {"model": model.state_dict(), "iteration": it})
+        best_it = it
     _, best_model, _ = load_run(run_dir)
     x_test, y_test = task.split("test", recipe.seed)
+    best_val = best if task.kind == "classification" else -best
     result = TrainResult(
         str(run_dir),
         it,
         best_it,
-        best_acc,
-        accuracy(best_model, x_test, y_test),
+        metric,
+        best_val,
+        evaluate(best_model, task, x_test, y_test),
         time.monotonic() - t0,
         stopped,
     )

@@ -1,0 +1,90 @@
+"""Build the network a recipe asks for: the hardware profile or the papers' backbone."""
+
+from __future__ import annotations
+
+import importlib
+
+from torch import nn
+
+from codesign.nn.backbone import Backbone
+from codesign.nn.cmru import CMRU
+from codesign.nn.net import HardwareNet
+
+CELL_NAMES: dict[str, str] = {
+    # recipe name: class name in codesign.nn
+    "cmru": "CMRU",
+    "bmru": "BMRU",
+    "alphacmru": "AlphaCMRU",
+    "mingru": "MinGRU",
+    "lru": "LRU",
+    "mgrade": "MGRADELayer",
+    "hsru": "HSRU",
+    "sugru": "SelectiveUpdateGRU",
+    "sumingru": "SelectiveUpdateMinGRU",
+}
+CMRU_FAMILY = ("cmru", "bmru", "alphacmru")
+
+
+def cell_class(name: str) -> type[nn.Module]:
+    module = importlib.import_module("codesign.nn")
+    try:
+        return getattr(module, CELL_NAMES[name])
+    except AttributeError:
+        raise ValueError(f"cell {name!r} ({CELL_NAMES[name]}) is not available in codesign.nn") from None
+
+
+def cell_kwargs(spec, name: str) -> dict:
+    kwargs = dict(spec.cell_options)
+    if name in CMRU_FAMILY:
+        kwargs.setdefault("alpha_surr", spec.alpha_surr)
+        kwargs.setdefault("alpha_init", spec.alpha_init)
+        if name != "bmru":
+            kwargs.setdefault("eps", spec.eps)
+    return kwargs
+
+
+def build_model(recipe, task) -> nn.Module:
+    spec = recipe.model
+    if spec.arch == "hardware":
+        if task.kind != "classification" or task.target != "last":
+            raise ValueError("arch 'hardware' supports classification with a label at the last step")
+        kwargs = cell_kwargs(spec, spec.cell)
+        eps = kwargs.pop("eps", 0.0)
+        return HardwareNet(
+            task.input_size, spec.hidden_size, task.output_size, cell=spec.cell, eps=eps, **kwargs
+        )
+    names = spec.cells or [spec.cell] * spec.blocks
+    it = iter(names)
+
+    def make_cell(dim: int) -> nn.Module:
+        name = next(it)
+        return cell_class(name)(dim, spec.hidden_size, **cell_kwargs(spec, name))
+
+    pooling = "none" if task.target == "every_step" else spec.pooling
+    return Backbone(
+        task.input_size,
+        task.output_size,
+        make_cell,
+        dim=spec.dim,
+        blocks=spec.blocks,
+        pooling=pooling,
+        pe_dim=spec.pe_dim,
+        dropout=spec.dropout,
+    )
+
+
+def set_eps(model: nn.Module, eps: float) -> None:
+    """Set eps on every CMRU-family cell (eps annealing); the BMRU stays at 0."""
+    for m in model.modules():
+        if isinstance(m, CMRU) and type(m).__name__ != "BMRU":
+            m.eps = eps
+
+
+def annealed_eps(it: int, iterations: int) -> float:
+    """CMRU App. D: 1 for the first 5%, linear to 0 over the next 70%, then 0 for the last 25%."""
+    p = it / max(1, iterations)
+    if p < 0.05:
+        return 1.0
+    if p >= 0.75:
+        return 0.0
+    return 1.0 - (p - 0.05) / 0.70
