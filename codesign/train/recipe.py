@@ -37,7 +37,10 @@ class TaskSpec(BaseModel):
     def _known_task_and_options(self) -> TaskSpec:
         if self.name not in TASKS:
             raise ValueError(f"unknown task {self.name!r}; known tasks: {sorted(TASKS)}")
-        build_task(self.name, self.options())
+        try:
+            build_task(self.name, self.options())
+        except CodesignError as err:  # becomes a validation error that names the recipe file
+            raise ValueError(str(err)) from None
         return self
 
 
@@ -47,13 +50,13 @@ def build_task(name: str, options: dict[str, Any]):
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for key in options:
         if key not in fields:
-            raise ValueError(f"unknown option {key!r} for task {name!r}; options: {sorted(fields)}")
+            raise CodesignError(f"unknown option {key!r} for task {name!r}; options: {sorted(fields)}")
     try:
         return TypeAdapter(cls).validate_python(options)
     except ValidationError as err:
         e = err.errors()[0]
         where = ".".join(str(p) for p in e["loc"])
-        raise ValueError(f"task option {where!r}: {e['msg']} (got {e.get('input')!r})") from None
+        raise CodesignError(f"task option {where!r}: {e['msg']} (got {e.get('input')!r})") from None
 
 
 class ModelSpec(_Strict):

@@ -1,0 +1,191 @@
+"""UEA/UCR classification sets shipped inside the ``aeon`` wheel, by name (nothing downloads).
+
+``UEADataset(name="JapaneseVowels")`` reads ``aeon/datasets/data/<name>/<name>_TRAIN.ts`` and
+``_TEST.ts`` with aeon's own ``.ts`` parser (aeon's ``load_classification`` would try to download
+a name it does not ship; we never call it). Any classification set aeon ships works: see
+:func:`available`. JapaneseVowels is speech (12 LPC cepstra per frame, 9 speakers).
+
+* Test split: the official ``_TEST`` file. Validation: a stratified ``val_fraction`` of the
+  official ``_TRAIN`` file chosen by ``split_seed`` (a task option, so the training set does not
+  change with the run seed); the rest is the training set, from which :meth:`sample` draws.
+* Inputs ``(batch, time, channels)``: each channel standardised with the training set's mean and
+  standard deviation (``normalize``); missing values (NaN) become 0 after that.
+* Variable-length sets (JapaneseVowels: 7-29 frames) are padded to the longest series of the
+  whole set with zeros (the training mean after standardisation) *in front* (``padding="front"``,
+  default): a causal recurrent model reads the padding first and every series ends on its real
+  last frame, which is what last pooling reads. ``padding="back"`` pads at the end instead.
+  ``lengths(split)`` gives the true lengths.
+* Labels: the class names sorted (numerically when all are numbers), indexed from 0;
+  :attr:`classes` lists the names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from codesign.data._util import check
+from codesign.errors import CodesignError
+
+_CACHE: dict[object, dict] = {}
+
+
+def data_dir() -> Path:
+    """Where the aeon wheel keeps its datasets (found without importing aeon)."""
+    spec = importlib.util.find_spec("aeon")
+    if spec is None or not spec.submodule_search_locations:
+        raise CodesignError("the UEA/UCR datasets need the 'aeon' package: pip install aeon")
+    return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data"
+
+
+def _is_classification(ts_file: Path) -> bool:
+    with open(ts_file, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            low = line.strip().lower()
+            if low.startswith("@classlabel"):
+                return low.split()[1:2] == ["true"]
+            if low.startswith("@data"):
+                return False
+    return False
+
+
+def available() -> list[str]:
+    """Names of the classification sets (with a train and a test file) that aeon ships."""
+    root = data_dir()
+    names = []
+    for train in root.glob("*/*_TRAIN.ts"):
+        name = train.name[: -len("_TRAIN.ts")]
+        if (train.parent / f"{name}_TEST.ts").exists() and _is_classification(train):
+            names.append(name)
+    return sorted(names)
+
+
+def _files(name: str) -> tuple[Path, Path]:
+    for train in data_dir().glob(f"*/{name}_TRAIN.ts"):
+        test = train.parent / f"{name}_TEST.ts"
+        if test.exists() and _is_classification(train):
+            return train, test
+    names = available()
+    raise CodesignError(
+        f"aeon does not ship a UEA/UCR classification set named {name!r}; available: {', '.join(names)}"
+    )
+
+
+def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
+    from aeon.datasets import load_from_ts_file
+
+    X, y = load_from_ts_file(str(path))
+    series = [np.asarray(s, dtype=np.float64) for s in X]  # each (channels, time)
+    return series, np.asarray(y).astype(str)
+
+
+def _sort_key(label: str):
+    try:
+        return (0, float(label), label)
+    except ValueError:
+        return (1, 0.0, label)
+
+
+@dataclass(frozen=True)
+class UEADataset:
+    kind = "classification"
+    target = "last"
+
+    name: str = "JapaneseVowels"
+    val_fraction: float = 0.1
+    split_seed: int = 0
+    normalize: bool = True
+    padding: Literal["front", "back"] = "front"
+
+    def __post_init__(self) -> None:
+        check(
+            0.0 < self.val_fraction < 1.0, "uea", f"val_fraction must be in (0, 1), got {self.val_fraction}"
+        )
+        _files(self.name)  # an unknown name fails here, listing the available ones
+
+    def _data(self) -> dict:
+        if self not in _CACHE:
+            train_path, test_path = _files(self.name)
+            tr_x, tr_y = _read(train_path)
+            te_x, te_y = _read(test_path)
+            classes = sorted(set(tr_y) | set(te_y), key=_sort_key)
+            index = {c: i for i, c in enumerate(classes)}
+            ytr = np.array([index[c] for c in tr_y])
+            yte = np.array([index[c] for c in te_y])
+            # stratified validation carve-out of the official training file
+            rng = np.random.default_rng(self.split_seed)
+            val_mask = np.zeros(len(ytr), dtype=bool)
+            for c in range(len(classes)):
+                idx = np.flatnonzero(ytr == c)
+                k = int(round(self.val_fraction * len(idx)))
+                if len(idx) > 1:
+                    k = min(max(k, 1), len(idx) - 1)
+                val_mask[rng.permutation(idx)[:k]] = True
+            fit = [s for s, v in zip(tr_x, val_mask, strict=True) if not v]
+            cat = np.concatenate(fit, axis=1)
+            mean = np.nanmean(cat, axis=1, keepdims=True)
+            std = np.nanstd(cat, axis=1, keepdims=True)
+            std[~(std > 0)] = 1.0
+            width = max(s.shape[1] for s in tr_x + te_x)
+            channels = tr_x[0].shape[0]
+
+            def pack(series: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+                out = np.zeros((len(series), width, channels), dtype=np.float32)
+                lengths = np.array([s.shape[1] for s in series])
+                for j, s in enumerate(series):
+                    z = (s - mean) / std if self.normalize else s
+                    z = np.nan_to_num(z, nan=0.0).T
+                    if self.padding == "front":
+                        out[j, width - len(z) :] = z
+                    else:
+                        out[j, : len(z)] = z
+                return torch.from_numpy(out), torch.from_numpy(lengths)
+
+            sets = {
+                "train": (*pack(fit), torch.from_numpy(ytr[~val_mask])),
+                "val": (
+                    *pack([s for s, v in zip(tr_x, val_mask, strict=True) if v]),
+                    torch.from_numpy(ytr[val_mask]),
+                ),
+                "test": (*pack(te_x), torch.from_numpy(yte)),
+            }
+            _CACHE[self] = {"classes": classes, "sets": sets, "channels": channels, "width": width}
+        return _CACHE[self]
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self._data()["classes"])
+
+    @property
+    def input_size(self) -> int:
+        return int(self._data()["channels"])
+
+    @property
+    def output_size(self) -> int:
+        return len(self._data()["classes"])
+
+    @property
+    def length(self) -> int:
+        return int(self._data()["width"])
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` training series drawn with replacement."""
+        x, _, y = self._data()["sets"]["train"]
+        idx = torch.randint(0, len(y), (n,), generator=generator)
+        return x[idx], y[idx]
+
+    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``train``, ``val`` or ``test`` (all fixed: ``seed`` is not used)."""
+        if name not in ("train", "val", "test"):
+            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
+        x, _, y = self._data()["sets"][name]
+        return x.clone(), y.clone()
+
+    def lengths(self, name: str) -> torch.Tensor:
+        """True (unpadded) length of each series of a split."""
+        return self._data()["sets"][name][1].clone()

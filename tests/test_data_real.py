@@ -1,0 +1,92 @@
+"""Real data shipped in packages: UEA/UCR sets from aeon, MNIST-1D's generator, sklearn digits."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from codesign.data.base import Task
+from codesign.data.mnist_1d import MNIST1D
+from codesign.data.sklearn_digits import SklearnDigits
+from codesign.data.uea import UEADataset, available
+from codesign.errors import CodesignError
+from codesign.train.recipe import build_task
+
+
+def test_uea_unknown_name_lists_available_sets():
+    names = available()
+    assert {"JapaneseVowels", "GunPoint", "BasicMotions", "ArrowHead"} <= set(names)
+    with pytest.raises(CodesignError, match="does not ship") as err:
+        UEADataset(name="NoSuchSet")
+    assert "JapaneseVowels" in str(err.value) and "GunPoint" in str(err.value)
+    with pytest.raises(CodesignError, match="NoSuchSet"):
+        build_task("uea", {"name": "NoSuchSet"})
+
+
+def test_uea_japanese_vowels_variable_length_front_padding():
+    task = UEADataset(name="JapaneseVowels")
+    assert isinstance(task, Task)
+    assert task.input_size == 12 and task.output_size == 9 and task.length == 29
+    assert task.classes == [str(i) for i in range(1, 10)]
+    xtr, ytr = task.split("train", 0)
+    xv, yv = task.split("val", 0)
+    xt, yt = task.split("test", 0)
+    assert len(xtr) + len(xv) == 270 and len(xt) == 370 and xt.shape[1:] == (29, 12)
+    assert sorted(torch.bincount(yv).tolist()) == [3] * 9  # stratified 10% of 30 per speaker
+    lengths = task.lengths("test")
+    assert lengths.min() >= 7 and lengths.max() == 29
+    for i in range(0, len(xt), 37):  # padding in front, real frames at the end
+        pad = 29 - int(lengths[i])
+        assert (xt[i, :pad] == 0).all() and (xt[i, pad:].abs().sum(1) > 0).all()
+    frames = xtr.reshape(-1, 12)[xtr.reshape(-1, 12).abs().sum(1) > 0]
+    assert frames.mean(0).abs().max() < 0.05 and (frames.std(0) - 1).abs().max() < 0.05
+    x, y = task.sample(7, torch.Generator().manual_seed(0))
+    assert x.shape == (7, 29, 12) and y.dtype == torch.int64
+    assert torch.equal(x, task.sample(7, torch.Generator().manual_seed(0))[0])
+    back = UEADataset(name="JapaneseVowels", padding="back").split("test", 0)[0]
+    assert (back[0, int(lengths[0]) :] == 0).all()
+
+
+def test_uea_univariate_equal_length():
+    task = UEADataset(name="GunPoint")
+    xt, yt = task.split("test", 0)
+    assert xt.shape == (150, 150, 1) and task.output_size == 2 and set(yt.tolist()) == {0, 1}
+
+
+def test_mnist1d_is_generated_not_downloaded(monkeypatch):
+    import mnist1d.data
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("mnist1d tried to download")
+
+    monkeypatch.setattr(mnist1d.data.requests, "get", no_network)
+    np_state, py_state = np.random.get_state()[1].copy(), random.getstate()
+    task = MNIST1D(num_samples=500)
+    x, y = task.split("train", 0)
+    xv, yv = task.split("val", 0)
+    xt, yt = task.split("test", 0)
+    assert len(x) + len(xv) == 400 and len(xt) == 100
+    assert x.shape[1:] == (40, 1) and task.output_size == 10 and set(yt.tolist()) <= set(range(10))
+    assert np.array_equal(np.random.get_state()[1], np_state) and random.getstate() == py_state
+    again = MNIST1D(num_samples=500, split_seed=0)
+    assert again == task and torch.equal(again.split("test", 0)[0], xt)
+    other = MNIST1D(num_samples=500, dataset_seed=7)
+    assert not torch.equal(other.split("test", 0)[0], xt)
+
+
+def test_sklearn_digits_rows_and_pixels():
+    rows = SklearnDigits(steps="rows")
+    x, y = rows.split("train", 0)
+    xv, _ = rows.split("val", 0)
+    xt, yt = rows.split("test", 0)
+    assert len(x) + len(xv) + len(xt) == 1797 and x.shape[1:] == (8, 8)
+    assert 0 <= x.min() and x.max() <= 1 and sorted(set(yt.tolist())) == list(range(10))
+    px = SklearnDigits(steps="pixels")
+    xp, yp = px.split("train", 0)
+    assert xp.shape[1:] == (64, 1) and torch.equal(xp.reshape(-1, 8, 8), x) and torch.equal(yp, y)
+    perm = SklearnDigits(steps="pixels", permute_seed=3).split("train", 0)[0]
+    assert not torch.equal(perm, xp) and torch.equal(perm.sort(1).values, xp.sort(1).values)
+    assert rows.sample(5, torch.Generator().manual_seed(0))[0].shape == (5, 8, 8)
