@@ -67,6 +67,100 @@ def train(
     )
 
 
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CodesignError(f"--seeds {text!r} is not a comma-separated list of integers") from None
+    if not seeds:
+        raise CodesignError("--seeds needs at least one seed")
+    return seeds
+
+
+@app.command("eval")
+@user_errors
+def eval_run(
+    run: Annotated[Path, typer.Argument(help="run directory made by `codesign train`")],
+    split: Annotated[str, typer.Option(help="val or test")] = "test",
+    option: Annotated[
+        list[str] | None, typer.Option("--set", help="task option override KEY=VALUE (YAML)")
+    ] = None,
+) -> None:
+    """Evaluate a run's best checkpoint on its task (optionally with changed task options)."""
+    import yaml
+
+    from codesign.train.recipe import build_task
+    from codesign.train.trainer import evaluate, load_run, metric_name
+
+    if split not in ("val", "test"):
+        raise CodesignError(f"--split {split!r} is not one of val, test")
+    recipe, model, _ = load_run(run)
+    options = recipe.task.options()
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CodesignError(f"--set {item!r} is not KEY=VALUE")
+        options[key] = yaml.safe_load(value)
+    task = build_task(recipe.task.name, options)
+    x, y = task.split(split, recipe.seed)
+    value = evaluate(model, task, x, y)
+    changed = {k: v for k, v in options.items() if recipe.task.options().get(k) != v}
+    console.print(
+        f"{run}: {split} {metric_name(task)} {value:.4f} on {len(x)} sequences"
+        + (f" (task options {changed})" if changed else "")
+    )
+
+
+@app.command()
+@user_errors
+def repro(
+    claims: Annotated[list[str] | None, typer.Argument(help="claims to reproduce (default: all)")] = None,
+    seeds: Annotated[str, typer.Option(help="comma-separated seeds")] = "0,1",
+    runs: Annotated[Path, typer.Option(help="where the training runs go (reused when present)")] = Path(
+        "runs/repro"
+    ),
+    out: Annotated[Path, typer.Option(help="where the tables go")] = Path("models/results"),
+    list_claims: Annotated[bool, typer.Option("--list", help="list the claims and exit")] = False,
+) -> None:
+    """Reproduce the papers' headline results at this machine's budget; writes one table per claim."""
+    from codesign.repro import claims as all_claims
+    from codesign.repro import run_repro
+
+    if list_claims:
+        for name, claim in all_claims().items():
+            console.print(f"{name}: {claim.title} ({claim.source})")
+        return
+    run_repro(claims or [], seeds=parse_seeds(seeds), runs_root=runs, out_dir=out, console=console)
+
+
+@app.command()
+@user_errors
+def bench(what: Annotated[str, typer.Argument(help="what to benchmark: scan")] = "scan") -> None:
+    """Benchmarks that print JSON (medians of one run on this machine)."""
+    if what != "scan":
+        raise CodesignError(f"unknown benchmark {what!r}; available: scan")
+    from codesign.nn.bench import main
+
+    raise typer.Exit(main() or 0)
+
+
+@app.command("spoken-digits")
+@user_errors
+def spoken_digits(
+    out: Annotated[
+        Path | None, typer.Option(help="dataset folder (default: the cache the loader reads)")
+    ] = None,
+    per_word: Annotated[int, typer.Option(help="clips per word")] = 300,
+    seed: Annotated[int, typer.Option(help="random seed (voices, speeds, pitches, noise)")] = 0,
+) -> None:
+    """Synthesise the spoken digits 'zero'..'nine' with espeak-ng in the Speech Commands layout."""
+    from codesign.data.spoken_digits import default_root, generate
+
+    root = out or default_root(per_word, seed)
+    generate(root, per_word=per_word, seed=seed)
+    console.print(f"spoken digits ({per_word} clips per word, seed {seed}) -> {root}")
+
+
 @app.command()
 @user_errors
 def export(

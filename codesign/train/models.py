@@ -21,11 +21,15 @@ CELL_NAMES: dict[str, str] = {
     "hsru": "HSRU",
     "sugru": "SelectiveUpdateGRU",
     "sumingru": "SelectiveUpdateMinGRU",
+    "lstm": "torch.nn.LSTM",
+    "gru": "torch.nn.GRU",
 }
 CMRU_FAMILY = ("cmru", "bmru", "alphacmru")
 
 
-def cell_class(name: str) -> type[nn.Module]:
+def cell_class(name: str):
+    if name in ("lstm", "gru"):
+        return lambda input_size, hidden_size, **kw: TorchRNN(name, input_size, hidden_size, **kw)
     module = importlib.import_module("codesign.nn")
     try:
         return getattr(module, CELL_NAMES[name])
@@ -88,3 +92,18 @@ def annealed_eps(it: int, iterations: int) -> float:
     if p >= 0.75:
         return 0.0
     return 1.0 - (p - 0.05) / 0.70
+
+
+class TorchRNN(nn.Module):
+    """``torch.nn.LSTM`` / ``torch.nn.GRU`` with the package's cell API: returns ``(states, last)``."""
+
+    def __init__(self, kind: str, input_size: int, hidden_size: int, **options) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.rnn = {"lstm": nn.LSTM, "gru": nn.GRU}[kind](
+            input_size, hidden_size, batch_first=True, **options
+        )
+
+    def forward(self, x, h0=None):
+        out, _ = self.rnn(x)
+        return out, out[:, -1]

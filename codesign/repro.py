@@ -1,0 +1,355 @@
+"""``codesign repro``: the papers' headline claims, re-run at budgets this machine affords.
+
+Each claim is a small table: rows are model variants, columns are evaluation settings (e.g. test
+sequence length); every cell is ``mean [min; max]`` over seeds, beside the paper's figure. Runs
+live under ``runs/repro/<claim>/<variant>/seed<k>`` and are resumed or reused, so an interrupted
+reproduction continues where it stopped. Tables go to ``models/results/<claim>.md`` together with
+the command that made them and what was cut from the paper's protocol.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from codesign.atomic import write_text
+from codesign.errors import CodesignError
+from codesign.train.recipe import parse_recipe
+from codesign.train.trainer import SUMMARY, evaluate, load_run, make_recipe_task, train
+
+
+@dataclass
+class Variant:
+    label: str
+    recipe: dict[str, Any]
+    paper: str = ""
+
+
+@dataclass
+class Claim:
+    name: str
+    title: str
+    source: str
+    cut: str
+    variants: list[Variant]
+    columns: dict[str, dict[str, Any]] = field(default_factory=lambda: {"test": {}})
+    """column label -> task option overrides used to build the evaluation task"""
+    scale: float = 100.0  # accuracy in %; 1.0 for errors
+
+
+def _recipe(name: str, task: dict, model: dict, train: dict) -> dict:
+    base_train = {"batch_size": 64, "eval_every": 50, "eval_batches": 2, "early_stop_evals": 4, "lr": 1e-3}
+    return {"name": name, "task": task, "model": model, "train": base_train | train}
+
+
+def _backbone(cell: str, d: int, **extra) -> dict:
+    return {"arch": "backbone", "cell": cell, "hidden_size": d, "dim": 32, "blocks": 1, "pe_dim": 8} | extra
+
+
+def claims() -> dict[str, Claim]:
+    parity_task = {
+        "name": "parity",
+        "train_min_length": 50,
+        "train_max_length": 400,
+        "val_size": 256,
+        "test_size": 256,
+    }
+    parity_rows = [
+        ("CMRU eps=-1", "cmru", -1.0, "100.00 [100.00; 100.00]"),
+        ("CMRU eps=0 (BMRU)", "cmru", 0.0, "50.01 [49.97; 50.06]"),
+        ("CMRU eps=1", "cmru", 1.0, "50.03 [49.47; 50.53]"),
+    ]
+    copy_rows = [("CMRU", "cmru", {"eps": 1.0}), ("LRU", "lru", {}), ("minGRU", "mingru", {})]
+    paper_copy = {
+        ("CMRU", 1000): "100.00 [100.00; 100.00]",
+        ("LRU", 1000): "25.31 [6.28; 100.00]",
+        ("minGRU", 1000): "6.49 [6.28; 6.66]",
+        ("CMRU", 10000): "100.00 [100.00; 100.00]",
+        ("LRU", 10000): "6.50 [6.28; 6.66]",
+        ("minGRU", 10000): "6.64 [6.28; 7.34]",
+    }
+    out = [
+        Claim(
+            "parity_eps",
+            "Parity: eps = -1 generalises in length, eps >= 0 stays at chance",
+            "CMRU Table 8",
+            "2 seeds instead of 5; 600 iterations instead of 35,000; model dim 32 instead of 256; "
+            "256 test sequences per length",
+            [
+                Variant(
+                    label,
+                    _recipe(
+                        f"parity_{cell}_{eps}", parity_task, _backbone(cell, 1, eps=eps), {"iterations": 600}
+                    ),
+                    paper,
+                )
+                for label, cell, eps, paper in parity_rows
+            ],
+            columns={f"L={n}": {"test_min_length": n, "test_max_length": n} for n in (400, 1000)},
+        ),
+        Claim(
+            "copy_first_discrete",
+            "Copy-first-input, discrete, 15 classes, d = 4",
+            "CMRU Table 16",
+            "2 seeds instead of 5; at most 400 iterations (batch 32 at L = 10000) instead of 100,000; "
+            "model dim 32; 500 test sequences",
+            [
+                Variant(
+                    f"{label} L={n}",
+                    _recipe(
+                        f"copy_{cell}_{n}",
+                        {"name": "copy_first", "length": n, "val_size": 200, "test_size": 500},
+                        _backbone(cell, 4, **extra),
+                        {"iterations": 400, "batch_size": 64 if n <= 1000 else 32},
+                    ),
+                    paper_copy[(label, n)],
+                )
+                for n in (1000, 10000)
+                for label, cell, extra in copy_rows
+            ],
+        ),
+        Claim(
+            "copy_first_continuous",
+            "Copy-first-input, continuous, clean, d = 4 (MAE)",
+            "CMRU Table 17",
+            "2 seeds; 800 iterations; model dim 32; L = 100 only",
+            [
+                Variant(
+                    "CMRU",
+                    _recipe(
+                        "cfc_cmru",
+                        {"name": "copy_first_continuous", "length": 100},
+                        _backbone("cmru", 4, eps=1.0),
+                        {"iterations": 800},
+                    ),
+                    "0.0424 [0.0392; 0.0465]",
+                ),
+                Variant(
+                    "alphaCMRU",
+                    _recipe(
+                        "cfc_acmru",
+                        {"name": "copy_first_continuous", "length": 100},
+                        _backbone("alphacmru", 4, eps=1.0),
+                        {"iterations": 800},
+                    ),
+                    "0.0002 [0.0002; 0.0002]",
+                ),
+            ],
+            scale=1.0,
+        ),
+        Claim(
+            "eps_sweep",
+            "eps sweep 0 -> 1 on sequential classification (sklearn digits, pixel by pixel)",
+            "CMRU Fig. 2 (sMNIST, d = 32)",
+            "sklearn 8x8 digits (64 steps) instead of sMNIST (784 steps); 2 seeds; 600 iterations; dim 32",
+            [
+                Variant(
+                    f"CMRU eps={eps}",
+                    _recipe(
+                        f"digits_eps{eps}",
+                        {"name": "sklearn_digits", "steps": "pixels"},
+                        _backbone("cmru", 32, eps=eps),
+                        {"iterations": 600},
+                    ),
+                    paper,
+                )
+                for eps, paper in [(0.0, "30.13 (sMNIST)"), (0.5, ""), (1.0, "96 (sMNIST)")]
+            ],
+        ),
+        Claim(
+            "flip_flop",
+            "Flip-flop language: mGRADE vs LRU + DCLS",
+            "mGRADE Table 2",
+            "length 128 instead of 512; 2 seeds; 600 iterations; dim 32, one layer",
+            [
+                Variant(
+                    "mGRADE (DCLS + minGRU)",
+                    _recipe(
+                        "ff_mgrade",
+                        {"name": "flip_flop", "length": 128},
+                        _backbone("mgrade", 32),
+                        {"iterations": 600},
+                    ),
+                    "100 (recall)",
+                ),
+                Variant(
+                    "LRU + DCLS",
+                    _recipe(
+                        "ff_lru",
+                        {"name": "flip_flop", "length": 128},
+                        _backbone("mgrade", 32, cell_options={"recurrent": "lru"}),
+                        {"iterations": 600},
+                    ),
+                    "below mGRADE",
+                ),
+            ],
+        ),
+        Claim(
+            "lorenz",
+            "Lorenz next-step prediction (MAE of the normalised target): mGRADE vs 2-layer minGRU",
+            "mGRADE Table 1 (MASE)",
+            "MAE on the normalised series instead of MASE; length 200; 2 seeds; 600 iterations; dim 32",
+            [
+                Variant(
+                    "mGRADE",
+                    _recipe(
+                        "lz_mgrade",
+                        {"name": "lorenz", "length": 200},
+                        _backbone("mgrade", 32),
+                        {"iterations": 600},
+                    ),
+                    "lower MASE",
+                ),
+                Variant(
+                    "minGRU x2",
+                    _recipe(
+                        "lz_mingru",
+                        {"name": "lorenz", "length": 200},
+                        _backbone("mingru", 32, blocks=2),
+                        {"iterations": 600},
+                    ),
+                    "higher MASE",
+                ),
+            ],
+            scale=1.0,
+        ),
+        Claim(
+            "hsru_parity",
+            "Temporal parity (length 60): HSRU vs LSTM",
+            "HSRU Table 1",
+            "no curriculum (trained on lengths 10-60 directly); 2 seeds; 600 iterations",
+            [
+                Variant(
+                    "HSRU",
+                    _recipe(
+                        "tp_hsru", {"name": "temporal_parity"}, _backbone("hsru", 16), {"iterations": 600}
+                    ),
+                    "100.00",
+                ),
+                Variant(
+                    "LSTM",
+                    _recipe(
+                        "tp_lstm", {"name": "temporal_parity"}, _backbone("lstm", 16), {"iterations": 600}
+                    ),
+                    "51.02",
+                ),
+            ],
+        ),
+        Claim(
+            "sugru_copying",
+            "Copying memory: suGRU vs GRU",
+            "suRNN paper (copying memory)",
+            "delay 50, alphabet 8; 2 seeds; 600 iterations; dim 32",
+            [
+                Variant(
+                    "suGRU",
+                    _recipe(
+                        "cm_sugru",
+                        {"name": "copying_memory", "delay": 50},
+                        _backbone("sugru", 32),
+                        {"iterations": 600},
+                    ),
+                    "solves the task",
+                ),
+                Variant(
+                    "GRU",
+                    _recipe(
+                        "cm_gru",
+                        {"name": "copying_memory", "delay": 50},
+                        _backbone("gru", 32),
+                        {"iterations": 600},
+                    ),
+                    "baseline",
+                ),
+            ],
+        ),
+    ]
+    return {c.name: c for c in out}
+
+
+def fmt_stats(values: list[float], scale: float) -> str:
+    v = np.asarray(values) * scale
+    digits = 2 if scale != 1.0 else 4
+    return f"{v.mean():.{digits}f} [{v.min():.{digits}f}; {v.max():.{digits}f}]"
+
+
+def run_claim(claim: Claim, seeds: list[int], runs_root: Path, console: Console) -> list[dict[str, Any]]:
+    rows = []
+    for variant in claim.variants:
+        row: dict[str, Any] = {"variant": variant.label, "paper": variant.paper}
+        per_column: dict[str, list[float]] = {c: [] for c in claim.columns}
+        for seed in seeds:
+            data = copy.deepcopy(variant.recipe) | {"seed": seed}
+            recipe = parse_recipe(data)
+            run_dir = (
+                runs_root / claim.name / variant.label.replace(" ", "_").replace("=", "") / f"seed{seed}"
+            )
+            if not (run_dir / SUMMARY).is_file():
+                t0 = time.monotonic()
+                train(recipe, run_dir, progress=False)
+                console.print(
+                    f"  trained {claim.name} / {variant.label} / seed {seed} in {time.monotonic() - t0:.0f} s"
+                )
+            _, model, _ = load_run(run_dir)
+            task = make_recipe_task(recipe)
+            for column, overrides in claim.columns.items():
+                eval_task = dataclasses.replace(task, **overrides) if overrides else task
+                x, y = eval_task.split("test", seed)
+                per_column[column].append(evaluate(model, eval_task, x, y))
+        for column, values in per_column.items():
+            row[column] = fmt_stats(values, claim.scale)
+        rows.append(row)
+    return rows
+
+
+def write_table(
+    claim: Claim, rows: list[dict[str, Any]], out_dir: Path, seeds: list[int], wall_s: float
+) -> Path:
+    cols = list(claim.columns)
+    metric = "accuracy (%)" if claim.scale == 100.0 else "MAE"
+    lines = [
+        f"# {claim.title}",
+        "",
+        f"Paper: {claim.source}. Metric: {metric}, mean [min; max] over seeds {seeds}.",
+        "",
+        "| variant | paper | " + " | ".join(f"ours, {c}" for c in cols) + " |",
+        "|---|---|" + "---|" * len(cols),
+    ]
+    for row in rows:
+        lines.append(f"| {row['variant']} | {row['paper']} | " + " | ".join(row[c] for c in cols) + " |")
+    lines += [
+        "",
+        f"What we cut: {claim.cut}.",
+        "",
+        f"Made by: `codesign repro {claim.name} --seeds {','.join(map(str, seeds))}` ({wall_s:.0f} s on this machine,"
+        " including any training it had to do).",
+        "",
+    ]
+    path = out_dir / f"{claim.name}.md"
+    write_text(path, "\n".join(lines))
+    return path
+
+
+def run_repro(
+    names: list[str], *, seeds: list[int], runs_root: Path, out_dir: Path, console: Console
+) -> list[Path]:
+    available = claims()
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise CodesignError(f"unknown claim(s) {unknown}; available: {sorted(available)}")
+    paths = []
+    for name in names or list(available):
+        claim = available[name]
+        console.print(f"[bold]{claim.title}[/] ({claim.source})")
+        t0 = time.monotonic()
+        rows = run_claim(claim, seeds, runs_root, console)
+        paths.append(write_table(claim, rows, out_dir, seeds, time.monotonic() - t0))
+        console.print(f"  -> {paths[-1]}")
+    return paths

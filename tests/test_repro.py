@@ -1,0 +1,75 @@
+"""Reproduction machinery: tables with mean [min; max] over seeds, runs reused on a second call."""
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from codesign import repro
+from codesign.errors import CodesignError
+from codesign.train.recipe import build_task, parse_recipe
+from codesign.train.models import build_model
+
+
+def test_every_claim_builds() -> None:
+    for claim in repro.claims().values():
+        for variant in claim.variants:
+            recipe = parse_recipe(variant.recipe | {"seed": 0})
+            task = build_task(recipe.task.name, recipe.task.options())
+            build_model(recipe, task)
+            for overrides in claim.columns.values():
+                for key in overrides:
+                    assert hasattr(task, key)
+
+
+def test_tiny_claim_writes_table_and_reuses_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = repro.Claim(
+        "tiny",
+        "Tiny parity",
+        "none",
+        "everything",
+        [
+            repro.Variant(
+                "CMRU eps=-1",
+                repro._recipe(
+                    "t",
+                    {
+                        "name": "parity",
+                        "train_min_length": 4,
+                        "train_max_length": 8,
+                        "test_min_length": 4,
+                        "test_max_length": 8,
+                        "val_size": 32,
+                        "test_size": 32,
+                    },
+                    repro._backbone("cmru", 1, eps=-1.0),
+                    {"iterations": 10, "eval_every": 5, "batch_size": 16},
+                ),
+                "100",
+            )
+        ],
+        columns={
+            "L=8": {"test_min_length": 8, "test_max_length": 8},
+            "L=12": {"test_min_length": 12, "test_max_length": 12},
+        },
+    )
+    monkeypatch.setattr(repro, "claims", lambda: {"tiny": tiny})
+    console = Console(file=open("/dev/null", "w"))  # noqa: SIM115
+    (path,) = repro.run_repro(
+        ["tiny"], seeds=[0, 1], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console
+    )
+    text = path.read_text()
+    assert "| CMRU eps=-1 | 100 |" in text and "ours, L=12" in text and "seeds [0, 1]" in text
+    mtime = (tmp_path / "runs" / "tiny" / "CMRU_eps-1" / "seed0" / "best.pt").stat().st_mtime
+    repro.run_repro(["tiny"], seeds=[0, 1], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console)
+    assert (tmp_path / "runs" / "tiny" / "CMRU_eps-1" / "seed0" / "best.pt").stat().st_mtime == mtime
+
+
+def test_unknown_claim_refused(tmp_path: Path) -> None:
+    with pytest.raises(CodesignError, match="unknown claim"):
+        repro.run_repro(["nope"], seeds=[0], runs_root=tmp_path, out_dir=tmp_path, console=Console())
+
+
+def test_stats_format() -> None:
+    assert repro.fmt_stats([1.0, 0.5], 100.0) == "75.00 [50.00; 100.00]"
+    assert repro.fmt_stats([0.01, 0.03], 1.0) == "0.0200 [0.0100; 0.0300]"
