@@ -7,8 +7,8 @@ from rich.console import Console
 
 from codesign import repro
 from codesign.errors import CodesignError
-from codesign.train.recipe import build_task, parse_recipe
 from codesign.train.models import build_model
+from codesign.train.recipe import build_task, parse_recipe
 
 
 def test_every_claim_builds() -> None:
