@@ -1,0 +1,199 @@
+"""Schema of ``manifest.yaml``, format version 2: a stack of hardware layers and a readout.
+
+Pydantic models with ``extra="forbid"``: a misspelt key is an error naming the key. Every
+integer width of every tensor is declared here or derived from what is declared (accumulators,
+logits), by the functions at the bottom, which the golden model, the torch deployed model and the
+RTL generator all call.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from codesign.intmath import bits_for_magnitude
+
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MAX_DATAPATH_BITS = 53
+"""Widest accumulator, logit or pooled sum: float64 represents every integer below 2**53 exactly."""
+
+CellKind = Literal["cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru"]
+CELL_KINDS: tuple[str, ...] = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputSpec(_Strict):
+    size: int = Field(ge=1, le=4096)
+    bits: int = Field(default=8, ge=2, le=16)
+    frac: int = Field(default=4, ge=-16, le=16)
+    overflow: Literal["saturate", "error"] = "saturate"
+
+
+class DCLSSpec(_Strict):
+    """Causal delay front end: per input channel, ``taps`` weights at integer delays below ``span``."""
+
+    taps: int = Field(ge=1, le=64)
+    span: int = Field(ge=1, le=4096)
+    weight_bits: int = Field(default=8, ge=2, le=16)
+
+
+class LayerSpec(_Strict):
+    cell: CellKind
+    size: int = Field(ge=1, le=4096)
+    eps: Literal[-1, 0, 1] = 0
+    weight_bits: int = Field(default=8, ge=2, le=16)
+    bias_bits: int = Field(default=16, ge=2, le=24)
+    alpha_bits: int = Field(default=8, ge=2, le=24)
+    state_bits: int = Field(default=16, ge=2, le=24)
+    state_frac: int = Field(default=0, ge=-32, le=32, description="h_float = h_int * 2**-state_frac")
+    gate_bits: int = Field(default=6, ge=1, le=16, description="mingru: the gate is z_int / 2**gate_bits")
+    leak_shift: int = Field(default=4, ge=1, le=16, description="hsru: V <- V - floor(V / 2**leak_shift) + I")
+    dcls: DCLSSpec | None = None
+
+    @model_validator(mode="after")
+    def _eps_only_for_cmru(self) -> LayerSpec:
+        if self.cell == "bmru" and self.eps != 0:
+            raise ValueError(f"cell 'bmru' requires eps 0, got eps {self.eps}")
+        if self.cell not in ("cmru", "bmru", "alphacmru") and self.eps != 0:
+            raise ValueError(f"eps applies to cmru, bmru and alphacmru layers, not to {self.cell!r}")
+        return self
+
+    @property
+    def output_bits(self) -> int:
+        """Width of what the layer passes on (its state; HSRU passes its 0/1 digital state)."""
+        return 2 if self.cell == "hsru" else self.state_bits
+
+
+class ReadoutSpec(_Strict):
+    classes: int = Field(ge=1, le=4096)
+    pooling: Literal["last", "sum"] = "last"
+    per_step: bool = Field(default=False, description="logits at every step (sequence to sequence)")
+    weight_bits: int = Field(default=8, ge=2, le=16)
+    bias_bits: int = Field(default=24, ge=2, le=32)
+    sum_bits: int = Field(default=24, ge=2, le=40, description="saturating width of the pooled sum")
+
+    @model_validator(mode="after")
+    def _per_step_has_no_pooling(self) -> ReadoutSpec:
+        if self.per_step and self.pooling != "last":
+            raise ValueError("per_step readouts read every step's state: pooling must be 'last'")
+        return self
+
+
+class Manifest(_Strict):
+    format_version: int
+    name: str = Field(min_length=1)
+    input: InputSpec
+    layers: list[LayerSpec] = Field(min_length=1, max_length=16)
+    readout: ReadoutSpec
+    checksums: dict[str, str] = Field(default_factory=dict)
+    provenance: dict[str, object] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _version_and_widths(self) -> Manifest:
+        if self.format_version != FORMAT_VERSION:
+            raise ValueError(f"format_version {self.format_version} is not {FORMAT_VERSION}")
+        widest = max([*(accumulator_bits(self, i) for i in range(len(self.layers))), logit_bits(self)])
+        if widest > MAX_DATAPATH_BITS:
+            raise ValueError(
+                f"these formats need {widest}-bit accumulators or logits; at most {MAX_DATAPATH_BITS} bits are "
+                "supported (float64 evaluation stays exact): reduce weight, input, state or bias widths"
+            )
+        return self
+
+
+# ---------------------------------------------------------------- derived sizes and widths
+
+
+def layer_input(manifest: Manifest, index: int) -> tuple[int, int]:
+    """``(size, bits)`` of what layer ``index`` reads (before its DCLS front end)."""
+    if index == 0:
+        return manifest.input.size, manifest.input.bits
+    prev = manifest.layers[index - 1]
+    return prev.size, prev.output_bits
+
+
+def front_end_bits(manifest: Manifest, index: int) -> int:
+    """Width of the values the layer's matrices multiply (DCLS output or the raw input)."""
+    _, bits = layer_input(manifest, index)
+    dcls = manifest.layers[index].dcls
+    if dcls is None:
+        return bits
+    return bits_for_magnitude(dcls.taps * (1 << (dcls.weight_bits - 1)) * (1 << (bits - 1)))
+
+
+def accumulator_bits(manifest: Manifest, index: int) -> int:
+    """Width of ``sum_j W[i, j] z[j] + b[i]`` in layer ``index``: no input can overflow it."""
+    size, _ = layer_input(manifest, index)
+    layer = manifest.layers[index]
+    zbits = front_end_bits(manifest, index)
+    return bits_for_magnitude(
+        size * (1 << (layer.weight_bits - 1)) * (1 << (zbits - 1)) + (1 << (layer.bias_bits - 1))
+    )
+
+
+def readout_input_bits(manifest: Manifest) -> int:
+    last = manifest.layers[-1]
+    return manifest.readout.sum_bits if manifest.readout.pooling == "sum" else last.output_bits
+
+
+def logit_bits(manifest: Manifest) -> int:
+    r = manifest.readout
+    d = manifest.layers[-1].size
+    return bits_for_magnitude(
+        d * (1 << (r.weight_bits - 1)) * (1 << (readout_input_bits(manifest) - 1)) + (1 << (r.bias_bits - 1))
+    )
+
+
+def array_table(manifest: Manifest) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Every array of ``weights.npz``: name -> (shape, signed width)."""
+    table: dict[str, tuple[tuple[int, ...], int]] = {}
+    for i, layer in enumerate(manifest.layers):
+        m, _ = layer_input(manifest, i)
+        d, p = layer.size, f"layers.{i}."
+        wb, bb = layer.weight_bits, layer.bias_bits
+        if layer.dcls is not None:
+            table[p + "dcls_weight"] = ((m, layer.dcls.taps), layer.dcls.weight_bits)
+            table[p + "dcls_delay"] = ((m, layer.dcls.taps), bits_for_magnitude(layer.dcls.span - 1))
+        if layer.cell in ("cmru", "bmru", "alphacmru"):
+            table |= {
+                p + "w_cand": ((d, m), wb),
+                p + "b_cand": ((d,), bb),
+                p + "w_thr": ((d, m), wb),
+                p + "b_thr": ((d,), bb),
+            }
+            if layer.cell == "alphacmru":
+                table |= {
+                    p + "w_alpha": ((d, m), wb),
+                    p + "b_alpha": ((d,), bb),
+                    p + "alpha_shift": ((d,), 7),
+                }
+            else:
+                table[p + "alpha"] = ((d,), layer.alpha_bits)
+        elif layer.cell in ("bgmingru", "mingru"):
+            table |= {
+                p + "w_cand": ((d, m), wb),
+                p + "b_cand": ((d,), bb),
+                p + "cand_shift": ((d,), 7),
+                p + "w_gate": ((d, m), wb),
+                p + "b_gate": ((d,), bb),
+            }
+            if layer.cell == "mingru":
+                table[p + "gate_shift"] = ((d,), 7)
+        elif layer.cell == "hsru":
+            table |= {
+                p + "w_in": ((d, m), wb),
+                p + "b_in": ((d,), bb),
+                p + "in_shift": ((d,), 7),
+                p + "theta": ((d,), layer.state_bits),
+            }
+    r, d_last = manifest.readout, manifest.layers[-1].size
+    table |= {
+        "readout.weight": ((r.classes, d_last), r.weight_bits),
+        "readout.bias": ((r.classes,), r.bias_bits),
+    }
+    return table
