@@ -223,35 +223,53 @@ def golden(
 def random_bundle(
     out: Annotated[Path, typer.Option("--out", help="bundle directory to write")],
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
-    d: Annotated[int, typer.Option("--d", help="hidden size (neurons)")] = 16,
+    d: Annotated[int, typer.Option("--d", help="neurons per layer")] = 16,
     inputs: Annotated[int, typer.Option(help="input features M")] = 8,
     classes: Annotated[int, typer.Option(help="output classes C")] = 10,
-    cell: Annotated[str, typer.Option(help="cmru or bmru")] = "cmru",
-    eps: Annotated[int, typer.Option(help="-1, 0 or 1 (bmru: 0)")] = 1,
+    cell: Annotated[str, typer.Option(help="cell, or comma-separated cells for a stack: cmru, bmru, alphacmru, "
+                                           "bgmingru, mingru, hsru")] = "cmru",
+    layers: Annotated[int, typer.Option(help="layers (when one cell is given)")] = 1,
+    eps: Annotated[int, typer.Option(help="-1, 0 or 1 for cmru/alphacmru layers (bmru: 0)")] = 1,
+    dcls: Annotated[str | None, typer.Option(help="DCLS front end on every layer: TAPS,SPAN")] = None,
+    pooling: Annotated[str, typer.Option(help="last or sum")] = "last",
+    per_step: Annotated[bool, typer.Option(help="logits at every step")] = False,
     input_bits: Annotated[int, typer.Option(help="input width")] = 8,
-    weight_bits: Annotated[int, typer.Option(help="gate weight width")] = 8,
+    weight_bits: Annotated[int, typer.Option(help="weight width")] = 8,
     state_bits: Annotated[int, typer.Option(help="state width (small values exercise saturation)")] = 16,
     alpha_bits: Annotated[int, typer.Option(help="alpha width")] = 8,
 ) -> None:
-    """Make a bundle with random legal weights, to test hardware without training."""
+    """Make a bundle with random legal weights for any member of the family, from a seed."""
     from pydantic import ValidationError
 
     from codesign.bundle.io import validation_message
-    from codesign.bundle.random import make_random_bundle
-    from codesign.bundle.schema import Formats
+    from codesign.bundle.random import make_random_network_bundle
 
+    from codesign.bundle.spec import CELL_KINDS
+
+    cells = [c.strip() for c in cell.split(",") if c.strip()]
+    unknown = [c for c in cells if c not in CELL_KINDS]
+    if unknown or not cells:
+        raise CodesignError(f"--cell {cell!r}: cells must be among {', '.join(CELL_KINDS)}")
+    if len(cells) == 1:
+        cells = cells * layers
+    front = None
+    if dcls is not None:
+        try:
+            taps, span = (int(v) for v in dcls.split(","))
+        except ValueError:
+            raise CodesignError(f"--dcls {dcls!r} is not TAPS,SPAN (two integers)") from None
+        front = {"taps": taps, "span": span}
+    specs = []
+    for kind in cells:
+        layer = {"cell": kind, "size": d, "weight_bits": weight_bits, "state_bits": state_bits, "alpha_bits": alpha_bits}
+        if kind in ("cmru", "alphacmru"):
+            layer["eps"] = eps
+        if front is not None:
+            layer["dcls"] = front
+        specs.append(layer)
     try:
-        formats = Formats.model_validate(
-            {
-                "input": {"bits": input_bits, "frac": 0},
-                "weight": {"bits": weight_bits},
-                "state": {"bits": state_bits},
-                "alpha": {"bits": alpha_bits},
-            }
-        )
-        b = make_random_bundle(
-            str(out), seed=seed, d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats
-        )
+        b = make_random_network_bundle(str(out), seed=seed, inputs=inputs, layers=specs, classes=classes,
+                                       input_bits=input_bits, pooling=pooling, per_step=per_step)
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None
     console.print(f"random bundle {b.manifest.name} -> {out}")

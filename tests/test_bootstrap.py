@@ -48,7 +48,7 @@ class Sandbox:
             (self.bin / name).symlink_to(real)
         self.set_id(0)
         log = f'echo "$(basename "$0") $*" >> {self.log}'
-        for tool in ("iverilog", "vvp", "ngspice", "make", "g++", "perl"):
+        for tool in ("iverilog", "vvp", "ngspice", "espeak-ng", "make", "g++", "perl"):
             _exe(self.bin / tool, "exit 0")
         _exe(self.bin / "basename", 'echo "${1##*/}"')
         _exe(self.bin / "dpkg-query", "printf 'install ok installed'")

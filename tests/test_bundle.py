@@ -38,8 +38,8 @@ def _rewrite_weights(bundle_dir: Path, arrays: dict, *, fix_checksum: bool = Tru
 
 def test_round_trip(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
-    assert b.net.hidden_size == 5 and b.weights["w_cand"].shape == (5, 4)
-    assert b.weights["w_cand"].dtype == np.int64
+    assert b.manifest.layers[0].size == 5 and b.weights["layers.0.w_cand"].shape == (5, 4)
+    assert b.weights["layers.0.w_cand"].dtype == np.int64
 
 
 def test_missing_directory(tmp_path: Path) -> None:
@@ -48,27 +48,27 @@ def test_missing_directory(tmp_path: Path) -> None:
 
 
 def test_unknown_key_named(bundle_dir: Path) -> None:
-    _edit_manifest(bundle_dir, lambda d: d["network"].update({"hiden_size": 3}))
-    with pytest.raises(CodesignError, match=r"unknown key 'network\.hiden_size'"):
+    _edit_manifest(bundle_dir, lambda d: d["layers"][0].update({"hiden_size": 3}))
+    with pytest.raises(CodesignError, match=r"unknown key 'layers\.0\.hiden_size'"):
         load_bundle(bundle_dir)
 
 
 def test_bad_value_named(bundle_dir: Path) -> None:
-    _edit_manifest(bundle_dir, lambda d: d["network"].update({"eps": 2}))
-    with pytest.raises(CodesignError, match=r"network\.eps"):
+    _edit_manifest(bundle_dir, lambda d: d["layers"][0].update({"eps": 2}))
+    with pytest.raises(CodesignError, match=r"layers\.0\.eps"):
         load_bundle(bundle_dir)
 
 
 def test_old_version_reports_found_and_expected(bundle_dir: Path) -> None:
     _edit_manifest(bundle_dir, lambda d: d.update({"format_version": 0}))
-    with pytest.raises(CodesignError, match="version 0 found, this codesign reads version 1"):
+    with pytest.raises(CodesignError, match="version 0 found, this codesign reads versions 1, 2"):
         load_bundle(bundle_dir)
 
 
 def test_checksum_mismatch(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
     arrays = dict(b.weights)
-    arrays["alpha"] = arrays["alpha"] + 1
+    arrays["layers.0.alpha"] = arrays["layers.0.alpha"] + 1
     _rewrite_weights(bundle_dir, arrays, fix_checksum=False)
     with pytest.raises(CodesignError, match="checksum mismatch"):
         load_bundle(bundle_dir)
@@ -77,20 +77,21 @@ def test_checksum_mismatch(bundle_dir: Path) -> None:
 def test_out_of_range_integer(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
     arrays = dict(b.weights)
-    arrays["w_cand"] = arrays["w_cand"].copy()
-    arrays["w_cand"][0, 0] = 128  # 8-bit weights end at 127
+    arrays["layers.0.w_cand"] = arrays["layers.0.w_cand"].copy()
+    arrays["layers.0.w_cand"][0, 0] = 128  # 8-bit weights end at 127
     _rewrite_weights(bundle_dir, arrays)
-    with pytest.raises(CodesignError, match=r"'w_cand' holds 128, outside its 8-bit format \[-128, 127\]"):
+    with pytest.raises(CodesignError, match=r"'layers.0.w_cand' holds 128, outside its allowed range \[-128, 127\]"):
         load_bundle(bundle_dir)
 
 
 def test_missing_and_float_arrays(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
-    arrays = {k: v for k, v in b.weights.items() if k != "b_out"}
+    arrays = {k: v for k, v in b.weights.items() if k != "readout.bias"}
     _rewrite_weights(bundle_dir, arrays)
-    with pytest.raises(CodesignError, match=r"missing weight array\(s\) \['b_out'\]"):
+    with pytest.raises(CodesignError, match=r"missing weight array\(s\) \['readout.bias'\]"):
         load_bundle(bundle_dir)
-    arrays = dict(b.weights, alpha=b.weights["alpha"].astype(float))
+    arrays = dict(b.weights)
+    arrays["layers.0.alpha"] = b.weights["layers.0.alpha"].astype(float)
     _rewrite_weights(bundle_dir, arrays)
     with pytest.raises(CodesignError, match="integers only"):
         load_bundle(bundle_dir)
@@ -98,14 +99,17 @@ def test_missing_and_float_arrays(bundle_dir: Path) -> None:
 
 def test_wrong_shape(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
-    _rewrite_weights(bundle_dir, dict(b.weights, w_out=b.weights["w_out"].T.copy()))
-    with pytest.raises(CodesignError, match=r"'w_out' has shape \(5, 3\), the manifest implies \(3, 5\)"):
+    arrays = dict(b.weights)
+    arrays["readout.weight"] = b.weights["readout.weight"].T.copy()
+    _rewrite_weights(bundle_dir, arrays)
+    with pytest.raises(CodesignError, match=r"'readout.weight' has shape \(5, 3\), the manifest implies \(3, 5\)"):
         load_bundle(bundle_dir)
 
 
 def test_pickled_array_refused(bundle_dir: Path) -> None:
     b = load_bundle(bundle_dir)
-    arrays = dict(b.weights, alpha=np.array([{"evil": 1}] * 5, dtype=object))
+    arrays = dict(b.weights)
+    arrays["layers.0.alpha"] = np.array([{"evil": 1}] * 5, dtype=object)
     _rewrite_weights(bundle_dir, arrays)
     with pytest.raises(CodesignError, match="weights.npz"):
         load_bundle(bundle_dir)
@@ -137,6 +141,6 @@ def test_save_is_atomic_on_failure(tmp_path: Path) -> None:
     before = (tmp_path / "b" / "weights.npz").read_bytes()
     b = load_bundle(tmp_path / "b")
     with pytest.raises(CodesignError):
-        save_bundle(tmp_path / "b", b.manifest, dict(b.weights, alpha=np.array([999, 0])))
+        save_bundle(tmp_path / "b", b.manifest, dict(b.weights) | {"layers.0.alpha": np.array([999, 0])})
     assert (tmp_path / "b" / "weights.npz").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]

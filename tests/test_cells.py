@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from codesign.nn import BMRU, CMRU, AlphaCMRU, HardwareNet, heaviside, sign
+from codesign.nn import BMRU, CMRU, AlphaCMRU, HardwareStack, heaviside, sign
 
 
 def _pair(cell: torch.nn.Module, x: torch.Tensor, h0=None):
@@ -94,7 +94,7 @@ def test_eps_validated_and_shapes_checked() -> None:
     cell = CMRU(2, 3)
     with pytest.raises(ValueError, match="batch, time, 2"):
         cell(torch.zeros(4, 2))
-    net = HardwareNet(2, 3, 5, cell="bmru")
+    net = HardwareStack(2, 5, [{"cell": "bmru", "size": 3}])
     assert net(torch.zeros(4, 7, 2)).shape == (4, 5)
-    with pytest.raises(ValueError, match="unknown cell"):
-        HardwareNet(2, 3, 5, cell="lstm")
+    with pytest.raises(ValueError, match="unknown hardware cell"):
+        HardwareStack(2, 5, [{"cell": "lstm", "size": 3}])

@@ -60,8 +60,9 @@ def test_random_bundle_golden_and_inspect(tmp_path: Path) -> None:
         (["train", "missing.yaml", "--out", "r"], "missing.yaml: recipe file not found"),
         (["export", "nowhere", "--out", "b"], "nowhere: not a run directory"),
         (["inspect", "nowhere"], "nowhere: bundle directory not found"),
-        (["random-bundle", "--out", "b", "--cell", "bmru", "--eps", "1"], "cell 'bmru' requires eps 0"),
-        (["random-bundle", "--out", "b", "--state-bits", "40"], "state.bits"),
+        (["random-bundle", "--out", "b", "--cell", "lstm"], "--cell 'lstm': cells must be among cmru"),
+        (["random-bundle", "--out", "b", "--dcls", "3"], "--dcls '3' is not TAPS,SPAN"),
+        (["random-bundle", "--out", "b", "--state-bits", "40"], "state_bits"),
     ],
 )
 def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, message) -> None:

@@ -1,4 +1,5 @@
-"""Golden integer model: hand-checked rules, and bit-exact agreement with the torch deployed model."""
+"""Golden model on single-layer (spine-shaped) bundles: hand-checked rules, and bit-exact agreement
+with the torch deployed model rebuilt from the bundle."""
 
 import numpy as np
 import pytest
@@ -6,11 +7,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesign.bundle import FORMAT_VERSION, Bundle, Formats, Manifest, NetworkSpec
+from codesign.bundle import Bundle, Formats, NetworkSpec, from_spine
+from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.bundle.random import random_integer_inputs, random_manifest, random_weights
 from codesign.errors import CodesignError
 from codesign.golden import quantize_inputs, run_golden
-from codesign.quant import DeployedNet
+from codesign.quant import deployed_from_bundle
 
 
 def tiny_bundle(eps: int, *, state_bits: int = 4, alpha: int = 3, **over) -> Bundle:
@@ -31,7 +33,7 @@ def tiny_bundle(eps: int, *, state_bits: int = 4, alpha: int = 3, **over) -> Bun
         network=NetworkSpec(input_size=1, hidden_size=1, num_classes=2, cell="cmru", eps=eps),
         formats=Formats.model_validate({"input": {"bits": 4, "frac": 0}, "state": {"bits": state_bits}}),
     )
-    return Bundle(manifest, {k: np.asarray(v, dtype=np.int64) for k, v in w.items()})
+    return from_spine(manifest, {k: np.asarray(v, dtype=np.int64) for k, v in w.items()})
 
 
 def states(bundle: Bundle, xs: list[int]) -> list[int]:
@@ -76,10 +78,8 @@ def test_input_quantizer_rounds_half_up_and_saturates() -> None:
 
 def test_input_overflow_error_mode_names_position() -> None:
     b = tiny_bundle(1)
-    fmt = b.manifest.formats.model_copy(
-        update={"input": b.manifest.formats.input.model_copy(update={"overflow": "error"})}
-    )
-    b = Bundle(b.manifest.model_copy(update={"formats": fmt}), b.weights)
+    inp = b.manifest.input.model_copy(update={"overflow": "error"})
+    b = Bundle(b.manifest.model_copy(update={"input": inp}), b.weights)
     with pytest.raises(CodesignError, match="sequence 0, step 2, feature 0"):
         quantize_inputs(b, np.array([0.0, 1.0, 9.0]).reshape(1, -1, 1))
 
@@ -129,11 +129,11 @@ def test_torch_deployed_equals_golden(
     manifest = random_manifest(
         d=d, inputs=m, classes=c, cell=cell_eps[0], eps=cell_eps[1], formats=formats, seed=seed
     )
-    bundle = Bundle(manifest, random_weights(manifest, seed))
+    bundle = from_spine(manifest, random_weights(manifest, seed))
     xq = np.stack(random_integer_inputs(bundle, sequences=3, steps=steps, seed=seed, density=0.6))
     gold = run_golden(bundle, xq)
-    deployed = DeployedNet.from_bundle(bundle)
+    deployed = deployed_from_bundle(bundle)
     x_float = torch.from_numpy(xq).double() * 2.0**-formats.input.frac
-    h, _ = deployed.trace(x_float)
+    (h,), _ = deployed.trace(x_float)
     assert np.array_equal((h * 2.0**formats.state_frac).numpy(), gold.states.astype(np.float64))
-    assert np.array_equal(deployed.integer_logits(x_float).numpy(), gold.logits)
+    assert np.array_equal(deployed.integer_logits(x_float), gold.logits)

@@ -4,10 +4,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesign.bundle.io2 import Bundle, load_bundle
-from codesign.bundle.random2 import random_integer_inputs, random_manifest, random_weights
+from codesign.bundle.io import Bundle, load_bundle
+from codesign.bundle.random import random_integer_inputs, random_network_manifest, random_network_weights
 from codesign.bundle.spec import FORMAT_VERSION, InputSpec, LayerSpec, Manifest, ReadoutSpec
-from codesign.golden.network import dcls_front_end, run_golden, shift_floor
+from codesign.golden.model import dcls_front_end, run_golden, shift_floor
 
 
 def one_neuron(cell: str, arrays: dict, *, readout=None, **layer) -> Bundle:
@@ -139,8 +139,8 @@ def test_events_equal_dense(seed, kinds, sizes, inputs, state_bits, dcls, poolin
     layers = [dict(k, size=sizes[i], state_bits=state_bits) for i, k in enumerate(kinds)]
     if dcls:
         layers[-1]["dcls"] = {"taps": 2, "span": 4}
-    manifest = random_manifest(inputs=inputs, layers=layers, classes=3, pooling=pooling, seed=seed)
-    bundle = Bundle(manifest, random_weights(manifest, seed))
+    manifest = random_network_manifest(inputs=inputs, layers=layers, classes=3, pooling=pooling, seed=seed)
+    bundle = Bundle(manifest, random_network_weights(manifest, seed))
     x = np.stack(random_integer_inputs(bundle, sequences=3, steps=steps, seed=seed))
     events, dense = run_golden(bundle, x, accumulate="events"), run_golden(bundle, x, accumulate="dense")
     for a, b in zip(events.layers, dense.layers, strict=True):
@@ -148,13 +148,55 @@ def test_events_equal_dense(seed, kinds, sizes, inputs, state_bits, dcls, poolin
     assert np.array_equal(events.logits, dense.logits)
 
 
-def test_version1_bundle_loads_and_runs_the_same(tmp_path) -> None:
-    from codesign.bundle.random import make_random_bundle
-    from codesign.golden.model import run_golden as run_v1
+def write_v1_bundle(path, manifest, weights) -> None:
+    """A bundle exactly as format 1 wrote it (flat formats, spine array names)."""
+    import io
 
-    v1 = make_random_bundle(str(tmp_path / "b"), seed=5, d=7, inputs=3, classes=4, eps=-1)
-    v2 = load_bundle(tmp_path / "b")
-    assert v2.manifest.provenance["upgraded_from_format_version"] == 1
+    import yaml
+
+    from codesign.bundle.io import sha256
+
+    buf = io.BytesIO()
+    np.savez(buf, **weights)
+    path.mkdir()
+    (path / "weights.npz").write_bytes(buf.getvalue())
+    data = manifest.model_dump(mode="json") | {"checksums": {"weights.npz": sha256(buf.getvalue())}}
+    (path / "manifest.yaml").write_text(yaml.safe_dump(data))
+
+
+def test_version1_bundle_loads_and_runs_the_same(tmp_path) -> None:
+    from codesign.bundle.random import random_manifest, random_weights
+
+    manifest = random_manifest(d=7, inputs=3, classes=4, eps=-1, seed=5)
+    weights = random_weights(manifest, 5)
+    write_v1_bundle(tmp_path / "b", manifest, weights)
+    bundle = load_bundle(tmp_path / "b")
+    assert bundle.manifest.format_version == 2
+    assert bundle.manifest.provenance["upgraded_from_format_version"] == 1
+    assert np.array_equal(bundle.weights["layers.0.w_cand"], weights["w_cand"])
+    assert np.array_equal(bundle.weights["readout.bias"], weights["b_out"])
     x = np.random.default_rng(0).integers(-128, 128, size=(4, 25, 3))
-    a, b = run_v1(v1, x), run_golden(v2, x)
-    assert np.array_equal(a.states, b.states) and np.array_equal(a.logits, b.logits)
+    res = run_golden(bundle, x)
+    # the spine's rule, step by step, on the format-1 arrays
+    h = np.zeros((4, 7), dtype=np.int64)
+    for t in range(25):
+        c = x[:, t] @ weights["w_cand"].T + weights["b_cand"]
+        b = x[:, t] @ weights["w_thr"].T + weights["b_thr"]
+        new = np.clip(-h + np.where(c >= 0, 1, -1) * weights["alpha"], -(2**15), 2**15 - 1)
+        h = np.where(np.abs(c) >= np.abs(b), new, h)
+    assert np.array_equal(res.states[:, -1], h)
+    assert np.array_equal(res.logits, h @ weights["w_out"].T + weights["b_out"])
+
+
+def test_other_versions_refused(tmp_path) -> None:
+    import pytest
+    import yaml
+
+    from codesign.bundle.random import make_random_bundle
+    from codesign.errors import CodesignError
+
+    make_random_bundle(str(tmp_path / "b"), seed=1, d=2, inputs=2, classes=2)
+    path = tmp_path / "b" / "manifest.yaml"
+    path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()) | {"format_version": 7}))
+    with pytest.raises(CodesignError, match="format version 7 found, this codesign reads versions 1, 2"):
+        load_bundle(tmp_path / "b")

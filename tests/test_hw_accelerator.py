@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from codesign.bundle import FORMAT_VERSION, Bundle, Formats, Manifest, NetworkSpec
-from codesign.bundle.io import check_weights
+from codesign.bundle import Bundle, Formats, NetworkSpec, from_spine, spine_view
+from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.bundle.random import random_integer_inputs, random_manifest, random_weights
 from codesign.golden.model import run_golden_ragged
 from codesign.hw import Accelerator
@@ -17,7 +17,7 @@ def random_bundle(*, d, m, c, cell="cmru", eps=1, seed=0, **formats) -> Bundle:
     manifest = random_manifest(
         d=d, inputs=m, classes=c, cell=cell, eps=eps, seed=seed, formats=Formats.model_validate(formats)
     )
-    return Bundle(manifest, check_weights(manifest, random_weights(manifest, seed)))
+    return spine_view(from_spine(manifest, random_weights(manifest, seed)))
 
 
 def assert_matches_golden(bundle: Bundle, sequences, lanes: int, seed: int | None = 0):
@@ -74,7 +74,7 @@ def extreme_bundle(eps: int) -> Bundle:
     w["w_thr"][1] = 0  # neuron 1: b = 0, so it updates at every step
     w["b_thr"][1] = 0
     w["alpha"][2] = signed_range(formats.alpha.bits)[1]
-    return Bundle(manifest, check_weights(manifest, w))
+    return spine_view(from_spine(manifest, w))
 
 
 @pytest.mark.parametrize("eps", [-1, 0, 1])
@@ -96,7 +96,7 @@ def test_argmax_ties_go_to_the_lowest_index():
     w = dict(bundle.weights)
     w["w_out"] = np.zeros_like(w["w_out"])
     w["b_out"] = np.array([1, 7, 7, 7])
-    tied = Bundle(bundle.manifest, check_weights(bundle.manifest, w))
+    tied = from_spine(bundle.manifest, w)
     result = assert_matches_golden(tied, [np.array([[3], [0]])], lanes=2, seed=None)
     assert result.sequences[0].class_index == 1
 

@@ -1,4 +1,4 @@
-"""Quantization: power-of-two scales, export refusals, and fake-quant torch == golden on float inputs."""
+"""Quantization: power-of-two scales, export refusals, and the deployed torch model == golden, bit for bit."""
 
 import math
 
@@ -8,11 +8,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesign.bundle import FORMAT_VERSION, Bundle, Formats, Manifest, NetworkSpec
+from codesign.bundle import Bundle
+from codesign.bundle.io import check_weights
 from codesign.errors import CodesignError
 from codesign.golden import quantize_inputs, run_golden
-from codesign.nn import HardwareNet
-from codesign.quant import quantize_model
+from codesign.nn.hardware import HardwareStack
+from codesign.quant import deployed_from_bundle, quantize_stack
+from codesign.quant.export import check_deployable
 from codesign.quant.fixed_point import pow2_frac
 
 
@@ -25,70 +27,64 @@ def test_pow2_frac_is_the_finest_scale_that_fits(max_abs: float, bits: int) -> N
         assert math.floor(max_abs * 2.0 ** (f + 1) + 0.5) > hi
 
 
-def _bundle_from(model: HardwareNet, formats: Formats):
-    deployed, weights, formats = quantize_model(model, formats)
-    manifest = Manifest(
-        format_version=FORMAT_VERSION,
-        name="q",
-        network=NetworkSpec(
-            input_size=model.rnn.input_size,
-            hidden_size=model.rnn.hidden_size,
-            num_classes=model.readout.out_features,
-            cell=model.cell_name,
-            eps=int(model.rnn.eps),
-        ),
-        formats=formats,
+def quantized(model: HardwareStack, x: torch.Tensor, **fmt) -> Bundle:
+    layer_fmt = {k: v for k, v in fmt.items() if k != "input_frac"}
+    manifest, weights = quantize_stack(
+        model, name="q", input_bits=8, input_frac=fmt.get("input_frac", 3), layer_formats=[layer_fmt] * len(model.cells),
+        readout_formats={}, calibration=x,
     )
-    return deployed, Bundle(manifest, weights)
+    return Bundle(manifest, check_weights(manifest, weights))
+
+
+CELLS = st.sampled_from([
+    {"cell": "cmru", "eps": 1.0}, {"cell": "cmru", "eps": -1.0}, {"cell": "bmru"}, {"cell": "alphacmru", "eps": 1.0},
+    {"cell": "bgmingru"}, {"cell": "mingru"}, {"cell": "hsru", "leak_shift": 3},
+])
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 10_000),
-    cell_eps=st.sampled_from([("cmru", 1.0), ("cmru", -1.0), ("bmru", 0.0)]),
-    bits=st.integers(2, 8),
-    steps=st.integers(1, 120),
-)
-def test_fake_quant_torch_equals_golden(seed: int, cell_eps, bits: int, steps: int) -> None:
+@given(seed=st.integers(0, 10_000), kinds=st.lists(CELLS, min_size=1, max_size=3), bits=st.integers(3, 8),
+       dcls=st.booleans(), readout=st.sampled_from(["last", "sum", "per_step"]), steps=st.integers(1, 60))
+def test_deployed_torch_equals_golden(seed, kinds, bits, dcls, readout, steps) -> None:
+    """Random trained-like stacks of every cell, quantized: every layer's states and the logits agree."""
     torch.manual_seed(seed)
-    model = HardwareNet(5, 7, 4, cell=cell_eps[0], eps=cell_eps[1])
-    formats = Formats.model_validate(
-        {
-            "input": {"bits": 6, "frac": 2},
-            "weight": {"bits": bits},
-            "alpha": {"bits": bits},
-            "readout_weight": {"bits": bits},
-            "state": {"bits": 10},
-        }
-    )
-    deployed, bundle = _bundle_from(model, formats)
-    # inputs on and between the input grid, including exact half-way ties and out-of-range values
-    x = torch.randint(-40, 40, (6, steps, 5)).double() / 8.0
+    layers = [dict(k, size=3 + i) for i, k in enumerate(kinds)]
+    if dcls:
+        layers[0]["dcls"] = {"taps": 2, "span": 5}
+    model = HardwareStack(4, 3, layers, pooling="sum" if readout == "sum" else "last", per_step=readout == "per_step")
+    # inputs on and between the input grid, half-way ties and out-of-range values included
+    x = torch.randint(-40, 40, (5, steps, 4)).double() / 8.0
     x[0, 0, 0] = 100.0
+    bundle = quantized(model, x, weight_bits=bits, alpha_bits=bits, state_bits=12)
     gold = run_golden(bundle, quantize_inputs(bundle, x.numpy()))
-    assert np.array_equal(deployed.integer_logits(x).numpy(), gold.logits)
+    deployed = deployed_from_bundle(bundle)
+    outs, _ = deployed.trace(x)
+    for out, layer, trace in zip(outs, bundle.manifest.layers, gold.layers, strict=True):
+        frac = 0 if layer.cell == "hsru" else layer.state_frac
+        assert np.array_equal((out * 2.0**frac).numpy(), trace.states.astype(np.float64))
+    assert np.array_equal(deployed.integer_logits(x), gold.logits)
 
 
-def test_trained_like_weights_keep_argmax() -> None:
-    """8-bit quantization of a random float net keeps nearly every prediction."""
+def test_8_bit_quantization_keeps_predictions() -> None:
     torch.manual_seed(0)
-    model = HardwareNet(4, 16, 5, cell="cmru", eps=1.0)
-    deployed, _ = _bundle_from(model, Formats())
+    model = HardwareStack(4, 5, [{"cell": "cmru", "size": 16, "eps": 1.0}])
     x = torch.randn(200, 30, 4)
+    deployed = deployed_from_bundle(quantized(model, x, weight_bits=8, alpha_bits=8))
     agree = (deployed(x).argmax(-1) == model(x).argmax(-1)).double().mean().item()
     assert agree > 0.9
 
 
-def test_refuses_alphacmru_and_fractional_eps() -> None:
-    with pytest.raises(CodesignError, match="alphacmru is not deployable yet.*Supported: cell cmru"):
-        quantize_model(HardwareNet(2, 3, 2, cell="alphacmru"), Formats())
+def test_refusals() -> None:
+    from codesign.nn.backbone import Backbone
+    from codesign.nn.cmru import CMRU
+
+    x = torch.randn(4, 5, 2)
     with pytest.raises(CodesignError, match=r"eps 0.5 is not deployable.*\{-1, 0, 1\}"):
-        quantize_model(HardwareNet(2, 3, 2, cell="cmru", eps=0.5), Formats())
-
-
-def test_refuses_nan_parameters() -> None:
-    model = HardwareNet(2, 3, 2)
+        quantized(HardwareStack(2, 2, [{"cell": "cmru", "size": 3, "eps": 0.5}]), x)
+    with pytest.raises(CodesignError, match="a Backbone is not deployable: only the hardware profile"):
+        check_deployable(Backbone(2, 2, lambda m: CMRU(m, 3)))
+    model = HardwareStack(2, 2, [{"cell": "cmru", "size": 3}])
     with torch.no_grad():
-        model.rnn.candidate.weight[0, 0] = float("nan")
+        model.cells[0].candidate.weight[0, 0] = float("nan")
     with pytest.raises(CodesignError, match="NaN or Inf"):
-        quantize_model(model, Formats())
+        quantized(model, x)

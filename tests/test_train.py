@@ -176,6 +176,6 @@ def test_unknown_task_option_named(tmp_path: Path) -> None:
     data = dict(RECIPE, task=dict(RECIPE["task"], lenght=5))
     with pytest.raises(CodesignError, match="unknown option 'lenght' for task 'copy_first'"):
         parse_recipe(data)
-    data = dict(RECIPE, model={"cell": "gru"})
-    with pytest.raises(CodesignError, match="unknown cell 'gru'"):
+    data = dict(RECIPE, model={"cell": "gruu"})
+    with pytest.raises(CodesignError, match="unknown cell 'gruu'"):
         parse_recipe(data)

@@ -81,7 +81,7 @@ def test_wrong_readout_bias_in_expectation_is_a_logit_mismatch(cmru_build, tmp_p
     shutil.copytree(cmru_build, build)
 
     def edit(w):
-        w["b_out"][1] += 1 if w["b_out"][1] < 0 else -1
+        w["readout.bias"][1] += 1 if w["readout.bias"][1] < 0 else -1
 
     corrupt_bundle_copy(build, tmp_path, edit)
     report = run_sim(build, sim="icarus", vectors=3, seed=3)
@@ -96,7 +96,7 @@ def test_wrong_alpha_in_expectation_is_a_state_mismatch(cmru_build, tmp_path):
     shutil.copytree(cmru_build, build)
 
     def edit(w):
-        w["alpha"][:] = np.where(w["alpha"] == 5, 6, 5)
+        w["layers.0.alpha"][:] = np.where(w["layers.0.alpha"] == 5, 6, 5)
 
     corrupt_bundle_copy(build, tmp_path, edit)
     report = run_sim(build, sim="icarus", vectors=3, seed=3)

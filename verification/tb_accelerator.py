@@ -38,7 +38,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Event, FallingEdge, RisingEdge
 
-from codesign.bundle import load_bundle
+from codesign.bundle import load_bundle, spine_view
 from codesign.golden import run_golden
 from codesign.verify.vectors import load_vectors
 
@@ -394,7 +394,7 @@ class Testbench:
         self.cfg = cfg
         self.build = json.loads((cfg.build_dir / "build.json").read_text())
         self.bundle = load_bundle(cfg.build_dir)
-        net = self.bundle.net
+        net = spine_view(self.bundle, consumer="the RTL testbench").net
         self.d, self.m, self.c = net.hidden_size, net.input_size, net.num_classes
         self.state_bits = self.build["state_bits"]
         self.input_bits = self.build["input_bits"]

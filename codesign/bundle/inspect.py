@@ -6,39 +6,34 @@ from rich.console import Group
 from rich.table import Table
 
 from codesign.bundle.io import Bundle
-from codesign.bundle.schema import WEIGHT_ARRAYS
+from codesign.bundle.spec import accumulator_bits, array_table, logit_bits
 
 
 def memory_bits(bundle: Bundle) -> dict[str, int]:
-    f = bundle.manifest.formats
-    return {
-        name: int(bundle.weights[name].size) * getattr(f, key).bits
-        for name, (_, key) in WEIGHT_ARRAYS.items()
-    }
+    """Bits each array occupies at its declared width (what on-chip memories must hold)."""
+    return {name: int(bundle.weights[name].size) * bits for name, (_, bits) in array_table(bundle.manifest).items()}
 
 
 def render(bundle: Bundle) -> Group:
     m = bundle.manifest
-    net = m.network
     head = Table(title=f"bundle {m.name} (format version {m.format_version})", show_header=False)
-    head.add_row(
-        "network",
-        f"{net.input_size} inputs -> {net.cell} d={net.hidden_size} eps={net.eps} "
-        f"-> readout ({net.pooling} pooling) -> {net.num_classes} classes",
-    )
-    f = m.formats
-    head.add_row("input", f"{f.input.bits} bits, {f.input.frac} fractional, overflow {f.input.overflow}")
-    head.add_row("state", f"{f.state.bits} bits (h = h_int * 2^-{f.state_frac}), saturating")
-    head.add_row("accumulators / logits", f"{m.accumulator_bits} / {m.logit_bits} bits (derived)")
+    head.add_row("input", f"{m.input.size} features, {m.input.bits} bits, {m.input.frac} fractional, "
+                          f"overflow {m.input.overflow}")
+    for i, layer in enumerate(m.layers):
+        extra = f" eps={layer.eps}" if layer.cell in ("cmru", "bmru", "alphacmru") else ""
+        dcls = f", DCLS {layer.dcls.taps} taps below {layer.dcls.span}" if layer.dcls else ""
+        head.add_row(f"layer {i}", f"{layer.cell} d={layer.size}{extra}{dcls}; state {layer.state_bits} bits "
+                                   f"(h = h_int 2^-{layer.state_frac}); accumulators {accumulator_bits(m, i)} bits")
+    r = m.readout
+    pooling = "per step" if r.per_step else f"{r.pooling} pooling"
+    head.add_row("readout", f"{r.classes} classes, {pooling}, logits {logit_bits(m)} bits")
     arrays = Table(title="weights")
     for col in ("array", "shape", "bits", "min", "max", "memory bits"):
         arrays.add_column(col)
     mem = memory_bits(bundle)
-    for name, (_, key) in WEIGHT_ARRAYS.items():
+    for name, (shape, bits) in array_table(m).items():
         a = bundle.weights[name]
-        arrays.add_row(
-            name, str(a.shape), str(getattr(f, key).bits), str(a.min()), str(a.max()), str(mem[name])
-        )
+        arrays.add_row(name, str(shape), str(bits), str(a.min()), str(a.max()), str(mem[name]))
     arrays.add_row("total", "", "", "", "", str(sum(mem.values())))
     prov = Table(title="provenance", show_header=False)
     for k, v in m.provenance.items():

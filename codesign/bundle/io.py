@@ -1,4 +1,9 @@
-"""Read and write bundles, refusing anything malformed with a one-line error."""
+"""Read and write bundles, refusing anything malformed with a one-line error.
+
+Version 2 is written; version 1 bundles (the spine's single-layer format) are read and converted
+in memory, so old bundles keep working. Any other version is refused naming the version found and
+the versions this codesign reads.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from codesign.atomic import atomic_dir
-from codesign.bundle.schema import FORMAT_VERSION, WEIGHT_ARRAYS, Manifest
+from codesign.bundle.spec import FORMAT_VERSION, READABLE_VERSIONS, Manifest, array_table
 from codesign.errors import CodesignError
 from codesign.intmath import signed_range
 
@@ -29,21 +34,9 @@ class Bundle:
     weights: dict[str, np.ndarray]
     path: Path | None = None
 
-    @property
-    def net(self):
-        return self.manifest.network
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.weights[name]
-
-
-def expected_shape(manifest: Manifest, name: str) -> tuple[int, ...]:
-    dims = {
-        "d": manifest.network.hidden_size,
-        "M": manifest.network.input_size,
-        "C": manifest.network.num_classes,
-    }
-    return tuple(dims[k] for k in WEIGHT_ARRAYS[name][0].split(","))
+    def layer_weights(self, index: int) -> dict[str, np.ndarray]:
+        prefix = f"layers.{index}."
+        return {k[len(prefix) :]: v for k, v in self.weights.items() if k.startswith(prefix)}
 
 
 def validation_message(err: ValidationError) -> str:
@@ -56,19 +49,69 @@ def validation_message(err: ValidationError) -> str:
     if e["type"] == "missing":
         return f"missing key '{where}'"
     got = e.get("input")
-    shown = "" if isinstance(got, dict) else f" (got {got!r})"
+    shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
     return f"{where}: {msg}{shown}"
+
+
+V1_ARRAYS = {
+    "w_cand": "layers.0.w_cand",
+    "b_cand": "layers.0.b_cand",
+    "w_thr": "layers.0.w_thr",
+    "b_thr": "layers.0.b_thr",
+    "alpha": "layers.0.alpha",
+    "w_out": "readout.weight",
+    "b_out": "readout.bias",
+}
+
+
+def upgrade_v1(data: dict) -> dict:
+    """A version-1 manifest (one CMRU/BMRU layer, flat formats) as a version-2 manifest."""
+    net, fmt = data.get("network") or {}, data.get("formats") or {}
+
+    def bits(key: str, default: int) -> int:
+        return (fmt.get(key) or {}).get("bits", default)
+
+    inp = dict(fmt.get("input") or {"bits": 8, "frac": 4})
+    inp["size"] = net.get("input_size")
+    return {
+        "format_version": FORMAT_VERSION,
+        "name": data.get("name"),
+        "input": inp,
+        "layers": [
+            {
+                "cell": net.get("cell"),
+                "size": net.get("hidden_size"),
+                "eps": net.get("eps", 0),
+                "weight_bits": bits("weight", 8),
+                "bias_bits": bits("bias", 16),
+                "alpha_bits": bits("alpha", 8),
+                "state_bits": bits("state", 16),
+                "state_frac": fmt.get("state_frac", 0),
+            }
+        ],
+        "readout": {
+            "classes": net.get("num_classes"),
+            "pooling": net.get("pooling", "last"),
+            "weight_bits": bits("readout_weight", 8),
+            "bias_bits": bits("readout_bias", 24),
+        },
+        "checksums": data.get("checksums", {}),
+        "provenance": dict(data.get("provenance") or {}, upgraded_from_format_version=1),
+    }
 
 
 def parse_manifest(data: object, path: Path | None = None) -> Manifest:
     if not isinstance(data, dict):
         raise CodesignError("manifest must be a YAML mapping", path=path)
     version = data.get("format_version")
-    if version is not None and version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise CodesignError(
-            f"bundle format version {version!r} found, this codesign reads version {FORMAT_VERSION}",
+            f"bundle format version {version!r} found, this codesign reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}",
             path=path,
         )
+    if version == 1:
+        data = upgrade_v1(data)
     try:
         return Manifest.model_validate(data)
     except ValidationError as err:
@@ -79,36 +122,36 @@ def check_weights(
     manifest: Manifest, weights: dict[str, np.ndarray], path: Path | None = None
 ) -> dict[str, np.ndarray]:
     """Check names, dtypes, shapes and declared widths; return int64 copies."""
-    missing = sorted(set(WEIGHT_ARRAYS) - set(weights))
+    table = array_table(manifest)
+    missing = sorted(set(table) - set(weights))
     if missing:
         raise CodesignError(
-            f"missing weight array(s) {missing}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path
+            f"missing weight array(s) {missing}; this manifest needs {sorted(table)}", path=path
         )
-    extra = sorted(set(weights) - set(WEIGHT_ARRAYS))
+    extra = sorted(set(weights) - set(table))
     if extra:
         raise CodesignError(
-            f"unknown weight array(s) {extra}; a bundle holds {sorted(WEIGHT_ARRAYS)}", path=path
+            f"unknown weight array(s) {extra}; this manifest needs {sorted(table)}", path=path
         )
     out: dict[str, np.ndarray] = {}
-    for name, (_, width_key) in WEIGHT_ARRAYS.items():
+    for name, (shape, bits) in table.items():
         arr = np.asarray(weights[name])
         if arr.dtype.kind not in "iu":
             raise CodesignError(
                 f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path
             )
-        shape = expected_shape(manifest, name)
         if arr.shape != shape:
             raise CodesignError(
                 f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path
             )
-        bits = getattr(manifest.formats, width_key).bits
         lo, hi = signed_range(bits)
+        if name.endswith("dcls_delay"):
+            lo, hi = 0, manifest.layers[int(name.split(".")[1])].dcls.span - 1
         arr = arr.astype(np.int64)
         if arr.size and (arr.min() < lo or arr.max() > hi):
             bad = arr[(arr < lo) | (arr > hi)].flat[0]
             raise CodesignError(
-                f"array '{name}' holds {bad}, outside its {bits}-bit format [{lo}, {hi}] (formats.{width_key})",
-                path=path,
+                f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path
             )
         out[name] = arr
     return out
@@ -167,4 +210,6 @@ def load_bundle(bundle_dir: str | Path) -> Bundle:
             weights = {k: npz[k] for k in npz.files}
     except (ValueError, OSError, zipfile.BadZipFile) as err:
         raise CodesignError(f"not a readable npz of integer arrays ({err})", path=wpath) from None
+    if isinstance(data, dict) and data.get("format_version") == 1:
+        weights = {V1_ARRAYS.get(k, k): v for k, v in weights.items()}
     return Bundle(manifest, check_weights(manifest, weights, wpath), bundle_dir)

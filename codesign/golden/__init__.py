@@ -1,5 +1,5 @@
 """Pure-numpy integer reference of exactly what the hardware computes (reads only the bundle)."""
 
-from codesign.golden.model import GoldenResult, quantize_inputs, run_golden
+from codesign.golden.model import GoldenResult, LayerTrace, quantize_inputs, run_golden, run_golden_ragged
 
-__all__ = ["GoldenResult", "quantize_inputs", "run_golden"]
+__all__ = ["GoldenResult", "LayerTrace", "quantize_inputs", "run_golden", "run_golden_ragged"]

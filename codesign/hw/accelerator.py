@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 
-from codesign.bundle import Bundle
+from codesign.bundle import Bundle, SpineBundle, spine_view
 from codesign.hw.memories import ceil_div, memory_images
 from codesign.hw.signature import AcceleratorSignature
 
@@ -81,7 +81,8 @@ class Accelerator(wiring.Component):
         If ``lanes`` is outside ``1..d`` (the message names the value and the range).
     """
 
-    def __init__(self, bundle: Bundle, *, lanes: int = 1, counter_bits: int = 32) -> None:
+    def __init__(self, bundle: Bundle | SpineBundle, *, lanes: int = 1, counter_bits: int = 32) -> None:
+        bundle = spine_view(bundle, consumer="the RTL generator")
         d = bundle.net.hidden_size
         if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= d:
             self._MustUse__silence = True  # never built: no "created but never used" warning

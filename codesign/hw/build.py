@@ -24,7 +24,7 @@ from amaranth.lib import wiring
 
 import codesign
 from codesign.atomic import atomic_dir
-from codesign.bundle import Bundle, load_bundle
+from codesign.bundle import Bundle, SpineBundle, load_bundle, spine_view
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
 from codesign.hw.accelerator import Accelerator
@@ -36,7 +36,8 @@ VERILOG = "accelerator.v"
 BUILD_JSON = "build.json"
 
 
-def check_lanes(bundle: Bundle, lanes: object) -> int:
+def check_lanes(bundle: Bundle | SpineBundle, lanes: object) -> int:
+    bundle = spine_view(bundle, consumer="the RTL generator")
     """Return ``lanes`` if it is a legal lane count for ``bundle``, else raise :class:`CodesignError`."""
     d = bundle.net.hidden_size
     if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= d:
@@ -99,7 +100,7 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
         If the bundle is malformed or ``lanes`` is outside ``1..d``.
     """
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
-    bundle = load_bundle(bundle_dir)
+    bundle = spine_view(load_bundle(bundle_dir), consumer="the RTL generator")
     check_lanes(bundle, lanes)
     accelerator = Accelerator(bundle, lanes=lanes)
     text = verilog.convert(accelerator, name=TOP, emit_src=False)

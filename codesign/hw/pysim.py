@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from amaranth.sim import Simulator
 
-from codesign.bundle import Bundle
+from codesign.bundle import Bundle, spine_view
 from codesign.hw.accelerator import Accelerator
 
 __all__ = ["PysimResult", "SequenceTrace", "simulate"]
@@ -50,6 +50,7 @@ def simulate(
     With ``seed`` set, input beats get random gaps and the output random back-pressure; without
     it the accelerator is driven as fast as it accepts (the cycle counts are then the design's).
     """
+    bundle = spine_view(bundle, consumer="the RTL generator")
     dut = Accelerator(bundle, lanes=lanes)
     d = bundle.net.hidden_size
     n_cls = bundle.net.num_classes

@@ -9,7 +9,7 @@
     CellBlock(x) = Norm(Linear(Cell(x))) * sigmoid(Linear(x))                          (eq. 25)
 
 This is the training architecture of the papers' experiments; it is deliberately separate from
-the hardware profile (:class:`codesign.nn.net.HardwareNet`), which is what exports to a bundle.
+the hardware profile (:class:`codesign.nn.hardware.HardwareStack`), which is what exports to a bundle.
 """
 
 from __future__ import annotations

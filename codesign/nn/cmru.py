@@ -10,8 +10,8 @@ Equations (CMRU paper eqs. 2-4, 7, 10-11), per step and neuron::
 
 H and S use the atan surrogate gradient. The update is linear in ``h_{t-1}``:
 ``h_t = a_t h_{t-1} + b_t`` with ``a_t = 1 - z_t (1 - eps)`` and ``b_t = z_t S(c_t) alpha_t``,
-which is what the parallel scan evaluates. The step-by-step path is the reference and also the
-deployed (quantized, saturating) evaluation path.
+which is what the parallel scan evaluates (for ``eps = 1``, ``a = 1``: a cumulative sum). The
+step-by-step path is the reference and also the deployed (quantized, saturating) evaluation path.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from codesign.nn.scan import linear_scan
+from codesign.nn.scan import cumulative_scan, linear_scan
 from codesign.nn.surrogate import heaviside, sign
 
 Mode = Literal["scan", "sequential"]
@@ -111,8 +111,10 @@ class CMRU(nn.Module):
             h = self.forward_sequential(x, h0)
         else:
             z, s, alpha = self.gates(x)
-            a = 1.0 - z * (1.0 - self.eps)
-            h = linear_scan(a, z * s * alpha, h0)
+            if self.eps == 1.0:  # closed form: a = 1, a cumulative sum of the updates
+                h = cumulative_scan(z * s * alpha, h0)
+            else:
+                h = linear_scan(1.0 - z * (1.0 - self.eps), z * s * alpha, h0)
         return h, h[:, -1]
 
     def forward_sequential(

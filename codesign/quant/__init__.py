@@ -1,6 +1,6 @@
-"""Quantization: power-of-two fixed point, the deployed (fake-quant) torch model, bundle export."""
+"""Quantization: power-of-two fixed point, bundle export and the deployed (quantized) torch model."""
 
-from codesign.quant.deployed import DeployedNet
-from codesign.quant.export import export_run, quantize_model
+from codesign.quant.export import export_run
+from codesign.quant.stack import DeployedStack, deployed_from_bundle, quantize_stack
 
-__all__ = ["DeployedNet", "export_run", "quantize_model"]
+__all__ = ["DeployedStack", "deployed_from_bundle", "export_run", "quantize_stack"]

@@ -8,7 +8,7 @@ from torch import nn
 
 from codesign.nn.backbone import Backbone
 from codesign.nn.cmru import CMRU
-from codesign.nn.net import HardwareNet
+from codesign.nn.hardware import HardwareStack
 
 CELL_NAMES: dict[str, str] = {
     # recipe name: class name in codesign.nn
@@ -50,13 +50,14 @@ def cell_kwargs(spec, name: str) -> dict:
 def build_model(recipe, task) -> nn.Module:
     spec = recipe.model
     if spec.arch == "hardware":
-        if task.kind != "classification" or task.target != "last":
-            raise ValueError("arch 'hardware' supports classification with a label at the last step")
-        kwargs = cell_kwargs(spec, spec.cell)
-        eps = kwargs.pop("eps", 0.0)
-        return HardwareNet(
-            task.input_size, spec.hidden_size, task.output_size, cell=spec.cell, eps=eps, **kwargs
-        )
+        if task.kind != "classification":
+            raise ValueError("arch 'hardware' supports classification tasks (the readout ends in argmax)")
+        per_step = task.target == "every_step"
+        pooling = "last" if per_step else spec.pooling
+        if pooling not in ("last", "sum"):
+            raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
+        return HardwareStack(task.input_size, task.output_size, spec.hardware_layers(), pooling=pooling,
+                             per_step=per_step)
     names = spec.cells or [spec.cell] * spec.blocks
     it = iter(names)
 

@@ -15,7 +15,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from codesign.bundle.io import validation_message
-from codesign.bundle.schema import Formats
 from codesign.data.registry import TASKS
 from codesign.errors import CodesignError
 
@@ -69,6 +68,10 @@ class ModelSpec(_Strict):
     cell_options: dict[str, Any] = Field(
         default_factory=dict, description="extra keyword arguments of the cell"
     )
+    # hardware only: the layer stack (default: one layer of `cell` with `hidden_size`)
+    layers: list[dict[str, Any]] | None = Field(
+        default=None, description="hardware layers: {cell, size, eps?, dcls?: {taps, span}, ...}"
+    )
     # backbone only
     dim: int = Field(default=64, ge=1, description="model dimension m (backbone)")
     blocks: int = Field(default=1, ge=1, description="number of blocks r (backbone)")
@@ -86,11 +89,32 @@ class ModelSpec(_Strict):
                 raise ValueError(f"unknown cell {name!r}; known cells: {sorted(CELL_NAMES)}")
         if self.cell == "bmru" and self.eps != 0.0:
             raise ValueError(f"cell 'bmru' requires eps 0, got {self.eps}")
-        if self.arch == "hardware" and self.cell not in ("cmru", "bmru", "alphacmru"):
-            raise ValueError(f"arch 'hardware' takes cells cmru, bmru or alphacmru, got {self.cell!r}")
+        if self.arch == "hardware":
+            from codesign.nn.hardware import HW_CELLS
+
+            for layer in self.hardware_layers():
+                if layer.get("cell") not in HW_CELLS:
+                    raise ValueError(
+                        f"arch 'hardware' takes cells {sorted(HW_CELLS)}, got {layer.get('cell')!r}"
+                    )
+                if "size" not in layer:
+                    raise ValueError(f"hardware layer {layer} needs a size")
         if self.cells is not None and len(self.cells) != self.blocks:
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
+
+
+    def hardware_layers(self) -> list[dict[str, Any]]:
+        if self.layers is not None:
+            return [dict(layer) for layer in self.layers]
+        layer: dict[str, Any] = {"cell": self.cell, "size": self.hidden_size}
+        if self.cell in ("cmru", "alphacmru"):
+            layer["eps"] = self.eps
+        if self.cell in ("cmru", "bmru", "alphacmru"):
+            layer |= {"alpha_surr": self.alpha_surr}
+            if self.cell != "alphacmru":
+                layer["alpha_init"] = self.alpha_init
+        return [layer | dict(self.cell_options)]
 
 
 class TrainSpec(_Strict):
@@ -112,13 +136,48 @@ class TrainSpec(_Strict):
     )
 
 
+class InputQuant(_Strict):
+    bits: int = Field(default=8, ge=2, le=16)
+    frac: int = Field(default=4, ge=-16, le=16)
+
+
+class LayerQuantSpec(_Strict):
+    weight_bits: int = Field(default=8, ge=2, le=16)
+    bias_bits: int = Field(default=16, ge=2, le=24)
+    alpha_bits: int = Field(default=8, ge=2, le=24)
+    state_bits: int = Field(default=16, ge=2, le=24)
+    gate_bits: int = Field(default=6, ge=1, le=16)
+    dcls_weight_bits: int = Field(default=8, ge=2, le=16)
+
+
+class ReadoutQuant(_Strict):
+    weight_bits: int = Field(default=8, ge=2, le=16)
+    bias_bits: int = Field(default=24, ge=2, le=32)
+    sum_bits: int = Field(default=24, ge=2, le=40)
+
+
+class QuantSpec(_Strict):
+    """Integer formats used by ``codesign export`` (hardware profile only)."""
+
+    input: InputQuant = InputQuant()
+    layer: LayerQuantSpec = LayerQuantSpec()
+    layers: list[LayerQuantSpec] | None = Field(default=None, description="per-layer formats (default: layer)")
+    readout: ReadoutQuant = ReadoutQuant()
+    calibration_sequences: int = Field(default=256, ge=1, description="training sequences that set state grids")
+
+    def layer_formats(self, count: int) -> list[dict]:
+        if self.layers is not None and len(self.layers) != count:
+            raise CodesignError(f"quant.layers lists {len(self.layers)} formats for {count} layers")
+        return [f.model_dump() for f in (self.layers or [self.layer] * count)]
+
+
 class Recipe(_Strict):
     name: str = Field(min_length=1)
     seed: int = 0
     task: TaskSpec
     model: ModelSpec = ModelSpec()
     train: TrainSpec = TrainSpec()
-    quant: Formats = Formats()
+    quant: QuantSpec = QuantSpec()
 
 
 def load_recipe(path: str | Path) -> Recipe:

@@ -1,7 +1,7 @@
-"""Schema of ``manifest.yaml``.
+"""Format 1 of ``manifest.yaml``: one CMRU/BMRU layer with flat ``formats`` (the spine's bundle).
 
-Pydantic models with ``extra="forbid"`` so that a misspelt key is an error naming the key, not a
-silently ignored setting.
+Still the shape in which the RTL and analog back ends see a bundle (:mod:`codesign.bundle.spine`);
+files in this format are read and upgraded to format 2 by :mod:`codesign.bundle.io`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ class _Strict(BaseModel):
 
 
 class IntFormat(_Strict):
-    bits: int = Field(ge=2, le=24)
+    bits: int = Field(ge=2, le=32)
 
 
 class InputFormat(_Strict):
     bits: int = Field(ge=2, le=16)
-    frac: int = Field(ge=0, le=16)
+    frac: int = Field(ge=-16, le=16)
     overflow: Literal["saturate", "error"] = "saturate"
 
 

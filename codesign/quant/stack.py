@@ -1,0 +1,266 @@
+"""Quantize a :class:`HardwareStack` into a format-2 bundle, and rebuild its deployed torch model.
+
+Scales are powers of two (``docs/integer-semantics.md``). Per layer, ``z_frac`` is the fraction of
+what its matrices multiply (the input's, or the DCLS output's). Each accumulator row i gets the
+finest weight scale ``2**-e_i`` that fits ``weight_bits`` (and its bias ``bias_bits``); rows that
+are requantized to the state grid carry ``shift_i = e_i + z_frac - state_frac``. The state grid
+``2**-state_frac`` comes from ``alpha`` (CMRU, BMRU) or from calibration data (the largest state,
+candidate or potential the float model reaches, for the other cells).
+
+:func:`deployed_from_bundle` rebuilds the float64 model from nothing but the bundle: weights are
+the bundle's integers times the powers of two implied by the shifts, so its logits are the golden
+model's times one power of two.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from codesign.bundle.io import Bundle
+from codesign.bundle.spec import (
+    FORMAT_VERSION,
+    InputSpec,
+    LayerSpec,
+    Manifest,
+    ReadoutSpec,
+    layer_input,
+)
+from codesign.errors import CodesignError
+from codesign.intmath import signed_range
+from codesign.nn.cmru import CMRU, AlphaCMRU
+from codesign.nn.hardware import HardwareStack, LayerQuant, layer_sequential
+from codesign.quant.fixed_point import pow2_frac, quantize
+
+SHIFT_RANGE = signed_range(7)
+
+
+def _row_fracs(w: torch.Tensor, b: torch.Tensor, wbits: int, bbits: int, z_frac: int) -> torch.Tensor:
+    return torch.tensor(
+        [min(pow2_frac(float(w[i].abs().max()), wbits), pow2_frac(float(b[i].abs()), bbits) - z_frac)
+         for i in range(w.shape[0])], dtype=torch.float64)
+
+
+def _shift(e: torch.Tensor, z_frac: int, target_frac: int, what: str) -> np.ndarray:
+    s = (e + z_frac - target_frac).to(torch.int64).numpy()
+    lo, hi = SHIFT_RANGE
+    if s.min() < lo or s.max() > hi:
+        raise CodesignError(f"{what} shifts {s.min()}..{s.max()} leave the 7-bit shift range [{lo}, {hi}]: "
+                            "the weights and the state grid are too far apart; widen state_bits or retrain")
+    return s
+
+
+def quant_of(spec: LayerSpec) -> LayerQuant:
+    return LayerQuant(state_frac=spec.state_frac, state_bits=spec.state_bits, alpha_bits=spec.alpha_bits,
+                      gate_bits=spec.gate_bits, leak_shift=spec.leak_shift)
+
+
+@torch.no_grad()
+def _calibrate(cell, z: torch.Tensor) -> float:
+    """Largest magnitude the state grid must hold, from the float model on calibration data."""
+    if isinstance(cell, CMRU) and not isinstance(cell, AlphaCMRU):
+        return float(cell.alpha.abs().max())
+    if isinstance(cell, AlphaCMRU):
+        return float(cell.alpha_proj(z).abs().max())
+    if hasattr(cell, "potentials"):
+        return max(float(cell.potentials(z).abs().max()), float(cell.theta.abs().max()))
+    return max(float(cell.candidate(z).abs().max()), float(cell(z)[0].abs().max()))
+
+
+@torch.no_grad()
+def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_frac: int, layer_formats: list[dict],
+                   readout_formats: dict, calibration: torch.Tensor) -> tuple[Manifest, dict[str, np.ndarray]]:
+    """Integer arrays and the format-2 manifest of ``model`` (calibration inputs set the state grids)."""
+    for pname, param in model.named_parameters():
+        if not torch.isfinite(param).all():
+            raise CodesignError(f"model parameter '{pname}' holds NaN or Inf; cannot quantize")
+    model = copy.deepcopy(model).double().eval()
+    weights: dict[str, np.ndarray] = {}
+    layers: list[LayerSpec] = []
+    x = torch.floor(calibration.double() * 2.0**input_frac + 0.5).clamp(*signed_range(input_bits)) * 2.0**-input_frac
+    in_frac = input_frac
+    for index, (front, cell, spec) in enumerate(zip(model.fronts, model.cells, model.layer_specs, strict=True)):
+        fmt = dict(layer_formats[index]) if index < len(layer_formats) else {}
+        p = f"layers.{index}."
+        z_frac = in_frac
+        dcls = spec.get("dcls")
+        if dcls is not None:
+            front.hard()
+            wd = front.weight.double()
+            e_d = pow2_frac(float(wd.abs().max()), fmt.get("dcls_weight_bits", 8))
+            weights[p + "dcls_weight"] = quantize(wd, e_d, fmt.get("dcls_weight_bits", 8)).numpy()
+            weights[p + "dcls_delay"] = front.delays().to(torch.int64).numpy()
+            z_frac = in_frac + e_d
+        z = front(x)
+        kind = spec["cell"]
+        wbits, bbits = fmt.get("weight_bits", 8), fmt.get("bias_bits", 16)
+        state_bits = fmt.get("state_bits", 16)
+        alpha_bits = fmt.get("alpha_bits", 8)
+        if kind in ("cmru", "bmru"):
+            state_frac = pow2_frac(float(cell.alpha.abs().max()), alpha_bits)
+        else:
+            state_frac = pow2_frac(_calibrate(cell, z), state_bits - 1)
+        fields = {"cell": kind, "size": spec["size"], "weight_bits": wbits, "bias_bits": bbits,
+                  "state_bits": state_bits, "alpha_bits": alpha_bits, "state_frac": state_frac}
+        if kind in ("cmru", "bmru", "alphacmru"):
+            if cell.eps not in (-1.0, 0.0, 1.0):
+                raise CodesignError(f"layer {index}: eps {cell.eps} is not deployable; the datapath computes "
+                                    "eps * h exactly only for eps in {-1, 0, 1} (anneal eps to 0 for BMRU hardware)")
+            fields["eps"] = int(cell.eps)
+            wc, bc, wb, bb = (cell.candidate.weight, cell.candidate.bias, cell.threshold.weight, cell.threshold.bias)
+            e = _row_fracs(torch.maximum(wc.abs(), wb.abs()), torch.maximum(bc.abs(), bb.abs()), wbits, bbits, z_frac)
+            weights |= {p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
+                        p + "b_cand": quantize(bc, e + z_frac, bbits).numpy(),
+                        p + "w_thr": quantize(wb, e[:, None], wbits).numpy(),
+                        p + "b_thr": quantize(bb, e + z_frac, bbits).numpy()}
+            if kind == "alphacmru":
+                wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
+                ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
+                weights |= {p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
+                            p + "b_alpha": quantize(ba, ea + z_frac, bbits).numpy(),
+                            p + "alpha_shift": _shift(ea, z_frac, state_frac, f"layer {index} alpha")}
+            else:
+                weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
+        elif kind in ("bgmingru", "mingru"):
+            gate_bits = fmt.get("gate_bits", 6)
+            fields["gate_bits"] = gate_bits
+            wc, bc, wg, bg = cell.candidate.weight, cell.candidate.bias, cell.gate.weight, cell.gate.bias
+            ec, eg = _row_fracs(wc, bc, wbits, bbits, z_frac), _row_fracs(wg, bg, wbits, bbits, z_frac)
+            weights |= {p + "w_cand": quantize(wc, ec[:, None], wbits).numpy(),
+                        p + "b_cand": quantize(bc, ec + z_frac, bbits).numpy(),
+                        p + "cand_shift": _shift(ec, z_frac, state_frac, f"layer {index} candidate"),
+                        p + "w_gate": quantize(wg, eg[:, None], wbits).numpy(),
+                        p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy()}
+            if kind == "mingru":
+                weights[p + "gate_shift"] = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+        elif kind == "hsru":
+            fields["leak_shift"] = cell.leak_shift
+            wi, bi = cell.current.weight, cell.current.bias
+            ei = _row_fracs(wi, bi, wbits, bbits, z_frac)
+            weights |= {p + "w_in": quantize(wi, ei[:, None], wbits).numpy(),
+                        p + "b_in": quantize(bi, ei + z_frac, bbits).numpy(),
+                        p + "in_shift": _shift(ei, z_frac, state_frac, f"layer {index} input"),
+                        p + "theta": quantize(cell.theta, state_frac, state_bits).numpy()}
+        if dcls is not None:
+            fields["dcls"] = {"taps": dcls["taps"], "span": dcls["span"],
+                              "weight_bits": fmt.get("dcls_weight_bits", 8)}
+        layer = LayerSpec.model_validate(fields)
+        layers.append(layer)
+        x = layer_sequential(cell, z, quant_of(layer))
+        in_frac = 0 if kind == "hsru" else state_frac
+    r = readout_formats
+    rw, rb = r.get("weight_bits", 8), r.get("bias_bits", 24)
+    wo, bo = model.readout.weight, model.readout.bias
+    e_o = min(pow2_frac(float(wo.abs().max()), rw), pow2_frac(float(bo.abs().max()), rb) - in_frac)
+    weights["readout.weight"] = quantize(wo, e_o, rw).numpy()
+    weights["readout.bias"] = quantize(bo, e_o + in_frac, rb).numpy()
+    manifest = Manifest(
+        format_version=FORMAT_VERSION, name=name,
+        input=InputSpec(size=model.cells[0].input_size, bits=input_bits, frac=input_frac),
+        layers=layers,
+        readout=ReadoutSpec(classes=wo.shape[0], pooling=model.pooling, per_step=model.per_step,
+                            weight_bits=rw, bias_bits=rb, sum_bits=r.get("sum_bits", 24)),
+    )
+    return manifest, weights
+
+
+class DeployedStack(torch.nn.Module):
+    """The float64 torch model of a format-2 bundle; ``logit_frac`` converts its logits to integers."""
+
+    def __init__(self, model: HardwareStack, bundle: Bundle, logit_frac: int) -> None:
+        super().__init__()
+        self.model, self.bundle, self.logit_frac = model.double().eval(), bundle, logit_frac
+
+    def quantize_input(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.bundle.manifest.input
+        return torch.floor(x.double() * 2.0**f.frac + 0.5).clamp(*signed_range(f.bits)) * 2.0**-f.frac
+
+    @torch.no_grad()
+    def trace(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Every layer's output sequence (float64) and the logits."""
+        h = self.quantize_input(x)
+        outs = []
+        for front, cell, spec in zip(self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True):
+            h = layer_sequential(cell, front(h), quant_of(spec))
+            outs.append(h)
+        r = self.bundle.manifest.readout
+        if r.per_step or r.pooling == "last":
+            return outs, self.model.read(h)
+        lo, hi = signed_range(r.sum_bits)
+        frac = self.bundle.manifest.layers[-1].state_frac if self.bundle.manifest.layers[-1].cell != "hsru" else 0
+        pooled = torch.zeros_like(h[:, 0])
+        for t in range(h.shape[1]):  # saturating running sum, as the hardware does
+            pooled = (pooled + h[:, t]).clamp(lo * 2.0**-frac, hi * 2.0**-frac)
+        return outs, self.model.readout(pooled)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.trace(x)[1]
+
+    @torch.no_grad()
+    def integer_logits(self, x: torch.Tensor) -> np.ndarray:
+        y = self.forward(x) * 2.0**self.logit_frac
+        if not torch.equal(y, y.round()):
+            raise AssertionError("deployed logits are not integers: a scale is not a power of two")
+        return y.to(torch.int64).numpy()
+
+
+def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
+    """Rebuild the float64 hardware model from a bundle alone (see the module docstring)."""
+    m = bundle.manifest
+    specs = []
+    for layer in m.layers:
+        spec = {"cell": layer.cell, "size": layer.size}
+        if layer.cell in ("cmru", "alphacmru"):
+            spec["eps"] = float(layer.eps)
+        if layer.cell == "hsru":
+            spec["leak_shift"] = layer.leak_shift
+        if layer.dcls is not None:
+            spec["dcls"] = {"taps": layer.dcls.taps, "span": layer.dcls.span}
+        specs.append(spec)
+    model = HardwareStack(m.input.size, m.readout.classes, specs, pooling=m.readout.pooling,
+                          per_step=m.readout.per_step).double()
+
+    def t(v: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(v)).double()
+
+    with torch.no_grad():
+        in_frac = m.input.frac
+        for index, (front, cell, layer) in enumerate(zip(model.fronts, model.cells, m.layers, strict=True)):
+            w = bundle.layer_weights(index)
+            z_frac = in_frac
+            if layer.dcls is not None:
+                front.weight.copy_(t(w["dcls_weight"]))
+                front.positions.copy_(t(w["dcls_delay"]))
+                front.hard()
+            sf = layer.state_frac
+
+            def row(name: str, shift: np.ndarray | None, target: int, lin, z: int = z_frac, d: int = layer.size) -> None:
+                """Float row whose accumulator is the integer one times 2**-(shift + target)."""
+                s = torch.zeros(d, dtype=torch.float64) if shift is None else t(shift)
+                scale = 2.0 ** -(s + target)
+                lin.weight.copy_(t(w["w_" + name]) * (scale * 2.0**z)[:, None])
+                lin.bias.copy_(t(w["b_" + name]) * scale)
+
+            if layer.cell in ("cmru", "bmru", "alphacmru"):
+                row("cand", None, z_frac, cell.candidate)
+                row("thr", None, z_frac, cell.threshold)
+                if layer.cell == "alphacmru":
+                    row("alpha", w["alpha_shift"], sf, cell.alpha_proj)
+                else:
+                    cell.alpha.copy_(t(w["alpha"]) * 2.0**-sf)
+            elif layer.cell in ("bgmingru", "mingru"):
+                row("cand", w["cand_shift"], sf, cell.candidate)
+                if layer.cell == "mingru":
+                    row("gate", w["gate_shift"], layer.gate_bits, cell.gate)
+                else:
+                    row("gate", None, z_frac, cell.gate)
+            elif layer.cell == "hsru":
+                row("in", w["in_shift"], sf, cell.current)
+                cell.theta.copy_(t(w["theta"]) * 2.0**-sf)
+            in_frac = 0 if layer.cell == "hsru" else sf
+        r_frac = in_frac
+        model.readout.weight.copy_(t(bundle.weights["readout.weight"]))
+        model.readout.bias.copy_(t(bundle.weights["readout.bias"]) * 2.0**-r_frac)
+    return DeployedStack(model, bundle, logit_frac=r_frac)
