@@ -226,8 +226,12 @@ def random_bundle(
     d: Annotated[int, typer.Option("--d", help="neurons per layer")] = 16,
     inputs: Annotated[int, typer.Option(help="input features M")] = 8,
     classes: Annotated[int, typer.Option(help="output classes C")] = 10,
-    cell: Annotated[str, typer.Option(help="cell, or comma-separated cells for a stack: cmru, bmru, alphacmru, "
-                                           "bgmingru, mingru, hsru")] = "cmru",
+    cell: Annotated[
+        str,
+        typer.Option(
+            help="cell, or comma-separated cells for a stack: cmru, bmru, alphacmru, bgmingru, mingru, hsru"
+        ),
+    ] = "cmru",
     layers: Annotated[int, typer.Option(help="layers (when one cell is given)")] = 1,
     eps: Annotated[int, typer.Option(help="-1, 0 or 1 for cmru/alphacmru layers (bmru: 0)")] = 1,
     dcls: Annotated[str | None, typer.Option(help="DCLS front end on every layer: TAPS,SPAN")] = None,
@@ -243,7 +247,6 @@ def random_bundle(
 
     from codesign.bundle.io import validation_message
     from codesign.bundle.random import make_random_network_bundle
-
     from codesign.bundle.spec import CELL_KINDS
 
     cells = [c.strip() for c in cell.split(",") if c.strip()]
@@ -261,15 +264,29 @@ def random_bundle(
         front = {"taps": taps, "span": span}
     specs = []
     for kind in cells:
-        layer = {"cell": kind, "size": d, "weight_bits": weight_bits, "state_bits": state_bits, "alpha_bits": alpha_bits}
+        layer = {
+            "cell": kind,
+            "size": d,
+            "weight_bits": weight_bits,
+            "state_bits": state_bits,
+            "alpha_bits": alpha_bits,
+        }
         if kind in ("cmru", "alphacmru"):
             layer["eps"] = eps
         if front is not None:
             layer["dcls"] = front
         specs.append(layer)
     try:
-        b = make_random_network_bundle(str(out), seed=seed, inputs=inputs, layers=specs, classes=classes,
-                                       input_bits=input_bits, pooling=pooling, per_step=per_step)
+        b = make_random_network_bundle(
+            str(out),
+            seed=seed,
+            inputs=inputs,
+            layers=specs,
+            classes=classes,
+            input_bits=input_bits,
+            pooling=pooling,
+            per_step=per_step,
+        )
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None
     console.print(f"random bundle {b.manifest.name} -> {out}")

@@ -47,7 +47,7 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     timings["export"] = time.monotonic() - t
 
     t = time.monotonic()
-    lanes = min(lanes, bundle.net.hidden_size)
+    lanes = min(lanes, bundle.manifest.layers[0].size)
     console.print(f"[bold]3/4 rtl[/] {lanes} lanes -> {build_dir}")
     build_rtl(bundle_dir, build_dir, lanes=lanes)
     timings["rtl"] = time.monotonic() - t
@@ -58,7 +58,9 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     save_npy(out / "test_inputs.npy", x_test[:sequences].numpy())
     save_npy(out / "test_labels.npy", y_test[:sequences].numpy())
     console.print(f"[bold]4/4 sim[/] {sequences} test sequences under Icarus")
-    sim = run_sim(build_dir, "icarus", inputs=out / "test_inputs.npy", labels=out / "test_labels.npy")
+    sim = run_sim(
+        build_dir, "icarus", vectors=sequences, inputs=out / "test_inputs.npy", labels=out / "test_labels.npy"
+    )
     timings["sim"] = time.monotonic() - t
 
     table = Table(title=f"codesign demo: {recipe.name}")
@@ -73,7 +75,9 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     table.add_row("RTL vs golden", sim.summary_line())
     table.add_row(
         "cycles per step",
-        f"{sim.cycles_per_step:.2f} (floor ceil(d/P) x nnz = {sim.cycle_floor_per_step:.2f})",
+        f"{sim.cycles_per_step:.2f} with {lanes} lanes (floor ceil(d/P) x non-zero inputs = "
+        f"{sim.cycle_floor_per_step:.2f}; an all-zero step still costs ceil(d/P) cycles because the biases "
+        "alone can update the state)",
     )
     table.add_row("wall time", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     table.add_row("artifacts", f"run {run_dir}\nbundle {bundle_dir}\nverilog {build_dir / 'accelerator.v'}")

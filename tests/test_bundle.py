@@ -80,7 +80,9 @@ def test_out_of_range_integer(bundle_dir: Path) -> None:
     arrays["layers.0.w_cand"] = arrays["layers.0.w_cand"].copy()
     arrays["layers.0.w_cand"][0, 0] = 128  # 8-bit weights end at 127
     _rewrite_weights(bundle_dir, arrays)
-    with pytest.raises(CodesignError, match=r"'layers.0.w_cand' holds 128, outside its allowed range \[-128, 127\]"):
+    with pytest.raises(
+        CodesignError, match=r"'layers.0.w_cand' holds 128, outside its allowed range \[-128, 127\]"
+    ):
         load_bundle(bundle_dir)
 
 
@@ -102,7 +104,9 @@ def test_wrong_shape(bundle_dir: Path) -> None:
     arrays = dict(b.weights)
     arrays["readout.weight"] = b.weights["readout.weight"].T.copy()
     _rewrite_weights(bundle_dir, arrays)
-    with pytest.raises(CodesignError, match=r"'readout.weight' has shape \(5, 3\), the manifest implies \(3, 5\)"):
+    with pytest.raises(
+        CodesignError, match=r"'readout.weight' has shape \(5, 3\), the manifest implies \(3, 5\)"
+    ):
         load_bundle(bundle_dir)
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign.bundle import Bundle, Formats, NetworkSpec, from_spine
-from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.bundle.random import random_integer_inputs, random_manifest, random_weights
+from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.errors import CodesignError
 from codesign.golden import quantize_inputs, run_golden
 from codesign.quant import deployed_from_bundle

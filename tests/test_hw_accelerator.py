@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from codesign.bundle import Bundle, Formats, NetworkSpec, from_spine, spine_view
-from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.bundle.random import random_integer_inputs, random_manifest, random_weights
+from codesign.bundle.v1 import FORMAT_VERSION, Manifest
 from codesign.golden.model import run_golden_ragged
 from codesign.hw import Accelerator
 from codesign.hw.memories import ceil_div, memory_images

@@ -43,15 +43,21 @@ def _run(cell: torch.nn.Module, mode: str, x: torch.Tensor, state, weights: list
     xr = x.clone().requires_grad_()
     state_r = None
     if state is not None:
-        state_r = tuple(s.clone().requires_grad_() for s in state) if isinstance(state, tuple) else \
-            state.clone().requires_grad_()
+        state_r = (
+            tuple(s.clone().requires_grad_() for s in state)
+            if isinstance(state, tuple)
+            else state.clone().requires_grad_()
+        )
     outs = _flatten(cell(xr, state_r))
     if weights is None:
         weights = [torch.randn_like(o) for o in outs]
     sum((o * w).sum() for o, w in zip(outs, weights, strict=True)).backward()
     states = list(state_r) if isinstance(state_r, tuple) else ([state_r] if state_r is not None else [])
-    grads = [xr.grad] + [s.grad for s in states] + [
-        p.grad if p.grad is not None else torch.zeros_like(p) for p in cell.parameters()]
+    grads = (
+        [xr.grad]
+        + [s.grad for s in states]
+        + [p.grad if p.grad is not None else torch.zeros_like(p) for p in cell.parameters()]
+    )
     return [o.detach() for o in outs], grads, weights
 
 
@@ -60,8 +66,11 @@ def _assert_modes_agree(cell, x, state, fast="scan", skip_param=lambda name: Fal
     outs_seq, grads_seq, _ = _run(cell, "sequential", x, state, w)
     for a, b in zip(outs_fast, outs_seq, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
-    names = ["input"] + [f"state{i}" for i in range(len(grads_fast) - 1 - len(list(cell.parameters())))] + \
-        [name for name, _ in cell.named_parameters()]
+    names = (
+        ["input"]
+        + [f"state{i}" for i in range(len(grads_fast) - 1 - len(list(cell.parameters())))]
+        + [name for name, _ in cell.named_parameters()]
+    )
     for name, a, b in zip(names, grads_fast, grads_seq, strict=True):
         if not skip_param(name):
             torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9, msg=lambda m, n=name: f"{n}: {m}")
@@ -138,8 +147,9 @@ def _assert_modes_agree_single(module, x) -> None:
         xr = x.clone().requires_grad_()
         y = module(xr)
         (y * torch.linspace(-1, 1, y.numel(), dtype=y.dtype).view_as(y)).sum().backward()
-        outs[mode] = [y.detach(), xr.grad] + [p.grad if p.grad is not None else torch.zeros_like(p)
-                                              for p in module.parameters()]
+        outs[mode] = [y.detach(), xr.grad] + [
+            p.grad if p.grad is not None else torch.zeros_like(p) for p in module.parameters()
+        ]
     for a, b in zip(outs["scan"], outs["sequential"], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
 
@@ -148,7 +158,9 @@ def test_dcls_kernel_hard_soft_and_clamp() -> None:
     torch.manual_seed(0)
     conv = DCLS1d(2, kernel_count=2, kernel_length=8, sigma=0.5).double()
     with torch.no_grad():
-        conv.positions.copy_(torch.tensor([[1.3, 5.6], [0.2, 9.0]], dtype=torch.float64))  # 9.0 lies beyond Gamma - 1 = 7
+        conv.positions.copy_(
+            torch.tensor([[1.3, 5.6], [0.2, 9.0]], dtype=torch.float64)
+        )  # 9.0 lies beyond Gamma - 1 = 7
         conv.weight.copy_(torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64))
     n = torch.arange(8, dtype=torch.float64)
     expected = 1.0 * torch.exp(-0.5 * ((n - 1.3) / 0.5) ** 2) - 2.0 * torch.exp(-0.5 * ((n - 5.6) / 0.5) ** 2)
@@ -250,11 +262,14 @@ def test_rhythmic_gate_is_eq_6() -> None:
     gate = RhythmicGate(3, 4, min_period=2.0, max_period=50.0).double()
     a = gate.preactivation(7, offset=2)
     t = torch.arange(3, 10, dtype=torch.float64)
-    manual = gate.bias + sum(gate.amplitude[:, k] * torch.sin(gate.omega[k] * t[:, None] + gate.phase[:, k])
-                             for k in range(4))
+    manual = gate.bias + sum(
+        gate.amplitude[:, k] * torch.sin(gate.omega[k] * t[:, None] + gate.phase[:, k]) for k in range(4)
+    )
     torch.testing.assert_close(a, manual)
     assert torch.equal(gate(7, offset=2), (manual > 0).double())
-    torch.testing.assert_close(2 * math.pi / gate.omega[[0, -1]], torch.tensor([2.0, 50.0], dtype=torch.float64))
+    torch.testing.assert_close(
+        2 * math.pi / gate.omega[[0, -1]], torch.tensor([2.0, 50.0], dtype=torch.float64)
+    )
 
 
 @pytest.mark.parametrize("steps", STEPS)
@@ -284,19 +299,30 @@ def test_selective_update_gru_fused_equals_sequential(steps: int) -> None:
     cell = SelectiveUpdateGRU(INPUT, HIDDEN, max_period=20.0).double()
     assert 0 < cell.gate(steps).mean() < 1 or steps == 1
     # The fused kernel gives every gradient but the gate generator's (module docstring).
-    _assert_modes_agree(cell, _x(steps), torch.randn(BATCH, HIDDEN, dtype=torch.float64), fast="fused",
-                        skip_param=lambda name: name.startswith("gate."))
+    _assert_modes_agree(
+        cell,
+        _x(steps),
+        torch.randn(BATCH, HIDDEN, dtype=torch.float64),
+        fast="fused",
+        skip_param=lambda name: name.startswith("gate."),
+    )
     cell.mode = "sequential"
     cell.zero_grad()
     cell(_x(steps))[0].sum().backward()
     assert cell.gate.phase.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("factory", [
-    lambda: MinGRU(INPUT, HIDDEN), lambda: LRU(INPUT, HIDDEN), lambda: MGRADELayer(INPUT, HIDDEN),
-    lambda: HSRU(INPUT, HIDDEN), lambda: SelectiveUpdateMinGRU(INPUT, HIDDEN),
-    lambda: SelectiveUpdateGRU(INPUT, HIDDEN),
-])
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda: MinGRU(INPUT, HIDDEN),
+        lambda: LRU(INPUT, HIDDEN),
+        lambda: MGRADELayer(INPUT, HIDDEN),
+        lambda: HSRU(INPUT, HIDDEN),
+        lambda: SelectiveUpdateMinGRU(INPUT, HIDDEN),
+        lambda: SelectiveUpdateGRU(INPUT, HIDDEN),
+    ],
+)
 def test_gru_style_api_and_bad_input(factory) -> None:
     cell = factory()
     y, _ = cell(torch.randn(2, 3, INPUT))
@@ -316,7 +342,17 @@ def test_cells_by_name() -> None:
 
     assert isinstance(build_cell("mingru", 3, 4), MinGRU)
     assert build_cell("cmru", 3, 4, eps=-1.0).eps == -1.0
-    assert set(CELL_TYPES) >= {"bmru", "cmru", "alphacmru", "mingru", "lru", "mgrade", "hsru", "sugru", "sumingru"}
+    assert set(CELL_TYPES) >= {
+        "bmru",
+        "cmru",
+        "alphacmru",
+        "mingru",
+        "lru",
+        "mgrade",
+        "hsru",
+        "sugru",
+        "sumingru",
+    }
     with pytest.raises(ValueError, match="unknown cell 'gru'"):
         build_cell("gru", 3, 4)
     with pytest.raises(ValueError, match="cell 'lru'.*colour"):

@@ -43,8 +43,10 @@ def test_linear_scan_matches_reference(steps: int, regime: str) -> None:
 @pytest.mark.parametrize("steps", [1, 7, 66])
 def test_complex_scan_gradcheck(steps: int, regime: str) -> None:
     g = torch.Generator().manual_seed(steps)
-    a = torch.complex(torch.rand(1, steps, 2, dtype=torch.float64, generator=g) * 0.9,
-                      torch.rand(1, steps, 2, dtype=torch.float64, generator=g) * 0.4).requires_grad_()
+    a = torch.complex(
+        torch.rand(1, steps, 2, dtype=torch.float64, generator=g) * 0.9,
+        torch.rand(1, steps, 2, dtype=torch.float64, generator=g) * 0.4,
+    ).requires_grad_()
     b = torch.randn(1, steps, 2, dtype=torch.complex128, generator=g).requires_grad_()
     h0 = torch.randn(1, 2, dtype=torch.complex128, generator=g).requires_grad_()
     torch.testing.assert_close(linear_scan(a, b, h0), sequential_scan(a, b, h0), rtol=1e-10, atol=1e-10)

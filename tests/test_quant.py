@@ -30,28 +30,48 @@ def test_pow2_frac_is_the_finest_scale_that_fits(max_abs: float, bits: int) -> N
 def quantized(model: HardwareStack, x: torch.Tensor, **fmt) -> Bundle:
     layer_fmt = {k: v for k, v in fmt.items() if k != "input_frac"}
     manifest, weights = quantize_stack(
-        model, name="q", input_bits=8, input_frac=fmt.get("input_frac", 3), layer_formats=[layer_fmt] * len(model.cells),
-        readout_formats={}, calibration=x,
+        model,
+        name="q",
+        input_bits=8,
+        input_frac=fmt.get("input_frac", 3),
+        layer_formats=[layer_fmt] * len(model.cells),
+        readout_formats={},
+        calibration=x,
     )
     return Bundle(manifest, check_weights(manifest, weights))
 
 
-CELLS = st.sampled_from([
-    {"cell": "cmru", "eps": 1.0}, {"cell": "cmru", "eps": -1.0}, {"cell": "bmru"}, {"cell": "alphacmru", "eps": 1.0},
-    {"cell": "bgmingru"}, {"cell": "mingru"}, {"cell": "hsru", "leak_shift": 3},
-])
+CELLS = st.sampled_from(
+    [
+        {"cell": "cmru", "eps": 1.0},
+        {"cell": "cmru", "eps": -1.0},
+        {"cell": "bmru"},
+        {"cell": "alphacmru", "eps": 1.0},
+        {"cell": "bgmingru"},
+        {"cell": "mingru"},
+        {"cell": "hsru", "leak_shift": 3},
+    ]
+)
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), kinds=st.lists(CELLS, min_size=1, max_size=3), bits=st.integers(3, 8),
-       dcls=st.booleans(), readout=st.sampled_from(["last", "sum", "per_step"]), steps=st.integers(1, 60))
+@given(
+    seed=st.integers(0, 10_000),
+    kinds=st.lists(CELLS, min_size=1, max_size=3),
+    bits=st.integers(3, 8),
+    dcls=st.booleans(),
+    readout=st.sampled_from(["last", "sum", "per_step"]),
+    steps=st.integers(1, 60),
+)
 def test_deployed_torch_equals_golden(seed, kinds, bits, dcls, readout, steps) -> None:
     """Random trained-like stacks of every cell, quantized: every layer's states and the logits agree."""
     torch.manual_seed(seed)
     layers = [dict(k, size=3 + i) for i, k in enumerate(kinds)]
     if dcls:
         layers[0]["dcls"] = {"taps": 2, "span": 5}
-    model = HardwareStack(4, 3, layers, pooling="sum" if readout == "sum" else "last", per_step=readout == "per_step")
+    model = HardwareStack(
+        4, 3, layers, pooling="sum" if readout == "sum" else "last", per_step=readout == "per_step"
+    )
     # inputs on and between the input grid, half-way ties and out-of-range values included
     x = torch.randint(-40, 40, (5, steps, 4)).double() / 8.0
     x[0, 0, 0] = 100.0

@@ -11,6 +11,17 @@ from codesign.bundle.spine import SpineBundle, from_spine, spine_view
 from codesign.bundle.v1 import Formats, NetworkSpec
 
 __all__ = [
-    "FORMAT_VERSION", "Bundle", "Formats", "InputSpec", "LayerSpec", "Manifest", "NetworkSpec", "ReadoutSpec",
-    "SpineBundle", "from_spine", "load_bundle", "save_bundle", "spine_view",
+    "FORMAT_VERSION",
+    "Bundle",
+    "Formats",
+    "InputSpec",
+    "LayerSpec",
+    "Manifest",
+    "NetworkSpec",
+    "ReadoutSpec",
+    "SpineBundle",
+    "from_spine",
+    "load_bundle",
+    "save_bundle",
+    "spine_view",
 ]

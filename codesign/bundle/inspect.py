@@ -11,19 +11,28 @@ from codesign.bundle.spec import accumulator_bits, array_table, logit_bits
 
 def memory_bits(bundle: Bundle) -> dict[str, int]:
     """Bits each array occupies at its declared width (what on-chip memories must hold)."""
-    return {name: int(bundle.weights[name].size) * bits for name, (_, bits) in array_table(bundle.manifest).items()}
+    return {
+        name: int(bundle.weights[name].size) * bits
+        for name, (_, bits) in array_table(bundle.manifest).items()
+    }
 
 
 def render(bundle: Bundle) -> Group:
     m = bundle.manifest
     head = Table(title=f"bundle {m.name} (format version {m.format_version})", show_header=False)
-    head.add_row("input", f"{m.input.size} features, {m.input.bits} bits, {m.input.frac} fractional, "
-                          f"overflow {m.input.overflow}")
+    head.add_row(
+        "input",
+        f"{m.input.size} features, {m.input.bits} bits, {m.input.frac} fractional, "
+        f"overflow {m.input.overflow}",
+    )
     for i, layer in enumerate(m.layers):
         extra = f" eps={layer.eps}" if layer.cell in ("cmru", "bmru", "alphacmru") else ""
         dcls = f", DCLS {layer.dcls.taps} taps below {layer.dcls.span}" if layer.dcls else ""
-        head.add_row(f"layer {i}", f"{layer.cell} d={layer.size}{extra}{dcls}; state {layer.state_bits} bits "
-                                   f"(h = h_int 2^-{layer.state_frac}); accumulators {accumulator_bits(m, i)} bits")
+        head.add_row(
+            f"layer {i}",
+            f"{layer.cell} d={layer.size}{extra}{dcls}; state {layer.state_bits} bits "
+            f"(h = h_int 2^-{layer.state_frac}); accumulators {accumulator_bits(m, i)} bits",
+        )
     r = m.readout
     pooling = "per step" if r.per_step else f"{r.pooling} pooling"
     head.add_row("readout", f"{r.classes} classes, {pooling}, logits {logit_bits(m)} bits")

@@ -11,9 +11,9 @@ import numpy as np
 
 from codesign.bundle import v1
 from codesign.bundle.io import Bundle, save_bundle
-from codesign.bundle.spine import SpineBundle, as_bundle, from_spine
 from codesign.bundle.spec import FORMAT_VERSION, InputSpec, LayerSpec, Manifest, ReadoutSpec, array_table
 from codesign.bundle.spec import accumulator_bits as acc_bits
+from codesign.bundle.spine import SpineBundle, as_bundle, from_spine
 from codesign.intmath import signed_range
 
 
@@ -96,8 +96,17 @@ def make_random_network_bundle(
 # ---------------------------------------------------------------- single-layer (spine-shaped) bundles
 
 
-def random_manifest(*, d: int, inputs: int, classes: int, cell: str = "cmru", eps: int = 1,
-                    formats: v1.Formats | None = None, name: str | None = None, seed: int = 0) -> v1.Manifest:
+def random_manifest(
+    *,
+    d: int,
+    inputs: int,
+    classes: int,
+    cell: str = "cmru",
+    eps: int = 1,
+    formats: v1.Formats | None = None,
+    name: str | None = None,
+    seed: int = 0,
+) -> v1.Manifest:
     """A one-layer CMRU/BMRU manifest in the spine's shape (flat formats), as the RTL sees it."""
     return v1.Manifest(
         format_version=v1.FORMAT_VERSION,
@@ -124,16 +133,32 @@ def random_weights(manifest: v1.Manifest, seed: int) -> dict[str, np.ndarray]:
     return weights
 
 
-def make_random_bundle(out: str, *, seed: int, d: int, inputs: int, classes: int, cell: str = "cmru", eps: int = 1,
-                       formats: v1.Formats | None = None) -> Bundle:
+def make_random_bundle(
+    out: str,
+    *,
+    seed: int,
+    d: int,
+    inputs: int,
+    classes: int,
+    cell: str = "cmru",
+    eps: int = 1,
+    formats: v1.Formats | None = None,
+) -> Bundle:
     """A random one-layer CMRU/BMRU bundle (what the RTL regression draws), saved in format 2."""
-    manifest = random_manifest(d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats, seed=seed)
+    manifest = random_manifest(
+        d=d, inputs=inputs, classes=classes, cell=cell, eps=eps, formats=formats, seed=seed
+    )
     bundle = from_spine(manifest, random_weights(manifest, seed))
     return save_bundle(out, bundle.manifest, bundle.weights)
 
 
 def random_integer_inputs(
-    bundle: Bundle | SpineBundle, *, sequences: int, steps: int | tuple[int, int], seed: int, density: float = 0.4
+    bundle: Bundle | SpineBundle,
+    *,
+    sequences: int,
+    steps: int | tuple[int, int],
+    seed: int,
+    density: float = 0.4,
 ) -> list[np.ndarray]:
     """Random integer input sequences in the bundle's input format; most entries are zero.
 

@@ -52,32 +52,51 @@ def spine_view(bundle: Bundle | SpineBundle, *, consumer: str = "this back end")
     if m.readout.pooling != "last" or m.readout.per_step:
         problems.append("a sum-pooled or per-step readout (supported: last-step pooling)")
     if problems:
-        raise CodesignError(f"bundle '{m.name}' has {', '.join(problems)}: {consumer} implements one CMRU/BMRU "
-                            "layer with a last-step readout")
+        raise CodesignError(
+            f"bundle '{m.name}' has {', '.join(problems)}: {consumer} implements one CMRU/BMRU "
+            "layer with a last-step readout"
+        )
     manifest = v1.Manifest(
-        format_version=v1.FORMAT_VERSION, name=m.name,
-        network=v1.NetworkSpec(input_size=m.input.size, hidden_size=layer.size, num_classes=m.readout.classes,
-                               cell=layer.cell, eps=layer.eps),
+        format_version=v1.FORMAT_VERSION,
+        name=m.name,
+        network=v1.NetworkSpec(
+            input_size=m.input.size,
+            hidden_size=layer.size,
+            num_classes=m.readout.classes,
+            cell=layer.cell,
+            eps=layer.eps,
+        ),
         formats=v1.Formats(
             input=v1.InputFormat(bits=m.input.bits, frac=m.input.frac, overflow=m.input.overflow),
-            weight=v1.IntFormat(bits=layer.weight_bits), bias=v1.IntFormat(bits=layer.bias_bits),
-            alpha=v1.IntFormat(bits=layer.alpha_bits), state=v1.IntFormat(bits=layer.state_bits),
+            weight=v1.IntFormat(bits=layer.weight_bits),
+            bias=v1.IntFormat(bits=layer.bias_bits),
+            alpha=v1.IntFormat(bits=layer.alpha_bits),
+            state=v1.IntFormat(bits=layer.state_bits),
             readout_weight=v1.IntFormat(bits=m.readout.weight_bits),
-            readout_bias=v1.IntFormat(bits=m.readout.bias_bits), state_frac=layer.state_frac,
+            readout_bias=v1.IntFormat(bits=m.readout.bias_bits),
+            state_frac=layer.state_frac,
         ),
-        checksums=dict(m.checksums), provenance=dict(m.provenance),
+        checksums=dict(m.checksums),
+        provenance=dict(m.provenance),
     )
     names = {v: k for k, v in V1_ARRAYS.items()}
     return SpineBundle(manifest, {names[k]: v for k, v in bundle.weights.items()}, bundle.path, bundle)
 
 
-def from_spine(bundle_or_manifest: SpineBundle | v1.Manifest, weights: dict[str, np.ndarray] | None = None,
-               path: Path | None = None) -> Bundle:
+def from_spine(
+    bundle_or_manifest: SpineBundle | v1.Manifest,
+    weights: dict[str, np.ndarray] | None = None,
+    path: Path | None = None,
+) -> Bundle:
     """A format-2 :class:`Bundle` from a single-layer (format-1 shaped) manifest and arrays."""
     if isinstance(bundle_or_manifest, SpineBundle):
         if bundle_or_manifest.source is not None:
             return bundle_or_manifest.source
-        manifest1, weights, path = bundle_or_manifest.manifest, bundle_or_manifest.weights, bundle_or_manifest.path
+        manifest1, weights, path = (
+            bundle_or_manifest.manifest,
+            bundle_or_manifest.weights,
+            bundle_or_manifest.path,
+        )
     else:
         manifest1 = bundle_or_manifest
     manifest = parse_manifest(manifest1.model_dump(mode="json"))

@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 
 from codesign.bundle.io import Bundle
-from codesign.bundle.spine import SpineBundle, as_bundle
 from codesign.bundle.spec import LayerSpec, Manifest
+from codesign.bundle.spine import SpineBundle, as_bundle
 from codesign.errors import CodesignError
 from codesign.intmath import saturate, signed_range
 
@@ -205,7 +205,9 @@ def run_layer(
     return LayerTrace(states, gates, events, macs, potentials)
 
 
-def run_golden(bundle: Bundle | SpineBundle, xq: np.ndarray, *, accumulate: Accumulate = "events") -> GoldenResult:
+def run_golden(
+    bundle: Bundle | SpineBundle, xq: np.ndarray, *, accumulate: Accumulate = "events"
+) -> GoldenResult:
     """Run integer inputs ``(N, T, M)`` (every sequence starts from state 0) through the network."""
     bundle = as_bundle(bundle)
     xq = check_integer_inputs(bundle, xq)
@@ -247,7 +249,17 @@ def run_golden_ragged(bundle: Bundle | SpineBundle, sequences: list[np.ndarray])
     for idx in by_len.values():
         res = run_golden(bundle, np.stack([sequences[i] for i in idx]))
         for k, i in enumerate(idx):
-            layers = [LayerTrace(t.states[k : k + 1], t.gates[k : k + 1], t.events[k : k + 1], t.macs[k : k + 1],
-                                 None if t.potentials is None else t.potentials[k : k + 1]) for t in res.layers]
-            out[i] = GoldenResult(layers, res.logits[k : k + 1], res.classes[k : k + 1], res.readout_macs[k : k + 1])
+            layers = [
+                LayerTrace(
+                    t.states[k : k + 1],
+                    t.gates[k : k + 1],
+                    t.events[k : k + 1],
+                    t.macs[k : k + 1],
+                    None if t.potentials is None else t.potentials[k : k + 1],
+                )
+                for t in res.layers
+            ]
+            out[i] = GoldenResult(
+                layers, res.logits[k : k + 1], res.classes[k : k + 1], res.readout_macs[k : k + 1]
+            )
     return out  # type: ignore[return-value]

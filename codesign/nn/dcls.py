@@ -50,8 +50,16 @@ class DCLS1d(nn.Module):
     ``forward(u)``: ``(batch, time, channels)`` -> ``(batch, time, channels)``.
     """
 
-    def __init__(self, channels: int, kernel_count: int, kernel_length: int, *, sigma: float = 0.5,
-                 weight_scale: float = 1.0, mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        channels: int,
+        kernel_count: int,
+        kernel_length: int,
+        *,
+        sigma: float = 0.5,
+        weight_scale: float = 1.0,
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         check_sizes(channels=channels, kernel_count=kernel_count, kernel_length=kernel_length)
         if sigma <= 0:
@@ -67,8 +75,10 @@ class DCLS1d(nn.Module):
         self.positions = nn.Parameter(torch.rand(channels, kernel_count) * (kernel_length - 1))
 
     def extra_repr(self) -> str:
-        return (f"{self.channels}, kernel_count={self.kernel_count}, kernel_length={self.kernel_length}, "
-                f"sigma={self.sigma}, hard={self.hard_mode}, mode={self.mode}")
+        return (
+            f"{self.channels}, kernel_count={self.kernel_count}, kernel_length={self.kernel_length}, "
+            f"sigma={self.sigma}, hard={self.hard_mode}, mode={self.mode}"
+        )
 
     def clamped_positions(self) -> torch.Tensor:
         return self.positions.clamp(0.0, self.kernel_length - 1)
@@ -123,8 +133,9 @@ class DCLS1d(nn.Module):
         return torch.stack(out, dim=1)
 
 
-def param_groups(model: nn.Module, lr: float, *, weight_decay: float = 0.0,
-                 position_lr_scale: float = 5.0) -> list[dict]:
+def param_groups(
+    model: nn.Module, lr: float, *, weight_decay: float = 0.0, position_lr_scale: float = 5.0
+) -> list[dict]:
     """Optimiser parameter groups for a model containing DCLS layers (mGRADE App. B, C.1).
 
     Three groups: matrices (weight decay ``weight_decay``); biases, norms and other vectors (no
@@ -150,4 +161,3 @@ def param_groups(model: nn.Module, lr: float, *, weight_decay: float = 0.0,
         {"name": "positions", "params": delays, "lr": lr * position_lr_scale, "weight_decay": 0.0},
     ]
     return [g for g in groups if g["params"]]
-

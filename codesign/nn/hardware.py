@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from codesign.nn.cmru import CMRU, AlphaCMRU, BMRU
+from codesign.nn.cmru import BMRU, CMRU, AlphaCMRU
 from codesign.nn.dcls import DCLS1d
 from codesign.nn.scan import linear_scan, xor_scan
 from codesign.nn.surrogate import heaviside
@@ -123,8 +123,16 @@ class HardwareHSRU(nn.Module):
     ``D_t = D_{t-1} xor s_t``; the layer outputs ``D`` (0/1). Fast-sigmoid surrogate for ``H``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, leak_shift: int = 4, slope: float = 10.0,
-                 threshold_init: float = 0.5, **_) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        leak_shift: int = 4,
+        slope: float = 10.0,
+        threshold_init: float = 0.5,
+        **_,
+    ) -> None:
         super().__init__()
         self.input_size, self.hidden_size = input_size, hidden_size
         self.leak_shift, self.slope = leak_shift, slope
@@ -168,7 +176,9 @@ def _cmru_sequential(cell: CMRU, x: torch.Tensor, quant: LayerQuant | None) -> t
     s = torch.where(c >= 0, 1.0, -1.0).to(x.dtype)
     if isinstance(cell, AlphaCMRU):
         lo, hi = -(1 << (quant.alpha_bits - 1)), (1 << (quant.alpha_bits - 1)) - 1
-        alpha = quant.to_grid(cell.alpha_proj(x)).clamp(lo * 2.0**-quant.state_frac, hi * 2.0**-quant.state_frac)
+        alpha = quant.to_grid(cell.alpha_proj(x)).clamp(
+            lo * 2.0**-quant.state_frac, hi * 2.0**-quant.state_frac
+        )
     else:
         alpha = cell.alpha.expand_as(c)
     h = x.new_zeros(x.shape[0], cell.hidden_size)
@@ -180,8 +190,12 @@ def _cmru_sequential(cell: CMRU, x: torch.Tensor, quant: LayerQuant | None) -> t
 
 
 HW_CELLS: dict[str, type[nn.Module]] = {
-    "cmru": CMRU, "bmru": BMRU, "alphacmru": AlphaCMRU, "bgmingru": BinaryGatedMinGRU,
-    "mingru": HardSigmoidMinGRU, "hsru": HardwareHSRU,
+    "cmru": CMRU,
+    "bmru": BMRU,
+    "alphacmru": AlphaCMRU,
+    "bgmingru": BinaryGatedMinGRU,
+    "mingru": HardSigmoidMinGRU,
+    "hsru": HardwareHSRU,
 }
 """Bundle cell name -> torch module of the hardware profile."""
 
@@ -209,8 +223,15 @@ class HardwareStack(nn.Module):
         Logits at every step ``(batch, time, classes)`` instead of one per sequence.
     """
 
-    def __init__(self, input_size: int, num_classes: int, layers: list[dict], *, pooling: str = "last",
-                 per_step: bool = False) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        num_classes: int,
+        layers: list[dict],
+        *,
+        pooling: str = "last",
+        per_step: bool = False,
+    ) -> None:
         super().__init__()
         if not layers:
             raise ValueError("a hardware stack needs at least one layer")

@@ -70,8 +70,16 @@ class HSRU(nn.Module):
     ``(y, (V_last, D_last))`` with ``y`` of shape ``(batch, time, hidden_size)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, slope: float = 10.0, leak_init: float = 0.9,
-                 threshold_init: float = 1.0, mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        slope: float = 10.0,
+        leak_init: float = 0.9,
+        threshold_init: float = 1.0,
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         if not 0.0 < leak_init < 1.0:
@@ -82,7 +90,9 @@ class HSRU(nn.Module):
         self.mode = check_mode(mode)
         self.input = nn.Linear(input_size, hidden_size)
         # softplus(t_v) = -log(leak_init)  =>  t_v = log(expm1(-log(leak_init)))
-        self.time_constant = nn.Parameter(torch.full((hidden_size,), math.log(math.expm1(-math.log(leak_init)))))
+        self.time_constant = nn.Parameter(
+            torch.full((hidden_size,), math.log(math.expm1(-math.log(leak_init))))
+        )
         self.threshold = nn.Parameter(torch.full((hidden_size,), float(threshold_init)))
         self.output = nn.Linear(2 * hidden_size, hidden_size)
 
@@ -93,8 +103,9 @@ class HSRU(nn.Module):
         """``alpha_v = exp(-softplus(t_v))``."""
         return torch.exp(-F.softplus(self.time_constant))
 
-    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         check_sequence(x, self.input_size)
         v0, d0 = (None, None) if state is None else state
         check_state(v0, x.shape[0], self.hidden_size, "V0")

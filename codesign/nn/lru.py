@@ -50,9 +50,17 @@ class LRU(nn.Module):
     ``(batch, time, hidden_size)`` and the complex last state ``(batch, hidden_size)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, r_min: float = 0.9, r_max: float = 0.999,
-                 max_phase: float = 2 * math.pi, gamma: Literal["tied", "learned"] = "tied",
-                 mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        r_min: float = 0.9,
+        r_max: float = 0.999,
+        max_phase: float = 2 * math.pi,
+        gamma: Literal["tied", "learned"] = "tied",
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         if not 0.0 <= r_min < r_max < 1.0:

@@ -59,10 +59,21 @@ class MGRADELayer(nn.Module):
     ``(batch, time, hidden_size)``. The convolution starts from an all-zero delay line.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, kernel_count: int = 2, kernel_length: int = 16,
-                 sigma: float = 0.5, weight_scale: float = 1.0, recurrent: Literal["mingru", "lru"] = "mingru",
-                 mlp_expansion: int = 2, norm: bool = True, gate_bias_init: GateBiasInit = "zero",
-                 mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        kernel_count: int = 2,
+        kernel_length: int = 16,
+        sigma: float = 0.5,
+        weight_scale: float = 1.0,
+        recurrent: Literal["mingru", "lru"] = "mingru",
+        mlp_expansion: int = 2,
+        norm: bool = True,
+        gate_bias_init: GateBiasInit = "zero",
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         if recurrent not in ("mingru", "lru"):
@@ -77,7 +88,9 @@ class MGRADELayer(nn.Module):
             self.rnn: nn.Module = MinGRU(input_size, hidden_size, gate_bias_init=gate_bias_init)
         else:
             self.rnn = LRU(input_size, hidden_size)
-        self.skip = nn.Identity() if input_size == hidden_size else nn.Linear(input_size, hidden_size, bias=False)
+        self.skip = (
+            nn.Identity() if input_size == hidden_size else nn.Linear(input_size, hidden_size, bias=False)
+        )
         self.mlp = None
         if mlp_expansion:
             width = mlp_expansion * hidden_size
@@ -108,7 +121,9 @@ class MGRADELayer(nn.Module):
         self.conv.soft()
         return self
 
-    def param_groups(self, lr: float, *, weight_decay: float = 0.0, position_lr_scale: float = 5.0) -> list[dict]:
+    def param_groups(
+        self, lr: float, *, weight_decay: float = 0.0, position_lr_scale: float = 5.0
+    ) -> list[dict]:
         """Optimiser groups with the DCLS positions at ``lr * position_lr_scale`` (see :func:`param_groups`)."""
         return param_groups(self, lr, weight_decay=weight_decay, position_lr_scale=position_lr_scale)
 

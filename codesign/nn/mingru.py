@@ -51,8 +51,9 @@ def init_gate_bias(bias: torch.Tensor, scheme: GateBiasInit) -> None:
             u = torch.empty_like(bias).uniform_(low, 1.0 - low)
             bias.copy_(torch.log(u) - torch.log1p(-u))
         else:
-            raise ValueError(f"gate_bias_init must be a number or one of 'zero', 'open', 'closed', 'ugi'; "
-                             f"got {scheme!r}")
+            raise ValueError(
+                f"gate_bias_init must be a number or one of 'zero', 'open', 'closed', 'ugi'; got {scheme!r}"
+            )
 
 
 class MinGRU(nn.Module):
@@ -76,8 +77,15 @@ class MinGRU(nn.Module):
     (zeros when omitted); returns ``(h, h_last)``, ``h`` of shape ``(batch, time, hidden_size)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, bias: bool = True,
-                 gate_bias_init: GateBiasInit = "zero", mode: Mode = "scan") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        bias: bool = True,
+        gate_bias_init: GateBiasInit = "zero",
+        mode: Mode = "scan",
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         self.input_size = input_size

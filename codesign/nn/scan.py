@@ -74,8 +74,10 @@ def _chunk_length(steps: int, width: int) -> int:
     shortest = max(4, math.ceil(max(fewest_calls, single_thread)))
     # Among slightly longer chunks, prefer one leaving a short remainder (scanned step by step), and
     # an odd one: a power-of-two stride between chunks maps every row of a step to the same cache sets.
-    return min(range(shortest, shortest + shortest // 2 + 1),
-               key=lambda c: 2 * c + steps % c + steps // c + (0 if c % 2 else shortest))
+    return min(
+        range(shortest, shortest + shortest // 2 + 1),
+        key=lambda c: 2 * c + steps % c + steps // c + (0 if c % 2 else shortest),
+    )
 
 
 def _negligible(dtype: torch.dtype) -> float:
@@ -83,8 +85,14 @@ def _negligible(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny * 2.0**20
 
 
-def _step_loop(a: torch.Tensor | None, b: torch.Tensor, h: torch.Tensor | None, out: torch.Tensor,
-               reverse: bool, dim: int = 1) -> None:
+def _step_loop(
+    a: torch.Tensor | None,
+    b: torch.Tensor,
+    h: torch.Tensor | None,
+    out: torch.Tensor,
+    reverse: bool,
+    dim: int = 1,
+) -> None:
     """``out_t = a_t * h + b_t`` along ``dim``, one step at a time, from the entering state ``h``."""
     bs, hs = b.unbind(dim), out.unbind(dim)
     as_ = a.unbind(dim) if a is not None else None
@@ -99,8 +107,9 @@ def _step_loop(a: torch.Tensor | None, b: torch.Tensor, h: torch.Tensor | None, 
         h = hs[t]
 
 
-def _scan_into(a: torch.Tensor | None, b: torch.Tensor, h0: torch.Tensor | None, out: torch.Tensor,
-               reverse: bool = False) -> None:
+def _scan_into(
+    a: torch.Tensor | None, b: torch.Tensor, h0: torch.Tensor | None, out: torch.Tensor, reverse: bool = False
+) -> None:
     """Write the scan of ``(a, b)`` from ``h0`` into ``out`` (no autograd). ``a = None`` means ``a = 1``.
 
     Forward: ``out_t = a_t out_{t-1} + b_t`` with ``out_{-1} = h0``; reverse:
@@ -179,7 +188,7 @@ def _gate_gradient(total: torch.Tensor, h: torch.Tensor, h0: torch.Tensor | None
     piece = steps if width >= WIDE_STEP else max(1, _GRAIN // width)
     for start in range(1, steps, piece):
         stop = min(steps, start + piece)
-        torch.mul(total[:, start:stop], h_prev[:, start - 1:stop - 1], out=grad_a[:, start:stop])
+        torch.mul(total[:, start:stop], h_prev[:, start - 1 : stop - 1], out=grad_a[:, start:stop])
     if h0 is None:
         grad_a[:, 0] = 0
     else:
@@ -299,8 +308,13 @@ class _LastUpdateScan(torch.autograd.Function):
         return grad_z, grad_v, grad_h0, None
 
 
-def last_update_scan(z: torch.Tensor, v: torch.Tensor, h0: torch.Tensor | None = None, *,
-                     method: Literal["scan", "gather"] = "scan") -> torch.Tensor:
+def last_update_scan(
+    z: torch.Tensor,
+    v: torch.Tensor,
+    h0: torch.Tensor | None = None,
+    *,
+    method: Literal["scan", "gather"] = "scan",
+) -> torch.Tensor:
     """``h_t = v_t if z_t == 1 else h_{t-1}`` for a binary ``z``: the last written value wins.
 
     Equal to ``linear_scan(1 - z, z * v, h0)`` and differentiable as that expression in ``z``, ``v``

@@ -84,9 +84,17 @@ class RhythmicGate(nn.Module):
     offset + steps``; :meth:`preactivation` the real ``a_{t,i}``.
     """
 
-    def __init__(self, hidden_size: int, num_frequencies: int | None = None, *, min_period: float = 2.0,
-                 max_period: float = 10_000.0, surrogate: Surrogate = "sigmoid", beta: float = 4.0,
-                 bias_init: float = 0.0) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_frequencies: int | None = None,
+        *,
+        min_period: float = 2.0,
+        max_period: float = 10_000.0,
+        surrogate: Surrogate = "sigmoid",
+        beta: float = 4.0,
+        bias_init: float = 0.0,
+    ) -> None:
         super().__init__()
         k = hidden_size if num_frequencies is None else num_frequencies
         check_sizes(hidden_size=hidden_size, num_frequencies=k)
@@ -103,7 +111,9 @@ class RhythmicGate(nn.Module):
         self.bias = nn.Parameter(torch.full((hidden_size,), float(bias_init)))
 
     def preactivation(self, steps: int, offset: int = 0) -> torch.Tensor:
-        t = torch.arange(offset + 1, offset + steps + 1, dtype=self.amplitude.dtype, device=self.amplitude.device)
+        t = torch.arange(
+            offset + 1, offset + steps + 1, dtype=self.amplitude.dtype, device=self.amplitude.device
+        )
         wt = t.unsqueeze(1) * self.omega.to(t.dtype)  # (T, K)
         sin_part = torch.sin(wt) @ (self.amplitude * torch.cos(self.phase)).T
         cos_part = torch.cos(wt) @ (self.amplitude * torch.sin(self.phase)).T
@@ -137,8 +147,15 @@ class SelectiveUpdateMinGRU(nn.Module):
     step (for streaming continuation).
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, gate_bias_init: GateBiasInit = "zero",
-                 mode: Mode = "scan", **gate_options) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        gate_bias_init: GateBiasInit = "zero",
+        mode: Mode = "scan",
+        **gate_options,
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         self.input_size = input_size
@@ -153,8 +170,9 @@ class SelectiveUpdateMinGRU(nn.Module):
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, mode={self.mode}"
 
-    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None, offset: int = 0
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, h0: torch.Tensor | None = None, offset: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         check_sequence(x, self.input_size)
         check_state(h0, x.shape[0], self.hidden_size)
         pre_z, c = self.projection(x).chunk(2, dim=-1)
@@ -196,8 +214,15 @@ class SelectiveUpdateGRU(nn.Module):
     ``forward(x, h0=None, offset=0)`` -> ``(h, h_last)``, batch first.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, *, carry_drive: float = 1e3,
-                 mode: Literal["sequential", "fused"] = "sequential", **gate_options) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        *,
+        carry_drive: float = 1e3,
+        mode: Literal["sequential", "fused"] = "sequential",
+        **gate_options,
+    ) -> None:
         super().__init__()
         check_sizes(input_size=input_size, hidden_size=hidden_size)
         self.input_size = input_size
@@ -210,8 +235,9 @@ class SelectiveUpdateGRU(nn.Module):
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, mode={self.mode}"
 
-    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None, offset: int = 0
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, h0: torch.Tensor | None = None, offset: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         check_sequence(x, self.input_size)
         check_state(h0, x.shape[0], self.hidden_size)
         g = self.gate(x.shape[1], offset).to(x.dtype)
@@ -246,7 +272,7 @@ class SelectiveUpdateGRU(nn.Module):
         hidden = self.hidden_size
         # Skip-drive channels (1 - g) wired only to the update gate z with C * I (App. B.1).
         wiring = torch.zeros(3 * hidden, hidden, dtype=w_ih.dtype, device=w_ih.device)
-        wiring[hidden:2 * hidden].fill_diagonal_(self.carry_drive)
+        wiring[hidden : 2 * hidden].fill_diagonal_(self.carry_drive)
         drive = (1 - g).detach().expand(x.shape[0], -1, -1)
         x_aug = torch.cat([x, drive], dim=-1)
         w_aug = torch.cat([w_ih, wiring], dim=1)

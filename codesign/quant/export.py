@@ -18,10 +18,12 @@ from codesign.errors import CodesignError
 from codesign.golden.model import quantize_inputs, run_golden
 from codesign.nn.hardware import HW_CELLS, HardwareStack
 from codesign.quant.stack import deployed_from_bundle, quantize_stack
-from codesign.train.recipe import Recipe, QuantSpec
+from codesign.train.recipe import QuantSpec, Recipe
 from codesign.train.trainer import evaluate, load_run, make_recipe_task
 
-SUPPORTED = f"the hardware profile (recipe model.arch: hardware) with cells {sorted(HW_CELLS)}, eps in {{-1, 0, 1}}"
+SUPPORTED = (
+    f"the hardware profile (recipe model.arch: hardware) with cells {sorted(HW_CELLS)}, eps in {{-1, 0, 1}}"
+)
 
 
 def check_deployable(model: torch.nn.Module) -> HardwareStack:
@@ -34,16 +36,21 @@ def check_deployable(model: torch.nn.Module) -> HardwareStack:
     return model
 
 
-def bundle_from_model(model: torch.nn.Module, recipe: Recipe, task, quant: QuantSpec | None = None,
-                      *, name: str | None = None) -> Bundle:
+def bundle_from_model(
+    model: torch.nn.Module, recipe: Recipe, task, quant: QuantSpec | None = None, *, name: str | None = None
+) -> Bundle:
     """Quantize ``model`` with ``quant`` (default: the recipe's) into an in-memory bundle."""
     model = check_deployable(model)
     quant = quant or recipe.quant
     gen = torch.Generator().manual_seed(recipe.seed + 7)
     calibration, _ = task.sample(quant.calibration_sequences, gen)
     manifest, weights = quantize_stack(
-        model, name=name or recipe.name, input_bits=quant.input.bits, input_frac=quant.input.frac,
-        layer_formats=quant.layer_formats(len(model.cells)), readout_formats=quant.readout.model_dump(),
+        model,
+        name=name or recipe.name,
+        input_bits=quant.input.bits,
+        input_frac=quant.input.frac,
+        layer_formats=quant.layer_formats(len(model.cells)),
+        readout_formats=quant.readout.model_dump(),
         calibration=calibration,
     )
     return Bundle(manifest, check_weights(manifest, weights))

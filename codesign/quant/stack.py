@@ -26,7 +26,6 @@ from codesign.bundle.spec import (
     LayerSpec,
     Manifest,
     ReadoutSpec,
-    layer_input,
 )
 from codesign.errors import CodesignError
 from codesign.intmath import signed_range
@@ -39,22 +38,33 @@ SHIFT_RANGE = signed_range(7)
 
 def _row_fracs(w: torch.Tensor, b: torch.Tensor, wbits: int, bbits: int, z_frac: int) -> torch.Tensor:
     return torch.tensor(
-        [min(pow2_frac(float(w[i].abs().max()), wbits), pow2_frac(float(b[i].abs()), bbits) - z_frac)
-         for i in range(w.shape[0])], dtype=torch.float64)
+        [
+            min(pow2_frac(float(w[i].abs().max()), wbits), pow2_frac(float(b[i].abs()), bbits) - z_frac)
+            for i in range(w.shape[0])
+        ],
+        dtype=torch.float64,
+    )
 
 
 def _shift(e: torch.Tensor, z_frac: int, target_frac: int, what: str) -> np.ndarray:
     s = (e + z_frac - target_frac).to(torch.int64).numpy()
     lo, hi = SHIFT_RANGE
     if s.min() < lo or s.max() > hi:
-        raise CodesignError(f"{what} shifts {s.min()}..{s.max()} leave the 7-bit shift range [{lo}, {hi}]: "
-                            "the weights and the state grid are too far apart; widen state_bits or retrain")
+        raise CodesignError(
+            f"{what} shifts {s.min()}..{s.max()} leave the 7-bit shift range [{lo}, {hi}]: "
+            "the weights and the state grid are too far apart; widen state_bits or retrain"
+        )
     return s
 
 
 def quant_of(spec: LayerSpec) -> LayerQuant:
-    return LayerQuant(state_frac=spec.state_frac, state_bits=spec.state_bits, alpha_bits=spec.alpha_bits,
-                      gate_bits=spec.gate_bits, leak_shift=spec.leak_shift)
+    return LayerQuant(
+        state_frac=spec.state_frac,
+        state_bits=spec.state_bits,
+        alpha_bits=spec.alpha_bits,
+        gate_bits=spec.gate_bits,
+        leak_shift=spec.leak_shift,
+    )
 
 
 @torch.no_grad()
@@ -70,8 +80,16 @@ def _calibrate(cell, z: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_frac: int, layer_formats: list[dict],
-                   readout_formats: dict, calibration: torch.Tensor) -> tuple[Manifest, dict[str, np.ndarray]]:
+def quantize_stack(
+    model: HardwareStack,
+    *,
+    name: str,
+    input_bits: int,
+    input_frac: int,
+    layer_formats: list[dict],
+    readout_formats: dict,
+    calibration: torch.Tensor,
+) -> tuple[Manifest, dict[str, np.ndarray]]:
     """Integer arrays and the format-2 manifest of ``model`` (calibration inputs set the state grids)."""
     for pname, param in model.named_parameters():
         if not torch.isfinite(param).all():
@@ -79,9 +97,14 @@ def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_fr
     model = copy.deepcopy(model).double().eval()
     weights: dict[str, np.ndarray] = {}
     layers: list[LayerSpec] = []
-    x = torch.floor(calibration.double() * 2.0**input_frac + 0.5).clamp(*signed_range(input_bits)) * 2.0**-input_frac
+    x = (
+        torch.floor(calibration.double() * 2.0**input_frac + 0.5).clamp(*signed_range(input_bits))
+        * 2.0**-input_frac
+    )
     in_frac = input_frac
-    for index, (front, cell, spec) in enumerate(zip(model.fronts, model.cells, model.layer_specs, strict=True)):
+    for index, (front, cell, spec) in enumerate(
+        zip(model.fronts, model.cells, model.layer_specs, strict=True)
+    ):
         fmt = dict(layer_formats[index]) if index < len(layer_formats) else {}
         p = f"layers.{index}."
         z_frac = in_frac
@@ -102,25 +125,45 @@ def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_fr
             state_frac = pow2_frac(float(cell.alpha.abs().max()), alpha_bits)
         else:
             state_frac = pow2_frac(_calibrate(cell, z), state_bits - 1)
-        fields = {"cell": kind, "size": spec["size"], "weight_bits": wbits, "bias_bits": bbits,
-                  "state_bits": state_bits, "alpha_bits": alpha_bits, "state_frac": state_frac}
+        fields = {
+            "cell": kind,
+            "size": spec["size"],
+            "weight_bits": wbits,
+            "bias_bits": bbits,
+            "state_bits": state_bits,
+            "alpha_bits": alpha_bits,
+            "state_frac": state_frac,
+        }
         if kind in ("cmru", "bmru", "alphacmru"):
             if cell.eps not in (-1.0, 0.0, 1.0):
-                raise CodesignError(f"layer {index}: eps {cell.eps} is not deployable; the datapath computes "
-                                    "eps * h exactly only for eps in {-1, 0, 1} (anneal eps to 0 for BMRU hardware)")
+                raise CodesignError(
+                    f"layer {index}: eps {cell.eps} is not deployable; the datapath computes "
+                    "eps * h exactly only for eps in {-1, 0, 1} (anneal eps to 0 for BMRU hardware)"
+                )
             fields["eps"] = int(cell.eps)
-            wc, bc, wb, bb = (cell.candidate.weight, cell.candidate.bias, cell.threshold.weight, cell.threshold.bias)
-            e = _row_fracs(torch.maximum(wc.abs(), wb.abs()), torch.maximum(bc.abs(), bb.abs()), wbits, bbits, z_frac)
-            weights |= {p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
-                        p + "b_cand": quantize(bc, e + z_frac, bbits).numpy(),
-                        p + "w_thr": quantize(wb, e[:, None], wbits).numpy(),
-                        p + "b_thr": quantize(bb, e + z_frac, bbits).numpy()}
+            wc, bc, wb, bb = (
+                cell.candidate.weight,
+                cell.candidate.bias,
+                cell.threshold.weight,
+                cell.threshold.bias,
+            )
+            e = _row_fracs(
+                torch.maximum(wc.abs(), wb.abs()), torch.maximum(bc.abs(), bb.abs()), wbits, bbits, z_frac
+            )
+            weights |= {
+                p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
+                p + "b_cand": quantize(bc, e + z_frac, bbits).numpy(),
+                p + "w_thr": quantize(wb, e[:, None], wbits).numpy(),
+                p + "b_thr": quantize(bb, e + z_frac, bbits).numpy(),
+            }
             if kind == "alphacmru":
                 wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
                 ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
-                weights |= {p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
-                            p + "b_alpha": quantize(ba, ea + z_frac, bbits).numpy(),
-                            p + "alpha_shift": _shift(ea, z_frac, state_frac, f"layer {index} alpha")}
+                weights |= {
+                    p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
+                    p + "b_alpha": quantize(ba, ea + z_frac, bbits).numpy(),
+                    p + "alpha_shift": _shift(ea, z_frac, state_frac, f"layer {index} alpha"),
+                }
             else:
                 weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
         elif kind in ("bgmingru", "mingru"):
@@ -128,24 +171,31 @@ def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_fr
             fields["gate_bits"] = gate_bits
             wc, bc, wg, bg = cell.candidate.weight, cell.candidate.bias, cell.gate.weight, cell.gate.bias
             ec, eg = _row_fracs(wc, bc, wbits, bbits, z_frac), _row_fracs(wg, bg, wbits, bbits, z_frac)
-            weights |= {p + "w_cand": quantize(wc, ec[:, None], wbits).numpy(),
-                        p + "b_cand": quantize(bc, ec + z_frac, bbits).numpy(),
-                        p + "cand_shift": _shift(ec, z_frac, state_frac, f"layer {index} candidate"),
-                        p + "w_gate": quantize(wg, eg[:, None], wbits).numpy(),
-                        p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy()}
+            weights |= {
+                p + "w_cand": quantize(wc, ec[:, None], wbits).numpy(),
+                p + "b_cand": quantize(bc, ec + z_frac, bbits).numpy(),
+                p + "cand_shift": _shift(ec, z_frac, state_frac, f"layer {index} candidate"),
+                p + "w_gate": quantize(wg, eg[:, None], wbits).numpy(),
+                p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy(),
+            }
             if kind == "mingru":
                 weights[p + "gate_shift"] = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
         elif kind == "hsru":
             fields["leak_shift"] = cell.leak_shift
             wi, bi = cell.current.weight, cell.current.bias
             ei = _row_fracs(wi, bi, wbits, bbits, z_frac)
-            weights |= {p + "w_in": quantize(wi, ei[:, None], wbits).numpy(),
-                        p + "b_in": quantize(bi, ei + z_frac, bbits).numpy(),
-                        p + "in_shift": _shift(ei, z_frac, state_frac, f"layer {index} input"),
-                        p + "theta": quantize(cell.theta, state_frac, state_bits).numpy()}
+            weights |= {
+                p + "w_in": quantize(wi, ei[:, None], wbits).numpy(),
+                p + "b_in": quantize(bi, ei + z_frac, bbits).numpy(),
+                p + "in_shift": _shift(ei, z_frac, state_frac, f"layer {index} input"),
+                p + "theta": quantize(cell.theta, state_frac, state_bits).numpy(),
+            }
         if dcls is not None:
-            fields["dcls"] = {"taps": dcls["taps"], "span": dcls["span"],
-                              "weight_bits": fmt.get("dcls_weight_bits", 8)}
+            fields["dcls"] = {
+                "taps": dcls["taps"],
+                "span": dcls["span"],
+                "weight_bits": fmt.get("dcls_weight_bits", 8),
+            }
         layer = LayerSpec.model_validate(fields)
         layers.append(layer)
         x = layer_sequential(cell, z, quant_of(layer))
@@ -157,11 +207,18 @@ def quantize_stack(model: HardwareStack, *, name: str, input_bits: int, input_fr
     weights["readout.weight"] = quantize(wo, e_o, rw).numpy()
     weights["readout.bias"] = quantize(bo, e_o + in_frac, rb).numpy()
     manifest = Manifest(
-        format_version=FORMAT_VERSION, name=name,
+        format_version=FORMAT_VERSION,
+        name=name,
         input=InputSpec(size=model.cells[0].input_size, bits=input_bits, frac=input_frac),
         layers=layers,
-        readout=ReadoutSpec(classes=wo.shape[0], pooling=model.pooling, per_step=model.per_step,
-                            weight_bits=rw, bias_bits=rb, sum_bits=r.get("sum_bits", 24)),
+        readout=ReadoutSpec(
+            classes=wo.shape[0],
+            pooling=model.pooling,
+            per_step=model.per_step,
+            weight_bits=rw,
+            bias_bits=rb,
+            sum_bits=r.get("sum_bits", 24),
+        ),
     )
     return manifest, weights
 
@@ -182,14 +239,20 @@ class DeployedStack(torch.nn.Module):
         """Every layer's output sequence (float64) and the logits."""
         h = self.quantize_input(x)
         outs = []
-        for front, cell, spec in zip(self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True):
+        for front, cell, spec in zip(
+            self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True
+        ):
             h = layer_sequential(cell, front(h), quant_of(spec))
             outs.append(h)
         r = self.bundle.manifest.readout
         if r.per_step or r.pooling == "last":
             return outs, self.model.read(h)
         lo, hi = signed_range(r.sum_bits)
-        frac = self.bundle.manifest.layers[-1].state_frac if self.bundle.manifest.layers[-1].cell != "hsru" else 0
+        frac = (
+            self.bundle.manifest.layers[-1].state_frac
+            if self.bundle.manifest.layers[-1].cell != "hsru"
+            else 0
+        )
         pooled = torch.zeros_like(h[:, 0])
         for t in range(h.shape[1]):  # saturating running sum, as the hardware does
             pooled = (pooled + h[:, t]).clamp(lo * 2.0**-frac, hi * 2.0**-frac)
@@ -206,6 +269,22 @@ class DeployedStack(torch.nn.Module):
         return y.to(torch.int64).numpy()
 
 
+def _load_row(
+    lin: torch.nn.Linear,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    shift: np.ndarray | None,
+    target: int,
+    z_frac: int,
+    size: int,
+) -> None:
+    """Set a float row whose accumulator is the integer one times ``2**-(shift + target)``."""
+    s = torch.zeros(size, dtype=torch.float64) if shift is None else torch.from_numpy(shift).double()
+    scale = 2.0 ** -(s + target)
+    lin.weight.copy_(torch.from_numpy(weight).double() * (scale * 2.0**z_frac)[:, None])
+    lin.bias.copy_(torch.from_numpy(bias).double() * scale)
+
+
 def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
     """Rebuild the float64 hardware model from a bundle alone (see the module docstring)."""
     m = bundle.manifest
@@ -219,8 +298,9 @@ def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
         if layer.dcls is not None:
             spec["dcls"] = {"taps": layer.dcls.taps, "span": layer.dcls.span}
         specs.append(spec)
-    model = HardwareStack(m.input.size, m.readout.classes, specs, pooling=m.readout.pooling,
-                          per_step=m.readout.per_step).double()
+    model = HardwareStack(
+        m.input.size, m.readout.classes, specs, pooling=m.readout.pooling, per_step=m.readout.per_step
+    ).double()
 
     def t(v: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.asarray(v)).double()
@@ -236,12 +316,10 @@ def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
                 front.hard()
             sf = layer.state_frac
 
-            def row(name: str, shift: np.ndarray | None, target: int, lin, z: int = z_frac, d: int = layer.size) -> None:
-                """Float row whose accumulator is the integer one times 2**-(shift + target)."""
-                s = torch.zeros(d, dtype=torch.float64) if shift is None else t(shift)
-                scale = 2.0 ** -(s + target)
-                lin.weight.copy_(t(w["w_" + name]) * (scale * 2.0**z)[:, None])
-                lin.bias.copy_(t(w["b_" + name]) * scale)
+            def row(
+                name: str, shift: np.ndarray | None, target: int, lin, w=w, z=z_frac, d=layer.size
+            ) -> None:
+                _load_row(lin, w["w_" + name], w["b_" + name], shift, target, z, d)
 
             if layer.cell in ("cmru", "bmru", "alphacmru"):
                 row("cand", None, z_frac, cell.candidate)

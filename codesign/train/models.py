@@ -56,8 +56,9 @@ def build_model(recipe, task) -> nn.Module:
         pooling = "last" if per_step else spec.pooling
         if pooling not in ("last", "sum"):
             raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
-        return HardwareStack(task.input_size, task.output_size, spec.hardware_layers(), pooling=pooling,
-                             per_step=per_step)
+        return HardwareStack(
+            task.input_size, task.output_size, spec.hardware_layers(), pooling=pooling, per_step=per_step
+        )
     names = spec.cells or [spec.cell] * spec.blocks
     it = iter(names)
 

@@ -103,7 +103,6 @@ class ModelSpec(_Strict):
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
 
-
     def hardware_layers(self) -> list[dict[str, Any]]:
         if self.layers is not None:
             return [dict(layer) for layer in self.layers]
@@ -161,9 +160,13 @@ class QuantSpec(_Strict):
 
     input: InputQuant = InputQuant()
     layer: LayerQuantSpec = LayerQuantSpec()
-    layers: list[LayerQuantSpec] | None = Field(default=None, description="per-layer formats (default: layer)")
+    layers: list[LayerQuantSpec] | None = Field(
+        default=None, description="per-layer formats (default: layer)"
+    )
     readout: ReadoutQuant = ReadoutQuant()
-    calibration_sequences: int = Field(default=256, ge=1, description="training sequences that set state grids")
+    calibration_sequences: int = Field(
+        default=256, ge=1, description="training sequences that set state grids"
+    )
 
     def layer_formats(self, count: int) -> list[dict]:
         if self.layers is not None and len(self.layers) != count:
