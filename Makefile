@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim lint doctor clean
+.PHONY: help setup demo test sim rtl analog lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -28,6 +28,9 @@ test: setup ## run the test suite (pytest)
 
 sim: setup ## run the HDL simulation regression (verification/regress.py)
 	$(PY) verification/regress.py
+
+rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
+	$(PY) -m codesign.hw.reference
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)

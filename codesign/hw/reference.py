@@ -1,0 +1,28 @@
+"""Committed Verilog of the reference bundles (``rtl/<bundle>/accelerator.v``).
+
+``make rtl`` regenerates it with :func:`regenerate`; a test compares a fresh generation with the
+committed file so the RTL in the repository never drifts from the generator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_LANES = {"copy_first_cmru": 4}
+"""Reference bundle (``models/bundles/<name>``) -> lanes its committed RTL is generated with."""
+
+
+def regenerate(out_root: Path = ROOT / "rtl") -> list[Path]:
+    from codesign.hw.build import build_rtl
+
+    written = []
+    for name, lanes in REFERENCE_LANES.items():
+        build_rtl(ROOT / "models" / "bundles" / name, out_root / name, lanes=lanes)
+        written.append(out_root / name / "accelerator.v")
+    return written
+
+
+if __name__ == "__main__":
+    for path in regenerate():
+        print(path)
