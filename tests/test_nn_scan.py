@@ -156,3 +156,13 @@ def test_bad_shapes_are_refused() -> None:
         linear_scan(torch.zeros(2, 3, 4), torch.zeros(2, 3, 4), torch.zeros(4))
     with pytest.raises(ValueError, match="empty"):
         cumulative_scan(torch.zeros(2, 0, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_long_chunks_flush_vanishing_gate_products(dtype: torch.dtype) -> None:
+    """Chunks long enough that the gate products are flushed before going subnormal."""
+    g = torch.Generator().manual_seed(7)
+    a = (torch.rand(1, 3000, 2, generator=g) * 0.3).to(dtype)
+    b = torch.randn(1, 3000, 2, generator=g).to(dtype)
+    assert scan_module._chunk_length(3000, 2) > scan_module._FLUSH_EVERY
+    torch.testing.assert_close(linear_scan(a, b), sequential_scan(a, b), rtol=1e-5, atol=1e-5)
