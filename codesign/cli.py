@@ -67,6 +67,51 @@ def train(
     )
 
 
+@app.command()
+@user_errors
+def quantize(
+    run: Annotated[Path, typer.Argument(help="trained hardware-profile run")],
+    bits: Annotated[int, typer.Option(help="weight width to fine-tune for")],
+    out: Annotated[Path, typer.Option("--out", help="run directory of the fine-tuned model")],
+    iterations: Annotated[int, typer.Option(help="fine-tuning iterations")] = 300,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Quantization-aware fine-tuning: continue a run with fake-quantized weights; export RUN_Q after."""
+    from codesign.quant.sweep import quantize_run
+
+    result = quantize_run(run, out, bits, iterations, progress=not quiet)
+    console.print(
+        f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}"
+    )
+
+
+@app.command()
+@user_errors
+def sweep(
+    run: Annotated[Path, typer.Argument(help="trained hardware-profile run")],
+    bits: Annotated[str, typer.Option(help="comma-separated weight widths")] = "8,6,4,3,2",
+    qat_iterations: Annotated[
+        int, typer.Option(help="QAT fine-tuning per width (0: post-training only)")
+    ] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="markdown table (default models/results/quant_<recipe>.md)")
+    ] = None,
+) -> None:
+    """Accuracy of the golden (= hardware) model against weight width, for one trained run."""
+    from codesign.quant.sweep import sweep as run_sweep
+    from codesign.train.trainer import load_run
+
+    widths = parse_seeds(bits)
+    if any(not 2 <= b <= 16 for b in widths):
+        raise CodesignError(f"--bits {bits!r}: widths must lie in 2..16")
+    recipe, _, _ = load_run(run)
+    target = out or Path("models/results") / f"quant_{recipe.name}.md"
+    path = run_sweep(
+        run, widths, qat_iterations=qat_iterations, out=target, work=Path(run) / "sweep", console=console
+    )
+    console.print(f"-> {path}")
+
+
 def parse_seeds(text: str) -> list[int]:
     try:
         seeds = [int(s) for s in text.split(",") if s.strip()]

@@ -129,6 +129,10 @@ class TrainSpec(_Strict):
     early_stop_evals: int = Field(default=10, ge=1, description="stop after this many evaluations at 100%")
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
+    init_from: str | None = Field(
+        default=None, description="run directory whose best checkpoint starts training"
+    )
+    qat_bits: int | None = Field(default=None, ge=2, le=16, description="fake-quantize weights to this width")
     eps_schedule: Literal["constant", "anneal"] = Field(
         default="constant",
         description="anneal: eps 1 for 5%, linearly to 0 over 70%, 0 for 25% (CMRU App. D)",

@@ -116,6 +116,25 @@ def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: in
     return correct / max(1, len(x))
 
 
+def plain_state(model: torch.nn.Module) -> dict:
+    """State dict with fake-quantized weights baked in (loadable into the plain architecture).
+
+    Reads each parametrized tensor through its parametrization instead of removing it from a
+    copy: parametrized modules share a generated class, so removal would break the original.
+    """
+    marker = ".parametrizations."
+    state = {}
+    for key, value in model.state_dict().items():
+        if marker not in key:
+            state[key] = value
+            continue
+        owner, rest = key.split(marker, 1)
+        name = rest.split(".", 1)[0]
+        if rest.endswith(".original"):
+            state[f"{owner}.{name}"] = getattr(model.get_submodule(owner), name).detach().clone()
+    return state
+
+
 def save_checkpoint(path: Path, payload: dict) -> None:
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
@@ -180,6 +199,12 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     torch.manual_seed(recipe.seed)
     task = make_recipe_task(recipe)
     model = build_model(recipe, task)
+    if spec.init_from is not None:  # fine-tuning (e.g. quantization-aware) starts from another run
+        model.load_state_dict(load_checkpoint(Path(spec.init_from) / BEST)["model"])
+    if spec.qat_bits is not None:
+        from codesign.quant.qat import add_fake_quant
+
+        add_fake_quant(model, spec.qat_bits, recipe.quant.layer.alpha_bits)
     metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
@@ -254,7 +279,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 if deployable and score(task, value) > best:
                     best, best_it = score(task, value), it
                     save_checkpoint(
-                        run_dir / BEST, {"model": model.state_dict(), "iteration": it, metric: value}
+                        run_dir / BEST, {"model": plain_state(model), "iteration": it, metric: value}
                     )
                 perfect = task.kind == "classification" and value >= 1.0 and deployable
                 perfect_streak = perfect_streak + 1 if perfect else 0
@@ -280,7 +305,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                     stopped = f"time budget ({spec.max_seconds:.0f} s)"
                     break
     if best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
-        save_checkpoint(run_dir / BEST, {"model": model.state_dict(), "iteration": it})
+        save_checkpoint(run_dir / BEST, {"model": plain_state(model), "iteration": it})
         best_it = it
     _, best_model, _ = load_run(run_dir)
     x_test, y_test = task.split("test", recipe.seed)

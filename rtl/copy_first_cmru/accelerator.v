@@ -14,16 +14,16 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [11:0] \$108 ;
-  wire [11:0] \$109 ;
+  wire [15:0] \$108 ;
+  wire [15:0] \$109 ;
   wire \$11 ;
-  wire [11:0] \$110 ;
-  wire [11:0] \$111 ;
-  wire [11:0] \$112 ;
-  wire [11:0] \$113 ;
+  wire [15:0] \$110 ;
+  wire [15:0] \$111 ;
+  wire [15:0] \$112 ;
+  wire [15:0] \$113 ;
   wire \$114 ;
-  wire [24:0] \$115 ;
-  wire [24:0] \$116 ;
+  wire [28:0] \$115 ;
+  wire [28:0] \$116 ;
   wire \$117 ;
   wire [17:0] \$118 ;
   wire [17:0] \$119 ;
@@ -31,22 +31,22 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$120 ;
   wire [6:0] \$121 ;
   wire [6:0] \$122 ;
-  wire [12:0] \$123 ;
+  wire [16:0] \$123 ;
   wire \$124 ;
   wire \$125 ;
-  wire [13:0] \$126 ;
-  wire [13:0] \$127 ;
-  wire [13:0] \$128 ;
-  wire [11:0] \$129 ;
+  wire [17:0] \$126 ;
+  wire [17:0] \$127 ;
+  wire [17:0] \$128 ;
+  wire [15:0] \$129 ;
   wire \$13 ;
-  wire [11:0] \$130 ;
-  wire [11:0] \$131 ;
-  wire [11:0] \$132 ;
-  wire [11:0] \$133 ;
-  wire [11:0] \$134 ;
+  wire [15:0] \$130 ;
+  wire [15:0] \$131 ;
+  wire [15:0] \$132 ;
+  wire [15:0] \$133 ;
+  wire [15:0] \$134 ;
   wire \$135 ;
-  wire [24:0] \$136 ;
-  wire [24:0] \$137 ;
+  wire [28:0] \$136 ;
+  wire [28:0] \$137 ;
   wire \$138 ;
   wire [17:0] \$139 ;
   wire \$14 ;
@@ -54,22 +54,22 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$141 ;
   wire [6:0] \$142 ;
   wire [6:0] \$143 ;
-  wire [12:0] \$144 ;
+  wire [16:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
-  wire [13:0] \$147 ;
-  wire [13:0] \$148 ;
-  wire [13:0] \$149 ;
+  wire [17:0] \$147 ;
+  wire [17:0] \$148 ;
+  wire [17:0] \$149 ;
   wire \$15 ;
-  wire [11:0] \$150 ;
-  wire [11:0] \$151 ;
-  wire [11:0] \$152 ;
-  wire [11:0] \$153 ;
-  wire [11:0] \$154 ;
-  wire [11:0] \$155 ;
+  wire [15:0] \$150 ;
+  wire [15:0] \$151 ;
+  wire [15:0] \$152 ;
+  wire [15:0] \$153 ;
+  wire [15:0] \$154 ;
+  wire [15:0] \$155 ;
   wire \$156 ;
-  wire [24:0] \$157 ;
-  wire [24:0] \$158 ;
+  wire [28:0] \$157 ;
+  wire [28:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire [17:0] \$160 ;
@@ -77,22 +77,22 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$162 ;
   wire [6:0] \$163 ;
   wire [6:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire [16:0] \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [13:0] \$168 ;
-  wire [13:0] \$169 ;
+  wire [17:0] \$168 ;
+  wire [17:0] \$169 ;
   wire [15:0] \$17 ;
-  wire [13:0] \$170 ;
-  wire [11:0] \$171 ;
-  wire [11:0] \$172 ;
-  wire [11:0] \$173 ;
-  wire [11:0] \$174 ;
-  wire [11:0] \$175 ;
-  wire [11:0] \$176 ;
+  wire [17:0] \$170 ;
+  wire [15:0] \$171 ;
+  wire [15:0] \$172 ;
+  wire [15:0] \$173 ;
+  wire [15:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [15:0] \$176 ;
   wire \$177 ;
-  wire [24:0] \$178 ;
-  wire [24:0] \$179 ;
+  wire [28:0] \$178 ;
+  wire [28:0] \$179 ;
   wire [16:0] \$18 ;
   wire \$180 ;
   wire [17:0] \$181 ;
@@ -100,13 +100,13 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$183 ;
   wire [6:0] \$184 ;
   wire [6:0] \$185 ;
-  wire [12:0] \$186 ;
+  wire [16:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire [13:0] \$189 ;
+  wire [17:0] \$189 ;
   wire [16:0] \$19 ;
-  wire [13:0] \$190 ;
-  wire [13:0] \$191 ;
+  wire [17:0] \$190 ;
+  wire [17:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
   wire \$194 ;
@@ -178,40 +178,40 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire \$253 ;
   wire \$254 ;
   wire [19:0] \$255 ;
-  wire [23:0] \$256 ;
+  wire [27:0] \$256 ;
   wire [7:0] \$257 ;
-  wire [19:0] \$258 ;
-  wire [24:0] \$259 ;
+  wire [23:0] \$258 ;
+  wire [28:0] \$259 ;
   wire [3:0] \$26 ;
   wire [16:0] \$260 ;
-  wire [19:0] \$261 ;
-  wire [20:0] \$262 ;
+  wire [23:0] \$261 ;
+  wire [24:0] \$262 ;
   wire [19:0] \$263 ;
-  wire [23:0] \$264 ;
+  wire [27:0] \$264 ;
   wire [7:0] \$265 ;
-  wire [19:0] \$266 ;
-  wire [24:0] \$267 ;
+  wire [23:0] \$266 ;
+  wire [28:0] \$267 ;
   wire [16:0] \$268 ;
-  wire [19:0] \$269 ;
+  wire [23:0] \$269 ;
   wire [3:0] \$27 ;
-  wire [20:0] \$270 ;
+  wire [24:0] \$270 ;
   wire [19:0] \$271 ;
-  wire [23:0] \$272 ;
+  wire [27:0] \$272 ;
   wire [7:0] \$273 ;
-  wire [19:0] \$274 ;
-  wire [24:0] \$275 ;
+  wire [23:0] \$274 ;
+  wire [28:0] \$275 ;
   wire [16:0] \$276 ;
-  wire [19:0] \$277 ;
-  wire [20:0] \$278 ;
+  wire [23:0] \$277 ;
+  wire [24:0] \$278 ;
   wire [19:0] \$279 ;
   wire [3:0] \$28 ;
-  wire [23:0] \$280 ;
+  wire [27:0] \$280 ;
   wire [7:0] \$281 ;
-  wire [19:0] \$282 ;
-  wire [24:0] \$283 ;
+  wire [23:0] \$282 ;
+  wire [28:0] \$283 ;
   wire [16:0] \$284 ;
-  wire [19:0] \$285 ;
-  wire [20:0] \$286 ;
+  wire [23:0] \$285 ;
+  wire [24:0] \$286 ;
   wire \$287 ;
   wire \$288 ;
   wire \$289 ;
@@ -301,18 +301,18 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   reg \$364 ;
   reg \$365 ;
   reg [1:0] \$366 ;
-  reg [11:0] \$367 ;
-  reg [23:0] \$368 ;
+  reg [15:0] \$367 ;
+  reg [27:0] \$368 ;
   reg [16:0] \$369 ;
   wire [3:0] \$37 ;
   reg [5:0] \$370 ;
-  reg [23:0] \$371 ;
+  reg [27:0] \$371 ;
   reg [16:0] \$372 ;
   reg [5:0] \$373 ;
-  reg [23:0] \$374 ;
+  reg [27:0] \$374 ;
   reg [16:0] \$375 ;
   reg [5:0] \$376 ;
-  reg [23:0] \$377 ;
+  reg [27:0] \$377 ;
   reg [16:0] \$378 ;
   reg [5:0] \$379 ;
   wire [3:0] \$38 ;
@@ -321,43 +321,43 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   reg \$382 ;
   reg [1:0] \$383 ;
   reg [3:0] \$384 ;
-  reg [11:0] \$385 ;
+  reg [15:0] \$385 ;
   reg [15:0] \$386 ;
-  reg [11:0] \$387 ;
-  reg [11:0] \$388 ;
-  reg [11:0] \$389 ;
+  reg [15:0] \$387 ;
+  reg [15:0] \$388 ;
+  reg [15:0] \$389 ;
   wire [3:0] \$39 ;
-  reg [11:0] \$390 ;
-  reg [11:0] \$391 ;
-  reg [11:0] \$392 ;
-  reg [11:0] \$393 ;
-  reg [11:0] \$394 ;
-  reg [11:0] \$395 ;
-  reg [11:0] \$396 ;
-  reg [11:0] \$397 ;
-  reg [11:0] \$398 ;
-  reg [11:0] \$399 ;
+  reg [15:0] \$390 ;
+  reg [15:0] \$391 ;
+  reg [15:0] \$392 ;
+  reg [15:0] \$393 ;
+  reg [15:0] \$394 ;
+  reg [15:0] \$395 ;
+  reg [15:0] \$396 ;
+  reg [15:0] \$397 ;
+  reg [15:0] \$398 ;
+  reg [15:0] \$399 ;
   wire \$4 ;
   wire [3:0] \$40 ;
-  reg [11:0] \$400 ;
-  reg [11:0] \$401 ;
-  reg [23:0] \$402 ;
-  reg [23:0] \$403 ;
-  reg [23:0] \$404 ;
-  reg [23:0] \$405 ;
-  reg [23:0] \$406 ;
-  reg [23:0] \$407 ;
-  reg [23:0] \$408 ;
-  reg [23:0] \$409 ;
+  reg [15:0] \$400 ;
+  reg [15:0] \$401 ;
+  reg [27:0] \$402 ;
+  reg [27:0] \$403 ;
+  reg [27:0] \$404 ;
+  reg [27:0] \$405 ;
+  reg [27:0] \$406 ;
+  reg [27:0] \$407 ;
+  reg [27:0] \$408 ;
+  reg [27:0] \$409 ;
   wire [3:0] \$41 ;
-  reg [23:0] \$410 ;
-  reg [23:0] \$411 ;
-  reg [23:0] \$412 ;
-  reg [23:0] \$413 ;
-  reg [23:0] \$414 ;
-  reg [23:0] \$415 ;
-  reg [23:0] \$416 ;
-  reg [23:0] \$417 ;
+  reg [27:0] \$410 ;
+  reg [27:0] \$411 ;
+  reg [27:0] \$412 ;
+  reg [27:0] \$413 ;
+  reg [27:0] \$414 ;
+  reg [27:0] \$415 ;
+  reg [27:0] \$416 ;
+  reg [27:0] \$417 ;
   reg [3:0] \$418 ;
   reg \$419 ;
   wire [3:0] \$42 ;
@@ -378,39 +378,39 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire [3:0] \$52 ;
   wire [3:0] \$53 ;
   wire [3:0] \$54 ;
-  wire [11:0] \$55 ;
-  wire [11:0] \$56 ;
-  wire [11:0] \$57 ;
-  wire [11:0] \$58 ;
-  wire [11:0] \$59 ;
+  wire [15:0] \$55 ;
+  wire [15:0] \$56 ;
+  wire [15:0] \$57 ;
+  wire [15:0] \$58 ;
+  wire [15:0] \$59 ;
   wire \$6 ;
-  wire [11:0] \$60 ;
-  wire [11:0] \$61 ;
-  wire [11:0] \$62 ;
-  wire [11:0] \$63 ;
-  wire [11:0] \$64 ;
-  wire [11:0] \$65 ;
-  wire [11:0] \$66 ;
-  wire [11:0] \$67 ;
-  wire [11:0] \$68 ;
-  wire [11:0] \$69 ;
+  wire [15:0] \$60 ;
+  wire [15:0] \$61 ;
+  wire [15:0] \$62 ;
+  wire [15:0] \$63 ;
+  wire [15:0] \$64 ;
+  wire [15:0] \$65 ;
+  wire [15:0] \$66 ;
+  wire [15:0] \$67 ;
+  wire [15:0] \$68 ;
+  wire [15:0] \$69 ;
   wire \$7 ;
-  wire [11:0] \$70 ;
-  wire [11:0] \$71 ;
-  wire [11:0] \$72 ;
-  wire [11:0] \$73 ;
-  wire [11:0] \$74 ;
-  wire [11:0] \$75 ;
-  wire [11:0] \$76 ;
-  wire [11:0] \$77 ;
-  wire [11:0] \$78 ;
-  wire [11:0] \$79 ;
+  wire [15:0] \$70 ;
+  wire [15:0] \$71 ;
+  wire [15:0] \$72 ;
+  wire [15:0] \$73 ;
+  wire [15:0] \$74 ;
+  wire [15:0] \$75 ;
+  wire [15:0] \$76 ;
+  wire [15:0] \$77 ;
+  wire [15:0] \$78 ;
+  wire [15:0] \$79 ;
   wire \$8 ;
-  wire [11:0] \$80 ;
-  wire [11:0] \$81 ;
-  wire [11:0] \$82 ;
-  wire [11:0] \$83 ;
-  wire [11:0] \$84 ;
+  wire [15:0] \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
+  wire [15:0] \$83 ;
+  wire [15:0] \$84 ;
   wire [7:0] \$85 ;
   wire [7:0] \$86 ;
   wire \$87 ;
@@ -431,7 +431,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   reg acc_first = 1'h0;
   reg [1:0] acc_group = 2'h0;
   reg acc_last_group = 1'h0;
-  reg [11:0] acc_operand = 12'h000;
+  reg [15:0] acc_operand = 16'h0000;
   reg acc_readout = 1'h0;
   reg acc_valid = 1'h0;
   reg [5:0] alpha_0 = 6'h00;
@@ -439,21 +439,21 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   reg [5:0] alpha_2 = 6'h00;
   reg [5:0] alpha_3 = 6'h00;
   wire [1:0] argmax_0_0_lane;
-  wire [23:0] argmax_0_0_logit;
+  wire [27:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
   wire [1:0] argmax_0_1_lane;
-  wire [23:0] argmax_0_1_logit;
+  wire [27:0] argmax_0_1_logit;
   wire argmax_0_1_valid;
   wire [1:0] argmax_1_0_lane;
-  wire [23:0] argmax_1_0_logit;
+  wire [27:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
   wire [14:0] beat_nonzero;
   reg [3:0] best_class = 4'h0;
-  reg [23:0] best_logit = 24'h000000;
-  reg [23:0] cand_acc_0 = 24'h000000;
-  reg [23:0] cand_acc_1 = 24'h000000;
-  reg [23:0] cand_acc_2 = 24'h000000;
-  reg [23:0] cand_acc_3 = 24'h000000;
+  reg [27:0] best_logit = 28'h0000000;
+  reg [27:0] cand_acc_0 = 28'h0000000;
+  reg [27:0] cand_acc_1 = 28'h0000000;
+  reg [27:0] cand_acc_2 = 28'h0000000;
+  reg [27:0] cand_acc_3 = 28'h0000000;
   input clk;
   wire clk;
   output [31:0] cycle_count;
@@ -491,36 +491,36 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   (* init = 2'h0 *)
   wire [1:0] group;
   wire [1:0] group_best_lane;
-  wire [23:0] group_best_logit;
+  wire [27:0] group_best_logit;
   reg group_first = 1'h1;
-  wire [11:0] input_value;
+  wire [15:0] input_value;
   wire layer_update;
-  reg [23:0] logit_0 = 24'h000000;
-  reg [23:0] logit_1 = 24'h000000;
-  reg [23:0] logit_10 = 24'h000000;
-  reg [23:0] logit_11 = 24'h000000;
-  reg [23:0] logit_12 = 24'h000000;
-  reg [23:0] logit_13 = 24'h000000;
-  reg [23:0] logit_14 = 24'h000000;
-  reg [23:0] logit_2 = 24'h000000;
-  reg [23:0] logit_3 = 24'h000000;
-  reg [23:0] logit_4 = 24'h000000;
-  reg [23:0] logit_5 = 24'h000000;
-  reg [23:0] logit_6 = 24'h000000;
-  reg [23:0] logit_7 = 24'h000000;
-  reg [23:0] logit_8 = 24'h000000;
-  reg [23:0] logit_9 = 24'h000000;
+  reg [27:0] logit_0 = 28'h0000000;
+  reg [27:0] logit_1 = 28'h0000000;
+  reg [27:0] logit_10 = 28'h0000000;
+  reg [27:0] logit_11 = 28'h0000000;
+  reg [27:0] logit_12 = 28'h0000000;
+  reg [27:0] logit_13 = 28'h0000000;
+  reg [27:0] logit_14 = 28'h0000000;
+  reg [27:0] logit_2 = 28'h0000000;
+  reg [27:0] logit_3 = 28'h0000000;
+  reg [27:0] logit_4 = 28'h0000000;
+  reg [27:0] logit_5 = 28'h0000000;
+  reg [27:0] logit_6 = 28'h0000000;
+  reg [27:0] logit_7 = 28'h0000000;
+  reg [27:0] logit_8 = 28'h0000000;
+  reg [27:0] logit_9 = 28'h0000000;
   output [31:0] mac_count;
   reg [31:0] mac_count = 32'd0;
   reg [3:0] mac_pending = 4'h0;
-  wire [11:0] new_state_0;
-  wire [11:0] new_state_1;
-  wire [11:0] new_state_2;
-  wire [11:0] new_state_3;
-  wire [11:0] old_state_0;
-  wire [11:0] old_state_1;
-  wire [11:0] old_state_2;
-  wire [11:0] old_state_3;
+  wire [15:0] new_state_0;
+  wire [15:0] new_state_1;
+  wire [15:0] new_state_2;
+  wire [15:0] new_state_3;
+  wire [15:0] old_state_0;
+  wire [15:0] old_state_1;
+  wire [15:0] old_state_2;
+  wire [15:0] old_state_3;
   reg [1:0] params_rd__addr = 2'h0;
   wire [151:0] params_rd__data;
   wire [37:0] \params_rd__data[0] ;
@@ -557,25 +557,25 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire [7:0] \readout_rd__data[1] ;
   wire [7:0] \readout_rd__data[2] ;
   wire [7:0] \readout_rd__data[3] ;
-  output [363:0] results__payload;
-  wire [363:0] results__payload;
+  output [423:0] results__payload;
+  wire [423:0] results__payload;
   wire [3:0] \results__payload.class_index ;
-  wire [359:0] \results__payload.logits ;
-  wire [23:0] \results__payload.logits[0] ;
-  wire [23:0] \results__payload.logits[10] ;
-  wire [23:0] \results__payload.logits[11] ;
-  wire [23:0] \results__payload.logits[12] ;
-  wire [23:0] \results__payload.logits[13] ;
-  wire [23:0] \results__payload.logits[14] ;
-  wire [23:0] \results__payload.logits[1] ;
-  wire [23:0] \results__payload.logits[2] ;
-  wire [23:0] \results__payload.logits[3] ;
-  wire [23:0] \results__payload.logits[4] ;
-  wire [23:0] \results__payload.logits[5] ;
-  wire [23:0] \results__payload.logits[6] ;
-  wire [23:0] \results__payload.logits[7] ;
-  wire [23:0] \results__payload.logits[8] ;
-  wire [23:0] \results__payload.logits[9] ;
+  wire [419:0] \results__payload.logits ;
+  wire [27:0] \results__payload.logits[0] ;
+  wire [27:0] \results__payload.logits[10] ;
+  wire [27:0] \results__payload.logits[11] ;
+  wire [27:0] \results__payload.logits[12] ;
+  wire [27:0] \results__payload.logits[13] ;
+  wire [27:0] \results__payload.logits[14] ;
+  wire [27:0] \results__payload.logits[1] ;
+  wire [27:0] \results__payload.logits[2] ;
+  wire [27:0] \results__payload.logits[3] ;
+  wire [27:0] \results__payload.logits[4] ;
+  wire [27:0] \results__payload.logits[5] ;
+  wire [27:0] \results__payload.logits[6] ;
+  wire [27:0] \results__payload.logits[7] ;
+  wire [27:0] \results__payload.logits[8] ;
+  wire [27:0] \results__payload.logits[9] ;
   input results__ready;
   wire results__ready;
   output results__valid;
@@ -583,42 +583,42 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   input rst;
   wire rst;
   wire slot_final;
-  output [191:0] state;
-  wire [191:0] state;
-  wire [11:0] \state[0] ;
-  wire [11:0] \state[10] ;
-  wire [11:0] \state[11] ;
-  wire [11:0] \state[12] ;
-  wire [11:0] \state[13] ;
-  wire [11:0] \state[14] ;
-  wire [11:0] \state[15] ;
-  wire [11:0] \state[1] ;
-  wire [11:0] \state[2] ;
-  wire [11:0] \state[3] ;
-  wire [11:0] \state[4] ;
-  wire [11:0] \state[5] ;
-  wire [11:0] \state[6] ;
-  wire [11:0] \state[7] ;
-  wire [11:0] \state[8] ;
-  wire [11:0] \state[9] ;
-  reg [11:0] state_0 = 12'h000;
-  reg [11:0] state_1 = 12'h000;
-  reg [11:0] state_10 = 12'h000;
-  reg [11:0] state_11 = 12'h000;
-  reg [11:0] state_12 = 12'h000;
-  reg [11:0] state_13 = 12'h000;
-  reg [11:0] state_14 = 12'h000;
-  reg [11:0] state_15 = 12'h000;
-  reg [11:0] state_2 = 12'h000;
-  reg [11:0] state_3 = 12'h000;
-  reg [11:0] state_4 = 12'h000;
-  reg [11:0] state_5 = 12'h000;
-  reg [11:0] state_6 = 12'h000;
-  reg [11:0] state_7 = 12'h000;
-  reg [11:0] state_8 = 12'h000;
-  reg [11:0] state_9 = 12'h000;
+  output [255:0] state;
+  wire [255:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[10] ;
+  wire [15:0] \state[11] ;
+  wire [15:0] \state[12] ;
+  wire [15:0] \state[13] ;
+  wire [15:0] \state[14] ;
+  wire [15:0] \state[15] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [15:0] \state[4] ;
+  wire [15:0] \state[5] ;
+  wire [15:0] \state[6] ;
+  wire [15:0] \state[7] ;
+  wire [15:0] \state[8] ;
+  wire [15:0] \state[9] ;
+  reg [15:0] state_0 = 16'h0000;
+  reg [15:0] state_1 = 16'h0000;
+  reg [15:0] state_10 = 16'h0000;
+  reg [15:0] state_11 = 16'h0000;
+  reg [15:0] state_12 = 16'h0000;
+  reg [15:0] state_13 = 16'h0000;
+  reg [15:0] state_14 = 16'h0000;
+  reg [15:0] state_15 = 16'h0000;
+  reg [15:0] state_2 = 16'h0000;
+  reg [15:0] state_3 = 16'h0000;
+  reg [15:0] state_4 = 16'h0000;
+  reg [15:0] state_5 = 16'h0000;
+  reg [15:0] state_6 = 16'h0000;
+  reg [15:0] state_7 = 16'h0000;
+  reg [15:0] state_8 = 16'h0000;
+  reg [15:0] state_9 = 16'h0000;
   wire [15:0] state_nonzero;
-  wire [11:0] state_value;
+  wire [15:0] state_value;
   output step_done;
   reg step_done = 1'h0;
   wire step_ending;
@@ -667,10 +667,10 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   reg [16:0] thr_acc_1 = 17'h00000;
   reg [16:0] thr_acc_2 = 17'h00000;
   reg [16:0] thr_acc_3 = 17'h00000;
-  wire [13:0] update_0;
-  wire [13:0] update_1;
-  wire [13:0] update_2;
-  wire [13:0] update_3;
+  wire [17:0] update_0;
+  wire [17:0] update_1;
+  wire [17:0] update_2;
+  wire [17:0] update_3;
   reg [6:0] weight_base = 7'h00;
   reg [63:0] gate_weights [59:0];
   initial begin
@@ -891,33 +891,33 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \$52  = \$50  | \$51 ;
   assign \$53  = \$47  | \$52 ;
   assign \$54  = \$40  | \$53 ;
-  assign \$55  = \$19 [0] ? state_0 : 12'h000;
-  assign \$56  = \$19 [1] ? state_1 : 12'h000;
+  assign \$55  = \$19 [0] ? state_0 : 16'h0000;
+  assign \$56  = \$19 [1] ? state_1 : 16'h0000;
   assign \$57  = \$55  | \$56 ;
-  assign \$58  = \$19 [2] ? state_2 : 12'h000;
-  assign \$59  = \$19 [3] ? state_3 : 12'h000;
+  assign \$58  = \$19 [2] ? state_2 : 16'h0000;
+  assign \$59  = \$19 [3] ? state_3 : 16'h0000;
   assign \$60  = \$58  | \$59 ;
   assign \$61  = \$57  | \$60 ;
-  assign \$62  = \$19 [4] ? state_4 : 12'h000;
-  assign \$63  = \$19 [5] ? state_5 : 12'h000;
+  assign \$62  = \$19 [4] ? state_4 : 16'h0000;
+  assign \$63  = \$19 [5] ? state_5 : 16'h0000;
   assign \$64  = \$62  | \$63 ;
-  assign \$65  = \$19 [6] ? state_6 : 12'h000;
-  assign \$66  = \$19 [7] ? state_7 : 12'h000;
+  assign \$65  = \$19 [6] ? state_6 : 16'h0000;
+  assign \$66  = \$19 [7] ? state_7 : 16'h0000;
   assign \$67  = \$65  | \$66 ;
   assign \$68  = \$64  | \$67 ;
   assign \$69  = \$61  | \$68 ;
-  assign \$70  = \$19 [8] ? state_8 : 12'h000;
-  assign \$71  = \$19 [9] ? state_9 : 12'h000;
+  assign \$70  = \$19 [8] ? state_8 : 16'h0000;
+  assign \$71  = \$19 [9] ? state_9 : 16'h0000;
   assign \$72  = \$70  | \$71 ;
-  assign \$73  = \$19 [10] ? state_10 : 12'h000;
-  assign \$74  = \$19 [11] ? state_11 : 12'h000;
+  assign \$73  = \$19 [10] ? state_10 : 16'h0000;
+  assign \$74  = \$19 [11] ? state_11 : 16'h0000;
   assign \$75  = \$73  | \$74 ;
   assign \$76  = \$72  | \$75 ;
-  assign \$77  = \$19 [12] ? state_12 : 12'h000;
-  assign \$78  = \$19 [13] ? state_13 : 12'h000;
+  assign \$77  = \$19 [12] ? state_12 : 16'h0000;
+  assign \$78  = \$19 [13] ? state_13 : 16'h0000;
   assign \$79  = \$77  | \$78 ;
-  assign \$80  = \$19 [14] ? state_14 : 12'h000;
-  assign \$81  = \$19 [15] ? state_15 : 12'h000;
+  assign \$80  = \$19 [14] ? state_14 : 16'h0000;
+  assign \$81  = \$19 [15] ? state_15 : 16'h0000;
   assign \$82  = \$80  | \$81 ;
   assign \$83  = \$79  | \$82 ;
   assign \$84  = \$76  | \$83 ;
@@ -950,98 +950,98 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign layer_update = fin_valid & \$106 ;
   assign \$107  = fin_valid & fin_readout;
   assign readout_done = \$107  & fin_last_group;
-  assign \$108  = fin_group_is[0] ? state_0 : 12'h000;
-  assign \$109  = fin_group_is[1] ? state_4 : 12'h000;
+  assign \$108  = fin_group_is[0] ? state_0 : 16'h0000;
+  assign \$109  = fin_group_is[1] ? state_4 : 16'h0000;
   assign \$110  = \$108  | \$109 ;
-  assign \$111  = fin_group_is[2] ? state_8 : 12'h000;
-  assign \$112  = fin_group_is[3] ? state_12 : 12'h000;
+  assign \$111  = fin_group_is[2] ? state_8 : 16'h0000;
+  assign \$112  = fin_group_is[3] ? state_12 : 16'h0000;
   assign \$113  = \$111  | \$112 ;
   assign old_state_0 = \$110  | \$113 ;
   assign \$114  = $signed(cand_acc_0) >= $signed(1'h0);
   assign \$115  = - $signed(cand_acc_0);
-  assign \$116  = \$114  ? { cand_acc_0[23], cand_acc_0 } : \$115 ;
+  assign \$116  = \$114  ? { cand_acc_0[27], cand_acc_0 } : \$115 ;
   assign \$117  = $signed(thr_acc_0) >= $signed(1'h0);
   assign \$118  = - $signed(thr_acc_0);
   assign \$119  = \$117  ? { thr_acc_0[16], thr_acc_0 } : \$118 ;
-  assign gate_0 = \$116 [23:0] >= \$119 [16:0];
+  assign gate_0 = \$116 [27:0] >= \$119 [16:0];
   assign \$120  = $signed(cand_acc_0) >= $signed(1'h0);
   assign \$121  = - $signed(alpha_0);
   assign \$122  = \$120  ? { alpha_0[5], alpha_0 } : \$121 ;
   assign \$123  = $signed(old_state_0) + $signed(\$122 );
-  assign \$124  = $signed(\$123 ) > $signed(12'h7ff);
-  assign \$125  = $signed(\$123 ) < $signed(12'h800);
-  assign \$126  = \$125  ? 14'h3800 : { \$123 [12], \$123  };
-  assign \$127  = \$124  ? 14'h07ff : \$126 ;
-  assign \$128  = gate_0 ? \$127  : { old_state_0[11], old_state_0[11], old_state_0 };
-  assign \$129  = fin_group_is[0] ? state_1 : 12'h000;
-  assign \$130  = fin_group_is[1] ? state_5 : 12'h000;
+  assign \$124  = $signed(\$123 ) > $signed(16'h7fff);
+  assign \$125  = $signed(\$123 ) < $signed(16'h8000);
+  assign \$126  = \$125  ? 18'h38000 : { \$123 [16], \$123  };
+  assign \$127  = \$124  ? 18'h07fff : \$126 ;
+  assign \$128  = gate_0 ? \$127  : { old_state_0[15], old_state_0[15], old_state_0 };
+  assign \$129  = fin_group_is[0] ? state_1 : 16'h0000;
+  assign \$130  = fin_group_is[1] ? state_5 : 16'h0000;
   assign \$131  = \$129  | \$130 ;
-  assign \$132  = fin_group_is[2] ? state_9 : 12'h000;
-  assign \$133  = fin_group_is[3] ? state_13 : 12'h000;
+  assign \$132  = fin_group_is[2] ? state_9 : 16'h0000;
+  assign \$133  = fin_group_is[3] ? state_13 : 16'h0000;
   assign \$134  = \$132  | \$133 ;
   assign old_state_1 = \$131  | \$134 ;
   assign \$135  = $signed(cand_acc_1) >= $signed(1'h0);
   assign \$136  = - $signed(cand_acc_1);
-  assign \$137  = \$135  ? { cand_acc_1[23], cand_acc_1 } : \$136 ;
+  assign \$137  = \$135  ? { cand_acc_1[27], cand_acc_1 } : \$136 ;
   assign \$138  = $signed(thr_acc_1) >= $signed(1'h0);
   assign \$139  = - $signed(thr_acc_1);
   assign \$140  = \$138  ? { thr_acc_1[16], thr_acc_1 } : \$139 ;
-  assign gate_1 = \$137 [23:0] >= \$140 [16:0];
+  assign gate_1 = \$137 [27:0] >= \$140 [16:0];
   assign \$141  = $signed(cand_acc_1) >= $signed(1'h0);
   assign \$142  = - $signed(alpha_1);
   assign \$143  = \$141  ? { alpha_1[5], alpha_1 } : \$142 ;
   assign \$144  = $signed(old_state_1) + $signed(\$143 );
-  assign \$145  = $signed(\$144 ) > $signed(12'h7ff);
-  assign \$146  = $signed(\$144 ) < $signed(12'h800);
-  assign \$147  = \$146  ? 14'h3800 : { \$144 [12], \$144  };
-  assign \$148  = \$145  ? 14'h07ff : \$147 ;
-  assign \$149  = gate_1 ? \$148  : { old_state_1[11], old_state_1[11], old_state_1 };
-  assign \$150  = fin_group_is[0] ? state_2 : 12'h000;
-  assign \$151  = fin_group_is[1] ? state_6 : 12'h000;
+  assign \$145  = $signed(\$144 ) > $signed(16'h7fff);
+  assign \$146  = $signed(\$144 ) < $signed(16'h8000);
+  assign \$147  = \$146  ? 18'h38000 : { \$144 [16], \$144  };
+  assign \$148  = \$145  ? 18'h07fff : \$147 ;
+  assign \$149  = gate_1 ? \$148  : { old_state_1[15], old_state_1[15], old_state_1 };
+  assign \$150  = fin_group_is[0] ? state_2 : 16'h0000;
+  assign \$151  = fin_group_is[1] ? state_6 : 16'h0000;
   assign \$152  = \$150  | \$151 ;
-  assign \$153  = fin_group_is[2] ? state_10 : 12'h000;
-  assign \$154  = fin_group_is[3] ? state_14 : 12'h000;
+  assign \$153  = fin_group_is[2] ? state_10 : 16'h0000;
+  assign \$154  = fin_group_is[3] ? state_14 : 16'h0000;
   assign \$155  = \$153  | \$154 ;
   assign old_state_2 = \$152  | \$155 ;
   assign \$156  = $signed(cand_acc_2) >= $signed(1'h0);
   assign \$157  = - $signed(cand_acc_2);
-  assign \$158  = \$156  ? { cand_acc_2[23], cand_acc_2 } : \$157 ;
+  assign \$158  = \$156  ? { cand_acc_2[27], cand_acc_2 } : \$157 ;
   assign \$159  = $signed(thr_acc_2) >= $signed(1'h0);
   assign \$160  = - $signed(thr_acc_2);
   assign \$161  = \$159  ? { thr_acc_2[16], thr_acc_2 } : \$160 ;
-  assign gate_2 = \$158 [23:0] >= \$161 [16:0];
+  assign gate_2 = \$158 [27:0] >= \$161 [16:0];
   assign \$162  = $signed(cand_acc_2) >= $signed(1'h0);
   assign \$163  = - $signed(alpha_2);
   assign \$164  = \$162  ? { alpha_2[5], alpha_2 } : \$163 ;
   assign \$165  = $signed(old_state_2) + $signed(\$164 );
-  assign \$166  = $signed(\$165 ) > $signed(12'h7ff);
-  assign \$167  = $signed(\$165 ) < $signed(12'h800);
-  assign \$168  = \$167  ? 14'h3800 : { \$165 [12], \$165  };
-  assign \$169  = \$166  ? 14'h07ff : \$168 ;
-  assign \$170  = gate_2 ? \$169  : { old_state_2[11], old_state_2[11], old_state_2 };
-  assign \$171  = fin_group_is[0] ? state_3 : 12'h000;
-  assign \$172  = fin_group_is[1] ? state_7 : 12'h000;
+  assign \$166  = $signed(\$165 ) > $signed(16'h7fff);
+  assign \$167  = $signed(\$165 ) < $signed(16'h8000);
+  assign \$168  = \$167  ? 18'h38000 : { \$165 [16], \$165  };
+  assign \$169  = \$166  ? 18'h07fff : \$168 ;
+  assign \$170  = gate_2 ? \$169  : { old_state_2[15], old_state_2[15], old_state_2 };
+  assign \$171  = fin_group_is[0] ? state_3 : 16'h0000;
+  assign \$172  = fin_group_is[1] ? state_7 : 16'h0000;
   assign \$173  = \$171  | \$172 ;
-  assign \$174  = fin_group_is[2] ? state_11 : 12'h000;
-  assign \$175  = fin_group_is[3] ? state_15 : 12'h000;
+  assign \$174  = fin_group_is[2] ? state_11 : 16'h0000;
+  assign \$175  = fin_group_is[3] ? state_15 : 16'h0000;
   assign \$176  = \$174  | \$175 ;
   assign old_state_3 = \$173  | \$176 ;
   assign \$177  = $signed(cand_acc_3) >= $signed(1'h0);
   assign \$178  = - $signed(cand_acc_3);
-  assign \$179  = \$177  ? { cand_acc_3[23], cand_acc_3 } : \$178 ;
+  assign \$179  = \$177  ? { cand_acc_3[27], cand_acc_3 } : \$178 ;
   assign \$180  = $signed(thr_acc_3) >= $signed(1'h0);
   assign \$181  = - $signed(thr_acc_3);
   assign \$182  = \$180  ? { thr_acc_3[16], thr_acc_3 } : \$181 ;
-  assign gate_3 = \$179 [23:0] >= \$182 [16:0];
+  assign gate_3 = \$179 [27:0] >= \$182 [16:0];
   assign \$183  = $signed(cand_acc_3) >= $signed(1'h0);
   assign \$184  = - $signed(alpha_3);
   assign \$185  = \$183  ? { alpha_3[5], alpha_3 } : \$184 ;
   assign \$186  = $signed(old_state_3) + $signed(\$185 );
-  assign \$187  = $signed(\$186 ) > $signed(12'h7ff);
-  assign \$188  = $signed(\$186 ) < $signed(12'h800);
-  assign \$189  = \$188  ? 14'h3800 : { \$186 [12], \$186  };
-  assign \$190  = \$187  ? 14'h07ff : \$189 ;
-  assign \$191  = gate_3 ? \$190  : { old_state_3[11], old_state_3[11], old_state_3 };
+  assign \$187  = $signed(\$186 ) > $signed(16'h7fff);
+  assign \$188  = $signed(\$186 ) < $signed(16'h8000);
+  assign \$189  = \$188  ? 18'h38000 : { \$186 [16], \$186  };
+  assign \$190  = \$187  ? 18'h07fff : \$189 ;
+  assign \$191  = gate_3 ? \$190  : { old_state_3[15], old_state_3[15], old_state_3 };
   assign \$193  = $signed(cand_acc_1) > $signed(cand_acc_0);
   assign argmax_0_0_logit = \$195  ? cand_acc_1 : cand_acc_0;
   assign \$197  = $signed(cand_acc_1) > $signed(cand_acc_0);
@@ -1059,13 +1059,13 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign argmax_1_0_logit = \$214  ? argmax_0_1_logit : argmax_0_0_logit;
   assign \$216  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign argmax_1_0_lane = \$218  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$219  = \$128 [11:0] != old_state_0;
+  assign \$219  = \$128 [15:0] != old_state_0;
   assign \$221  = 1'h0 + \$220 ;
-  assign \$222  = \$149 [11:0] != old_state_1;
+  assign \$222  = \$149 [15:0] != old_state_1;
   assign \$224  = \$221  + \$223 ;
-  assign \$225  = \$170 [11:0] != old_state_2;
+  assign \$225  = \$170 [15:0] != old_state_2;
   assign \$227  = \$224  + \$226 ;
-  assign \$228  = \$191 [11:0] != old_state_3;
+  assign \$228  = \$191 [15:0] != old_state_3;
   assign \$230  = \$227  + \$229 ;
   assign \$231  = layer_update ? \$230  : 5'h00;
   assign \$232  = ! phase_state;
@@ -1092,7 +1092,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \$253  = params_rd__addr == 2'h3;
   assign \$254  = slot_final & \$253 ;
   assign \$255  = acc_readout ? readout_bias_rd__data[19:0] : { params_rd__data[15], params_rd__data[15], params_rd__data[15], params_rd__data[15], params_rd__data[15:0] };
-  assign \$256  = acc_first ? { \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255  } : cand_acc_0;
+  assign \$256  = acc_first ? { \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255  } : cand_acc_0;
   assign \$257  = acc_readout ? readout_rd__data[7:0] : gate_rd__data[7:0];
   assign \$258  = $signed(\$257 ) * $signed(acc_operand);
   assign \$259  = $signed(\$256 ) + $signed(\$258 );
@@ -1100,7 +1100,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \$261  = $signed(gate_rd__data[15:8]) * $signed(acc_operand);
   assign \$262  = $signed(\$260 ) + $signed(\$261 );
   assign \$263  = acc_readout ? readout_bias_rd__data[39:20] : { params_rd__data[53], params_rd__data[53], params_rd__data[53], params_rd__data[53], params_rd__data[53:38] };
-  assign \$264  = acc_first ? { \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263  } : cand_acc_1;
+  assign \$264  = acc_first ? { \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263  } : cand_acc_1;
   assign \$265  = acc_readout ? readout_rd__data[15:8] : gate_rd__data[23:16];
   assign \$266  = $signed(\$265 ) * $signed(acc_operand);
   assign \$267  = $signed(\$264 ) + $signed(\$266 );
@@ -1108,7 +1108,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \$269  = $signed(gate_rd__data[31:24]) * $signed(acc_operand);
   assign \$270  = $signed(\$268 ) + $signed(\$269 );
   assign \$271  = acc_readout ? readout_bias_rd__data[59:40] : { params_rd__data[91], params_rd__data[91], params_rd__data[91], params_rd__data[91], params_rd__data[91:76] };
-  assign \$272  = acc_first ? { \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271  } : cand_acc_2;
+  assign \$272  = acc_first ? { \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271  } : cand_acc_2;
   assign \$273  = acc_readout ? readout_rd__data[23:16] : gate_rd__data[39:32];
   assign \$274  = $signed(\$273 ) * $signed(acc_operand);
   assign \$275  = $signed(\$272 ) + $signed(\$274 );
@@ -1116,7 +1116,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \$277  = $signed(gate_rd__data[47:40]) * $signed(acc_operand);
   assign \$278  = $signed(\$276 ) + $signed(\$277 );
   assign \$279  = acc_readout ? readout_bias_rd__data[79:60] : { params_rd__data[129], params_rd__data[129], params_rd__data[129], params_rd__data[129], params_rd__data[129:114] };
-  assign \$280  = acc_first ? { \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279  } : cand_acc_3;
+  assign \$280  = acc_first ? { \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279  } : cand_acc_3;
   assign \$281  = acc_readout ? readout_rd__data[31:24] : gate_rd__data[55:48];
   assign \$282  = $signed(\$281 ) * $signed(acc_operand);
   assign \$283  = $signed(\$280 ) + $signed(\$282 );
@@ -1700,24 +1700,24 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       3'h0:
           /* empty */;
       3'h1:
-          \$367  = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
+          \$367  = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
       3'h2:
           /* empty */;
       3'h3:
           \$367  = state_value;
     endcase
     if (rst) begin
-      \$367  = 12'h000;
+      \$367  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$368  = cand_acc_0;
     if (acc_valid) begin
-      \$368  = \$259 [23:0];
+      \$368  = \$259 [27:0];
     end
     if (rst) begin
-      \$368  = 24'h000000;
+      \$368  = 28'h0000000;
     end
   end
   always @* begin
@@ -1746,10 +1746,10 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$371  = cand_acc_1;
     if (acc_valid) begin
-      \$371  = \$267 [23:0];
+      \$371  = \$267 [27:0];
     end
     if (rst) begin
-      \$371  = 24'h000000;
+      \$371  = 28'h0000000;
     end
   end
   always @* begin
@@ -1778,10 +1778,10 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$374  = cand_acc_2;
     if (acc_valid) begin
-      \$374  = \$275 [23:0];
+      \$374  = \$275 [27:0];
     end
     if (rst) begin
-      \$374  = 24'h000000;
+      \$374  = 28'h0000000;
     end
   end
   always @* begin
@@ -1810,10 +1810,10 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$377  = cand_acc_3;
     if (acc_valid) begin
-      \$377  = \$283 [23:0];
+      \$377  = \$283 [27:0];
     end
     if (rst) begin
-      \$377  = 24'h000000;
+      \$377  = 28'h0000000;
     end
   end
   always @* begin
@@ -1877,13 +1877,13 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$385  = state_0;
     if (\$295 ) begin
-      \$385  = \$128 [11:0];
+      \$385  = \$128 [15:0];
     end
     if (readout_done) begin
-      \$385  = 12'h000;
+      \$385  = 16'h0000;
     end
     if (rst) begin
-      \$385  = 12'h000;
+      \$385  = 16'h0000;
     end
   end
   always @* begin
@@ -1945,195 +1945,195 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$387  = state_4;
     if (\$296 ) begin
-      \$387  = \$128 [11:0];
+      \$387  = \$128 [15:0];
     end
     if (readout_done) begin
-      \$387  = 12'h000;
+      \$387  = 16'h0000;
     end
     if (rst) begin
-      \$387  = 12'h000;
+      \$387  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$388  = state_8;
     if (\$297 ) begin
-      \$388  = \$128 [11:0];
+      \$388  = \$128 [15:0];
     end
     if (readout_done) begin
-      \$388  = 12'h000;
+      \$388  = 16'h0000;
     end
     if (rst) begin
-      \$388  = 12'h000;
+      \$388  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$389  = state_12;
     if (\$298 ) begin
-      \$389  = \$128 [11:0];
+      \$389  = \$128 [15:0];
     end
     if (readout_done) begin
-      \$389  = 12'h000;
+      \$389  = 16'h0000;
     end
     if (rst) begin
-      \$389  = 12'h000;
+      \$389  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$390  = state_1;
     if (\$299 ) begin
-      \$390  = \$149 [11:0];
+      \$390  = \$149 [15:0];
     end
     if (readout_done) begin
-      \$390  = 12'h000;
+      \$390  = 16'h0000;
     end
     if (rst) begin
-      \$390  = 12'h000;
+      \$390  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$391  = state_5;
     if (\$300 ) begin
-      \$391  = \$149 [11:0];
+      \$391  = \$149 [15:0];
     end
     if (readout_done) begin
-      \$391  = 12'h000;
+      \$391  = 16'h0000;
     end
     if (rst) begin
-      \$391  = 12'h000;
+      \$391  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$392  = state_9;
     if (\$301 ) begin
-      \$392  = \$149 [11:0];
+      \$392  = \$149 [15:0];
     end
     if (readout_done) begin
-      \$392  = 12'h000;
+      \$392  = 16'h0000;
     end
     if (rst) begin
-      \$392  = 12'h000;
+      \$392  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$393  = state_13;
     if (\$302 ) begin
-      \$393  = \$149 [11:0];
+      \$393  = \$149 [15:0];
     end
     if (readout_done) begin
-      \$393  = 12'h000;
+      \$393  = 16'h0000;
     end
     if (rst) begin
-      \$393  = 12'h000;
+      \$393  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$394  = state_2;
     if (\$303 ) begin
-      \$394  = \$170 [11:0];
+      \$394  = \$170 [15:0];
     end
     if (readout_done) begin
-      \$394  = 12'h000;
+      \$394  = 16'h0000;
     end
     if (rst) begin
-      \$394  = 12'h000;
+      \$394  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$395  = state_6;
     if (\$304 ) begin
-      \$395  = \$170 [11:0];
+      \$395  = \$170 [15:0];
     end
     if (readout_done) begin
-      \$395  = 12'h000;
+      \$395  = 16'h0000;
     end
     if (rst) begin
-      \$395  = 12'h000;
+      \$395  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$396  = state_10;
     if (\$305 ) begin
-      \$396  = \$170 [11:0];
+      \$396  = \$170 [15:0];
     end
     if (readout_done) begin
-      \$396  = 12'h000;
+      \$396  = 16'h0000;
     end
     if (rst) begin
-      \$396  = 12'h000;
+      \$396  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$397  = state_14;
     if (\$306 ) begin
-      \$397  = \$170 [11:0];
+      \$397  = \$170 [15:0];
     end
     if (readout_done) begin
-      \$397  = 12'h000;
+      \$397  = 16'h0000;
     end
     if (rst) begin
-      \$397  = 12'h000;
+      \$397  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$398  = state_3;
     if (\$307 ) begin
-      \$398  = \$191 [11:0];
+      \$398  = \$191 [15:0];
     end
     if (readout_done) begin
-      \$398  = 12'h000;
+      \$398  = 16'h0000;
     end
     if (rst) begin
-      \$398  = 12'h000;
+      \$398  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$399  = state_7;
     if (\$308 ) begin
-      \$399  = \$191 [11:0];
+      \$399  = \$191 [15:0];
     end
     if (readout_done) begin
-      \$399  = 12'h000;
+      \$399  = 16'h0000;
     end
     if (rst) begin
-      \$399  = 12'h000;
+      \$399  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$400  = state_11;
     if (\$309 ) begin
-      \$400  = \$191 [11:0];
+      \$400  = \$191 [15:0];
     end
     if (readout_done) begin
-      \$400  = 12'h000;
+      \$400  = 16'h0000;
     end
     if (rst) begin
-      \$400  = 12'h000;
+      \$400  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$401  = state_15;
     if (\$310 ) begin
-      \$401  = \$191 [11:0];
+      \$401  = \$191 [15:0];
     end
     if (readout_done) begin
-      \$401  = 12'h000;
+      \$401  = 16'h0000;
     end
     if (rst) begin
-      \$401  = 12'h000;
+      \$401  = 16'h0000;
     end
   end
   always @* begin
@@ -2143,7 +2143,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$402  = cand_acc_0;
     end
     if (rst) begin
-      \$402  = 24'h000000;
+      \$402  = 28'h0000000;
     end
   end
   always @* begin
@@ -2153,7 +2153,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$403  = cand_acc_0;
     end
     if (rst) begin
-      \$403  = 24'h000000;
+      \$403  = 28'h0000000;
     end
   end
   always @* begin
@@ -2163,7 +2163,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$404  = cand_acc_0;
     end
     if (rst) begin
-      \$404  = 24'h000000;
+      \$404  = 28'h0000000;
     end
   end
   always @* begin
@@ -2173,7 +2173,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$405  = cand_acc_0;
     end
     if (rst) begin
-      \$405  = 24'h000000;
+      \$405  = 28'h0000000;
     end
   end
   always @* begin
@@ -2183,7 +2183,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$406  = cand_acc_1;
     end
     if (rst) begin
-      \$406  = 24'h000000;
+      \$406  = 28'h0000000;
     end
   end
   always @* begin
@@ -2193,7 +2193,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$407  = cand_acc_1;
     end
     if (rst) begin
-      \$407  = 24'h000000;
+      \$407  = 28'h0000000;
     end
   end
   always @* begin
@@ -2203,7 +2203,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$408  = cand_acc_1;
     end
     if (rst) begin
-      \$408  = 24'h000000;
+      \$408  = 28'h0000000;
     end
   end
   always @* begin
@@ -2213,7 +2213,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$409  = cand_acc_1;
     end
     if (rst) begin
-      \$409  = 24'h000000;
+      \$409  = 28'h0000000;
     end
   end
   always @* begin
@@ -2223,7 +2223,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$410  = cand_acc_2;
     end
     if (rst) begin
-      \$410  = 24'h000000;
+      \$410  = 28'h0000000;
     end
   end
   always @* begin
@@ -2233,7 +2233,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$411  = cand_acc_2;
     end
     if (rst) begin
-      \$411  = 24'h000000;
+      \$411  = 28'h0000000;
     end
   end
   always @* begin
@@ -2243,7 +2243,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$412  = cand_acc_2;
     end
     if (rst) begin
-      \$412  = 24'h000000;
+      \$412  = 28'h0000000;
     end
   end
   always @* begin
@@ -2253,7 +2253,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$413  = cand_acc_2;
     end
     if (rst) begin
-      \$413  = 24'h000000;
+      \$413  = 28'h0000000;
     end
   end
   always @* begin
@@ -2263,7 +2263,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$414  = cand_acc_3;
     end
     if (rst) begin
-      \$414  = 24'h000000;
+      \$414  = 28'h0000000;
     end
   end
   always @* begin
@@ -2273,7 +2273,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$415  = cand_acc_3;
     end
     if (rst) begin
-      \$415  = 24'h000000;
+      \$415  = 28'h0000000;
     end
   end
   always @* begin
@@ -2283,7 +2283,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$416  = cand_acc_3;
     end
     if (rst) begin
-      \$416  = 24'h000000;
+      \$416  = 28'h0000000;
     end
   end
   always @* begin
@@ -2293,7 +2293,7 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
       \$417  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$417  = 24'h000000;
+      \$417  = 28'h0000000;
     end
   end
   always @* begin
@@ -2350,20 +2350,20 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \gate$30  = gate;
   assign state_nonzero = { \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4 , \$3 , \$2 , \$1  };
   assign pending_lowest = \$19 [15:0];
-  assign input_value = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
+  assign input_value = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
   assign gate_rd__addr = \$85 [5:0];
   assign readout_rd__addr = \$86 [5:0];
   assign group = params_rd__addr;
   assign readout_bias_rd__addr = params_rd__addr;
   assign beat_nonzero = { \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-  assign update_0 = { \$123 [12], \$123  };
-  assign new_state_0 = \$128 [11:0];
-  assign update_1 = { \$144 [12], \$144  };
-  assign new_state_1 = \$149 [11:0];
-  assign update_2 = { \$165 [12], \$165  };
-  assign new_state_2 = \$170 [11:0];
-  assign update_3 = { \$186 [12], \$186  };
-  assign new_state_3 = \$191 [11:0];
+  assign update_0 = { \$123 [16], \$123  };
+  assign new_state_0 = \$128 [15:0];
+  assign update_1 = { \$144 [16], \$144  };
+  assign new_state_1 = \$149 [15:0];
+  assign update_2 = { \$165 [16], \$165  };
+  assign new_state_2 = \$170 [15:0];
+  assign update_3 = { \$186 [16], \$186  };
+  assign new_state_3 = \$191 [15:0];
   assign group_best_logit = argmax_1_0_logit;
   assign group_best_lane = argmax_1_0_lane;
   assign events = \$231 [2:0];
@@ -2385,38 +2385,38 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign \steps__payload.x[14]  = steps__payload[59:56];
   assign \steps__payload.last  = steps__payload[60];
   assign \results__payload.class_index  = results__payload[3:0];
-  assign \results__payload.logits  = results__payload[363:4];
-  assign \results__payload.logits[0]  = results__payload[27:4];
-  assign \results__payload.logits[1]  = results__payload[51:28];
-  assign \results__payload.logits[2]  = results__payload[75:52];
-  assign \results__payload.logits[3]  = results__payload[99:76];
-  assign \results__payload.logits[4]  = results__payload[123:100];
-  assign \results__payload.logits[5]  = results__payload[147:124];
-  assign \results__payload.logits[6]  = results__payload[171:148];
-  assign \results__payload.logits[7]  = results__payload[195:172];
-  assign \results__payload.logits[8]  = results__payload[219:196];
-  assign \results__payload.logits[9]  = results__payload[243:220];
-  assign \results__payload.logits[10]  = results__payload[267:244];
-  assign \results__payload.logits[11]  = results__payload[291:268];
-  assign \results__payload.logits[12]  = results__payload[315:292];
-  assign \results__payload.logits[13]  = results__payload[339:316];
-  assign \results__payload.logits[14]  = results__payload[363:340];
-  assign \state[0]  = state[11:0];
-  assign \state[1]  = state[23:12];
-  assign \state[2]  = state[35:24];
-  assign \state[3]  = state[47:36];
-  assign \state[4]  = state[59:48];
-  assign \state[5]  = state[71:60];
-  assign \state[6]  = state[83:72];
-  assign \state[7]  = state[95:84];
-  assign \state[8]  = state[107:96];
-  assign \state[9]  = state[119:108];
-  assign \state[10]  = state[131:120];
-  assign \state[11]  = state[143:132];
-  assign \state[12]  = state[155:144];
-  assign \state[13]  = state[167:156];
-  assign \state[14]  = state[179:168];
-  assign \state[15]  = state[191:180];
+  assign \results__payload.logits  = results__payload[423:4];
+  assign \results__payload.logits[0]  = results__payload[31:4];
+  assign \results__payload.logits[1]  = results__payload[59:32];
+  assign \results__payload.logits[2]  = results__payload[87:60];
+  assign \results__payload.logits[3]  = results__payload[115:88];
+  assign \results__payload.logits[4]  = results__payload[143:116];
+  assign \results__payload.logits[5]  = results__payload[171:144];
+  assign \results__payload.logits[6]  = results__payload[199:172];
+  assign \results__payload.logits[7]  = results__payload[227:200];
+  assign \results__payload.logits[8]  = results__payload[255:228];
+  assign \results__payload.logits[9]  = results__payload[283:256];
+  assign \results__payload.logits[10]  = results__payload[311:284];
+  assign \results__payload.logits[11]  = results__payload[339:312];
+  assign \results__payload.logits[12]  = results__payload[367:340];
+  assign \results__payload.logits[13]  = results__payload[395:368];
+  assign \results__payload.logits[14]  = results__payload[423:396];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \state[4]  = state[79:64];
+  assign \state[5]  = state[95:80];
+  assign \state[6]  = state[111:96];
+  assign \state[7]  = state[127:112];
+  assign \state[8]  = state[143:128];
+  assign \state[9]  = state[159:144];
+  assign \state[10]  = state[175:160];
+  assign \state[11]  = state[191:176];
+  assign \state[12]  = state[207:192];
+  assign \state[13]  = state[223:208];
+  assign \state[14]  = state[239:224];
+  assign \state[15]  = state[255:240];
   assign \step_inputs[0]  = step_inputs[3:0];
   assign \step_inputs[1]  = step_inputs[7:4];
   assign \step_inputs[2]  = step_inputs[11:8];
@@ -2472,38 +2472,38 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   assign pending_index[2] = \$22 ;
   assign pending_index[1] = \$21 ;
   assign pending_index[0] = \$20 ;
-  assign results__payload[363:340] = logit_14;
-  assign results__payload[339:316] = logit_13;
-  assign results__payload[315:292] = logit_12;
-  assign results__payload[291:268] = logit_11;
-  assign results__payload[267:244] = logit_10;
-  assign results__payload[243:220] = logit_9;
-  assign results__payload[219:196] = logit_8;
-  assign results__payload[195:172] = logit_7;
-  assign results__payload[171:148] = logit_6;
-  assign results__payload[147:124] = logit_5;
-  assign results__payload[123:100] = logit_4;
-  assign results__payload[99:76] = logit_3;
-  assign results__payload[75:52] = logit_2;
-  assign results__payload[51:28] = logit_1;
-  assign results__payload[27:4] = logit_0;
+  assign results__payload[423:396] = logit_14;
+  assign results__payload[395:368] = logit_13;
+  assign results__payload[367:340] = logit_12;
+  assign results__payload[339:312] = logit_11;
+  assign results__payload[311:284] = logit_10;
+  assign results__payload[283:256] = logit_9;
+  assign results__payload[255:228] = logit_8;
+  assign results__payload[227:200] = logit_7;
+  assign results__payload[199:172] = logit_6;
+  assign results__payload[171:144] = logit_5;
+  assign results__payload[143:116] = logit_4;
+  assign results__payload[115:88] = logit_3;
+  assign results__payload[87:60] = logit_2;
+  assign results__payload[59:32] = logit_1;
+  assign results__payload[31:4] = logit_0;
   assign results__payload[3:0] = best_class;
-  assign state[191:180] = state_15;
-  assign state[179:168] = state_14;
-  assign state[167:156] = state_13;
-  assign state[155:144] = state_12;
-  assign state[143:132] = state_11;
-  assign state[131:120] = state_10;
-  assign state[119:108] = state_9;
-  assign state[107:96] = state_8;
-  assign state[95:84] = state_7;
-  assign state[83:72] = state_6;
-  assign state[71:60] = state_5;
-  assign state[59:48] = state_4;
-  assign state[47:36] = state_3;
-  assign state[35:24] = state_2;
-  assign state[23:12] = state_1;
-  assign state[11:0] = state_0;
+  assign state[255:240] = state_15;
+  assign state[239:224] = state_14;
+  assign state[223:208] = state_13;
+  assign state[207:192] = state_12;
+  assign state[191:176] = state_11;
+  assign state[175:160] = state_10;
+  assign state[159:144] = state_9;
+  assign state[143:128] = state_8;
+  assign state[127:112] = state_7;
+  assign state[111:96] = state_6;
+  assign state[95:80] = state_5;
+  assign state[79:64] = state_4;
+  assign state[63:48] = state_3;
+  assign state[47:32] = state_2;
+  assign state[31:16] = state_1;
+  assign state[15:0] = state_0;
   assign argmax_0_0_valid = 1'h1;
   assign \$192  = 1'h0;
   assign \$194  = \$193 ;

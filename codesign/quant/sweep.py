@@ -1,0 +1,94 @@
+"""Quantization against accuracy: one trained run, several weight widths, the hardware's accuracy.
+
+For each width B the run is exported with B-bit weights (post-training quantization, state grids
+from calibration) and scored by the golden model on the whole test set -- which is what the
+hardware computes. With ``qat_iterations > 0`` each width is also fine-tuned with fake-quantized
+weights (``codesign quantize``) before export. Results go to a markdown table with the command.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import yaml
+
+from codesign.atomic import write_text
+from codesign.quant.export import bundle_from_model, golden_accuracy
+from codesign.train.recipe import Recipe, parse_recipe
+from codesign.train.trainer import RECIPE_FILE, evaluate, load_run, make_recipe_task, train
+
+
+def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int) -> Recipe:
+    """The recipe that fine-tunes ``run_dir`` with ``bits``-bit fake-quantized weights."""
+    data = recipe.model_dump(mode="json")
+    data["name"] = f"{recipe.name}_qat{bits}"
+    data["quant"]["layer"]["weight_bits"] = bits
+    data["quant"]["readout"]["weight_bits"] = max(bits, 4)
+    if data["train"]["eps_schedule"] == "anneal":  # the annealed run ended at eps = 0: stay there
+        data["train"]["eps_schedule"] = "constant"
+        data["model"]["eps"] = 0.0
+        for layer in data["model"].get("layers") or []:
+            if "eps" in layer:
+                layer["eps"] = 0.0
+    data["train"] |= {
+        "init_from": str(run_dir),
+        "qat_bits": bits,
+        "iterations": iterations,
+        "lr": 2e-4,
+        "warmup": 0.05,
+        "max_seconds": None,
+    }
+    return parse_recipe(data)
+
+
+def quantize_run(run_dir: Path, out: Path, bits: int, iterations: int, progress: bool = True):
+    recipe, _, _ = load_run(run_dir)
+    return train(qat_recipe(Path(run_dir), recipe, bits, iterations), out, progress=progress)
+
+
+def with_bits(recipe: Recipe, bits: int):
+    q = recipe.quant.model_copy(deep=True)
+    return q.model_copy(
+        update={
+            "layer": q.layer.model_copy(update={"weight_bits": bits}),
+            "readout": q.readout.model_copy(update={"weight_bits": max(bits, 4)}),
+        }
+    )
+
+
+def sweep(run_dir: Path, widths: list[int], *, qat_iterations: int, out: Path, work: Path, console) -> Path:
+    t0 = time.monotonic()
+    recipe, model, _ = load_run(run_dir)
+    task = make_recipe_task(recipe)
+    x, y = task.split("test", recipe.seed)
+    float_acc = evaluate(model, task, x, y)
+    rows = [("float", f"{100 * float_acc:.2f}", "")]
+    for bits in widths:
+        ptq, _ = golden_accuracy(bundle_from_model(model, recipe, task, with_bits(recipe, bits)), task, x, y)
+        qat = ""
+        if qat_iterations:
+            qdir = work / f"qat{bits}"
+            quantize_run(run_dir, qdir, bits, qat_iterations, progress=False)
+            qrecipe = parse_recipe(yaml.safe_load((qdir / RECIPE_FILE).read_text()))
+            _, qmodel, _ = load_run(qdir)
+            acc, _ = golden_accuracy(bundle_from_model(qmodel, qrecipe, task), task, x, y)
+            qat = f"{100 * acc:.2f}"
+        rows.append((f"{bits}-bit weights", f"{100 * ptq:.2f}", qat))
+        console.print(f"  {bits}-bit: PTQ {100 * ptq:.2f}%" + (f", QAT {qat}%" if qat else ""))
+    lines = [
+        f"# Quantization against accuracy: {recipe.name}",
+        "",
+        f"Run `{run_dir}` ({recipe.task.name}, {len(x)} test sequences). Quantized accuracies are the golden "
+        "integer model's (what the hardware computes); inputs, biases, state and alpha keep the recipe's formats.",
+        "",
+        "| weights | accuracy (%), post-training | accuracy (%), after QAT fine-tuning |",
+        "|---|---|---|",
+        *[f"| {a} | {b} | {c} |" for a, b, c in rows],
+        "",
+        f"Made by: `codesign sweep {run_dir} --bits {','.join(map(str, widths))} --qat-iterations {qat_iterations}` "
+        f"({time.monotonic() - t0:.0f} s).",
+        "",
+    ]
+    write_text(out, "\n".join(lines))
+    return out
