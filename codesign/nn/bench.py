@@ -59,8 +59,16 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        return cls(repeats=1, scan_shape=(2, 128, 32), long_shape=(1, 256, 4), loop_repeats=1,
-                   cell_shape=(2, 32, 8), memory_lengths=(4096, 16384), memory_width=8, finite_length=1024)
+        return cls(
+            repeats=1,
+            scan_shape=(2, 128, 32),
+            long_shape=(1, 256, 4),
+            loop_repeats=1,
+            cell_shape=(2, 32, 8),
+            memory_lengths=(4096, 16384),
+            memory_width=8,
+            finite_length=1024,
+        )
 
 
 def _median_seconds(fn: Callable[[], object], repeats: int, budget: float = 20.0) -> float:
@@ -78,12 +86,15 @@ def _median_seconds(fn: Callable[[], object], repeats: int, budget: float = 20.0
     return statistics.median(times)
 
 
-def _fwd_bwd(fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor], grad: torch.Tensor) -> Callable[[], None]:
+def _fwd_bwd(
+    fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor], grad: torch.Tensor
+) -> Callable[[], None]:
     def run() -> None:
         out = fn(*inputs)
         out.backward(grad)
         for x in inputs:
             x.grad = None
+
     return run
 
 
@@ -110,10 +121,12 @@ def bench_scans(cfg: BenchConfig) -> dict:
     out["torch_cumsum_s"] = _median_seconds(_fwd_bwd(lambda b: torch.cumsum(b, 1), [b], grad), r)
     out["eps1_cumulative_scan_s"] = _median_seconds(_fwd_bwd(cumulative_scan, [b], grad), r)
     out["eps0_generic_scan_s"] = _median_seconds(
-        _fwd_bwd(lambda z, b: linear_scan(1 - z, z * b), [z, b], grad), r)
+        _fwd_bwd(lambda z, b: linear_scan(1 - z, z * b), [z, b], grad), r
+    )
     out["eps0_last_update_scan_s"] = _median_seconds(_fwd_bwd(last_update_scan, [z, b], grad), r)
     out["eps0_last_update_gather_s"] = _median_seconds(
-        _fwd_bwd(lambda z, b: last_update_scan(z, b, method="gather"), [z, b], grad), r)
+        _fwd_bwd(lambda z, b: last_update_scan(z, b, method="gather"), [z, b], grad), r
+    )
     out["xor_generic_scan_s"] = _median_seconds(_fwd_bwd(lambda s: linear_scan(1 - 2 * s, s), [z], grad), r)
     out["xor_scan_s"] = _median_seconds(_fwd_bwd(xor_scan, [z], grad), r)
     out["floor_again_s"] = _median_seconds(_fwd_bwd(lambda a, b: a * b + b, [a, b], grad), r)
@@ -170,6 +183,7 @@ def _cell_step(cell: nn.Module, x: torch.Tensor) -> Callable[[], None]:
         y = y[0] if isinstance(y, tuple) else y
         y.sum().backward()
         cell.zero_grad(set_to_none=True)
+
     return run
 
 
@@ -192,15 +206,24 @@ def _bench_mingru_package(cfg: BenchConfig) -> dict:
     try:
         from minGRU_pytorch.minGRU import minGRU
     except ImportError:
-        return {"available": False, "note": "mingru-pytorch is not installed (pip install --no-deps mingru-pytorch)"}
+        return {
+            "available": False,
+            "note": "mingru-pytorch is not installed (pip install --no-deps mingru-pytorch)",
+        }
     result: dict = {"available": True, "shapes": []}
     for batch, steps, size in {cfg.cell_shape, cfg.scan_shape, cfg.long_shape}:
         torch.manual_seed(3)
         x = torch.randn(batch, steps, size)
         ours = _median_seconds(_cell_step(MinGRU(size, size, bias=False), x), cfg.repeats)
         theirs = _median_seconds(_cell_step(minGRU(size), x), cfg.repeats)
-        result["shapes"].append({"shape": [batch, steps, size], "ours_s": ours, "mingru_pytorch_s": theirs,
-                                 "ratio_ours_to_theirs": _ratio(ours, theirs)})
+        result["shapes"].append(
+            {
+                "shape": [batch, steps, size],
+                "ours_s": ours,
+                "mingru_pytorch_s": theirs,
+                "ratio_ours_to_theirs": _ratio(ours, theirs),
+            }
+        )
     return result
 
 
@@ -240,8 +263,14 @@ def bench_memory(cfg: BenchConfig) -> dict:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         extra = json.loads(done.stdout.strip().splitlines()[-1])["peak_extra_bytes"]
         tensor_bytes = steps * cfg.memory_width * 4
-        rows.append({"T": steps, "peak_extra_bytes": extra, "tensor_bytes": tensor_bytes,
-                     "peak_in_tensors": round(extra / tensor_bytes, 2)})
+        rows.append(
+            {
+                "T": steps,
+                "peak_extra_bytes": extra,
+                "tensor_bytes": tensor_bytes,
+                "peak_in_tensors": round(extra / tensor_bytes, 2),
+            }
+        )
     # Least-squares line peak = fixed + slope * tensor_bytes: slope = tensors of size (1, T, d) alive.
     xs = [r["tensor_bytes"] for r in rows]
     ys = [r["peak_extra_bytes"] for r in rows]
@@ -249,18 +278,26 @@ def bench_memory(cfg: BenchConfig) -> dict:
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     fixed = my - slope * mx
     worst = max(abs(y - (fixed + slope * x)) / y for x, y in zip(xs, ys, strict=True))
-    return {"available": True, "width": cfg.memory_width, "rows": rows,
-            "fit_slope_in_tensors": round(slope, 2), "fit_fixed_bytes": round(fixed),
-            "fit_worst_relative_residual": round(worst, 3),
-            "note": "peak extra resident memory of one forward + backward = fixed + slope * (one (1, T, d) "
-                    "float32 tensor); a small residual means memory linear in T"}
+    return {
+        "available": True,
+        "width": cfg.memory_width,
+        "rows": rows,
+        "fit_slope_in_tensors": round(slope, 2),
+        "fit_fixed_bytes": round(fixed),
+        "fit_worst_relative_residual": round(worst, 3),
+        "note": "peak extra resident memory of one forward + backward = fixed + slope * (one (1, T, d) "
+        "float32 tensor); a small residual means memory linear in T",
+    }
 
 
 def _all_finite(out: torch.Tensor, tensors: list[torch.Tensor]) -> bool:
     out.square().mean().backward()
     grads = [t.grad for t in tensors if t.grad is not None]
-    return bool(torch.isfinite(out).all()) and len(grads) == len(tensors) and \
-        all(bool(torch.isfinite(gr).all()) for gr in grads)
+    return (
+        bool(torch.isfinite(out).all())
+        and len(grads) == len(tensors)
+        and all(bool(torch.isfinite(gr).all()) for gr in grads)
+    )
 
 
 def bench_finite(cfg: BenchConfig) -> dict:
@@ -274,9 +311,15 @@ def bench_finite(cfg: BenchConfig) -> dict:
         result[name] = _all_finite(linear_scan(a, b), [a, b])
     b = _leaf(torch.randn(2, steps, 16, generator=g))
     result["cumulative_scan"] = _all_finite(cumulative_scan(b), [b])
-    cells = {"MinGRU": MinGRU(8, 16), "LRU": LRU(8, 16), "CMRU(eps=1)": CMRU(8, 16, eps=1.0),
-             "CMRU(eps=-1)": CMRU(8, 16, eps=-1.0), "HSRU": HSRU(8, 16), "MGRADELayer": MGRADELayer(8, 16),
-             "SelectiveUpdateMinGRU": SelectiveUpdateMinGRU(8, 16)}
+    cells = {
+        "MinGRU": MinGRU(8, 16),
+        "LRU": LRU(8, 16),
+        "CMRU(eps=1)": CMRU(8, 16, eps=1.0),
+        "CMRU(eps=-1)": CMRU(8, 16, eps=-1.0),
+        "HSRU": HSRU(8, 16),
+        "MGRADELayer": MGRADELayer(8, 16),
+        "SelectiveUpdateMinGRU": SelectiveUpdateMinGRU(8, 16),
+    }
     for name, cell in cells.items():
         x = _leaf(torch.randn(2, steps, 8, generator=g))
         params = [p for p in cell.parameters() if p.requires_grad]
