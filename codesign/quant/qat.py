@@ -14,35 +14,63 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 
-def _row_scale(w: torch.Tensor, bits: int) -> torch.Tensor:
-    """Per-row power-of-two scale ``2**e`` with ``max|row| * 2**e <= 2**(bits-1) - 1``."""
+def _pow2_scale(m: torch.Tensor, bits: int) -> torch.Tensor:
+    """``2**e`` with the finest ``e`` such that ``floor(m 2**e + 1/2) <= 2**(bits-1) - 1``.
+
+    The same rule as :func:`codesign.quant.fixed_point.pow2_frac`, so the grid seen in training
+    is exactly the grid the export rounds to.
+    """
     hi = (1 << (bits - 1)) - 1
-    m = w.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12)
-    return torch.pow(2.0, torch.floor(torch.log2(hi / m)))
+    m = m.clamp_min(1e-12)
+    e = torch.floor(torch.log2(hi / m))
+    e = torch.where(torch.floor(m * torch.pow(2.0, e + 1) + 0.5) <= hi, e + 1, e)
+    e = torch.where(torch.floor(m * torch.pow(2.0, e) + 0.5) > hi, e - 1, e)
+    return torch.pow(2.0, e)
 
 
 class FakeQuant(nn.Module):
-    """``w -> round(w * 2**e) / 2**e`` forward, identity backward (straight-through)."""
+    """``w -> round(w * 2**e) / 2**e`` forward, identity backward (straight-through).
 
-    def __init__(self, bits: int, per_row: bool = True) -> None:
+    ``per_row`` gives each row its own scale (accumulator rows); otherwise one scale for the
+    tensor (the readout, alpha). ``partner`` returns another tensor whose rows share the scale
+    (a CMRU's candidate and threshold rows are compared with each other, so they share one).
+    """
+
+    def __init__(self, bits: int, per_row: bool = True, partner=None) -> None:
         super().__init__()
         self.bits, self.per_row = bits, per_row
+        self._partner = [partner]  # a list: not a submodule, not a parameter
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
         flat = w if self.per_row and w.dim() > 1 else w.reshape(1, -1)
-        scale = _row_scale(flat, self.bits)
-        q = torch.floor(flat * scale + 0.5) / scale
-        q = q.reshape(w.shape)
+        m = flat.detach().abs().amax(dim=-1, keepdim=True)
+        partner = self._partner[0]
+        if partner is not None:
+            m = torch.maximum(m, partner().detach().abs().amax(dim=-1, keepdim=True))
+        scale = _pow2_scale(m, self.bits)
+        q = (torch.floor(flat * scale + 0.5) / scale).reshape(w.shape)
         return w + (q - w).detach()
 
 
 def add_fake_quant(model: nn.Module, weight_bits: int, alpha_bits: int | None = None) -> nn.Module:
-    """Fake-quantize every Linear weight (per row) and every CMRU ``alpha`` (per tensor) in place."""
+    """Fake-quantize the weights of a hardware stack in place, on the grids the export uses."""
+    from codesign.nn.cmru import CMRU
+
+    done: set[int] = set()
     for module in model.modules():
-        if isinstance(module, nn.Linear):
-            parametrize.register_parametrization(module, "weight", FakeQuant(weight_bits))
-        if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
-            parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
+        if isinstance(module, CMRU):
+            cand, thr = module.candidate, module.threshold
+            c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
+            parametrize.register_parametrization(cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0))
+            parametrize.register_parametrization(thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0))
+            done |= {id(cand), id(thr)}
+            if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
+                parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
+    readout = getattr(model, "readout", None)
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and id(module) not in done:
+            per_row = module is not readout  # the readout shares one scale (argmax compares its rows)
+            parametrize.register_parametrization(module, "weight", FakeQuant(weight_bits, per_row=per_row))
     return model
 
 

@@ -76,7 +76,9 @@ class ModelSpec(_Strict):
     dim: int = Field(default=64, ge=1, description="model dimension m (backbone)")
     blocks: int = Field(default=1, ge=1, description="number of blocks r (backbone)")
     cells: list[str] | None = Field(default=None, description="one cell per block: a hybrid stack (backbone)")
-    pooling: Literal["last", "mean", "none"] = "last"
+    pooling: Literal["last", "mean", "sum", "none"] = Field(
+        default="last", description="backbone: last, mean or none; hardware: last or sum"
+    )
     pe_dim: int = Field(default=16, ge=0)
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
 
@@ -99,6 +101,9 @@ class ModelSpec(_Strict):
                     )
                 if "size" not in layer:
                     raise ValueError(f"hardware layer {layer} needs a size")
+        allowed = ("last", "sum") if self.arch == "hardware" else ("last", "mean", "none")
+        if self.pooling not in allowed:
+            raise ValueError(f"pooling {self.pooling!r} is not available for arch {self.arch!r}; use one of {allowed}")
         if self.cells is not None and len(self.cells) != self.blocks:
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
