@@ -52,17 +52,56 @@ class FakeQuant(nn.Module):
         return w + (q - w).detach()
 
 
-def add_fake_quant(model: nn.Module, weight_bits: int, alpha_bits: int | None = None) -> nn.Module:
-    """Fake-quantize the weights of a hardware stack in place, on the grids the export uses."""
+class FakeQuantBias(nn.Module):
+    """A bias on its accumulator's grid ``2**-(e_i + input_frac)`` (``e_i``: its row's weight scale).
+
+    Gates compare accumulators, so a bias that rounds across the other side of a comparison flips
+    a neuron between retaining and updating on every zero input; training on the exported grid
+    removes that surprise.
+    """
+
+    def __init__(self, bits: int, input_frac: int, rows) -> None:
+        super().__init__()
+        self.bits, self.input_frac = bits, input_frac
+        self._rows = [rows]
+
+    def forward(self, b: torch.Tensor) -> torch.Tensor:
+        m = torch.stack([w().detach().abs().amax(dim=-1) for w in self._rows[0]]).amax(dim=0)
+        scale = _pow2_scale(m, self.bits) * 2.0**self.input_frac
+        q = torch.floor(b * scale + 0.5) / scale
+        return b + (q - b).detach()
+
+
+def add_fake_quant(
+    model: nn.Module, weight_bits: int, alpha_bits: int | None = None, input_frac: int | None = None
+) -> nn.Module:
+    """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
+
+    With ``input_frac`` the first layer's CMRU biases are put on their accumulator grid as well
+    (deeper layers' input grids are only known at export, from calibration).
+    """
     from codesign.nn.cmru import CMRU
 
     done: set[int] = set()
+    first = getattr(model, "cells", [None])[0]
     for module in model.modules():
         if isinstance(module, CMRU):
             cand, thr = module.candidate, module.threshold
             c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
-            parametrize.register_parametrization(cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0))
-            parametrize.register_parametrization(thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0))
+            parametrize.register_parametrization(
+                cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0)
+            )
+            parametrize.register_parametrization(
+                thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0)
+            )
+            if module is first and input_frac is not None:
+                rows = [lambda c0=c0: c0, lambda t0=t0: t0]
+                parametrize.register_parametrization(
+                    cand, "bias", FakeQuantBias(weight_bits, input_frac, rows)
+                )
+                parametrize.register_parametrization(
+                    thr, "bias", FakeQuantBias(weight_bits, input_frac, rows)
+                )
             done |= {id(cand), id(thr)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))

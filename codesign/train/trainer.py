@@ -204,7 +204,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     if spec.qat_bits is not None:
         from codesign.quant.qat import add_fake_quant
 
-        add_fake_quant(model, spec.qat_bits, recipe.quant.layer.alpha_bits)
+        add_fake_quant(model, spec.qat_bits, recipe.quant.layer.alpha_bits, recipe.quant.input.frac)
     metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
