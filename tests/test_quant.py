@@ -108,3 +108,23 @@ def test_refusals() -> None:
         model.cells[0].candidate.weight[0, 0] = float("nan")
     with pytest.raises(CodesignError, match="NaN or Inf"):
         quantized(model, x)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_long_sequences_stay_bit_exact(seed: int) -> None:
+    """2000 steps through a three-layer stack: saturation, toggles and drift all agree."""
+    torch.manual_seed(seed)
+    model = HardwareStack(
+        3,
+        4,
+        [
+            {"cell": "cmru", "size": 5, "eps": 1.0, "dcls": {"taps": 2, "span": 6}},
+            {"cell": "mingru", "size": 4},
+            {"cell": "hsru", "size": 4, "leak_shift": 2},
+        ],
+        pooling="sum",
+    )
+    x = torch.randn(2, 2000, 3)
+    bundle = quantized(model, x[:, :200], weight_bits=6, alpha_bits=6, state_bits=10)
+    gold = run_golden(bundle, quantize_inputs(bundle, x.numpy()))
+    assert np.array_equal(deployed_from_bundle(bundle).integer_logits(x), gold.logits)
