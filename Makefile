@@ -32,6 +32,9 @@ sim: setup ## run the HDL simulation regression (verification/regress.py)
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 	$(PY) -m codesign.hw.reference
 
+analog: setup ## long analog characterisation (ngspice, sky130): report in analog/report/
+	$(VENV)/bin/codesign analog-check --out analog/report --netlists analog/netlists
+
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -39,6 +39,15 @@ def user_errors(fn):
     return wrapper
 
 
+def _register_analog() -> None:
+    from codesign.analog.commands import register
+
+    register(app, user_errors)
+
+
+_register_analog()
+
+
 @app.command()
 @user_errors
 def doctor() -> None:

@@ -1,0 +1,137 @@
+"""Command-line entry points of the analog path, for ``codesign/cli.py`` to register.
+
+``register(app, wrap)`` adds ``codesign analog BUNDLE --out DIR`` and ``codesign analog-check``;
+``wrap`` is the CLI's error wrapper (it turns a :class:`~codesign.errors.CodesignError` into one
+line and exit code 2). ``analog-check`` exits 1 when a pass/fail check fails. Importing this
+module is cheap: numpy, matplotlib and the simulator are loaded only when a command runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codesign.errors import CodesignError
+
+
+def _load_inputs(path: Path, bundle_dir: Path):
+    import numpy as np
+
+    from codesign.bundle import load_bundle
+    from codesign.golden import quantize_inputs
+
+    if not path.is_file():
+        raise CodesignError("calibration inputs file not found", path=path)
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise CodesignError(f"not a readable .npy array without pickles ({err})", path=path) from None
+    bundle = load_bundle(bundle_dir)
+    try:
+        return x.astype(np.int64) if x.dtype.kind in "iu" else quantize_inputs(bundle, x)
+    except CodesignError as err:
+        raise CodesignError(str(err), path=path) from None
+
+
+def analog(
+    bundle: Annotated[
+        Path, typer.Argument(help="bundle directory (bmru / eps 0, or cmru eps 1 for native ladders)")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="directory for the netlists (replaced)")],
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            help=".npy inputs (N, T, M), integer or float, that set the current scale of neurons "
+            "whose thresholds change every step (default: the weights' worst case)"
+        ),
+    ] = None,
+    stages: Annotated[int, typer.Option(help="stages of each native CMRU ladder (cmru eps 1 bundles)")] = 4,
+) -> None:
+    """Write one SPICE netlist per neuron, the layer, a testbench and the current mapping (sky130)."""
+    from codesign.analog.netlist import generate_netlists
+
+    if not 1 <= stages <= 16:
+        raise CodesignError(f"--stages must be between 1 and 16, got {stages}")
+    cal = _load_inputs(calibration, bundle) if calibration is not None else None
+    files = generate_netlists(bundle, out, calibration=cal, stages=stages)
+    neurons = sum(1 for f in files if f.name.startswith("neuron_"))
+    typer.echo(f"analog: {neurons} neuron netlists + layer + testbench -> {out}")
+
+
+def analog_check_command(
+    out: Annotated[Path, typer.Option("--out", help="report directory (CSV, PNG, summary.md)")] = Path(
+        "analog/report"
+    ),
+    quick: Annotated[
+        bool, typer.Option("--quick", help="DC sweeps and short transients only (about 2 min)")
+    ] = False,
+    bundle: Annotated[
+        Path | None,
+        typer.Option(help="bmru bundle to compare with the golden model (default: a random d=4 bundle)"),
+    ] = None,
+    inputs: Annotated[
+        Path | None, typer.Option(help=".npy test inputs (N, T, M) for the agreement run")
+    ] = None,
+    sequences: Annotated[int | None, typer.Option(help="test sequences played (default 4; quick 1)")] = None,
+    steps: Annotated[
+        int | None, typer.Option(help="steps per sequence (default 25, ladders 20; quick 12 / 6)")
+    ] = None,
+    neurons: Annotated[
+        int | None,
+        typer.Option(
+            help="compare only the first N neurons (default: all BMRU neurons, 2 native CMRU ladders)"
+        ),
+    ] = None,
+    seeds: Annotated[int, typer.Option(help="Monte Carlo mismatch seeds (quick: at most 2)")] = 20,
+    corners: Annotated[
+        str, typer.Option(help="process corners besides tt, comma separated ('' for none)")
+    ] = "ss,ff,sf,fs",
+    stages: Annotated[int | None, typer.Option(help="native CMRU ladder stages (default 4; quick 2)")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated subset of: hysteresis, retention, dpi, "
+            "cmru_ladder, agreement, power, robustness"
+        ),
+    ] = None,
+    netlists: Annotated[
+        Path | None, typer.Option(help="also write the reference netlists here (e.g. analog/netlists)")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="seconds any one ngspice run may take")] = 600.0,
+) -> None:
+    """Characterise the BMRU / DPI / native CMRU netlists in ngspice and compare them with the golden model."""
+    from codesign.analog.checks import analog_check
+
+    corner_list = tuple(c.strip() for c in corners.split(",") if c.strip())
+    if quick and corners == "ss,ff,sf,fs":
+        corner_list = ()
+    report = analog_check(
+        out,
+        quick=quick,
+        bundle_dir=bundle,
+        inputs=inputs,
+        sequences=sequences,
+        steps=steps,
+        seeds=seeds,
+        corners=corner_list,
+        stages=stages,
+        only=tuple(o.strip() for o in only.split(",")) if only else None,
+        netlists_dir=netlists,
+        timeout=timeout,
+        progress=typer.echo,
+    )
+    typer.echo(
+        f"analog-check: {'all checks passed' if report.passed else 'FAILED'} in {report.wall_s:.0f} s "
+        f"({report.decks} ngspice runs, {report.sim_wall_s:.0f} s simulating) -> {out / 'summary.md'}"
+    )
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer, wrap: Callable = lambda fn: fn) -> None:
+    """Add ``analog`` and ``analog-check`` to ``app``; ``wrap`` is applied to each command function."""
+    app.command("analog")(wrap(analog))
+    app.command("analog-check")(wrap(analog_check_command))

@@ -1,0 +1,156 @@
+"""Turn integer test sequences into piecewise-linear current drives for a layer of BMRU cells.
+
+Every step of the golden model becomes ``t_step`` seconds of three phases:
+
+* A (``t_a``): the candidate current moves to a *neutral* level, the window centre ``I_c0``, which
+  lies inside every window with ``|b| >= 1``. After a step whose threshold was 0 (a window of zero
+  width, which has no neutral level) the candidate instead holds its previous value: that step
+  updated, so the previous value already sits on the stored state's side of any window.
+* B (``t_b``): the threshold currents (input-dependent thresholds only) move to the new step's
+  values while the candidate sits still.
+* C (the rest): the candidate current moves to the new step's value; the state is read at the
+  end of the step.
+
+A fixed-threshold cell sees the same candidate drive; its thresholds never move. The ordering
+keeps the intermediate inputs from flipping a cell the golden model would leave alone (a direct
+jump of all three currents would, because bias nodes at pA settle at different speeds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from codesign.analog.mapping import NeuronMap
+
+
+@dataclass(frozen=True)
+class Timing:
+    t_step: float = 10e-3  # one golden-model step = one 10 ms frame
+    t_a: float = 0.5e-3
+    t_b: float = 1.0e-3
+    t_ramp: float = 20e-6
+    t_pre: float = 2e-3  # preamble: every cell is reset (candidate at its lowest level)
+
+    def step_start(self, k: int) -> float:
+        return self.t_pre + k * self.t_step
+
+    def sample_time(self, k: int) -> float:
+        return self.step_start(k + 1) - 0.1e-3
+
+    def stop(self, steps: int) -> float:
+        return self.step_start(steps)
+
+
+@dataclass
+class NeuronDrive:
+    """PWL breakpoints of one neuron's candidate current and (per-step thresholds) its two threshold currents."""
+
+    t_in: list[float]
+    i_in: list[float]
+    t_down: list[float] | None = None
+    i_down: list[float] | None = None
+    t_up: list[float] | None = None
+    i_up: list[float] | None = None
+
+
+class _Pwl:
+    def __init__(self, v0: float) -> None:
+        self.t = [0.0]
+        self.v = [v0]
+
+    def move(self, at: float, value: float, ramp: float) -> None:
+        if value == self.v[-1]:
+            return
+        self.t += [at, at + ramp]
+        self.v += [self.v[-1], value]
+
+
+def neuron_drive(nm: NeuronMap, c: np.ndarray, b: np.ndarray, timing: Timing = Timing()) -> NeuronDrive:
+    """Drive of one neuron for accumulators ``c, b`` of shape ``(steps,)``."""
+    c = np.asarray(c)
+    b = np.asarray(b)
+    i_in = nm.input_current(c)
+    lo, hi = nm.threshold_currents(b)
+    low_level = nm.i_centre - nm.k * nm.clip
+    cand = _Pwl(low_level)
+    dyn = not nm.fixed_threshold
+    th_d, th_u = (_Pwl(float(lo[0])), _Pwl(float(hi[0]))) if dyn else (None, None)
+    prev_in, prev_b = low_level, None
+    for k in range(len(c)):
+        t0 = timing.step_start(k)
+        neutral = prev_in if prev_b == 0 else nm.i_centre
+        cand.move(t0, neutral, timing.t_ramp)
+        if dyn:
+            th_d.move(t0 + timing.t_a, float(lo[k]), timing.t_ramp)
+            th_u.move(t0 + timing.t_a, float(hi[k]), timing.t_ramp)
+        cand.move(t0 + timing.t_a + timing.t_b, float(i_in[k]), timing.t_ramp)
+        prev_in, prev_b = float(i_in[k]), int(abs(b[k]))
+    if not dyn:
+        return NeuronDrive(cand.t, cand.v)
+    return NeuronDrive(cand.t, cand.v, th_d.t, th_d.v, th_u.t, th_u.v)
+
+
+@dataclass(frozen=True)
+class LadderTiming:
+    """Frames for native CMRU ladders: one alpha per update needs a pulse (< ~10 ms) and a rest (DPI settling)."""
+
+    t_step: float = 60e-3  # the neighbours' DPIs settle to within 0.5 % (5.5 tau) before the next step
+    t_b: float = 1e-3  # thresholds move
+    t_c: float = 4e-3  # candidate pulse
+    t_d: float = 1e-3  # thresholds back to the widest window (candidate still at its value)
+    t_ramp: float = 20e-6
+    t_init_pulse: float = 5e-3
+    t_init_gap: float = 55e-3
+
+    def pre(self, n0: int) -> float:
+        return 5e-3 + n0 * (self.t_init_pulse + self.t_init_gap)
+
+    def step_start(self, k: int, n0: int) -> float:
+        return self.pre(n0) + k * self.t_step
+
+    def sample_time(self, k: int, n0: int) -> float:
+        return self.step_start(k + 1, n0) - 0.5e-3
+
+    def stop(self, steps: int, n0: int) -> float:
+        return self.step_start(steps, n0)
+
+
+def ladder_drive(
+    nm: NeuronMap, c: np.ndarray, b: np.ndarray, n0: int, timing: LadderTiming = LadderTiming()
+) -> NeuronDrive:
+    """Drive of one native CMRU neuron: ``n0`` set pulses (the reset state), then one frame per step.
+
+    Between steps the ladder rests with the candidate at the window centre and the widest window
+    (``|b| = B``), where every stage holds. A step with ``|b| >= 1`` moves the thresholds, pulses the
+    candidate for ``t_c``, widens the window again and returns the candidate to the centre. With
+    ``b = 0`` (a zero-width window, no neutral level) the candidate moves first and the thresholds
+    after, so the window closes on the candidate's side. An update pulse never lasts long enough
+    for the next stage to follow (~10 ms).
+    """
+    c = np.asarray(c)
+    b = np.asarray(b)
+    i_in = nm.input_current(c)
+    lo, hi = nm.threshold_currents(b)
+    w_lo, w_hi = (float(v[0]) for v in nm.threshold_currents(np.array([nm.b_max])))
+    low_level = nm.i_centre - nm.k * nm.clip
+    high_level = nm.i_centre + nm.k * nm.clip
+    cand, th_d, th_u = _Pwl(low_level), _Pwl(w_lo), _Pwl(w_hi)
+    now = 5e-3
+    for _ in range(n0):
+        cand.move(now, high_level, timing.t_ramp)
+        cand.move(now + timing.t_init_pulse, nm.i_centre, timing.t_ramp)
+        now += timing.t_init_pulse + timing.t_init_gap
+    cand.move(now, nm.i_centre, timing.t_ramp)
+    for k in range(len(c)):
+        t0 = timing.step_start(k, n0)
+        t_th, t_c = (t0, t0 + timing.t_b) if b[k] != 0 else (t0 + timing.t_b, t0)
+        th_d.move(t_th, float(lo[k]), timing.t_ramp)
+        th_u.move(t_th, float(hi[k]), timing.t_ramp)
+        cand.move(t_c, float(i_in[k]), timing.t_ramp)
+        t_end = t0 + timing.t_b + timing.t_c
+        th_d.move(t_end, w_lo, timing.t_ramp)
+        th_u.move(t_end, w_hi, timing.t_ramp)
+        cand.move(t_end + timing.t_d, nm.i_centre, timing.t_ramp)
+    return NeuronDrive(cand.t, cand.v, th_d.t, th_d.v, th_u.t, th_u.v)

@@ -1,0 +1,180 @@
+"""Bundle -> current mapping and netlist generation (no simulator)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codesign.analog import cells
+from codesign.analog.checks import default_agreement_bundle, reference_bundle
+from codesign.analog.drive import Timing, neuron_drive
+from codesign.analog.mapping import (
+    ALPHA_MAX,
+    HALF_WINDOW,
+    I_CENTRE,
+    NA,
+    THRESHOLD_TRIM,
+    accumulators,
+    golden_bits,
+    map_bundle,
+    spine,
+)
+from codesign.analog.netlist import generate_netlists, neuron_subckt
+from codesign.bundle import SpineBundle
+from codesign.bundle.random import make_random_bundle, random_integer_inputs
+from codesign.errors import CodesignError
+from codesign.golden import run_golden
+
+
+def ideal_schmitt(i_in: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """An ideal hysteretic comparator on currents: -1 until the first switch, then 0/1."""
+    q = np.full(i_in.shape, -1, dtype=np.int8)
+    cur = -1
+    for t in range(len(i_in)):
+        if i_in[t] > hi[t]:
+            cur = 1
+        elif i_in[t] < lo[t]:
+            cur = 0
+        q[t] = cur
+    return q
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_mapped_currents_reproduce_the_golden_gates_exactly(tmp_path, seed):
+    """An ideal comparator driven by the mapped currents gives the golden model's stored bit on every step."""
+    b = make_random_bundle(str(tmp_path / "b"), seed=seed, d=6, inputs=5, classes=3, cell="bmru", eps=0)
+    xq = np.stack(random_integer_inputs(b, sequences=3, steps=30, seed=seed))
+    maps = map_bundle(b, xq)
+    c, thr = accumulators(b, xq)
+    q_gold, gates = golden_bits(b, xq)
+    gold = run_golden(b, xq)
+    np.testing.assert_array_equal(gates, gold.gates)
+    for n in range(xq.shape[0]):
+        for i, m in enumerate(maps):
+            lo, hi = m.threshold_targets(thr[n, :, i])
+            q = ideal_schmitt(m.input_current(c[n, :, i]), lo, hi)
+            defined = q_gold[n, :, i] >= 0
+            np.testing.assert_array_equal(q[defined], q_gold[n, defined, i])
+            # margins: every decision is at least half a unit from its threshold
+            i_in = m.input_current(c[n, :, i])
+            assert np.all(np.minimum(abs(i_in - lo), abs(i_in - hi)) >= m.k / 2 * (1 - 1e-9))
+
+
+def test_current_ranges_and_fixed_thresholds():
+    b = default_agreement_bundle()
+    xq = np.stack(random_integer_inputs(b, sequences=2, steps=20, seed=3))
+    maps = map_bundle(b, xq)
+    assert maps[0].fixed_threshold and not any(m.fixed_threshold for m in maps[1:])
+    m0 = maps[0]
+    # |b| = 12 -> targets centre +- k (12 - 1/2) = 0.15 / 0.35 nA, divided by the trim
+    assert m0.i_down == pytest.approx((I_CENTRE - HALF_WINDOW) / THRESHOLD_TRIM)
+    assert m0.i_up == pytest.approx((I_CENTRE + HALF_WINDOW) / THRESHOLD_TRIM)
+    c, thr = accumulators(b, xq)
+    for i, m in enumerate(maps):
+        i_in = m.input_current(c[..., i])
+        assert i_in.min() >= I_CENTRE - 2 * HALF_WINDOW - 1e-15
+        assert i_in.max() <= I_CENTRE + 2 * HALF_WINDOW + 1e-15
+        lo, hi = m.threshold_currents(thr[..., i])
+        assert lo.min() >= (I_CENTRE - HALF_WINDOW) / THRESHOLD_TRIM - 1e-15  # fast-settling biases
+        assert 0 < m.i_alpha <= ALPHA_MAX
+    assert max(m.i_alpha for m in maps) == pytest.approx(ALPHA_MAX)
+
+
+def test_golden_bits_match_golden_states():
+    b, x = reference_bundle()
+    gold = run_golden(b, x)
+    q, _ = golden_bits(b, x)
+    alpha = b.weights["alpha"]
+    d = q >= 0
+    np.testing.assert_array_equal(gold.states[d], np.where(q == 1, alpha, -alpha)[d])
+    assert np.all(gold.states[~d] == 0)
+
+
+def test_eps_minus_one_is_refused(tmp_path):
+    b = make_random_bundle(str(tmp_path / "b"), seed=0, d=2, inputs=2, classes=2, cell="cmru", eps=-1)
+    with pytest.raises(CodesignError, match="eps -1"):
+        map_bundle(b)
+
+
+def test_drive_protocol_orders_phases():
+    """Candidate to the neutral level, then thresholds, then the candidate; hold after a zero threshold."""
+    b = default_agreement_bundle()
+    m = map_bundle(b, np.zeros((1, 1, 3), dtype=np.int64))[1]
+    t = Timing()
+    dr = neuron_drive(m, np.array([5, -3, 2]), np.array([0, 4, 4]), t)
+    at = lambda ts, vs, when: float(np.interp(when, ts, vs))  # noqa: E731
+    # step 1 follows a zero threshold: phase A holds the previous candidate
+    t1 = t.step_start(1)
+    assert at(dr.t_in, dr.i_in, t1 + t.t_a / 2) == pytest.approx(m.input_current(np.array([5]))[0])
+    # step 2 follows |b| = 4: phase A moves to the window centre
+    t2 = t.step_start(2)
+    assert at(dr.t_in, dr.i_in, t2 + t.t_a / 2) == pytest.approx(m.i_centre)
+    # thresholds move only in phase B
+    lo4, _ = m.threshold_currents(np.array([4]))
+    assert at(dr.t_down, dr.i_down, t1 + t.t_a + t.t_b / 2) == pytest.approx(lo4[0])
+    assert at(dr.t_in, dr.i_in, t.sample_time(2)) == pytest.approx(m.input_current(np.array([2]))[0])
+
+
+def test_generate_netlists_bmru(tmp_path):
+    b = make_random_bundle(str(tmp_path / "b"), seed=4, d=3, inputs=4, classes=2, cell="bmru", eps=0)
+    files = generate_netlists(tmp_path / "b", tmp_path / "out")
+    names = {f.name for f in files}
+    assert {
+        "cells.spice",
+        "layer.spice",
+        "tb_layer.cir",
+        "mapping.csv",
+        "README.md",
+        "models_tt.spice",
+        "neuron_000.spice",
+        "neuron_001.spice",
+        "neuron_002.spice",
+    } <= names
+    n0 = (tmp_path / "out" / "neuron_000.spice").read_text()
+    assert ".subckt neuron_000 in out vdd vddb vbb vcn vbd vbu params: I_CENTRE=250p" in n0
+    assert "bmru_cell_dyn" in n0
+    layer = (tmp_path / "out" / "layer.spice").read_text()
+    assert all(f"Xneuron_00{i}" in layer for i in range(3))
+    lib = (tmp_path / "out" / "cells.spice").read_text()
+    for sub in ("bmru_core", "bmru_core_dyn", "bmru_cell", "bmru_cell_dyn", "dpi", "bias_shared"):
+        assert f".subckt {sub} " in lib
+    assert len((tmp_path / "out" / "mapping.csv").read_text().splitlines()) == 4
+    assert spine(b).net.hidden_size == 3
+
+
+def test_generate_netlists_fixed_and_native(tmp_path):
+    b = default_agreement_bundle()
+    generate_netlists(b, tmp_path / "fixed", models=False)
+    n0 = (tmp_path / "fixed" / "neuron_000.spice").read_text()
+    assert "I_DOWN=" in n0 and "I_UP=" in n0 and "bmru_cell I_DOWN={I_DOWN}" in n0
+    assert not (tmp_path / "fixed" / "models_tt.spice").exists()
+    c = make_random_bundle(str(tmp_path / "c"), seed=0, d=2, inputs=2, classes=2, cell="cmru", eps=1)
+    generate_netlists(c, tmp_path / "native", stages=3, models=False)
+    lib = (tmp_path / "native" / "cells.spice").read_text()
+    assert ".subckt cmru_native_3 in out vdd vddb params:" in lib
+    assert ".subckt cmru_native_3_dyn in out vdd vddb vbd1 vbu1 vbd2 vbu2 params:" in lib
+    assert "cmru_native_3" in (tmp_path / "native" / "neuron_000.spice").read_text()
+
+
+def test_neuron_subckt_names_biases():
+    b = default_agreement_bundle()
+    m = map_bundle(b)[0]
+    text = neuron_subckt(m, bundle_name="x")
+    assert f"I_DOWN={cells.fmt(m.i_down)}" in text and f"I_ALPHA={cells.fmt(m.i_alpha)}" in text
+
+
+def test_fmt_and_pwl():
+    assert cells.fmt(0.35e-9) == "350p"
+    assert cells.fmt(9.2e-12) == "9.2p"
+    assert cells.fmt(0) == "0"
+    assert cells.fmt(2e-3) == "2m"
+    text = cells.pwl([0, 1e-3, 2e-3], [0, 0.25 * NA, 0.5 * NA], per_line=2)
+    assert text.startswith("PWL(0 0 0.001 250p") and "\n+ 0.002 500p)" in text
+    with pytest.raises(ValueError):
+        cells.cmru_ladder(0)
+
+
+def test_bundle_is_a_plain_value():
+    b, x = reference_bundle(b_fixed=5)
+    assert isinstance(b, SpineBundle) and x.shape == (1, 40, 1)
+    assert map_bundle(b, x)[0].b_max == 5
