@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-import importlib
-
 from torch import nn
 
 from codesign.nn.backbone import Backbone
 from codesign.nn.cmru import CMRU
 from codesign.nn.hardware import HardwareStack
+from codesign.nn.registry import CELL_TYPES, build_cell
 
-CELL_NAMES: dict[str, str] = {
-    # recipe name: class name in codesign.nn
-    "cmru": "CMRU",
-    "bmru": "BMRU",
-    "alphacmru": "AlphaCMRU",
-    "mingru": "MinGRU",
-    "lru": "LRU",
-    "mgrade": "MGRADELayer",
-    "hsru": "HSRU",
-    "sugru": "SelectiveUpdateGRU",
-    "sumingru": "SelectiveUpdateMinGRU",
-    "lstm": "torch.nn.LSTM",
-    "gru": "torch.nn.GRU",
-}
+BASELINES = ("lstm", "gru")
+"""torch.nn recurrent baselines usable in the backbone (the papers' LSTM / GRU comparisons)."""
+
+CELL_NAMES: tuple[str, ...] = (*CELL_TYPES, *BASELINES)
 CMRU_FAMILY = ("cmru", "bmru", "alphacmru")
 
 
 def cell_class(name: str):
-    if name in ("lstm", "gru"):
+    """Constructor ``(input_size, hidden_size, **options)`` of a recipe's cell name."""
+    if name in BASELINES:
         return lambda input_size, hidden_size, **kw: TorchRNN(name, input_size, hidden_size, **kw)
-    module = importlib.import_module("codesign.nn")
-    try:
-        return getattr(module, CELL_NAMES[name])
-    except AttributeError:
-        raise ValueError(f"cell {name!r} ({CELL_NAMES[name]}) is not available in codesign.nn") from None
+    return lambda input_size, hidden_size, **kw: build_cell(name, input_size, hidden_size, **kw)
 
 
 def cell_kwargs(spec, name: str) -> dict:

@@ -103,7 +103,9 @@ class ModelSpec(_Strict):
                     raise ValueError(f"hardware layer {layer} needs a size")
         allowed = ("last", "sum") if self.arch == "hardware" else ("last", "mean", "none")
         if self.pooling not in allowed:
-            raise ValueError(f"pooling {self.pooling!r} is not available for arch {self.arch!r}; use one of {allowed}")
+            raise ValueError(
+                f"pooling {self.pooling!r} is not available for arch {self.arch!r}; use one of {allowed}"
+            )
         if self.cells is not None and len(self.cells) != self.blocks:
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
