@@ -28,8 +28,3 @@ def accumulator_bits(n_inputs: int, weight_bits: int, input_bits: int, bias_bits
 def saturate(values: np.ndarray, bits: int) -> np.ndarray:
     lo, hi = signed_range(bits)
     return np.clip(values, lo, hi)
-
-
-def fits(values: np.ndarray, bits: int) -> bool:
-    lo, hi = signed_range(bits)
-    return bool(values.size == 0 or (values.min() >= lo and values.max() <= hi))

@@ -10,7 +10,6 @@ power-of-two grids).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -267,6 +266,3 @@ class HardwareStack(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.read(self.states(x))
-
-    def input_frac_hint(self) -> int:  # pragma: no cover - informational
-        return int(math.log2(1))
