@@ -146,7 +146,7 @@ class HardwareHSRU(nn.Module):
         v = self.potentials(x) - self.theta
         hard = (v >= 0).to(v.dtype)
         soft = torch.sigmoid(self.slope * v)  # fast surrogate: straight through the sigmoid's slope
-        spikes = hard + soft - soft.detach()
+        spikes = hard + (soft - soft.detach())  # exactly 0 or 1 forward; grouping keeps it exact
         d = xor_scan(spikes, h0)
         return d, d[:, -1]
 
