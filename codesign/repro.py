@@ -96,6 +96,27 @@ def claims() -> dict[str, Claim]:
             columns={f"L={n}": {"test_min_length": n, "test_max_length": n} for n in (100, 400)},
         ),
         Claim(
+            "parity_eps_hardware",
+            "Parity on the hardware profile (one CMRU layer, d = 2, linear readout): eps = -1 vs eps >= 0",
+            "CMRU Table 8 (same claim, deployable network instead of the backbone)",
+            "hardware profile instead of the backbone; trained on lengths 20-60, tested at 100 and 400; "
+            "2 seeds; 600 iterations at lr 1e-2",
+            [
+                Variant(
+                    label,
+                    _recipe(
+                        f"parity_hw_{eps}",
+                        parity_task,
+                        {"arch": "hardware", "cell": "cmru", "hidden_size": 2, "eps": eps},
+                        {"iterations": 600, "lr": 1e-2},
+                    ),
+                    paper,
+                )
+                for label, _, eps, paper in parity_rows
+            ],
+            columns={f"L={n}": {"test_min_length": n, "test_max_length": n} for n in (100, 400)},
+        ),
+        Claim(
             "copy_first_discrete",
             "Copy-first-input, discrete, 15 classes, d = 4",
             "CMRU Table 16",
