@@ -40,6 +40,14 @@ def write_bytes(target: str | Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+def write_npy(target: str | Path, array) -> None:
+    """``numpy.save`` without pickles, atomically."""
+    import numpy as np
+
+    with atomic_path(target) as tmp, tmp.open("wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a fresh temporary directory; it replaces ``target`` as a whole on success."""

@@ -254,7 +254,7 @@ def golden(
     ] = "classes",
 ) -> None:
     """Run the golden integer model on inputs; write predicted classes, logits or states."""
-    from codesign.atomic import atomic_path
+    from codesign.atomic import write_npy
     from codesign.bundle import load_bundle
     from codesign.golden import quantize_inputs, run_golden
 
@@ -267,8 +267,7 @@ def golden(
         result = run_golden(b, xq)
     except CodesignError as err:
         raise CodesignError(str(err), path=inputs) from None
-    with atomic_path(out) as tmp, tmp.open("wb") as fh:
-        np.save(fh, getattr(result, output))
+    write_npy(out, getattr(result, output))
     console.print(f"golden: {len(result.classes)} sequences x {xq.shape[1]} steps -> {out} ({output})")
 
 

@@ -10,18 +10,12 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from codesign.atomic import atomic_path
+from codesign.atomic import write_npy
 from codesign.train import load_recipe, train
 from codesign.train.trainer import make_recipe_task
-
-
-def save_npy(path: Path, array: np.ndarray) -> None:
-    with atomic_path(path) as tmp, tmp.open("wb") as fh:
-        np.save(fh, array)
 
 
 def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, console: Console) -> int:
@@ -55,8 +49,8 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     t = time.monotonic()
     task = make_recipe_task(recipe)
     x_test, y_test = task.split("test", recipe.seed)
-    save_npy(out / "test_inputs.npy", x_test[:sequences].numpy())
-    save_npy(out / "test_labels.npy", y_test[:sequences].numpy())
+    write_npy(out / "test_inputs.npy", x_test[:sequences].numpy())
+    write_npy(out / "test_labels.npy", y_test[:sequences].numpy())
     console.print(f"[bold]4/4 sim[/] {sequences} test sequences under Icarus")
     sim = run_sim(
         build_dir, "icarus", vectors=sequences, inputs=out / "test_inputs.npy", labels=out / "test_labels.npy"

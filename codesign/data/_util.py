@@ -33,3 +33,27 @@ def check(condition: bool, task: str, message: str) -> None:
     """Raise a one-line :class:`CodesignError` about a task option unless ``condition`` holds."""
     if not condition:
         raise CodesignError(f"task {task!r}: {message}")
+
+
+class FixedSplits:
+    """``sample`` and ``split`` for datasets with fixed train / val / test arrays.
+
+    A subclass provides ``_split_arrays(name) -> (x, y)``; batches are drawn with replacement from
+    the training split, and ``split`` ignores the run seed (the splits are fixed by the options).
+    """
+
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError  # each dataset says where its arrays live
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` training sequences drawn with replacement."""
+        x, y = self._split_arrays("train")
+        idx = torch.randint(0, len(y), (n,), generator=generator)
+        return x[idx], y[idx]
+
+    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``train``, ``val`` or ``test`` (fixed by the options: ``seed`` is not used)."""
+        if name not in ("train", "val", "test"):
+            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
+        x, y = self._split_arrays(name)
+        return x.clone(), y.clone()

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from codesign.data._util import check
+from codesign.data._util import FixedSplits, check
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
 
 
 @dataclass(frozen=True)
-class MNIST1D:
+class MNIST1D(FixedSplits):
     kind = "classification"
     target = "last"
 
@@ -84,14 +84,5 @@ class MNIST1D:
     def length(self) -> int:
         return 40
 
-    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y = self._data()["train"]
-        idx = torch.randint(0, len(y), (n,), generator=generator)
-        return x[idx], y[idx]
-
-    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``train``, ``val`` or ``test`` (fixed by the options: ``seed`` is not used)."""
-        if name not in ("train", "val", "test"):
-            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
-        x, y = self._data()[name]
-        return x.clone(), y.clone()
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._data()[name]

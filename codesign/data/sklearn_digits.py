@@ -14,13 +14,14 @@ from typing import Literal
 import numpy as np
 import torch
 
+from codesign.data._util import FixedSplits
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
 
 
 @dataclass(frozen=True)
-class SklearnDigits:
+class SklearnDigits(FixedSplits):
     kind = "classification"
     target = "last"
 
@@ -69,14 +70,5 @@ class SklearnDigits:
     def length(self) -> int:
         return 8 if self.steps == "rows" else 64
 
-    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y = self._data()["train"]
-        idx = torch.randint(0, len(y), (n,), generator=generator)
-        return x[idx], y[idx]
-
-    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``train``, ``val`` or ``test`` (fixed by the options: ``seed`` is not used)."""
-        if name not in ("train", "val", "test"):
-            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
-        x, y = self._data()[name]
-        return x.clone(), y.clone()
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._data()[name]

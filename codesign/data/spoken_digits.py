@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from codesign.data._util import check
+from codesign.data._util import FixedSplits, check
 from codesign.errors import CodesignError
 
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -438,7 +438,7 @@ def _listing(root: Path, words: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 @dataclass(frozen=True)
-class SpeechCommandsDigits:
+class SpeechCommandsDigits(FixedSplits):
     kind = "classification"
     target = "last"
 
@@ -620,17 +620,8 @@ class SpeechCommandsDigits:
             }
         return _CACHE[key]
 
-    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y = self._sets()["train"]
-        idx = torch.randint(0, len(y), (n,), generator=generator)
-        return x[idx], y[idx]
-
-    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``train``, ``val`` or ``test`` (fixed by the folder's lists: ``seed`` is not used)."""
-        if name not in ("train", "val", "test"):
-            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
-        x, y = self._sets()[name]
-        return x.clone(), y.clone()
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._sets()[name]
 
 
 _CACHE: dict[object, object] = {}

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from codesign.data._util import check
+from codesign.data._util import FixedSplits, check
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
@@ -92,7 +92,7 @@ def _sort_key(label: str):
 
 
 @dataclass(frozen=True)
-class UEADataset:
+class UEADataset(FixedSplits):
     kind = "classification"
     target = "last"
 
@@ -173,18 +173,9 @@ class UEADataset:
     def length(self) -> int:
         return int(self._data()["width"])
 
-    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """``n`` training series drawn with replacement."""
-        x, _, y = self._data()["sets"]["train"]
-        idx = torch.randint(0, len(y), (n,), generator=generator)
-        return x[idx], y[idx]
-
-    def split(self, name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``train``, ``val`` or ``test`` (all fixed: ``seed`` is not used)."""
-        if name not in ("train", "val", "test"):
-            raise CodesignError(f"unknown split {name!r}; splits: train, val, test")
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
         x, _, y = self._data()["sets"][name]
-        return x.clone(), y.clone()
+        return x, y
 
     def lengths(self, name: str) -> torch.Tensor:
         """True (unpadded) length of each series of a split."""

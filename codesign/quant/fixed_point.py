@@ -31,3 +31,12 @@ def quantize(x: torch.Tensor, frac: int | torch.Tensor, bits: int) -> torch.Tens
     lo, hi = signed_range(bits)
     scale = torch.pow(2.0, torch.as_tensor(frac, dtype=torch.float64))
     return torch.floor(x.double() * scale + 0.5).clamp(lo, hi).to(torch.int64)
+
+
+def quantize_input(x: torch.Tensor, bits: int, frac: int) -> torch.Tensor:
+    """The input quantizer in torch (float64 values on the ``2**-frac`` grid, saturated to ``bits``).
+
+    Same rule as :func:`codesign.golden.model.quantize_inputs`, written independently in torch so
+    the deployed model and the golden model check each other.
+    """
+    return quantize(x, frac, bits).double() * 2.0**-frac

@@ -31,7 +31,7 @@ from codesign.errors import CodesignError
 from codesign.intmath import signed_range
 from codesign.nn.cmru import CMRU, AlphaCMRU
 from codesign.nn.hardware import HardwareStack, LayerQuant, layer_sequential
-from codesign.quant.fixed_point import pow2_frac, quantize
+from codesign.quant.fixed_point import pow2_frac, quantize, quantize_input
 
 SHIFT_RANGE = signed_range(7)
 
@@ -97,10 +97,7 @@ def quantize_stack(
     model = copy.deepcopy(model).double().eval()
     weights: dict[str, np.ndarray] = {}
     layers: list[LayerSpec] = []
-    x = (
-        torch.floor(calibration.double() * 2.0**input_frac + 0.5).clamp(*signed_range(input_bits))
-        * 2.0**-input_frac
-    )
+    x = quantize_input(calibration, input_bits, input_frac)
     in_frac = input_frac
     for index, (front, cell, spec) in enumerate(
         zip(model.fronts, model.cells, model.layer_specs, strict=True)
@@ -232,7 +229,7 @@ class DeployedStack(torch.nn.Module):
 
     def quantize_input(self, x: torch.Tensor) -> torch.Tensor:
         f = self.bundle.manifest.input
-        return torch.floor(x.double() * 2.0**f.frac + 0.5).clamp(*signed_range(f.bits)) * 2.0**-f.frac
+        return quantize_input(x, f.bits, f.frac)
 
     @torch.no_grad()
     def trace(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:

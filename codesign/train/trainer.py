@@ -104,18 +104,6 @@ def lr_factor(it: int, spec) -> float:
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-@torch.no_grad()
-def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
-    """Fraction of sequences whose argmax matches the label (classification, last-step label)."""
-    was_training = model.training
-    model.eval()
-    correct = 0
-    for i in range(0, len(x), batch):
-        correct += (model(x[i : i + batch]).argmax(-1) == y[i : i + batch]).sum().item()
-    model.train(was_training)
-    return correct / max(1, len(x))
-
-
 def plain_state(model: torch.nn.Module) -> dict:
     """State dict with fake-quantized weights baked in (loadable into the plain architecture).
 
