@@ -83,12 +83,13 @@ def quantize(
     bits: Annotated[int, typer.Option(help="weight width to fine-tune for")],
     out: Annotated[Path, typer.Option("--out", help="run directory of the fine-tuned model")],
     iterations: Annotated[int, typer.Option(help="fine-tuning iterations")] = 300,
+    lr: Annotated[float, typer.Option(help="fine-tuning learning rate (warmup, cosine)")] = 2e-4,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Quantization-aware fine-tuning: continue a run with fake-quantized weights; export RUN_Q after."""
     from codesign.quant.sweep import quantize_run
 
-    result = quantize_run(run, out, bits, iterations, progress=not quiet)
+    result = quantize_run(run, out, bits, iterations, progress=not quiet, lr=lr)
     console.print(
         f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}"
     )
@@ -102,6 +103,7 @@ def sweep(
     qat_iterations: Annotated[
         int, typer.Option(help="QAT fine-tuning per width (0: post-training only)")
     ] = 0,
+    qat_lr: Annotated[float, typer.Option(help="QAT fine-tuning learning rate")] = 2e-4,
     out: Annotated[
         Path | None, typer.Option(help="markdown table (default models/results/quant_<recipe>.md)")
     ] = None,
@@ -116,7 +118,13 @@ def sweep(
     recipe, _, _ = load_run(run)
     target = out or Path("models/results") / f"quant_{recipe.name}.md"
     path = run_sweep(
-        run, widths, qat_iterations=qat_iterations, out=target, work=Path(run) / "sweep", console=console
+        run,
+        widths,
+        qat_iterations=qat_iterations,
+        qat_lr=qat_lr,
+        out=target,
+        work=Path(run) / "sweep",
+        console=console,
     )
     console.print(f"-> {path}")
 

@@ -39,3 +39,16 @@ def test_cmru_rows_share_a_scale_and_bake_into_plain_weights() -> None:
             assert torch.equal(row * 2.0**f, (row * 2.0**f).round())
     plain = HardwareStack(3, 2, [{"cell": "cmru", "size": 4}])
     plain.load_state_dict(state)  # no parametrization keys left
+
+
+def test_qat_feeds_the_model_inputs_on_the_deployed_input_grid() -> None:
+    """Fine-tuning must see the inputs the hardware sees (8 bits, 2**-5 grid, saturated)."""
+    torch.manual_seed(0)
+    model = HardwareStack(3, 2, [{"cell": "cmru", "size": 4}])
+    seen: list[torch.Tensor] = []
+    model.cells[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].detach().clone()))
+    add_fake_quant(model, 8, 6, input_frac=5, input_bits=8)
+    x = torch.tensor([[[0.01, 0.02, 5.0], [-0.03, -9.0, 1.0 / 3.0]]])
+    model(x)
+    expected = torch.tensor([[[0.0, 1 / 32, 127 / 32], [-1 / 32, -4.0, 11 / 32]]])
+    assert seen[0].dtype == x.dtype and torch.equal(seen[0], expected)

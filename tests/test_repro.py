@@ -1,5 +1,6 @@
 """Reproduction machinery: tables with mean [min; max] over seeds, runs reused on a second call."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,14 @@ def test_tiny_claim_writes_table_and_reuses_runs(tmp_path: Path, monkeypatch: py
     mtime = (tmp_path / "runs" / "tiny" / "CMRU_eps-1" / "seed0" / "best.pt").stat().st_mtime
     repro.run_repro(["tiny"], seeds=[0, 1], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console)
     assert (tmp_path / "runs" / "tiny" / "CMRU_eps-1" / "seed0" / "best.pt").stat().st_mtime == mtime
+
+    # an edited claim must not be scored with the runs of its old recipe
+    tiny.variants[0].recipe["train"]["iterations"] = 5
+    repro.run_repro(["tiny"], seeds=[0], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console)
+    run = tmp_path / "runs" / "tiny" / "CMRU_eps-1" / "seed0"
+    assert "iterations: 5" in (run / "recipe.yaml").read_text()
+    assert json.loads((run / "summary.json").read_text())["iterations"] == 5
+    assert (run.parent / "seed0.stale" / "best.pt").is_file()
 
 
 def test_unknown_claim_refused(tmp_path: Path) -> None:

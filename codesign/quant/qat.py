@@ -72,13 +72,32 @@ class FakeQuantBias(nn.Module):
         return b + (q - b).detach()
 
 
+class _InputGrid:
+    """Forward pre-hook: the model's input on the deployed input format (data, so no gradient)."""
+
+    def __init__(self, bits: int, frac: int) -> None:
+        self.bits, self.frac = bits, frac
+
+    def __call__(self, module: nn.Module, args: tuple) -> tuple:
+        from codesign.quant.fixed_point import quantize_input
+
+        x, *rest = args
+        return (quantize_input(x, self.bits, self.frac).to(x.dtype), *rest)
+
+
 def add_fake_quant(
-    model: nn.Module, weight_bits: int, alpha_bits: int | None = None, input_frac: int | None = None
+    model: nn.Module,
+    weight_bits: int,
+    alpha_bits: int | None = None,
+    input_frac: int | None = None,
+    input_bits: int | None = None,
 ) -> nn.Module:
     """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
 
     With ``input_frac`` the first layer's CMRU biases are put on their accumulator grid as well
-    (deeper layers' input grids are only known at export, from calibration).
+    (deeper layers' input grids are only known at export, from calibration). With ``input_bits``
+    too, the inputs are put on the deployed input grid (``2**-input_frac``, saturated to
+    ``input_bits``) before every forward pass, so fine-tuning sees the inputs the hardware sees.
     """
     from codesign.nn.cmru import CMRU
 
@@ -105,6 +124,8 @@ def add_fake_quant(
             done |= {id(cand), id(thr)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
+    if input_frac is not None and input_bits is not None:
+        model.register_forward_pre_hook(_InputGrid(input_bits, input_frac))
     readout = getattr(model, "readout", None)
     for module in model.modules():
         if isinstance(module, nn.Linear) and id(module) not in done:

@@ -18,8 +18,11 @@ from codesign.quant.export import bundle_from_model, golden_accuracy
 from codesign.train.recipe import Recipe, parse_recipe
 from codesign.train.trainer import RECIPE_FILE, evaluate, load_run, make_recipe_task, train
 
+QAT_LR = 2e-4
+"""Default fine-tuning learning rate: small, so 8-bit fine-tuning stays near the float optimum."""
 
-def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int) -> Recipe:
+
+def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int, lr: float = QAT_LR) -> Recipe:
     """The recipe that fine-tunes ``run_dir`` with ``bits``-bit fake-quantized weights."""
     data = recipe.model_dump(mode="json")
     data["name"] = f"{recipe.name}_qat{bits}"
@@ -35,16 +38,18 @@ def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int) -> Rec
         "init_from": str(run_dir),
         "qat_bits": bits,
         "iterations": iterations,
-        "lr": 2e-4,
+        "lr": lr,
         "warmup": 0.05,
         "max_seconds": None,
     }
     return parse_recipe(data)
 
 
-def quantize_run(run_dir: Path, out: Path, bits: int, iterations: int, progress: bool = True):
+def quantize_run(
+    run_dir: Path, out: Path, bits: int, iterations: int, progress: bool = True, lr: float = QAT_LR
+):
     recipe, _, _ = load_run(run_dir)
-    return train(qat_recipe(Path(run_dir), recipe, bits, iterations), out, progress=progress)
+    return train(qat_recipe(Path(run_dir), recipe, bits, iterations, lr), out, progress=progress)
 
 
 def with_bits(recipe: Recipe, bits: int):
@@ -57,7 +62,16 @@ def with_bits(recipe: Recipe, bits: int):
     )
 
 
-def sweep(run_dir: Path, widths: list[int], *, qat_iterations: int, out: Path, work: Path, console) -> Path:
+def sweep(
+    run_dir: Path,
+    widths: list[int],
+    *,
+    qat_iterations: int,
+    out: Path,
+    work: Path,
+    console,
+    qat_lr: float = QAT_LR,
+) -> Path:
     t0 = time.monotonic()
     recipe, model, _ = load_run(run_dir)
     task = make_recipe_task(recipe)
@@ -68,8 +82,8 @@ def sweep(run_dir: Path, widths: list[int], *, qat_iterations: int, out: Path, w
         ptq, _ = golden_accuracy(bundle_from_model(model, recipe, task, with_bits(recipe, bits)), task, x, y)
         qat = ""
         if qat_iterations:
-            qdir = work / f"qat{bits}"
-            quantize_run(run_dir, qdir, bits, qat_iterations, progress=False)
+            qdir = work / f"qat{bits}-{qat_iterations}it-lr{qat_lr:g}"  # one run per setting: reruns reuse
+            quantize_run(run_dir, qdir, bits, qat_iterations, progress=False, lr=qat_lr)
             qrecipe = parse_recipe(yaml.safe_load((qdir / RECIPE_FILE).read_text()))
             _, qmodel, _ = load_run(qdir)
             acc, _ = golden_accuracy(bundle_from_model(qmodel, qrecipe, task), task, x, y)
@@ -86,7 +100,9 @@ def sweep(run_dir: Path, widths: list[int], *, qat_iterations: int, out: Path, w
         "|---|---|---|",
         *[f"| {a} | {b} | {c} |" for a, b, c in rows],
         "",
-        f"Made by: `codesign sweep {run_dir} --bits {','.join(map(str, widths))} --qat-iterations {qat_iterations}` "
+        f"Made by: `codesign sweep {run_dir} --bits {','.join(map(str, widths))} --qat-iterations {qat_iterations}"
+        + (f" --qat-lr {qat_lr:g}" if qat_lr != QAT_LR else "")
+        + "` "
         f"({time.monotonic() - t0:.0f} s).",
         "",
     ]

@@ -165,9 +165,14 @@ def load_run(run_dir: str | Path) -> tuple[Recipe, torch.nn.Module, dict]:
     return recipe, model, summary
 
 
+def recipe_text(recipe: Recipe) -> str:
+    """The recipe as a run directory stores it (``recipe.yaml``)."""
+    return yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+
+
 def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
     """Create the run dir or check it holds the same recipe. Returns True when resuming."""
-    text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+    text = recipe_text(recipe)
     existing = run_dir / RECIPE_FILE
     if existing.is_file():
         if existing.read_text() != text:
@@ -192,7 +197,8 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     if spec.qat_bits is not None:
         from codesign.quant.qat import add_fake_quant
 
-        add_fake_quant(model, spec.qat_bits, recipe.quant.layer.alpha_bits, recipe.quant.input.frac)
+        q = recipe.quant
+        add_fake_quant(model, spec.qat_bits, q.layer.alpha_bits, q.input.frac, q.input.bits)
     metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
