@@ -104,6 +104,9 @@ def sweep(
         int, typer.Option(help="QAT fine-tuning per width (0: post-training only)")
     ] = 0,
     qat_lr: Annotated[float, typer.Option(help="QAT fine-tuning learning rate")] = 2e-4,
+    qat_scratch: Annotated[
+        bool, typer.Option(help="also train the recipe from scratch with fake-quantized weights per width")
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="markdown table (default models/results/quant_<recipe>.md)")
     ] = None,
@@ -122,6 +125,7 @@ def sweep(
         widths,
         qat_iterations=qat_iterations,
         qat_lr=qat_lr,
+        qat_scratch=qat_scratch,
         out=target,
         work=Path(run) / "sweep",
         console=console,
@@ -382,7 +386,10 @@ def rtl(
 def sim(
     build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl`")],
     simulator: Annotated[str, typer.Option("--sim", help="icarus or verilator")] = "icarus",
-    vectors: Annotated[int, typer.Option(help="random sequences when --inputs is not given")] = 20,
+    vectors: Annotated[
+        int | None,
+        typer.Option(help="sequences: random ones (default 20), or the first N of --inputs (default all)"),
+    ] = None,
     seed: Annotated[int, typer.Option(help="seed of the random sequences")] = 0,
     inputs: Annotated[Path | None, typer.Option(help=".npy inputs (N, T, M), float or integer")] = None,
     labels: Annotated[Path | None, typer.Option(help=".npy labels (N,) for an accuracy figure")] = None,
@@ -392,6 +399,8 @@ def sim(
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if vectors is None:
+        vectors = 0 if inputs is not None else 20
     report = run_sim(build, simulator, vectors=vectors, seed=seed, inputs=inputs, labels=labels)
     console.print(report.summary_line(), highlight=False)
     if report.mismatches:

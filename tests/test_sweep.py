@@ -20,9 +20,9 @@ RECIPE = {
 def _rows(text: str) -> dict[str, list[str]]:
     rows = {}
     for line in text.splitlines():
-        m = re.match(r"\| (float|\d-bit weights) \| ([\d.]*) \| ([\d.]*) \|", line)
+        m = re.match(r"\| (float|\d-bit weights) \|(.*)\|$", line)
         if m:
-            rows[m[1]] = [m[2], m[3]]
+            rows[m[1]] = [v.strip() for v in m[2].split("|") if v.strip()]
     return rows
 
 
@@ -37,6 +37,17 @@ def test_sweep_writes_every_width_and_reruns_with_other_qat_budgets(tmp_path: Pa
         assert all(0.0 <= float(v) <= 100.0 for v in rows[label])
     assert "--qat-iterations 4" in out.read_text()
     # another QAT budget is another fine-tuning run, not a clash with the first one's directory
-    out = sweep(run, [3], qat_iterations=6, out=tmp_path / "q.md", work=run / "sweep", console=console)
-    assert list(_rows(out.read_text())) == ["float", "3-bit weights"]
+    out = sweep(
+        run,
+        [3],
+        qat_iterations=6,
+        qat_scratch=True,
+        out=tmp_path / "q.md",
+        work=run / "sweep",
+        console=console,
+    )
+    text = out.read_text()
+    assert list(_rows(text)) == ["float", "3-bit weights"] and "QAT from scratch (20 iterations)" in text
+    assert all(0.0 <= float(v) <= 100.0 for v in _rows(text)["3-bit weights"])
+    assert "--qat-scratch" in text and (run / "sweep" / "scratch3" / "best.pt").is_file()
     assert (run / "sweep" / "qat3-4it-lr0.0002").is_dir() and (run / "sweep" / "qat3-6it-lr0.0002").is_dir()

@@ -121,6 +121,7 @@ def test_float_inputs_are_quantized_and_labels_give_accuracy(cmru_build, tmp_pat
     )
     assert report.ok and report.sequences == 4
     assert report.accuracy == pytest.approx(0.75)
+    assert report.summary_line() == "bit-exact: 4/4 sequences, 0 mismatches; RTL accuracy 0.7500"
 
 
 def test_missing_icarus_names_the_install_command(monkeypatch):
@@ -140,3 +141,17 @@ def test_integer_inputs_outside_the_format_are_refused(cmru_build, tmp_path):
     np.save(tmp_path / "x.npy", np.full((1, 2, 3), 1000, dtype=np.int64))
     with pytest.raises(CodesignError, match=r"x\.npy: integer inputs must lie in the 8-bit input format"):
         run_sim(cmru_build, sim="icarus", inputs=tmp_path / "x.npy")
+
+
+@pytest.mark.sim
+def test_cli_sim_takes_every_sequence_of_an_input_file(cmru_build, tmp_path):
+    """`codesign sim --inputs` used to stop silently at the random-vector default (20)."""
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    x = np.random.default_rng(1).integers(-3, 4, size=(23, 3, 3)).astype(np.float64)
+    np.save(tmp_path / "x.npy", x)
+    res = CliRunner().invoke(app, ["sim", str(cmru_build), "--inputs", str(tmp_path / "x.npy")])
+    assert res.exit_code == 0, res.output
+    assert "bit-exact: 23/23 sequences, 0 mismatches" in res.output

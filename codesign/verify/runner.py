@@ -60,7 +60,8 @@ class SimReport:
     def summary_line(self) -> str:
         """``bit-exact: N/N sequences, 0 mismatches`` on success, else the first mismatch."""
         if self.ok:
-            return f"bit-exact: {self.sequences}/{self.sequences} sequences, 0 mismatches"
+            line = f"bit-exact: {self.sequences}/{self.sequences} sequences, 0 mismatches"
+            return line if self.accuracy is None else f"{line}; RTL accuracy {self.accuracy:.4f}"
         return self.first_mismatch or f"{self.mismatches} mismatches"
 
     def to_dict(self) -> dict:
