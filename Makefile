@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim rtl analog lint doctor clean
+.PHONY: help setup demo test sim rtl analog bench lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -34,6 +34,10 @@ rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 
 analog: setup ## long analog characterisation (ngspice, sky130): report in analog/report/
 	$(VENV)/bin/codesign analog-check --out analog/report --netlists analog/netlists
+
+bench: setup ## scan and cell speed figures as JSON (installs the mingru-pytorch comparison first)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(VENV)/bin/codesign bench scan
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)
