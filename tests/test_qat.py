@@ -1,5 +1,6 @@
 """QAT: the grid seen in training is exactly the grid the export rounds to."""
 
+import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,3 +53,61 @@ def test_qat_feeds_the_model_inputs_on_the_deployed_input_grid() -> None:
     model(x)
     expected = torch.tensor([[[0.0, 1 / 32, 127 / 32], [-1 / 32, -4.0, 11 / 32]]])
     assert seen[0].dtype == x.dtype and torch.equal(seen[0], expected)
+
+
+def test_every_cmru_bias_and_dcls_weight_trains_on_its_export_grid() -> None:
+    """Deeper layers and DCLS fronts too: baked QAT values survive the export's rounding unchanged."""
+    from codesign.bundle.io import Bundle, check_weights
+    from codesign.quant.stack import deployed_from_bundle, quantize_stack
+
+    torch.manual_seed(3)
+    layers = [
+        {"cell": "cmru", "size": 16, "eps": 1.0, "dcls": {"taps": 2, "span": 4}},
+        {"cell": "bmru", "size": 12},
+        {"cell": "cmru", "size": 16, "eps": -1.0, "dcls": {"taps": 2, "span": 3}},
+    ]
+    model = HardwareStack(3, 2, layers)
+    with torch.no_grad():
+        for cell in model.cells:
+            cell.alpha.mul_(torch.rand(()) * 3)
+            cell.candidate.bias.normal_(0, 0.7)
+            cell.threshold.bias.normal_(0, 0.7)
+    add_fake_quant(model, 4, 6, input_frac=3, input_bits=8, dcls_weight_bits=5)
+    plain = HardwareStack(3, 2, layers)
+    plain.load_state_dict(plain_state(model))
+    manifest, weights = quantize_stack(
+        plain,
+        name="q",
+        input_bits=8,
+        input_frac=3,
+        layer_formats=[{"weight_bits": 4, "alpha_bits": 6, "dcls_weight_bits": 5}] * 3,
+        readout_formats={"weight_bits": 4},
+        calibration=torch.randn(4, 7, 3),
+    )
+    bundle = Bundle(manifest, check_weights(manifest, weights))
+    for index in range(3):
+        # not coarser either: with 32 random biases per layer some integer code is odd
+        codes = np.concatenate([bundle.layer_weights(index)[k] for k in ("b_cand", "b_thr")])
+        assert (codes % 2 == 1).any(), f"layer {index}: QAT used a coarser bias grid than the export"
+    deployed = deployed_from_bundle(bundle).model
+
+    def same_up_to_one_power_of_two(got: torch.Tensor, want: torch.Tensor) -> bool:
+        """The deployed model keeps rows on their accumulator scale: equal up to 2**k per row."""
+        k = want.abs().argmax()
+        scale = got.flatten()[k] / want.flatten()[k]
+        return bool(torch.log2(scale) == torch.log2(scale).round()) and torch.equal(got, want * scale)
+
+    for index, (ours, theirs) in enumerate(zip(plain.cells, deployed.cells, strict=True)):
+        # the deployed DCLS keeps integer weights, so what reaches the cell is scaled by 2**e_d
+        front_ours, front_theirs = plain.fronts[index], deployed.fronts[index]
+        dscale = 1.0
+        if hasattr(front_ours, "weight"):
+            w_ours, w_theirs = front_ours.weight.detach().double(), front_theirs.weight.detach().double()
+            assert same_up_to_one_power_of_two(w_theirs, w_ours), f"layer {index} DCLS weights"
+            dscale = float(w_theirs.abs().max() / w_ours.abs().max())
+        for name in ("candidate", "threshold"):
+            a, b = getattr(ours, name), getattr(theirs, name)
+            for i in range(a.weight.shape[0]):
+                row_ours = torch.cat([a.weight[i], a.bias[i : i + 1]]).detach().double()
+                row_theirs = torch.cat([b.weight[i], b.bias[i : i + 1] / dscale]).detach().double()
+                assert same_up_to_one_power_of_two(row_theirs, row_ours), (index, name, i)

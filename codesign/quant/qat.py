@@ -9,9 +9,13 @@ the accuracy lost by post-training rounding at 4 bits and below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
+
+from codesign.quant.fixed_point import pow2_frac
 
 
 def _pow2_scale(m: torch.Tensor, bits: int) -> torch.Tensor:
@@ -60,10 +64,16 @@ class FakeQuantBias(nn.Module):
     removes that surprise.
     """
 
-    def __init__(self, bits: int, input_frac: int, rows) -> None:
+    def __init__(self, bits: int, input_frac: int | Callable[[], int], rows) -> None:
         super().__init__()
-        self.bits, self.input_frac = bits, input_frac
+        self.bits = bits
+        # a callable when the grid follows other parameters (the previous layer's alpha)
+        self._input_frac = [input_frac if callable(input_frac) else (lambda: input_frac)]
         self._rows = [rows]
+
+    @property
+    def input_frac(self) -> int:
+        return self._input_frac[0]()
 
     def forward(self, b: torch.Tensor) -> torch.Tensor:
         m = torch.stack([w().detach().abs().amax(dim=-1) for w in self._rows[0]]).amax(dim=0)
@@ -85,24 +95,68 @@ class _InputGrid:
         return (quantize_input(x, self.bits, self.frac).to(x.dtype), *rest)
 
 
+def _input_fracs(
+    model: nn.Module, alpha_bits: int | None, input_frac: int | None, dcls_weight_bits: int
+) -> dict[int, Callable[[], int]]:
+    """For each cell whose accumulator grid is known before export: ``id(cell) -> z_frac()``.
+
+    The grid of layer ``k``'s accumulators is ``2**-(e_i + z_frac)`` with ``z_frac`` the
+    fractional bits of what reaches it: the input format for layer 0; a CMRU/BMRU layer's state
+    grid (set by its alpha, ``pow2_frac(max |alpha|, alpha_bits)``) for the next layer; plus the
+    DCLS weight scale behind a delay front end. Grids that come from calibration (after an
+    alphaCMRU, minGRU or HSRU layer) are only known at export and are left out.
+    """
+    from codesign.nn.cmru import CMRU, AlphaCMRU
+    from codesign.nn.dcls import DCLS1d
+
+    cells = list(getattr(model, "cells", []))
+    fronts = list(getattr(model, "fronts", [None] * len(cells)))
+    out: dict[int, Callable[[], int]] = {}
+    for index, (front, cell) in enumerate(zip(fronts, cells, strict=True)):
+        if index == 0:
+            if input_frac is None:
+                continue
+            base: Callable[[], int] = lambda f=input_frac: f  # noqa: E731
+        else:
+            prev = cells[index - 1]
+            if not isinstance(prev, CMRU) or isinstance(prev, AlphaCMRU) or alpha_bits is None:
+                continue
+            base = lambda prev=prev: pow2_frac(float(prev.alpha.detach().abs().max()), alpha_bits)  # noqa: E731
+        if isinstance(front, DCLS1d):
+            out[id(cell)] = lambda base=base, front=front: (
+                base() + pow2_frac(float(front.weight.detach().abs().max()), dcls_weight_bits)
+            )
+        else:
+            out[id(cell)] = base
+    return out
+
+
 def add_fake_quant(
     model: nn.Module,
     weight_bits: int,
     alpha_bits: int | None = None,
     input_frac: int | None = None,
     input_bits: int | None = None,
+    dcls_weight_bits: int = 8,
 ) -> nn.Module:
     """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
 
-    With ``input_frac`` the first layer's CMRU biases are put on their accumulator grid as well
-    (deeper layers' input grids are only known at export, from calibration). With ``input_bits``
-    too, the inputs are put on the deployed input grid (``2**-input_frac``, saturated to
-    ``input_bits``) before every forward pass, so fine-tuning sees the inputs the hardware sees.
+    * every ``Linear`` weight (per row; the readout with one shared scale), CMRU ``alpha``;
+    * DCLS front ends: integer delays (hard mode) and weights on their one ``dcls_weight_bits`` scale;
+    * CMRU/BMRU biases on their accumulator grid wherever that grid is known before export (see
+      :func:`_input_fracs`: layer 0 with ``input_frac``, and layers fed by a CMRU/BMRU layer);
+    * with ``input_bits`` too, the inputs on the deployed input grid (``2**-input_frac``,
+      saturated to ``input_bits``) before every forward pass.
     """
     from codesign.nn.cmru import CMRU
+    from codesign.nn.dcls import DCLS1d
 
+    for front in getattr(model, "fronts", []):
+        if isinstance(front, DCLS1d):
+            front.hard()
+            parametrize.register_parametrization(front, "weight", FakeQuant(dcls_weight_bits, per_row=False))
+    z_fracs = _input_fracs(model, alpha_bits, input_frac, dcls_weight_bits)
     done: set[int] = set()
-    first = getattr(model, "cells", [None])[0]
     for module in model.modules():
         if isinstance(module, CMRU):
             cand, thr = module.candidate, module.threshold
@@ -113,14 +167,11 @@ def add_fake_quant(
             parametrize.register_parametrization(
                 thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0)
             )
-            if module is first and input_frac is not None:
+            if id(module) in z_fracs:
                 rows = [lambda c0=c0: c0, lambda t0=t0: t0]
-                parametrize.register_parametrization(
-                    cand, "bias", FakeQuantBias(weight_bits, input_frac, rows)
-                )
-                parametrize.register_parametrization(
-                    thr, "bias", FakeQuantBias(weight_bits, input_frac, rows)
-                )
+                z_frac = z_fracs[id(module)]
+                parametrize.register_parametrization(cand, "bias", FakeQuantBias(weight_bits, z_frac, rows))
+                parametrize.register_parametrization(thr, "bias", FakeQuantBias(weight_bits, z_frac, rows))
             done |= {id(cand), id(thr)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))

@@ -198,7 +198,9 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         from codesign.quant.qat import add_fake_quant
 
         q = recipe.quant
-        add_fake_quant(model, spec.qat_bits, q.layer.alpha_bits, q.input.frac, q.input.bits)
+        add_fake_quant(
+            model, spec.qat_bits, q.layer.alpha_bits, q.input.frac, q.input.bits, q.layer.dcls_weight_bits
+        )
     metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
