@@ -110,16 +110,19 @@ def claims() -> dict[str, Claim]:
             "parity_eps",
             "Parity: eps = -1 generalises in length, eps >= 0 stays at chance",
             "CMRU Table 8",
-            "2 seeds instead of 5; 2,000 iterations instead of 35,000; model dim 32 instead of 256; "
-            "no positional encoding (a clock is no use for parity); 256 test sequences per length",
+            "trained on lengths 2-20 instead of 50-400 (from 50-400 every variant, eps = -1 included, "
+            "stayed at chance after 2,000 iterations at lr 1e-3 and 600 at lr 1e-2; the paper runs 35,000), "
+            "so the test lengths are 5-50x the longest training length; 2 seeds instead of 5; 600 "
+            "iterations at lr 3e-3; model dim 32 instead of 256; no positional encoding (a clock is no use "
+            "for parity); 256 test sequences per length",
             [
                 Variant(
                     label,
                     _recipe(
                         f"parity_{cell}_{eps}",
-                        parity_task,
+                        parity_task | {"train_min_length": 2, "train_max_length": 20},
                         _backbone(cell, 1, eps=eps, pe_dim=0),
-                        {"iterations": 2000},
+                        {"iterations": 600, "lr": 3e-3},
                     ),
                     paper,
                 )
