@@ -128,3 +128,42 @@ def test_long_sequences_stay_bit_exact(seed: int) -> None:
     bundle = quantized(model, x[:, :200], weight_bits=6, alpha_bits=6, state_bits=10)
     gold = run_golden(bundle, quantize_inputs(bundle, x.numpy()))
     assert np.array_equal(deployed_from_bundle(bundle).integer_logits(x), gold.logits)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bc=st.lists(st.floats(-2, 2), min_size=1, max_size=8),
+    ratio=st.floats(0.9, 1.1),
+    frac=st.integers(0, 8),
+    bits=st.integers(3, 16),
+)
+def test_rest_gates_keep_the_float_decision(bc, ratio, frac, bits) -> None:
+    """Rounded first-layer biases open a neuron's gate on a zero input exactly when the float ones do."""
+    from codesign.quant.fixed_point import quantize
+    from codesign.quant.stack import keep_rest_gates
+
+    c = torch.tensor(bc, dtype=torch.float64)
+    b = -c.flip(0) * ratio  # near-ties of both signs
+    qc, qb = quantize(c, frac, bits).numpy(), quantize(b, frac, bits).numpy()
+    cand, thr = keep_rest_gates(qc, qb, c, b, bits)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    assert cand.min() >= lo and thr.min() >= lo and cand.max() <= hi and thr.max() <= hi
+    assert (np.abs(cand - qc) + np.abs(thr - qb)).max() <= 1  # one code of nudge at most
+    in_range = (c.abs() * 2.0**frac < hi) & (b.abs() * 2.0**frac < hi)  # saturated rows may tie
+    want = (c.abs() >= b.abs()).numpy()
+    assert ((np.abs(cand) >= np.abs(thr)) == want)[in_range.numpy()].all()
+
+
+def test_near_tie_bias_no_longer_opens_the_gate_at_7_bits() -> None:
+    """Regression: the copy-first demo model went from 100% to 14% at 7-bit weights (neuron 12)."""
+    model = HardwareStack(2, 2, [{"cell": "cmru", "size": 1, "eps": 1.0}])
+    with torch.no_grad():
+        model.cells[0].candidate.weight.copy_(torch.tensor([[0.4693, -0.2]]))
+        model.cells[0].threshold.weight.copy_(torch.tensor([[0.3305, 0.1]]))
+        model.cells[0].candidate.bias.fill_(0.1380)
+        model.cells[0].threshold.bias.fill_(-0.1395)
+    bundle = quantized(model, torch.zeros(2, 5, 2), weight_bits=7, input_frac=0)
+    w = bundle.layer_weights(0)
+    assert abs(int(w["b_cand"][0])) < abs(int(w["b_thr"][0]))  # closed on silence, as in float
+    gold = run_golden(bundle, np.zeros((1, 50, 2), dtype=np.int64))
+    assert not gold.layers[0].gates.any() and not gold.layers[0].states.any()
