@@ -111,3 +111,18 @@ def test_every_cmru_bias_and_dcls_weight_trains_on_its_export_grid() -> None:
                 row_ours = torch.cat([a.weight[i], a.bias[i : i + 1]]).detach().double()
                 row_theirs = torch.cat([b.weight[i], b.bias[i : i + 1] / dscale]).detach().double()
                 assert same_up_to_one_power_of_two(row_theirs, row_ours), (index, name, i)
+
+
+def test_qat_sees_the_rest_gates_the_export_writes() -> None:
+    """A float near-tie must not train as an open gate that the export then closes (or vice versa)."""
+    model = HardwareStack(2, 2, [{"cell": "cmru", "size": 1, "eps": 1.0}])
+    with torch.no_grad():
+        model.cells[0].candidate.weight.copy_(torch.tensor([[0.4693, -0.2]]))
+        model.cells[0].threshold.weight.copy_(torch.tensor([[0.3305, 0.1]]))
+        model.cells[0].candidate.bias.fill_(0.1380)
+        model.cells[0].threshold.bias.fill_(-0.1395)
+    add_fake_quant(model, 7, 6, input_frac=0, input_bits=4)
+    cell = model.cells[0]
+    assert cell.candidate.bias.abs().item() < cell.threshold.bias.abs().item()  # closed, as in float
+    (cell.candidate.bias.sum() + cell.threshold.bias.sum()).backward()  # straight-through gradient
+    assert cell.candidate.parametrizations.bias.original.grad.item() == 1.0

@@ -139,13 +139,13 @@ def test_long_sequences_stay_bit_exact(seed: int) -> None:
 )
 def test_rest_gates_keep_the_float_decision(bc, ratio, frac, bits) -> None:
     """Rounded first-layer biases open a neuron's gate on a zero input exactly when the float ones do."""
-    from codesign.quant.fixed_point import quantize
-    from codesign.quant.stack import keep_rest_gates
+    from codesign.quant.fixed_point import keep_rest_gates, quantize
 
     c = torch.tensor(bc, dtype=torch.float64)
     b = -c.flip(0) * ratio  # near-ties of both signs
-    qc, qb = quantize(c, frac, bits).numpy(), quantize(b, frac, bits).numpy()
-    cand, thr = keep_rest_gates(qc, qb, c, b, bits)
+    qc, qb = quantize(c, frac, bits), quantize(b, frac, bits)
+    cand, thr = (t.numpy() for t in keep_rest_gates(qc, qb, c, b, bits))
+    qc, qb = qc.numpy(), qb.numpy()
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     assert cand.min() >= lo and thr.min() >= lo and cand.max() <= hi and thr.max() <= hi
     assert (np.abs(cand - qc) + np.abs(thr - qb)).max() <= 1  # one code of nudge at most

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from codesign.quant.fixed_point import pow2_frac
+from codesign.quant.fixed_point import keep_rest_gates, pow2_frac
 
 
 def _pow2_scale(m: torch.Tensor, bits: int) -> torch.Tensor:
@@ -64,12 +64,21 @@ class FakeQuantBias(nn.Module):
     removes that surprise.
     """
 
-    def __init__(self, bits: int, input_frac: int | Callable[[], int], rows) -> None:
+    def __init__(
+        self,
+        bits: int,
+        input_frac: int | Callable[[], int],
+        rows,
+        rest_pair: tuple[Callable[[], torch.Tensor], Callable[[], torch.Tensor], bool] | None = None,
+        bias_bits: int = 16,
+    ) -> None:
         super().__init__()
-        self.bits = bits
+        self.bits, self.bias_bits = bits, bias_bits
         # a callable when the grid follows other parameters (the previous layer's alpha)
         self._input_frac = [input_frac if callable(input_frac) else (lambda: input_frac)]
         self._rows = [rows]
+        # first layer: (candidate bias, threshold bias, this is the candidate) -> rest-gate codes
+        self._rest_pair = [rest_pair]
 
     @property
     def input_frac(self) -> int:
@@ -78,7 +87,15 @@ class FakeQuantBias(nn.Module):
     def forward(self, b: torch.Tensor) -> torch.Tensor:
         m = torch.stack([w().detach().abs().amax(dim=-1) for w in self._rows[0]]).amax(dim=0)
         scale = _pow2_scale(m, self.bits) * 2.0**self.input_frac
-        q = torch.floor(b * scale + 0.5) / scale
+        pair = self._rest_pair[0]
+        if pair is None:
+            q = torch.floor(b * scale + 0.5) / scale
+        else:  # the codes the export writes, rest gates kept as in float
+            cand, thr, is_cand = pair[0]().detach(), pair[1]().detach(), pair[2]
+            qc, qt = keep_rest_gates(
+                torch.floor(cand * scale + 0.5), torch.floor(thr * scale + 0.5), cand, thr, self.bias_bits
+            )
+            q = (qc if is_cand else qt) / scale
         return b + (q - b).detach()
 
 
@@ -138,6 +155,7 @@ def add_fake_quant(
     input_frac: int | None = None,
     input_bits: int | None = None,
     dcls_weight_bits: int = 8,
+    bias_bits: int = 16,
 ) -> nn.Module:
     """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
 
@@ -156,6 +174,7 @@ def add_fake_quant(
             front.hard()
             parametrize.register_parametrization(front, "weight", FakeQuant(dcls_weight_bits, per_row=False))
     z_fracs = _input_fracs(model, alpha_bits, input_frac, dcls_weight_bits)
+    first = next(iter(getattr(model, "cells", [])), None)
     done: set[int] = set()
     for module in model.modules():
         if isinstance(module, CMRU):
@@ -170,8 +189,22 @@ def add_fake_quant(
             if id(module) in z_fracs:
                 rows = [lambda c0=c0: c0, lambda t0=t0: t0]
                 z_frac = z_fracs[id(module)]
-                parametrize.register_parametrization(cand, "bias", FakeQuantBias(weight_bits, z_frac, rows))
-                parametrize.register_parametrization(thr, "bias", FakeQuantBias(weight_bits, z_frac, rows))
+                pair = None
+                if module is first:  # silent steps leave the bias alone: keep the rest gates
+                    bc0, bt0 = cand.bias, thr.bias
+                    pair = (lambda bc0=bc0: bc0, lambda bt0=bt0: bt0)
+                for lin, is_cand in ((cand, True), (thr, False)):
+                    parametrize.register_parametrization(
+                        lin,
+                        "bias",
+                        FakeQuantBias(
+                            weight_bits,
+                            z_frac,
+                            rows,
+                            rest_pair=None if pair is None else (*pair, is_cand),
+                            bias_bits=bias_bits,
+                        ),
+                    )
             done |= {id(cand), id(thr)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))

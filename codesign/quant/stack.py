@@ -31,7 +31,7 @@ from codesign.errors import CodesignError
 from codesign.intmath import signed_range
 from codesign.nn.cmru import CMRU, AlphaCMRU
 from codesign.nn.hardware import HardwareStack, LayerQuant, layer_sequential
-from codesign.quant.fixed_point import pow2_frac, quantize, quantize_input
+from codesign.quant.fixed_point import keep_rest_gates, pow2_frac, quantize, quantize_input
 
 SHIFT_RANGE = signed_range(7)
 
@@ -55,37 +55,6 @@ def _shift(e: torch.Tensor, z_frac: int, target_frac: int, what: str) -> np.ndar
             "the weights and the state grid are too far apart; widen state_bits or retrain"
         )
     return s
-
-
-def keep_rest_gates(
-    b_cand: np.ndarray, b_thr: np.ndarray, bc: torch.Tensor, bb: torch.Tensor, bits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """First-layer CMRU biases whose zero-input gate decision matches the float model's.
-
-    On a zero input (most steps of an event-driven stream) a first-layer accumulator holds only its
-    bias, so the gate is ``|b_cand| >= |b_thr|``. Rounding both to the grid can turn a float
-    near-tie into a tie that opens the gate on every silent step; with eps = 1 that neuron then
-    drifts by alpha per step and the state is lost (copy-first at 7-bit weights: 100% -> 14%).
-    Half-up rounding keeps ``|round(.)|`` monotone except at ties, so one code of nudge on the
-    threshold (or, at the end of its range, on the candidate) restores the float decision.
-    """
-    lo, hi = signed_range(bits)
-    cand, thr = b_cand.copy(), b_thr.copy()
-    want_open = (bc.detach().abs() >= bb.detach().abs()).numpy()
-    for i in np.nonzero((np.abs(cand) >= np.abs(thr)) != want_open)[0]:
-        sign_t = 1 if float(bb[i]) >= 0 else -1
-        sign_c = 1 if float(bc[i]) >= 0 else -1
-        if not want_open[i]:  # a tie opened it: widen the threshold, else narrow the candidate
-            if lo <= thr[i] + sign_t <= hi:
-                thr[i] += sign_t
-            else:
-                cand[i] -= sign_c
-        else:  # rounding closed it: widen the candidate, else narrow the threshold
-            if lo <= cand[i] + sign_c <= hi:
-                cand[i] += sign_c
-            else:
-                thr[i] -= sign_t
-    return cand, thr
 
 
 def quant_of(spec: LayerSpec) -> LayerQuant:
@@ -180,7 +149,8 @@ def quantize_stack(
             )
             b_cand, b_thr = quantize(bc, e + z_frac, bbits).numpy(), quantize(bb, e + z_frac, bbits).numpy()
             if index == 0:  # a zero input leaves the bias alone in the accumulators
-                b_cand, b_thr = keep_rest_gates(b_cand, b_thr, bc, bb, bbits)
+                qc, qt = keep_rest_gates(torch.from_numpy(b_cand), torch.from_numpy(b_thr), bc, bb, bbits)
+                b_cand, b_thr = qc.numpy(), qt.numpy()
             weights |= {
                 p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
                 p + "b_cand": b_cand,

@@ -199,7 +199,13 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
 
         q = recipe.quant
         add_fake_quant(
-            model, spec.qat_bits, q.layer.alpha_bits, q.input.frac, q.input.bits, q.layer.dcls_weight_bits
+            model,
+            spec.qat_bits,
+            q.layer.alpha_bits,
+            q.input.frac,
+            q.input.bits,
+            q.layer.dcls_weight_bits,
+            q.layer.bias_bits,
         )
     metric = metric_name(task)
     opt = torch.optim.AdamW(
