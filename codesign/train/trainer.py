@@ -247,14 +247,6 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     with bar, metrics_file:
         job = bar.add_task("train", total=spec.iterations, completed=start_it, status="")
         running = 0.0
-        if spec.init_from is not None and not resuming and not annealing:
-            # fine-tuning (QAT) starts from a trained model: score it first, so the best checkpoint
-            # is never worse on validation than what the fine-tuning started from
-            idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(0))[:n_eval]
-            value = evaluate(model, task, x_val[idx], y_val[idx])
-            writer.writerow([0, "", f"{value:.6f}", "", f"{sched.get_last_lr()[0]:.3e}", "0.00"])
-            best, best_it = score(task, value), 0
-            save_checkpoint(run_dir / BEST, {"model": plain_state(model), "iteration": 0, metric: value})
         while it < spec.iterations:
             if annealing:
                 eps = annealed_eps(it, spec.iterations)
