@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from codesign.quant.fixed_point import keep_rest_gates, pow2_frac
+from codesign.quant.fixed_point import keep_rest_gates, pow2_frac, quantize_input
 
 
 def _pow2_scale(m: torch.Tensor, bits: int) -> torch.Tensor:
@@ -106,8 +106,6 @@ class _InputGrid:
         self.bits, self.frac = bits, frac
 
     def __call__(self, module: nn.Module, args: tuple) -> tuple:
-        from codesign.quant.fixed_point import quantize_input
-
         x, *rest = args
         return (quantize_input(x, self.bits, self.frac).to(x.dtype), *rest)
 
