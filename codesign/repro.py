@@ -90,21 +90,6 @@ def claims() -> dict[str, Claim]:
         ("minGRU", 10000): "6.64 [6.28; 7.34]",
     }
 
-    def copy_variants(n: int, batch: int) -> list[Variant]:
-        return [
-            Variant(
-                f"{label} L={n}",
-                _recipe(
-                    f"copy_{cell}_{n}",
-                    {"name": "copy_first", "length": n, "val_size": 200, "test_size": 500},
-                    _backbone(cell, 4, **extra),
-                    {"iterations": 400, "batch_size": batch},
-                ),
-                paper_copy[(label, n)],
-            )
-            for label, cell, extra in copy_rows
-        ]
-
     out = [
         Claim(
             "parity_eps",
@@ -113,8 +98,8 @@ def claims() -> dict[str, Claim]:
             "trained on lengths 2-20 instead of 50-400 (from 50-400 every variant, eps = -1 included, "
             "stayed at chance after 2,000 iterations at lr 1e-3 and 600 at lr 1e-2; the paper runs 35,000), "
             "so the test lengths are 5-50x the longest training length; run with the paper's 5 seeds "
-            "(`--seeds 0,1,2,3,4`); 600 iterations at lr 3e-3; model dim 32 instead of 256; no positional encoding (a clock is no use "
-            "for parity); 256 test sequences per length",
+            "(`--seeds 0,1,2,3,4`); 600 iterations at lr 3e-3; model dim 32 instead of 256; no "
+            "positional encoding (a clock is no use for parity); 256 test sequences per length",
             [
                 Variant(
                     label,
@@ -158,7 +143,19 @@ def claims() -> dict[str, Claim]:
             "2 seeds instead of 5; 400 iterations instead of 100,000 (one run takes 4-6 minutes here); "
             "model dim 32; 500 test sequences; L = 1000 only (a run at L = 10000 would take about 25 "
             "minutes; copy_first_discrete_hardware tests L = 10000 on the deployable network)",
-            copy_variants(1000, 64),
+            [
+                Variant(
+                    f"{label} L=1000",
+                    _recipe(
+                        f"copy_{cell}_1000",
+                        {"name": "copy_first", "length": 1000, "val_size": 200, "test_size": 500},
+                        _backbone(cell, 4, **extra),
+                        {"iterations": 400},
+                    ),
+                    paper_copy[(label, 1000)],
+                )
+                for label, cell, extra in copy_rows
+            ],
         ),
         Claim(
             "copy_first_discrete_hardware",
@@ -237,7 +234,8 @@ def claims() -> dict[str, Claim]:
             "flip_flop",
             "Flip-flop language: mGRADE vs LRU + DCLS",
             "mGRADE Table 2",
-            "trained at length 128 instead of 512 (tested at both); 2 seeds instead of 5; 600 iterations; dim 32, one layer",
+            "trained at length 128 instead of 512 (tested at both); 2 seeds instead of 5; 600 iterations; "
+            "dim 32, one layer",
             [
                 Variant(
                     "mGRADE (DCLS + minGRU)",

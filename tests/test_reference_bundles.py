@@ -36,11 +36,12 @@ def test_reference_bundle_is_bit_exact_on_its_whole_test_set(name: str) -> None:
     x, y = task.split("test", prov["seed"])
     assert len(x) == prov["test_sequences"]
     gold = run_golden(bundle, quantize_inputs(bundle, x.numpy()))
-    outs, _ = deployed_from_bundle(bundle).trace(x)
+    deployed = deployed_from_bundle(bundle)
+    outs, _ = deployed.trace(x)
     for out, layer, trace in zip(outs, bundle.manifest.layers, gold.layers, strict=True):
         frac = 0 if layer.cell == "hsru" else layer.state_frac
         assert np.array_equal((out * 2.0**frac).numpy(), trace.states.astype(np.float64)), name
-    assert np.array_equal(deployed_from_bundle(bundle).integer_logits(x), gold.logits), name
+    assert np.array_equal(deployed.integer_logits(x), gold.logits), name
     labels = y.numpy()
     mask = labels != -100
     accuracy = float((gold.classes[mask] == labels[mask]).mean())

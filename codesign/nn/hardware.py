@@ -119,7 +119,8 @@ class HardSigmoidMinGRU(nn.Module):
 
 class HardwareHSRU(nn.Module):
     """HSRU with a power-of-two leak: ``V_t = (1 - 2**-k) V_{t-1} + I_t``, ``s_t = H(V_t - theta)``,
-    ``D_t = D_{t-1} xor s_t``; the layer outputs ``D`` (0/1). Fast-sigmoid surrogate for ``H``.
+    ``D_t = D_{t-1} xor s_t``; the layer outputs ``D`` (0/1). Straight-through sigmoid surrogate for ``H``
+    (``d sigmoid(slope v)``; the software HSRU uses the fast sigmoid of :func:`codesign.nn.surrogate.spike`).
     """
 
     def __init__(
@@ -145,7 +146,7 @@ class HardwareHSRU(nn.Module):
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         v = self.potentials(x) - self.theta
         hard = (v >= 0).to(v.dtype)
-        soft = torch.sigmoid(self.slope * v)  # fast surrogate: straight through the sigmoid's slope
+        soft = torch.sigmoid(self.slope * v)  # surrogate: straight through sigmoid(slope v)
         spikes = hard + (soft - soft.detach())  # exactly 0 or 1 forward; grouping keeps it exact
         d = xor_scan(spikes, h0)
         return d, d[:, -1]

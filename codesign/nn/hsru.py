@@ -25,26 +25,9 @@ from torch import nn
 
 from codesign.nn._checks import Mode, check_mode, check_sequence, check_sizes, check_state
 from codesign.nn.scan import linear_scan, xor_scan
+from codesign.nn.surrogate import spike
 
 __all__ = ["HSRU", "spike"]
-
-
-class _Spike(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, slope: float) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        ctx.slope = slope
-        return (x >= 0).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (x,) = ctx.saved_tensors
-        return grad / (1.0 + ctx.slope * x.abs()) ** 2, None
-
-
-def spike(x: torch.Tensor, slope: float = 10.0) -> torch.Tensor:
-    """``1 if x >= 0 else 0`` with the fast-sigmoid surrogate gradient ``1 / (1 + slope |x|)^2``."""
-    return _Spike.apply(x, slope)
 
 
 class HSRU(nn.Module):

@@ -2,7 +2,8 @@
 
 Forward passes are exact (``H(0) = 1``, ``S(0) = +1``, matching the hardware's ``|c| >= |b|`` and
 sign(0) = +1); backward passes use ``dH/dx ~ 1 / (1 + (pi * alpha_surr * x)^2)`` and
-``dS/dx ~ 2 dH/dx``. ``alpha_surr = 0`` is the straight-through estimator.
+``dS/dx ~ 2 dH/dx``. ``alpha_surr = 0`` is the straight-through estimator. The HSRU's spike uses
+the fast-sigmoid surrogate ``1 / (1 + k |x|)^2`` instead (HSRU paper).
 """
 
 from __future__ import annotations
@@ -50,3 +51,21 @@ def heaviside(x: torch.Tensor, alpha_surr: float = 1.0) -> torch.Tensor:
 def sign(x: torch.Tensor, alpha_surr: float = 1.0) -> torch.Tensor:
     """``+1 if x >= 0 else -1`` (sign(0) = +1) with twice the atan surrogate gradient."""
     return _Sign.apply(x, alpha_surr)
+
+
+class _Spike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, slope: float) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return (x >= 0).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (x,) = ctx.saved_tensors
+        return grad / (1.0 + ctx.slope * x.abs()) ** 2, None
+
+
+def spike(x: torch.Tensor, slope: float = 10.0) -> torch.Tensor:
+    """``1 if x >= 0 else 0`` with the fast-sigmoid surrogate gradient ``1 / (1 + slope |x|)^2``."""
+    return _Spike.apply(x, slope)

@@ -26,8 +26,7 @@ def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int, lr: fl
     """The recipe that fine-tunes ``run_dir`` with ``bits``-bit fake-quantized weights."""
     data = recipe.model_dump(mode="json")
     data["name"] = f"{recipe.name}_qat{bits}"
-    data["quant"]["layer"]["weight_bits"] = bits
-    data["quant"]["readout"]["weight_bits"] = max(bits, 4)
+    data["quant"] = with_bits(recipe, bits).model_dump(mode="json")
     if data["train"]["eps_schedule"] == "anneal":  # the annealed run ended at eps = 0: stay there
         data["train"]["eps_schedule"] = "constant"
         data["model"]["eps"] = 0.0
@@ -66,8 +65,7 @@ def scratch_recipe(recipe: Recipe, bits: int) -> Recipe:
     """The run's own recipe trained from scratch with ``bits``-bit fake-quantized weights."""
     data = recipe.model_dump(mode="json")
     data["name"] = f"{recipe.name}_qat{bits}_scratch"
-    data["quant"]["layer"]["weight_bits"] = bits
-    data["quant"]["readout"]["weight_bits"] = max(bits, 4)
+    data["quant"] = with_bits(recipe, bits).model_dump(mode="json")
     data["train"] |= {"qat_bits": bits, "init_from": None}
     return parse_recipe(data)
 
