@@ -89,6 +89,8 @@ def quantize(
     """Quantization-aware fine-tuning: continue a run with fake-quantized weights; export RUN_Q after."""
     from codesign.quant.sweep import quantize_run
 
+    if not lr > 0:
+        raise CodesignError(f"--lr {lr}: the learning rate must be > 0")
     result = quantize_run(run, out, bits, iterations, progress=not quiet, lr=lr)
     console.print(
         f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}"
@@ -118,6 +120,8 @@ def sweep(
     widths = parse_seeds(bits)
     if any(not 2 <= b <= 16 for b in widths):
         raise CodesignError(f"--bits {bits!r}: widths must lie in 2..16")
+    if not qat_lr > 0:
+        raise CodesignError(f"--qat-lr {qat_lr}: the learning rate must be > 0")
     recipe, _, _ = load_run(run)
     target = out or Path("models/results") / f"quant_{recipe.name}.md"
     path = run_sweep(

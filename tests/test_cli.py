@@ -63,6 +63,8 @@ def test_random_bundle_golden_and_inspect(tmp_path: Path) -> None:
         (["random-bundle", "--out", "b", "--cell", "lstm"], "--cell 'lstm': cells must be among cmru"),
         (["random-bundle", "--out", "b", "--dcls", "3"], "--dcls '3' is not TAPS,SPAN"),
         (["random-bundle", "--out", "b", "--state-bits", "40"], "state_bits"),
+        (["sweep", "nowhere", "--qat-lr", "0"], "--qat-lr 0.0: the learning rate must be > 0"),
+        (["quantize", "nowhere", "--bits", "4", "--out", "q", "--lr", "-1"], "--lr -1.0: the learning rate"),
     ],
 )
 def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, message) -> None:
