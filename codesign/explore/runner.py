@@ -1,0 +1,175 @@
+"""Run a space's trials on Dask distributed: a local cluster by default, or an existing one.
+
+The graph has three kinds of tasks (:mod:`codesign.explore.trial`): one ``train`` per distinct
+float run, one ``bundle`` per distinct quantized model and one ``trial`` per row of the table;
+Dask runs whatever is ready on whichever worker is free. Finished trials (``DIR/trials/<hash>.json``)
+are skipped, failed ones too unless ``retry_failed``; a failure is recorded with its error and the
+other trials go on. Nothing in a trial depends on the cluster: ``--scheduler ADDRESS`` sends the
+same functions and dicts to an existing cluster (``DIR`` must then be on a filesystem its workers
+share).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from codesign.atomic import write_text
+from codesign.errors import CodesignError
+from codesign.explore.results import describe, write_results
+from codesign.explore.space import expand, load_space, trial_hash
+from codesign.explore.trial import (
+    bundle_stage,
+    failed_record,
+    read_json,
+    train_stage,
+    trial_path,
+    trial_stage,
+    write_json,
+)
+
+__all__ = ["explore"]
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as err:
+            raise CodesignError(f"--scheduler {scheduler}: cannot connect ({err})") from None
+        with client:
+            yield client
+        return
+    n = workers or os.cpu_count() or 1
+    # one thread per worker process: torch does not oversubscribe (the stages also set it to 1)
+    cluster = LocalCluster(
+        n_workers=n,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+def _submit(client, trials: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Futures of the trials (train and bundle tasks shared through their keys)."""
+    runs: dict[str, Any] = {}
+    bundles: dict[str, Any] = {}
+    futures = {}
+    for trial in trials:
+        recipe, root = trial["bundle"]["recipe"], trial["root"]
+        rh, bh = trial_hash(recipe), trial_hash(trial["bundle"])
+        if rh not in runs:
+            runs[rh] = client.submit(train_stage, recipe, root, key=f"train-{rh}")
+        if bh not in bundles:
+            bundles[bh] = client.submit(bundle_stage, trial["bundle"], root, runs[rh], key=f"bundle-{bh}")
+        futures[client.submit(trial_stage, trial, bundles[bh], key=f"trial-{trial['hash']}")] = trial
+    return futures
+
+
+def _line(record: dict[str, Any]) -> str:
+    what = describe(record)
+    if record["status"] != "ok":
+        return f"[red]failed[/] {what}: {record['error']}"
+    r, f = record["result"], record["figures"]
+    text = f"ok {what}: accuracy {100 * r['accuracy']:.2f}% (float {100 * r['float_accuracy']:.2f}%)"
+    if f:
+        text += (
+            f", {f['memory_bits']} memory bits, {f['energy_pj_proxy']:.0f} pJ (proxy), "
+            f"{f['cycles_per_step_est']:.1f} cycles/step (est.)"
+        )
+    return text
+
+
+def explore(
+    space_file: str | Path,
+    out: str | Path,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    retry_failed: bool = False,
+    console: Console | None = None,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Run (or continue) a space into ``out``; returns counts and the paths written."""
+    console = console or Console()
+    t0 = time.monotonic()
+    space, base = load_space(space_file)
+    root = Path(out).resolve()
+    trials = expand(space, base, root)
+    root.mkdir(parents=True, exist_ok=True)
+    command = command or f"codesign explore {shlex.quote(str(space_file))} --out {shlex.quote(str(out))}"
+    write_text(root / "space.yaml", Path(space_file).read_text())
+    done, pending = {}, []
+    for trial in trials:
+        record = read_json(trial_path(root, trial["hash"]))
+        if record is not None and (record["status"] == "ok" or not retry_failed):
+            done[trial["hash"]] = record
+        else:
+            pending.append(trial)
+    runs = len({trial_hash(t["bundle"]["recipe"]) for t in trials})
+    console.print(
+        f"{space.name}: {len(trials)} trials ({runs} float runs), {len(done)} already recorded, "
+        f"{len(pending)} to run -> {root}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    failed = 0
+    interrupted = False
+    if pending:
+        bar = Progress(
+            TextColumn("[bold]explore"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        try:
+            with dask_client(scheduler, workers) as client, bar:
+                from distributed import as_completed
+
+                job = bar.add_task("trials", total=len(pending))
+                futures = _submit(client, pending)
+                for future in as_completed(list(futures)):
+                    trial = futures[future]
+                    if future.status == "error":
+                        record = failed_record(trial, future.exception())
+                        write_json(trial_path(root, trial["hash"]), record)
+                        failed += 1
+                    else:
+                        record = future.result()
+                    done[trial["hash"]] = record
+                    bar.advance(job)
+                    n = len(done)
+                    bar.console.print(f"[{n}/{len(trials)}] {_line(record)}", highlight=False, soft_wrap=True)
+        except KeyboardInterrupt:
+            interrupted = True
+    wall = time.monotonic() - t0
+    paths = write_results(space, [done[t["hash"]] for t in trials if t["hash"] in done], root, command, wall)
+    summary = {
+        "trials": len(trials),
+        "finished": len(done),
+        "failed": sum(r["status"] != "ok" for r in done.values()),
+        "failed_now": failed,
+        "wall_s": wall,
+        "interrupted": interrupted,
+        **paths,
+    }
+    write_json(root / "last_invocation.json", summary | {"command": command})
+    return summary
