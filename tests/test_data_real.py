@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -20,14 +21,14 @@ def test_uea_unknown_name_lists_available_sets():
     names = available()
     assert {"JapaneseVowels", "GunPoint", "BasicMotions", "ArrowHead"} <= set(names)
     with pytest.raises(CodesignError, match="does not ship") as err:
-        UEADataset(name="NoSuchSet")
+        UEADataset(dataset="NoSuchSet")
     assert "JapaneseVowels" in str(err.value) and "GunPoint" in str(err.value)
     with pytest.raises(CodesignError, match="NoSuchSet"):
-        build_task("uea", {"name": "NoSuchSet"})
+        build_task("uea", {"dataset": "NoSuchSet"})
 
 
 def test_uea_japanese_vowels_variable_length_front_padding():
-    task = UEADataset(name="JapaneseVowels")
+    task = UEADataset(dataset="JapaneseVowels")
     assert isinstance(task, Task)
     assert task.input_size == 12 and task.output_size == 9 and task.length == 29
     assert task.classes == [str(i) for i in range(1, 10)]
@@ -46,12 +47,12 @@ def test_uea_japanese_vowels_variable_length_front_padding():
     x, y = task.sample(7, torch.Generator().manual_seed(0))
     assert x.shape == (7, 29, 12) and y.dtype == torch.int64
     assert torch.equal(x, task.sample(7, torch.Generator().manual_seed(0))[0])
-    back = UEADataset(name="JapaneseVowels", padding="back").split("test", 0)[0]
+    back = UEADataset(dataset="JapaneseVowels", padding="back").split("test", 0)[0]
     assert (back[0, int(lengths[0]) :] == 0).all()
 
 
 def test_uea_univariate_equal_length():
-    task = UEADataset(name="GunPoint")
+    task = UEADataset(dataset="GunPoint")
     xt, yt = task.split("test", 0)
     assert xt.shape == (150, 150, 1) and task.output_size == 2 and set(yt.tolist()) == {0, 1}
 
@@ -90,3 +91,61 @@ def test_sklearn_digits_rows_and_pixels():
     perm = SklearnDigits(steps="pixels", permute_seed=3).split("train", 0)[0]
     assert not torch.equal(perm, xp) and torch.equal(perm.sort(1).values, xp.sort(1).values)
     assert rows.sample(5, torch.Generator().manual_seed(0))[0].shape == (5, 8, 8)
+
+
+def test_uea_recipe_dataset_option_selects_the_set():
+    """Regression (issue 13): ``task: {name: uea, dataset: X}`` used to be refused ('name' was shadowed)."""
+    from codesign.data.registry import TASKS
+    from codesign.train.recipe import parse_recipe
+    from codesign.train.trainer import make_recipe_task
+
+    def recipe(task: dict):
+        return parse_recipe({"name": "r", "task": task, "model": {"pooling": "sum"}})
+
+    task = make_recipe_task(recipe({"name": "uea", "dataset": "GunPoint"}))
+    assert task.dataset == "GunPoint" and task.input_size == 1 and task.output_size == 2
+    assert make_recipe_task(recipe({"name": "uea"})).dataset == "JapaneseVowels"  # old recipes
+    with pytest.raises(
+        CodesignError, match="does not ship a UEA/UCR classification set named 'Nope'.*GunPoint"
+    ):
+        recipe({"name": "uea", "dataset": "Nope"})
+    with pytest.raises(CodesignError, match="unknown option 'datset'") as err:
+        recipe({"name": "uea", "datset": "GunPoint"})
+    assert "'dataset'" in str(err.value) and "'name'" not in str(err.value.args[0].split("options:")[1])
+    for name, cls in TASKS.items():  # no task option can hide behind the task's own name
+        assert "name" not in {f.name for f in dataclasses.fields(cls)}, name
+
+
+def test_uea_small_sets_get_a_usable_validation_split_per_seed():
+    """Regression (issue 13): 10% of a 40-series file was 4 validation series; now at least ~min_val."""
+    from codesign.train.recipe import parse_recipe
+    from codesign.train.trainer import make_recipe_task
+
+    old = UEADataset(dataset="BasicMotions", min_val=0)  # the former rule: 10%, one per class
+    assert len(old.split("val", 0)[1]) == 4
+    task = UEADataset(dataset="BasicMotions")
+    xv, yv = task.split("val", 0)
+    xtr, _ = task.split("train", 0)
+    assert len(yv) == 12 and len(xtr) == 28 and sorted(torch.bincount(yv).tolist()) == [3] * 4
+    jv = UEADataset(dataset="JapaneseVowels")  # large enough: unchanged
+    assert len(jv.split("val", 0)[1]) == 27
+
+    def run_task(seed: int):
+        return make_recipe_task(
+            parse_recipe({"name": "r", "seed": seed, "task": {"name": "uea", "dataset": "BasicMotions"}})
+        )
+
+    a, b = run_task(0), run_task(1)
+    assert a.split_seed == 0 and b.split_seed == 1  # a null split_seed follows the run seed
+    assert torch.equal(a.split("val", 0)[0], xv)  # seed 0 is the split the reference bundles used
+    assert not torch.equal(a.split("val", 0)[0], b.split("val", 1)[0])
+    assert torch.equal(a.split("test", 0)[1], b.split("test", 1)[1])  # the official test file
+
+
+def test_every_shipped_classification_set_loads():
+    for name in available():
+        task = UEADataset(dataset=name)
+        x, y = task.split("test", 0)
+        xv, yv = task.split("val", 0)
+        assert x.ndim == 3 and x.shape[2] == task.input_size and torch.isfinite(x).all(), name
+        assert 0 <= int(y.min()) and int(y.max()) < task.output_size and len(yv) > 0, name

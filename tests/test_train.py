@@ -179,3 +179,31 @@ def test_unknown_task_option_named(tmp_path: Path) -> None:
     data = dict(RECIPE, model={"cell": "gruu"})
     with pytest.raises(CodesignError, match="unknown cell 'gruu'"):
         parse_recipe(data)
+
+
+def test_tiny_validation_set_neither_stops_early_nor_keeps_an_early_lucky_checkpoint(tmp_path: Path) -> None:
+    """Regression (issue 13): with 4 validation sequences the first evaluations read 100%; the run used
+    to stop there and keep that checkpoint. Now it trains on, and among windows at 100% the one with
+    the lowest validation loss (late in training) is kept, at its centre."""
+    task = dict(RECIPE["task"], val_size=4)
+    train_spec = dict(RECIPE["train"], iterations=200, lr=3e-3, early_stop_evals=2)
+    result = train(parse_recipe(dict(RECIPE, task=task, train=train_spec)), tmp_path / "run", progress=False)
+    assert result.iterations == 200 and result.stopped == "iterations"
+    rows = list(csv.DictReader((tmp_path / "run" / "metrics.csv").open()))
+    first_perfect = min(int(r["iteration"]) for r in rows if float(r["val_accuracy"]) == 1.0)
+    assert result.best_iteration > first_perfect + 20 and result.best_iteration % 10 == 0
+    assert load_checkpoint(tmp_path / "run" / "best.pt")["iteration"] == result.best_iteration
+    # the single-best rule is still available
+    best = dict(train_spec, selection="best", early_stop_min_val=1)
+    old = train(parse_recipe(dict(RECIPE, task=task, train=best)), tmp_path / "old", progress=False)
+    assert old.stopped.startswith("early stop") and old.iterations < 200
+
+
+def test_window_criterion_prefers_accuracy_then_lower_loss() -> None:
+    from codesign.train.trainer import window_criterion
+
+    def w(*pairs):
+        return [{"score": s, "loss": loss} for s, loss in pairs]
+
+    assert window_criterion(w((1.0, 0.5), (1.0, 0.3))) < window_criterion(w((1.0, 0.2), (1.0, 0.2)))
+    assert window_criterion(w((0.9, 0.1), (0.9, 0.1))) < window_criterion(w((1.0, 0.9), (0.9, 0.9)))

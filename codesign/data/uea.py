@@ -1,13 +1,19 @@
 """UEA/UCR classification sets shipped inside the ``aeon`` wheel, by name (nothing downloads).
 
-``UEADataset(name="JapaneseVowels")`` reads ``aeon/datasets/data/<name>/<name>_TRAIN.ts`` and
-``_TEST.ts`` with aeon's own ``.ts`` parser (aeon's ``load_classification`` would try to download
-a name it does not ship; we never call it). Any classification set aeon ships works: see
-:func:`available`. JapaneseVowels is speech (12 LPC cepstra per frame, 9 speakers).
+``UEADataset(dataset="JapaneseVowels")`` (a recipe: ``task: {name: uea, dataset: GunPoint}``) reads
+``aeon/datasets/data/<dataset>/<dataset>_TRAIN.ts`` and ``_TEST.ts`` with aeon's own ``.ts`` parser
+(aeon's ``load_classification`` would try to download a name it does not ship; we never call it).
+Any classification set aeon ships works: see :func:`available`; an unknown name is refused with
+that list. JapaneseVowels (the default) is speech (12 LPC cepstra per frame, 9 speakers).
 
-* Test split: the official ``_TEST`` file. Validation: a stratified ``val_fraction`` of the
-  official ``_TRAIN`` file chosen by ``split_seed`` (a task option, so the training set does not
-  change with the run seed); the rest is the training set, from which :meth:`sample` draws.
+* Test split: the official ``_TEST`` file. Validation: a stratified carve-out of the official
+  ``_TRAIN`` file chosen by ``split_seed``; the rest is the training set, from which
+  :meth:`sample` draws. Its size is ``val_fraction`` of the file but at least ``min_val`` series
+  (small sets: a 10% carve-out of 40 series holds 4, too few to select a model on), never more
+  than :data:`MAX_VAL_FRACTION` of the file, and at least one series of every class that has two.
+  ``split_seed: null`` (the default in recipes) means the run's seed
+  (:func:`codesign.train.trainer.make_recipe_task` fills it in), so runs with several seeds are
+  repeated random splits; the Python default is 0.
 * Inputs ``(batch, time, channels)``: each channel standardised with the training set's mean and
   standard deviation (``normalize``); missing values (NaN) become 0 after that.
 * Variable-length sets (JapaneseVowels: 7-29 frames) are padded to the longest series of the
@@ -33,6 +39,8 @@ from codesign.data._util import FixedSplits, check
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
+MAX_VAL_FRACTION = 0.25
+"""The validation carve-out never takes more than this fraction of the official training file."""
 
 
 def data_dir() -> Path:
@@ -96,9 +104,10 @@ class UEADataset(FixedSplits):
     kind = "classification"
     target = "last"
 
-    name: str = "JapaneseVowels"
+    dataset: str = "JapaneseVowels"
     val_fraction: float = 0.1
-    split_seed: int = 0
+    min_val: int = 20
+    split_seed: int | None = None
     normalize: bool = True
     padding: Literal["front", "back"] = "front"
 
@@ -106,11 +115,12 @@ class UEADataset(FixedSplits):
         check(
             0.0 < self.val_fraction < 1.0, "uea", f"val_fraction must be in (0, 1), got {self.val_fraction}"
         )
-        _files(self.name)  # an unknown name fails here, listing the available ones
+        check(self.min_val >= 0, "uea", f"min_val must be >= 0, got {self.min_val}")
+        _files(self.dataset)  # an unknown name fails here, listing the available ones
 
     def _data(self) -> dict:
         if self not in _CACHE:
-            train_path, test_path = _files(self.name)
+            train_path, test_path = _files(self.dataset)
             tr_x, tr_y = _read(train_path)
             te_x, te_y = _read(test_path)
             classes = sorted(set(tr_y) | set(te_y), key=_sort_key)
@@ -118,11 +128,12 @@ class UEADataset(FixedSplits):
             ytr = np.array([index[c] for c in tr_y])
             yte = np.array([index[c] for c in te_y])
             # stratified validation carve-out of the official training file
-            rng = np.random.default_rng(self.split_seed)
+            rng = np.random.default_rng(0 if self.split_seed is None else self.split_seed)
+            fraction = max(self.val_fraction, min(self.min_val / len(ytr), MAX_VAL_FRACTION))
             val_mask = np.zeros(len(ytr), dtype=bool)
             for c in range(len(classes)):
                 idx = np.flatnonzero(ytr == c)
-                k = int(round(self.val_fraction * len(idx)))
+                k = int(fraction * len(idx) + 0.5)  # half up (not to even)
                 if len(idx) > 1:
                     k = min(max(k, 1), len(idx) - 1)
                 val_mask[rng.permutation(idx)[:k]] = True

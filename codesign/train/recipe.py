@@ -32,6 +32,19 @@ class TaskSpec(BaseModel):
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
 
+    def run_options(self, seed: int) -> dict[str, Any]:
+        """The options a run with ``seed`` uses: a ``split_seed`` left at null becomes ``seed``.
+
+        A task whose train/validation carve-out has ``split_seed: None`` (UEA) then draws a new
+        split for every run seed: several seeds are repeated random splits.
+        """
+        options = self.options()
+        fields = {f.name: f for f in dataclasses.fields(TASKS[self.name])}
+        if "split_seed" in fields and fields["split_seed"].default is None:
+            if options.get("split_seed") is None:
+                options["split_seed"] = seed
+        return options
+
     @model_validator(mode="after")
     def _known_task_and_options(self) -> TaskSpec:
         if self.name not in TASKS:
@@ -44,9 +57,15 @@ class TaskSpec(BaseModel):
 
 
 def build_task(name: str, options: dict[str, Any]):
-    """Instantiate a task, refusing unknown options and wrong types with the key's name."""
+    """Instantiate a task, refusing unknown options and wrong types with the key's name.
+
+    ``name`` is the recipe's key for the task itself, so no task may have an option of that name
+    (it could never be set from a recipe: the UEA set is chosen with ``dataset``).
+    """
     cls = TASKS[name]
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    if "name" in fields:  # a programming error in codesign/data, not in the recipe
+        raise TypeError(f"task {name!r} has an option called 'name', which the task's own name shadows")
     for key in options:
         if key not in fields:
             raise CodesignError(f"unknown option {key!r} for task {name!r}; options: {sorted(fields)}")
@@ -134,6 +153,15 @@ class TrainSpec(_Strict):
     eval_every: int = Field(default=64, ge=1)
     eval_batches: int = Field(default=4, ge=1)
     early_stop_evals: int = Field(default=10, ge=1, description="stop after this many evaluations at 100%")
+    early_stop_min_val: int = Field(
+        default=100, ge=1, description="stop early only when this many validation sequences say 100%"
+    )
+    selection: Literal["smoothed", "best"] = Field(
+        default="smoothed",
+        description="smoothed: the centre of the best window of smooth_evals evaluations (mean validation "
+        "metric, ties broken by mean validation loss); best: the single best evaluation",
+    )
+    smooth_evals: int = Field(default=5, ge=1, description="evaluations per selection window")
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
     init_from: str | None = Field(

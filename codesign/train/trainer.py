@@ -1,10 +1,16 @@
 """One trainer for recipe-defined models.
 
 AdamW (0.9, 0.99, 1e-8), linear warmup then cosine decay to ``min_lr``, gradient-norm clipping,
-evaluation every ``eval_every`` iterations on a few validation batches, best checkpoint by
-validation accuracy, early stop once validation stays at 100%, a wall-clock budget, metrics to
-CSV, and resume: ``last.pt`` is written atomically at every evaluation, so an interrupted run
-continues from its last evaluation when started again with the same recipe.
+evaluation every ``eval_every`` iterations on a few validation batches, a wall-clock budget,
+metrics to CSV, and resume: ``last.pt`` is written atomically at every evaluation, so an
+interrupted run continues from its last evaluation when started again with the same recipe.
+
+Model selection is built for small validation sets (a few tens of series, where one sequence is
+several points and a lucky early evaluation reads 100%): by default (``selection: smoothed``)
+the kept checkpoint is the centre of the window of ``smooth_evals`` consecutive evaluations with
+the best mean validation metric, ties broken by the lower mean validation loss (so among windows
+at 100% the later, more confident one wins); an early stop at 100% needs at least
+``early_stop_min_val`` validation sequences. ``selection: best`` keeps the single best evaluation.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ class TrainResult:
 
 
 def make_recipe_task(recipe: Recipe):
-    return build_task(recipe.task.name, recipe.task.options())
+    """The recipe's task as its run sees it (a null ``split_seed`` is the run seed)."""
+    return build_task(recipe.task.name, recipe.task.run_options(recipe.seed))
 
 
 def metric_name(task) -> str:
@@ -87,6 +94,29 @@ def evaluate(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, bat
             count += tgt.numel()
     model.train(was_training)
     return total / max(1, count)
+
+
+@torch.no_grad()
+def validation_loss(
+    model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256
+) -> float:
+    """Mean training loss (cross-entropy or MSE) over ``x``: the tie-break of model selection."""
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for i in range(0, len(x), batch):
+        total += loss_fn(task, model(x[i : i + batch]), y[i : i + batch]).item() * len(x[i : i + batch])
+    model.train(was_training)
+    return total / max(1, len(x))
+
+
+def window_criterion(window: list[dict]) -> tuple[float, float]:
+    """(mean score, minus mean loss) of a window of evaluations: larger is better, compared in order."""
+    n = len(window)
+    return (
+        round(sum(w["score"] for w in window) / n, 9),
+        -round(sum(w["loss"] for w in window) / n, 9),
+    )
 
 
 def score(task, value: float) -> float:
@@ -215,15 +245,18 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     gen = torch.Generator().manual_seed(recipe.seed)
     x_val, y_val = task.split("val", recipe.seed)
     n_eval = min(len(x_val), spec.eval_batches * spec.batch_size)
-    start_it, best, best_it, perfect_streak, elapsed_before = 0, -math.inf, -1, 0, 0.0
+    start_it, best, best_it, perfect_streak, elapsed_before = 0, (-math.inf, -math.inf), -1, 0, 0.0
+    window: list[dict] = []  # the last smooth_evals deployable evaluations, with their weights
+    size = spec.smooth_evals if spec.selection == "smoothed" else 1
     if resuming:
         state = load_checkpoint(run_dir / LAST)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"])
-        start_it, best, best_it = state["iteration"], state["best_score"], state["best_it"]
+        start_it, best, best_it = state["iteration"], tuple(state["best_score"]), state["best_it"]
         perfect_streak, elapsed_before = state["perfect_streak"], state["elapsed"]
+        window = state.get("window", [])
     metrics_path = run_dir / METRICS
     new_metrics = not metrics_path.is_file() or not resuming
     metrics_file = metrics_path.open("w" if new_metrics else "a", newline="")
@@ -264,6 +297,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
             if it % spec.eval_every == 0 or it == spec.iterations:
                 idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(it))[:n_eval]
                 value = evaluate(model, task, x_val[idx], y_val[idx])
+                vloss = validation_loss(model, task, x_val[idx], y_val[idx])
                 elapsed = time.monotonic() - t0
                 writer.writerow(
                     [
@@ -278,12 +312,24 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 metrics_file.flush()
                 # an annealed model is deployable only once eps reached 0: checkpoint only then
                 deployable = not annealing or eps == 0.0
-                if deployable and score(task, value) > best:
-                    best, best_it = score(task, value), it
-                    save_checkpoint(
-                        run_dir / BEST, {"model": plain_state(model), "iteration": it, metric: value}
-                    )
-                perfect = task.kind == "classification" and value >= 1.0 and deployable
+                if deployable:
+                    entry = {"it": it, "score": score(task, value), "loss": vloss, "value": value}
+                    weights = {k: v.detach().clone() for k, v in plain_state(model).items()}  # not views
+                    window = [*window, entry | {"state": weights}][-size:]
+                    crit = window_criterion(window)
+                    if len(window) == size and crit > best:
+                        centre = window[(size - 1) // 2]
+                        best, best_it = crit, centre["it"]
+                        save_checkpoint(
+                            run_dir / BEST,
+                            {"model": centre["state"], "iteration": centre["it"], metric: centre["value"]},
+                        )
+                perfect = (
+                    task.kind == "classification"
+                    and value >= 1.0
+                    and deployable
+                    and n_eval >= spec.early_stop_min_val
+                )
                 perfect_streak = perfect_streak + 1 if perfect else 0
                 save_checkpoint(
                     run_dir / LAST,
@@ -293,8 +339,9 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                         "scheduler": sched.state_dict(),
                         "generator": gen.get_state(),
                         "iteration": it,
-                        "best_score": best,
+                        "best_score": list(best),
                         "best_it": best_it,
+                        "window": window,
                         "perfect_streak": perfect_streak,
                         "elapsed": elapsed,
                     },
@@ -306,12 +353,17 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 if spec.max_seconds is not None and elapsed >= spec.max_seconds:
                     stopped = f"time budget ({spec.max_seconds:.0f} s)"
                     break
-    if best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
+    if best_it < 0 and window:  # fewer deployable evaluations than one window: the partial one
+        best = window_criterion(window)
+        centre = window[(len(window) - 1) // 2]
+        save_checkpoint(run_dir / BEST, {"model": centre["state"], "iteration": centre["it"]})
+        best_it = centre["it"]
+    elif best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
         save_checkpoint(run_dir / BEST, {"model": plain_state(model), "iteration": it})
         best_it = it
     _, best_model, _ = load_run(run_dir)
     x_test, y_test = task.split("test", recipe.seed)
-    best_val = best if task.kind == "classification" else -best
+    best_val = best[0] if task.kind == "classification" else -best[0]
     result = TrainResult(
         str(run_dir),
         it,
