@@ -174,7 +174,7 @@ def eval_run(
     if split not in ("val", "test"):
         raise CodesignError(f"--split {split!r} is not one of val, test")
     recipe, model, _ = load_run(run)
-    options = recipe.task.options()
+    options = recipe.task.run_options(recipe.seed)
     for item in option or []:
         key, sep, value = item.partition("=")
         if not sep:
@@ -183,7 +183,7 @@ def eval_run(
     task = build_task(recipe.task.name, options)
     x, y = task.split(split, recipe.seed)
     value = evaluate(model, task, x, y)
-    changed = {k: v for k, v in options.items() if recipe.task.options().get(k) != v}
+    changed = {k: v for k, v in options.items() if recipe.task.run_options(recipe.seed).get(k) != v}
     console.print(
         f"{run}: {split} {metric_name(task)} {value:.4f} on {len(x)} sequences"
         + (f" (task options {changed})" if changed else "")
