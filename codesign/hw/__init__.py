@@ -1,11 +1,19 @@
-"""Amaranth generators for the deployed network (see docs/integer-semantics.md).
+"""Amaranth generators for the deployed network (see docs/integer-semantics.md, docs/accelerator.md).
 
-:class:`Accelerator` is the event-driven, lane-multiplexed datapath for one bundle;
-:func:`build_rtl` elaborates it to Verilog next to a copy of the bundle it came from.
+:class:`Accelerator` is the event-driven, lane-multiplexed accelerator of a whole bundle (every
+cell kind, stacks of layers, DCLS front ends, last/sum/per-step readouts);
+:func:`codesign.hw.build.build_rtl` elaborates it to Verilog next to a copy of the bundle.
 """
 
 from codesign.hw.accelerator import Accelerator
-from codesign.hw.build import build_rtl
-from codesign.hw.signature import AcceleratorSignature, ResultLayout, StepLayout
+from codesign.hw.plan import AcceleratorPlan, plan_accelerator
+from codesign.hw.signature import AcceleratorSignature, ItemLayout, ResultLayout
 
-__all__ = ["Accelerator", "AcceleratorSignature", "ResultLayout", "StepLayout", "build_rtl"]
+__all__ = [
+    "Accelerator",
+    "AcceleratorPlan",
+    "AcceleratorSignature",
+    "ItemLayout",
+    "ResultLayout",
+    "plan_accelerator",
+]

@@ -1,7 +1,9 @@
 """Run the accelerator in Amaranth's Python simulator (no HDL simulator needed).
 
 Used by the unit tests and for quick cycle counts; the cocotb testbench in ``verification/`` does
-the same against the generated Verilog under Icarus and Verilator.
+the same against the generated Verilog under Icarus and Verilator. :func:`item_beats` is the
+host's side of the input protocol (non-zero inputs as items, step and sequence markers), shared
+with the testbench.
 """
 
 from __future__ import annotations
@@ -12,29 +14,47 @@ from dataclasses import dataclass, field
 import numpy as np
 from amaranth.sim import Simulator
 
-from codesign.bundle import Bundle, spine_view
+from codesign.bundle import Bundle
 from codesign.hw.accelerator import Accelerator
+from codesign.hw.images import config_beats
 
-__all__ = ["PysimResult", "SequenceTrace", "simulate"]
+__all__ = ["PysimResult", "SequenceTrace", "item_beats", "simulate"]
+
+
+def item_beats(sequences: Sequence[np.ndarray]) -> list[dict]:
+    """The ``inputs`` beats of integer sequences ``(T, M)``: non-zero inputs, step/sequence markers."""
+    beats = []
+    for seq in sequences:
+        seq = np.asarray(seq)
+        for t, x in enumerate(seq):
+            nz = np.flatnonzero(x)
+            last_step = t == len(seq) - 1
+            if nz.size == 0:
+                beats.append({"index": 0, "value": 0, "step_end": 1, "seq_end": int(last_step)})
+                continue
+            for k, j in enumerate(nz):
+                end = k == nz.size - 1
+                beats.append(
+                    {"index": int(j), "value": int(x[j]), "step_end": int(end), "seq_end": int(end and last_step)}
+                )
+    return beats
 
 
 @dataclass
 class SequenceTrace:
     """What the accelerator showed for one sequence."""
 
-    states: list[np.ndarray] = field(default_factory=list)  # (d,) at every step_done
-    gates: list[np.ndarray] = field(default_factory=list)  # (d,) at every step_done
-    events: list[int] = field(default_factory=list)  # event_count increase per step
-    macs: list[int] = field(default_factory=list)  # mac_count increase per step
-    done_cycles: list[int] = field(default_factory=list)  # cycle_count at every step_done
-    logits: np.ndarray | None = None
-    class_index: int | None = None
+    states: list[np.ndarray] = field(default_factory=list)  # per layer: (T, d)
+    gates: list[np.ndarray] = field(default_factory=list)  # per layer: (T, d)
+    logits: np.ndarray | None = None  # (C,) or (T, C) per step
+    classes: np.ndarray | None = None  # () or (T,)
 
 
 @dataclass
 class PysimResult:
     sequences: list[SequenceTrace]
-    cycles: int  # cycles until the last result beat
+    cycles: int
+    counters: dict[str, int]
 
 
 def simulate(
@@ -42,66 +62,96 @@ def simulate(
     sequences: Sequence[np.ndarray],
     *,
     lanes: int = 1,
+    weights: str = "baked",
     seed: int | None = None,
-    max_cycles: int = 1_000_000,
+    max_cycles: int = 2_000_000,
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
-    With ``seed`` set, input beats get random gaps and the output random back-pressure; without
-    it the accelerator is driven as fast as it accepts (the cycle counts are then the design's).
+    With ``seed`` set, input beats get random gaps and results random back-pressure. With
+    ``weights="runtime"`` the parameters are loaded through the configuration stream first.
     """
-    bundle = spine_view(bundle, consumer="the RTL generator")
-    dut = Accelerator(bundle, lanes=lanes)
-    d = bundle.net.hidden_size
-    n_cls = bundle.net.num_classes
+    dut = Accelerator(bundle, lanes=lanes, weights=weights)
+    plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None
-    beats = [(x, t == len(seq) - 1) for seq in sequences for t, x in enumerate(np.asarray(seq))]
-    traces = [SequenceTrace() for _ in sequences]
-    total = {"cycles": 0}
+    beats = item_beats(sequences)
+    cfg = config_beats(bundle, plan, skip_zeros=True) if weights == "runtime" else []
+    lengths = [len(s) for s in sequences]
+    n_results = sum(lengths) if plan.per_step else len(sequences)
+    steps_seen = [[0] * len(plan.layers) for _ in sequences]
+    traces = [
+        SequenceTrace(
+            states=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
+            gates=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
+        )
+        for t in lengths
+    ]
+    layer_seq = [0] * len(plan.layers)
+    out = {"cycles": 0, "counters": {}}
+    ro = plan.readout
 
     async def testbench(ctx):
-        beat, seq_out, seq_steps = 0, 0, 0
-        last_events, last_macs = 0, 0
+        for target, addr, elem, value in cfg:
+            ctx.set(dut.config.valid, 1)
+            ctx.set(dut.config.payload, {"target": target, "addr": addr, "elem": elem, "value": value})
+            await ctx.tick()
+        ctx.set(dut.config.valid, 0)
+        beat = 0
+        results_done = 0
+        logits = np.zeros(ro.groups * ro.lanes, dtype=np.int64)
+        got_logits: list[np.ndarray] = []
+        got_classes: list[int] = []
         cycle = 0
-        while seq_out < len(sequences):
+        while results_done < n_results:
             if cycle >= max_cycles:
-                raise RuntimeError(
-                    f"accelerator produced {seq_out} of {len(sequences)} results in {cycle} cycles"
-                )
+                raise RuntimeError(f"accelerator produced {results_done} of {n_results} results in {cycle} cycles")
             offer = beat < len(beats) and (rng is None or rng.random() < 0.7)
             if offer:
-                x, last = beats[beat]
-                ctx.set(dut.steps.payload, {"x": [int(v) for v in x], "last": int(last)})
-            ctx.set(dut.steps.valid, int(offer))
+                ctx.set(dut.inputs.payload, beats[beat])
+            ctx.set(dut.inputs.valid, int(offer))
             ready = rng is None or rng.random() < 0.6
             ctx.set(dut.results.ready, int(ready))
-            if ctx.get(dut.step_done):
-                tr = traces[seq_steps]
-                tr.states.append(np.array([ctx.get(dut.state[i]) for i in range(d)], dtype=np.int64))
-                gate = ctx.get(dut.gate)
-                tr.gates.append(np.array([(gate >> i) & 1 for i in range(d)], dtype=np.int8))
-                events, macs = ctx.get(dut.event_count), ctx.get(dut.mac_count)
-                tr.events.append(events - last_events)
-                tr.macs.append(macs - last_macs)
-                last_events, last_macs = events, macs
-                tr.done_cycles.append(ctx.get(dut.cycle_count))
-                if len(tr.states) == len(sequences[seq_steps]):
-                    seq_steps += 1
-            if offer and ctx.get(dut.steps.ready):
+            for li, e in enumerate(plan.layers):
+                tr = ctx.get(getattr(dut, f"trace_{e.index}"))
+                if tr.valid:
+                    s = layer_seq[li]
+                    t = steps_seen[s][li]
+                    lo = tr.group * e.lanes
+                    for lane in range(e.lanes):
+                        if lo + lane < e.size:
+                            traces[s].states[li][t, lo + lane] = tr.state[lane]
+                            traces[s].gates[li][t, lo + lane] = tr.gate[lane]
+                    if tr.step_end:
+                        steps_seen[s][li] += 1
+                        if tr.seq_end:
+                            layer_seq[li] += 1
+            if offer and ctx.get(dut.inputs.ready):
                 beat += 1
             if ready and ctx.get(dut.results.valid):
                 payload = ctx.get(dut.results.payload)
-                traces[seq_out].logits = np.array(
-                    [int(payload.logits[k]) for k in range(n_cls)], dtype=np.int64
-                )
-                traces[seq_out].class_index = int(payload.class_index)
-                seq_out += 1
+                g = payload.group
+                for lane in range(ro.lanes):
+                    logits[g * ro.lanes + lane] = payload.logits[lane]
+                if payload.final:
+                    got_logits.append(logits[: ro.size].copy())
+                    got_classes.append(payload.class_index)
+                    results_done += 1
             await ctx.tick()
             cycle += 1
-        total["cycles"] = cycle
+        out["cycles"] = cycle
+        out["counters"] = {name: ctx.get(dut.counters[name]) for name in plan.counters}
+        k = 0
+        for s, t in enumerate(lengths):
+            if plan.per_step:
+                traces[s].logits = np.stack(got_logits[k : k + t])
+                traces[s].classes = np.array(got_classes[k : k + t])
+                k += t
+            else:
+                traces[s].logits = got_logits[s]
+                traces[s].classes = np.array(got_classes[s])
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
-    return PysimResult(traces, total["cycles"])
+    return PysimResult(traces, out["cycles"], out["counters"])

@@ -1,8 +1,8 @@
 """Stream payloads and the port signature of the accelerator.
 
-The signature is everything the outside world (a host, a testbench, the cocotb scoreboard) sees of
-the accelerator. Its Verilog port names follow from the member names below, joined with ``__``
-by Amaranth (``steps__payload``, ``steps__valid``, ``steps__ready``, ``results__payload``, ...).
+The signature is everything the outside world (a host, a testbench, the FPGA wrapper) sees of the
+accelerator. Verilog port names follow from the member names, joined with ``__`` by Amaranth
+(``inputs__payload``, ``inputs__valid``, ``inputs__ready``, ``results__payload``, ...).
 """
 
 from __future__ import annotations
@@ -11,203 +11,127 @@ from amaranth.hdl import signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["AcceleratorSignature", "ResultLayout", "StepLayout", "class_index_bits"]
+from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 
-
-def _check_positive(name: str, value: object, *, lowest: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
-        raise ValueError(f"{name} must be an integer >= {lowest}, not {value!r}")
+__all__ = [
+    "AcceleratorSignature",
+    "ConfigLayout",
+    "ItemLayout",
+    "ResultLayout",
+    "TraceLayout",
+    "class_index_bits",
+    "counters_layout",
+]
 
 
 def class_index_bits(classes: int) -> int:
     """Width of an unsigned class index in ``[0, classes)`` (at least one bit)."""
-    return max(1, (classes - 1).bit_length())
+    return index_bits(classes)
 
 
-class StepLayout(data.StructLayout):
-    """Payload of one input beat: one time step of quantized inputs.
+class ItemLayout(data.StructLayout):
+    """One item: a non-zero value at ``index`` (a zero value is a bare marker), and step markers.
 
-    Bits, LSB first: ``x[0] .. x[inputs-1]`` (``input_bits`` each, two's complement), then ``last``.
-
-    Parameters
-    ----------
-    inputs : int
-        Number of input features ``M``.
-    input_bits : int
-        Width of one quantized input (``formats.input.bits``).
-
-    Raises
-    ------
-    ValueError
-        If a parameter is not a positive integer.
+    Layer 0 receives the non-zero inputs of a step as items, in any order, each index at most once;
+    the step's last beat has ``step_end`` set (a step with no non-zero input is one beat with
+    value 0 and ``step_end``), the sequence's last step also ``seq_end``.
     """
 
-    def __init__(self, inputs: int, input_bits: int) -> None:
-        _check_positive("inputs", inputs)
-        _check_positive("input_bits", input_bits, lowest=2)
+    def __init__(self, size: int, value_bits: int) -> None:
         super().__init__(
             {
-                "x": data.ArrayLayout(signed(input_bits), inputs),
-                "last": unsigned(1),
+                "index": unsigned(index_bits(size)),
+                "value": signed(value_bits),
+                "step_end": unsigned(1),
+                "seq_end": unsigned(1),
+            }
+        )
+
+
+class ConfigLayout(data.StructLayout):
+    """One configuration write: element ``elem`` of word ``addr`` of memory ``target``."""
+
+    def __init__(self, plan: AcceleratorPlan) -> None:
+        super().__init__(
+            {
+                "target": unsigned(plan.config_target_bits),
+                "addr": unsigned(plan.config_addr_bits),
+                "elem": unsigned(plan.config_elem_bits),
+                "value": signed(32),
             }
         )
 
 
 class ResultLayout(data.StructLayout):
-    """Payload of one output beat: the classification of one sequence.
+    """One result beat: the logits of one class group (``P`` classes), the argmax on the final one.
 
-    Bits, LSB first: ``class_index`` (``class_index_bits(classes)`` bits, unsigned), then
-    ``logits[0] .. logits[classes-1]`` (``logit_bits`` each, two's complement).
-
-    Parameters
-    ----------
-    classes : int
-        Number of classes ``C``.
-    logit_bits : int
-        Width of one logit (``manifest.logit_bits``).
-
-    Raises
-    ------
-    ValueError
-        If a parameter is not a positive integer.
+    A result (one per sequence, or one per step with a per-step readout) is ``ceil(C / P)`` beats,
+    class group ``group`` carrying classes ``group*P .. group*P + P - 1``; the beat with ``final``
+    set carries ``class_index`` (the argmax, lowest index on ties); ``seq_end`` marks the last
+    result of a sequence.
     """
 
-    def __init__(self, classes: int, logit_bits: int) -> None:
-        _check_positive("classes", classes)
-        _check_positive("logit_bits", logit_bits, lowest=2)
+    def __init__(self, readout: EnginePlan) -> None:
         super().__init__(
             {
-                "class_index": unsigned(class_index_bits(classes)),
-                "logits": data.ArrayLayout(signed(logit_bits), classes),
+                "logits": data.ArrayLayout(signed(readout.acc_bits), readout.lanes),
+                "group": unsigned(index_bits(readout.groups)),
+                "final": unsigned(1),
+                "class_index": unsigned(class_index_bits(readout.size)),
+                "seq_end": unsigned(1),
             }
         )
+
+
+class TraceLayout(data.StructLayout):
+    """Observation of one layer: valid for one cycle each time a group of neurons is updated."""
+
+    def __init__(self, engine: EnginePlan) -> None:
+        fields = {
+            "valid": unsigned(1),
+            "group": unsigned(index_bits(engine.groups)),
+            "step_end": unsigned(1),
+            "seq_end": unsigned(1),
+            "state": data.ArrayLayout(signed(engine.output_bits), engine.lanes),
+            "gate": data.ArrayLayout(unsigned(engine.gate_width), engine.lanes),
+        }
+        if engine.kind == "hsru":
+            fields["potential"] = data.ArrayLayout(signed(engine.state_bits), engine.lanes)
+        super().__init__(fields)
+
+
+def counters_layout(plan: AcceleratorPlan) -> data.StructLayout:
+    return data.StructLayout({name: unsigned(plan.counter_bits) for name in plan.counters})
 
 
 class AcceleratorSignature(wiring.Signature):
-    """Port signature of :class:`codesign.hw.Accelerator`.
+    """Port signature of :class:`codesign.hw.Accelerator` for one plan.
 
-    Parameters
-    ----------
-    inputs : int
-        Input features per step ``M``.
-    input_bits : int
-        Width of a quantized input.
-    hidden : int
-        Recurrent neurons ``d``.
-    state_bits : int
-        Width of a neuron state.
-    classes : int
-        Readout classes ``C``.
-    logit_bits : int
-        Width of a logit.
-    counter_bits : int
-        Width of the free-running observability counters (they wrap).
-
-    Interface attributes
-    --------------------
-    steps : ``In(stream.Signature(StepLayout))``
-        Input stream, one beat per time step; ``payload.last`` ends a sequence.
-    results : ``Out(stream.Signature(ResultLayout))``
-        Output stream, one beat per sequence (argmax class and all logits).
-    state : ``Out(ArrayLayout(signed(state_bits), hidden))``
-        Every neuron's state, neuron ``i`` at bits ``[i*state_bits, (i+1)*state_bits)``.
-        Valid (the state after the step just finished) while ``step_done`` is high.
-    gate : ``Out(hidden)``
-        Binary gate of every neuron at the step just finished; valid while ``step_done`` is high.
-    step_done : ``Out(1)``
-        One-cycle pulse after the last neuron of a step has been updated.
-    cycle_count : ``Out(counter_bits)``
-        Clock cycles since reset.
-    event_count : ``Out(counter_bits)``
-        Neuron updates that changed a state since reset (the golden model's events). Sampled
-        while ``step_done`` is high it covers every step up to and including that one.
-    mac_count : ``Out(counter_bits)``
-        Recurrent-layer multiply-accumulates since reset, two per lane-neuron per non-zero input
-        (the golden model's ``macs``); aligned with ``step_done`` like ``event_count``.
-
-    Raises
-    ------
-    ValueError
-        If a parameter is not a positive integer (the message names the value).
+    Members
+    -------
+    inputs : ``In(stream.Signature(ItemLayout(M, input_bits)))``
+        Non-zero quantized inputs as items, with step and sequence markers.
+    config : ``In(stream.Signature(ConfigLayout(plan)))``
+        Parameter writes (weights, biases, alphas, shifts, thresholds, delays).
+    results : ``Out(stream.Signature(ResultLayout(readout)))``
+        Logits by class group and the argmax class.
+    counters : ``Out(counters_layout(plan))``
+        Free-running counters (cycles, MACs, events, memory reads and writes, ...).
+    trace_<l> : ``Out(TraceLayout(layer l))``
+        Every group update of layer ``l`` (state and gate of its lanes).
     """
 
-    def __init__(
-        self,
-        *,
-        inputs: int,
-        input_bits: int,
-        hidden: int,
-        state_bits: int,
-        classes: int,
-        logit_bits: int,
-        counter_bits: int = 32,
-    ) -> None:
-        self.check_parameters(
-            inputs=inputs,
-            input_bits=input_bits,
-            hidden=hidden,
-            state_bits=state_bits,
-            classes=classes,
-            logit_bits=logit_bits,
-            counter_bits=counter_bits,
-        )
-        self._params = dict(
-            inputs=inputs,
-            input_bits=input_bits,
-            hidden=hidden,
-            state_bits=state_bits,
-            classes=classes,
-            logit_bits=logit_bits,
-            counter_bits=counter_bits,
-        )
-        super().__init__(
-            {
-                "steps": In(stream.Signature(StepLayout(inputs, input_bits))),
-                "results": Out(stream.Signature(ResultLayout(classes, logit_bits))),
-                "state": Out(data.ArrayLayout(signed(state_bits), hidden)),
-                "gate": Out(hidden),
-                "step_done": Out(1),
-                "cycle_count": Out(counter_bits),
-                "event_count": Out(counter_bits),
-                "mac_count": Out(counter_bits),
-            }
-        )
-
-    @classmethod
-    def check_parameters(
-        cls,
-        *,
-        inputs: int,
-        input_bits: int,
-        hidden: int,
-        state_bits: int,
-        classes: int,
-        logit_bits: int,
-        counter_bits: int = 32,
-    ) -> None:
-        """Validate signature parameters.
-
-        Raises
-        ------
-        ValueError
-            If a parameter is not a positive integer or a width is below 2 bits.
-        """
-        _check_positive("inputs", inputs)
-        _check_positive("input_bits", input_bits, lowest=2)
-        _check_positive("hidden", hidden)
-        _check_positive("state_bits", state_bits, lowest=2)
-        _check_positive("classes", classes)
-        _check_positive("logit_bits", logit_bits, lowest=2)
-        _check_positive("counter_bits", counter_bits, lowest=8)
-
-    @property
-    def params(self) -> dict[str, int]:
-        """The parameters this signature was built from."""
-        return dict(self._params)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AcceleratorSignature) and self._params == other._params
+    def __init__(self, plan: AcceleratorPlan) -> None:
+        self.plan = plan
+        members = {
+            "inputs": In(stream.Signature(ItemLayout(plan.input_size, plan.input_bits))),
+            "config": In(stream.Signature(ConfigLayout(plan))),
+            "results": Out(stream.Signature(ResultLayout(plan.readout))),
+            "counters": Out(counters_layout(plan)),
+        }
+        for e in plan.layers:
+            members[f"trace_{e.index}"] = Out(TraceLayout(e))
+        super().__init__(members)
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v}" for k, v in self._params.items())
-        return f"AcceleratorSignature({args})"
+        return f"AcceleratorSignature({self.plan.manifest.name!r}, lanes={self.plan.lanes})"

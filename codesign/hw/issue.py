@@ -1,0 +1,199 @@
+"""The issue stage of an engine: collect a step's items, then walk them once per neuron group.
+
+Items arrive on ``items`` (non-zero inputs of layer 0, DCLS outputs, change events of the previous
+layer, or the pooled vector for the readout). The stage stores a step's non-zero items in one of
+two banks of the item memory (depth ``2 x m``, every index at most once per step) while it walks
+the other bank, so the producer fills step t+1 while this engine computes step t.
+
+Walking a step: for every group ``g`` of ``P`` neurons, one *slot* per stored item (one slot with
+value 0 when the step has none: the neurons still update from their biases). A group may start
+only while ``credit`` is high (room downstream); within a group, slots issue back to back. After
+a step's last slot the stage waits ``DRAIN`` cycles so that the finalize stage has written the
+step's states and accumulators before the next step reads them.
+
+``slot`` is registered and aligned with the item memory's read data: one cycle after the
+decision, it carries the item and where it belongs.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from codesign.hw.counters import CounterBank, count_memory
+from codesign.hw.plan import EnginePlan, index_bits
+from codesign.hw.signature import ItemLayout
+
+__all__ = ["DRAIN", "IssueStage", "SlotLayout"]
+
+DRAIN = 1
+"""Idle cycles between steps, so that the next step reads what the finalize stage wrote (3 cycles behind)."""
+
+
+class SlotLayout(data.StructLayout):
+    def __init__(self, e: EnginePlan) -> None:
+        super().__init__(
+            {
+                "valid": unsigned(1),
+                "group": unsigned(index_bits(e.groups)),
+                "base": unsigned(index_bits(e.groups * e.inputs + 1)),  # group * m
+                "first": unsigned(1),  # first slot of its group
+                "last": unsigned(1),  # last slot of its group
+                "step_last": unsigned(1),  # the group is the step's last
+                "seq_first": unsigned(1),  # the step is its sequence's first
+                "seq_end": unsigned(1),  # the step is its sequence's last
+                "empty": unsigned(1),  # a biases-only slot (the step has no item)
+                "index": unsigned(index_bits(e.inputs)),
+                "value": signed(e.item_bits),
+            }
+        )
+
+
+class IssueStage(wiring.Component):
+    """Double-banked item store and group/slot scheduler of one engine."""
+
+    def __init__(self, e: EnginePlan, counter_bits: int = 32) -> None:
+        self.engine = e
+        self.counters = CounterBank(
+            "",
+            [
+                f"{e.name}_steps",
+                f"{e.name}_busy_cycles",
+                f"{e.name}_stall_cycles",
+                f"{e.name}_item_overflows",
+                f"{e.memories['items'].name}_reads",
+                f"{e.memories['items'].name}_writes",
+            ],
+            counter_bits,
+        )
+        super().__init__(
+            {
+                "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
+                "slot": Out(SlotLayout(e)),
+                "credit": In(1),
+                "starting": Out(1),  # a group starts this cycle (takes one credit)
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        cap = e.item_capacity
+        ib, vb = index_bits(e.inputs), e.item_bits
+        m.submodules.items = mem = Memory(shape=unsigned(ib + vb), depth=2 * cap, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port()
+        m.d.comb += rd.en.eq(0)
+        count_memory(m, self.counters, e.memories["items"].name, [rd], [wr])
+
+        # ------------------------------------------------------------ receiver
+        wbank = Signal()
+        wcount = Signal(range(cap + 1))
+        full = Signal(2)
+        counts = Array([Signal(range(cap + 1), name=f"bank{b}_count") for b in range(2)])
+        first_of = Signal(2)
+        end_of = Signal(2)
+        next_first = Signal(init=1)
+        beat = self.items.payload
+        free = ~full.bit_select(wbank, 1)
+        m.d.comb += self.items.ready.eq(free)
+        nonzero = Signal()
+        stored = Signal()
+        m.d.comb += [nonzero.eq(beat.value != 0), stored.eq(nonzero & (wcount < cap))]
+        m.d.comb += [
+            wr.addr.eq(Mux(wbank, cap, 0) + wcount),
+            wr.data.eq(beat.index | (beat.value.as_unsigned() << ib)),
+        ]
+        with m.If(self.items.valid & free):
+            with m.If(stored):
+                m.d.comb += wr.en.eq(1)
+                m.d.sync += wcount.eq(wcount + 1)
+            with m.If(nonzero & ~stored):
+                self.counters.count(m, f"{e.name}_item_overflows", 1)
+            with m.If(beat.step_end):
+                m.d.sync += [
+                    full.bit_select(wbank, 1).eq(1),
+                    counts[wbank].eq(wcount + stored),
+                    first_of.bit_select(wbank, 1).eq(next_first),
+                    end_of.bit_select(wbank, 1).eq(beat.seq_end),
+                    next_first.eq(beat.seq_end),
+                    wbank.eq(~wbank),
+                    wcount.eq(0),
+                ]
+
+        # ------------------------------------------------------------ scheduler
+        rbank = Signal()
+        busy = Signal()
+        drain = Signal(range(DRAIN + 1))
+        group = Signal(range(e.groups))
+        base = Signal(range(e.groups * e.inputs + 1))
+        slot = Signal(range(cap + 1))
+        n_items = Signal(range(cap + 1))
+        seq_first = Signal()
+        seq_end = Signal()
+        last_slot = Signal()
+        m.d.comb += last_slot.eq(slot + 1 >= n_items)
+        issue = Signal()
+        m.d.comb += issue.eq(busy & ((slot != 0) | self.credit))
+        m.d.comb += self.starting.eq(issue & (slot == 0))
+
+        meta = Signal(SlotLayout(e))
+        m.d.sync += meta.valid.eq(issue)
+        with m.If(~busy):
+            with m.If(drain != 0):
+                m.d.sync += drain.eq(drain - 1)
+            with m.Elif(full.bit_select(rbank, 1)):
+                m.d.sync += [
+                    busy.eq(1),
+                    n_items.eq(counts[rbank]),
+                    group.eq(0),
+                    base.eq(0),
+                    slot.eq(0),
+                    seq_first.eq(first_of.bit_select(rbank, 1)),
+                    seq_end.eq(end_of.bit_select(rbank, 1)),
+                ]
+        with m.Else():
+            self.counters.count(m, f"{e.name}_busy_cycles", 1)
+            with m.If(~issue):
+                self.counters.count(m, f"{e.name}_stall_cycles", 1)
+        with m.If(issue):
+            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq(n_items != 0)]
+            m.d.sync += [
+                meta.group.eq(group),
+                meta.base.eq(base),
+                meta.first.eq(slot == 0),
+                meta.last.eq(last_slot),
+                meta.step_last.eq(group == e.groups - 1),
+                meta.seq_first.eq(seq_first),
+                meta.seq_end.eq(seq_end),
+                meta.empty.eq(n_items == 0),
+            ]
+            with m.If(last_slot):
+                m.d.sync += [slot.eq(0), group.eq(group + 1), base.eq(base + e.inputs)]
+                with m.If(group == e.groups - 1):
+                    m.d.sync += [
+                        busy.eq(0),
+                        full.bit_select(rbank, 1).eq(0),
+                        rbank.eq(~rbank),
+                        drain.eq(DRAIN),
+                    ]
+                    self.counters.count(m, f"{e.name}_steps", 1)
+            with m.Else():
+                m.d.sync += slot.eq(slot + 1)
+
+        m.d.comb += [
+            self.slot.valid.eq(meta.valid),
+            self.slot.group.eq(meta.group),
+            self.slot.base.eq(meta.base),
+            self.slot.first.eq(meta.first),
+            self.slot.last.eq(meta.last),
+            self.slot.step_last.eq(meta.step_last),
+            self.slot.seq_first.eq(meta.seq_first),
+            self.slot.seq_end.eq(meta.seq_end),
+            self.slot.empty.eq(meta.empty),
+            self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
+            self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),
+        ]
+        return m

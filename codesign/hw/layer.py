@@ -1,0 +1,279 @@
+"""A recurrent layer as an engine: issue stage, lane array, update units, state in memories.
+
+Pipeline (one slot per cycle; ``docs/accelerator.md`` has the cycle model)::
+
+    C0 issue      the issue stage picks (group g, item s) and reads the item memory
+    C1 fetch      read the weight word of the item's input (and, on a group's first slot, the
+                  biases, or the accumulators an event-driven layer keeps)
+    C2 MAC        the lane array accumulates; on a group's last slot read the group's state,
+                  parameters and pooled sum
+    C3 finalize   one update unit per lane; write state (and accumulators, pooled sum) back; the
+                  group's entry (events or final vector) goes to the event FIFO; trace beat
+
+State, accumulators, pooled sums, weights and biases live in memories addressed by group: nothing
+grows as a ``d``-wide register file or multiplexer. A sequence's first step reads its state as 0
+(no clearing pass).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from codesign.hw.config import ConfigWriteLayout, drive_config_write
+from codesign.hw.counters import CounterBank, count_memory
+from codesign.hw.events import EntryLayout, EventSerializer
+from codesign.hw.issue import IssueStage, SlotLayout
+from codesign.hw.lanes import LaneArray
+from codesign.hw.plan import AcceleratorPlan, EnginePlan
+from codesign.hw.signature import ItemLayout, TraceLayout
+from codesign.hw.update import make_update_unit, saturate
+
+__all__ = ["ENTRY_FIFO_DEPTH", "LayerEngine", "popcount"]
+
+ENTRY_FIFO_DEPTH = 8
+
+
+def popcount(bits) -> object:
+    return sum(bits[i] for i in range(len(bits)))
+
+
+def _array_memory(m, name, mem, init=None) -> Memory:
+    shape = data.ArrayLayout(signed(mem.elem_bits), mem.elements)
+    memory = Memory(shape=shape, depth=mem.depth, init=init or [])
+    m.submodules[name] = memory
+    return memory
+
+
+class LayerEngine(wiring.Component):
+    """One layer of the network (any cell kind), time-multiplexed over ``P`` lanes."""
+
+    def __init__(
+        self,
+        plan: AcceleratorPlan,
+        e: EnginePlan,
+        images: dict[str, list[list[int]]] | None = None,
+    ) -> None:
+        self.plan, self.engine = plan, e
+        self.images = images or {}
+        self.issue = IssueStage(e, plan.counter_bits)
+        value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
+        self.value_bits = value_bits
+        names = [f"{e.name}_macs", f"{e.name}_events", f"{e.name}_saturations"]
+        for key, mem in e.memories.items():
+            if key not in ("items", "dcls_taps", "dcls_line", "dcls_current"):
+                names += [f"{mem.name}_reads", f"{mem.name}_writes"]
+        self.counters = CounterBank("", names, plan.counter_bits)
+        super().__init__(
+            {
+                "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
+                "events": Out(stream.Signature(ItemLayout(e.size, value_bits))),
+                "config": In(ConfigWriteLayout(plan)),
+                "trace": Out(TraceLayout(e)),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        p, n_mat, groups = e.lanes, len(e.matrices), e.groups
+
+        front = MacFront(m, self, e, self.images, self.counters)
+        issue, lanes, s3 = front.issue, front.lanes, front.s3
+        params_rd, state_rd, state_wr = front.params_rd, front.state_rd, front.state_wr
+        acc_wr, pool_rd, pool_wr, last_lanes = front.acc_wr, front.pool_rd, front.pool_wr, front.last_lanes
+
+        # ------------------------------------------------------------ C3 finalize
+        finalize = Signal()
+        m.d.comb += finalize.eq(s3.valid & s3.last)
+        first = s3.seq_first
+        lane_valid = Signal(p)
+        for lane in range(p):
+            exists = 1 if lane < last_lanes else (s3.group != groups - 1)
+            m.d.comb += lane_valid[lane].eq(exists)
+        entry = Signal(EntryLayout(p, groups, self.value_bits))
+        changed = Signal(p)
+        saturated = Signal(p)
+        n_fields = len(e.state_fields)
+        m.d.comb += [state_wr.addr.eq(s3.group), state_wr.en.eq(finalize)]
+        if acc_wr is not None:
+            m.d.comb += [acc_wr.addr.eq(s3.group), acc_wr.en.eq(finalize)]
+            for i in range(p * n_mat):
+                m.d.comb += acc_wr.data[i].eq(lanes.acc[i])
+        if pool_wr is not None:
+            m.d.comb += [pool_wr.addr.eq(s3.group), pool_wr.en.eq(finalize)]
+        trace = Signal(TraceLayout(e))
+        for lane in range(p):
+            unit = make_update_unit(e)
+            m.submodules[f"update_{lane}"] = unit
+            for k, name in enumerate(e.matrices):
+                m.d.comb += unit.acc[name].eq(lanes.acc[lane * n_mat + k])
+            for k, name in enumerate(e.params):
+                m.d.comb += unit.params[name].eq(params_rd.data[lane * len(e.params) + k])
+            for k, name in enumerate(e.state_fields):
+                m.d.comb += unit.old[name].eq(Mux(first, 0, state_rd.data[lane * n_fields + k]))
+                m.d.comb += state_wr.data[lane * n_fields + k].eq(unit.new[name])
+            old_out = Signal(signed(e.output_bits), name=f"old_out_{lane}")
+            if e.kind == "hsru":
+                m.d.comb += old_out.eq(unit.old.d[0])
+            else:
+                m.d.comb += old_out.eq(unit.old.h)
+            lane_sat = unit.saturated
+            if pool_wr is not None:
+                old_pool = Mux(first, 0, pool_rd.data[lane])
+                pooled, pool_clipped = saturate(m, old_pool + unit.out, e.pool_bits, f"pool_{lane}")
+                m.d.comb += pool_wr.data[lane].eq(pooled)
+                lane_sat = lane_sat | pool_clipped
+            m.d.comb += [
+                changed[lane].eq(lane_valid[lane] & (unit.out != old_out)),
+                saturated[lane].eq(lane_valid[lane] & lane_sat),
+                trace.state[lane].eq(unit.out),
+                trace.gate[lane].eq(unit.gate),
+            ]
+            if e.kind == "hsru":
+                m.d.comb += trace.potential[lane].eq(unit.potential)
+            if e.emit == "delta":
+                m.d.comb += [entry.mask[lane].eq(changed[lane]), entry.value[lane].eq(unit.out - old_out)]
+            else:
+                final = pooled if pool_wr is not None else unit.out
+                m.d.comb += [
+                    entry.mask[lane].eq(lane_valid[lane] & s3.seq_end & (final != 0)),
+                    entry.value[lane].eq(final),
+                ]
+        m.d.comb += [
+            entry.group.eq(s3.group),
+            entry.marker.eq(s3.step_last & (s3.seq_end if e.emit == "final" else 1)),
+            entry.seq_end.eq(s3.seq_end),
+            trace.valid.eq(finalize),
+            trace.group.eq(s3.group),
+            trace.step_end.eq(s3.step_last),
+            trace.seq_end.eq(s3.seq_end),
+        ]
+        m.d.sync += self.trace.eq(trace)
+        with m.If(finalize):
+            self.counters.count(m, f"{e.name}_events", popcount(changed))
+            self.counters.count(m, f"{e.name}_saturations", popcount(saturated))
+
+        # ------------------------------------------------------------ events out
+        m.submodules.entries = fifo = SyncFIFOBuffered(width=len(Cat(entry.as_value())), depth=ENTRY_FIFO_DEPTH)
+        m.d.comb += [fifo.w_data.eq(entry.as_value()), fifo.w_en.eq(finalize)]
+        m.submodules.serializer = ser = EventSerializer(
+            lanes=p, groups=groups, size=e.size, value_bits=self.value_bits
+        )
+        m.d.comb += [
+            ser.entries.payload.eq(fifo.r_data),
+            ser.entries.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(ser.entries.ready),
+        ]
+        wiring.connect(m, ser.items, wiring.flipped(self.events))
+        reserved = Signal(range(ENTRY_FIFO_DEPTH + 2))
+        popped = fifo.r_en & fifo.r_rdy
+        m.d.sync += reserved.eq(reserved + issue.starting - popped)
+        m.d.comb += issue.credit.eq(reserved < ENTRY_FIFO_DEPTH)
+        return m
+
+
+class MacFront:
+    """Stages C0-C2 of an engine (issue, fetch, MAC), shared by the layers and the readout.
+
+    Builds the issue stage, the weight/bias (and kept-accumulator) memories with their
+    configuration write ports, the lane array and the reads the finalize stage needs; ``s3`` is
+    the slot as it reaches C3 and ``ports`` the read/write ports of the per-group memories.
+    """
+
+    def __init__(self, m: Module, owner, e: EnginePlan, images: dict, counters: CounterBank) -> None:
+        self.__dict__.update(_build_front(m, owner, e, images, counters))
+
+
+def _build_front(m, owner, e, images, counters):
+    self = owner
+    self_counters = counters
+    p, n_mat, groups = e.lanes, len(e.matrices), e.groups
+    mems = e.memories
+    m.submodules.issue = issue = self.issue
+    wiring.connect(m, wiring.flipped(self.items), issue.items)
+    slot = issue.slot
+
+    # ------------------------------------------------------------ memories
+    weights = _array_memory(m, "weights", mems["weights"], images.get(mems["weights"].name))
+    bias = _array_memory(m, "bias", mems["bias"], images.get(mems["bias"].name))
+    w_rd, b_rd = weights.read_port(), bias.read_port()
+    for mem, key in ((weights, "weights"), (bias, "bias")):
+        port = mem.write_port(granularity=1)
+        drive_config_write(m, port, self.config, mems[key])
+        count_memory(m, self_counters, mems[key].name, [w_rd if key == "weights" else b_rd], [port])
+    params_rd = None
+    if "params" in mems:
+        params = _array_memory(m, "params", mems["params"], images.get(mems["params"].name))
+        params_rd = params.read_port()
+        port = params.write_port(granularity=1)
+        drive_config_write(m, port, self.config, mems["params"])
+        count_memory(m, self_counters, mems["params"].name, [params_rd], [port])
+    state_rd = state_wr = None
+    if "state" in mems:
+        state = _array_memory(m, "state", mems["state"])
+        state_rd, state_wr = state.read_port(), state.write_port()
+        count_memory(m, self_counters, mems["state"].name, [state_rd], [state_wr])
+    acc_rd = acc_wr = None
+    if "acc" in mems:
+        accm = _array_memory(m, "acc", mems["acc"])
+        acc_rd, acc_wr = accm.read_port(), accm.write_port()
+        count_memory(m, self_counters, mems["acc"].name, [acc_rd], [acc_wr])
+    pool_rd = pool_wr = None
+    if "pool" in mems:
+        pool = _array_memory(m, "pool", mems["pool"])
+        pool_rd, pool_wr = pool.read_port(), pool.write_port()
+        count_memory(m, self_counters, mems["pool"].name, [pool_rd], [pool_wr])
+    for port in (w_rd, b_rd, params_rd, state_rd, acc_rd, pool_rd):
+        if port is not None:
+            m.d.comb += port.en.eq(0)
+
+    # ------------------------------------------------------------ C1 fetch
+    m.d.comb += [w_rd.addr.eq(slot.base + slot.index), b_rd.addr.eq(slot.group)]
+    with m.If(slot.valid & ~slot.empty):
+        m.d.comb += w_rd.en.eq(1)
+    use_acc = Signal()
+    m.d.comb += use_acc.eq(~slot.seq_first if acc_rd is not None else 0)
+    with m.If(slot.valid & slot.first):
+        if acc_rd is None:
+            m.d.comb += b_rd.en.eq(1)
+        else:
+            with m.If(use_acc):
+                m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(slot.group)]
+            with m.Else():
+                m.d.comb += b_rd.en.eq(1)
+    s2 = Signal(SlotLayout(e), name="slot_c2")
+    use_acc2 = Signal()
+    m.d.sync += [s2.eq(slot), use_acc2.eq(use_acc)]
+
+    # ------------------------------------------------------------ C2 MAC
+    m.submodules.lanes = lanes = LaneArray(
+        lanes=p, matrices=n_mat, weight_bits=e.weight_bits, value_bits=e.item_bits, acc_bits=e.acc_bits
+    )
+    m.d.comb += [
+        lanes.valid.eq(s2.valid),
+        lanes.first.eq(s2.first),
+        lanes.value.eq(s2.value),
+        lanes.weights.eq(w_rd.data),
+    ]
+    for i in range(p * n_mat):
+        seed = b_rd.data[i] if acc_rd is None else Mux(use_acc2, acc_rd.data[i], b_rd.data[i])
+        m.d.comb += lanes.seeds[i].eq(seed)
+    last_lanes = e.size - (groups - 1) * p
+    valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
+    with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
+        self_counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
+    finals = [port for port in (params_rd, state_rd, pool_rd) if port is not None]
+    with m.If(s2.valid & s2.last):
+        for port in finals:
+            m.d.comb += [port.en.eq(1), port.addr.eq(s2.group)]
+    s3 = Signal(SlotLayout(e), name="slot_c3")
+    m.d.sync += s3.eq(s2)
+
+    return dict(
+        issue=issue, lanes=lanes, s3=s3, params_rd=params_rd, state_rd=state_rd, state_wr=state_wr,
+        acc_wr=acc_wr, pool_rd=pool_rd, pool_wr=pool_wr, last_lanes=last_lanes,
+    )

@@ -1,0 +1,412 @@
+"""The hardware plan of a bundle: every engine, memory, width and counter the RTL instantiates.
+
+One function, :func:`plan_accelerator`, turns a manifest and a lane count into plain dataclasses.
+The Amaranth components (``codesign/hw/*.py``), the memory images and configuration beats
+(:mod:`codesign.hw.images`), ``build.json`` and the cocotb testbench all read this plan, so a width
+or an address is decided once.
+
+The accelerator is a chain of engines connected by item streams (``docs/accelerator.md``)::
+
+    inputs -> [dcls 0] -> layer 0 -> [dcls 1] -> layer 1 -> ... -> readout -> results
+
+An *item* is ``(index, value)``: a non-zero input of layer 0, the output of a DCLS front end, a
+change event ``(neuron, delta)`` of the previous layer, or an entry of the pooled vector. Every
+stream also carries ``step_end`` and ``seq_end`` markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from codesign.bundle.spec import (
+    MAX_DATAPATH_BITS,
+    Manifest,
+    accumulator_bits,
+    front_end_bits,
+    layer_input,
+    logit_bits,
+    readout_input_bits,
+)
+from codesign.errors import CodesignError
+from codesign.intmath import bits_for_magnitude
+
+__all__ = [
+    "AcceleratorPlan",
+    "DCLSPlan",
+    "EnginePlan",
+    "MemoryPlan",
+    "MATRICES",
+    "PARAMS",
+    "ceil_div",
+    "plan_accelerator",
+    "shift_range",
+    "MAX_SIZE",
+    "MAX_SPAN_WORDS",
+]
+
+MATRICES: dict[str, tuple[str, ...]] = {
+    "cmru": ("cand", "thr"),
+    "bmru": ("cand", "thr"),
+    "alphacmru": ("cand", "thr", "alpha"),
+    "bgmingru": ("cand", "gate"),
+    "mingru": ("cand", "gate"),
+    "hsru": ("in",),
+    "readout": ("logit",),
+}
+"""Weight matrices of each engine kind, in the order of the elements of a weight word."""
+
+PARAMS: dict[str, tuple[str, ...]] = {
+    "cmru": ("alpha",),
+    "bmru": ("alpha",),
+    "alphacmru": ("alpha_shift",),
+    "bgmingru": ("cand_shift",),
+    "mingru": ("cand_shift", "gate_shift"),
+    "hsru": ("in_shift", "theta"),
+    "readout": (),
+}
+"""Per-neuron parameters the update unit reads at finalize (besides the biases)."""
+
+STATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "hsru": ("v", "d"),
+    "readout": (),
+}
+"""Per-neuron state kept in the state memory (``h`` for every other cell)."""
+
+MAX_SIZE = 4096
+"""Largest layer, input or class count the generator accepts (the manifest's own limit)."""
+MAX_SPAN_WORDS = 1 << 20
+"""Largest DCLS delay line (channels x span words) the generator builds."""
+SHIFT_BITS = 7
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def index_bits(size: int) -> int:
+    """Width of an unsigned index in ``[0, size)`` (at least one bit)."""
+    return max(1, (size - 1).bit_length())
+
+
+def shift_range(acc_bits: int) -> tuple[int, int]:
+    """Allowed per-neuron shifts of an accumulator ``acc_bits`` wide.
+
+    A negative shift is an exact left shift: it may widen the accumulator at most to
+    ``MAX_DATAPATH_BITS`` bits, so every intermediate fits in int64 and in float64 exactly; a
+    right shift is at most 63 (the 7-bit field's maximum).
+    """
+    return -max(0, MAX_DATAPATH_BITS - acc_bits), (1 << (SHIFT_BITS - 1)) - 1
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """One on-chip memory: ``depth`` words of ``elements`` signed ``elem_bits``-bit elements."""
+
+    name: str  # e.g. "layer0_weights"
+    depth: int
+    elements: int
+    elem_bits: int
+    kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled"]
+    config_id: int | None = None  # target id on the configuration stream (None: not loadable)
+
+    @property
+    def bits(self) -> int:
+        return self.depth * self.elements * self.elem_bits
+
+
+@dataclass(frozen=True)
+class DCLSPlan:
+    channels: int  # m
+    taps: int  # K
+    span: int  # G
+    weight_bits: int
+    delay_bits: int  # unsigned
+    in_bits: int  # width of the values it delays (layer input)
+    z_bits: int  # width of its outputs
+    mode: Literal["absolute", "delta"]  # layer 0 sends values, later layers send deltas
+    item_bits: int  # width of the item values it receives
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """A layer (or the readout) as a time-multiplexed engine of ``lanes`` lanes."""
+
+    name: str  # "layer0", ..., "readout"
+    kind: str  # cell kind or "readout"
+    index: int  # layer index (-1 for the readout)
+    size: int  # d (neurons) or C (classes)
+    inputs: int  # m: width of the item index space
+    lanes: int
+    groups: int
+    item_bits: int  # width of the item values it multiplies
+    acc_bits: int
+    weight_bits: int
+    bias_bits: int
+    mode: Literal["scratch", "events"]  # recompute from biases every step, or keep accumulators
+    matrices: tuple[str, ...]
+    params: dict[str, int]  # parameter -> width
+    state_fields: tuple[str, ...]
+    state_bits: int
+    output_bits: int  # width of the value the layer passes on
+    delta_bits: int  # width of its change events
+    emit: Literal["delta", "final", "none"]  # what goes downstream
+    eps: int = 0
+    alpha_bits: int = 8
+    gate_bits: int = 6
+    leak_shift: int = 4
+    pool_bits: int | None = None  # sum pooling folded into the last layer's finalize
+    gate_width: int = 1  # width of the gate the trace reports
+    shift_lo: int = 0
+    shift_hi: int = 63
+    dcls: DCLSPlan | None = None
+    memories: dict[str, MemoryPlan] = field(default_factory=dict)
+
+    @property
+    def item_capacity(self) -> int:
+        """Items one step can hold: every index at most once."""
+        return self.inputs
+
+
+@dataclass(frozen=True)
+class AcceleratorPlan:
+    manifest: Manifest
+    lanes: int
+    input_size: int
+    input_bits: int
+    layers: tuple[EnginePlan, ...]
+    readout: EnginePlan
+    classes: int
+    logit_bits: int
+    pooling: str
+    per_step: bool
+    memories: tuple[MemoryPlan, ...]
+    counters: tuple[str, ...]
+    counter_bits: int = 32
+
+    @property
+    def engines(self) -> tuple[EnginePlan, ...]:
+        return (*self.layers, self.readout)
+
+    def memory(self, name: str) -> MemoryPlan:
+        for mem in self.memories:
+            if mem.name == name:
+                return mem
+        raise KeyError(name)
+
+    @property
+    def config_targets(self) -> tuple[MemoryPlan, ...]:
+        return tuple(m for m in self.memories if m.config_id is not None)
+
+    @property
+    def config_addr_bits(self) -> int:
+        return index_bits(max(m.depth for m in self.config_targets))
+
+    @property
+    def config_elem_bits(self) -> int:
+        return index_bits(max(m.elements for m in self.config_targets))
+
+    @property
+    def config_target_bits(self) -> int:
+        return index_bits(len(self.config_targets))
+
+    def shape_key(self) -> dict:
+        """Everything the RTL depends on except the weights: builds with equal keys are identical."""
+        m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
+        return {"manifest": m, "lanes": self.lanes}
+
+
+def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]:
+    def loadable() -> int:
+        next_id[0] += 1
+        return next_id[0] - 1
+
+    mems: dict[str, MemoryPlan] = {}
+    n_mat = len(e.matrices)
+    p = e.lanes
+    mems["weights"] = MemoryPlan(
+        f"{e.name}_weights", e.groups * e.inputs, p * n_mat, e.weight_bits, "weights", loadable()
+    )
+    mems["bias"] = MemoryPlan(f"{e.name}_bias", e.groups, p * n_mat, e.bias_bits, "weights", loadable())
+    if e.params:
+        mems["params"] = MemoryPlan(
+            f"{e.name}_params", e.groups, p * len(e.params), max(e.params.values()), "params", loadable()
+        )
+    if e.dcls is not None:
+        dc = e.dcls
+        mems["dcls_taps"] = MemoryPlan(
+            f"{e.name}_dcls_taps",
+            dc.channels,
+            2 * dc.taps,
+            max(dc.weight_bits, dc.delay_bits + 1),
+            "params",
+            loadable(),
+        )
+        mems["dcls_line"] = MemoryPlan(
+            f"{e.name}_dcls_line", dc.channels * dc.span, 1, dc.in_bits, "delay_line"
+        )
+        mems["dcls_current"] = MemoryPlan(f"{e.name}_dcls_current", dc.channels, 1, dc.in_bits, "delay_line")
+    mems["items"] = MemoryPlan(
+        f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
+    )
+    if e.state_fields:
+        mems["state"] = MemoryPlan(
+            f"{e.name}_state", e.groups, p * len(e.state_fields), e.state_bits, "state"
+        )
+    if e.mode == "events":
+        mems["acc"] = MemoryPlan(f"{e.name}_acc", e.groups, p * n_mat, e.acc_bits, "accumulators")
+    if e.pool_bits is not None:
+        mems["pool"] = MemoryPlan(f"{e.name}_pool", e.groups, p, e.pool_bits, "pooled")
+    return mems
+
+
+def plan_accelerator(manifest: Manifest, lanes: int, *, counter_bits: int = 32) -> AcceleratorPlan:
+    """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit."""
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+        raise CodesignError(f"lanes must be a positive integer, not {lanes!r}")
+    widest = max(layer.size for layer in manifest.layers)
+    if lanes > widest:
+        raise CodesignError(
+            f"lanes {lanes} is outside the allowed range 1..{widest} (1 up to the widest layer of "
+            f"bundle '{manifest.name}')"
+        )
+    layers: list[EnginePlan] = []
+    next_id = [0]
+    n_layers = len(manifest.layers)
+    r = manifest.readout
+    for i, layer in enumerate(manifest.layers):
+        m, in_bits = layer_input(manifest, i)
+        prev_delta_bits = in_bits + 1  # a change of a value in_bits wide
+        item_in_bits = in_bits if i == 0 else prev_delta_bits
+        acc = accumulator_bits(manifest, i)
+        dcls = None
+        if layer.dcls is not None:
+            span_words = m * layer.dcls.span
+            if span_words > MAX_SPAN_WORDS:
+                raise CodesignError(
+                    f"layers.{i}.dcls.span: {layer.dcls.span} x {m} channels = {span_words} delay-line "
+                    f"words exceeds the hardware limit of {MAX_SPAN_WORDS}"
+                )
+            dcls = DCLSPlan(
+                channels=m,
+                taps=layer.dcls.taps,
+                span=layer.dcls.span,
+                weight_bits=layer.dcls.weight_bits,
+                delay_bits=max(1, (layer.dcls.span - 1).bit_length()),
+                in_bits=in_bits,
+                z_bits=front_end_bits(manifest, i),
+                mode="absolute" if i == 0 else "delta",
+                item_bits=item_in_bits,
+            )
+        last = i == n_layers - 1
+        emit: Literal["delta", "final"] = "delta" if (not last or r.per_step) else "final"
+        output_bits = layer.output_bits
+        params = {}
+        for name in PARAMS[layer.cell]:
+            params[name] = {"alpha": layer.alpha_bits, "theta": layer.state_bits}.get(name, SHIFT_BITS)
+        lo, hi = shift_range(acc)
+        layer_lanes = min(lanes, layer.size)
+        layers.append(
+            EnginePlan(
+                name=f"layer{i}",
+                kind=layer.cell,
+                index=i,
+                size=layer.size,
+                inputs=m,
+                lanes=layer_lanes,
+                groups=ceil_div(layer.size, layer_lanes),
+                item_bits=dcls.z_bits if dcls else item_in_bits,
+                acc_bits=acc,
+                weight_bits=layer.weight_bits,
+                bias_bits=layer.bias_bits,
+                mode="events" if (i > 0 and dcls is None) else "scratch",
+                matrices=MATRICES[layer.cell],
+                params=params,
+                state_fields=STATE_FIELDS.get(layer.cell, ("h",)),
+                state_bits=layer.state_bits,
+                output_bits=output_bits,
+                delta_bits=output_bits + 1,
+                emit=emit,
+                eps=layer.eps,
+                alpha_bits=layer.alpha_bits,
+                gate_bits=layer.gate_bits,
+                leak_shift=layer.leak_shift,
+                pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
+                gate_width=layer.gate_bits + 1 if layer.cell == "mingru" else 1,
+                shift_lo=lo,
+                shift_hi=hi,
+                dcls=dcls,
+            )
+        )
+    last_layer = layers[-1]
+    if r.per_step:
+        ro_item_bits, ro_mode = last_layer.delta_bits, "events"
+    else:
+        ro_item_bits, ro_mode = readout_input_bits(manifest), "scratch"
+    ro_lanes = min(lanes, r.classes)
+    lb = logit_bits(manifest)
+    readout = EnginePlan(
+        name="readout",
+        kind="readout",
+        index=-1,
+        size=r.classes,
+        inputs=last_layer.size,
+        lanes=ro_lanes,
+        groups=ceil_div(r.classes, ro_lanes),
+        item_bits=ro_item_bits,
+        acc_bits=lb,
+        weight_bits=r.weight_bits,
+        bias_bits=r.bias_bits,
+        mode=ro_mode,
+        matrices=MATRICES["readout"],
+        params={},
+        state_fields=(),
+        state_bits=lb,
+        output_bits=lb,
+        delta_bits=lb + 1,
+        emit="none",
+    )
+    engines = []
+    for e in (*layers, readout):
+        mems = _engine_memories(e, next_id)
+        engines.append(_replace_memories(e, mems))
+    layers, readout = engines[:-1], engines[-1]
+    memories = tuple(mem for e in engines for mem in e.memories.values())
+    counters = ["cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results"]
+    for e in engines:
+        counters += [f"{e.name}_macs", f"{e.name}_steps", f"{e.name}_busy_cycles", f"{e.name}_stall_cycles"]
+        if e.kind != "readout":
+            counters += [f"{e.name}_events", f"{e.name}_saturations"]
+        if e.dcls is not None:
+            counters += [f"{e.name}_dcls_cycles"]
+        counters += [f"{e.name}_item_overflows"]
+    for mem in memories:
+        counters += [f"{mem.name}_reads", f"{mem.name}_writes"]
+    for e in engines:
+        if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
+            raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
+    return AcceleratorPlan(
+        manifest=manifest,
+        lanes=lanes,
+        input_size=manifest.input.size,
+        input_bits=manifest.input.bits,
+        layers=tuple(layers),
+        readout=readout,
+        classes=r.classes,
+        logit_bits=lb,
+        pooling=r.pooling,
+        per_step=r.per_step,
+        memories=memories,
+        counters=tuple(counters),
+        counter_bits=counter_bits,
+    )
+
+
+def _replace_memories(e: EnginePlan, mems: dict[str, MemoryPlan]) -> EnginePlan:
+    from dataclasses import replace
+
+    return replace(e, memories=mems)
+
+
+def magnitude_bits(value: int) -> int:
+    return bits_for_magnitude(value)

@@ -1,0 +1,195 @@
+"""One update unit per cell kind behind one interface (docs/integer-semantics.md, "Cells").
+
+Every unit is combinational: the finalize stage of a layer engine presents, for one lane, the
+neuron's accumulators (``acc``), its parameters (``params``) and its state before the step
+(``old``), and stores ``new``. ``out`` is what the layer passes on (its state; HSRU: the digital
+bit ``D``), ``gate`` what the trace reports (binary gate, minGRU's ``z``, HSRU's spike), and
+``saturated`` says a saturation clipped the stored value.
+
+Helpers :func:`saturate` and :func:`shift_floor` build the two integer primitives of the spec:
+``sat_B`` and ``shr`` with a per-neuron signed shift (negative = exact left shift, bounded by the
+plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from codesign.hw.plan import EnginePlan
+
+__all__ = ["UpdateSignature", "UpdateUnit", "make_update_unit", "saturate", "shift_floor"]
+
+
+def saturate(m: Module, value, bits: int, name: str) -> tuple[Signal, Signal]:
+    """``(sat_bits(value), clipped)``."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = Signal(signed(bits), name=name)
+    clipped = Signal(name=f"{name}_clipped")
+    m.d.comb += [
+        out.eq(Mux(value > hi, hi, Mux(value < lo, lo, value))),
+        clipped.eq((value > hi) | (value < lo)),
+    ]
+    return out, clipped
+
+
+def shift_floor(m: Module, value, shift, max_left: int, name: str) -> Signal:
+    """``floor(value / 2**shift)`` for ``shift >= 0``, else ``value * 2**-shift`` (``-shift <= max_left``)."""
+    out = Signal(signed(len(value) + max_left), name=name)
+    right = Signal(6, name=f"{name}_right")
+    m.d.comb += right.eq(Mux(shift >= 0, shift[:6], 0))
+    if max_left > 0:
+        left = Signal(range(max_left + 1), name=f"{name}_left")
+        m.d.comb += left.eq(Mux(shift < 0, -shift, 0))
+        m.d.comb += out.eq(Mux(shift >= 0, value >> right, value << left))
+    else:
+        m.d.comb += out.eq(value >> right)
+    return out
+
+
+class UpdateSignature(wiring.Signature):
+    def __init__(self, e: EnginePlan) -> None:
+        self.engine = e
+        state = data.StructLayout({f: signed(e.state_bits) for f in e.state_fields})
+        super().__init__(
+            {
+                "acc": In(data.StructLayout({k: signed(e.acc_bits) for k in e.matrices})),
+                "params": In(data.StructLayout({k: signed(w) for k, w in e.params.items()})),
+                "old": In(state),
+                "new": Out(state),
+                "out": Out(signed(e.output_bits)),
+                "gate": Out(unsigned(e.gate_width)),
+                "potential": Out(signed(e.state_bits)),
+                "saturated": Out(1),
+            }
+        )
+
+
+class UpdateUnit(wiring.Component):
+    """Base class: the update rule of one neuron, combinational."""
+
+    def __init__(self, e: EnginePlan) -> None:
+        self.engine = e
+        super().__init__(UpdateSignature(e))
+
+    def elaborate(self, platform):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class CMRUUpdate(UpdateUnit):
+    """cmru / bmru / alphacmru: ``g = |c| >= |b|``; if g: ``h <- sat(eps*h + sign(c)*alpha)``."""
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        c, b, h = self.acc.cand, self.acc.thr, self.old.h
+        if e.kind == "alphacmru":
+            shifted = shift_floor(m, self.acc.alpha, self.params.alpha_shift, -e.shift_lo, "alpha_shifted")
+            alpha, _ = saturate(m, shifted, e.alpha_bits, "alpha")
+        else:
+            alpha = self.params.alpha
+        gate = Signal()
+        kept = {1: h, 0: 0, -1: -h}[e.eps]
+        total = Signal(signed(max(e.state_bits, e.alpha_bits) + 2))
+        m.d.comb += [
+            gate.eq(abs(c) >= abs(b)),
+            total.eq(kept + Mux(c >= 0, alpha, -alpha)),
+        ]
+        new, clipped = saturate(m, total, e.state_bits, "h_new")
+        m.d.comb += [
+            self.new.h.eq(Mux(gate, new, h)),
+            self.out.eq(self.new.h),
+            self.gate.eq(gate),
+            self.saturated.eq(gate & clipped),
+        ]
+        return m
+
+
+class BGMinGRUUpdate(UpdateUnit):
+    """bgmingru: ``u = sat(shr(A_cand))``; ``g = A_gate >= 0``; if g: ``h <- u``."""
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        shifted = shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted")
+        u, clipped = saturate(m, shifted, e.state_bits, "u")
+        gate = Signal()
+        m.d.comb += [
+            gate.eq(self.acc.gate >= 0),
+            self.new.h.eq(Mux(gate, u, self.old.h)),
+            self.out.eq(self.new.h),
+            self.gate.eq(gate),
+            self.saturated.eq(gate & clipped),
+        ]
+        return m
+
+
+class MinGRUUpdate(UpdateUnit):
+    """mingru: hard-sigmoid gate ``z`` in ``[0, 2**gate_bits]``; ``h <- h + shr(z*(u-h), gate_bits)``."""
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        gb = e.gate_bits
+        shifted = shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted")
+        u, clipped = saturate(m, shifted, e.state_bits, "u")
+        gate_shifted = shift_floor(m, self.acc.gate, self.params.gate_shift, -e.shift_lo, "gate_shifted")
+        raw = Signal(signed(len(gate_shifted) + 1))
+        z = Signal(unsigned(gb + 1))
+        one = 1 << gb
+        m.d.comb += [
+            raw.eq(gate_shifted + (one >> 1)),
+            z.eq(Mux(raw < 0, 0, Mux(raw > one, one, raw))),
+        ]
+        h = self.old.h
+        diff = Signal(signed(e.state_bits + 1))
+        prod = Signal(signed(e.state_bits + gb + 3))
+        m.d.comb += [
+            diff.eq(u - h),
+            prod.eq(z * diff),
+            self.new.h.eq(h + (prod >> gb)),
+            self.out.eq(self.new.h),
+            self.gate.eq(z),
+            self.saturated.eq(clipped),
+        ]
+        return m
+
+
+class HSRUUpdate(UpdateUnit):
+    """hsru: ``V <- sat(V - shr(V, leak) + shr(A_in, in_shift))``, spike ``V >= theta``, ``D ^= spike``."""
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.engine
+        current = shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current")
+        v = self.old.v
+        total = Signal(signed(max(len(current), e.state_bits) + 2))
+        m.d.comb += total.eq(v - (v >> e.leak_shift) + current)
+        v_new, clipped = saturate(m, total, e.state_bits, "v_new")
+        spike = Signal()
+        m.d.comb += [
+            spike.eq(v_new >= self.params.theta),
+            self.new.v.eq(v_new),
+            self.new.d.eq(self.old.d[0] ^ spike),
+            self.out.eq(self.old.d[0] ^ spike),
+            self.gate.eq(spike),
+            self.potential.eq(v_new),
+            self.saturated.eq(clipped),
+        ]
+        return m
+
+
+UNITS: dict[str, type[UpdateUnit]] = {
+    "cmru": CMRUUpdate,
+    "bmru": CMRUUpdate,
+    "alphacmru": CMRUUpdate,
+    "bgmingru": BGMinGRUUpdate,
+    "mingru": MinGRUUpdate,
+    "hsru": HSRUUpdate,
+}
+
+
+def make_update_unit(e: EnginePlan) -> UpdateUnit:
+    """The update unit of a layer engine's cell."""
+    return UNITS[e.kind](e)
