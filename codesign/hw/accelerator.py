@@ -13,7 +13,7 @@ per-layer traces make the work observable.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 
 from codesign.bundle import Bundle
@@ -45,15 +45,25 @@ class Accelerator(wiring.Component):
         ``P``: neurons (or classes) computed in parallel; ``1 <= P <=`` the widest layer.
     weights : ``"baked"`` or ``"runtime"``
         Whether the parameter memories start with the bundle's values or at zero.
+    faults : set of str
+        Deliberate bugs (:data:`codesign.hw.plan.FAULTS`) for the regression's mutation check.
     """
 
     def __init__(
-        self, bundle: Bundle, *, lanes: int = 1, weights: str = "baked", counter_bits: int = 32
+        self,
+        bundle: Bundle,
+        *,
+        lanes: int = 1,
+        weights: str = "baked",
+        counter_bits: int = 32,
+        faults: frozenset[str] | set[str] = frozenset(),
     ) -> None:
         if weights not in WEIGHT_MODES:
             raise CodesignError(f"weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
         self.bundle = bundle
-        self.plan: AcceleratorPlan = plan_accelerator(bundle.manifest, lanes, counter_bits=counter_bits)
+        self.plan: AcceleratorPlan = plan_accelerator(
+            bundle.manifest, lanes, counter_bits=counter_bits, faults=faults
+        )
         self.weights_mode = weights
         images = memory_images(bundle, self.plan) if weights == "baked" else {}
         self.layer_engines = [LayerEngine(self.plan, e, images) for e in self.plan.layers]
@@ -85,9 +95,6 @@ class Accelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        cfg = wiring.Signature  # noqa: F841 - readability of the section below
-        from amaranth.hdl import Signal
-
         config = Signal(ConfigWriteLayout(plan))
         m.d.comb += [
             self.config.ready.eq(1),

@@ -4,11 +4,13 @@ A build directory holds everything a simulator or an FPGA flow needs and nothing
 into the source tree::
 
     accelerator.v     generated Verilog (top module ``accelerator``, ports ``clk`` and ``rst``
-                      (synchronous, active high) plus the signature's members)
+                      (synchronous, active high) plus the signature's members: ``inputs``,
+                      ``config``, ``results`` streams, ``counters``, ``trace_<l>``)
     manifest.yaml     copy of the bundle it was built from (the testbench's golden model reads it)
     weights.npz
-    build.json        top name, lanes, ports and widths, payload field offsets, bundle name,
-                      codesign version, sha256 of accelerator.v
+    build.json        top name, lanes, weights mode, the plan (engines, memories with their
+                      configuration ids, counters), ports, payload field offsets, bundle name,
+                      codesign version, sha256 of accelerator.v and of the bundle's shape
 """
 
 from __future__ import annotations
@@ -24,42 +26,43 @@ from amaranth.lib import wiring
 
 import codesign
 from codesign.atomic import atomic_dir
-from codesign.bundle import Bundle, SpineBundle, load_bundle, spine_view
+from codesign.bundle import load_bundle
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
-from codesign.hw.accelerator import Accelerator
+from codesign.hw.accelerator import WEIGHT_MODES, Accelerator
+from codesign.hw.plan import AcceleratorPlan
 
-__all__ = ["BUILD_JSON", "TOP", "VERILOG", "build_rtl", "check_lanes", "payload_fields"]
+__all__ = ["BUILD_JSON", "TOP", "VERILOG", "build_rtl", "payload_fields", "plan_summary"]
 
 TOP = "accelerator"
 VERILOG = "accelerator.v"
 BUILD_JSON = "build.json"
 
 
-def check_lanes(bundle: Bundle | SpineBundle, lanes: object) -> int:
-    bundle = spine_view(bundle, consumer="the RTL generator")
-    """Return ``lanes`` if it is a legal lane count for ``bundle``, else raise :class:`CodesignError`."""
-    d = bundle.net.hidden_size
-    if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= d:
-        raise CodesignError(
-            f"lanes {lanes!r} is outside the allowed range 1..{d} (1 up to the hidden size d={d} of bundle "
-            f"'{bundle.manifest.name}')"
-        )
-    return lanes
-
-
-def payload_fields(layout) -> dict[str, dict[str, int]]:
-    """Flat ``{field: {"offset", "width"}}`` of a struct payload, array elements as ``name[i]``."""
+def payload_fields(layout, prefix: str = "", offset: int = 0) -> dict[str, dict[str, int]]:
+    """Flat ``{field: {"offset", "width", "signed"}}`` of a struct layout, arrays as ``name[i]``."""
     out: dict[str, dict[str, int]] = {}
-    for name, field in layout:
-        shape = field.shape
+    for name, fld in layout:
+        shape = fld.shape
+        key = f"{prefix}{name}"
         if hasattr(shape, "elem_shape"):
             elem = shape.elem_shape
-            width = elem.width if hasattr(elem, "width") else elem.size
+            if hasattr(elem, "size") and not hasattr(elem, "width"):
+                width = elem.size
+                for i in range(shape.length):
+                    out |= payload_fields(elem, f"{key}[{i}].", offset + fld.offset + i * width)
+                continue
+            width = elem.width
             for i in range(shape.length):
-                out[f"{name}[{i}]"] = {"offset": field.offset + i * width, "width": width, "signed": 1}
+                out[f"{key}[{i}]"] = {
+                    "offset": offset + fld.offset + i * width,
+                    "width": width,
+                    "signed": int(elem.signed),
+                }
+        elif hasattr(shape, "size") and not hasattr(shape, "width"):
+            out |= payload_fields(shape, f"{key}.", offset + fld.offset)
         else:
-            out[name] = {"offset": field.offset, "width": field.width, "signed": 0}
+            out[key] = {"offset": offset + fld.offset, "width": fld.width, "signed": int(shape.signed)}
     return out
 
 
@@ -76,7 +79,49 @@ def _ports(accelerator: Accelerator) -> dict[str, dict[str, object]]:
     return ports
 
 
-def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
+def plan_summary(plan: AcceleratorPlan) -> dict:
+    """The plan as plain JSON: engines, memories (with configuration ids) and counters."""
+    engines = []
+    for e in plan.engines:
+        info = {
+            "name": e.name,
+            "kind": e.kind,
+            "size": e.size,
+            "inputs": e.inputs,
+            "lanes": e.lanes,
+            "groups": e.groups,
+            "mode": e.mode,
+            "emit": e.emit,
+            "matrices": list(e.matrices),
+            "item_bits": e.item_bits,
+            "acc_bits": e.acc_bits,
+            "output_bits": e.output_bits,
+            "state_bits": e.state_bits,
+        }
+        if e.dcls is not None:
+            info["dcls"] = {
+                "channels": e.dcls.channels,
+                "taps": e.dcls.taps,
+                "span": e.dcls.span,
+                "z_bits": e.dcls.z_bits,
+            }
+        engines.append(info)
+    memories = [
+        {
+            "name": mem.name,
+            "kind": mem.kind,
+            "depth": mem.depth,
+            "elements": mem.elements,
+            "elem_bits": mem.elem_bits,
+            "bits": mem.bits,
+            "config_id": mem.config_id,
+        }
+        for mem in plan.memories
+    ]
+    return {"engines": engines, "memories": memories, "counters": list(plan.counters)}
+
+
+def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1, weights: str = "baked") -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
     Parameters
@@ -87,7 +132,10 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
         Build directory to (re)create; simulator caches (``sim_*``) of an identical previous build
         are kept.
     lanes : int
-        Parallel lanes ``P``, ``1 <= P <= d``.
+        Lanes ``P`` per engine (each engine uses ``min(P, its size)``).
+    weights : ``"baked"`` or ``"runtime"``
+        Parameters as memory initial values, or zeros loaded at run time through ``config``
+        (the Verilog then depends only on the bundle's shape and serves every bundle of it).
 
     Returns
     -------
@@ -97,15 +145,18 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
     Raises
     ------
     CodesignError
-        If the bundle is malformed or ``lanes`` is outside ``1..d``.
+        If the bundle is malformed or exceeds a hardware limit (the message names the field).
     """
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
-    bundle = spine_view(load_bundle(bundle_dir), consumer="the RTL generator")
-    check_lanes(bundle, lanes)
-    accelerator = Accelerator(bundle, lanes=lanes)
+    if weights not in WEIGHT_MODES:
+        raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
+    bundle = load_bundle(bundle_dir)
+    accelerator = Accelerator(bundle, lanes=lanes, weights=weights)
+    plan = accelerator.plan
     text = verilog.convert(accelerator, name=TOP, emit_src=False)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    manifest, net = bundle.manifest, bundle.net
+    manifest = bundle.manifest
+    shape_key = hashlib.sha256(json.dumps(plan.shape_key(), sort_keys=True).encode()).hexdigest()
     info = {
         "top": TOP,
         "verilog": VERILOG,
@@ -113,26 +164,27 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
         "clock": "clk",
         "reset": "rst (synchronous, active high)",
         "lanes": lanes,
-        "groups": accelerator.groups,
-        "class_groups": accelerator.class_groups,
+        "weights": weights,
+        "shape_sha256": shape_key,
         "bundle": manifest.name,
         "bundle_weights_sha256": manifest.checksums.get(WEIGHTS),
         "codesign_version": codesign.__version__,
-        "network": {
-            "inputs": net.input_size,
-            "hidden": net.hidden_size,
-            "classes": net.num_classes,
-            "cell": net.cell,
-            "eps": net.eps,
-        },
-        "accumulator_bits": manifest.accumulator_bits,
-        "logit_bits": manifest.logit_bits,
-        "state_bits": manifest.formats.state.bits,
-        "input_bits": manifest.formats.input.bits,
+        "layers": [layer.model_dump(mode="json") for layer in manifest.layers],
+        "readout": manifest.readout.model_dump(mode="json"),
+        "input": manifest.input.model_dump(mode="json"),
+        "logit_bits": plan.logit_bits,
+        "plan": plan_summary(plan),
         "ports": _ports(accelerator),
-        "step_payload": payload_fields(accelerator.steps.payload.shape()),
-        "result_payload": payload_fields(accelerator.results.payload.shape()),
-        "cycle_floor_per_step": "ceil(hidden / lanes) * nonzero inputs",
+        "inputs_payload": payload_fields(accelerator.inputs.payload.shape()),
+        "config_payload": payload_fields(accelerator.config.payload.shape()),
+        "results_payload": payload_fields(accelerator.results.payload.shape()),
+        "counters_fields": payload_fields(accelerator.counters.shape()),
+        "trace_fields": {
+            f"trace_{e.index}": payload_fields(getattr(accelerator, f"trace_{e.index}").shape())
+            for e in plan.layers
+        },
+        "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x work_l (work_0 = non-zero inputs or "
+        "non-zero DCLS outputs, work_l = events of layer l-1)",
     }
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:
@@ -140,12 +192,9 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1) -> dict:
         shutil.copyfile(bundle_dir / MANIFEST, tmp / MANIFEST)
         shutil.copyfile(bundle_dir / WEIGHTS, tmp / WEIGHTS)
         (tmp / BUILD_JSON).write_text(json.dumps(info, indent=2) + "\n")
-        if (
-            previous.get("verilog_sha256") == digest
-            and previous.get("bundle_weights_sha256") == info["bundle_weights_sha256"]
-        ):
-            # Same RTL and same bundle copy: keep the compiled simulators and keep accelerator.v's
-            # timestamp, so the next simulation does not recompile.
+        if previous.get("verilog_sha256") == digest:
+            # Same RTL: keep the compiled simulators and accelerator.v's timestamp, so the next
+            # simulation does not recompile (with runtime weights, even for another bundle).
             for cache in out_dir.glob("sim_*"):
                 if cache.is_dir():
                     os.replace(cache, tmp / cache.name)

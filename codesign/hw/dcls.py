@@ -163,14 +163,14 @@ class DelayFrontEnd(wiring.Component):
                     m.d.comb += [
                         weight.eq(tap_words[2 * tap]),
                         delay.eq(tap_words[2 * tap + 1]),
-                        pos.eq(head - delay),
+                        pos.eq(head - delay - int("delay_off_by_one" in self.plan.faults)),
                         line_rd.addr.eq(base + Mux(pos < 0, pos + span, pos)),
                         line_rd.en.eq(1),
                     ]
                     m.d.sync += [
                         rd_tap_valid.eq(1),
-                        rd_tap_zero.eq(delay == 0),
-                        rd_tap_masked.eq(delay > seen),
+                        rd_tap_zero.eq((delay == 0) & ("delay_off_by_one" not in self.plan.faults)),
+                        rd_tap_masked.eq(delay + int("delay_off_by_one" in self.plan.faults) > seen),
                         rd_tap_weight.eq(weight),
                         tap.eq(tap + 1),
                     ]

@@ -70,7 +70,9 @@ def memory_images(bundle: Bundle, plan: AcceleratorPlan) -> dict[str, list[list[
     return out
 
 
-def config_beats(bundle: Bundle, plan: AcceleratorPlan, *, skip_zeros: bool = False) -> list[tuple[int, int, int, int]]:
+def config_beats(
+    bundle: Bundle, plan: AcceleratorPlan, *, skip_zeros: bool = False
+) -> list[tuple[int, int, int, int]]:
     """Configuration beats ``(target, addr, elem, value)`` that load every parameter of ``bundle``.
 
     With ``skip_zeros`` the beats of zero elements are left out (valid only after the memories

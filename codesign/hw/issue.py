@@ -54,8 +54,9 @@ class SlotLayout(data.StructLayout):
 class IssueStage(wiring.Component):
     """Double-banked item store and group/slot scheduler of one engine."""
 
-    def __init__(self, e: EnginePlan, counter_bits: int = 32) -> None:
+    def __init__(self, e: EnginePlan, counter_bits: int = 32, *, lose_stalled: bool = False) -> None:
         self.engine = e
+        self.lose_stalled = lose_stalled  # fault: accept (and drop) beats while both banks are full
         self.counters = CounterBank(
             "",
             [
@@ -98,7 +99,7 @@ class IssueStage(wiring.Component):
         next_first = Signal(init=1)
         beat = self.items.payload
         free = ~full.bit_select(wbank, 1)
-        m.d.comb += self.items.ready.eq(free)
+        m.d.comb += self.items.ready.eq(free | self.lose_stalled)
         nonzero = Signal()
         stored = Signal()
         m.d.comb += [nonzero.eq(beat.value != 0), stored.eq(nonzero & (wcount < cap))]

@@ -16,7 +16,9 @@ __all__ = ["LaneArray"]
 
 
 class LaneArray(wiring.Component):
-    def __init__(self, *, lanes: int, matrices: int, weight_bits: int, value_bits: int, acc_bits: int) -> None:
+    def __init__(
+        self, *, lanes: int, matrices: int, weight_bits: int, value_bits: int, acc_bits: int
+    ) -> None:
         self.elements = lanes * matrices
         super().__init__(
             {

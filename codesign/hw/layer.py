@@ -59,7 +59,9 @@ class LayerEngine(wiring.Component):
     ) -> None:
         self.plan, self.engine = plan, e
         self.images = images or {}
-        self.issue = IssueStage(e, plan.counter_bits)
+        self.issue = IssueStage(
+            e, plan.counter_bits, lose_stalled="stalled_beat_lost" in plan.faults and e.index == 0
+        )
         value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
         self.value_bits = value_bits
         names = [f"{e.name}_macs", f"{e.name}_events", f"{e.name}_saturations"]
@@ -107,7 +109,7 @@ class LayerEngine(wiring.Component):
             m.d.comb += [pool_wr.addr.eq(s3.group), pool_wr.en.eq(finalize)]
         trace = Signal(TraceLayout(e))
         for lane in range(p):
-            unit = make_update_unit(e)
+            unit = make_update_unit(e, self.plan.faults)
             m.submodules[f"update_{lane}"] = unit
             for k, name in enumerate(e.matrices):
                 m.d.comb += unit.acc[name].eq(lanes.acc[lane * n_mat + k])
@@ -124,7 +126,12 @@ class LayerEngine(wiring.Component):
             lane_sat = unit.saturated
             if pool_wr is not None:
                 old_pool = Mux(first, 0, pool_rd.data[lane])
-                pooled, pool_clipped = saturate(m, old_pool + unit.out, e.pool_bits, f"pool_{lane}")
+                if "sum_wraps" in self.plan.faults:
+                    pooled = Signal(signed(e.pool_bits), name=f"pool_{lane}")
+                    m.d.comb += pooled.eq(old_pool + unit.out)
+                    pool_clipped = 0
+                else:
+                    pooled, pool_clipped = saturate(m, old_pool + unit.out, e.pool_bits, f"pool_{lane}")
                 m.d.comb += pool_wr.data[lane].eq(pooled)
                 lane_sat = lane_sat | pool_clipped
             m.d.comb += [
@@ -136,7 +143,11 @@ class LayerEngine(wiring.Component):
             if e.kind == "hsru":
                 m.d.comb += trace.potential[lane].eq(unit.potential)
             if e.emit == "delta":
-                m.d.comb += [entry.mask[lane].eq(changed[lane]), entry.value[lane].eq(unit.out - old_out)]
+                dropped = lane == 0 and "event_dropped" in self.plan.faults
+                m.d.comb += [
+                    entry.mask[lane].eq(0 if dropped else changed[lane]),
+                    entry.value[lane].eq(unit.out - old_out),
+                ]
             else:
                 final = pooled if pool_wr is not None else unit.out
                 m.d.comb += [
@@ -158,7 +169,9 @@ class LayerEngine(wiring.Component):
             self.counters.count(m, f"{e.name}_saturations", popcount(saturated))
 
         # ------------------------------------------------------------ events out
-        m.submodules.entries = fifo = SyncFIFOBuffered(width=len(Cat(entry.as_value())), depth=ENTRY_FIFO_DEPTH)
+        m.submodules.entries = fifo = SyncFIFOBuffered(
+            width=len(Cat(entry.as_value())), depth=ENTRY_FIFO_DEPTH
+        )
         m.d.comb += [fifo.w_data.eq(entry.as_value()), fifo.w_en.eq(finalize)]
         m.submodules.serializer = ser = EventSerializer(
             lanes=p, groups=groups, size=e.size, value_bits=self.value_bits
@@ -259,8 +272,10 @@ def _build_front(m, owner, e, images, counters):
         lanes.value.eq(s2.value),
         lanes.weights.eq(w_rd.data),
     ]
+    no_bias = e.kind == "readout" and "readout_bias_ignored" in owner.plan.faults
     for i in range(p * n_mat):
-        seed = b_rd.data[i] if acc_rd is None else Mux(use_acc2, acc_rd.data[i], b_rd.data[i])
+        bias_seed = 0 if no_bias else b_rd.data[i]
+        seed = bias_seed if acc_rd is None else Mux(use_acc2, acc_rd.data[i], bias_seed)
         m.d.comb += lanes.seeds[i].eq(seed)
     last_lanes = e.size - (groups - 1) * p
     valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
@@ -274,6 +289,14 @@ def _build_front(m, owner, e, images, counters):
     m.d.sync += s3.eq(s2)
 
     return dict(
-        issue=issue, lanes=lanes, s3=s3, params_rd=params_rd, state_rd=state_rd, state_wr=state_wr,
-        acc_wr=acc_wr, pool_rd=pool_rd, pool_wr=pool_wr, last_lanes=last_lanes,
+        issue=issue,
+        lanes=lanes,
+        s3=s3,
+        params_rd=params_rd,
+        state_rd=state_rd,
+        state_wr=state_wr,
+        acc_wr=acc_wr,
+        pool_rd=pool_rd,
+        pool_wr=pool_wr,
+        last_lanes=last_lanes,
     )

@@ -183,6 +183,7 @@ class AcceleratorPlan:
     memories: tuple[MemoryPlan, ...]
     counters: tuple[str, ...]
     counter_bits: int = 32
+    faults: frozenset[str] = frozenset()
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -260,8 +261,26 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
     return mems
 
 
-def plan_accelerator(manifest: Manifest, lanes: int, *, counter_bits: int = 32) -> AcceleratorPlan:
+FAULTS: dict[str, str] = {
+    "sat_off_by_one": "state saturation clips one below the upper bound",
+    "sign0_flipped": "sign(0) = -1 in the CMRU family",
+    "eps_ignored": "the CMRU family behaves as if eps were 0",
+    "event_dropped": "lane 0's change events never leave a layer",
+    "delay_off_by_one": "every DCLS tap reads one step further back",
+    "sum_wraps": "sum pooling wraps instead of saturating",
+    "readout_bias_ignored": "the readout starts from 0 instead of its biases",
+    "stalled_beat_lost": "an input beat offered while the issue stage is full is dropped",
+}
+"""Deliberate bugs the generator can build in (``faults=``): the regression must catch each."""
+
+
+def plan_accelerator(
+    manifest: Manifest, lanes: int, *, counter_bits: int = 32, faults: frozenset[str] | set[str] = frozenset()
+) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit."""
+    unknown = sorted(set(faults) - set(FAULTS))
+    if unknown:
+        raise CodesignError(f"unknown fault(s) {unknown}; known: {', '.join(FAULTS)}")
     if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
         raise CodesignError(f"lanes must be a positive integer, not {lanes!r}")
     widest = max(layer.size for layer in manifest.layers)
@@ -399,6 +418,7 @@ def plan_accelerator(manifest: Manifest, lanes: int, *, counter_bits: int = 32) 
         memories=memories,
         counters=tuple(counters),
         counter_bits=counter_bits,
+        faults=frozenset(faults),
     )
 
 

@@ -35,7 +35,12 @@ def item_beats(sequences: Sequence[np.ndarray]) -> list[dict]:
             for k, j in enumerate(nz):
                 end = k == nz.size - 1
                 beats.append(
-                    {"index": int(j), "value": int(x[j]), "step_end": int(end), "seq_end": int(end and last_step)}
+                    {
+                        "index": int(j),
+                        "value": int(x[j]),
+                        "step_end": int(end),
+                        "seq_end": int(end and last_step),
+                    }
                 )
     return beats
 
@@ -104,7 +109,9 @@ def simulate(
         cycle = 0
         while results_done < n_results:
             if cycle >= max_cycles:
-                raise RuntimeError(f"accelerator produced {results_done} of {n_results} results in {cycle} cycles")
+                raise RuntimeError(
+                    f"accelerator produced {results_done} of {n_results} results in {cycle} cycles"
+                )
             offer = beat < len(beats) and (rng is None or rng.random() < 0.7)
             if offer:
                 ctx.set(dut.inputs.payload, beats[beat])

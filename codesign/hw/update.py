@@ -22,9 +22,9 @@ from codesign.hw.plan import EnginePlan
 __all__ = ["UpdateSignature", "UpdateUnit", "make_update_unit", "saturate", "shift_floor"]
 
 
-def saturate(m: Module, value, bits: int, name: str) -> tuple[Signal, Signal]:
-    """``(sat_bits(value), clipped)``."""
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+def saturate(m: Module, value, bits: int, name: str, *, fault: bool = False) -> tuple[Signal, Signal]:
+    """``(sat_bits(value), clipped)`` (``fault``: the upper bound is one too low)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1 - int(fault)
     out = Signal(signed(bits), name=name)
     clipped = Signal(name=f"{name}_clipped")
     m.d.comb += [
@@ -69,8 +69,9 @@ class UpdateSignature(wiring.Signature):
 class UpdateUnit(wiring.Component):
     """Base class: the update rule of one neuron, combinational."""
 
-    def __init__(self, e: EnginePlan) -> None:
+    def __init__(self, e: EnginePlan, faults: frozenset[str] = frozenset()) -> None:
         self.engine = e
+        self.faults = faults
         super().__init__(UpdateSignature(e))
 
     def elaborate(self, platform):  # pragma: no cover - abstract
@@ -90,13 +91,15 @@ class CMRUUpdate(UpdateUnit):
         else:
             alpha = self.params.alpha
         gate = Signal()
-        kept = {1: h, 0: 0, -1: -h}[e.eps]
+        eps = 0 if "eps_ignored" in self.faults else e.eps
+        kept = {1: h, 0: 0, -1: -h}[eps]
+        positive = (c > 0) if "sign0_flipped" in self.faults else (c >= 0)
         total = Signal(signed(max(e.state_bits, e.alpha_bits) + 2))
         m.d.comb += [
             gate.eq(abs(c) >= abs(b)),
-            total.eq(kept + Mux(c >= 0, alpha, -alpha)),
+            total.eq(kept + Mux(positive, alpha, -alpha)),
         ]
-        new, clipped = saturate(m, total, e.state_bits, "h_new")
+        new, clipped = saturate(m, total, e.state_bits, "h_new", fault="sat_off_by_one" in self.faults)
         m.d.comb += [
             self.new.h.eq(Mux(gate, new, h)),
             self.out.eq(self.new.h),
@@ -190,6 +193,6 @@ UNITS: dict[str, type[UpdateUnit]] = {
 }
 
 
-def make_update_unit(e: EnginePlan) -> UpdateUnit:
+def make_update_unit(e: EnginePlan, faults: frozenset[str] = frozenset()) -> UpdateUnit:
     """The update unit of a layer engine's cell."""
-    return UNITS[e.kind](e)
+    return UNITS[e.kind](e, faults)
