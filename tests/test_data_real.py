@@ -149,3 +149,30 @@ def test_every_shipped_classification_set_loads():
         xv, yv = task.split("val", 0)
         assert x.ndim == 3 and x.shape[2] == task.input_size and torch.isfinite(x).all(), name
         assert 0 <= int(y.min()) and int(y.max()) < task.output_size and len(yv) > 0, name
+
+
+def test_uea_run_with_seed_1_exports_a_bundle_whose_provenance_rebuilds_its_data(tmp_path):
+    """Regression: the provenance must name the split the run used (its normalisation statistics
+    come from that training split), or the bundle's inputs cannot be rebuilt from it."""
+    from codesign.bundle.io import load_bundle
+    from codesign.quant.export import export_run, golden_accuracy
+    from codesign.train import train
+    from codesign.train.recipe import parse_recipe
+
+    recipe = parse_recipe(
+        {
+            "name": "jv_tiny",
+            "seed": 1,
+            "task": {"name": "uea", "dataset": "JapaneseVowels"},
+            "model": {"hidden_size": 4, "pooling": "sum"},
+            "train": {"iterations": 20, "eval_every": 10, "batch_size": 16, "threads": 1},
+        }
+    )
+    train(recipe, tmp_path / "run", progress=False)
+    _, report = export_run(tmp_path / "run", tmp_path / "bundle")
+    bundle = load_bundle(tmp_path / "bundle")
+    options = dict(bundle.manifest.provenance["task"])
+    assert options == report["task"] and options["split_seed"] == 1
+    task = build_task(options.pop("name"), options)
+    x, y = task.split("test", 1)
+    assert golden_accuracy(bundle, task, x, y)[0] == report["quantized_test_accuracy"]

@@ -27,6 +27,7 @@ that list. JapaneseVowels (the default) is speech (12 LPC cepstra per frame, 9 s
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,7 @@ def _files(name: str) -> tuple[Path, Path]:
     )
 
 
+@functools.cache  # parsed once per process: every split and seed of a set reads the same files
 def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
     from aeon.datasets import load_from_ts_file
 

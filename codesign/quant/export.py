@@ -77,7 +77,7 @@ def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = N
     report = {
         "recipe": recipe.name,
         "run": str(run_dir),
-        "task": recipe.task.model_dump(),
+        "task": {"name": recipe.task.name, **recipe.task.run_options(recipe.seed)},  # as trained
         "seed": recipe.seed,
         "float_test_accuracy": evaluate(model, task, x_test, y_test),
         "quantized_test_accuracy": quantized,

@@ -162,6 +162,10 @@ class TrainSpec(_Strict):
         "metric, ties broken by mean validation loss); best: the single best evaluation",
     )
     smooth_evals: int = Field(default=5, ge=1, description="evaluations per selection window")
+    label_smoothing: float = Field(default=0.0, ge=0.0, lt=1.0, description="cross-entropy label smoothing")
+    input_noise: float = Field(
+        default=0.0, ge=0.0, description="std of Gaussian noise added to non-silent training input frames"
+    )
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
     init_from: str | None = Field(

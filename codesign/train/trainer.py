@@ -69,10 +69,13 @@ def metric_name(task) -> str:
     return "accuracy" if task.kind == "classification" else "mae"
 
 
-def loss_fn(task, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def loss_fn(task, output: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     if task.kind == "classification":
         return torch.nn.functional.cross_entropy(
-            output.reshape(-1, output.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
+            output.reshape(-1, output.shape[-1]),
+            target.reshape(-1),
+            ignore_index=IGNORE_INDEX,
+            label_smoothing=label_smoothing,
         )
     return torch.nn.functional.mse_loss(output, target)
 
@@ -285,7 +288,10 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 eps = annealed_eps(it, spec.iterations)
                 set_eps(model, eps)
             x, y = task.sample(spec.batch_size, gen)
-            loss = loss_fn(task, model(x), y)
+            if spec.input_noise > 0:  # augmentation; silent (all-zero, e.g. padding) frames stay silent
+                noise = torch.randn(x.shape, generator=gen) * spec.input_noise
+                x = x + noise * (x != 0).any(dim=-1, keepdim=True)
+            loss = loss_fn(task, model(x), y, spec.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
