@@ -72,8 +72,8 @@ def config_of(record: dict[str, Any]) -> dict[str, Any]:
 def describe(record: dict[str, Any]) -> str:
     c = config_of(record)
     text = (
-        f"{c['cell']} x{c['layers']} d={c['d']} eps={c['eps']} {c['weight_bits']}-bit {c['quantization']} "
-        f"seed {c['seed']}"
+        f"{c['cell']} x{c['layers']} d={c['d']} eps={c['eps']} w{c['weight_bits']}/s{c['state_bits']} "
+        f"{c['quantization']} seed {c['seed']}"
     )
     return text + (f" P={c['lanes']}" if c["lanes"] else "")
 
@@ -259,8 +259,14 @@ def best_under(d: pd.DataFrame, budget) -> pd.Series | None:
     if fit.empty:
         return None
     # ties: less energy, fewer memory bits, then fewer lanes (the lanes' logic is not in the area proxy)
-    sort = ["accuracy"] + [c for c in ("energy_pj_proxy", "memory_bits", "lanes") if c in fit]
-    return fit.sort_values(sort, ascending=[False] + [True] * (len(sort) - 1), kind="stable").iloc[0]
+    order = [("accuracy", False), ("energy_pj_proxy", True), ("memory_bits", True), ("lanes", True)]
+    first = {"energy": "energy_pj_proxy", "memory": "memory_bits", "cycles": "cycles_per_step_est"}
+    if budget.objective != "accuracy":
+        if first[budget.objective] not in fit:
+            return None
+        order = [(first[budget.objective], True)] + [o for o in order if o[0] != first[budget.objective]]
+    order = [(c, up) for c, up in order if c in fit]
+    return fit.sort_values([c for c, _ in order], ascending=[up for _, up in order], kind="stable").iloc[0]
 
 
 def write_results(space, records: list[dict[str, Any]], root: Path, command: str, wall_s: float) -> dict:

@@ -26,6 +26,7 @@ lanes only change the hardware figures of one bundle)::
     budgets:                        # the summary names the best design under each
       - {max_energy_pj: 5000}
       - {max_memory_bits: 4000, max_cycles_per_step: 40}
+      - {min_accuracy: 0.9, objective: energy}   # the cheapest design that reaches 90 %
 
 Validated with pydantic (unknown keys are errors naming the key) and read with
 ``yaml.safe_load``; every trial's recipe is validated before anything runs.
@@ -147,12 +148,18 @@ class Budget(_Strict):
     max_memory_bits: int | None = Field(default=None, gt=0)
     max_cycles_per_step: float | None = Field(default=None, gt=0)
     min_accuracy: float | None = Field(default=None, ge=0, le=1)
+    objective: Literal["accuracy", "energy", "memory", "cycles"] = Field(
+        default="accuracy", description="what the best design maximizes (accuracy) or minimizes"
+    )
 
     def label(self) -> str:
         if self.name:
             return self.name
-        parts = [f"{k} {v:g}" for k, v in self.model_dump(exclude={"name"}).items() if v is not None]
-        return ", ".join(parts) or "no budget"
+        parts = [
+            f"{k} {v:g}" for k, v in self.model_dump(exclude={"name", "objective"}).items() if v is not None
+        ]
+        text = ", ".join(parts) or "no budget"
+        return text if self.objective == "accuracy" else f"{text}; least {self.objective}"
 
 
 class Space(_Strict):
