@@ -48,6 +48,15 @@ def _register_analog() -> None:
 _register_analog()
 
 
+def _register_fpga() -> None:
+    from codesign.fpga.commands import register
+
+    register(app, user_errors)
+
+
+_register_fpga()
+
+
 def _register_explore() -> None:
     from codesign.explore.cli import register
 

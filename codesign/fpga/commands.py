@@ -1,0 +1,138 @@
+"""Command-line entry points of the FPGA flow and the ASIC area proxy, for ``codesign/cli.py``.
+
+``register(app, wrap)`` adds ``codesign synth BUILD --device D`` and ``codesign area BUILD``.
+Importing this module is cheap: Amaranth and the tools are loaded only when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from codesign.atomic import write_text
+
+_DEVICES = "up5k, hx8k, ecp5-25k or ecp5-85k"
+
+
+def _console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def _progress(text: str) -> None:
+    print(f"synth: {text}", file=sys.stderr, flush=True)
+
+
+def synth_table(summary: dict) -> Table:
+    """Utilisation, Fmax and memory placement of one synth summary as a rich table."""
+    title = f"{summary['bundle']} P={summary['lanes']} on {summary['part']}: " + (
+        f"Fmax {summary['fmax_mhz']:.1f} MHz (target {summary['target_mhz']:g}, "
+        f"{'met' if summary['timing_met'] else 'MISSED'})"
+        if summary["status"] == "ok"
+        else "DOES NOT FIT"
+    )
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    table.add_column("resource")
+    table.add_column("used", justify="right")
+    table.add_column("available", justify="right")
+    table.add_column("%", justify="right")
+    util = summary["utilisation"]
+    res = summary["resources"]
+    rows = [
+        ("LUT4", res["lut"], None),
+        ("FF", res["ff"], None),
+        ("carry", res["carry"], None),
+    ]
+    for bel in ("ICESTORM_LC", "TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_SLICE"):
+        if bel in util:
+            rows.append((f"{bel} (placed)", util[bel]["used"], util[bel]["available"]))
+    for label, bel in (
+        ("BRAM (EBR)", "ICESTORM_RAM"),
+        ("BRAM (DP16KD)", "DP16KD"),
+        ("SPRAM", "ICESTORM_SPRAM"),
+        ("DSP (SB_MAC16)", "ICESTORM_DSP"),
+        ("DSP (MULT18X18D)", "MULT18X18D"),
+        ("IO", "SB_IO"),
+        ("IO", "TRELLIS_IO"),
+    ):
+        if bel in util:
+            rows.append((label, util[bel]["used"], util[bel]["available"]))
+    for label, used, avail in rows:
+        pct = f"{100 * used / avail:.0f}" if avail else ""
+        table.add_row(label, str(used), "" if avail is None else str(avail), pct)
+    for mem in summary["memories"]:
+        size = f"{mem['depth']}x{mem['width']}" if mem["bits"] else "?"
+        name = mem["name"].removeprefix("fpga_top.")
+        table.add_row(f"memory {name} ({size})", str(mem["bits"] or "?"), mem["placed"], "")
+    return table
+
+
+def synth(
+    build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl BUNDLE --out BUILD`")],
+    device: Annotated[str, typer.Option("--device", help=_DEVICES)] = "up5k",
+    freq: Annotated[
+        float | None, typer.Option("--freq", help="timing target in MHz (default: 30 on iCE40, 80 on ECP5)")
+    ] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="also write the summary JSON here")] = None,
+    baud: Annotated[int, typer.Option(help="UART rate of the wrapper")] = 115200,
+    seed: Annotated[int, typer.Option(help="nextpnr placement seed")] = 1,
+    timeout: Annotated[float, typer.Option(help="seconds each tool may run")] = 3600.0,
+) -> None:
+    """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
+    from codesign.fpga.synth import SynthOptions, synthesize
+
+    summary = synthesize(
+        build,
+        device,
+        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout),
+        progress=_progress,
+    )
+    if json_path is not None:
+        write_text(json_path, json.dumps(summary, indent=2) + "\n")
+    console = _console()
+    console.print(synth_table(summary))
+    cp = summary.get("critical_path")
+    if cp:
+        console.print(
+            f"critical path {cp['delay_ns']:.1f} ns ({cp['logic_levels']} logic levels, {cp['routing_ns']:.1f} ns "
+            f"routing): {cp['first_net']} -> {cp['to']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    where = summary["directory"]
+    if summary["status"] == "ok":
+        console.print(
+            f"bitstream {where}/{summary['bitstream']}, summary {where}/summary.json", highlight=False
+        )
+    else:
+        console.print(f"does not fit {summary['part']}; summary {where}/summary.json", highlight=False)
+        raise typer.Exit(1)
+
+
+def area(
+    build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl`")],
+    json_path: Annotated[Path | None, typer.Option("--json", help="also write the area JSON here")] = None,
+    memory_model: Annotated[
+        str, typer.Option(help="per-bit area of memories: latch (default) or dff")
+    ] = "latch",
+    timeout: Annotated[float, typer.Option(help="seconds yosys may run")] = 3600.0,
+) -> None:
+    """ASIC area proxy: yosys generic gates, CMOS transistors and sky130_fd_sc_hd area in um^2."""
+    from codesign.fpga.area import area_report, area_table
+
+    report = area_report(build, memory_model=memory_model, timeout_s=timeout, progress=_progress)
+    if json_path is not None:
+        write_text(json_path, json.dumps(report, indent=2) + "\n")
+    console = _console()
+    console.print(area_table(report))
+
+
+def register(app: typer.Typer, wrap: Callable) -> None:
+    app.command("synth")(wrap(synth))
+    app.command("area")(wrap(area))

