@@ -1,131 +1,202 @@
-"""The Amaranth accelerator in amaranth.sim, bit for bit against the golden model."""
+"""The Amaranth accelerator in amaranth.sim, bit for bit against the golden model.
+
+Every layer's state and gate at every step, every logit and class, and the MAC and event counters
+(which the latency and energy reports read) must equal the golden model's, for the reference
+bundles and for random members of the whole family (cells, eps, 1-3 layers, DCLS, pooling).
+"""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from codesign.bundle import Bundle, Formats, NetworkSpec, from_spine, spine_view
-from codesign.bundle.random import random_integer_inputs, random_manifest, random_weights
-from codesign.bundle.v1 import FORMAT_VERSION, Manifest
-from codesign.golden.model import run_golden_ragged
+from codesign.bundle import load_bundle
+from codesign.bundle.io import Bundle, check_weights
+from codesign.bundle.random import (
+    random_family_bundle,
+    random_integer_inputs,
+    random_network_manifest,
+    random_network_weights,
+)
+from codesign.bundle.spec import accumulator_bits, array_table, shift_bounds
+from codesign.errors import CodesignError
+from codesign.golden import run_golden
 from codesign.hw import Accelerator
-from codesign.hw.memories import ceil_div, memory_images
-from codesign.hw.pysim import simulate
+from codesign.hw.plan import plan_accelerator
+from codesign.hw.pysim import item_beats, simulate
 from codesign.intmath import signed_range
+from codesign.quant.stack import deployed_from_bundle
+
+BUNDLES = Path(__file__).resolve().parents[1] / "models" / "bundles"
+REFERENCE = sorted(p.name for p in BUNDLES.iterdir() if (p / "manifest.yaml").exists())
 
 
-def random_bundle(*, d, m, c, cell="cmru", eps=1, seed=0, **formats) -> Bundle:
-    manifest = random_manifest(
-        d=d, inputs=m, classes=c, cell=cell, eps=eps, seed=seed, formats=Formats.model_validate(formats)
-    )
-    return spine_view(from_spine(manifest, random_weights(manifest, seed)))
-
-
-def assert_matches_golden(bundle: Bundle, sequences, lanes: int, seed: int | None = 0):
-    result = simulate(bundle, sequences, lanes=lanes, seed=seed)
-    golden = run_golden_ragged(bundle, sequences)
-    for n, (got, exp) in enumerate(zip(result.sequences, golden, strict=True)):
-        np.testing.assert_array_equal(np.array(got.states), exp.states[0], err_msg=f"sequence {n} states")
-        np.testing.assert_array_equal(np.array(got.gates), exp.gates[0], err_msg=f"sequence {n} gates")
-        assert got.events == exp.events[0].tolist(), f"sequence {n} events"
-        assert got.macs == exp.macs[0].tolist(), f"sequence {n} macs"
-        np.testing.assert_array_equal(got.logits, exp.logits[0], err_msg=f"sequence {n} logits")
-        assert got.class_index == exp.classes[0], f"sequence {n} class"
+def assert_matches_golden(bundle: Bundle, sequences, *, lanes: int, seed: int | None = None, weights="baked"):
+    result = simulate(bundle, sequences, lanes=lanes, seed=seed, weights=weights)
+    layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
+    layer_events = np.zeros_like(layer_macs)
+    readout_macs = 0
+    for n, (x, got) in enumerate(zip(sequences, result.sequences, strict=True)):
+        exp = run_golden(bundle, np.asarray(x)[None])
+        for i, trace in enumerate(exp.layers):
+            np.testing.assert_array_equal(got.states[i], trace.states[0], err_msg=f"seq {n} layer {i} states")
+            np.testing.assert_array_equal(got.gates[i], trace.gates[0], err_msg=f"seq {n} layer {i} gates")
+            layer_macs[i] += trace.macs.sum()
+            layer_events[i] += trace.events.sum()
+        readout_macs += exp.readout_macs.sum()
+        np.testing.assert_array_equal(got.logits, exp.logits[0], err_msg=f"seq {n} logits")
+        np.testing.assert_array_equal(got.classes, exp.classes[0], err_msg=f"seq {n} classes")
+    c = result.counters
+    for i in range(len(layer_macs)):
+        assert c[f"layer{i}_macs"] == layer_macs[i], f"layer {i} MACs"
+        assert c[f"layer{i}_events"] == layer_events[i], f"layer {i} events"
+    assert c["readout_macs"] == readout_macs, "readout MACs"
+    assert c["sequences"] == len(sequences)
     return result
 
 
-CONFIGS = [
-    # d, m, c, lanes, cell, eps, formats
-    (1, 1, 1, 1, "cmru", 1, {"state": {"bits": 2}}),
-    (5, 3, 3, 2, "cmru", 1, {}),
-    (4, 2, 2, 1, "cmru", -1, {"state": {"bits": 3}}),
-    (6, 4, 5, 6, "bmru", 0, {"state": {"bits": 4}}),
-    (7, 5, 9, 3, "cmru", 0, {"state": {"bits": 5}, "alpha": {"bits": 10}}),
-    (3, 6, 2, 2, "cmru", -1, {"input": {"bits": 4, "frac": 1}, "weight": {"bits": 3}, "bias": {"bits": 6}}),
-]
+@pytest.mark.parametrize("name", REFERENCE)
+def test_reference_bundles_match_golden(name: str) -> None:
+    bundle = load_bundle(BUNDLES / name)
+    xs = random_integer_inputs(bundle, sequences=3, steps=(1, 8), seed=1)
+    widest = max(layer.size for layer in bundle.manifest.layers)
+    for lanes in sorted({min(3, widest), widest}):
+        assert_matches_golden(bundle, xs, lanes=lanes, seed=lanes)
 
 
-@pytest.mark.parametrize("d,m,c,lanes,cell,eps,formats", CONFIGS)
-def test_random_bundles_match_golden(d, m, c, lanes, cell, eps, formats):
-    bundle = random_bundle(d=d, m=m, c=c, cell=cell, eps=eps, seed=d * 10 + lanes, **formats)
-    sequences = random_integer_inputs(bundle, sequences=5, steps=(1, 7), seed=lanes)
-    assert_matches_golden(bundle, sequences, lanes, seed=d)
-
-
-def extreme_bundle(eps: int) -> Bundle:
-    """Every array at the most negative value of its format: the widest sums and saturation."""
-    formats = Formats.model_validate({"state": {"bits": 3}, "input": {"bits": 4, "frac": 0}})
-    manifest = Manifest(
-        format_version=FORMAT_VERSION,
-        name="extreme",
-        network=NetworkSpec(input_size=3, hidden_size=3, num_classes=3, cell="cmru", eps=eps),
-        formats=formats,
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), lanes=st.integers(1, 8), stalls=st.booleans(), runtime=st.booleans())
+def test_random_family_bundles_match_golden(seed: int, lanes: int, stalls: bool, runtime: bool) -> None:
+    bundle = random_family_bundle(seed)
+    lanes = min(lanes, max(layer.size for layer in bundle.manifest.layers))
+    xs = random_integer_inputs(bundle, sequences=3, steps=(1, 7), seed=seed)
+    assert_matches_golden(
+        bundle, xs, lanes=lanes, seed=seed if stalls else None, weights="runtime" if runtime else "baked"
     )
-    w = {}
-    for name, shape, key in [
-        ("w_cand", (3, 3), "weight"),
-        ("w_thr", (3, 3), "weight"),
-        ("b_cand", (3,), "bias"),
-        ("b_thr", (3,), "bias"),
-        ("alpha", (3,), "alpha"),
-        ("w_out", (3, 3), "readout_weight"),
-        ("b_out", (3,), "readout_bias"),
-    ]:
-        w[name] = np.full(shape, signed_range(getattr(formats, key).bits)[0], dtype=np.int64)
-    w["w_thr"][1] = 0  # neuron 1: b = 0, so it updates at every step
-    w["b_thr"][1] = 0
-    w["alpha"][2] = signed_range(formats.alpha.bits)[1]
-    return spine_view(from_spine(manifest, w))
 
 
-@pytest.mark.parametrize("eps", [-1, 0, 1])
-def test_extreme_values_saturate_like_golden(eps):
-    bundle = extreme_bundle(eps)
-    lo, hi = signed_range(bundle.manifest.formats.input.bits)
-    seqs = [
-        np.array([[lo, lo, lo], [hi, hi, hi], [0, 0, 0], [lo, 0, hi]] * 2, dtype=np.int64),
-        np.array([[lo, lo, lo]], dtype=np.int64),
+def test_every_cell_with_dcls_and_every_readout() -> None:
+    """One directed design per cell kind behind a DCLS layer, with each readout mode."""
+    readouts = [("last", False), ("sum", False), ("last", True)]
+    for k, cell in enumerate(["cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru"]):
+        pooling, per_step = readouts[k % 3]
+        first = {"cell": "cmru", "size": 5, "eps": 1, "dcls": {"taps": 3, "span": 5}}
+        second = {"cell": cell, "size": 4, "dcls": {"taps": 2, "span": 3}}
+        if cell in ("cmru", "alphacmru"):
+            second["eps"] = -1
+        manifest = random_network_manifest(
+            inputs=3,
+            layers=[first, second],
+            classes=3,
+            input_bits=4,
+            pooling=pooling,
+            per_step=per_step,
+            seed=k,
+        )
+        bundle = Bundle(manifest, check_weights(manifest, random_network_weights(manifest, k)))
+        xs = random_integer_inputs(bundle, sequences=2, steps=(6, 9), seed=k)
+        assert_matches_golden(bundle, xs, lanes=2, seed=k)
+
+
+def test_silent_and_saturating_sequences() -> None:
+    """All-zero steps, a single step, and the input format's extremes on every feature."""
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    lo, hi = signed_range(bundle.manifest.input.bits)
+    m = bundle.manifest.input.size
+    xs = [
+        np.zeros((5, m), dtype=np.int64),
+        np.full((1, m), hi, dtype=np.int64),
+        np.where(np.arange(12 * m).reshape(12, m) % 2, lo, hi).astype(np.int64),
     ]
-    result = assert_matches_golden(bundle, seqs, lanes=2, seed=None)
-    state_lo, state_hi = signed_range(3)
-    seen = np.concatenate([np.array(s.states) for s in result.sequences])
-    assert seen.min() >= state_lo and seen.max() <= state_hi
+    assert_matches_golden(bundle, xs, lanes=4)
 
 
-def test_argmax_ties_go_to_the_lowest_index():
-    bundle = random_bundle(d=2, m=1, c=4, seed=3)
-    w = dict(bundle.weights)
-    w["w_out"] = np.zeros_like(w["w_out"])
-    w["b_out"] = np.array([1, 7, 7, 7])
-    tied = from_spine(bundle.manifest, w)
-    result = assert_matches_golden(tied, [np.array([[3], [0]])], lanes=2, seed=None)
-    assert result.sequences[0].class_index == 1
+def test_runtime_weights_reload_a_second_bundle_into_the_same_shape() -> None:
+    a = load_bundle(BUNDLES / "japanese_vowels_cmru")
+    b = load_bundle(BUNDLES / "japanese_vowels_bmru_anneal")
+    shape_a = plan_accelerator(a.manifest, 4).shape_key()
+    shape_b = plan_accelerator(b.manifest.model_copy(update={"layers": a.manifest.layers}), 4).shape_key()
+    assert shape_a == shape_b
+    xs = random_integer_inputs(a, sequences=2, steps=4, seed=0)
+    assert_matches_golden(a, xs, lanes=4, weights="runtime")
 
 
-@pytest.mark.parametrize("lanes", [1, 3, 8])
-def test_steps_take_the_cycle_floor_when_inputs_stream_back_to_back(lanes):
-    bundle = random_bundle(d=8, m=6, c=2, seed=5)
-    sequences = random_integer_inputs(bundle, sequences=3, steps=(4, 8), seed=7)
-    result = assert_matches_golden(bundle, sequences, lanes, seed=None)
-    groups = ceil_div(8, lanes)
-    for trace, seq in zip(result.sequences, sequences, strict=True):
-        took = np.diff(trace.done_cycles)
-        nnz = (seq[1:] != 0).sum(axis=1)
-        np.testing.assert_array_equal(took, groups * np.maximum(nnz, 1))
+def test_sparse_steps_cost_fewer_cycles() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    dense = random_integer_inputs(bundle, sequences=1, steps=30, seed=0, density=1.0)
+    sparse = random_integer_inputs(bundle, sequences=1, steps=30, seed=0, density=0.1)
+    assert simulate(bundle, sparse, lanes=2).cycles < 0.5 * simulate(bundle, dense, lanes=2).cycles
 
 
-def test_memory_images_pack_lanes_per_group():
-    bundle = random_bundle(d=5, m=3, c=3, seed=1)
-    img = memory_images(bundle, lanes=2)
-    assert len(img.gate_weights) == 3 * 3 and len(img.neuron_params) == 3
-    assert img.gate_weights[1 * 3 + 2][1] == {"cand": bundle["w_cand"][3, 2], "thr": bundle["w_thr"][3, 2]}
-    assert img.gate_weights[2 * 3 + 0][1] == {"cand": 0, "thr": 0}  # padding lane
-    assert img.neuron_params[2][0]["alpha"] == bundle["alpha"][4]
-    assert img.readout_weights[1 * 5 + 4][0] == bundle["w_out"][2, 4]
-    assert img.readout_bias[1] == [bundle["b_out"][2], 0]
+def test_item_beats_encode_non_zero_inputs_and_markers() -> None:
+    x = np.array([[0, 3, 0], [0, 0, 0], [-1, 0, 2]])
+    beats = item_beats([x])
+    assert beats == [
+        {"index": 1, "value": 3, "step_end": 1, "seq_end": 0},
+        {"index": 0, "value": 0, "step_end": 1, "seq_end": 0},
+        {"index": 0, "value": -1, "step_end": 0, "seq_end": 0},
+        {"index": 2, "value": 2, "step_end": 1, "seq_end": 1},
+    ]
 
 
-@pytest.mark.parametrize("lanes", [0, 6, -1, 2.0, True])
-def test_lanes_outside_range_is_a_value_error_naming_it(lanes):
-    bundle = random_bundle(d=5, m=2, c=2)
-    with pytest.raises(ValueError, match=rf"lanes must be an integer in 1\.\.5 .*not {lanes!r}"):
-        Accelerator(bundle, lanes=lanes)
+def _extreme_bundle(cell: str, side: str) -> Bundle:
+    layer = {"cell": cell, "size": 3, "weight_bits": 8, "bias_bits": 16, "state_bits": 16}
+    if cell == "alphacmru":
+        layer["eps"] = 1
+    manifest = random_network_manifest(inputs=3, layers=[layer], classes=2, input_bits=8)
+    weights = random_network_weights(manifest, 0)
+    lo, hi = shift_bounds(accumulator_bits(manifest, 0))
+    for name, (shape, bits) in array_table(manifest).items():
+        if name.endswith("_shift"):
+            weights[name] = np.full(shape, lo if side == "left" else hi)
+        elif name.startswith(("layers.0.w_", "layers.0.b_")):
+            a, b = signed_range(bits)
+            weights[name] = np.where(np.arange(np.prod(shape)).reshape(shape) % 2, a, b)
+    return Bundle(manifest, check_weights(manifest, weights))
+
+
+@pytest.mark.parametrize("cell", ["alphacmru", "bgmingru", "mingru", "hsru"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_extreme_shifts_agree_in_golden_torch_and_rtl(cell: str, side: str) -> None:
+    """The most negative and most positive shifts the spec allows, with extreme weights and inputs."""
+    bundle = _extreme_bundle(cell, side)
+    lo, hi = signed_range(8)
+    x = np.array([[[lo, hi, lo], [hi, hi, hi], [lo, lo, lo], [0, 0, 0], [lo, 0, hi]]])
+    gold = run_golden(bundle, x)
+    assert_matches_golden(bundle, list(x), lanes=2)
+    outs, _ = deployed_from_bundle(bundle).trace(torch.from_numpy(x * 2.0**-bundle.manifest.input.frac))
+    frac = 0 if cell == "hsru" else bundle.manifest.layers[0].state_frac
+    np.testing.assert_array_equal((outs[0] * 2.0**frac).numpy(), gold.layers[0].states.astype(np.float64))
+
+
+def test_a_shift_beyond_the_bound_is_refused_naming_array_neuron_and_range() -> None:
+    manifest = random_network_manifest(inputs=3, layers=[{"cell": "mingru", "size": 2}], classes=2)
+    weights = random_network_weights(manifest, 0)
+    lo, _ = shift_bounds(accumulator_bits(manifest, 0))
+    weights["layers.0.gate_shift"] = np.array([0, lo - 1])
+    with pytest.raises(CodesignError, match=rf"layers.0.gate_shift.*{lo - 1} at neuron 1.*\[{lo}, 63\]"):
+        check_weights(manifest, weights)
+
+
+def test_lanes_and_limits_are_named() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    with pytest.raises(CodesignError, match=r"lanes 17 is outside the allowed range 1..16"):
+        Accelerator(bundle, lanes=17)
+    with pytest.raises(CodesignError, match=r"weights must be one of baked, runtime"):
+        Accelerator(bundle, lanes=1, weights="flash")
+    manifest = random_network_manifest(
+        inputs=4096,
+        layers=[{"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": 1, "span": 4096}}],
+        classes=2,
+    )
+    with pytest.raises(CodesignError, match=r"layers.0.dcls.span: 4096 x 4096 channels .* hardware limit"):
+        plan_accelerator(manifest, 1)
+
+
+def test_faults_are_validated() -> None:
+    bundle = load_bundle(BUNDLES / "parity_hsru")
+    with pytest.raises(CodesignError, match="unknown fault"):
+        Accelerator(bundle, faults={"off_by_two"})

@@ -18,7 +18,14 @@ import yaml
 from pydantic import ValidationError
 
 from codesign.atomic import atomic_dir
-from codesign.bundle.spec import FORMAT_VERSION, READABLE_VERSIONS, Manifest, array_table
+from codesign.bundle.spec import (
+    FORMAT_VERSION,
+    READABLE_VERSIONS,
+    Manifest,
+    accumulator_bits,
+    array_table,
+    shift_bounds,
+)
 from codesign.errors import CodesignError
 from codesign.intmath import signed_range
 
@@ -153,6 +160,18 @@ def check_weights(
             raise CodesignError(
                 f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path
             )
+        if name.endswith("_shift"):
+            index = int(name.split(".")[1])
+            acc = accumulator_bits(manifest, index)
+            lo, hi = shift_bounds(acc)
+            outside = np.flatnonzero((arr < lo) | (arr > hi))
+            if outside.size:
+                i = int(outside[0])
+                raise CodesignError(
+                    f"array '{name}' holds shift {arr[i]} at neuron {i}, outside [{lo}, {hi}]: with "
+                    f"{acc}-bit accumulators a left shift may widen them to at most 53 bits",
+                    path=path,
+                )
         out[name] = arr
     return out
 

@@ -11,7 +11,15 @@ import numpy as np
 
 from codesign.bundle import v1
 from codesign.bundle.io import Bundle, save_bundle
-from codesign.bundle.spec import FORMAT_VERSION, InputSpec, LayerSpec, Manifest, ReadoutSpec, array_table
+from codesign.bundle.spec import (
+    FORMAT_VERSION,
+    InputSpec,
+    LayerSpec,
+    Manifest,
+    ReadoutSpec,
+    array_table,
+    shift_bounds,
+)
 from codesign.bundle.spec import accumulator_bits as acc_bits
 from codesign.bundle.spine import SpineBundle, as_bundle, from_spine
 from codesign.intmath import signed_range
@@ -69,7 +77,8 @@ def random_network_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarra
                 )
                 # typical accumulators sit well below their worst case: aim a few bits lower
                 base = max(0, acc_bits(manifest, index) - 1 - target - 5)
-                weights[name] = np.clip(base + rng.integers(-3, 2, size=shape), -8, 63)
+                lo, hi = shift_bounds(acc_bits(manifest, index))
+                weights[name] = np.clip(base + rng.integers(-3, 2, size=shape), max(lo, -8), hi)
                 continue
             if key == "theta":
                 quarter = 1 << max(0, layer.state_bits - 5)
@@ -177,3 +186,53 @@ def random_integer_inputs(
         x[ext] = rng.choice(np.array([lo, hi]), size=int(ext.sum()))
         out.append(x)
     return out
+
+
+FAMILY_CELLS = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+
+
+def random_family_bundle(
+    seed: int, *, max_layers: int = 3, max_size: int = 8, max_inputs: int = 6, max_classes: int = 5
+) -> Bundle:
+    """A random member of the whole hardware family (in memory): 1-``max_layers`` layers of any
+    cell, eps, widths, DCLS front ends (about one layer in three), last/sum/per-step readouts.
+
+    Widths are drawn small so that saturation, sign(0) and ties happen in short sequences.
+    """
+    from codesign.bundle.io import check_weights
+
+    rng = np.random.default_rng(seed)
+    layers = []
+    for _ in range(int(rng.integers(1, max_layers + 1))):
+        cell = str(rng.choice(FAMILY_CELLS))
+        layer = {
+            "cell": cell,
+            "size": int(rng.integers(1, max_size + 1)),
+            "weight_bits": int(rng.integers(2, 9)),
+            "state_bits": int(rng.integers(3, 17)),
+            "bias_bits": int(rng.integers(4, 17)),
+            "alpha_bits": int(rng.integers(2, 9)),
+            "gate_bits": int(rng.integers(1, 7)),
+            "leak_shift": int(rng.integers(1, 5)),
+        }
+        if cell in ("cmru", "alphacmru"):
+            layer["eps"] = int(rng.choice([-1, 0, 1]))
+        if rng.random() < 0.35:
+            layer["dcls"] = {
+                "taps": int(rng.integers(1, 4)),
+                "span": int(rng.integers(1, 7)),
+                "weight_bits": int(rng.integers(2, 9)),
+            }
+        layers.append(layer)
+    per_step = bool(rng.random() < 0.25)
+    pooling = "last" if per_step else str(rng.choice(["last", "sum"]))
+    manifest = random_network_manifest(
+        inputs=int(rng.integers(1, max_inputs + 1)),
+        layers=layers,
+        classes=int(rng.integers(1, max_classes + 1)),
+        input_bits=int(rng.integers(2, 9)),
+        pooling=pooling,
+        per_step=per_step,
+        seed=seed,
+    )
+    return Bundle(manifest, check_weights(manifest, random_network_weights(manifest, seed)))

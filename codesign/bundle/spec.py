@@ -136,6 +136,19 @@ def accumulator_bits(manifest: Manifest, index: int) -> int:
     )
 
 
+SHIFT_BITS = 7
+
+
+def shift_bounds(acc_bits: int) -> tuple[int, int]:
+    """Allowed per-neuron shifts of an accumulator ``acc_bits`` wide (docs/integer-semantics.md).
+
+    A negative shift is an exact left shift: it may widen the accumulator at most to
+    ``MAX_DATAPATH_BITS`` bits, so every intermediate fits int64 and float64 exactly; a right
+    shift is at most 63 (the 7-bit field's maximum).
+    """
+    return -max(0, MAX_DATAPATH_BITS - acc_bits), (1 << (SHIFT_BITS - 1)) - 1
+
+
 def readout_input_bits(manifest: Manifest) -> int:
     last = manifest.layers[-1]
     return manifest.readout.sum_bits if manifest.readout.pooling == "sum" else last.output_bits

@@ -58,12 +58,16 @@ class Accelerator(wiring.Component):
         counter_bits: int = 32,
         faults: frozenset[str] | set[str] = frozenset(),
     ) -> None:
-        if weights not in WEIGHT_MODES:
-            raise CodesignError(f"weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
+        try:
+            if weights not in WEIGHT_MODES:
+                raise CodesignError(f"weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
+            self.plan: AcceleratorPlan = plan_accelerator(
+                bundle.manifest, lanes, counter_bits=counter_bits, faults=faults
+            )
+        except CodesignError:
+            self._MustUse__silence = True  # never built: no "created but never used" warning
+            raise
         self.bundle = bundle
-        self.plan: AcceleratorPlan = plan_accelerator(
-            bundle.manifest, lanes, counter_bits=counter_bits, faults=faults
-        )
         self.weights_mode = weights
         images = memory_images(bundle, self.plan) if weights == "baked" else {}
         self.layer_engines = [LayerEngine(self.plan, e, images) for e in self.plan.layers]

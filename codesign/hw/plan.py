@@ -21,12 +21,14 @@ from typing import Literal
 
 from codesign.bundle.spec import (
     MAX_DATAPATH_BITS,
+    SHIFT_BITS,
     Manifest,
     accumulator_bits,
     front_end_bits,
     layer_input,
     logit_bits,
     readout_input_bits,
+    shift_bounds,
 )
 from codesign.errors import CodesignError
 from codesign.intmath import bits_for_magnitude
@@ -77,7 +79,6 @@ MAX_SIZE = 4096
 """Largest layer, input or class count the generator accepts (the manifest's own limit)."""
 MAX_SPAN_WORDS = 1 << 20
 """Largest DCLS delay line (channels x span words) the generator builds."""
-SHIFT_BITS = 7
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -89,14 +90,7 @@ def index_bits(size: int) -> int:
     return max(1, (size - 1).bit_length())
 
 
-def shift_range(acc_bits: int) -> tuple[int, int]:
-    """Allowed per-neuron shifts of an accumulator ``acc_bits`` wide.
-
-    A negative shift is an exact left shift: it may widen the accumulator at most to
-    ``MAX_DATAPATH_BITS`` bits, so every intermediate fits in int64 and in float64 exactly; a
-    right shift is at most 63 (the 7-bit field's maximum).
-    """
-    return -max(0, MAX_DATAPATH_BITS - acc_bits), (1 << (SHIFT_BITS - 1)) - 1
+shift_range = shift_bounds
 
 
 @dataclass(frozen=True)
