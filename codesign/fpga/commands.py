@@ -126,7 +126,12 @@ def area(
     """ASIC area proxy: yosys generic gates, CMOS transistors and sky130_fd_sc_hd area in um^2."""
     from codesign.fpga.area import area_report, area_table
 
-    report = area_report(build, memory_model=memory_model, timeout_s=timeout, progress=_progress)
+    report = area_report(
+        build,
+        memory_model=memory_model,
+        timeout_s=timeout,
+        progress=lambda t: print(f"area: {t}", file=sys.stderr),
+    )
     if json_path is not None:
         write_text(json_path, json.dumps(report, indent=2) + "\n")
     console = _console()

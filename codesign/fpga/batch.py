@@ -1,0 +1,142 @@
+"""``make fpga``: the reference bundles through ``codesign rtl`` and ``codesign synth``.
+
+::
+
+    python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
+                                  [--out build/fpga] [--area]
+
+For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
+lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>`` and synthesises it for each device. A
+bundle the RTL generator refuses is skipped with the generator's reason, so the target keeps
+working while the generator grows; a failing synthesis is recorded and the batch goes on.
+The results go to ``OUT/results.md`` and ``OUT/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from codesign.atomic import write_text
+from codesign.errors import CodesignError
+
+
+def _log(text: str) -> None:
+    print(f"fpga: {text}", file=sys.stderr, flush=True)
+
+
+def _row(summary: dict) -> str:
+    res, util = summary["resources"], summary["utilisation"]
+    lc = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {"used": 0, "available": 0}
+    ram = util.get("ICESTORM_RAM") or util.get("DP16KD") or {"used": 0, "available": 0}
+    dsp = util.get("ICESTORM_DSP") or util.get("MULT18X18D") or {"used": 0, "available": 0}
+    if summary["status"] == "ok":
+        fmax = f"{summary['fmax_mhz']:.1f}"
+        verdict = (
+            "met"
+            if summary["timing_met"]
+            else f"missed by {summary['target_mhz'] - summary['fmax_mhz']:.1f} MHz"
+        )
+    else:
+        fmax, verdict = "-", "does not fit"
+    return (
+        f"| {summary['bundle']} | {summary['lanes']} | {summary['device']} | {res['lut']} | {res['ff']} | {res['carry']} "
+        f"| {lc['used']}/{lc['available']} | {ram['used']}/{ram['available']} | {dsp['used']}/{dsp['available']} "
+        f"| {summary['memory_bits_in_block_ram']} / {summary['memory_bits_in_logic']} | {fmax} | {summary['target_mhz']:g} | {verdict} |"
+    )
+
+
+HEADER = (
+    "| bundle | P | device | LUT4 | FF | carry | logic cells (LC / COMB) | BRAM | DSP "
+    "| memory bits in BRAM / in logic | Fmax MHz | target | timing |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m codesign.fpga.batch", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--bundles", default="", help="comma-separated bundle directories (default: models/bundles/*)"
+    )
+    parser.add_argument(
+        "--lanes", default="1,4", help="comma-separated lane counts (those above d are skipped)"
+    )
+    parser.add_argument("--devices", default="up5k,ecp5-25k")
+    parser.add_argument("--out", default="build/fpga", type=Path)
+    parser.add_argument("--area", action="store_true", help="also run the ASIC area proxy (codesign area)")
+    args = parser.parse_args(argv)
+
+    from codesign.fpga.area import area_report
+    from codesign.fpga.synth import synthesize
+    from codesign.hw.build import build_rtl
+
+    if args.bundles:
+        bundles = [Path(b) for b in args.bundles.split(",") if b]
+    else:
+        bundles = sorted(p.parent for p in Path("models/bundles").glob("*/manifest.yaml"))
+    lanes = [int(x) for x in args.lanes.split(",") if x]
+    devices = [d for d in args.devices.split(",") if d]
+    summaries, skipped, failed, areas = [], [], [], []
+    start = time.monotonic()
+    for bundle in bundles:
+        for p in lanes:
+            build = args.out / f"{bundle.name}_p{p}"
+            try:
+                info = build_rtl(bundle, build, lanes=p)
+            except CodesignError as err:
+                if "lanes" in str(err) and "outside" in str(err):
+                    _log(f"skip {bundle.name} P={p}: {err}")
+                    continue
+                _log(f"skip {bundle.name}: the RTL generator refuses it: {err}")
+                skipped.append({"bundle": bundle.name, "reason": str(err)})
+                break
+            _log(f"{bundle.name} P={p}: {build / 'accelerator.v'} ({info.get('top')})")
+            for device in devices:
+                try:
+                    summary = synthesize(build, device, progress=lambda t, d=device: _log(f"  {d} {t}"))
+                except CodesignError as err:
+                    _log(f"  {device} FAILED: {err}")
+                    failed.append({"bundle": bundle.name, "lanes": p, "device": device, "error": str(err)})
+                    continue
+                summaries.append(summary)
+                _log("  " + _row(summary))
+            if args.area:
+                try:
+                    areas.append(area_report(build))
+                except CodesignError as err:
+                    failed.append(
+                        {"bundle": bundle.name, "lanes": p, "device": "asic-area", "error": str(err)}
+                    )
+
+    lines = ["# FPGA results (`make fpga`)", "", HEADER, *(_row(s) for s in summaries), ""]
+    if areas:
+        lines += [
+            "| bundle | P | ASIC proxy um^2 (logic + memories) | gates | flops | memory bits |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {a['bundle']} | {a['lanes']} | {a['total_um2']:.0f} ({a['logic_um2']:.0f} + {a['memory_um2']:.0f}) "
+            f"| {a['gates']} | {a['flops']} | {a['memory_bits']} |"
+            for a in areas
+        ]
+        lines.append("")
+    lines += [f"- skipped {s['bundle']}: {s['reason']}" for s in skipped]
+    lines += [f"- FAILED {f['bundle']} P={f['lanes']} {f['device']}: {f['error']}" for f in failed]
+    lines.append(f"\n{len(summaries)} runs in {time.monotonic() - start:.0f} s.")
+    write_text(args.out / "results.md", "\n".join(lines) + "\n")
+    write_text(
+        args.out / "results.json",
+        json.dumps({"synth": summaries, "area": areas, "skipped": skipped, "failed": failed}, indent=2)
+        + "\n",
+    )
+    _log(f"results: {args.out / 'results.md'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
