@@ -121,7 +121,13 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
     return {"engines": engines, "memories": memories, "counters": list(plan.counters)}
 
 
-def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1, weights: str = "baked") -> dict:
+def build_rtl(
+    bundle_dir: Path,
+    out_dir: Path,
+    lanes: int = 1,
+    weights: str = "baked",
+    faults: frozenset[str] | set[str] | tuple[str, ...] = frozenset(),
+) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
     Parameters
@@ -136,6 +142,9 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1, weights: str = "b
     weights : ``"baked"`` or ``"runtime"``
         Parameters as memory initial values, or zeros loaded at run time through ``config``
         (the Verilog then depends only on the bundle's shape and serves every bundle of it).
+    faults : set of str
+        Deliberate bugs (:data:`codesign.hw.plan.FAULTS`) for the regression's mutation check;
+        recorded in ``build.json`` (``faults``).
 
     Returns
     -------
@@ -151,7 +160,7 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1, weights: str = "b
     if weights not in WEIGHT_MODES:
         raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
     bundle = load_bundle(bundle_dir)
-    accelerator = Accelerator(bundle, lanes=lanes, weights=weights)
+    accelerator = Accelerator(bundle, lanes=lanes, weights=weights, faults=frozenset(faults))
     plan = accelerator.plan
     text = verilog.convert(accelerator, name=TOP, emit_src=False)
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -165,6 +174,7 @@ def build_rtl(bundle_dir: Path, out_dir: Path, lanes: int = 1, weights: str = "b
         "reset": "rst (synchronous, active high)",
         "lanes": lanes,
         "weights": weights,
+        "faults": sorted(faults),
         "shape_sha256": shape_key,
         "bundle": manifest.name,
         "bundle_weights_sha256": manifest.checksums.get(WEIGHTS),

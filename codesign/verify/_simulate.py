@@ -19,6 +19,7 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, args["tb_dir"])  # the runner passes sys.path on as PYTHONPATH
     from cocotb_tools.runner import get_runner
 
+    waves = bool(args.get("waves"))
     runner = get_runner(sim)
     stamp = sim_dir / "built_from.sha256"
     fresh = stamp.is_file() and stamp.read_text().strip() == args["verilog_sha256"]
@@ -29,8 +30,10 @@ def main(argv: list[str]) -> int:
                 hdl_toplevel=args["top"],
                 build_dir=sim_dir,
                 always=True,
-                build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"],
+                build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"]
+                + (["--trace-fst"] if waves else []),
                 timescale=("1ns", "1ps"),
+                waves=waves,
             )
     else:
         runner.build(
@@ -39,6 +42,7 @@ def main(argv: list[str]) -> int:
             build_dir=sim_dir,
             always=not fresh,
             timescale=("1ns", "1ps"),
+            waves=waves,
         )
     stamp.write_text(args["verilog_sha256"] + "\n")
     runner.test(
@@ -50,6 +54,8 @@ def main(argv: list[str]) -> int:
         extra_env=args["env"],
         seed=args["seed"],
         results_xml=str(sim_dir / "results.xml"),
+        test_filter=args.get("test_filter"),
+        waves=waves,
     )
     return 0
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,22 +34,31 @@ RESULT_JSON = "tb_result.json"
 LOG = "sim.log"
 
 
+TESTS = ("random_sequences", "directed_corners", "reset_mid_sequence", "long_sequence")
+"""The testbench's cocotb tests, in the order they run."""
+
+
 @dataclass
 class SimReport:
-    """Outcome of one RTL simulation against the golden model."""
+    """Outcome of one RTL simulation against the golden model (every test that ran)."""
 
     sim: str
     sequences: int
     mismatches: int
     first_mismatch: str | None
-    cycles_per_step: float | None  # mean over DUT-paced steps (see the testbench)
-    cycle_floor_per_step: float | None  # mean of ceil(d/P) * nnz over the same steps
+    cycles_per_step: float | None  # cycles from the first input beat to the last result, per step
+    cycle_floor_per_step: float | None  # mean over steps of sum_l ceil(d_l/P) x work_l (golden model)
     accuracy: float | None
     wall_s: float
     steps: int = 0
-    total_cycles: int = 0
-    events: int = 0
+    cycles: int = 0
     lanes: int = 0
+    gaps: bool = True
+    tests: dict = field(default_factory=dict)  # per cocotb test: passed, counts, first mismatch
+    failed_test: str | None = None  # the first test that failed
+    counters: dict = field(default_factory=dict)  # every counter, summed over the checked phases
+    coverage: dict = field(default_factory=dict)  # {point: {bin: hits}}
+    waveform: str | None = None  # kept for a failing run
     result_path: str = ""
     log_path: str = ""
 
@@ -66,6 +75,34 @@ class SimReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def summary_json(self) -> dict:
+        """What ``codesign sim --json`` writes."""
+        return {
+            "sim": self.sim,
+            "ok": self.ok,
+            "sequences": self.sequences,
+            "steps": self.steps,
+            "mismatches": self.mismatches,
+            "first_mismatch": self.first_mismatch,
+            "failed_test": self.failed_test,
+            "accuracy": self.accuracy,
+            "lanes": self.lanes,
+            "gaps": self.gaps,
+            "cycles": self.cycles,
+            "cycles_per_step": self.cycles_per_step,
+            "cycle_floor_per_step": self.cycle_floor_per_step,
+            "cycle_floor_definition": "sum over layers of ceil(d_l / P) x work_l, work_0 = non-zero inputs "
+            "(or non-zero DCLS outputs), work_l = events of layer l-1 (golden model), averaged over steps",
+            "counters": self.counters,
+            "tests": {
+                k: {key: v[key] for key in ("passed", "sequences", "steps", "mismatches", "first_mismatch")}
+                for k, v in self.tests.items()
+            },
+            "coverage": self.coverage,
+            "waveform": self.waveform,
+            "wall_s": self.wall_s,
+        }
 
 
 def verification_dir() -> Path:
@@ -154,6 +191,34 @@ def _tail(path: Path, lines: int = 15) -> str:
         return ""
 
 
+def _run_child(
+    args: dict, env: dict, sim_dir: Path, log_path: Path, timeout_s: float, build_dir: Path
+) -> int:
+    cmd = [sys.executable, "-m", "codesign.verify._simulate", json.dumps(args)]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=sim_dir, start_new_session=True
+        )
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+            raise CodesignError(
+                f"{args['sim']} simulation did not finish within {timeout_s:g} s (log: {log_path})",
+                path=build_dir,
+            ) from None
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait()
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
+    return proc.returncode
+
+
 def run_sim(
     build_dir: Path,
     sim: str = "icarus",
@@ -164,27 +229,48 @@ def run_sim(
     timeout_s: float = 1800,
     *,
     gaps: bool = True,
+    tests: tuple[str, ...] | list[str] = ("random_sequences",),
+    bundles: list[Path] | None = None,
+    max_steps: int = 40,
+    long_steps: int = 10000,
+    waves: str = "on_failure",
+    sim_dir: Path | None = None,
+    stop_on_mismatch: bool = False,
 ) -> SimReport:
     """Simulate the accelerator in ``build_dir`` against the golden model.
 
     Parameters
     ----------
     build_dir : Path
-        Output of :func:`codesign.hw.build_rtl`.
+        Output of :func:`codesign.hw.build.build_rtl`.
     sim : str
         ``"icarus"`` or ``"verilator"``.
     vectors : int
-        Number of sequences (random ones, or the first ``vectors`` of ``inputs``; 0 = all of them).
+        Sequences per bundle (random ones, or the first ``vectors`` of ``inputs``; 0 = all of them).
     seed : int
-        Seed of the random sequences, the driver's gaps and the monitor's back-pressure.
+        Seed of the random sequences, the drivers' gaps and the back-pressure.
     inputs : Path, optional
         ``.npy`` ``(N, T, M)``: integers are used as quantized inputs, floats are quantized first.
     labels : Path, optional
-        ``.npy`` of integer labels; the report then carries the RTL's accuracy.
+        ``.npy`` of integer labels (``(N,)``, or ``(N, T)`` for per-step readouts, ``-100`` ignored);
+        the report then carries the RTL's accuracy.
     timeout_s : float
-        Wall-clock limit for build plus simulation; the simulator is killed past it.
+        Wall-clock limit for build plus simulation (each simulator call); the simulator is killed past it.
     gaps : bool
-        Random valid gaps and ready back-pressure (True) or a stream at full rate.
+        Random valid gaps and ready back-pressure (True) or every stream at full rate.
+    tests : sequence of str
+        Testbench tests to run (:data:`TESTS`).
+    bundles : list of Path, optional
+        Bundles of the build's shape, loaded one after another through ``config`` (a build made
+        with ``weights="runtime"``); default: the build's own bundle.
+    max_steps, long_steps : int
+        Longest random sequence; length of ``long_sequence``'s one sequence.
+    waves : ``"on_failure"``, ``"always"`` or ``"never"``
+        ``on_failure`` re-runs a failing test with waveform dumping (FST) and keeps the file.
+    sim_dir : Path, optional
+        Where the simulator builds and runs (default ``<build>/sim_<sim>``).
+    stop_on_mismatch : bool
+        End each test at its first mismatch (the mutation check).
 
     Returns
     -------
@@ -202,91 +288,155 @@ def run_sim(
     for name in (BUILD_JSON, VERILOG):
         if not (build_dir / name).is_file():
             raise CodesignError(
-                f"not a build directory: {name} missing (create it with codesign.hw.build_rtl)",
+                f"not a build directory: {name} missing (create it with codesign.hw.build.build_rtl)",
                 path=build_dir,
             )
+    unknown = [t for t in tests if t not in TESTS]
+    if unknown or not tests:
+        raise CodesignError(f"unknown test(s) {unknown}; choose from {', '.join(TESTS)}")
+    if waves not in ("on_failure", "always", "never"):
+        raise CodesignError(f"waves must be on_failure, always or never, not {waves!r}")
     build = json.loads((build_dir / BUILD_JSON).read_text())
     bundle = load_bundle(build_dir)
     inputs = None if inputs is None else Path(inputs).resolve()
     # Validate the inputs here so a bad file is a one-line error, not a testbench traceback.
     count = len(load_vectors(bundle, vectors=vectors, seed=seed, inputs=inputs))
     truth = None if labels is None else load_labels(Path(labels), count)
-
-    sim_dir = build_dir / f"sim_{sim}"
-    sim_dir.mkdir(exist_ok=True)
-    result_path, log_path = sim_dir / RESULT_JSON, sim_dir / LOG
-    result_path.unlink(missing_ok=True)
-    tb_env = {
-        "CODESIGN_BUILD_DIR": str(build_dir),
-        "CODESIGN_VECTORS": str(vectors),
-        "CODESIGN_SEED": str(seed),
-        "CODESIGN_INPUTS": "" if inputs is None else str(inputs),
-        "CODESIGN_GAPS": "1" if gaps else "0",
-        "CODESIGN_RESULT": str(result_path),
-        # cocotb rewrites asserts in every module imported after the test module unless told
-        # otherwise; without bytecode caching that recompiles numpy each run (~5 s).
-        "COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py",
-    }
-    env.update(tb_env)
-    args = {
-        "sim": sim,
-        "verilog": str(build_dir / VERILOG),
-        "sim_dir": str(sim_dir),
-        "top": build.get("top", TOP),
-        "verilog_sha256": build["verilog_sha256"],
-        "tb_dir": str(verification_dir()),
-        "test_module": TEST_MODULE,
-        "env": tb_env,
-        "seed": seed,
-    }
-    cmd = [sys.executable, "-m", "codesign.verify._simulate", json.dumps(args)]
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=sim_dir, start_new_session=True
-        )
-        with _RUNNING_LOCK:
-            _RUNNING.add(proc)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.wait()
-            raise CodesignError(
-                f"{sim} simulation did not finish within {timeout_s:g} s (log: {log_path})", path=build_dir
-            ) from None
-        finally:
-            if proc.poll() is None:
-                _kill_group(proc)
-                proc.wait()
-            with _RUNNING_LOCK:
-                _RUNNING.discard(proc)
-    if not result_path.is_file():
+    if bundles and build.get("weights") != "runtime":
         raise CodesignError(
-            f"{sim} simulation ended (exit code {proc.returncode}) without a testbench result; log {log_path}:\n"
-            + _tail(log_path),
+            "bundles can be loaded only into a build made with weights='runtime' (codesign rtl --weights runtime)",
             path=build_dir,
         )
-    res = json.loads(result_path.read_text())
-    if res.get("error"):
-        raise CodesignError(f"{sim} testbench failed: {res['error']} (log: {log_path})", path=build_dir)
+
+    sim_dir = Path(sim_dir) if sim_dir is not None else build_dir / f"sim_{sim}"
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    job = {
+        "bundles": [str(Path(b).resolve()) for b in bundles or []],
+        "vectors": vectors,
+        "max_steps": max_steps,
+        "seed": seed,
+        "inputs": None if inputs is None else str(inputs),
+        "gaps": gaps,
+        "long_steps": long_steps,
+        "stop_on_mismatch": stop_on_mismatch,
+    }
+    (sim_dir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
+
+    def attempt(with_waves: bool, run_dir: Path, which: list[str]) -> tuple[dict, Path, Path]:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result_path, log_path = run_dir / RESULT_JSON, run_dir / LOG
+        result_path.unlink(missing_ok=True)
+        tb_env = {
+            "CODESIGN_BUILD_DIR": str(build_dir),
+            "CODESIGN_JOB": str(sim_dir / "job.json"),
+            "CODESIGN_RESULT": str(result_path),
+            # cocotb rewrites asserts in every module imported after the test module unless told
+            # otherwise; without bytecode caching that recompiles numpy each run (~5 s).
+            "COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py",
+            **(
+                {"CODESIGN_PROFILE": os.environ["CODESIGN_PROFILE"]}
+                if os.environ.get("CODESIGN_PROFILE")
+                else {}
+            ),
+        }
+        child_env = dict(env, **tb_env)
+        args = {
+            "sim": sim,
+            "verilog": str(build_dir / VERILOG),
+            "sim_dir": str(run_dir),
+            "top": build.get("top", TOP),
+            "verilog_sha256": build["verilog_sha256"],
+            "tb_dir": str(verification_dir()),
+            "test_module": TEST_MODULE,
+            "env": tb_env,
+            "seed": seed,
+            "test_filter": r"(^|\.)(" + "|".join(which) + ")$",
+            "waves": with_waves,
+        }
+        code = _run_child(args, child_env, run_dir, log_path, timeout_s, build_dir)
+        if not result_path.is_file():
+            raise CodesignError(
+                f"{sim} simulation ended (exit code {code}) without a testbench result; log {log_path}:\n"
+                + _tail(log_path),
+                path=build_dir,
+            )
+        return json.loads(result_path.read_text()), result_path, log_path
+
+    res, result_path, log_path = attempt(waves == "always", sim_dir, list(tests))
+    ran = res.get("tests", {})
+    missing = [t for t in tests if t not in ran]
+    if missing:
+        raise CodesignError(
+            f"{sim} testbench did not run {missing} (log: {log_path}):\n" + _tail(log_path), path=build_dir
+        )
+    errors = [f"{t}: {r['error']}" for t, r in ran.items() if r.get("error") and not r.get("mismatches")]
+    if errors:
+        raise CodesignError(f"{sim} testbench failed: {errors[0]} (log: {log_path})", path=build_dir)
+    failed = [t for t in tests if not ran[t]["passed"]]
+    waveform = None
+    if waves == "always":
+        waveform = _find_waveform(sim_dir)
+    elif failed and waves == "on_failure":
+        wave_dir = sim_dir.parent / f"{sim_dir.name}_waves"
+        try:
+            attempt(True, wave_dir, failed[:1])
+            waveform = _find_waveform(wave_dir)
+        except CodesignError:
+            waveform = None
+    first = next((ran[t]["first_mismatch"] for t in tests if ran[t]["first_mismatch"]), None)
     accuracy = None
+    main = ran[tests[0]]
     if truth is not None:
-        got = np.asarray(res["classes"], dtype=np.int64)
-        accuracy = float(np.mean(got == truth[: len(got)])) if len(got) else 0.0
-    first = res["first_mismatch"]
+        accuracy = _accuracy(main["classes"], truth)
+    sequences = sum(r["sequences"] for r in ran.values())
+    steps = sum(r["steps"] for r in ran.values())
+    cycles = sum(r["cycles"] for r in ran.values())
+    floor_steps = [(r["cycle_floor_per_step"], r["steps"]) for r in ran.values() if r["cycle_floor_per_step"]]
+    counters: dict[str, int] = {}
+    coverage: dict[str, dict[str, int]] = {}
+    for r in ran.values():
+        for k, v in r["counters"].items():
+            counters[k] = counters.get(k, 0) + v
+    coverage = ran[list(ran)[-1]]["coverage"]  # cumulative within one simulator process
     return SimReport(
         sim=sim,
-        sequences=res["sequences"],
-        mismatches=res["mismatches"],
-        first_mismatch=None if first is None else first["line"],
-        cycles_per_step=res["cycles_per_step"],
-        cycle_floor_per_step=res["cycle_floor_per_step"],
+        sequences=sequences,
+        mismatches=sum(r["mismatches"] for r in ran.values()),
+        first_mismatch=None if first is None else f"{failed[0] if failed else tests[0]}: {first['line']}",
+        cycles_per_step=cycles / steps if steps else None,
+        cycle_floor_per_step=sum(f * n for f, n in floor_steps) / steps if steps and floor_steps else None,
         accuracy=accuracy,
         wall_s=time.perf_counter() - t0,
-        steps=res["steps"],
-        total_cycles=res["total_cycles"],
-        events=res["events"],
+        steps=steps,
+        cycles=cycles,
         lanes=res["lanes"],
+        gaps=gaps,
+        tests=ran,
+        failed_test=failed[0] if failed else None,
+        counters=counters,
+        coverage=coverage,
+        waveform=waveform,
         result_path=str(result_path),
         log_path=str(log_path),
     )
+
+
+def _find_waveform(run_dir: Path) -> str | None:
+    for pattern in ("*.fst", "*.vcd"):
+        found = sorted(run_dir.glob(pattern))
+        if found:
+            return str(found[0])
+    return None
+
+
+def _accuracy(classes: list, truth: np.ndarray) -> float:
+    if truth.ndim == 1:
+        got = np.asarray([c if np.ndim(c) == 0 else c[-1] for c in classes], dtype=np.int64)
+        return float(np.mean(got == truth[: len(got)])) if len(got) else 0.0
+    hits = total = 0
+    for n, c in enumerate(classes):
+        row = truth[n, : len(c)]
+        mask = row != -100
+        hits += int((np.asarray(c)[mask] == row[mask]).sum())
+        total += int(mask.sum())
+    return hits / total if total else 0.0

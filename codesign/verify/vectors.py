@@ -89,9 +89,10 @@ def load_labels(labels: Path, count: int) -> np.ndarray:
         y = np.load(labels, allow_pickle=False)
     except (OSError, ValueError) as err:
         raise CodesignError(f"cannot read labels as a .npy array ({err})", path=labels) from None
-    if y.ndim != 1 or y.dtype.kind not in "iu":
+    if y.ndim not in (1, 2) or y.dtype.kind not in "iu":
         raise CodesignError(
-            f"labels must be a 1-D integer array, got shape {y.shape} dtype {y.dtype}", path=labels
+            f"labels must be a 1-D (or per-step 2-D) integer array, got shape {y.shape} dtype {y.dtype}",
+            path=labels,
         )
     if y.shape[0] < count:
         raise CodesignError(f"labels hold {y.shape[0]} entries for {count} simulated sequences", path=labels)
