@@ -7,6 +7,7 @@ code 2; simulation mismatches exit with 1.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -155,6 +156,16 @@ def sweep(
     console.print(f"-> {path}")
 
 
+def parse_lanes(text: str) -> list[int]:
+    try:
+        lanes = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CodesignError(f"--lanes {text!r} is not a comma-separated list of integers") from None
+    if not lanes or min(lanes) < 1:
+        raise CodesignError(f"--lanes {text!r}: give one or more lane counts >= 1")
+    return lanes
+
+
 def parse_seeds(text: str) -> list[int]:
     try:
         seeds = [int(s) for s in text.split(",") if s.strip()]
@@ -223,10 +234,35 @@ def repro(
 
 @app.command()
 @user_errors
-def bench(what: Annotated[str, typer.Argument(help="what to benchmark: scan")] = "scan") -> None:
-    """Benchmarks that print JSON (medians of one run on this machine)."""
+def bench(
+    what: Annotated[str, typer.Argument(help="what to benchmark: scan or rtl")] = "scan",
+    bundle: Annotated[
+        list[Path] | None, typer.Option(help="rtl: bundle(s) to measure (default: three reference bundles)")
+    ] = None,
+    lanes: Annotated[str, typer.Option(help="rtl: comma-separated lane counts")] = "1,2,4,8,16",
+    sequences: Annotated[int, typer.Option(help="rtl: sequences per point")] = 4,
+    steps: Annotated[int, typer.Option(help="rtl: steps per sequence")] = 40,
+    json_path: Annotated[Path | None, typer.Option("--json", help="rtl: write the figures here")] = None,
+) -> None:
+    """Benchmarks that print JSON: scan and cell speed (scan), or accelerator cycles per step (rtl)."""
+    if what == "rtl":
+        from codesign.hw.bench import DEFAULT_BUNDLES, run_bench
+
+        root = Path(__file__).resolve().parents[1] / "models" / "bundles"
+        paths = bundle or [root / name for name in DEFAULT_BUNDLES]
+        summary = run_bench(
+            paths,
+            parse_lanes(lanes),
+            sequences=sequences,
+            steps=steps,
+            json_path=json_path,
+            progress=lambda line: console.print(line, highlight=False, soft_wrap=True),
+        )
+        if json_path is None:
+            print(json.dumps(summary, indent=2))
+        return
     if what != "scan":
-        raise CodesignError(f"unknown benchmark {what!r}; available: scan")
+        raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl")
     from codesign.nn.bench import main
 
     raise typer.Exit(main() or 0)
@@ -394,13 +430,27 @@ def inspect(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) ->
 def rtl(
     bundle: Annotated[Path, typer.Argument(help="bundle directory")],
     out: Annotated[Path, typer.Option("--out", help="build directory to write")],
-    lanes: Annotated[int, typer.Option(help="parallel lanes P (1..d)")] = 1,
+    lanes: Annotated[int, typer.Option(help="parallel lanes P per engine (1..widest layer)")] = 1,
+    weights: Annotated[
+        str,
+        typer.Option(
+            help="baked: parameters as memory initial values; runtime: zeroed memories loaded through "
+            "the config stream (one build serves every bundle of the same shape)"
+        ),
+    ] = "baked",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
     from codesign.hw.build import build_rtl
 
-    info = build_rtl(bundle, out, lanes=lanes)
-    console.print(f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {lanes} lane(s))")
+    info = build_rtl(bundle, out, lanes=lanes, weights=weights)
+    plan = info["plan"]
+    engines = ", ".join(f"{e['name']} {e['kind']} d={e['size']} P={e['lanes']}" for e in plan["engines"])
+    bits = sum(m["bits"] for m in plan["memories"])
+    console.print(
+        f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
+        f"{len(plan['memories'])} memories, {bits} bits",
+        highlight=False,
+    )
 
 
 @app.command()

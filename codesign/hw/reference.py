@@ -9,7 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_LANES = {"copy_first_cmru": 4}
+REFERENCE_LANES = {
+    "copy_first_cmru": 4,
+    "spoken_digits_cmru": 4,
+    "japanese_vowels_cmru": 4,
+    "japanese_vowels_bmru_anneal": 4,
+    "japanese_vowels_cmru2": 4,
+    "flip_flop_bgmingru_dcls": 2,
+    "parity_hsru": 2,
+}
 """Reference bundle (``models/bundles/<name>``) -> lanes its committed RTL is generated with."""
 
 

@@ -2,442 +2,3395 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results__payload, results__valid, state, gate, step_done, cycle_count, event_count, mac_count, steps__payload);
+module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+  wire [32:0] \$1 ;
+  wire [32:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [32:0] \$13 ;
+  reg [31:0] \$14 ;
+  reg [31:0] \$15 ;
+  reg [31:0] \$16 ;
+  reg [31:0] \$17 ;
+  reg [31:0] \$18 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire [32:0] \$4 ;
+  wire \$5 ;
+  wire \$6 ;
+  wire [32:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  wire [44:0] \config ;
+  wire [44:0] \config$14 ;
+  wire [5:0] \config$14.addr ;
+  wire [2:0] \config$14.elem ;
+  wire [2:0] \config$14.target ;
+  wire \config$14.valid ;
+  wire [31:0] \config$14.value ;
+  wire [44:0] \config$19 ;
+  wire [5:0] \config$19.addr ;
+  wire [2:0] \config$19.elem ;
+  wire [2:0] \config$19.target ;
+  wire \config$19.valid ;
+  wire [31:0] \config$19.value ;
+  wire [5:0] \config.addr ;
+  wire [2:0] \config.elem ;
+  wire [2:0] \config.target ;
+  wire \config.valid ;
+  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  output config__ready;
+  wire config__ready;
+  input config__valid;
+  wire config__valid;
+  output [1055:0] counters;
+  wire [1055:0] counters;
+  wire [31:0] \counters.cycles ;
+  wire [31:0] \counters.input_stall_cycles ;
+  wire [31:0] \counters.layer0_bias_reads ;
+  wire [31:0] \counters.layer0_bias_writes ;
+  wire [31:0] \counters.layer0_busy_cycles ;
+  wire [31:0] \counters.layer0_events ;
+  wire [31:0] \counters.layer0_item_overflows ;
+  wire [31:0] \counters.layer0_items_reads ;
+  wire [31:0] \counters.layer0_items_writes ;
+  wire [31:0] \counters.layer0_macs ;
+  wire [31:0] \counters.layer0_params_reads ;
+  wire [31:0] \counters.layer0_params_writes ;
+  wire [31:0] \counters.layer0_saturations ;
+  wire [31:0] \counters.layer0_stall_cycles ;
+  wire [31:0] \counters.layer0_state_reads ;
+  wire [31:0] \counters.layer0_state_writes ;
+  wire [31:0] \counters.layer0_steps ;
+  wire [31:0] \counters.layer0_weights_reads ;
+  wire [31:0] \counters.layer0_weights_writes ;
+  wire [31:0] \counters.readout_bias_reads ;
+  wire [31:0] \counters.readout_bias_writes ;
+  wire [31:0] \counters.readout_busy_cycles ;
+  wire [31:0] \counters.readout_item_overflows ;
+  wire [31:0] \counters.readout_items_reads ;
+  wire [31:0] \counters.readout_items_writes ;
+  wire [31:0] \counters.readout_macs ;
+  wire [31:0] \counters.readout_stall_cycles ;
+  wire [31:0] \counters.readout_steps ;
+  wire [31:0] \counters.readout_weights_reads ;
+  wire [31:0] \counters.readout_weights_writes ;
+  wire [31:0] \counters.result_stall_cycles ;
+  wire [31:0] \counters.results ;
+  wire [31:0] \counters.sequences ;
+  reg [31:0] cycles = 32'd0;
+  wire [21:0] events__payload;
+  wire [3:0] \events__payload.index ;
+  wire \events__payload.seq_end ;
+  wire \events__payload.step_end ;
+  wire [15:0] \events__payload.value ;
+  wire events__ready;
+  wire events__valid;
+  reg [31:0] input_stall_cycles = 32'd0;
+  input [9:0] inputs__payload;
+  wire [9:0] inputs__payload;
+  wire [3:0] \inputs__payload.index ;
+  wire \inputs__payload.seq_end ;
+  wire \inputs__payload.step_end ;
+  wire [3:0] \inputs__payload.value ;
+  output inputs__ready;
+  wire inputs__ready;
+  input inputs__valid;
+  wire inputs__valid;
+  wire [9:0] items__payload;
+  wire [21:0] \items__payload$20 ;
+  wire [3:0] \items__payload$20.index ;
+  wire \items__payload$20.seq_end ;
+  wire \items__payload$20.step_end ;
+  wire [15:0] \items__payload$20.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [3:0] \items__payload.value ;
+  wire items__ready;
+  wire \items__ready$23 ;
+  wire items__valid;
+  wire \items__valid$24 ;
+  wire [31:0] layer0_bias_reads;
+  wire [31:0] layer0_bias_writes;
+  wire [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_events;
+  wire [31:0] layer0_item_overflows;
+  wire [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_writes;
+  wire [31:0] layer0_macs;
+  wire [31:0] layer0_params_reads;
+  wire [31:0] layer0_params_writes;
+  wire [31:0] layer0_saturations;
+  wire [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_state_reads;
+  wire [31:0] layer0_state_writes;
+  wire [31:0] layer0_steps;
+  wire [31:0] layer0_weights_reads;
+  wire [31:0] layer0_weights_writes;
+  wire [31:0] readout_bias_reads;
+  wire [31:0] readout_bias_writes;
+  wire [31:0] readout_busy_cycles;
+  wire [31:0] readout_item_overflows;
+  wire [31:0] readout_items_reads;
+  wire [31:0] readout_items_writes;
+  wire [31:0] readout_macs;
+  wire [31:0] readout_stall_cycles;
+  wire [31:0] readout_steps;
+  wire [31:0] readout_weights_reads;
+  wire [31:0] readout_weights_writes;
+  reg [31:0] result_stall_cycles = 32'd0;
+  reg [31:0] results = 32'd0;
+  output [119:0] results__payload;
+  wire [119:0] results__payload;
+  wire [119:0] \results__payload$26 ;
+  wire [3:0] \results__payload$26.class_index ;
+  wire \results__payload$26.final ;
+  wire [1:0] \results__payload$26.group ;
+  wire [111:0] \results__payload$26.logits ;
+  wire [27:0] \results__payload$26.logits[0] ;
+  wire [27:0] \results__payload$26.logits[1] ;
+  wire [27:0] \results__payload$26.logits[2] ;
+  wire [27:0] \results__payload$26.logits[3] ;
+  wire \results__payload$26.seq_end ;
+  wire [3:0] \results__payload.class_index ;
+  wire \results__payload.final ;
+  wire [1:0] \results__payload.group ;
+  wire [111:0] \results__payload.logits ;
+  wire [27:0] \results__payload.logits[0] ;
+  wire [27:0] \results__payload.logits[1] ;
+  wire [27:0] \results__payload.logits[2] ;
+  wire [27:0] \results__payload.logits[3] ;
+  wire \results__payload.seq_end ;
+  input results__ready;
+  wire results__ready;
+  wire \results__ready$27 ;
+  output results__valid;
+  wire results__valid;
+  wire \results__valid$28 ;
+  input rst;
+  wire rst;
+  reg [31:0] sequences = 32'd0;
+  wire [72:0] trace;
+  wire [3:0] \trace.gate ;
+  wire \trace.gate[0] ;
+  wire \trace.gate[1] ;
+  wire \trace.gate[2] ;
+  wire \trace.gate[3] ;
+  wire [1:0] \trace.group ;
+  wire \trace.seq_end ;
+  wire [63:0] \trace.state ;
+  wire [15:0] \trace.state[0] ;
+  wire [15:0] \trace.state[1] ;
+  wire [15:0] \trace.state[2] ;
+  wire [15:0] \trace.state[3] ;
+  wire \trace.step_end ;
+  wire \trace.valid ;
+  output [72:0] trace_0;
+  wire [72:0] trace_0;
+  wire [3:0] \trace_0.gate ;
+  wire \trace_0.gate[0] ;
+  wire \trace_0.gate[1] ;
+  wire \trace_0.gate[2] ;
+  wire \trace_0.gate[3] ;
+  wire [1:0] \trace_0.group ;
+  wire \trace_0.seq_end ;
+  wire [63:0] \trace_0.state ;
+  wire [15:0] \trace_0.state[0] ;
+  wire [15:0] \trace_0.state[1] ;
+  wire [15:0] \trace_0.state[2] ;
+  wire [15:0] \trace_0.state[3] ;
+  wire \trace_0.step_end ;
+  wire \trace_0.valid ;
+  assign \$1  = cycles + 1'h1;
+  assign \$2  = ~ inputs__ready;
+  assign \$3  = inputs__valid & \$2 ;
+  assign \$4  = input_stall_cycles + \$3 ;
+  assign \$5  = ~ results__ready;
+  assign \$6  = results__valid & \$5 ;
+  assign \$7  = result_stall_cycles + \$6 ;
+  assign \$8  = inputs__valid & inputs__ready;
+  assign \$9  = \$8  & inputs__payload[9];
+  assign \$10  = sequences + \$9 ;
+  assign \$11  = results__valid & results__ready;
+  assign \$12  = \$11  & results__payload[114];
+  assign \$13  = results + \$12 ;
+  always @(posedge clk)
+    cycles <= \$14 ;
+  always @(posedge clk)
+    input_stall_cycles <= \$15 ;
+  always @(posedge clk)
+    result_stall_cycles <= \$16 ;
+  always @(posedge clk)
+    sequences <= \$17 ;
+  always @(posedge clk)
+    results <= \$18 ;
+  \accelerator.layer0  layer0 (
+    .clk(clk),
+    .\config (\config ),
+    .events__payload(\items__payload$20 ),
+    .events__valid(\items__valid$24 ),
+    .items__payload(inputs__payload),
+    .items__ready(inputs__ready),
+    .\items__ready$89 (events__ready),
+    .items__valid(inputs__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_events(layer0_events),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
+    .layer0_saturations(layer0_saturations),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
+    .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .rst(rst),
+    .\trace$107 (trace_0)
+  );
+  \accelerator.readout  readout (
+    .clk(clk),
+    .\config (\config ),
+    .items__payload(\items__payload$20 ),
+    .items__ready(events__ready),
+    .items__valid(\items__valid$24 ),
+    .r_en(results__ready),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .results__payload(results__payload),
+    .results__valid(results__valid),
+    .rst(rst)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$14  = \$1 [31:0];
+    if (rst) begin
+      \$14  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$15  = \$4 [31:0];
+    if (rst) begin
+      \$15  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$16  = \$7 [31:0];
+    if (rst) begin
+      \$16  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$17  = \$10 [31:0];
+    if (rst) begin
+      \$17  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$18  = \$13 [31:0];
+    if (rst) begin
+      \$18  = 32'd0;
+    end
+  end
+  assign \config$14  = \config ;
+  assign items__payload = inputs__payload;
+  assign items__ready = inputs__ready;
+  assign items__valid = inputs__valid;
+  assign trace = trace_0;
+  assign \config$19  = \config ;
+  assign events__payload = \items__payload$20 ;
+  assign \items__ready$23  = events__ready;
+  assign events__valid = \items__valid$24 ;
+  assign \results__payload$26  = results__payload;
+  assign \results__ready$27  = results__ready;
+  assign \results__valid$28  = results__valid;
+  assign config__ready = 1'h1;
+  assign \inputs__payload.index  = inputs__payload[3:0];
+  assign \inputs__payload.value  = inputs__payload[7:4];
+  assign \inputs__payload.step_end  = inputs__payload[8];
+  assign \inputs__payload.seq_end  = inputs__payload[9];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \results__payload.logits  = results__payload[111:0];
+  assign \results__payload.logits[0]  = results__payload[27:0];
+  assign \results__payload.logits[1]  = results__payload[55:28];
+  assign \results__payload.logits[2]  = results__payload[83:56];
+  assign \results__payload.logits[3]  = results__payload[111:84];
+  assign \results__payload.group  = results__payload[113:112];
+  assign \results__payload.final  = results__payload[114];
+  assign \results__payload.class_index  = results__payload[118:115];
+  assign \results__payload.seq_end  = results__payload[119];
+  assign \counters.cycles  = counters[31:0];
+  assign \counters.input_stall_cycles  = counters[63:32];
+  assign \counters.result_stall_cycles  = counters[95:64];
+  assign \counters.sequences  = counters[127:96];
+  assign \counters.results  = counters[159:128];
+  assign \counters.layer0_macs  = counters[191:160];
+  assign \counters.layer0_steps  = counters[223:192];
+  assign \counters.layer0_busy_cycles  = counters[255:224];
+  assign \counters.layer0_stall_cycles  = counters[287:256];
+  assign \counters.layer0_events  = counters[319:288];
+  assign \counters.layer0_saturations  = counters[351:320];
+  assign \counters.layer0_item_overflows  = counters[383:352];
+  assign \counters.readout_macs  = counters[415:384];
+  assign \counters.readout_steps  = counters[447:416];
+  assign \counters.readout_busy_cycles  = counters[479:448];
+  assign \counters.readout_stall_cycles  = counters[511:480];
+  assign \counters.readout_item_overflows  = counters[543:512];
+  assign \counters.layer0_weights_reads  = counters[575:544];
+  assign \counters.layer0_weights_writes  = counters[607:576];
+  assign \counters.layer0_bias_reads  = counters[639:608];
+  assign \counters.layer0_bias_writes  = counters[671:640];
+  assign \counters.layer0_params_reads  = counters[703:672];
+  assign \counters.layer0_params_writes  = counters[735:704];
+  assign \counters.layer0_items_reads  = counters[767:736];
+  assign \counters.layer0_items_writes  = counters[799:768];
+  assign \counters.layer0_state_reads  = counters[831:800];
+  assign \counters.layer0_state_writes  = counters[863:832];
+  assign \counters.readout_weights_reads  = counters[895:864];
+  assign \counters.readout_weights_writes  = counters[927:896];
+  assign \counters.readout_bias_reads  = counters[959:928];
+  assign \counters.readout_bias_writes  = counters[991:960];
+  assign \counters.readout_items_reads  = counters[1023:992];
+  assign \counters.readout_items_writes  = counters[1055:1024];
+  assign \trace_0.valid  = trace_0[0];
+  assign \trace_0.group  = trace_0[2:1];
+  assign \trace_0.step_end  = trace_0[3];
+  assign \trace_0.seq_end  = trace_0[4];
+  assign \trace_0.state  = trace_0[68:5];
+  assign \trace_0.state[0]  = trace_0[20:5];
+  assign \trace_0.state[1]  = trace_0[36:21];
+  assign \trace_0.state[2]  = trace_0[52:37];
+  assign \trace_0.state[3]  = trace_0[68:53];
+  assign \trace_0.gate  = trace_0[72:69];
+  assign \trace_0.gate[0]  = trace_0[69];
+  assign \trace_0.gate[1]  = trace_0[70];
+  assign \trace_0.gate[2]  = trace_0[71];
+  assign \trace_0.gate[3]  = trace_0[72];
+  assign \config.valid  = \config [0];
+  assign \config.target  = \config [3:1];
+  assign \config.addr  = \config [9:4];
+  assign \config.elem  = \config [12:10];
+  assign \config.value  = \config [44:13];
+  assign \config$14.valid  = \config [0];
+  assign \config$14.target  = \config [3:1];
+  assign \config$14.addr  = \config [9:4];
+  assign \config$14.elem  = \config [12:10];
+  assign \config$14.value  = \config [44:13];
+  assign \items__payload.index  = inputs__payload[3:0];
+  assign \items__payload.value  = inputs__payload[7:4];
+  assign \items__payload.step_end  = inputs__payload[8];
+  assign \items__payload.seq_end  = inputs__payload[9];
+  assign \trace.valid  = trace_0[0];
+  assign \trace.group  = trace_0[2:1];
+  assign \trace.step_end  = trace_0[3];
+  assign \trace.seq_end  = trace_0[4];
+  assign \trace.state  = trace_0[68:5];
+  assign \trace.state[0]  = trace_0[20:5];
+  assign \trace.state[1]  = trace_0[36:21];
+  assign \trace.state[2]  = trace_0[52:37];
+  assign \trace.state[3]  = trace_0[68:53];
+  assign \trace.gate  = trace_0[72:69];
+  assign \trace.gate[0]  = trace_0[69];
+  assign \trace.gate[1]  = trace_0[70];
+  assign \trace.gate[2]  = trace_0[71];
+  assign \trace.gate[3]  = trace_0[72];
+  assign \config$19.valid  = \config [0];
+  assign \config$19.target  = \config [3:1];
+  assign \config$19.addr  = \config [9:4];
+  assign \config$19.elem  = \config [12:10];
+  assign \config$19.value  = \config [44:13];
+  assign \items__payload$20.index  = \items__payload$20 [3:0];
+  assign \items__payload$20.value  = \items__payload$20 [19:4];
+  assign \items__payload$20.step_end  = \items__payload$20 [20];
+  assign \items__payload$20.seq_end  = \items__payload$20 [21];
+  assign \events__payload.index  = \items__payload$20 [3:0];
+  assign \events__payload.value  = \items__payload$20 [19:4];
+  assign \events__payload.step_end  = \items__payload$20 [20];
+  assign \events__payload.seq_end  = \items__payload$20 [21];
+  assign \results__payload$26.logits  = results__payload[111:0];
+  assign \results__payload$26.logits[0]  = results__payload[27:0];
+  assign \results__payload$26.logits[1]  = results__payload[55:28];
+  assign \results__payload$26.logits[2]  = results__payload[83:56];
+  assign \results__payload$26.logits[3]  = results__payload[111:84];
+  assign \results__payload$26.group  = results__payload[113:112];
+  assign \results__payload$26.final  = results__payload[114];
+  assign \results__payload$26.class_index  = results__payload[118:115];
+  assign \results__payload$26.seq_end  = results__payload[119];
+  assign counters[1055:1024] = readout_items_writes;
+  assign counters[1023:992] = readout_items_reads;
+  assign counters[991:960] = readout_bias_writes;
+  assign counters[959:928] = readout_bias_reads;
+  assign counters[927:896] = readout_weights_writes;
+  assign counters[895:864] = readout_weights_reads;
+  assign counters[863:832] = layer0_state_writes;
+  assign counters[831:800] = layer0_state_reads;
+  assign counters[799:768] = layer0_items_writes;
+  assign counters[767:736] = layer0_items_reads;
+  assign counters[735:704] = layer0_params_writes;
+  assign counters[703:672] = layer0_params_reads;
+  assign counters[671:640] = layer0_bias_writes;
+  assign counters[639:608] = layer0_bias_reads;
+  assign counters[607:576] = layer0_weights_writes;
+  assign counters[575:544] = layer0_weights_reads;
+  assign counters[543:512] = readout_item_overflows;
+  assign counters[511:480] = readout_stall_cycles;
+  assign counters[479:448] = readout_busy_cycles;
+  assign counters[447:416] = readout_steps;
+  assign counters[415:384] = readout_macs;
+  assign counters[383:352] = layer0_item_overflows;
+  assign counters[351:320] = layer0_saturations;
+  assign counters[319:288] = layer0_events;
+  assign counters[287:256] = layer0_stall_cycles;
+  assign counters[255:224] = layer0_busy_cycles;
+  assign counters[223:192] = layer0_steps;
+  assign counters[191:160] = layer0_macs;
+  assign counters[159:128] = results;
+  assign counters[127:96] = sequences;
+  assign counters[95:64] = result_stall_cycles;
+  assign counters[63:32] = input_stall_cycles;
+  assign counters[31:0] = cycles;
+  assign \config [44:13] = config__payload[43:12];
+  assign \config [12:10] = config__payload[11:9];
+  assign \config [9:4] = config__payload[8:3];
+  assign \config [3:1] = config__payload[2:0];
+  assign \config [0] = config__valid;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$89 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$107 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire [15:0] \$108 ;
-  wire [15:0] \$109 ;
   wire \$11 ;
-  wire [15:0] \$110 ;
-  wire [15:0] \$111 ;
-  wire [15:0] \$112 ;
-  wire [15:0] \$113 ;
-  wire \$114 ;
-  wire [28:0] \$115 ;
-  wire [28:0] \$116 ;
-  wire \$117 ;
-  wire [17:0] \$118 ;
-  wire [17:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire [6:0] \$121 ;
-  wire [6:0] \$122 ;
-  wire [16:0] \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire [17:0] \$126 ;
-  wire [17:0] \$127 ;
-  wire [17:0] \$128 ;
-  wire [15:0] \$129 ;
   wire \$13 ;
-  wire [15:0] \$130 ;
-  wire [15:0] \$131 ;
-  wire [15:0] \$132 ;
-  wire [15:0] \$133 ;
-  wire [15:0] \$134 ;
-  wire \$135 ;
-  wire [28:0] \$136 ;
-  wire [28:0] \$137 ;
-  wire \$138 ;
-  wire [17:0] \$139 ;
   wire \$14 ;
-  wire [17:0] \$140 ;
-  wire \$141 ;
-  wire [6:0] \$142 ;
-  wire [6:0] \$143 ;
-  wire [16:0] \$144 ;
-  wire \$145 ;
-  wire \$146 ;
-  wire [17:0] \$147 ;
-  wire [17:0] \$148 ;
-  wire [17:0] \$149 ;
   wire \$15 ;
-  wire [15:0] \$150 ;
-  wire [15:0] \$151 ;
-  wire [15:0] \$152 ;
-  wire [15:0] \$153 ;
-  wire [15:0] \$154 ;
-  wire [15:0] \$155 ;
-  wire \$156 ;
-  wire [28:0] \$157 ;
-  wire [28:0] \$158 ;
-  wire \$159 ;
   wire \$16 ;
-  wire [17:0] \$160 ;
-  wire [17:0] \$161 ;
-  wire \$162 ;
-  wire [6:0] \$163 ;
-  wire [6:0] \$164 ;
-  wire [16:0] \$165 ;
-  wire \$166 ;
-  wire \$167 ;
-  wire [17:0] \$168 ;
-  wire [17:0] \$169 ;
-  wire [15:0] \$17 ;
-  wire [17:0] \$170 ;
-  wire [15:0] \$171 ;
-  wire [15:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [15:0] \$174 ;
-  wire [15:0] \$175 ;
-  wire [15:0] \$176 ;
-  wire \$177 ;
-  wire [28:0] \$178 ;
-  wire [28:0] \$179 ;
-  wire [16:0] \$18 ;
-  wire \$180 ;
-  wire [17:0] \$181 ;
-  wire [17:0] \$182 ;
-  wire \$183 ;
-  wire [6:0] \$184 ;
-  wire [6:0] \$185 ;
-  wire [16:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
-  wire [17:0] \$189 ;
-  wire [16:0] \$19 ;
-  wire [17:0] \$190 ;
-  wire [17:0] \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire [1:0] \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire [2:0] \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire [3:0] \$227 ;
-  wire \$228 ;
-  wire \$229 ;
   wire \$23 ;
-  wire [4:0] \$230 ;
-  wire [4:0] \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire [2:0] \$238 ;
-  wire [7:0] \$239 ;
-  wire [15:0] \$24 ;
-  wire [15:0] \$240 ;
-  wire [15:0] \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire [2:0] \$249 ;
-  wire [15:0] \$25 ;
-  wire [7:0] \$250 ;
-  wire [15:0] \$251 ;
-  wire [15:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire [19:0] \$255 ;
-  wire [27:0] \$256 ;
-  wire [7:0] \$257 ;
-  wire [23:0] \$258 ;
-  wire [28:0] \$259 ;
-  wire [3:0] \$26 ;
-  wire [16:0] \$260 ;
-  wire [23:0] \$261 ;
-  wire [24:0] \$262 ;
-  wire [19:0] \$263 ;
-  wire [27:0] \$264 ;
-  wire [7:0] \$265 ;
-  wire [23:0] \$266 ;
-  wire [28:0] \$267 ;
-  wire [16:0] \$268 ;
-  wire [23:0] \$269 ;
-  wire [3:0] \$27 ;
-  wire [24:0] \$270 ;
-  wire [19:0] \$271 ;
-  wire [27:0] \$272 ;
-  wire [7:0] \$273 ;
-  wire [23:0] \$274 ;
-  wire [28:0] \$275 ;
-  wire [16:0] \$276 ;
-  wire [23:0] \$277 ;
-  wire [24:0] \$278 ;
-  wire [19:0] \$279 ;
-  wire [3:0] \$28 ;
-  wire [27:0] \$280 ;
-  wire [7:0] \$281 ;
-  wire [23:0] \$282 ;
-  wire [28:0] \$283 ;
-  wire [16:0] \$284 ;
-  wire [23:0] \$285 ;
-  wire [24:0] \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
-  wire [3:0] \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire [3:0] \$293 ;
-  wire [3:0] \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [3:0] \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
-  wire [3:0] \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
-  wire [3:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
-  wire [3:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire \$339 ;
-  wire [3:0] \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire [4:0] \$346 ;
-  wire [5:0] \$347 ;
-  wire \$348 ;
-  wire \$349 ;
-  wire [3:0] \$35 ;
-  wire [32:0] \$350 ;
-  wire [32:0] \$351 ;
-  wire [32:0] \$352 ;
-  reg \$353 ;
-  reg [59:0] \$354 ;
-  reg [14:0] \$355 ;
-  reg \$356 ;
-  reg [1:0] \$357 ;
-  reg [6:0] \$358 ;
-  reg \$359 ;
-  wire [3:0] \$36 ;
-  reg [15:0] \$360 ;
-  reg [2:0] \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg \$364 ;
-  reg \$365 ;
-  reg [1:0] \$366 ;
-  reg [15:0] \$367 ;
-  reg [27:0] \$368 ;
-  reg [16:0] \$369 ;
-  wire [3:0] \$37 ;
-  reg [5:0] \$370 ;
-  reg [27:0] \$371 ;
-  reg [16:0] \$372 ;
-  reg [5:0] \$373 ;
-  reg [27:0] \$374 ;
-  reg [16:0] \$375 ;
-  reg [5:0] \$376 ;
-  reg [27:0] \$377 ;
-  reg [16:0] \$378 ;
-  reg [5:0] \$379 ;
-  wire [3:0] \$38 ;
-  reg \$380 ;
-  reg \$381 ;
-  reg \$382 ;
-  reg [1:0] \$383 ;
-  reg [3:0] \$384 ;
-  reg [15:0] \$385 ;
-  reg [15:0] \$386 ;
-  reg [15:0] \$387 ;
-  reg [15:0] \$388 ;
-  reg [15:0] \$389 ;
-  wire [3:0] \$39 ;
-  reg [15:0] \$390 ;
-  reg [15:0] \$391 ;
-  reg [15:0] \$392 ;
-  reg [15:0] \$393 ;
-  reg [15:0] \$394 ;
-  reg [15:0] \$395 ;
-  reg [15:0] \$396 ;
-  reg [15:0] \$397 ;
-  reg [15:0] \$398 ;
-  reg [15:0] \$399 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire [1:0] \$38 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
-  reg [15:0] \$400 ;
-  reg [15:0] \$401 ;
-  reg [27:0] \$402 ;
-  reg [27:0] \$403 ;
-  reg [27:0] \$404 ;
-  reg [27:0] \$405 ;
-  reg [27:0] \$406 ;
-  reg [27:0] \$407 ;
-  reg [27:0] \$408 ;
-  reg [27:0] \$409 ;
-  wire [3:0] \$41 ;
-  reg [27:0] \$410 ;
-  reg [27:0] \$411 ;
-  reg [27:0] \$412 ;
-  reg [27:0] \$413 ;
-  reg [27:0] \$414 ;
-  reg [27:0] \$415 ;
-  reg [27:0] \$416 ;
-  reg [27:0] \$417 ;
-  reg [3:0] \$418 ;
-  reg \$419 ;
-  wire [3:0] \$42 ;
-  reg \$420 ;
-  reg [31:0] \$421 ;
-  reg [31:0] \$422 ;
-  reg [31:0] \$423 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
-  wire [3:0] \$45 ;
-  wire [3:0] \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  wire [3:0] \$49 ;
+  wire \$40 ;
+  wire [1:0] \$41 ;
+  wire [32:0] \$42 ;
+  wire [1:0] \$43 ;
+  wire [32:0] \$44 ;
+  wire \$45 ;
+  wire [1:0] \$46 ;
+  wire [32:0] \$47 ;
+  wire [1:0] \$48 ;
+  wire [32:0] \$49 ;
   wire \$5 ;
-  wire [3:0] \$50 ;
-  wire [3:0] \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
-  wire [3:0] \$54 ;
-  wire [15:0] \$55 ;
-  wire [15:0] \$56 ;
-  wire [15:0] \$57 ;
-  wire [15:0] \$58 ;
-  wire [15:0] \$59 ;
+  wire \$50 ;
+  wire [1:0] \$51 ;
+  wire [32:0] \$52 ;
+  wire [1:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [32:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [15:0] \$60 ;
-  wire [15:0] \$61 ;
-  wire [15:0] \$62 ;
-  wire [15:0] \$63 ;
-  wire [15:0] \$64 ;
-  wire [15:0] \$65 ;
-  wire [15:0] \$66 ;
-  wire [15:0] \$67 ;
-  wire [15:0] \$68 ;
-  wire [15:0] \$69 ;
-  wire \$7 ;
-  wire [15:0] \$70 ;
-  wire [15:0] \$71 ;
-  wire [15:0] \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
-  wire [15:0] \$75 ;
-  wire [15:0] \$76 ;
-  wire [15:0] \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
-  wire \$8 ;
-  wire [15:0] \$80 ;
-  wire [15:0] \$81 ;
-  wire [15:0] \$82 ;
-  wire [15:0] \$83 ;
-  wire [15:0] \$84 ;
-  wire [7:0] \$85 ;
-  wire [7:0] \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [32:0] \$62 ;
+  wire [1:0] \$63 ;
+  wire [2:0] \$64 ;
+  wire [3:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire [32:0] \$67 ;
+  wire [1:0] \$68 ;
+  wire [2:0] \$69 ;
+  wire [7:0] \$7 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [32:0] \$72 ;
+  wire [4:0] \$73 ;
+  wire \$74 ;
+  wire [5:0] \$75 ;
+  reg [31:0] \$76 ;
+  reg [31:0] \$77 ;
+  reg [31:0] \$78 ;
+  reg [31:0] \$79 ;
+  wire [6:0] \$8 ;
+  reg [31:0] \$80 ;
+  reg [31:0] \$81 ;
+  reg [31:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg [22:0] \$84 ;
+  reg \$85 ;
+  reg [31:0] \$86 ;
+  reg [22:0] \$87 ;
+  reg [72:0] \$88 ;
+  reg [31:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  reg acc_final = 1'h0;
-  reg acc_first = 1'h0;
-  reg [1:0] acc_group = 2'h0;
-  reg acc_last_group = 1'h0;
-  reg [15:0] acc_operand = 16'h0000;
-  reg acc_readout = 1'h0;
-  reg acc_valid = 1'h0;
-  reg [5:0] alpha_0 = 6'h00;
-  reg [5:0] alpha_1 = 6'h00;
-  reg [5:0] alpha_2 = 6'h00;
-  reg [5:0] alpha_3 = 6'h00;
+  reg [31:0] \$90 ;
+  reg [3:0] \$91 ;
+  wire [5:0] \$signature__addr ;
+  reg [1:0] \$signature__addr$33 ;
+  wire [63:0] \$signature__data ;
+  wire [63:0] \$signature__data$44 ;
+  wire [15:0] \$signature__data$44[0] ;
+  wire [15:0] \$signature__data$44[1] ;
+  wire [15:0] \$signature__data$44[2] ;
+  wire [15:0] \$signature__data$44[3] ;
+  wire [7:0] \$signature__data[0] ;
+  wire [7:0] \$signature__data[1] ;
+  wire [7:0] \$signature__data[2] ;
+  wire [7:0] \$signature__data[3] ;
+  wire [7:0] \$signature__data[4] ;
+  wire [7:0] \$signature__data[5] ;
+  wire [7:0] \$signature__data[6] ;
+  wire [7:0] \$signature__data[7] ;
+  reg \$signature__en ;
+  reg \$signature__en$19 ;
+  wire [33:0] acc;
+  wire [135:0] \acc$40 ;
+  wire [16:0] \acc$40[0] ;
+  wire [16:0] \acc$40[1] ;
+  wire [16:0] \acc$40[2] ;
+  wire [16:0] \acc$40[3] ;
+  wire [16:0] \acc$40[4] ;
+  wire [16:0] \acc$40[5] ;
+  wire [16:0] \acc$40[6] ;
+  wire [16:0] \acc$40[7] ;
+  wire [33:0] \acc$55 ;
+  wire [16:0] \acc$55.cand ;
+  wire [16:0] \acc$55.thr ;
+  wire [33:0] \acc$63 ;
+  wire [16:0] \acc$63.cand ;
+  wire [16:0] \acc$63.thr ;
+  wire [33:0] \acc$71 ;
+  wire [16:0] \acc$71.cand ;
+  wire [16:0] \acc$71.thr ;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  wire [1:0] b_rd__addr;
+  wire [127:0] b_rd__data;
+  wire [15:0] \b_rd__data[0] ;
+  wire [15:0] \b_rd__data[1] ;
+  wire [15:0] \b_rd__data[2] ;
+  wire [15:0] \b_rd__data[3] ;
+  wire [15:0] \b_rd__data[4] ;
+  wire [15:0] \b_rd__data[5] ;
+  wire [15:0] \b_rd__data[6] ;
+  wire [15:0] \b_rd__data[7] ;
+  reg b_rd__en;
+  wire [3:0] changed;
+  input clk;
+  wire clk;
+  input [44:0] \config ;
+  wire [44:0] \config ;
+  wire [5:0] \config.addr ;
+  wire [2:0] \config.elem ;
+  wire [2:0] \config.target ;
+  wire \config.valid ;
+  wire [31:0] \config.value ;
+  wire credit;
+  wire [71:0] entries__payload;
+  wire [1:0] \entries__payload.group ;
+  wire \entries__payload.marker ;
+  wire [3:0] \entries__payload.mask ;
+  wire \entries__payload.seq_end ;
+  wire [63:0] \entries__payload.value ;
+  wire [15:0] \entries__payload.value[0] ;
+  wire [15:0] \entries__payload.value[1] ;
+  wire [15:0] \entries__payload.value[2] ;
+  wire [15:0] \entries__payload.value[3] ;
+  wire entries__ready;
+  wire entries__valid;
+  wire [71:0] entry;
+  wire [1:0] \entry.group ;
+  wire \entry.marker ;
+  wire [3:0] \entry.mask ;
+  wire \entry.seq_end ;
+  wire [63:0] \entry.value ;
+  wire [15:0] \entry.value[0] ;
+  wire [15:0] \entry.value[1] ;
+  wire [15:0] \entry.value[2] ;
+  wire [15:0] \entry.value[3] ;
+  output [21:0] events__payload;
+  wire [21:0] events__payload;
+  wire [3:0] \events__payload.index ;
+  wire \events__payload.seq_end ;
+  wire \events__payload.step_end ;
+  wire [15:0] \events__payload.value ;
+  wire events__ready;
+  output events__valid;
+  wire events__valid;
+  wire finalize;
+  wire first;
+  wire gate;
+  wire \gate$62 ;
+  wire \gate$70 ;
+  wire \gate$78 ;
+  input [9:0] items__payload;
+  wire [9:0] items__payload;
+  wire [9:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [3:0] \items__payload$1.value ;
+  wire [21:0] \items__payload$88 ;
+  wire [3:0] \items__payload$88.index ;
+  wire \items__payload$88.seq_end ;
+  wire \items__payload$88.step_end ;
+  wire [15:0] \items__payload$88.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [3:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input \items__ready$89 ;
+  wire \items__ready$89 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire \items__valid$92 ;
+  wire [3:0] lane_valid;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_events;
+  reg [31:0] layer0_events = 32'd0;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_saturations;
+  reg [31:0] layer0_saturations = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [15:0] \new ;
+  wire [15:0] \new$58 ;
+  wire [15:0] \new$58.h ;
+  wire [15:0] \new$66 ;
+  wire [15:0] \new$66.h ;
+  wire [15:0] \new$74 ;
+  wire [15:0] \new$74.h ;
+  wire [15:0] \new.h ;
+  wire [15:0] old;
+  wire [15:0] \old$57 ;
+  wire [15:0] \old$57.h ;
+  wire [15:0] \old$65 ;
+  wire [15:0] \old$65.h ;
+  wire [15:0] \old$73 ;
+  wire [15:0] \old$73.h ;
+  wire [15:0] \old.h ;
+  wire [15:0] old_out_0;
+  wire [15:0] old_out_1;
+  wire [15:0] old_out_2;
+  wire [15:0] old_out_3;
+  wire [15:0] out;
+  wire [15:0] \out$60 ;
+  wire [15:0] \out$68 ;
+  wire [15:0] \out$76 ;
+  wire [5:0] params;
+  wire [5:0] \params$56 ;
+  wire [5:0] \params$56.alpha ;
+  wire [5:0] \params$64 ;
+  wire [5:0] \params$64.alpha ;
+  wire [5:0] \params$72 ;
+  wire [5:0] \params$72.alpha ;
+  wire [5:0] \params.alpha ;
+  reg [1:0] params_rd__addr;
+  wire [23:0] params_rd__data;
+  wire [5:0] \params_rd__data[0] ;
+  wire [5:0] \params_rd__data[1] ;
+  wire [5:0] \params_rd__data[2] ;
+  wire [5:0] \params_rd__data[3] ;
+  reg params_rd__en;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$10 ;
+  wire [1:0] \port__addr$13 ;
+  wire [63:0] port__data;
+  wire [127:0] \port__data$12 ;
+  wire [15:0] \port__data$12[0] ;
+  wire [15:0] \port__data$12[1] ;
+  wire [15:0] \port__data$12[2] ;
+  wire [15:0] \port__data$12[3] ;
+  wire [15:0] \port__data$12[4] ;
+  wire [15:0] \port__data$12[5] ;
+  wire [15:0] \port__data$12[6] ;
+  wire [15:0] \port__data$12[7] ;
+  wire [23:0] \port__data$15 ;
+  wire [5:0] \port__data$15[0] ;
+  wire [5:0] \port__data$15[1] ;
+  wire [5:0] \port__data$15[2] ;
+  wire [5:0] \port__data$15[3] ;
+  wire [7:0] \port__data[0] ;
+  wire [7:0] \port__data[1] ;
+  wire [7:0] \port__data[2] ;
+  wire [7:0] \port__data[3] ;
+  wire [7:0] \port__data[4] ;
+  wire [7:0] \port__data[5] ;
+  wire [7:0] \port__data[6] ;
+  wire [7:0] \port__data[7] ;
+  wire [7:0] port__en;
+  wire [7:0] \port__en$11 ;
+  wire [3:0] \port__en$14 ;
+  wire [71:0] r_data;
+  wire r_en;
+  wire r_rdy;
+  reg [3:0] reserved = 4'h0;
+  input rst;
+  wire rst;
+  wire [3:0] saturated;
+  wire \saturated$51 ;
+  wire \saturated$61 ;
+  wire \saturated$69 ;
+  wire \saturated$77 ;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
+  wire [22:0] slot;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [3:0] \slot.value ;
+  reg [22:0] slot_c2 = 23'h000000;
+  wire [5:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [3:0] \slot_c2.value ;
+  reg [22:0] slot_c3 = 23'h000000;
+  wire [5:0] \slot_c3.base ;
+  wire \slot_c3.empty ;
+  wire \slot_c3.first ;
+  wire [1:0] \slot_c3.group ;
+  wire [3:0] \slot_c3.index ;
+  wire \slot_c3.last ;
+  wire \slot_c3.seq_end ;
+  wire \slot_c3.seq_first ;
+  wire \slot_c3.step_last ;
+  wire \slot_c3.valid ;
+  wire [3:0] \slot_c3.value ;
+  wire starting;
+  wire [1:0] state_wr__addr;
+  wire [63:0] state_wr__data;
+  wire [15:0] \state_wr__data[0] ;
+  wire [15:0] \state_wr__data[1] ;
+  wire [15:0] \state_wr__data[2] ;
+  wire [15:0] \state_wr__data[3] ;
+  wire state_wr__en;
+  wire [72:0] trace;
+  output [72:0] \trace$107 ;
+  reg [72:0] \trace$107  = 73'h0000000000000000000;
+  wire [3:0] \trace$107.gate ;
+  wire \trace$107.gate[0] ;
+  wire \trace$107.gate[1] ;
+  wire \trace$107.gate[2] ;
+  wire \trace$107.gate[3] ;
+  wire [1:0] \trace$107.group ;
+  wire \trace$107.seq_end ;
+  wire [63:0] \trace$107.state ;
+  wire [15:0] \trace$107.state[0] ;
+  wire [15:0] \trace$107.state[1] ;
+  wire [15:0] \trace$107.state[2] ;
+  wire [15:0] \trace$107.state[3] ;
+  wire \trace$107.step_end ;
+  wire \trace$107.valid ;
+  wire [3:0] \trace.gate ;
+  wire \trace.gate[0] ;
+  wire \trace.gate[1] ;
+  wire \trace.gate[2] ;
+  wire \trace.gate[3] ;
+  wire [1:0] \trace.group ;
+  wire \trace.seq_end ;
+  wire [63:0] \trace.state ;
+  wire [15:0] \trace.state[0] ;
+  wire [15:0] \trace.state[1] ;
+  wire [15:0] \trace.state[2] ;
+  wire [15:0] \trace.state[3] ;
+  wire \trace.step_end ;
+  wire \trace.valid ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [3:0] value;
+  wire [71:0] w_data;
+  wire w_en;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  reg [127:0] bias [3:0];
+  initial begin
+    bias[0] = 128'h0034fff6003bffecffd50026ffc60013;
+    bias[1] = 128'h0029ffda0020001f0032ffd0ffbd001d;
+    bias[2] = 128'h002dfffd001fffeaffd5fffd0036000a;
+    bias[3] = 128'h0032fff1ffdeffea000ffff2ffdc0023;
+  end
+  always @(posedge clk) begin
+    if (\port__en$11 [0])
+      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
+    if (\port__en$11 [1])
+      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
+    if (\port__en$11 [2])
+      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
+    if (\port__en$11 [3])
+      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
+    if (\port__en$11 [4])
+      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
+    if (\port__en$11 [5])
+      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
+    if (\port__en$11 [6])
+      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
+    if (\port__en$11 [7])
+      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
+  end
+  reg [127:0] _0_;
+  always @(posedge clk) begin
+    if (b_rd__en) begin
+      _0_ <= bias[slot[2:1]];
+    end
+  end
+  assign b_rd__data = _0_;
+  reg [23:0] \params$120  [3:0];
+  initial begin
+    \params$120 [0] = 24'h5533d4;
+    \params$120 [1] = 24'h38e393;
+    \params$120 [2] = 24'h54f4d4;
+    \params$120 [3] = 24'h4cf3cf;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$120 [\config [5:4]][5:0] <= \port__data$15 [5:0];
+    if (\$7 [1])
+      \params$120 [\config [5:4]][11:6] <= \port__data$15 [11:6];
+    if (\$7 [2])
+      \params$120 [\config [5:4]][17:12] <= \port__data$15 [17:12];
+    if (\$7 [3])
+      \params$120 [\config [5:4]][23:18] <= \port__data$15 [23:18];
+  end
+  reg [23:0] _1_;
+  always @(posedge clk) begin
+    if (params_rd__en) begin
+      _1_ <= \params$120 [params_rd__addr];
+    end
+  end
+  assign params_rd__data = _1_;
+  reg [63:0] state [3:0];
+  initial begin
+    state[0] = 64'h0000000000000000;
+    state[1] = 64'h0000000000000000;
+    state[2] = 64'h0000000000000000;
+    state[3] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (finalize)
+      state[slot_c3[2:1]] <= state_wr__data;
+  end
+  reg [63:0] _2_;
+  always @(posedge clk) begin
+    if (\$signature__en$19 ) begin
+      _2_ <= state[\$signature__addr$33 ];
+    end
+  end
+  assign \$signature__data$44  = _2_;
+  reg [63:0] \weights$118  [59:0];
+  initial begin
+    \weights$118 [0] = 64'h1ff1f7f2c5e6abec;
+    \weights$118 [1] = 64'hcc67db78a4fc3953;
+    \weights$118 [2] = 64'h290dc5982c54bbee;
+    \weights$118 [3] = 64'h340ad2b2fca9148a;
+    \weights$118 [4] = 64'hcc3dd8d2dcb100c1;
+    \weights$118 [5] = 64'hdd5939e12c52f6ea;
+    \weights$118 [6] = 64'h510df9bcda3a12de;
+    \weights$118 [7] = 64'h18edc576e9c93a55;
+    \weights$118 [8] = 64'he0e3c74c264535c7;
+    \weights$118 [9] = 64'hcb5ed0ed2c291640;
+    \weights$118 [10] = 64'h1f021d2ef126eddf;
+    \weights$118 [11] = 64'hedd0c4d3e95b3a36;
+    \weights$118 [12] = 64'h15f3211736c43988;
+    \weights$118 [13] = 64'hdf94c2972a9f1410;
+    \weights$118 [14] = 64'hed9cd2c24ccdedd8;
+    \weights$118 [15] = 64'hc8f6ff3fc622b9f9;
+    \weights$118 [16] = 64'hc9d04cfe06cdcfea;
+    \weights$118 [17] = 64'h0098a0fe5bf429c1;
+    \weights$118 [18] = 64'h1af3200d002bd6e5;
+    \weights$118 [19] = 64'h592fe291e8a32c4c;
+    \weights$118 [20] = 64'h5f0ff8135de9fec0;
+    \weights$118 [21] = 64'hd75be03a06fe0e49;
+    \weights$118 [22] = 64'hb8f2fa331f18ddd4;
+    \weights$118 [23] = 64'hd871df9967ee221d;
+    \weights$118 [24] = 64'hd70401ffd6f1425f;
+    \weights$118 [25] = 64'h27c3e15fe0ec19d7;
+    \weights$118 [26] = 64'hd6b926265c1b4328;
+    \weights$118 [27] = 64'hd6dfc2e242fc3f3a;
+    \weights$118 [28] = 64'hd6d6e129db1bb209;
+    \weights$118 [29] = 64'hd510bfef28c49303;
+    \weights$118 [30] = 64'hd3c04accf0f7153c;
+    \weights$118 [31] = 64'he0befe92f6e621de;
+    \weights$118 [32] = 64'h2f09e1e3f6e03e14;
+    \weights$118 [33] = 64'h43e6ec63e742fa5b;
+    \weights$118 [34] = 64'hcb1dd41f2d3429af;
+    \weights$118 [35] = 64'hd378e1862b54ca9e;
+    \weights$118 [36] = 64'hd3b7ff681f531a18;
+    \weights$118 [37] = 64'hd13f1de5046c52fc;
+    \weights$118 [38] = 64'h2cf6ab132be3dfae;
+    \weights$118 [39] = 64'hb9dde2cd64f73fc7;
+    \weights$118 [40] = 64'h1f23e2ce2cb4092b;
+    \weights$118 [41] = 64'h4401efefc310fc3d;
+    \weights$118 [42] = 64'hd1aa3ff52cc7ca9c;
+    \weights$118 [43] = 64'hd3750d962cb2f331;
+    \weights$118 [44] = 64'hd290301b9dfed662;
+    \weights$118 [45] = 64'hf90dee29f7addbdd;
+    \weights$118 [46] = 64'hcd99ddea47deb9ca;
+    \weights$118 [47] = 64'h4212d4390ffe440c;
+    \weights$118 [48] = 64'h1b1be3f8f0a8ae00;
+    \weights$118 [49] = 64'h00c320013b26f151;
+    \weights$118 [50] = 64'h08e0393af1d894ec;
+    \weights$118 [51] = 64'h450455f9f15fd6d5;
+    \weights$118 [52] = 64'he5451cb9ef9e45c8;
+    \weights$118 [53] = 64'hff29f310efa7f800;
+    \weights$118 [54] = 64'hce4cec9b8e0368f9;
+    \weights$118 [55] = 64'hd19db211f0560756;
+    \weights$118 [56] = 64'hed54501b17f03ffc;
+    \weights$118 [57] = 64'h9d00fe4dd7430cdf;
+    \weights$118 [58] = 64'h5b191fe31722a6e5;
+    \weights$118 [59] = 64'he531fa9e08ec36c4;
+  end
+  always @(posedge clk) begin
+    if (port__en[0])
+      \weights$118 [\config [9:4]][7:0] <= port__data[7:0];
+    if (port__en[1])
+      \weights$118 [\config [9:4]][15:8] <= port__data[15:8];
+    if (port__en[2])
+      \weights$118 [\config [9:4]][23:16] <= port__data[23:16];
+    if (port__en[3])
+      \weights$118 [\config [9:4]][31:24] <= port__data[31:24];
+    if (port__en[4])
+      \weights$118 [\config [9:4]][39:32] <= port__data[39:32];
+    if (port__en[5])
+      \weights$118 [\config [9:4]][47:40] <= port__data[47:40];
+    if (port__en[6])
+      \weights$118 [\config [9:4]][55:48] <= port__data[55:48];
+    if (port__en[7])
+      \weights$118 [\config [9:4]][63:56] <= port__data[63:56];
+  end
+  reg [63:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en ) begin
+      _3_ <= \weights$118 [\$8 [5:0]];
+    end
+  end
+  assign weights = _3_;
+  assign \$7  = \$6  << \config [12:10];
+  assign \$8  = slot[8:3] + slot[18:15];
+  assign \$9  = ~ slot[14];
+  assign \$10  = slot[0] & \$9 ;
+  assign \$11  = slot[0] & slot[9];
+  assign \$12  = slot_c2[0] & slot_c2[10];
+  assign finalize = slot_c3[0] & slot_c3[10];
+  assign old = slot_c3[12] ? 16'h0000 : \$signature__data$44 [15:0];
+  assign \$13  = \new  != old;
+  assign \$17  = | \new ;
+  assign \$18  = \$16  & \$17 ;
+  assign \old$57  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [31:16];
+  assign \$19  = \new$58  != \old$57 ;
+  assign \$23  = | \new$58 ;
+  assign \$24  = \$22  & \$23 ;
+  assign \old$65  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [47:32];
+  assign \$25  = \new$66  != \old$65 ;
+  assign \$29  = | \new$66 ;
+  assign \$30  = \$28  & \$29 ;
+  assign \old$73  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [63:48];
+  assign \$31  = \new$74  != \old$73 ;
+  assign \$35  = | \new$74 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = slot_c3[11] & slot_c3[13];
+  assign credit = reserved < 4'h8;
+  assign \$38  = 1'h0 + \$signature__en ;
+  assign \$39  = layer0_weights_reads + \$38 ;
+  assign \$40  = | port__en;
+  assign \$41  = 1'h0 + \$40 ;
+  assign \$42  = layer0_weights_writes + \$41 ;
+  assign \$43  = 1'h0 + b_rd__en;
+  assign \$44  = layer0_bias_reads + \$43 ;
+  assign \$45  = | \port__en$11 ;
+  assign \$46  = 1'h0 + \$45 ;
+  assign \$47  = layer0_bias_writes + \$46 ;
+  assign \$48  = 1'h0 + params_rd__en;
+  assign \$49  = layer0_params_reads + \$48 ;
+  assign \$50  = | \$7 [3:0];
+  assign \$51  = 1'h0 + \$50 ;
+  assign \$52  = layer0_params_writes + \$51 ;
+  assign \$53  = 1'h0 + \$signature__en$19 ;
+  assign \$54  = layer0_state_reads + \$53 ;
+  assign \$56  = 1'h0 + \$55 ;
+  assign \$57  = layer0_state_writes + \$56 ;
+  assign \$58  = ~ slot_c2[14];
+  assign \$59  = slot_c2[0] & \$58 ;
+  assign \$60  = | slot_c2[22:19];
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = layer0_macs + 4'h8;
+  assign \$63  = 1'h0 + changed[0];
+  assign \$64  = \$63  + changed[1];
+  assign \$65  = \$64  + changed[2];
+  assign \$66  = \$65  + changed[3];
+  assign \$67  = layer0_events + \$66 ;
+  assign \$68  = 1'h0 + saturated[0];
+  assign \$69  = \$68  + saturated[1];
+  assign \$70  = \$69  + saturated[2];
+  assign \$71  = \$70  + saturated[3];
+  assign \$72  = layer0_saturations + \$71 ;
+  assign \$73  = reserved + starting;
+  assign \$74  = r_en & entries__valid;
+  assign \$75  = \$73  - \$74 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$76 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$77 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$78 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$79 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$80 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$81 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$82 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$83 ;
+  always @(posedge clk)
+    slot_c2 <= \$84 ;
+  always @(posedge clk)
+    use_acc2 <= \$85 ;
+  always @(posedge clk)
+    layer0_macs <= \$86 ;
+  always @(posedge clk)
+    slot_c3 <= \$87 ;
+  always @(posedge clk)
+    \trace$107  <= \$88 ;
+  always @(posedge clk)
+    layer0_events <= \$89 ;
+  always @(posedge clk)
+    layer0_saturations <= \$90 ;
+  always @(posedge clk)
+    reserved <= \$91 ;
+  assign \$1  = ! \config [3:1];
+  assign \$2  = \config [0] & \$1 ;
+  assign port__en = \$2  << \config [12:10];
+  assign \$3  = \config [3:1] == 1'h1;
+  assign \$4  = \config [0] & \$3 ;
+  assign \port__en$11  = \$4  << \config [12:10];
+  assign \$5  = \config [3:1] == 2'h2;
+  assign \$6  = \config [0] & \$5 ;
+  \accelerator.layer0.entries  entries (
+    .clk(clk),
+    .r_data(entries__payload),
+    .r_en(r_en),
+    .r_rdy(entries__valid),
+    .rst(rst),
+    .w_en(finalize),
+    .w_port__data(entry)
+  );
+  \accelerator.layer0.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.lanes  lanes (
+    .acc(\acc$40 ),
+    .clk(clk),
+    .first(slot_c2[9]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[22:19]),
+    .weights(weights)
+  );
+  \accelerator.layer0.serializer  serializer (
+    .clk(clk),
+    .entries__payload(entries__payload),
+    .entries__ready(r_en),
+    .entries__valid(entries__valid),
+    .items__payload(events__payload),
+    .items__ready(\items__ready$89 ),
+    .items__valid(events__valid),
+    .rst(rst)
+  );
+  \accelerator.layer0.update_0  update_0 (
+    .acc(acc),
+    .gate(gate),
+    .\new (\new ),
+    .old(old),
+    .params(params_rd__data[5:0]),
+    .saturated(\saturated$51 )
+  );
+  \accelerator.layer0.update_1  update_1 (
+    .acc(\acc$55 ),
+    .gate(\gate$62 ),
+    .\new (\new$58 ),
+    .old(\old$57 ),
+    .params(params_rd__data[11:6]),
+    .saturated(\saturated$61 )
+  );
+  \accelerator.layer0.update_2  update_2 (
+    .acc(\acc$63 ),
+    .gate(\gate$70 ),
+    .\new (\new$66 ),
+    .old(\old$65 ),
+    .params(params_rd__data[17:12]),
+    .saturated(\saturated$69 )
+  );
+  \accelerator.layer0.update_3  update_3 (
+    .acc(\acc$71 ),
+    .gate(\gate$78 ),
+    .\new (\new$74 ),
+    .old(\old$73 ),
+    .params(params_rd__data[23:18]),
+    .saturated(\saturated$77 )
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en  = 1'h0;
+    if (\$10 ) begin
+      \$signature__en  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    b_rd__en = 1'h0;
+    if (\$11 ) begin
+      b_rd__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    params_rd__en = 1'h0;
+    if (\$12 ) begin
+      params_rd__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$19  = 1'h0;
+    if (\$12 ) begin
+      \$signature__en$19  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    params_rd__addr = 2'h0;
+    if (\$12 ) begin
+      params_rd__addr = slot_c2[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$33  = 2'h0;
+    if (\$12 ) begin
+      \$signature__addr$33  = slot_c2[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$76  = \$39 [31:0];
+    if (rst) begin
+      \$76  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$77  = \$42 [31:0];
+    if (rst) begin
+      \$77  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$78  = \$44 [31:0];
+    if (rst) begin
+      \$78  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$79  = \$47 [31:0];
+    if (rst) begin
+      \$79  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$80  = \$49 [31:0];
+    if (rst) begin
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$81  = \$52 [31:0];
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$82  = \$54 [31:0];
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$83  = \$57 [31:0];
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$84  = slot;
+    if (rst) begin
+      \$84  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$85  = 1'h0;
+    if (rst) begin
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$86  = layer0_macs;
+    if (\$61 ) begin
+      \$86  = \$62 [31:0];
+    end
+    if (rst) begin
+      \$86  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$87  = slot_c2;
+    if (rst) begin
+      \$87  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$88  = trace;
+    if (rst) begin
+      \$88  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$89  = layer0_events;
+    if (finalize) begin
+      \$89  = \$67 [31:0];
+    end
+    if (rst) begin
+      \$89  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$90  = layer0_saturations;
+    if (finalize) begin
+      \$90  = \$72 [31:0];
+    end
+    if (rst) begin
+      \$90  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = \$75 [3:0];
+    if (rst) begin
+      \$91  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign port__addr = \config [9:4];
+  assign \port__addr$10  = \config [5:4];
+  assign \port__addr$13  = \config [5:4];
+  assign \port__en$14  = \$7 [3:0];
+  assign \$signature__addr  = \$8 [5:0];
+  assign b_rd__addr = slot[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[9];
+  assign value = slot_c2[22:19];
+  assign \$signature__data  = weights;
+  assign state_wr__addr = slot_c3[2:1];
+  assign state_wr__en = finalize;
+  assign params = params_rd__data[5:0];
+  assign old_out_0 = old;
+  assign out = \new ;
+  assign \params$56  = params_rd__data[11:6];
+  assign old_out_1 = \old$57 ;
+  assign \out$60  = \new$58 ;
+  assign \params$64  = params_rd__data[17:12];
+  assign old_out_2 = \old$65 ;
+  assign \out$68  = \new$66 ;
+  assign \params$72  = params_rd__data[23:18];
+  assign old_out_3 = \old$73 ;
+  assign \out$76  = \new$74 ;
+  assign w_data = entry;
+  assign w_en = finalize;
+  assign r_data = entries__payload;
+  assign r_rdy = entries__valid;
+  assign entries__ready = r_en;
+  assign \items__payload$88  = events__payload;
+  assign events__ready = \items__ready$89 ;
+  assign \items__valid$92  = events__valid;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[7:4];
+  assign \items__payload.step_end  = items__payload[8];
+  assign \items__payload.seq_end  = items__payload[9];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[7:4];
+  assign \items__payload$1.step_end  = items__payload[8];
+  assign \items__payload$1.seq_end  = items__payload[9];
+  assign \config.valid  = \config [0];
+  assign \config.target  = \config [3:1];
+  assign \config.addr  = \config [9:4];
+  assign \config.elem  = \config [12:10];
+  assign \config.value  = \config [44:13];
+  assign \port__data[0]  = port__data[7:0];
+  assign \port__data[1]  = port__data[15:8];
+  assign \port__data[2]  = port__data[23:16];
+  assign \port__data[3]  = port__data[31:24];
+  assign \port__data[4]  = port__data[39:32];
+  assign \port__data[5]  = port__data[47:40];
+  assign \port__data[6]  = port__data[55:48];
+  assign \port__data[7]  = port__data[63:56];
+  assign \port__data$12[0]  = \port__data$12 [15:0];
+  assign \port__data$12[1]  = \port__data$12 [31:16];
+  assign \port__data$12[2]  = \port__data$12 [47:32];
+  assign \port__data$12[3]  = \port__data$12 [63:48];
+  assign \port__data$12[4]  = \port__data$12 [79:64];
+  assign \port__data$12[5]  = \port__data$12 [95:80];
+  assign \port__data$12[6]  = \port__data$12 [111:96];
+  assign \port__data$12[7]  = \port__data$12 [127:112];
+  assign \port__data$15[0]  = \port__data$15 [5:0];
+  assign \port__data$15[1]  = \port__data$15 [11:6];
+  assign \port__data$15[2]  = \port__data$15 [17:12];
+  assign \port__data$15[3]  = \port__data$15 [23:18];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[22:19];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[8:3];
+  assign \slot_c2.first  = slot_c2[9];
+  assign \slot_c2.last  = slot_c2[10];
+  assign \slot_c2.step_last  = slot_c2[11];
+  assign \slot_c2.seq_first  = slot_c2[12];
+  assign \slot_c2.seq_end  = slot_c2[13];
+  assign \slot_c2.empty  = slot_c2[14];
+  assign \slot_c2.index  = slot_c2[18:15];
+  assign \slot_c2.value  = slot_c2[22:19];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+  assign \$signature__data[0]  = weights[7:0];
+  assign \$signature__data[1]  = weights[15:8];
+  assign \$signature__data[2]  = weights[23:16];
+  assign \$signature__data[3]  = weights[31:24];
+  assign \$signature__data[4]  = weights[39:32];
+  assign \$signature__data[5]  = weights[47:40];
+  assign \$signature__data[6]  = weights[55:48];
+  assign \$signature__data[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \b_rd__data[0]  = b_rd__data[15:0];
+  assign \b_rd__data[1]  = b_rd__data[31:16];
+  assign \b_rd__data[2]  = b_rd__data[47:32];
+  assign \b_rd__data[3]  = b_rd__data[63:48];
+  assign \b_rd__data[4]  = b_rd__data[79:64];
+  assign \b_rd__data[5]  = b_rd__data[95:80];
+  assign \b_rd__data[6]  = b_rd__data[111:96];
+  assign \b_rd__data[7]  = b_rd__data[127:112];
+  assign \slot_c3.valid  = slot_c3[0];
+  assign \slot_c3.group  = slot_c3[2:1];
+  assign \slot_c3.base  = slot_c3[8:3];
+  assign \slot_c3.first  = slot_c3[9];
+  assign \slot_c3.last  = slot_c3[10];
+  assign \slot_c3.step_last  = slot_c3[11];
+  assign \slot_c3.seq_first  = slot_c3[12];
+  assign \slot_c3.seq_end  = slot_c3[13];
+  assign \slot_c3.empty  = slot_c3[14];
+  assign \slot_c3.index  = slot_c3[18:15];
+  assign \slot_c3.value  = slot_c3[22:19];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \acc$40[0]  = \acc$40 [16:0];
+  assign \acc$40[1]  = \acc$40 [33:17];
+  assign \acc$40[2]  = \acc$40 [50:34];
+  assign \acc$40[3]  = \acc$40 [67:51];
+  assign \acc$40[4]  = \acc$40 [84:68];
+  assign \acc$40[5]  = \acc$40 [101:85];
+  assign \acc$40[6]  = \acc$40 [118:102];
+  assign \acc$40[7]  = \acc$40 [135:119];
+  assign \params.alpha  = params_rd__data[5:0];
+  assign \params_rd__data[0]  = params_rd__data[5:0];
+  assign \params_rd__data[1]  = params_rd__data[11:6];
+  assign \params_rd__data[2]  = params_rd__data[17:12];
+  assign \params_rd__data[3]  = params_rd__data[23:18];
+  assign \old.h  = old;
+  assign \$signature__data$44[0]  = \$signature__data$44 [15:0];
+  assign \$signature__data$44[1]  = \$signature__data$44 [31:16];
+  assign \$signature__data$44[2]  = \$signature__data$44 [47:32];
+  assign \$signature__data$44[3]  = \$signature__data$44 [63:48];
+  assign \state_wr__data[0]  = state_wr__data[15:0];
+  assign \state_wr__data[1]  = state_wr__data[31:16];
+  assign \state_wr__data[2]  = state_wr__data[47:32];
+  assign \state_wr__data[3]  = state_wr__data[63:48];
+  assign \new.h  = \new ;
+  assign \trace.valid  = trace[0];
+  assign \trace.group  = trace[2:1];
+  assign \trace.step_end  = trace[3];
+  assign \trace.seq_end  = trace[4];
+  assign \trace.state  = trace[68:5];
+  assign \trace.state[0]  = trace[20:5];
+  assign \trace.state[1]  = trace[36:21];
+  assign \trace.state[2]  = trace[52:37];
+  assign \trace.state[3]  = trace[68:53];
+  assign \trace.gate  = trace[72:69];
+  assign \trace.gate[0]  = trace[69];
+  assign \trace.gate[1]  = trace[70];
+  assign \trace.gate[2]  = trace[71];
+  assign \trace.gate[3]  = trace[72];
+  assign \entry.mask  = entry[3:0];
+  assign \entry.value  = entry[67:4];
+  assign \entry.value[0]  = entry[19:4];
+  assign \entry.value[1]  = entry[35:20];
+  assign \entry.value[2]  = entry[51:36];
+  assign \entry.value[3]  = entry[67:52];
+  assign \entry.group  = entry[69:68];
+  assign \entry.marker  = entry[70];
+  assign \entry.seq_end  = entry[71];
+  assign \acc$55.cand  = \acc$55 [16:0];
+  assign \acc$55.thr  = \acc$55 [33:17];
+  assign \params$56.alpha  = params_rd__data[11:6];
+  assign \old$57.h  = \old$57 ;
+  assign \new$58.h  = \new$58 ;
+  assign \acc$63.cand  = \acc$63 [16:0];
+  assign \acc$63.thr  = \acc$63 [33:17];
+  assign \params$64.alpha  = params_rd__data[17:12];
+  assign \old$65.h  = \old$65 ;
+  assign \new$66.h  = \new$66 ;
+  assign \acc$71.cand  = \acc$71 [16:0];
+  assign \acc$71.thr  = \acc$71 [33:17];
+  assign \params$72.alpha  = params_rd__data[23:18];
+  assign \old$73.h  = \old$73 ;
+  assign \new$74.h  = \new$74 ;
+  assign \entries__payload.mask  = entries__payload[3:0];
+  assign \entries__payload.value  = entries__payload[67:4];
+  assign \entries__payload.value[0]  = entries__payload[19:4];
+  assign \entries__payload.value[1]  = entries__payload[35:20];
+  assign \entries__payload.value[2]  = entries__payload[51:36];
+  assign \entries__payload.value[3]  = entries__payload[67:52];
+  assign \entries__payload.group  = entries__payload[69:68];
+  assign \entries__payload.marker  = entries__payload[70];
+  assign \entries__payload.seq_end  = entries__payload[71];
+  assign \events__payload.index  = events__payload[3:0];
+  assign \events__payload.value  = events__payload[19:4];
+  assign \events__payload.step_end  = events__payload[20];
+  assign \events__payload.seq_end  = events__payload[21];
+  assign \items__payload$88.index  = events__payload[3:0];
+  assign \items__payload$88.value  = events__payload[19:4];
+  assign \items__payload$88.step_end  = events__payload[20];
+  assign \items__payload$88.seq_end  = events__payload[21];
+  assign \trace$107.valid  = \trace$107 [0];
+  assign \trace$107.group  = \trace$107 [2:1];
+  assign \trace$107.step_end  = \trace$107 [3];
+  assign \trace$107.seq_end  = \trace$107 [4];
+  assign \trace$107.state  = \trace$107 [68:5];
+  assign \trace$107.state[0]  = \trace$107 [20:5];
+  assign \trace$107.state[1]  = \trace$107 [36:21];
+  assign \trace$107.state[2]  = \trace$107 [52:37];
+  assign \trace$107.state[3]  = \trace$107 [68:53];
+  assign \trace$107.gate  = \trace$107 [72:69];
+  assign \trace$107.gate[0]  = \trace$107 [69];
+  assign \trace$107.gate[1]  = \trace$107 [70];
+  assign \trace$107.gate[2]  = \trace$107 [71];
+  assign \trace$107.gate[3]  = \trace$107 [72];
+  assign \acc$71 [33:17] = \acc$40 [135:119];
+  assign \acc$71 [16:0] = \acc$40 [118:102];
+  assign \acc$63 [33:17] = \acc$40 [101:85];
+  assign \acc$63 [16:0] = \acc$40 [84:68];
+  assign \acc$55 [33:17] = \acc$40 [67:51];
+  assign \acc$55 [16:0] = \acc$40 [50:34];
+  assign entry[71] = slot_c3[13];
+  assign entry[70] = \$37 ;
+  assign entry[69:68] = slot_c3[2:1];
+  assign entry[67:52] = \new$74 ;
+  assign entry[3] = \$36 ;
+  assign entry[51:36] = \new$66 ;
+  assign entry[2] = \$30 ;
+  assign entry[35:20] = \new$58 ;
+  assign entry[1] = \$24 ;
+  assign entry[19:4] = \new ;
+  assign entry[0] = \$18 ;
+  assign trace[4] = slot_c3[13];
+  assign trace[3] = slot_c3[11];
+  assign trace[2:1] = slot_c3[2:1];
+  assign trace[0] = finalize;
+  assign trace[72] = \gate$78 ;
+  assign trace[68:53] = \new$74 ;
+  assign trace[71] = \gate$70 ;
+  assign trace[52:37] = \new$66 ;
+  assign trace[70] = \gate$62 ;
+  assign trace[36:21] = \new$58 ;
+  assign trace[69] = gate;
+  assign trace[20:5] = \new ;
+  assign saturated[3] = \$33 ;
+  assign saturated[2] = \$27 ;
+  assign saturated[1] = \$21 ;
+  assign saturated[0] = \$15 ;
+  assign changed[3] = \$32 ;
+  assign changed[2] = \$26 ;
+  assign changed[1] = \$20 ;
+  assign changed[0] = \$14 ;
+  assign state_wr__data[63:48] = \new$74 ;
+  assign state_wr__data[47:32] = \new$66 ;
+  assign state_wr__data[31:16] = \new$58 ;
+  assign state_wr__data[15:0] = \new ;
+  assign acc[33:17] = \acc$40 [33:17];
+  assign acc[16:0] = \acc$40 [16:0];
+  assign lane_valid[3] = 1'h1;
+  assign lane_valid[2] = 1'h1;
+  assign lane_valid[1] = 1'h1;
+  assign lane_valid[0] = 1'h1;
+  assign seeds[135:119] = { b_rd__data[127], b_rd__data[127:112] };
+  assign seeds[118:102] = { b_rd__data[111], b_rd__data[111:96] };
+  assign seeds[101:85] = { b_rd__data[95], b_rd__data[95:80] };
+  assign seeds[84:68] = { b_rd__data[79], b_rd__data[79:64] };
+  assign seeds[67:51] = { b_rd__data[63], b_rd__data[63:48] };
+  assign seeds[50:34] = { b_rd__data[47], b_rd__data[47:32] };
+  assign seeds[33:17] = { b_rd__data[31], b_rd__data[31:16] };
+  assign seeds[16:0] = { b_rd__data[15], b_rd__data[15:0] };
+  assign \port__data$15 [23:18] = \config [18:13];
+  assign \port__data$15 [17:12] = \config [18:13];
+  assign \port__data$15 [11:6] = \config [18:13];
+  assign \port__data$15 [5:0] = \config [18:13];
+  assign \port__data$12 [127:112] = \config [28:13];
+  assign \port__data$12 [111:96] = \config [28:13];
+  assign \port__data$12 [95:80] = \config [28:13];
+  assign \port__data$12 [79:64] = \config [28:13];
+  assign \port__data$12 [63:48] = \config [28:13];
+  assign \port__data$12 [47:32] = \config [28:13];
+  assign \port__data$12 [31:16] = \config [28:13];
+  assign \port__data$12 [15:0] = \config [28:13];
+  assign port__data[63:56] = \config [20:13];
+  assign port__data[55:48] = \config [20:13];
+  assign port__data[47:40] = \config [20:13];
+  assign port__data[39:32] = \config [20:13];
+  assign port__data[31:24] = \config [20:13];
+  assign port__data[23:16] = \config [20:13];
+  assign port__data[15:8] = \config [20:13];
+  assign port__data[7:0] = \config [20:13];
+  assign \$14  = \$13 ;
+  assign \$15  = \saturated$51 ;
+  assign \$16  = slot_c3[13];
+  assign \$20  = \$19 ;
+  assign \$21  = \saturated$61 ;
+  assign \$22  = slot_c3[13];
+  assign \$26  = \$25 ;
+  assign \$27  = \saturated$69 ;
+  assign \$28  = slot_c3[13];
+  assign \$32  = \$31 ;
+  assign \$33  = \saturated$77 ;
+  assign \$34  = slot_c3[13];
+  assign \$55  = finalize;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [3:0] \$11 ;
+  wire [3:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [3:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [3:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  reg [2:0] \$30 ;
+  reg [2:0] \$31 ;
+  reg [2:0] \$32 ;
+  reg \$33 ;
+  wire \$4 ;
+  wire [3:0] \$5 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  (* init = 3'h0 *)
+  wire [2:0] consume;
+  reg [2:0] inner_level = 3'h0;
+  wire inner_r_rdy;
+  wire [3:0] level;
+  (* init = 3'h0 *)
+  wire [2:0] produce;
+  output [71:0] r_data;
+  wire [71:0] r_data;
+  input r_en;
+  wire r_en;
+  wire [3:0] r_level;
+  reg [2:0] r_port__addr = 3'h0;
+  wire [71:0] r_port__data;
+  wire r_port__en;
+  output r_rdy;
+  reg r_rdy = 1'h0;
+  input rst;
+  wire rst;
+  wire [71:0] w_data;
+  input w_en;
+  wire w_en;
+  wire [3:0] w_level;
+  reg [2:0] w_port__addr = 3'h0;
+  input [71:0] w_port__data;
+  wire [71:0] w_port__data;
+  wire w_port__en;
+  wire w_rdy;
+  reg [71:0] storage [6:0];
+  initial begin
+    storage[0] = 72'h000000000000000000;
+    storage[1] = 72'h000000000000000000;
+    storage[2] = 72'h000000000000000000;
+    storage[3] = 72'h000000000000000000;
+    storage[4] = 72'h000000000000000000;
+    storage[5] = 72'h000000000000000000;
+    storage[6] = 72'h000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (w_port__en)
+      storage[w_port__addr] <= w_port__data;
+  end
+  reg [71:0] _0_;
+  always @(posedge clk) begin
+    if (r_port__en) begin
+      _0_ <= storage[r_port__addr];
+    end
+  end
+  assign r_data = _0_;
+  assign w_rdy = inner_level != 3'h7;
+  assign inner_r_rdy = | inner_level;
+  assign w_port__en = w_rdy & w_en;
+  assign \$1  = ~ r_rdy;
+  assign \$2  = \$1  | r_en;
+  assign r_port__en = inner_r_rdy & \$2 ;
+  assign w_level = inner_level + r_rdy;
+  assign \$3  = w_rdy & w_en;
+  assign \$4  = w_port__addr == 3'h6;
+  assign \$5  = w_port__addr + 1'h1;
+  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$7  = ~ r_rdy;
+  assign \$8  = \$7  | r_en;
+  assign \$9  = inner_r_rdy & \$8 ;
+  assign \$10  = r_port__addr == 3'h6;
+  assign \$11  = r_port__addr + 1'h1;
+  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$13  = w_rdy & w_en;
+  assign \$14  = ~ r_rdy;
+  assign \$15  = \$14  | r_en;
+  assign \$16  = inner_r_rdy & \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$13  & \$17 ;
+  assign \$19  = inner_level + 1'h1;
+  assign \$20  = ~ r_rdy;
+  assign \$21  = \$20  | r_en;
+  assign \$22  = inner_r_rdy & \$21 ;
+  assign \$23  = w_rdy & w_en;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = inner_level - 1'h1;
+  assign \$27  = ~ r_rdy;
+  assign \$28  = \$27  | r_en;
+  assign \$29  = inner_r_rdy & \$28 ;
+  always @(posedge clk)
+    w_port__addr <= \$30 ;
+  always @(posedge clk)
+    r_port__addr <= \$31 ;
+  always @(posedge clk)
+    inner_level <= \$32 ;
+  always @(posedge clk)
+    r_rdy <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$30  = w_port__addr;
+    if (\$3 ) begin
+      \$30  = \$6 [2:0];
+    end
+    if (rst) begin
+      \$30  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$31  = r_port__addr;
+    if (\$9 ) begin
+      \$31  = \$12 [2:0];
+    end
+    if (rst) begin
+      \$31  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$32  = inner_level;
+    if (\$18 ) begin
+      \$32  = \$19 [2:0];
+    end
+    if (\$25 ) begin
+      \$32  = \$26 [2:0];
+    end
+    if (rst) begin
+      \$32  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$33  = r_rdy;
+    if (\$29 ) begin
+      \$33  = 1'h1;
+    end else if (r_en) begin
+      \$33  = 1'h0;
+    end
+    if (rst) begin
+      \$33  = 1'h0;
+    end
+  end
+  assign level = w_level;
+  assign r_level = w_level;
+  assign produce = w_port__addr;
+  assign w_data = w_port__data;
+  assign consume = r_port__addr;
+  assign r_port__data = r_data;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire [4:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire [3:0] \$17 ;
+  wire [3:0] \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [4:0] \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire [32:0] \$30 ;
+  wire [4:0] \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire [1:0] \$36 ;
+  reg [3:0] \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [3:0] \$4 ;
+  wire [32:0] \$40 ;
+  wire \$41 ;
+  wire [32:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [2:0] \$46 ;
+  wire [6:0] \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire [10:0] \$5 ;
+  wire [32:0] \$50 ;
+  wire [4:0] \$51 ;
+  reg [31:0] \$52 ;
+  reg [31:0] \$53 ;
+  reg [3:0] \$54 ;
+  reg [31:0] \$55 ;
+  reg [1:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg [3:0] \$58 ;
+  reg [1:0] \$59 ;
+  wire [10:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg [22:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg [3:0] \$66 ;
+  reg [1:0] \$67 ;
+  reg [5:0] \$68 ;
+  reg [3:0] \$69 ;
+  wire \$7 ;
+  reg \$70 ;
+  reg \$71 ;
+  reg [31:0] \$72 ;
+  reg [31:0] \$73 ;
+  reg \$74 ;
+  reg [31:0] \$75 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] bank0_count = 4'h0;
+  reg [3:0] bank1_count = 4'h0;
+  reg [5:0] base = 6'h00;
+  reg busy = 1'h0;
+  input clk;
+  wire clk;
+  input credit;
+  wire credit;
+  reg drain = 1'h0;
+  reg [1:0] end_of = 2'h0;
+  reg [1:0] first_of = 2'h0;
+  reg [1:0] full = 2'h0;
+  reg [1:0] group = 2'h0;
+  wire issue;
+  input [9:0] items__payload;
+  wire [9:0] items__payload;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [3:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  input items__valid;
+  wire items__valid;
+  wire last_slot;
+  output [31:0] layer0_busy_cycles;
+  reg [31:0] layer0_busy_cycles = 32'd0;
+  output [31:0] layer0_item_overflows;
+  reg [31:0] layer0_item_overflows = 32'd0;
+  output [31:0] layer0_items_reads;
+  reg [31:0] layer0_items_reads = 32'd0;
+  output [31:0] layer0_items_writes;
+  reg [31:0] layer0_items_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  reg [31:0] layer0_stall_cycles = 32'd0;
+  output [31:0] layer0_steps;
+  reg [31:0] layer0_steps = 32'd0;
+  reg [22:0] meta = 23'h000000;
+  wire [5:0] \meta.base ;
+  wire \meta.empty ;
+  wire \meta.first ;
+  wire [1:0] \meta.group ;
+  wire [3:0] \meta.index ;
+  wire \meta.last ;
+  wire \meta.seq_end ;
+  wire \meta.seq_first ;
+  wire \meta.step_last ;
+  wire \meta.valid ;
+  wire [3:0] \meta.value ;
+  reg [3:0] n_items = 4'h0;
+  reg next_first = 1'h1;
+  wire nonzero;
+  reg rbank = 1'h0;
+  reg [4:0] rd__addr;
+  wire [7:0] rd__data;
+  reg rd__en;
+  input rst;
+  wire rst;
+  reg seq_end = 1'h0;
+  reg seq_first = 1'h0;
+  reg [3:0] slot = 4'h0;
+  output [22:0] \slot$21 ;
+  wire [22:0] \slot$21 ;
+  wire [5:0] \slot$21.base ;
+  wire \slot$21.empty ;
+  wire \slot$21.first ;
+  wire [1:0] \slot$21.group ;
+  wire [3:0] \slot$21.index ;
+  wire \slot$21.last ;
+  wire \slot$21.seq_end ;
+  wire \slot$21.seq_first ;
+  wire \slot$21.step_last ;
+  wire \slot$21.valid ;
+  wire [3:0] \slot$21.value ;
+  output starting;
+  wire starting;
+  wire stored;
+  reg wbank = 1'h0;
+  reg [3:0] wcount = 4'h0;
+  wire [4:0] wr__addr;
+  wire [7:0] wr__data;
+  reg wr__en;
+  reg [7:0] items [29:0];
+  initial begin
+    items[0] = 8'h00;
+    items[1] = 8'h00;
+    items[2] = 8'h00;
+    items[3] = 8'h00;
+    items[4] = 8'h00;
+    items[5] = 8'h00;
+    items[6] = 8'h00;
+    items[7] = 8'h00;
+    items[8] = 8'h00;
+    items[9] = 8'h00;
+    items[10] = 8'h00;
+    items[11] = 8'h00;
+    items[12] = 8'h00;
+    items[13] = 8'h00;
+    items[14] = 8'h00;
+    items[15] = 8'h00;
+    items[16] = 8'h00;
+    items[17] = 8'h00;
+    items[18] = 8'h00;
+    items[19] = 8'h00;
+    items[20] = 8'h00;
+    items[21] = 8'h00;
+    items[22] = 8'h00;
+    items[23] = 8'h00;
+    items[24] = 8'h00;
+    items[25] = 8'h00;
+    items[26] = 8'h00;
+    items[27] = 8'h00;
+    items[28] = 8'h00;
+    items[29] = 8'h00;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      items[wr__addr] <= \$6 [7:0];
+  end
+  reg [7:0] _0_;
+  always @(posedge clk) begin
+    if (rd__en) begin
+      _0_ <= items[rd__addr];
+    end
+  end
+  assign rd__data = _0_;
+  assign \$18  = meta[14] ? 4'h0 : rd__data[7:4];
+  assign \$19  = 1'h0 + rd__en;
+  assign \$20  = layer0_items_reads + \$19 ;
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_items_writes + \$22 ;
+  assign \$24  = full >> wbank;
+  assign \$25  = ~ \$24 ;
+  assign \$26  = items__valid & \$25 ;
+  assign \$27  = wcount + 1'h1;
+  assign \$28  = ~ stored;
+  assign \$29  = nonzero & \$28 ;
+  assign \$30  = layer0_item_overflows + 1'h1;
+  assign \$31  = wcount + stored;
+  assign \$32  = ~ wbank;
+  assign \$33  = ~ busy;
+  assign \$35  = full >> rbank;
+  assign \$36  = drain - 1'h1;
+  assign \$38  = first_of >> rbank;
+  assign \$39  = end_of >> rbank;
+  assign \$40  = layer0_busy_cycles + 1'h1;
+  assign \$41  = ~ issue;
+  assign \$42  = layer0_stall_cycles + 1'h1;
+  assign \$43  = ! slot;
+  assign \$44  = group == 2'h3;
+  assign \$45  = ! n_items;
+  assign \$46  = group + 1'h1;
+  assign \$47  = base + 4'hf;
+  assign \$48  = group == 2'h3;
+  assign \$49  = ~ rbank;
+  assign \$50  = layer0_steps + 1'h1;
+  assign \$51  = slot + 1'h1;
+  always @(posedge clk)
+    layer0_items_reads <= \$52 ;
+  always @(posedge clk)
+    layer0_items_writes <= \$53 ;
+  always @(posedge clk)
+    wcount <= \$54 ;
+  always @(posedge clk)
+    layer0_item_overflows <= \$55 ;
+  always @(posedge clk)
+    full <= \$56 ;
+  always @(posedge clk)
+    bank0_count <= \$57 ;
+  always @(posedge clk)
+    bank1_count <= \$58 ;
+  always @(posedge clk)
+    first_of <= \$59 ;
+  always @(posedge clk)
+    end_of <= \$60 ;
+  always @(posedge clk)
+    next_first <= \$61 ;
+  always @(posedge clk)
+    wbank <= \$62 ;
+  always @(posedge clk)
+    meta <= \$63 ;
+  always @(posedge clk)
+    drain <= \$64 ;
+  always @(posedge clk)
+    busy <= \$65 ;
+  always @(posedge clk)
+    n_items <= \$66 ;
+  always @(posedge clk)
+    group <= \$67 ;
+  always @(posedge clk)
+    base <= \$68 ;
+  always @(posedge clk)
+    slot <= \$69 ;
+  always @(posedge clk)
+    seq_first <= \$70 ;
+  always @(posedge clk)
+    seq_end <= \$71 ;
+  always @(posedge clk)
+    layer0_busy_cycles <= \$72 ;
+  always @(posedge clk)
+    layer0_stall_cycles <= \$73 ;
+  always @(posedge clk)
+    rbank <= \$74 ;
+  always @(posedge clk)
+    layer0_steps <= \$75 ;
+  assign \$1  = full >> wbank;
+  assign \$2  = ~ \$1 ;
+  assign nonzero = | items__payload[7:4];
+  assign \$3  = wcount < 4'hf;
+  assign stored = nonzero & \$3 ;
+  assign \$4  = wbank ? 4'hf : 4'h0;
+  assign wr__addr = \$4  + wcount;
+  assign \$6  = { 7'h00, items__payload[3:0] } | \$5 ;
+  assign \$7  = full >> wbank;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = items__valid & \$8 ;
+  assign \$10  = slot + 1'h1;
+  assign last_slot = \$10  >= n_items;
+  assign \$11  = | slot;
+  assign \$12  = \$11  | credit;
+  assign issue = busy & \$12 ;
+  assign \$13  = ! slot;
+  assign starting = issue & \$13 ;
+  assign \$14  = rbank ? 4'hf : 4'h0;
+  assign \$15  = \$14  + slot;
+  assign \$16  = | n_items;
+  assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rbank)
+      1'h0:
+          \$37  = bank0_count;
+      1'h1:
+          \$37  = bank1_count;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    rd__en = 1'h0;
+    if (issue) begin
+      rd__en = \$16 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    wr__en = 1'h0;
+    if (\$9 ) begin
+      if (stored) begin
+        wr__en = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    rd__addr = 5'h00;
+    if (issue) begin
+      rd__addr = \$15 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$52  = \$20 [31:0];
+    if (rst) begin
+      \$52  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$53  = \$23 [31:0];
+    if (rst) begin
+      \$53  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$54  = wcount;
+    if (\$26 ) begin
+      if (stored) begin
+        \$54  = \$27 [3:0];
+      end
+      if (items__payload[8]) begin
+        \$54  = 4'h0;
+      end
+    end
+    if (rst) begin
+      \$54  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$55  = layer0_item_overflows;
+    if (\$26 ) begin
+      if (\$29 ) begin
+        \$55  = \$30 [31:0];
+      end
+    end
+    if (rst) begin
+      \$55  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$56  = full;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$56 [0] = 1'h1;
+          1'h1:
+              \$56 [1] = 1'h1;
+        endcase
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$48 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$56 [0] = 1'h0;
+            1'h1:
+                \$56 [1] = 1'h0;
+          endcase
+        end
+      end
+    end
+    if (rst) begin
+      \$56  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$57  = bank0_count;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        casez (wbank)
+          1'h0:
+              \$57  = \$31 [3:0];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$57  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$58  = bank1_count;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$58  = \$31 [3:0];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$58  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$59  = first_of;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$59 [0] = next_first;
+          1'h1:
+              \$59 [1] = next_first;
+        endcase
+      end
+    end
+    if (rst) begin
+      \$59  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$60  = end_of;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$60 [0] = items__payload[9];
+          1'h1:
+              \$60 [1] = items__payload[9];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$61  = next_first;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        \$61  = items__payload[9];
+      end
+    end
+    if (rst) begin
+      \$61  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$62  = wbank;
+    if (\$26 ) begin
+      if (items__payload[8]) begin
+        \$62  = \$32 ;
+      end
+    end
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$63 [22:1] = meta[22:1];
+    \$63 [0] = issue;
+    if (issue) begin
+      \$63 [2:1] = group;
+      \$63 [8:3] = base;
+      \$63 [9] = \$43 ;
+      \$63 [10] = last_slot;
+      \$63 [11] = \$44 ;
+      \$63 [12] = seq_first;
+      \$63 [13] = seq_end;
+      \$63 [14] = \$45 ;
+    end
+    if (rst) begin
+      \$63  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$64  = drain;
+    if (\$33 ) begin
+      if (\$34 ) begin
+        \$64  = \$36 [0];
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$48 ) begin
+          \$64  = 1'h1;
+        end
+      end
+    end
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$65  = busy;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$65  = 1'h1;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$48 ) begin
+          \$65  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$66  = n_items;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$66  = \$37 ;
+      end
+    end
+    if (rst) begin
+      \$66  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$67  = group;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$67  = 2'h0;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        \$67  = \$46 [1:0];
+      end
+    end
+    if (rst) begin
+      \$67  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$68  = base;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$68  = 6'h00;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        \$68  = \$47 [5:0];
+      end
+    end
+    if (rst) begin
+      \$68  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$69  = slot;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$69  = 4'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (last_slot) begin
+        \$69  = 4'h0;
+      end else begin
+        \$69  = \$51 [3:0];
+      end
+    end
+    if (rst) begin
+      \$69  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$70  = seq_first;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$70  = \$38 ;
+      end
+    end
+    if (rst) begin
+      \$70  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$71  = seq_end;
+    if (\$33 ) begin
+      if (\$34 ) begin
+      end else if (\$35 ) begin
+        \$71  = \$39 ;
+      end
+    end
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$72  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$33 ) begin
+    end else begin
+      \$72  = \$40 [31:0];
+    end
+    if (rst) begin
+      \$72  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$73  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$33 ) begin
+    end else begin
+      if (\$41 ) begin
+        \$73  = \$42 [31:0];
+      end
+    end
+    if (rst) begin
+      \$73  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$74  = rbank;
+    if (issue) begin
+      if (last_slot) begin
+        if (\$48 ) begin
+          \$74  = \$49 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$75  = layer0_steps;
+    if (issue) begin
+      if (last_slot) begin
+        if (\$48 ) begin
+          \$75  = \$50 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$75  = 32'd0;
+    end
+  end
+  assign wr__data = \$6 [7:0];
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[7:4];
+  assign \items__payload.step_end  = items__payload[8];
+  assign \items__payload.seq_end  = items__payload[9];
+  assign \slot$21.valid  = \slot$21 [0];
+  assign \slot$21.group  = \slot$21 [2:1];
+  assign \slot$21.base  = \slot$21 [8:3];
+  assign \slot$21.first  = \slot$21 [9];
+  assign \slot$21.last  = \slot$21 [10];
+  assign \slot$21.step_last  = \slot$21 [11];
+  assign \slot$21.seq_first  = \slot$21 [12];
+  assign \slot$21.seq_end  = \slot$21 [13];
+  assign \slot$21.empty  = \slot$21 [14];
+  assign \slot$21.index  = \slot$21 [18:15];
+  assign \slot$21.value  = \slot$21 [22:19];
+  assign \meta.valid  = meta[0];
+  assign \meta.group  = meta[2:1];
+  assign \meta.base  = meta[8:3];
+  assign \meta.first  = meta[9];
+  assign \meta.last  = meta[10];
+  assign \meta.step_last  = meta[11];
+  assign \meta.seq_first  = meta[12];
+  assign \meta.seq_end  = meta[13];
+  assign \meta.empty  = meta[14];
+  assign \meta.index  = meta[18:15];
+  assign \meta.value  = meta[22:19];
+  assign \slot$21 [22:19] = \$18 ;
+  assign \slot$21 [18:15] = \$17 ;
+  assign \slot$21 [14] = meta[14];
+  assign \slot$21 [13] = meta[13];
+  assign \slot$21 [12] = meta[12];
+  assign \slot$21 [11] = meta[11];
+  assign \slot$21 [10] = meta[10];
+  assign \slot$21 [9] = meta[9];
+  assign \slot$21 [8:3] = meta[8:3];
+  assign \slot$21 [2:1] = meta[2:1];
+  assign \slot$21 [0] = meta[0];
+  assign items__ready = \$2 ;
+  assign \$5  = { 3'h0, items__payload[7:4], 4'h0 };
+  assign \$21  = wr__en;
+  assign \$34  = drain;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  wire [16:0] \$1 ;
+  wire [16:0] \$10 ;
+  wire [11:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire [16:0] \$13 ;
+  wire [11:0] \$14 ;
+  wire [17:0] \$15 ;
+  wire [16:0] \$16 ;
+  wire [11:0] \$17 ;
+  wire [17:0] \$18 ;
+  wire [16:0] \$19 ;
+  wire [11:0] \$2 ;
+  wire [11:0] \$20 ;
+  wire [17:0] \$21 ;
+  wire [16:0] \$22 ;
+  wire [11:0] \$23 ;
+  wire [17:0] \$24 ;
+  reg [135:0] \$25 ;
+  wire [17:0] \$3 ;
+  wire [16:0] \$4 ;
+  wire [11:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire [16:0] \$7 ;
+  wire [11:0] \$8 ;
+  wire [17:0] \$9 ;
+  output [135:0] acc;
+  reg [135:0] acc = 136'h0000000000000000000000000000000000;
+  wire [16:0] \acc[0] ;
+  wire [16:0] \acc[1] ;
+  wire [16:0] \acc[2] ;
+  wire [16:0] \acc[3] ;
+  wire [16:0] \acc[4] ;
+  wire [16:0] \acc[5] ;
+  wire [16:0] \acc[6] ;
+  wire [16:0] \acc[7] ;
+  input clk;
+  wire clk;
+  input first;
+  wire first;
+  input rst;
+  wire rst;
+  input [135:0] seeds;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
+  input valid;
+  wire valid;
+  input [3:0] value;
+  wire [3:0] value;
+  input [63:0] weights;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  assign \$1  = first ? seeds[16:0] : acc[16:0];
+  assign \$2  = $signed(weights[7:0]) * $signed(value);
+  assign \$3  = $signed(\$1 ) + $signed(\$2 );
+  assign \$4  = first ? seeds[33:17] : acc[33:17];
+  assign \$5  = $signed(weights[15:8]) * $signed(value);
+  assign \$6  = $signed(\$4 ) + $signed(\$5 );
+  assign \$7  = first ? seeds[50:34] : acc[50:34];
+  assign \$8  = $signed(weights[23:16]) * $signed(value);
+  assign \$9  = $signed(\$7 ) + $signed(\$8 );
+  assign \$10  = first ? seeds[67:51] : acc[67:51];
+  assign \$11  = $signed(weights[31:24]) * $signed(value);
+  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$13  = first ? seeds[84:68] : acc[84:68];
+  assign \$14  = $signed(weights[39:32]) * $signed(value);
+  assign \$15  = $signed(\$13 ) + $signed(\$14 );
+  assign \$16  = first ? seeds[101:85] : acc[101:85];
+  assign \$17  = $signed(weights[47:40]) * $signed(value);
+  assign \$18  = $signed(\$16 ) + $signed(\$17 );
+  assign \$19  = first ? seeds[118:102] : acc[118:102];
+  assign \$20  = $signed(weights[55:48]) * $signed(value);
+  assign \$21  = $signed(\$19 ) + $signed(\$20 );
+  assign \$22  = first ? seeds[135:119] : acc[135:119];
+  assign \$23  = $signed(weights[63:56]) * $signed(value);
+  assign \$24  = $signed(\$22 ) + $signed(\$23 );
+  always @(posedge clk)
+    acc <= \$25 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = acc;
+    if (valid) begin
+      \$25 [16:0] = \$3 [16:0];
+      \$25 [33:17] = \$6 [16:0];
+      \$25 [50:34] = \$9 [16:0];
+      \$25 [67:51] = \$12 [16:0];
+      \$25 [84:68] = \$15 [16:0];
+      \$25 [101:85] = \$18 [16:0];
+      \$25 [118:102] = \$21 [16:0];
+      \$25 [135:119] = \$24 [16:0];
+    end
+    if (rst) begin
+      \$25  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire [3:0] \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  reg \$18 ;
+  reg [3:0] \$19 ;
+  wire [4:0] \$2 ;
+  wire [6:0] \$28 ;
+  wire [4:0] \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire [4:0] \$8 ;
+  wire [5:0] \$9 ;
+  input clk;
+  wire clk;
+  input [71:0] entries__payload;
+  wire [71:0] entries__payload;
+  wire [1:0] \entries__payload.group ;
+  wire \entries__payload.marker ;
+  wire [3:0] \entries__payload.mask ;
+  wire \entries__payload.seq_end ;
+  wire [63:0] \entries__payload.value ;
+  wire [15:0] \entries__payload.value[0] ;
+  wire [15:0] \entries__payload.value[1] ;
+  wire [15:0] \entries__payload.value[2] ;
+  wire [15:0] \entries__payload.value[3] ;
+  output entries__ready;
+  reg entries__ready;
+  input entries__valid;
+  wire entries__valid;
+  output [21:0] items__payload;
+  reg [21:0] items__payload;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [15:0] \items__payload.value ;
+  input items__ready;
+  wire items__ready;
+  output items__valid;
+  reg items__valid;
+  wire [1:0] lane;
+  reg loaded = 1'h0;
+  wire [3:0] lowest;
+  wire [3:0] mask;
+  reg [3:0] pending = 4'h0;
+  wire [3:0] rest;
+  input rst;
+  wire rst;
+  wire [15:0] value;
+  assign mask = loaded ? pending : entries__payload[3:0];
+  assign \$1  = ~ mask;
+  assign \$2  = \$1  + 1'h1;
+  assign \$3  = { 1'h0, mask } & \$2 ;
+  assign \$4  = | { \$3 [3], \$3 [1] };
+  assign \$5  = | \$3 [3:2];
+  assign \$6  = ~ \$3 [3:0];
+  assign rest = mask & \$6 ;
+  assign \$28  = lane * 5'h10;
+  assign value = entries__payload[67:4] >> \$28 ;
+  assign \$7  = | mask;
+  assign \$8  = entries__payload[69:68] * 3'h4;
+  assign \$9  = \$8  + lane;
+  assign \$10  = ! rest;
+  assign \$11  = entries__payload[70] & \$10 ;
+  assign \$12  = entries__payload[70] & entries__payload[71];
+  assign \$13  = ! rest;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = ! rest;
+  assign \$16  = | mask;
+  assign \$17  = ! rest;
+  always @(posedge clk)
+    loaded <= \$18 ;
+  always @(posedge clk)
+    pending <= \$19 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    items__valid = 1'h0;
+    if (entries__valid) begin
+      if (\$7 ) begin
+        items__valid = 1'h1;
+      end else if (entries__payload[70]) begin
+        items__valid = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    items__payload = 22'h000000;
+    if (entries__valid) begin
+      if (\$7 ) begin
+        items__payload[3:0] = \$9 [3:0];
+        items__payload[19:4] = value;
+        items__payload[20] = \$11 ;
+        items__payload[21] = \$14 ;
+      end else if (entries__payload[70]) begin
+        items__payload[3:0] = 4'h0;
+        items__payload[19:4] = 16'h0000;
+        items__payload[20] = 1'h1;
+        items__payload[21] = entries__payload[71];
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    entries__ready = 1'h0;
+    if (entries__valid) begin
+      (* full_case = 32'd1 *)
+      if (\$7 ) begin
+        if (items__ready) begin
+          if (\$15 ) begin
+            entries__ready = 1'h1;
+          end
+        end
+      end else if (entries__payload[70]) begin
+        if (items__ready) begin
+          entries__ready = 1'h1;
+        end
+      end else begin
+        entries__ready = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$18  = loaded;
+    if (entries__valid) begin
+      (* full_case = 32'd1 *)
+      if (\$16 ) begin
+        if (items__ready) begin
+          (* full_case = 32'd1 *)
+          if (\$17 ) begin
+            \$18  = 1'h0;
+          end else begin
+            \$18  = 1'h1;
+          end
+        end
+      end else if (entries__payload[70]) begin
+        if (items__ready) begin
+          \$18  = 1'h0;
+        end
+      end else begin
+        \$18  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$19  = pending;
+    if (entries__valid) begin
+      if (\$16 ) begin
+        if (items__ready) begin
+          (* full_case = 32'd1 *)
+          if (\$17 ) begin
+          end else begin
+            \$19  = rest;
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$19  = 4'h0;
+    end
+  end
+  assign lowest = \$3 [3:0];
+  assign \entries__payload.mask  = entries__payload[3:0];
+  assign \entries__payload.value  = entries__payload[67:4];
+  assign \entries__payload.value[0]  = entries__payload[19:4];
+  assign \entries__payload.value[1]  = entries__payload[35:20];
+  assign \entries__payload.value[2]  = entries__payload[51:36];
+  assign \entries__payload.value[3]  = entries__payload[67:52];
+  assign \entries__payload.group  = entries__payload[69:68];
+  assign \entries__payload.marker  = entries__payload[70];
+  assign \entries__payload.seq_end  = entries__payload[71];
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[19:4];
+  assign \items__payload.step_end  = items__payload[20];
+  assign \items__payload.seq_end  = items__payload[21];
+  assign lane[1] = \$5 ;
+  assign lane[0] = \$4 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
+  wire \$1 ;
+  wire [16:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [17:0] \$13 ;
+  wire [17:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
+  wire \$4 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire \$7 ;
+  wire [6:0] \$8 ;
+  wire [6:0] \$9 ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  output gate;
+  wire gate;
+  wire \gate$9 ;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output [15:0] \new ;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$8  = - $signed(params);
+  assign \$9  = \$7  ? { params[5], params } : \$8 ;
+  assign \$10  = $signed(old) + $signed(\$9 );
+  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
+  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
+  assign \$14  = \$11  ? 18'h07fff : \$13 ;
+  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
+  assign h_new_clipped = \$15  | \$16 ;
+  assign \new  = gate ? \$14 [15:0] : old;
+  assign saturated = gate & h_new_clipped;
+  assign total = { \$10 [16], \$10  };
+  assign h_new = \$14 [15:0];
+  assign out = \new ;
+  assign \gate$9  = gate;
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \new ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
+  wire \$1 ;
+  wire [16:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [17:0] \$13 ;
+  wire [17:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
+  wire \$4 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire \$7 ;
+  wire [6:0] \$8 ;
+  wire [6:0] \$9 ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  output gate;
+  wire gate;
+  wire \gate$9 ;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output [15:0] \new ;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$8  = - $signed(params);
+  assign \$9  = \$7  ? { params[5], params } : \$8 ;
+  assign \$10  = $signed(old) + $signed(\$9 );
+  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
+  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
+  assign \$14  = \$11  ? 18'h07fff : \$13 ;
+  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
+  assign h_new_clipped = \$15  | \$16 ;
+  assign \new  = gate ? \$14 [15:0] : old;
+  assign saturated = gate & h_new_clipped;
+  assign total = { \$10 [16], \$10  };
+  assign h_new = \$14 [15:0];
+  assign out = \new ;
+  assign \gate$9  = gate;
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \new ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
+  wire \$1 ;
+  wire [16:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [17:0] \$13 ;
+  wire [17:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
+  wire \$4 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire \$7 ;
+  wire [6:0] \$8 ;
+  wire [6:0] \$9 ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  output gate;
+  wire gate;
+  wire \gate$9 ;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output [15:0] \new ;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$8  = - $signed(params);
+  assign \$9  = \$7  ? { params[5], params } : \$8 ;
+  assign \$10  = $signed(old) + $signed(\$9 );
+  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
+  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
+  assign \$14  = \$11  ? 18'h07fff : \$13 ;
+  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
+  assign h_new_clipped = \$15  | \$16 ;
+  assign \new  = gate ? \$14 [15:0] : old;
+  assign saturated = gate & h_new_clipped;
+  assign total = { \$10 [16], \$10  };
+  assign h_new = \$14 [15:0];
+  assign out = \new ;
+  assign \gate$9  = gate;
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \new ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
+  wire \$1 ;
+  wire [16:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [17:0] \$13 ;
+  wire [17:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
+  wire \$4 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire \$7 ;
+  wire [6:0] \$8 ;
+  wire [6:0] \$9 ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  output gate;
+  wire gate;
+  wire \gate$9 ;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output [15:0] \new ;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$8  = - $signed(params);
+  assign \$9  = \$7  ? { params[5], params } : \$8 ;
+  assign \$10  = $signed(old) + $signed(\$9 );
+  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
+  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
+  assign \$14  = \$11  ? 18'h07fff : \$13 ;
+  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
+  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
+  assign h_new_clipped = \$15  | \$16 ;
+  assign \new  = gate ? \$14 [15:0] : old;
+  assign saturated = gate & h_new_clipped;
+  assign total = { \$10 [16], \$10  };
+  assign h_new = \$14 [15:0];
+  assign out = \new ;
+  assign \gate$9  = gate;
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \new ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire [7:0] \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire [4:0] \$50 ;
+  wire [5:0] \$51 ;
+  wire [5:0] \$52 ;
+  wire [1:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [32:0] \$57 ;
+  wire [1:0] \$58 ;
+  wire [32:0] \$59 ;
+  wire [7:0] \$6 ;
+  wire \$60 ;
+  wire [1:0] \$61 ;
+  wire [32:0] \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [2:0] \$68 ;
+  wire [3:0] \$69 ;
+  wire [7:0] \$7 ;
+  wire [32:0] \$70 ;
+  wire \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  wire [5:0] \$74 ;
+  reg [31:0] \$75 ;
+  reg [31:0] \$76 ;
+  reg [31:0] \$77 ;
+  reg [31:0] \$78 ;
+  reg [35:0] \$79 ;
+  wire \$8 ;
+  reg \$80 ;
+  reg [31:0] \$81 ;
+  reg [35:0] \$82 ;
+  reg [27:0] \$83 ;
+  reg [3:0] \$84 ;
+  reg [3:0] \$85 ;
+  wire \$9 ;
+  wire [5:0] \$signature__addr ;
+  wire [31:0] \$signature__data ;
+  wire [7:0] \$signature__data[0] ;
+  wire [7:0] \$signature__data[1] ;
+  wire [7:0] \$signature__data[2] ;
+  wire [7:0] \$signature__data[3] ;
+  reg \$signature__en ;
+  wire [111:0] acc;
+  wire [27:0] \acc[0] ;
+  wire [27:0] \acc[1] ;
+  wire [27:0] \acc[2] ;
+  wire [27:0] \acc[3] ;
   wire [1:0] argmax_0_0_lane;
   wire [27:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
@@ -447,2085 +3400,1672 @@ module accelerator(steps__valid, results__ready, clk, rst, steps__ready, results
   wire [1:0] argmax_1_0_lane;
   wire [27:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [14:0] beat_nonzero;
+  wire [1:0] b_rd__addr;
+  wire [79:0] b_rd__data;
+  wire [19:0] \b_rd__data[0] ;
+  wire [19:0] \b_rd__data[1] ;
+  wire [19:0] \b_rd__data[2] ;
+  wire [19:0] \b_rd__data[3] ;
+  reg b_rd__en;
+  wire [119:0] beat;
+  wire [3:0] \beat.class_index ;
+  wire \beat.final ;
+  wire [1:0] \beat.group ;
+  wire [111:0] \beat.logits ;
+  wire [27:0] \beat.logits[0] ;
+  wire [27:0] \beat.logits[1] ;
+  wire [27:0] \beat.logits[2] ;
+  wire [27:0] \beat.logits[3] ;
+  wire \beat.seq_end ;
   reg [3:0] best_class = 4'h0;
   reg [27:0] best_logit = 28'h0000000;
-  reg [27:0] cand_acc_0 = 28'h0000000;
-  reg [27:0] cand_acc_1 = 28'h0000000;
-  reg [27:0] cand_acc_2 = 28'h0000000;
-  reg [27:0] cand_acc_3 = 28'h0000000;
+  wire [3:0] class_now;
   input clk;
   wire clk;
-  output [31:0] cycle_count;
-  reg [31:0] cycle_count = 32'd0;
-  output [31:0] event_count;
-  reg [31:0] event_count = 32'd0;
-  wire [2:0] events;
-  reg [1:0] fin_group = 2'h0;
-  wire [3:0] fin_group_is;
-  reg fin_last_group = 1'h0;
-  reg fin_readout = 1'h0;
-  reg fin_valid = 1'h0;
-  output [15:0] gate;
-  reg [15:0] gate = 16'h0000;
-  (* init = 16'h0000 *)
-  wire [15:0] \gate$30 ;
-  wire gate_0;
-  wire gate_1;
-  wire gate_2;
-  wire gate_3;
-  wire [5:0] gate_rd__addr;
-  wire [63:0] gate_rd__data;
-  wire [15:0] \gate_rd__data[0] ;
-  wire [7:0] \gate_rd__data[0].cand ;
-  wire [7:0] \gate_rd__data[0].thr ;
-  wire [15:0] \gate_rd__data[1] ;
-  wire [7:0] \gate_rd__data[1].cand ;
-  wire [7:0] \gate_rd__data[1].thr ;
-  wire [15:0] \gate_rd__data[2] ;
-  wire [7:0] \gate_rd__data[2].cand ;
-  wire [7:0] \gate_rd__data[2].thr ;
-  wire [15:0] \gate_rd__data[3] ;
-  wire [7:0] \gate_rd__data[3].cand ;
-  wire [7:0] \gate_rd__data[3].thr ;
-  (* init = 2'h0 *)
-  wire [1:0] group;
-  wire [1:0] group_best_lane;
-  wire [27:0] group_best_logit;
-  reg group_first = 1'h1;
-  wire [15:0] input_value;
-  wire layer_update;
-  reg [27:0] logit_0 = 28'h0000000;
-  reg [27:0] logit_1 = 28'h0000000;
-  reg [27:0] logit_10 = 28'h0000000;
-  reg [27:0] logit_11 = 28'h0000000;
-  reg [27:0] logit_12 = 28'h0000000;
-  reg [27:0] logit_13 = 28'h0000000;
-  reg [27:0] logit_14 = 28'h0000000;
-  reg [27:0] logit_2 = 28'h0000000;
-  reg [27:0] logit_3 = 28'h0000000;
-  reg [27:0] logit_4 = 28'h0000000;
-  reg [27:0] logit_5 = 28'h0000000;
-  reg [27:0] logit_6 = 28'h0000000;
-  reg [27:0] logit_7 = 28'h0000000;
-  reg [27:0] logit_8 = 28'h0000000;
-  reg [27:0] logit_9 = 28'h0000000;
-  output [31:0] mac_count;
-  reg [31:0] mac_count = 32'd0;
-  reg [3:0] mac_pending = 4'h0;
-  wire [15:0] new_state_0;
-  wire [15:0] new_state_1;
-  wire [15:0] new_state_2;
-  wire [15:0] new_state_3;
-  wire [15:0] old_state_0;
-  wire [15:0] old_state_1;
-  wire [15:0] old_state_2;
-  wire [15:0] old_state_3;
-  reg [1:0] params_rd__addr = 2'h0;
-  wire [151:0] params_rd__data;
-  wire [37:0] \params_rd__data[0] ;
-  wire [5:0] \params_rd__data[0].alpha ;
-  wire [15:0] \params_rd__data[0].cand_bias ;
-  wire [15:0] \params_rd__data[0].thr_bias ;
-  wire [37:0] \params_rd__data[1] ;
-  wire [5:0] \params_rd__data[1].alpha ;
-  wire [15:0] \params_rd__data[1].cand_bias ;
-  wire [15:0] \params_rd__data[1].thr_bias ;
-  wire [37:0] \params_rd__data[2] ;
-  wire [5:0] \params_rd__data[2].alpha ;
-  wire [15:0] \params_rd__data[2].cand_bias ;
-  wire [15:0] \params_rd__data[2].thr_bias ;
-  wire [37:0] \params_rd__data[3] ;
-  wire [5:0] \params_rd__data[3].alpha ;
-  wire [15:0] \params_rd__data[3].cand_bias ;
-  wire [15:0] \params_rd__data[3].thr_bias ;
-  reg [15:0] pending = 16'h0000;
-  wire [3:0] pending_index;
-  wire [15:0] pending_lowest;
-  reg [2:0] phase_state = 3'h0;
-  (* init = 2'h0 *)
-  wire [1:0] readout_bias_rd__addr;
-  wire [79:0] readout_bias_rd__data;
-  wire [19:0] \readout_bias_rd__data[0] ;
-  wire [19:0] \readout_bias_rd__data[1] ;
-  wire [19:0] \readout_bias_rd__data[2] ;
-  wire [19:0] \readout_bias_rd__data[3] ;
-  wire readout_done;
-  wire [5:0] readout_rd__addr;
-  wire [31:0] readout_rd__data;
-  wire [7:0] \readout_rd__data[0] ;
-  wire [7:0] \readout_rd__data[1] ;
-  wire [7:0] \readout_rd__data[2] ;
-  wire [7:0] \readout_rd__data[3] ;
-  output [423:0] results__payload;
-  wire [423:0] results__payload;
+  input [44:0] \config ;
+  wire [44:0] \config ;
+  wire [5:0] \config.addr ;
+  wire [2:0] \config.elem ;
+  wire [2:0] \config.target ;
+  wire \config.valid ;
+  wire [31:0] \config.value ;
+  wire credit;
+  wire finalize;
+  wire first;
+  input [21:0] items__payload;
+  wire [21:0] items__payload;
+  wire [21:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [15:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [15:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$10 ;
+  wire [31:0] port__data;
+  wire [79:0] \port__data$12 ;
+  wire [19:0] \port__data$12[0] ;
+  wire [19:0] \port__data$12[1] ;
+  wire [19:0] \port__data$12[2] ;
+  wire [19:0] \port__data$12[3] ;
+  wire [7:0] \port__data[0] ;
+  wire [7:0] \port__data[1] ;
+  wire [7:0] \port__data[2] ;
+  wire [7:0] \port__data[3] ;
+  wire [3:0] port__en;
+  wire [3:0] \port__en$11 ;
+  wire [119:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  reg [3:0] reserved = 4'h0;
+  output [119:0] results__payload;
+  wire [119:0] results__payload;
   wire [3:0] \results__payload.class_index ;
-  wire [419:0] \results__payload.logits ;
+  wire \results__payload.final ;
+  wire [1:0] \results__payload.group ;
+  wire [111:0] \results__payload.logits ;
   wire [27:0] \results__payload.logits[0] ;
-  wire [27:0] \results__payload.logits[10] ;
-  wire [27:0] \results__payload.logits[11] ;
-  wire [27:0] \results__payload.logits[12] ;
-  wire [27:0] \results__payload.logits[13] ;
-  wire [27:0] \results__payload.logits[14] ;
   wire [27:0] \results__payload.logits[1] ;
   wire [27:0] \results__payload.logits[2] ;
   wire [27:0] \results__payload.logits[3] ;
-  wire [27:0] \results__payload.logits[4] ;
-  wire [27:0] \results__payload.logits[5] ;
-  wire [27:0] \results__payload.logits[6] ;
-  wire [27:0] \results__payload.logits[7] ;
-  wire [27:0] \results__payload.logits[8] ;
-  wire [27:0] \results__payload.logits[9] ;
-  input results__ready;
+  wire \results__payload.seq_end ;
   wire results__ready;
   output results__valid;
-  reg results__valid = 1'h0;
+  wire results__valid;
   input rst;
   wire rst;
-  wire slot_final;
-  output [255:0] state;
-  wire [255:0] state;
-  wire [15:0] \state[0] ;
-  wire [15:0] \state[10] ;
-  wire [15:0] \state[11] ;
-  wire [15:0] \state[12] ;
-  wire [15:0] \state[13] ;
-  wire [15:0] \state[14] ;
-  wire [15:0] \state[15] ;
-  wire [15:0] \state[1] ;
-  wire [15:0] \state[2] ;
-  wire [15:0] \state[3] ;
-  wire [15:0] \state[4] ;
-  wire [15:0] \state[5] ;
-  wire [15:0] \state[6] ;
-  wire [15:0] \state[7] ;
-  wire [15:0] \state[8] ;
-  wire [15:0] \state[9] ;
-  reg [15:0] state_0 = 16'h0000;
-  reg [15:0] state_1 = 16'h0000;
-  reg [15:0] state_10 = 16'h0000;
-  reg [15:0] state_11 = 16'h0000;
-  reg [15:0] state_12 = 16'h0000;
-  reg [15:0] state_13 = 16'h0000;
-  reg [15:0] state_14 = 16'h0000;
-  reg [15:0] state_15 = 16'h0000;
-  reg [15:0] state_2 = 16'h0000;
-  reg [15:0] state_3 = 16'h0000;
-  reg [15:0] state_4 = 16'h0000;
-  reg [15:0] state_5 = 16'h0000;
-  reg [15:0] state_6 = 16'h0000;
-  reg [15:0] state_7 = 16'h0000;
-  reg [15:0] state_8 = 16'h0000;
-  reg [15:0] state_9 = 16'h0000;
-  wire [15:0] state_nonzero;
-  wire [15:0] state_value;
-  output step_done;
-  reg step_done = 1'h0;
-  wire step_ending;
-  reg [59:0] step_inputs = 60'h000000000000000;
-  wire [3:0] \step_inputs[0] ;
-  wire [3:0] \step_inputs[10] ;
-  wire [3:0] \step_inputs[11] ;
-  wire [3:0] \step_inputs[12] ;
-  wire [3:0] \step_inputs[13] ;
-  wire [3:0] \step_inputs[14] ;
-  wire [3:0] \step_inputs[1] ;
-  wire [3:0] \step_inputs[2] ;
-  wire [3:0] \step_inputs[3] ;
-  wire [3:0] \step_inputs[4] ;
-  wire [3:0] \step_inputs[5] ;
-  wire [3:0] \step_inputs[6] ;
-  wire [3:0] \step_inputs[7] ;
-  wire [3:0] \step_inputs[8] ;
-  wire [3:0] \step_inputs[9] ;
-  reg step_is_last = 1'h0;
-  reg [14:0] step_nonzero = 15'h0000;
-  input [60:0] steps__payload;
-  wire [60:0] steps__payload;
-  wire \steps__payload.last ;
-  wire [59:0] \steps__payload.x ;
-  wire [3:0] \steps__payload.x[0] ;
-  wire [3:0] \steps__payload.x[10] ;
-  wire [3:0] \steps__payload.x[11] ;
-  wire [3:0] \steps__payload.x[12] ;
-  wire [3:0] \steps__payload.x[13] ;
-  wire [3:0] \steps__payload.x[14] ;
-  wire [3:0] \steps__payload.x[1] ;
-  wire [3:0] \steps__payload.x[2] ;
-  wire [3:0] \steps__payload.x[3] ;
-  wire [3:0] \steps__payload.x[4] ;
-  wire [3:0] \steps__payload.x[5] ;
-  wire [3:0] \steps__payload.x[6] ;
-  wire [3:0] \steps__payload.x[7] ;
-  wire [3:0] \steps__payload.x[8] ;
-  wire [3:0] \steps__payload.x[9] ;
-  output steps__ready;
-  wire steps__ready;
-  input steps__valid;
-  wire steps__valid;
-  reg [16:0] thr_acc_0 = 17'h00000;
-  reg [16:0] thr_acc_1 = 17'h00000;
-  reg [16:0] thr_acc_2 = 17'h00000;
-  reg [16:0] thr_acc_3 = 17'h00000;
-  wire [17:0] update_0;
-  wire [17:0] update_1;
-  wire [17:0] update_2;
-  wire [17:0] update_3;
-  reg [6:0] weight_base = 7'h00;
-  reg [63:0] gate_weights [59:0];
+  wire [111:0] seeds;
+  wire [27:0] \seeds[0] ;
+  wire [27:0] \seeds[1] ;
+  wire [27:0] \seeds[2] ;
+  wire [27:0] \seeds[3] ;
+  wire [35:0] slot;
+  wire [6:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [15:0] \slot.value ;
+  reg [35:0] slot_c2 = 36'h000000000;
+  wire [6:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [15:0] \slot_c2.value ;
+  reg [35:0] slot_c3 = 36'h000000000;
+  wire [6:0] \slot_c3.base ;
+  wire \slot_c3.empty ;
+  wire \slot_c3.first ;
+  wire [1:0] \slot_c3.group ;
+  wire [3:0] \slot_c3.index ;
+  wire \slot_c3.last ;
+  wire \slot_c3.seq_end ;
+  wire \slot_c3.seq_first ;
+  wire \slot_c3.step_last ;
+  wire \slot_c3.valid ;
+  wire [15:0] \slot_c3.value ;
+  wire starting;
+  wire take;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [15:0] value;
+  wire [119:0] w_data;
+  wire w_en;
+  wire [31:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  reg [79:0] bias [3:0];
   initial begin
-    gate_weights[0] = 64'h1ff1f7f2c5e6abec;
-    gate_weights[1] = 64'hcc67db78a4fc3953;
-    gate_weights[2] = 64'h290dc5982c54bbee;
-    gate_weights[3] = 64'h340ad2b2fca9148a;
-    gate_weights[4] = 64'hcc3dd8d2dcb100c1;
-    gate_weights[5] = 64'hdd5939e12c52f6ea;
-    gate_weights[6] = 64'h510df9bcda3a12de;
-    gate_weights[7] = 64'h18edc576e9c93a55;
-    gate_weights[8] = 64'he0e3c74c264535c7;
-    gate_weights[9] = 64'hcb5ed0ed2c291640;
-    gate_weights[10] = 64'h1f021d2ef126eddf;
-    gate_weights[11] = 64'hedd0c4d3e95b3a36;
-    gate_weights[12] = 64'h15f3211736c43988;
-    gate_weights[13] = 64'hdf94c2972a9f1410;
-    gate_weights[14] = 64'hed9cd2c24ccdedd8;
-    gate_weights[15] = 64'hc8f6ff3fc622b9f9;
-    gate_weights[16] = 64'hc9d04cfe06cdcfea;
-    gate_weights[17] = 64'h0098a0fe5bf429c1;
-    gate_weights[18] = 64'h1af3200d002bd6e5;
-    gate_weights[19] = 64'h592fe291e8a32c4c;
-    gate_weights[20] = 64'h5f0ff8135de9fec0;
-    gate_weights[21] = 64'hd75be03a06fe0e49;
-    gate_weights[22] = 64'hb8f2fa331f18ddd4;
-    gate_weights[23] = 64'hd871df9967ee221d;
-    gate_weights[24] = 64'hd70401ffd6f1425f;
-    gate_weights[25] = 64'h27c3e15fe0ec19d7;
-    gate_weights[26] = 64'hd6b926265c1b4328;
-    gate_weights[27] = 64'hd6dfc2e242fc3f3a;
-    gate_weights[28] = 64'hd6d6e129db1bb209;
-    gate_weights[29] = 64'hd510bfef28c49303;
-    gate_weights[30] = 64'hd3c04accf0f7153c;
-    gate_weights[31] = 64'he0befe92f6e621de;
-    gate_weights[32] = 64'h2f09e1e3f6e03e14;
-    gate_weights[33] = 64'h43e6ec63e742fa5b;
-    gate_weights[34] = 64'hcb1dd41f2d3429af;
-    gate_weights[35] = 64'hd378e1862b54ca9e;
-    gate_weights[36] = 64'hd3b7ff681f531a18;
-    gate_weights[37] = 64'hd13f1de5046c52fc;
-    gate_weights[38] = 64'h2cf6ab132be3dfae;
-    gate_weights[39] = 64'hb9dde2cd64f73fc7;
-    gate_weights[40] = 64'h1f23e2ce2cb4092b;
-    gate_weights[41] = 64'h4401efefc310fc3d;
-    gate_weights[42] = 64'hd1aa3ff52cc7ca9c;
-    gate_weights[43] = 64'hd3750d962cb2f331;
-    gate_weights[44] = 64'hd290301b9dfed662;
-    gate_weights[45] = 64'hf90dee29f7addbdd;
-    gate_weights[46] = 64'hcd99ddea47deb9ca;
-    gate_weights[47] = 64'h4212d4390ffe440c;
-    gate_weights[48] = 64'h1b1be3f8f0a8ae00;
-    gate_weights[49] = 64'h00c320013b26f151;
-    gate_weights[50] = 64'h08e0393af1d894ec;
-    gate_weights[51] = 64'h450455f9f15fd6d5;
-    gate_weights[52] = 64'he5451cb9ef9e45c8;
-    gate_weights[53] = 64'hff29f310efa7f800;
-    gate_weights[54] = 64'hce4cec9b8e0368f9;
-    gate_weights[55] = 64'hd19db211f0560756;
-    gate_weights[56] = 64'hed54501b17f03ffc;
-    gate_weights[57] = 64'h9d00fe4dd7430cdf;
-    gate_weights[58] = 64'h5b191fe31722a6e5;
-    gate_weights[59] = 64'he531fa9e08ec36c4;
+    bias[0] = 80'h0026800143004dd004d0;
+    bias[1] = 80'hffdde0007a003c5ffe4c;
+    bias[2] = 80'h00490ffc7d0029b0005c;
+    bias[3] = 80'h0000000015ffd9a00286;
   end
-  reg [63:0] _0_;
   always @(posedge clk) begin
-    _0_ <= gate_weights[\$85 [5:0]];
+    if (\$6 [0])
+      bias[\config [5:4]][19:0] <= \port__data$12 [19:0];
+    if (\$6 [1])
+      bias[\config [5:4]][39:20] <= \port__data$12 [39:20];
+    if (\$6 [2])
+      bias[\config [5:4]][59:40] <= \port__data$12 [59:40];
+    if (\$6 [3])
+      bias[\config [5:4]][79:60] <= \port__data$12 [79:60];
   end
-  assign gate_rd__data = _0_;
-  reg [151:0] neuron_params [3:0];
+  reg [79:0] _0_;
+  always @(posedge clk) begin
+    if (b_rd__en) begin
+      _0_ <= bias[slot[2:1]];
+    end
+  end
+  assign b_rd__data = _0_;
+  reg [31:0] \weights$70  [63:0];
   initial begin
-    neuron_params[0] = 152'h5400d3ffd93003bffec3fff5400994ffc60013;
-    neuron_params[1] = 152'h3800a7ff68e0020001f3800cbff413ffbd001d;
-    neuron_params[2] = 152'h5400b7fff4f001fffea4fff57fff540036000a;
-    neuron_params[3] = 152'h4c00cbffc4fffdeffea3c003fffc8fffdc0023;
+    \weights$70 [0] = 32'd2549628388;
+    \weights$70 [1] = 32'd3896111092;
+    \weights$70 [2] = 32'd3551032092;
+    \weights$70 [3] = 32'd469728009;
+    \weights$70 [4] = 32'd3285303240;
+    \weights$70 [5] = 32'd456246003;
+    \weights$70 [6] = 32'd434762799;
+    \weights$70 [7] = 32'd3871336677;
+    \weights$70 [8] = 32'd1413087777;
+    \weights$70 [9] = 32'd635494900;
+    \weights$70 [10] = 32'd771677195;
+    \weights$70 [11] = 32'd739301541;
+    \weights$70 [12] = 32'd83819764;
+    \weights$70 [13] = 32'd3370974159;
+    \weights$70 [14] = 32'd3961185069;
+    \weights$70 [15] = 32'd772187379;
+    \weights$70 [16] = 32'd735955415;
+    \weights$70 [17] = 32'd3792389073;
+    \weights$70 [18] = 32'd1878337785;
+    \weights$70 [19] = 32'd3905503576;
+    \weights$70 [20] = 32'd2873799433;
+    \weights$70 [21] = 32'd4208335822;
+    \weights$70 [22] = 32'd757546987;
+    \weights$70 [23] = 32'd4061209356;
+    \weights$70 [24] = 32'd489197071;
+    \weights$70 [25] = 32'd842079754;
+    \weights$70 [26] = 32'd170839555;
+    \weights$70 [27] = 32'd785218868;
+    \weights$70 [28] = 32'd4026725425;
+    \weights$70 [29] = 32'd3340032042;
+    \weights$70 [30] = 32'd3405780198;
+    \weights$70 [31] = 32'd969075911;
+    \weights$70 [32] = 32'd1222845368;
+    \weights$70 [33] = 32'd471282449;
+    \weights$70 [34] = 32'd3962691903;
+    \weights$70 [35] = 32'd3273478637;
+    \weights$70 [36] = 32'd1188894447;
+    \weights$70 [37] = 32'd519763252;
+    \weights$70 [38] = 32'd421736174;
+    \weights$70 [39] = 32'd3186151196;
+    \weights$70 [40] = 32'd843845306;
+    \weights$70 [41] = 32'd3668581829;
+    \weights$70 [42] = 32'd66584346;
+    \weights$70 [43] = 32'd554891520;
+    \weights$70 [44] = 32'd4162712622;
+    \weights$70 [45] = 32'd4129042650;
+    \weights$70 [46] = 32'd3203713735;
+    \weights$70 [47] = 32'd831859956;
+    \weights$70 [48] = 32'd15145625;
+    \weights$70 [49] = 32'd14668291;
+    \weights$70 [50] = 32'd15059737;
+    \weights$70 [51] = 32'd10789152;
+    \weights$70 [52] = 32'd11976711;
+    \weights$70 [53] = 32'd16253193;
+    \weights$70 [54] = 32'd3945501;
+    \weights$70 [55] = 32'd15127001;
+    \weights$70 [56] = 32'd5913489;
+    \weights$70 [57] = 32'd3910040;
+    \weights$70 [58] = 32'd2093363;
+    \weights$70 [59] = 32'd10908609;
+    \weights$70 [60] = 32'd456726;
+    \weights$70 [61] = 32'd15071482;
+    \weights$70 [62] = 32'd13161248;
+    \weights$70 [63] = 32'd1718294;
   end
-  reg [151:0] _1_;
   always @(posedge clk) begin
-    _1_ <= neuron_params[params_rd__addr];
+    if (\$3 [0])
+      \weights$70 [\config [9:4]][7:0] <= port__data[7:0];
+    if (\$3 [1])
+      \weights$70 [\config [9:4]][15:8] <= port__data[15:8];
+    if (\$3 [2])
+      \weights$70 [\config [9:4]][23:16] <= port__data[23:16];
+    if (\$3 [3])
+      \weights$70 [\config [9:4]][31:24] <= port__data[31:24];
   end
-  assign params_rd__data = _1_;
-  reg [79:0] readout_bias [3:0];
-  initial begin
-    readout_bias[0] = 80'h0026800143004dd004d0;
-    readout_bias[1] = 80'hffdde0007a003c5ffe4c;
-    readout_bias[2] = 80'h00490ffc7d0029b0005c;
-    readout_bias[3] = 80'h0000000015ffd9a00286;
-  end
-  reg [79:0] _2_;
+  reg [31:0] _1_;
   always @(posedge clk) begin
-    _2_ <= readout_bias[params_rd__addr];
-  end
-  assign readout_bias_rd__data = _2_;
-  reg [31:0] readout_weights [63:0];
-  initial begin
-    readout_weights[0] = 32'd2549628388;
-    readout_weights[1] = 32'd3896111092;
-    readout_weights[2] = 32'd3551032092;
-    readout_weights[3] = 32'd469728009;
-    readout_weights[4] = 32'd3285303240;
-    readout_weights[5] = 32'd456246003;
-    readout_weights[6] = 32'd434762799;
-    readout_weights[7] = 32'd3871336677;
-    readout_weights[8] = 32'd1413087777;
-    readout_weights[9] = 32'd635494900;
-    readout_weights[10] = 32'd771677195;
-    readout_weights[11] = 32'd739301541;
-    readout_weights[12] = 32'd83819764;
-    readout_weights[13] = 32'd3370974159;
-    readout_weights[14] = 32'd3961185069;
-    readout_weights[15] = 32'd772187379;
-    readout_weights[16] = 32'd735955415;
-    readout_weights[17] = 32'd3792389073;
-    readout_weights[18] = 32'd1878337785;
-    readout_weights[19] = 32'd3905503576;
-    readout_weights[20] = 32'd2873799433;
-    readout_weights[21] = 32'd4208335822;
-    readout_weights[22] = 32'd757546987;
-    readout_weights[23] = 32'd4061209356;
-    readout_weights[24] = 32'd489197071;
-    readout_weights[25] = 32'd842079754;
-    readout_weights[26] = 32'd170839555;
-    readout_weights[27] = 32'd785218868;
-    readout_weights[28] = 32'd4026725425;
-    readout_weights[29] = 32'd3340032042;
-    readout_weights[30] = 32'd3405780198;
-    readout_weights[31] = 32'd969075911;
-    readout_weights[32] = 32'd1222845368;
-    readout_weights[33] = 32'd471282449;
-    readout_weights[34] = 32'd3962691903;
-    readout_weights[35] = 32'd3273478637;
-    readout_weights[36] = 32'd1188894447;
-    readout_weights[37] = 32'd519763252;
-    readout_weights[38] = 32'd421736174;
-    readout_weights[39] = 32'd3186151196;
-    readout_weights[40] = 32'd843845306;
-    readout_weights[41] = 32'd3668581829;
-    readout_weights[42] = 32'd66584346;
-    readout_weights[43] = 32'd554891520;
-    readout_weights[44] = 32'd4162712622;
-    readout_weights[45] = 32'd4129042650;
-    readout_weights[46] = 32'd3203713735;
-    readout_weights[47] = 32'd831859956;
-    readout_weights[48] = 32'd15145625;
-    readout_weights[49] = 32'd14668291;
-    readout_weights[50] = 32'd15059737;
-    readout_weights[51] = 32'd10789152;
-    readout_weights[52] = 32'd11976711;
-    readout_weights[53] = 32'd16253193;
-    readout_weights[54] = 32'd3945501;
-    readout_weights[55] = 32'd15127001;
-    readout_weights[56] = 32'd5913489;
-    readout_weights[57] = 32'd3910040;
-    readout_weights[58] = 32'd2093363;
-    readout_weights[59] = 32'd10908609;
-    readout_weights[60] = 32'd456726;
-    readout_weights[61] = 32'd15071482;
-    readout_weights[62] = 32'd13161248;
-    readout_weights[63] = 32'd1718294;
-  end
-  reg [31:0] _3_;
-  always @(posedge clk) begin
-    _3_ <= readout_weights[\$86 [5:0]];
-  end
-  assign readout_rd__data = _3_;
-  assign \$1  = | state_0;
-  assign \$2  = | state_1;
-  assign \$3  = | state_2;
-  assign \$4  = | state_3;
-  assign \$5  = | state_4;
-  assign \$6  = | state_5;
-  assign \$7  = | state_6;
-  assign \$8  = | state_7;
-  assign \$9  = | state_8;
-  assign \$10  = | state_9;
-  assign \$11  = | state_10;
-  assign \$12  = | state_11;
-  assign \$13  = | state_12;
-  assign \$14  = | state_13;
-  assign \$15  = | state_14;
-  assign \$16  = | state_15;
-  assign \$17  = ~ pending;
-  assign \$18  = \$17  + 1'h1;
-  assign \$19  = { 1'h0, pending } & \$18 ;
-  assign \$20  = | { \$19 [15], \$19 [13], \$19 [11], \$19 [9], \$19 [7], \$19 [5], \$19 [3], \$19 [1] };
-  assign \$21  = | { \$19 [15:14], \$19 [11:10], \$19 [7:6], \$19 [3:2] };
-  assign \$22  = | { \$19 [15:12], \$19 [7:4] };
-  assign \$23  = | \$19 [15:8];
-  assign \$24  = ~ \$19 [15:0];
-  assign \$25  = pending & \$24 ;
-  assign slot_final = ! \$25 ;
-  assign \$26  = \$19 [0] ? step_inputs[3:0] : 4'h0;
-  assign \$27  = \$19 [1] ? step_inputs[7:4] : 4'h0;
-  assign \$28  = \$26  | \$27 ;
-  assign \$29  = \$19 [2] ? step_inputs[11:8] : 4'h0;
-  assign \$30  = \$19 [3] ? step_inputs[15:12] : 4'h0;
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = \$28  | \$31 ;
-  assign \$33  = \$19 [4] ? step_inputs[19:16] : 4'h0;
-  assign \$34  = \$19 [5] ? step_inputs[23:20] : 4'h0;
-  assign \$35  = \$33  | \$34 ;
-  assign \$36  = \$19 [6] ? step_inputs[27:24] : 4'h0;
-  assign \$37  = \$19 [7] ? step_inputs[31:28] : 4'h0;
-  assign \$38  = \$36  | \$37 ;
-  assign \$39  = \$35  | \$38 ;
-  assign \$40  = \$32  | \$39 ;
-  assign \$41  = \$19 [8] ? step_inputs[35:32] : 4'h0;
-  assign \$42  = \$19 [9] ? step_inputs[39:36] : 4'h0;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = \$19 [10] ? step_inputs[43:40] : 4'h0;
-  assign \$45  = \$19 [11] ? step_inputs[47:44] : 4'h0;
-  assign \$46  = \$44  | \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$19 [12] ? step_inputs[51:48] : 4'h0;
-  assign \$49  = \$19 [13] ? step_inputs[55:52] : 4'h0;
-  assign \$50  = \$48  | \$49 ;
-  assign \$51  = \$19 [14] ? step_inputs[59:56] : 4'h0;
-  assign \$52  = \$50  | \$51 ;
-  assign \$53  = \$47  | \$52 ;
-  assign \$54  = \$40  | \$53 ;
-  assign \$55  = \$19 [0] ? state_0 : 16'h0000;
-  assign \$56  = \$19 [1] ? state_1 : 16'h0000;
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = \$19 [2] ? state_2 : 16'h0000;
-  assign \$59  = \$19 [3] ? state_3 : 16'h0000;
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = \$57  | \$60 ;
-  assign \$62  = \$19 [4] ? state_4 : 16'h0000;
-  assign \$63  = \$19 [5] ? state_5 : 16'h0000;
-  assign \$64  = \$62  | \$63 ;
-  assign \$65  = \$19 [6] ? state_6 : 16'h0000;
-  assign \$66  = \$19 [7] ? state_7 : 16'h0000;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = \$64  | \$67 ;
-  assign \$69  = \$61  | \$68 ;
-  assign \$70  = \$19 [8] ? state_8 : 16'h0000;
-  assign \$71  = \$19 [9] ? state_9 : 16'h0000;
-  assign \$72  = \$70  | \$71 ;
-  assign \$73  = \$19 [10] ? state_10 : 16'h0000;
-  assign \$74  = \$19 [11] ? state_11 : 16'h0000;
-  assign \$75  = \$73  | \$74 ;
-  assign \$76  = \$72  | \$75 ;
-  assign \$77  = \$19 [12] ? state_12 : 16'h0000;
-  assign \$78  = \$19 [13] ? state_13 : 16'h0000;
-  assign \$79  = \$77  | \$78 ;
-  assign \$80  = \$19 [14] ? state_14 : 16'h0000;
-  assign \$81  = \$19 [15] ? state_15 : 16'h0000;
-  assign \$82  = \$80  | \$81 ;
-  assign \$83  = \$79  | \$82 ;
-  assign \$84  = \$76  | \$83 ;
-  assign state_value = \$69  | \$84 ;
-  assign \$85  = weight_base + pending_index;
-  assign \$86  = weight_base + pending_index;
-  assign \$87  = | steps__payload[3:0];
-  assign \$88  = | steps__payload[7:4];
-  assign \$89  = | steps__payload[11:8];
-  assign \$90  = | steps__payload[15:12];
-  assign \$91  = | steps__payload[19:16];
-  assign \$92  = | steps__payload[23:20];
-  assign \$93  = | steps__payload[27:24];
-  assign \$94  = | steps__payload[31:28];
-  assign \$95  = | steps__payload[35:32];
-  assign \$96  = | steps__payload[39:36];
-  assign \$97  = | steps__payload[43:40];
-  assign \$98  = | steps__payload[47:44];
-  assign \$99  = | steps__payload[51:48];
-  assign \$100  = | steps__payload[55:52];
-  assign \$101  = | steps__payload[59:56];
-  assign \$102  = params_rd__addr == 2'h3;
-  assign step_ending = slot_final & \$102 ;
-  assign \$103  = \$233  & step_ending;
-  assign \$104  = ~ step_is_last;
-  assign \$105  = \$103  & \$104 ;
-  assign steps__ready = \$232  | \$105 ;
-  assign fin_group_is = 1'h1 << fin_group;
-  assign \$106  = ~ fin_readout;
-  assign layer_update = fin_valid & \$106 ;
-  assign \$107  = fin_valid & fin_readout;
-  assign readout_done = \$107  & fin_last_group;
-  assign \$108  = fin_group_is[0] ? state_0 : 16'h0000;
-  assign \$109  = fin_group_is[1] ? state_4 : 16'h0000;
-  assign \$110  = \$108  | \$109 ;
-  assign \$111  = fin_group_is[2] ? state_8 : 16'h0000;
-  assign \$112  = fin_group_is[3] ? state_12 : 16'h0000;
-  assign \$113  = \$111  | \$112 ;
-  assign old_state_0 = \$110  | \$113 ;
-  assign \$114  = $signed(cand_acc_0) >= $signed(1'h0);
-  assign \$115  = - $signed(cand_acc_0);
-  assign \$116  = \$114  ? { cand_acc_0[27], cand_acc_0 } : \$115 ;
-  assign \$117  = $signed(thr_acc_0) >= $signed(1'h0);
-  assign \$118  = - $signed(thr_acc_0);
-  assign \$119  = \$117  ? { thr_acc_0[16], thr_acc_0 } : \$118 ;
-  assign gate_0 = \$116 [27:0] >= \$119 [16:0];
-  assign \$120  = $signed(cand_acc_0) >= $signed(1'h0);
-  assign \$121  = - $signed(alpha_0);
-  assign \$122  = \$120  ? { alpha_0[5], alpha_0 } : \$121 ;
-  assign \$123  = $signed(old_state_0) + $signed(\$122 );
-  assign \$124  = $signed(\$123 ) > $signed(16'h7fff);
-  assign \$125  = $signed(\$123 ) < $signed(16'h8000);
-  assign \$126  = \$125  ? 18'h38000 : { \$123 [16], \$123  };
-  assign \$127  = \$124  ? 18'h07fff : \$126 ;
-  assign \$128  = gate_0 ? \$127  : { old_state_0[15], old_state_0[15], old_state_0 };
-  assign \$129  = fin_group_is[0] ? state_1 : 16'h0000;
-  assign \$130  = fin_group_is[1] ? state_5 : 16'h0000;
-  assign \$131  = \$129  | \$130 ;
-  assign \$132  = fin_group_is[2] ? state_9 : 16'h0000;
-  assign \$133  = fin_group_is[3] ? state_13 : 16'h0000;
-  assign \$134  = \$132  | \$133 ;
-  assign old_state_1 = \$131  | \$134 ;
-  assign \$135  = $signed(cand_acc_1) >= $signed(1'h0);
-  assign \$136  = - $signed(cand_acc_1);
-  assign \$137  = \$135  ? { cand_acc_1[27], cand_acc_1 } : \$136 ;
-  assign \$138  = $signed(thr_acc_1) >= $signed(1'h0);
-  assign \$139  = - $signed(thr_acc_1);
-  assign \$140  = \$138  ? { thr_acc_1[16], thr_acc_1 } : \$139 ;
-  assign gate_1 = \$137 [27:0] >= \$140 [16:0];
-  assign \$141  = $signed(cand_acc_1) >= $signed(1'h0);
-  assign \$142  = - $signed(alpha_1);
-  assign \$143  = \$141  ? { alpha_1[5], alpha_1 } : \$142 ;
-  assign \$144  = $signed(old_state_1) + $signed(\$143 );
-  assign \$145  = $signed(\$144 ) > $signed(16'h7fff);
-  assign \$146  = $signed(\$144 ) < $signed(16'h8000);
-  assign \$147  = \$146  ? 18'h38000 : { \$144 [16], \$144  };
-  assign \$148  = \$145  ? 18'h07fff : \$147 ;
-  assign \$149  = gate_1 ? \$148  : { old_state_1[15], old_state_1[15], old_state_1 };
-  assign \$150  = fin_group_is[0] ? state_2 : 16'h0000;
-  assign \$151  = fin_group_is[1] ? state_6 : 16'h0000;
-  assign \$152  = \$150  | \$151 ;
-  assign \$153  = fin_group_is[2] ? state_10 : 16'h0000;
-  assign \$154  = fin_group_is[3] ? state_14 : 16'h0000;
-  assign \$155  = \$153  | \$154 ;
-  assign old_state_2 = \$152  | \$155 ;
-  assign \$156  = $signed(cand_acc_2) >= $signed(1'h0);
-  assign \$157  = - $signed(cand_acc_2);
-  assign \$158  = \$156  ? { cand_acc_2[27], cand_acc_2 } : \$157 ;
-  assign \$159  = $signed(thr_acc_2) >= $signed(1'h0);
-  assign \$160  = - $signed(thr_acc_2);
-  assign \$161  = \$159  ? { thr_acc_2[16], thr_acc_2 } : \$160 ;
-  assign gate_2 = \$158 [27:0] >= \$161 [16:0];
-  assign \$162  = $signed(cand_acc_2) >= $signed(1'h0);
-  assign \$163  = - $signed(alpha_2);
-  assign \$164  = \$162  ? { alpha_2[5], alpha_2 } : \$163 ;
-  assign \$165  = $signed(old_state_2) + $signed(\$164 );
-  assign \$166  = $signed(\$165 ) > $signed(16'h7fff);
-  assign \$167  = $signed(\$165 ) < $signed(16'h8000);
-  assign \$168  = \$167  ? 18'h38000 : { \$165 [16], \$165  };
-  assign \$169  = \$166  ? 18'h07fff : \$168 ;
-  assign \$170  = gate_2 ? \$169  : { old_state_2[15], old_state_2[15], old_state_2 };
-  assign \$171  = fin_group_is[0] ? state_3 : 16'h0000;
-  assign \$172  = fin_group_is[1] ? state_7 : 16'h0000;
-  assign \$173  = \$171  | \$172 ;
-  assign \$174  = fin_group_is[2] ? state_11 : 16'h0000;
-  assign \$175  = fin_group_is[3] ? state_15 : 16'h0000;
-  assign \$176  = \$174  | \$175 ;
-  assign old_state_3 = \$173  | \$176 ;
-  assign \$177  = $signed(cand_acc_3) >= $signed(1'h0);
-  assign \$178  = - $signed(cand_acc_3);
-  assign \$179  = \$177  ? { cand_acc_3[27], cand_acc_3 } : \$178 ;
-  assign \$180  = $signed(thr_acc_3) >= $signed(1'h0);
-  assign \$181  = - $signed(thr_acc_3);
-  assign \$182  = \$180  ? { thr_acc_3[16], thr_acc_3 } : \$181 ;
-  assign gate_3 = \$179 [27:0] >= \$182 [16:0];
-  assign \$183  = $signed(cand_acc_3) >= $signed(1'h0);
-  assign \$184  = - $signed(alpha_3);
-  assign \$185  = \$183  ? { alpha_3[5], alpha_3 } : \$184 ;
-  assign \$186  = $signed(old_state_3) + $signed(\$185 );
-  assign \$187  = $signed(\$186 ) > $signed(16'h7fff);
-  assign \$188  = $signed(\$186 ) < $signed(16'h8000);
-  assign \$189  = \$188  ? 18'h38000 : { \$186 [16], \$186  };
-  assign \$190  = \$187  ? 18'h07fff : \$189 ;
-  assign \$191  = gate_3 ? \$190  : { old_state_3[15], old_state_3[15], old_state_3 };
-  assign \$193  = $signed(cand_acc_1) > $signed(cand_acc_0);
-  assign argmax_0_0_logit = \$195  ? cand_acc_1 : cand_acc_0;
-  assign \$197  = $signed(cand_acc_1) > $signed(cand_acc_0);
-  assign argmax_0_0_lane = \$199  ? 2'h1 : 2'h0;
-  assign \$200  = fin_group != 2'h3;
-  assign \$201  = fin_group != 2'h3;
-  assign \$203  = $signed(cand_acc_3) > $signed(cand_acc_2);
-  assign \$205  = \$201  & \$204 ;
-  assign argmax_0_1_logit = \$205  ? cand_acc_3 : cand_acc_2;
-  assign \$206  = fin_group != 2'h3;
-  assign \$208  = $signed(cand_acc_3) > $signed(cand_acc_2);
-  assign \$210  = \$206  & \$209 ;
-  assign argmax_0_1_lane = \$210  ? 2'h3 : 2'h2;
-  assign \$212  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign argmax_1_0_logit = \$214  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$216  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign argmax_1_0_lane = \$218  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$219  = \$128 [15:0] != old_state_0;
-  assign \$221  = 1'h0 + \$220 ;
-  assign \$222  = \$149 [15:0] != old_state_1;
-  assign \$224  = \$221  + \$223 ;
-  assign \$225  = \$170 [15:0] != old_state_2;
-  assign \$227  = \$224  + \$226 ;
-  assign \$228  = \$191 [15:0] != old_state_3;
-  assign \$230  = \$227  + \$229 ;
-  assign \$231  = layer_update ? \$230  : 5'h00;
-  assign \$232  = ! phase_state;
-  assign \$233  = phase_state == 1'h1;
-  assign \$234  = phase_state == 2'h2;
-  assign \$235  = phase_state == 2'h3;
-  assign \$236  = phase_state == 3'h4;
-  assign \$237  = params_rd__addr == 2'h3;
-  assign \$238  = params_rd__addr + 1'h1;
-  assign \$239  = weight_base + 4'hf;
-  assign \$240  = ~ \$19 [15:0];
-  assign \$241  = pending & \$240 ;
-  assign \$242  = ~ steps__valid;
-  assign \$243  = ~ acc_valid;
-  assign \$244  = ~ fin_valid;
-  assign \$245  = \$243  & \$244 ;
-  assign \$246  = ~ results__valid;
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = params_rd__addr == 2'h3;
-  assign \$249  = params_rd__addr + 1'h1;
-  assign \$250  = weight_base + 5'h10;
-  assign \$251  = ~ \$19 [15:0];
-  assign \$252  = pending & \$251 ;
-  assign \$253  = params_rd__addr == 2'h3;
-  assign \$254  = slot_final & \$253 ;
-  assign \$255  = acc_readout ? readout_bias_rd__data[19:0] : { params_rd__data[15], params_rd__data[15], params_rd__data[15], params_rd__data[15], params_rd__data[15:0] };
-  assign \$256  = acc_first ? { \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255 [19], \$255  } : cand_acc_0;
-  assign \$257  = acc_readout ? readout_rd__data[7:0] : gate_rd__data[7:0];
-  assign \$258  = $signed(\$257 ) * $signed(acc_operand);
-  assign \$259  = $signed(\$256 ) + $signed(\$258 );
-  assign \$260  = acc_first ? { params_rd__data[31], params_rd__data[31:16] } : thr_acc_0;
-  assign \$261  = $signed(gate_rd__data[15:8]) * $signed(acc_operand);
-  assign \$262  = $signed(\$260 ) + $signed(\$261 );
-  assign \$263  = acc_readout ? readout_bias_rd__data[39:20] : { params_rd__data[53], params_rd__data[53], params_rd__data[53], params_rd__data[53], params_rd__data[53:38] };
-  assign \$264  = acc_first ? { \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263 [19], \$263  } : cand_acc_1;
-  assign \$265  = acc_readout ? readout_rd__data[15:8] : gate_rd__data[23:16];
-  assign \$266  = $signed(\$265 ) * $signed(acc_operand);
-  assign \$267  = $signed(\$264 ) + $signed(\$266 );
-  assign \$268  = acc_first ? { params_rd__data[69], params_rd__data[69:54] } : thr_acc_1;
-  assign \$269  = $signed(gate_rd__data[31:24]) * $signed(acc_operand);
-  assign \$270  = $signed(\$268 ) + $signed(\$269 );
-  assign \$271  = acc_readout ? readout_bias_rd__data[59:40] : { params_rd__data[91], params_rd__data[91], params_rd__data[91], params_rd__data[91], params_rd__data[91:76] };
-  assign \$272  = acc_first ? { \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271 [19], \$271  } : cand_acc_2;
-  assign \$273  = acc_readout ? readout_rd__data[23:16] : gate_rd__data[39:32];
-  assign \$274  = $signed(\$273 ) * $signed(acc_operand);
-  assign \$275  = $signed(\$272 ) + $signed(\$274 );
-  assign \$276  = acc_first ? { params_rd__data[107], params_rd__data[107:92] } : thr_acc_2;
-  assign \$277  = $signed(gate_rd__data[47:40]) * $signed(acc_operand);
-  assign \$278  = $signed(\$276 ) + $signed(\$277 );
-  assign \$279  = acc_readout ? readout_bias_rd__data[79:60] : { params_rd__data[129], params_rd__data[129], params_rd__data[129], params_rd__data[129], params_rd__data[129:114] };
-  assign \$280  = acc_first ? { \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279 [19], \$279  } : cand_acc_3;
-  assign \$281  = acc_readout ? readout_rd__data[31:24] : gate_rd__data[55:48];
-  assign \$282  = $signed(\$281 ) * $signed(acc_operand);
-  assign \$283  = $signed(\$280 ) + $signed(\$282 );
-  assign \$284  = acc_first ? { params_rd__data[145], params_rd__data[145:130] } : thr_acc_3;
-  assign \$285  = $signed(gate_rd__data[63:56]) * $signed(acc_operand);
-  assign \$286  = $signed(\$284 ) + $signed(\$285 );
-  assign \$287  = acc_valid & acc_final;
-  assign \$288  = ~ acc_readout;
-  assign \$289  = acc_valid & \$288 ;
-  assign \$290  = | acc_operand;
-  assign \$291  = \$289  & \$290 ;
-  assign \$292  = acc_group == 2'h3;
-  assign \$294  = \$291  ? 4'h8 : 4'h0;
-  assign \$295  = layer_update & fin_group_is[0];
-  assign \$296  = layer_update & fin_group_is[1];
-  assign \$297  = layer_update & fin_group_is[2];
-  assign \$298  = layer_update & fin_group_is[3];
-  assign \$299  = layer_update & fin_group_is[0];
-  assign \$300  = layer_update & fin_group_is[1];
-  assign \$301  = layer_update & fin_group_is[2];
-  assign \$302  = layer_update & fin_group_is[3];
-  assign \$303  = layer_update & fin_group_is[0];
-  assign \$304  = layer_update & fin_group_is[1];
-  assign \$305  = layer_update & fin_group_is[2];
-  assign \$306  = layer_update & fin_group_is[3];
-  assign \$307  = layer_update & fin_group_is[0];
-  assign \$308  = layer_update & fin_group_is[1];
-  assign \$309  = layer_update & fin_group_is[2];
-  assign \$310  = layer_update & fin_group_is[3];
-  assign \$311  = fin_valid & fin_readout;
-  assign \$312  = \$311  & fin_group_is[0];
-  assign \$313  = fin_valid & fin_readout;
-  assign \$314  = \$313  & fin_group_is[1];
-  assign \$315  = fin_valid & fin_readout;
-  assign \$316  = \$315  & fin_group_is[2];
-  assign \$317  = fin_valid & fin_readout;
-  assign \$318  = \$317  & fin_group_is[3];
-  assign \$319  = fin_valid & fin_readout;
-  assign \$320  = \$319  & fin_group_is[0];
-  assign \$321  = fin_valid & fin_readout;
-  assign \$322  = \$321  & fin_group_is[1];
-  assign \$323  = fin_valid & fin_readout;
-  assign \$324  = \$323  & fin_group_is[2];
-  assign \$325  = fin_valid & fin_readout;
-  assign \$326  = \$325  & fin_group_is[3];
-  assign \$327  = fin_valid & fin_readout;
-  assign \$328  = \$327  & fin_group_is[0];
-  assign \$329  = fin_valid & fin_readout;
-  assign \$330  = \$329  & fin_group_is[1];
-  assign \$331  = fin_valid & fin_readout;
-  assign \$332  = \$331  & fin_group_is[2];
-  assign \$333  = fin_valid & fin_readout;
-  assign \$334  = \$333  & fin_group_is[3];
-  assign \$335  = fin_valid & fin_readout;
-  assign \$336  = \$335  & fin_group_is[0];
-  assign \$337  = fin_valid & fin_readout;
-  assign \$338  = \$337  & fin_group_is[1];
-  assign \$339  = fin_valid & fin_readout;
-  assign \$340  = \$339  & fin_group_is[2];
-  assign \$341  = fin_valid & fin_readout;
-  assign \$342  = ! fin_group;
-  assign \$343  = $signed(argmax_1_0_logit) > $signed(best_logit);
-  assign \$344  = \$342  | \$343 ;
-  assign \$345  = \$341  & \$344 ;
-  assign \$346  = fin_group * 3'h4;
-  assign \$347  = \$346  + argmax_1_0_lane;
-  assign \$348  = results__valid & results__ready;
-  assign \$349  = layer_update & fin_last_group;
-  assign \$350  = cycle_count + 1'h1;
-  assign \$351  = event_count + \$231 [2:0];
-  assign \$352  = mac_count + mac_pending;
-  always @(posedge clk)
-    acc_valid <= \$353 ;
-  always @(posedge clk)
-    step_inputs <= \$354 ;
-  always @(posedge clk)
-    step_nonzero <= \$355 ;
-  always @(posedge clk)
-    step_is_last <= \$356 ;
-  always @(posedge clk)
-    params_rd__addr <= \$357 ;
-  always @(posedge clk)
-    weight_base <= \$358 ;
-  always @(posedge clk)
-    group_first <= \$359 ;
-  always @(posedge clk)
-    pending <= \$360 ;
-  always @(posedge clk)
-    phase_state <= \$361 ;
-  always @(posedge clk)
-    acc_first <= \$362 ;
-  always @(posedge clk)
-    acc_final <= \$363 ;
-  always @(posedge clk)
-    acc_last_group <= \$364 ;
-  always @(posedge clk)
-    acc_readout <= \$365 ;
-  always @(posedge clk)
-    acc_group <= \$366 ;
-  always @(posedge clk)
-    acc_operand <= \$367 ;
-  always @(posedge clk)
-    cand_acc_0 <= \$368 ;
-  always @(posedge clk)
-    thr_acc_0 <= \$369 ;
-  always @(posedge clk)
-    alpha_0 <= \$370 ;
-  always @(posedge clk)
-    cand_acc_1 <= \$371 ;
-  always @(posedge clk)
-    thr_acc_1 <= \$372 ;
-  always @(posedge clk)
-    alpha_1 <= \$373 ;
-  always @(posedge clk)
-    cand_acc_2 <= \$374 ;
-  always @(posedge clk)
-    thr_acc_2 <= \$375 ;
-  always @(posedge clk)
-    alpha_2 <= \$376 ;
-  always @(posedge clk)
-    cand_acc_3 <= \$377 ;
-  always @(posedge clk)
-    thr_acc_3 <= \$378 ;
-  always @(posedge clk)
-    alpha_3 <= \$379 ;
-  always @(posedge clk)
-    fin_valid <= \$380 ;
-  always @(posedge clk)
-    fin_readout <= \$381 ;
-  always @(posedge clk)
-    fin_last_group <= \$382 ;
-  always @(posedge clk)
-    fin_group <= \$383 ;
-  always @(posedge clk)
-    mac_pending <= \$384 ;
-  always @(posedge clk)
-    state_0 <= \$385 ;
-  always @(posedge clk)
-    gate <= \$386 ;
-  always @(posedge clk)
-    state_4 <= \$387 ;
-  always @(posedge clk)
-    state_8 <= \$388 ;
-  always @(posedge clk)
-    state_12 <= \$389 ;
-  always @(posedge clk)
-    state_1 <= \$390 ;
-  always @(posedge clk)
-    state_5 <= \$391 ;
-  always @(posedge clk)
-    state_9 <= \$392 ;
-  always @(posedge clk)
-    state_13 <= \$393 ;
-  always @(posedge clk)
-    state_2 <= \$394 ;
-  always @(posedge clk)
-    state_6 <= \$395 ;
-  always @(posedge clk)
-    state_10 <= \$396 ;
-  always @(posedge clk)
-    state_14 <= \$397 ;
-  always @(posedge clk)
-    state_3 <= \$398 ;
-  always @(posedge clk)
-    state_7 <= \$399 ;
-  always @(posedge clk)
-    state_11 <= \$400 ;
-  always @(posedge clk)
-    state_15 <= \$401 ;
-  always @(posedge clk)
-    logit_0 <= \$402 ;
-  always @(posedge clk)
-    logit_4 <= \$403 ;
-  always @(posedge clk)
-    logit_8 <= \$404 ;
-  always @(posedge clk)
-    logit_12 <= \$405 ;
-  always @(posedge clk)
-    logit_1 <= \$406 ;
-  always @(posedge clk)
-    logit_5 <= \$407 ;
-  always @(posedge clk)
-    logit_9 <= \$408 ;
-  always @(posedge clk)
-    logit_13 <= \$409 ;
-  always @(posedge clk)
-    logit_2 <= \$410 ;
-  always @(posedge clk)
-    logit_6 <= \$411 ;
-  always @(posedge clk)
-    logit_10 <= \$412 ;
-  always @(posedge clk)
-    logit_14 <= \$413 ;
-  always @(posedge clk)
-    logit_3 <= \$414 ;
-  always @(posedge clk)
-    logit_7 <= \$415 ;
-  always @(posedge clk)
-    logit_11 <= \$416 ;
-  always @(posedge clk)
-    best_logit <= \$417 ;
-  always @(posedge clk)
-    best_class <= \$418 ;
-  always @(posedge clk)
-    results__valid <= \$419 ;
-  always @(posedge clk)
-    step_done <= \$420 ;
-  always @(posedge clk)
-    cycle_count <= \$421 ;
-  always @(posedge clk)
-    event_count <= \$422 ;
-  always @(posedge clk)
-    mac_count <= \$423 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$353  = 1'h0;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$353  = 1'h1;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$353  = 1'h1;
-    endcase
-    if (rst) begin
-      \$353  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$354  = step_inputs;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$354  = steps__payload[59:0];
-          end
-      3'h1:
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$354  = steps__payload[59:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$354  = 60'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$355  = step_nonzero;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$355  = { \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-          end
-      3'h1:
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$355  = { \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$355  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$356  = step_is_last;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$356  = steps__payload[60];
-          end
-      3'h1:
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$356  = steps__payload[60];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$356  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$357  = params_rd__addr;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$357  = 2'h0;
-          end
-      3'h1:
-        begin
-          if (slot_final) begin
-            \$357  = \$238 [1:0];
-          end
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$357  = 2'h0;
-              end
-            end
-          end
-        end
-      3'h2:
-          if (\$247 ) begin
-            \$357  = 2'h0;
-          end
-      3'h3:
-          if (slot_final) begin
-            \$357  = \$249 [1:0];
-          end
-    endcase
-    if (rst) begin
-      \$357  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$358  = weight_base;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$358  = 7'h00;
-          end
-      3'h1:
-        begin
-          if (slot_final) begin
-            \$358  = \$239 [6:0];
-          end
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$358  = 7'h00;
-              end
-            end
-          end
-        end
-      3'h2:
-          if (\$247 ) begin
-            \$358  = 7'h00;
-          end
-      3'h3:
-          if (slot_final) begin
-            \$358  = \$250 [6:0];
-          end
-    endcase
-    if (rst) begin
-      \$358  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$359  = group_first;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$359  = 1'h1;
-          end
-      3'h1:
-        begin
-          (* full_case = 32'd1 *)
-          if (slot_final) begin
-            \$359  = 1'h1;
-          end else begin
-            \$359  = 1'h0;
-          end
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$359  = 1'h1;
-              end
-            end
-          end
-        end
-      3'h2:
-          if (\$247 ) begin
-            \$359  = 1'h1;
-          end
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (slot_final) begin
-            \$359  = 1'h1;
-          end else begin
-            \$359  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$359  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$360  = pending;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$360  = { 1'h0, \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-          end
-      3'h1:
-        begin
-          (* full_case = 32'd1 *)
-          if (slot_final) begin
-            \$360  = { 1'h0, step_nonzero };
-          end else begin
-            \$360  = \$241 ;
-          end
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-            end else begin
-              if (steps__valid) begin
-                \$360  = { 1'h0, \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-              end
-            end
-          end
-        end
-      3'h2:
-          if (\$247 ) begin
-            \$360  = { \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4 , \$3 , \$2 , \$1  };
-          end
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (slot_final) begin
-            \$360  = { \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4 , \$3 , \$2 , \$1  };
-          end else begin
-            \$360  = \$252 ;
-          end
-    endcase
-    if (rst) begin
-      \$360  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$361  = phase_state;
-    casez (phase_state)
-      3'h0:
-          if (steps__valid) begin
-            \$361  = 3'h1;
-          end
-      3'h1:
-          if (step_ending) begin
-            (* full_case = 32'd1 *)
-            if (step_is_last) begin
-              \$361  = 3'h2;
-            end else begin
-              if (\$242 ) begin
-                \$361  = 3'h0;
-              end
-            end
-          end
-      3'h2:
-          if (\$247 ) begin
-            \$361  = 3'h3;
-          end
-      3'h3:
-          if (\$254 ) begin
-            \$361  = 3'h4;
-          end
-      3'h4:
-          if (readout_done) begin
-            \$361  = 3'h0;
-          end
-    endcase
-    if (rst) begin
-      \$361  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$362  = acc_first;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$362  = group_first;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$362  = group_first;
-    endcase
-    if (rst) begin
-      \$362  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$363  = acc_final;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$363  = slot_final;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$363  = slot_final;
-    endcase
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$364  = acc_last_group;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$364  = \$237 ;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$364  = \$248 ;
-    endcase
-    if (rst) begin
-      \$364  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$365  = acc_readout;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$365  = 1'h0;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$365  = 1'h1;
-    endcase
-    if (rst) begin
-      \$365  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$366  = acc_group;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$366  = params_rd__addr;
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$366  = params_rd__addr;
-    endcase
-    if (rst) begin
-      \$366  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$367  = acc_operand;
-    casez (phase_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$367  = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
-      3'h2:
-          /* empty */;
-      3'h3:
-          \$367  = state_value;
-    endcase
-    if (rst) begin
-      \$367  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$368  = cand_acc_0;
-    if (acc_valid) begin
-      \$368  = \$259 [27:0];
-    end
-    if (rst) begin
-      \$368  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$369  = thr_acc_0;
-    if (acc_valid) begin
-      \$369  = \$262 [16:0];
-    end
-    if (rst) begin
-      \$369  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$370  = alpha_0;
-    if (acc_valid) begin
-      if (acc_first) begin
-        \$370  = params_rd__data[37:32];
-      end
-    end
-    if (rst) begin
-      \$370  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$371  = cand_acc_1;
-    if (acc_valid) begin
-      \$371  = \$267 [27:0];
-    end
-    if (rst) begin
-      \$371  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$372  = thr_acc_1;
-    if (acc_valid) begin
-      \$372  = \$270 [16:0];
-    end
-    if (rst) begin
-      \$372  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$373  = alpha_1;
-    if (acc_valid) begin
-      if (acc_first) begin
-        \$373  = params_rd__data[75:70];
-      end
-    end
-    if (rst) begin
-      \$373  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$374  = cand_acc_2;
-    if (acc_valid) begin
-      \$374  = \$275 [27:0];
-    end
-    if (rst) begin
-      \$374  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$375  = thr_acc_2;
-    if (acc_valid) begin
-      \$375  = \$278 [16:0];
-    end
-    if (rst) begin
-      \$375  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$376  = alpha_2;
-    if (acc_valid) begin
-      if (acc_first) begin
-        \$376  = params_rd__data[113:108];
-      end
-    end
-    if (rst) begin
-      \$376  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$377  = cand_acc_3;
-    if (acc_valid) begin
-      \$377  = \$283 [27:0];
-    end
-    if (rst) begin
-      \$377  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$378  = thr_acc_3;
-    if (acc_valid) begin
-      \$378  = \$286 [16:0];
-    end
-    if (rst) begin
-      \$378  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$379  = alpha_3;
-    if (acc_valid) begin
-      if (acc_first) begin
-        \$379  = params_rd__data[151:146];
-      end
-    end
-    if (rst) begin
-      \$379  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$380  = \$287 ;
-    if (rst) begin
-      \$380  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$381  = acc_readout;
-    if (rst) begin
-      \$381  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$382  = acc_last_group;
-    if (rst) begin
-      \$382  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$383  = acc_group;
-    if (rst) begin
-      \$383  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$384  = \$294 ;
-    if (rst) begin
-      \$384  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$385  = state_0;
-    if (\$295 ) begin
-      \$385  = \$128 [15:0];
-    end
-    if (readout_done) begin
-      \$385  = 16'h0000;
-    end
-    if (rst) begin
-      \$385  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$386  = gate;
-    if (\$295 ) begin
-      \$386 [0] = gate_0;
-    end
-    if (\$296 ) begin
-      \$386 [4] = gate_0;
-    end
-    if (\$297 ) begin
-      \$386 [8] = gate_0;
-    end
-    if (\$298 ) begin
-      \$386 [12] = gate_0;
-    end
-    if (\$299 ) begin
-      \$386 [1] = gate_1;
-    end
-    if (\$300 ) begin
-      \$386 [5] = gate_1;
-    end
-    if (\$301 ) begin
-      \$386 [9] = gate_1;
-    end
-    if (\$302 ) begin
-      \$386 [13] = gate_1;
-    end
-    if (\$303 ) begin
-      \$386 [2] = gate_2;
-    end
-    if (\$304 ) begin
-      \$386 [6] = gate_2;
-    end
-    if (\$305 ) begin
-      \$386 [10] = gate_2;
-    end
-    if (\$306 ) begin
-      \$386 [14] = gate_2;
-    end
-    if (\$307 ) begin
-      \$386 [3] = gate_3;
-    end
-    if (\$308 ) begin
-      \$386 [7] = gate_3;
-    end
-    if (\$309 ) begin
-      \$386 [11] = gate_3;
-    end
-    if (\$310 ) begin
-      \$386 [15] = gate_3;
-    end
-    if (rst) begin
-      \$386  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$387  = state_4;
-    if (\$296 ) begin
-      \$387  = \$128 [15:0];
-    end
-    if (readout_done) begin
-      \$387  = 16'h0000;
-    end
-    if (rst) begin
-      \$387  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$388  = state_8;
-    if (\$297 ) begin
-      \$388  = \$128 [15:0];
-    end
-    if (readout_done) begin
-      \$388  = 16'h0000;
-    end
-    if (rst) begin
-      \$388  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$389  = state_12;
-    if (\$298 ) begin
-      \$389  = \$128 [15:0];
-    end
-    if (readout_done) begin
-      \$389  = 16'h0000;
-    end
-    if (rst) begin
-      \$389  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$390  = state_1;
-    if (\$299 ) begin
-      \$390  = \$149 [15:0];
-    end
-    if (readout_done) begin
-      \$390  = 16'h0000;
-    end
-    if (rst) begin
-      \$390  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$391  = state_5;
-    if (\$300 ) begin
-      \$391  = \$149 [15:0];
-    end
-    if (readout_done) begin
-      \$391  = 16'h0000;
-    end
-    if (rst) begin
-      \$391  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$392  = state_9;
-    if (\$301 ) begin
-      \$392  = \$149 [15:0];
-    end
-    if (readout_done) begin
-      \$392  = 16'h0000;
-    end
-    if (rst) begin
-      \$392  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$393  = state_13;
-    if (\$302 ) begin
-      \$393  = \$149 [15:0];
-    end
-    if (readout_done) begin
-      \$393  = 16'h0000;
-    end
-    if (rst) begin
-      \$393  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$394  = state_2;
-    if (\$303 ) begin
-      \$394  = \$170 [15:0];
-    end
-    if (readout_done) begin
-      \$394  = 16'h0000;
-    end
-    if (rst) begin
-      \$394  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$395  = state_6;
-    if (\$304 ) begin
-      \$395  = \$170 [15:0];
-    end
-    if (readout_done) begin
-      \$395  = 16'h0000;
-    end
-    if (rst) begin
-      \$395  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$396  = state_10;
-    if (\$305 ) begin
-      \$396  = \$170 [15:0];
-    end
-    if (readout_done) begin
-      \$396  = 16'h0000;
-    end
-    if (rst) begin
-      \$396  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$397  = state_14;
-    if (\$306 ) begin
-      \$397  = \$170 [15:0];
-    end
-    if (readout_done) begin
-      \$397  = 16'h0000;
-    end
-    if (rst) begin
-      \$397  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$398  = state_3;
-    if (\$307 ) begin
-      \$398  = \$191 [15:0];
-    end
-    if (readout_done) begin
-      \$398  = 16'h0000;
-    end
-    if (rst) begin
-      \$398  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$399  = state_7;
-    if (\$308 ) begin
-      \$399  = \$191 [15:0];
-    end
-    if (readout_done) begin
-      \$399  = 16'h0000;
-    end
-    if (rst) begin
-      \$399  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$400  = state_11;
-    if (\$309 ) begin
-      \$400  = \$191 [15:0];
-    end
-    if (readout_done) begin
-      \$400  = 16'h0000;
-    end
-    if (rst) begin
-      \$400  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$401  = state_15;
-    if (\$310 ) begin
-      \$401  = \$191 [15:0];
-    end
-    if (readout_done) begin
-      \$401  = 16'h0000;
-    end
-    if (rst) begin
-      \$401  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$402  = logit_0;
-    if (\$312 ) begin
-      \$402  = cand_acc_0;
-    end
-    if (rst) begin
-      \$402  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$403  = logit_4;
-    if (\$314 ) begin
-      \$403  = cand_acc_0;
-    end
-    if (rst) begin
-      \$403  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$404  = logit_8;
-    if (\$316 ) begin
-      \$404  = cand_acc_0;
-    end
-    if (rst) begin
-      \$404  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$405  = logit_12;
-    if (\$318 ) begin
-      \$405  = cand_acc_0;
-    end
-    if (rst) begin
-      \$405  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$406  = logit_1;
-    if (\$320 ) begin
-      \$406  = cand_acc_1;
-    end
-    if (rst) begin
-      \$406  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$407  = logit_5;
-    if (\$322 ) begin
-      \$407  = cand_acc_1;
-    end
-    if (rst) begin
-      \$407  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$408  = logit_9;
-    if (\$324 ) begin
-      \$408  = cand_acc_1;
-    end
-    if (rst) begin
-      \$408  = 28'h0000000;
-    end
-  end
+    if (\$signature__en ) begin
+      _1_ <= \weights$70 [\$7 [5:0]];
+    end
+  end
+  assign weights = _1_;
+  assign \$14  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign argmax_0_0_logit = \$16  ? acc[55:28] : acc[27:0];
+  assign \$19  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$22  = \$21  ? 1'h1 : 1'h0;
+  assign \$24  = slot_c3[2:1] != 2'h3;
+  assign \$25  = slot_c3[2:1] != 2'h3;
+  assign \$28  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$30  = \$25  & \$29 ;
+  assign argmax_0_1_logit = \$30  ? acc[111:84] : acc[83:56];
+  assign \$31  = slot_c3[2:1] != 2'h3;
+  assign \$34  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$36  = \$31  & \$35 ;
+  assign argmax_0_1_lane = \$36  ? 2'h3 : 2'h2;
+  assign \$40  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign argmax_1_0_logit = \$42  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$45  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign argmax_1_0_lane = \$47  ? argmax_0_1_lane : { 1'h0, \$22  };
+  assign \$48  = ! slot_c3[2:1];
+  assign \$49  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$48  | \$49 ;
+  assign \$50  = slot_c3[2:1] * 3'h4;
+  assign \$51  = \$50  + argmax_1_0_lane;
+  assign \$52  = take ? \$51  : { 2'h0, best_class };
+  assign credit = reserved < 4'h8;
+  assign \$53  = 1'h0 + \$signature__en ;
+  assign \$54  = readout_weights_reads + \$53 ;
+  assign \$55  = | \$3 [3:0];
+  assign \$56  = 1'h0 + \$55 ;
+  assign \$57  = readout_weights_writes + \$56 ;
+  assign \$58  = 1'h0 + b_rd__en;
+  assign \$59  = readout_bias_reads + \$58 ;
+  assign \$60  = | \$6 [3:0];
+  assign \$61  = 1'h0 + \$60 ;
+  assign \$62  = readout_bias_writes + \$61 ;
+  assign \$63  = ~ slot_c2[15];
+  assign \$64  = slot_c2[0] & \$63 ;
+  assign \$65  = | slot_c2[35:20];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = slot_c2[2:1] == 2'h3;
+  assign \$68  = \$67  ? 3'h3 : 3'h4;
+  assign \$69  = \$68  * 1'h1;
+  assign \$70  = readout_macs + \$69 ;
+  assign \$71  = finalize & take;
+  assign \$72  = reserved + starting;
+  assign \$73  = r_en & results__valid;
+  assign \$74  = \$72  - \$73 ;
+  always @(posedge clk)
+    readout_weights_reads <= \$75 ;
+  always @(posedge clk)
+    readout_weights_writes <= \$76 ;
+  always @(posedge clk)
+    readout_bias_reads <= \$77 ;
+  always @(posedge clk)
+    readout_bias_writes <= \$78 ;
+  always @(posedge clk)
+    slot_c2 <= \$79 ;
+  always @(posedge clk)
+    use_acc2 <= \$80 ;
+  always @(posedge clk)
+    readout_macs <= \$81 ;
+  always @(posedge clk)
+    slot_c3 <= \$82 ;
+  always @(posedge clk)
+    best_logit <= \$83 ;
+  always @(posedge clk)
+    best_class <= \$84 ;
+  always @(posedge clk)
+    reserved <= \$85 ;
+  assign \$1  = \config [3:1] == 2'h3;
+  assign \$2  = \config [0] & \$1 ;
+  assign \$3  = \$2  << \config [12:10];
+  assign \$4  = \config [3:1] == 3'h4;
+  assign \$5  = \config [0] & \$4 ;
+  assign \$6  = \$5  << \config [12:10];
+  assign \$7  = slot[9:3] + slot[19:16];
+  assign \$8  = ~ slot[15];
+  assign \$9  = slot[0] & \$8 ;
+  assign \$10  = slot[0] & slot[10];
+  assign finalize = slot_c3[0] & slot_c3[11];
+  \accelerator.readout.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.readout.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[10]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[35:20]),
+    .weights(weights)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .r_data(results__payload),
+    .r_en(r_en),
+    .r_rdy(results__valid),
+    .rst(rst),
+    .w_en(finalize),
+    .w_port__data(beat)
+  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$409  = logit_13;
-    if (\$326 ) begin
-      \$409  = cand_acc_1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__en  = 1'h0;
+    if (\$9 ) begin
+      \$signature__en  = 1'h1;
     end
-    if (rst) begin
-      \$409  = 28'h0000000;
-    end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$410  = logit_2;
-    if (\$328 ) begin
-      \$410  = cand_acc_2;
-    end
-    if (rst) begin
-      \$410  = 28'h0000000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    b_rd__en = 1'h0;
+    if (\$10 ) begin
+      b_rd__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$411  = logit_6;
-    if (\$330 ) begin
-      \$411  = cand_acc_2;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$75  = \$54 [31:0];
     if (rst) begin
-      \$411  = 28'h0000000;
+      \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$412  = logit_10;
-    if (\$332 ) begin
-      \$412  = cand_acc_2;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$76  = \$57 [31:0];
     if (rst) begin
-      \$412  = 28'h0000000;
+      \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$413  = logit_14;
-    if (\$334 ) begin
-      \$413  = cand_acc_2;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$77  = \$59 [31:0];
     if (rst) begin
-      \$413  = 28'h0000000;
+      \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$414  = logit_3;
-    if (\$336 ) begin
-      \$414  = cand_acc_3;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$78  = \$62 [31:0];
     if (rst) begin
-      \$414  = 28'h0000000;
+      \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$415  = logit_7;
-    if (\$338 ) begin
-      \$415  = cand_acc_3;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$79  = slot;
     if (rst) begin
-      \$415  = 28'h0000000;
+      \$79  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$416  = logit_11;
-    if (\$340 ) begin
-      \$416  = cand_acc_3;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$80  = 1'h0;
     if (rst) begin
-      \$416  = 28'h0000000;
+      \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$417  = best_logit;
-    if (\$345 ) begin
-      \$417  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$81  = readout_macs;
+    if (\$66 ) begin
+      \$81  = \$70 [31:0];
     end
     if (rst) begin
-      \$417  = 28'h0000000;
+      \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$418  = best_class;
-    if (\$345 ) begin
-      \$418  = \$347 [3:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$82  = slot_c2;
     if (rst) begin
-      \$418  = 4'h0;
+      \$82  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$419  = results__valid;
-    if (\$348 ) begin
-      \$419  = 1'h0;
-    end
-    if (readout_done) begin
-      \$419  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$83  = best_logit;
+    if (\$71 ) begin
+      \$83  = argmax_1_0_logit;
     end
-    if (rst) begin
-      \$419  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$420  = \$349 ;
     if (rst) begin
-      \$420  = 1'h0;
+      \$83  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$421  = \$350 [31:0];
-    if (rst) begin
-      \$421  = 32'd0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$84  = best_class;
+    if (\$71 ) begin
+      \$84  = \$52 [3:0];
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$422  = \$351 [31:0];
     if (rst) begin
-      \$422  = 32'd0;
+      \$84  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$423  = \$352 [31:0];
-    if (rst) begin
-      \$423  = 32'd0;
-    end
-  end
-  assign \gate$30  = gate;
-  assign state_nonzero = { \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4 , \$3 , \$2 , \$1  };
-  assign pending_lowest = \$19 [15:0];
-  assign input_value = { \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54 [3], \$54  };
-  assign gate_rd__addr = \$85 [5:0];
-  assign readout_rd__addr = \$86 [5:0];
-  assign group = params_rd__addr;
-  assign readout_bias_rd__addr = params_rd__addr;
-  assign beat_nonzero = { \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87  };
-  assign update_0 = { \$123 [16], \$123  };
-  assign new_state_0 = \$128 [15:0];
-  assign update_1 = { \$144 [16], \$144  };
-  assign new_state_1 = \$149 [15:0];
-  assign update_2 = { \$165 [16], \$165  };
-  assign new_state_2 = \$170 [15:0];
-  assign update_3 = { \$186 [16], \$186  };
-  assign new_state_3 = \$191 [15:0];
-  assign group_best_logit = argmax_1_0_logit;
-  assign group_best_lane = argmax_1_0_lane;
-  assign events = \$231 [2:0];
-  assign \steps__payload.x  = steps__payload[59:0];
-  assign \steps__payload.x[0]  = steps__payload[3:0];
-  assign \steps__payload.x[1]  = steps__payload[7:4];
-  assign \steps__payload.x[2]  = steps__payload[11:8];
-  assign \steps__payload.x[3]  = steps__payload[15:12];
-  assign \steps__payload.x[4]  = steps__payload[19:16];
-  assign \steps__payload.x[5]  = steps__payload[23:20];
-  assign \steps__payload.x[6]  = steps__payload[27:24];
-  assign \steps__payload.x[7]  = steps__payload[31:28];
-  assign \steps__payload.x[8]  = steps__payload[35:32];
-  assign \steps__payload.x[9]  = steps__payload[39:36];
-  assign \steps__payload.x[10]  = steps__payload[43:40];
-  assign \steps__payload.x[11]  = steps__payload[47:44];
-  assign \steps__payload.x[12]  = steps__payload[51:48];
-  assign \steps__payload.x[13]  = steps__payload[55:52];
-  assign \steps__payload.x[14]  = steps__payload[59:56];
-  assign \steps__payload.last  = steps__payload[60];
-  assign \results__payload.class_index  = results__payload[3:0];
-  assign \results__payload.logits  = results__payload[423:4];
-  assign \results__payload.logits[0]  = results__payload[31:4];
-  assign \results__payload.logits[1]  = results__payload[59:32];
-  assign \results__payload.logits[2]  = results__payload[87:60];
-  assign \results__payload.logits[3]  = results__payload[115:88];
-  assign \results__payload.logits[4]  = results__payload[143:116];
-  assign \results__payload.logits[5]  = results__payload[171:144];
-  assign \results__payload.logits[6]  = results__payload[199:172];
-  assign \results__payload.logits[7]  = results__payload[227:200];
-  assign \results__payload.logits[8]  = results__payload[255:228];
-  assign \results__payload.logits[9]  = results__payload[283:256];
-  assign \results__payload.logits[10]  = results__payload[311:284];
-  assign \results__payload.logits[11]  = results__payload[339:312];
-  assign \results__payload.logits[12]  = results__payload[367:340];
-  assign \results__payload.logits[13]  = results__payload[395:368];
-  assign \results__payload.logits[14]  = results__payload[423:396];
-  assign \state[0]  = state[15:0];
-  assign \state[1]  = state[31:16];
-  assign \state[2]  = state[47:32];
-  assign \state[3]  = state[63:48];
-  assign \state[4]  = state[79:64];
-  assign \state[5]  = state[95:80];
-  assign \state[6]  = state[111:96];
-  assign \state[7]  = state[127:112];
-  assign \state[8]  = state[143:128];
-  assign \state[9]  = state[159:144];
-  assign \state[10]  = state[175:160];
-  assign \state[11]  = state[191:176];
-  assign \state[12]  = state[207:192];
-  assign \state[13]  = state[223:208];
-  assign \state[14]  = state[239:224];
-  assign \state[15]  = state[255:240];
-  assign \step_inputs[0]  = step_inputs[3:0];
-  assign \step_inputs[1]  = step_inputs[7:4];
-  assign \step_inputs[2]  = step_inputs[11:8];
-  assign \step_inputs[3]  = step_inputs[15:12];
-  assign \step_inputs[4]  = step_inputs[19:16];
-  assign \step_inputs[5]  = step_inputs[23:20];
-  assign \step_inputs[6]  = step_inputs[27:24];
-  assign \step_inputs[7]  = step_inputs[31:28];
-  assign \step_inputs[8]  = step_inputs[35:32];
-  assign \step_inputs[9]  = step_inputs[39:36];
-  assign \step_inputs[10]  = step_inputs[43:40];
-  assign \step_inputs[11]  = step_inputs[47:44];
-  assign \step_inputs[12]  = step_inputs[51:48];
-  assign \step_inputs[13]  = step_inputs[55:52];
-  assign \step_inputs[14]  = step_inputs[59:56];
-  assign \params_rd__data[0]  = params_rd__data[37:0];
-  assign \params_rd__data[0].cand_bias  = params_rd__data[15:0];
-  assign \params_rd__data[0].thr_bias  = params_rd__data[31:16];
-  assign \params_rd__data[0].alpha  = params_rd__data[37:32];
-  assign \params_rd__data[1]  = params_rd__data[75:38];
-  assign \params_rd__data[1].cand_bias  = params_rd__data[53:38];
-  assign \params_rd__data[1].thr_bias  = params_rd__data[69:54];
-  assign \params_rd__data[1].alpha  = params_rd__data[75:70];
-  assign \params_rd__data[2]  = params_rd__data[113:76];
-  assign \params_rd__data[2].cand_bias  = params_rd__data[91:76];
-  assign \params_rd__data[2].thr_bias  = params_rd__data[107:92];
-  assign \params_rd__data[2].alpha  = params_rd__data[113:108];
-  assign \params_rd__data[3]  = params_rd__data[151:114];
-  assign \params_rd__data[3].cand_bias  = params_rd__data[129:114];
-  assign \params_rd__data[3].thr_bias  = params_rd__data[145:130];
-  assign \params_rd__data[3].alpha  = params_rd__data[151:146];
-  assign \readout_bias_rd__data[0]  = readout_bias_rd__data[19:0];
-  assign \readout_bias_rd__data[1]  = readout_bias_rd__data[39:20];
-  assign \readout_bias_rd__data[2]  = readout_bias_rd__data[59:40];
-  assign \readout_bias_rd__data[3]  = readout_bias_rd__data[79:60];
-  assign \gate_rd__data[0]  = gate_rd__data[15:0];
-  assign \gate_rd__data[0].cand  = gate_rd__data[7:0];
-  assign \gate_rd__data[0].thr  = gate_rd__data[15:8];
-  assign \gate_rd__data[1]  = gate_rd__data[31:16];
-  assign \gate_rd__data[1].cand  = gate_rd__data[23:16];
-  assign \gate_rd__data[1].thr  = gate_rd__data[31:24];
-  assign \gate_rd__data[2]  = gate_rd__data[47:32];
-  assign \gate_rd__data[2].cand  = gate_rd__data[39:32];
-  assign \gate_rd__data[2].thr  = gate_rd__data[47:40];
-  assign \gate_rd__data[3]  = gate_rd__data[63:48];
-  assign \gate_rd__data[3].cand  = gate_rd__data[55:48];
-  assign \gate_rd__data[3].thr  = gate_rd__data[63:56];
-  assign \readout_rd__data[0]  = readout_rd__data[7:0];
-  assign \readout_rd__data[1]  = readout_rd__data[15:8];
-  assign \readout_rd__data[2]  = readout_rd__data[23:16];
-  assign \readout_rd__data[3]  = readout_rd__data[31:24];
-  assign pending_index[3] = \$23 ;
-  assign pending_index[2] = \$22 ;
-  assign pending_index[1] = \$21 ;
-  assign pending_index[0] = \$20 ;
-  assign results__payload[423:396] = logit_14;
-  assign results__payload[395:368] = logit_13;
-  assign results__payload[367:340] = logit_12;
-  assign results__payload[339:312] = logit_11;
-  assign results__payload[311:284] = logit_10;
-  assign results__payload[283:256] = logit_9;
-  assign results__payload[255:228] = logit_8;
-  assign results__payload[227:200] = logit_7;
-  assign results__payload[199:172] = logit_6;
-  assign results__payload[171:144] = logit_5;
-  assign results__payload[143:116] = logit_4;
-  assign results__payload[115:88] = logit_3;
-  assign results__payload[87:60] = logit_2;
-  assign results__payload[59:32] = logit_1;
-  assign results__payload[31:4] = logit_0;
-  assign results__payload[3:0] = best_class;
-  assign state[255:240] = state_15;
-  assign state[239:224] = state_14;
-  assign state[223:208] = state_13;
-  assign state[207:192] = state_12;
-  assign state[191:176] = state_11;
-  assign state[175:160] = state_10;
-  assign state[159:144] = state_9;
-  assign state[143:128] = state_8;
-  assign state[127:112] = state_7;
-  assign state[111:96] = state_6;
-  assign state[95:80] = state_5;
-  assign state[79:64] = state_4;
-  assign state[63:48] = state_3;
-  assign state[47:32] = state_2;
-  assign state[31:16] = state_1;
-  assign state[15:0] = state_0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$85  = \$74 [3:0];
+    if (rst) begin
+      \$85  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign port__addr = \config [9:4];
+  assign port__en = \$3 [3:0];
+  assign \port__addr$10  = \config [5:4];
+  assign \port__en$11  = \$6 [3:0];
+  assign \$signature__addr  = \$7 [5:0];
+  assign b_rd__addr = slot[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[10];
+  assign value = slot_c2[35:20];
+  assign \$signature__data  = weights;
+  assign argmax_0_0_lane = { 1'h0, \$22  };
+  assign class_now = \$52 [3:0];
+  assign w_data = beat;
+  assign w_en = finalize;
+  assign r_data = results__payload;
+  assign r_rdy = results__valid;
+  assign results__ready = r_en;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[19:4];
+  assign \items__payload.step_end  = items__payload[20];
+  assign \items__payload.seq_end  = items__payload[21];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[19:4];
+  assign \items__payload$1.step_end  = items__payload[20];
+  assign \items__payload$1.seq_end  = items__payload[21];
+  assign \config.valid  = \config [0];
+  assign \config.target  = \config [3:1];
+  assign \config.addr  = \config [9:4];
+  assign \config.elem  = \config [12:10];
+  assign \config.value  = \config [44:13];
+  assign \port__data[0]  = port__data[7:0];
+  assign \port__data[1]  = port__data[15:8];
+  assign \port__data[2]  = port__data[23:16];
+  assign \port__data[3]  = port__data[31:24];
+  assign \port__data$12[0]  = \port__data$12 [19:0];
+  assign \port__data$12[1]  = \port__data$12 [39:20];
+  assign \port__data$12[2]  = \port__data$12 [59:40];
+  assign \port__data$12[3]  = \port__data$12 [79:60];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[35:20];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[9:3];
+  assign \slot_c2.first  = slot_c2[10];
+  assign \slot_c2.last  = slot_c2[11];
+  assign \slot_c2.step_last  = slot_c2[12];
+  assign \slot_c2.seq_first  = slot_c2[13];
+  assign \slot_c2.seq_end  = slot_c2[14];
+  assign \slot_c2.empty  = slot_c2[15];
+  assign \slot_c2.index  = slot_c2[19:16];
+  assign \slot_c2.value  = slot_c2[35:20];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \$signature__data[0]  = weights[7:0];
+  assign \$signature__data[1]  = weights[15:8];
+  assign \$signature__data[2]  = weights[23:16];
+  assign \$signature__data[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[27:0];
+  assign \seeds[1]  = seeds[55:28];
+  assign \seeds[2]  = seeds[83:56];
+  assign \seeds[3]  = seeds[111:84];
+  assign \b_rd__data[0]  = b_rd__data[19:0];
+  assign \b_rd__data[1]  = b_rd__data[39:20];
+  assign \b_rd__data[2]  = b_rd__data[59:40];
+  assign \b_rd__data[3]  = b_rd__data[79:60];
+  assign \slot_c3.valid  = slot_c3[0];
+  assign \slot_c3.group  = slot_c3[2:1];
+  assign \slot_c3.base  = slot_c3[9:3];
+  assign \slot_c3.first  = slot_c3[10];
+  assign \slot_c3.last  = slot_c3[11];
+  assign \slot_c3.step_last  = slot_c3[12];
+  assign \slot_c3.seq_first  = slot_c3[13];
+  assign \slot_c3.seq_end  = slot_c3[14];
+  assign \slot_c3.empty  = slot_c3[15];
+  assign \slot_c3.index  = slot_c3[19:16];
+  assign \slot_c3.value  = slot_c3[35:20];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \beat.logits  = beat[111:0];
+  assign \beat.logits[0]  = beat[27:0];
+  assign \beat.logits[1]  = beat[55:28];
+  assign \beat.logits[2]  = beat[83:56];
+  assign \beat.logits[3]  = beat[111:84];
+  assign \beat.group  = beat[113:112];
+  assign \beat.final  = beat[114];
+  assign \beat.class_index  = beat[118:115];
+  assign \beat.seq_end  = beat[119];
+  assign \results__payload.logits  = results__payload[111:0];
+  assign \results__payload.logits[0]  = results__payload[27:0];
+  assign \results__payload.logits[1]  = results__payload[55:28];
+  assign \results__payload.logits[2]  = results__payload[83:56];
+  assign \results__payload.logits[3]  = results__payload[111:84];
+  assign \results__payload.group  = results__payload[113:112];
+  assign \results__payload.final  = results__payload[114];
+  assign \results__payload.class_index  = results__payload[118:115];
+  assign \results__payload.seq_end  = results__payload[119];
+  assign beat[119] = slot_c3[14];
+  assign beat[118:115] = \$52 [3:0];
+  assign beat[114] = slot_c3[12];
+  assign beat[113:112] = slot_c3[2:1];
+  assign beat[111:84] = acc[111:84];
+  assign beat[83:56] = acc[83:56];
+  assign beat[55:28] = acc[55:28];
+  assign beat[27:0] = acc[27:0];
+  assign seeds[111:84] = { b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79:60] };
+  assign seeds[83:56] = { b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59], b_rd__data[59:40] };
+  assign seeds[55:28] = { b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39], b_rd__data[39:20] };
+  assign seeds[27:0] = { b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19], b_rd__data[19:0] };
+  assign \port__data$12 [79:60] = \config [32:13];
+  assign \port__data$12 [59:40] = \config [32:13];
+  assign \port__data$12 [39:20] = \config [32:13];
+  assign \port__data$12 [19:0] = \config [32:13];
+  assign port__data[31:24] = \config [20:13];
+  assign port__data[23:16] = \config [20:13];
+  assign port__data[15:8] = \config [20:13];
+  assign port__data[7:0] = \config [20:13];
+  assign \$11  = 1'h1;
   assign argmax_0_0_valid = 1'h1;
-  assign \$192  = 1'h0;
-  assign \$194  = \$193 ;
-  assign \$195  = \$193 ;
-  assign \$196  = 1'h0;
-  assign \$198  = \$197 ;
-  assign \$199  = \$197 ;
+  assign \$12  = 1'h1;
+  assign \$13  = 1'h0;
+  assign \$15  = \$14 ;
+  assign \$16  = \$14 ;
+  assign \$17  = 1'h1;
+  assign \$18  = 1'h0;
+  assign \$20  = \$19 ;
+  assign \$21  = \$19 ;
+  assign \$23  = 1'h1;
   assign argmax_0_1_valid = 1'h1;
-  assign \$202  = 1'h0;
-  assign \$204  = \$203 ;
-  assign \$207  = 1'h0;
-  assign \$209  = \$208 ;
+  assign \$26  = 1'h1;
+  assign \$27  = 1'h0;
+  assign \$29  = \$28 ;
+  assign \$32  = 1'h1;
+  assign \$33  = 1'h0;
+  assign \$35  = \$34 ;
+  assign \$37  = 1'h1;
   assign argmax_1_0_valid = 1'h1;
-  assign \$211  = 1'h0;
-  assign \$213  = \$212 ;
-  assign \$214  = \$212 ;
-  assign \$215  = 1'h0;
-  assign \$217  = \$216 ;
-  assign \$218  = \$216 ;
-  assign \$220  = \$219 ;
-  assign \$223  = \$222 ;
-  assign \$226  = \$225 ;
-  assign \$229  = \$228 ;
-  assign \$293  = 4'h8;
+  assign \$38  = 1'h1;
+  assign \$39  = 1'h0;
+  assign \$41  = \$40 ;
+  assign \$42  = \$40 ;
+  assign \$43  = 1'h1;
+  assign \$44  = 1'h0;
+  assign \$46  = \$45 ;
+  assign \$47  = \$45 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [5:0] \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [4:0] \$15 ;
+  wire [5:0] \$16 ;
+  wire \$17 ;
+  wire [3:0] \$18 ;
+  wire [15:0] \$19 ;
+  wire \$2 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire [5:0] \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire [32:0] \$31 ;
+  wire [5:0] \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [1:0] \$37 ;
+  reg [4:0] \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire [2:0] \$47 ;
+  wire [7:0] \$48 ;
+  wire \$49 ;
+  wire [5:0] \$5 ;
+  wire \$50 ;
+  wire [32:0] \$51 ;
+  wire [5:0] \$52 ;
+  reg [31:0] \$53 ;
+  reg [31:0] \$54 ;
+  reg [4:0] \$55 ;
+  reg [31:0] \$56 ;
+  reg [1:0] \$57 ;
+  reg [4:0] \$58 ;
+  reg [4:0] \$59 ;
+  wire [22:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg [1:0] \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [35:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg [4:0] \$67 ;
+  reg [1:0] \$68 ;
+  reg [6:0] \$69 ;
+  wire [22:0] \$7 ;
+  reg [4:0] \$70 ;
+  reg \$71 ;
+  reg \$72 ;
+  reg [31:0] \$73 ;
+  reg [31:0] \$74 ;
+  reg \$75 ;
+  reg [31:0] \$76 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [4:0] bank0_count = 5'h00;
+  reg [4:0] bank1_count = 5'h00;
+  reg [6:0] base = 7'h00;
+  reg busy = 1'h0;
+  input clk;
+  wire clk;
+  input credit;
+  wire credit;
+  reg drain = 1'h0;
+  reg [1:0] end_of = 2'h0;
+  reg [1:0] first_of = 2'h0;
+  reg [1:0] full = 2'h0;
+  reg [1:0] group = 2'h0;
+  wire issue;
+  input [21:0] items__payload;
+  wire [21:0] items__payload;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [15:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  input items__valid;
+  wire items__valid;
+  wire last_slot;
+  reg [35:0] meta = 36'h000000000;
+  wire [6:0] \meta.base ;
+  wire \meta.empty ;
+  wire \meta.first ;
+  wire [1:0] \meta.group ;
+  wire [3:0] \meta.index ;
+  wire \meta.last ;
+  wire \meta.seq_end ;
+  wire \meta.seq_first ;
+  wire \meta.step_last ;
+  wire \meta.valid ;
+  wire [15:0] \meta.value ;
+  reg [4:0] n_items = 5'h00;
+  reg next_first = 1'h1;
+  wire nonzero;
+  reg rbank = 1'h0;
+  reg [4:0] rd__addr;
+  wire [19:0] rd__data;
+  reg rd__en;
+  output [31:0] readout_busy_cycles;
+  reg [31:0] readout_busy_cycles = 32'd0;
+  output [31:0] readout_item_overflows;
+  reg [31:0] readout_item_overflows = 32'd0;
+  output [31:0] readout_items_reads;
+  reg [31:0] readout_items_reads = 32'd0;
+  output [31:0] readout_items_writes;
+  reg [31:0] readout_items_writes = 32'd0;
+  output [31:0] readout_stall_cycles;
+  reg [31:0] readout_stall_cycles = 32'd0;
+  output [31:0] readout_steps;
+  reg [31:0] readout_steps = 32'd0;
+  input rst;
+  wire rst;
+  reg seq_end = 1'h0;
+  reg seq_first = 1'h0;
+  reg [4:0] slot = 5'h00;
+  output [35:0] \slot$21 ;
+  wire [35:0] \slot$21 ;
+  wire [6:0] \slot$21.base ;
+  wire \slot$21.empty ;
+  wire \slot$21.first ;
+  wire [1:0] \slot$21.group ;
+  wire [3:0] \slot$21.index ;
+  wire \slot$21.last ;
+  wire \slot$21.seq_end ;
+  wire \slot$21.seq_first ;
+  wire \slot$21.step_last ;
+  wire \slot$21.valid ;
+  wire [15:0] \slot$21.value ;
+  output starting;
+  wire starting;
+  wire stored;
+  reg wbank = 1'h0;
+  reg [4:0] wcount = 5'h00;
+  wire [4:0] wr__addr;
+  wire [19:0] wr__data;
+  reg wr__en;
+  reg [19:0] items [31:0];
+  initial begin
+    items[0] = 20'h00000;
+    items[1] = 20'h00000;
+    items[2] = 20'h00000;
+    items[3] = 20'h00000;
+    items[4] = 20'h00000;
+    items[5] = 20'h00000;
+    items[6] = 20'h00000;
+    items[7] = 20'h00000;
+    items[8] = 20'h00000;
+    items[9] = 20'h00000;
+    items[10] = 20'h00000;
+    items[11] = 20'h00000;
+    items[12] = 20'h00000;
+    items[13] = 20'h00000;
+    items[14] = 20'h00000;
+    items[15] = 20'h00000;
+    items[16] = 20'h00000;
+    items[17] = 20'h00000;
+    items[18] = 20'h00000;
+    items[19] = 20'h00000;
+    items[20] = 20'h00000;
+    items[21] = 20'h00000;
+    items[22] = 20'h00000;
+    items[23] = 20'h00000;
+    items[24] = 20'h00000;
+    items[25] = 20'h00000;
+    items[26] = 20'h00000;
+    items[27] = 20'h00000;
+    items[28] = 20'h00000;
+    items[29] = 20'h00000;
+    items[30] = 20'h00000;
+    items[31] = 20'h00000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      items[\$5 [4:0]] <= \$7 [19:0];
+  end
+  reg [19:0] _0_;
+  always @(posedge clk) begin
+    if (rd__en) begin
+      _0_ <= items[rd__addr];
+    end
+  end
+  assign rd__data = _0_;
+  assign \$18  = meta[15] ? 4'h0 : rd__data[3:0];
+  assign \$19  = meta[15] ? 16'h0000 : rd__data[19:4];
+  assign \$20  = 1'h0 + rd__en;
+  assign \$21  = readout_items_reads + \$20 ;
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$24  = readout_items_writes + \$23 ;
+  assign \$25  = full >> wbank;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = items__valid & \$26 ;
+  assign \$28  = wcount + 1'h1;
+  assign \$29  = ~ stored;
+  assign \$30  = nonzero & \$29 ;
+  assign \$31  = readout_item_overflows + 1'h1;
+  assign \$32  = wcount + stored;
+  assign \$33  = ~ wbank;
+  assign \$34  = ~ busy;
+  assign \$36  = full >> rbank;
+  assign \$37  = drain - 1'h1;
+  assign \$39  = first_of >> rbank;
+  assign \$40  = end_of >> rbank;
+  assign \$41  = readout_busy_cycles + 1'h1;
+  assign \$42  = ~ issue;
+  assign \$43  = readout_stall_cycles + 1'h1;
+  assign \$44  = ! slot;
+  assign \$45  = group == 2'h3;
+  assign \$46  = ! n_items;
+  assign \$47  = group + 1'h1;
+  assign \$48  = base + 5'h10;
+  assign \$49  = group == 2'h3;
+  assign \$50  = ~ rbank;
+  assign \$51  = readout_steps + 1'h1;
+  assign \$52  = slot + 1'h1;
+  always @(posedge clk)
+    readout_items_reads <= \$53 ;
+  always @(posedge clk)
+    readout_items_writes <= \$54 ;
+  always @(posedge clk)
+    wcount <= \$55 ;
+  always @(posedge clk)
+    readout_item_overflows <= \$56 ;
+  always @(posedge clk)
+    full <= \$57 ;
+  always @(posedge clk)
+    bank0_count <= \$58 ;
+  always @(posedge clk)
+    bank1_count <= \$59 ;
+  always @(posedge clk)
+    first_of <= \$60 ;
+  always @(posedge clk)
+    end_of <= \$61 ;
+  always @(posedge clk)
+    next_first <= \$62 ;
+  always @(posedge clk)
+    wbank <= \$63 ;
+  always @(posedge clk)
+    meta <= \$64 ;
+  always @(posedge clk)
+    drain <= \$65 ;
+  always @(posedge clk)
+    busy <= \$66 ;
+  always @(posedge clk)
+    n_items <= \$67 ;
+  always @(posedge clk)
+    group <= \$68 ;
+  always @(posedge clk)
+    base <= \$69 ;
+  always @(posedge clk)
+    slot <= \$70 ;
+  always @(posedge clk)
+    seq_first <= \$71 ;
+  always @(posedge clk)
+    seq_end <= \$72 ;
+  always @(posedge clk)
+    readout_busy_cycles <= \$73 ;
+  always @(posedge clk)
+    readout_stall_cycles <= \$74 ;
+  always @(posedge clk)
+    rbank <= \$75 ;
+  always @(posedge clk)
+    readout_steps <= \$76 ;
+  assign \$1  = full >> wbank;
+  assign \$2  = ~ \$1 ;
+  assign nonzero = | items__payload[19:4];
+  assign \$3  = wcount < 5'h10;
+  assign stored = nonzero & \$3 ;
+  assign \$4  = wbank ? 5'h10 : 5'h00;
+  assign \$5  = \$4  + wcount;
+  assign \$7  = { 19'h00000, items__payload[3:0] } | \$6 ;
+  assign \$8  = full >> wbank;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = items__valid & \$9 ;
+  assign \$11  = slot + 1'h1;
+  assign last_slot = \$11  >= n_items;
+  assign \$12  = | slot;
+  assign \$13  = \$12  | credit;
+  assign issue = busy & \$13 ;
+  assign \$14  = ! slot;
+  assign starting = issue & \$14 ;
+  assign \$15  = rbank ? 5'h10 : 5'h00;
+  assign \$16  = \$15  + slot;
+  assign \$17  = | n_items;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rbank)
+      1'h0:
+          \$38  = bank0_count;
+      1'h1:
+          \$38  = bank1_count;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    rd__en = 1'h0;
+    if (issue) begin
+      rd__en = \$17 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    wr__en = 1'h0;
+    if (\$10 ) begin
+      if (stored) begin
+        wr__en = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    rd__addr = 5'h00;
+    if (issue) begin
+      rd__addr = \$16 [4:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$53  = \$21 [31:0];
+    if (rst) begin
+      \$53  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$54  = \$24 [31:0];
+    if (rst) begin
+      \$54  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$55  = wcount;
+    if (\$27 ) begin
+      if (stored) begin
+        \$55  = \$28 [4:0];
+      end
+      if (items__payload[20]) begin
+        \$55  = 5'h00;
+      end
+    end
+    if (rst) begin
+      \$55  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$56  = readout_item_overflows;
+    if (\$27 ) begin
+      if (\$30 ) begin
+        \$56  = \$31 [31:0];
+      end
+    end
+    if (rst) begin
+      \$56  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$57  = full;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$57 [0] = 1'h1;
+          1'h1:
+              \$57 [1] = 1'h1;
+        endcase
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$49 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$57 [0] = 1'h0;
+            1'h1:
+                \$57 [1] = 1'h0;
+          endcase
+        end
+      end
+    end
+    if (rst) begin
+      \$57  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$58  = bank0_count;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        casez (wbank)
+          1'h0:
+              \$58  = \$32 [4:0];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$58  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$59  = bank1_count;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$59  = \$32 [4:0];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$59  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$60  = first_of;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$60 [0] = next_first;
+          1'h1:
+              \$60 [1] = next_first;
+        endcase
+      end
+    end
+    if (rst) begin
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$61  = end_of;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$61 [0] = items__payload[21];
+          1'h1:
+              \$61 [1] = items__payload[21];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$61  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$62  = next_first;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        \$62  = items__payload[21];
+      end
+    end
+    if (rst) begin
+      \$62  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$63  = wbank;
+    if (\$27 ) begin
+      if (items__payload[20]) begin
+        \$63  = \$33 ;
+      end
+    end
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$64 [35:1] = meta[35:1];
+    \$64 [0] = issue;
+    if (issue) begin
+      \$64 [2:1] = group;
+      \$64 [9:3] = base;
+      \$64 [10] = \$44 ;
+      \$64 [11] = last_slot;
+      \$64 [12] = \$45 ;
+      \$64 [13] = seq_first;
+      \$64 [14] = seq_end;
+      \$64 [15] = \$46 ;
+    end
+    if (rst) begin
+      \$64  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$65  = drain;
+    if (\$34 ) begin
+      if (\$35 ) begin
+        \$65  = \$37 [0];
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$49 ) begin
+          \$65  = 1'h1;
+        end
+      end
+    end
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$66  = busy;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$66  = 1'h1;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        if (\$49 ) begin
+          \$66  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$67  = n_items;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$67  = \$38 ;
+      end
+    end
+    if (rst) begin
+      \$67  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$68  = group;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$68  = 2'h0;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        \$68  = \$47 [1:0];
+      end
+    end
+    if (rst) begin
+      \$68  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$69  = base;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$69  = 7'h00;
+      end
+    end
+    if (issue) begin
+      if (last_slot) begin
+        \$69  = \$48 [6:0];
+      end
+    end
+    if (rst) begin
+      \$69  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$70  = slot;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$70  = 5'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (last_slot) begin
+        \$70  = 5'h00;
+      end else begin
+        \$70  = \$52 [4:0];
+      end
+    end
+    if (rst) begin
+      \$70  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$71  = seq_first;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$71  = \$39 ;
+      end
+    end
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$72  = seq_end;
+    if (\$34 ) begin
+      if (\$35 ) begin
+      end else if (\$36 ) begin
+        \$72  = \$40 ;
+      end
+    end
+    if (rst) begin
+      \$72  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$73  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$34 ) begin
+    end else begin
+      \$73  = \$41 [31:0];
+    end
+    if (rst) begin
+      \$73  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$74  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$34 ) begin
+    end else begin
+      if (\$42 ) begin
+        \$74  = \$43 [31:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$75  = rbank;
+    if (issue) begin
+      if (last_slot) begin
+        if (\$49 ) begin
+          \$75  = \$50 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$76  = readout_steps;
+    if (issue) begin
+      if (last_slot) begin
+        if (\$49 ) begin
+          \$76  = \$51 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$76  = 32'd0;
+    end
+  end
+  assign wr__addr = \$5 [4:0];
+  assign wr__data = \$7 [19:0];
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[19:4];
+  assign \items__payload.step_end  = items__payload[20];
+  assign \items__payload.seq_end  = items__payload[21];
+  assign \slot$21.valid  = \slot$21 [0];
+  assign \slot$21.group  = \slot$21 [2:1];
+  assign \slot$21.base  = \slot$21 [9:3];
+  assign \slot$21.first  = \slot$21 [10];
+  assign \slot$21.last  = \slot$21 [11];
+  assign \slot$21.step_last  = \slot$21 [12];
+  assign \slot$21.seq_first  = \slot$21 [13];
+  assign \slot$21.seq_end  = \slot$21 [14];
+  assign \slot$21.empty  = \slot$21 [15];
+  assign \slot$21.index  = \slot$21 [19:16];
+  assign \slot$21.value  = \slot$21 [35:20];
+  assign \meta.valid  = meta[0];
+  assign \meta.group  = meta[2:1];
+  assign \meta.base  = meta[9:3];
+  assign \meta.first  = meta[10];
+  assign \meta.last  = meta[11];
+  assign \meta.step_last  = meta[12];
+  assign \meta.seq_first  = meta[13];
+  assign \meta.seq_end  = meta[14];
+  assign \meta.empty  = meta[15];
+  assign \meta.index  = meta[19:16];
+  assign \meta.value  = meta[35:20];
+  assign \slot$21 [35:20] = \$19 ;
+  assign \slot$21 [19:16] = \$18 ;
+  assign \slot$21 [15] = meta[15];
+  assign \slot$21 [14] = meta[14];
+  assign \slot$21 [13] = meta[13];
+  assign \slot$21 [12] = meta[12];
+  assign \slot$21 [11] = meta[11];
+  assign \slot$21 [10] = meta[10];
+  assign \slot$21 [9:3] = meta[9:3];
+  assign \slot$21 [2:1] = meta[2:1];
+  assign \slot$21 [0] = meta[0];
+  assign items__ready = \$2 ;
+  assign \$6  = { 3'h0, items__payload[19:4], 4'h0 };
+  assign \$22  = wr__en;
+  assign \$35  = drain;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  wire [27:0] \$1 ;
+  wire [27:0] \$10 ;
+  wire [23:0] \$11 ;
+  wire [28:0] \$12 ;
+  reg [111:0] \$13 ;
+  wire [23:0] \$2 ;
+  wire [28:0] \$3 ;
+  wire [27:0] \$4 ;
+  wire [23:0] \$5 ;
+  wire [28:0] \$6 ;
+  wire [27:0] \$7 ;
+  wire [23:0] \$8 ;
+  wire [28:0] \$9 ;
+  output [111:0] acc;
+  reg [111:0] acc = 112'h0000000000000000000000000000;
+  wire [27:0] \acc[0] ;
+  wire [27:0] \acc[1] ;
+  wire [27:0] \acc[2] ;
+  wire [27:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input first;
+  wire first;
+  input rst;
+  wire rst;
+  input [111:0] seeds;
+  wire [111:0] seeds;
+  wire [27:0] \seeds[0] ;
+  wire [27:0] \seeds[1] ;
+  wire [27:0] \seeds[2] ;
+  wire [27:0] \seeds[3] ;
+  input valid;
+  wire valid;
+  input [15:0] value;
+  wire [15:0] value;
+  input [31:0] weights;
+  wire [31:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  assign \$1  = first ? seeds[27:0] : acc[27:0];
+  assign \$2  = $signed(weights[7:0]) * $signed(value);
+  assign \$3  = $signed(\$1 ) + $signed(\$2 );
+  assign \$4  = first ? seeds[55:28] : acc[55:28];
+  assign \$5  = $signed(weights[15:8]) * $signed(value);
+  assign \$6  = $signed(\$4 ) + $signed(\$5 );
+  assign \$7  = first ? seeds[83:56] : acc[83:56];
+  assign \$8  = $signed(weights[23:16]) * $signed(value);
+  assign \$9  = $signed(\$7 ) + $signed(\$8 );
+  assign \$10  = first ? seeds[111:84] : acc[111:84];
+  assign \$11  = $signed(weights[31:24]) * $signed(value);
+  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  always @(posedge clk)
+    acc <= \$13 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$13  = acc;
+    if (valid) begin
+      \$13 [27:0] = \$3 [27:0];
+      \$13 [55:28] = \$6 [27:0];
+      \$13 [83:56] = \$9 [27:0];
+      \$13 [111:84] = \$12 [27:0];
+    end
+    if (rst) begin
+      \$13  = 112'h0000000000000000000000000000;
+    end
+  end
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \seeds[0]  = seeds[27:0];
+  assign \seeds[1]  = seeds[55:28];
+  assign \seeds[2]  = seeds[83:56];
+  assign \seeds[3]  = seeds[111:84];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [3:0] \$11 ;
+  wire [3:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [3:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [3:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  reg [2:0] \$30 ;
+  reg [2:0] \$31 ;
+  reg [2:0] \$32 ;
+  reg \$33 ;
+  wire \$4 ;
+  wire [3:0] \$5 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  (* init = 3'h0 *)
+  wire [2:0] consume;
+  reg [2:0] inner_level = 3'h0;
+  wire inner_r_rdy;
+  wire [3:0] level;
+  (* init = 3'h0 *)
+  wire [2:0] produce;
+  output [119:0] r_data;
+  wire [119:0] r_data;
+  input r_en;
+  wire r_en;
+  wire [3:0] r_level;
+  reg [2:0] r_port__addr = 3'h0;
+  wire [119:0] r_port__data;
+  wire r_port__en;
+  output r_rdy;
+  reg r_rdy = 1'h0;
+  input rst;
+  wire rst;
+  wire [119:0] w_data;
+  input w_en;
+  wire w_en;
+  wire [3:0] w_level;
+  reg [2:0] w_port__addr = 3'h0;
+  input [119:0] w_port__data;
+  wire [119:0] w_port__data;
+  wire w_port__en;
+  wire w_rdy;
+  reg [119:0] storage [6:0];
+  initial begin
+    storage[0] = 120'h000000000000000000000000000000;
+    storage[1] = 120'h000000000000000000000000000000;
+    storage[2] = 120'h000000000000000000000000000000;
+    storage[3] = 120'h000000000000000000000000000000;
+    storage[4] = 120'h000000000000000000000000000000;
+    storage[5] = 120'h000000000000000000000000000000;
+    storage[6] = 120'h000000000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (w_port__en)
+      storage[w_port__addr] <= w_port__data;
+  end
+  reg [119:0] _0_;
+  always @(posedge clk) begin
+    if (r_port__en) begin
+      _0_ <= storage[r_port__addr];
+    end
+  end
+  assign r_data = _0_;
+  assign w_rdy = inner_level != 3'h7;
+  assign inner_r_rdy = | inner_level;
+  assign w_port__en = w_rdy & w_en;
+  assign \$1  = ~ r_rdy;
+  assign \$2  = \$1  | r_en;
+  assign r_port__en = inner_r_rdy & \$2 ;
+  assign w_level = inner_level + r_rdy;
+  assign \$3  = w_rdy & w_en;
+  assign \$4  = w_port__addr == 3'h6;
+  assign \$5  = w_port__addr + 1'h1;
+  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$7  = ~ r_rdy;
+  assign \$8  = \$7  | r_en;
+  assign \$9  = inner_r_rdy & \$8 ;
+  assign \$10  = r_port__addr == 3'h6;
+  assign \$11  = r_port__addr + 1'h1;
+  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$13  = w_rdy & w_en;
+  assign \$14  = ~ r_rdy;
+  assign \$15  = \$14  | r_en;
+  assign \$16  = inner_r_rdy & \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$13  & \$17 ;
+  assign \$19  = inner_level + 1'h1;
+  assign \$20  = ~ r_rdy;
+  assign \$21  = \$20  | r_en;
+  assign \$22  = inner_r_rdy & \$21 ;
+  assign \$23  = w_rdy & w_en;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = inner_level - 1'h1;
+  assign \$27  = ~ r_rdy;
+  assign \$28  = \$27  | r_en;
+  assign \$29  = inner_r_rdy & \$28 ;
+  always @(posedge clk)
+    w_port__addr <= \$30 ;
+  always @(posedge clk)
+    r_port__addr <= \$31 ;
+  always @(posedge clk)
+    inner_level <= \$32 ;
+  always @(posedge clk)
+    r_rdy <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$30  = w_port__addr;
+    if (\$3 ) begin
+      \$30  = \$6 [2:0];
+    end
+    if (rst) begin
+      \$30  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$31  = r_port__addr;
+    if (\$9 ) begin
+      \$31  = \$12 [2:0];
+    end
+    if (rst) begin
+      \$31  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$32  = inner_level;
+    if (\$18 ) begin
+      \$32  = \$19 [2:0];
+    end
+    if (\$25 ) begin
+      \$32  = \$26 [2:0];
+    end
+    if (rst) begin
+      \$32  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$33  = r_rdy;
+    if (\$29 ) begin
+      \$33  = 1'h1;
+    end else if (r_en) begin
+      \$33  = 1'h0;
+    end
+    if (rst) begin
+      \$33  = 1'h0;
+    end
+  end
+  assign level = w_level;
+  assign r_level = w_level;
+  assign produce = w_port__addr;
+  assign w_data = w_port__data;
+  assign consume = r_port__addr;
+  assign r_port__data = r_data;
 endmodule
