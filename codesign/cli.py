@@ -464,17 +464,59 @@ def sim(
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the random sequences")] = 0,
     inputs: Annotated[Path | None, typer.Option(help=".npy inputs (N, T, M), float or integer")] = None,
-    labels: Annotated[Path | None, typer.Option(help=".npy labels (N,) for an accuracy figure")] = None,
+    labels: Annotated[
+        Path | None, typer.Option(help=".npy labels (N,) or, per-step, (N, T) for an accuracy figure")
+    ] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="write sequences, steps, mismatches, cycles, cycles per step, the cycle floor per step "
+            "and every counter as JSON",
+        ),
+    ] = None,
+    test: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--test",
+            help="testbench test(s): random_sequences (default), directed_corners, reset_mid_sequence, "
+            "long_sequence",
+        ),
+    ] = None,
+    bundle: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--bundle", help="bundle(s) of the build's shape loaded through config (runtime builds)"
+        ),
+    ] = None,
+    gaps: Annotated[bool, typer.Option(help="random valid gaps and back-pressure on every stream")] = True,
+    timeout: Annotated[float, typer.Option(help="seconds before the simulator is killed")] = 1800,
 ) -> None:
     """Simulate the RTL with cocotb and compare it with the golden model bit by bit."""
+    from codesign.atomic import write_text
     from codesign.verify.runner import run_sim
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
     if vectors is None:
         vectors = 0 if inputs is not None else 20
-    report = run_sim(build, simulator, vectors=vectors, seed=seed, inputs=inputs, labels=labels)
+    report = run_sim(
+        build,
+        simulator,
+        vectors=vectors,
+        seed=seed,
+        inputs=inputs,
+        labels=labels,
+        timeout_s=timeout,
+        gaps=gaps,
+        tests=tuple(test or ("random_sequences",)),
+        bundles=bundle or None,
+    )
     console.print(report.summary_line(), highlight=False)
+    if report.waveform:
+        console.print(f"waveform of the failing test: {report.waveform}", highlight=False)
+    if json_path is not None:
+        write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
     if report.mismatches:
         raise typer.Exit(1)
 
