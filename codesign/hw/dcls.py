@@ -23,6 +23,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigWriteLayout, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
@@ -56,12 +57,8 @@ class DelayFrontEnd(wiring.Component):
         ch, k_taps, span = dc.channels, dc.taps, dc.span
 
         taps_plan = mems["dcls_taps"]
-        m.submodules.taps = taps = Memory(
-            shape=data.ArrayLayout(signed(taps_plan.elem_bits), taps_plan.elements),
-            depth=ch,
-            init=self.images.get(taps_plan.name) or [],
-        )
-        taps_rd, taps_wr = taps.read_port(), taps.write_port(granularity=1)
+        taps = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))
+        taps_rd, taps_wr = taps.read_port(), taps.write_port(granular=True)
         drive_config_write(m, taps_wr, self.config, taps_plan)
         m.submodules.line = line = Memory(shape=signed(dc.in_bits), depth=ch * span, init=[])
         line_rd, line_wr = line.read_port(), line.write_port()

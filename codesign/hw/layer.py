@@ -18,11 +18,11 @@ grows as a ``d``-wide register file or multiplexer. A sequence's first step read
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigWriteLayout, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.events import EntryLayout, EventSerializer
@@ -39,13 +39,6 @@ ENTRY_FIFO_DEPTH = 8
 
 def popcount(bits) -> object:
     return sum(bits[i] for i in range(len(bits)))
-
-
-def _array_memory(m, name, mem, init=None) -> Memory:
-    shape = data.ArrayLayout(signed(mem.elem_bits), mem.elements)
-    memory = Memory(shape=shape, depth=mem.depth, init=init or [])
-    m.submodules[name] = memory
-    return memory
 
 
 class LayerEngine(wiring.Component):
@@ -211,33 +204,33 @@ def _build_front(m, owner, e, images, counters):
     slot = issue.slot
 
     # ------------------------------------------------------------ memories
-    weights = _array_memory(m, "weights", mems["weights"], images.get(mems["weights"].name))
-    bias = _array_memory(m, "bias", mems["bias"], images.get(mems["bias"].name))
+    weights = ArrayMemory(m, "weights", mems["weights"], images.get(mems["weights"].name))
+    bias = ArrayMemory(m, "bias", mems["bias"], images.get(mems["bias"].name))
     w_rd, b_rd = weights.read_port(), bias.read_port()
     for mem, key in ((weights, "weights"), (bias, "bias")):
-        port = mem.write_port(granularity=1)
+        port = mem.write_port(granular=True)
         drive_config_write(m, port, self.config, mems[key])
         count_memory(m, self_counters, mems[key].name, [w_rd if key == "weights" else b_rd], [port])
     params_rd = None
     if "params" in mems:
-        params = _array_memory(m, "params", mems["params"], images.get(mems["params"].name))
+        params = ArrayMemory(m, "params", mems["params"], images.get(mems["params"].name))
         params_rd = params.read_port()
-        port = params.write_port(granularity=1)
+        port = params.write_port(granular=True)
         drive_config_write(m, port, self.config, mems["params"])
         count_memory(m, self_counters, mems["params"].name, [params_rd], [port])
     state_rd = state_wr = None
     if "state" in mems:
-        state = _array_memory(m, "state", mems["state"])
+        state = ArrayMemory(m, "state", mems["state"])
         state_rd, state_wr = state.read_port(), state.write_port()
         count_memory(m, self_counters, mems["state"].name, [state_rd], [state_wr])
     acc_rd = acc_wr = None
     if "acc" in mems:
-        accm = _array_memory(m, "acc", mems["acc"])
+        accm = ArrayMemory(m, "acc", mems["acc"])
         acc_rd, acc_wr = accm.read_port(), accm.write_port()
         count_memory(m, self_counters, mems["acc"].name, [acc_rd], [acc_wr])
     pool_rd = pool_wr = None
     if "pool" in mems:
-        pool = _array_memory(m, "pool", mems["pool"])
+        pool = ArrayMemory(m, "pool", mems["pool"])
         pool_rd, pool_wr = pool.read_port(), pool.write_port()
         count_memory(m, self_counters, mems["pool"].name, [pool_rd], [pool_wr])
     for port in (w_rd, b_rd, params_rd, state_rd, acc_rd, pool_rd):

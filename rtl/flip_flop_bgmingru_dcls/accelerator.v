@@ -631,18 +631,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   reg [3:0] \$71 ;
   wire [5:0] \$8 ;
   wire \$9 ;
-  wire [4:0] \$signature__addr ;
-  reg [1:0] \$signature__addr$33 ;
-  wire [31:0] \$signature__data ;
-  wire [31:0] \$signature__data$44 ;
-  wire [15:0] \$signature__data$44[0] ;
-  wire [15:0] \$signature__data$44[1] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
   wire [41:0] acc;
   wire [83:0] \acc$40 ;
   wire [20:0] \acc$40[0] ;
@@ -654,13 +642,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   wire [20:0] \acc$55.gate ;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
-  wire [1:0] b_rd__addr;
-  wire [63:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  wire [15:0] \b_rd__data[2] ;
-  wire [15:0] \b_rd__data[3] ;
-  reg b_rd__en;
   wire [1:0] changed;
   input clk;
   wire clk;
@@ -779,30 +760,30 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   wire [6:0] \params$56 ;
   wire [6:0] \params$56.cand_shift ;
   wire [6:0] \params.cand_shift ;
-  reg [1:0] params_rd__addr;
-  wire [13:0] params_rd__data;
-  wire [6:0] \params_rd__data[0] ;
-  wire [6:0] \params_rd__data[1] ;
-  reg params_rd__en;
   wire [4:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
+  wire [4:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  reg [1:0] \port__addr$32 ;
+  reg [1:0] \port__addr$33 ;
+  wire [1:0] \port__addr$37 ;
   wire [31:0] port__data;
   wire [63:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
-  wire [15:0] \port__data$12[2] ;
-  wire [15:0] \port__data$12[3] ;
   wire [13:0] \port__data$15 ;
-  wire [6:0] \port__data$15[0] ;
-  wire [6:0] \port__data$15[1] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
+  wire [31:0] \port__data$29 ;
+  wire [63:0] \port__data$31 ;
+  wire [13:0] \port__data$42 ;
+  wire [31:0] \port__data$44 ;
+  wire [31:0] \port__data$45 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
   wire [1:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  wire \port__en$38 ;
   wire [39:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -854,11 +835,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   wire \slot_c3.valid ;
   wire [10:0] \slot_c3.value ;
   wire starting;
-  wire [1:0] state_wr__addr;
-  wire [31:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire state_wr__en;
   wire [38:0] trace;
   output [38:0] \trace$91 ;
   reg [38:0] \trace$91  = 39'h0000000000;
@@ -912,11 +888,11 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   end
   reg [63:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$31  = _0_;
   reg [13:0] \params$104  [3:0];
   initial begin
     \params$104 [0] = 14'h0000;
@@ -932,11 +908,11 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   end
   reg [13:0] _1_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _1_ <= \params$104 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _1_ <= \params$104 [\port__addr$32 ];
     end
   end
-  assign params_rd__data = _1_;
+  assign \port__data$42  = _1_;
   reg [31:0] state [3:0];
   initial begin
     state[0] = 32'd0;
@@ -946,15 +922,15 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= state_wr__data;
+      state[slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _2_ <= state[\$signature__addr$33 ];
+    if (\port__en$19 ) begin
+      _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \$signature__data$44  = _2_;
+  assign \port__data$44  = _2_;
   reg [31:0] \weights$102  [19:0];
   initial begin
     \weights$102 [0] = 32'd3340114585;
@@ -990,7 +966,7 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _3_ <= \weights$102 [\$8 [4:0]];
     end
   end
@@ -999,17 +975,17 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \$24  = | port__en;
   assign \$25  = 1'h0 + \$24 ;
   assign \$26  = layer0_weights_writes + \$25 ;
-  assign \$27  = 1'h0 + b_rd__en;
+  assign \$27  = 1'h0 + \port__en$17 ;
   assign \$28  = layer0_bias_reads + \$27 ;
   assign \$29  = | \port__en$11 ;
   assign \$30  = 1'h0 + \$29 ;
   assign \$31  = layer0_bias_writes + \$30 ;
-  assign \$32  = 1'h0 + params_rd__en;
+  assign \$32  = 1'h0 + \port__en$18 ;
   assign \$33  = layer0_params_reads + \$32 ;
   assign \$34  = | \$7 [1:0];
   assign \$35  = 1'h0 + \$34 ;
   assign \$36  = layer0_params_writes + \$35 ;
-  assign \$37  = 1'h0 + \$signature__en$19 ;
+  assign \$37  = 1'h0 + \port__en$19 ;
   assign \$38  = layer0_state_reads + \$37 ;
   assign \$40  = 1'h0 + \$39 ;
   assign \$41  = layer0_state_writes + \$40 ;
@@ -1074,14 +1050,14 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \$11  = slot[0] & slot[8];
   assign \$12  = slot_c2[0] & slot_c2[9];
   assign finalize = slot_c3[0] & slot_c3[9];
-  assign old = slot_c3[11] ? 16'h0000 : \$signature__data$44 [15:0];
+  assign old = slot_c3[11] ? 16'h0000 : \port__data$44 [15:0];
   assign \$13  = \new  != old;
   assign \$16  = $signed(\new ) - $signed(old);
-  assign \old$57  = slot_c3[11] ? 16'h0000 : \$signature__data$44 [31:16];
+  assign \old$57  = slot_c3[11] ? 16'h0000 : \port__data$44 [31:16];
   assign \$17  = \new$58  != \old$57 ;
   assign \$20  = $signed(\new$58 ) - $signed(\old$57 );
   assign credit = reserved < 4'h8;
-  assign \$22  = 1'h0 + \$signature__en ;
+  assign \$22  = 1'h0 + \port__en$16 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1132,7 +1108,7 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
     .gate(gate),
     .\new (\new ),
     .old(old),
-    .params(params_rd__data[6:0]),
+    .params(\port__data$42 [6:0]),
     .saturated(\saturated$51 )
   );
   \accelerator.layer0.update_1  update_1 (
@@ -1140,49 +1116,49 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
     .gate(\gate$62 ),
     .\new (\new$58 ),
     .old(\old$57 ),
-    .params(params_rd__data[13:7]),
+    .params(\port__data$42 [13:7]),
     .saturated(\saturated$61 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$11 ) begin
-      b_rd__en = 1'h1;
+      \port__en$17  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$12 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$12 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__addr = 2'h0;
+    \port__addr$32  = 2'h0;
     if (\$12 ) begin
-      params_rd__addr = slot_c2[2:1];
+      \port__addr$32  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$33  = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      \$signature__addr$33  = slot_c2[2:1];
+      \port__addr$33  = slot_c2[2:1];
     end
   end
   always @* begin
@@ -1313,19 +1289,19 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \port__addr$10  = \config [5:4];
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [1:0];
-  assign \$signature__addr  = \$8 [4:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$20  = \$8 [4:0];
+  assign \port__addr$22  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[27:17];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[2:1];
-  assign state_wr__en = finalize;
-  assign params = params_rd__data[6:0];
+  assign \port__data$29  = weights;
+  assign \port__addr$37  = slot_c3[2:1];
+  assign \port__en$38  = finalize;
+  assign params = \port__data$42 [6:0];
   assign old_out_0 = old;
   assign out = \new ;
-  assign \params$56  = params_rd__data[13:7];
+  assign \params$56  = \port__data$42 [13:7];
   assign old_out_1 = \old$57 ;
   assign \out$60  = \new$58 ;
   assign w_data = entry;
@@ -1349,16 +1325,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$12[2]  = \port__data$12 [47:32];
-  assign \port__data$12[3]  = \port__data$12 [63:48];
-  assign \port__data$15[0]  = \port__data$15 [6:0];
-  assign \port__data$15[1]  = \port__data$15 [13:7];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[7:3];
@@ -1385,18 +1351,10 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
   assign \seeds[0]  = seeds[20:0];
   assign \seeds[1]  = seeds[41:21];
   assign \seeds[2]  = seeds[62:42];
   assign \seeds[3]  = seeds[83:63];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
-  assign \b_rd__data[2]  = b_rd__data[47:32];
-  assign \b_rd__data[3]  = b_rd__data[63:48];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[7:3];
@@ -1414,14 +1372,8 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \acc$40[1]  = \acc$40 [41:21];
   assign \acc$40[2]  = \acc$40 [62:42];
   assign \acc$40[3]  = \acc$40 [83:63];
-  assign \params.cand_shift  = params_rd__data[6:0];
-  assign \params_rd__data[0]  = params_rd__data[6:0];
-  assign \params_rd__data[1]  = params_rd__data[13:7];
+  assign \params.cand_shift  = \port__data$42 [6:0];
   assign \old.h  = old;
-  assign \$signature__data$44[0]  = \$signature__data$44 [15:0];
-  assign \$signature__data$44[1]  = \$signature__data$44 [31:16];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
   assign \new.h  = \new ;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
@@ -1442,7 +1394,7 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign \entry.seq_end  = entry[39];
   assign \acc$55.cand  = \acc$55 [20:0];
   assign \acc$55.gate  = \acc$55 [41:21];
-  assign \params$56.cand_shift  = params_rd__data[13:7];
+  assign \params$56.cand_shift  = \port__data$42 [13:7];
   assign \old$57.h  = \old$57 ;
   assign \new$58.h  = \new$58 ;
   assign \entries__payload.mask  = entries__payload[1:0];
@@ -1491,16 +1443,16 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , item
   assign saturated[0] = \$15 ;
   assign changed[1] = \$18 ;
   assign changed[0] = \$14 ;
-  assign state_wr__data[31:16] = \new$58 ;
-  assign state_wr__data[15:0] = \new ;
+  assign \port__data$45 [31:16] = \new$58 ;
+  assign \port__data$45 [15:0] = \new ;
   assign acc[41:21] = \acc$40 [41:21];
   assign acc[20:0] = \acc$40 [20:0];
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[83:63] = { b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63:48] };
-  assign seeds[62:42] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:32] };
-  assign seeds[41:21] = { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign seeds[20:0] = { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
+  assign seeds[83:63] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
+  assign seeds[62:42] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
+  assign seeds[41:21] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
+  assign seeds[20:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [13:7] = \config [17:11];
   assign \port__data$15 [6:0] = \config [17:11];
   assign \port__data$12 [63:48] = \config [26:11];
@@ -2941,16 +2893,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [3:0] \$9 ;
   reg [1:0] \$90 ;
   reg [31:0] \$91 ;
-  reg [2:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$31 ;
-  wire [31:0] \$signature__data ;
-  wire [1:0] \$signature__data$51 ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
+  reg [4:0] \$signature__addr ;
+  wire [1:0] \$signature__data ;
   reg \$signature__en ;
-  reg \$signature__en$5 ;
   reg [4:0] base = 5'h00;
   reg busy = 1'h0;
   reg [2:0] channel = 3'h0;
@@ -3013,6 +2958,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg pend = 1'h0;
   wire [2:0] pend_index;
   wire [1:0] pend_value;
+  wire [2:0] port__addr;
+  reg [2:0] \port__addr$20 ;
+  wire [31:0] port__data;
+  wire [31:0] \port__data$46 ;
+  wire [3:0] port__en;
+  reg \port__en$4 ;
   reg [3:0] pos;
   reg rd_tap_masked = 1'h0;
   reg rd_tap_valid = 1'h0;
@@ -3028,13 +2979,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [7:0] \tap_words[1] ;
   wire [7:0] \tap_words[2] ;
   wire [7:0] \tap_words[3] ;
-  wire [2:0] taps_wr__addr;
-  wire [31:0] taps_wr__data;
-  wire [7:0] \taps_wr__data[0] ;
-  wire [7:0] \taps_wr__data[1] ;
-  wire [7:0] \taps_wr__data[2] ;
-  wire [7:0] \taps_wr__data[3] ;
-  wire [3:0] taps_wr__en;
   reg [7:0] weight;
   reg [10:0] z = 11'h000;
   reg [1:0] current [4:0];
@@ -3087,11 +3031,11 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   reg [1:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$5 ) begin
-      _1_ <= line[\$signature__addr$31 ];
+    if (\$signature__en ) begin
+      _1_ <= line[\$signature__addr ];
     end
   end
-  assign \$signature__data$51  = _1_;
+  assign \$signature__data  = _1_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -3101,22 +3045,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     taps[4] = 32'd31457753;
   end
   always @(posedge clk) begin
-    if (taps_wr__en[0])
-      taps[\config [6:4]][7:0] <= taps_wr__data[7:0];
-    if (taps_wr__en[1])
-      taps[\config [6:4]][15:8] <= taps_wr__data[15:8];
-    if (taps_wr__en[2])
-      taps[\config [6:4]][23:16] <= taps_wr__data[23:16];
-    if (taps_wr__en[3])
-      taps[\config [6:4]][31:24] <= taps_wr__data[31:24];
+    if (port__en[0])
+      taps[\config [6:4]][7:0] <= port__data[7:0];
+    if (port__en[1])
+      taps[\config [6:4]][15:8] <= port__data[15:8];
+    if (port__en[2])
+      taps[\config [6:4]][23:16] <= port__data[23:16];
+    if (port__en[3])
+      taps[\config [6:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _2_ <= taps[\$signature__addr ];
+    if (\port__en$4 ) begin
+      _2_ <= taps[\port__addr$20 ];
     end
   end
-  assign \$signature__data  = _2_;
+  assign \port__data$46  = _2_;
   assign \$100  = \$7  * 4'h8;
   assign \$8  = tap_words >> \$100 ;
   assign \$9  = 2'h2 * tap;
@@ -3140,12 +3084,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$26  = dcls_state == 2'h2;
   assign \$27  = dcls_state == 2'h3;
   assign \$28  = dcls_state == 3'h4;
-  assign \$29  = 1'h0 + \$signature__en ;
+  assign \$29  = 1'h0 + \port__en$4 ;
   assign \$30  = layer0_dcls_taps_reads + \$29 ;
-  assign \$31  = | taps_wr__en;
+  assign \$31  = | port__en;
   assign \$32  = 1'h0 + \$31 ;
   assign \$33  = layer0_dcls_taps_writes + \$32 ;
-  assign \$34  = 1'h0 + \$signature__en$5 ;
+  assign \$34  = 1'h0 + \$signature__en ;
   assign \$35  = layer0_dcls_line_reads + \$34 ;
   assign \$37  = 1'h0 + \$36 ;
   assign \$38  = layer0_dcls_line_writes + \$37 ;
@@ -3153,7 +3097,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$40  = layer0_dcls_current_reads + \$39 ;
   assign \$42  = 1'h0 + \$41 ;
   assign \$43  = layer0_dcls_current_writes + \$42 ;
-  assign \$44  = rd_tap_masked ? 2'h0 : \$signature__data$51 ;
+  assign \$44  = rd_tap_masked ? 2'h0 : \$signature__data ;
   assign \$45  = rd_tap_zero ? cur_value : \$44 ;
   assign \$46  = $signed(rd_tap_weight) * $signed(\$45 );
   assign \$47  = $signed(z) + $signed(\$46 );
@@ -3225,7 +3169,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     layer0_dcls_cycles <= \$91 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
-  assign taps_wr__en = \$2  << \config [10:9];
+  assign port__en = \$2  << \config [10:9];
   assign \$3  = $signed(cur_rd__data) + $signed(1'h0);
   assign \$4  = | items__payload[4:3];
   assign \$5  = base + head;
@@ -3233,17 +3177,17 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$7  = 2'h2 * tap;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$4  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__en  = 1'h1;
+          \port__en$4  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$5  = 1'h0;
+    \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -3253,7 +3197,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       3'h3:
           if (\$6 ) begin
-            \$signature__en$5  = 1'h1;
+            \$signature__en  = 1'h1;
           end
     endcase
   end
@@ -3344,12 +3288,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr  = 3'h0;
+    \port__addr$20  = 3'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__addr  = channel;
+          \port__addr$20  = channel;
     endcase
   end
   always @* begin
@@ -3438,7 +3382,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$31  = 5'h00;
+    \$signature__addr  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -3448,7 +3392,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       3'h3:
           if (\$6 ) begin
-            \$signature__addr$31  = \$17 [4:0];
+            \$signature__addr  = \$17 [4:0];
           end
     endcase
   end
@@ -3681,7 +3625,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
       3'h1:
           /* empty */;
       3'h2:
-          \$82  = \$signature__data ;
+          \$82  = \port__data$46 ;
     endcase
     if (rst) begin
       \$82  = 32'd0;
@@ -3867,7 +3811,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
       \$91  = 32'd0;
     end
   end
-  assign taps_wr__addr = \config [6:4];
+  assign port__addr = \config [6:4];
   assign pend_index = 3'h0;
   assign pend_value = 2'h0;
   assign \config.valid  = \config [0];
@@ -3875,10 +3819,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \taps_wr__data[0]  = taps_wr__data[7:0];
-  assign \taps_wr__data[1]  = taps_wr__data[15:8];
-  assign \taps_wr__data[2]  = taps_wr__data[23:16];
-  assign \taps_wr__data[3]  = taps_wr__data[31:24];
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[4:3];
   assign \items__payload.step_end  = items__payload[5];
@@ -3891,14 +3831,10 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \outputs__payload.value  = outputs__payload[13:3];
   assign \outputs__payload.step_end  = outputs__payload[14];
   assign \outputs__payload.seq_end  = outputs__payload[15];
-  assign \$signature__data[0]  = \$signature__data [7:0];
-  assign \$signature__data[1]  = \$signature__data [15:8];
-  assign \$signature__data[2]  = \$signature__data [23:16];
-  assign \$signature__data[3]  = \$signature__data [31:24];
-  assign taps_wr__data[31:24] = \config [18:11];
-  assign taps_wr__data[23:16] = \config [18:11];
-  assign taps_wr__data[15:8] = \config [18:11];
-  assign taps_wr__data[7:0] = \config [18:11];
+  assign port__data[31:24] = \config [18:11];
+  assign port__data[23:16] = \config [18:11];
+  assign port__data[15:8] = \config [18:11];
+  assign port__data[7:0] = \config [18:11];
   assign \$36  = line_wr__en;
   assign \$41  = cur_wr__en;
   assign \$50  = \$49 ;
@@ -3973,32 +3909,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
-  wire [2:0] \$signature__addr ;
-  wire [-1:0] \$signature__addr$20 ;
-  wire [15:0] \$signature__data ;
-  wire [53:0] \$signature__data$30 ;
-  wire [26:0] \$signature__data$30[0] ;
-  wire [26:0] \$signature__data$30[1] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  reg \$signature__en ;
-  reg \$signature__en$15 ;
   wire [53:0] acc;
   wire [26:0] \acc[0] ;
   wire [26:0] \acc[1] ;
-  wire [-1:0] acc_wr__addr;
-  wire [53:0] acc_wr__data;
-  wire [26:0] \acc_wr__data[0] ;
-  wire [26:0] \acc_wr__data[1] ;
-  wire acc_wr__en;
   wire argmax_0_0_lane;
   wire [26:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
-  wire [-1:0] b_rd__addr;
-  wire [47:0] b_rd__data;
-  wire [23:0] \b_rd__data[0] ;
-  wire [23:0] \b_rd__data[1] ;
-  reg b_rd__en;
   wire [57:0] beat;
   wire \beat.class_index ;
   wire \beat.final ;
@@ -4041,14 +3957,22 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \items__valid$5 ;
   wire [2:0] port__addr;
   wire [-1:0] \port__addr$10 ;
+  wire [2:0] \port__addr$16 ;
+  wire [-1:0] \port__addr$18 ;
+  wire [-1:0] \port__addr$20 ;
+  wire [-1:0] \port__addr$33 ;
   wire [15:0] port__data;
   wire [47:0] \port__data$12 ;
-  wire [23:0] \port__data$12[0] ;
-  wire [23:0] \port__data$12[1] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
+  wire [15:0] \port__data$26 ;
+  wire [47:0] \port__data$29 ;
+  wire [53:0] \port__data$30 ;
+  wire [53:0] \port__data$35 ;
   wire [1:0] port__en;
   wire [1:0] \port__en$11 ;
+  reg \port__en$13 ;
+  reg \port__en$14 ;
+  reg \port__en$15 ;
+  wire \port__en$34 ;
   wire [57:0] r_data;
   input r_en;
   wire r_en;
@@ -4150,15 +4074,15 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$74 [1'h0] <= acc_wr__data;
+      \acc$74 [1'h0] <= \port__data$35 ;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$15 ) begin
+    if (\port__en$15 ) begin
       _0_ <= \acc$74 [1'h0];
     end
   end
-  assign \$signature__data$30  = _0_;
+  assign \port__data$30  = _0_;
   reg [47:0] bias [0:0];
   initial begin
     bias[0] = 48'hffb33102c7d5;
@@ -4171,11 +4095,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [47:0] _1_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$14 ) begin
       _1_ <= bias[1'h0];
     end
   end
-  assign b_rd__data = _1_;
+  assign \port__data$29  = _1_;
   reg [15:0] \weights$72  [7:0];
   initial begin
     \weights$72 [0] = 16'h51c4;
@@ -4195,23 +4119,23 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$13 ) begin
       _2_ <= \weights$72 [\$7 [2:0]];
     end
   end
   assign weights = _2_;
   assign credit = reserved < 4'h8;
-  assign \$29  = 1'h0 + \$signature__en ;
+  assign \$29  = 1'h0 + \port__en$13 ;
   assign \$30  = readout_weights_reads + \$29 ;
   assign \$31  = | \$3 [1:0];
   assign \$32  = 1'h0 + \$31 ;
   assign \$33  = readout_weights_writes + \$32 ;
-  assign \$34  = 1'h0 + b_rd__en;
+  assign \$34  = 1'h0 + \port__en$14 ;
   assign \$35  = readout_bias_reads + \$34 ;
   assign \$36  = | \$6 [1:0];
   assign \$37  = 1'h0 + \$36 ;
   assign \$38  = readout_bias_writes + \$37 ;
-  assign \$39  = 1'h0 + \$signature__en$15 ;
+  assign \$39  = 1'h0 + \port__en$15 ;
   assign \$40  = readout_acc_reads + \$39 ;
   assign \$42  = 1'h0 + \$41 ;
   assign \$43  = readout_acc_writes + \$42 ;
@@ -4261,8 +4185,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$9  = slot[0] & \$8 ;
   assign use_acc = ~ slot[9];
   assign \$10  = slot[0] & slot[6];
-  assign \$11  = use_acc2 ? \$signature__data$30 [26:0] : { b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23:0] };
-  assign \$12  = use_acc2 ? \$signature__data$30 [53:27] : { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:24] };
+  assign \$11  = use_acc2 ? \port__data$30 [26:0] : { \port__data$29 [23], \port__data$29 [23], \port__data$29 [23], \port__data$29 [23:0] };
+  assign \$12  = use_acc2 ? \port__data$30 [53:27] : { \port__data$29 [47], \port__data$29 [47], \port__data$29 [47], \port__data$29 [47:24] };
   assign finalize = slot_c3[0] & slot_c3[7];
   assign \$16  = $signed(acc[53:27]) > $signed(acc[26:0]);
   assign argmax_0_0_logit = \$18  ? acc[53:27] : acc[26:0];
@@ -4311,28 +4235,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$13  = 1'h0;
     if (\$9 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$13  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$14  = 1'h0;
     if (\$10 ) begin
       (* full_case = 32'd1 *)
       if (use_acc) begin
       end else begin
-        b_rd__en = 1'h1;
+        \port__en$14  = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en$15  = 1'h0;
+    \port__en$15  = 1'h0;
     if (\$10 ) begin
       if (use_acc) begin
-        \$signature__en$15  = 1'h1;
+        \port__en$15  = 1'h1;
       end
     end
   end
@@ -4442,12 +4366,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__addr = \config [6:4];
   assign port__en = \$3 [1:0];
   assign \port__en$11  = \$6 [1:0];
-  assign \$signature__addr  = \$7 [2:0];
+  assign \port__addr$16  = \$7 [2:0];
   assign valid = slot_c2[0];
   assign first = slot_c2[6];
   assign value = slot_c2[31:15];
-  assign \$signature__data  = weights;
-  assign acc_wr__en = finalize;
+  assign \port__data$26  = weights;
+  assign \port__en$34  = finalize;
   assign class_now = \$28 [0];
   assign w_data = beat;
   assign w_en = finalize;
@@ -4467,10 +4391,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data$12[0]  = \port__data$12 [23:0];
-  assign \port__data$12[1]  = \port__data$12 [47:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[1];
   assign \slot.base  = slot[5:2];
@@ -4495,14 +4415,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2.value  = slot_c2[31:15];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
   assign \seeds[0]  = seeds[26:0];
   assign \seeds[1]  = seeds[53:27];
-  assign \b_rd__data[0]  = b_rd__data[23:0];
-  assign \b_rd__data[1]  = b_rd__data[47:24];
-  assign \$signature__data$30[0]  = \$signature__data$30 [26:0];
-  assign \$signature__data$30[1]  = \$signature__data$30 [53:27];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[1];
   assign \slot_c3.base  = slot_c3[5:2];
@@ -4514,8 +4428,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.empty  = slot_c3[11];
   assign \slot_c3.index  = slot_c3[14:12];
   assign \slot_c3.value  = slot_c3[31:15];
-  assign \acc_wr__data[0]  = acc_wr__data[26:0];
-  assign \acc_wr__data[1]  = acc_wr__data[53:27];
   assign \acc[0]  = acc[26:0];
   assign \acc[1]  = acc[53:27];
   assign \beat.logits  = beat[53:0];
@@ -4538,8 +4450,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign beat[54] = slot_c3[1];
   assign beat[53:27] = acc[53:27];
   assign beat[26:0] = acc[26:0];
-  assign acc_wr__data[53:27] = acc[53:27];
-  assign acc_wr__data[26:0] = acc[26:0];
+  assign \port__data$35 [53:27] = acc[53:27];
+  assign \port__data$35 [26:0] = acc[26:0];
   assign seeds[53:27] = \$12 ;
   assign seeds[26:0] = \$11 ;
   assign \port__data$12 [47:24] = \config [34:11];

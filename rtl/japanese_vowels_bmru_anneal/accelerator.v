@@ -667,31 +667,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  wire [5:0] \$signature__addr ;
-  reg [1:0] \$signature__addr$34 ;
-  reg [1:0] \$signature__addr$35 ;
-  wire [63:0] \$signature__data ;
-  wire [63:0] \$signature__data$48 ;
-  wire [15:0] \$signature__data$48[0] ;
-  wire [15:0] \$signature__data$48[1] ;
-  wire [15:0] \$signature__data$48[2] ;
-  wire [15:0] \$signature__data$48[3] ;
-  wire [95:0] \$signature__data$53 ;
-  wire [23:0] \$signature__data$53[0] ;
-  wire [23:0] \$signature__data$53[1] ;
-  wire [23:0] \$signature__data$53[2] ;
-  wire [23:0] \$signature__data$53[3] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  wire [7:0] \$signature__data[4] ;
-  wire [7:0] \$signature__data[5] ;
-  wire [7:0] \$signature__data[6] ;
-  wire [7:0] \$signature__data[7] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
-  reg \$signature__en$20 ;
   wire [37:0] acc;
   wire [151:0] \acc$44 ;
   wire [18:0] \acc$44[0] ;
@@ -713,17 +688,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [18:0] \acc$83.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  wire [1:0] b_rd__addr;
-  wire [127:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  wire [15:0] \b_rd__data[2] ;
-  wire [15:0] \b_rd__data[3] ;
-  wire [15:0] \b_rd__data[4] ;
-  wire [15:0] \b_rd__data[5] ;
-  wire [15:0] \b_rd__data[6] ;
-  wire [15:0] \b_rd__data[7] ;
-  reg b_rd__en;
   wire [3:0] changed;
   input clk;
   wire clk;
@@ -868,13 +832,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \params$84 ;
   wire [7:0] \params$84.alpha ;
   wire [7:0] \params.alpha ;
-  reg [1:0] params_rd__addr;
-  wire [31:0] params_rd__data;
-  wire [7:0] \params_rd__data[0] ;
-  wire [7:0] \params_rd__data[1] ;
-  wire [7:0] \params_rd__data[2] ;
-  wire [7:0] \params_rd__data[3] ;
-  reg params_rd__en;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -883,42 +840,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  wire [1:0] pool_wr__addr;
-  wire [95:0] pool_wr__data;
-  wire [23:0] \pool_wr__data[0] ;
-  wire [23:0] \pool_wr__data[1] ;
-  wire [23:0] \pool_wr__data[2] ;
-  wire [23:0] \pool_wr__data[3] ;
-  wire pool_wr__en;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
+  wire [5:0] \port__addr$21 ;
+  wire [1:0] \port__addr$23 ;
+  reg [1:0] \port__addr$33 ;
+  reg [1:0] \port__addr$34 ;
+  reg [1:0] \port__addr$35 ;
+  wire [1:0] \port__addr$39 ;
+  wire [1:0] \port__addr$41 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
-  wire [15:0] \port__data$12[2] ;
-  wire [15:0] \port__data$12[3] ;
-  wire [15:0] \port__data$12[4] ;
-  wire [15:0] \port__data$12[5] ;
-  wire [15:0] \port__data$12[6] ;
-  wire [15:0] \port__data$12[7] ;
   wire [31:0] \port__data$15 ;
-  wire [7:0] \port__data$15[0] ;
-  wire [7:0] \port__data$15[1] ;
-  wire [7:0] \port__data$15[2] ;
-  wire [7:0] \port__data$15[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
-  wire [7:0] \port__data[4] ;
-  wire [7:0] \port__data[5] ;
-  wire [7:0] \port__data[6] ;
-  wire [7:0] \port__data[7] ;
+  wire [63:0] \port__data$30 ;
+  wire [127:0] \port__data$32 ;
+  wire [31:0] \port__data$46 ;
+  wire [63:0] \port__data$48 ;
+  wire [63:0] \port__data$49 ;
+  wire [95:0] \port__data$53 ;
+  wire [95:0] \port__data$56 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  reg \port__en$20 ;
+  wire \port__en$40 ;
+  wire \port__en$42 ;
   wire [103:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -976,13 +927,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
   wire starting;
-  wire [1:0] state_wr__addr;
-  wire [63:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire [15:0] \state_wr__data[2] ;
-  wire [15:0] \state_wr__data[3] ;
-  wire state_wr__en;
   wire [72:0] trace;
   output [72:0] \trace$123 ;
   reg [72:0] \trace$123  = 73'h0000000000000000000;
@@ -1056,11 +1000,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [127:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$32  = _0_;
   reg [31:0] \params$136  [3:0];
   initial begin
     \params$136 [0] = 32'd1362448186;
@@ -1080,11 +1024,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _1_ <= \params$136 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _1_ <= \params$136 [\port__addr$33 ];
     end
   end
-  assign params_rd__data = _1_;
+  assign \port__data$46  = _1_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1094,15 +1038,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @(posedge clk) begin
     if (finalize)
-      pool[slot_c3[2:1]] <= pool_wr__data;
+      pool[slot_c3[2:1]] <= \port__data$56 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$20 ) begin
-      _2_ <= pool[\$signature__addr$35 ];
+    if (\port__en$20 ) begin
+      _2_ <= pool[\port__addr$35 ];
     end
   end
-  assign \$signature__data$53  = _2_;
+  assign \port__data$53  = _2_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1112,15 +1056,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= state_wr__data;
+      state[slot_c3[2:1]] <= \port__data$49 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _3_ <= state[\$signature__addr$34 ];
+    if (\port__en$19 ) begin
+      _3_ <= state[\port__addr$34 ];
     end
   end
-  assign \$signature__data$48  = _3_;
+  assign \port__data$48  = _3_;
   reg [63:0] \weights$134  [47:0];
   initial begin
     \weights$134 [0] = 64'h51f841e7ec8bf49d;
@@ -1192,7 +1136,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _4_ <= \weights$134 [\$8 [5:0]];
     end
   end
@@ -1212,21 +1156,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$11  = slot[0] & slot[9];
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \$signature__data$48 [15:0];
-  assign \$13  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [23:0];
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$48 [15:0];
+  assign \$13  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
   assign \$14  = $signed(\$13 ) + $signed(\new );
   assign \$15  = $signed(\$14 ) > $signed(24'h7fffff);
-  assign \$16  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [23:0];
+  assign \$16  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
   assign \$17  = $signed(\$16 ) + $signed(\new );
   assign \$18  = $signed(\$17 ) < $signed(24'h800000);
-  assign \$19  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [23:0];
+  assign \$19  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
   assign \$20  = $signed(\$19 ) + $signed(\new );
   assign \$21  = \$18  ? 25'h1800000 : \$20 ;
   assign \$22  = \$15  ? 25'h07fffff : \$21 ;
-  assign \$23  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [23:0];
+  assign \$23  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
   assign \$24  = $signed(\$23 ) + $signed(\new );
   assign \$25  = $signed(\$24 ) > $signed(24'h7fffff);
-  assign \$26  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [23:0];
+  assign \$26  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
   assign \$27  = $signed(\$26 ) + $signed(\new );
   assign \$28  = $signed(\$27 ) < $signed(24'h800000);
   assign pool_0_clipped = \$25  | \$28 ;
@@ -1234,21 +1178,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$31  = \saturated$59  | pool_0_clipped;
   assign \$34  = | \$22 [23:0];
   assign \$35  = \$33  & \$34 ;
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \$signature__data$48 [31:16];
-  assign \$36  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [47:24];
+  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$48 [31:16];
+  assign \$36  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
   assign \$37  = $signed(\$36 ) + $signed(\new$66 );
   assign \$38  = $signed(\$37 ) > $signed(24'h7fffff);
-  assign \$39  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [47:24];
+  assign \$39  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
   assign \$40  = $signed(\$39 ) + $signed(\new$66 );
   assign \$41  = $signed(\$40 ) < $signed(24'h800000);
-  assign \$42  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [47:24];
+  assign \$42  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
   assign \$43  = $signed(\$42 ) + $signed(\new$66 );
   assign \$44  = \$41  ? 25'h1800000 : \$43 ;
   assign \$45  = \$38  ? 25'h07fffff : \$44 ;
-  assign \$46  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [47:24];
+  assign \$46  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
   assign \$47  = $signed(\$46 ) + $signed(\new$66 );
   assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
-  assign \$49  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [47:24];
+  assign \$49  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
   assign \$50  = $signed(\$49 ) + $signed(\new$66 );
   assign \$51  = $signed(\$50 ) < $signed(24'h800000);
   assign pool_1_clipped = \$48  | \$51 ;
@@ -1256,21 +1200,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$54  = \saturated$71  | pool_1_clipped;
   assign \$57  = | \$45 [23:0];
   assign \$58  = \$56  & \$57 ;
-  assign \old$75  = slot_c3[12] ? 16'h0000 : \$signature__data$48 [47:32];
-  assign \$59  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [71:48];
+  assign \old$75  = slot_c3[12] ? 16'h0000 : \port__data$48 [47:32];
+  assign \$59  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
   assign \$60  = $signed(\$59 ) + $signed(\new$76 );
   assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
-  assign \$62  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [71:48];
+  assign \$62  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
   assign \$63  = $signed(\$62 ) + $signed(\new$76 );
   assign \$64  = $signed(\$63 ) < $signed(24'h800000);
-  assign \$65  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [71:48];
+  assign \$65  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
   assign \$66  = $signed(\$65 ) + $signed(\new$76 );
   assign \$67  = \$64  ? 25'h1800000 : \$66 ;
   assign \$68  = \$61  ? 25'h07fffff : \$67 ;
-  assign \$69  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [71:48];
+  assign \$69  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
   assign \$70  = $signed(\$69 ) + $signed(\new$76 );
   assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
-  assign \$72  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [71:48];
+  assign \$72  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
   assign \$73  = $signed(\$72 ) + $signed(\new$76 );
   assign \$74  = $signed(\$73 ) < $signed(24'h800000);
   assign pool_2_clipped = \$71  | \$74 ;
@@ -1278,21 +1222,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$77  = \saturated$81  | pool_2_clipped;
   assign \$80  = | \$68 [23:0];
   assign \$81  = \$79  & \$80 ;
-  assign \old$85  = slot_c3[12] ? 16'h0000 : \$signature__data$48 [63:48];
-  assign \$82  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [95:72];
+  assign \old$85  = slot_c3[12] ? 16'h0000 : \port__data$48 [63:48];
+  assign \$82  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
   assign \$83  = $signed(\$82 ) + $signed(\new$86 );
   assign \$84  = $signed(\$83 ) > $signed(24'h7fffff);
-  assign \$85  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [95:72];
+  assign \$85  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
   assign \$86  = $signed(\$85 ) + $signed(\new$86 );
   assign \$87  = $signed(\$86 ) < $signed(24'h800000);
-  assign \$88  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [95:72];
+  assign \$88  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
   assign \$89  = $signed(\$88 ) + $signed(\new$86 );
   assign \$90  = \$87  ? 25'h1800000 : \$89 ;
   assign \$91  = \$84  ? 25'h07fffff : \$90 ;
-  assign \$92  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [95:72];
+  assign \$92  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
   assign \$93  = $signed(\$92 ) + $signed(\new$86 );
   assign \$94  = $signed(\$93 ) > $signed(24'h7fffff);
-  assign \$95  = slot_c3[12] ? 24'h000000 : \$signature__data$53 [95:72];
+  assign \$95  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
   assign \$96  = $signed(\$95 ) + $signed(\new$86 );
   assign \$97  = $signed(\$96 ) < $signed(24'h800000);
   assign pool_3_clipped = \$94  | \$97 ;
@@ -1302,26 +1246,26 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$104  = \$102  & \$103 ;
   assign \$105  = slot_c3[11] & slot_c3[13];
   assign credit = reserved < 4'h8;
-  assign \$106  = 1'h0 + \$signature__en ;
+  assign \$106  = 1'h0 + \port__en$16 ;
   assign \$107  = layer0_weights_reads + \$106 ;
   assign \$108  = | port__en;
   assign \$109  = 1'h0 + \$108 ;
   assign \$110  = layer0_weights_writes + \$109 ;
-  assign \$111  = 1'h0 + b_rd__en;
+  assign \$111  = 1'h0 + \port__en$17 ;
   assign \$112  = layer0_bias_reads + \$111 ;
   assign \$113  = | \port__en$11 ;
   assign \$114  = 1'h0 + \$113 ;
   assign \$115  = layer0_bias_writes + \$114 ;
-  assign \$116  = 1'h0 + params_rd__en;
+  assign \$116  = 1'h0 + \port__en$18 ;
   assign \$117  = layer0_params_reads + \$116 ;
   assign \$118  = | \$7 [3:0];
   assign \$119  = 1'h0 + \$118 ;
   assign \$120  = layer0_params_writes + \$119 ;
-  assign \$121  = 1'h0 + \$signature__en$19 ;
+  assign \$121  = 1'h0 + \port__en$19 ;
   assign \$122  = layer0_state_reads + \$121 ;
   assign \$124  = 1'h0 + \$123 ;
   assign \$125  = layer0_state_writes + \$124 ;
-  assign \$126  = 1'h0 + \$signature__en$20 ;
+  assign \$126  = 1'h0 + \port__en$20 ;
   assign \$127  = layer0_pool_reads + \$126 ;
   assign \$129  = 1'h0 + \$128 ;
   assign \$130  = layer0_pool_writes + \$129 ;
@@ -1429,7 +1373,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(gate),
     .\new (\new ),
     .old(old),
-    .params(params_rd__data[7:0]),
+    .params(\port__data$46 [7:0]),
     .saturated(\saturated$59 )
   );
   \accelerator.layer0.update_1  update_1 (
@@ -1437,7 +1381,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$72 ),
     .\new (\new$66 ),
     .old(\old$65 ),
-    .params(params_rd__data[15:8]),
+    .params(\port__data$46 [15:8]),
     .saturated(\saturated$71 )
   );
   \accelerator.layer0.update_2  update_2 (
@@ -1445,7 +1389,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$82 ),
     .\new (\new$76 ),
     .old(\old$75 ),
-    .params(params_rd__data[23:16]),
+    .params(\port__data$46 [23:16]),
     .saturated(\saturated$81 )
   );
   \accelerator.layer0.update_3  update_3 (
@@ -1453,63 +1397,63 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$92 ),
     .\new (\new$86 ),
     .old(\old$85 ),
-    .params(params_rd__data[31:24]),
+    .params(\port__data$46 [31:24]),
     .saturated(\saturated$91 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$11 ) begin
-      b_rd__en = 1'h1;
+      \port__en$17  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$12 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$12 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$20  = 1'h0;
+    \port__en$20  = 1'h0;
     if (\$12 ) begin
-      \$signature__en$20  = 1'h1;
+      \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__addr = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      params_rd__addr = slot_c2[2:1];
+      \port__addr$33  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$34  = 2'h0;
+    \port__addr$34  = 2'h0;
     if (\$12 ) begin
-      \$signature__addr$34  = slot_c2[2:1];
+      \port__addr$34  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$35  = 2'h0;
+    \port__addr$35  = 2'h0;
     if (\$12 ) begin
-      \$signature__addr$35  = slot_c2[2:1];
+      \port__addr$35  = slot_c2[2:1];
     end
   end
   always @* begin
@@ -1654,30 +1598,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$10  = \config [5:4];
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \$signature__addr  = \$8 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$21  = \$8 [5:0];
+  assign \port__addr$23  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[2:1];
-  assign state_wr__en = finalize;
-  assign pool_wr__addr = slot_c3[2:1];
-  assign pool_wr__en = finalize;
-  assign params = params_rd__data[7:0];
+  assign \port__data$30  = weights;
+  assign \port__addr$39  = slot_c3[2:1];
+  assign \port__en$40  = finalize;
+  assign \port__addr$41  = slot_c3[2:1];
+  assign \port__en$42  = finalize;
+  assign params = \port__data$46 [7:0];
   assign old_out_0 = old;
   assign pool_0 = \$22 [23:0];
   assign out = \new ;
-  assign \params$64  = params_rd__data[15:8];
+  assign \params$64  = \port__data$46 [15:8];
   assign old_out_1 = \old$65 ;
   assign pool_1 = \$45 [23:0];
   assign \out$69  = \new$66 ;
-  assign \params$74  = params_rd__data[23:16];
+  assign \params$74  = \port__data$46 [23:16];
   assign old_out_2 = \old$75 ;
   assign pool_2 = \$68 [23:0];
   assign \out$79  = \new$76 ;
-  assign \params$84  = params_rd__data[31:24];
+  assign \params$84  = \port__data$46 [31:24];
   assign old_out_3 = \old$85 ;
   assign pool_3 = \$91 [23:0];
   assign \out$89  = \new$86 ;
@@ -1702,26 +1646,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data[4]  = port__data[39:32];
-  assign \port__data[5]  = port__data[47:40];
-  assign \port__data[6]  = port__data[55:48];
-  assign \port__data[7]  = port__data[63:56];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$12[2]  = \port__data$12 [47:32];
-  assign \port__data$12[3]  = \port__data$12 [63:48];
-  assign \port__data$12[4]  = \port__data$12 [79:64];
-  assign \port__data$12[5]  = \port__data$12 [95:80];
-  assign \port__data$12[6]  = \port__data$12 [111:96];
-  assign \port__data$12[7]  = \port__data$12 [127:112];
-  assign \port__data$15[0]  = \port__data$15 [7:0];
-  assign \port__data$15[1]  = \port__data$15 [15:8];
-  assign \port__data$15[2]  = \port__data$15 [23:16];
-  assign \port__data$15[3]  = \port__data$15 [31:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -1752,14 +1676,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
-  assign \$signature__data[4]  = weights[39:32];
-  assign \$signature__data[5]  = weights[47:40];
-  assign \$signature__data[6]  = weights[55:48];
-  assign \$signature__data[7]  = weights[63:56];
   assign \seeds[0]  = seeds[18:0];
   assign \seeds[1]  = seeds[37:19];
   assign \seeds[2]  = seeds[56:38];
@@ -1768,14 +1684,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
-  assign \b_rd__data[2]  = b_rd__data[47:32];
-  assign \b_rd__data[3]  = b_rd__data[63:48];
-  assign \b_rd__data[4]  = b_rd__data[79:64];
-  assign \b_rd__data[5]  = b_rd__data[95:80];
-  assign \b_rd__data[6]  = b_rd__data[111:96];
-  assign \b_rd__data[7]  = b_rd__data[127:112];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -1797,29 +1705,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \acc$44[5]  = \acc$44 [113:95];
   assign \acc$44[6]  = \acc$44 [132:114];
   assign \acc$44[7]  = \acc$44 [151:133];
-  assign \params.alpha  = params_rd__data[7:0];
-  assign \params_rd__data[0]  = params_rd__data[7:0];
-  assign \params_rd__data[1]  = params_rd__data[15:8];
-  assign \params_rd__data[2]  = params_rd__data[23:16];
-  assign \params_rd__data[3]  = params_rd__data[31:24];
+  assign \params.alpha  = \port__data$46 [7:0];
   assign \old.h  = old;
-  assign \$signature__data$48[0]  = \$signature__data$48 [15:0];
-  assign \$signature__data$48[1]  = \$signature__data$48 [31:16];
-  assign \$signature__data$48[2]  = \$signature__data$48 [47:32];
-  assign \$signature__data$48[3]  = \$signature__data$48 [63:48];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
-  assign \state_wr__data[2]  = state_wr__data[47:32];
-  assign \state_wr__data[3]  = state_wr__data[63:48];
   assign \new.h  = \new ;
-  assign \$signature__data$53[0]  = \$signature__data$53 [23:0];
-  assign \$signature__data$53[1]  = \$signature__data$53 [47:24];
-  assign \$signature__data$53[2]  = \$signature__data$53 [71:48];
-  assign \$signature__data$53[3]  = \$signature__data$53 [95:72];
-  assign \pool_wr__data[0]  = pool_wr__data[23:0];
-  assign \pool_wr__data[1]  = pool_wr__data[47:24];
-  assign \pool_wr__data[2]  = pool_wr__data[71:48];
-  assign \pool_wr__data[3]  = pool_wr__data[95:72];
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1845,17 +1733,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.seq_end  = entry[103];
   assign \acc$63.cand  = \acc$63 [18:0];
   assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = params_rd__data[15:8];
+  assign \params$64.alpha  = \port__data$46 [15:8];
   assign \old$65.h  = \old$65 ;
   assign \new$66.h  = \new$66 ;
   assign \acc$73.cand  = \acc$73 [18:0];
   assign \acc$73.thr  = \acc$73 [37:19];
-  assign \params$74.alpha  = params_rd__data[23:16];
+  assign \params$74.alpha  = \port__data$46 [23:16];
   assign \old$75.h  = \old$75 ;
   assign \new$76.h  = \new$76 ;
   assign \acc$83.cand  = \acc$83 [18:0];
   assign \acc$83.thr  = \acc$83 [37:19];
-  assign \params$84.alpha  = params_rd__data[31:24];
+  assign \params$84.alpha  = \port__data$46 [31:24];
   assign \old$85.h  = \old$85 ;
   assign \new$86.h  = \new$86 ;
   assign \entries__payload.mask  = entries__payload[3:0];
@@ -1926,28 +1814,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$76 ;
   assign changed[1] = \$53 ;
   assign changed[0] = \$30 ;
-  assign pool_wr__data[95:72] = \$91 [23:0];
-  assign pool_wr__data[71:48] = \$68 [23:0];
-  assign pool_wr__data[47:24] = \$45 [23:0];
-  assign pool_wr__data[23:0] = \$22 [23:0];
-  assign state_wr__data[63:48] = \new$86 ;
-  assign state_wr__data[47:32] = \new$76 ;
-  assign state_wr__data[31:16] = \new$66 ;
-  assign state_wr__data[15:0] = \new ;
+  assign \port__data$56 [95:72] = \$91 [23:0];
+  assign \port__data$56 [71:48] = \$68 [23:0];
+  assign \port__data$56 [47:24] = \$45 [23:0];
+  assign \port__data$56 [23:0] = \$22 [23:0];
+  assign \port__data$49 [63:48] = \new$86 ;
+  assign \port__data$49 [47:32] = \new$76 ;
+  assign \port__data$49 [31:16] = \new$66 ;
+  assign \port__data$49 [15:0] = \new ;
   assign acc[37:19] = \acc$44 [37:19];
   assign acc[18:0] = \acc$44 [18:0];
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[151:133] = { b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127:112] };
-  assign seeds[132:114] = { b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111:96] };
-  assign seeds[113:95] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:80] };
-  assign seeds[94:76] = { b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79:64] };
-  assign seeds[75:57] = { b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63:48] };
-  assign seeds[56:38] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:32] };
-  assign seeds[37:19] = { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign seeds[18:0] = { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
+  assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
+  assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
+  assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
+  assign seeds[94:76] = { \port__data$32 [79], \port__data$32 [79], \port__data$32 [79], \port__data$32 [79:64] };
+  assign seeds[75:57] = { \port__data$32 [63], \port__data$32 [63], \port__data$32 [63], \port__data$32 [63:48] };
+  assign seeds[56:38] = { \port__data$32 [47], \port__data$32 [47], \port__data$32 [47], \port__data$32 [47:32] };
+  assign seeds[37:19] = { \port__data$32 [31], \port__data$32 [31], \port__data$32 [31], \port__data$32 [31:16] };
+  assign seeds[18:0] = { \port__data$32 [15], \port__data$32 [15], \port__data$32 [15], \port__data$32 [15:0] };
   assign \port__data$15 [31:24] = \config [20:13];
   assign \port__data$15 [23:16] = \config [20:13];
   assign \port__data$15 [15:8] = \config [20:13];
@@ -3623,13 +3511,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$9 ;
   reg [3:0] \$90 ;
   reg [3:0] \$91 ;
-  wire [5:0] \$signature__addr ;
-  wire [31:0] \$signature__data ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  reg \$signature__en ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -3644,13 +3525,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] argmax_1_0_lane;
   wire [35:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [1:0] b_rd__addr;
-  wire [95:0] b_rd__data;
-  wire [23:0] \b_rd__data[0] ;
-  wire [23:0] \b_rd__data[1] ;
-  wire [23:0] \b_rd__data[2] ;
-  wire [23:0] \b_rd__data[3] ;
-  reg b_rd__en;
   wire [151:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
@@ -3695,18 +3569,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \items__valid$5 ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
+  wire [5:0] \port__addr$15 ;
+  wire [1:0] \port__addr$17 ;
   wire [31:0] port__data;
   wire [95:0] \port__data$12 ;
-  wire [23:0] \port__data$12[0] ;
-  wire [23:0] \port__data$12[1] ;
-  wire [23:0] \port__data$12[2] ;
-  wire [23:0] \port__data$12[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
+  wire [31:0] \port__data$24 ;
+  wire [95:0] \port__data$26 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
+  reg \port__en$13 ;
+  reg \port__en$14 ;
   wire [151:0] r_data;
   input r_en;
   wire r_en;
@@ -3822,11 +3694,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$14 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$26  = _0_;
   reg [31:0] \weights$70  [47:0];
   initial begin
     \weights$70 [0] = 32'd755308271;
@@ -3890,7 +3762,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$13 ) begin
       _1_ <= \weights$70 [\$7 [5:0]];
     end
   end
@@ -3940,12 +3812,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$57  = \$56  + argmax_1_0_lane;
   assign \$58  = take ? \$57  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$59  = 1'h0 + \$signature__en ;
+  assign \$59  = 1'h0 + \port__en$13 ;
   assign \$60  = readout_weights_reads + \$59 ;
   assign \$61  = | \$3 [3:0];
   assign \$62  = 1'h0 + \$61 ;
   assign \$63  = readout_weights_writes + \$62 ;
-  assign \$64  = 1'h0 + b_rd__en;
+  assign \$64  = 1'h0 + \port__en$14 ;
   assign \$65  = readout_bias_reads + \$64 ;
   assign \$66  = | \$6 [3:0];
   assign \$67  = 1'h0 + \$66 ;
@@ -4029,16 +3901,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$13  = 1'h0;
     if (\$9 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$13  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$14  = 1'h0;
     if (\$10 ) begin
-      b_rd__en = 1'h1;
+      \port__en$14  = 1'h1;
     end
   end
   always @* begin
@@ -4134,13 +4006,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__en = \$3 [3:0];
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
-  assign \$signature__addr  = \$7 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$15  = \$7 [5:0];
+  assign \port__addr$17  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
-  assign \$signature__data  = weights;
+  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;
@@ -4161,14 +4033,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data$12[0]  = \port__data$12 [23:0];
-  assign \port__data$12[1]  = \port__data$12 [47:24];
-  assign \port__data$12[2]  = \port__data$12 [71:48];
-  assign \port__data$12[3]  = \port__data$12 [95:72];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -4195,18 +4059,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
   assign \seeds[0]  = seeds[35:0];
   assign \seeds[1]  = seeds[71:36];
   assign \seeds[2]  = seeds[107:72];
   assign \seeds[3]  = seeds[143:108];
-  assign \b_rd__data[0]  = b_rd__data[23:0];
-  assign \b_rd__data[1]  = b_rd__data[47:24];
-  assign \b_rd__data[2]  = b_rd__data[71:48];
-  assign \b_rd__data[3]  = b_rd__data[95:72];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -4248,10 +4104,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign beat[107:72] = acc[107:72];
   assign beat[71:36] = acc[71:36];
   assign beat[35:0] = acc[35:0];
-  assign seeds[143:108] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:72] };
-  assign seeds[107:72] = { b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71:48] };
-  assign seeds[71:36] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:24] };
-  assign seeds[35:0] = { b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23:0] };
+  assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
+  assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
+  assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[35:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [95:72] = \config [36:13];
   assign \port__data$12 [71:48] = \config [36:13];
   assign \port__data$12 [47:24] = \config [36:13];

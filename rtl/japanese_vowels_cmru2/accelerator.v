@@ -788,24 +788,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$82 ;
   reg [3:0] \$83 ;
   wire \$9 ;
-  wire [5:0] \$signature__addr ;
-  reg [1:0] \$signature__addr$33 ;
-  wire [63:0] \$signature__data ;
-  wire [63:0] \$signature__data$44 ;
-  wire [15:0] \$signature__data$44[0] ;
-  wire [15:0] \$signature__data$44[1] ;
-  wire [15:0] \$signature__data$44[2] ;
-  wire [15:0] \$signature__data$44[3] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  wire [7:0] \$signature__data[4] ;
-  wire [7:0] \$signature__data[5] ;
-  wire [7:0] \$signature__data[6] ;
-  wire [7:0] \$signature__data[7] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
   wire [37:0] acc;
   wire [151:0] \acc$40 ;
   wire [18:0] \acc$40[0] ;
@@ -827,17 +809,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [18:0] \acc$71.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  wire [1:0] b_rd__addr;
-  wire [127:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  wire [15:0] \b_rd__data[2] ;
-  wire [15:0] \b_rd__data[3] ;
-  wire [15:0] \b_rd__data[4] ;
-  wire [15:0] \b_rd__data[5] ;
-  wire [15:0] \b_rd__data[6] ;
-  wire [15:0] \b_rd__data[7] ;
-  reg b_rd__en;
   wire [3:0] changed;
   input clk;
   wire clk;
@@ -978,42 +949,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \params$72 ;
   wire [7:0] \params$72.alpha ;
   wire [7:0] \params.alpha ;
-  reg [1:0] params_rd__addr;
-  wire [31:0] params_rd__data;
-  wire [7:0] \params_rd__data[0] ;
-  wire [7:0] \params_rd__data[1] ;
-  wire [7:0] \params_rd__data[2] ;
-  wire [7:0] \params_rd__data[3] ;
-  reg params_rd__en;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
+  wire [5:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  reg [1:0] \port__addr$32 ;
+  reg [1:0] \port__addr$33 ;
+  wire [1:0] \port__addr$37 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
-  wire [15:0] \port__data$12[2] ;
-  wire [15:0] \port__data$12[3] ;
-  wire [15:0] \port__data$12[4] ;
-  wire [15:0] \port__data$12[5] ;
-  wire [15:0] \port__data$12[6] ;
-  wire [15:0] \port__data$12[7] ;
   wire [31:0] \port__data$15 ;
-  wire [7:0] \port__data$15[0] ;
-  wire [7:0] \port__data$15[1] ;
-  wire [7:0] \port__data$15[2] ;
-  wire [7:0] \port__data$15[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
-  wire [7:0] \port__data[4] ;
-  wire [7:0] \port__data[5] ;
-  wire [7:0] \port__data[6] ;
-  wire [7:0] \port__data[7] ;
+  wire [63:0] \port__data$29 ;
+  wire [127:0] \port__data$31 ;
+  wire [31:0] \port__data$42 ;
+  wire [63:0] \port__data$44 ;
+  wire [63:0] \port__data$45 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  wire \port__en$38 ;
   wire [75:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -1071,13 +1030,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
   wire starting;
-  wire [1:0] state_wr__addr;
-  wire [63:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire [15:0] \state_wr__data[2] ;
-  wire [15:0] \state_wr__data[3] ;
-  wire state_wr__en;
   wire [72:0] trace;
   output [72:0] \trace$107 ;
   reg [72:0] \trace$107  = 73'h0000000000000000000;
@@ -1151,11 +1103,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [127:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$31  = _0_;
   reg [31:0] \params$120  [3:0];
   initial begin
     \params$120 [0] = 32'd1278888003;
@@ -1175,11 +1127,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _1_ <= \params$120 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _1_ <= \params$120 [\port__addr$32 ];
     end
   end
-  assign params_rd__data = _1_;
+  assign \port__data$42  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1189,15 +1141,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= state_wr__data;
+      state[slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _2_ <= state[\$signature__addr$33 ];
+    if (\port__en$19 ) begin
+      _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \$signature__data$44  = _2_;
+  assign \port__data$44  = _2_;
   reg [63:0] \weights$118  [47:0];
   initial begin
     \weights$118 [0] = 64'hfcd4d61bbdbc00d7;
@@ -1269,39 +1221,39 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _3_ <= \weights$118 [\$8 [5:0]];
     end
   end
   assign weights = _3_;
   assign \$13  = \new  != old;
   assign \$16  = $signed(\new ) - $signed(old);
-  assign \old$57  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [31:16];
+  assign \old$57  = slot_c3[12] ? 16'h0000 : \port__data$44 [31:16];
   assign \$17  = \new$58  != \old$57 ;
   assign \$20  = $signed(\new$58 ) - $signed(\old$57 );
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [47:32];
+  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$44 [47:32];
   assign \$21  = \new$66  != \old$65 ;
   assign \$24  = $signed(\new$66 ) - $signed(\old$65 );
-  assign \old$73  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [63:48];
+  assign \old$73  = slot_c3[12] ? 16'h0000 : \port__data$44 [63:48];
   assign \$25  = \new$74  != \old$73 ;
   assign \$28  = $signed(\new$74 ) - $signed(\old$73 );
   assign credit = reserved < 4'h8;
-  assign \$30  = 1'h0 + \$signature__en ;
+  assign \$30  = 1'h0 + \port__en$16 ;
   assign \$31  = layer0_weights_reads + \$30 ;
   assign \$32  = | port__en;
   assign \$33  = 1'h0 + \$32 ;
   assign \$34  = layer0_weights_writes + \$33 ;
-  assign \$35  = 1'h0 + b_rd__en;
+  assign \$35  = 1'h0 + \port__en$17 ;
   assign \$36  = layer0_bias_reads + \$35 ;
   assign \$37  = | \port__en$11 ;
   assign \$38  = 1'h0 + \$37 ;
   assign \$39  = layer0_bias_writes + \$38 ;
-  assign \$40  = 1'h0 + params_rd__en;
+  assign \$40  = 1'h0 + \port__en$18 ;
   assign \$41  = layer0_params_reads + \$40 ;
   assign \$42  = | \$7 [3:0];
   assign \$43  = 1'h0 + \$42 ;
   assign \$44  = layer0_params_writes + \$43 ;
-  assign \$45  = 1'h0 + \$signature__en$19 ;
+  assign \$45  = 1'h0 + \port__en$19 ;
   assign \$46  = layer0_state_reads + \$45 ;
   assign \$48  = 1'h0 + \$47 ;
   assign \$49  = layer0_state_writes + \$48 ;
@@ -1370,7 +1322,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$11  = slot[0] & slot[9];
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \$signature__data$44 [15:0];
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1421,7 +1373,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(gate),
     .\new (\new ),
     .old(old),
-    .params(params_rd__data[7:0]),
+    .params(\port__data$42 [7:0]),
     .saturated(\saturated$51 )
   );
   \accelerator.layer0.update_1  update_1 (
@@ -1429,7 +1381,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$62 ),
     .\new (\new$58 ),
     .old(\old$57 ),
-    .params(params_rd__data[15:8]),
+    .params(\port__data$42 [15:8]),
     .saturated(\saturated$61 )
   );
   \accelerator.layer0.update_2  update_2 (
@@ -1437,7 +1389,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$70 ),
     .\new (\new$66 ),
     .old(\old$65 ),
-    .params(params_rd__data[23:16]),
+    .params(\port__data$42 [23:16]),
     .saturated(\saturated$69 )
   );
   \accelerator.layer0.update_3  update_3 (
@@ -1445,49 +1397,49 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$78 ),
     .\new (\new$74 ),
     .old(\old$73 ),
-    .params(params_rd__data[31:24]),
+    .params(\port__data$42 [31:24]),
     .saturated(\saturated$77 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$11 ) begin
-      b_rd__en = 1'h1;
+      \port__en$17  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$12 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$12 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__addr = 2'h0;
+    \port__addr$32  = 2'h0;
     if (\$12 ) begin
-      params_rd__addr = slot_c2[2:1];
+      \port__addr$32  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$33  = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      \$signature__addr$33  = slot_c2[2:1];
+      \port__addr$33  = slot_c2[2:1];
     end
   end
   always @* begin
@@ -1618,25 +1570,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$10  = \config [5:4];
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \$signature__addr  = \$8 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$20  = \$8 [5:0];
+  assign \port__addr$22  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[2:1];
-  assign state_wr__en = finalize;
-  assign params = params_rd__data[7:0];
+  assign \port__data$29  = weights;
+  assign \port__addr$37  = slot_c3[2:1];
+  assign \port__en$38  = finalize;
+  assign params = \port__data$42 [7:0];
   assign old_out_0 = old;
   assign out = \new ;
-  assign \params$56  = params_rd__data[15:8];
+  assign \params$56  = \port__data$42 [15:8];
   assign old_out_1 = \old$57 ;
   assign \out$60  = \new$58 ;
-  assign \params$64  = params_rd__data[23:16];
+  assign \params$64  = \port__data$42 [23:16];
   assign old_out_2 = \old$65 ;
   assign \out$68  = \new$66 ;
-  assign \params$72  = params_rd__data[31:24];
+  assign \params$72  = \port__data$42 [31:24];
   assign old_out_3 = \old$73 ;
   assign \out$76  = \new$74 ;
   assign w_data = entry;
@@ -1660,26 +1612,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data[4]  = port__data[39:32];
-  assign \port__data[5]  = port__data[47:40];
-  assign \port__data[6]  = port__data[55:48];
-  assign \port__data[7]  = port__data[63:56];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$12[2]  = \port__data$12 [47:32];
-  assign \port__data$12[3]  = \port__data$12 [63:48];
-  assign \port__data$12[4]  = \port__data$12 [79:64];
-  assign \port__data$12[5]  = \port__data$12 [95:80];
-  assign \port__data$12[6]  = \port__data$12 [111:96];
-  assign \port__data$12[7]  = \port__data$12 [127:112];
-  assign \port__data$15[0]  = \port__data$15 [7:0];
-  assign \port__data$15[1]  = \port__data$15 [15:8];
-  assign \port__data$15[2]  = \port__data$15 [23:16];
-  assign \port__data$15[3]  = \port__data$15 [31:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -1710,14 +1642,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
-  assign \$signature__data[4]  = weights[39:32];
-  assign \$signature__data[5]  = weights[47:40];
-  assign \$signature__data[6]  = weights[55:48];
-  assign \$signature__data[7]  = weights[63:56];
   assign \seeds[0]  = seeds[18:0];
   assign \seeds[1]  = seeds[37:19];
   assign \seeds[2]  = seeds[56:38];
@@ -1726,14 +1650,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
-  assign \b_rd__data[2]  = b_rd__data[47:32];
-  assign \b_rd__data[3]  = b_rd__data[63:48];
-  assign \b_rd__data[4]  = b_rd__data[79:64];
-  assign \b_rd__data[5]  = b_rd__data[95:80];
-  assign \b_rd__data[6]  = b_rd__data[111:96];
-  assign \b_rd__data[7]  = b_rd__data[127:112];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -1755,20 +1671,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \acc$40[5]  = \acc$40 [113:95];
   assign \acc$40[6]  = \acc$40 [132:114];
   assign \acc$40[7]  = \acc$40 [151:133];
-  assign \params.alpha  = params_rd__data[7:0];
-  assign \params_rd__data[0]  = params_rd__data[7:0];
-  assign \params_rd__data[1]  = params_rd__data[15:8];
-  assign \params_rd__data[2]  = params_rd__data[23:16];
-  assign \params_rd__data[3]  = params_rd__data[31:24];
+  assign \params.alpha  = \port__data$42 [7:0];
   assign \old.h  = old;
-  assign \$signature__data$44[0]  = \$signature__data$44 [15:0];
-  assign \$signature__data$44[1]  = \$signature__data$44 [31:16];
-  assign \$signature__data$44[2]  = \$signature__data$44 [47:32];
-  assign \$signature__data$44[3]  = \$signature__data$44 [63:48];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
-  assign \state_wr__data[2]  = state_wr__data[47:32];
-  assign \state_wr__data[3]  = state_wr__data[63:48];
   assign \new.h  = \new ;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
@@ -1795,17 +1699,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.seq_end  = entry[75];
   assign \acc$55.cand  = \acc$55 [18:0];
   assign \acc$55.thr  = \acc$55 [37:19];
-  assign \params$56.alpha  = params_rd__data[15:8];
+  assign \params$56.alpha  = \port__data$42 [15:8];
   assign \old$57.h  = \old$57 ;
   assign \new$58.h  = \new$58 ;
   assign \acc$63.cand  = \acc$63 [18:0];
   assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = params_rd__data[23:16];
+  assign \params$64.alpha  = \port__data$42 [23:16];
   assign \old$65.h  = \old$65 ;
   assign \new$66.h  = \new$66 ;
   assign \acc$71.cand  = \acc$71 [18:0];
   assign \acc$71.thr  = \acc$71 [37:19];
-  assign \params$72.alpha  = params_rd__data[31:24];
+  assign \params$72.alpha  = \port__data$42 [31:24];
   assign \old$73.h  = \old$73 ;
   assign \new$74.h  = \new$74 ;
   assign \entries__payload.mask  = entries__payload[3:0];
@@ -1876,24 +1780,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$22 ;
   assign changed[1] = \$18 ;
   assign changed[0] = \$14 ;
-  assign state_wr__data[63:48] = \new$74 ;
-  assign state_wr__data[47:32] = \new$66 ;
-  assign state_wr__data[31:16] = \new$58 ;
-  assign state_wr__data[15:0] = \new ;
+  assign \port__data$45 [63:48] = \new$74 ;
+  assign \port__data$45 [47:32] = \new$66 ;
+  assign \port__data$45 [31:16] = \new$58 ;
+  assign \port__data$45 [15:0] = \new ;
   assign acc[37:19] = \acc$40 [37:19];
   assign acc[18:0] = \acc$40 [18:0];
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[151:133] = { b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127:112] };
-  assign seeds[132:114] = { b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111:96] };
-  assign seeds[113:95] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:80] };
-  assign seeds[94:76] = { b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79:64] };
-  assign seeds[75:57] = { b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63:48] };
-  assign seeds[56:38] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:32] };
-  assign seeds[37:19] = { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign seeds[18:0] = { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
+  assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
+  assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
+  assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
+  assign seeds[94:76] = { \port__data$31 [79], \port__data$31 [79], \port__data$31 [79], \port__data$31 [79:64] };
+  assign seeds[75:57] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
+  assign seeds[56:38] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
+  assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
+  assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [31:24] = \config [20:13];
   assign \port__data$15 [23:16] = \config [20:13];
   assign \port__data$15 [15:8] = \config [20:13];
@@ -3656,42 +3560,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire [24:0] \$97 ;
   wire [24:0] \$98 ;
   wire [24:0] \$99 ;
-  wire [5:0] \$signature__addr ;
-  reg [1:0] \$signature__addr$26 ;
-  reg [1:0] \$signature__addr$38 ;
-  reg [1:0] \$signature__addr$39 ;
-  wire [63:0] \$signature__data ;
-  wire [223:0] \$signature__data$36 ;
-  wire [27:0] \$signature__data$36[0] ;
-  wire [27:0] \$signature__data$36[1] ;
-  wire [27:0] \$signature__data$36[2] ;
-  wire [27:0] \$signature__data$36[3] ;
-  wire [27:0] \$signature__data$36[4] ;
-  wire [27:0] \$signature__data$36[5] ;
-  wire [27:0] \$signature__data$36[6] ;
-  wire [27:0] \$signature__data$36[7] ;
-  wire [63:0] \$signature__data$55 ;
-  wire [15:0] \$signature__data$55[0] ;
-  wire [15:0] \$signature__data$55[1] ;
-  wire [15:0] \$signature__data$55[2] ;
-  wire [15:0] \$signature__data$55[3] ;
-  wire [95:0] \$signature__data$60 ;
-  wire [23:0] \$signature__data$60[0] ;
-  wire [23:0] \$signature__data$60[1] ;
-  wire [23:0] \$signature__data$60[2] ;
-  wire [23:0] \$signature__data$60[3] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  wire [7:0] \$signature__data[4] ;
-  wire [7:0] \$signature__data[5] ;
-  wire [7:0] \$signature__data[6] ;
-  wire [7:0] \$signature__data[7] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
-  reg \$signature__en$20 ;
-  reg \$signature__en$21 ;
   wire [223:0] acc;
   wire [55:0] \acc$51 ;
   wire [27:0] \acc$51.cand ;
@@ -3713,28 +3581,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire [27:0] \acc[5] ;
   wire [27:0] \acc[6] ;
   wire [27:0] \acc[7] ;
-  wire [1:0] acc_wr__addr;
-  wire [223:0] acc_wr__data;
-  wire [27:0] \acc_wr__data[0] ;
-  wire [27:0] \acc_wr__data[1] ;
-  wire [27:0] \acc_wr__data[2] ;
-  wire [27:0] \acc_wr__data[3] ;
-  wire [27:0] \acc_wr__data[4] ;
-  wire [27:0] \acc_wr__data[5] ;
-  wire [27:0] \acc_wr__data[6] ;
-  wire [27:0] \acc_wr__data[7] ;
-  wire acc_wr__en;
-  wire [1:0] b_rd__addr;
-  wire [127:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  wire [15:0] \b_rd__data[2] ;
-  wire [15:0] \b_rd__data[3] ;
-  wire [15:0] \b_rd__data[4] ;
-  wire [15:0] \b_rd__data[5] ;
-  wire [15:0] \b_rd__data[6] ;
-  wire [15:0] \b_rd__data[7] ;
-  reg b_rd__en;
   wire [3:0] changed;
   input clk;
   wire clk;
@@ -3883,13 +3729,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire [7:0] \params$91 ;
   wire [7:0] \params$91.alpha ;
   wire [7:0] \params.alpha ;
-  reg [1:0] params_rd__addr;
-  wire [31:0] params_rd__data;
-  wire [7:0] \params_rd__data[0] ;
-  wire [7:0] \params_rd__data[1] ;
-  wire [7:0] \params_rd__data[2] ;
-  wire [7:0] \params_rd__data[3] ;
-  reg params_rd__en;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -3898,42 +3737,42 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  wire [1:0] pool_wr__addr;
-  wire [95:0] pool_wr__data;
-  wire [23:0] \pool_wr__data[0] ;
-  wire [23:0] \pool_wr__data[1] ;
-  wire [23:0] \pool_wr__data[2] ;
-  wire [23:0] \pool_wr__data[3] ;
-  wire pool_wr__en;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
+  wire [5:0] \port__addr$22 ;
+  wire [1:0] \port__addr$24 ;
+  reg [1:0] \port__addr$26 ;
+  reg [1:0] \port__addr$37 ;
+  reg [1:0] \port__addr$38 ;
+  reg [1:0] \port__addr$39 ;
+  wire [1:0] \port__addr$43 ;
+  wire [1:0] \port__addr$45 ;
+  wire [1:0] \port__addr$49 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
-  wire [15:0] \port__data$12[2] ;
-  wire [15:0] \port__data$12[3] ;
-  wire [15:0] \port__data$12[4] ;
-  wire [15:0] \port__data$12[5] ;
-  wire [15:0] \port__data$12[6] ;
-  wire [15:0] \port__data$12[7] ;
   wire [31:0] \port__data$15 ;
-  wire [7:0] \port__data$15[0] ;
-  wire [7:0] \port__data$15[1] ;
-  wire [7:0] \port__data$15[2] ;
-  wire [7:0] \port__data$15[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
-  wire [7:0] \port__data[4] ;
-  wire [7:0] \port__data[5] ;
-  wire [7:0] \port__data[6] ;
-  wire [7:0] \port__data[7] ;
+  wire [63:0] \port__data$32 ;
+  wire [127:0] \port__data$35 ;
+  wire [223:0] \port__data$36 ;
+  wire [223:0] \port__data$47 ;
+  wire [31:0] \port__data$53 ;
+  wire [63:0] \port__data$55 ;
+  wire [63:0] \port__data$56 ;
+  wire [95:0] \port__data$60 ;
+  wire [95:0] \port__data$63 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  reg \port__en$20 ;
+  reg \port__en$21 ;
+  wire \port__en$44 ;
+  wire \port__en$46 ;
+  wire \port__en$50 ;
   wire [103:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -3991,13 +3830,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire \slot_c3.valid ;
   wire [16:0] \slot_c3.value ;
   wire starting;
-  wire [1:0] state_wr__addr;
-  wire [63:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire [15:0] \state_wr__data[2] ;
-  wire [15:0] \state_wr__data[3] ;
-  wire state_wr__en;
   wire [72:0] trace;
   output [72:0] \trace$131 ;
   reg [72:0] \trace$131  = 73'h0000000000000000000;
@@ -4053,15 +3885,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$146 [slot_c3[2:1]] <= acc_wr__data;
+      \acc$146 [slot_c3[2:1]] <= \port__data$47 ;
   end
   reg [223:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$20 ) begin
-      _0_ <= \acc$146 [\$signature__addr$26 ];
+    if (\port__en$20 ) begin
+      _0_ <= \acc$146 [\port__addr$26 ];
     end
   end
-  assign \$signature__data$36  = _0_;
+  assign \port__data$36  = _0_;
   reg [127:0] bias [3:0];
   initial begin
     bias[0] = 128'hf2bd096fe92d0872fe5905b6ee7cfb8d;
@@ -4089,11 +3921,11 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   reg [127:0] _1_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _1_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _1_;
+  assign \port__data$35  = _1_;
   reg [31:0] \params$144  [3:0];
   initial begin
     \params$144 [0] = 32'd1010511169;
@@ -4113,11 +3945,11 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _2_ <= \params$144 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _2_ <= \params$144 [\port__addr$37 ];
     end
   end
-  assign params_rd__data = _2_;
+  assign \port__data$53  = _2_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -4127,15 +3959,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   always @(posedge clk) begin
     if (finalize)
-      pool[slot_c3[2:1]] <= pool_wr__data;
+      pool[slot_c3[2:1]] <= \port__data$63 ;
   end
   reg [95:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en$21 ) begin
-      _3_ <= pool[\$signature__addr$39 ];
+    if (\port__en$21 ) begin
+      _3_ <= pool[\port__addr$39 ];
     end
   end
-  assign \$signature__data$60  = _3_;
+  assign \port__data$60  = _3_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -4145,15 +3977,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= state_wr__data;
+      state[slot_c3[2:1]] <= \port__data$56 ;
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _4_ <= state[\$signature__addr$38 ];
+    if (\port__en$19 ) begin
+      _4_ <= state[\port__addr$38 ];
     end
   end
-  assign \$signature__data$55  = _4_;
+  assign \port__data$55  = _4_;
   reg [63:0] \weights$142  [63:0];
   initial begin
     \weights$142 [0] = 64'he72335f1d3353609;
@@ -4241,7 +4073,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   end
   reg [63:0] _5_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _5_ <= \weights$142 [\$8 [5:0]];
     end
   end
@@ -4260,31 +4092,31 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$10  = slot[0] & \$9 ;
   assign use_acc = ~ slot[13];
   assign \$11  = slot[0] & slot[10];
-  assign \$12  = use_acc2 ? \$signature__data$36 [27:0] : { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
-  assign \$13  = use_acc2 ? \$signature__data$36 [55:28] : { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign \$14  = use_acc2 ? \$signature__data$36 [83:56] : { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:32] };
-  assign \$15  = use_acc2 ? \$signature__data$36 [111:84] : { b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63:48] };
-  assign \$16  = use_acc2 ? \$signature__data$36 [139:112] : { b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79:64] };
-  assign \$17  = use_acc2 ? \$signature__data$36 [167:140] : { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:80] };
-  assign \$18  = use_acc2 ? \$signature__data$36 [195:168] : { b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111:96] };
-  assign \$19  = use_acc2 ? \$signature__data$36 [223:196] : { b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127:112] };
+  assign \$12  = use_acc2 ? \port__data$36 [27:0] : { \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15:0] };
+  assign \$13  = use_acc2 ? \port__data$36 [55:28] : { \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31:16] };
+  assign \$14  = use_acc2 ? \port__data$36 [83:56] : { \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47:32] };
+  assign \$15  = use_acc2 ? \port__data$36 [111:84] : { \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63:48] };
+  assign \$16  = use_acc2 ? \port__data$36 [139:112] : { \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79:64] };
+  assign \$17  = use_acc2 ? \port__data$36 [167:140] : { \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95:80] };
+  assign \$18  = use_acc2 ? \port__data$36 [195:168] : { \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111:96] };
+  assign \$19  = use_acc2 ? \port__data$36 [223:196] : { \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127:112] };
   assign \$20  = slot_c2[0] & slot_c2[11];
   assign finalize = slot_c3[0] & slot_c3[11];
-  assign old = slot_c3[13] ? 16'h0000 : \$signature__data$55 [15:0];
-  assign \$21  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [23:0];
+  assign old = slot_c3[13] ? 16'h0000 : \port__data$55 [15:0];
+  assign \$21  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
   assign \$22  = $signed(\$21 ) + $signed(\new );
   assign \$23  = $signed(\$22 ) > $signed(24'h7fffff);
-  assign \$24  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [23:0];
+  assign \$24  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
   assign \$25  = $signed(\$24 ) + $signed(\new );
   assign \$26  = $signed(\$25 ) < $signed(24'h800000);
-  assign \$27  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [23:0];
+  assign \$27  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
   assign \$28  = $signed(\$27 ) + $signed(\new );
   assign \$29  = \$26  ? 25'h1800000 : \$28 ;
   assign \$30  = \$23  ? 25'h07fffff : \$29 ;
-  assign \$31  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [23:0];
+  assign \$31  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
   assign \$32  = $signed(\$31 ) + $signed(\new );
   assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
-  assign \$34  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [23:0];
+  assign \$34  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
   assign \$35  = $signed(\$34 ) + $signed(\new );
   assign \$36  = $signed(\$35 ) < $signed(24'h800000);
   assign pool_0_clipped = \$33  | \$36 ;
@@ -4292,21 +4124,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$39  = \saturated$66  | pool_0_clipped;
   assign \$42  = | \$30 [23:0];
   assign \$43  = \$41  & \$42 ;
-  assign \old$72  = slot_c3[13] ? 16'h0000 : \$signature__data$55 [31:16];
-  assign \$44  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [47:24];
+  assign \old$72  = slot_c3[13] ? 16'h0000 : \port__data$55 [31:16];
+  assign \$44  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
   assign \$45  = $signed(\$44 ) + $signed(\new$73 );
   assign \$46  = $signed(\$45 ) > $signed(24'h7fffff);
-  assign \$47  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [47:24];
+  assign \$47  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
   assign \$48  = $signed(\$47 ) + $signed(\new$73 );
   assign \$49  = $signed(\$48 ) < $signed(24'h800000);
-  assign \$50  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [47:24];
+  assign \$50  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
   assign \$51  = $signed(\$50 ) + $signed(\new$73 );
   assign \$52  = \$49  ? 25'h1800000 : \$51 ;
   assign \$53  = \$46  ? 25'h07fffff : \$52 ;
-  assign \$54  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [47:24];
+  assign \$54  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
   assign \$55  = $signed(\$54 ) + $signed(\new$73 );
   assign \$56  = $signed(\$55 ) > $signed(24'h7fffff);
-  assign \$57  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [47:24];
+  assign \$57  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
   assign \$58  = $signed(\$57 ) + $signed(\new$73 );
   assign \$59  = $signed(\$58 ) < $signed(24'h800000);
   assign pool_1_clipped = \$56  | \$59 ;
@@ -4314,21 +4146,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$62  = \saturated$78  | pool_1_clipped;
   assign \$65  = | \$53 [23:0];
   assign \$66  = \$64  & \$65 ;
-  assign \old$82  = slot_c3[13] ? 16'h0000 : \$signature__data$55 [47:32];
-  assign \$67  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [71:48];
+  assign \old$82  = slot_c3[13] ? 16'h0000 : \port__data$55 [47:32];
+  assign \$67  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
   assign \$68  = $signed(\$67 ) + $signed(\new$83 );
   assign \$69  = $signed(\$68 ) > $signed(24'h7fffff);
-  assign \$70  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [71:48];
+  assign \$70  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
   assign \$71  = $signed(\$70 ) + $signed(\new$83 );
   assign \$72  = $signed(\$71 ) < $signed(24'h800000);
-  assign \$73  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [71:48];
+  assign \$73  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
   assign \$74  = $signed(\$73 ) + $signed(\new$83 );
   assign \$75  = \$72  ? 25'h1800000 : \$74 ;
   assign \$76  = \$69  ? 25'h07fffff : \$75 ;
-  assign \$77  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [71:48];
+  assign \$77  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
   assign \$78  = $signed(\$77 ) + $signed(\new$83 );
   assign \$79  = $signed(\$78 ) > $signed(24'h7fffff);
-  assign \$80  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [71:48];
+  assign \$80  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
   assign \$81  = $signed(\$80 ) + $signed(\new$83 );
   assign \$82  = $signed(\$81 ) < $signed(24'h800000);
   assign pool_2_clipped = \$79  | \$82 ;
@@ -4336,21 +4168,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$85  = \saturated$88  | pool_2_clipped;
   assign \$88  = | \$76 [23:0];
   assign \$89  = \$87  & \$88 ;
-  assign \old$92  = slot_c3[13] ? 16'h0000 : \$signature__data$55 [63:48];
-  assign \$90  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [95:72];
+  assign \old$92  = slot_c3[13] ? 16'h0000 : \port__data$55 [63:48];
+  assign \$90  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
   assign \$91  = $signed(\$90 ) + $signed(\new$93 );
   assign \$92  = $signed(\$91 ) > $signed(24'h7fffff);
-  assign \$93  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [95:72];
+  assign \$93  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
   assign \$94  = $signed(\$93 ) + $signed(\new$93 );
   assign \$95  = $signed(\$94 ) < $signed(24'h800000);
-  assign \$96  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [95:72];
+  assign \$96  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
   assign \$97  = $signed(\$96 ) + $signed(\new$93 );
   assign \$98  = \$95  ? 25'h1800000 : \$97 ;
   assign \$99  = \$92  ? 25'h07fffff : \$98 ;
-  assign \$100  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [95:72];
+  assign \$100  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
   assign \$101  = $signed(\$100 ) + $signed(\new$93 );
   assign \$102  = $signed(\$101 ) > $signed(24'h7fffff);
-  assign \$103  = slot_c3[13] ? 24'h000000 : \$signature__data$60 [95:72];
+  assign \$103  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
   assign \$104  = $signed(\$103 ) + $signed(\new$93 );
   assign \$105  = $signed(\$104 ) < $signed(24'h800000);
   assign pool_3_clipped = \$102  | \$105 ;
@@ -4360,30 +4192,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$112  = \$110  & \$111 ;
   assign \$113  = slot_c3[12] & slot_c3[14];
   assign credit = reserved < 4'h8;
-  assign \$114  = 1'h0 + \$signature__en ;
+  assign \$114  = 1'h0 + \port__en$16 ;
   assign \$115  = layer1_weights_reads + \$114 ;
   assign \$116  = | port__en;
   assign \$117  = 1'h0 + \$116 ;
   assign \$118  = layer1_weights_writes + \$117 ;
-  assign \$119  = 1'h0 + b_rd__en;
+  assign \$119  = 1'h0 + \port__en$17 ;
   assign \$120  = layer1_bias_reads + \$119 ;
   assign \$121  = | \port__en$11 ;
   assign \$122  = 1'h0 + \$121 ;
   assign \$123  = layer1_bias_writes + \$122 ;
-  assign \$124  = 1'h0 + params_rd__en;
+  assign \$124  = 1'h0 + \port__en$18 ;
   assign \$125  = layer1_params_reads + \$124 ;
   assign \$126  = | \$7 [3:0];
   assign \$127  = 1'h0 + \$126 ;
   assign \$128  = layer1_params_writes + \$127 ;
-  assign \$129  = 1'h0 + \$signature__en$19 ;
+  assign \$129  = 1'h0 + \port__en$19 ;
   assign \$130  = layer1_state_reads + \$129 ;
   assign \$132  = 1'h0 + \$131 ;
   assign \$133  = layer1_state_writes + \$132 ;
-  assign \$134  = 1'h0 + \$signature__en$20 ;
+  assign \$134  = 1'h0 + \port__en$20 ;
   assign \$135  = layer1_acc_reads + \$134 ;
   assign \$137  = 1'h0 + \$136 ;
   assign \$138  = layer1_acc_writes + \$137 ;
-  assign \$139  = 1'h0 + \$signature__en$21 ;
+  assign \$139  = 1'h0 + \port__en$21 ;
   assign \$140  = layer1_pool_reads + \$139 ;
   assign \$142  = 1'h0 + \$141 ;
   assign \$143  = layer1_pool_writes + \$142 ;
@@ -4495,7 +4327,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     .gate(gate),
     .\new (\new ),
     .old(old),
-    .params(params_rd__data[7:0]),
+    .params(\port__data$53 [7:0]),
     .saturated(\saturated$66 )
   );
   \accelerator.layer1.update_1  update_1 (
@@ -4503,7 +4335,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     .gate(\gate$79 ),
     .\new (\new$73 ),
     .old(\old$72 ),
-    .params(params_rd__data[15:8]),
+    .params(\port__data$53 [15:8]),
     .saturated(\saturated$78 )
   );
   \accelerator.layer1.update_2  update_2 (
@@ -4511,7 +4343,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     .gate(\gate$89 ),
     .\new (\new$83 ),
     .old(\old$82 ),
-    .params(params_rd__data[23:16]),
+    .params(\port__data$53 [23:16]),
     .saturated(\saturated$88 )
   );
   \accelerator.layer1.update_3  update_3 (
@@ -4519,85 +4351,85 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     .gate(\gate$99 ),
     .\new (\new$93 ),
     .old(\old$92 ),
-    .params(params_rd__data[31:24]),
+    .params(\port__data$53 [31:24]),
     .saturated(\saturated$98 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$11 ) begin
       (* full_case = 32'd1 *)
       if (use_acc) begin
       end else begin
-        b_rd__en = 1'h1;
+        \port__en$17  = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$20 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$20 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$20  = 1'h0;
+    \port__en$20  = 1'h0;
     if (\$11 ) begin
       if (use_acc) begin
-        \$signature__en$20  = 1'h1;
+        \port__en$20  = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$21  = 1'h0;
+    \port__en$21  = 1'h0;
     if (\$20 ) begin
-      \$signature__en$21  = 1'h1;
+      \port__en$21  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$26  = 2'h0;
+    \port__addr$26  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
-        \$signature__addr$26  = slot[2:1];
+        \port__addr$26  = slot[2:1];
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    params_rd__addr = 2'h0;
+    \port__addr$37  = 2'h0;
     if (\$20 ) begin
-      params_rd__addr = slot_c2[2:1];
+      \port__addr$37  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$38  = 2'h0;
+    \port__addr$38  = 2'h0;
     if (\$20 ) begin
-      \$signature__addr$38  = slot_c2[2:1];
+      \port__addr$38  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$39  = 2'h0;
+    \port__addr$39  = 2'h0;
     if (\$20 ) begin
-      \$signature__addr$39  = slot_c2[2:1];
+      \port__addr$39  = slot_c2[2:1];
     end
   end
   always @* begin
@@ -4756,31 +4588,31 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \port__addr$10  = \config [5:4];
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \$signature__addr  = \$8 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$22  = \$8 [5:0];
+  assign \port__addr$24  = slot[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[2:1];
-  assign state_wr__en = finalize;
-  assign acc_wr__addr = slot_c3[2:1];
-  assign acc_wr__en = finalize;
-  assign pool_wr__addr = slot_c3[2:1];
-  assign pool_wr__en = finalize;
-  assign params = params_rd__data[7:0];
+  assign \port__data$32  = weights;
+  assign \port__addr$43  = slot_c3[2:1];
+  assign \port__en$44  = finalize;
+  assign \port__addr$45  = slot_c3[2:1];
+  assign \port__en$46  = finalize;
+  assign \port__addr$49  = slot_c3[2:1];
+  assign \port__en$50  = finalize;
+  assign params = \port__data$53 [7:0];
   assign old_out_0 = old;
   assign pool_0 = \$30 [23:0];
   assign out = \new ;
-  assign \params$71  = params_rd__data[15:8];
+  assign \params$71  = \port__data$53 [15:8];
   assign old_out_1 = \old$72 ;
   assign pool_1 = \$53 [23:0];
   assign \out$76  = \new$73 ;
-  assign \params$81  = params_rd__data[23:16];
+  assign \params$81  = \port__data$53 [23:16];
   assign old_out_2 = \old$82 ;
   assign pool_2 = \$76 [23:0];
   assign \out$86  = \new$83 ;
-  assign \params$91  = params_rd__data[31:24];
+  assign \params$91  = \port__data$53 [31:24];
   assign old_out_3 = \old$92 ;
   assign pool_3 = \$99 [23:0];
   assign \out$96  = \new$93 ;
@@ -4805,26 +4637,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data[4]  = port__data[39:32];
-  assign \port__data[5]  = port__data[47:40];
-  assign \port__data[6]  = port__data[55:48];
-  assign \port__data[7]  = port__data[63:56];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$12[2]  = \port__data$12 [47:32];
-  assign \port__data$12[3]  = \port__data$12 [63:48];
-  assign \port__data$12[4]  = \port__data$12 [79:64];
-  assign \port__data$12[5]  = \port__data$12 [95:80];
-  assign \port__data$12[6]  = \port__data$12 [111:96];
-  assign \port__data$12[7]  = \port__data$12 [127:112];
-  assign \port__data$15[0]  = \port__data$15 [7:0];
-  assign \port__data$15[1]  = \port__data$15 [15:8];
-  assign \port__data$15[2]  = \port__data$15 [23:16];
-  assign \port__data$15[3]  = \port__data$15 [31:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[9:3];
@@ -4855,14 +4667,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
-  assign \$signature__data[4]  = weights[39:32];
-  assign \$signature__data[5]  = weights[47:40];
-  assign \$signature__data[6]  = weights[55:48];
-  assign \$signature__data[7]  = weights[63:56];
   assign \seeds[0]  = seeds[27:0];
   assign \seeds[1]  = seeds[55:28];
   assign \seeds[2]  = seeds[83:56];
@@ -4871,22 +4675,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \seeds[5]  = seeds[167:140];
   assign \seeds[6]  = seeds[195:168];
   assign \seeds[7]  = seeds[223:196];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
-  assign \b_rd__data[2]  = b_rd__data[47:32];
-  assign \b_rd__data[3]  = b_rd__data[63:48];
-  assign \b_rd__data[4]  = b_rd__data[79:64];
-  assign \b_rd__data[5]  = b_rd__data[95:80];
-  assign \b_rd__data[6]  = b_rd__data[111:96];
-  assign \b_rd__data[7]  = b_rd__data[127:112];
-  assign \$signature__data$36[0]  = \$signature__data$36 [27:0];
-  assign \$signature__data$36[1]  = \$signature__data$36 [55:28];
-  assign \$signature__data$36[2]  = \$signature__data$36 [83:56];
-  assign \$signature__data$36[3]  = \$signature__data$36 [111:84];
-  assign \$signature__data$36[4]  = \$signature__data$36 [139:112];
-  assign \$signature__data$36[5]  = \$signature__data$36 [167:140];
-  assign \$signature__data$36[6]  = \$signature__data$36 [195:168];
-  assign \$signature__data$36[7]  = \$signature__data$36 [223:196];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[9:3];
@@ -4898,14 +4686,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \slot_c3.empty  = slot_c3[15];
   assign \slot_c3.index  = slot_c3[19:16];
   assign \slot_c3.value  = slot_c3[36:20];
-  assign \acc_wr__data[0]  = acc_wr__data[27:0];
-  assign \acc_wr__data[1]  = acc_wr__data[55:28];
-  assign \acc_wr__data[2]  = acc_wr__data[83:56];
-  assign \acc_wr__data[3]  = acc_wr__data[111:84];
-  assign \acc_wr__data[4]  = acc_wr__data[139:112];
-  assign \acc_wr__data[5]  = acc_wr__data[167:140];
-  assign \acc_wr__data[6]  = acc_wr__data[195:168];
-  assign \acc_wr__data[7]  = acc_wr__data[223:196];
   assign \acc[0]  = acc[27:0];
   assign \acc[1]  = acc[55:28];
   assign \acc[2]  = acc[83:56];
@@ -4916,29 +4696,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \acc[7]  = acc[223:196];
   assign \acc$51.cand  = \acc$51 [27:0];
   assign \acc$51.thr  = \acc$51 [55:28];
-  assign \params.alpha  = params_rd__data[7:0];
-  assign \params_rd__data[0]  = params_rd__data[7:0];
-  assign \params_rd__data[1]  = params_rd__data[15:8];
-  assign \params_rd__data[2]  = params_rd__data[23:16];
-  assign \params_rd__data[3]  = params_rd__data[31:24];
+  assign \params.alpha  = \port__data$53 [7:0];
   assign \old.h  = old;
-  assign \$signature__data$55[0]  = \$signature__data$55 [15:0];
-  assign \$signature__data$55[1]  = \$signature__data$55 [31:16];
-  assign \$signature__data$55[2]  = \$signature__data$55 [47:32];
-  assign \$signature__data$55[3]  = \$signature__data$55 [63:48];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
-  assign \state_wr__data[2]  = state_wr__data[47:32];
-  assign \state_wr__data[3]  = state_wr__data[63:48];
   assign \new.h  = \new ;
-  assign \$signature__data$60[0]  = \$signature__data$60 [23:0];
-  assign \$signature__data$60[1]  = \$signature__data$60 [47:24];
-  assign \$signature__data$60[2]  = \$signature__data$60 [71:48];
-  assign \$signature__data$60[3]  = \$signature__data$60 [95:72];
-  assign \pool_wr__data[0]  = pool_wr__data[23:0];
-  assign \pool_wr__data[1]  = pool_wr__data[47:24];
-  assign \pool_wr__data[2]  = pool_wr__data[71:48];
-  assign \pool_wr__data[3]  = pool_wr__data[95:72];
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -4964,17 +4724,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \entry.seq_end  = entry[103];
   assign \acc$70.cand  = \acc$70 [27:0];
   assign \acc$70.thr  = \acc$70 [55:28];
-  assign \params$71.alpha  = params_rd__data[15:8];
+  assign \params$71.alpha  = \port__data$53 [15:8];
   assign \old$72.h  = \old$72 ;
   assign \new$73.h  = \new$73 ;
   assign \acc$80.cand  = \acc$80 [27:0];
   assign \acc$80.thr  = \acc$80 [55:28];
-  assign \params$81.alpha  = params_rd__data[23:16];
+  assign \params$81.alpha  = \port__data$53 [23:16];
   assign \old$82.h  = \old$82 ;
   assign \new$83.h  = \new$83 ;
   assign \acc$90.cand  = \acc$90 [27:0];
   assign \acc$90.thr  = \acc$90 [55:28];
-  assign \params$91.alpha  = params_rd__data[31:24];
+  assign \params$91.alpha  = \port__data$53 [31:24];
   assign \old$92.h  = \old$92 ;
   assign \new$93.h  = \new$93 ;
   assign \entries__payload.mask  = entries__payload[3:0];
@@ -5045,24 +4805,24 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign changed[2] = \$84 ;
   assign changed[1] = \$61 ;
   assign changed[0] = \$38 ;
-  assign pool_wr__data[95:72] = \$99 [23:0];
-  assign pool_wr__data[71:48] = \$76 [23:0];
-  assign pool_wr__data[47:24] = \$53 [23:0];
-  assign pool_wr__data[23:0] = \$30 [23:0];
-  assign state_wr__data[63:48] = \new$93 ;
-  assign state_wr__data[47:32] = \new$83 ;
-  assign state_wr__data[31:16] = \new$73 ;
-  assign state_wr__data[15:0] = \new ;
+  assign \port__data$63 [95:72] = \$99 [23:0];
+  assign \port__data$63 [71:48] = \$76 [23:0];
+  assign \port__data$63 [47:24] = \$53 [23:0];
+  assign \port__data$63 [23:0] = \$30 [23:0];
+  assign \port__data$56 [63:48] = \new$93 ;
+  assign \port__data$56 [47:32] = \new$83 ;
+  assign \port__data$56 [31:16] = \new$73 ;
+  assign \port__data$56 [15:0] = \new ;
   assign \acc$51 [55:28] = acc[55:28];
   assign \acc$51 [27:0] = acc[27:0];
-  assign acc_wr__data[223:196] = acc[223:196];
-  assign acc_wr__data[195:168] = acc[195:168];
-  assign acc_wr__data[167:140] = acc[167:140];
-  assign acc_wr__data[139:112] = acc[139:112];
-  assign acc_wr__data[111:84] = acc[111:84];
-  assign acc_wr__data[83:56] = acc[83:56];
-  assign acc_wr__data[55:28] = acc[55:28];
-  assign acc_wr__data[27:0] = acc[27:0];
+  assign \port__data$47 [223:196] = acc[223:196];
+  assign \port__data$47 [195:168] = acc[195:168];
+  assign \port__data$47 [167:140] = acc[167:140];
+  assign \port__data$47 [139:112] = acc[139:112];
+  assign \port__data$47 [111:84] = acc[111:84];
+  assign \port__data$47 [83:56] = acc[83:56];
+  assign \port__data$47 [55:28] = acc[55:28];
+  assign \port__data$47 [27:0] = acc[27:0];
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
@@ -6761,13 +6521,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$9 ;
   reg [3:0] \$90 ;
   reg [3:0] \$91 ;
-  wire [5:0] \$signature__addr ;
-  wire [31:0] \$signature__data ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  reg \$signature__en ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -6782,13 +6535,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] argmax_1_0_lane;
   wire [35:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [1:0] b_rd__addr;
-  wire [95:0] b_rd__data;
-  wire [23:0] \b_rd__data[0] ;
-  wire [23:0] \b_rd__data[1] ;
-  wire [23:0] \b_rd__data[2] ;
-  wire [23:0] \b_rd__data[3] ;
-  reg b_rd__en;
   wire [151:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
@@ -6833,18 +6579,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \items__valid$5 ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
+  wire [5:0] \port__addr$15 ;
+  wire [1:0] \port__addr$17 ;
   wire [31:0] port__data;
   wire [95:0] \port__data$12 ;
-  wire [23:0] \port__data$12[0] ;
-  wire [23:0] \port__data$12[1] ;
-  wire [23:0] \port__data$12[2] ;
-  wire [23:0] \port__data$12[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
+  wire [31:0] \port__data$24 ;
+  wire [95:0] \port__data$26 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
+  reg \port__en$13 ;
+  reg \port__en$14 ;
   wire [151:0] r_data;
   input r_en;
   wire r_en;
@@ -6960,11 +6704,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$14 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$26  = _0_;
   reg [31:0] \weights$70  [47:0];
   initial begin
     \weights$70 [0] = 32'd151126989;
@@ -7028,7 +6772,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$13 ) begin
       _1_ <= \weights$70 [\$7 [5:0]];
     end
   end
@@ -7078,12 +6822,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$57  = \$56  + argmax_1_0_lane;
   assign \$58  = take ? \$57  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$59  = 1'h0 + \$signature__en ;
+  assign \$59  = 1'h0 + \port__en$13 ;
   assign \$60  = readout_weights_reads + \$59 ;
   assign \$61  = | \$3 [3:0];
   assign \$62  = 1'h0 + \$61 ;
   assign \$63  = readout_weights_writes + \$62 ;
-  assign \$64  = 1'h0 + b_rd__en;
+  assign \$64  = 1'h0 + \port__en$14 ;
   assign \$65  = readout_bias_reads + \$64 ;
   assign \$66  = | \$6 [3:0];
   assign \$67  = 1'h0 + \$66 ;
@@ -7167,16 +6911,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$13  = 1'h0;
     if (\$9 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$13  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$14  = 1'h0;
     if (\$10 ) begin
-      b_rd__en = 1'h1;
+      \port__en$14  = 1'h1;
     end
   end
   always @* begin
@@ -7272,13 +7016,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__en = \$3 [3:0];
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
-  assign \$signature__addr  = \$7 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$15  = \$7 [5:0];
+  assign \port__addr$17  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
-  assign \$signature__data  = weights;
+  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;
@@ -7299,14 +7043,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data$12[0]  = \port__data$12 [23:0];
-  assign \port__data$12[1]  = \port__data$12 [47:24];
-  assign \port__data$12[2]  = \port__data$12 [71:48];
-  assign \port__data$12[3]  = \port__data$12 [95:72];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -7333,18 +7069,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
   assign \seeds[0]  = seeds[35:0];
   assign \seeds[1]  = seeds[71:36];
   assign \seeds[2]  = seeds[107:72];
   assign \seeds[3]  = seeds[143:108];
-  assign \b_rd__data[0]  = b_rd__data[23:0];
-  assign \b_rd__data[1]  = b_rd__data[47:24];
-  assign \b_rd__data[2]  = b_rd__data[71:48];
-  assign \b_rd__data[3]  = b_rd__data[95:72];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -7386,10 +7114,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign beat[107:72] = acc[107:72];
   assign beat[71:36] = acc[71:36];
   assign beat[35:0] = acc[35:0];
-  assign seeds[143:108] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:72] };
-  assign seeds[107:72] = { b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71:48] };
-  assign seeds[71:36] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:24] };
-  assign seeds[35:0] = { b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23:0] };
+  assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
+  assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
+  assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[35:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [95:72] = \config [36:13];
   assign \port__data$12 [71:48] = \config [36:13];
   assign \port__data$12 [47:24] = \config [36:13];

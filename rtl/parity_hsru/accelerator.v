@@ -644,18 +644,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   wire \$81 ;
   wire \$82 ;
   wire [2:0] \$9 ;
-  wire \$signature__addr ;
-  reg \$signature__addr$33 ;
-  wire [15:0] \$signature__data ;
-  wire [63:0] \$signature__data$44 ;
-  wire [15:0] \$signature__data$44[0] ;
-  wire [15:0] \$signature__data$44[1] ;
-  wire [15:0] \$signature__data$44[2] ;
-  wire [15:0] \$signature__data$44[3] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
   wire [18:0] acc;
   wire [37:0] \acc$40 ;
   wire [18:0] \acc$40[0] ;
@@ -663,11 +651,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   wire [18:0] \acc$56 ;
   wire [18:0] \acc$56.in ;
   wire [18:0] \acc.in ;
-  wire b_rd__addr;
-  wire [31:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  reg b_rd__en;
   wire [1:0] changed;
   input clk;
   wire clk;
@@ -792,30 +775,30 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   wire [15:0] \params$57.theta ;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  reg params_rd__addr;
-  wire [63:0] params_rd__data;
-  wire [15:0] \params_rd__data[0] ;
-  wire [15:0] \params_rd__data[1] ;
-  wire [15:0] \params_rd__data[2] ;
-  wire [15:0] \params_rd__data[3] ;
-  reg params_rd__en;
   wire port__addr;
   wire \port__addr$10 ;
   wire \port__addr$13 ;
+  wire \port__addr$20 ;
+  wire \port__addr$22 ;
+  reg \port__addr$32 ;
+  reg \port__addr$33 ;
+  wire \port__addr$37 ;
   wire [15:0] port__data;
   wire [31:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
   wire [63:0] \port__data$15 ;
-  wire [15:0] \port__data$15[0] ;
-  wire [15:0] \port__data$15[1] ;
-  wire [15:0] \port__data$15[2] ;
-  wire [15:0] \port__data$15[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
+  wire [15:0] \port__data$29 ;
+  wire [31:0] \port__data$31 ;
+  wire [63:0] \port__data$42 ;
+  wire [63:0] \port__data$44 ;
+  wire [63:0] \port__data$45 ;
   wire [1:0] port__en;
   wire [1:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  wire \port__en$38 ;
   wire [15:0] potential;
   wire [15:0] \potential$64 ;
   wire [8:0] r_data;
@@ -867,13 +850,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   wire \slot_c3.valid ;
   wire [10:0] \slot_c3.value ;
   wire starting;
-  wire state_wr__addr;
-  wire [63:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire [15:0] \state_wr__data[2] ;
-  wire [15:0] \state_wr__data[3] ;
-  wire state_wr__en;
   wire [41:0] trace;
   output [41:0] \trace$93 ;
   reg [41:0] \trace$93  = 42'h00000000000;
@@ -925,11 +901,11 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   end
   reg [31:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _0_ <= bias[slot[1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$31  = _0_;
   reg [63:0] \params$106  [1:0];
   initial begin
     \params$106 [0] = 64'h09c8000104100003;
@@ -947,11 +923,11 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _1_ <= \params$106 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _1_ <= \params$106 [\port__addr$32 ];
     end
   end
-  assign params_rd__data = _1_;
+  assign \port__data$42  = _1_;
   reg [63:0] state [1:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -959,15 +935,15 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[1]] <= state_wr__data;
+      state[slot_c3[1]] <= \port__data$45 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _2_ <= state[\$signature__addr$33 ];
+    if (\port__en$19 ) begin
+      _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \$signature__data$44  = _2_;
+  assign \port__data$44  = _2_;
   reg [15:0] \weights$104  [1:0];
   initial begin
     \weights$104 [0] = 16'h4590;
@@ -981,35 +957,35 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   end
   reg [15:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _3_ <= \weights$104 [\$9 [0]];
     end
   end
   assign weights = _3_;
   assign \$16  = \$81  != old[16];
   assign \$21  = \$19  & \$20 ;
-  assign \$22  = slot_c3[7] ? 16'h0000 : \$signature__data$44 [47:32];
-  assign \$23  = slot_c3[7] ? 16'h0000 : \$signature__data$44 [63:48];
+  assign \$22  = slot_c3[7] ? 16'h0000 : \port__data$44 [47:32];
+  assign \$23  = slot_c3[7] ? 16'h0000 : \port__data$44 [63:48];
   assign \$24  = \$82  != \old$58 [16];
   assign \$29  = \$27  & \$28 ;
   assign \$30  = slot_c3[6] & slot_c3[8];
   assign credit = reserved < 4'h8;
-  assign \$31  = 1'h0 + \$signature__en ;
+  assign \$31  = 1'h0 + \port__en$16 ;
   assign \$32  = layer0_weights_reads + \$31 ;
   assign \$33  = | \$3 [1:0];
   assign \$34  = 1'h0 + \$33 ;
   assign \$35  = layer0_weights_writes + \$34 ;
-  assign \$36  = 1'h0 + b_rd__en;
+  assign \$36  = 1'h0 + \port__en$17 ;
   assign \$37  = layer0_bias_reads + \$36 ;
   assign \$38  = | \$6 [1:0];
   assign \$39  = 1'h0 + \$38 ;
   assign \$40  = layer0_bias_writes + \$39 ;
-  assign \$41  = 1'h0 + params_rd__en;
+  assign \$41  = 1'h0 + \port__en$18 ;
   assign \$42  = layer0_params_reads + \$41 ;
   assign \$43  = | \port__en$14 ;
   assign \$44  = 1'h0 + \$43 ;
   assign \$45  = layer0_params_writes + \$44 ;
-  assign \$46  = 1'h0 + \$signature__en$19 ;
+  assign \$46  = 1'h0 + \port__en$19 ;
   assign \$47  = layer0_state_reads + \$46 ;
   assign \$49  = 1'h0 + \$48 ;
   assign \$50  = layer0_state_writes + \$49 ;
@@ -1074,8 +1050,8 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \$12  = slot[0] & slot[4];
   assign \$13  = slot_c2[0] & slot_c2[5];
   assign finalize = slot_c3[0] & slot_c3[5];
-  assign \$14  = slot_c3[7] ? 16'h0000 : \$signature__data$44 [15:0];
-  assign \$15  = slot_c3[7] ? 16'h0000 : \$signature__data$44 [31:16];
+  assign \$14  = slot_c3[7] ? 16'h0000 : \port__data$44 [15:0];
+  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$44 [31:16];
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1143,44 +1119,44 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$11 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$12 ) begin
-      b_rd__en = 1'h1;
+      \port__en$17  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$13 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$13 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__addr = 1'h0;
+    \port__addr$32  = 1'h0;
     if (\$13 ) begin
-      params_rd__addr = slot_c2[1];
+      \port__addr$32  = slot_c2[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$33  = 1'h0;
+    \port__addr$33  = 1'h0;
     if (\$13 ) begin
-      \$signature__addr$33  = slot_c2[1];
+      \port__addr$33  = slot_c2[1];
     end
   end
   always @* begin
@@ -1312,15 +1288,15 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \port__addr$10  = \config [4];
   assign \port__en$11  = \$6 [1:0];
   assign \port__addr$13  = \config [4];
-  assign \$signature__addr  = \$9 [0];
-  assign b_rd__addr = slot[1];
+  assign \port__addr$20  = \$9 [0];
+  assign \port__addr$22  = slot[1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
   assign value = slot_c2[21:11];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[1];
-  assign state_wr__en = finalize;
+  assign \port__data$29  = weights;
+  assign \port__addr$37  = slot_c3[1];
+  assign \port__en$38  = finalize;
   assign acc = \acc$40 [18:0];
   assign old_out_0 = { 1'h0, old[16] };
   assign out = { 1'h0, \$81  };
@@ -1348,14 +1324,6 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \config.addr  = \config [5:4];
   assign \config.elem  = \config [7:6];
   assign \config.value  = \config [39:8];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$15[0]  = \port__data$15 [15:0];
-  assign \port__data$15[1]  = \port__data$15 [31:16];
-  assign \port__data$15[2]  = \port__data$15 [47:32];
-  assign \port__data$15[3]  = \port__data$15 [63:48];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[1];
   assign \slot.base  = slot[3:2];
@@ -1380,12 +1348,8 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \slot_c2.value  = slot_c2[21:11];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
   assign \seeds[0]  = seeds[18:0];
   assign \seeds[1]  = seeds[37:19];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[1];
   assign \slot_c3.base  = slot_c3[3:2];
@@ -1402,20 +1366,8 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \acc$40[1]  = \acc$40 [37:19];
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
-  assign \params_rd__data[0]  = params_rd__data[15:0];
-  assign \params_rd__data[1]  = params_rd__data[31:16];
-  assign \params_rd__data[2]  = params_rd__data[47:32];
-  assign \params_rd__data[3]  = params_rd__data[63:48];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
-  assign \$signature__data$44[0]  = \$signature__data$44 [15:0];
-  assign \$signature__data$44[1]  = \$signature__data$44 [31:16];
-  assign \$signature__data$44[2]  = \$signature__data$44 [47:32];
-  assign \$signature__data$44[3]  = \$signature__data$44 [63:48];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
-  assign \state_wr__data[2]  = state_wr__data[47:32];
-  assign \state_wr__data[3]  = state_wr__data[63:48];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
   assign \trace.valid  = trace[0];
@@ -1475,8 +1427,8 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign \trace$93.potential[1]  = \trace$93 [41:26];
   assign \old$58 [31:16] = \$23 ;
   assign \old$58 [15:0] = \$22 ;
-  assign \params$57 [22:7] = params_rd__data[63:48];
-  assign \params$57 [6:0] = params_rd__data[38:32];
+  assign \params$57 [22:7] = \port__data$42 [63:48];
+  assign \params$57 [6:0] = \port__data$42 [38:32];
   assign entry[8] = slot_c3[8];
   assign entry[7] = \$30 ;
   assign entry[6] = slot_c3[1];
@@ -1498,18 +1450,18 @@ module \accelerator.layer0 (rst, items__ready, \items__ready$75 , \config , item
   assign saturated[0] = \$18 ;
   assign changed[1] = \$25 ;
   assign changed[0] = \$17 ;
-  assign state_wr__data[63:48] = \new$59 [31:16];
-  assign state_wr__data[47:32] = \new$59 [15:0];
-  assign state_wr__data[31:16] = \new [31:16];
-  assign state_wr__data[15:0] = \new [15:0];
+  assign \port__data$45 [63:48] = \new$59 [31:16];
+  assign \port__data$45 [47:32] = \new$59 [15:0];
+  assign \port__data$45 [31:16] = \new [31:16];
+  assign \port__data$45 [15:0] = \new [15:0];
   assign old[31:16] = \$15 ;
   assign old[15:0] = \$14 ;
-  assign params[22:7] = params_rd__data[31:16];
-  assign params[6:0] = params_rd__data[6:0];
+  assign params[22:7] = \port__data$42 [31:16];
+  assign params[6:0] = \port__data$42 [6:0];
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[37:19] = { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign seeds[18:0] = { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
+  assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
+  assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [63:48] = \config [23:8];
   assign \port__data$15 [47:32] = \config [23:8];
   assign \port__data$15 [31:16] = \config [23:8];
@@ -2964,16 +2916,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [3:0] \$9 ;
   reg [31:0] \$90 ;
   wire [7:0] \$99 ;
-  wire [-1:0] \$signature__addr ;
-  reg \$signature__addr$31 ;
-  wire [31:0] \$signature__data ;
-  wire [1:0] \$signature__data$51 ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
+  reg \$signature__addr ;
+  wire [1:0] \$signature__data ;
   reg \$signature__en ;
-  reg \$signature__en$5 ;
   reg [1:0] base = 2'h0;
   reg busy = 1'h0;
   wire [-1:0] channel;
@@ -3036,6 +2981,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg pend = 1'h0;
   wire [-1:0] pend_index;
   wire [1:0] pend_value;
+  wire [-1:0] port__addr;
+  wire [-1:0] \port__addr$20 ;
+  wire [31:0] port__data;
+  wire [31:0] \port__data$46 ;
+  wire [3:0] port__en;
+  reg \port__en$4 ;
   reg [2:0] pos;
   reg rd_tap_masked = 1'h0;
   reg rd_tap_valid = 1'h0;
@@ -3051,13 +3002,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [7:0] \tap_words[1] ;
   wire [7:0] \tap_words[2] ;
   wire [7:0] \tap_words[3] ;
-  wire [-1:0] taps_wr__addr;
-  wire [31:0] taps_wr__data;
-  wire [7:0] \taps_wr__data[0] ;
-  wire [7:0] \taps_wr__data[1] ;
-  wire [7:0] \taps_wr__data[2] ;
-  wire [7:0] \taps_wr__data[3] ;
-  wire [3:0] taps_wr__en;
   reg [7:0] weight;
   reg [10:0] z = 11'h000;
   reg [1:0] current [0:0];
@@ -3088,32 +3032,32 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   reg [1:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$5 ) begin
-      _1_ <= line[\$signature__addr$31 ];
+    if (\$signature__en ) begin
+      _1_ <= line[\$signature__addr ];
     end
   end
-  assign \$signature__data$51  = _1_;
+  assign \$signature__data  = _1_;
   reg [31:0] taps [0:0];
   initial begin
     taps[0] = 32'd29425762;
   end
   always @(posedge clk) begin
-    if (taps_wr__en[0])
-      taps[1'h0][7:0] <= taps_wr__data[7:0];
-    if (taps_wr__en[1])
-      taps[1'h0][15:8] <= taps_wr__data[15:8];
-    if (taps_wr__en[2])
-      taps[1'h0][23:16] <= taps_wr__data[23:16];
-    if (taps_wr__en[3])
-      taps[1'h0][31:24] <= taps_wr__data[31:24];
+    if (port__en[0])
+      taps[1'h0][7:0] <= port__data[7:0];
+    if (port__en[1])
+      taps[1'h0][15:8] <= port__data[15:8];
+    if (port__en[2])
+      taps[1'h0][23:16] <= port__data[23:16];
+    if (port__en[3])
+      taps[1'h0][31:24] <= port__data[31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$4 ) begin
       _2_ <= taps[1'h0];
     end
   end
-  assign \$signature__data  = _2_;
+  assign \port__data$46  = _2_;
   assign \$99  = \$7  * 4'h8;
   assign \$8  = tap_words >> \$99 ;
   assign \$9  = 2'h2 * tap;
@@ -3132,12 +3076,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$26  = dcls_state == 2'h2;
   assign \$27  = dcls_state == 2'h3;
   assign \$28  = dcls_state == 3'h4;
-  assign \$29  = 1'h0 + \$signature__en ;
+  assign \$29  = 1'h0 + \port__en$4 ;
   assign \$30  = layer0_dcls_taps_reads + \$29 ;
-  assign \$31  = | taps_wr__en;
+  assign \$31  = | port__en;
   assign \$32  = 1'h0 + \$31 ;
   assign \$33  = layer0_dcls_taps_writes + \$32 ;
-  assign \$34  = 1'h0 + \$signature__en$5 ;
+  assign \$34  = 1'h0 + \$signature__en ;
   assign \$35  = layer0_dcls_line_reads + \$34 ;
   assign \$37  = 1'h0 + \$36 ;
   assign \$38  = layer0_dcls_line_writes + \$37 ;
@@ -3145,7 +3089,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$40  = layer0_dcls_current_reads + \$39 ;
   assign \$42  = 1'h0 + \$41 ;
   assign \$43  = layer0_dcls_current_writes + \$42 ;
-  assign \$44  = rd_tap_masked ? 2'h0 : \$signature__data$51 ;
+  assign \$44  = rd_tap_masked ? 2'h0 : \$signature__data ;
   assign \$45  = rd_tap_zero ? cur_value : \$44 ;
   assign \$46  = $signed(rd_tap_weight) * $signed(\$45 );
   assign \$47  = $signed(z) + $signed(\$46 );
@@ -3208,7 +3152,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     layer0_dcls_cycles <= \$90 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
-  assign taps_wr__en = \$2  << \config [7:6];
+  assign port__en = \$2  << \config [7:6];
   assign \$3  = $signed(cur_rd__data) + $signed(1'h0);
   assign \$4  = | items__payload[2:1];
   assign \$5  = base + head;
@@ -3216,17 +3160,17 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$7  = 2'h2 * tap;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$4  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__en  = 1'h1;
+          \port__en$4  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$5  = 1'h0;
+    \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -3236,7 +3180,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       3'h3:
           if (\$6 ) begin
-            \$signature__en$5  = 1'h1;
+            \$signature__en  = 1'h1;
           end
     endcase
   end
@@ -3382,7 +3326,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$31  = 1'h0;
+    \$signature__addr  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -3392,7 +3336,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       3'h3:
           if (\$6 ) begin
-            \$signature__addr$31  = \$17 [0];
+            \$signature__addr  = \$17 [0];
           end
     endcase
   end
@@ -3600,7 +3544,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
       3'h1:
           /* empty */;
       3'h2:
-          \$81  = \$signature__data ;
+          \$81  = \port__data$46 ;
     endcase
     if (rst) begin
       \$81  = 32'd0;
@@ -3792,10 +3736,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \config.addr  = \config [5:4];
   assign \config.elem  = \config [7:6];
   assign \config.value  = \config [39:8];
-  assign \taps_wr__data[0]  = taps_wr__data[7:0];
-  assign \taps_wr__data[1]  = taps_wr__data[15:8];
-  assign \taps_wr__data[2]  = taps_wr__data[23:16];
-  assign \taps_wr__data[3]  = taps_wr__data[31:24];
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[2:1];
   assign \items__payload.step_end  = items__payload[3];
@@ -3808,14 +3748,10 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \outputs__payload.value  = outputs__payload[11:1];
   assign \outputs__payload.step_end  = outputs__payload[12];
   assign \outputs__payload.seq_end  = outputs__payload[13];
-  assign \$signature__data[0]  = \$signature__data [7:0];
-  assign \$signature__data[1]  = \$signature__data [15:8];
-  assign \$signature__data[2]  = \$signature__data [23:16];
-  assign \$signature__data[3]  = \$signature__data [31:24];
-  assign taps_wr__data[31:24] = \config [15:8];
-  assign taps_wr__data[23:16] = \config [15:8];
-  assign taps_wr__data[15:8] = \config [15:8];
-  assign taps_wr__data[7:0] = \config [15:8];
+  assign port__data[31:24] = \config [15:8];
+  assign port__data[23:16] = \config [15:8];
+  assign port__data[15:8] = \config [15:8];
+  assign port__data[7:0] = \config [15:8];
   assign \$19  = 1'h1;
   assign \$20  = 1'h1;
   assign \$21  = 1'h1;
@@ -3892,22 +3828,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
-  wire [1:0] \$signature__addr ;
-  wire [15:0] \$signature__data ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  reg \$signature__en ;
   wire [49:0] acc;
   wire [24:0] \acc[0] ;
   wire [24:0] \acc[1] ;
   wire argmax_0_0_lane;
   wire [24:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
-  wire [-1:0] b_rd__addr;
-  wire [47:0] b_rd__data;
-  wire [23:0] \b_rd__data[0] ;
-  wire [23:0] \b_rd__data[1] ;
-  reg b_rd__en;
   wire [53:0] beat;
   wire \beat.class_index ;
   wire \beat.final ;
@@ -3950,14 +3876,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \items__valid$5 ;
   wire [1:0] port__addr;
   wire [-1:0] \port__addr$10 ;
+  wire [1:0] \port__addr$15 ;
+  wire [-1:0] \port__addr$17 ;
   wire [15:0] port__data;
   wire [47:0] \port__data$12 ;
-  wire [23:0] \port__data$12[0] ;
-  wire [23:0] \port__data$12[1] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
+  wire [15:0] \port__data$24 ;
+  wire [47:0] \port__data$26 ;
   wire [1:0] port__en;
   wire [1:0] \port__en$11 ;
+  reg \port__en$13 ;
+  reg \port__en$14 ;
   wire [53:0] r_data;
   input r_en;
   wire r_en;
@@ -4061,11 +3989,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [47:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$14 ) begin
       _0_ <= bias[1'h0];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$26  = _0_;
   reg [15:0] \weights$64  [3:0];
   initial begin
     \weights$64 [0] = 16'ha9cb;
@@ -4081,7 +4009,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$13 ) begin
       _1_ <= \weights$64 [\$7 [1:0]];
     end
   end
@@ -4138,12 +4066,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$25  = \$24  + argmax_0_0_lane;
   assign \$26  = take ? \$25  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$27  = 1'h0 + \$signature__en ;
+  assign \$27  = 1'h0 + \port__en$13 ;
   assign \$28  = readout_weights_reads + \$27 ;
   assign \$29  = | \$3 [1:0];
   assign \$30  = 1'h0 + \$29 ;
   assign \$31  = readout_weights_writes + \$30 ;
-  assign \$32  = 1'h0 + b_rd__en;
+  assign \$32  = 1'h0 + \port__en$14 ;
   assign \$33  = readout_bias_reads + \$32 ;
   assign \$34  = | \$6 [1:0];
   assign \$35  = 1'h0 + \$34 ;
@@ -4186,16 +4114,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$13  = 1'h0;
     if (\$9 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$13  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$14  = 1'h0;
     if (\$10 ) begin
-      b_rd__en = 1'h1;
+      \port__en$14  = 1'h1;
     end
   end
   always @* begin
@@ -4290,12 +4218,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__addr = \config [5:4];
   assign port__en = \$3 [1:0];
   assign \port__en$11  = \$6 [1:0];
-  assign \$signature__addr  = \$7 [1:0];
+  assign \port__addr$15  = \$7 [1:0];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[5];
   assign value = slot_c2[14:13];
-  assign \$signature__data  = weights;
+  assign \port__data$24  = weights;
   assign class_now = \$26 [0];
   assign w_data = beat;
   assign w_en = finalize;
@@ -4315,10 +4243,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [5:4];
   assign \config.elem  = \config [7:6];
   assign \config.value  = \config [39:8];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data$12[0]  = \port__data$12 [23:0];
-  assign \port__data$12[1]  = \port__data$12 [47:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[1];
   assign \slot.base  = slot[4:2];
@@ -4343,12 +4267,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2.value  = slot_c2[14:13];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
   assign \seeds[0]  = seeds[24:0];
   assign \seeds[1]  = seeds[49:25];
-  assign \b_rd__data[0]  = b_rd__data[23:0];
-  assign \b_rd__data[1]  = b_rd__data[47:24];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[1];
   assign \slot_c3.base  = slot_c3[4:2];
@@ -4382,8 +4302,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign beat[50] = slot_c3[1];
   assign beat[49:25] = acc[49:25];
   assign beat[24:0] = acc[24:0];
-  assign seeds[49:25] = { b_rd__data[47], b_rd__data[47:24] };
-  assign seeds[24:0] = { b_rd__data[23], b_rd__data[23:0] };
+  assign seeds[49:25] = { \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[24:0] = { \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [47:24] = \config [31:8];
   assign \port__data$12 [23:0] = \config [31:8];
   assign port__data[15:8] = \config [15:8];

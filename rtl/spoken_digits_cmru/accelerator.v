@@ -582,24 +582,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$9 ;
   reg [31:0] \$90 ;
   reg [3:0] \$91 ;
-  wire [5:0] \$signature__addr ;
-  reg [1:0] \$signature__addr$33 ;
-  wire [63:0] \$signature__data ;
-  wire [63:0] \$signature__data$44 ;
-  wire [15:0] \$signature__data$44[0] ;
-  wire [15:0] \$signature__data$44[1] ;
-  wire [15:0] \$signature__data$44[2] ;
-  wire [15:0] \$signature__data$44[3] ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  wire [7:0] \$signature__data[4] ;
-  wire [7:0] \$signature__data[5] ;
-  wire [7:0] \$signature__data[6] ;
-  wire [7:0] \$signature__data[7] ;
-  reg \$signature__en ;
-  reg \$signature__en$19 ;
   wire [37:0] acc;
   wire [151:0] \acc$40 ;
   wire [18:0] \acc$40[0] ;
@@ -621,17 +603,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [18:0] \acc$71.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  wire [1:0] b_rd__addr;
-  wire [127:0] b_rd__data;
-  wire [15:0] \b_rd__data[0] ;
-  wire [15:0] \b_rd__data[1] ;
-  wire [15:0] \b_rd__data[2] ;
-  wire [15:0] \b_rd__data[3] ;
-  wire [15:0] \b_rd__data[4] ;
-  wire [15:0] \b_rd__data[5] ;
-  wire [15:0] \b_rd__data[6] ;
-  wire [15:0] \b_rd__data[7] ;
-  reg b_rd__en;
   wire [3:0] changed;
   input clk;
   wire clk;
@@ -772,42 +743,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \params$72 ;
   wire [7:0] \params$72.alpha ;
   wire [7:0] \params.alpha ;
-  reg [1:0] params_rd__addr;
-  wire [31:0] params_rd__data;
-  wire [7:0] \params_rd__data[0] ;
-  wire [7:0] \params_rd__data[1] ;
-  wire [7:0] \params_rd__data[2] ;
-  wire [7:0] \params_rd__data[3] ;
-  reg params_rd__en;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
+  wire [5:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  reg [1:0] \port__addr$32 ;
+  reg [1:0] \port__addr$33 ;
+  wire [1:0] \port__addr$37 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [15:0] \port__data$12[0] ;
-  wire [15:0] \port__data$12[1] ;
-  wire [15:0] \port__data$12[2] ;
-  wire [15:0] \port__data$12[3] ;
-  wire [15:0] \port__data$12[4] ;
-  wire [15:0] \port__data$12[5] ;
-  wire [15:0] \port__data$12[6] ;
-  wire [15:0] \port__data$12[7] ;
   wire [31:0] \port__data$15 ;
-  wire [7:0] \port__data$15[0] ;
-  wire [7:0] \port__data$15[1] ;
-  wire [7:0] \port__data$15[2] ;
-  wire [7:0] \port__data$15[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
-  wire [7:0] \port__data[4] ;
-  wire [7:0] \port__data[5] ;
-  wire [7:0] \port__data[6] ;
-  wire [7:0] \port__data[7] ;
+  wire [63:0] \port__data$29 ;
+  wire [127:0] \port__data$31 ;
+  wire [31:0] \port__data$42 ;
+  wire [63:0] \port__data$44 ;
+  wire [63:0] \port__data$45 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
+  reg \port__en$16 ;
+  reg \port__en$17 ;
+  reg \port__en$18 ;
+  reg \port__en$19 ;
+  wire \port__en$38 ;
   wire [71:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -865,13 +824,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
   wire starting;
-  wire [1:0] state_wr__addr;
-  wire [63:0] state_wr__data;
-  wire [15:0] \state_wr__data[0] ;
-  wire [15:0] \state_wr__data[1] ;
-  wire [15:0] \state_wr__data[2] ;
-  wire [15:0] \state_wr__data[3] ;
-  wire state_wr__en;
   wire [72:0] trace;
   output [72:0] \trace$107 ;
   reg [72:0] \trace$107  = 73'h0000000000000000000;
@@ -945,11 +897,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [127:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$17 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$31  = _0_;
   reg [31:0] \params$120  [3:0];
   initial begin
     \params$120 [0] = 32'd891892285;
@@ -969,11 +921,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (params_rd__en) begin
-      _1_ <= \params$120 [params_rd__addr];
+    if (\port__en$18 ) begin
+      _1_ <= \params$120 [\port__addr$32 ];
     end
   end
-  assign params_rd__data = _1_;
+  assign \port__data$42  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -983,15 +935,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= state_wr__data;
+      state[slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$19 ) begin
-      _2_ <= state[\$signature__addr$33 ];
+    if (\port__en$19 ) begin
+      _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \$signature__data$44  = _2_;
+  assign \port__data$44  = _2_;
   reg [63:0] \weights$118  [51:0];
   initial begin
     \weights$118 [0] = 64'h2603cf13bf0085f9;
@@ -1067,7 +1019,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$16 ) begin
       _3_ <= \weights$118 [\$8 [5:0]];
     end
   end
@@ -1079,40 +1031,40 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$11  = slot[0] & slot[9];
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \$signature__data$44 [15:0];
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
   assign \$13  = \new  != old;
   assign \$17  = | \new ;
   assign \$18  = \$16  & \$17 ;
-  assign \old$57  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [31:16];
+  assign \old$57  = slot_c3[12] ? 16'h0000 : \port__data$44 [31:16];
   assign \$19  = \new$58  != \old$57 ;
   assign \$23  = | \new$58 ;
   assign \$24  = \$22  & \$23 ;
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [47:32];
+  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$44 [47:32];
   assign \$25  = \new$66  != \old$65 ;
   assign \$29  = | \new$66 ;
   assign \$30  = \$28  & \$29 ;
-  assign \old$73  = slot_c3[12] ? 16'h0000 : \$signature__data$44 [63:48];
+  assign \old$73  = slot_c3[12] ? 16'h0000 : \port__data$44 [63:48];
   assign \$31  = \new$74  != \old$73 ;
   assign \$35  = | \new$74 ;
   assign \$36  = \$34  & \$35 ;
   assign \$37  = slot_c3[11] & slot_c3[13];
   assign credit = reserved < 4'h8;
-  assign \$38  = 1'h0 + \$signature__en ;
+  assign \$38  = 1'h0 + \port__en$16 ;
   assign \$39  = layer0_weights_reads + \$38 ;
   assign \$40  = | port__en;
   assign \$41  = 1'h0 + \$40 ;
   assign \$42  = layer0_weights_writes + \$41 ;
-  assign \$43  = 1'h0 + b_rd__en;
+  assign \$43  = 1'h0 + \port__en$17 ;
   assign \$44  = layer0_bias_reads + \$43 ;
   assign \$45  = | \port__en$11 ;
   assign \$46  = 1'h0 + \$45 ;
   assign \$47  = layer0_bias_writes + \$46 ;
-  assign \$48  = 1'h0 + params_rd__en;
+  assign \$48  = 1'h0 + \port__en$18 ;
   assign \$49  = layer0_params_reads + \$48 ;
   assign \$50  = | \$7 [3:0];
   assign \$51  = 1'h0 + \$50 ;
   assign \$52  = layer0_params_writes + \$51 ;
-  assign \$53  = 1'h0 + \$signature__en$19 ;
+  assign \$53  = 1'h0 + \port__en$19 ;
   assign \$54  = layer0_state_reads + \$53 ;
   assign \$56  = 1'h0 + \$55 ;
   assign \$57  = layer0_state_writes + \$56 ;
@@ -1224,7 +1176,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(gate),
     .\new (\new ),
     .old(old),
-    .params(params_rd__data[7:0]),
+    .params(\port__data$42 [7:0]),
     .saturated(\saturated$51 )
   );
   \accelerator.layer0.update_1  update_1 (
@@ -1232,7 +1184,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$62 ),
     .\new (\new$58 ),
     .old(\old$57 ),
-    .params(params_rd__data[15:8]),
+    .params(\port__data$42 [15:8]),
     .saturated(\saturated$61 )
   );
   \accelerator.layer0.update_2  update_2 (
@@ -1240,7 +1192,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$70 ),
     .\new (\new$66 ),
     .old(\old$65 ),
-    .params(params_rd__data[23:16]),
+    .params(\port__data$42 [23:16]),
     .saturated(\saturated$69 )
   );
   \accelerator.layer0.update_3  update_3 (
@@ -1248,49 +1200,49 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .gate(\gate$78 ),
     .\new (\new$74 ),
     .old(\old$73 ),
-    .params(params_rd__data[31:24]),
+    .params(\port__data$42 [31:24]),
     .saturated(\saturated$77 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$17  = 1'h0;
     if (\$11 ) begin
-      b_rd__en = 1'h1;
+      \port__en$17  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__en = 1'h0;
+    \port__en$18  = 1'h0;
     if (\$12 ) begin
-      params_rd__en = 1'h1;
+      \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$19  = 1'h0;
+    \port__en$19  = 1'h0;
     if (\$12 ) begin
-      \$signature__en$19  = 1'h1;
+      \port__en$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    params_rd__addr = 2'h0;
+    \port__addr$32  = 2'h0;
     if (\$12 ) begin
-      params_rd__addr = slot_c2[2:1];
+      \port__addr$32  = slot_c2[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$33  = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      \$signature__addr$33  = slot_c2[2:1];
+      \port__addr$33  = slot_c2[2:1];
     end
   end
   always @* begin
@@ -1421,25 +1373,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$10  = \config [5:4];
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \$signature__addr  = \$8 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$20  = \$8 [5:0];
+  assign \port__addr$22  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \$signature__data  = weights;
-  assign state_wr__addr = slot_c3[2:1];
-  assign state_wr__en = finalize;
-  assign params = params_rd__data[7:0];
+  assign \port__data$29  = weights;
+  assign \port__addr$37  = slot_c3[2:1];
+  assign \port__en$38  = finalize;
+  assign params = \port__data$42 [7:0];
   assign old_out_0 = old;
   assign out = \new ;
-  assign \params$56  = params_rd__data[15:8];
+  assign \params$56  = \port__data$42 [15:8];
   assign old_out_1 = \old$57 ;
   assign \out$60  = \new$58 ;
-  assign \params$64  = params_rd__data[23:16];
+  assign \params$64  = \port__data$42 [23:16];
   assign old_out_2 = \old$65 ;
   assign \out$68  = \new$66 ;
-  assign \params$72  = params_rd__data[31:24];
+  assign \params$72  = \port__data$42 [31:24];
   assign old_out_3 = \old$73 ;
   assign \out$76  = \new$74 ;
   assign w_data = entry;
@@ -1463,26 +1415,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data[4]  = port__data[39:32];
-  assign \port__data[5]  = port__data[47:40];
-  assign \port__data[6]  = port__data[55:48];
-  assign \port__data[7]  = port__data[63:56];
-  assign \port__data$12[0]  = \port__data$12 [15:0];
-  assign \port__data$12[1]  = \port__data$12 [31:16];
-  assign \port__data$12[2]  = \port__data$12 [47:32];
-  assign \port__data$12[3]  = \port__data$12 [63:48];
-  assign \port__data$12[4]  = \port__data$12 [79:64];
-  assign \port__data$12[5]  = \port__data$12 [95:80];
-  assign \port__data$12[6]  = \port__data$12 [111:96];
-  assign \port__data$12[7]  = \port__data$12 [127:112];
-  assign \port__data$15[0]  = \port__data$15 [7:0];
-  assign \port__data$15[1]  = \port__data$15 [15:8];
-  assign \port__data$15[2]  = \port__data$15 [23:16];
-  assign \port__data$15[3]  = \port__data$15 [31:24];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -1513,14 +1445,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
-  assign \$signature__data[4]  = weights[39:32];
-  assign \$signature__data[5]  = weights[47:40];
-  assign \$signature__data[6]  = weights[55:48];
-  assign \$signature__data[7]  = weights[63:56];
   assign \seeds[0]  = seeds[18:0];
   assign \seeds[1]  = seeds[37:19];
   assign \seeds[2]  = seeds[56:38];
@@ -1529,14 +1453,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
-  assign \b_rd__data[0]  = b_rd__data[15:0];
-  assign \b_rd__data[1]  = b_rd__data[31:16];
-  assign \b_rd__data[2]  = b_rd__data[47:32];
-  assign \b_rd__data[3]  = b_rd__data[63:48];
-  assign \b_rd__data[4]  = b_rd__data[79:64];
-  assign \b_rd__data[5]  = b_rd__data[95:80];
-  assign \b_rd__data[6]  = b_rd__data[111:96];
-  assign \b_rd__data[7]  = b_rd__data[127:112];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -1558,20 +1474,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \acc$40[5]  = \acc$40 [113:95];
   assign \acc$40[6]  = \acc$40 [132:114];
   assign \acc$40[7]  = \acc$40 [151:133];
-  assign \params.alpha  = params_rd__data[7:0];
-  assign \params_rd__data[0]  = params_rd__data[7:0];
-  assign \params_rd__data[1]  = params_rd__data[15:8];
-  assign \params_rd__data[2]  = params_rd__data[23:16];
-  assign \params_rd__data[3]  = params_rd__data[31:24];
+  assign \params.alpha  = \port__data$42 [7:0];
   assign \old.h  = old;
-  assign \$signature__data$44[0]  = \$signature__data$44 [15:0];
-  assign \$signature__data$44[1]  = \$signature__data$44 [31:16];
-  assign \$signature__data$44[2]  = \$signature__data$44 [47:32];
-  assign \$signature__data$44[3]  = \$signature__data$44 [63:48];
-  assign \state_wr__data[0]  = state_wr__data[15:0];
-  assign \state_wr__data[1]  = state_wr__data[31:16];
-  assign \state_wr__data[2]  = state_wr__data[47:32];
-  assign \state_wr__data[3]  = state_wr__data[63:48];
   assign \new.h  = \new ;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
@@ -1598,17 +1502,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.seq_end  = entry[71];
   assign \acc$55.cand  = \acc$55 [18:0];
   assign \acc$55.thr  = \acc$55 [37:19];
-  assign \params$56.alpha  = params_rd__data[15:8];
+  assign \params$56.alpha  = \port__data$42 [15:8];
   assign \old$57.h  = \old$57 ;
   assign \new$58.h  = \new$58 ;
   assign \acc$63.cand  = \acc$63 [18:0];
   assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = params_rd__data[23:16];
+  assign \params$64.alpha  = \port__data$42 [23:16];
   assign \old$65.h  = \old$65 ;
   assign \new$66.h  = \new$66 ;
   assign \acc$71.cand  = \acc$71 [18:0];
   assign \acc$71.thr  = \acc$71 [37:19];
-  assign \params$72.alpha  = params_rd__data[31:24];
+  assign \params$72.alpha  = \port__data$42 [31:24];
   assign \old$73.h  = \old$73 ;
   assign \new$74.h  = \new$74 ;
   assign \entries__payload.mask  = entries__payload[3:0];
@@ -1679,24 +1583,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$26 ;
   assign changed[1] = \$20 ;
   assign changed[0] = \$14 ;
-  assign state_wr__data[63:48] = \new$74 ;
-  assign state_wr__data[47:32] = \new$66 ;
-  assign state_wr__data[31:16] = \new$58 ;
-  assign state_wr__data[15:0] = \new ;
+  assign \port__data$45 [63:48] = \new$74 ;
+  assign \port__data$45 [47:32] = \new$66 ;
+  assign \port__data$45 [31:16] = \new$58 ;
+  assign \port__data$45 [15:0] = \new ;
   assign acc[37:19] = \acc$40 [37:19];
   assign acc[18:0] = \acc$40 [18:0];
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[151:133] = { b_rd__data[127], b_rd__data[127], b_rd__data[127], b_rd__data[127:112] };
-  assign seeds[132:114] = { b_rd__data[111], b_rd__data[111], b_rd__data[111], b_rd__data[111:96] };
-  assign seeds[113:95] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:80] };
-  assign seeds[94:76] = { b_rd__data[79], b_rd__data[79], b_rd__data[79], b_rd__data[79:64] };
-  assign seeds[75:57] = { b_rd__data[63], b_rd__data[63], b_rd__data[63], b_rd__data[63:48] };
-  assign seeds[56:38] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:32] };
-  assign seeds[37:19] = { b_rd__data[31], b_rd__data[31], b_rd__data[31], b_rd__data[31:16] };
-  assign seeds[18:0] = { b_rd__data[15], b_rd__data[15], b_rd__data[15], b_rd__data[15:0] };
+  assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
+  assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
+  assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
+  assign seeds[94:76] = { \port__data$31 [79], \port__data$31 [79], \port__data$31 [79], \port__data$31 [79:64] };
+  assign seeds[75:57] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
+  assign seeds[56:38] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
+  assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
+  assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [31:24] = \config [20:13];
   assign \port__data$15 [23:16] = \config [20:13];
   assign \port__data$15 [15:8] = \config [20:13];
@@ -3367,13 +3271,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [3:0] \$84 ;
   reg [3:0] \$85 ;
   wire \$9 ;
-  wire [5:0] \$signature__addr ;
-  wire [31:0] \$signature__data ;
-  wire [7:0] \$signature__data[0] ;
-  wire [7:0] \$signature__data[1] ;
-  wire [7:0] \$signature__data[2] ;
-  wire [7:0] \$signature__data[3] ;
-  reg \$signature__en ;
   wire [111:0] acc;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
@@ -3388,13 +3285,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] argmax_1_0_lane;
   wire [27:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [1:0] b_rd__addr;
-  wire [95:0] b_rd__data;
-  wire [23:0] \b_rd__data[0] ;
-  wire [23:0] \b_rd__data[1] ;
-  wire [23:0] \b_rd__data[2] ;
-  wire [23:0] \b_rd__data[3] ;
-  reg b_rd__en;
   wire [119:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
@@ -3439,18 +3329,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \items__valid$5 ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
+  wire [5:0] \port__addr$15 ;
+  wire [1:0] \port__addr$17 ;
   wire [31:0] port__data;
   wire [95:0] \port__data$12 ;
-  wire [23:0] \port__data$12[0] ;
-  wire [23:0] \port__data$12[1] ;
-  wire [23:0] \port__data$12[2] ;
-  wire [23:0] \port__data$12[3] ;
-  wire [7:0] \port__data[0] ;
-  wire [7:0] \port__data[1] ;
-  wire [7:0] \port__data[2] ;
-  wire [7:0] \port__data[3] ;
+  wire [31:0] \port__data$24 ;
+  wire [95:0] \port__data$26 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
+  reg \port__en$13 ;
+  reg \port__en$14 ;
   wire [119:0] r_data;
   input r_en;
   wire r_en;
@@ -3566,11 +3454,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (b_rd__en) begin
+    if (\port__en$14 ) begin
       _0_ <= bias[slot[2:1]];
     end
   end
-  assign b_rd__data = _0_;
+  assign \port__data$26  = _0_;
   reg [31:0] \weights$70  [47:0];
   initial begin
     \weights$70 [0] = 32'd11148529;
@@ -3634,7 +3522,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
+    if (\port__en$13 ) begin
       _1_ <= \weights$70 [\$7 [5:0]];
     end
   end
@@ -3663,12 +3551,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$51  = \$50  + argmax_1_0_lane;
   assign \$52  = take ? \$51  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$53  = 1'h0 + \$signature__en ;
+  assign \$53  = 1'h0 + \port__en$13 ;
   assign \$54  = readout_weights_reads + \$53 ;
   assign \$55  = | \$3 [3:0];
   assign \$56  = 1'h0 + \$55 ;
   assign \$57  = readout_weights_writes + \$56 ;
-  assign \$58  = 1'h0 + b_rd__en;
+  assign \$58  = 1'h0 + \port__en$14 ;
   assign \$59  = readout_bias_reads + \$58 ;
   assign \$60  = | \$6 [3:0];
   assign \$61  = 1'h0 + \$60 ;
@@ -3755,16 +3643,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en  = 1'h0;
+    \port__en$13  = 1'h0;
     if (\$9 ) begin
-      \$signature__en  = 1'h1;
+      \port__en$13  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    b_rd__en = 1'h0;
+    \port__en$14  = 1'h0;
     if (\$10 ) begin
-      b_rd__en = 1'h1;
+      \port__en$14  = 1'h1;
     end
   end
   always @* begin
@@ -3860,13 +3748,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__en = \$3 [3:0];
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
-  assign \$signature__addr  = \$7 [5:0];
-  assign b_rd__addr = slot[2:1];
+  assign \port__addr$15  = \$7 [5:0];
+  assign \port__addr$17  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[34:19];
-  assign \$signature__data  = weights;
+  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$22  };
   assign class_now = \$52 [3:0];
   assign w_data = beat;
@@ -3887,14 +3775,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \port__data[0]  = port__data[7:0];
-  assign \port__data[1]  = port__data[15:8];
-  assign \port__data[2]  = port__data[23:16];
-  assign \port__data[3]  = port__data[31:24];
-  assign \port__data$12[0]  = \port__data$12 [23:0];
-  assign \port__data$12[1]  = \port__data$12 [47:24];
-  assign \port__data$12[2]  = \port__data$12 [71:48];
-  assign \port__data$12[3]  = \port__data$12 [95:72];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -3921,18 +3801,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
-  assign \$signature__data[0]  = weights[7:0];
-  assign \$signature__data[1]  = weights[15:8];
-  assign \$signature__data[2]  = weights[23:16];
-  assign \$signature__data[3]  = weights[31:24];
   assign \seeds[0]  = seeds[27:0];
   assign \seeds[1]  = seeds[55:28];
   assign \seeds[2]  = seeds[83:56];
   assign \seeds[3]  = seeds[111:84];
-  assign \b_rd__data[0]  = b_rd__data[23:0];
-  assign \b_rd__data[1]  = b_rd__data[47:24];
-  assign \b_rd__data[2]  = b_rd__data[71:48];
-  assign \b_rd__data[3]  = b_rd__data[95:72];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -3974,10 +3846,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign beat[83:56] = acc[83:56];
   assign beat[55:28] = acc[55:28];
   assign beat[27:0] = acc[27:0];
-  assign seeds[111:84] = { b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95], b_rd__data[95:72] };
-  assign seeds[83:56] = { b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71], b_rd__data[71:48] };
-  assign seeds[55:28] = { b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47], b_rd__data[47:24] };
-  assign seeds[27:0] = { b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23], b_rd__data[23:0] };
+  assign seeds[111:84] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
+  assign seeds[83:56] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
+  assign seeds[55:28] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[27:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [95:72] = \config [36:13];
   assign \port__data$12 [71:48] = \config [36:13];
   assign \port__data$12 [47:24] = \config [36:13];

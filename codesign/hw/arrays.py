@@ -1,0 +1,68 @@
+"""Memories whose words are arrays of signed elements (lane-packed weights, states, ...).
+
+Stored as plain unsigned words (initial values packed here with integer arithmetic, which is far
+faster to elaborate than one ``data.Const`` per element for large weight memories) and seen
+through :class:`~amaranth.lib.data.ArrayLayout` views, so engines index ``port.data[element]``.
+Write ports have one enable per element (element granularity), as the configuration port needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, signed, unsigned
+from amaranth.lib import data
+from amaranth.lib.memory import Memory
+
+from codesign.hw.plan import MemoryPlan
+
+__all__ = ["ArrayMemory", "pack_words"]
+
+
+def pack_words(words: list[list[int]], elem_bits: int) -> list[int]:
+    """``[[e0, e1, ...], ...]`` (signed elements) -> unsigned words, element 0 in the low bits."""
+    mask = (1 << elem_bits) - 1
+    out = []
+    for word in words:
+        value = 0
+        for i, element in enumerate(word):
+            value |= (int(element) & mask) << (i * elem_bits)
+        out.append(value)
+    return out
+
+
+@dataclass
+class _Port:
+    """A memory port with its data seen as an array of signed elements."""
+
+    raw: object
+    data: data.View
+
+    @property
+    def addr(self):
+        return self.raw.addr
+
+    @property
+    def en(self):
+        return self.raw.en
+
+
+class ArrayMemory:
+    """A :class:`~amaranth.lib.memory.Memory` of ``depth`` words of ``elements`` signed elements."""
+
+    def __init__(self, m: Module, name: str, plan: MemoryPlan, init: list[list[int]] | None = None) -> None:
+        self.plan = plan
+        self.layout = data.ArrayLayout(signed(plan.elem_bits), plan.elements)
+        width = plan.elem_bits * plan.elements
+        self.memory = Memory(
+            shape=unsigned(width), depth=plan.depth, init=pack_words(init, plan.elem_bits) if init else []
+        )
+        m.submodules[name] = self.memory
+
+    def read_port(self, **kwargs) -> _Port:
+        port = self.memory.read_port(**kwargs)
+        return _Port(port, data.View(self.layout, port.data))
+
+    def write_port(self, *, granular: bool = False) -> _Port:
+        port = self.memory.write_port(granularity=self.plan.elem_bits if granular else None)
+        return _Port(port, data.View(self.layout, port.data))
