@@ -29,7 +29,7 @@ def _log(text: str) -> None:
 
 
 def _row(summary: dict) -> str:
-    res, util = summary["resources"], summary["utilisation"]
+    res, util, bits = summary["resources"], summary["utilisation"], summary["memory_bits"]
     lc = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {"used": 0, "available": 0}
     ram = util.get("ICESTORM_RAM") or util.get("DP16KD") or {"used": 0, "available": 0}
     dsp = util.get("ICESTORM_DSP") or util.get("MULT18X18D") or {"used": 0, "available": 0}
@@ -45,13 +45,13 @@ def _row(summary: dict) -> str:
     return (
         f"| {summary['bundle']} | {summary['lanes']} | {summary['device']} | {res['lut']} | {res['ff']} | {res['carry']} "
         f"| {lc['used']}/{lc['available']} | {ram['used']}/{ram['available']} | {dsp['used']}/{dsp['available']} "
-        f"| {summary['memory_bits_in_block_ram']} / {summary['memory_bits_in_logic']} | {fmax} | {summary['target_mhz']:g} | {verdict} |"
+        f"| {bits['block_ram']} / {bits['lut_ram']} / {bits['logic']} | {fmax} | {summary['target_mhz']:g} | {verdict} |"
     )
 
 
 HEADER = (
     "| bundle | P | device | LUT4 | FF | carry | logic cells (LC / COMB) | BRAM | DSP "
-    "| memory bits in BRAM / in logic | Fmax MHz | target | timing |\n"
+    "| memory bits in BRAM / LUT RAM / logic | Fmax MHz | target | timing |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 

@@ -248,8 +248,11 @@ def synthesize(
         "utilisation": utilisation,
         "cells": cells,
         "memories": [mem.as_dict() for mem in memories],
-        "memory_bits_in_logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
-        "memory_bits_in_block_ram": sum(mem.bits or 0 for mem in memories if mem.placed != reports.LOGIC),
+        "memory_bits": {
+            "block_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith(("EBR", "SPRAM"))),
+            "lut_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith("LUT RAM")),
+            "logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
+        },
         "critical_path": reports.critical_path(report),
         "protocol": protocol,
         "bitstream": bitstream,

@@ -2,13 +2,15 @@
 
 ::
 
-    uart_rx ─▶ FFSynchronizer ─▶ UartRx ─▶ AcceleratorBridge ─▶ accelerator (Instance)
-    uart_tx ◀──────────────────  UartTx ◀─┘                 ◀─┘
+    uart_rx ─▶ FFSynchronizer ─▶ UartRx ─▶ FIFO (512 bytes) ─▶ AcceleratorBridge ─▶ accelerator (Instance)
+    uart_tx ◀──────────────────  UartTx ◀───────────────────────┘                 ◀─┘
 
 The accelerator is instantiated by name (module ``accelerator`` of ``BUILD/accelerator.v``), its
 ports taken from ``BUILD/build.json`` (:mod:`codesign.fpga.ports`), so the wrapper follows the
 design without knowing it. A power-on reset holds the accelerator and the bridge in reset for
 the first 16 cycles after configuration (the accelerator's ``rst`` is synchronous, active high).
+The UART has no flow control, so received bytes wait in a 512-byte FIFO until the bridge takes
+them: a host may send up to 511 bytes ahead of what the design has consumed.
 Inputs that are not part of a stream are tied to zero; outputs that are not part of one are
 left unconnected and synthesis removes the logic only they need.
 """
@@ -17,11 +19,11 @@ from __future__ import annotations
 
 __all__ = ["FpgaTop", "TOP_NAME", "top_verilog"]
 
-from amaranth import ClockDomain, ClockSignal, Const, Instance, Module, ResetSignal, Signal
+from amaranth import ClockDomain, ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.fifo import SyncFIFOBuffered
 
 from codesign.fpga.bridge import AcceleratorBridge
 from codesign.fpga.ports import PortMap
@@ -29,11 +31,13 @@ from codesign.fpga.uart import UartRx, UartTx
 
 TOP_NAME = "fpga_top"
 POR_CYCLES = 16
+#: Bytes the host may send ahead of what the design has taken (a larger lead overruns the UART).
+RX_FIFO_DEPTH = 512
 #: Cycles without a byte after which the bridge drops a half-received message: 2^20 (about 35 ms at 30 MHz).
 MESSAGE_TIMEOUT = (1 << 20) - 1
 
 
-class FpgaTop(wiring.Component):
+class FpgaTop(Elaboratable):
     """``fpga_top``: the accelerator named by ``ports.top`` behind an 8N1 UART.
 
     Parameters
@@ -43,10 +47,11 @@ class FpgaTop(wiring.Component):
     divisor : int
         Clock cycles per UART bit (:func:`codesign.fpga.uart.baud_divisor`).
 
-    Interface attributes
-    --------------------
+    Attributes
+    ----------
     clk : Signal, in
-        The board clock; everything runs in its domain.
+        The board clock: the clock of the ``sync`` domain itself (no copy, so simulators see one
+        clock edge, not two a delta apart).
     uart_rx, uart_tx : Signal
         The serial lines (idle high).
     """
@@ -54,22 +59,29 @@ class FpgaTop(wiring.Component):
     def __init__(self, ports: PortMap, divisor: int) -> None:
         self.ports = ports
         self.divisor = divisor
-        super().__init__({"clk": In(1), "uart_rx": In(1, init=1), "uart_tx": Out(1, init=1)})
+        self.cd_sync = ClockDomain("sync", local=True)
+        self.clk = self.cd_sync.clk
+        self.uart_rx = Signal(init=1, name="uart_rx")
+        self.uart_tx = Signal(init=1, name="uart_tx")
 
     def elaborate(self, platform):
         m = Module()
-        m.domains.por = cd_por = ClockDomain(reset_less=True, local=True)
-        m.domains.sync = cd_sync = ClockDomain(local=True)
-        por = Signal(range(POR_CYCLES), name="por_count")
-        m.d.comb += [cd_por.clk.eq(self.clk), cd_sync.clk.eq(self.clk), cd_sync.rst.eq(por != POR_CYCLES - 1)]
+        m.domains.sync = self.cd_sync
+        # Power-on reset: a counter that no reset touches holds the domain in reset for POR_CYCLES.
+        por = Signal(range(POR_CYCLES), name="por_count", reset_less=True)
+        m.d.comb += self.cd_sync.rst.eq(por != POR_CYCLES - 1)
         with m.If(por != POR_CYCLES - 1):
-            m.d.por += por.eq(por + 1)
+            m.d.sync += por.eq(por + 1)
 
         m.submodules.uart_rx = rx = UartRx(self.divisor)
         m.submodules.uart_tx = tx = UartTx(self.divisor)
         m.submodules.bridge = bridge = AcceleratorBridge(self.ports, timeout=MESSAGE_TIMEOUT)
         m.submodules.rx_sync = FFSynchronizer(self.uart_rx, rx.rx, init=1)
-        wiring.connect(m, rx.bytes, bridge.rx)
+        # The UART has no flow control: bytes the bridge cannot take yet (the design is busy, or
+        # its results are still being sent) wait here. One iCE40 EBR / ECP5 DP16KD.
+        m.submodules.rx_fifo = fifo = SyncFIFOBuffered(width=8, depth=RX_FIFO_DEPTH)
+        wiring.connect(m, rx.bytes, fifo.w_stream)
+        wiring.connect(m, fifo.r_stream, bridge.rx)
         wiring.connect(m, bridge.tx, tx.bytes)
         m.d.comb += self.uart_tx.eq(tx.tx)
 
@@ -88,4 +100,5 @@ class FpgaTop(wiring.Component):
 
 def top_verilog(ports: PortMap, divisor: int) -> str:
     """Verilog of ``fpga_top`` (the accelerator module itself comes from ``BUILD/accelerator.v``)."""
-    return verilog.convert(FpgaTop(ports, divisor), name=TOP_NAME, emit_src=False)
+    top = FpgaTop(ports, divisor)
+    return verilog.convert(top, name=TOP_NAME, ports=[top.clk, top.uart_rx, top.uart_tx], emit_src=False)
