@@ -194,6 +194,10 @@ if [ ! -f "$STAMP" ]; then
     # librosa's MFCC code is numba-compiled on first use (~40 s): do it once here, not in a test.
     "$VPY" -c 'from codesign.data.spoken_digits import warm_up; print(f"bootstrap: librosa warm-up {warm_up():.0f} s")' \
         || die "librosa warm-up failed (the spoken-digit features need it)"
+    # The yowasp FPGA tools (codesign synth / area) compile their WebAssembly on first run
+    # (~80 s each, cached in ~/.cache/YoWASP): do it once here, not in a test.
+    "$VPY" -m codesign.fpga.tools | sed 's/^/bootstrap: /' \
+        || die "yowasp tools warm-up failed (codesign synth needs them): .venv/bin/python -m codesign.fpga.tools"
     rm -f "$VENV"/.deps-*
     : >"$STAMP"
 fi

@@ -160,3 +160,20 @@ def tool_version(name: str, timeout: float = 300.0) -> str:
         raise CodesignError(f"{tool.command} could not start ({exc}); reinstall it: {tool.fix}") from None
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip() and "Preparing" not in ln]
     return lines[0].strip() if lines else "?"
+
+
+def warm_up(timeout: float = 900.0) -> float:
+    """Run every tool once so its WebAssembly is compiled and cached; return the seconds it took."""
+    start = time.monotonic()
+    for name in TOOLS:
+        tool_version(name, timeout=timeout)
+    return time.monotonic() - start
+
+
+if __name__ == "__main__":
+    # python -m codesign.fpga.tools: warm the yowasp cache (scripts/bootstrap.sh does it once)
+    try:
+        print(f"yowasp warm-up {warm_up():.0f} s")
+    except CodesignError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
