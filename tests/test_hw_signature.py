@@ -1,66 +1,42 @@
-"""Port signature and stream payload layouts of the accelerator."""
+"""Port signature and payload layouts of the accelerator, and the build.json field offsets."""
 
-import pytest
-from amaranth.hdl import signed
+from pathlib import Path
 
-from codesign.hw import AcceleratorSignature, ResultLayout, StepLayout
+from codesign.bundle import load_bundle
+from codesign.hw import Accelerator, ItemLayout
 from codesign.hw.build import payload_fields
+from codesign.hw.signature import ResultLayout, TraceLayout
 
-PARAMS = dict(inputs=3, input_bits=8, hidden=5, state_bits=6, classes=4, logit_bits=20)
-
-
-def test_members_and_widths():
-    sig = AcceleratorSignature(**PARAMS)
-    members = dict(sig.members)
-    assert set(members) == {
-        "steps",
-        "results",
-        "state",
-        "gate",
-        "step_done",
-        "cycle_count",
-        "event_count",
-        "mac_count",
-    }
-    assert members["state"].shape.size == 5 * 6
-    assert members["gate"].shape == 5
-    assert sig == AcceleratorSignature(**PARAMS)
-    assert sig != AcceleratorSignature(**{**PARAMS, "hidden": 6})
+BUNDLES = Path(__file__).resolve().parents[1] / "models" / "bundles"
 
 
-@pytest.mark.parametrize(
-    "name,bad",
-    [
-        ("inputs", 0),
-        ("hidden", -2),
-        ("state_bits", 1),
-        ("classes", 1.5),
-        ("logit_bits", True),
-        ("counter_bits", 4),
-    ],
-)
-def test_bad_parameter_is_a_value_error_naming_it(name, bad):
-    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= \d+, not {bad!r}$"):
-        AcceleratorSignature(**{**PARAMS, name: bad})
+def test_members_follow_the_plan() -> None:
+    acc = Accelerator(load_bundle(BUNDLES / "japanese_vowels_cmru2"), lanes=4)
+    members = dict(acc.signature.members)
+    assert set(members) == {"inputs", "config", "results", "counters", "trace_0", "trace_1"}
+    plan = acc.plan
+    assert [name for name, _ in members["counters"].shape] == list(plan.counters)
+    assert {"cycles", "layer0_macs", "layer1_events", "readout_macs", "layer1_acc_writes"} <= set(
+        plan.counters
+    )
+    assert members["results"].signature.members["payload"].shape.size == ResultLayout(plan.readout).size
 
 
-def test_step_payload_is_packed_lsb_first_then_last():
-    fields = payload_fields(StepLayout(3, 8))
-    assert [(k, v["offset"], v["width"]) for k, v in fields.items()] == [
-        ("x[0]", 0, 8),
-        ("x[1]", 8, 8),
-        ("x[2]", 16, 8),
-        ("last", 24, 1),
+def test_item_payload_is_index_value_then_markers() -> None:
+    fields = payload_fields(ItemLayout(13, 8))
+    assert [(k, v["offset"], v["width"], v["signed"]) for k, v in fields.items()] == [
+        ("index", 0, 4, 0),
+        ("value", 4, 8, 1),
+        ("step_end", 12, 1, 0),
+        ("seq_end", 13, 1, 0),
     ]
-    assert StepLayout(3, 8)["x"].shape.elem_shape == signed(8)
 
 
-def test_result_payload_holds_class_then_logits():
-    fields = payload_fields(ResultLayout(5, 12))
-    assert fields["class_index"] == {"offset": 0, "width": 3, "signed": 0}
-    assert fields["logits[0]"]["offset"] == 3 and fields["logits[4]"] == {
-        "offset": 3 + 48,
-        "width": 12,
-        "signed": 1,
-    }
-    assert payload_fields(ResultLayout(1, 12))["class_index"]["width"] == 1
+def test_result_and_trace_arrays_are_flattened_per_lane() -> None:
+    acc = Accelerator(load_bundle(BUNDLES / "parity_hsru"), lanes=2)
+    result = payload_fields(ResultLayout(acc.plan.readout))
+    assert list(result)[:2] == ["logits[0]", "logits[1]"]
+    assert result["logits[1]"]["offset"] == acc.plan.logit_bits
+    trace = payload_fields(TraceLayout(acc.plan.layers[0]))
+    assert {"valid", "group", "state[0]", "state[1]", "gate[1]", "potential[1]"} <= set(trace)
+    assert trace["state[0]"]["width"] == 2  # HSRU passes on its 0/1 digital state

@@ -1,0 +1,279 @@
+"""Cycle-level amaranth.sim tests of the accelerator's components, each on its own.
+
+Update units against the integer rules (codesign.golden.model), the lane array against numpy,
+the event serializer and the issue stage against the protocol they implement, and the DCLS front
+end against the golden model's delay line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from codesign.bundle.io import Bundle, check_weights
+from codesign.bundle.random import random_network_manifest, random_network_weights
+from codesign.golden.model import dcls_front_end, shift_floor
+from codesign.hw.dcls import DelayFrontEnd
+from codesign.hw.events import EventSerializer
+from codesign.hw.images import memory_images
+from codesign.hw.issue import IssueStage
+from codesign.hw.lanes import LaneArray
+from codesign.hw.plan import plan_accelerator
+from codesign.hw.update import make_update_unit
+from codesign.intmath import saturate, signed_range
+
+
+def _run(dut, bench, clock: bool = True) -> None:
+    sim = Simulator(dut)
+    if clock:
+        sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _layer_plan(cell: str, **extra):
+    layer = {
+        "cell": cell,
+        "size": 3,
+        "state_bits": 6,
+        "alpha_bits": 4,
+        "gate_bits": 3,
+        "leak_shift": 2,
+        **extra,
+    }
+    manifest = random_network_manifest(inputs=2, layers=[layer], classes=2, input_bits=4)
+    return plan_accelerator(manifest, 3).layers[0]
+
+
+def _reference(cell: str, e, acc: dict, params: dict, old: dict) -> tuple[dict, int, int]:
+    """(new state, out, gate) by the rules of docs/integer-semantics.md."""
+    sb = e.state_bits
+    if cell in ("cmru", "bmru", "alphacmru"):
+        c, b, h = acc["cand"], acc["thr"], old["h"]
+        if cell == "alphacmru":
+            alpha = int(saturate(shift_floor(np.int64(acc["alpha"]), params["alpha_shift"]), e.alpha_bits))
+        else:
+            alpha = params["alpha"]
+        gate = int(abs(c) >= abs(b))
+        new = int(saturate(np.int64(e.eps * h + (1 if c >= 0 else -1) * alpha), sb)) if gate else h
+        return {"h": new}, new, gate
+    if cell == "bgmingru":
+        u = int(saturate(shift_floor(np.int64(acc["cand"]), params["cand_shift"]), sb))
+        gate = int(acc["gate"] >= 0)
+        new = u if gate else old["h"]
+        return {"h": new}, new, gate
+    if cell == "mingru":
+        one = 1 << e.gate_bits
+        u = int(saturate(shift_floor(np.int64(acc["cand"]), params["cand_shift"]), sb))
+        z = int(np.clip(shift_floor(np.int64(acc["gate"]), params["gate_shift"]) + one // 2, 0, one))
+        h = old["h"]
+        new = h + ((z * (u - h)) >> e.gate_bits)
+        return {"h": new}, new, z
+    current = int(shift_floor(np.int64(acc["in"]), params["in_shift"]))
+    v = int(saturate(np.int64(old["v"] - (old["v"] >> e.leak_shift) + current), sb))
+    spike = int(v >= params["theta"])
+    d = old["d"] ^ spike
+    return {"v": v, "d": d}, d, spike
+
+
+@pytest.mark.parametrize(
+    "cell,extra",
+    [
+        ("cmru", {"eps": 1}),
+        ("cmru", {"eps": -1}),
+        ("bmru", {}),
+        ("alphacmru", {"eps": 0}),
+        ("bgmingru", {}),
+        ("mingru", {}),
+        ("hsru", {}),
+    ],
+)
+def test_update_unit_follows_the_integer_rules(cell: str, extra: dict) -> None:
+    e = _layer_plan(cell, **extra)
+    unit = make_update_unit(e)
+    rng = np.random.default_rng(len(cell) + e.eps)
+    acc_lo, acc_hi = signed_range(e.acc_bits)
+    state_lo, state_hi = signed_range(e.state_bits)
+
+    async def bench(ctx):
+        for k in range(300):
+            small = k % 3 == 0  # near zero: sign(0), ties |c| = |b|, gates at 0
+            acc = {
+                name: int(rng.integers(-3, 4) if small else rng.integers(acc_lo, acc_hi + 1))
+                for name in e.matrices
+            }
+            if k % 7 == 0 and "thr" in acc:
+                acc["thr"] = -acc["cand"]  # a tie
+            params = {}
+            for name, width in e.params.items():
+                lo, hi = signed_range(width)
+                if name.endswith("_shift"):
+                    lo, hi = max(e.shift_lo, -3), 12
+                params[name] = int(rng.integers(lo, hi + 1))
+            old = {"h": int(rng.integers(state_lo, state_hi + 1))}
+            if cell == "hsru":
+                old = {"v": int(rng.integers(state_lo, state_hi + 1)), "d": int(rng.integers(0, 2))}
+            for name, value in acc.items():
+                ctx.set(unit.acc[name], value)
+            for name, value in params.items():
+                ctx.set(unit.params[name], value)
+            for name, value in old.items():
+                ctx.set(unit.old[name], value)
+            await ctx.delay(1e-9)
+            new, out, gate = _reference(cell, e, acc, params, old)
+            for name, value in new.items():
+                assert ctx.get(unit.new[name]) == value, (k, name, acc, params, old)
+            assert ctx.get(unit.out) == out, (k, acc, params, old)
+            assert ctx.get(unit.gate) == gate, (k, acc, params, old)
+
+    _run(unit, bench, clock=False)
+
+
+def test_lane_array_accumulates_from_seeds() -> None:
+    dut = LaneArray(lanes=3, matrices=2, weight_bits=5, value_bits=6, acc_bits=20)
+    rng = np.random.default_rng(0)
+
+    async def bench(ctx):
+        expect = np.zeros(6, dtype=np.int64)
+        for k in range(60):
+            first = k % 5 == 0
+            w = rng.integers(-16, 16, size=6)
+            seeds = rng.integers(-1000, 1000, size=6)
+            value = int(rng.integers(-32, 32))
+            ctx.set(dut.valid, 1)
+            ctx.set(dut.first, int(first))
+            ctx.set(dut.value, value)
+            ctx.set(dut.weights, [int(v) for v in w])
+            ctx.set(dut.seeds, [int(v) for v in seeds])
+            await ctx.tick()
+            expect = (seeds if first else expect) + w * value
+            assert [ctx.get(dut.acc[i]) for i in range(6)] == expect.tolist()
+        ctx.set(dut.valid, 0)
+        await ctx.tick()
+        assert [ctx.get(dut.acc[i]) for i in range(6)] == expect.tolist()
+
+    _run(dut, bench)
+
+
+def test_event_serializer_sends_changed_lanes_lowest_first_with_markers() -> None:
+    dut = EventSerializer(lanes=4, groups=3, size=10, value_bits=6)
+    entries = [
+        {"mask": 0b1010, "value": [0, 5, 0, -7], "group": 0, "marker": 0, "seq_end": 0},
+        {"mask": 0b0000, "value": [0, 0, 0, 0], "group": 1, "marker": 0, "seq_end": 0},
+        {"mask": 0b0011, "value": [1, -2, 0, 0], "group": 2, "marker": 1, "seq_end": 0},
+        {"mask": 0b0000, "value": [0, 0, 0, 0], "group": 2, "marker": 1, "seq_end": 1},
+    ]
+    expect = [(1, 5, 0, 0), (3, -7, 0, 0), (8, 1, 0, 0), (9, -2, 1, 0), (0, 0, 1, 1)]
+    rng = np.random.default_rng(1)
+
+    async def bench(ctx):
+        got, k = [], 0
+        for _ in range(200):
+            if k < len(entries):
+                ctx.set(dut.entries.payload, entries[k])
+            ctx.set(dut.entries.valid, int(k < len(entries)))
+            ready = rng.random() < 0.5
+            ctx.set(dut.items.ready, int(ready))
+            if ready and ctx.get(dut.items.valid):
+                p = ctx.get(dut.items.payload)
+                got.append((p.index, p.value, p.step_end, p.seq_end))
+            if k < len(entries) and ctx.get(dut.entries.ready):
+                k += 1
+            await ctx.tick()
+        assert got == expect
+
+    _run(dut, bench)
+
+
+def test_issue_stage_walks_every_group_over_the_steps_items() -> None:
+    manifest = random_network_manifest(inputs=5, layers=[{"cell": "cmru", "size": 7, "eps": 1}], classes=2)
+    e = plan_accelerator(manifest, 3).layers[0]  # 3 groups of 3 lanes
+    dut = IssueStage(e)
+    steps = [[(4, 3), (1, -2)], [], [(0, 7)]]  # (index, value) non-zero items
+    beats = []
+    for t, items in enumerate(steps):
+        if not items:
+            beats.append({"index": 0, "value": 0, "step_end": 1, "seq_end": 0})
+        for k, (j, v) in enumerate(items):
+            beats.append(
+                {"index": j, "value": v, "step_end": int(k == len(items) - 1), "seq_end": int(t == 2)}
+            )
+    rng = np.random.default_rng(2)
+
+    async def bench(ctx):
+        slots, b = [], 0
+        for _ in range(200):
+            if b < len(beats):
+                ctx.set(dut.items.payload, beats[b])
+            ctx.set(dut.items.valid, int(b < len(beats)))
+            ctx.set(dut.credit, int(rng.random() < 0.6))
+            s = ctx.get(dut.slot)
+            if s.valid:
+                slots.append((s.group, s.index, s.value, s.first, s.last, s.step_last, s.seq_first, s.empty))
+            if b < len(beats) and ctx.get(dut.items.ready):
+                b += 1
+            await ctx.tick()
+        expect = []
+        for t, items in enumerate(steps):
+            for g in range(3):
+                walk = items or [(0, 0)]
+                for k, (j, v) in enumerate(walk):
+                    expect.append(
+                        (
+                            g,
+                            j,
+                            v,
+                            int(k == 0),
+                            int(k == len(walk) - 1),
+                            int(g == 2),
+                            int(t == 0),
+                            int(not items),
+                        )
+                    )
+        assert slots == expect
+
+    _run(dut, bench)
+
+
+def test_delay_front_end_matches_the_golden_delay_line() -> None:
+    layer = {"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": 3, "span": 4, "weight_bits": 5}}
+    manifest = random_network_manifest(inputs=3, layers=[layer], classes=2, input_bits=4)
+    bundle = Bundle(manifest, check_weights(manifest, random_network_weights(manifest, 3)))
+    plan = plan_accelerator(manifest, 2)
+    e = plan.layers[0]
+    dut = DelayFrontEnd(plan, e, memory_images(bundle, plan))
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < 0.6) for t in (7, 2, 5)]
+    w = bundle.layer_weights(0)
+    expect = []
+    for x in seqs:
+        z = dcls_front_end(x[None], w["dcls_weight"], w["dcls_delay"])[0]
+        for t in range(len(x)):
+            nz = np.flatnonzero(z[t])
+            expect += [(int(j), int(z[t, j])) for j in nz]
+            expect.append("step_end")
+    from codesign.hw.pysim import item_beats
+
+    beats = item_beats(seqs)
+
+    async def bench(ctx):
+        got, b = [], 0
+        for _ in range(3000):
+            if b < len(beats):
+                ctx.set(dut.items.payload, beats[b])
+            ctx.set(dut.items.valid, int(b < len(beats)))
+            ready = rng.random() < 0.7
+            ctx.set(dut.outputs.ready, int(ready))
+            if ready and ctx.get(dut.outputs.valid):
+                p = ctx.get(dut.outputs.payload)
+                if p.value != 0:
+                    got.append((p.index, p.value))
+                if p.step_end:
+                    got.append("step_end")
+            if b < len(beats) and ctx.get(dut.items.ready):
+                b += 1
+            await ctx.tick()
+        assert got == expect
+
+    _run(dut, bench)
