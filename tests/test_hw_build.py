@@ -8,7 +8,8 @@ import pytest
 
 from codesign.bundle.random import make_random_bundle
 from codesign.errors import CodesignError
-from codesign.hw import build_rtl
+from codesign.hw.build import build_rtl
+from codesign.hw.plan import FAULTS
 
 
 @pytest.fixture(scope="module")
@@ -30,23 +31,28 @@ def test_build_writes_verilog_bundle_copy_and_report(bundle_dir, tmp_path):
     text = (out / "accelerator.v").read_text()
     assert info == json.loads((out / "build.json").read_text())
     assert info["verilog_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert info["top"] == "accelerator" and info["lanes"] == 2 and info["groups"] == 3
+    assert info["top"] == "accelerator" and info["lanes"] == 2 and info["faults"] == []
+    assert [e["groups"] for e in info["plan"]["engines"]] == [3, 2]  # layer0 d=5, readout C=3
     assert info["bundle"] == "random_cmru_d5_m3_c3_s2"
     assert "module accelerator(" in text
     for port, spec in info["ports"].items():
         assert re.search(rf"\b(input|output)\s+(\[{spec['width'] - 1}:0\]\s+)?{port};", text), port
-    assert info["ports"]["state"]["width"] == 5 * 16
+    assert {"inputs__payload", "config__payload", "results__payload", "counters", "trace_0"} <= set(
+        info["ports"]
+    )
+    assert info["ports"]["counters"]["width"] == 32 * len(info["plan"]["counters"])
+    assert set(info["trace_fields"]) == {"trace_0"}
     assert (out / "weights.npz").read_bytes() == (bundle_dir / "weights.npz").read_bytes()
 
 
-def test_every_combinational_block_depends_on_reset_or_an_input(bundle_dir, tmp_path):
-    """An ``always @*`` block that reads only registers is never evaluated at time 0 by Icarus
-    under cocotb, and stays X until one of them changes: the generator must not emit one."""
-    build_rtl(bundle_dir, tmp_path / "rtl", lanes=2)
-    text = (tmp_path / "rtl" / "accelerator.v").read_text()
-    inputs = ("rst", "steps__valid", "steps__payload", "results__ready")
-    blocks = re.findall(r"always @\*(.*?)\n  end", text, re.S)
-    assert blocks and all(any(i in b for i in inputs) for b in blocks)
+def test_faults_are_built_in_and_recorded(bundle_dir, tmp_path):
+    clean = build_rtl(bundle_dir, tmp_path / "clean", lanes=2)
+    info = build_rtl(bundle_dir, tmp_path / "rtl", lanes=2, faults={"readout_bias_ignored"})
+    assert info["faults"] == ["readout_bias_ignored"]
+    assert info["verilog_sha256"] != clean["verilog_sha256"]
+    with pytest.raises(CodesignError, match="unknown fault"):
+        build_rtl(bundle_dir, tmp_path / "bad", lanes=2, faults={"nope"})
+    assert set(FAULTS) >= {"sat_off_by_one", "stalled_beat_lost"}
 
 
 def test_identical_rebuild_keeps_simulator_caches(bundle_dir, tmp_path):
@@ -60,9 +66,16 @@ def test_identical_rebuild_keeps_simulator_caches(bundle_dir, tmp_path):
     assert not (out / "sim_icarus").exists()
 
 
-@pytest.mark.parametrize("lanes", [0, 6, -3])
-def test_bad_lanes_is_a_codesign_error_naming_value_and_range(bundle_dir, tmp_path, lanes):
-    with pytest.raises(CodesignError, match=rf"lanes {lanes} is outside the allowed range 1\.\.5"):
+@pytest.mark.parametrize(
+    ("lanes", "message"),
+    [
+        (0, "lanes must be a positive integer, not 0"),
+        (-3, "lanes must be a positive integer, not -3"),
+        (6, r"lanes 6 is outside the allowed range 1\.\.5"),
+    ],
+)
+def test_bad_lanes_is_a_codesign_error_naming_value_and_range(bundle_dir, tmp_path, lanes, message):
+    with pytest.raises(CodesignError, match=message):
         build_rtl(bundle_dir, tmp_path / "rtl", lanes=lanes)
     assert not (tmp_path / "rtl").exists()
 
