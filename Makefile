@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim rtl analog bench lint doctor clean
+.PHONY: help setup demo test sim rtl analog bench fpga lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -38,6 +38,14 @@ analog: setup ## long analog characterisation (ngspice, sky130): report in analo
 bench: setup ## scan and cell speed figures as JSON (installs the mingru-pytorch comparison first)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'
 	$(VENV)/bin/codesign bench scan
+
+# Reference bundles through codesign rtl + codesign synth (bundles the RTL generator refuses are
+# skipped with its reason). Results: build/fpga/results.md and .json. About 2-4 min per run.
+FPGA_BUNDLES ?=
+FPGA_LANES ?= 1,4
+FPGA_DEVICES ?= up5k,ecp5-25k
+fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES)
+	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --area
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)
