@@ -1,7 +1,7 @@
 """The single-layer view of a bundle, for back ends that implement only the spine's network.
 
-The RTL generator (one binary-gated CMRU/BMRU layer, last pooling, no DCLS) and the analog
-netlist generator (per-neuron BMRU cells) were written against format 1: one layer with flat
+The analog netlist generator (per-neuron BMRU cells) was written against format 1 (the RTL
+generator once was too; it now takes the whole family, see docs/accelerator.md): one layer with flat
 ``formats`` and arrays named ``w_cand``, ``w_out`` ... :func:`spine_view` presents any format-2
 bundle that fits that shape in those terms, and refuses the others with the reason, so each back
 end states plainly which part of the family it supports. :func:`from_spine` goes the other way.
