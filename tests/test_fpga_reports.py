@@ -98,6 +98,22 @@ def test_memory_declarations_and_placement_join():
     assert placed["fpga_top.accelerator.big"].bits is None  # declared nowhere: size unknown, still listed
 
 
+def test_placement_prefers_the_declaration_whose_modules_the_path_names():
+    declared = {
+        "fpga_top.rx_fifo.storage": {"width": 8, "depth": 511, "bits": 4088},
+        "accelerator.layer0.entries.storage": {"width": 23, "depth": 7, "bits": 161},
+    }
+    mapping = {
+        "fpga_top.rx_fifo.unbuffered.storage": "EBR",
+        "fpga_top.accelerator.layer0.entries.storage": "EBR",
+    }
+    bits = {m.name: m.bits for m in reports.place_memories(declared, mapping)}
+    assert bits == {
+        "fpga_top.rx_fifo.unbuffered.storage": 4088,
+        "fpga_top.accelerator.layer0.entries.storage": 161,
+    }
+
+
 def test_resource_counts_per_family():
     ice = {"SB_LUT4": 961, "SB_DFF": 10, "SB_DFFESR": 700, "SB_CARRY": 228, "SB_RAM40_4K": 16, "SB_MAC16": 3}
     assert reports.resource_counts(ice, "ice40") == {

@@ -87,19 +87,19 @@ def place_memories(declared: dict[str, dict[str, int]], mapping: dict[str, str])
     They are matched on the memory name, then on the longest common dotted suffix.
     """
 
-    def score(hier: str, decl: str) -> int:
+    def score(hier: str, decl: str) -> tuple[int, int]:
         a, b = hier.split("."), decl.split(".")
         if a[-1] != b[-1]:
-            return -1
+            return (-1, 0)
         n = 1
         while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
             n += 1
-        return n
+        return (n, sum(1 for part in b[:-1] if part in a))  # then: how many of its modules the path names
 
     rows = []
     for hier, placed in mapping.items():
         best = max(declared, key=lambda d: score(hier, d), default=None)
-        size = declared.get(best) if best is not None and score(hier, best) >= 1 else None
+        size = declared.get(best) if best is not None and score(hier, best)[0] >= 1 else None
         rows.append(
             MemoryPlacement(
                 hier,

@@ -159,13 +159,16 @@ def synthesize(
     cells = reports.yosys_cells(stat, TOP_NAME)
     resources = reports.resource_counts(cells, device.family)
     log_text = (work / "yosys.log").read_text(errors="replace")
-    memories = reports.place_memories(
-        reports.memory_declarations(verilog.read_text(errors="replace")), reports.memory_mapping(log_text)
-    )
+    declared = reports.memory_declarations(verilog.read_text(errors="replace"))
+    declared |= reports.memory_declarations((work / "top.v").read_text(errors="replace"))
+    memories = reports.place_memories(declared, reports.memory_mapping(log_text))
+    wrapper_memories = [mem for mem in memories if not _in_accelerator(mem.name)]
+    memories = [mem for mem in memories if _in_accelerator(mem.name)]
     _say(
         progress,
         f"      {seconds['yosys']:.0f} s: {resources['lut']} LUT4, {resources['ff']} FF, {resources['carry']} carry, "
-        f"{resources['bram']} BRAM, {resources['dsp']} DSP; memories: {_memories_line(memories)}",
+        f"{resources['bram']} BRAM, {resources['dsp']} DSP; accelerator memories: {_memories_line(memories)}"
+        f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)})",
     )
 
     # 3. nextpnr
@@ -248,6 +251,7 @@ def synthesize(
         "utilisation": utilisation,
         "cells": cells,
         "memories": [mem.as_dict() for mem in memories],
+        "wrapper_memories": [mem.as_dict() for mem in wrapper_memories],
         "memory_bits": {
             "block_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith(("EBR", "SPRAM"))),
             "lut_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith("LUT RAM")),
@@ -275,6 +279,11 @@ def synthesize(
         os.replace(work, final)
     summary["directory"] = str(final)
     return summary
+
+
+def _in_accelerator(name: str) -> bool:
+    """A yosys memory name inside the accelerator instance (not the wrapper's FIFO)."""
+    return name.startswith(f"{TOP_NAME}.accelerator.")
 
 
 def _streams_line(ports) -> str:
