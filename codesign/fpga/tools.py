@@ -90,7 +90,7 @@ def run_tool(
     exe = find_tool(name)
     tool = _tool(name)
     argv = [str(exe), *args]
-    label = what or tool.command
+    label = f"{what} ({tool.command})" if what else tool.command
     start = time.monotonic()
     try:
         proc = subprocess.run(
@@ -109,7 +109,7 @@ def run_tool(
         if log is not None:
             log.write_text(out)
         raise CodesignError(
-            f"{label} ({tool.command}) did not finish within {timeout:.0f} s; raise --timeout or use a "
+            f"{label} did not finish within {timeout:.0f} s; raise --timeout or use a "
             f"smaller design{_see(log)}"
         ) from None
     except OSError as exc:
@@ -121,7 +121,7 @@ def run_tool(
         log.write_text(output)
     if proc.returncode != 0:
         raise CodesignError(
-            f"{label} ({tool.command}) failed with exit code {proc.returncode} after "
+            f"{label} failed with exit code {proc.returncode} after "
             f"{time.monotonic() - start:.0f} s: {error_line(output)}{_see(log)}"
         )
     return output
