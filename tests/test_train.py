@@ -207,3 +207,22 @@ def test_window_criterion_prefers_accuracy_then_lower_loss() -> None:
 
     assert window_criterion(w((1.0, 0.5), (1.0, 0.3))) < window_criterion(w((1.0, 0.2), (1.0, 0.2)))
     assert window_criterion(w((0.9, 0.1), (0.9, 0.1))) < window_criterion(w((1.0, 0.9), (0.9, 0.9)))
+
+
+def test_input_noise_perturbs_only_non_silent_training_frames(tmp_path: Path, monkeypatch) -> None:
+    import codesign.train.trainer as trainer
+
+    seen = []
+    real_build = trainer.build_model
+
+    def recording_build(recipe, task):
+        model = real_build(recipe, task)
+        model.register_forward_pre_hook(lambda m, args: seen.append(args[0].clone()) if m.training else None)
+        return model
+
+    monkeypatch.setattr(trainer, "build_model", recording_build)
+    data = dict(RECIPE, train=dict(RECIPE["train"], iterations=3, input_noise=0.5, label_smoothing=0.1))
+    train(parse_recipe(data), tmp_path / "run", progress=False)
+    x = seen[0]  # copy-first: a one-hot first step, silent after it
+    assert (x[:, 1:] == 0).all() and (x[:, 0] != 0).all()
+    assert not ((x[:, 0] == 0) | (x[:, 0] == 1)).all()  # the one-hot frame is noisy
