@@ -83,6 +83,12 @@ def synth(
     baud: Annotated[int, typer.Option(help="UART rate of the wrapper")] = 115200,
     seed: Annotated[int, typer.Option(help="nextpnr placement seed")] = 1,
     timeout: Annotated[float, typer.Option(help="seconds each tool may run")] = 3600.0,
+    ram: Annotated[
+        str,
+        typer.Option(
+            help="block: every memory in block RAM (EBR / DP16KD / SPRAM); auto: yosys' choice (LUT RAM too)"
+        ),
+    ] = "block",
 ) -> None:
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
@@ -90,7 +96,7 @@ def synth(
     summary = synthesize(
         build,
         device,
-        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout),
+        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram),
         progress=_progress,
     )
     if json_path is not None:

