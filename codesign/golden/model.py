@@ -146,8 +146,9 @@ def run_layer(
     n, steps, _ = x.shape
     d = layer.size
     if layer.dcls is not None:
+        # the delay filter is linear and time-invariant: the front end of a layer fed by change
+        # events sends the changes of z, and the layer follows them like any event-driven layer
         z = dcls_front_end(x, w["dcls_weight"], w["dcls_delay"])
-        accumulate = "dense"  # delayed taps are not deltas of the previous step
     else:
         z = x
     nnz = (z != 0).sum(axis=2) if accumulate == "dense" else (np.diff(z, axis=1, prepend=0) != 0).sum(axis=2)

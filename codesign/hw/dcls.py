@@ -1,24 +1,32 @@
-"""DCLS front end: per input channel, a circular delay buffer and ``K`` weighted taps.
+"""DCLS front end, event-driven: each input schedules its ``K`` delayed contributions ahead.
 
 ``z_j(t) = sum_k w[j, k] * in_j(t - delay[j, k])`` with ``in_j(t) = 0`` before the first step.
 
-* ``current`` (``m`` words) holds each channel's input value of this step: layer 0 writes the
-  values it receives (and the walk clears them), later layers add the deltas of their events
-  (cleared at the end of a sequence).
-* ``line`` (``m x span`` words, a :class:`~amaranth.lib.memory.Memory`) is the delay buffer:
-  channel ``j``'s value of step ``t`` sits at ``j*span + t mod span``.
-* ``taps`` (``m`` words of ``K`` (weight, delay) pairs) is loadable like every parameter.
+Instead of shifting every channel through a delay line every step (``m x K`` work per step, even
+when nothing happens), an item ``(j, x)`` of step ``t`` adds ``w[j, k] * x`` to the *future*
+accumulator of step ``t + delay[j, k]`` for each tap ``k``; at the end of step ``t`` the entries
+of slot ``t`` are sent and cleared. Work is ``K`` read-modify-writes per non-zero input plus one
+per non-zero output: it scales with events, like the layers.
 
-Per step: receive the items, then walk the channels: read ``current[j]`` and its taps, write it
-into the line, read the ``K`` delayed values (a tap whose delay exceeds the steps seen so far
-reads 0, so the line never needs clearing), and send ``(j, z_j)`` when ``z_j != 0``; the step's
-last item carries ``step_end``. Cost: ``m x (K + 3)`` cycles per step, overlapped with the layer
-engine working on the previous step.
+The filter is linear and time-invariant, so it commutes with differencing: layer 0 sends values
+and receives ``z(t)``; a later layer sends change events ``delta_j(t)`` and the same hardware
+produces ``z(t) - z(t-1)``, which the layer (event-driven, accumulators kept) adds to its
+accumulators. Either way the accumulators equal the golden model's ``A(W, b)`` of ``z`` exactly.
+
+Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``):
+
+* ``taps`` (``m`` words of ``K`` (weight, delay) pairs, loadable like every parameter);
+* ``zbuf`` (``S x m`` words: a future accumulator and a *listed* flag);
+* ``lists`` (``S x m`` channel indices: the channels a slot holds, in the order first touched) and
+  ``counts`` (``S`` words): the event list of each slot, so sending a slot costs its entries.
+
+At the end of a sequence the slots it will never reach are cleared through their lists; after
+reset every slot is cleared (``S x m`` cycles) before the first input is taken.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -26,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigWriteLayout, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.plan import AcceleratorPlan, EnginePlan
+from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["DelayFrontEnd"]
@@ -38,7 +46,7 @@ class DelayFrontEnd(wiring.Component):
         self.plan, self.engine, self.dcls = plan, e, e.dcls
         self.images = images or {}
         names = [f"{e.name}_dcls_cycles"]
-        for key in ("dcls_taps", "dcls_line", "dcls_current"):
+        for key in ("dcls_taps", "dcls_zbuf", "dcls_lists", "dcls_counts"):
             names += [f"{e.memories[key].name}_reads", f"{e.memories[key].name}_writes"]
         self.counters = CounterBank("", names, plan.counter_bits)
         dc = e.dcls
@@ -55,148 +63,187 @@ class DelayFrontEnd(wiring.Component):
         e, dc = self.engine, self.dcls
         mems = e.memories
         ch, k_taps, span = dc.channels, dc.taps, dc.span
+        late = int("delay_off_by_one" in self.plan.faults)
 
         taps_plan = mems["dcls_taps"]
         taps = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))
         taps_rd, taps_wr = taps.read_port(), taps.write_port(granular=True)
         drive_config_write(m, taps_wr, self.config, taps_plan)
-        m.submodules.line = line = Memory(shape=signed(dc.in_bits), depth=ch * span, init=[])
-        line_rd, line_wr = line.read_port(), line.write_port()
-        m.submodules.current = current = Memory(shape=signed(dc.in_bits), depth=ch, init=[])
-        cur_wr = current.write_port()
-        cur_rd = current.read_port(transparent_for=(cur_wr,))
+        entry = data.StructLayout({"z": signed(dc.z_bits), "listed": unsigned(1)})
+        m.submodules.zbuf = zbuf = Memory(shape=entry, depth=span * ch, init=[])
+        m.submodules.lists = lists = Memory(shape=unsigned(index_bits(ch)), depth=span * ch, init=[])
+        m.submodules.counts = counts = Memory(shape=range(ch + 1), depth=span, init=[])
+        z_rd, z_wr = zbuf.read_port(), zbuf.write_port()
+        l_rd, l_wr = lists.read_port(), lists.write_port()
+        c_rd, c_wr = counts.read_port(), counts.write_port()
         count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr])
-        count_memory(m, self.counters, mems["dcls_line"].name, [line_rd], [line_wr])
-        count_memory(m, self.counters, mems["dcls_current"].name, [cur_rd], [cur_wr])
-        for port in (taps_rd, line_rd, cur_rd):
+        count_memory(m, self.counters, mems["dcls_zbuf"].name, [z_rd], [z_wr])
+        count_memory(m, self.counters, mems["dcls_lists"].name, [l_rd], [l_wr])
+        count_memory(m, self.counters, mems["dcls_counts"].name, [c_rd], [c_wr])
+        for port in (taps_rd, z_rd, l_rd, c_rd):
             m.d.comb += port.en.eq(0)
 
-        # sequence position: steps seen (saturating at span) and the circular head
-        seen = Signal(range(span + 1))
-        head = Signal(range(span))
+        head = Signal(range(span))  # slot of the current step
         seq_end = Signal()
-
-        # receive: the RMW of a delta needs the old value; items of one step have distinct indices
-        beat = self.items.payload
-        pend = Signal()
-        pend_index = Signal(range(ch))
-        pend_value = Signal(signed(dc.item_bits))
-
+        # the item being scheduled
         channel = Signal(range(ch))
-        base = Signal(range(ch * span + 1))  # channel * span
+        value = Signal(signed(dc.item_bits))
         tap = Signal(range(k_taps + 1))
-        cur_value = Signal(signed(dc.in_bits))
-        tap_words = Signal(data.ArrayLayout(signed(taps_plan.elem_bits), taps_plan.elements))
-        z = Signal(signed(dc.z_bits))
-        # the tap whose line read is in flight
-        rd_tap_valid = Signal()
-        rd_tap_zero = Signal()  # delay 0: the current value, no read
-        rd_tap_masked = Signal()  # delay beyond the steps seen: reads as 0
-        rd_tap_weight = Signal(signed(dc.weight_bits))
+        slot = Signal(range(span))
+        weight = Signal(signed(dc.weight_bits))
+        # sending / clearing a slot
+        index = Signal(range(ch + 1))
+        n_listed = Signal(range(ch + 1))
+        clear_addr = Signal(range(span * ch + 1))
+        sweep = Signal(range(span + 1))  # slot being cleared at the end of a sequence
+        z_addr = Signal(range(span * ch))
 
-        with m.If(pend):  # finish the previous delta: current[j] += delta
-            m.d.comb += [
-                cur_wr.addr.eq(pend_index),
-                cur_wr.data.eq(cur_rd.data + pend_value),
-                cur_wr.en.eq(1),
-            ]
-            m.d.sync += pend.eq(0)
-
+        beat = self.items.payload
+        out = self.outputs
         busy = Signal()
-        m.d.sync += busy.eq(0)
-        with m.FSM(name="dcls"):
+        m.d.sync += busy.eq(1)
+        with m.FSM(name="dcls", init="RESET_CLEAR"):
+            with m.State("RESET_CLEAR"):  # after reset: clear every slot before taking inputs
+                m.d.comb += [
+                    z_wr.addr.eq(clear_addr),
+                    z_wr.data.eq(0),
+                    z_wr.en.eq(1),
+                    c_wr.addr.eq(clear_addr),
+                    c_wr.data.eq(0),
+                    c_wr.en.eq(clear_addr < span),
+                ]
+                m.d.sync += clear_addr.eq(clear_addr + 1)
+                with m.If(clear_addr == span * ch - 1):
+                    m.d.sync += [clear_addr.eq(0), head.eq(0)]
+                    m.next = "RECEIVE"
             with m.State("RECEIVE"):
+                m.d.sync += busy.eq(0)
                 m.d.comb += self.items.ready.eq(1)
                 with m.If(self.items.valid):
-                    with m.If(beat.value != 0):
-                        if dc.mode == "absolute":
-                            m.d.comb += [
-                                cur_wr.addr.eq(beat.index),
-                                cur_wr.data.eq(beat.value),
-                                cur_wr.en.eq(1),
-                            ]
-                        else:
-                            m.d.comb += [cur_rd.addr.eq(beat.index), cur_rd.en.eq(1)]
-                            m.d.sync += [pend.eq(1), pend_index.eq(beat.index), pend_value.eq(beat.value)]
-                    with m.If(beat.step_end):
-                        m.d.sync += [seq_end.eq(beat.seq_end), channel.eq(0), base.eq(0)]
-                        m.next = "READ"
-            with m.State("READ"):  # read the channel's value and taps
-                m.d.sync += busy.eq(1)
-                m.d.comb += [
-                    cur_rd.addr.eq(channel),
-                    cur_rd.en.eq(1),
-                    taps_rd.addr.eq(channel),
-                    taps_rd.en.eq(1),
-                ]
-                m.next = "LATCH"
-            with m.State("LATCH"):  # write the value into the line (and clear it when done with it)
-                m.d.sync += busy.eq(1)
-                clear = 1 if dc.mode == "absolute" else seq_end
-                m.d.comb += [
-                    line_wr.addr.eq(base + head),
-                    line_wr.data.eq(cur_rd.data),
-                    line_wr.en.eq(1),
-                ]
-                with m.If(clear):
-                    m.d.comb += [cur_wr.addr.eq(channel), cur_wr.data.eq(0), cur_wr.en.eq(1)]
-                m.d.sync += [
-                    cur_value.eq(cur_rd.data),
-                    tap_words.eq(taps_rd.data),
-                    tap.eq(0),
-                    z.eq(0),
-                    rd_tap_valid.eq(0),
-                ]
-                m.next = "TAPS"
-            with m.State("TAPS"):  # issue tap k's line read, accumulate tap k-1
-                m.d.sync += busy.eq(1)
-                tap_value = Mux(rd_tap_zero, cur_value, Mux(rd_tap_masked, 0, line_rd.data))
-                with m.If(rd_tap_valid):
-                    m.d.sync += z.eq(z + rd_tap_weight * tap_value)
-                with m.If(tap < k_taps):
-                    weight = Signal(signed(dc.weight_bits))
-                    delay = Signal(range(span))
-                    pos = Signal(signed(len(head) + 2))
-                    m.d.comb += [
-                        weight.eq(tap_words[2 * tap]),
-                        delay.eq(tap_words[2 * tap + 1]),
-                        pos.eq(head - delay - int("delay_off_by_one" in self.plan.faults)),
-                        line_rd.addr.eq(base + Mux(pos < 0, pos + span, pos)),
-                        line_rd.en.eq(1),
-                    ]
                     m.d.sync += [
-                        rd_tap_valid.eq(1),
-                        rd_tap_zero.eq((delay == 0) & ("delay_off_by_one" not in self.plan.faults)),
-                        rd_tap_masked.eq(delay + int("delay_off_by_one" in self.plan.faults) > seen),
-                        rd_tap_weight.eq(weight),
-                        tap.eq(tap + 1),
+                        busy.eq(1),
+                        channel.eq(beat.index),
+                        value.eq(beat.value),
+                        tap.eq(0),
+                        seq_end.eq(beat.seq_end),
                     ]
+                    m.d.comb += [taps_rd.addr.eq(beat.index), taps_rd.en.eq(1)]
+                    with m.If(beat.value != 0):
+                        m.next = "TAP_READ"
+                        with m.If(beat.step_end):
+                            m.next = "TAP_READ_LAST"
+                    with m.Elif(beat.step_end):
+                        m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
+                        m.next = "SEND_COUNT"
+            for last in (False, True):
+                suffix = "_LAST" if last else ""
+                with m.State(f"TAP_READ{suffix}"):  # read the future accumulator of tap k's slot
+                    word = taps_rd.data
+                    delay = Signal(range(span), name=f"delay{suffix.lower()}")
+                    target = Signal(range(2 * span + 1), name=f"target{suffix.lower()}")
+                    m.d.comb += [
+                        delay.eq(word[2 * tap + 1]),
+                        target.eq(head + delay + late),
+                    ]
+                    slot_now = Mux(target >= span, target - span, target)
+                    m.d.comb += [
+                        z_rd.addr.eq(slot_now * ch + channel),
+                        z_rd.en.eq(1),
+                        c_rd.addr.eq(slot_now),
+                        c_rd.en.eq(1),
+                    ]
+                    m.d.sync += [slot.eq(slot_now), weight.eq(word[2 * tap])]
+                    m.next = f"TAP_WRITE{suffix}"
+                with m.State(f"TAP_WRITE{suffix}"):  # add w * x; list the channel in the slot once
+                    old = z_rd.data
+                    m.d.comb += [
+                        z_wr.addr.eq(slot * ch + channel),
+                        z_wr.data.z.eq(old.z + weight * value),
+                        z_wr.data.listed.eq(1),
+                        z_wr.en.eq(1),
+                    ]
+                    with m.If(~old.listed):
+                        m.d.comb += [
+                            l_wr.addr.eq(slot * ch + c_rd.data),
+                            l_wr.data.eq(channel),
+                            l_wr.en.eq(1),
+                            c_wr.addr.eq(slot),
+                            c_wr.data.eq(c_rd.data + 1),
+                            c_wr.en.eq(1),
+                        ]
+                    m.d.sync += tap.eq(tap + 1)
+                    with m.If(tap == k_taps - 1):
+                        if last:
+                            m.next = "SEND_START"
+                        else:
+                            m.next = "RECEIVE"
+                    with m.Else():
+                        m.next = f"TAP_READ{suffix}"
+            with m.State("SEND_START"):  # the step's last item has been scheduled: read the count
+                m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
+                m.next = "SEND_COUNT"
+            with m.State("SEND_COUNT"):
+                m.d.sync += [n_listed.eq(c_rd.data), index.eq(0)]
+                m.next = "SEND_LIST"
+            with m.State("SEND_LIST"):  # next listed channel of this slot
+                with m.If(index == n_listed):
+                    m.d.comb += [c_wr.addr.eq(head), c_wr.data.eq(0), c_wr.en.eq(1)]
+                    m.next = "SEND_MARK"
                 with m.Else():
-                    m.d.sync += rd_tap_valid.eq(0)
-                    m.next = "EMIT"
-            with m.State("EMIT"):
-                m.d.sync += busy.eq(1)
-                last_channel = channel == ch - 1
-                out = self.outputs
-                send = (z != 0) | last_channel
+                    m.d.comb += [l_rd.addr.eq(head * ch + index), l_rd.en.eq(1)]
+                    m.next = "SEND_READ"
+            with m.State("SEND_READ"):
+                m.d.comb += [z_rd.addr.eq(head * ch + l_rd.data), z_rd.en.eq(1)]
+                m.d.sync += [channel.eq(l_rd.data), z_addr.eq(head * ch + l_rd.data)]
+                m.next = "SEND_ITEM"
+            with m.State("SEND_ITEM"):  # send (j, z) if z != 0 and clear the entry
+                z = z_rd.data.z
                 m.d.comb += [
-                    out.valid.eq(send),
+                    out.valid.eq(z != 0),
                     out.payload.index.eq(channel),
                     out.payload.value.eq(z),
-                    out.payload.step_end.eq(last_channel),
-                    out.payload.seq_end.eq(last_channel & seq_end),
                 ]
-                with m.If(~send | out.ready):
-                    m.d.sync += [channel.eq(channel + 1), base.eq(base + span)]
-                    m.next = "READ"
-                    with m.If(last_channel):
+                with m.If((z == 0) | out.ready):
+                    m.d.comb += [z_wr.addr.eq(z_addr), z_wr.data.eq(0), z_wr.en.eq(1)]
+                    m.d.sync += index.eq(index + 1)
+                    m.next = "SEND_LIST"
+            with m.State("SEND_MARK"):  # the step's marker
+                m.d.comb += [
+                    out.valid.eq(1),
+                    out.payload.index.eq(0),
+                    out.payload.value.eq(0),
+                    out.payload.step_end.eq(1),
+                    out.payload.seq_end.eq(seq_end),
+                ]
+                with m.If(out.ready):
+                    with m.If(seq_end):
+                        m.d.sync += sweep.eq(0)
+                        m.next = "SWEEP_COUNT"
+                    with m.Else():
+                        m.d.sync += head.eq(Mux(head == span - 1, 0, head + 1))
                         m.next = "RECEIVE"
-                        with m.If(seq_end):
-                            m.d.sync += [seen.eq(0), head.eq(0)]
-                        with m.Else():
-                            m.d.sync += [
-                                seen.eq(Mux(seen == span, span, seen + 1)),
-                                head.eq(Mux(head == span - 1, 0, head + 1)),
-                            ]
+            # end of a sequence: clear the slots it scheduled but never reached
+            with m.State("SWEEP_COUNT"):
+                with m.If(sweep == span):
+                    m.d.sync += head.eq(0)
+                    m.next = "RECEIVE"
+                with m.Else():
+                    m.d.comb += [c_rd.addr.eq(sweep), c_rd.en.eq(1)]
+                    m.next = "SWEEP_START"
+            with m.State("SWEEP_START"):
+                m.d.sync += [n_listed.eq(c_rd.data), index.eq(0)]
+                m.next = "SWEEP_LIST"
+            with m.State("SWEEP_LIST"):
+                with m.If(index == n_listed):
+                    m.d.comb += [c_wr.addr.eq(sweep), c_wr.data.eq(0), c_wr.en.eq(1)]
+                    m.d.sync += sweep.eq(sweep + 1)
+                    m.next = "SWEEP_COUNT"
+                with m.Else():
+                    m.d.comb += [l_rd.addr.eq(sweep * ch + index), l_rd.en.eq(1)]
+                    m.next = "SWEEP_CLEAR"
+            with m.State("SWEEP_CLEAR"):
+                m.d.comb += [z_wr.addr.eq(sweep * ch + l_rd.data), z_wr.data.eq(0), z_wr.en.eq(1)]
+                m.d.sync += index.eq(index + 1)
+                m.next = "SWEEP_LIST"
         self.counters.count(m, f"{e.name}_dcls_cycles", busy)
         return m

@@ -59,7 +59,7 @@ class LayerEngine(wiring.Component):
         self.value_bits = value_bits
         names = [f"{e.name}_macs", f"{e.name}_events", f"{e.name}_saturations"]
         for key, mem in e.memories.items():
-            if key not in ("items", "dcls_taps", "dcls_line", "dcls_current"):
+            if key not in ("items", "dcls_taps", "dcls_zbuf", "dcls_lists", "dcls_counts"):
                 names += [f"{mem.name}_reads", f"{mem.name}_writes"]
         self.counters = CounterBank("", names, plan.counter_bits)
         super().__init__(

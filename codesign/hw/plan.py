@@ -237,10 +237,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             "params",
             loadable(),
         )
-        mems["dcls_line"] = MemoryPlan(
-            f"{e.name}_dcls_line", dc.channels * dc.span, 1, dc.in_bits, "delay_line"
+        mems["dcls_zbuf"] = MemoryPlan(
+            f"{e.name}_dcls_zbuf", dc.channels * dc.span, 1, dc.z_bits + 1, "delay_line"
         )
-        mems["dcls_current"] = MemoryPlan(f"{e.name}_dcls_current", dc.channels, 1, dc.in_bits, "delay_line")
+        mems["dcls_lists"] = MemoryPlan(
+            f"{e.name}_dcls_lists", dc.channels * dc.span, 1, index_bits(dc.channels), "delay_line"
+        )
+        mems["dcls_counts"] = MemoryPlan(
+            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
+        )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
     )
@@ -307,7 +312,8 @@ def plan_accelerator(
                 weight_bits=layer.dcls.weight_bits,
                 delay_bits=max(1, (layer.dcls.span - 1).bit_length()),
                 in_bits=in_bits,
-                z_bits=front_end_bits(manifest, i),
+                # layer 0 sends values (z), later layers send changes (z(t) - z(t-1): one bit more)
+                z_bits=front_end_bits(manifest, i) + (0 if i == 0 else 1),
                 mode="absolute" if i == 0 else "delta",
                 item_bits=item_in_bits,
             )
@@ -332,7 +338,7 @@ def plan_accelerator(
                 acc_bits=acc,
                 weight_bits=layer.weight_bits,
                 bias_bits=layer.bias_bits,
-                mode="events" if (i > 0 and dcls is None) else "scratch",
+                mode="events" if i > 0 else "scratch",
                 matrices=MATRICES[layer.cell],
                 params=params,
                 state_fields=STATE_FIELDS.get(layer.cell, ("h",)),

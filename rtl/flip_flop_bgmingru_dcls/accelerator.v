@@ -58,20 +58,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
-  output [1343:0] counters;
-  wire [1343:0] counters;
+  output [1407:0] counters;
+  wire [1407:0] counters;
   wire [31:0] \counters.cycles ;
   wire [31:0] \counters.input_stall_cycles ;
   wire [31:0] \counters.layer0_bias_reads ;
   wire [31:0] \counters.layer0_bias_writes ;
   wire [31:0] \counters.layer0_busy_cycles ;
-  wire [31:0] \counters.layer0_dcls_current_reads ;
-  wire [31:0] \counters.layer0_dcls_current_writes ;
+  wire [31:0] \counters.layer0_dcls_counts_reads ;
+  wire [31:0] \counters.layer0_dcls_counts_writes ;
   wire [31:0] \counters.layer0_dcls_cycles ;
-  wire [31:0] \counters.layer0_dcls_line_reads ;
-  wire [31:0] \counters.layer0_dcls_line_writes ;
+  wire [31:0] \counters.layer0_dcls_lists_reads ;
+  wire [31:0] \counters.layer0_dcls_lists_writes ;
   wire [31:0] \counters.layer0_dcls_taps_reads ;
   wire [31:0] \counters.layer0_dcls_taps_writes ;
+  wire [31:0] \counters.layer0_dcls_zbuf_reads ;
+  wire [31:0] \counters.layer0_dcls_zbuf_writes ;
   wire [31:0] \counters.layer0_events ;
   wire [31:0] \counters.layer0_item_overflows ;
   wire [31:0] \counters.layer0_items_reads ;
@@ -145,13 +147,15 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
-  wire [31:0] layer0_dcls_current_reads;
-  wire [31:0] layer0_dcls_current_writes;
+  wire [31:0] layer0_dcls_counts_reads;
+  wire [31:0] layer0_dcls_counts_writes;
   wire [31:0] layer0_dcls_cycles;
-  wire [31:0] layer0_dcls_line_reads;
-  wire [31:0] layer0_dcls_line_writes;
+  wire [31:0] layer0_dcls_lists_reads;
+  wire [31:0] layer0_dcls_lists_writes;
   wire [31:0] layer0_dcls_taps_reads;
   wire [31:0] layer0_dcls_taps_writes;
+  wire [31:0] layer0_dcls_zbuf_reads;
+  wire [31:0] layer0_dcls_zbuf_writes;
   wire [31:0] layer0_events;
   wire [31:0] layer0_item_overflows;
   wire [31:0] layer0_items_reads;
@@ -295,13 +299,15 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
     .items__valid(inputs__valid),
-    .layer0_dcls_current_reads(layer0_dcls_current_reads),
-    .layer0_dcls_current_writes(layer0_dcls_current_writes),
+    .layer0_dcls_counts_reads(layer0_dcls_counts_reads),
+    .layer0_dcls_counts_writes(layer0_dcls_counts_writes),
     .layer0_dcls_cycles(layer0_dcls_cycles),
-    .layer0_dcls_line_reads(layer0_dcls_line_reads),
-    .layer0_dcls_line_writes(layer0_dcls_line_writes),
+    .layer0_dcls_lists_reads(layer0_dcls_lists_reads),
+    .layer0_dcls_lists_writes(layer0_dcls_lists_writes),
     .layer0_dcls_taps_reads(layer0_dcls_taps_reads),
     .layer0_dcls_taps_writes(layer0_dcls_taps_writes),
+    .layer0_dcls_zbuf_reads(layer0_dcls_zbuf_reads),
+    .layer0_dcls_zbuf_writes(layer0_dcls_zbuf_writes),
     .outputs__payload(\items__payload$19 ),
     .outputs__ready(outputs__ready),
     .outputs__valid(\items__valid$23 ),
@@ -424,22 +430,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \counters.layer0_params_writes  = counters[767:736];
   assign \counters.layer0_dcls_taps_reads  = counters[799:768];
   assign \counters.layer0_dcls_taps_writes  = counters[831:800];
-  assign \counters.layer0_dcls_line_reads  = counters[863:832];
-  assign \counters.layer0_dcls_line_writes  = counters[895:864];
-  assign \counters.layer0_dcls_current_reads  = counters[927:896];
-  assign \counters.layer0_dcls_current_writes  = counters[959:928];
-  assign \counters.layer0_items_reads  = counters[991:960];
-  assign \counters.layer0_items_writes  = counters[1023:992];
-  assign \counters.layer0_state_reads  = counters[1055:1024];
-  assign \counters.layer0_state_writes  = counters[1087:1056];
-  assign \counters.readout_weights_reads  = counters[1119:1088];
-  assign \counters.readout_weights_writes  = counters[1151:1120];
-  assign \counters.readout_bias_reads  = counters[1183:1152];
-  assign \counters.readout_bias_writes  = counters[1215:1184];
-  assign \counters.readout_items_reads  = counters[1247:1216];
-  assign \counters.readout_items_writes  = counters[1279:1248];
-  assign \counters.readout_acc_reads  = counters[1311:1280];
-  assign \counters.readout_acc_writes  = counters[1343:1312];
+  assign \counters.layer0_dcls_zbuf_reads  = counters[863:832];
+  assign \counters.layer0_dcls_zbuf_writes  = counters[895:864];
+  assign \counters.layer0_dcls_lists_reads  = counters[927:896];
+  assign \counters.layer0_dcls_lists_writes  = counters[959:928];
+  assign \counters.layer0_dcls_counts_reads  = counters[991:960];
+  assign \counters.layer0_dcls_counts_writes  = counters[1023:992];
+  assign \counters.layer0_items_reads  = counters[1055:1024];
+  assign \counters.layer0_items_writes  = counters[1087:1056];
+  assign \counters.layer0_state_reads  = counters[1119:1088];
+  assign \counters.layer0_state_writes  = counters[1151:1120];
+  assign \counters.readout_weights_reads  = counters[1183:1152];
+  assign \counters.readout_weights_writes  = counters[1215:1184];
+  assign \counters.readout_bias_reads  = counters[1247:1216];
+  assign \counters.readout_bias_writes  = counters[1279:1248];
+  assign \counters.readout_items_reads  = counters[1311:1280];
+  assign \counters.readout_items_writes  = counters[1343:1312];
+  assign \counters.readout_acc_reads  = counters[1375:1344];
+  assign \counters.readout_acc_writes  = counters[1407:1376];
   assign \trace_0.valid  = trace_0[0];
   assign \trace_0.group  = trace_0[2:1];
   assign \trace_0.step_end  = trace_0[3];
@@ -507,22 +515,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \results__payload$33.final  = results__payload[55];
   assign \results__payload$33.class_index  = results__payload[56];
   assign \results__payload$33.seq_end  = results__payload[57];
-  assign counters[1343:1312] = readout_acc_writes;
-  assign counters[1311:1280] = readout_acc_reads;
-  assign counters[1279:1248] = readout_items_writes;
-  assign counters[1247:1216] = readout_items_reads;
-  assign counters[1215:1184] = readout_bias_writes;
-  assign counters[1183:1152] = readout_bias_reads;
-  assign counters[1151:1120] = readout_weights_writes;
-  assign counters[1119:1088] = readout_weights_reads;
-  assign counters[1087:1056] = layer0_state_writes;
-  assign counters[1055:1024] = layer0_state_reads;
-  assign counters[1023:992] = layer0_items_writes;
-  assign counters[991:960] = layer0_items_reads;
-  assign counters[959:928] = layer0_dcls_current_writes;
-  assign counters[927:896] = layer0_dcls_current_reads;
-  assign counters[895:864] = layer0_dcls_line_writes;
-  assign counters[863:832] = layer0_dcls_line_reads;
+  assign counters[1407:1376] = readout_acc_writes;
+  assign counters[1375:1344] = readout_acc_reads;
+  assign counters[1343:1312] = readout_items_writes;
+  assign counters[1311:1280] = readout_items_reads;
+  assign counters[1279:1248] = readout_bias_writes;
+  assign counters[1247:1216] = readout_bias_reads;
+  assign counters[1215:1184] = readout_weights_writes;
+  assign counters[1183:1152] = readout_weights_reads;
+  assign counters[1151:1120] = layer0_state_writes;
+  assign counters[1119:1088] = layer0_state_reads;
+  assign counters[1087:1056] = layer0_items_writes;
+  assign counters[1055:1024] = layer0_items_reads;
+  assign counters[1023:992] = layer0_dcls_counts_writes;
+  assign counters[991:960] = layer0_dcls_counts_reads;
+  assign counters[959:928] = layer0_dcls_lists_writes;
+  assign counters[927:896] = layer0_dcls_lists_reads;
+  assign counters[895:864] = layer0_dcls_zbuf_writes;
+  assign counters[863:832] = layer0_dcls_zbuf_reads;
   assign counters[831:800] = layer0_dcls_taps_writes;
   assign counters[799:768] = layer0_dcls_taps_reads;
   assign counters[767:736] = layer0_params_writes;
@@ -2798,107 +2808,179 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config , items__ready, outputs__valid, outputs__payload, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_line_reads, layer0_dcls_line_writes, layer0_dcls_current_reads, layer0_dcls_current_writes, layer0_dcls_cycles, items__payload);
+module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config , items__ready, outputs__valid, outputs__payload, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
-  wire [7:0] \$100 ;
-  wire [8:0] \$105 ;
-  wire [7:0] \$11 ;
-  wire [2:0] \$12 ;
-  wire [3:0] \$13 ;
-  wire \$14 ;
-  wire [4:0] \$15 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [4:0] \$101 ;
+  wire [4:0] \$102 ;
+  wire [3:0] \$103 ;
+  wire [7:0] \$104 ;
+  wire [2:0] \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [4:0] \$108 ;
+  wire [4:0] \$109 ;
+  wire [4:0] \$11 ;
+  wire [3:0] \$110 ;
+  wire [7:0] \$111 ;
+  wire [2:0] \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire [4:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire [3:0] \$119 ;
+  wire [4:0] \$12 ;
+  wire \$120 ;
+  wire [2:0] \$121 ;
+  wire [2:0] \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire [3:0] \$125 ;
+  wire [3:0] \$126 ;
+  wire [32:0] \$127 ;
+  reg [31:0] \$128 ;
+  reg [31:0] \$129 ;
+  wire [7:0] \$13 ;
+  reg [31:0] \$130 ;
+  reg [31:0] \$131 ;
+  reg [31:0] \$132 ;
+  reg [31:0] \$133 ;
+  reg [31:0] \$134 ;
+  reg [31:0] \$135 ;
+  reg \$136 ;
+  reg [4:0] \$137 ;
+  reg [1:0] \$138 ;
+  reg [3:0] \$139 ;
+  wire [8:0] \$14 ;
+  reg [2:0] \$140 ;
+  reg [1:0] \$141 ;
+  reg [1:0] \$142 ;
+  reg \$143 ;
+  reg [1:0] \$144 ;
+  reg [7:0] \$145 ;
+  reg [2:0] \$146 ;
+  reg [2:0] \$147 ;
+  reg [4:0] \$148 ;
+  reg [2:0] \$149 ;
+  wire \$15 ;
+  reg [31:0] \$150 ;
+  wire [8:0] \$158 ;
   wire [4:0] \$16 ;
-  wire [6:0] \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire [4:0] \$17 ;
+  wire [4:0] \$18 ;
+  wire [8:0] \$181 ;
+  wire [5:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
+  wire [9:0] \$20 ;
+  wire [11:0] \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
-  wire [2:0] \$3 ;
-  wire [32:0] \$30 ;
+  wire [4:0] \$23 ;
+  wire [5:0] \$24 ;
+  wire [3:0] \$25 ;
+  wire [7:0] \$259 ;
+  wire [3:0] \$26 ;
+  wire [7:0] \$268 ;
+  wire [4:0] \$27 ;
+  wire [7:0] \$28 ;
+  wire [2:0] \$29 ;
+  wire \$3 ;
+  wire [3:0] \$30 ;
   wire \$31 ;
-  wire [1:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
+  wire [4:0] \$32 ;
+  wire [4:0] \$33 ;
+  wire [7:0] \$34 ;
+  wire [8:0] \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [1:0] \$39 ;
+  wire [4:0] \$37 ;
+  wire [4:0] \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [1:0] \$42 ;
-  wire [32:0] \$43 ;
-  wire [1:0] \$44 ;
-  wire [1:0] \$45 ;
-  wire [9:0] \$46 ;
-  wire [11:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire [5:0] \$5 ;
-  wire \$50 ;
-  wire [2:0] \$51 ;
+  wire [5:0] \$40 ;
+  wire [9:0] \$41 ;
+  wire [11:0] \$42 ;
+  wire \$43 ;
+  wire [4:0] \$44 ;
+  wire [5:0] \$45 ;
+  wire [3:0] \$46 ;
+  wire \$47 ;
+  wire [4:0] \$48 ;
+  wire [5:0] \$49 ;
+  wire [3:0] \$5 ;
+  wire [4:0] \$50 ;
+  wire [5:0] \$51 ;
   wire \$52 ;
-  wire [2:0] \$53 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire [3:0] \$59 ;
-  wire \$6 ;
-  wire [5:0] \$60 ;
+  wire [5:0] \$57 ;
+  wire [6:0] \$58 ;
+  wire [5:0] \$59 ;
+  wire [4:0] \$6 ;
+  wire [6:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
-  wire [3:0] \$64 ;
+  wire \$63 ;
+  wire \$64 ;
   wire \$65 ;
-  wire [2:0] \$66 ;
-  wire [2:0] \$67 ;
-  wire [32:0] \$68 ;
-  reg [31:0] \$69 ;
-  wire [3:0] \$7 ;
-  reg [31:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg \$77 ;
-  reg [2:0] \$78 ;
-  reg [4:0] \$79 ;
-  wire [7:0] \$8 ;
-  reg [2:0] \$80 ;
-  reg [1:0] \$81 ;
-  reg [31:0] \$82 ;
-  reg [1:0] \$83 ;
-  reg [10:0] \$84 ;
-  reg \$85 ;
-  reg \$86 ;
-  reg \$87 ;
-  reg [7:0] \$88 ;
-  reg [2:0] \$89 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [7:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire [1:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire \$79 ;
+  wire [2:0] \$8 ;
+  wire [1:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
   wire [3:0] \$9 ;
-  reg [1:0] \$90 ;
-  reg [31:0] \$91 ;
-  reg [4:0] \$signature__addr ;
-  wire [1:0] \$signature__data ;
+  wire [1:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire \$94 ;
+  wire [1:0] \$95 ;
+  wire [32:0] \$96 ;
+  wire [5:0] \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  reg [1:0] \$signature__addr ;
+  reg [4:0] \$signature__addr$26 ;
+  reg [4:0] \$signature__addr$40 ;
+  wire [11:0] \$signature__data ;
+  wire [2:0] \$signature__data$33 ;
+  wire [2:0] \$signature__data$41 ;
+  wire \$signature__data.listed ;
+  wire [10:0] \$signature__data.z ;
   reg \$signature__en ;
-  reg [4:0] base = 5'h00;
+  reg \$signature__en$6 ;
+  reg \$signature__en$7 ;
   reg busy = 1'h0;
+  reg [1:0] c_wr__addr;
+  reg [2:0] c_wr__data;
+  reg c_wr__en;
   reg [2:0] channel = 3'h0;
+  reg [4:0] clear_addr = 5'h00;
   input clk;
   wire clk;
   input [42:0] \config ;
@@ -2908,16 +2990,11 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
-  reg [2:0] cur_rd__addr;
-  wire [1:0] cur_rd__data;
-  reg cur_rd__en;
-  reg [1:0] cur_value = 2'h0;
-  reg [2:0] cur_wr__addr;
-  reg [1:0] cur_wr__data;
-  reg cur_wr__en;
-  reg [2:0] dcls_state = 3'h0;
+  reg [3:0] dcls_state = 4'h0;
   reg [1:0] delay;
+  reg [1:0] delay_last;
   reg [1:0] head = 2'h0;
+  reg [2:0] index = 3'h0;
   input [6:0] items__payload;
   wire [6:0] items__payload;
   wire [2:0] \items__payload.index ;
@@ -2928,23 +3005,28 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg items__ready;
   input items__valid;
   wire items__valid;
-  output [31:0] layer0_dcls_current_reads;
-  reg [31:0] layer0_dcls_current_reads = 32'd0;
-  output [31:0] layer0_dcls_current_writes;
-  reg [31:0] layer0_dcls_current_writes = 32'd0;
+  reg [4:0] l_wr__addr;
+  reg [2:0] l_wr__data;
+  reg l_wr__en;
+  output [31:0] layer0_dcls_counts_reads;
+  reg [31:0] layer0_dcls_counts_reads = 32'd0;
+  output [31:0] layer0_dcls_counts_writes;
+  reg [31:0] layer0_dcls_counts_writes = 32'd0;
   output [31:0] layer0_dcls_cycles;
   reg [31:0] layer0_dcls_cycles = 32'd0;
-  output [31:0] layer0_dcls_line_reads;
-  reg [31:0] layer0_dcls_line_reads = 32'd0;
-  output [31:0] layer0_dcls_line_writes;
-  reg [31:0] layer0_dcls_line_writes = 32'd0;
+  output [31:0] layer0_dcls_lists_reads;
+  reg [31:0] layer0_dcls_lists_reads = 32'd0;
+  output [31:0] layer0_dcls_lists_writes;
+  reg [31:0] layer0_dcls_lists_writes = 32'd0;
   output [31:0] layer0_dcls_taps_reads;
   reg [31:0] layer0_dcls_taps_reads = 32'd0;
   output [31:0] layer0_dcls_taps_writes;
   reg [31:0] layer0_dcls_taps_writes = 32'd0;
-  reg [4:0] line_wr__addr;
-  reg [1:0] line_wr__data;
-  reg line_wr__en;
+  output [31:0] layer0_dcls_zbuf_reads;
+  reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
+  output [31:0] layer0_dcls_zbuf_writes;
+  reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
+  reg [2:0] n_listed = 3'h0;
   output [15:0] outputs__payload;
   reg [15:0] outputs__payload;
   wire [2:0] \outputs__payload.index ;
@@ -2955,87 +3037,80 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire outputs__ready;
   output outputs__valid;
   reg outputs__valid;
-  reg pend = 1'h0;
-  wire [2:0] pend_index;
-  wire [1:0] pend_value;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$20 ;
+  reg [2:0] \port__addr$18 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$46 ;
+  wire [31:0] \port__data$23 ;
   wire [3:0] port__en;
   reg \port__en$4 ;
-  reg [3:0] pos;
-  reg rd_tap_masked = 1'h0;
-  reg rd_tap_valid = 1'h0;
-  reg [7:0] rd_tap_weight = 8'h00;
-  reg rd_tap_zero = 1'h0;
   input rst;
   wire rst;
-  reg [2:0] seen = 3'h0;
   reg seq_end = 1'h0;
+  reg [1:0] slot = 2'h0;
+  reg [2:0] sweep = 3'h0;
   reg [1:0] tap = 2'h0;
-  reg [31:0] tap_words = 32'd0;
-  wire [7:0] \tap_words[0] ;
-  wire [7:0] \tap_words[1] ;
-  wire [7:0] \tap_words[2] ;
-  wire [7:0] \tap_words[3] ;
-  reg [7:0] weight;
-  reg [10:0] z = 11'h000;
-  reg [1:0] current [4:0];
+  reg [3:0] target;
+  reg [3:0] target_last;
+  reg [1:0] value = 2'h0;
+  reg [7:0] weight = 8'h00;
+  reg [4:0] z_addr = 5'h00;
+  reg [4:0] z_wr__addr;
+  reg [11:0] z_wr__data;
+  wire \z_wr__data.listed ;
+  wire [10:0] \z_wr__data.z ;
+  reg z_wr__en;
+  reg [2:0] counts [3:0];
   initial begin
-    current[0] = 2'h0;
-    current[1] = 2'h0;
-    current[2] = 2'h0;
-    current[3] = 2'h0;
-    current[4] = 2'h0;
+    counts[0] = 3'h0;
+    counts[1] = 3'h0;
+    counts[2] = 3'h0;
+    counts[3] = 3'h0;
   end
   always @(posedge clk) begin
-    if (cur_wr__en)
-      current[cur_wr__addr] <= cur_wr__data;
+    if (c_wr__en)
+      counts[c_wr__addr] <= c_wr__data;
   end
-  reg [1:0] _0_;
+  reg [2:0] _0_;
   always @(posedge clk) begin
-    if (cur_rd__en) begin
-      _0_ <= current[cur_rd__addr];
-      if (cur_wr__en && cur_rd__addr == cur_wr__addr)
-        _0_ <= cur_wr__data;
+    if (\$signature__en$7 ) begin
+      _0_ <= counts[\$signature__addr ];
     end
   end
-  assign cur_rd__data = _0_;
-  reg [1:0] line [19:0];
+  assign \$signature__data$33  = _0_;
+  reg [2:0] lists [19:0];
   initial begin
-    line[0] = 2'h0;
-    line[1] = 2'h0;
-    line[2] = 2'h0;
-    line[3] = 2'h0;
-    line[4] = 2'h0;
-    line[5] = 2'h0;
-    line[6] = 2'h0;
-    line[7] = 2'h0;
-    line[8] = 2'h0;
-    line[9] = 2'h0;
-    line[10] = 2'h0;
-    line[11] = 2'h0;
-    line[12] = 2'h0;
-    line[13] = 2'h0;
-    line[14] = 2'h0;
-    line[15] = 2'h0;
-    line[16] = 2'h0;
-    line[17] = 2'h0;
-    line[18] = 2'h0;
-    line[19] = 2'h0;
+    lists[0] = 3'h0;
+    lists[1] = 3'h0;
+    lists[2] = 3'h0;
+    lists[3] = 3'h0;
+    lists[4] = 3'h0;
+    lists[5] = 3'h0;
+    lists[6] = 3'h0;
+    lists[7] = 3'h0;
+    lists[8] = 3'h0;
+    lists[9] = 3'h0;
+    lists[10] = 3'h0;
+    lists[11] = 3'h0;
+    lists[12] = 3'h0;
+    lists[13] = 3'h0;
+    lists[14] = 3'h0;
+    lists[15] = 3'h0;
+    lists[16] = 3'h0;
+    lists[17] = 3'h0;
+    lists[18] = 3'h0;
+    lists[19] = 3'h0;
   end
   always @(posedge clk) begin
-    if (line_wr__en)
-      line[line_wr__addr] <= line_wr__data;
+    if (l_wr__en)
+      lists[l_wr__addr] <= l_wr__data;
   end
-  reg [1:0] _1_;
+  reg [2:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _1_ <= line[\$signature__addr ];
+    if (\$signature__en$6 ) begin
+      _1_ <= lists[\$signature__addr$40 ];
     end
   end
-  assign \$signature__data  = _1_;
+  assign \$signature__data$41  = _1_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -3057,294 +3132,663 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$4 ) begin
-      _2_ <= taps[\port__addr$20 ];
+      _2_ <= taps[\port__addr$18 ];
     end
   end
-  assign \port__data$46  = _2_;
-  assign \$100  = \$7  * 4'h8;
-  assign \$8  = tap_words >> \$100 ;
-  assign \$9  = 2'h2 * tap;
-  assign \$10  = \$9  + 1'h1;
-  assign \$105  = \$10  * 4'h8;
-  assign \$11  = tap_words >> \$105 ;
-  assign \$12  = head - delay;
-  assign \$13  = $signed(\$12 ) - $signed(1'h0);
-  assign \$14  = $signed(pos) < $signed(1'h0);
-  assign \$15  = $signed(pos) + $signed(4'h4);
-  assign \$16  = \$14  ? \$15  : { pos[3], pos };
-  assign \$17  = $signed({ 1'h0, base }) + $signed(\$16 );
-  assign \$18  = | z;
-  assign \$19  = channel == 3'h4;
-  assign \$20  = \$18  | \$19 ;
-  assign \$21  = channel == 3'h4;
-  assign \$22  = channel == 3'h4;
-  assign \$23  = \$22  & seq_end;
-  assign \$24  = ! dcls_state;
-  assign \$25  = dcls_state == 1'h1;
-  assign \$26  = dcls_state == 2'h2;
-  assign \$27  = dcls_state == 2'h3;
-  assign \$28  = dcls_state == 3'h4;
-  assign \$29  = 1'h0 + \port__en$4 ;
-  assign \$30  = layer0_dcls_taps_reads + \$29 ;
-  assign \$31  = | port__en;
-  assign \$32  = 1'h0 + \$31 ;
-  assign \$33  = layer0_dcls_taps_writes + \$32 ;
-  assign \$34  = 1'h0 + \$signature__en ;
-  assign \$35  = layer0_dcls_line_reads + \$34 ;
-  assign \$37  = 1'h0 + \$36 ;
-  assign \$38  = layer0_dcls_line_writes + \$37 ;
-  assign \$39  = 1'h0 + cur_rd__en;
-  assign \$40  = layer0_dcls_current_reads + \$39 ;
-  assign \$42  = 1'h0 + \$41 ;
-  assign \$43  = layer0_dcls_current_writes + \$42 ;
-  assign \$44  = rd_tap_masked ? 2'h0 : \$signature__data ;
-  assign \$45  = rd_tap_zero ? cur_value : \$44 ;
-  assign \$46  = $signed(rd_tap_weight) * $signed(\$45 );
-  assign \$47  = $signed(z) + $signed(\$46 );
-  assign \$48  = tap < 2'h2;
-  assign \$49  = ! delay;
-  assign \$51  = delay + 1'h0;
-  assign \$52  = \$51  > seen;
-  assign \$53  = tap + 1'h1;
-  assign \$54  = | z;
-  assign \$55  = channel == 3'h4;
-  assign \$56  = \$54  | \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = \$57  | outputs__ready;
-  assign \$59  = channel + 1'h1;
-  assign \$60  = base + 3'h4;
-  assign \$61  = channel == 3'h4;
-  assign \$62  = seen == 3'h4;
-  assign \$63  = seen + 1'h1;
-  assign \$64  = \$62  ? 4'h4 : \$63 ;
-  assign \$65  = head == 2'h3;
-  assign \$66  = head + 1'h1;
-  assign \$67  = \$65  ? 3'h0 : \$66 ;
-  assign \$68  = layer0_dcls_cycles + busy;
-  always @(posedge clk)
-    layer0_dcls_taps_reads <= \$69 ;
-  always @(posedge clk)
-    layer0_dcls_taps_writes <= \$70 ;
-  always @(posedge clk)
-    layer0_dcls_line_reads <= \$71 ;
-  always @(posedge clk)
-    layer0_dcls_line_writes <= \$72 ;
-  always @(posedge clk)
-    layer0_dcls_current_reads <= \$73 ;
-  always @(posedge clk)
-    layer0_dcls_current_writes <= \$74 ;
-  always @(posedge clk)
-    pend <= \$75 ;
-  always @(posedge clk)
-    busy <= \$76 ;
-  always @(posedge clk)
-    seq_end <= \$77 ;
-  always @(posedge clk)
-    channel <= \$78 ;
-  always @(posedge clk)
-    base <= \$79 ;
-  always @(posedge clk)
-    dcls_state <= \$80 ;
-  always @(posedge clk)
-    cur_value <= \$81 ;
-  always @(posedge clk)
-    tap_words <= \$82 ;
-  always @(posedge clk)
-    tap <= \$83 ;
-  always @(posedge clk)
-    z <= \$84 ;
-  always @(posedge clk)
-    rd_tap_valid <= \$85 ;
-  always @(posedge clk)
-    rd_tap_zero <= \$86 ;
-  always @(posedge clk)
-    rd_tap_masked <= \$87 ;
-  always @(posedge clk)
-    rd_tap_weight <= \$88 ;
-  always @(posedge clk)
-    seen <= \$89 ;
-  always @(posedge clk)
-    head <= \$90 ;
-  always @(posedge clk)
-    layer0_dcls_cycles <= \$91 ;
+  assign \port__data$23  = _2_;
+  reg [11:0] zbuf [19:0];
+  initial begin
+    zbuf[0] = 12'h000;
+    zbuf[1] = 12'h000;
+    zbuf[2] = 12'h000;
+    zbuf[3] = 12'h000;
+    zbuf[4] = 12'h000;
+    zbuf[5] = 12'h000;
+    zbuf[6] = 12'h000;
+    zbuf[7] = 12'h000;
+    zbuf[8] = 12'h000;
+    zbuf[9] = 12'h000;
+    zbuf[10] = 12'h000;
+    zbuf[11] = 12'h000;
+    zbuf[12] = 12'h000;
+    zbuf[13] = 12'h000;
+    zbuf[14] = 12'h000;
+    zbuf[15] = 12'h000;
+    zbuf[16] = 12'h000;
+    zbuf[17] = 12'h000;
+    zbuf[18] = 12'h000;
+    zbuf[19] = 12'h000;
+  end
+  always @(posedge clk) begin
+    if (z_wr__en)
+      zbuf[z_wr__addr] <= z_wr__data;
+  end
+  reg [11:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en ) begin
+      _3_ <= zbuf[\$signature__addr$26 ];
+    end
+  end
+  assign \$signature__data  = _3_;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [10:9];
-  assign \$3  = $signed(cur_rd__data) + $signed(1'h0);
+  assign \$3  = clear_addr < 3'h4;
   assign \$4  = | items__payload[4:3];
-  assign \$5  = base + head;
-  assign \$6  = tap < 2'h2;
-  assign \$7  = 2'h2 * tap;
+  assign \$5  = 2'h2 * tap;
+  assign \$6  = \$5  + 1'h1;
+  assign \$158  = \$6  * 4'h8;
+  assign \$7  = \port__data$23  >> \$158 ;
+  assign \$8  = head + delay;
+  assign \$9  = \$8  + 1'h0;
+  assign \$10  = target >= 3'h4;
+  assign \$11  = target - 3'h4;
+  assign \$12  = \$10  ? \$11  : { 1'h0, target };
+  assign \$13  = $signed(\$12 ) * $signed(4'h5);
+  assign \$14  = $signed(\$13 ) + $signed({ 1'h0, channel });
+  assign \$15  = target >= 3'h4;
+  assign \$16  = target - 3'h4;
+  assign \$17  = \$15  ? \$16  : { 1'h0, target };
+  assign \$18  = slot * 3'h5;
+  assign \$19  = \$18  + channel;
+  assign \$20  = $signed(weight) * $signed(value);
+  assign \$21  = $signed(\$signature__data [10:0]) + $signed(\$20 );
+  assign \$22  = ~ \$signature__data [11];
+  assign \$23  = slot * 3'h5;
+  assign \$24  = \$23  + \$signature__data$33 ;
+  assign \$25  = \$signature__data$33  + 1'h1;
+  assign \$26  = 2'h2 * tap;
+  assign \$27  = \$26  + 1'h1;
+  assign \$181  = \$27  * 4'h8;
+  assign \$28  = \port__data$23  >> \$181 ;
+  assign \$29  = head + delay_last;
+  assign \$30  = \$29  + 1'h0;
+  assign \$31  = target_last >= 3'h4;
+  assign \$32  = target_last - 3'h4;
+  assign \$33  = \$31  ? \$32  : { 1'h0, target_last };
+  assign \$34  = $signed(\$33 ) * $signed(4'h5);
+  assign \$35  = $signed(\$34 ) + $signed({ 1'h0, channel });
+  assign \$36  = target_last >= 3'h4;
+  assign \$37  = target_last - 3'h4;
+  assign \$38  = \$36  ? \$37  : { 1'h0, target_last };
+  assign \$39  = slot * 3'h5;
+  assign \$40  = \$39  + channel;
+  assign \$41  = $signed(weight) * $signed(value);
+  assign \$42  = $signed(\$signature__data [10:0]) + $signed(\$41 );
+  assign \$43  = ~ \$signature__data [11];
+  assign \$44  = slot * 3'h5;
+  assign \$45  = \$44  + \$signature__data$33 ;
+  assign \$46  = \$signature__data$33  + 1'h1;
+  assign \$47  = index == n_listed;
+  assign \$48  = head * 3'h5;
+  assign \$49  = \$48  + index;
+  assign \$50  = head * 3'h5;
+  assign \$51  = \$50  + \$signature__data$41 ;
+  assign \$52  = | \$signature__data [10:0];
+  assign \$53  = ! \$signature__data [10:0];
+  assign \$54  = \$53  | outputs__ready;
+  assign \$55  = sweep == 3'h4;
+  assign \$56  = index == n_listed;
+  assign \$57  = sweep * 3'h5;
+  assign \$58  = \$57  + index;
+  assign \$59  = sweep * 3'h5;
+  assign \$60  = \$59  + \$signature__data$41 ;
+  assign \$61  = ! dcls_state;
+  assign \$62  = dcls_state == 1'h1;
+  assign \$63  = dcls_state == 2'h2;
+  assign \$64  = dcls_state == 2'h3;
+  assign \$65  = dcls_state == 3'h4;
+  assign \$66  = dcls_state == 3'h5;
+  assign \$67  = dcls_state == 3'h6;
+  assign \$68  = dcls_state == 3'h7;
+  assign \$69  = dcls_state == 4'h8;
+  assign \$70  = dcls_state == 4'h9;
+  assign \$71  = dcls_state == 4'ha;
+  assign \$72  = dcls_state == 4'hb;
+  assign \$73  = dcls_state == 4'hc;
+  assign \$74  = dcls_state == 4'hd;
+  assign \$75  = dcls_state == 4'he;
+  assign \$76  = dcls_state == 4'hf;
+  assign \$77  = 1'h0 + \port__en$4 ;
+  assign \$78  = layer0_dcls_taps_reads + \$77 ;
+  assign \$79  = | port__en;
+  assign \$80  = 1'h0 + \$79 ;
+  assign \$81  = layer0_dcls_taps_writes + \$80 ;
+  assign \$82  = 1'h0 + \$signature__en ;
+  assign \$83  = layer0_dcls_zbuf_reads + \$82 ;
+  assign \$85  = 1'h0 + \$84 ;
+  assign \$86  = layer0_dcls_zbuf_writes + \$85 ;
+  assign \$87  = 1'h0 + \$signature__en$6 ;
+  assign \$88  = layer0_dcls_lists_reads + \$87 ;
+  assign \$90  = 1'h0 + \$89 ;
+  assign \$91  = layer0_dcls_lists_writes + \$90 ;
+  assign \$92  = 1'h0 + \$signature__en$7 ;
+  assign \$93  = layer0_dcls_counts_reads + \$92 ;
+  assign \$95  = 1'h0 + \$94 ;
+  assign \$96  = layer0_dcls_counts_writes + \$95 ;
+  assign \$97  = clear_addr + 1'h1;
+  assign \$98  = clear_addr == 5'h13;
+  assign \$99  = | items__payload[4:3];
+  assign \$100  = target >= 3'h4;
+  assign \$101  = target - 3'h4;
+  assign \$102  = \$100  ? \$101  : { 1'h0, target };
+  assign \$103  = 2'h2 * tap;
+  assign \$259  = \$103  * 4'h8;
+  assign \$104  = \port__data$23  >> \$259 ;
+  assign \$105  = tap + 1'h1;
+  assign \$106  = tap == 1'h1;
+  assign \$107  = target_last >= 3'h4;
+  assign \$108  = target_last - 3'h4;
+  assign \$109  = \$107  ? \$108  : { 1'h0, target_last };
+  assign \$110  = 2'h2 * tap;
+  assign \$268  = \$110  * 4'h8;
+  assign \$111  = \port__data$23  >> \$268 ;
+  assign \$112  = tap + 1'h1;
+  assign \$113  = tap == 1'h1;
+  assign \$114  = index == n_listed;
+  assign \$115  = head * 3'h5;
+  assign \$116  = \$115  + \$signature__data$41 ;
+  assign \$117  = ! \$signature__data [10:0];
+  assign \$118  = \$117  | outputs__ready;
+  assign \$119  = index + 1'h1;
+  assign \$120  = head == 2'h3;
+  assign \$121  = head + 1'h1;
+  assign \$122  = \$120  ? 3'h0 : \$121 ;
+  assign \$123  = sweep == 3'h4;
+  assign \$124  = index == n_listed;
+  assign \$125  = sweep + 1'h1;
+  assign \$126  = index + 1'h1;
+  assign \$127  = layer0_dcls_cycles + busy;
+  always @(posedge clk)
+    layer0_dcls_taps_reads <= \$128 ;
+  always @(posedge clk)
+    layer0_dcls_taps_writes <= \$129 ;
+  always @(posedge clk)
+    layer0_dcls_zbuf_reads <= \$130 ;
+  always @(posedge clk)
+    layer0_dcls_zbuf_writes <= \$131 ;
+  always @(posedge clk)
+    layer0_dcls_lists_reads <= \$132 ;
+  always @(posedge clk)
+    layer0_dcls_lists_writes <= \$133 ;
+  always @(posedge clk)
+    layer0_dcls_counts_reads <= \$134 ;
+  always @(posedge clk)
+    layer0_dcls_counts_writes <= \$135 ;
+  always @(posedge clk)
+    busy <= \$136 ;
+  always @(posedge clk)
+    clear_addr <= \$137 ;
+  always @(posedge clk)
+    head <= \$138 ;
+  always @(posedge clk)
+    dcls_state <= \$139 ;
+  always @(posedge clk)
+    channel <= \$140 ;
+  always @(posedge clk)
+    value <= \$141 ;
+  always @(posedge clk)
+    tap <= \$142 ;
+  always @(posedge clk)
+    seq_end <= \$143 ;
+  always @(posedge clk)
+    slot <= \$144 ;
+  always @(posedge clk)
+    weight <= \$145 ;
+  always @(posedge clk)
+    n_listed <= \$146 ;
+  always @(posedge clk)
+    index <= \$147 ;
+  always @(posedge clk)
+    z_addr <= \$148 ;
+  always @(posedge clk)
+    sweep <= \$149 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$150 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \port__en$4  = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          \port__en$4  = 1'h1;
+      4'h1:
+          if (items__valid) begin
+            \port__en$4  = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$signature__en  = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
+          \$signature__en  = 1'h1;
+      4'h5:
           /* empty */;
-      3'h3:
-          if (\$6 ) begin
-            \$signature__en  = 1'h1;
+      4'h3:
+          \$signature__en  = 1'h1;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          \$signature__en  = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__en$6  = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          (* full_case = 32'd1 *)
+          if (\$47 ) begin
+          end else begin
+            \$signature__en$6  = 1'h1;
+          end
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          (* full_case = 32'd1 *)
+          if (\$56 ) begin
+          end else begin
+            \$signature__en$6  = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    cur_rd__en = 1'h0;
+    \$signature__en$7  = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          cur_rd__en = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    cur_wr__addr = 3'h0;
-    if (pend) begin
-      cur_wr__addr = 3'h0;
-    end
-    casez (dcls_state)
-      3'h0:
+      4'h1:
           if (items__valid) begin
             if (\$4 ) begin
-              cur_wr__addr = items__payload[2:0];
+            end else if (items__payload[5]) begin
+              \$signature__en$7  = 1'h1;
             end
           end
-      3'h1:
+      4'h2:
+          \$signature__en$7  = 1'h1;
+      4'h5:
           /* empty */;
-      3'h2:
-          cur_wr__addr = channel;
+      4'h3:
+          \$signature__en$7  = 1'h1;
+      4'h6:
+          /* empty */;
+      4'h7:
+          \$signature__en$7  = 1'h1;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          (* full_case = 32'd1 *)
+          if (\$55 ) begin
+          end else begin
+            \$signature__en$7  = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    cur_wr__data = 2'h0;
-    if (pend) begin
-      cur_wr__data = \$3 [1:0];
-    end
+    z_wr__addr = 5'h00;
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      3'h0:
-          if (items__valid) begin
-            if (\$4 ) begin
-              cur_wr__data = items__payload[4:3];
-            end
-          end
-      3'h1:
+      4'h0:
+          z_wr__addr = clear_addr;
+      4'h1:
           /* empty */;
-      3'h2:
-          cur_wr__data = 2'h0;
+      4'h2:
+          /* empty */;
+      4'h5:
+          z_wr__addr = \$19 [4:0];
+      4'h3:
+          /* empty */;
+      4'h6:
+          z_wr__addr = \$40 [4:0];
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          if (\$54 ) begin
+            z_wr__addr = z_addr;
+          end
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          /* empty */;
+      4'hf:
+          z_wr__addr = \$60 [4:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    cur_wr__en = 1'h0;
-    if (pend) begin
-      cur_wr__en = 1'h1;
-    end
+    z_wr__data = 12'h000;
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      3'h0:
-          if (items__valid) begin
-            if (\$4 ) begin
-              cur_wr__en = 1'h1;
-            end
-          end
-      3'h1:
+      4'h0:
+          z_wr__data = 12'h000;
+      4'h1:
           /* empty */;
-      3'h2:
-          cur_wr__en = 1'h1;
+      4'h2:
+          /* empty */;
+      4'h5:
+        begin
+          z_wr__data[10:0] = \$21 [10:0];
+          z_wr__data[11] = 1'h1;
+        end
+      4'h3:
+          /* empty */;
+      4'h6:
+        begin
+          z_wr__data[10:0] = \$42 [10:0];
+          z_wr__data[11] = 1'h1;
+        end
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          if (\$54 ) begin
+            z_wr__data = 12'h000;
+          end
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          /* empty */;
+      4'hf:
+          z_wr__data = 12'h000;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    z_wr__en = 1'h0;
+    (* full_case = 32'd1 *)
+    casez (dcls_state)
+      4'h0:
+          z_wr__en = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          z_wr__en = 1'h1;
+      4'h3:
+          /* empty */;
+      4'h6:
+          z_wr__en = 1'h1;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          if (\$54 ) begin
+            z_wr__en = 1'h1;
+          end
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          /* empty */;
+      4'hf:
+          z_wr__en = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    c_wr__addr = 2'h0;
+    casez (dcls_state)
+      4'h0:
+          c_wr__addr = clear_addr[1:0];
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          if (\$22 ) begin
+            c_wr__addr = slot;
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            c_wr__addr = slot;
+          end
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          if (\$47 ) begin
+            c_wr__addr = head;
+          end
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          if (\$56 ) begin
+            c_wr__addr = sweep[1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    c_wr__data = 3'h0;
+    casez (dcls_state)
+      4'h0:
+          c_wr__data = 3'h0;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          if (\$22 ) begin
+            c_wr__data = \$25 [2:0];
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            c_wr__data = \$46 [2:0];
+          end
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          if (\$47 ) begin
+            c_wr__data = 3'h0;
+          end
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          if (\$56 ) begin
+            c_wr__data = 3'h0;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    c_wr__en = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          c_wr__en = \$3 ;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          if (\$22 ) begin
+            c_wr__en = 1'h1;
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            c_wr__en = 1'h1;
+          end
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          if (\$47 ) begin
+            c_wr__en = 1'h1;
+          end
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          if (\$56 ) begin
+            c_wr__en = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
+          /* empty */;
+      4'h1:
           items__ready = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    cur_rd__addr = 3'h0;
+    \port__addr$18  = 3'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          cur_rd__addr = channel;
+      4'h1:
+          if (items__valid) begin
+            \port__addr$18  = items__payload[2:0];
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \port__addr$20  = 3'h0;
+    \$signature__addr  = 2'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          \port__addr$20  = channel;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    line_wr__addr = 5'h00;
-    casez (dcls_state)
-      3'h0:
+      4'h1:
+          if (items__valid) begin
+            if (\$4 ) begin
+            end else if (items__payload[5]) begin
+              \$signature__addr  = head;
+            end
+          end
+      4'h2:
+          \$signature__addr  = \$17 [1:0];
+      4'h5:
           /* empty */;
-      3'h1:
+      4'h3:
+          \$signature__addr  = \$38 [1:0];
+      4'h6:
           /* empty */;
-      3'h2:
-          line_wr__addr = \$5 [4:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    line_wr__data = 2'h0;
-    casez (dcls_state)
-      3'h0:
+      4'h7:
+          \$signature__addr  = head;
+      4'h4:
           /* empty */;
-      3'h1:
+      4'h8:
           /* empty */;
-      3'h2:
-          line_wr__data = cur_rd__data;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    line_wr__en = 1'h0;
-    casez (dcls_state)
-      3'h0:
+      4'ha:
           /* empty */;
-      3'h1:
+      4'hb:
           /* empty */;
-      3'h2:
-          line_wr__en = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    weight = 8'h00;
-    casez (dcls_state)
-      3'h0:
+      4'h9:
           /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$6 ) begin
-            weight = \$8 ;
+      4'hc:
+          (* full_case = 32'd1 *)
+          if (\$55 ) begin
+          end else begin
+            \$signature__addr  = sweep[1:0];
           end
     endcase
   end
@@ -3352,47 +3796,191 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     delay = 2'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
+          delay = \$7 [1:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    target = 4'h0;
+    casez (dcls_state)
+      4'h0:
           /* empty */;
-      3'h3:
-          if (\$6 ) begin
-            delay = \$11 [1:0];
+      4'h1:
+          /* empty */;
+      4'h2:
+          target = \$9 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__addr$26  = 5'h00;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$signature__addr$26  = \$14 [4:0];
+      4'h5:
+          /* empty */;
+      4'h3:
+          \$signature__addr$26  = \$35 [4:0];
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          \$signature__addr$26  = \$51 [4:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    l_wr__addr = 5'h00;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          if (\$22 ) begin
+            l_wr__addr = \$24 [4:0];
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            l_wr__addr = \$45 [4:0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    pos = 4'h0;
+    l_wr__data = 3'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
           /* empty */;
-      3'h3:
-          if (\$6 ) begin
-            pos = \$13 ;
+      4'h5:
+          if (\$22 ) begin
+            l_wr__data = channel;
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            l_wr__data = channel;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr  = 5'h00;
+    l_wr__en = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
           /* empty */;
-      3'h3:
-          if (\$6 ) begin
-            \$signature__addr  = \$17 [4:0];
+      4'h5:
+          if (\$22 ) begin
+            l_wr__en = 1'h1;
+          end
+      4'h3:
+          /* empty */;
+      4'h6:
+          if (\$43 ) begin
+            l_wr__en = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    delay_last = 2'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          delay_last = \$28 [1:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    target_last = 4'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          target_last = \$30 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__addr$40  = 5'h00;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          (* full_case = 32'd1 *)
+          if (\$47 ) begin
+          end else begin
+            \$signature__addr$40  = \$49 [4:0];
+          end
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          (* full_case = 32'd1 *)
+          if (\$56 ) begin
+          end else begin
+            \$signature__addr$40  = \$58 [4:0];
           end
     endcase
   end
@@ -3400,433 +3988,590 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     outputs__valid = 1'h0;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
           /* empty */;
-      3'h3:
+      4'h5:
           /* empty */;
-      3'h4:
-          outputs__valid = \$20 ;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          outputs__valid = \$52 ;
+      4'h9:
+          outputs__valid = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     outputs__payload = 16'h0000;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
+      4'h1:
           /* empty */;
-      3'h2:
+      4'h2:
           /* empty */;
-      3'h3:
+      4'h5:
           /* empty */;
-      3'h4:
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
         begin
           outputs__payload[2:0] = channel;
-          outputs__payload[13:3] = z;
-          outputs__payload[14] = \$21 ;
-          outputs__payload[15] = \$23 ;
+          outputs__payload[13:3] = \$signature__data [10:0];
+        end
+      4'h9:
+        begin
+          outputs__payload[2:0] = 3'h0;
+          outputs__payload[13:3] = 11'h000;
+          outputs__payload[14] = 1'h1;
+          outputs__payload[15] = seq_end;
         end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$69  = \$30 [31:0];
+    \$128  = \$78 [31:0];
     if (rst) begin
-      \$69  = 32'd0;
+      \$128  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$70  = \$33 [31:0];
+    \$129  = \$81 [31:0];
     if (rst) begin
-      \$70  = 32'd0;
+      \$129  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$71  = \$35 [31:0];
+    \$130  = \$83 [31:0];
     if (rst) begin
-      \$71  = 32'd0;
+      \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$72  = \$38 [31:0];
+    \$131  = \$86 [31:0];
     if (rst) begin
-      \$72  = 32'd0;
+      \$131  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$73  = \$40 [31:0];
+    \$132  = \$88 [31:0];
     if (rst) begin
-      \$73  = 32'd0;
+      \$132  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$74  = \$43 [31:0];
+    \$133  = \$91 [31:0];
     if (rst) begin
-      \$74  = 32'd0;
+      \$133  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$75  = pend;
-    if (pend) begin
-      \$75  = 1'h0;
-    end
+    \$134  = \$93 [31:0];
     if (rst) begin
-      \$75  = 1'h0;
+      \$134  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$76  = 1'h0;
+    \$135  = \$96 [31:0];
+    if (rst) begin
+      \$135  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$136  = 1'h1;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          \$76  = 1'h1;
-      3'h2:
-          \$76  = 1'h1;
-      3'h3:
-          \$76  = 1'h1;
-      3'h4:
-          \$76  = 1'h1;
-    endcase
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$77  = seq_end;
-    casez (dcls_state)
-      3'h0:
+      4'h1:
+        begin
+          \$136  = 1'h0;
           if (items__valid) begin
-            if (items__payload[5]) begin
-              \$77  = items__payload[6];
-            end
+            \$136  = 1'h1;
           end
+        end
     endcase
     if (rst) begin
-      \$77  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$78  = channel;
+    \$137  = clear_addr;
     casez (dcls_state)
-      3'h0:
+      4'h0:
+        begin
+          \$137  = \$97 [4:0];
+          if (\$98 ) begin
+            \$137  = 5'h00;
+          end
+        end
+    endcase
+    if (rst) begin
+      \$137  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$138  = head;
+    casez (dcls_state)
+      4'h0:
+          if (\$98 ) begin
+            \$138  = 2'h0;
+          end
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          if (outputs__ready) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+            end else begin
+              \$138  = \$122 [1:0];
+            end
+          end
+      4'hc:
+          if (\$123 ) begin
+            \$138  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$138  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$139  = dcls_state;
+    (* full_case = 32'd1 *)
+    casez (dcls_state)
+      4'h0:
+          if (\$98 ) begin
+            \$139  = 4'h1;
+          end
+      4'h1:
           if (items__valid) begin
-            if (items__payload[5]) begin
-              \$78  = 3'h0;
-            end
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$58 ) begin
-            \$78  = \$59 [2:0];
-          end
-    endcase
-    if (rst) begin
-      \$78  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$79  = base;
-    casez (dcls_state)
-      3'h0:
-          if (items__valid) begin
-            if (items__payload[5]) begin
-              \$79  = 5'h00;
-            end
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$58 ) begin
-            \$79  = \$60 [4:0];
-          end
-    endcase
-    if (rst) begin
-      \$79  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$80  = dcls_state;
-    casez (dcls_state)
-      3'h0:
-          if (items__valid) begin
-            if (items__payload[5]) begin
-              \$80  = 3'h1;
-            end
-          end
-      3'h1:
-          \$80  = 3'h2;
-      3'h2:
-          \$80  = 3'h3;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$48 ) begin
-          end else begin
-            \$80  = 3'h4;
-          end
-      3'h4:
-          if (\$58 ) begin
-            \$80  = 3'h1;
-            if (\$61 ) begin
-              \$80  = 3'h0;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$80  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$81  = cur_value;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$81  = cur_rd__data;
-    endcase
-    if (rst) begin
-      \$81  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$82  = tap_words;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$82  = \port__data$46 ;
-    endcase
-    if (rst) begin
-      \$82  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$83  = tap;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$83  = 2'h0;
-      3'h3:
-          if (\$48 ) begin
-            \$83  = \$53 [1:0];
-          end
-    endcase
-    if (rst) begin
-      \$83  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$84  = z;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$84  = 11'h000;
-      3'h3:
-          if (rd_tap_valid) begin
-            \$84  = \$47 [10:0];
-          end
-    endcase
-    if (rst) begin
-      \$84  = 11'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$85  = rd_tap_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$85  = 1'h0;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$48 ) begin
-            \$85  = 1'h1;
-          end else begin
-            \$85  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$85  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$86  = rd_tap_zero;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$48 ) begin
-            \$86  = \$50 ;
-          end
-    endcase
-    if (rst) begin
-      \$86  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$87  = rd_tap_masked;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$48 ) begin
-            \$87  = \$52 ;
-          end
-    endcase
-    if (rst) begin
-      \$87  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$88  = rd_tap_weight;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$48 ) begin
-            \$88  = weight;
-          end
-    endcase
-    if (rst) begin
-      \$88  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = seen;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$58 ) begin
-            if (\$61 ) begin
-              (* full_case = 32'd1 *)
-              if (seq_end) begin
-                \$89  = 3'h0;
-              end else begin
-                \$89  = \$64 [2:0];
+            if (\$99 ) begin
+              \$139  = 4'h2;
+              if (items__payload[5]) begin
+                \$139  = 4'h3;
               end
+            end else if (items__payload[5]) begin
+              \$139  = 4'h4;
             end
           end
+      4'h2:
+          \$139  = 4'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (\$106 ) begin
+            \$139  = 4'h1;
+          end else begin
+            \$139  = 4'h2;
+          end
+      4'h3:
+          \$139  = 4'h6;
+      4'h6:
+          (* full_case = 32'd1 *)
+          if (\$113 ) begin
+            \$139  = 4'h7;
+          end else begin
+            \$139  = 4'h3;
+          end
+      4'h7:
+          \$139  = 4'h4;
+      4'h4:
+          \$139  = 4'h8;
+      4'h8:
+          (* full_case = 32'd1 *)
+          if (\$114 ) begin
+            \$139  = 4'h9;
+          end else begin
+            \$139  = 4'ha;
+          end
+      4'ha:
+          \$139  = 4'hb;
+      4'hb:
+          if (\$118 ) begin
+            \$139  = 4'h8;
+          end
+      4'h9:
+          if (outputs__ready) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$139  = 4'hc;
+            end else begin
+              \$139  = 4'h1;
+            end
+          end
+      4'hc:
+          (* full_case = 32'd1 *)
+          if (\$123 ) begin
+            \$139  = 4'h1;
+          end else begin
+            \$139  = 4'hd;
+          end
+      4'hd:
+          \$139  = 4'he;
+      4'he:
+          (* full_case = 32'd1 *)
+          if (\$124 ) begin
+            \$139  = 4'hc;
+          end else begin
+            \$139  = 4'hf;
+          end
+      4'hf:
+          \$139  = 4'he;
     endcase
     if (rst) begin
-      \$89  = 3'h0;
+      \$139  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = head;
+    \$140  = channel;
     casez (dcls_state)
-      3'h0:
+      4'h0:
           /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$58 ) begin
-            if (\$61 ) begin
-              (* full_case = 32'd1 *)
-              if (seq_end) begin
-                \$90  = 2'h0;
-              end else begin
-                \$90  = \$67 [1:0];
-              end
-            end
+      4'h1:
+          if (items__valid) begin
+            \$140  = items__payload[2:0];
           end
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          \$140  = \$signature__data$41 ;
     endcase
     if (rst) begin
-      \$90  = 2'h0;
+      \$140  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$91  = \$68 [31:0];
+    \$141  = value;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (items__valid) begin
+            \$141  = items__payload[4:3];
+          end
+    endcase
     if (rst) begin
-      \$91  = 32'd0;
+      \$141  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$142  = tap;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (items__valid) begin
+            \$142  = 2'h0;
+          end
+      4'h2:
+          /* empty */;
+      4'h5:
+          \$142  = \$105 [1:0];
+      4'h3:
+          /* empty */;
+      4'h6:
+          \$142  = \$112 [1:0];
+    endcase
+    if (rst) begin
+      \$142  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$143  = seq_end;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (items__valid) begin
+            \$143  = items__payload[6];
+          end
+    endcase
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$144  = slot;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$144  = \$102 [1:0];
+      4'h5:
+          /* empty */;
+      4'h3:
+          \$144  = \$109 [1:0];
+    endcase
+    if (rst) begin
+      \$144  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$145  = weight;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$145  = \$104 ;
+      4'h5:
+          /* empty */;
+      4'h3:
+          \$145  = \$111 ;
+    endcase
+    if (rst) begin
+      \$145  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$146  = n_listed;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          \$146  = \$signature__data$33 ;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          \$146  = \$signature__data$33 ;
+    endcase
+    if (rst) begin
+      \$146  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$147  = index;
+    (* full_case = 32'd1 *)
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          \$147  = 3'h0;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          if (\$118 ) begin
+            \$147  = \$119 [2:0];
+          end
+      4'h9:
+          /* empty */;
+      4'hc:
+          /* empty */;
+      4'hd:
+          \$147  = 3'h0;
+      4'he:
+          /* empty */;
+      4'hf:
+          \$147  = \$126 [2:0];
+    endcase
+    if (rst) begin
+      \$147  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$148  = z_addr;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          \$148  = \$116 [4:0];
+    endcase
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$149  = sweep;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'ha:
+          /* empty */;
+      4'hb:
+          /* empty */;
+      4'h9:
+          if (outputs__ready) begin
+            if (seq_end) begin
+              \$149  = 3'h0;
+            end
+          end
+      4'hc:
+          /* empty */;
+      4'hd:
+          /* empty */;
+      4'he:
+          if (\$124 ) begin
+            \$149  = \$125 [2:0];
+          end
+    endcase
+    if (rst) begin
+      \$149  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$150  = \$127 [31:0];
+    if (rst) begin
+      \$150  = 32'd0;
     end
   end
   assign port__addr = \config [6:4];
-  assign pend_index = 3'h0;
-  assign pend_value = 2'h0;
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
+  assign \z_wr__data.z  = z_wr__data[10:0];
+  assign \z_wr__data.listed  = z_wr__data[11];
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[4:3];
   assign \items__payload.step_end  = items__payload[5];
   assign \items__payload.seq_end  = items__payload[6];
-  assign \tap_words[0]  = tap_words[7:0];
-  assign \tap_words[1]  = tap_words[15:8];
-  assign \tap_words[2]  = tap_words[23:16];
-  assign \tap_words[3]  = tap_words[31:24];
+  assign \$signature__data.z  = \$signature__data [10:0];
+  assign \$signature__data.listed  = \$signature__data [11];
   assign \outputs__payload.index  = outputs__payload[2:0];
   assign \outputs__payload.value  = outputs__payload[13:3];
   assign \outputs__payload.step_end  = outputs__payload[14];
@@ -3835,9 +4580,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign port__data[23:16] = \config [18:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$36  = line_wr__en;
-  assign \$41  = cur_wr__en;
-  assign \$50  = \$49 ;
+  assign \$84  = z_wr__en;
+  assign \$89  = l_wr__en;
+  assign \$94  = c_wr__en;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4458,16 +5203,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__data$12 [23:0] = \config [34:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$19  = 1'h1;
-  assign \$20  = 1'h0;
-  assign \$22  = \$21 ;
-  assign \$23  = \$21 ;
   assign \$13  = 1'h1;
   assign argmax_0_0_valid = 1'h1;
   assign \$14  = 1'h1;
   assign \$15  = 1'h0;
   assign \$17  = \$16 ;
   assign \$18  = \$16 ;
+  assign \$19  = 1'h1;
+  assign \$20  = 1'h0;
+  assign \$22  = \$21 ;
+  assign \$23  = \$21 ;
   assign \$41  = finalize;
 endmodule
 
