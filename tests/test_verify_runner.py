@@ -1,23 +1,29 @@
 """cocotb runs of generated accelerators under Icarus and Verilator, against the golden model."""
 
+import json
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
-from codesign.bundle import Formats, load_bundle, save_bundle
-from codesign.bundle.random import make_random_bundle
+from codesign.bundle import load_bundle, save_bundle
+from codesign.bundle.random import make_random_network_bundle
 from codesign.errors import CodesignError
 from codesign.golden import run_golden
-from codesign.hw import build_rtl
+from codesign.hw.build import build_rtl
 from codesign.verify import run_sim
 from codesign.verify.runner import simulator_env
 from codesign.verify.vectors import load_vectors
 
+LAYERS = [{"cell": "cmru", "size": 5, "eps": -1, "state_bits": 4}]
 
-def make_build(tmp_path, *, lanes, seed=1, **kw):
-    bundle = make_random_bundle(str(tmp_path / "bundle"), seed=seed, **kw)
-    build_rtl(bundle.path, tmp_path / "rtl", lanes=lanes)
+
+def make_build(tmp_path, *, lanes=2, seed=1, layers=LAYERS, weights="runtime", **kw):
+    bundle = make_random_network_bundle(
+        str(tmp_path / f"bundle{seed}"), seed=seed, inputs=3, layers=layers, classes=3, **kw
+    )
+    build_rtl(bundle.path, tmp_path / "rtl", lanes=lanes, weights=weights)
     return tmp_path / "rtl"
 
 
@@ -33,50 +39,46 @@ def corrupt_bundle_copy(build_dir, tmp_path, edit):
 
 @pytest.fixture(scope="module")
 def cmru_build(tmp_path_factory):
-    return make_build(
-        tmp_path_factory.mktemp("cmru"),
-        lanes=2,
-        d=5,
-        inputs=3,
-        classes=3,
-        eps=-1,
-        formats=Formats.model_validate({"state": {"bits": 4}}),
-    )
+    return make_build(tmp_path_factory.mktemp("cmru"), weights="baked")
 
 
 @pytest.mark.sim
 def test_icarus_cmru_is_bit_exact(cmru_build):
-    report = run_sim(cmru_build, sim="icarus", vectors=8, seed=3)
-    assert report.summary_line() == "bit-exact: 8/8 sequences, 0 mismatches"
-    assert report.first_mismatch is None and report.accuracy is None
+    report = run_sim(cmru_build, sim="icarus", vectors=6, seed=3)
+    assert report.summary_line() == "bit-exact: 6/6 sequences, 0 mismatches"
+    assert report.first_mismatch is None and report.accuracy is None and report.waveform is None
     assert report.cycles_per_step >= report.cycle_floor_per_step > 0
+    assert report.counters["layer0_macs"] > 0 and report.counters["sequences"] == 6
+    assert report.counters["layer0_weights_reads"] > 0  # no X counters under Icarus
     assert (cmru_build / "sim_icarus" / "sim.vvp").is_file()
 
 
 @pytest.mark.sim
-def test_icarus_bmru_all_lanes_is_bit_exact(tmp_path):
-    build = make_build(tmp_path, lanes=6, d=6, inputs=5, classes=4, cell="bmru", eps=0, seed=4)
-    report = run_sim(build, sim="icarus", vectors=6, seed=1)
+def test_runtime_build_loads_two_bundles_through_config(tmp_path):
+    layers = [
+        {"cell": "bmru", "size": 4, "state_bits": 3, "dcls": {"taps": 2, "span": 3}},
+        {"cell": "hsru", "size": 3, "state_bits": 5, "leak_shift": 1},
+    ]
+    build = make_build(tmp_path, lanes=3, layers=layers, per_step=True)
+    other = make_random_network_bundle(
+        str(tmp_path / "other"), seed=9, inputs=3, layers=layers, classes=3, per_step=True
+    )
+    report = run_sim(build, sim="icarus", vectors=3, seed=1, bundles=[build, other.path])
     assert report.ok, report.summary_line()
+    assert report.sequences == 6
+    assert report.coverage["protocol"]["weights reloaded"] >= 1
 
 
 @pytest.mark.sim
+@pytest.mark.slow
 def test_verilator_is_bit_exact(tmp_path):
-    build = make_build(
-        tmp_path,
-        lanes=3,
-        d=7,
-        inputs=4,
-        classes=3,
-        eps=1,
-        formats=Formats.model_validate({"state": {"bits": 3}}),
-    )
-    report = run_sim(build, sim="verilator", vectors=6, seed=2, timeout_s=600)
+    build = make_build(tmp_path, lanes=3, layers=[{"cell": "cmru", "size": 7, "eps": 1, "state_bits": 3}])
+    report = run_sim(build, sim="verilator", vectors=6, seed=2, timeout_s=900)
     assert report.summary_line() == "bit-exact: 6/6 sequences, 0 mismatches"
 
 
 @pytest.mark.sim
-def test_wrong_readout_bias_in_expectation_is_a_logit_mismatch(cmru_build, tmp_path):
+def test_wrong_readout_bias_in_expectation_is_a_logit_mismatch_with_a_waveform(cmru_build, tmp_path):
     build = tmp_path / "rtl"
     shutil.copytree(cmru_build, build)
 
@@ -85,9 +87,11 @@ def test_wrong_readout_bias_in_expectation_is_a_logit_mismatch(cmru_build, tmp_p
 
     corrupt_bundle_copy(build, tmp_path, edit)
     report = run_sim(build, sim="icarus", vectors=3, seed=3)
-    assert not report.ok and report.mismatches >= 3
-    assert report.summary_line().startswith("sequence 0, step ")
-    assert "signal logits[1]: expected " in report.summary_line()
+    assert not report.ok and report.mismatches >= 3 and report.failed_test == "random_sequences"
+    assert report.summary_line().startswith("random_sequences: sequence 0, step ")
+    assert ", readout, class 1, signal logit: expected " in report.summary_line()
+    assert report.waveform is not None and report.waveform.endswith(".fst")
+    assert (build / "sim_icarus_waves" / "accelerator.fst").stat().st_size > 0
 
 
 @pytest.mark.sim
@@ -99,9 +103,9 @@ def test_wrong_alpha_in_expectation_is_a_state_mismatch(cmru_build, tmp_path):
         w["layers.0.alpha"][:] = np.where(w["layers.0.alpha"] == 5, 6, 5)
 
     corrupt_bundle_copy(build, tmp_path, edit)
-    report = run_sim(build, sim="icarus", vectors=3, seed=3)
-    assert not report.ok
-    assert "signal state[" in report.first_mismatch, report.first_mismatch
+    report = run_sim(build, sim="icarus", vectors=3, seed=3, waves="never")
+    assert not report.ok and report.waveform is None
+    assert ", layer0, neuron " in report.first_mismatch and "signal state: expected" in report.first_mismatch
 
 
 @pytest.mark.sim
@@ -124,17 +128,56 @@ def test_float_inputs_are_quantized_and_labels_give_accuracy(cmru_build, tmp_pat
     assert report.summary_line() == "bit-exact: 4/4 sequences, 0 mismatches; RTL accuracy 0.7500"
 
 
+@pytest.mark.sim
+def test_icarus_build_flags_run_every_combinational_block_at_time_zero(tmp_path):
+    """cocotb's -g2012 leaves an ``always @*`` block that reads only registers at X (here a DCLS
+    front end's ``inputs__ready``); the runner's -g2005 gives the time-0 event yosys relies on."""
+    build = make_build(tmp_path, layers=[{"cell": "cmru", "size": 2, "dcls": {"taps": 1, "span": 2}}])
+    (tmp_path / "tb.v").write_text(
+        "module tb; reg clk = 0, rst = 1; wire ready;\n"
+        "accelerator dut(.clk(clk), .rst(rst), .inputs__valid(1'b0), .config__valid(1'b0), "
+        ".results__ready(1'b0), .inputs__ready(ready));\n"
+        'initial begin #1 clk = 1; #1 clk = 0; rst = 0; #1 clk = 1; #1 $display("ready=%b", ready); end\n'
+        "endmodule\n"
+    )
+    seen = {}
+    for flag in ("-g2012", "-g2005"):
+        vvp = tmp_path / f"t{flag}.vvp"
+        subprocess.run(
+            [
+                "iverilog",
+                flag,
+                "-s",
+                "tb",
+                "-o",
+                str(vvp),
+                str(tmp_path / "tb.v"),
+                str(build / "accelerator.v"),
+            ],
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+        out = subprocess.run(["vvp", "-n", str(vvp)], check=True, timeout=120, capture_output=True, text=True)
+        seen[flag] = out.stdout.strip().splitlines()[-1]
+    assert seen == {"-g2012": "ready=x", "-g2005": "ready=1"}
+
+
 def test_missing_icarus_names_the_install_command(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(CodesignError, match=r"install it with `apt-get install -y iverilog`"):
         simulator_env("icarus")
 
 
-def test_unknown_simulator_and_bad_build_dir_are_codesign_errors(tmp_path):
+def test_unknown_simulator_test_and_bad_build_dir_are_codesign_errors(tmp_path, cmru_build):
     with pytest.raises(CodesignError, match="unknown simulator 'xsim'; choose one of icarus, verilator"):
         run_sim(tmp_path, sim="xsim")
     with pytest.raises(CodesignError, match="not a build directory: build.json missing"):
         run_sim(tmp_path, sim="icarus")
+    with pytest.raises(CodesignError, match=r"unknown test\(s\) \['nope'\]"):
+        run_sim(cmru_build, sim="icarus", tests=["nope"])
+    with pytest.raises(CodesignError, match="only into a build made with weights='runtime'"):
+        run_sim(cmru_build, sim="icarus", bundles=[cmru_build])
 
 
 def test_integer_inputs_outside_the_format_are_refused(cmru_build, tmp_path):
@@ -144,7 +187,7 @@ def test_integer_inputs_outside_the_format_are_refused(cmru_build, tmp_path):
 
 
 @pytest.mark.sim
-def test_cli_sim_takes_every_sequence_of_an_input_file(cmru_build, tmp_path):
+def test_cli_sim_takes_every_sequence_of_an_input_file_and_writes_json(cmru_build, tmp_path):
     """`codesign sim --inputs` used to stop silently at the random-vector default (20)."""
     from typer.testing import CliRunner
 
@@ -152,6 +195,14 @@ def test_cli_sim_takes_every_sequence_of_an_input_file(cmru_build, tmp_path):
 
     x = np.random.default_rng(1).integers(-3, 4, size=(23, 3, 3)).astype(np.float64)
     np.save(tmp_path / "x.npy", x)
-    res = CliRunner().invoke(app, ["sim", str(cmru_build), "--inputs", str(tmp_path / "x.npy")])
+    res = CliRunner().invoke(
+        app, ["sim", str(cmru_build), "--inputs", str(tmp_path / "x.npy"), "--json", str(tmp_path / "s.json")]
+    )
     assert res.exit_code == 0, res.output
     assert "bit-exact: 23/23 sequences, 0 mismatches" in res.output
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["sequences"] == 23 and s["mismatches"] == 0 and s["steps"] == 23 * 3
+    assert s["cycles"] > 0 and s["cycles_per_step"] >= s["cycle_floor_per_step"] > 0
+    assert {"cycles", "layer0_macs", "layer0_events", "readout_macs", "input_stall_cycles"} <= set(
+        s["counters"]
+    )

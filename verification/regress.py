@@ -1,15 +1,30 @@
-"""RTL regression (``make sim``): random bundles over a grid of sizes, under Icarus and Verilator.
+"""RTL regression (``make sim``): constrained-random bundles over the whole family, every reference
+bundle with its real test inputs, directed corners, a mutation check, under Icarus and Verilator.
 
-Every grid point is a random bundle (``codesign.bundle.random``) elaborated with
-``codesign.hw.build_rtl`` and simulated with ``codesign.verify.run_sim`` against the golden model.
-The grid covers d from 1 to 64, 1 to 16 inputs, lanes from 1 to d (including partial last
-groups), eps -1/0/+1, BMRU and CMRU, and state widths small enough to saturate. Prints a table,
-writes ``<out>/summary.json`` and exits 1 on any mismatch or error.
+* **Random designs.** ``--shapes`` random shapes (cells, eps, sizes, widths, lanes, 1-3 layers,
+  DCLS taps and spans, last/sum/per-step readouts), each with ``--bundles-per-shape`` random
+  bundles of that shape. One build per shape with ``weights="runtime"``; the testbench loads the
+  bundles one after another through the ``config`` stream (so one Verilator build serves them
+  all). Tests: ``random_sequences``, ``directed_corners`` (corner bundles and inputs),
+  ``reset_mid_sequence``.
+* **Reference bundles** (``models/bundles``): the first ``--reference-sequences`` sequences of
+  their real test sets (quantized), with the RTL's accuracy on them.
+* **Long sequence**: one sequence of 10000 steps.
+* **Mutation check**: every fault of ``codesign.hw.plan.FAULTS`` built into a design it applies
+  to, run until the first mismatch; each must be caught, and the test that caught it is named.
+
+Jobs (a design under one simulator) run in parallel (``--jobs``, default 2); a line is printed
+as each ends. Writes ``<out>/summary.json`` (designs, sequences, mismatches, mutants caught,
+coverage) and ``<out>/junit.xml``; exits 1 on any mismatch, error, escaped mutant or (with
+``--require-coverage``) coverage bin never hit.
 
 Usage::
 
-    .venv/bin/python verification/regress.py [--sims icarus verilator] [--vectors 20] [--jobs 2]
-                                             [--only NAME ...] [--out build/regress] [--seed 0]
+    .venv/bin/python verification/regress.py [--sims icarus verilator] [--seed 0] [--jobs 2]
+        [--filter REGEX] [--quick] [--no-mutants] [--out build/regress]
+
+``SIM``, ``SEED`` and ``TESTCASE`` (a regular expression over job and test names) are read from
+the environment as cocotb users expect (``make sim SIM=icarus SEED=3 TESTCASE=shape0``).
 """
 
 from __future__ import annotations
@@ -17,154 +32,683 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import xml.etree.ElementTree as ET
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # runnable without installing the package
-    sys.path.insert(0, str(REPO))
+HERE = Path(__file__).resolve().parent
+for p in (REPO, HERE):
+    if str(p) not in sys.path:  # runnable without installing the package
+        sys.path.insert(0, str(p))
 
-from codesign.bundle import Formats  # noqa: E402
-from codesign.bundle.random import make_random_bundle  # noqa: E402
+import tb_coverage  # noqa: E402
+
+from codesign.bundle.io import load_bundle, save_bundle  # noqa: E402
+from codesign.bundle.random import random_network_manifest, random_network_weights  # noqa: E402
+from codesign.bundle.spec import Manifest  # noqa: E402
 from codesign.errors import CodesignError  # noqa: E402
-from codesign.hw import build_rtl  # noqa: E402
-from codesign.verify import SIMULATORS, run_sim  # noqa: E402
-from codesign.verify.runner import kill_running  # noqa: E402
+from codesign.hw.plan import FAULTS  # noqa: E402
+from codesign.verify.runner import SIMULATORS, kill_running, run_sim  # noqa: E402
+
+CELLS = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+MAIN_TESTS = ("random_sequences", "directed_corners", "reset_mid_sequence")
+REFERENCES = REPO / "models" / "bundles"
 
 
-@dataclass(frozen=True)
-class Point:
-    """One grid point: a random bundle and a lane count."""
+# --------------------------------------------------------------------------- shapes
+def random_layer(rng: np.random.Generator, cell: str, index: int) -> dict:
+    layer: dict = {
+        "cell": cell,
+        "size": int(rng.integers(1, 11)),
+        "weight_bits": int(rng.integers(2, 9)),
+        "bias_bits": int(rng.integers(4, 17)),
+        "state_bits": int(rng.integers(3, 11)),
+    }
+    if cell in ("cmru", "alphacmru"):
+        layer["eps"] = int(rng.choice([-1, 0, 1]))
+    if cell in ("cmru", "bmru"):
+        layer["alpha_bits"] = int(rng.integers(2, 9))
+    if cell == "alphacmru":
+        layer["alpha_bits"] = int(rng.integers(2, 7))
+    if cell == "mingru":
+        layer["gate_bits"] = int(rng.integers(1, 7))
+    if cell == "hsru":
+        layer["leak_shift"] = int(rng.integers(1, 5))
+    if rng.random() < 0.35:
+        layer["dcls"] = {
+            "taps": int(rng.integers(1, 4)),
+            "span": int(rng.integers(1, 9)),
+            "weight_bits": int(rng.integers(2, 7)),
+        }
+    return layer
+
+
+def random_shape(seed: int, index: int) -> dict:
+    """Keyword arguments of :func:`make_shape_bundle` for shape ``index`` (layer 0's cell cycles)."""
+    rng = np.random.default_rng([seed, index])
+    for _ in range(100):
+        n_layers = int(rng.choice([1, 2, 3], p=[0.4, 0.4, 0.2]))
+        cells = [CELLS[index % len(CELLS)]] + [str(rng.choice(CELLS)) for _ in range(n_layers - 1)]
+        layers = [random_layer(rng, c, i) for i, c in enumerate(cells)]
+        per_step = bool(rng.random() < 0.3)
+        shape = {
+            "inputs": int(rng.integers(1, 9)),
+            "layers": layers,
+            "classes": int(rng.integers(1, 7)),
+            "input_bits": int(rng.integers(2, 9)),
+            "pooling": "last" if per_step else str(rng.choice(["last", "sum"])),
+            "per_step": per_step,
+            "sum_bits": int(rng.integers(4, 13)),
+        }
+        widest = max(layer["size"] for layer in layers)
+        shape["lanes"] = int(rng.integers(1, widest + 1))
+        try:
+            manifest_for(shape, "probe", 0)
+        except (ValueError, CodesignError):
+            continue
+        return shape
+    raise RuntimeError(f"no legal shape drawn for index {index}")
+
+
+def manifest_for(shape: dict, name: str, seed: int):
+    man = random_network_manifest(
+        inputs=shape["inputs"],
+        layers=shape["layers"],
+        classes=shape["classes"],
+        input_bits=shape["input_bits"],
+        pooling=shape["pooling"],
+        per_step=shape["per_step"],
+        name=name,
+        seed=seed,
+    )
+    if shape["pooling"] != "sum":
+        return man
+    data = man.model_dump(mode="json")
+    data["readout"]["sum_bits"] = shape["sum_bits"]
+    return Manifest.model_validate(data)
+
+
+def make_shape_bundle(shape: dict, out: Path, name: str, seed: int) -> Path:
+    man = manifest_for(shape, name, seed)
+    save_bundle(out, man, random_network_weights(man, seed))
+    return out
+
+
+def describe(shape: dict) -> str:
+    parts = []
+    for layer in shape["layers"]:
+        s = f"{layer['cell']}{layer['size']}"
+        if "eps" in layer:
+            s += f"e{layer['eps']}"
+        if "dcls" in layer:
+            s += f"+dcls{layer['dcls']['taps']}x{layer['dcls']['span']}"
+        parts.append(s)
+    ro = "per_step" if shape["per_step"] else shape["pooling"]
+    return f"M{shape['inputs']} {'-'.join(parts)} C{shape['classes']} {ro} P{shape['lanes']}"
+
+
+# --------------------------------------------------------------------------- designs and jobs
+@dataclass
+class Design:
+    """One build (and the bundles it runs)."""
 
     name: str
-    d: int
-    m: int
-    c: int
+    kind: str  # random | reference | long | mutant
+    build: Path
+    bundle: Path  # the bundle the build is made from
     lanes: int
-    cell: str = "cmru"
-    eps: int = 1
-    formats: dict = field(default_factory=dict)
-    vectors: int | None = None  # overrides --vectors (keeps the slow points short)
-
-    @property
-    def state_bits(self) -> int:
-        return Formats.model_validate(self.formats).state.bits
-
-
-WIDE = {
-    "input": {"bits": 16, "frac": 8},
-    "weight": {"bits": 16},
-    "bias": {"bits": 24},
-    "alpha": {"bits": 24},
-    "state": {"bits": 24},
-    "readout_weight": {"bits": 16},
-    "readout_bias": {"bits": 24},
-}
-NARROW = {
-    "input": {"bits": 2, "frac": 0},
-    "weight": {"bits": 2},
-    "bias": {"bits": 2},
-    "alpha": {"bits": 2},
-    "state": {"bits": 2},
-    "readout_weight": {"bits": 2},
-    "readout_bias": {"bits": 2},
-}
-
-GRID = [
-    Point("tiny", 1, 1, 1, 1, formats={"state": {"bits": 2}}),
-    Point("d3_eps-1_sat", 3, 2, 2, 2, eps=-1, formats={"state": {"bits": 3}}),
-    Point("bmru_d8", 8, 4, 3, 3, cell="bmru", eps=0, formats={"state": {"bits": 4}}),
-    Point("cmru_eps0_d8", 8, 16, 5, 8, eps=0, formats={"state": {"bits": 6}}),
-    Point("d16_m15_p1", 16, 15, 4, 1),
-    Point("d16_m15_p4", 16, 15, 4, 4),
-    Point("d16_m15_p16", 16, 15, 4, 16),
-    Point("d32_eps-1_p5", 32, 8, 7, 5, eps=-1, formats={"state": {"bits": 5}}),
-    Point("d64_m16_p8", 64, 16, 10, 8, formats={"state": {"bits": 8}}, vectors=12),
-    Point("d64_eps-1_p64", 64, 16, 10, 64, eps=-1, formats={"state": {"bits": 4}}),
-    Point("wide_d12", 12, 16, 6, 4, eps=1, formats=WIDE),
-    Point("narrow_d10", 10, 3, 2, 10, eps=-1, formats=NARROW),
-]
+    bundles: list[Path] = field(default_factory=list)  # loaded through config (runtime builds)
+    tests: tuple[str, ...] = MAIN_TESTS
+    icarus_tests: tuple[str, ...] | None = None  # Icarus is slow: a lighter set where given
+    vectors: int = 3
+    max_steps: int = 10
+    inputs: dict[str, Path] = field(default_factory=dict)  # per simulator: .npy of test inputs
+    labels: Path | None = None
+    long_steps: int = 10000
+    faults: tuple[str, ...] = ()
+    description: str = ""
+    info: dict = field(default_factory=dict)
 
 
 @dataclass
 class Row:
-    point: Point
+    design: Design
     sim: str
     ok: bool = False
+    caught_by: str | None = None
     sequences: int = 0
     steps: int = 0
     mismatches: int = 0
+    message: str = ""
+    accuracy: float | None = None
+    wall_s: float = 0.0
+    tests: dict = field(default_factory=dict)
+    coverage: dict = field(default_factory=dict)
+    waveform: str | None = None
     cycles_per_step: float | None = None
     floor: float | None = None
-    wall_s: float = 0.0
-    message: str = ""
 
 
-def build_point(point: Point, out: Path, seed: int) -> Path:
-    root = out / point.name
-    bundle = make_random_bundle(
-        str(root / "bundle"),
-        seed=seed + point.d * 100 + point.lanes,
-        d=point.d,
-        inputs=point.m,
-        classes=point.c,
-        cell=point.cell,
-        eps=point.eps,
-        formats=Formats.model_validate(point.formats),
-    )
-    build_rtl(bundle.path, root / "rtl", lanes=point.lanes)
-    return root / "rtl"
+def _build(args: tuple) -> tuple[str, str | None]:
+    bundle, out, lanes, faults = args
+    from codesign.hw.build import build_rtl
 
-
-def run_point(point: Point, rtl: Path, sim: str, vectors: int, seed: int) -> Row:
-    row = Row(point, sim)
-    t0 = time.perf_counter()
     try:
-        rep = run_sim(rtl, sim=sim, vectors=point.vectors or vectors, seed=seed)
+        build_rtl(Path(bundle), Path(out), lanes=lanes, weights="runtime", faults=set(faults))
+    except Exception as err:  # noqa: BLE001 - reported with the design's name
+        return str(out), f"{type(err).__name__}: {err}"
+    return str(out), None
+
+
+def reference_inputs(name: str, count: int, out: Path) -> tuple[Path, Path | None] | None:
+    """The first ``count`` sequences of a reference bundle's test split, quantized, as .npy."""
+    from codesign.golden import quantize_inputs
+    from codesign.train.recipe import build_task
+
+    bundle = load_bundle(REFERENCES / name)
+    prov = bundle.manifest.provenance
+    options = dict(prov.get("task") or {})
+    if "name" not in options:
+        return None
+    task = build_task(options.pop("name"), options)
+    x, y = task.split("test", prov["seed"])
+    xq = quantize_inputs(bundle, np.asarray(x[:count]))
+    out.mkdir(parents=True, exist_ok=True)
+    xp, yp = out / f"x{count}.npy", out / f"y{count}.npy"
+    np.save(xp, xq.astype(np.int64))
+    labels = np.asarray(y[:count]).astype(np.int64)
+    np.save(yp, labels)
+    return xp, yp
+
+
+def plan_designs(args, out: Path) -> list[Design]:
+    designs: list[Design] = []
+    if not args.quick:
+        shapes = [random_shape(args.seed, i) for i in range(args.shapes)]
+        per_shape = args.bundles_per_shape
+    else:
+        shapes = QUICK_SHAPES
+        per_shape = 2
+    for i, shape in enumerate(shapes):
+        name = f"shape{i:02d}"
+        root = out / "designs" / name
+        bundles = [
+            make_shape_bundle(shape, root / f"bundle{k:02d}", f"{name}_b{k}", args.seed * 1000 + i * 50 + k)
+            for k in range(per_shape)
+        ]
+        designs.append(
+            Design(
+                name,
+                "random",
+                root / "rtl",
+                bundles[0],
+                shape["lanes"],
+                bundles=bundles,
+                vectors=args.vectors,
+                max_steps=args.max_steps,
+                description=describe(shape),
+                info={"shape": shape},
+                icarus_tests=None
+                if (i + 1) % (2 if args.quick else args.icarus_corners_every) == 0
+                else ("random_sequences", "reset_mid_sequence"),
+            )
+        )
+    if not args.quick and not args.no_references:
+        for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
+            bundle = load_bundle(REFERENCES / ref)
+            lanes = min(4, max(layer.size for layer in bundle.manifest.layers))
+            d = Design(
+                f"ref_{ref}",
+                "reference",
+                out / "designs" / f"ref_{ref}" / "rtl",
+                REFERENCES / ref,
+                lanes,
+                bundles=[REFERENCES / ref],
+                tests=("random_sequences", "directed_corners"),
+                description=f"reference bundle {ref}, P{lanes}",
+            )
+            for sim, count in (
+                ("icarus", args.reference_sequences[0]),
+                ("verilator", args.reference_sequences[1]),
+            ):
+                try:
+                    got = reference_inputs(ref, count, out / "designs" / f"ref_{ref}" / "inputs")
+                except Exception as err:  # noqa: BLE001 - fall back to random inputs, say so
+                    print(
+                        f"{ref}: test inputs unavailable ({type(err).__name__}: {err}); random inputs",
+                        flush=True,
+                    )
+                    got = None
+                if got is not None:
+                    d.inputs[sim], d.labels = got
+            designs.append(d)
+    if not args.no_long:
+        root = out / "designs" / "long"
+        shape = {
+            "inputs": 2,
+            "layers": [{"cell": "cmru", "size": 2, "eps": 1, "state_bits": 4}],
+            "classes": 2,
+            "input_bits": 4,
+            "pooling": "last",
+            "per_step": False,
+            "sum_bits": 8,
+            "lanes": 2,
+        }
+        b = make_shape_bundle(shape, root / "bundle", "long_cmru", args.seed)
+        designs.append(
+            Design(
+                "long",
+                "long",
+                root / "rtl",
+                b,
+                2,
+                bundles=[b],
+                tests=("long_sequence",),
+                long_steps=args.long_steps,
+                description=f"T = {args.long_steps} ({describe(shape)})",
+            )
+        )
+    return designs
+
+
+QUICK_SHAPES = [
+    {
+        "inputs": 4,
+        "layers": [
+            {
+                "cell": "cmru",
+                "size": 6,
+                "eps": 1,
+                "state_bits": 4,
+                "alpha_bits": 4,
+                "dcls": {"taps": 2, "span": 4},
+            },
+            {"cell": "bmru", "size": 5, "state_bits": 3},
+        ],
+        "classes": 3,
+        "input_bits": 4,
+        "pooling": "sum",
+        "per_step": False,
+        "sum_bits": 5,
+        "lanes": 2,
+    },
+    {
+        "inputs": 3,
+        "layers": [
+            {"cell": "mingru", "size": 4, "state_bits": 6, "gate_bits": 3},
+            {"cell": "hsru", "size": 5, "state_bits": 6, "leak_shift": 1},
+        ],
+        "classes": 4,
+        "input_bits": 4,
+        "pooling": "last",
+        "per_step": True,
+        "sum_bits": 8,
+        "lanes": 3,
+    },
+    {
+        "inputs": 5,
+        "layers": [
+            {"cell": "alphacmru", "size": 7, "eps": -1, "state_bits": 5, "alpha_bits": 4},
+            {"cell": "bgmingru", "size": 3, "state_bits": 5, "dcls": {"taps": 1, "span": 3}},
+            {"cell": "cmru", "size": 2, "eps": 0, "state_bits": 4},
+        ],
+        "classes": 2,
+        "input_bits": 3,
+        "pooling": "last",
+        "per_step": False,
+        "sum_bits": 8,
+        "lanes": 4,
+    },
+]
+"""The quick tier (``make test``): three shapes that together hold every cell kind, DCLS on a
+first and a later layer, sum pooling that saturates, per-step logits, partial lane groups."""
+
+
+def mutant_target(designs: list[Design], fault: str) -> Design | None:
+    """The first random design a fault can show in."""
+
+    def layers(d):
+        return d.info.get("shape", {}).get("layers", [])
+
+    def ok(d: Design) -> bool:
+        if d.kind != "random":
+            return False
+        ls, shape = layers(d), d.info["shape"]
+        if fault in ("sat_off_by_one", "sign0_flipped"):
+            return any(layer["cell"] in ("cmru", "bmru", "alphacmru") for layer in ls)
+        if fault == "eps_ignored":
+            return any(layer.get("eps", 0) != 0 for layer in ls)
+        if fault == "event_dropped":
+            return len(ls) > 1 or shape["per_step"]
+        if fault == "delay_off_by_one":
+            return any("dcls" in layer and layer["dcls"]["span"] > 1 for layer in ls)
+        if fault == "sum_wraps":
+            return shape["pooling"] == "sum" and not shape["per_step"]
+        return True
+
+    return next((d for d in designs if ok(d)), None)
+
+
+def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
+    mutants = []
+    for fault in FAULTS:
+        target = mutant_target(designs, fault)
+        if target is None:
+            continue
+        mutants.append(
+            Design(
+                f"mutant_{fault}",
+                "mutant",
+                out / "designs" / f"mutant_{fault}" / "rtl",
+                target.bundle,
+                target.lanes,
+                bundles=target.bundles,
+                tests=target.tests,
+                vectors=target.vectors,
+                max_steps=target.max_steps,
+                faults=(fault,),
+                description=f"{FAULTS[fault]} in {target.name} ({target.description})",
+                info=target.info,
+            )
+        )
+    return mutants
+
+
+# --------------------------------------------------------------------------- running
+def run_job(design: Design, sim: str, seed: int, timeout_s: float) -> Row:
+    row = Row(design, sim)
+    t0 = time.perf_counter()
+    mutant = design.kind == "mutant"
+    try:
+        rep = run_sim(
+            design.build,
+            sim=sim,
+            vectors=0 if sim in design.inputs else design.vectors,
+            seed=seed,
+            inputs=design.inputs.get(sim),
+            labels=design.labels if sim in design.inputs else None,
+            timeout_s=timeout_s,
+            tests=design.icarus_tests if sim == "icarus" and design.icarus_tests else design.tests,
+            bundles=design.bundles,
+            max_steps=design.max_steps,
+            long_steps=design.long_steps,
+            waves="never" if mutant else "on_failure",
+            stop_on_mismatch=mutant,
+        )
     except CodesignError as err:
         row.message = str(err).splitlines()[0]
     else:
-        row.ok = rep.ok
         row.sequences, row.steps, row.mismatches = rep.sequences, rep.steps, rep.mismatches
-        row.cycles_per_step, row.floor = rep.cycles_per_step, rep.cycle_floor_per_step
+        row.ok = rep.ok
         row.message = rep.summary_line()
+        row.accuracy = rep.accuracy
+        row.tests = {
+            t: {k: r[k] for k in ("passed", "sequences", "steps", "mismatches", "first_mismatch", "wall_s")}
+            for t, r in rep.tests.items()
+        }
+        row.coverage = rep.coverage
+        row.waveform = rep.waveform
+        row.cycles_per_step, row.floor = rep.cycles_per_step, rep.cycle_floor_per_step
+        if mutant:
+            row.caught_by = rep.failed_test
     row.wall_s = time.perf_counter() - t0
     return row
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
-def print_table(rows: list[Row]) -> None:
-    head = (
-        f"{'point':<15} {'d':>3} {'M':>3} {'C':>3} {'P':>3} {'cell':<4} {'eps':>3} {'sb':>3} {'sim':<9} "
-        f"{'seqs':>4} {'steps':>5} {'mism':>4} {'cyc/step':>8} {'floor':>7} {'wall s':>6}  result"
+def print_row(k: int, n: int, row: Row) -> None:
+    d = row.design
+    if d.kind == "mutant":
+        verdict = f"CAUGHT by {row.caught_by}" if row.caught_by else "ESCAPED"
+        extra = row.message if row.caught_by else row.message
+        print(f"[{k}/{n}] {d.name:<28} {row.sim:<9} {verdict}: {extra} ({row.wall_s:.1f} s)", flush=True)
+        return
+    status = "PASS" if row.ok else "FAIL"
+    acc = "" if row.accuracy is None else f", RTL accuracy {row.accuracy:.3f}"
+    print(
+        f"[{k}/{n}] {d.name:<28} {row.sim:<9} {status} {len(d.bundles) or 1} bundles, {row.sequences} sequences, "
+        f"{row.steps} steps, {row.mismatches} mismatches{acc} ({row.wall_s:.1f} s) {'' if row.ok else row.message}",
+        flush=True,
     )
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        p = r.point
+
+
+def write_junit(rows: list[Row], path: Path) -> None:
+    suite = ET.Element("testsuite", name="codesign.sim")
+    failures = 0
+    for row in rows:
+        d = row.design
+        if d.kind == "mutant":
+            case = ET.SubElement(
+                suite, "testcase", classname=f"mutants.{row.sim}", name=d.name, time=f"{row.wall_s:.2f}"
+            )
+            if not row.caught_by:
+                failures += 1
+                ET.SubElement(case, "failure", message=f"mutant escaped: {row.message}")
+            continue
+        tests = row.tests or {
+            t: None for t in (d.icarus_tests if row.sim == "icarus" and d.icarus_tests else d.tests)
+        }
+        for test, rec in tests.items():
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{d.name}.{row.sim}",
+                name=test,
+                time=f"{(rec or {}).get('wall_s', 0.0):.2f}",
+            )
+            if rec is None or not rec["passed"]:
+                failures += 1
+                msg = (rec or {}).get("first_mismatch") or {}
+                ET.SubElement(case, "failure", message=msg.get("line") if msg else row.message)
+    suite.set("tests", str(len(suite)))
+    suite.set("failures", str(failures))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def regress(args) -> dict:
+    out = args.out
+    t0 = time.perf_counter()
+    designs = plan_designs(args, out)
+    mutants = plan_mutants(designs, out) if args.mutants else []
+    pattern = re.compile(args.filter) if args.filter else None
+    if pattern:
+        designs = [d for d in designs if pattern.search(d.name) or any(pattern.search(t) for t in d.tests)]
+        mutants = [m for m in mutants if pattern.search(m.name)]
+    print(
+        f"{len(designs)} designs ({sum(len(d.bundles) for d in designs if d.kind == 'random')} random bundles), "
+        f"{len(mutants)} mutants, simulators {', '.join(args.sims)}, seed {args.seed}, {args.jobs} jobs",
+        flush=True,
+    )
+    builds = [(str(d.bundle), str(d.build), d.lanes, d.faults) for d in designs + mutants]
+    failed_builds = {}
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for path, err in pool.map(_build, builds):
+            if err:
+                failed_builds[path] = err
+                print(f"build failed: {path}: {err}", flush=True)
+    print(f"{len(builds)} builds in {time.perf_counter() - t0:.1f} s", flush=True)
+    jobs = [(d, sim) for d in designs for sim in args.sims]
+    mutant_sim = args.mutant_sim if args.mutant_sim in args.sims else args.sims[0]
+    jobs += [(m, mutant_sim) for m in mutants]
+    # longest first: the long sequence and the reference bundles, then the rest
+    order = {"long": 0, "reference": 1, "random": 2, "mutant": 3}
+    jobs.sort(key=lambda j: (order[j[0].kind], j[1] != "verilator"))
+    rows: list[Row] = []
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {}
+        for d, sim in jobs:
+            if str(d.build) in failed_builds:
+                row = Row(d, sim, message=f"build failed: {failed_builds[str(d.build)]}")
+                rows.append(row)
+                continue
+            futures[pool.submit(run_job, d, sim, args.seed, args.timeout)] = (d, sim)
+        for fut in as_completed(futures):
+            row = fut.result()
+            with lock:
+                rows.append(row)
+                print_row(len(rows), len(jobs), row)
+    wall = time.perf_counter() - t0
+    return summarize(rows, designs, mutants, wall, args)
+
+
+def summarize(rows: list[Row], designs, mutants, wall: float, args) -> dict:
+    main = [r for r in rows if r.design.kind != "mutant"]
+    muts = [r for r in rows if r.design.kind == "mutant"]
+    coverage: dict = {}
+    for r in main:
+        tb_coverage.merge(coverage, r.coverage)
+    cov_summary = tb_coverage.summary(coverage)
+    by_sim = {}
+    for sim in args.sims:
+        rs = [r for r in main if r.sim == sim]
+        by_sim[sim] = {
+            "jobs": len(rs),
+            "passed": sum(r.ok for r in rs),
+            "sequences": sum(r.sequences for r in rs),
+            "steps": sum(r.steps for r in rs),
+            "mismatches": sum(r.mismatches for r in rs),
+            "wall_s": sum(r.wall_s for r in rs),
+        }
+    random_bundles = sum(len(d.bundles) for d in designs if d.kind == "random")
+    summary = {
+        "wall_s": wall,
+        "seed": args.seed,
+        "simulators": list(args.sims),
+        "designs": {
+            "random_shapes": sum(d.kind == "random" for d in designs),
+            "random_bundles": random_bundles,
+            "corner_bundles_per_shape": "5 (+2 with DCLS)",
+            "reference_bundles": sum(d.kind == "reference" for d in designs),
+            "long": sum(d.kind == "long" for d in designs),
+        },
+        "sequences": sum(r.sequences for r in main),
+        "steps": sum(r.steps for r in main),
+        "mismatches": sum(r.mismatches for r in main),
+        "failed_jobs": [f"{r.design.name}/{r.sim}: {r.message}" for r in main if not r.ok],
+        "by_simulator": by_sim,
+        "mutants": {
+            "total": len(muts),
+            "caught": sum(bool(r.caught_by) for r in muts),
+            "faults": {
+                r.design.faults[0]: {
+                    "design": r.design.name,
+                    "simulator": r.sim,
+                    "caught": bool(r.caught_by),
+                    "caught_by": r.caught_by,
+                    "first_mismatch": r.message,
+                    "description": r.design.description,
+                }
+                for r in muts
+            },
+            "not_applicable": [f for f in FAULTS if f not in {r.design.faults[0] for r in muts}],
+        },
+        "coverage": {**cov_summary, "points": coverage},
+        "jobs": [
+            {
+                "design": r.design.name,
+                "kind": r.design.kind,
+                "description": r.design.description,
+                "sim": r.sim,
+                "ok": r.ok,
+                "bundles": len(r.design.bundles),
+                "sequences": r.sequences,
+                "steps": r.steps,
+                "mismatches": r.mismatches,
+                "accuracy": r.accuracy,
+                "cycles_per_step": r.cycles_per_step,
+                "cycle_floor_per_step": r.floor,
+                "waveform": r.waveform,
+                "tests": r.tests,
+                "result": r.message,
+                "wall_s": r.wall_s,
+            }
+            for r in sorted(rows, key=lambda r: (r.design.name, r.sim))
+        ],
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_junit(rows, args.out / "junit.xml")
+    return summary
+
+
+def print_summary(s: dict) -> None:
+    print()
+    for sim, v in s["by_simulator"].items():
         print(
-            f"{p.name:<15} {p.d:>3} {p.m:>3} {p.c:>3} {p.lanes:>3} {p.cell:<4} {p.eps:>3} {p.state_bits:>3} "
-            f"{r.sim:<9} {r.sequences:>4} {r.steps:>5} {r.mismatches:>4} {_fmt(r.cycles_per_step):>8} "
-            f"{_fmt(r.floor):>7} {r.wall_s:>6.1f}  {'PASS' if r.ok else 'FAIL'} {r.message}"
+            f"{sim:<9}: {v['passed']}/{v['jobs']} jobs bit-exact, {v['sequences']} sequences, {v['steps']} steps, "
+            f"{v['mismatches']} mismatches"
         )
+    m = s["mutants"]
+    if m["total"]:
+        print(f"mutants  : {m['caught']}/{m['total']} caught")
+        for fault, v in m["faults"].items():
+            print(
+                f"  {fault:<22} {'caught by ' + v['caught_by'] if v['caught'] else 'ESCAPED'} ({v['design']}, {v['simulator']})"
+            )
+    c = s["coverage"]
+    print(
+        f"coverage : {c['hit']}/{c['bins']} bins hit"
+        + (f"; missed: {', '.join(c['missed'])}" if c["missed"] else "")
+    )
+    d = s["designs"]
+    print(
+        f"designs  : {d['random_bundles']} random bundles in {d['random_shapes']} shapes, "
+        f"{d['reference_bundles']} reference bundles, {d['long']} long; {s['sequences']} sequences, "
+        f"{s['mismatches']} mismatches; wall time {s['wall_s']:.1f} s"
+    )
+
+
+def parse_args(argv: list[str] | None = None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env_sims = os.environ.get("SIM", "").split()
+    ap.add_argument("--sims", nargs="+", default=env_sims or list(SIMULATORS), choices=SIMULATORS)
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("SEED", "0") or 0))
+    ap.add_argument("--jobs", type=int, default=2, help="simulations in parallel (default 2)")
+    ap.add_argument(
+        "--filter", default=os.environ.get("TESTCASE") or None, help="regex over design and test names"
+    )
+    ap.add_argument("--shapes", type=int, default=12, help="random shapes (default 12)")
+    ap.add_argument("--bundles-per-shape", type=int, default=18, help="random bundles per shape (default 18)")
+    ap.add_argument("--vectors", type=int, default=2, help="random sequences per bundle (default 2)")
+    ap.add_argument("--max-steps", type=int, default=8, help="longest random sequence (default 8)")
+    ap.add_argument(
+        "--reference-sequences",
+        type=int,
+        nargs=2,
+        default=[4, 40],
+        metavar=("ICARUS", "VERILATOR"),
+        help="real test sequences per reference bundle under each simulator (default 4 40)",
+    )
+    ap.add_argument("--long-steps", type=int, default=10000)
+    ap.add_argument(
+        "--icarus-corners-every",
+        type=int,
+        default=3,
+        help="Icarus runs directed_corners on every N-th random shape (Verilator on all; default 3)",
+    )
+    ap.add_argument("--timeout", type=float, default=1200, help="seconds per simulator call")
+    ap.add_argument("--quick", action="store_true", help="the quick tier: 3 fixed shapes x 2 bundles")
+    ap.add_argument("--no-references", action="store_true")
+    ap.add_argument("--no-long", action="store_true")
+    ap.add_argument("--no-mutants", dest="mutants", action="store_false")
+    ap.add_argument("--mutant-sim", default="icarus", choices=SIMULATORS)
+    ap.add_argument("--require-coverage", action="store_true", help="exit 1 if a coverage bin was never hit")
+    ap.add_argument("--out", type=Path, default=REPO / "build" / "regress")
+    return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sims", nargs="+", default=list(SIMULATORS), choices=SIMULATORS)
-    ap.add_argument("--vectors", type=int, default=20, help="sequences per grid point (default 20)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--jobs", type=int, default=2, help="simulations in parallel (default 2)")
-    ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these grid points")
-    ap.add_argument("--out", type=Path, default=REPO / "build" / "regress")
-    args = ap.parse_args(argv)
+    args = parse_args(argv)
 
     def stop(signum, frame):  # simulators run in their own process groups: take them down too
         kill_running()
@@ -172,55 +716,13 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-
-    grid = [p for p in GRID if not args.only or p.name in args.only]
-    if not grid:
-        ap.error(f"--only matched no grid point; known: {', '.join(p.name for p in GRID)}")
-    t0 = time.perf_counter()
-    rtl = {}
-    for p in grid:
-        try:
-            rtl[p.name] = build_point(p, args.out, args.seed)
-        except CodesignError as err:
-            print(f"{p.name}: build failed: {err}", file=sys.stderr)
-            return 1
-    jobs = [(p, sim) for sim in args.sims for p in grid]
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(
-            pool.map(lambda job: run_point(job[0], rtl[job[0].name], job[1], args.vectors, args.seed), jobs)
-        )
-    wall = time.perf_counter() - t0
-    print_table(rows)
-    failed = [r for r in rows if not r.ok]
-    print(f"\n{len(rows) - len(failed)}/{len(rows)} runs bit-exact, wall time {wall:.1f} s")
-    summary = {
-        "wall_s": wall,
-        "runs": [
-            {
-                "point": r.point.name,
-                "d": r.point.d,
-                "inputs": r.point.m,
-                "classes": r.point.c,
-                "lanes": r.point.lanes,
-                "cell": r.point.cell,
-                "eps": r.point.eps,
-                "state_bits": r.point.state_bits,
-                "sim": r.sim,
-                "ok": r.ok,
-                "sequences": r.sequences,
-                "steps": r.steps,
-                "mismatches": r.mismatches,
-                "cycles_per_step": r.cycles_per_step,
-                "cycle_floor_per_step": r.floor,
-                "wall_s": r.wall_s,
-                "result": r.message,
-            }
-            for r in rows
-        ],
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return 1 if failed else 0
+    s = regress(args)
+    print_summary(s)
+    print(f"summary: {args.out / 'summary.json'}, JUnit: {args.out / 'junit.xml'}")
+    bad = s["mismatches"] or s["failed_jobs"] or s["mutants"]["caught"] < s["mutants"]["total"]
+    if args.require_coverage and s["coverage"]["missed"]:
+        bad = True
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -20,9 +20,12 @@ def main(argv: list[str]) -> int:
     from cocotb_tools.runner import get_runner
 
     waves = bool(args.get("waves"))
+    vcd = args.get("waves") == "vcd"  # Icarus only: a VCD instead of an FST
     runner = get_runner(sim)
     stamp = sim_dir / "built_from.sha256"
-    fresh = stamp.is_file() and stamp.read_text().strip() == args["verilog_sha256"]
+    # the stamp names the Verilog and the build flags' version: a change of either rebuilds
+    stamp_text = f"{args['verilog_sha256']} flags-2 waves={int(waves)}"
+    fresh = stamp.is_file() and stamp.read_text().strip() == stamp_text
     if sim == "verilator":
         if not fresh or not (sim_dir / args["top"]).is_file():
             runner.build(
@@ -36,15 +39,38 @@ def main(argv: list[str]) -> int:
                 waves=waves,
             )
     else:
+        # cocotb compiles with -g2012, where a variable's declaration initializer makes no event
+        # at time 0: the dummy register yosys adds to every ``always @*`` block so that it runs
+        # once at start-up then never fires, and a block that reads only registers stays X until
+        # one of them changes. -g2005 (the last -g wins) gives the intended time-0 event. The
+        # waveform dump is a Verilog-2005 module of ours (cocotb's own needs SystemVerilog).
+        sources = [verilog]
+        build_args = ["-g2005"]
+        if waves:
+            dump = sim_dir / "codesign_dump.v"
+            dump.write_text(
+                "module codesign_dump();\n"
+                f'initial begin $dumpfile("{sim_dir / (args["top"] + (".vcd" if vcd else ".fst"))}"); '
+                f"$dumpvars(0, {args['top']}); end\nendmodule\n"
+            )
+            sources.append(dump)
+            build_args += ["-s", "codesign_dump"]
         runner.build(
-            sources=[verilog],
+            sources=sources,
             hdl_toplevel=args["top"],
             build_dir=sim_dir,
             always=not fresh,
             timescale=("1ns", "1ps"),
-            waves=waves,
+            build_args=build_args,
         )
-    stamp.write_text(args["verilog_sha256"] + "\n")
+    stamp.write_text(stamp_text + "\n")
+    if vcd:  # cocotb asks vvp for an FST (-fst) whenever waves are on
+        fst_command = runner._test_command
+
+        def vcd_command():
+            return [[("-vcd" if a == "-fst" else a) for a in cmd] for cmd in fst_command()]
+
+        runner._test_command = vcd_command
     runner.test(
         test_module=args["test_module"],
         hdl_toplevel=args["top"],

