@@ -26,8 +26,8 @@ demo: setup ## run the end-to-end demo (codesign demo)
 test: setup ## run the test suite (pytest)
 	$(PY) -m pytest -q
 
-sim: setup ## run the HDL simulation regression (verification/regress.py)
-	$(PY) verification/regress.py
+sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; verification/README.md)
+	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 	$(PY) -m codesign.hw.reference
