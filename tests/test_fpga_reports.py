@@ -203,3 +203,25 @@ def test_devices_and_constraints_exist():
     assert get_device("up5k").target_mhz == 30 and get_device("ecp5-25k").target_mhz == 80
     with pytest.raises(CodesignError, match="--device 'xc7'"):
         get_device("xc7")
+
+
+def test_memory_blocks_counts_ram_cells_per_memory():
+    netlist = {
+        "modules": {
+            "fpga_top": {
+                "cells": {
+                    "accelerator.layer0.bias.0.0": {"type": "SB_RAM40_4K"},
+                    "accelerator.layer0.bias.0.1": {"type": "SB_RAM40_4K"},
+                    "accelerator.layer0.weights$94.1.0": {"type": "DP16KD"},
+                    "rx_fifo.storage.0.0": {"type": "SB_RAM40_4K"},
+                    "accelerator.layer0.lanes.$3_SB_MAC16_O": {"type": "SB_MAC16"},
+                    "accelerator.x_SB_LUT4_O": {"type": "SB_LUT4"},
+                }
+            }
+        }
+    }
+    assert reports.memory_blocks(netlist, "fpga_top") == {
+        "accelerator.layer0.bias": 2,
+        "accelerator.layer0.weights$94": 1,
+        "rx_fifo.storage": 1,
+    }

@@ -103,7 +103,7 @@ def test_synth_and_area_of_a_tiny_design_on_up5k(tmp_path: Path) -> None:
     assert summary["utilisation"]["SB_IO"]["used"] == 3 and summary["resources"]["lut"] > 20
     (history,) = summary["memories"]
     assert history["name"].endswith("accelerator.history") and history["bits"] == 4096
-    assert history["placed"].startswith("EBR")
+    assert history["placed"].startswith("EBR") and history["blocks"] == 1  # 256 x 16: one SB_RAM40_4K
     assert summary["resources"]["bram"] >= 1
     # cycle_count only feeds an unconnected output: synthesis removed it
     assert "cycle_count" not in (out / "netlist.json").read_text()

@@ -68,6 +68,8 @@ def synth_table(summary: dict) -> Table:
         table.add_row(label, str(used), "" if avail is None else str(avail), pct)
     for mem in summary["memories"]:
         size = f"{mem['depth']}x{mem['width']}" if mem["bits"] else "?"
+        if mem.get("blocks"):
+            size += f", {mem['blocks']} block{'s' if mem['blocks'] > 1 else ''}"
         name = mem["name"].removeprefix("fpga_top.")
         table.add_row(f"memory {name} ({size})", str(mem["bits"] or "?"), mem["placed"], "")
     return table
@@ -89,6 +91,9 @@ def synth(
             help="block: every memory in block RAM (EBR / DP16KD / SPRAM); auto: yosys' choice (LUT RAM too)"
         ),
     ] = "block",
+    dsp: Annotated[
+        bool, typer.Option(help="multipliers in DSP blocks (UP5K SB_MAC16, ECP5 MULT18X18D)")
+    ] = True,
 ) -> None:
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
@@ -96,7 +101,7 @@ def synth(
     summary = synthesize(
         build,
         device,
-        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram),
+        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram, dsp=dsp),
         progress=_progress,
     )
     if json_path is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "MemoryPlacement",
     "critical_path",
+    "memory_blocks",
     "memory_declarations",
     "memory_mapping",
     "nextpnr_fmax",
@@ -68,6 +69,23 @@ def memory_mapping(yosys_log: str) -> dict[str, str]:
     return out
 
 
+#: Cells a memory is built from; yosys names them ``<memory>.<row>.<column>``.
+RAM_CELLS = ("SB_RAM40_4K", "SB_SPRAM256KA", "DP16KD", "PDPW16KD", "TRELLIS_DPR16X4")
+_BLOCK_NAME = re.compile(r"^(.+)\.\d+\.\d+$")
+
+
+def memory_blocks(netlist: dict, top: str) -> dict[str, int]:
+    """``{memory name (without the top's prefix): RAM cells it takes}`` from a yosys JSON netlist."""
+    module = netlist.get("modules", {}).get(top, {})
+    out: dict[str, int] = {}
+    for name, cell in module.get("cells", {}).items():
+        if cell.get("type") in RAM_CELLS:
+            m = _BLOCK_NAME.match(name.lstrip("\\"))
+            if m:
+                out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
+
+
 @dataclass(frozen=True)
 class MemoryPlacement:
     name: str  # hierarchical, as yosys names it (e.g. fpga_top.accelerator.gate_weights)
@@ -75,6 +93,7 @@ class MemoryPlacement:
     depth: int | None
     bits: int | None
     placed: str
+    blocks: int | None = None  # RAM cells it takes (EBR / DP16KD / SPRAM / LUT RAM), None for logic
 
     def as_dict(self) -> dict:
         return asdict(self)

