@@ -22,12 +22,17 @@ Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``
 
 At the end of a sequence the slots it will never reach are cleared through their lists; after
 reset every slot is cleared (``S x m`` cycles) before the first input is taken.
+
+Cycles: a non-zero input takes ``K`` cycles (one tap per cycle: the read of tap ``k+1`` overlaps
+the write of tap ``k``; transparent read ports forward a write to the same word or slot count),
+a step's outputs one cycle each after a 2-cycle start, plus its marker.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -38,6 +43,9 @@ from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["DelayFrontEnd"]
+
+OUT_DEPTH = 4
+"""Outputs queued towards the layer; the send pipeline issues only what the queue can take."""
 
 
 class DelayFrontEnd(wiring.Component):
@@ -73,9 +81,10 @@ class DelayFrontEnd(wiring.Component):
         m.submodules.zbuf = zbuf = Memory(shape=entry, depth=span * ch, init=[])
         m.submodules.lists = lists = Memory(shape=unsigned(index_bits(ch)), depth=span * ch, init=[])
         m.submodules.counts = counts = Memory(shape=range(ch + 1), depth=span, init=[])
-        z_rd, z_wr = zbuf.read_port(), zbuf.write_port()
-        l_rd, l_wr = lists.read_port(), lists.write_port()
-        c_rd, c_wr = counts.read_port(), counts.write_port()
+        z_wr, l_wr, c_wr = zbuf.write_port(), lists.write_port(), counts.write_port()
+        z_rd = zbuf.read_port(transparent_for=(z_wr,))
+        l_rd = lists.read_port()
+        c_rd = counts.read_port(transparent_for=(c_wr,))
         count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr])
         count_memory(m, self.counters, mems["dcls_zbuf"].name, [z_rd], [z_wr])
         count_memory(m, self.counters, mems["dcls_lists"].name, [l_rd], [l_wr])
@@ -85,23 +94,62 @@ class DelayFrontEnd(wiring.Component):
 
         head = Signal(range(span))  # slot of the current step
         seq_end = Signal()
-        # the item being scheduled
-        channel = Signal(range(ch))
-        value = Signal(signed(dc.item_bits))
+        step_seen = Signal()  # the step's last item has been taken
+        # schedule pipeline: R reads tap k's future accumulator, W writes it one cycle later
+        it_valid = Signal()
+        it_channel = Signal(range(ch))
+        it_value = Signal(signed(dc.item_bits))
         tap = Signal(range(k_taps + 1))
-        slot = Signal(range(span))
-        weight = Signal(signed(dc.weight_bits))
-        # sending / clearing a slot
+        w_valid = Signal()
+        w_slot = Signal(range(span))
+        w_channel = Signal(range(ch))
+        w_weight = Signal(signed(dc.weight_bits))
+        w_value = Signal(signed(dc.item_bits))
+        # send pipeline: L reads a list entry, Z reads its accumulator, O queues and clears it
         index = Signal(range(ch + 1))
         n_listed = Signal(range(ch + 1))
-        clear_addr = Signal(range(span * ch + 1))
-        sweep = Signal(range(span + 1))  # slot being cleared at the end of a sequence
+        l_valid = Signal()
+        z_valid = Signal()
         z_addr = Signal(range(span * ch))
+        z_channel = Signal(range(ch))
+        clear_addr = Signal(range(span * ch + 1))
+        sweep = Signal(range(span + 1))
+
+        out_layout = ItemLayout(ch, dc.z_bits)
+        m.submodules.out_fifo = fifo = SyncFIFOBuffered(width=out_layout.size, depth=OUT_DEPTH)
+        out_item = Signal(out_layout)
+        m.d.comb += [
+            fifo.w_data.eq(out_item.as_value()),
+            self.outputs.payload.eq(fifo.r_data),
+            self.outputs.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(self.outputs.ready),
+        ]
 
         beat = self.items.payload
-        out = self.outputs
         busy = Signal()
         m.d.sync += busy.eq(1)
+
+        # W stage (runs in RECEIVE; the read ports are transparent to these writes, so the next
+        # tap's read of the same word or slot count sees this write)
+        old = z_rd.data
+        with m.If(w_valid):
+            m.d.comb += [
+                z_wr.addr.eq(w_slot * ch + w_channel),
+                z_wr.data.z.eq(old.z + w_weight * w_value),
+                z_wr.data.listed.eq(1),
+                z_wr.en.eq(1),
+            ]
+            with m.If(~old.listed):
+                m.d.comb += [
+                    l_wr.addr.eq(w_slot * ch + c_rd.data),
+                    l_wr.data.eq(w_channel),
+                    l_wr.en.eq(1),
+                    c_wr.addr.eq(w_slot),
+                    c_wr.data.eq(c_rd.data + 1),
+                    c_wr.en.eq(1),
+                ]
+        m.d.sync += w_valid.eq(0)
+
         with m.FSM(name="dcls", init="RESET_CLEAR"):
             with m.State("RESET_CLEAR"):  # after reset: clear every slot before taking inputs
                 m.d.comb += [
@@ -117,105 +165,85 @@ class DelayFrontEnd(wiring.Component):
                     m.d.sync += [clear_addr.eq(0), head.eq(0)]
                     m.next = "RECEIVE"
             with m.State("RECEIVE"):
-                m.d.sync += busy.eq(0)
-                m.d.comb += self.items.ready.eq(1)
-                with m.If(self.items.valid):
-                    m.d.sync += [
-                        busy.eq(1),
-                        channel.eq(beat.index),
-                        value.eq(beat.value),
-                        tap.eq(0),
-                        seq_end.eq(beat.seq_end),
-                    ]
-                    m.d.comb += [taps_rd.addr.eq(beat.index), taps_rd.en.eq(1)]
-                    with m.If(beat.value != 0):
-                        m.next = "TAP_READ"
-                        with m.If(beat.step_end):
-                            m.next = "TAP_READ_LAST"
-                    with m.Elif(beat.step_end):
-                        m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
-                        m.next = "SEND_COUNT"
-            for last in (False, True):
-                suffix = "_LAST" if last else ""
-                with m.State(f"TAP_READ{suffix}"):  # read the future accumulator of tap k's slot
+                # R stage: tap k of the current item
+                last_tap = Signal()
+                m.d.comb += last_tap.eq(tap == k_taps - 1)
+                with m.If(it_valid):
                     word = taps_rd.data
-                    delay = Signal(range(span), name=f"delay{suffix.lower()}")
-                    target = Signal(range(2 * span + 1), name=f"target{suffix.lower()}")
-                    m.d.comb += [
-                        delay.eq(word[2 * tap + 1]),
-                        target.eq(head + delay + late),
-                    ]
+                    delay = Signal(range(span))
+                    target = Signal(range(2 * span + 1))
+                    m.d.comb += [delay.eq(word[2 * tap + 1]), target.eq(head + delay + late)]
                     slot_now = Mux(target >= span, target - span, target)
                     m.d.comb += [
-                        z_rd.addr.eq(slot_now * ch + channel),
+                        z_rd.addr.eq(slot_now * ch + it_channel),
                         z_rd.en.eq(1),
                         c_rd.addr.eq(slot_now),
                         c_rd.en.eq(1),
                     ]
-                    m.d.sync += [slot.eq(slot_now), weight.eq(word[2 * tap])]
-                    m.next = f"TAP_WRITE{suffix}"
-                with m.State(f"TAP_WRITE{suffix}"):  # add w * x; list the channel in the slot once
-                    old = z_rd.data
-                    m.d.comb += [
-                        z_wr.addr.eq(slot * ch + channel),
-                        z_wr.data.z.eq(old.z + weight * value),
-                        z_wr.data.listed.eq(1),
-                        z_wr.en.eq(1),
+                    m.d.sync += [
+                        w_valid.eq(1),
+                        w_slot.eq(slot_now),
+                        w_channel.eq(it_channel),
+                        w_weight.eq(word[2 * tap]),
+                        w_value.eq(it_value),
+                        tap.eq(tap + 1),
                     ]
-                    with m.If(~old.listed):
-                        m.d.comb += [
-                            l_wr.addr.eq(slot * ch + c_rd.data),
-                            l_wr.data.eq(channel),
-                            l_wr.en.eq(1),
-                            c_wr.addr.eq(slot),
-                            c_wr.data.eq(c_rd.data + 1),
-                            c_wr.en.eq(1),
+                    with m.If(last_tap):
+                        m.d.sync += it_valid.eq(0)
+                # take the next item when the current one issues its last tap
+                free = ~step_seen & (~it_valid | last_tap)
+                m.d.comb += self.items.ready.eq(free)
+                with m.If(free & self.items.valid):
+                    m.d.sync += [step_seen.eq(beat.step_end), seq_end.eq(beat.seq_end)]
+                    with m.If(beat.value != 0):
+                        m.d.comb += [taps_rd.addr.eq(beat.index), taps_rd.en.eq(1)]
+                        m.d.sync += [
+                            it_valid.eq(1),
+                            it_channel.eq(beat.index),
+                            it_value.eq(beat.value),
+                            tap.eq(0),
                         ]
-                    m.d.sync += tap.eq(tap + 1)
-                    with m.If(tap == k_taps - 1):
-                        if last:
-                            m.next = "SEND_START"
-                        else:
-                            m.next = "RECEIVE"
-                    with m.Else():
-                        m.next = f"TAP_READ{suffix}"
-            with m.State("SEND_START"):  # the step's last item has been scheduled: read the count
-                m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
-                m.next = "SEND_COUNT"
+                with m.If(~self.items.valid & ~it_valid):
+                    m.d.sync += busy.eq(0)
+                with m.If(step_seen & ~it_valid & ~w_valid):
+                    m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
+                    m.d.sync += step_seen.eq(0)
+                    m.next = "SEND_COUNT"
             with m.State("SEND_COUNT"):
-                m.d.sync += [n_listed.eq(c_rd.data), index.eq(0)]
-                m.next = "SEND_LIST"
-            with m.State("SEND_LIST"):  # next listed channel of this slot
-                with m.If(index == n_listed):
-                    m.d.comb += [c_wr.addr.eq(head), c_wr.data.eq(0), c_wr.en.eq(1)]
-                    m.next = "SEND_MARK"
-                with m.Else():
+                m.d.sync += [n_listed.eq(c_rd.data), index.eq(0), l_valid.eq(0), z_valid.eq(0)]
+                m.next = "SEND"
+            with m.State("SEND"):
+                inflight = l_valid + z_valid
+                issue = Signal()
+                m.d.comb += issue.eq((index != n_listed) & (fifo.level + inflight < OUT_DEPTH))
+                with m.If(issue):  # L
                     m.d.comb += [l_rd.addr.eq(head * ch + index), l_rd.en.eq(1)]
-                    m.next = "SEND_READ"
-            with m.State("SEND_READ"):
-                m.d.comb += [z_rd.addr.eq(head * ch + l_rd.data), z_rd.en.eq(1)]
-                m.d.sync += [channel.eq(l_rd.data), z_addr.eq(head * ch + l_rd.data)]
-                m.next = "SEND_ITEM"
-            with m.State("SEND_ITEM"):  # send (j, z) if z != 0 and clear the entry
-                z = z_rd.data.z
-                m.d.comb += [
-                    out.valid.eq(z != 0),
-                    out.payload.index.eq(channel),
-                    out.payload.value.eq(z),
-                ]
-                with m.If((z == 0) | out.ready):
-                    m.d.comb += [z_wr.addr.eq(z_addr), z_wr.data.eq(0), z_wr.en.eq(1)]
                     m.d.sync += index.eq(index + 1)
-                    m.next = "SEND_LIST"
-            with m.State("SEND_MARK"):  # the step's marker
+                m.d.sync += [l_valid.eq(issue), z_valid.eq(l_valid)]
+                with m.If(l_valid):  # Z
+                    m.d.comb += [z_rd.addr.eq(head * ch + l_rd.data), z_rd.en.eq(1)]
+                    m.d.sync += [z_addr.eq(head * ch + l_rd.data), z_channel.eq(l_rd.data)]
+                with m.If(z_valid):  # O
+                    m.d.comb += [
+                        z_wr.addr.eq(z_addr),
+                        z_wr.data.eq(0),
+                        z_wr.en.eq(1),
+                        out_item.index.eq(z_channel),
+                        out_item.value.eq(z_rd.data.z),
+                        fifo.w_en.eq(z_rd.data.z != 0),
+                    ]
+                with m.If((index == n_listed) & ~l_valid & ~z_valid):
+                    m.d.comb += [c_wr.addr.eq(head), c_wr.data.eq(0), c_wr.en.eq(1)]
+                    m.next = "MARK"
+            with m.State("MARK"):  # the step's marker
                 m.d.comb += [
-                    out.valid.eq(1),
-                    out.payload.index.eq(0),
-                    out.payload.value.eq(0),
-                    out.payload.step_end.eq(1),
-                    out.payload.seq_end.eq(seq_end),
+                    out_item.index.eq(0),
+                    out_item.value.eq(0),
+                    out_item.step_end.eq(1),
+                    out_item.seq_end.eq(seq_end),
+                    fifo.w_en.eq(1),
                 ]
-                with m.If(out.ready):
+                with m.If(fifo.w_rdy):
                     with m.If(seq_end):
                         m.d.sync += sweep.eq(0)
                         m.next = "SWEEP_COUNT"

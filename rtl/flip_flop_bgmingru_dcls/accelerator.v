@@ -309,8 +309,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_dcls_zbuf_reads(layer0_dcls_zbuf_reads),
     .layer0_dcls_zbuf_writes(layer0_dcls_zbuf_writes),
     .outputs__payload(\items__payload$19 ),
-    .outputs__ready(outputs__ready),
     .outputs__valid(\items__valid$23 ),
+    .r_en(outputs__ready),
     .rst(rst)
   );
   \accelerator.readout  readout (
@@ -567,7 +567,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__ready, \items__ready$73 , \config , items__valid, items__payload, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$91 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$91 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -1664,7 +1664,7 @@ module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2808,110 +2808,115 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config , items__ready, outputs__valid, outputs__payload, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, items__payload);
+module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en, \config , items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
-  wire \$10 ;
+  wire [3:0] \$10 ;
   wire \$100 ;
-  wire [4:0] \$101 ;
-  wire [4:0] \$102 ;
-  wire [3:0] \$103 ;
-  wire [7:0] \$104 ;
-  wire [2:0] \$105 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [4:0] \$108 ;
-  wire [4:0] \$109 ;
-  wire [4:0] \$11 ;
-  wire [3:0] \$110 ;
-  wire [7:0] \$111 ;
-  wire [2:0] \$112 ;
-  wire \$113 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire \$110 ;
+  wire [3:0] \$111 ;
+  wire [4:0] \$112 ;
+  wire [5:0] \$113 ;
   wire \$114 ;
-  wire [4:0] \$115 ;
-  wire [5:0] \$116 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [3:0] \$119 ;
-  wire [4:0] \$12 ;
-  wire \$120 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire [2:0] \$120 ;
   wire [2:0] \$121 ;
-  wire [2:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [3:0] \$124 ;
   wire [3:0] \$125 ;
-  wire [3:0] \$126 ;
-  wire [32:0] \$127 ;
+  wire [32:0] \$126 ;
+  reg [31:0] \$127 ;
   reg [31:0] \$128 ;
   reg [31:0] \$129 ;
-  wire [7:0] \$13 ;
+  wire [3:0] \$13 ;
   reg [31:0] \$130 ;
   reg [31:0] \$131 ;
   reg [31:0] \$132 ;
   reg [31:0] \$133 ;
   reg [31:0] \$134 ;
-  reg [31:0] \$135 ;
+  reg \$135 ;
   reg \$136 ;
   reg [4:0] \$137 ;
   reg [1:0] \$138 ;
   reg [3:0] \$139 ;
-  wire [8:0] \$14 ;
-  reg [2:0] \$140 ;
-  reg [1:0] \$141 ;
-  reg [1:0] \$142 ;
-  reg \$143 ;
+  wire [4:0] \$14 ;
+  reg [1:0] \$140 ;
+  reg [2:0] \$141 ;
+  reg [7:0] \$142 ;
+  reg [1:0] \$143 ;
   reg [1:0] \$144 ;
-  reg [7:0] \$145 ;
-  reg [2:0] \$146 ;
-  reg [2:0] \$147 ;
-  reg [4:0] \$148 ;
-  reg [2:0] \$149 ;
-  wire \$15 ;
-  reg [31:0] \$150 ;
-  wire [8:0] \$158 ;
-  wire [4:0] \$16 ;
-  wire [4:0] \$17 ;
-  wire [4:0] \$18 ;
-  wire [8:0] \$181 ;
-  wire [5:0] \$19 ;
+  reg \$145 ;
+  reg \$146 ;
+  reg \$147 ;
+  reg [2:0] \$148 ;
+  reg [1:0] \$149 ;
+  wire [7:0] \$15 ;
+  reg [2:0] \$150 ;
+  reg [2:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [4:0] \$154 ;
+  reg [2:0] \$155 ;
+  reg [2:0] \$156 ;
+  reg [31:0] \$157 ;
+  wire [2:0] \$16 ;
+  wire [3:0] \$17 ;
+  wire [8:0] \$173 ;
+  wire \$18 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
-  wire [9:0] \$20 ;
-  wire [11:0] \$21 ;
-  wire \$22 ;
-  wire [4:0] \$23 ;
-  wire [5:0] \$24 ;
-  wire [3:0] \$25 ;
-  wire [7:0] \$259 ;
-  wire [3:0] \$26 ;
-  wire [7:0] \$268 ;
-  wire [4:0] \$27 ;
-  wire [7:0] \$28 ;
-  wire [2:0] \$29 ;
-  wire \$3 ;
-  wire [3:0] \$30 ;
+  wire [4:0] \$20 ;
+  wire [7:0] \$21 ;
+  wire [8:0] \$22 ;
+  wire \$23 ;
+  wire [4:0] \$24 ;
+  wire [4:0] \$25 ;
+  wire [7:0] \$256 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire [4:0] \$3 ;
+  wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
-  wire [4:0] \$33 ;
-  wire [7:0] \$34 ;
-  wire [8:0] \$35 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire [4:0] \$37 ;
-  wire [4:0] \$38 ;
-  wire [4:0] \$39 ;
-  wire \$4 ;
-  wire [5:0] \$40 ;
-  wire [9:0] \$41 ;
-  wire [11:0] \$42 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [5:0] \$4 ;
+  wire \$40 ;
+  wire [1:0] \$41 ;
+  wire [3:0] \$42 ;
   wire \$43 ;
-  wire [4:0] \$44 ;
-  wire [5:0] \$45 ;
-  wire [3:0] \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
-  wire [5:0] \$49 ;
-  wire [3:0] \$5 ;
-  wire [4:0] \$50 ;
-  wire [5:0] \$51 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire [5:0] \$46 ;
+  wire [4:0] \$47 ;
+  wire [5:0] \$48 ;
+  wire \$49 ;
+  wire [9:0] \$5 ;
+  wire \$50 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -2920,7 +2925,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [5:0] \$57 ;
   wire [6:0] \$58 ;
   wire [5:0] \$59 ;
-  wire [4:0] \$6 ;
+  wire [11:0] \$6 ;
   wire [6:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -2931,55 +2936,54 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [7:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
+  wire \$7 ;
+  wire [1:0] \$70 ;
+  wire [32:0] \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire [1:0] \$77 ;
-  wire [32:0] \$78 ;
-  wire \$79 ;
-  wire [2:0] \$8 ;
+  wire [1:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire [1:0] \$75 ;
+  wire [32:0] \$76 ;
+  wire \$77 ;
+  wire [1:0] \$78 ;
+  wire [32:0] \$79 ;
+  wire [4:0] \$8 ;
   wire [1:0] \$80 ;
   wire [32:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire [32:0] \$83 ;
-  wire \$84 ;
+  wire \$82 ;
+  wire [1:0] \$83 ;
+  wire [32:0] \$84 ;
   wire [1:0] \$85 ;
   wire [32:0] \$86 ;
-  wire [1:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire [3:0] \$9 ;
-  wire [1:0] \$90 ;
-  wire [32:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire \$94 ;
-  wire [1:0] \$95 ;
-  wire [32:0] \$96 ;
-  wire [5:0] \$97 ;
+  wire \$87 ;
+  wire [1:0] \$88 ;
+  wire [32:0] \$89 ;
+  wire [5:0] \$9 ;
+  wire [5:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [3:0] \$95 ;
+  wire [7:0] \$96 ;
+  wire [2:0] \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [1:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$26 ;
-  reg [4:0] \$signature__addr$40 ;
-  wire [11:0] \$signature__data ;
-  wire [2:0] \$signature__data$33 ;
-  wire [2:0] \$signature__data$41 ;
+  reg [4:0] \$signature__addr ;
+  reg [4:0] \$signature__addr$25 ;
+  reg [11:0] \$signature__data ;
+  reg [2:0] \$signature__data$27 ;
   wire \$signature__data.listed ;
   wire [10:0] \$signature__data.z ;
   reg \$signature__en ;
-  reg \$signature__en$6 ;
-  reg \$signature__en$7 ;
+  reg \$signature__en$28 ;
   reg busy = 1'h0;
+  reg [1:0] c_rd__addr;
+  wire [2:0] c_rd__data;
+  reg c_rd__en;
   reg [1:0] c_wr__addr;
   reg [2:0] c_wr__data;
   reg c_wr__en;
-  reg [2:0] channel = 3'h0;
   reg [4:0] clear_addr = 5'h00;
   input clk;
   wire clk;
@@ -2992,9 +2996,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   wire [31:0] \config.value ;
   reg [3:0] dcls_state = 4'h0;
   reg [1:0] delay;
-  reg [1:0] delay_last;
   reg [1:0] head = 2'h0;
   reg [2:0] index = 3'h0;
+  reg issue;
+  reg [2:0] it_channel = 3'h0;
+  reg it_valid = 1'h0;
+  reg [1:0] it_value = 2'h0;
   input [6:0] items__payload;
   wire [6:0] items__payload;
   wire [2:0] \items__payload.index ;
@@ -3005,9 +3012,11 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg items__ready;
   input items__valid;
   wire items__valid;
-  reg [4:0] l_wr__addr;
-  reg [2:0] l_wr__data;
-  reg l_wr__en;
+  reg [4:0] l_rd__addr;
+  wire [2:0] l_rd__data;
+  reg l_rd__en;
+  reg l_valid = 1'h0;
+  reg last_tap;
   output [31:0] layer0_dcls_counts_reads;
   reg [31:0] layer0_dcls_counts_reads = 32'd0;
   output [31:0] layer0_dcls_counts_writes;
@@ -3026,39 +3035,55 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
   output [31:0] layer0_dcls_zbuf_writes;
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
+  wire [2:0] level;
   reg [2:0] n_listed = 3'h0;
+  wire [15:0] out_item;
+  wire [2:0] \out_item.index ;
+  wire \out_item.seq_end ;
+  wire \out_item.step_end ;
+  wire [10:0] \out_item.value ;
   output [15:0] outputs__payload;
-  reg [15:0] outputs__payload;
+  wire [15:0] outputs__payload;
   wire [2:0] \outputs__payload.index ;
   wire \outputs__payload.seq_end ;
   wire \outputs__payload.step_end ;
   wire [10:0] \outputs__payload.value ;
-  input outputs__ready;
   wire outputs__ready;
   output outputs__valid;
-  reg outputs__valid;
+  wire outputs__valid;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$18 ;
+  reg [2:0] \port__addr$48 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$23 ;
+  wire [31:0] \port__data$38 ;
   wire [3:0] port__en;
   reg \port__en$4 ;
+  wire [15:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
   input rst;
   wire rst;
   reg seq_end = 1'h0;
-  reg [1:0] slot = 2'h0;
+  reg step_seen = 1'h0;
   reg [2:0] sweep = 3'h0;
   reg [1:0] tap = 2'h0;
   reg [3:0] target;
-  reg [3:0] target_last;
-  reg [1:0] value = 2'h0;
-  reg [7:0] weight = 8'h00;
+  reg [2:0] w_channel = 3'h0;
+  reg [15:0] w_data;
+  reg w_en;
+  wire w_rdy;
+  reg [1:0] w_slot = 2'h0;
+  reg w_valid = 1'h0;
+  reg [1:0] w_value = 2'h0;
+  reg [7:0] w_weight = 8'h00;
   reg [4:0] z_addr = 5'h00;
-  reg [4:0] z_wr__addr;
-  reg [11:0] z_wr__data;
-  wire \z_wr__data.listed ;
-  wire [10:0] \z_wr__data.z ;
-  reg z_wr__en;
+  reg [2:0] z_channel = 3'h0;
+  reg [4:0] z_rd__addr;
+  wire [11:0] z_rd__data;
+  wire \z_rd__data.listed ;
+  wire [10:0] \z_rd__data.z ;
+  reg z_rd__en;
+  reg z_valid = 1'h0;
   reg [2:0] counts [3:0];
   initial begin
     counts[0] = 3'h0;
@@ -3072,11 +3097,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   reg [2:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$7 ) begin
-      _0_ <= counts[\$signature__addr ];
+    if (c_rd__en) begin
+      _0_ <= counts[c_rd__addr];
+      if (c_wr__en && c_rd__addr == c_wr__addr)
+        _0_ <= c_wr__data;
     end
   end
-  assign \$signature__data$33  = _0_;
+  assign c_rd__data = _0_;
   reg [2:0] lists [19:0];
   initial begin
     lists[0] = 3'h0;
@@ -3101,16 +3128,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     lists[19] = 3'h0;
   end
   always @(posedge clk) begin
-    if (l_wr__en)
-      lists[l_wr__addr] <= l_wr__data;
+    if (\$signature__en$28 )
+      lists[\$signature__addr$25 ] <= \$signature__data$27 ;
   end
   reg [2:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$6 ) begin
-      _1_ <= lists[\$signature__addr$40 ];
+    if (l_rd__en) begin
+      _1_ <= lists[l_rd__addr];
     end
   end
-  assign \$signature__data$41  = _1_;
+  assign l_rd__data = _1_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -3132,10 +3159,10 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$4 ) begin
-      _2_ <= taps[\port__addr$18 ];
+      _2_ <= taps[\port__addr$48 ];
     end
   end
-  assign \port__data$23  = _2_;
+  assign \port__data$38  = _2_;
   reg [11:0] zbuf [19:0];
   initial begin
     zbuf[0] = 12'h000;
@@ -3160,79 +3187,80 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     zbuf[19] = 12'h000;
   end
   always @(posedge clk) begin
-    if (z_wr__en)
-      zbuf[z_wr__addr] <= z_wr__data;
+    if (\$signature__en )
+      zbuf[\$signature__addr ] <= \$signature__data ;
   end
   reg [11:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _3_ <= zbuf[\$signature__addr$26 ];
+    if (z_rd__en) begin
+      _3_ <= zbuf[z_rd__addr];
+      if (\$signature__en  && z_rd__addr == \$signature__addr )
+        _3_ <= \$signature__data ;
     end
   end
-  assign \$signature__data  = _3_;
+  assign z_rd__data = _3_;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [10:9];
-  assign \$3  = clear_addr < 3'h4;
-  assign \$4  = | items__payload[4:3];
-  assign \$5  = 2'h2 * tap;
-  assign \$6  = \$5  + 1'h1;
-  assign \$158  = \$6  * 4'h8;
-  assign \$7  = \port__data$23  >> \$158 ;
-  assign \$8  = head + delay;
-  assign \$9  = \$8  + 1'h0;
-  assign \$10  = target >= 3'h4;
-  assign \$11  = target - 3'h4;
-  assign \$12  = \$10  ? \$11  : { 1'h0, target };
-  assign \$13  = $signed(\$12 ) * $signed(4'h5);
-  assign \$14  = $signed(\$13 ) + $signed({ 1'h0, channel });
-  assign \$15  = target >= 3'h4;
-  assign \$16  = target - 3'h4;
-  assign \$17  = \$15  ? \$16  : { 1'h0, target };
-  assign \$18  = slot * 3'h5;
-  assign \$19  = \$18  + channel;
-  assign \$20  = $signed(weight) * $signed(value);
-  assign \$21  = $signed(\$signature__data [10:0]) + $signed(\$20 );
-  assign \$22  = ~ \$signature__data [11];
-  assign \$23  = slot * 3'h5;
-  assign \$24  = \$23  + \$signature__data$33 ;
-  assign \$25  = \$signature__data$33  + 1'h1;
-  assign \$26  = 2'h2 * tap;
-  assign \$27  = \$26  + 1'h1;
-  assign \$181  = \$27  * 4'h8;
-  assign \$28  = \port__data$23  >> \$181 ;
-  assign \$29  = head + delay_last;
-  assign \$30  = \$29  + 1'h0;
-  assign \$31  = target_last >= 3'h4;
-  assign \$32  = target_last - 3'h4;
-  assign \$33  = \$31  ? \$32  : { 1'h0, target_last };
-  assign \$34  = $signed(\$33 ) * $signed(4'h5);
-  assign \$35  = $signed(\$34 ) + $signed({ 1'h0, channel });
-  assign \$36  = target_last >= 3'h4;
-  assign \$37  = target_last - 3'h4;
-  assign \$38  = \$36  ? \$37  : { 1'h0, target_last };
-  assign \$39  = slot * 3'h5;
-  assign \$40  = \$39  + channel;
-  assign \$41  = $signed(weight) * $signed(value);
-  assign \$42  = $signed(\$signature__data [10:0]) + $signed(\$41 );
-  assign \$43  = ~ \$signature__data [11];
-  assign \$44  = slot * 3'h5;
-  assign \$45  = \$44  + \$signature__data$33 ;
-  assign \$46  = \$signature__data$33  + 1'h1;
-  assign \$47  = index == n_listed;
-  assign \$48  = head * 3'h5;
-  assign \$49  = \$48  + index;
-  assign \$50  = head * 3'h5;
-  assign \$51  = \$50  + \$signature__data$41 ;
-  assign \$52  = | \$signature__data [10:0];
-  assign \$53  = ! \$signature__data [10:0];
-  assign \$54  = \$53  | outputs__ready;
+  assign \$3  = w_slot * 3'h5;
+  assign \$4  = \$3  + w_channel;
+  assign \$5  = $signed(w_weight) * $signed(w_value);
+  assign \$6  = $signed(z_rd__data[10:0]) + $signed(\$5 );
+  assign \$7  = ~ z_rd__data[11];
+  assign \$8  = w_slot * 3'h5;
+  assign \$9  = \$8  + c_rd__data;
+  assign \$10  = c_rd__data + 1'h1;
+  assign \$11  = clear_addr < 3'h4;
+  assign \$12  = tap == 1'h1;
+  assign \$13  = 2'h2 * tap;
+  assign \$14  = \$13  + 1'h1;
+  assign \$173  = \$14  * 4'h8;
+  assign \$15  = \port__data$38  >> \$173 ;
+  assign \$16  = head + delay;
+  assign \$17  = \$16  + 1'h0;
+  assign \$18  = target >= 3'h4;
+  assign \$19  = target - 3'h4;
+  assign \$20  = \$18  ? \$19  : { 1'h0, target };
+  assign \$21  = $signed(\$20 ) * $signed(4'h5);
+  assign \$22  = $signed(\$21 ) + $signed({ 1'h0, it_channel });
+  assign \$23  = target >= 3'h4;
+  assign \$24  = target - 3'h4;
+  assign \$25  = \$23  ? \$24  : { 1'h0, target };
+  assign \$26  = ~ step_seen;
+  assign \$27  = ~ it_valid;
+  assign \$28  = \$27  | last_tap;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = ~ step_seen;
+  assign \$31  = ~ it_valid;
+  assign \$32  = \$31  | last_tap;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = \$33  & items__valid;
+  assign \$35  = | items__payload[4:3];
+  assign \$36  = ~ it_valid;
+  assign \$37  = step_seen & \$36 ;
+  assign \$38  = ~ w_valid;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = index != n_listed;
+  assign \$41  = l_valid + z_valid;
+  assign \$42  = level + \$41 ;
+  assign \$43  = \$42  < 3'h4;
+  assign \$44  = \$40  & \$43 ;
+  assign \$45  = head * 3'h5;
+  assign \$46  = \$45  + index;
+  assign \$47  = head * 3'h5;
+  assign \$48  = \$47  + l_rd__data;
+  assign \$49  = | z_rd__data[10:0];
+  assign \$50  = index == n_listed;
+  assign \$51  = ~ l_valid;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ z_valid;
+  assign \$54  = \$52  & \$53 ;
   assign \$55  = sweep == 3'h4;
   assign \$56  = index == n_listed;
   assign \$57  = sweep * 3'h5;
   assign \$58  = \$57  + index;
   assign \$59  = sweep * 3'h5;
-  assign \$60  = \$59  + \$signature__data$41 ;
+  assign \$60  = \$59  + l_rd__data;
   assign \$61  = ! dcls_state;
   assign \$62  = dcls_state == 1'h1;
   assign \$63  = dcls_state == 2'h2;
@@ -3242,81 +3270,81 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   assign \$67  = dcls_state == 3'h6;
   assign \$68  = dcls_state == 3'h7;
   assign \$69  = dcls_state == 4'h8;
-  assign \$70  = dcls_state == 4'h9;
-  assign \$71  = dcls_state == 4'ha;
-  assign \$72  = dcls_state == 4'hb;
-  assign \$73  = dcls_state == 4'hc;
-  assign \$74  = dcls_state == 4'hd;
-  assign \$75  = dcls_state == 4'he;
-  assign \$76  = dcls_state == 4'hf;
-  assign \$77  = 1'h0 + \port__en$4 ;
-  assign \$78  = layer0_dcls_taps_reads + \$77 ;
-  assign \$79  = | port__en;
-  assign \$80  = 1'h0 + \$79 ;
-  assign \$81  = layer0_dcls_taps_writes + \$80 ;
-  assign \$82  = 1'h0 + \$signature__en ;
-  assign \$83  = layer0_dcls_zbuf_reads + \$82 ;
-  assign \$85  = 1'h0 + \$84 ;
-  assign \$86  = layer0_dcls_zbuf_writes + \$85 ;
-  assign \$87  = 1'h0 + \$signature__en$6 ;
-  assign \$88  = layer0_dcls_lists_reads + \$87 ;
-  assign \$90  = 1'h0 + \$89 ;
-  assign \$91  = layer0_dcls_lists_writes + \$90 ;
-  assign \$92  = 1'h0 + \$signature__en$7 ;
-  assign \$93  = layer0_dcls_counts_reads + \$92 ;
-  assign \$95  = 1'h0 + \$94 ;
-  assign \$96  = layer0_dcls_counts_writes + \$95 ;
-  assign \$97  = clear_addr + 1'h1;
-  assign \$98  = clear_addr == 5'h13;
-  assign \$99  = | items__payload[4:3];
-  assign \$100  = target >= 3'h4;
-  assign \$101  = target - 3'h4;
-  assign \$102  = \$100  ? \$101  : { 1'h0, target };
-  assign \$103  = 2'h2 * tap;
-  assign \$259  = \$103  * 4'h8;
-  assign \$104  = \port__data$23  >> \$259 ;
-  assign \$105  = tap + 1'h1;
-  assign \$106  = tap == 1'h1;
-  assign \$107  = target_last >= 3'h4;
-  assign \$108  = target_last - 3'h4;
-  assign \$109  = \$107  ? \$108  : { 1'h0, target_last };
-  assign \$110  = 2'h2 * tap;
-  assign \$268  = \$110  * 4'h8;
-  assign \$111  = \port__data$23  >> \$268 ;
-  assign \$112  = tap + 1'h1;
-  assign \$113  = tap == 1'h1;
+  assign \$70  = 1'h0 + \port__en$4 ;
+  assign \$71  = layer0_dcls_taps_reads + \$70 ;
+  assign \$72  = | port__en;
+  assign \$73  = 1'h0 + \$72 ;
+  assign \$74  = layer0_dcls_taps_writes + \$73 ;
+  assign \$75  = 1'h0 + z_rd__en;
+  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
+  assign \$78  = 1'h0 + \$77 ;
+  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
+  assign \$80  = 1'h0 + l_rd__en;
+  assign \$81  = layer0_dcls_lists_reads + \$80 ;
+  assign \$83  = 1'h0 + \$82 ;
+  assign \$84  = layer0_dcls_lists_writes + \$83 ;
+  assign \$85  = 1'h0 + c_rd__en;
+  assign \$86  = layer0_dcls_counts_reads + \$85 ;
+  assign \$88  = 1'h0 + \$87 ;
+  assign \$89  = layer0_dcls_counts_writes + \$88 ;
+  assign \$90  = clear_addr + 1'h1;
+  assign \$91  = clear_addr == 5'h13;
+  assign \$92  = target >= 3'h4;
+  assign \$93  = target - 3'h4;
+  assign \$94  = \$92  ? \$93  : { 1'h0, target };
+  assign \$95  = 2'h2 * tap;
+  assign \$256  = \$95  * 4'h8;
+  assign \$96  = \port__data$38  >> \$256 ;
+  assign \$97  = tap + 1'h1;
+  assign \$98  = ~ step_seen;
+  assign \$99  = ~ it_valid;
+  assign \$100  = \$99  | last_tap;
+  assign \$101  = \$98  & \$100 ;
+  assign \$102  = \$101  & items__valid;
+  assign \$103  = | items__payload[4:3];
+  assign \$104  = ~ items__valid;
+  assign \$105  = ~ it_valid;
+  assign \$106  = \$104  & \$105 ;
+  assign \$107  = ~ it_valid;
+  assign \$108  = step_seen & \$107 ;
+  assign \$109  = ~ w_valid;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = index + 1'h1;
+  assign \$112  = head * 3'h5;
+  assign \$113  = \$112  + l_rd__data;
   assign \$114  = index == n_listed;
-  assign \$115  = head * 3'h5;
-  assign \$116  = \$115  + \$signature__data$41 ;
-  assign \$117  = ! \$signature__data [10:0];
-  assign \$118  = \$117  | outputs__ready;
-  assign \$119  = index + 1'h1;
-  assign \$120  = head == 2'h3;
-  assign \$121  = head + 1'h1;
-  assign \$122  = \$120  ? 3'h0 : \$121 ;
-  assign \$123  = sweep == 3'h4;
-  assign \$124  = index == n_listed;
-  assign \$125  = sweep + 1'h1;
-  assign \$126  = index + 1'h1;
-  assign \$127  = layer0_dcls_cycles + busy;
+  assign \$115  = ~ l_valid;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = ~ z_valid;
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = head == 2'h3;
+  assign \$120  = head + 1'h1;
+  assign \$121  = \$119  ? 3'h0 : \$120 ;
+  assign \$122  = sweep == 3'h4;
+  assign \$123  = index == n_listed;
+  assign \$124  = sweep + 1'h1;
+  assign \$125  = index + 1'h1;
+  assign \$126  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$128 ;
+    layer0_dcls_taps_reads <= \$127 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$129 ;
+    layer0_dcls_taps_writes <= \$128 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$130 ;
+    layer0_dcls_zbuf_reads <= \$129 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$131 ;
+    layer0_dcls_zbuf_writes <= \$130 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$132 ;
+    layer0_dcls_lists_reads <= \$131 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$133 ;
+    layer0_dcls_lists_writes <= \$132 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$134 ;
+    layer0_dcls_counts_reads <= \$133 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$135 ;
+    layer0_dcls_counts_writes <= \$134 ;
   always @(posedge clk)
-    busy <= \$136 ;
+    busy <= \$135 ;
+  always @(posedge clk)
+    w_valid <= \$136 ;
   always @(posedge clk)
     clear_addr <= \$137 ;
   always @(posedge clk)
@@ -3324,27 +3352,52 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   always @(posedge clk)
     dcls_state <= \$139 ;
   always @(posedge clk)
-    channel <= \$140 ;
+    w_slot <= \$140 ;
   always @(posedge clk)
-    value <= \$141 ;
+    w_channel <= \$141 ;
   always @(posedge clk)
-    tap <= \$142 ;
+    w_weight <= \$142 ;
   always @(posedge clk)
-    seq_end <= \$143 ;
+    w_value <= \$143 ;
   always @(posedge clk)
-    slot <= \$144 ;
+    tap <= \$144 ;
   always @(posedge clk)
-    weight <= \$145 ;
+    it_valid <= \$145 ;
   always @(posedge clk)
-    n_listed <= \$146 ;
+    step_seen <= \$146 ;
   always @(posedge clk)
-    index <= \$147 ;
+    seq_end <= \$147 ;
   always @(posedge clk)
-    z_addr <= \$148 ;
+    it_channel <= \$148 ;
   always @(posedge clk)
-    sweep <= \$149 ;
+    it_value <= \$149 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$150 ;
+    n_listed <= \$150 ;
+  always @(posedge clk)
+    index <= \$151 ;
+  always @(posedge clk)
+    l_valid <= \$152 ;
+  always @(posedge clk)
+    z_valid <= \$153 ;
+  always @(posedge clk)
+    z_addr <= \$154 ;
+  always @(posedge clk)
+    z_channel <= \$155 ;
+  always @(posedge clk)
+    sweep <= \$156 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$157 ;
+  \accelerator.layer0_dcls.out_fifo  out_fifo (
+    .clk(clk),
+    .r_data(outputs__payload),
+    .r_en(r_en),
+    .r_rdy(outputs__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_level(level),
+    .w_port__data(w_data),
+    .w_rdy(w_rdy)
+  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \port__en$4  = 1'h0;
@@ -3352,254 +3405,211 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \port__en$4  = 1'h1;
+          if (\$34 ) begin
+            if (\$35 ) begin
+              \port__en$4  = 1'h1;
+            end
           end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    z_rd__en = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (it_valid) begin
+            z_rd__en = 1'h1;
+          end
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (l_valid) begin
+            z_rd__en = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    l_rd__en = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (issue) begin
+            l_rd__en = 1'h1;
+          end
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          (* full_case = 32'd1 *)
+          if (\$56 ) begin
+          end else begin
+            l_rd__en = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    c_rd__en = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+        begin
+          if (it_valid) begin
+            c_rd__en = 1'h1;
+          end
+          if (\$39 ) begin
+            c_rd__en = 1'h1;
+          end
+        end
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (\$55 ) begin
+          end else begin
+            c_rd__en = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__addr  = 5'h00;
+    if (w_valid) begin
+      \$signature__addr  = \$4 [4:0];
+    end
+    casez (dcls_state)
+      4'h0:
+          \$signature__addr  = clear_addr;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (z_valid) begin
+            \$signature__addr  = z_addr;
+          end
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          \$signature__addr  = \$60 [4:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$signature__data  = 12'h000;
+    if (w_valid) begin
+      \$signature__data [10:0] = \$6 [10:0];
+      \$signature__data [11] = 1'h1;
+    end
+    casez (dcls_state)
+      4'h0:
+          \$signature__data  = 12'h000;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (z_valid) begin
+            \$signature__data  = 12'h000;
+          end
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          \$signature__data  = 12'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$signature__en  = 1'h0;
+    if (w_valid) begin
+      \$signature__en  = 1'h1;
+    end
     casez (dcls_state)
       4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
           \$signature__en  = 1'h1;
-      4'h5:
+      4'h1:
+          /* empty */;
+      4'h2:
           /* empty */;
       4'h3:
+          if (z_valid) begin
+            \$signature__en  = 1'h1;
+          end
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
           \$signature__en  = 1'h1;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          \$signature__en  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$6  = 1'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          (* full_case = 32'd1 *)
-          if (\$47 ) begin
-          end else begin
-            \$signature__en$6  = 1'h1;
-          end
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          (* full_case = 32'd1 *)
-          if (\$56 ) begin
-          end else begin
-            \$signature__en$6  = 1'h1;
-          end
-    endcase
+    \$signature__addr$25  = 5'h00;
+    if (w_valid) begin
+      if (\$7 ) begin
+        \$signature__addr$25  = \$9 [4:0];
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__en$7  = 1'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (items__valid) begin
-            if (\$4 ) begin
-            end else if (items__payload[5]) begin
-              \$signature__en$7  = 1'h1;
-            end
-          end
-      4'h2:
-          \$signature__en$7  = 1'h1;
-      4'h5:
-          /* empty */;
-      4'h3:
-          \$signature__en$7  = 1'h1;
-      4'h6:
-          /* empty */;
-      4'h7:
-          \$signature__en$7  = 1'h1;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          (* full_case = 32'd1 *)
-          if (\$55 ) begin
-          end else begin
-            \$signature__en$7  = 1'h1;
-          end
-    endcase
+    \$signature__data$27  = 3'h0;
+    if (w_valid) begin
+      if (\$7 ) begin
+        \$signature__data$27  = w_channel;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    z_wr__addr = 5'h00;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      4'h0:
-          z_wr__addr = clear_addr;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          z_wr__addr = \$19 [4:0];
-      4'h3:
-          /* empty */;
-      4'h6:
-          z_wr__addr = \$40 [4:0];
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          if (\$54 ) begin
-            z_wr__addr = z_addr;
-          end
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          /* empty */;
-      4'hf:
-          z_wr__addr = \$60 [4:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    z_wr__data = 12'h000;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      4'h0:
-          z_wr__data = 12'h000;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-        begin
-          z_wr__data[10:0] = \$21 [10:0];
-          z_wr__data[11] = 1'h1;
-        end
-      4'h3:
-          /* empty */;
-      4'h6:
-        begin
-          z_wr__data[10:0] = \$42 [10:0];
-          z_wr__data[11] = 1'h1;
-        end
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          if (\$54 ) begin
-            z_wr__data = 12'h000;
-          end
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          /* empty */;
-      4'hf:
-          z_wr__data = 12'h000;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    z_wr__en = 1'h0;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      4'h0:
-          z_wr__en = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          z_wr__en = 1'h1;
-      4'h3:
-          /* empty */;
-      4'h6:
-          z_wr__en = 1'h1;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          if (\$54 ) begin
-            z_wr__en = 1'h1;
-          end
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          /* empty */;
-      4'hf:
-          z_wr__en = 1'h1;
-    endcase
+    \$signature__en$28  = 1'h0;
+    if (w_valid) begin
+      if (\$7 ) begin
+        \$signature__en$28  = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_wr__addr = 2'h0;
+    if (w_valid) begin
+      if (\$7 ) begin
+        c_wr__addr = w_slot;
+      end
+    end
     casez (dcls_state)
       4'h0:
           c_wr__addr = clear_addr[1:0];
@@ -3607,35 +3617,17 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          if (\$22 ) begin
-            c_wr__addr = slot;
-          end
       4'h3:
-          /* empty */;
-      4'h6:
-          if (\$43 ) begin
-            c_wr__addr = slot;
-          end
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          if (\$47 ) begin
+          if (\$54 ) begin
             c_wr__addr = head;
           end
-      4'ha:
+      4'h4:
           /* empty */;
-      4'hb:
+      4'h5:
           /* empty */;
-      4'h9:
+      4'h6:
           /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
+      4'h7:
           if (\$56 ) begin
             c_wr__addr = sweep[1:0];
           end
@@ -3644,6 +3636,11 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_wr__data = 3'h0;
+    if (w_valid) begin
+      if (\$7 ) begin
+        c_wr__data = \$10 [2:0];
+      end
+    end
     casez (dcls_state)
       4'h0:
           c_wr__data = 3'h0;
@@ -3651,35 +3648,17 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          if (\$22 ) begin
-            c_wr__data = \$25 [2:0];
-          end
       4'h3:
-          /* empty */;
-      4'h6:
-          if (\$43 ) begin
-            c_wr__data = \$46 [2:0];
-          end
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          if (\$47 ) begin
+          if (\$54 ) begin
             c_wr__data = 3'h0;
           end
-      4'ha:
+      4'h4:
           /* empty */;
-      4'hb:
+      4'h5:
           /* empty */;
-      4'h9:
+      4'h6:
           /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
+      4'h7:
           if (\$56 ) begin
             c_wr__data = 3'h0;
           end
@@ -3688,44 +3667,112 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_wr__en = 1'h0;
+    if (w_valid) begin
+      if (\$7 ) begin
+        c_wr__en = 1'h1;
+      end
+    end
     casez (dcls_state)
       4'h0:
-          c_wr__en = \$3 ;
+          c_wr__en = \$11 ;
       4'h1:
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          if (\$22 ) begin
+      4'h3:
+          if (\$54 ) begin
             c_wr__en = 1'h1;
           end
-      4'h3:
+      4'h4:
+          /* empty */;
+      4'h5:
           /* empty */;
       4'h6:
-          if (\$43 ) begin
+          /* empty */;
+      4'h7:
+          if (\$56 ) begin
             c_wr__en = 1'h1;
           end
-      4'h7:
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    last_tap = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          last_tap = \$12 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    delay = 2'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (it_valid) begin
+            delay = \$15 [1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    target = 4'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (it_valid) begin
+            target = \$17 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    z_rd__addr = 5'h00;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (it_valid) begin
+            z_rd__addr = \$22 [4:0];
+          end
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (l_valid) begin
+            z_rd__addr = \$48 [4:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    c_rd__addr = 2'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+        begin
+          if (it_valid) begin
+            c_rd__addr = \$25 [1:0];
+          end
+          if (\$39 ) begin
+            c_rd__addr = head;
+          end
+        end
+      4'h2:
+          /* empty */;
+      4'h3:
           /* empty */;
       4'h4:
           /* empty */;
-      4'h8:
-          if (\$47 ) begin
-            c_wr__en = 1'h1;
-          end
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          if (\$56 ) begin
-            c_wr__en = 1'h1;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (\$55 ) begin
+          end else begin
+            c_rd__addr = sweep[1:0];
           end
     endcase
   end
@@ -3736,257 +3783,68 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
       4'h0:
           /* empty */;
       4'h1:
-          items__ready = 1'h1;
+          items__ready = \$29 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \port__addr$18  = 3'h0;
+    \port__addr$48  = 3'h0;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \port__addr$18  = items__payload[2:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr  = 2'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (items__valid) begin
-            if (\$4 ) begin
-            end else if (items__payload[5]) begin
-              \$signature__addr  = head;
+          if (\$34 ) begin
+            if (\$35 ) begin
+              \port__addr$48  = items__payload[2:0];
             end
           end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    issue = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
       4'h2:
-          \$signature__addr  = \$17 [1:0];
-      4'h5:
           /* empty */;
       4'h3:
-          \$signature__addr  = \$38 [1:0];
-      4'h6:
+          issue = \$44 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    l_rd__addr = 5'h00;
+    casez (dcls_state)
+      4'h0:
           /* empty */;
-      4'h7:
-          \$signature__addr  = head;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (issue) begin
+            l_rd__addr = \$46 [4:0];
+          end
       4'h4:
           /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          (* full_case = 32'd1 *)
-          if (\$55 ) begin
-          end else begin
-            \$signature__addr  = sweep[1:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    delay = 2'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          delay = \$7 [1:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    target = 4'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          target = \$9 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$26  = 5'h00;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$signature__addr$26  = \$14 [4:0];
       4'h5:
-          /* empty */;
-      4'h3:
-          \$signature__addr$26  = \$35 [4:0];
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          \$signature__addr$26  = \$51 [4:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    l_wr__addr = 5'h00;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          if (\$22 ) begin
-            l_wr__addr = \$24 [4:0];
-          end
-      4'h3:
-          /* empty */;
-      4'h6:
-          if (\$43 ) begin
-            l_wr__addr = \$45 [4:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    l_wr__data = 3'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          if (\$22 ) begin
-            l_wr__data = channel;
-          end
-      4'h3:
-          /* empty */;
-      4'h6:
-          if (\$43 ) begin
-            l_wr__data = channel;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    l_wr__en = 1'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          if (\$22 ) begin
-            l_wr__en = 1'h1;
-          end
-      4'h3:
-          /* empty */;
-      4'h6:
-          if (\$43 ) begin
-            l_wr__en = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    delay_last = 2'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          delay_last = \$28 [1:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    target_last = 4'h0;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          target_last = \$30 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$signature__addr$40  = 5'h00;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
           /* empty */;
       4'h6:
           /* empty */;
       4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          (* full_case = 32'd1 *)
-          if (\$47 ) begin
-          end else begin
-            \$signature__addr$40  = \$49 [4:0];
-          end
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
           (* full_case = 32'd1 *)
           if (\$56 ) begin
           end else begin
-            \$signature__addr$40  = \$58 [4:0];
+            l_rd__addr = \$58 [4:0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    outputs__valid = 1'h0;
+    w_data = 16'h0000;
     casez (dcls_state)
       4'h0:
           /* empty */;
@@ -3994,29 +3852,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          /* empty */;
       4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
+          if (z_valid) begin
+            w_data[2:0] = z_channel;
+            w_data[13:3] = z_rd__data[10:0];
+          end
       4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          outputs__valid = \$52 ;
-      4'h9:
-          outputs__valid = 1'h1;
+        begin
+          w_data[2:0] = 3'h0;
+          w_data[13:3] = 11'h000;
+          w_data[14] = 1'h1;
+          w_data[15] = seq_end;
+        end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    outputs__payload = 16'h0000;
+    w_en = 1'h0;
     casez (dcls_state)
       4'h0:
           /* empty */;
@@ -4024,103 +3876,95 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          /* empty */;
       4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
+          if (z_valid) begin
+            w_en = \$49 ;
+          end
       4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-        begin
-          outputs__payload[2:0] = channel;
-          outputs__payload[13:3] = \$signature__data [10:0];
-        end
-      4'h9:
-        begin
-          outputs__payload[2:0] = 3'h0;
-          outputs__payload[13:3] = 11'h000;
-          outputs__payload[14] = 1'h1;
-          outputs__payload[15] = seq_end;
-        end
+          w_en = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$128  = \$78 [31:0];
+    \$127  = \$71 [31:0];
+    if (rst) begin
+      \$127  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$128  = \$74 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$129  = \$81 [31:0];
+    \$129  = \$76 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$130  = \$83 [31:0];
+    \$130  = \$79 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$131  = \$86 [31:0];
+    \$131  = \$81 [31:0];
     if (rst) begin
       \$131  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$132  = \$88 [31:0];
+    \$132  = \$84 [31:0];
     if (rst) begin
       \$132  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$133  = \$91 [31:0];
+    \$133  = \$86 [31:0];
     if (rst) begin
       \$133  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$134  = \$93 [31:0];
+    \$134  = \$89 [31:0];
     if (rst) begin
       \$134  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$135  = \$96 [31:0];
-    if (rst) begin
-      \$135  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$136  = 1'h1;
+    \$135  = 1'h1;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-        begin
-          \$136  = 1'h0;
-          if (items__valid) begin
+          if (\$106 ) begin
+            \$135  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$136  = 1'h0;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (it_valid) begin
             \$136  = 1'h1;
           end
-        end
     endcase
     if (rst) begin
       \$136  = 1'h0;
@@ -4132,8 +3976,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     casez (dcls_state)
       4'h0:
         begin
-          \$137  = \$97 [4:0];
-          if (\$98 ) begin
+          \$137  = \$90 [4:0];
+          if (\$91 ) begin
             \$137  = 5'h00;
           end
         end
@@ -4147,39 +3991,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
     \$138  = head;
     casez (dcls_state)
       4'h0:
-          if (\$98 ) begin
+          if (\$91 ) begin
             \$138  = 2'h0;
           end
       4'h1:
           /* empty */;
       4'h2:
           /* empty */;
-      4'h5:
-          /* empty */;
       4'h3:
           /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
       4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          if (outputs__ready) begin
+          if (w_rdy) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$138  = \$122 [1:0];
+              \$138  = \$121 [1:0];
             end
           end
-      4'hc:
-          if (\$123 ) begin
+      4'h5:
+          if (\$122 ) begin
             \$138  = 2'h0;
           end
     endcase
@@ -4190,85 +4020,48 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$139  = dcls_state;
-    (* full_case = 32'd1 *)
     casez (dcls_state)
       4'h0:
-          if (\$98 ) begin
+          if (\$91 ) begin
             \$139  = 4'h1;
           end
       4'h1:
-          if (items__valid) begin
-            if (\$99 ) begin
-              \$139  = 4'h2;
-              if (items__payload[5]) begin
-                \$139  = 4'h3;
-              end
-            end else if (items__payload[5]) begin
-              \$139  = 4'h4;
-            end
-          end
-      4'h2:
-          \$139  = 4'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (\$106 ) begin
-            \$139  = 4'h1;
-          end else begin
+          if (\$110 ) begin
             \$139  = 4'h2;
           end
+      4'h2:
+          \$139  = 4'h3;
       4'h3:
-          \$139  = 4'h6;
-      4'h6:
-          (* full_case = 32'd1 *)
-          if (\$113 ) begin
-            \$139  = 4'h7;
-          end else begin
-            \$139  = 4'h3;
-          end
-      4'h7:
-          \$139  = 4'h4;
-      4'h4:
-          \$139  = 4'h8;
-      4'h8:
-          (* full_case = 32'd1 *)
-          if (\$114 ) begin
-            \$139  = 4'h9;
-          end else begin
-            \$139  = 4'ha;
-          end
-      4'ha:
-          \$139  = 4'hb;
-      4'hb:
           if (\$118 ) begin
-            \$139  = 4'h8;
+            \$139  = 4'h4;
           end
-      4'h9:
-          if (outputs__ready) begin
+      4'h4:
+          if (w_rdy) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
-              \$139  = 4'hc;
+              \$139  = 4'h5;
             end else begin
               \$139  = 4'h1;
             end
           end
-      4'hc:
+      4'h5:
           (* full_case = 32'd1 *)
-          if (\$123 ) begin
+          if (\$122 ) begin
             \$139  = 4'h1;
           end else begin
-            \$139  = 4'hd;
+            \$139  = 4'h6;
           end
-      4'hd:
-          \$139  = 4'he;
-      4'he:
+      4'h6:
+          \$139  = 4'h7;
+      4'h7:
           (* full_case = 32'd1 *)
-          if (\$124 ) begin
-            \$139  = 4'hc;
+          if (\$123 ) begin
+            \$139  = 4'h5;
           end else begin
-            \$139  = 4'hf;
+            \$139  = 4'h8;
           end
-      4'hf:
-          \$139  = 4'he;
+      4'h8:
+          \$139  = 4'h7;
     endcase
     if (rst) begin
       \$139  = 4'h0;
@@ -4276,102 +4069,81 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$140  = channel;
+    \$140  = w_slot;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \$140  = items__payload[2:0];
+          if (it_valid) begin
+            \$140  = \$94 [1:0];
           end
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          \$140  = \$signature__data$41 ;
     endcase
     if (rst) begin
-      \$140  = 3'h0;
+      \$140  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$141  = value;
+    \$141  = w_channel;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \$141  = items__payload[4:3];
+          if (it_valid) begin
+            \$141  = it_channel;
           end
     endcase
     if (rst) begin
-      \$141  = 2'h0;
+      \$141  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$142  = tap;
+    \$142  = w_weight;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \$142  = 2'h0;
+          if (it_valid) begin
+            \$142  = \$96 ;
           end
-      4'h2:
-          /* empty */;
-      4'h5:
-          \$142  = \$105 [1:0];
-      4'h3:
-          /* empty */;
-      4'h6:
-          \$142  = \$112 [1:0];
     endcase
     if (rst) begin
-      \$142  = 2'h0;
+      \$142  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$143  = seq_end;
+    \$143  = w_value;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          if (items__valid) begin
-            \$143  = items__payload[6];
+          if (it_valid) begin
+            \$143  = it_value;
           end
     endcase
     if (rst) begin
-      \$143  = 1'h0;
+      \$143  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$144  = slot;
+    \$144  = tap;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          /* empty */;
-      4'h2:
-          \$144  = \$102 [1:0];
-      4'h5:
-          /* empty */;
-      4'h3:
-          \$144  = \$109 [1:0];
+        begin
+          if (it_valid) begin
+            \$144  = \$97 [1:0];
+          end
+          if (\$102 ) begin
+            if (\$103 ) begin
+              \$144  = 2'h0;
+            end
+          end
+        end
     endcase
     if (rst) begin
       \$144  = 2'h0;
@@ -4379,216 +4151,478 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__ready, \config
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$145  = weight;
+    \$145  = it_valid;
     casez (dcls_state)
       4'h0:
           /* empty */;
       4'h1:
-          /* empty */;
-      4'h2:
-          \$145  = \$104 ;
-      4'h5:
-          /* empty */;
-      4'h3:
-          \$145  = \$111 ;
-    endcase
-    if (rst) begin
-      \$145  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$146  = n_listed;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          \$146  = \$signature__data$33 ;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          \$146  = \$signature__data$33 ;
-    endcase
-    if (rst) begin
-      \$146  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$147  = index;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          \$147  = 3'h0;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          if (\$118 ) begin
-            \$147  = \$119 [2:0];
-          end
-      4'h9:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'hd:
-          \$147  = 3'h0;
-      4'he:
-          /* empty */;
-      4'hf:
-          \$147  = \$126 [2:0];
-    endcase
-    if (rst) begin
-      \$147  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$148  = z_addr;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          \$148  = \$116 [4:0];
-    endcase
-    if (rst) begin
-      \$148  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$149  = sweep;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'h9:
-          if (outputs__ready) begin
-            if (seq_end) begin
-              \$149  = 3'h0;
+        begin
+          if (it_valid) begin
+            if (last_tap) begin
+              \$145  = 1'h0;
             end
           end
-      4'hc:
-          /* empty */;
-      4'hd:
-          /* empty */;
-      4'he:
-          if (\$124 ) begin
-            \$149  = \$125 [2:0];
+          if (\$102 ) begin
+            if (\$103 ) begin
+              \$145  = 1'h1;
+            end
           end
+        end
     endcase
     if (rst) begin
-      \$149  = 3'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$150  = \$127 [31:0];
+    \$146  = step_seen;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+        begin
+          if (\$102 ) begin
+            \$146  = items__payload[5];
+          end
+          if (\$110 ) begin
+            \$146  = 1'h0;
+          end
+        end
+    endcase
     if (rst) begin
-      \$150  = 32'd0;
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$147  = seq_end;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (\$102 ) begin
+            \$147  = items__payload[6];
+          end
+    endcase
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$148  = it_channel;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (\$102 ) begin
+            if (\$103 ) begin
+              \$148  = items__payload[2:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$148  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$149  = it_value;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (\$102 ) begin
+            if (\$103 ) begin
+              \$149  = items__payload[4:3];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$149  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$150  = n_listed;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$150  = c_rd__data;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$150  = c_rd__data;
+    endcase
+    if (rst) begin
+      \$150  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$151  = index;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$151  = 3'h0;
+      4'h3:
+          if (issue) begin
+            \$151  = \$111 [2:0];
+          end
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$151  = 3'h0;
+      4'h7:
+          /* empty */;
+      4'h8:
+          \$151  = \$125 [2:0];
+    endcase
+    if (rst) begin
+      \$151  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$152  = l_valid;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$152  = 1'h0;
+      4'h3:
+          \$152  = issue;
+    endcase
+    if (rst) begin
+      \$152  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$153  = z_valid;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$153  = 1'h0;
+      4'h3:
+          \$153  = l_valid;
+    endcase
+    if (rst) begin
+      \$153  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$154  = z_addr;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (l_valid) begin
+            \$154  = \$113 [4:0];
+          end
+    endcase
+    if (rst) begin
+      \$154  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$155  = z_channel;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (l_valid) begin
+            \$155  = l_rd__data;
+          end
+    endcase
+    if (rst) begin
+      \$155  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$156  = sweep;
+    casez (dcls_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          if (w_rdy) begin
+            if (seq_end) begin
+              \$156  = 3'h0;
+            end
+          end
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (\$123 ) begin
+            \$156  = \$124 [2:0];
+          end
+    endcase
+    if (rst) begin
+      \$156  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$157  = \$126 [31:0];
+    if (rst) begin
+      \$157  = 32'd0;
     end
   end
   assign port__addr = \config [6:4];
+  assign out_item = w_data;
+  assign r_data = outputs__payload;
+  assign r_rdy = outputs__valid;
+  assign outputs__ready = r_en;
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \z_wr__data.z  = z_wr__data[10:0];
-  assign \z_wr__data.listed  = z_wr__data[11];
-  assign \items__payload.index  = items__payload[2:0];
-  assign \items__payload.value  = items__payload[4:3];
-  assign \items__payload.step_end  = items__payload[5];
-  assign \items__payload.seq_end  = items__payload[6];
-  assign \$signature__data.z  = \$signature__data [10:0];
-  assign \$signature__data.listed  = \$signature__data [11];
+  assign \out_item.index  = w_data[2:0];
+  assign \out_item.value  = w_data[13:3];
+  assign \out_item.step_end  = w_data[14];
+  assign \out_item.seq_end  = w_data[15];
   assign \outputs__payload.index  = outputs__payload[2:0];
   assign \outputs__payload.value  = outputs__payload[13:3];
   assign \outputs__payload.step_end  = outputs__payload[14];
   assign \outputs__payload.seq_end  = outputs__payload[15];
+  assign \$signature__data.z  = \$signature__data [10:0];
+  assign \$signature__data.listed  = \$signature__data [11];
+  assign \z_rd__data.z  = z_rd__data[10:0];
+  assign \z_rd__data.listed  = z_rd__data[11];
+  assign \items__payload.index  = items__payload[2:0];
+  assign \items__payload.value  = items__payload[4:3];
+  assign \items__payload.step_end  = items__payload[5];
+  assign \items__payload.seq_end  = items__payload[6];
   assign port__data[31:24] = \config [18:11];
   assign port__data[23:16] = \config [18:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$84  = z_wr__en;
-  assign \$89  = l_wr__en;
-  assign \$94  = c_wr__en;
+  assign \$77  = \$signature__en ;
+  assign \$82  = \$signature__en$28 ;
+  assign \$87  = c_wr__en;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [2:0] \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [2:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  reg [1:0] \$30 ;
+  reg [1:0] \$31 ;
+  reg [1:0] \$32 ;
+  reg \$33 ;
+  wire \$4 ;
+  wire [2:0] \$5 ;
+  wire [2:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  (* init = 2'h0 *)
+  wire [1:0] consume;
+  reg [1:0] inner_level = 2'h0;
+  wire inner_r_rdy;
+  wire [2:0] level;
+  (* init = 2'h0 *)
+  wire [1:0] produce;
+  output [15:0] r_data;
+  wire [15:0] r_data;
+  input r_en;
+  wire r_en;
+  wire [2:0] r_level;
+  reg [1:0] r_port__addr = 2'h0;
+  wire [15:0] r_port__data;
+  wire r_port__en;
+  output r_rdy;
+  reg r_rdy = 1'h0;
+  input rst;
+  wire rst;
+  wire [15:0] w_data;
+  input w_en;
+  wire w_en;
+  output [2:0] w_level;
+  wire [2:0] w_level;
+  reg [1:0] w_port__addr = 2'h0;
+  input [15:0] w_port__data;
+  wire [15:0] w_port__data;
+  wire w_port__en;
+  output w_rdy;
+  wire w_rdy;
+  reg [15:0] storage [2:0];
+  initial begin
+    storage[0] = 16'h0000;
+    storage[1] = 16'h0000;
+    storage[2] = 16'h0000;
+  end
+  always @(posedge clk) begin
+    if (w_port__en)
+      storage[w_port__addr] <= w_port__data;
+  end
+  reg [15:0] _0_;
+  always @(posedge clk) begin
+    if (r_port__en) begin
+      _0_ <= storage[r_port__addr];
+    end
+  end
+  assign r_data = _0_;
+  assign w_rdy = inner_level != 2'h3;
+  assign inner_r_rdy = | inner_level;
+  assign w_port__en = w_rdy & w_en;
+  assign \$1  = ~ r_rdy;
+  assign \$2  = \$1  | r_en;
+  assign r_port__en = inner_r_rdy & \$2 ;
+  assign w_level = inner_level + r_rdy;
+  assign \$3  = w_rdy & w_en;
+  assign \$4  = w_port__addr == 2'h2;
+  assign \$5  = w_port__addr + 1'h1;
+  assign \$6  = \$4  ? 3'h0 : \$5 ;
+  assign \$7  = ~ r_rdy;
+  assign \$8  = \$7  | r_en;
+  assign \$9  = inner_r_rdy & \$8 ;
+  assign \$10  = r_port__addr == 2'h2;
+  assign \$11  = r_port__addr + 1'h1;
+  assign \$12  = \$10  ? 3'h0 : \$11 ;
+  assign \$13  = w_rdy & w_en;
+  assign \$14  = ~ r_rdy;
+  assign \$15  = \$14  | r_en;
+  assign \$16  = inner_r_rdy & \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$13  & \$17 ;
+  assign \$19  = inner_level + 1'h1;
+  assign \$20  = ~ r_rdy;
+  assign \$21  = \$20  | r_en;
+  assign \$22  = inner_r_rdy & \$21 ;
+  assign \$23  = w_rdy & w_en;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = inner_level - 1'h1;
+  assign \$27  = ~ r_rdy;
+  assign \$28  = \$27  | r_en;
+  assign \$29  = inner_r_rdy & \$28 ;
+  always @(posedge clk)
+    w_port__addr <= \$30 ;
+  always @(posedge clk)
+    r_port__addr <= \$31 ;
+  always @(posedge clk)
+    inner_level <= \$32 ;
+  always @(posedge clk)
+    r_rdy <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$30  = w_port__addr;
+    if (\$3 ) begin
+      \$30  = \$6 [1:0];
+    end
+    if (rst) begin
+      \$30  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$31  = r_port__addr;
+    if (\$9 ) begin
+      \$31  = \$12 [1:0];
+    end
+    if (rst) begin
+      \$31  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$32  = inner_level;
+    if (\$18 ) begin
+      \$32  = \$19 [1:0];
+    end
+    if (\$25 ) begin
+      \$32  = \$26 [1:0];
+    end
+    if (rst) begin
+      \$32  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$33  = r_rdy;
+    if (\$29 ) begin
+      \$33  = 1'h1;
+    end else if (r_en) begin
+      \$33  = 1'h0;
+    end
+    if (rst) begin
+      \$33  = 1'h0;
+    end
+  end
+  assign level = w_level;
+  assign r_level = w_level;
+  assign produce = w_port__addr;
+  assign w_data = w_port__data;
+  assign consume = r_port__addr;
+  assign r_port__data = r_data;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid
 , r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [26:0] \$11 ;
@@ -4979,14 +5013,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       (* full_case = 32'd1 *)
@@ -4997,7 +5031,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$15  = 1'h0;
     if (\$10 ) begin
       if (use_acc) begin
@@ -5006,63 +5040,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$53  = \$30 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$54  = \$33 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$55  = \$35 [31:0];
     if (rst) begin
       \$55  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$56  = \$38 [31:0];
     if (rst) begin
       \$56  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$57  = \$40 [31:0];
     if (rst) begin
       \$57  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$58  = \$43 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$59  = slot;
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$60  = use_acc;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$61  = readout_macs;
     if (\$47 ) begin
       \$61  = \$48 [31:0];
@@ -5072,14 +5106,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$62  = slot_c2;
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$63  = best_logit;
     if (\$49 ) begin
       \$63  = argmax_0_0_logit;
@@ -5089,7 +5123,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$64  = best_class;
     if (\$49 ) begin
       \$64  = \$28 [0];
@@ -5099,7 +5133,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$65  = \$52 [3:0];
     if (rst) begin
       \$65  = 4'h0;
@@ -5218,7 +5252,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -5502,7 +5536,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$17  = meta[11] ? 3'h0 : rd__data[2:0];
   assign \$18  = meta[11] ? 17'h00000 : rd__data[19:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5512,14 +5546,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -5528,28 +5562,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$15 [3:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -5564,7 +5598,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$55  = readout_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -5576,7 +5610,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5607,7 +5641,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5622,7 +5656,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5640,7 +5674,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5658,7 +5692,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5676,7 +5710,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5688,7 +5722,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5700,7 +5734,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$63 [31:1] = meta[31:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -5718,7 +5752,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5737,7 +5771,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5757,7 +5791,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5770,7 +5804,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$67  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5788,7 +5822,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$68  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5809,7 +5843,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$69  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5822,7 +5856,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$70  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -5835,7 +5869,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$71  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -5847,7 +5881,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$72  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -5861,7 +5895,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5875,7 +5909,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$74  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5937,7 +5971,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire [26:0] \$1 ;
   wire [24:0] \$2 ;
   wire [27:0] \$3 ;
@@ -5976,7 +6010,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   assign \$1  = first ? seeds[26:0] : acc[26:0];
   assign \$2  = $signed(weights[7:0]) * $signed(value);
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$7  = acc;
     if (valid) begin
       \$7 [26:0] = \$3 [26:0];
@@ -5996,7 +6030,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6124,7 +6158,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6134,7 +6168,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6144,7 +6178,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6157,7 +6191,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
