@@ -142,33 +142,40 @@ def _varying(df: pd.DataFrame, keys: tuple[str, ...]) -> list[str]:
 
 
 def plot_bits(df: pd.DataFrame, path: Path, title: str) -> None:
+    """Accuracy against weight bits, one panel per quantization, one line per network."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     net = designs(df, tuple(k for k in DESIGN if k != "lanes"))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    if not net.empty:
-        varying = _varying(net, NETWORK)
-        for _, group in net.groupby(varying or ["cell"], dropna=False):
+    panels = sorted(net["quantization"].unique()) if not net.empty else ["ptq"]
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(4.2 * len(panels) + 0.5, 4.2), sharey=True, squeeze=False
+    )
+    varying = _varying(net, tuple(k for k in NETWORK if k != "quantization")) if not net.empty else []
+    for ax, quant in zip(axes[0], panels, strict=True):
+        part = net[net["quantization"] == quant] if not net.empty else net
+        for i, (_, group) in enumerate(part.groupby(varying or ["cell"], dropna=False)):
             group = group.sort_values("weight_bits")
+            color = f"C{i % 10}"
             label = _label(group.iloc[0], varying)
-            line = ax.plot(group["weight_bits"], 100 * group["accuracy"], marker="o", label=label)[0]
-            ax.fill_between(
-                group["weight_bits"],
-                100 * group["accuracy_min"],
-                100 * group["accuracy_max"],
-                color=line.get_color(),
-                alpha=0.15,
-            )
-        ax.set_xticks(sorted(net["weight_bits"].unique()))
-        ax.legend(fontsize=7)
-    ax.set_xlabel("weight bits")
-    ax.set_ylabel("golden-model test accuracy (%)")
-    ax.set_title(f"{title}: mean over seeds, band = [min; max]", fontsize=10)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+            ax.plot(group["weight_bits"], 100 * group["accuracy"], marker="o", color=color, label=label)
+            low, high = 100 * group["accuracy_min"], 100 * group["accuracy_max"]
+            ax.fill_between(group["weight_bits"], low, high, color=color, alpha=0.12)
+        if not part.empty:
+            ax.set_xticks(sorted(part["weight_bits"].unique()))
+        ax.set_title(quant, fontsize=10)
+        ax.set_xlabel("weight bits")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("golden-model test accuracy (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    rows = -(-len(handles) // 3)
+    if handles:
+        fig.set_figheight(4.2 + 0.22 * rows)
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.suptitle(f"{title}: mean over seeds, band = [min; max]", fontsize=10)
+    fig.tight_layout(rect=(0, 0.22 * rows / fig.get_figheight() + 0.02, 1, 1))
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)
@@ -184,7 +191,7 @@ def plot_pareto(d: pd.DataFrame, x: str, xlabel: str, path: Path, title: str) ->
     fig, ax = plt.subplots(figsize=(7, 4.5))
     front = d.iloc[pareto_front(d[x].to_numpy(float), d["accuracy"].to_numpy(float))]
     markers = dict(zip(sorted(d["quantization"].unique()), "os^", strict=False))
-    for (cell, quant), g in d.groupby(["cell", "quantization"]):
+    for (cell, eps, quant), g in d.groupby(["cell", "eps", "quantization"]):
         ax.errorbar(
             g[x],
             100 * g["accuracy"],
@@ -192,17 +199,19 @@ def plot_pareto(d: pd.DataFrame, x: str, xlabel: str, path: Path, title: str) ->
             fmt=markers.get(quant, "o"),
             alpha=0.55,
             capsize=2,
-            label=f"{cell}, {quant}",
+            label=f"{cell}" + ("" if eps == "-" else f" eps={eps}") + f", {quant}",
         )
     ax.step(front[x], 100 * front["accuracy"], where="post", color="black", lw=1.2, label="Pareto front")
     ax.scatter(front[x], 100 * front["accuracy"], s=90, facecolors="none", edgecolors="black")
     for _, row in front.iterrows():
         ax.annotate(
-            f"{row['cell']} d{row['d']} {row['weight_bits']}b"
+            f"{row['cell']}"
+            + ("" if row["eps"] == "-" else f" eps={row['eps']}")
+            + f" d{row['d']} {row['weight_bits']}b {row['quantization']}"
             + (f" P{row['lanes']}" if "P" in xlabel else ""),
             (row[x], 100 * row["accuracy"]),
             fontsize=6,
-            xytext=(4, -9),
+            xytext=(6, -10),
             textcoords="offset points",
         )
     ax.set_xscale("log")
@@ -294,7 +303,8 @@ def write_results(space, records: list[dict[str, Any]], root: Path, command: str
         + (
             "Hardware figures are **estimates and proxies** (`codesign/explore/hardware.py`): energy = golden-model "
             "operation counts x a 45 nm per-operation energy table (Horowitz, ISSCC 2014), area = memory bits "
-            "(weights + state), cycles per step = the event-driven floor sum_l ceil(d_l/P) max(work_l, 1)."
+            "(weights + state), cycles per step = the event-driven floor sum_l ceil(d_l/P) max(work_l, 1) "
+            "(they depend on the lanes P, so only the cycles front and the budgets show them)."
             if hw
             else ""
         ),

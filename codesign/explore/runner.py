@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from codesign.atomic import write_text
 from codesign.errors import CodesignError
 from codesign.explore.results import describe, write_results
-from codesign.explore.space import expand, load_space, trial_hash
+from codesign.explore.space import bundle_key, expand, load_space, run_key
 from codesign.explore.trial import (
     bundle_stage,
     failed_record,
@@ -73,7 +73,7 @@ def _submit(client, trials: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     futures = {}
     for trial in trials:
         recipe, root = trial["bundle"]["recipe"], trial["root"]
-        rh, bh = trial_hash(recipe), trial_hash(trial["bundle"])
+        rh, bh = run_key(recipe), bundle_key(trial["bundle"])
         if rh not in runs:
             runs[rh] = client.submit(train_stage, recipe, root, key=f"train-{rh}")
         if bh not in bundles:
@@ -122,7 +122,7 @@ def explore(
             done[trial["hash"]] = record
         else:
             pending.append(trial)
-    runs = len({trial_hash(t["bundle"]["recipe"]) for t in trials})
+    runs = len({run_key(t["bundle"]["recipe"]) for t in trials})
     console.print(
         f"{space.name}: {len(trials)} trials ({runs} float runs), {len(done)} already recorded, "
         f"{len(pending)} to run -> {root}",

@@ -49,7 +49,16 @@ from codesign.errors import CodesignError
 from codesign.quant.sweep import QAT_LR
 from codesign.train.recipe import Recipe, load_recipe, parse_recipe
 
-__all__ = ["AXES", "Space", "load_space", "parse_space", "trial_hash"]
+__all__ = [
+    "AXES",
+    "Space",
+    "bundle_key",
+    "load_space",
+    "parse_space",
+    "recipe_identity",
+    "run_key",
+    "trial_hash",
+]
 
 AXES = ("task", "cell", "eps", "d", "layers", "dcls", "pooling", "weight_bits", "state_bits", "quantization")
 """Axes of a space, in the order a table lists them."""
@@ -231,6 +240,38 @@ def trial_hash(obj: Any) -> str:
     return hashlib.sha256(canonical(obj).encode()).hexdigest()[:16]
 
 
+def recipe_identity(recipe: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a float run: the recipe's settings that differ from their defaults, no name.
+
+    Settings left at their defaults are not part of it, so a new recipe option (with a default)
+    added to the code later does not orphan the trials an exploration already finished.
+    """
+    data = parse_recipe(recipe).model_dump(mode="json", exclude_defaults=True)
+    data.pop("name", None)
+    return data
+
+
+def run_key(recipe: dict[str, Any]) -> str:
+    """Hash of a float run (its directory name under ``DIR/runs``)."""
+    return trial_hash(recipe_identity(recipe))
+
+
+def bundle_key(bundle: dict[str, Any]) -> str:
+    """Hash of a quantized model: its float run, formats, quantization and QAT settings."""
+    from codesign.train.recipe import QuantSpec
+
+    quant = QuantSpec.model_validate(bundle["quant"]).model_dump(mode="json", exclude_defaults=True)
+    return trial_hash(
+        {
+            "run": recipe_identity(bundle["recipe"]),
+            "quant": quant,
+            "quantization": bundle["quantization"],
+            "weight_bits": bundle["weight_bits"],
+            "qat": bundle["qat"],
+        }
+    )
+
+
 def _points(space: Space) -> list[dict[str, Any]]:
     """The sampled points of the axes (without seeds and lanes)."""
     axes = {k: v for k, v in space.axes.model_dump(mode="json").items() if v is not None}
@@ -300,7 +341,8 @@ def float_recipe(space: Space, base: Recipe, point: dict[str, Any], seed: int) -
     if data["quant"].get("layers") is not None:  # per-layer formats cannot follow a changed stack
         data["quant"]["layer"] = data["quant"]["layers"][0]
         data["quant"]["layers"] = None
-    data["name"] = f"explore_{trial_hash(data)[:12]}"  # not the space's name: spaces share runs
+    data["name"] = "explore"
+    data["name"] = f"explore_{run_key(data)[:12]}"  # not the space's name: spaces share runs
     return data
 
 
@@ -339,7 +381,7 @@ def expand(space: Space, base: Recipe, root: Path) -> list[dict[str, Any]]:
             }
             for lanes in space.hardware.lanes if space.hardware else [None]:
                 # identity: what is trained, quantized and measured (not how the space spelled it)
-                h = trial_hash({"bundle": bundle, "lanes": lanes})
+                h = trial_hash({"bundle": bundle_key(bundle), "lanes": lanes})
                 config = {"axes": shown | {"seed": seed, "lanes": lanes}, "bundle": bundle, "lanes": lanes}
                 trials.setdefault(h, config | {"hash": h, "root": str(root)})
     return list(trials.values())

@@ -1,7 +1,7 @@
 """The three stages of a trial, each a plain function of configuration dicts (runs on any worker).
 
 ``train_stage(recipe, root)``
-    trains the float run a trial starts from, in ``root/runs/<hash of the recipe>``; every trial
+    trains the float run a trial starts from, in ``root/runs/<hash of the recipe's non-default settings>``; every trial
     with the same recipe (task, cell, d, seed ...) shares it, whatever its width or lanes.
 ``bundle_stage(bundle, root, run)``
     quantizes it: post-training (``ptq``), after QAT fine-tuning of the float run (``qat``) or from
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign.atomic import write_text
-from codesign.explore.space import trial_hash
+from codesign.explore.space import bundle_key, run_key
 
 __all__ = ["bundle_stage", "read_json", "train_stage", "trial_path", "trial_stage", "write_json"]
 
@@ -66,14 +66,14 @@ def train_stage(recipe: dict[str, Any], root: str) -> dict[str, Any]:
     from codesign.train.recipe import parse_recipe
 
     _one_thread()
-    run_dir = Path(root) / "runs" / trial_hash(recipe)
+    run_dir = Path(root) / "runs" / run_key(recipe)
     summary = _train(parse_recipe(recipe), run_dir)
     return {"run_dir": str(run_dir), "float_accuracy": summary["test"], "train_s": summary["wall_s"]}
 
 
 def bundle_stage(bundle: dict[str, Any], root: str, run: dict[str, Any]) -> dict[str, Any]:
     """Quantize the float run ``run`` as ``bundle`` asks; export, score with the golden model."""
-    h = trial_hash(bundle)
+    h = bundle_key(bundle)
     record_path = Path(root) / "bundles" / f"{h}.json"
     if (done := read_json(record_path)) is not None:
         return done
