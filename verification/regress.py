@@ -68,7 +68,7 @@ REFERENCES = REPO / "models" / "bundles"
 def random_layer(rng: np.random.Generator, cell: str, index: int) -> dict:
     layer: dict = {
         "cell": cell,
-        "size": int(rng.integers(1, 11)),
+        "size": int(rng.integers(1, 9)),
         "weight_bits": int(rng.integers(2, 9)),
         "bias_bits": int(rng.integers(4, 17)),
         "state_bits": int(rng.integers(3, 11)),
@@ -101,7 +101,7 @@ def random_shape(seed: int, index: int) -> dict:
         layers = [random_layer(rng, c, i) for i, c in enumerate(cells)]
         per_step = bool(rng.random() < 0.3)
         shape = {
-            "inputs": int(rng.integers(1, 9)),
+            "inputs": int(rng.integers(1, 7)),
             "layers": layers,
             "classes": int(rng.integers(1, 7)),
             "input_bits": int(rng.integers(2, 9)),
@@ -677,17 +677,17 @@ def parse_args(argv: list[str] | None = None):
     ap.add_argument(
         "--filter", default=os.environ.get("TESTCASE") or None, help="regex over design and test names"
     )
-    ap.add_argument("--shapes", type=int, default=12, help="random shapes (default 12)")
-    ap.add_argument("--bundles-per-shape", type=int, default=18, help="random bundles per shape (default 18)")
+    ap.add_argument("--shapes", type=int, default=6, help="random shapes (default 6)")
+    ap.add_argument("--bundles-per-shape", type=int, default=36, help="random bundles per shape (default 36)")
     ap.add_argument("--vectors", type=int, default=2, help="random sequences per bundle (default 2)")
-    ap.add_argument("--max-steps", type=int, default=8, help="longest random sequence (default 8)")
+    ap.add_argument("--max-steps", type=int, default=6, help="longest random sequence (default 6)")
     ap.add_argument(
         "--reference-sequences",
         type=int,
         nargs=2,
-        default=[4, 40],
+        default=[2, 20],
         metavar=("ICARUS", "VERILATOR"),
-        help="real test sequences per reference bundle under each simulator (default 4 40)",
+        help="real test sequences per reference bundle under each simulator (default 2 20)",
     )
     ap.add_argument("--long-steps", type=int, default=10000)
     ap.add_argument(

@@ -244,6 +244,7 @@ def run_sim(
     waves: str = "on_failure",
     sim_dir: Path | None = None,
     stop_on_mismatch: bool = False,
+    warm_up: bool | None = None,
 ) -> SimReport:
     """Simulate the accelerator in ``build_dir`` against the golden model.
 
@@ -279,6 +280,10 @@ def run_sim(
         Where the simulator builds and runs (default ``<build>/sim_<sim>``).
     stop_on_mismatch : bool
         End each test at its first mismatch (the mutation check).
+    warm_up : bool, optional
+        Default: on for Icarus, off for Verilator. Before the first checked sequence, run two unchecked dense sequences and reset (loads
+        every memory read register; for Icarus while the generated Verilog turns a never-read
+        register times 0 into X, see tests/test_sim_regress.py).
 
     Returns
     -------
@@ -327,6 +332,7 @@ def run_sim(
         "gaps": gaps,
         "long_steps": long_steps,
         "stop_on_mismatch": stop_on_mismatch,
+        "warm_up": (sim == "icarus") if warm_up is None else warm_up,
     }
     (sim_dir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
 
