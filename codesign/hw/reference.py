@@ -15,6 +15,7 @@ REFERENCE_LANES = {
     "japanese_vowels_cmru": 4,
     "japanese_vowels_bmru_anneal": 4,
     "japanese_vowels_cmru2": 4,
+    "japanese_vowels_mingru": 4,
     "flip_flop_bgmingru_dcls": 2,
     "parity_hsru": 2,
 }

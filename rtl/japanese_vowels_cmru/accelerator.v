@@ -24,27 +24,27 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [44:0] \config ;
-  wire [44:0] \config$14 ;
-  wire [5:0] \config$14.addr ;
+  wire [45:0] \config ;
+  wire [45:0] \config$14 ;
+  wire [6:0] \config$14.addr ;
   wire [2:0] \config$14.elem ;
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [44:0] \config$19 ;
-  wire [5:0] \config$19.addr ;
+  wire [45:0] \config$19 ;
+  wire [6:0] \config$19.addr ;
   wire [2:0] \config$19.elem ;
   wire [2:0] \config$19.target ;
   wire \config$19.valid ;
   wire [31:0] \config$19.value ;
-  wire [5:0] \config.addr ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
-  input [43:0] config__payload;
-  wire [43:0] config__payload;
-  wire [5:0] \config__payload.addr ;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [6:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
   wire [31:0] \config__payload.value ;
@@ -90,8 +90,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.results ;
   wire [31:0] \counters.sequences ;
   reg [31:0] cycles = 32'd0;
-  wire [29:0] events__payload;
-  wire [3:0] \events__payload.index ;
+  wire [30:0] events__payload;
+  wire [4:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [23:0] \events__payload.value ;
@@ -109,8 +109,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [29:0] \items__payload$20 ;
-  wire [3:0] \items__payload$20.index ;
+  wire [30:0] \items__payload$20 ;
+  wire [4:0] \items__payload$20.index ;
   wire \items__payload$20.seq_end ;
   wire \items__payload$20.step_end ;
   wire [23:0] \items__payload$20.value ;
@@ -154,26 +154,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] readout_weights_writes;
   reg [31:0] result_stall_cycles = 32'd0;
   reg [31:0] results = 32'd0;
-  output [151:0] results__payload;
-  wire [151:0] results__payload;
-  wire [151:0] \results__payload$26 ;
+  output [139:0] results__payload;
+  wire [139:0] results__payload;
+  wire [139:0] \results__payload$26 ;
   wire [3:0] \results__payload$26.class_index ;
   wire \results__payload$26.final ;
   wire [1:0] \results__payload$26.group ;
-  wire [143:0] \results__payload$26.logits ;
-  wire [35:0] \results__payload$26.logits[0] ;
-  wire [35:0] \results__payload$26.logits[1] ;
-  wire [35:0] \results__payload$26.logits[2] ;
-  wire [35:0] \results__payload$26.logits[3] ;
+  wire [131:0] \results__payload$26.logits ;
+  wire [32:0] \results__payload$26.logits[0] ;
+  wire [32:0] \results__payload$26.logits[1] ;
+  wire [32:0] \results__payload$26.logits[2] ;
+  wire [32:0] \results__payload$26.logits[3] ;
   wire \results__payload$26.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
-  wire [143:0] \results__payload.logits ;
-  wire [35:0] \results__payload.logits[0] ;
-  wire [35:0] \results__payload.logits[1] ;
-  wire [35:0] \results__payload.logits[2] ;
-  wire [35:0] \results__payload.logits[3] ;
+  wire [131:0] \results__payload.logits ;
+  wire [32:0] \results__payload.logits[0] ;
+  wire [32:0] \results__payload.logits[1] ;
+  wire [32:0] \results__payload.logits[2] ;
+  wire [32:0] \results__payload.logits[3] ;
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
@@ -184,13 +184,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
-  wire [72:0] trace;
+  wire [73:0] trace;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
   wire \trace.gate[2] ;
   wire \trace.gate[3] ;
-  wire [1:0] \trace.group ;
+  wire [2:0] \trace.group ;
   wire \trace.seq_end ;
   wire [63:0] \trace.state ;
   wire [15:0] \trace.state[0] ;
@@ -199,14 +199,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  output [72:0] trace_0;
-  wire [72:0] trace_0;
+  output [73:0] trace_0;
+  wire [73:0] trace_0;
   wire [3:0] \trace_0.gate ;
   wire \trace_0.gate[0] ;
   wire \trace_0.gate[1] ;
   wire \trace_0.gate[2] ;
   wire \trace_0.gate[3] ;
-  wire [1:0] \trace_0.group ;
+  wire [2:0] \trace_0.group ;
   wire \trace_0.seq_end ;
   wire [63:0] \trace_0.state ;
   wire [15:0] \trace_0.state[0] ;
@@ -226,7 +226,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \$9  = \$8  & inputs__payload[13];
   assign \$10  = sequences + \$9 ;
   assign \$11  = results__valid & results__ready;
-  assign \$12  = \$11  & results__payload[146];
+  assign \$12  = \$11  & results__payload[134];
   assign \$13  = results + \$12 ;
   always @(posedge clk)
     cycles <= \$14 ;
@@ -344,18 +344,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \inputs__payload.step_end  = inputs__payload[12];
   assign \inputs__payload.seq_end  = inputs__payload[13];
   assign \config__payload.target  = config__payload[2:0];
-  assign \config__payload.addr  = config__payload[8:3];
-  assign \config__payload.elem  = config__payload[11:9];
-  assign \config__payload.value  = config__payload[43:12];
-  assign \results__payload.logits  = results__payload[143:0];
-  assign \results__payload.logits[0]  = results__payload[35:0];
-  assign \results__payload.logits[1]  = results__payload[71:36];
-  assign \results__payload.logits[2]  = results__payload[107:72];
-  assign \results__payload.logits[3]  = results__payload[143:108];
-  assign \results__payload.group  = results__payload[145:144];
-  assign \results__payload.final  = results__payload[146];
-  assign \results__payload.class_index  = results__payload[150:147];
-  assign \results__payload.seq_end  = results__payload[151];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
+  assign \results__payload.logits  = results__payload[131:0];
+  assign \results__payload.logits[0]  = results__payload[32:0];
+  assign \results__payload.logits[1]  = results__payload[65:33];
+  assign \results__payload.logits[2]  = results__payload[98:66];
+  assign \results__payload.logits[3]  = results__payload[131:99];
+  assign \results__payload.group  = results__payload[133:132];
+  assign \results__payload.final  = results__payload[134];
+  assign \results__payload.class_index  = results__payload[138:135];
+  assign \results__payload.seq_end  = results__payload[139];
   assign \counters.cycles  = counters[31:0];
   assign \counters.input_stall_cycles  = counters[63:32];
   assign \counters.result_stall_cycles  = counters[95:64];
@@ -392,69 +392,69 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \counters.readout_items_reads  = counters[1087:1056];
   assign \counters.readout_items_writes  = counters[1119:1088];
   assign \trace_0.valid  = trace_0[0];
-  assign \trace_0.group  = trace_0[2:1];
-  assign \trace_0.step_end  = trace_0[3];
-  assign \trace_0.seq_end  = trace_0[4];
-  assign \trace_0.state  = trace_0[68:5];
-  assign \trace_0.state[0]  = trace_0[20:5];
-  assign \trace_0.state[1]  = trace_0[36:21];
-  assign \trace_0.state[2]  = trace_0[52:37];
-  assign \trace_0.state[3]  = trace_0[68:53];
-  assign \trace_0.gate  = trace_0[72:69];
-  assign \trace_0.gate[0]  = trace_0[69];
-  assign \trace_0.gate[1]  = trace_0[70];
-  assign \trace_0.gate[2]  = trace_0[71];
-  assign \trace_0.gate[3]  = trace_0[72];
+  assign \trace_0.group  = trace_0[3:1];
+  assign \trace_0.step_end  = trace_0[4];
+  assign \trace_0.seq_end  = trace_0[5];
+  assign \trace_0.state  = trace_0[69:6];
+  assign \trace_0.state[0]  = trace_0[21:6];
+  assign \trace_0.state[1]  = trace_0[37:22];
+  assign \trace_0.state[2]  = trace_0[53:38];
+  assign \trace_0.state[3]  = trace_0[69:54];
+  assign \trace_0.gate  = trace_0[73:70];
+  assign \trace_0.gate[0]  = trace_0[70];
+  assign \trace_0.gate[1]  = trace_0[71];
+  assign \trace_0.gate[2]  = trace_0[72];
+  assign \trace_0.gate[3]  = trace_0[73];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \config$14.valid  = \config [0];
   assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [9:4];
-  assign \config$14.elem  = \config [12:10];
-  assign \config$14.value  = \config [44:13];
+  assign \config$14.addr  = \config [10:4];
+  assign \config$14.elem  = \config [13:11];
+  assign \config$14.value  = \config [45:14];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
   assign \trace.valid  = trace_0[0];
-  assign \trace.group  = trace_0[2:1];
-  assign \trace.step_end  = trace_0[3];
-  assign \trace.seq_end  = trace_0[4];
-  assign \trace.state  = trace_0[68:5];
-  assign \trace.state[0]  = trace_0[20:5];
-  assign \trace.state[1]  = trace_0[36:21];
-  assign \trace.state[2]  = trace_0[52:37];
-  assign \trace.state[3]  = trace_0[68:53];
-  assign \trace.gate  = trace_0[72:69];
-  assign \trace.gate[0]  = trace_0[69];
-  assign \trace.gate[1]  = trace_0[70];
-  assign \trace.gate[2]  = trace_0[71];
-  assign \trace.gate[3]  = trace_0[72];
+  assign \trace.group  = trace_0[3:1];
+  assign \trace.step_end  = trace_0[4];
+  assign \trace.seq_end  = trace_0[5];
+  assign \trace.state  = trace_0[69:6];
+  assign \trace.state[0]  = trace_0[21:6];
+  assign \trace.state[1]  = trace_0[37:22];
+  assign \trace.state[2]  = trace_0[53:38];
+  assign \trace.state[3]  = trace_0[69:54];
+  assign \trace.gate  = trace_0[73:70];
+  assign \trace.gate[0]  = trace_0[70];
+  assign \trace.gate[1]  = trace_0[71];
+  assign \trace.gate[2]  = trace_0[72];
+  assign \trace.gate[3]  = trace_0[73];
   assign \config$19.valid  = \config [0];
   assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [9:4];
-  assign \config$19.elem  = \config [12:10];
-  assign \config$19.value  = \config [44:13];
-  assign \items__payload$20.index  = \items__payload$20 [3:0];
-  assign \items__payload$20.value  = \items__payload$20 [27:4];
-  assign \items__payload$20.step_end  = \items__payload$20 [28];
-  assign \items__payload$20.seq_end  = \items__payload$20 [29];
-  assign \events__payload.index  = \items__payload$20 [3:0];
-  assign \events__payload.value  = \items__payload$20 [27:4];
-  assign \events__payload.step_end  = \items__payload$20 [28];
-  assign \events__payload.seq_end  = \items__payload$20 [29];
-  assign \results__payload$26.logits  = results__payload[143:0];
-  assign \results__payload$26.logits[0]  = results__payload[35:0];
-  assign \results__payload$26.logits[1]  = results__payload[71:36];
-  assign \results__payload$26.logits[2]  = results__payload[107:72];
-  assign \results__payload$26.logits[3]  = results__payload[143:108];
-  assign \results__payload$26.group  = results__payload[145:144];
-  assign \results__payload$26.final  = results__payload[146];
-  assign \results__payload$26.class_index  = results__payload[150:147];
-  assign \results__payload$26.seq_end  = results__payload[151];
+  assign \config$19.addr  = \config [10:4];
+  assign \config$19.elem  = \config [13:11];
+  assign \config$19.value  = \config [45:14];
+  assign \items__payload$20.index  = \items__payload$20 [4:0];
+  assign \items__payload$20.value  = \items__payload$20 [28:5];
+  assign \items__payload$20.step_end  = \items__payload$20 [29];
+  assign \items__payload$20.seq_end  = \items__payload$20 [30];
+  assign \events__payload.index  = \items__payload$20 [4:0];
+  assign \events__payload.value  = \items__payload$20 [28:5];
+  assign \events__payload.step_end  = \items__payload$20 [29];
+  assign \events__payload.seq_end  = \items__payload$20 [30];
+  assign \results__payload$26.logits  = results__payload[131:0];
+  assign \results__payload$26.logits[0]  = results__payload[32:0];
+  assign \results__payload$26.logits[1]  = results__payload[65:33];
+  assign \results__payload$26.logits[2]  = results__payload[98:66];
+  assign \results__payload$26.logits[3]  = results__payload[131:99];
+  assign \results__payload$26.group  = results__payload[133:132];
+  assign \results__payload$26.final  = results__payload[134];
+  assign \results__payload$26.class_index  = results__payload[138:135];
+  assign \results__payload$26.seq_end  = results__payload[139];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -490,9 +490,9 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [44:13] = config__payload[43:12];
-  assign \config [12:10] = config__payload[11:9];
-  assign \config [9:4] = config__payload[8:3];
+  assign \config [45:14] = config__payload[44:13];
+  assign \config [13:11] = config__payload[12:10];
+  assign \config [10:4] = config__payload[9:3];
   assign \config [3:1] = config__payload[2:0];
   assign \config [0] = config__valid;
 endmodule
@@ -567,12 +567,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$156 ;
   reg [31:0] \$157 ;
   reg [31:0] \$158 ;
-  reg [26:0] \$159 ;
+  reg [28:0] \$159 ;
   wire [23:0] \$16 ;
   reg \$160 ;
   reg [31:0] \$161 ;
-  reg [26:0] \$162 ;
-  reg [72:0] \$163 ;
+  reg [28:0] \$162 ;
+  reg [73:0] \$163 ;
   reg [31:0] \$164 ;
   reg [31:0] \$165 ;
   reg [3:0] \$166 ;
@@ -645,7 +645,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
-  wire [6:0] \$8 ;
+  wire [7:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire [23:0] \$82 ;
@@ -667,40 +667,40 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  wire [37:0] acc;
-  wire [151:0] \acc$44 ;
-  wire [18:0] \acc$44[0] ;
-  wire [18:0] \acc$44[1] ;
-  wire [18:0] \acc$44[2] ;
-  wire [18:0] \acc$44[3] ;
-  wire [18:0] \acc$44[4] ;
-  wire [18:0] \acc$44[5] ;
-  wire [18:0] \acc$44[6] ;
-  wire [18:0] \acc$44[7] ;
-  wire [37:0] \acc$63 ;
-  wire [18:0] \acc$63.cand ;
-  wire [18:0] \acc$63.thr ;
-  wire [37:0] \acc$73 ;
-  wire [18:0] \acc$73.cand ;
-  wire [18:0] \acc$73.thr ;
-  wire [37:0] \acc$83 ;
-  wire [18:0] \acc$83.cand ;
-  wire [18:0] \acc$83.thr ;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
+  wire [33:0] acc;
+  wire [135:0] \acc$44 ;
+  wire [16:0] \acc$44[0] ;
+  wire [16:0] \acc$44[1] ;
+  wire [16:0] \acc$44[2] ;
+  wire [16:0] \acc$44[3] ;
+  wire [16:0] \acc$44[4] ;
+  wire [16:0] \acc$44[5] ;
+  wire [16:0] \acc$44[6] ;
+  wire [16:0] \acc$44[7] ;
+  wire [33:0] \acc$63 ;
+  wire [16:0] \acc$63.cand ;
+  wire [16:0] \acc$63.thr ;
+  wire [33:0] \acc$73 ;
+  wire [16:0] \acc$73.cand ;
+  wire [16:0] \acc$73.thr ;
+  wire [33:0] \acc$83 ;
+  wire [16:0] \acc$83.cand ;
+  wire [16:0] \acc$83.thr ;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
+  input [45:0] \config ;
+  wire [45:0] \config ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
   wire credit;
-  wire [103:0] entries__payload;
-  wire [1:0] \entries__payload.group ;
+  wire [104:0] entries__payload;
+  wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
   wire [3:0] \entries__payload.mask ;
   wire \entries__payload.seq_end ;
@@ -711,8 +711,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [23:0] \entries__payload.value[3] ;
   wire entries__ready;
   wire entries__valid;
-  wire [103:0] entry;
-  wire [1:0] \entry.group ;
+  wire [104:0] entry;
+  wire [2:0] \entry.group ;
   wire \entry.marker ;
   wire [3:0] \entry.mask ;
   wire \entry.seq_end ;
@@ -721,9 +721,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [23:0] \entry.value[1] ;
   wire [23:0] \entry.value[2] ;
   wire [23:0] \entry.value[3] ;
-  output [29:0] events__payload;
-  wire [29:0] events__payload;
-  wire [3:0] \events__payload.index ;
+  output [30:0] events__payload;
+  wire [30:0] events__payload;
+  wire [4:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [23:0] \events__payload.value ;
@@ -743,8 +743,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$102 ;
-  wire [3:0] \items__payload$102.index ;
+  wire [30:0] \items__payload$102 ;
+  wire [4:0] \items__payload$102.index ;
   wire \items__payload$102.seq_end ;
   wire \items__payload$102.step_end ;
   wire [23:0] \items__payload$102.value ;
@@ -840,20 +840,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$21 ;
-  wire [1:0] \port__addr$23 ;
-  reg [1:0] \port__addr$33 ;
-  reg [1:0] \port__addr$34 ;
-  reg [1:0] \port__addr$35 ;
-  wire [1:0] \port__addr$39 ;
-  wire [1:0] \port__addr$41 ;
-  wire [63:0] port__data;
+  wire [6:0] port__addr;
+  wire [2:0] \port__addr$10 ;
+  wire [2:0] \port__addr$13 ;
+  wire [6:0] \port__addr$21 ;
+  wire [2:0] \port__addr$23 ;
+  reg [2:0] \port__addr$33 ;
+  reg [2:0] \port__addr$34 ;
+  reg [2:0] \port__addr$35 ;
+  wire [2:0] \port__addr$39 ;
+  wire [2:0] \port__addr$41 ;
+  wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
-  wire [63:0] \port__data$30 ;
+  wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [31:0] \port__data$46 ;
   wire [63:0] \port__data$48 ;
@@ -870,7 +870,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$20 ;
   wire \port__en$40 ;
   wire \port__en$42 ;
-  wire [103:0] r_data;
+  wire [104:0] r_data;
   wire r_en;
   wire r_rdy;
   reg [3:0] reserved = 4'h0;
@@ -881,20 +881,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \saturated$71 ;
   wire \saturated$81 ;
   wire \saturated$91 ;
-  wire [151:0] seeds;
-  wire [18:0] \seeds[0] ;
-  wire [18:0] \seeds[1] ;
-  wire [18:0] \seeds[2] ;
-  wire [18:0] \seeds[3] ;
-  wire [18:0] \seeds[4] ;
-  wire [18:0] \seeds[5] ;
-  wire [18:0] \seeds[6] ;
-  wire [18:0] \seeds[7] ;
-  wire [26:0] slot;
-  wire [5:0] \slot.base ;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
+  wire [28:0] slot;
+  wire [6:0] \slot.base ;
   wire \slot.empty ;
   wire \slot.first ;
-  wire [1:0] \slot.group ;
+  wire [2:0] \slot.group ;
   wire [3:0] \slot.index ;
   wire \slot.last ;
   wire \slot.seq_end ;
@@ -902,11 +902,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
-  reg [26:0] slot_c2 = 27'h0000000;
-  wire [5:0] \slot_c2.base ;
+  reg [28:0] slot_c2 = 29'h00000000;
+  wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
   wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
+  wire [2:0] \slot_c2.group ;
   wire [3:0] \slot_c2.index ;
   wire \slot_c2.last ;
   wire \slot_c2.seq_end ;
@@ -914,11 +914,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
-  reg [26:0] slot_c3 = 27'h0000000;
-  wire [5:0] \slot_c3.base ;
+  reg [28:0] slot_c3 = 29'h00000000;
+  wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
   wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
+  wire [2:0] \slot_c3.group ;
   wire [3:0] \slot_c3.index ;
   wire \slot_c3.last ;
   wire \slot_c3.seq_end ;
@@ -927,15 +927,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
   wire starting;
-  wire [72:0] trace;
-  output [72:0] \trace$123 ;
-  reg [72:0] \trace$123  = 73'h0000000000000000000;
+  wire [73:0] trace;
+  output [73:0] \trace$123 ;
+  reg [73:0] \trace$123  = 74'h0000000000000000000;
   wire [3:0] \trace$123.gate ;
   wire \trace$123.gate[0] ;
   wire \trace$123.gate[1] ;
   wire \trace$123.gate[2] ;
   wire \trace$123.gate[3] ;
-  wire [1:0] \trace$123.group ;
+  wire [2:0] \trace$123.group ;
   wire \trace$123.seq_end ;
   wire [63:0] \trace$123.state ;
   wire [15:0] \trace$123.state[0] ;
@@ -949,7 +949,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \trace.gate[1] ;
   wire \trace.gate[2] ;
   wire \trace.gate[3] ;
-  wire [1:0] \trace.group ;
+  wire [2:0] \trace.group ;
   wire \trace.seq_end ;
   wire [63:0] \trace.state ;
   wire [15:0] \trace.state[0] ;
@@ -962,65 +962,73 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg use_acc2 = 1'h0;
   wire valid;
   wire [7:0] value;
-  wire [103:0] w_data;
+  wire [104:0] w_data;
   wire w_en;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  reg [127:0] bias [3:0];
+  wire [31:0] weights;
+  wire [3:0] \weights[0] ;
+  wire [3:0] \weights[1] ;
+  wire [3:0] \weights[2] ;
+  wire [3:0] \weights[3] ;
+  wire [3:0] \weights[4] ;
+  wire [3:0] \weights[5] ;
+  wire [3:0] \weights[6] ;
+  wire [3:0] \weights[7] ;
+  reg [127:0] bias [7:0];
   initial begin
-    bias[0] = 128'h0ae2fcb5fc00fcee02cdffaa0412fc04;
-    bias[1] = 128'h031efdb10597fac4fda5018a025bfdfb;
-    bias[2] = 128'hfc4afce3fb39fb18058c033ffd2c0233;
-    bias[3] = 128'hfa4c03a1fb0aff8f024201b50aa9fd6f;
+    bias[0] = 128'hff8a0052007a0031ffa7005800620021;
+    bias[1] = 128'hffb2ffe200950011004d003f002ffff0;
+    bias[2] = 128'hffa70025ffc2ffd5002cffd80044ffdc;
+    bias[3] = 128'h006200370017ffebff95000000190018;
+    bias[4] = 128'h00640045ffe7fff800620003ffc50037;
+    bias[5] = 128'hffe1001e00590055ffddffe500a40023;
+    bias[6] = 128'hffd8ffefffe8fff2ffd10022ffddffed;
+    bias[7] = 128'hffe2fffb003fffe7005e000900340055;
   end
   always @(posedge clk) begin
     if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
+      bias[\config [6:4]][15:0] <= \port__data$12 [15:0];
     if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
+      bias[\config [6:4]][31:16] <= \port__data$12 [31:16];
     if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
+      bias[\config [6:4]][47:32] <= \port__data$12 [47:32];
     if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
+      bias[\config [6:4]][63:48] <= \port__data$12 [63:48];
     if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
+      bias[\config [6:4]][79:64] <= \port__data$12 [79:64];
     if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
+      bias[\config [6:4]][95:80] <= \port__data$12 [95:80];
     if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
+      bias[\config [6:4]][111:96] <= \port__data$12 [111:96];
     if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
+      bias[\config [6:4]][127:112] <= \port__data$12 [127:112];
   end
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot[3:1]];
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$136  [3:0];
+  reg [31:0] \params$136  [7:0];
   initial begin
-    \params$136 [0] = 32'd1278627636;
-    \params$136 [1] = 32'd1077364017;
-    \params$136 [2] = 32'd943210563;
-    \params$136 [3] = 32'd960509003;
+    \params$136 [0] = 32'd1363489605;
+    \params$136 [1] = 32'd1229014330;
+    \params$136 [2] = 32'd959263540;
+    \params$136 [3] = 32'd909462067;
+    \params$136 [4] = 32'd825574450;
+    \params$136 [5] = 32'd842215749;
+    \params$136 [6] = 32'd976368693;
+    \params$136 [7] = 32'd860045369;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$136 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$136 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$136 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$136 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$136 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$136 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$136 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$136 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
@@ -1029,16 +1037,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$46  = _1_;
-  reg [95:0] pool [3:0];
+  reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
     pool[1] = 96'h000000000000000000000000;
     pool[2] = 96'h000000000000000000000000;
     pool[3] = 96'h000000000000000000000000;
+    pool[4] = 96'h000000000000000000000000;
+    pool[5] = 96'h000000000000000000000000;
+    pool[6] = 96'h000000000000000000000000;
+    pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      pool[slot_c3[2:1]] <= \port__data$56 ;
+      pool[slot_c3[3:1]] <= \port__data$56 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
@@ -1047,16 +1059,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$53  = _2_;
-  reg [63:0] state [3:0];
+  reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
     state[1] = 64'h0000000000000000;
     state[2] = 64'h0000000000000000;
     state[3] = 64'h0000000000000000;
+    state[4] = 64'h0000000000000000;
+    state[5] = 64'h0000000000000000;
+    state[6] = 64'h0000000000000000;
+    state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= \port__data$49 ;
+      state[slot_c3[3:1]] <= \port__data$49 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
@@ -1065,112 +1081,160 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$48  = _3_;
-  reg [63:0] \weights$134  [47:0];
+  reg [31:0] \weights$134  [95:0];
   initial begin
-    \weights$134 [0] = 64'h3dfe66c002bf03b8;
-    \weights$134 [1] = 64'hd13f520f1ce50525;
-    \weights$134 [2] = 64'h154e2e5b13ecdcf5;
-    \weights$134 [3] = 64'hb942fea5f1f6f7c1;
-    \weights$134 [4] = 64'h08f005bce40e1ef9;
-    \weights$134 [5] = 64'hd7ddfdd10819dfe6;
-    \weights$134 [6] = 64'he615fde5cfdfe6d9;
-    \weights$134 [7] = 64'h03af101608f5f759;
-    \weights$134 [8] = 64'h2ea529c5f11edbf7;
-    \weights$134 [9] = 64'hc0df3aea000ce3d5;
-    \weights$134 [10] = 64'hd836d7d708f60bd1;
-    \weights$134 [11] = 64'h0bfce8960a25ba20;
-    \weights$134 [12] = 64'h67fd223917218df0;
-    \weights$134 [13] = 64'hfdfee02c00f92211;
-    \weights$134 [14] = 64'hf806926813ceeb4a;
-    \weights$134 [15] = 64'hecc7180eda08ef78;
-    \weights$134 [16] = 64'h0c0212e9e808e226;
-    \weights$134 [17] = 64'he0cd530e060117e8;
-    \weights$134 [18] = 64'h3ddafd03e9264f15;
-    \weights$134 [19] = 64'h02edd3a7f40d32fe;
-    \weights$134 [20] = 64'hda630aba1000fb13;
-    \weights$134 [21] = 64'h132a20520d4c1bcb;
-    \weights$134 [22] = 64'hc0c9ca0fe8f4e8a6;
-    \weights$134 [23] = 64'he6d924870de819e9;
-    \weights$134 [24] = 64'hc7d41af4e1c4e06b;
-    \weights$134 [25] = 64'he7970948f0fcef5c;
-    \weights$134 [26] = 64'h2fefcc08feafeff9;
-    \weights$134 [27] = 64'h2af6d60ec4ea2fe2;
-    \weights$134 [28] = 64'hfa157b9e03cf2b2d;
-    \weights$134 [29] = 64'h5fcd3af7f01e0579;
-    \weights$134 [30] = 64'h461eb8ec91150b05;
-    \weights$134 [31] = 64'hee4a23e8268dc6fc;
-    \weights$134 [32] = 64'hc3e33f2739fc08f5;
-    \weights$134 [33] = 64'h204058b73b15eaf5;
-    \weights$134 [34] = 64'haa2647fc101e1d0b;
-    \weights$134 [35] = 64'h28f53510100318d5;
-    \weights$134 [36] = 64'h080d21d137f706fe;
-    \weights$134 [37] = 64'hf2cf3afd6d9a1c86;
-    \weights$134 [38] = 64'h2c6f18f81c28cbfb;
-    \weights$134 [39] = 64'hf9120fdaccf2e505;
-    \weights$134 [40] = 64'hcf092f29d116d2b2;
-    \weights$134 [41] = 64'hec29e802dcecfce5;
-    \weights$134 [42] = 64'hbb190703debfdfa9;
-    \weights$134 [43] = 64'h331a1c1a2eb5288b;
-    \weights$134 [44] = 64'h1d821b08b9aad7bf;
-    \weights$134 [45] = 64'hda15450db5cfb827;
-    \weights$134 [46] = 64'hb71feb0cced1ac37;
-    \weights$134 [47] = 64'h132e04e7c61452ba;
+    \weights$134 [0] = 32'd1052445693;
+    \weights$134 [1] = 32'd1438604787;
+    \weights$134 [2] = 32'd3873757711;
+    \weights$134 [3] = 32'd842735451;
+    \weights$134 [4] = 32'd252452880;
+    \weights$134 [5] = 32'd807153076;
+    \weights$134 [6] = 32'd14556462;
+    \weights$134 [7] = 32'd4245621796;
+    \weights$134 [8] = 32'd3171758354;
+    \weights$134 [9] = 32'd3959341277;
+    \weights$134 [10] = 32'd19734815;
+    \weights$134 [11] = 32'd2955724225;
+    \weights$134 [12] = 32'd3475898667;
+    \weights$134 [13] = 32'd3807580446;
+    \weights$134 [14] = 32'd1359927846;
+    \weights$134 [15] = 32'd771768085;
+    \weights$134 [16] = 32'd523486432;
+    \weights$134 [17] = 32'd3973833198;
+    \weights$134 [18] = 32'd1057865765;
+    \weights$134 [19] = 32'd821629488;
+    \weights$134 [20] = 32'd4157535533;
+    \weights$134 [21] = 32'd785728830;
+    \weights$134 [22] = 32'd3963899659;
+    \weights$134 [23] = 32'd1596788671;
+    \weights$134 [24] = 32'd536072929;
+    \weights$134 [25] = 32'd1118888914;
+    \weights$134 [26] = 32'd2783916539;
+    \weights$134 [27] = 32'd2984313611;
+    \weights$134 [28] = 32'd600518352;
+    \weights$134 [29] = 32'd3724656418;
+    \weights$134 [30] = 32'd733759;
+    \weights$134 [31] = 32'd101543392;
+    \weights$134 [32] = 32'd571588111;
+    \weights$134 [33] = 32'd373027283;
+    \weights$134 [34] = 32'd1118829837;
+    \weights$134 [35] = 32'd525406972;
+    \weights$134 [36] = 32'd3287348431;
+    \weights$134 [37] = 32'd570403822;
+    \weights$134 [38] = 32'd1661078801;
+    \weights$134 [39] = 32'd1694584321;
+    \weights$134 [40] = 32'd3022250480;
+    \weights$134 [41] = 32'd3272662814;
+    \weights$134 [42] = 32'd268373260;
+    \weights$134 [43] = 32'd870591486;
+    \weights$134 [44] = 32'd3471772702;
+    \weights$134 [45] = 32'd4097830944;
+    \weights$134 [46] = 32'd504480018;
+    \weights$134 [47] = 32'd3793682704;
+    \weights$134 [48] = 32'd2669609455;
+    \weights$134 [49] = 32'd1040266961;
+    \weights$134 [50] = 32'd3541175566;
+    \weights$134 [51] = 32'd1426060270;
+    \weights$134 [52] = 32'd4293853228;
+    \weights$134 [53] = 32'd834782175;
+    \weights$134 [54] = 32'd586301673;
+    \weights$134 [55] = 32'd2955853885;
+    \weights$134 [56] = 32'd805229617;
+    \weights$134 [57] = 32'd2885743424;
+    \weights$134 [58] = 32'd486539568;
+    \weights$134 [59] = 32'd3809423341;
+    \weights$134 [60] = 32'd591523898;
+    \weights$134 [61] = 32'd1087454753;
+    \weights$134 [62] = 32'd4041199599;
+    \weights$134 [63] = 32'd3758231069;
+    \weights$134 [64] = 32'd539369233;
+    \weights$134 [65] = 32'd3492815341;
+    \weights$134 [66] = 32'd520822580;
+    \weights$134 [67] = 32'd283906300;
+    \weights$134 [68] = 32'd4001471;
+    \weights$134 [69] = 32'd56619266;
+    \weights$134 [70] = 32'd3743424781;
+    \weights$134 [71] = 32'd801964866;
+    \weights$134 [72] = 32'd3171094228;
+    \weights$134 [73] = 32'd4073857279;
+    \weights$134 [74] = 32'd320294909;
+    \weights$134 [75] = 32'd3997323059;
+    \weights$134 [76] = 32'd50148560;
+    \weights$134 [77] = 32'd769781821;
+    \weights$134 [78] = 32'd1225536225;
+    \weights$134 [79] = 32'd421573900;
+    \weights$134 [80] = 32'd4125356799;
+    \weights$134 [81] = 32'd3810407085;
+    \weights$134 [82] = 32'd3760065346;
+    \weights$134 [83] = 32'd298905073;
+    \weights$134 [84] = 32'd3979268117;
+    \weights$134 [85] = 32'd469619782;
+    \weights$134 [86] = 32'd186515479;
+    \weights$134 [87] = 32'd500184084;
+    \weights$134 [88] = 32'd852620079;
+    \weights$134 [89] = 32'd102695982;
+    \weights$134 [90] = 32'd3238010118;
+    \weights$134 [91] = 32'd301773299;
+    \weights$134 [92] = 32'd66986492;
+    \weights$134 [93] = 32'd16724018;
+    \weights$134 [94] = 32'd4093652449;
+    \weights$134 [95] = 32'd3841175841;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$134 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$134 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$134 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$134 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$134 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$134 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$134 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$134 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$134 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$134 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$134 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$134 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$134 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$134 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$134 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$134 [\config [10:4]][31:28] <= port__data[31:28];
   end
-  reg [63:0] _4_;
+  reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$134 [\$8 [5:0]];
+      _4_ <= \weights$134 [\$8 [6:0]];
     end
   end
   assign weights = _4_;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
+  assign port__en = \$2  << \config [13:11];
   assign \$3  = \config [3:1] == 1'h1;
   assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
+  assign \port__en$11  = \$4  << \config [13:11];
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[8:3] + slot[18:15];
-  assign \$9  = ~ slot[14];
+  assign \$7  = \$6  << \config [13:11];
+  assign \$8  = slot[10:4] + slot[20:17];
+  assign \$9  = ~ slot[16];
   assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[9];
-  assign \$12  = slot_c2[0] & slot_c2[10];
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$48 [15:0];
-  assign \$13  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
+  assign \$11  = slot[0] & slot[11];
+  assign \$12  = slot_c2[0] & slot_c2[12];
+  assign finalize = slot_c3[0] & slot_c3[12];
+  assign old = slot_c3[14] ? 16'h0000 : \port__data$48 [15:0];
+  assign \$13  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
   assign \$14  = $signed(\$13 ) + $signed(\new );
   assign \$15  = $signed(\$14 ) > $signed(24'h7fffff);
-  assign \$16  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
+  assign \$16  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
   assign \$17  = $signed(\$16 ) + $signed(\new );
   assign \$18  = $signed(\$17 ) < $signed(24'h800000);
-  assign \$19  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
+  assign \$19  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
   assign \$20  = $signed(\$19 ) + $signed(\new );
   assign \$21  = \$18  ? 25'h1800000 : \$20 ;
   assign \$22  = \$15  ? 25'h07fffff : \$21 ;
-  assign \$23  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
+  assign \$23  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
   assign \$24  = $signed(\$23 ) + $signed(\new );
   assign \$25  = $signed(\$24 ) > $signed(24'h7fffff);
-  assign \$26  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
+  assign \$26  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
   assign \$27  = $signed(\$26 ) + $signed(\new );
   assign \$28  = $signed(\$27 ) < $signed(24'h800000);
   assign pool_0_clipped = \$25  | \$28 ;
@@ -1178,21 +1242,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$31  = \saturated$59  | pool_0_clipped;
   assign \$34  = | \$22 [23:0];
   assign \$35  = \$33  & \$34 ;
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$48 [31:16];
-  assign \$36  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
+  assign \old$65  = slot_c3[14] ? 16'h0000 : \port__data$48 [31:16];
+  assign \$36  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
   assign \$37  = $signed(\$36 ) + $signed(\new$66 );
   assign \$38  = $signed(\$37 ) > $signed(24'h7fffff);
-  assign \$39  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
+  assign \$39  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
   assign \$40  = $signed(\$39 ) + $signed(\new$66 );
   assign \$41  = $signed(\$40 ) < $signed(24'h800000);
-  assign \$42  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
+  assign \$42  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
   assign \$43  = $signed(\$42 ) + $signed(\new$66 );
   assign \$44  = \$41  ? 25'h1800000 : \$43 ;
   assign \$45  = \$38  ? 25'h07fffff : \$44 ;
-  assign \$46  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
+  assign \$46  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
   assign \$47  = $signed(\$46 ) + $signed(\new$66 );
   assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
-  assign \$49  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
+  assign \$49  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
   assign \$50  = $signed(\$49 ) + $signed(\new$66 );
   assign \$51  = $signed(\$50 ) < $signed(24'h800000);
   assign pool_1_clipped = \$48  | \$51 ;
@@ -1200,21 +1264,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$54  = \saturated$71  | pool_1_clipped;
   assign \$57  = | \$45 [23:0];
   assign \$58  = \$56  & \$57 ;
-  assign \old$75  = slot_c3[12] ? 16'h0000 : \port__data$48 [47:32];
-  assign \$59  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
+  assign \old$75  = slot_c3[14] ? 16'h0000 : \port__data$48 [47:32];
+  assign \$59  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
   assign \$60  = $signed(\$59 ) + $signed(\new$76 );
   assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
-  assign \$62  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
+  assign \$62  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
   assign \$63  = $signed(\$62 ) + $signed(\new$76 );
   assign \$64  = $signed(\$63 ) < $signed(24'h800000);
-  assign \$65  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
+  assign \$65  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
   assign \$66  = $signed(\$65 ) + $signed(\new$76 );
   assign \$67  = \$64  ? 25'h1800000 : \$66 ;
   assign \$68  = \$61  ? 25'h07fffff : \$67 ;
-  assign \$69  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
+  assign \$69  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
   assign \$70  = $signed(\$69 ) + $signed(\new$76 );
   assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
-  assign \$72  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
+  assign \$72  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
   assign \$73  = $signed(\$72 ) + $signed(\new$76 );
   assign \$74  = $signed(\$73 ) < $signed(24'h800000);
   assign pool_2_clipped = \$71  | \$74 ;
@@ -1222,21 +1286,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$77  = \saturated$81  | pool_2_clipped;
   assign \$80  = | \$68 [23:0];
   assign \$81  = \$79  & \$80 ;
-  assign \old$85  = slot_c3[12] ? 16'h0000 : \port__data$48 [63:48];
-  assign \$82  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
+  assign \old$85  = slot_c3[14] ? 16'h0000 : \port__data$48 [63:48];
+  assign \$82  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
   assign \$83  = $signed(\$82 ) + $signed(\new$86 );
   assign \$84  = $signed(\$83 ) > $signed(24'h7fffff);
-  assign \$85  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
+  assign \$85  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
   assign \$86  = $signed(\$85 ) + $signed(\new$86 );
   assign \$87  = $signed(\$86 ) < $signed(24'h800000);
-  assign \$88  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
+  assign \$88  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
   assign \$89  = $signed(\$88 ) + $signed(\new$86 );
   assign \$90  = \$87  ? 25'h1800000 : \$89 ;
   assign \$91  = \$84  ? 25'h07fffff : \$90 ;
-  assign \$92  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
+  assign \$92  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
   assign \$93  = $signed(\$92 ) + $signed(\new$86 );
   assign \$94  = $signed(\$93 ) > $signed(24'h7fffff);
-  assign \$95  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
+  assign \$95  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
   assign \$96  = $signed(\$95 ) + $signed(\new$86 );
   assign \$97  = $signed(\$96 ) < $signed(24'h800000);
   assign pool_3_clipped = \$94  | \$97 ;
@@ -1244,7 +1308,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$100  = \saturated$91  | pool_3_clipped;
   assign \$103  = | \$91 [23:0];
   assign \$104  = \$102  & \$103 ;
-  assign \$105  = slot_c3[11] & slot_c3[13];
+  assign \$105  = slot_c3[13] & slot_c3[15];
   assign credit = reserved < 4'h8;
   assign \$106  = 1'h0 + \port__en$16 ;
   assign \$107  = layer0_weights_reads + \$106 ;
@@ -1269,9 +1333,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$127  = layer0_pool_reads + \$126 ;
   assign \$129  = 1'h0 + \$128 ;
   assign \$130  = layer0_pool_writes + \$129 ;
-  assign \$131  = ~ slot_c2[14];
+  assign \$131  = ~ slot_c2[16];
   assign \$132  = slot_c2[0] & \$131 ;
-  assign \$133  = | slot_c2[26:19];
+  assign \$133  = | slot_c2[28:21];
   assign \$134  = \$132  & \$133 ;
   assign \$135  = layer0_macs + 4'h8;
   assign \$136  = 1'h0 + changed[0];
@@ -1351,11 +1415,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.lanes  lanes (
     .acc(\acc$44 ),
     .clk(clk),
-    .first(slot_c2[9]),
+    .first(slot_c2[11]),
     .rst(rst),
     .seeds(seeds),
     .valid(slot_c2[0]),
-    .value(slot_c2[26:19]),
+    .value(slot_c2[28:21]),
     .weights(weights)
   );
   \accelerator.layer0.serializer  serializer (
@@ -1437,23 +1501,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
+    \port__addr$33  = 3'h0;
     if (\$12 ) begin
-      \port__addr$33  = slot_c2[2:1];
+      \port__addr$33  = slot_c2[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 2'h0;
+    \port__addr$34  = 3'h0;
     if (\$12 ) begin
-      \port__addr$34  = slot_c2[2:1];
+      \port__addr$34  = slot_c2[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$35  = 2'h0;
+    \port__addr$35  = 3'h0;
     if (\$12 ) begin
-      \port__addr$35  = slot_c2[2:1];
+      \port__addr$35  = slot_c2[3:1];
     end
   end
   always @* begin
@@ -1530,7 +1594,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$159  = slot;
     if (rst) begin
-      \$159  = 27'h0000000;
+      \$159  = 29'h00000000;
     end
   end
   always @* begin
@@ -1554,14 +1618,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$162  = slot_c2;
     if (rst) begin
-      \$162  = 27'h0000000;
+      \$162  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$163  = trace;
     if (rst) begin
-      \$163  = 73'h0000000000000000000;
+      \$163  = 74'h0000000000000000000;
     end
   end
   always @* begin
@@ -1594,20 +1658,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
+  assign port__addr = \config [10:4];
+  assign \port__addr$10  = \config [6:4];
+  assign \port__addr$13  = \config [6:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$21  = \$8 [5:0];
-  assign \port__addr$23  = slot[2:1];
+  assign \port__addr$21  = \$8 [6:0];
+  assign \port__addr$23  = slot[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[26:19];
+  assign first = slot_c2[11];
+  assign value = slot_c2[28:21];
   assign \port__data$30  = weights;
-  assign \port__addr$39  = slot_c3[2:1];
+  assign \port__addr$39  = slot_c3[3:1];
   assign \port__en$40  = finalize;
-  assign \port__addr$41  = slot_c3[2:1];
+  assign \port__addr$41  = slot_c3[3:1];
   assign \port__en$42  = finalize;
   assign params = \port__data$46 [7:0];
   assign old_out_0 = old;
@@ -1643,106 +1707,106 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.seq_end  = items__payload[13];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[26:19];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2.group  = slot_c2[3:1];
+  assign \slot_c2.base  = slot_c2[10:4];
+  assign \slot_c2.first  = slot_c2[11];
+  assign \slot_c2.last  = slot_c2[12];
+  assign \slot_c2.step_last  = slot_c2[13];
+  assign \slot_c2.seq_first  = slot_c2[14];
+  assign \slot_c2.seq_end  = slot_c2[15];
+  assign \slot_c2.empty  = slot_c2[16];
+  assign \slot_c2.index  = slot_c2[20:17];
+  assign \slot_c2.value  = slot_c2[28:21];
+  assign \weights[0]  = weights[3:0];
+  assign \weights[1]  = weights[7:4];
+  assign \weights[2]  = weights[11:8];
+  assign \weights[3]  = weights[15:12];
+  assign \weights[4]  = weights[19:16];
+  assign \weights[5]  = weights[23:20];
+  assign \weights[6]  = weights[27:24];
+  assign \weights[7]  = weights[31:28];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
   assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[26:19];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \acc$44[0]  = \acc$44 [18:0];
-  assign \acc$44[1]  = \acc$44 [37:19];
-  assign \acc$44[2]  = \acc$44 [56:38];
-  assign \acc$44[3]  = \acc$44 [75:57];
-  assign \acc$44[4]  = \acc$44 [94:76];
-  assign \acc$44[5]  = \acc$44 [113:95];
-  assign \acc$44[6]  = \acc$44 [132:114];
-  assign \acc$44[7]  = \acc$44 [151:133];
+  assign \slot_c3.group  = slot_c3[3:1];
+  assign \slot_c3.base  = slot_c3[10:4];
+  assign \slot_c3.first  = slot_c3[11];
+  assign \slot_c3.last  = slot_c3[12];
+  assign \slot_c3.step_last  = slot_c3[13];
+  assign \slot_c3.seq_first  = slot_c3[14];
+  assign \slot_c3.seq_end  = slot_c3[15];
+  assign \slot_c3.empty  = slot_c3[16];
+  assign \slot_c3.index  = slot_c3[20:17];
+  assign \slot_c3.value  = slot_c3[28:21];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \acc$44[0]  = \acc$44 [16:0];
+  assign \acc$44[1]  = \acc$44 [33:17];
+  assign \acc$44[2]  = \acc$44 [50:34];
+  assign \acc$44[3]  = \acc$44 [67:51];
+  assign \acc$44[4]  = \acc$44 [84:68];
+  assign \acc$44[5]  = \acc$44 [101:85];
+  assign \acc$44[6]  = \acc$44 [118:102];
+  assign \acc$44[7]  = \acc$44 [135:119];
   assign \params.alpha  = \port__data$46 [7:0];
   assign \old.h  = old;
   assign \new.h  = \new ;
   assign \trace.valid  = trace[0];
-  assign \trace.group  = trace[2:1];
-  assign \trace.step_end  = trace[3];
-  assign \trace.seq_end  = trace[4];
-  assign \trace.state  = trace[68:5];
-  assign \trace.state[0]  = trace[20:5];
-  assign \trace.state[1]  = trace[36:21];
-  assign \trace.state[2]  = trace[52:37];
-  assign \trace.state[3]  = trace[68:53];
-  assign \trace.gate  = trace[72:69];
-  assign \trace.gate[0]  = trace[69];
-  assign \trace.gate[1]  = trace[70];
-  assign \trace.gate[2]  = trace[71];
-  assign \trace.gate[3]  = trace[72];
+  assign \trace.group  = trace[3:1];
+  assign \trace.step_end  = trace[4];
+  assign \trace.seq_end  = trace[5];
+  assign \trace.state  = trace[69:6];
+  assign \trace.state[0]  = trace[21:6];
+  assign \trace.state[1]  = trace[37:22];
+  assign \trace.state[2]  = trace[53:38];
+  assign \trace.state[3]  = trace[69:54];
+  assign \trace.gate  = trace[73:70];
+  assign \trace.gate[0]  = trace[70];
+  assign \trace.gate[1]  = trace[71];
+  assign \trace.gate[2]  = trace[72];
+  assign \trace.gate[3]  = trace[73];
   assign \entry.mask  = entry[3:0];
   assign \entry.value  = entry[99:4];
   assign \entry.value[0]  = entry[27:4];
   assign \entry.value[1]  = entry[51:28];
   assign \entry.value[2]  = entry[75:52];
   assign \entry.value[3]  = entry[99:76];
-  assign \entry.group  = entry[101:100];
-  assign \entry.marker  = entry[102];
-  assign \entry.seq_end  = entry[103];
-  assign \acc$63.cand  = \acc$63 [18:0];
-  assign \acc$63.thr  = \acc$63 [37:19];
+  assign \entry.group  = entry[102:100];
+  assign \entry.marker  = entry[103];
+  assign \entry.seq_end  = entry[104];
+  assign \acc$63.cand  = \acc$63 [16:0];
+  assign \acc$63.thr  = \acc$63 [33:17];
   assign \params$64.alpha  = \port__data$46 [15:8];
   assign \old$65.h  = \old$65 ;
   assign \new$66.h  = \new$66 ;
-  assign \acc$73.cand  = \acc$73 [18:0];
-  assign \acc$73.thr  = \acc$73 [37:19];
+  assign \acc$73.cand  = \acc$73 [16:0];
+  assign \acc$73.thr  = \acc$73 [33:17];
   assign \params$74.alpha  = \port__data$46 [23:16];
   assign \old$75.h  = \old$75 ;
   assign \new$76.h  = \new$76 ;
-  assign \acc$83.cand  = \acc$83 [18:0];
-  assign \acc$83.thr  = \acc$83 [37:19];
+  assign \acc$83.cand  = \acc$83 [16:0];
+  assign \acc$83.thr  = \acc$83 [33:17];
   assign \params$84.alpha  = \port__data$46 [31:24];
   assign \old$85.h  = \old$85 ;
   assign \new$86.h  = \new$86 ;
@@ -1752,40 +1816,40 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.value[1]  = entries__payload[51:28];
   assign \entries__payload.value[2]  = entries__payload[75:52];
   assign \entries__payload.value[3]  = entries__payload[99:76];
-  assign \entries__payload.group  = entries__payload[101:100];
-  assign \entries__payload.marker  = entries__payload[102];
-  assign \entries__payload.seq_end  = entries__payload[103];
-  assign \events__payload.index  = events__payload[3:0];
-  assign \events__payload.value  = events__payload[27:4];
-  assign \events__payload.step_end  = events__payload[28];
-  assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$102.index  = events__payload[3:0];
-  assign \items__payload$102.value  = events__payload[27:4];
-  assign \items__payload$102.step_end  = events__payload[28];
-  assign \items__payload$102.seq_end  = events__payload[29];
+  assign \entries__payload.group  = entries__payload[102:100];
+  assign \entries__payload.marker  = entries__payload[103];
+  assign \entries__payload.seq_end  = entries__payload[104];
+  assign \events__payload.index  = events__payload[4:0];
+  assign \events__payload.value  = events__payload[28:5];
+  assign \events__payload.step_end  = events__payload[29];
+  assign \events__payload.seq_end  = events__payload[30];
+  assign \items__payload$102.index  = events__payload[4:0];
+  assign \items__payload$102.value  = events__payload[28:5];
+  assign \items__payload$102.step_end  = events__payload[29];
+  assign \items__payload$102.seq_end  = events__payload[30];
   assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [2:1];
-  assign \trace$123.step_end  = \trace$123 [3];
-  assign \trace$123.seq_end  = \trace$123 [4];
-  assign \trace$123.state  = \trace$123 [68:5];
-  assign \trace$123.state[0]  = \trace$123 [20:5];
-  assign \trace$123.state[1]  = \trace$123 [36:21];
-  assign \trace$123.state[2]  = \trace$123 [52:37];
-  assign \trace$123.state[3]  = \trace$123 [68:53];
-  assign \trace$123.gate  = \trace$123 [72:69];
-  assign \trace$123.gate[0]  = \trace$123 [69];
-  assign \trace$123.gate[1]  = \trace$123 [70];
-  assign \trace$123.gate[2]  = \trace$123 [71];
-  assign \trace$123.gate[3]  = \trace$123 [72];
-  assign \acc$83 [37:19] = \acc$44 [151:133];
-  assign \acc$83 [18:0] = \acc$44 [132:114];
-  assign \acc$73 [37:19] = \acc$44 [113:95];
-  assign \acc$73 [18:0] = \acc$44 [94:76];
-  assign \acc$63 [37:19] = \acc$44 [75:57];
-  assign \acc$63 [18:0] = \acc$44 [56:38];
-  assign entry[103] = slot_c3[13];
-  assign entry[102] = \$105 ;
-  assign entry[101:100] = slot_c3[2:1];
+  assign \trace$123.group  = \trace$123 [3:1];
+  assign \trace$123.step_end  = \trace$123 [4];
+  assign \trace$123.seq_end  = \trace$123 [5];
+  assign \trace$123.state  = \trace$123 [69:6];
+  assign \trace$123.state[0]  = \trace$123 [21:6];
+  assign \trace$123.state[1]  = \trace$123 [37:22];
+  assign \trace$123.state[2]  = \trace$123 [53:38];
+  assign \trace$123.state[3]  = \trace$123 [69:54];
+  assign \trace$123.gate  = \trace$123 [73:70];
+  assign \trace$123.gate[0]  = \trace$123 [70];
+  assign \trace$123.gate[1]  = \trace$123 [71];
+  assign \trace$123.gate[2]  = \trace$123 [72];
+  assign \trace$123.gate[3]  = \trace$123 [73];
+  assign \acc$83 [33:17] = \acc$44 [135:119];
+  assign \acc$83 [16:0] = \acc$44 [118:102];
+  assign \acc$73 [33:17] = \acc$44 [101:85];
+  assign \acc$73 [16:0] = \acc$44 [84:68];
+  assign \acc$63 [33:17] = \acc$44 [67:51];
+  assign \acc$63 [16:0] = \acc$44 [50:34];
+  assign entry[104] = slot_c3[15];
+  assign entry[103] = \$105 ;
+  assign entry[102:100] = slot_c3[3:1];
   assign entry[99:76] = \$91 [23:0];
   assign entry[3] = \$104 ;
   assign entry[75:52] = \$68 [23:0];
@@ -1794,18 +1858,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign entry[1] = \$58 ;
   assign entry[27:4] = \$22 [23:0];
   assign entry[0] = \$35 ;
+  assign trace[5] = slot_c3[15];
   assign trace[4] = slot_c3[13];
-  assign trace[3] = slot_c3[11];
-  assign trace[2:1] = slot_c3[2:1];
+  assign trace[3:1] = slot_c3[3:1];
   assign trace[0] = finalize;
-  assign trace[72] = \gate$92 ;
-  assign trace[68:53] = \new$86 ;
-  assign trace[71] = \gate$82 ;
-  assign trace[52:37] = \new$76 ;
-  assign trace[70] = \gate$72 ;
-  assign trace[36:21] = \new$66 ;
-  assign trace[69] = gate;
-  assign trace[20:5] = \new ;
+  assign trace[73] = \gate$92 ;
+  assign trace[69:54] = \new$86 ;
+  assign trace[72] = \gate$82 ;
+  assign trace[53:38] = \new$76 ;
+  assign trace[71] = \gate$72 ;
+  assign trace[37:22] = \new$66 ;
+  assign trace[70] = gate;
+  assign trace[21:6] = \new ;
   assign saturated[3] = \$101 ;
   assign saturated[2] = \$78 ;
   assign saturated[1] = \$55 ;
@@ -1822,52 +1886,52 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__data$49 [47:32] = \new$76 ;
   assign \port__data$49 [31:16] = \new$66 ;
   assign \port__data$49 [15:0] = \new ;
-  assign acc[37:19] = \acc$44 [37:19];
-  assign acc[18:0] = \acc$44 [18:0];
+  assign acc[33:17] = \acc$44 [33:17];
+  assign acc[16:0] = \acc$44 [16:0];
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
-  assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
-  assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
-  assign seeds[94:76] = { \port__data$32 [79], \port__data$32 [79], \port__data$32 [79], \port__data$32 [79:64] };
-  assign seeds[75:57] = { \port__data$32 [63], \port__data$32 [63], \port__data$32 [63], \port__data$32 [63:48] };
-  assign seeds[56:38] = { \port__data$32 [47], \port__data$32 [47], \port__data$32 [47], \port__data$32 [47:32] };
-  assign seeds[37:19] = { \port__data$32 [31], \port__data$32 [31], \port__data$32 [31], \port__data$32 [31:16] };
-  assign seeds[18:0] = { \port__data$32 [15], \port__data$32 [15], \port__data$32 [15], \port__data$32 [15:0] };
-  assign \port__data$15 [31:24] = \config [20:13];
-  assign \port__data$15 [23:16] = \config [20:13];
-  assign \port__data$15 [15:8] = \config [20:13];
-  assign \port__data$15 [7:0] = \config [20:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
+  assign seeds[135:119] = { \port__data$32 [127], \port__data$32 [127:112] };
+  assign seeds[118:102] = { \port__data$32 [111], \port__data$32 [111:96] };
+  assign seeds[101:85] = { \port__data$32 [95], \port__data$32 [95:80] };
+  assign seeds[84:68] = { \port__data$32 [79], \port__data$32 [79:64] };
+  assign seeds[67:51] = { \port__data$32 [63], \port__data$32 [63:48] };
+  assign seeds[50:34] = { \port__data$32 [47], \port__data$32 [47:32] };
+  assign seeds[33:17] = { \port__data$32 [31], \port__data$32 [31:16] };
+  assign seeds[16:0] = { \port__data$32 [15], \port__data$32 [15:0] };
+  assign \port__data$15 [31:24] = \config [21:14];
+  assign \port__data$15 [23:16] = \config [21:14];
+  assign \port__data$15 [15:8] = \config [21:14];
+  assign \port__data$15 [7:0] = \config [21:14];
+  assign \port__data$12 [127:112] = \config [29:14];
+  assign \port__data$12 [111:96] = \config [29:14];
+  assign \port__data$12 [95:80] = \config [29:14];
+  assign \port__data$12 [79:64] = \config [29:14];
+  assign \port__data$12 [63:48] = \config [29:14];
+  assign \port__data$12 [47:32] = \config [29:14];
+  assign \port__data$12 [31:16] = \config [29:14];
+  assign \port__data$12 [15:0] = \config [29:14];
+  assign port__data[31:28] = \config [17:14];
+  assign port__data[27:24] = \config [17:14];
+  assign port__data[23:20] = \config [17:14];
+  assign port__data[19:16] = \config [17:14];
+  assign port__data[15:12] = \config [17:14];
+  assign port__data[11:8] = \config [17:14];
+  assign port__data[7:4] = \config [17:14];
+  assign port__data[3:0] = \config [17:14];
   assign \$30  = \$29 ;
   assign \$32  = \$31 ;
-  assign \$33  = slot_c3[13];
+  assign \$33  = slot_c3[15];
   assign \$53  = \$52 ;
   assign \$55  = \$54 ;
-  assign \$56  = slot_c3[13];
+  assign \$56  = slot_c3[15];
   assign \$76  = \$75 ;
   assign \$78  = \$77 ;
-  assign \$79  = slot_c3[13];
+  assign \$79  = slot_c3[15];
   assign \$99  = \$98 ;
   assign \$101  = \$100 ;
-  assign \$102  = slot_c3[13];
+  assign \$102  = slot_c3[15];
   assign \$123  = finalize;
   assign \$128  = finalize;
 endmodule
@@ -1917,42 +1981,42 @@ module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
   wire [3:0] level;
   (* init = 3'h0 *)
   wire [2:0] produce;
-  output [103:0] r_data;
-  wire [103:0] r_data;
+  output [104:0] r_data;
+  wire [104:0] r_data;
   input r_en;
   wire r_en;
   wire [3:0] r_level;
   reg [2:0] r_port__addr = 3'h0;
-  wire [103:0] r_port__data;
+  wire [104:0] r_port__data;
   wire r_port__en;
   output r_rdy;
   reg r_rdy = 1'h0;
   input rst;
   wire rst;
-  wire [103:0] w_data;
+  wire [104:0] w_data;
   input w_en;
   wire w_en;
   wire [3:0] w_level;
   reg [2:0] w_port__addr = 3'h0;
-  input [103:0] w_port__data;
-  wire [103:0] w_port__data;
+  input [104:0] w_port__data;
+  wire [104:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [103:0] storage [6:0];
+  reg [104:0] storage [6:0];
   initial begin
-    storage[0] = 104'h00000000000000000000000000;
-    storage[1] = 104'h00000000000000000000000000;
-    storage[2] = 104'h00000000000000000000000000;
-    storage[3] = 104'h00000000000000000000000000;
-    storage[4] = 104'h00000000000000000000000000;
-    storage[5] = 104'h00000000000000000000000000;
-    storage[6] = 104'h00000000000000000000000000;
+    storage[0] = 105'h000000000000000000000000000;
+    storage[1] = 105'h000000000000000000000000000;
+    storage[2] = 105'h000000000000000000000000000;
+    storage[3] = 105'h000000000000000000000000000;
+    storage[4] = 105'h000000000000000000000000000;
+    storage[5] = 105'h000000000000000000000000000;
+    storage[6] = 105'h000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
   end
-  reg [103:0] _0_;
+  reg [104:0] _0_;
   always @(posedge clk) begin
     if (r_port__en) begin
       _0_ <= storage[r_port__addr];
@@ -2097,8 +2161,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [2:0] \$46 ;
-  wire [6:0] \$47 ;
+  wire [3:0] \$46 ;
+  wire [7:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [14:0] \$5 ;
@@ -2116,12 +2180,12 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [1:0] \$60 ;
   reg \$61 ;
   reg \$62 ;
-  reg [26:0] \$63 ;
+  reg [28:0] \$63 ;
   reg \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg [5:0] \$68 ;
+  reg [2:0] \$67 ;
+  reg [6:0] \$68 ;
   reg [3:0] \$69 ;
   wire \$7 ;
   reg \$70 ;
@@ -2134,7 +2198,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$9 ;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
-  reg [5:0] base = 6'h00;
+  reg [6:0] base = 7'h00;
   reg busy = 1'h0;
   input clk;
   wire clk;
@@ -2144,7 +2208,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
-  reg [1:0] group = 2'h0;
+  reg [2:0] group = 3'h0;
   wire issue;
   input [13:0] items__payload;
   wire [13:0] items__payload;
@@ -2169,11 +2233,11 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] layer0_stall_cycles = 32'd0;
   output [31:0] layer0_steps;
   reg [31:0] layer0_steps = 32'd0;
-  reg [26:0] meta = 27'h0000000;
-  wire [5:0] \meta.base ;
+  reg [28:0] meta = 29'h00000000;
+  wire [6:0] \meta.base ;
   wire \meta.empty ;
   wire \meta.first ;
-  wire [1:0] \meta.group ;
+  wire [2:0] \meta.group ;
   wire [3:0] \meta.index ;
   wire \meta.last ;
   wire \meta.seq_end ;
@@ -2193,12 +2257,12 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg [3:0] slot = 4'h0;
-  output [26:0] \slot$21 ;
-  wire [26:0] \slot$21 ;
-  wire [5:0] \slot$21.base ;
+  output [28:0] \slot$21 ;
+  wire [28:0] \slot$21 ;
+  wire [6:0] \slot$21.base ;
   wire \slot$21.empty ;
   wire \slot$21.first ;
-  wire [1:0] \slot$21.group ;
+  wire [2:0] \slot$21.group ;
   wire [3:0] \slot$21.index ;
   wire \slot$21.last ;
   wire \slot$21.seq_end ;
@@ -2252,7 +2316,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[14] ? 8'h00 : rd__data[11:4];
+  assign \$18  = meta[16] ? 8'h00 : rd__data[11:4];
   assign \$19  = 1'h0 + rd__en;
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
@@ -2275,11 +2339,11 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
   assign \$43  = ! slot;
-  assign \$44  = group == 2'h3;
+  assign \$44  = group == 3'h7;
   assign \$45  = ! n_items;
   assign \$46  = group + 1'h1;
   assign \$47  = base + 4'hc;
-  assign \$48  = group == 2'h3;
+  assign \$48  = group == 3'h7;
   assign \$49  = ~ rbank;
   assign \$50  = layer0_steps + 1'h1;
   assign \$51  = slot + 1'h1;
@@ -2352,7 +2416,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$14  = rbank ? 4'hc : 4'h0;
   assign \$15  = \$14  + slot;
   assign \$16  = | n_items;
-  assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
@@ -2553,20 +2617,20 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$63 [26:1] = meta[26:1];
+    \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
-      \$63 [2:1] = group;
-      \$63 [8:3] = base;
-      \$63 [9] = \$43 ;
-      \$63 [10] = last_slot;
-      \$63 [11] = \$44 ;
-      \$63 [12] = seq_first;
-      \$63 [13] = seq_end;
-      \$63 [14] = \$45 ;
+      \$63 [3:1] = group;
+      \$63 [10:4] = base;
+      \$63 [11] = \$43 ;
+      \$63 [12] = last_slot;
+      \$63 [13] = \$44 ;
+      \$63 [14] = seq_first;
+      \$63 [15] = seq_end;
+      \$63 [16] = \$45 ;
     end
     if (rst) begin
-      \$63  = 27'h0000000;
+      \$63  = 29'h00000000;
     end
   end
   always @* begin
@@ -2627,16 +2691,16 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (\$33 ) begin
       if (\$34 ) begin
       end else if (\$35 ) begin
-        \$67  = 2'h0;
+        \$67  = 3'h0;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$67  = \$46 [1:0];
+        \$67  = \$46 [2:0];
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 3'h0;
     end
   end
   always @* begin
@@ -2645,16 +2709,16 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (\$33 ) begin
       if (\$34 ) begin
       end else if (\$35 ) begin
-        \$68  = 6'h00;
+        \$68  = 7'h00;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$68  = \$47 [5:0];
+        \$68  = \$47 [6:0];
       end
     end
     if (rst) begin
-      \$68  = 6'h00;
+      \$68  = 7'h00;
     end
   end
   always @* begin
@@ -2764,37 +2828,37 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \items__payload.step_end  = items__payload[12];
   assign \items__payload.seq_end  = items__payload[13];
   assign \slot$21.valid  = \slot$21 [0];
-  assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [8:3];
-  assign \slot$21.first  = \slot$21 [9];
-  assign \slot$21.last  = \slot$21 [10];
-  assign \slot$21.step_last  = \slot$21 [11];
-  assign \slot$21.seq_first  = \slot$21 [12];
-  assign \slot$21.seq_end  = \slot$21 [13];
-  assign \slot$21.empty  = \slot$21 [14];
-  assign \slot$21.index  = \slot$21 [18:15];
-  assign \slot$21.value  = \slot$21 [26:19];
+  assign \slot$21.group  = \slot$21 [3:1];
+  assign \slot$21.base  = \slot$21 [10:4];
+  assign \slot$21.first  = \slot$21 [11];
+  assign \slot$21.last  = \slot$21 [12];
+  assign \slot$21.step_last  = \slot$21 [13];
+  assign \slot$21.seq_first  = \slot$21 [14];
+  assign \slot$21.seq_end  = \slot$21 [15];
+  assign \slot$21.empty  = \slot$21 [16];
+  assign \slot$21.index  = \slot$21 [20:17];
+  assign \slot$21.value  = \slot$21 [28:21];
   assign \meta.valid  = meta[0];
-  assign \meta.group  = meta[2:1];
-  assign \meta.base  = meta[8:3];
-  assign \meta.first  = meta[9];
-  assign \meta.last  = meta[10];
-  assign \meta.step_last  = meta[11];
-  assign \meta.seq_first  = meta[12];
-  assign \meta.seq_end  = meta[13];
-  assign \meta.empty  = meta[14];
-  assign \meta.index  = meta[18:15];
-  assign \meta.value  = meta[26:19];
-  assign \slot$21 [26:19] = \$18 ;
-  assign \slot$21 [18:15] = \$17 ;
+  assign \meta.group  = meta[3:1];
+  assign \meta.base  = meta[10:4];
+  assign \meta.first  = meta[11];
+  assign \meta.last  = meta[12];
+  assign \meta.step_last  = meta[13];
+  assign \meta.seq_first  = meta[14];
+  assign \meta.seq_end  = meta[15];
+  assign \meta.empty  = meta[16];
+  assign \meta.index  = meta[20:17];
+  assign \meta.value  = meta[28:21];
+  assign \slot$21 [28:21] = \$18 ;
+  assign \slot$21 [20:17] = \$17 ;
+  assign \slot$21 [16] = meta[16];
+  assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
-  assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9] = meta[9];
-  assign \slot$21 [8:3] = meta[8:3];
-  assign \slot$21 [2:1] = meta[2:1];
+  assign \slot$21 [10:4] = meta[10:4];
+  assign \slot$21 [3:1] = meta[3:1];
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
@@ -2805,94 +2869,94 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
-  wire [15:0] \$11 ;
-  wire [19:0] \$12 ;
-  wire [18:0] \$13 ;
-  wire [15:0] \$14 ;
-  wire [19:0] \$15 ;
-  wire [18:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire [19:0] \$18 ;
-  wire [18:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [15:0] \$20 ;
-  wire [19:0] \$21 ;
-  wire [18:0] \$22 ;
-  wire [15:0] \$23 ;
-  wire [19:0] \$24 ;
-  reg [151:0] \$25 ;
-  wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
-  wire [15:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [15:0] \$8 ;
-  wire [19:0] \$9 ;
-  output [151:0] acc;
-  reg [151:0] acc = 152'h00000000000000000000000000000000000000;
-  wire [18:0] \acc[0] ;
-  wire [18:0] \acc[1] ;
-  wire [18:0] \acc[2] ;
-  wire [18:0] \acc[3] ;
-  wire [18:0] \acc[4] ;
-  wire [18:0] \acc[5] ;
-  wire [18:0] \acc[6] ;
-  wire [18:0] \acc[7] ;
+  wire [16:0] \$1 ;
+  wire [16:0] \$10 ;
+  wire [11:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire [16:0] \$13 ;
+  wire [11:0] \$14 ;
+  wire [17:0] \$15 ;
+  wire [16:0] \$16 ;
+  wire [11:0] \$17 ;
+  wire [17:0] \$18 ;
+  wire [16:0] \$19 ;
+  wire [11:0] \$2 ;
+  wire [11:0] \$20 ;
+  wire [17:0] \$21 ;
+  wire [16:0] \$22 ;
+  wire [11:0] \$23 ;
+  wire [17:0] \$24 ;
+  reg [135:0] \$25 ;
+  wire [17:0] \$3 ;
+  wire [16:0] \$4 ;
+  wire [11:0] \$5 ;
+  wire [17:0] \$6 ;
+  wire [16:0] \$7 ;
+  wire [11:0] \$8 ;
+  wire [17:0] \$9 ;
+  output [135:0] acc;
+  reg [135:0] acc = 136'h0000000000000000000000000000000000;
+  wire [16:0] \acc[0] ;
+  wire [16:0] \acc[1] ;
+  wire [16:0] \acc[2] ;
+  wire [16:0] \acc[3] ;
+  wire [16:0] \acc[4] ;
+  wire [16:0] \acc[5] ;
+  wire [16:0] \acc[6] ;
+  wire [16:0] \acc[7] ;
   input clk;
   wire clk;
   input first;
   wire first;
   input rst;
   wire rst;
-  input [151:0] seeds;
-  wire [151:0] seeds;
-  wire [18:0] \seeds[0] ;
-  wire [18:0] \seeds[1] ;
-  wire [18:0] \seeds[2] ;
-  wire [18:0] \seeds[3] ;
-  wire [18:0] \seeds[4] ;
-  wire [18:0] \seeds[5] ;
-  wire [18:0] \seeds[6] ;
-  wire [18:0] \seeds[7] ;
+  input [135:0] seeds;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
   input valid;
   wire valid;
   input [7:0] value;
   wire [7:0] value;
-  input [63:0] weights;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
+  input [31:0] weights;
+  wire [31:0] weights;
+  wire [3:0] \weights[0] ;
+  wire [3:0] \weights[1] ;
+  wire [3:0] \weights[2] ;
+  wire [3:0] \weights[3] ;
+  wire [3:0] \weights[4] ;
+  wire [3:0] \weights[5] ;
+  wire [3:0] \weights[6] ;
+  wire [3:0] \weights[7] ;
+  assign \$1  = first ? seeds[16:0] : acc[16:0];
+  assign \$2  = $signed(weights[3:0]) * $signed(value);
   assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
+  assign \$4  = first ? seeds[33:17] : acc[33:17];
+  assign \$5  = $signed(weights[7:4]) * $signed(value);
   assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[56:38] : acc[56:38];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
+  assign \$7  = first ? seeds[50:34] : acc[50:34];
+  assign \$8  = $signed(weights[11:8]) * $signed(value);
   assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[75:57] : acc[75:57];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
+  assign \$10  = first ? seeds[67:51] : acc[67:51];
+  assign \$11  = $signed(weights[15:12]) * $signed(value);
   assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[94:76] : acc[94:76];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
+  assign \$13  = first ? seeds[84:68] : acc[84:68];
+  assign \$14  = $signed(weights[19:16]) * $signed(value);
   assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[113:95] : acc[113:95];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
+  assign \$16  = first ? seeds[101:85] : acc[101:85];
+  assign \$17  = $signed(weights[23:20]) * $signed(value);
   assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[132:114] : acc[132:114];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
+  assign \$19  = first ? seeds[118:102] : acc[118:102];
+  assign \$20  = $signed(weights[27:24]) * $signed(value);
   assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[151:133] : acc[151:133];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
+  assign \$22  = first ? seeds[135:119] : acc[135:119];
+  assign \$23  = $signed(weights[31:28]) * $signed(value);
   assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
     acc <= \$25 ;
@@ -2900,43 +2964,43 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$25  = acc;
     if (valid) begin
-      \$25 [18:0] = \$3 [18:0];
-      \$25 [37:19] = \$6 [18:0];
-      \$25 [56:38] = \$9 [18:0];
-      \$25 [75:57] = \$12 [18:0];
-      \$25 [94:76] = \$15 [18:0];
-      \$25 [113:95] = \$18 [18:0];
-      \$25 [132:114] = \$21 [18:0];
-      \$25 [151:133] = \$24 [18:0];
+      \$25 [16:0] = \$3 [16:0];
+      \$25 [33:17] = \$6 [16:0];
+      \$25 [50:34] = \$9 [16:0];
+      \$25 [67:51] = \$12 [16:0];
+      \$25 [84:68] = \$15 [16:0];
+      \$25 [101:85] = \$18 [16:0];
+      \$25 [118:102] = \$21 [16:0];
+      \$25 [135:119] = \$24 [16:0];
     end
     if (rst) begin
-      \$25  = 152'h00000000000000000000000000000000000000;
+      \$25  = 136'h0000000000000000000000000000000000;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \acc[2]  = acc[56:38];
-  assign \acc[3]  = acc[75:57];
-  assign \acc[4]  = acc[94:76];
-  assign \acc[5]  = acc[113:95];
-  assign \acc[6]  = acc[132:114];
-  assign \acc[7]  = acc[151:133];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \weights[0]  = weights[3:0];
+  assign \weights[1]  = weights[7:4];
+  assign \weights[2]  = weights[11:8];
+  assign \weights[3]  = weights[15:12];
+  assign \weights[4]  = weights[19:16];
+  assign \weights[5]  = weights[23:20];
+  assign \weights[6]  = weights[27:24];
+  assign \weights[7]  = weights[31:28];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2960,13 +3024,13 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   wire \$5 ;
   wire [3:0] \$6 ;
   wire \$7 ;
-  wire [4:0] \$8 ;
-  wire [5:0] \$9 ;
+  wire [5:0] \$8 ;
+  wire [6:0] \$9 ;
   input clk;
   wire clk;
-  input [103:0] entries__payload;
-  wire [103:0] entries__payload;
-  wire [1:0] \entries__payload.group ;
+  input [104:0] entries__payload;
+  wire [104:0] entries__payload;
+  wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
   wire [3:0] \entries__payload.mask ;
   wire \entries__payload.seq_end ;
@@ -2979,9 +3043,9 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   reg entries__ready;
   input entries__valid;
   wire entries__valid;
-  output [29:0] items__payload;
-  reg [29:0] items__payload;
-  wire [3:0] \items__payload.index ;
+  output [30:0] items__payload;
+  reg [30:0] items__payload;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [23:0] \items__payload.value ;
@@ -3009,11 +3073,11 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   assign \$28  = lane * 5'h18;
   assign value = entries__payload[99:4] >> \$28 ;
   assign \$7  = | mask;
-  assign \$8  = entries__payload[101:100] * 3'h4;
+  assign \$8  = entries__payload[102:100] * 3'h4;
   assign \$9  = \$8  + lane;
   assign \$10  = ! rest;
-  assign \$11  = entries__payload[102] & \$10 ;
-  assign \$12  = entries__payload[102] & entries__payload[103];
+  assign \$11  = entries__payload[103] & \$10 ;
+  assign \$12  = entries__payload[103] & entries__payload[104];
   assign \$13  = ! rest;
   assign \$14  = \$12  & \$13 ;
   assign \$15  = ! rest;
@@ -3029,25 +3093,25 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     if (entries__valid) begin
       if (\$7 ) begin
         items__valid = 1'h1;
-      end else if (entries__payload[102]) begin
+      end else if (entries__payload[103]) begin
         items__valid = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    items__payload = 30'h00000000;
+    items__payload = 31'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
-        items__payload[3:0] = \$9 [3:0];
-        items__payload[27:4] = value;
-        items__payload[28] = \$11 ;
-        items__payload[29] = \$14 ;
-      end else if (entries__payload[102]) begin
-        items__payload[3:0] = 4'h0;
-        items__payload[27:4] = 24'h000000;
-        items__payload[28] = 1'h1;
-        items__payload[29] = entries__payload[103];
+        items__payload[4:0] = \$9 [4:0];
+        items__payload[28:5] = value;
+        items__payload[29] = \$11 ;
+        items__payload[30] = \$14 ;
+      end else if (entries__payload[103]) begin
+        items__payload[4:0] = 5'h00;
+        items__payload[28:5] = 24'h000000;
+        items__payload[29] = 1'h1;
+        items__payload[30] = entries__payload[104];
       end
     end
   end
@@ -3062,7 +3126,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
             entries__ready = 1'h1;
           end
         end
-      end else if (entries__payload[102]) begin
+      end else if (entries__payload[103]) begin
         if (items__ready) begin
           entries__ready = 1'h1;
         end
@@ -3085,7 +3149,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
             \$18  = 1'h1;
           end
         end
-      end else if (entries__payload[102]) begin
+      end else if (entries__payload[103]) begin
         if (items__ready) begin
           \$18  = 1'h0;
         end
@@ -3122,13 +3186,13 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   assign \entries__payload.value[1]  = entries__payload[51:28];
   assign \entries__payload.value[2]  = entries__payload[75:52];
   assign \entries__payload.value[3]  = entries__payload[99:76];
-  assign \entries__payload.group  = entries__payload[101:100];
-  assign \entries__payload.marker  = entries__payload[102];
-  assign \entries__payload.seq_end  = entries__payload[103];
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[27:4];
-  assign \items__payload.step_end  = items__payload[28];
-  assign \items__payload.seq_end  = items__payload[29];
+  assign \entries__payload.group  = entries__payload[102:100];
+  assign \entries__payload.marker  = entries__payload[103];
+  assign \entries__payload.seq_end  = entries__payload[104];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[28:5];
+  assign \items__payload.step_end  = items__payload[29];
+  assign \items__payload.seq_end  = items__payload[30];
   assign lane[1] = \$5 ;
   assign lane[0] = \$4 ;
 endmodule
@@ -3143,18 +3207,18 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   wire [17:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
   wire \$7 ;
   wire [8:0] \$8 ;
   wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
   output gate;
   wire gate;
   wire \gate$9 ;
@@ -3173,14 +3237,14 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
   assign \$8  = - $signed(params);
   assign \$9  = \$7  ? { params[7], params } : \$8 ;
   assign \$10  = $signed(old) + $signed(\$9 );
@@ -3197,8 +3261,8 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   assign h_new = \$14 [15:0];
   assign out = \new ;
   assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
   assign \old.h  = old;
   assign \params.alpha  = params;
   assign \new.h  = \new ;
@@ -3214,18 +3278,18 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   wire [17:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
   wire \$7 ;
   wire [8:0] \$8 ;
   wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
   output gate;
   wire gate;
   wire \gate$9 ;
@@ -3244,14 +3308,14 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
   assign \$8  = - $signed(params);
   assign \$9  = \$7  ? { params[7], params } : \$8 ;
   assign \$10  = $signed(old) + $signed(\$9 );
@@ -3268,8 +3332,8 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   assign h_new = \$14 [15:0];
   assign out = \new ;
   assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
   assign \old.h  = old;
   assign \params.alpha  = params;
   assign \new.h  = \new ;
@@ -3285,18 +3349,18 @@ module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
   wire [17:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
   wire \$7 ;
   wire [8:0] \$8 ;
   wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
   output gate;
   wire gate;
   wire \gate$9 ;
@@ -3315,14 +3379,14 @@ module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
   assign \$8  = - $signed(params);
   assign \$9  = \$7  ? { params[7], params } : \$8 ;
   assign \$10  = $signed(old) + $signed(\$9 );
@@ -3339,8 +3403,8 @@ module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
   assign h_new = \$14 [15:0];
   assign out = \new ;
   assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
   assign \old.h  = old;
   assign \params.alpha  = params;
   assign \new.h  = \new ;
@@ -3356,18 +3420,18 @@ module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
   wire [17:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire [17:0] \$2 ;
+  wire [17:0] \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
+  wire [17:0] \$5 ;
+  wire [17:0] \$6 ;
   wire \$7 ;
   wire [8:0] \$8 ;
   wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
   output gate;
   wire gate;
   wire \gate$9 ;
@@ -3386,14 +3450,14 @@ module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$1  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$2  = - $signed(acc[16:0]);
+  assign \$3  = \$1  ? { acc[16], acc[16:0] } : \$2 ;
+  assign \$4  = $signed(acc[33:17]) >= $signed(1'h0);
+  assign \$5  = - $signed(acc[33:17]);
+  assign \$6  = \$4  ? { acc[33], acc[33:17] } : \$5 ;
+  assign gate = \$3 [16:0] >= \$6 [16:0];
+  assign \$7  = $signed(acc[16:0]) >= $signed(1'h0);
   assign \$8  = - $signed(params);
   assign \$9  = \$7  ? { params[7], params } : \$8 ;
   assign \$10  = $signed(old) + $signed(\$9 );
@@ -3410,8 +3474,8 @@ module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
   assign h_new = \$14 [15:0];
   assign out = \new ;
   assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
   assign \old.h  = old;
   assign \params.alpha  = params;
   assign \new.h  = \new ;
@@ -3486,7 +3550,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] \$67 ;
   wire [32:0] \$68 ;
   wire \$69 ;
-  wire [6:0] \$7 ;
+  wire [7:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
@@ -3503,46 +3567,46 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
   reg [31:0] \$84 ;
-  reg [42:0] \$85 ;
+  reg [44:0] \$85 ;
   reg \$86 ;
   reg [31:0] \$87 ;
-  reg [42:0] \$88 ;
-  reg [35:0] \$89 ;
+  reg [44:0] \$88 ;
+  reg [32:0] \$89 ;
   wire \$9 ;
   reg [3:0] \$90 ;
   reg [3:0] \$91 ;
-  wire [143:0] acc;
-  wire [35:0] \acc[0] ;
-  wire [35:0] \acc[1] ;
-  wire [35:0] \acc[2] ;
-  wire [35:0] \acc[3] ;
+  wire [131:0] acc;
+  wire [32:0] \acc[0] ;
+  wire [32:0] \acc[1] ;
+  wire [32:0] \acc[2] ;
+  wire [32:0] \acc[3] ;
   wire [1:0] argmax_0_0_lane;
-  wire [35:0] argmax_0_0_logit;
+  wire [32:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
   wire [1:0] argmax_0_1_lane;
-  wire [35:0] argmax_0_1_logit;
+  wire [32:0] argmax_0_1_logit;
   wire argmax_0_1_valid;
   wire [1:0] argmax_1_0_lane;
-  wire [35:0] argmax_1_0_logit;
+  wire [32:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [151:0] beat;
+  wire [139:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
   wire [1:0] \beat.group ;
-  wire [143:0] \beat.logits ;
-  wire [35:0] \beat.logits[0] ;
-  wire [35:0] \beat.logits[1] ;
-  wire [35:0] \beat.logits[2] ;
-  wire [35:0] \beat.logits[3] ;
+  wire [131:0] \beat.logits ;
+  wire [32:0] \beat.logits[0] ;
+  wire [32:0] \beat.logits[1] ;
+  wire [32:0] \beat.logits[2] ;
+  wire [32:0] \beat.logits[3] ;
   wire \beat.seq_end ;
   reg [3:0] best_class = 4'h0;
-  reg [35:0] best_logit = 36'h000000000;
+  reg [32:0] best_logit = 33'h000000000;
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
+  input [45:0] \config ;
+  wire [45:0] \config ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
@@ -3550,14 +3614,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire credit;
   wire finalize;
   wire first;
-  input [29:0] items__payload;
-  wire [29:0] items__payload;
-  wire [29:0] \items__payload$1 ;
-  wire [3:0] \items__payload$1.index ;
+  input [30:0] items__payload;
+  wire [30:0] items__payload;
+  wire [30:0] \items__payload$1 ;
+  wire [4:0] \items__payload$1.index ;
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [23:0] \items__payload$1.value ;
-  wire [3:0] \items__payload.index ;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [23:0] \items__payload.value ;
@@ -3567,19 +3631,19 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire [5:0] port__addr;
+  wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
-  wire [5:0] \port__addr$15 ;
+  wire [6:0] \port__addr$15 ;
   wire [1:0] \port__addr$17 ;
-  wire [31:0] port__data;
+  wire [15:0] port__data;
   wire [95:0] \port__data$12 ;
-  wire [31:0] \port__data$24 ;
+  wire [15:0] \port__data$24 ;
   wire [95:0] \port__data$26 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
   reg \port__en$13 ;
   reg \port__en$14 ;
-  wire [151:0] r_data;
+  wire [139:0] r_data;
   input r_en;
   wire r_en;
   wire r_rdy;
@@ -3606,57 +3670,57 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
   reg [3:0] reserved = 4'h0;
-  output [151:0] results__payload;
-  wire [151:0] results__payload;
+  output [139:0] results__payload;
+  wire [139:0] results__payload;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
-  wire [143:0] \results__payload.logits ;
-  wire [35:0] \results__payload.logits[0] ;
-  wire [35:0] \results__payload.logits[1] ;
-  wire [35:0] \results__payload.logits[2] ;
-  wire [35:0] \results__payload.logits[3] ;
+  wire [131:0] \results__payload.logits ;
+  wire [32:0] \results__payload.logits[0] ;
+  wire [32:0] \results__payload.logits[1] ;
+  wire [32:0] \results__payload.logits[2] ;
+  wire [32:0] \results__payload.logits[3] ;
   wire \results__payload.seq_end ;
   wire results__ready;
   output results__valid;
   wire results__valid;
   input rst;
   wire rst;
-  wire [143:0] seeds;
-  wire [35:0] \seeds[0] ;
-  wire [35:0] \seeds[1] ;
-  wire [35:0] \seeds[2] ;
-  wire [35:0] \seeds[3] ;
-  wire [42:0] slot;
-  wire [5:0] \slot.base ;
+  wire [131:0] seeds;
+  wire [32:0] \seeds[0] ;
+  wire [32:0] \seeds[1] ;
+  wire [32:0] \seeds[2] ;
+  wire [32:0] \seeds[3] ;
+  wire [44:0] slot;
+  wire [6:0] \slot.base ;
   wire \slot.empty ;
   wire \slot.first ;
   wire [1:0] \slot.group ;
-  wire [3:0] \slot.index ;
+  wire [4:0] \slot.index ;
   wire \slot.last ;
   wire \slot.seq_end ;
   wire \slot.seq_first ;
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [23:0] \slot.value ;
-  reg [42:0] slot_c2 = 43'h00000000000;
-  wire [5:0] \slot_c2.base ;
+  reg [44:0] slot_c2 = 45'h000000000000;
+  wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
   wire \slot_c2.first ;
   wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
+  wire [4:0] \slot_c2.index ;
   wire \slot_c2.last ;
   wire \slot_c2.seq_end ;
   wire \slot_c2.seq_first ;
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
-  reg [42:0] slot_c3 = 43'h00000000000;
-  wire [5:0] \slot_c3.base ;
+  reg [44:0] slot_c3 = 45'h000000000000;
+  wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
   wire \slot_c3.first ;
   wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
+  wire [4:0] \slot_c3.index ;
   wire \slot_c3.last ;
   wire \slot_c3.seq_end ;
   wire \slot_c3.seq_first ;
@@ -3669,18 +3733,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg use_acc2 = 1'h0;
   wire valid;
   wire [23:0] value;
-  wire [151:0] w_data;
+  wire [139:0] w_data;
   wire w_en;
-  wire [31:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
+  wire [15:0] weights;
+  wire [3:0] \weights[0] ;
+  wire [3:0] \weights[1] ;
+  wire [3:0] \weights[2] ;
+  wire [3:0] \weights[3] ;
   reg [95:0] bias [2:0];
   initial begin
-    bias[0] = 96'h0006e8fff585fff4fdffee71;
-    bias[1] = 96'h00069affffd2000f35fff8e0;
-    bias[2] = 96'h00000000000000000000102a;
+    bias[0] = 96'h000010ffffcbffffabfffff3;
+    bias[1] = 96'hffffdfffffc4ffffd3ffffbe;
+    bias[2] = 96'h000000000000000000000027;
   end
   always @(posedge clk) begin
     if (\$6 [0])
@@ -3699,84 +3763,132 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [47:0];
+  reg [15:0] \weights$70  [95:0];
   initial begin
-    \weights$70 [0] = 32'd317850099;
-    \weights$70 [1] = 32'd1372735423;
-    \weights$70 [2] = 32'd438626308;
-    \weights$70 [3] = 32'd4014206543;
-    \weights$70 [4] = 32'd3724079862;
-    \weights$70 [5] = 32'd3240017894;
-    \weights$70 [6] = 32'd4108455161;
-    \weights$70 [7] = 32'd1462814208;
-    \weights$70 [8] = 32'd47498041;
-    \weights$70 [9] = 32'd51955883;
-    \weights$70 [10] = 32'd400224244;
-    \weights$70 [11] = 32'd3606650332;
-    \weights$70 [12] = 32'd3570859184;
-    \weights$70 [13] = 32'd352267278;
-    \weights$70 [14] = 32'd153415092;
-    \weights$70 [15] = 32'd300816403;
-    \weights$70 [16] = 32'd4042379238;
-    \weights$70 [17] = 32'd3844193278;
-    \weights$70 [18] = 32'd49295824;
-    \weights$70 [19] = 32'd1810852561;
-    \weights$70 [20] = 32'd3924548568;
-    \weights$70 [21] = 32'd3793757516;
-    \weights$70 [22] = 32'd3590735868;
-    \weights$70 [23] = 32'd19659523;
-    \weights$70 [24] = 32'd607598882;
-    \weights$70 [25] = 32'd4093573121;
-    \weights$70 [26] = 32'd3657892331;
-    \weights$70 [27] = 32'd3955822833;
-    \weights$70 [28] = 32'd3785632060;
-    \weights$70 [29] = 32'd334372083;
-    \weights$70 [30] = 32'd590275297;
-    \weights$70 [31] = 32'd3992532733;
-    \weights$70 [32] = 32'd241;
-    \weights$70 [33] = 32'd219;
-    \weights$70 [34] = 32'd228;
-    \weights$70 [35] = 32'd246;
-    \weights$70 [36] = 32'd231;
-    \weights$70 [37] = 32'd50;
-    \weights$70 [38] = 32'd205;
-    \weights$70 [39] = 32'd167;
-    \weights$70 [40] = 32'd41;
-    \weights$70 [41] = 32'd192;
-    \weights$70 [42] = 32'd234;
-    \weights$70 [43] = 32'd245;
-    \weights$70 [44] = 32'd202;
-    \weights$70 [45] = 32'd3;
-    \weights$70 [46] = 32'd42;
-    \weights$70 [47] = 32'd17;
+    \weights$70 [0] = 16'h2f20;
+    \weights$70 [1] = 16'h100f;
+    \weights$70 [2] = 16'h2200;
+    \weights$70 [3] = 16'h0ff1;
+    \weights$70 [4] = 16'hf111;
+    \weights$70 [5] = 16'h01f0;
+    \weights$70 [6] = 16'h020f;
+    \weights$70 [7] = 16'h22f1;
+    \weights$70 [8] = 16'h01ff;
+    \weights$70 [9] = 16'hff01;
+    \weights$70 [10] = 16'h0000;
+    \weights$70 [11] = 16'hf001;
+    \weights$70 [12] = 16'h0010;
+    \weights$70 [13] = 16'hee2f;
+    \weights$70 [14] = 16'h0001;
+    \weights$70 [15] = 16'h0001;
+    \weights$70 [16] = 16'h00f0;
+    \weights$70 [17] = 16'hffe1;
+    \weights$70 [18] = 16'hf1f0;
+    \weights$70 [19] = 16'hf011;
+    \weights$70 [20] = 16'h112e;
+    \weights$70 [21] = 16'h0f1f;
+    \weights$70 [22] = 16'hf111;
+    \weights$70 [23] = 16'h00f0;
+    \weights$70 [24] = 16'hf000;
+    \weights$70 [25] = 16'hff10;
+    \weights$70 [26] = 16'h1ff1;
+    \weights$70 [27] = 16'h1010;
+    \weights$70 [28] = 16'hf101;
+    \weights$70 [29] = 16'hfe02;
+    \weights$70 [30] = 16'h011f;
+    \weights$70 [31] = 16'h0f1f;
+    \weights$70 [32] = 16'h11ed;
+    \weights$70 [33] = 16'h1ff0;
+    \weights$70 [34] = 16'h1f2f;
+    \weights$70 [35] = 16'h301c;
+    \weights$70 [36] = 16'hef1f;
+    \weights$70 [37] = 16'h12f1;
+    \weights$70 [38] = 16'h1112;
+    \weights$70 [39] = 16'h01e0;
+    \weights$70 [40] = 16'h0001;
+    \weights$70 [41] = 16'hf000;
+    \weights$70 [42] = 16'h0000;
+    \weights$70 [43] = 16'he0f0;
+    \weights$70 [44] = 16'h0f01;
+    \weights$70 [45] = 16'h1024;
+    \weights$70 [46] = 16'h0fff;
+    \weights$70 [47] = 16'h0100;
+    \weights$70 [48] = 16'h0000;
+    \weights$70 [49] = 16'hf2f2;
+    \weights$70 [50] = 16'h101f;
+    \weights$70 [51] = 16'h0f00;
+    \weights$70 [52] = 16'he20f;
+    \weights$70 [53] = 16'h000f;
+    \weights$70 [54] = 16'h1100;
+    \weights$70 [55] = 16'h0010;
+    \weights$70 [56] = 16'h0f11;
+    \weights$70 [57] = 16'hf1ff;
+    \weights$70 [58] = 16'h000f;
+    \weights$70 [59] = 16'hf100;
+    \weights$70 [60] = 16'h1000;
+    \weights$70 [61] = 16'h11f0;
+    \weights$70 [62] = 16'h1f01;
+    \weights$70 [63] = 16'h0001;
+    \weights$70 [64] = 16'h0000;
+    \weights$70 [65] = 16'h000f;
+    \weights$70 [66] = 16'h000f;
+    \weights$70 [67] = 16'h000e;
+    \weights$70 [68] = 16'h0000;
+    \weights$70 [69] = 16'h0002;
+    \weights$70 [70] = 16'h000f;
+    \weights$70 [71] = 16'h000f;
+    \weights$70 [72] = 16'h0000;
+    \weights$70 [73] = 16'h000f;
+    \weights$70 [74] = 16'h000f;
+    \weights$70 [75] = 16'h0000;
+    \weights$70 [76] = 16'h0000;
+    \weights$70 [77] = 16'h000f;
+    \weights$70 [78] = 16'h0000;
+    \weights$70 [79] = 16'h0001;
+    \weights$70 [80] = 16'h000f;
+    \weights$70 [81] = 16'h0001;
+    \weights$70 [82] = 16'h000f;
+    \weights$70 [83] = 16'h000f;
+    \weights$70 [84] = 16'h000f;
+    \weights$70 [85] = 16'h0000;
+    \weights$70 [86] = 16'h0000;
+    \weights$70 [87] = 16'h000f;
+    \weights$70 [88] = 16'h000f;
+    \weights$70 [89] = 16'h0000;
+    \weights$70 [90] = 16'h000f;
+    \weights$70 [91] = 16'h000e;
+    \weights$70 [92] = 16'h0001;
+    \weights$70 [93] = 16'h0001;
+    \weights$70 [94] = 16'h000e;
+    \weights$70 [95] = 16'h0000;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$70 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$70 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$70 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$70 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$70 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$70 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$70 [\config [10:4]][15:12] <= port__data[15:12];
   end
-  reg [31:0] _1_;
+  reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [5:0]];
+      _1_ <= \weights$70 [\$7 [6:0]];
     end
   end
   assign weights = _1_;
   assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[9];
-  assign finalize = slot_c3[0] & slot_c3[10];
+  assign \$10  = slot[0] & slot[10];
+  assign finalize = slot_c3[0] & slot_c3[11];
   assign \$12  = slot_c3[2:1] != 2'h2;
   assign \$13  = slot_c3[2:1] != 2'h2;
-  assign \$16  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$16  = $signed(acc[65:33]) > $signed(acc[32:0]);
   assign \$18  = \$13  & \$17 ;
-  assign argmax_0_0_logit = \$18  ? acc[71:36] : acc[35:0];
+  assign argmax_0_0_logit = \$18  ? acc[65:33] : acc[32:0];
   assign \$19  = slot_c3[2:1] != 2'h2;
-  assign \$22  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$22  = $signed(acc[65:33]) > $signed(acc[32:0]);
   assign \$24  = \$19  & \$23 ;
   assign \$25  = \$24  ? 1'h1 : 1'h0;
   assign \$26  = slot_c3[2:1] != 2'h2;
@@ -3787,15 +3899,15 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$30  = slot_c3[2:1] != 2'h2;
   assign \$31  = \$30  ? 1'h1 : 1'h0;
   assign \$32  = ~ \$31 ;
-  assign \$33  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$33  = $signed(acc[131:99]) > $signed(acc[98:66]);
   assign \$34  = \$32  | \$33 ;
   assign \$35  = \$29  & \$34 ;
-  assign argmax_0_1_logit = \$35  ? acc[143:108] : acc[107:72];
+  assign argmax_0_1_logit = \$35  ? acc[131:99] : acc[98:66];
   assign \$36  = slot_c3[2:1] != 2'h2;
   assign \$37  = slot_c3[2:1] != 2'h2;
   assign \$38  = \$37  ? 1'h1 : 1'h0;
   assign \$39  = ~ \$38 ;
-  assign \$40  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$40  = $signed(acc[131:99]) > $signed(acc[98:66]);
   assign \$41  = \$39  | \$40 ;
   assign \$42  = \$36  & \$41 ;
   assign argmax_0_1_lane = \$42  ? 2'h3 : 2'h2;
@@ -3822,9 +3934,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$66  = | \$6 [3:0];
   assign \$67  = 1'h0 + \$66 ;
   assign \$68  = readout_bias_writes + \$67 ;
-  assign \$69  = ~ slot_c2[14];
+  assign \$69  = ~ slot_c2[15];
   assign \$70  = slot_c2[0] & \$69 ;
-  assign \$71  = | slot_c2[42:19];
+  assign \$71  = | slot_c2[44:21];
   assign \$72  = \$70  & \$71 ;
   assign \$73  = slot_c2[2:1] == 2'h2;
   assign \$74  = \$73  ? 3'h1 : 3'h4;
@@ -3858,12 +3970,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     reserved <= \$91 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
+  assign \$3  = \$2  << \config [13:11];
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
+  assign \$6  = \$5  << \config [13:11];
+  assign \$7  = slot[9:3] + slot[20:16];
+  assign \$8  = ~ slot[15];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -3883,11 +3995,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   \accelerator.readout.lanes  lanes (
     .acc(acc),
     .clk(clk),
-    .first(slot_c2[9]),
+    .first(slot_c2[10]),
     .rst(rst),
     .seeds(seeds),
     .valid(slot_c2[0]),
-    .value(slot_c2[42:19]),
+    .value(slot_c2[44:21]),
     .weights(weights)
   );
   \accelerator.readout.results  results (
@@ -3945,7 +4057,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$85  = slot;
     if (rst) begin
-      \$85  = 43'h00000000000;
+      \$85  = 45'h000000000000;
     end
   end
   always @* begin
@@ -3969,7 +4081,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$88  = slot_c2;
     if (rst) begin
-      \$88  = 43'h00000000000;
+      \$88  = 45'h000000000000;
     end
   end
   always @* begin
@@ -3979,7 +4091,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       \$89  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$89  = 36'h000000000;
+      \$89  = 33'h000000000;
     end
   end
   always @* begin
@@ -4002,16 +4114,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
+  assign port__addr = \config [10:4];
   assign port__en = \$3 [3:0];
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [5:0];
+  assign \port__addr$15  = \$7 [6:0];
   assign \port__addr$17  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[42:19];
+  assign first = slot_c2[10];
+  assign value = slot_c2[44:21];
   assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
@@ -4020,102 +4132,102 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[27:4];
-  assign \items__payload.step_end  = items__payload[28];
-  assign \items__payload.seq_end  = items__payload[29];
-  assign \items__payload$1.index  = items__payload[3:0];
-  assign \items__payload$1.value  = items__payload[27:4];
-  assign \items__payload$1.step_end  = items__payload[28];
-  assign \items__payload$1.seq_end  = items__payload[29];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[28:5];
+  assign \items__payload.step_end  = items__payload[29];
+  assign \items__payload.seq_end  = items__payload[30];
+  assign \items__payload$1.index  = items__payload[4:0];
+  assign \items__payload$1.value  = items__payload[28:5];
+  assign \items__payload$1.step_end  = items__payload[29];
+  assign \items__payload$1.seq_end  = items__payload[30];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[42:19];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[44:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[42:19];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \seeds[0]  = seeds[35:0];
-  assign \seeds[1]  = seeds[71:36];
-  assign \seeds[2]  = seeds[107:72];
-  assign \seeds[3]  = seeds[143:108];
+  assign \slot_c2.base  = slot_c2[9:3];
+  assign \slot_c2.first  = slot_c2[10];
+  assign \slot_c2.last  = slot_c2[11];
+  assign \slot_c2.step_last  = slot_c2[12];
+  assign \slot_c2.seq_first  = slot_c2[13];
+  assign \slot_c2.seq_end  = slot_c2[14];
+  assign \slot_c2.empty  = slot_c2[15];
+  assign \slot_c2.index  = slot_c2[20:16];
+  assign \slot_c2.value  = slot_c2[44:21];
+  assign \weights[0]  = weights[3:0];
+  assign \weights[1]  = weights[7:4];
+  assign \weights[2]  = weights[11:8];
+  assign \weights[3]  = weights[15:12];
+  assign \seeds[0]  = seeds[32:0];
+  assign \seeds[1]  = seeds[65:33];
+  assign \seeds[2]  = seeds[98:66];
+  assign \seeds[3]  = seeds[131:99];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[42:19];
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \beat.logits  = beat[143:0];
-  assign \beat.logits[0]  = beat[35:0];
-  assign \beat.logits[1]  = beat[71:36];
-  assign \beat.logits[2]  = beat[107:72];
-  assign \beat.logits[3]  = beat[143:108];
-  assign \beat.group  = beat[145:144];
-  assign \beat.final  = beat[146];
-  assign \beat.class_index  = beat[150:147];
-  assign \beat.seq_end  = beat[151];
-  assign \results__payload.logits  = results__payload[143:0];
-  assign \results__payload.logits[0]  = results__payload[35:0];
-  assign \results__payload.logits[1]  = results__payload[71:36];
-  assign \results__payload.logits[2]  = results__payload[107:72];
-  assign \results__payload.logits[3]  = results__payload[143:108];
-  assign \results__payload.group  = results__payload[145:144];
-  assign \results__payload.final  = results__payload[146];
-  assign \results__payload.class_index  = results__payload[150:147];
-  assign \results__payload.seq_end  = results__payload[151];
-  assign beat[151] = slot_c3[13];
-  assign beat[150:147] = \$58 [3:0];
-  assign beat[146] = slot_c3[11];
-  assign beat[145:144] = slot_c3[2:1];
-  assign beat[143:108] = acc[143:108];
-  assign beat[107:72] = acc[107:72];
-  assign beat[71:36] = acc[71:36];
-  assign beat[35:0] = acc[35:0];
-  assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
-  assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
-  assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[35:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [95:72] = \config [36:13];
-  assign \port__data$12 [71:48] = \config [36:13];
-  assign \port__data$12 [47:24] = \config [36:13];
-  assign \port__data$12 [23:0] = \config [36:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
+  assign \slot_c3.base  = slot_c3[9:3];
+  assign \slot_c3.first  = slot_c3[10];
+  assign \slot_c3.last  = slot_c3[11];
+  assign \slot_c3.step_last  = slot_c3[12];
+  assign \slot_c3.seq_first  = slot_c3[13];
+  assign \slot_c3.seq_end  = slot_c3[14];
+  assign \slot_c3.empty  = slot_c3[15];
+  assign \slot_c3.index  = slot_c3[20:16];
+  assign \slot_c3.value  = slot_c3[44:21];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
+  assign \beat.logits  = beat[131:0];
+  assign \beat.logits[0]  = beat[32:0];
+  assign \beat.logits[1]  = beat[65:33];
+  assign \beat.logits[2]  = beat[98:66];
+  assign \beat.logits[3]  = beat[131:99];
+  assign \beat.group  = beat[133:132];
+  assign \beat.final  = beat[134];
+  assign \beat.class_index  = beat[138:135];
+  assign \beat.seq_end  = beat[139];
+  assign \results__payload.logits  = results__payload[131:0];
+  assign \results__payload.logits[0]  = results__payload[32:0];
+  assign \results__payload.logits[1]  = results__payload[65:33];
+  assign \results__payload.logits[2]  = results__payload[98:66];
+  assign \results__payload.logits[3]  = results__payload[131:99];
+  assign \results__payload.group  = results__payload[133:132];
+  assign \results__payload.final  = results__payload[134];
+  assign \results__payload.class_index  = results__payload[138:135];
+  assign \results__payload.seq_end  = results__payload[139];
+  assign beat[139] = slot_c3[14];
+  assign beat[138:135] = \$58 [3:0];
+  assign beat[134] = slot_c3[12];
+  assign beat[133:132] = slot_c3[2:1];
+  assign beat[131:99] = acc[131:99];
+  assign beat[98:66] = acc[98:66];
+  assign beat[65:33] = acc[65:33];
+  assign beat[32:0] = acc[32:0];
+  assign seeds[131:99] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
+  assign seeds[98:66] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
+  assign seeds[65:33] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[32:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
+  assign \port__data$12 [95:72] = \config [37:14];
+  assign \port__data$12 [71:48] = \config [37:14];
+  assign \port__data$12 [47:24] = \config [37:14];
+  assign \port__data$12 [23:0] = \config [37:14];
+  assign port__data[15:12] = \config [17:14];
+  assign port__data[11:8] = \config [17:14];
+  assign port__data[7:4] = \config [17:14];
+  assign port__data[3:0] = \config [17:14];
   assign \$11  = 1'h1;
   assign argmax_0_0_valid = 1'h1;
   assign \$14  = 1'h1;
@@ -4139,14 +4251,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [5:0] \$11 ;
+  wire [6:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire [4:0] \$15 ;
-  wire [5:0] \$16 ;
+  wire [5:0] \$15 ;
+  wire [6:0] \$16 ;
   wire \$17 ;
-  wire [3:0] \$18 ;
+  wire [4:0] \$18 ;
   wire [23:0] \$19 ;
   wire \$2 ;
   wire [1:0] \$20 ;
@@ -4157,20 +4269,20 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire [5:0] \$28 ;
+  wire [6:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire [32:0] \$31 ;
-  wire [5:0] \$32 ;
+  wire [6:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire [1:0] \$37 ;
-  reg [4:0] \$38 ;
+  reg [5:0] \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire [32:0] \$41 ;
   wire \$42 ;
@@ -4179,32 +4291,32 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$45 ;
   wire \$46 ;
   wire [2:0] \$47 ;
-  wire [6:0] \$48 ;
+  wire [7:0] \$48 ;
   wire \$49 ;
-  wire [5:0] \$5 ;
+  wire [6:0] \$5 ;
   wire \$50 ;
   wire [32:0] \$51 ;
-  wire [5:0] \$52 ;
+  wire [6:0] \$52 ;
   reg [31:0] \$53 ;
   reg [31:0] \$54 ;
-  reg [4:0] \$55 ;
+  reg [5:0] \$55 ;
   reg [31:0] \$56 ;
   reg [1:0] \$57 ;
-  reg [4:0] \$58 ;
-  reg [4:0] \$59 ;
+  reg [5:0] \$58 ;
+  reg [5:0] \$59 ;
   wire [30:0] \$6 ;
   reg [1:0] \$60 ;
   reg [1:0] \$61 ;
   reg \$62 ;
   reg \$63 ;
-  reg [42:0] \$64 ;
+  reg [44:0] \$64 ;
   reg \$65 ;
   reg \$66 ;
-  reg [4:0] \$67 ;
+  reg [5:0] \$67 ;
   reg [1:0] \$68 ;
-  reg [5:0] \$69 ;
+  reg [6:0] \$69 ;
   wire [30:0] \$7 ;
-  reg [4:0] \$70 ;
+  reg [5:0] \$70 ;
   reg \$71 ;
   reg \$72 ;
   reg [31:0] \$73 ;
@@ -4213,9 +4325,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
-  reg [4:0] bank0_count = 5'h00;
-  reg [4:0] bank1_count = 5'h00;
-  reg [5:0] base = 6'h00;
+  reg [5:0] bank0_count = 6'h00;
+  reg [5:0] bank1_count = 6'h00;
+  reg [6:0] base = 7'h00;
   reg busy = 1'h0;
   input clk;
   wire clk;
@@ -4227,9 +4339,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
-  input [29:0] items__payload;
-  wire [29:0] items__payload;
-  wire [3:0] \items__payload.index ;
+  input [30:0] items__payload;
+  wire [30:0] items__payload;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [23:0] \items__payload.value ;
@@ -4238,24 +4350,24 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   input items__valid;
   wire items__valid;
   wire last_slot;
-  reg [42:0] meta = 43'h00000000000;
-  wire [5:0] \meta.base ;
+  reg [44:0] meta = 45'h000000000000;
+  wire [6:0] \meta.base ;
   wire \meta.empty ;
   wire \meta.first ;
   wire [1:0] \meta.group ;
-  wire [3:0] \meta.index ;
+  wire [4:0] \meta.index ;
   wire \meta.last ;
   wire \meta.seq_end ;
   wire \meta.seq_first ;
   wire \meta.step_last ;
   wire \meta.valid ;
   wire [23:0] \meta.value ;
-  reg [4:0] n_items = 5'h00;
+  reg [5:0] n_items = 6'h00;
   reg next_first = 1'h1;
   wire nonzero;
   reg rbank = 1'h0;
-  reg [4:0] rd__addr;
-  wire [27:0] rd__data;
+  reg [5:0] rd__addr;
+  wire [28:0] rd__data;
   reg rd__en;
   output [31:0] readout_busy_cycles;
   reg [31:0] readout_busy_cycles = 32'd0;
@@ -4273,14 +4385,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire rst;
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
-  reg [4:0] slot = 5'h00;
-  output [42:0] \slot$21 ;
-  wire [42:0] \slot$21 ;
-  wire [5:0] \slot$21.base ;
+  reg [5:0] slot = 6'h00;
+  output [44:0] \slot$21 ;
+  wire [44:0] \slot$21 ;
+  wire [6:0] \slot$21.base ;
   wire \slot$21.empty ;
   wire \slot$21.first ;
   wire [1:0] \slot$21.group ;
-  wire [3:0] \slot$21.index ;
+  wire [4:0] \slot$21.index ;
   wire \slot$21.last ;
   wire \slot$21.seq_end ;
   wire \slot$21.seq_first ;
@@ -4291,58 +4403,90 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire starting;
   wire stored;
   reg wbank = 1'h0;
-  reg [4:0] wcount = 5'h00;
-  wire [4:0] wr__addr;
-  wire [27:0] wr__data;
+  reg [5:0] wcount = 6'h00;
+  wire [5:0] wr__addr;
+  wire [28:0] wr__data;
   reg wr__en;
-  reg [27:0] items [31:0];
+  reg [28:0] items [63:0];
   initial begin
-    items[0] = 28'h0000000;
-    items[1] = 28'h0000000;
-    items[2] = 28'h0000000;
-    items[3] = 28'h0000000;
-    items[4] = 28'h0000000;
-    items[5] = 28'h0000000;
-    items[6] = 28'h0000000;
-    items[7] = 28'h0000000;
-    items[8] = 28'h0000000;
-    items[9] = 28'h0000000;
-    items[10] = 28'h0000000;
-    items[11] = 28'h0000000;
-    items[12] = 28'h0000000;
-    items[13] = 28'h0000000;
-    items[14] = 28'h0000000;
-    items[15] = 28'h0000000;
-    items[16] = 28'h0000000;
-    items[17] = 28'h0000000;
-    items[18] = 28'h0000000;
-    items[19] = 28'h0000000;
-    items[20] = 28'h0000000;
-    items[21] = 28'h0000000;
-    items[22] = 28'h0000000;
-    items[23] = 28'h0000000;
-    items[24] = 28'h0000000;
-    items[25] = 28'h0000000;
-    items[26] = 28'h0000000;
-    items[27] = 28'h0000000;
-    items[28] = 28'h0000000;
-    items[29] = 28'h0000000;
-    items[30] = 28'h0000000;
-    items[31] = 28'h0000000;
+    items[0] = 29'h00000000;
+    items[1] = 29'h00000000;
+    items[2] = 29'h00000000;
+    items[3] = 29'h00000000;
+    items[4] = 29'h00000000;
+    items[5] = 29'h00000000;
+    items[6] = 29'h00000000;
+    items[7] = 29'h00000000;
+    items[8] = 29'h00000000;
+    items[9] = 29'h00000000;
+    items[10] = 29'h00000000;
+    items[11] = 29'h00000000;
+    items[12] = 29'h00000000;
+    items[13] = 29'h00000000;
+    items[14] = 29'h00000000;
+    items[15] = 29'h00000000;
+    items[16] = 29'h00000000;
+    items[17] = 29'h00000000;
+    items[18] = 29'h00000000;
+    items[19] = 29'h00000000;
+    items[20] = 29'h00000000;
+    items[21] = 29'h00000000;
+    items[22] = 29'h00000000;
+    items[23] = 29'h00000000;
+    items[24] = 29'h00000000;
+    items[25] = 29'h00000000;
+    items[26] = 29'h00000000;
+    items[27] = 29'h00000000;
+    items[28] = 29'h00000000;
+    items[29] = 29'h00000000;
+    items[30] = 29'h00000000;
+    items[31] = 29'h00000000;
+    items[32] = 29'h00000000;
+    items[33] = 29'h00000000;
+    items[34] = 29'h00000000;
+    items[35] = 29'h00000000;
+    items[36] = 29'h00000000;
+    items[37] = 29'h00000000;
+    items[38] = 29'h00000000;
+    items[39] = 29'h00000000;
+    items[40] = 29'h00000000;
+    items[41] = 29'h00000000;
+    items[42] = 29'h00000000;
+    items[43] = 29'h00000000;
+    items[44] = 29'h00000000;
+    items[45] = 29'h00000000;
+    items[46] = 29'h00000000;
+    items[47] = 29'h00000000;
+    items[48] = 29'h00000000;
+    items[49] = 29'h00000000;
+    items[50] = 29'h00000000;
+    items[51] = 29'h00000000;
+    items[52] = 29'h00000000;
+    items[53] = 29'h00000000;
+    items[54] = 29'h00000000;
+    items[55] = 29'h00000000;
+    items[56] = 29'h00000000;
+    items[57] = 29'h00000000;
+    items[58] = 29'h00000000;
+    items[59] = 29'h00000000;
+    items[60] = 29'h00000000;
+    items[61] = 29'h00000000;
+    items[62] = 29'h00000000;
+    items[63] = 29'h00000000;
   end
   always @(posedge clk) begin
     if (wr__en)
-      items[\$5 [4:0]] <= \$7 [27:0];
+      items[\$5 [5:0]] <= \$7 [28:0];
   end
-  reg [27:0] _0_;
+  reg [28:0] _0_;
   always @(posedge clk) begin
     if (rd__en) begin
       _0_ <= items[rd__addr];
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$19  = meta[14] ? 24'h000000 : rd__data[27:4];
+  assign \$18  = meta[15] ? 5'h00 : rd__data[4:0];
+  assign \$19  = meta[15] ? 24'h000000 : rd__data[28:5];
   assign \$20  = 1'h0 + rd__en;
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
@@ -4368,7 +4512,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$45  = group == 2'h2;
   assign \$46  = ! n_items;
   assign \$47  = group + 1'h1;
-  assign \$48  = base + 5'h10;
+  assign \$48  = base + 6'h20;
   assign \$49  = group == 2'h2;
   assign \$50  = ~ rbank;
   assign \$51  = readout_steps + 1'h1;
@@ -4423,12 +4567,12 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     readout_steps <= \$76 ;
   assign \$1  = full >> wbank;
   assign \$2  = ~ \$1 ;
-  assign nonzero = | items__payload[27:4];
-  assign \$3  = wcount < 5'h10;
+  assign nonzero = | items__payload[28:5];
+  assign \$3  = wcount < 6'h20;
   assign stored = nonzero & \$3 ;
-  assign \$4  = wbank ? 5'h10 : 5'h00;
+  assign \$4  = wbank ? 6'h20 : 6'h00;
   assign \$5  = \$4  + wcount;
-  assign \$7  = { 27'h0000000, items__payload[3:0] } | \$6 ;
+  assign \$7  = { 26'h0000000, items__payload[4:0] } | \$6 ;
   assign \$8  = full >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
@@ -4439,7 +4583,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign issue = busy & \$13 ;
   assign \$14  = ! slot;
   assign starting = issue & \$14 ;
-  assign \$15  = rbank ? 5'h10 : 5'h00;
+  assign \$15  = rbank ? 6'h20 : 6'h00;
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
@@ -4470,9 +4614,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    rd__addr = 5'h00;
+    rd__addr = 6'h00;
     if (issue) begin
-      rd__addr = \$16 [4:0];
+      rd__addr = \$16 [5:0];
     end
   end
   always @* begin
@@ -4494,14 +4638,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
-        \$55  = \$28 [4:0];
+        \$55  = \$28 [5:0];
       end
-      if (items__payload[28]) begin
-        \$55  = 5'h00;
+      if (items__payload[29]) begin
+        \$55  = 6'h00;
       end
     end
     if (rst) begin
-      \$55  = 5'h00;
+      \$55  = 6'h00;
     end
   end
   always @* begin
@@ -4520,7 +4664,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = full;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
@@ -4551,40 +4695,40 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         casez (wbank)
           1'h0:
-              \$58  = \$32 [4:0];
+              \$58  = \$32 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 5'h00;
+      \$58  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$59  = \$32 [4:0];
+              \$59  = \$32 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$59  = 5'h00;
+      \$59  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
@@ -4602,13 +4746,13 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$61 [0] = items__payload[29];
+              \$61 [0] = items__payload[30];
           1'h1:
-              \$61 [1] = items__payload[29];
+              \$61 [1] = items__payload[30];
         endcase
       end
     end
@@ -4620,8 +4764,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
-      if (items__payload[28]) begin
-        \$62  = items__payload[29];
+      if (items__payload[29]) begin
+        \$62  = items__payload[30];
       end
     end
     if (rst) begin
@@ -4632,7 +4776,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
-      if (items__payload[28]) begin
+      if (items__payload[29]) begin
         \$63  = \$33 ;
       end
     end
@@ -4642,20 +4786,20 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$64 [42:1] = meta[42:1];
+    \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
       \$64 [2:1] = group;
-      \$64 [8:3] = base;
-      \$64 [9] = \$44 ;
-      \$64 [10] = last_slot;
-      \$64 [11] = \$45 ;
-      \$64 [12] = seq_first;
-      \$64 [13] = seq_end;
-      \$64 [14] = \$46 ;
+      \$64 [9:3] = base;
+      \$64 [10] = \$44 ;
+      \$64 [11] = last_slot;
+      \$64 [12] = \$45 ;
+      \$64 [13] = seq_first;
+      \$64 [14] = seq_end;
+      \$64 [15] = \$46 ;
     end
     if (rst) begin
-      \$64  = 43'h00000000000;
+      \$64  = 45'h000000000000;
     end
   end
   always @* begin
@@ -4707,7 +4851,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
       end
     end
     if (rst) begin
-      \$67  = 5'h00;
+      \$67  = 6'h00;
     end
   end
   always @* begin
@@ -4734,16 +4878,16 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$34 ) begin
       if (\$35 ) begin
       end else if (\$36 ) begin
-        \$69  = 6'h00;
+        \$69  = 7'h00;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$69  = \$48 [5:0];
+        \$69  = \$48 [6:0];
       end
     end
     if (rst) begin
-      \$69  = 6'h00;
+      \$69  = 7'h00;
     end
   end
   always @* begin
@@ -4752,19 +4896,19 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$34 ) begin
       if (\$35 ) begin
       end else if (\$36 ) begin
-        \$70  = 5'h00;
+        \$70  = 6'h00;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
       if (last_slot) begin
-        \$70  = 5'h00;
+        \$70  = 6'h00;
       end else begin
-        \$70  = \$52 [4:0];
+        \$70  = \$52 [5:0];
       end
     end
     if (rst) begin
-      \$70  = 5'h00;
+      \$70  = 6'h00;
     end
   end
   always @* begin
@@ -4847,47 +4991,47 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
       \$76  = 32'd0;
     end
   end
-  assign wr__addr = \$5 [4:0];
-  assign wr__data = \$7 [27:0];
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[27:4];
-  assign \items__payload.step_end  = items__payload[28];
-  assign \items__payload.seq_end  = items__payload[29];
+  assign wr__addr = \$5 [5:0];
+  assign wr__data = \$7 [28:0];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[28:5];
+  assign \items__payload.step_end  = items__payload[29];
+  assign \items__payload.seq_end  = items__payload[30];
   assign \slot$21.valid  = \slot$21 [0];
   assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [8:3];
-  assign \slot$21.first  = \slot$21 [9];
-  assign \slot$21.last  = \slot$21 [10];
-  assign \slot$21.step_last  = \slot$21 [11];
-  assign \slot$21.seq_first  = \slot$21 [12];
-  assign \slot$21.seq_end  = \slot$21 [13];
-  assign \slot$21.empty  = \slot$21 [14];
-  assign \slot$21.index  = \slot$21 [18:15];
-  assign \slot$21.value  = \slot$21 [42:19];
+  assign \slot$21.base  = \slot$21 [9:3];
+  assign \slot$21.first  = \slot$21 [10];
+  assign \slot$21.last  = \slot$21 [11];
+  assign \slot$21.step_last  = \slot$21 [12];
+  assign \slot$21.seq_first  = \slot$21 [13];
+  assign \slot$21.seq_end  = \slot$21 [14];
+  assign \slot$21.empty  = \slot$21 [15];
+  assign \slot$21.index  = \slot$21 [20:16];
+  assign \slot$21.value  = \slot$21 [44:21];
   assign \meta.valid  = meta[0];
   assign \meta.group  = meta[2:1];
-  assign \meta.base  = meta[8:3];
-  assign \meta.first  = meta[9];
-  assign \meta.last  = meta[10];
-  assign \meta.step_last  = meta[11];
-  assign \meta.seq_first  = meta[12];
-  assign \meta.seq_end  = meta[13];
-  assign \meta.empty  = meta[14];
-  assign \meta.index  = meta[18:15];
-  assign \meta.value  = meta[42:19];
-  assign \slot$21 [42:19] = \$19 ;
-  assign \slot$21 [18:15] = \$18 ;
+  assign \meta.base  = meta[9:3];
+  assign \meta.first  = meta[10];
+  assign \meta.last  = meta[11];
+  assign \meta.step_last  = meta[12];
+  assign \meta.seq_first  = meta[13];
+  assign \meta.seq_end  = meta[14];
+  assign \meta.empty  = meta[15];
+  assign \meta.index  = meta[20:16];
+  assign \meta.value  = meta[44:21];
+  assign \slot$21 [44:21] = \$19 ;
+  assign \slot$21 [20:16] = \$18 ;
+  assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
   assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9] = meta[9];
-  assign \slot$21 [8:3] = meta[8:3];
+  assign \slot$21 [9:3] = meta[9:3];
   assign \slot$21 [2:1] = meta[2:1];
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
-  assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
+  assign \$6  = { 2'h0, items__payload[28:5], 5'h00 };
   assign \$22  = wr__en;
   assign \$35  = drain;
 endmodule
@@ -4895,58 +5039,58 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire [35:0] \$1 ;
-  wire [35:0] \$10 ;
-  wire [31:0] \$11 ;
-  wire [36:0] \$12 ;
-  reg [143:0] \$13 ;
-  wire [31:0] \$2 ;
-  wire [36:0] \$3 ;
-  wire [35:0] \$4 ;
-  wire [31:0] \$5 ;
-  wire [36:0] \$6 ;
-  wire [35:0] \$7 ;
-  wire [31:0] \$8 ;
-  wire [36:0] \$9 ;
-  output [143:0] acc;
-  reg [143:0] acc = 144'h000000000000000000000000000000000000;
-  wire [35:0] \acc[0] ;
-  wire [35:0] \acc[1] ;
-  wire [35:0] \acc[2] ;
-  wire [35:0] \acc[3] ;
+  wire [32:0] \$1 ;
+  wire [32:0] \$10 ;
+  wire [27:0] \$11 ;
+  wire [33:0] \$12 ;
+  reg [131:0] \$13 ;
+  wire [27:0] \$2 ;
+  wire [33:0] \$3 ;
+  wire [32:0] \$4 ;
+  wire [27:0] \$5 ;
+  wire [33:0] \$6 ;
+  wire [32:0] \$7 ;
+  wire [27:0] \$8 ;
+  wire [33:0] \$9 ;
+  output [131:0] acc;
+  reg [131:0] acc = 132'h000000000000000000000000000000000;
+  wire [32:0] \acc[0] ;
+  wire [32:0] \acc[1] ;
+  wire [32:0] \acc[2] ;
+  wire [32:0] \acc[3] ;
   input clk;
   wire clk;
   input first;
   wire first;
   input rst;
   wire rst;
-  input [143:0] seeds;
-  wire [143:0] seeds;
-  wire [35:0] \seeds[0] ;
-  wire [35:0] \seeds[1] ;
-  wire [35:0] \seeds[2] ;
-  wire [35:0] \seeds[3] ;
+  input [131:0] seeds;
+  wire [131:0] seeds;
+  wire [32:0] \seeds[0] ;
+  wire [32:0] \seeds[1] ;
+  wire [32:0] \seeds[2] ;
+  wire [32:0] \seeds[3] ;
   input valid;
   wire valid;
   input [23:0] value;
   wire [23:0] value;
-  input [31:0] weights;
-  wire [31:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[35:0] : acc[35:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
+  input [15:0] weights;
+  wire [15:0] weights;
+  wire [3:0] \weights[0] ;
+  wire [3:0] \weights[1] ;
+  wire [3:0] \weights[2] ;
+  wire [3:0] \weights[3] ;
+  assign \$1  = first ? seeds[32:0] : acc[32:0];
+  assign \$2  = $signed(weights[3:0]) * $signed(value);
   assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[71:36] : acc[71:36];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
+  assign \$4  = first ? seeds[65:33] : acc[65:33];
+  assign \$5  = $signed(weights[7:4]) * $signed(value);
   assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[107:72] : acc[107:72];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
+  assign \$7  = first ? seeds[98:66] : acc[98:66];
+  assign \$8  = $signed(weights[11:8]) * $signed(value);
   assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[143:108] : acc[143:108];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
+  assign \$10  = first ? seeds[131:99] : acc[131:99];
+  assign \$11  = $signed(weights[15:12]) * $signed(value);
   assign \$12  = $signed(\$10 ) + $signed(\$11 );
   always @(posedge clk)
     acc <= \$13 ;
@@ -4954,27 +5098,27 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$13  = acc;
     if (valid) begin
-      \$13 [35:0] = \$3 [35:0];
-      \$13 [71:36] = \$6 [35:0];
-      \$13 [107:72] = \$9 [35:0];
-      \$13 [143:108] = \$12 [35:0];
+      \$13 [32:0] = \$3 [32:0];
+      \$13 [65:33] = \$6 [32:0];
+      \$13 [98:66] = \$9 [32:0];
+      \$13 [131:99] = \$12 [32:0];
     end
     if (rst) begin
-      \$13  = 144'h000000000000000000000000000000000000;
+      \$13  = 132'h000000000000000000000000000000000;
     end
   end
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \seeds[0]  = seeds[35:0];
-  assign \seeds[1]  = seeds[71:36];
-  assign \seeds[2]  = seeds[107:72];
-  assign \seeds[3]  = seeds[143:108];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
+  assign \seeds[0]  = seeds[32:0];
+  assign \seeds[1]  = seeds[65:33];
+  assign \seeds[2]  = seeds[98:66];
+  assign \seeds[3]  = seeds[131:99];
+  assign \weights[0]  = weights[3:0];
+  assign \weights[1]  = weights[7:4];
+  assign \weights[2]  = weights[11:8];
+  assign \weights[3]  = weights[15:12];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5022,42 +5166,42 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   wire [3:0] level;
   (* init = 3'h0 *)
   wire [2:0] produce;
-  output [151:0] r_data;
-  wire [151:0] r_data;
+  output [139:0] r_data;
+  wire [139:0] r_data;
   input r_en;
   wire r_en;
   wire [3:0] r_level;
   reg [2:0] r_port__addr = 3'h0;
-  wire [151:0] r_port__data;
+  wire [139:0] r_port__data;
   wire r_port__en;
   output r_rdy;
   reg r_rdy = 1'h0;
   input rst;
   wire rst;
-  wire [151:0] w_data;
+  wire [139:0] w_data;
   input w_en;
   wire w_en;
   wire [3:0] w_level;
   reg [2:0] w_port__addr = 3'h0;
-  input [151:0] w_port__data;
-  wire [151:0] w_port__data;
+  input [139:0] w_port__data;
+  wire [139:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [151:0] storage [6:0];
+  reg [139:0] storage [6:0];
   initial begin
-    storage[0] = 152'h00000000000000000000000000000000000000;
-    storage[1] = 152'h00000000000000000000000000000000000000;
-    storage[2] = 152'h00000000000000000000000000000000000000;
-    storage[3] = 152'h00000000000000000000000000000000000000;
-    storage[4] = 152'h00000000000000000000000000000000000000;
-    storage[5] = 152'h00000000000000000000000000000000000000;
-    storage[6] = 152'h00000000000000000000000000000000000000;
+    storage[0] = 140'h00000000000000000000000000000000000;
+    storage[1] = 140'h00000000000000000000000000000000000;
+    storage[2] = 140'h00000000000000000000000000000000000;
+    storage[3] = 140'h00000000000000000000000000000000000;
+    storage[4] = 140'h00000000000000000000000000000000000;
+    storage[5] = 140'h00000000000000000000000000000000000;
+    storage[6] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
   end
-  reg [151:0] _0_;
+  reg [139:0] _0_;
   always @(posedge clk) begin
     if (r_port__en) begin
       _0_ <= storage[r_port__addr];
