@@ -108,6 +108,7 @@ class DelayFrontEnd(wiring.Component):
         # send pipeline: L reads a list entry, Z reads its accumulator, O queues and clears it
         index = Signal(range(ch + 1))
         n_listed = Signal(range(ch + 1))
+        send_first = Signal()
         l_valid = Signal()
         z_valid = Signal()
         z_addr = Signal(range(span * ch))
@@ -205,17 +206,21 @@ class DelayFrontEnd(wiring.Component):
                         ]
                 with m.If(~self.items.valid & ~it_valid):
                     m.d.sync += busy.eq(0)
-                with m.If(step_seen & ~it_valid & ~w_valid):
+                # the last tap's write (if any) lands this cycle: the transparent count read sees it
+                with m.If(step_seen & ~it_valid):
                     m.d.comb += [c_rd.addr.eq(head), c_rd.en.eq(1)]
-                    m.d.sync += step_seen.eq(0)
-                    m.next = "SEND_COUNT"
-            with m.State("SEND_COUNT"):
-                m.d.sync += [n_listed.eq(c_rd.data), index.eq(0), l_valid.eq(0), z_valid.eq(0)]
-                m.next = "SEND"
+                    m.d.sync += [step_seen.eq(0), send_first.eq(1), index.eq(0)]
+                    m.d.sync += [l_valid.eq(0), z_valid.eq(0)]
+                    m.next = "SEND"
             with m.State("SEND"):
+                m.d.sync += send_first.eq(0)
+                n_now = Signal(range(ch + 1))
+                m.d.comb += n_now.eq(Mux(send_first, c_rd.data, n_listed))
+                with m.If(send_first):
+                    m.d.sync += n_listed.eq(c_rd.data)
                 inflight = l_valid + z_valid
                 issue = Signal()
-                m.d.comb += issue.eq((index != n_listed) & (fifo.level + inflight < OUT_DEPTH))
+                m.d.comb += issue.eq((index != n_now) & (fifo.level + inflight < OUT_DEPTH))
                 with m.If(issue):  # L
                     m.d.comb += [l_rd.addr.eq(head * ch + index), l_rd.en.eq(1)]
                     m.d.sync += index.eq(index + 1)
@@ -232,7 +237,7 @@ class DelayFrontEnd(wiring.Component):
                         out_item.value.eq(z_rd.data.z),
                         fifo.w_en.eq(z_rd.data.z != 0),
                     ]
-                with m.If((index == n_listed) & ~l_valid & ~z_valid):
+                with m.If((index == n_now) & ~l_valid & ~z_valid):
                     m.d.comb += [c_wr.addr.eq(head), c_wr.data.eq(0), c_wr.en.eq(1)]
                     m.next = "MARK"
             with m.State("MARK"):  # the step's marker

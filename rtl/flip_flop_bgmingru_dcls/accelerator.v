@@ -2819,65 +2819,62 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [3:0] \$107 ;
+  wire [4:0] \$108 ;
+  wire [5:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [3:0] \$111 ;
-  wire [4:0] \$112 ;
-  wire [5:0] \$113 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
+  wire [2:0] \$116 ;
+  wire [2:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire [2:0] \$120 ;
-  wire [2:0] \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [3:0] \$124 ;
-  wire [3:0] \$125 ;
-  wire [32:0] \$126 ;
+  wire [3:0] \$120 ;
+  wire [3:0] \$121 ;
+  wire [32:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg [31:0] \$124 ;
+  reg [31:0] \$125 ;
+  reg [31:0] \$126 ;
   reg [31:0] \$127 ;
   reg [31:0] \$128 ;
   reg [31:0] \$129 ;
   wire [3:0] \$13 ;
   reg [31:0] \$130 ;
-  reg [31:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [31:0] \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg [4:0] \$137 ;
-  reg [1:0] \$138 ;
-  reg [3:0] \$139 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg [4:0] \$133 ;
+  reg [1:0] \$134 ;
+  reg [2:0] \$135 ;
+  reg [1:0] \$136 ;
+  reg [2:0] \$137 ;
+  reg [7:0] \$138 ;
+  reg [1:0] \$139 ;
   wire [4:0] \$14 ;
   reg [1:0] \$140 ;
-  reg [2:0] \$141 ;
-  reg [7:0] \$142 ;
-  reg [1:0] \$143 ;
-  reg [1:0] \$144 ;
-  reg \$145 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [2:0] \$144 ;
+  reg [1:0] \$145 ;
   reg \$146 ;
-  reg \$147 ;
-  reg [2:0] \$148 ;
-  reg [1:0] \$149 ;
+  reg [2:0] \$147 ;
+  reg \$148 ;
+  reg \$149 ;
   wire [7:0] \$15 ;
   reg [2:0] \$150 ;
-  reg [2:0] \$151 ;
-  reg \$152 ;
-  reg \$153 ;
-  reg [4:0] \$154 ;
-  reg [2:0] \$155 ;
-  reg [2:0] \$156 ;
-  reg [31:0] \$157 ;
+  reg [4:0] \$151 ;
+  reg [2:0] \$152 ;
+  reg [2:0] \$153 ;
+  reg [31:0] \$154 ;
   wire [2:0] \$16 ;
   wire [3:0] \$17 ;
-  wire [8:0] \$173 ;
+  wire [8:0] \$170 ;
   wire \$18 ;
   wire [4:0] \$19 ;
   wire \$2 ;
@@ -2887,7 +2884,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$23 ;
   wire [4:0] \$24 ;
   wire [4:0] \$25 ;
-  wire [7:0] \$256 ;
+  wire [7:0] \$251 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -2901,18 +2898,18 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [2:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
-  wire \$40 ;
-  wire [1:0] \$41 ;
-  wire [3:0] \$42 ;
+  wire [1:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
-  wire [5:0] \$46 ;
-  wire [4:0] \$47 ;
-  wire [5:0] \$48 ;
+  wire [4:0] \$44 ;
+  wire [5:0] \$45 ;
+  wire [4:0] \$46 ;
+  wire [5:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire [9:0] \$5 ;
   wire \$50 ;
@@ -2921,12 +2918,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
-  wire [5:0] \$59 ;
+  wire [5:0] \$56 ;
+  wire [6:0] \$57 ;
+  wire [5:0] \$58 ;
+  wire [6:0] \$59 ;
   wire [11:0] \$6 ;
-  wire [6:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
@@ -2934,39 +2931,39 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$68 ;
+  wire [32:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire \$72 ;
+  wire \$70 ;
+  wire [1:0] \$71 ;
+  wire [32:0] \$72 ;
   wire [1:0] \$73 ;
   wire [32:0] \$74 ;
-  wire [1:0] \$75 ;
-  wire [32:0] \$76 ;
-  wire \$77 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire [32:0] \$77 ;
   wire [1:0] \$78 ;
   wire [32:0] \$79 ;
   wire [4:0] \$8 ;
-  wire [1:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [1:0] \$81 ;
+  wire [32:0] \$82 ;
   wire [1:0] \$83 ;
   wire [32:0] \$84 ;
-  wire [1:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire \$87 ;
-  wire [1:0] \$88 ;
-  wire [32:0] \$89 ;
+  wire \$85 ;
+  wire [1:0] \$86 ;
+  wire [32:0] \$87 ;
+  wire [5:0] \$88 ;
+  wire \$89 ;
   wire [5:0] \$9 ;
-  wire [5:0] \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [4:0] \$93 ;
-  wire [4:0] \$94 ;
-  wire [3:0] \$95 ;
-  wire [7:0] \$96 ;
-  wire [2:0] \$97 ;
+  wire \$90 ;
+  wire [4:0] \$91 ;
+  wire [4:0] \$92 ;
+  wire [3:0] \$93 ;
+  wire [7:0] \$94 ;
+  wire [2:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg [4:0] \$signature__addr ;
@@ -2994,7 +2991,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
-  reg [3:0] dcls_state = 4'h0;
+  reg [2:0] dcls_state = 3'h0;
   reg [1:0] delay;
   reg [1:0] head = 2'h0;
   reg [2:0] index = 3'h0;
@@ -3037,6 +3034,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
   wire [2:0] level;
   reg [2:0] n_listed = 3'h0;
+  reg [2:0] n_now;
   wire [15:0] out_item;
   wire [2:0] \out_item.index ;
   wire \out_item.seq_end ;
@@ -3063,6 +3061,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire r_rdy;
   input rst;
   wire rst;
+  reg send_first = 1'h0;
   reg seq_end = 1'h0;
   reg step_seen = 1'h0;
   reg [2:0] sweep = 3'h0;
@@ -3214,8 +3213,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$12  = tap == 1'h1;
   assign \$13  = 2'h2 * tap;
   assign \$14  = \$13  + 1'h1;
-  assign \$173  = \$14  * 4'h8;
-  assign \$15  = \port__data$38  >> \$173 ;
+  assign \$170  = \$14  * 4'h8;
+  assign \$15  = \port__data$38  >> \$170 ;
   assign \$16  = head + delay;
   assign \$17  = \$16  + 1'h0;
   assign \$18  = target >= 3'h4;
@@ -3238,155 +3237,153 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$35  = | items__payload[4:3];
   assign \$36  = ~ it_valid;
   assign \$37  = step_seen & \$36 ;
-  assign \$38  = ~ w_valid;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = index != n_listed;
-  assign \$41  = l_valid + z_valid;
-  assign \$42  = level + \$41 ;
-  assign \$43  = \$42  < 3'h4;
-  assign \$44  = \$40  & \$43 ;
-  assign \$45  = head * 3'h5;
-  assign \$46  = \$45  + index;
-  assign \$47  = head * 3'h5;
-  assign \$48  = \$47  + l_rd__data;
-  assign \$49  = | z_rd__data[10:0];
-  assign \$50  = index == n_listed;
-  assign \$51  = ~ l_valid;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = ~ z_valid;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = sweep == 3'h4;
-  assign \$56  = index == n_listed;
-  assign \$57  = sweep * 3'h5;
-  assign \$58  = \$57  + index;
-  assign \$59  = sweep * 3'h5;
-  assign \$60  = \$59  + l_rd__data;
-  assign \$61  = ! dcls_state;
-  assign \$62  = dcls_state == 1'h1;
-  assign \$63  = dcls_state == 2'h2;
-  assign \$64  = dcls_state == 2'h3;
-  assign \$65  = dcls_state == 3'h4;
-  assign \$66  = dcls_state == 3'h5;
-  assign \$67  = dcls_state == 3'h6;
-  assign \$68  = dcls_state == 3'h7;
-  assign \$69  = dcls_state == 4'h8;
-  assign \$70  = 1'h0 + \port__en$4 ;
-  assign \$71  = layer0_dcls_taps_reads + \$70 ;
-  assign \$72  = | port__en;
-  assign \$73  = 1'h0 + \$72 ;
-  assign \$74  = layer0_dcls_taps_writes + \$73 ;
-  assign \$75  = 1'h0 + z_rd__en;
-  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
-  assign \$78  = 1'h0 + \$77 ;
-  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
-  assign \$80  = 1'h0 + l_rd__en;
-  assign \$81  = layer0_dcls_lists_reads + \$80 ;
-  assign \$83  = 1'h0 + \$82 ;
-  assign \$84  = layer0_dcls_lists_writes + \$83 ;
-  assign \$85  = 1'h0 + c_rd__en;
-  assign \$86  = layer0_dcls_counts_reads + \$85 ;
-  assign \$88  = 1'h0 + \$87 ;
-  assign \$89  = layer0_dcls_counts_writes + \$88 ;
-  assign \$90  = clear_addr + 1'h1;
-  assign \$91  = clear_addr == 5'h13;
-  assign \$92  = target >= 3'h4;
-  assign \$93  = target - 3'h4;
-  assign \$94  = \$92  ? \$93  : { 1'h0, target };
-  assign \$95  = 2'h2 * tap;
-  assign \$256  = \$95  * 4'h8;
-  assign \$96  = \port__data$38  >> \$256 ;
-  assign \$97  = tap + 1'h1;
-  assign \$98  = ~ step_seen;
-  assign \$99  = ~ it_valid;
-  assign \$100  = \$99  | last_tap;
-  assign \$101  = \$98  & \$100 ;
-  assign \$102  = \$101  & items__valid;
-  assign \$103  = | items__payload[4:3];
-  assign \$104  = ~ items__valid;
+  assign \$38  = send_first ? c_rd__data : n_listed;
+  assign \$39  = index != n_now;
+  assign \$40  = l_valid + z_valid;
+  assign \$41  = level + \$40 ;
+  assign \$42  = \$41  < 3'h4;
+  assign \$43  = \$39  & \$42 ;
+  assign \$44  = head * 3'h5;
+  assign \$45  = \$44  + index;
+  assign \$46  = head * 3'h5;
+  assign \$47  = \$46  + l_rd__data;
+  assign \$48  = | z_rd__data[10:0];
+  assign \$49  = index == n_now;
+  assign \$50  = ~ l_valid;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = ~ z_valid;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = sweep == 3'h4;
+  assign \$55  = index == n_listed;
+  assign \$56  = sweep * 3'h5;
+  assign \$57  = \$56  + index;
+  assign \$58  = sweep * 3'h5;
+  assign \$59  = \$58  + l_rd__data;
+  assign \$60  = ! dcls_state;
+  assign \$61  = dcls_state == 1'h1;
+  assign \$62  = dcls_state == 2'h2;
+  assign \$63  = dcls_state == 2'h3;
+  assign \$64  = dcls_state == 3'h4;
+  assign \$65  = dcls_state == 3'h5;
+  assign \$66  = dcls_state == 3'h6;
+  assign \$67  = dcls_state == 3'h7;
+  assign \$68  = 1'h0 + \port__en$4 ;
+  assign \$69  = layer0_dcls_taps_reads + \$68 ;
+  assign \$70  = | port__en;
+  assign \$71  = 1'h0 + \$70 ;
+  assign \$72  = layer0_dcls_taps_writes + \$71 ;
+  assign \$73  = 1'h0 + z_rd__en;
+  assign \$74  = layer0_dcls_zbuf_reads + \$73 ;
+  assign \$76  = 1'h0 + \$75 ;
+  assign \$77  = layer0_dcls_zbuf_writes + \$76 ;
+  assign \$78  = 1'h0 + l_rd__en;
+  assign \$79  = layer0_dcls_lists_reads + \$78 ;
+  assign \$81  = 1'h0 + \$80 ;
+  assign \$82  = layer0_dcls_lists_writes + \$81 ;
+  assign \$83  = 1'h0 + c_rd__en;
+  assign \$84  = layer0_dcls_counts_reads + \$83 ;
+  assign \$86  = 1'h0 + \$85 ;
+  assign \$87  = layer0_dcls_counts_writes + \$86 ;
+  assign \$88  = clear_addr + 1'h1;
+  assign \$89  = clear_addr == 5'h13;
+  assign \$90  = target >= 3'h4;
+  assign \$91  = target - 3'h4;
+  assign \$92  = \$90  ? \$91  : { 1'h0, target };
+  assign \$93  = 2'h2 * tap;
+  assign \$251  = \$93  * 4'h8;
+  assign \$94  = \port__data$38  >> \$251 ;
+  assign \$95  = tap + 1'h1;
+  assign \$96  = ~ step_seen;
+  assign \$97  = ~ it_valid;
+  assign \$98  = \$97  | last_tap;
+  assign \$99  = \$96  & \$98 ;
+  assign \$100  = \$99  & items__valid;
+  assign \$101  = | items__payload[4:3];
+  assign \$102  = ~ items__valid;
+  assign \$103  = ~ it_valid;
+  assign \$104  = \$102  & \$103 ;
   assign \$105  = ~ it_valid;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = ~ it_valid;
-  assign \$108  = step_seen & \$107 ;
-  assign \$109  = ~ w_valid;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = index + 1'h1;
-  assign \$112  = head * 3'h5;
-  assign \$113  = \$112  + l_rd__data;
-  assign \$114  = index == n_listed;
-  assign \$115  = ~ l_valid;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = ~ z_valid;
-  assign \$118  = \$116  & \$117 ;
-  assign \$119  = head == 2'h3;
-  assign \$120  = head + 1'h1;
-  assign \$121  = \$119  ? 3'h0 : \$120 ;
-  assign \$122  = sweep == 3'h4;
-  assign \$123  = index == n_listed;
-  assign \$124  = sweep + 1'h1;
-  assign \$125  = index + 1'h1;
-  assign \$126  = layer0_dcls_cycles + busy;
+  assign \$106  = step_seen & \$105 ;
+  assign \$107  = index + 1'h1;
+  assign \$108  = head * 3'h5;
+  assign \$109  = \$108  + l_rd__data;
+  assign \$110  = index == n_now;
+  assign \$111  = ~ l_valid;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = ~ z_valid;
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = head == 2'h3;
+  assign \$116  = head + 1'h1;
+  assign \$117  = \$115  ? 3'h0 : \$116 ;
+  assign \$118  = sweep == 3'h4;
+  assign \$119  = index == n_listed;
+  assign \$120  = sweep + 1'h1;
+  assign \$121  = index + 1'h1;
+  assign \$122  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$127 ;
+    layer0_dcls_taps_reads <= \$123 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$128 ;
+    layer0_dcls_taps_writes <= \$124 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$129 ;
+    layer0_dcls_zbuf_reads <= \$125 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$130 ;
+    layer0_dcls_zbuf_writes <= \$126 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$131 ;
+    layer0_dcls_lists_reads <= \$127 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$132 ;
+    layer0_dcls_lists_writes <= \$128 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$133 ;
+    layer0_dcls_counts_reads <= \$129 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$134 ;
+    layer0_dcls_counts_writes <= \$130 ;
   always @(posedge clk)
-    busy <= \$135 ;
+    busy <= \$131 ;
   always @(posedge clk)
-    w_valid <= \$136 ;
+    w_valid <= \$132 ;
   always @(posedge clk)
-    clear_addr <= \$137 ;
+    clear_addr <= \$133 ;
   always @(posedge clk)
-    head <= \$138 ;
+    head <= \$134 ;
   always @(posedge clk)
-    dcls_state <= \$139 ;
+    dcls_state <= \$135 ;
   always @(posedge clk)
-    w_slot <= \$140 ;
+    w_slot <= \$136 ;
   always @(posedge clk)
-    w_channel <= \$141 ;
+    w_channel <= \$137 ;
   always @(posedge clk)
-    w_weight <= \$142 ;
+    w_weight <= \$138 ;
   always @(posedge clk)
-    w_value <= \$143 ;
+    w_value <= \$139 ;
   always @(posedge clk)
-    tap <= \$144 ;
+    tap <= \$140 ;
   always @(posedge clk)
-    it_valid <= \$145 ;
+    it_valid <= \$141 ;
   always @(posedge clk)
-    step_seen <= \$146 ;
+    step_seen <= \$142 ;
   always @(posedge clk)
-    seq_end <= \$147 ;
+    seq_end <= \$143 ;
   always @(posedge clk)
-    it_channel <= \$148 ;
+    it_channel <= \$144 ;
   always @(posedge clk)
-    it_value <= \$149 ;
+    it_value <= \$145 ;
+  always @(posedge clk)
+    send_first <= \$146 ;
+  always @(posedge clk)
+    index <= \$147 ;
+  always @(posedge clk)
+    l_valid <= \$148 ;
+  always @(posedge clk)
+    z_valid <= \$149 ;
   always @(posedge clk)
     n_listed <= \$150 ;
   always @(posedge clk)
-    index <= \$151 ;
+    z_addr <= \$151 ;
   always @(posedge clk)
-    l_valid <= \$152 ;
+    z_channel <= \$152 ;
   always @(posedge clk)
-    z_valid <= \$153 ;
+    sweep <= \$153 ;
   always @(posedge clk)
-    z_addr <= \$154 ;
-  always @(posedge clk)
-    z_channel <= \$155 ;
-  always @(posedge clk)
-    sweep <= \$156 ;
-  always @(posedge clk)
-    layer0_dcls_cycles <= \$157 ;
+    layer0_dcls_cycles <= \$154 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .clk(clk),
     .r_data(outputs__payload),
@@ -3402,9 +3399,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \port__en$4  = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
               \port__en$4  = 1'h1;
@@ -3416,15 +3413,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     z_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             z_rd__en = 1'h1;
           end
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
             z_rd__en = 1'h1;
           end
@@ -3434,25 +3429,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     l_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (issue) begin
             l_rd__en = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           (* full_case = 32'd1 *)
-          if (\$56 ) begin
+          if (\$55 ) begin
           end else begin
             l_rd__en = 1'h1;
           end
@@ -3462,26 +3455,24 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
         begin
           if (it_valid) begin
             c_rd__en = 1'h1;
           end
-          if (\$39 ) begin
+          if (\$37 ) begin
             c_rd__en = 1'h1;
           end
         end
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
+      3'h3:
           /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
+      3'h4:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
             c_rd__en = 1'h1;
           end
@@ -3493,27 +3484,26 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (w_valid) begin
       \$signature__addr  = \$4 [4:0];
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__addr  = clear_addr;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__addr  = z_addr;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
-          \$signature__addr  = \$60 [4:0];
+      3'h7:
+          \$signature__addr  = \$59 [4:0];
     endcase
   end
   always @* begin
@@ -3523,26 +3513,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       \$signature__data [10:0] = \$6 [10:0];
       \$signature__data [11] = 1'h1;
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__data  = 12'h000;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__data  = 12'h000;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
+      3'h7:
           \$signature__data  = 12'h000;
     endcase
   end
@@ -3552,26 +3541,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (w_valid) begin
       \$signature__en  = 1'h1;
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__en  = 1'h1;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__en  = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
+      3'h7:
           \$signature__en  = 1'h1;
     endcase
   end
@@ -3611,24 +3599,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__addr = clear_addr[1:0];
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__addr = head;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__addr = sweep[1:0];
           end
     endcase
@@ -3642,24 +3628,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__data = 3'h0;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__data = 3'h0;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__data = 3'h0;
           end
     endcase
@@ -3673,24 +3657,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__en = \$11 ;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__en = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__en = 1'h1;
           end
     endcase
@@ -3699,9 +3681,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           last_tap = \$12 ;
     endcase
   end
@@ -3709,9 +3691,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     delay = 2'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             delay = \$15 [1:0];
           end
@@ -3721,9 +3703,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     target = 4'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             target = \$17 ;
           end
@@ -3733,17 +3715,15 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     z_rd__addr = 5'h00;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             z_rd__addr = \$22 [4:0];
           end
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
-            z_rd__addr = \$48 [4:0];
+            z_rd__addr = \$47 [4:0];
           end
     endcase
   end
@@ -3751,26 +3731,24 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_rd__addr = 2'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
         begin
           if (it_valid) begin
             c_rd__addr = \$25 [1:0];
           end
-          if (\$39 ) begin
+          if (\$37 ) begin
             c_rd__addr = head;
           end
         end
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
+      3'h3:
           /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
+      3'h4:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
             c_rd__addr = sweep[1:0];
           end
@@ -3780,9 +3758,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           items__ready = \$29 ;
     endcase
   end
@@ -3790,9 +3768,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \port__addr$48  = 3'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
               \port__addr$48  = items__payload[2:0];
@@ -3802,43 +3780,51 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    n_now = 3'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          n_now = \$38 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     issue = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          issue = \$44 ;
+      3'h2:
+          issue = \$43 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     l_rd__addr = 5'h00;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (issue) begin
-            l_rd__addr = \$46 [4:0];
+            l_rd__addr = \$45 [4:0];
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           (* full_case = 32'd1 *)
-          if (\$56 ) begin
+          if (\$55 ) begin
           end else begin
-            l_rd__addr = \$58 [4:0];
+            l_rd__addr = \$57 [4:0];
           end
     endcase
   end
@@ -3846,18 +3832,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     w_data = 16'h0000;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             w_data[2:0] = z_channel;
             w_data[13:3] = z_rd__data[10:0];
           end
-      4'h4:
+      3'h3:
         begin
           w_data[2:0] = 3'h0;
           w_data[13:3] = 11'h000;
@@ -3870,213 +3854,275 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     w_en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
-            w_en = \$49 ;
+            w_en = \$48 ;
           end
-      4'h4:
+      3'h3:
           w_en = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$127  = \$71 [31:0];
+    \$123  = \$69 [31:0];
+    if (rst) begin
+      \$123  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$124  = \$72 [31:0];
+    if (rst) begin
+      \$124  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$125  = \$74 [31:0];
+    if (rst) begin
+      \$125  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$126  = \$77 [31:0];
+    if (rst) begin
+      \$126  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$127  = \$79 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$128  = \$74 [31:0];
+    \$128  = \$82 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$129  = \$76 [31:0];
+    \$129  = \$84 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$130  = \$79 [31:0];
+    \$130  = \$87 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$131  = \$81 [31:0];
-    if (rst) begin
-      \$131  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$132  = \$84 [31:0];
-    if (rst) begin
-      \$132  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$133  = \$86 [31:0];
-    if (rst) begin
-      \$133  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$134  = \$89 [31:0];
-    if (rst) begin
-      \$134  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$135  = 1'h1;
+    \$131  = 1'h1;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$106 ) begin
-            \$135  = 1'h0;
+      3'h1:
+          if (\$104 ) begin
+            \$131  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$135  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$136  = 1'h0;
+    \$132  = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
-            \$136  = 1'h1;
+            \$132  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$136  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$137  = clear_addr;
+    \$133  = clear_addr;
     casez (dcls_state)
-      4'h0:
+      3'h0:
         begin
-          \$137  = \$90 [4:0];
-          if (\$91 ) begin
-            \$137  = 5'h00;
+          \$133  = \$88 [4:0];
+          if (\$89 ) begin
+            \$133  = 5'h00;
           end
         end
     endcase
     if (rst) begin
-      \$137  = 5'h00;
+      \$133  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$138  = head;
+    \$134  = head;
     casez (dcls_state)
-      4'h0:
-          if (\$91 ) begin
-            \$138  = 2'h0;
+      3'h0:
+          if (\$89 ) begin
+            \$134  = 2'h0;
           end
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
+      3'h3:
           if (w_rdy) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$138  = \$121 [1:0];
+              \$134  = \$117 [1:0];
             end
           end
-      4'h5:
-          if (\$122 ) begin
-            \$138  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$138  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$139  = dcls_state;
-    casez (dcls_state)
-      4'h0:
-          if (\$91 ) begin
-            \$139  = 4'h1;
-          end
-      4'h1:
-          if (\$110 ) begin
-            \$139  = 4'h2;
-          end
-      4'h2:
-          \$139  = 4'h3;
-      4'h3:
+      3'h4:
           if (\$118 ) begin
-            \$139  = 4'h4;
+            \$134  = 2'h0;
           end
-      4'h4:
-          if (w_rdy) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-              \$139  = 4'h5;
-            end else begin
-              \$139  = 4'h1;
-            end
-          end
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (\$122 ) begin
-            \$139  = 4'h1;
-          end else begin
-            \$139  = 4'h6;
-          end
-      4'h6:
-          \$139  = 4'h7;
-      4'h7:
-          (* full_case = 32'd1 *)
-          if (\$123 ) begin
-            \$139  = 4'h5;
-          end else begin
-            \$139  = 4'h8;
-          end
-      4'h8:
-          \$139  = 4'h7;
     endcase
     if (rst) begin
-      \$139  = 4'h0;
+      \$134  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$140  = w_slot;
+    \$135  = dcls_state;
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$140  = \$94 [1:0];
+      3'h0:
+          if (\$89 ) begin
+            \$135  = 3'h1;
           end
+      3'h1:
+          if (\$106 ) begin
+            \$135  = 3'h2;
+          end
+      3'h2:
+          if (\$114 ) begin
+            \$135  = 3'h3;
+          end
+      3'h3:
+          if (w_rdy) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$135  = 3'h4;
+            end else begin
+              \$135  = 3'h1;
+            end
+          end
+      3'h4:
+          (* full_case = 32'd1 *)
+          if (\$118 ) begin
+            \$135  = 3'h1;
+          end else begin
+            \$135  = 3'h5;
+          end
+      3'h5:
+          \$135  = 3'h6;
+      3'h6:
+          (* full_case = 32'd1 *)
+          if (\$119 ) begin
+            \$135  = 3'h4;
+          end else begin
+            \$135  = 3'h7;
+          end
+      3'h7:
+          \$135  = 3'h6;
+    endcase
+    if (rst) begin
+      \$135  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$136  = w_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$136  = \$92 [1:0];
+          end
+    endcase
+    if (rst) begin
+      \$136  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$137  = w_channel;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$137  = it_channel;
+          end
+    endcase
+    if (rst) begin
+      \$137  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$138  = w_weight;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$138  = \$94 ;
+          end
+    endcase
+    if (rst) begin
+      \$138  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$139  = w_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$139  = it_value;
+          end
+    endcase
+    if (rst) begin
+      \$139  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$140  = tap;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (it_valid) begin
+            \$140  = \$95 [1:0];
+          end
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$140  = 2'h0;
+            end
+          end
+        end
     endcase
     if (rst) begin
       \$140  = 2'h0;
@@ -4084,110 +4130,109 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$141  = w_channel;
+    \$141  = it_valid;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$141  = it_channel;
-          end
-    endcase
-    if (rst) begin
-      \$141  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$142  = w_weight;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$142  = \$96 ;
-          end
-    endcase
-    if (rst) begin
-      \$142  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$143  = w_value;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$143  = it_value;
-          end
-    endcase
-    if (rst) begin
-      \$143  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$144  = tap;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-        begin
-          if (it_valid) begin
-            \$144  = \$97 [1:0];
-          end
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$144  = 2'h0;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$144  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$145  = it_valid;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
+      3'h1:
         begin
           if (it_valid) begin
             if (last_tap) begin
-              \$145  = 1'h0;
+              \$141  = 1'h0;
             end
           end
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$145  = 1'h1;
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$141  = 1'h1;
             end
           end
         end
     endcase
     if (rst) begin
-      \$145  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$146  = step_seen;
+    \$142  = step_seen;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
         begin
-          if (\$102 ) begin
-            \$146  = items__payload[5];
+          if (\$100 ) begin
+            \$142  = items__payload[5];
           end
-          if (\$110 ) begin
-            \$146  = 1'h0;
+          if (\$106 ) begin
+            \$142  = 1'h0;
           end
         end
+    endcase
+    if (rst) begin
+      \$142  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$143  = seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$100 ) begin
+            \$143  = items__payload[6];
+          end
+    endcase
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$144  = it_channel;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$144  = items__payload[2:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$144  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$145  = it_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$145  = items__payload[4:3];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$145  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$146  = send_first;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            \$146  = 1'h1;
+          end
+      3'h2:
+          \$146  = 1'h0;
     endcase
     if (rst) begin
       \$146  = 1'h0;
@@ -4195,70 +4240,85 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$147  = seq_end;
+    \$147  = index;
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$102 ) begin
-            \$147  = items__payload[6];
+      3'h1:
+          if (\$106 ) begin
+            \$147  = 3'h0;
           end
+      3'h2:
+          if (issue) begin
+            \$147  = \$107 [2:0];
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          \$147  = 3'h0;
+      3'h6:
+          /* empty */;
+      3'h7:
+          \$147  = \$121 [2:0];
     endcase
     if (rst) begin
-      \$147  = 1'h0;
+      \$147  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$148  = it_channel;
+    \$148  = l_valid;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$148  = items__payload[2:0];
-            end
+      3'h1:
+          if (\$106 ) begin
+            \$148  = 1'h0;
           end
+      3'h2:
+          \$148  = issue;
     endcase
     if (rst) begin
-      \$148  = 3'h0;
+      \$148  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$149  = it_value;
+    \$149  = z_valid;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$149  = items__payload[4:3];
-            end
+      3'h1:
+          if (\$106 ) begin
+            \$149  = 1'h0;
           end
+      3'h2:
+          \$149  = l_valid;
     endcase
     if (rst) begin
-      \$149  = 2'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$150  = n_listed;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          \$150  = c_rd__data;
-      4'h3:
+      3'h2:
+          if (send_first) begin
+            \$150  = c_rd__data;
+          end
+      3'h3:
           /* empty */;
-      4'h4:
+      3'h4:
           /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
+      3'h5:
           \$150  = c_rd__data;
     endcase
     if (rst) begin
@@ -4267,141 +4327,72 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$151  = index;
+    \$151  = z_addr;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          \$151  = 3'h0;
-      4'h3:
-          if (issue) begin
-            \$151  = \$111 [2:0];
-          end
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$151  = 3'h0;
-      4'h7:
-          /* empty */;
-      4'h8:
-          \$151  = \$125 [2:0];
-    endcase
-    if (rst) begin
-      \$151  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$152  = l_valid;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$152  = 1'h0;
-      4'h3:
-          \$152  = issue;
-    endcase
-    if (rst) begin
-      \$152  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$153  = z_valid;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$153  = 1'h0;
-      4'h3:
-          \$153  = l_valid;
-    endcase
-    if (rst) begin
-      \$153  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$154  = z_addr;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
-            \$154  = \$113 [4:0];
+            \$151  = \$109 [4:0];
           end
     endcase
     if (rst) begin
-      \$154  = 5'h00;
+      \$151  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$155  = z_channel;
+    \$152  = z_channel;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
-            \$155  = l_rd__data;
+            \$152  = l_rd__data;
           end
     endcase
     if (rst) begin
-      \$155  = 3'h0;
+      \$152  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$156  = sweep;
+    \$153  = sweep;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
+      3'h3:
           if (w_rdy) begin
             if (seq_end) begin
-              \$156  = 3'h0;
+              \$153  = 3'h0;
             end
           end
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$123 ) begin
-            \$156  = \$124 [2:0];
+      3'h6:
+          if (\$119 ) begin
+            \$153  = \$120 [2:0];
           end
     endcase
     if (rst) begin
-      \$156  = 3'h0;
+      \$153  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$157  = \$126 [31:0];
+    \$154  = \$122 [31:0];
     if (rst) begin
-      \$157  = 32'd0;
+      \$154  = 32'd0;
     end
   end
   assign port__addr = \config [6:4];
@@ -4434,9 +4425,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign port__data[23:16] = \config [18:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$77  = \$signature__en ;
-  assign \$82  = \$signature__en$28 ;
-  assign \$87  = c_wr__en;
+  assign \$75  = \$signature__en ;
+  assign \$80  = \$signature__en$28 ;
+  assign \$85  = c_wr__en;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -1112,7 +1112,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$478$0 (\$81 ),
+    .\port$475$0 (\$81 ),
     .spike(gate),
     .v_new(potential),
     .v_new_clipped(\saturated$51 )
@@ -1122,7 +1122,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .\new (\new$59 ),
     .old(\old$58 ),
     .params(\params$57 ),
-    .\port$500$0 (\$82 ),
+    .\port$497$0 (\$82 ),
     .spike(\gate$63 ),
     .v_new(\potential$64 ),
     .v_new_clipped(\saturated$62 )
@@ -2644,7 +2644,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$478$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$475$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2684,8 +2684,8 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$478$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$478$0 ;
-  wire \port$478$0 ;
+  output \port$475$0 ;
+  wire \port$475$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2724,7 +2724,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$478$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$478$0  = \$19 ;
+  assign \port$475$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -2738,7 +2738,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$478$0 , params,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$500$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$497$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2778,8 +2778,8 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$500$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$500$0 ;
-  wire \port$500$0 ;
+  output \port$497$0 ;
+  wire \port$497$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2818,7 +2818,7 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$500$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$500$0  = \$19 ;
+  assign \port$497$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -2843,62 +2843,59 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [1:0] \$107 ;
+  wire [1:0] \$108 ;
+  wire [2:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [1:0] \$112 ;
-  wire [2:0] \$113 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
+  wire [1:0] \$116 ;
+  wire [1:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
+  wire [2:0] \$120 ;
   wire [1:0] \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [2:0] \$124 ;
-  wire [1:0] \$125 ;
-  wire [32:0] \$126 ;
+  wire [32:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg [31:0] \$124 ;
+  reg [31:0] \$125 ;
+  reg [31:0] \$126 ;
   reg [31:0] \$127 ;
   reg [31:0] \$128 ;
   reg [31:0] \$129 ;
   wire [3:0] \$13 ;
   reg [31:0] \$130 ;
-  reg [31:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [31:0] \$134 ;
-  reg \$135 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg [1:0] \$133 ;
+  reg \$134 ;
+  reg [2:0] \$135 ;
   reg \$136 ;
-  reg [1:0] \$137 ;
-  reg \$138 ;
-  reg [3:0] \$139 ;
+  reg [7:0] \$137 ;
+  reg [1:0] \$138 ;
+  reg [1:0] \$139 ;
   wire [4:0] \$14 ;
   reg \$140 ;
-  reg [7:0] \$141 ;
-  reg [1:0] \$142 ;
+  reg \$141 ;
+  reg \$142 ;
   reg [1:0] \$143 ;
   reg \$144 ;
   reg \$145 ;
   reg \$146 ;
-  reg [1:0] \$147 ;
+  reg \$147 ;
   reg \$148 ;
   reg \$149 ;
   wire [7:0] \$15 ;
-  reg \$150 ;
-  reg \$151 ;
-  reg \$152 ;
-  reg [1:0] \$153 ;
-  reg [31:0] \$154 ;
+  reg [1:0] \$150 ;
+  reg [31:0] \$151 ;
   wire [1:0] \$16 ;
+  wire [8:0] \$167 ;
   wire [2:0] \$17 ;
-  wire [8:0] \$170 ;
   wire \$18 ;
   wire [3:0] \$19 ;
   wire \$2 ;
@@ -2907,8 +2904,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire [5:0] \$22 ;
   wire \$23 ;
   wire [3:0] \$24 ;
+  wire [7:0] \$248 ;
   wire [3:0] \$25 ;
-  wire [7:0] \$253 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -2925,15 +2922,15 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$38 ;
   wire \$39 ;
   wire [2:0] \$4 ;
-  wire \$40 ;
-  wire [1:0] \$41 ;
-  wire [3:0] \$42 ;
+  wire [1:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [1:0] \$45 ;
-  wire [2:0] \$46 ;
-  wire [1:0] \$47 ;
-  wire [2:0] \$48 ;
+  wire [1:0] \$44 ;
+  wire [2:0] \$45 ;
+  wire [1:0] \$46 ;
+  wire [2:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire [9:0] \$5 ;
   wire \$50 ;
@@ -2942,12 +2939,12 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [2:0] \$57 ;
-  wire [3:0] \$58 ;
-  wire [2:0] \$59 ;
+  wire [2:0] \$56 ;
+  wire [3:0] \$57 ;
+  wire [2:0] \$58 ;
+  wire [3:0] \$59 ;
   wire [11:0] \$6 ;
-  wire [3:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
@@ -2955,39 +2952,39 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$68 ;
+  wire [32:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire \$72 ;
+  wire \$70 ;
+  wire [1:0] \$71 ;
+  wire [32:0] \$72 ;
   wire [1:0] \$73 ;
   wire [32:0] \$74 ;
-  wire [1:0] \$75 ;
-  wire [32:0] \$76 ;
-  wire \$77 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire [32:0] \$77 ;
   wire [1:0] \$78 ;
   wire [32:0] \$79 ;
   wire [1:0] \$8 ;
-  wire [1:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [1:0] \$81 ;
+  wire [32:0] \$82 ;
   wire [1:0] \$83 ;
   wire [32:0] \$84 ;
-  wire [1:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire \$87 ;
-  wire [1:0] \$88 ;
-  wire [32:0] \$89 ;
+  wire \$85 ;
+  wire [1:0] \$86 ;
+  wire [32:0] \$87 ;
+  wire [2:0] \$88 ;
+  wire \$89 ;
   wire [2:0] \$9 ;
-  wire [2:0] \$90 ;
-  wire \$91 ;
-  wire \$92 ;
+  wire \$90 ;
+  wire [3:0] \$91 ;
+  wire [3:0] \$92 ;
   wire [3:0] \$93 ;
-  wire [3:0] \$94 ;
-  wire [3:0] \$95 ;
-  wire [7:0] \$96 ;
-  wire [2:0] \$97 ;
+  wire [7:0] \$94 ;
+  wire [2:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg \$signature__addr ;
@@ -3015,7 +3012,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
-  reg [3:0] dcls_state = 4'h0;
+  reg [2:0] dcls_state = 3'h0;
   reg delay;
   reg head = 1'h0;
   reg index = 1'h0;
@@ -3058,6 +3055,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
   wire [2:0] level;
   reg n_listed = 1'h0;
+  reg n_now;
   wire [13:0] out_item;
   wire \out_item.index ;
   wire \out_item.seq_end ;
@@ -3084,6 +3082,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire r_rdy;
   input rst;
   wire rst;
+  reg send_first = 1'h0;
   reg seq_end = 1'h0;
   reg step_seen = 1'h0;
   reg [1:0] sweep = 2'h0;
@@ -3193,8 +3192,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$12  = tap == 1'h1;
   assign \$13  = 2'h2 * tap;
   assign \$14  = \$13  + 1'h1;
-  assign \$170  = \$14  * 4'h8;
-  assign \$15  = \port__data$38  >> \$170 ;
+  assign \$167  = \$14  * 4'h8;
+  assign \$15  = \port__data$38  >> \$167 ;
   assign \$16  = head + delay;
   assign \$17  = \$16  + 1'h0;
   assign \$18  = target >= 2'h2;
@@ -3217,148 +3216,146 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$35  = | items__payload[2:1];
   assign \$36  = ~ it_valid;
   assign \$37  = step_seen & \$36 ;
-  assign \$38  = ~ w_valid;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = index != n_listed;
-  assign \$41  = l_valid + z_valid;
-  assign \$42  = level + \$41 ;
-  assign \$43  = \$42  < 3'h4;
-  assign \$44  = \$40  & \$43 ;
-  assign \$45  = head * 1'h1;
-  assign \$46  = \$45  + index;
-  assign \$47  = head * 1'h1;
-  assign \$48  = \$47  + l_rd__data;
-  assign \$49  = | z_rd__data[10:0];
-  assign \$50  = index == n_listed;
-  assign \$51  = ~ l_valid;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = ~ z_valid;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = sweep == 2'h2;
-  assign \$56  = index == n_listed;
-  assign \$57  = sweep * 1'h1;
-  assign \$58  = \$57  + index;
-  assign \$59  = sweep * 1'h1;
-  assign \$60  = \$59  + l_rd__data;
-  assign \$61  = ! dcls_state;
-  assign \$62  = dcls_state == 1'h1;
-  assign \$63  = dcls_state == 2'h2;
-  assign \$64  = dcls_state == 2'h3;
-  assign \$65  = dcls_state == 3'h4;
-  assign \$66  = dcls_state == 3'h5;
-  assign \$67  = dcls_state == 3'h6;
-  assign \$68  = dcls_state == 3'h7;
-  assign \$69  = dcls_state == 4'h8;
-  assign \$70  = 1'h0 + \port__en$4 ;
-  assign \$71  = layer0_dcls_taps_reads + \$70 ;
-  assign \$72  = | port__en;
-  assign \$73  = 1'h0 + \$72 ;
-  assign \$74  = layer0_dcls_taps_writes + \$73 ;
-  assign \$75  = 1'h0 + z_rd__en;
-  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
-  assign \$78  = 1'h0 + \$77 ;
-  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
-  assign \$80  = 1'h0 + l_rd__en;
-  assign \$81  = layer0_dcls_lists_reads + \$80 ;
-  assign \$83  = 1'h0 + \$82 ;
-  assign \$84  = layer0_dcls_lists_writes + \$83 ;
-  assign \$85  = 1'h0 + c_rd__en;
-  assign \$86  = layer0_dcls_counts_reads + \$85 ;
-  assign \$88  = 1'h0 + \$87 ;
-  assign \$89  = layer0_dcls_counts_writes + \$88 ;
-  assign \$90  = clear_addr + 1'h1;
-  assign \$91  = clear_addr == 1'h1;
-  assign \$92  = target >= 2'h2;
-  assign \$93  = target - 2'h2;
-  assign \$94  = \$92  ? \$93  : { 1'h0, target };
-  assign \$95  = 2'h2 * tap;
-  assign \$253  = \$95  * 4'h8;
-  assign \$96  = \port__data$38  >> \$253 ;
-  assign \$97  = tap + 1'h1;
-  assign \$98  = ~ step_seen;
-  assign \$99  = ~ it_valid;
-  assign \$100  = \$99  | last_tap;
-  assign \$101  = \$98  & \$100 ;
-  assign \$102  = \$101  & items__valid;
-  assign \$103  = | items__payload[2:1];
-  assign \$104  = ~ items__valid;
+  assign \$38  = send_first ? c_rd__data : n_listed;
+  assign \$39  = index != n_now;
+  assign \$40  = l_valid + z_valid;
+  assign \$41  = level + \$40 ;
+  assign \$42  = \$41  < 3'h4;
+  assign \$43  = \$39  & \$42 ;
+  assign \$44  = head * 1'h1;
+  assign \$45  = \$44  + index;
+  assign \$46  = head * 1'h1;
+  assign \$47  = \$46  + l_rd__data;
+  assign \$48  = | z_rd__data[10:0];
+  assign \$49  = index == n_now;
+  assign \$50  = ~ l_valid;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = ~ z_valid;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = sweep == 2'h2;
+  assign \$55  = index == n_listed;
+  assign \$56  = sweep * 1'h1;
+  assign \$57  = \$56  + index;
+  assign \$58  = sweep * 1'h1;
+  assign \$59  = \$58  + l_rd__data;
+  assign \$60  = ! dcls_state;
+  assign \$61  = dcls_state == 1'h1;
+  assign \$62  = dcls_state == 2'h2;
+  assign \$63  = dcls_state == 2'h3;
+  assign \$64  = dcls_state == 3'h4;
+  assign \$65  = dcls_state == 3'h5;
+  assign \$66  = dcls_state == 3'h6;
+  assign \$67  = dcls_state == 3'h7;
+  assign \$68  = 1'h0 + \port__en$4 ;
+  assign \$69  = layer0_dcls_taps_reads + \$68 ;
+  assign \$70  = | port__en;
+  assign \$71  = 1'h0 + \$70 ;
+  assign \$72  = layer0_dcls_taps_writes + \$71 ;
+  assign \$73  = 1'h0 + z_rd__en;
+  assign \$74  = layer0_dcls_zbuf_reads + \$73 ;
+  assign \$76  = 1'h0 + \$75 ;
+  assign \$77  = layer0_dcls_zbuf_writes + \$76 ;
+  assign \$78  = 1'h0 + l_rd__en;
+  assign \$79  = layer0_dcls_lists_reads + \$78 ;
+  assign \$81  = 1'h0 + \$80 ;
+  assign \$82  = layer0_dcls_lists_writes + \$81 ;
+  assign \$83  = 1'h0 + c_rd__en;
+  assign \$84  = layer0_dcls_counts_reads + \$83 ;
+  assign \$86  = 1'h0 + \$85 ;
+  assign \$87  = layer0_dcls_counts_writes + \$86 ;
+  assign \$88  = clear_addr + 1'h1;
+  assign \$89  = clear_addr == 1'h1;
+  assign \$90  = target >= 2'h2;
+  assign \$91  = target - 2'h2;
+  assign \$92  = \$90  ? \$91  : { 1'h0, target };
+  assign \$93  = 2'h2 * tap;
+  assign \$248  = \$93  * 4'h8;
+  assign \$94  = \port__data$38  >> \$248 ;
+  assign \$95  = tap + 1'h1;
+  assign \$96  = ~ step_seen;
+  assign \$97  = ~ it_valid;
+  assign \$98  = \$97  | last_tap;
+  assign \$99  = \$96  & \$98 ;
+  assign \$100  = \$99  & items__valid;
+  assign \$101  = | items__payload[2:1];
+  assign \$102  = ~ items__valid;
+  assign \$103  = ~ it_valid;
+  assign \$104  = \$102  & \$103 ;
   assign \$105  = ~ it_valid;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = ~ it_valid;
-  assign \$108  = step_seen & \$107 ;
-  assign \$109  = ~ w_valid;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = index + 1'h1;
-  assign \$112  = head * 1'h1;
-  assign \$113  = \$112  + l_rd__data;
-  assign \$114  = index == n_listed;
-  assign \$115  = ~ l_valid;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = ~ z_valid;
-  assign \$118  = \$116  & \$117 ;
-  assign \$120  = head + 1'h1;
-  assign \$121  = \$119  ? 2'h0 : \$120 ;
-  assign \$122  = sweep == 2'h2;
-  assign \$123  = index == n_listed;
-  assign \$124  = sweep + 1'h1;
-  assign \$125  = index + 1'h1;
-  assign \$126  = layer0_dcls_cycles + busy;
+  assign \$106  = step_seen & \$105 ;
+  assign \$107  = index + 1'h1;
+  assign \$108  = head * 1'h1;
+  assign \$109  = \$108  + l_rd__data;
+  assign \$110  = index == n_now;
+  assign \$111  = ~ l_valid;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = ~ z_valid;
+  assign \$114  = \$112  & \$113 ;
+  assign \$116  = head + 1'h1;
+  assign \$117  = \$115  ? 2'h0 : \$116 ;
+  assign \$118  = sweep == 2'h2;
+  assign \$119  = index == n_listed;
+  assign \$120  = sweep + 1'h1;
+  assign \$121  = index + 1'h1;
+  assign \$122  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$127 ;
+    layer0_dcls_taps_reads <= \$123 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$128 ;
+    layer0_dcls_taps_writes <= \$124 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$129 ;
+    layer0_dcls_zbuf_reads <= \$125 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$130 ;
+    layer0_dcls_zbuf_writes <= \$126 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$131 ;
+    layer0_dcls_lists_reads <= \$127 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$132 ;
+    layer0_dcls_lists_writes <= \$128 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$133 ;
+    layer0_dcls_counts_reads <= \$129 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$134 ;
+    layer0_dcls_counts_writes <= \$130 ;
   always @(posedge clk)
-    busy <= \$135 ;
+    busy <= \$131 ;
   always @(posedge clk)
-    w_valid <= \$136 ;
+    w_valid <= \$132 ;
   always @(posedge clk)
-    clear_addr <= \$137 ;
+    clear_addr <= \$133 ;
   always @(posedge clk)
-    head <= \$138 ;
+    head <= \$134 ;
   always @(posedge clk)
-    dcls_state <= \$139 ;
+    dcls_state <= \$135 ;
   always @(posedge clk)
-    w_slot <= \$140 ;
+    w_slot <= \$136 ;
   always @(posedge clk)
-    w_weight <= \$141 ;
+    w_weight <= \$137 ;
   always @(posedge clk)
-    w_value <= \$142 ;
+    w_value <= \$138 ;
   always @(posedge clk)
-    tap <= \$143 ;
+    tap <= \$139 ;
   always @(posedge clk)
-    it_valid <= \$144 ;
+    it_valid <= \$140 ;
   always @(posedge clk)
-    step_seen <= \$145 ;
+    step_seen <= \$141 ;
   always @(posedge clk)
-    seq_end <= \$146 ;
+    seq_end <= \$142 ;
   always @(posedge clk)
-    it_value <= \$147 ;
+    it_value <= \$143 ;
+  always @(posedge clk)
+    send_first <= \$144 ;
+  always @(posedge clk)
+    index <= \$145 ;
+  always @(posedge clk)
+    l_valid <= \$146 ;
+  always @(posedge clk)
+    z_valid <= \$147 ;
   always @(posedge clk)
     n_listed <= \$148 ;
   always @(posedge clk)
-    index <= \$149 ;
+    z_addr <= \$149 ;
   always @(posedge clk)
-    l_valid <= \$150 ;
+    sweep <= \$150 ;
   always @(posedge clk)
-    z_valid <= \$151 ;
-  always @(posedge clk)
-    z_addr <= \$152 ;
-  always @(posedge clk)
-    sweep <= \$153 ;
-  always @(posedge clk)
-    layer0_dcls_cycles <= \$154 ;
+    layer0_dcls_cycles <= \$151 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .clk(clk),
     .r_data(outputs__payload),
@@ -3374,9 +3371,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \port__en$4  = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
               \port__en$4  = 1'h1;
@@ -3388,15 +3385,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     z_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             z_rd__en = 1'h1;
           end
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
             z_rd__en = 1'h1;
           end
@@ -3406,25 +3401,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     l_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (issue) begin
             l_rd__en = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           (* full_case = 32'd1 *)
-          if (\$56 ) begin
+          if (\$55 ) begin
           end else begin
             l_rd__en = 1'h1;
           end
@@ -3434,26 +3427,24 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_rd__en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
         begin
           if (it_valid) begin
             c_rd__en = 1'h1;
           end
-          if (\$39 ) begin
+          if (\$37 ) begin
             c_rd__en = 1'h1;
           end
         end
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
+      3'h3:
           /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
+      3'h4:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
             c_rd__en = 1'h1;
           end
@@ -3465,27 +3456,26 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (w_valid) begin
       \$signature__addr  = \$4 [0];
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__addr  = clear_addr[0];
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__addr  = z_addr;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
-          \$signature__addr  = \$60 [0];
+      3'h7:
+          \$signature__addr  = \$59 [0];
     endcase
   end
   always @* begin
@@ -3495,26 +3485,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       \$signature__data [10:0] = \$6 [10:0];
       \$signature__data [11] = 1'h1;
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__data  = 12'h000;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__data  = 12'h000;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
+      3'h7:
           \$signature__data  = 12'h000;
     endcase
   end
@@ -3524,26 +3513,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (w_valid) begin
       \$signature__en  = 1'h1;
     end
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           \$signature__en  = 1'h1;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             \$signature__en  = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           /* empty */;
-      4'h8:
+      3'h7:
           \$signature__en  = 1'h1;
     endcase
   end
@@ -3583,24 +3571,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__addr = clear_addr[0];
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__addr = head;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__addr = sweep[0];
           end
     endcase
@@ -3614,24 +3600,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__data = 1'h0;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__data = 1'h0;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__data = 1'h0;
           end
     endcase
@@ -3645,24 +3629,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       end
     end
     casez (dcls_state)
-      4'h0:
+      3'h0:
           c_wr__en = \$11 ;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (\$54 ) begin
+      3'h2:
+          if (\$53 ) begin
             c_wr__en = 1'h1;
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$56 ) begin
+      3'h6:
+          if (\$55 ) begin
             c_wr__en = 1'h1;
           end
     endcase
@@ -3671,9 +3653,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           last_tap = \$12 ;
     endcase
   end
@@ -3681,9 +3663,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     delay = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             delay = \$15 [0];
           end
@@ -3693,9 +3675,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     target = 3'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             target = \$17 ;
           end
@@ -3705,17 +3687,15 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     z_rd__addr = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
             z_rd__addr = \$22 [0];
           end
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (l_valid) begin
-            z_rd__addr = \$48 [0];
+            z_rd__addr = \$47 [0];
           end
     endcase
   end
@@ -3723,26 +3703,24 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     c_rd__addr = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
         begin
           if (it_valid) begin
             c_rd__addr = \$25 [0];
           end
-          if (\$39 ) begin
+          if (\$37 ) begin
             c_rd__addr = head;
           end
         end
-      4'h2:
+      3'h2:
           /* empty */;
-      4'h3:
+      3'h3:
           /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
+      3'h4:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
             c_rd__addr = sweep[0];
           end
@@ -3752,51 +3730,59 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           items__ready = \$29 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    n_now = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          n_now = \$38 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     issue = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          issue = \$44 ;
+      3'h2:
+          issue = \$43 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     l_rd__addr = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (issue) begin
-            l_rd__addr = \$46 [0];
+            l_rd__addr = \$45 [0];
           end
-      4'h4:
+      3'h3:
           /* empty */;
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
+      3'h6:
           (* full_case = 32'd1 *)
-          if (\$56 ) begin
+          if (\$55 ) begin
           end else begin
-            l_rd__addr = \$58 [0];
+            l_rd__addr = \$57 [0];
           end
     endcase
   end
@@ -3804,18 +3790,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     w_data = 14'h0000;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
             w_data[0] = 1'h0;
             w_data[11:1] = z_rd__data[10:0];
           end
-      4'h4:
+      3'h3:
         begin
           w_data[0] = 1'h0;
           w_data[11:1] = 11'h000;
@@ -3828,100 +3812,207 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     w_en = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
+      3'h2:
           if (z_valid) begin
-            w_en = \$49 ;
+            w_en = \$48 ;
           end
-      4'h4:
+      3'h3:
           w_en = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$127  = \$71 [31:0];
+    \$123  = \$69 [31:0];
+    if (rst) begin
+      \$123  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$124  = \$72 [31:0];
+    if (rst) begin
+      \$124  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$125  = \$74 [31:0];
+    if (rst) begin
+      \$125  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$126  = \$77 [31:0];
+    if (rst) begin
+      \$126  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$127  = \$79 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$128  = \$74 [31:0];
+    \$128  = \$82 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$129  = \$76 [31:0];
+    \$129  = \$84 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$130  = \$79 [31:0];
+    \$130  = \$87 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$131  = \$81 [31:0];
-    if (rst) begin
-      \$131  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$132  = \$84 [31:0];
-    if (rst) begin
-      \$132  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$133  = \$86 [31:0];
-    if (rst) begin
-      \$133  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$134  = \$89 [31:0];
-    if (rst) begin
-      \$134  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$135  = 1'h1;
+    \$131  = 1'h1;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$106 ) begin
-            \$135  = 1'h0;
+      3'h1:
+          if (\$104 ) begin
+            \$131  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$135  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$136  = 1'h0;
+    \$132  = 1'h0;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           if (it_valid) begin
-            \$136  = 1'h1;
+            \$132  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$133  = clear_addr;
+    casez (dcls_state)
+      3'h0:
+        begin
+          \$133  = \$88 [1:0];
+          if (\$89 ) begin
+            \$133  = 2'h0;
+          end
+        end
+    endcase
+    if (rst) begin
+      \$133  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$134  = head;
+    casez (dcls_state)
+      3'h0:
+          if (\$89 ) begin
+            \$134  = 1'h0;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          if (w_rdy) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+            end else begin
+              \$134  = \$117 [0];
+            end
+          end
+      3'h4:
+          if (\$118 ) begin
+            \$134  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$135  = dcls_state;
+    (* full_case = 32'd1 *)
+    casez (dcls_state)
+      3'h0:
+          if (\$89 ) begin
+            \$135  = 3'h1;
+          end
+      3'h1:
+          if (\$106 ) begin
+            \$135  = 3'h2;
+          end
+      3'h2:
+          if (\$114 ) begin
+            \$135  = 3'h3;
+          end
+      3'h3:
+          if (w_rdy) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$135  = 3'h4;
+            end else begin
+              \$135  = 3'h1;
+            end
+          end
+      3'h4:
+          (* full_case = 32'd1 *)
+          if (\$118 ) begin
+            \$135  = 3'h1;
+          end else begin
+            \$135  = 3'h5;
+          end
+      3'h5:
+          \$135  = 3'h6;
+      3'h6:
+          (* full_case = 32'd1 *)
+          if (\$119 ) begin
+            \$135  = 3'h4;
+          end else begin
+            \$135  = 3'h7;
+          end
+      3'h7:
+          \$135  = 3'h6;
+    endcase
+    if (rst) begin
+      \$135  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$136  = w_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$136  = \$92 [0];
           end
     endcase
     if (rst) begin
@@ -3930,111 +4021,75 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$137  = clear_addr;
+    \$137  = w_weight;
     casez (dcls_state)
-      4'h0:
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$137  = \$94 ;
+          end
+    endcase
+    if (rst) begin
+      \$137  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$138  = w_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$138  = it_value;
+          end
+    endcase
+    if (rst) begin
+      \$138  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$139  = tap;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
         begin
-          \$137  = \$90 [1:0];
-          if (\$91 ) begin
-            \$137  = 2'h0;
+          if (it_valid) begin
+            \$139  = \$95 [1:0];
+          end
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$139  = 2'h0;
+            end
           end
         end
     endcase
     if (rst) begin
-      \$137  = 2'h0;
+      \$139  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$138  = head;
+    \$140  = it_valid;
     casez (dcls_state)
-      4'h0:
-          if (\$91 ) begin
-            \$138  = 1'h0;
-          end
-      4'h1:
+      3'h0:
           /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (w_rdy) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-            end else begin
-              \$138  = \$121 [0];
-            end
-          end
-      4'h5:
-          if (\$122 ) begin
-            \$138  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$138  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$139  = dcls_state;
-    casez (dcls_state)
-      4'h0:
-          if (\$91 ) begin
-            \$139  = 4'h1;
-          end
-      4'h1:
-          if (\$110 ) begin
-            \$139  = 4'h2;
-          end
-      4'h2:
-          \$139  = 4'h3;
-      4'h3:
-          if (\$118 ) begin
-            \$139  = 4'h4;
-          end
-      4'h4:
-          if (w_rdy) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-              \$139  = 4'h5;
-            end else begin
-              \$139  = 4'h1;
-            end
-          end
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (\$122 ) begin
-            \$139  = 4'h1;
-          end else begin
-            \$139  = 4'h6;
-          end
-      4'h6:
-          \$139  = 4'h7;
-      4'h7:
-          (* full_case = 32'd1 *)
-          if (\$123 ) begin
-            \$139  = 4'h5;
-          end else begin
-            \$139  = 4'h8;
-          end
-      4'h8:
-          \$139  = 4'h7;
-    endcase
-    if (rst) begin
-      \$139  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$140  = w_slot;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
+      3'h1:
+        begin
           if (it_valid) begin
-            \$140  = \$94 [0];
+            if (last_tap) begin
+              \$140  = 1'h0;
+            end
           end
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$140  = 1'h1;
+            end
+          end
+        end
     endcase
     if (rst) begin
       \$140  = 1'h0;
@@ -4042,51 +4097,51 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$141  = w_weight;
+    \$141  = step_seen;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$141  = \$96 ;
-          end
-    endcase
-    if (rst) begin
-      \$141  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$142  = w_value;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (it_valid) begin
-            \$142  = it_value;
-          end
-    endcase
-    if (rst) begin
-      \$142  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$143  = tap;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
+      3'h1:
         begin
-          if (it_valid) begin
-            \$143  = \$97 [1:0];
+          if (\$100 ) begin
+            \$141  = items__payload[3];
           end
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$143  = 2'h0;
-            end
+          if (\$106 ) begin
+            \$141  = 1'h0;
           end
         end
+    endcase
+    if (rst) begin
+      \$141  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$142  = seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$100 ) begin
+            \$142  = items__payload[4];
+          end
+    endcase
+    if (rst) begin
+      \$142  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$143  = it_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$100 ) begin
+            if (\$101 ) begin
+              \$143  = items__payload[2:1];
+            end
+          end
     endcase
     if (rst) begin
       \$143  = 2'h0;
@@ -4094,23 +4149,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$144  = it_valid;
+    \$144  = send_first;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-        begin
-          if (it_valid) begin
-            if (last_tap) begin
-              \$144  = 1'h0;
-            end
+      3'h1:
+          if (\$106 ) begin
+            \$144  = 1'h1;
           end
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$144  = 1'h1;
-            end
-          end
-        end
+      3'h2:
+          \$144  = 1'h0;
     endcase
     if (rst) begin
       \$144  = 1'h0;
@@ -4118,19 +4166,29 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$145  = step_seen;
+    \$145  = index;
+    (* full_case = 32'd1 *)
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-        begin
-          if (\$102 ) begin
-            \$145  = items__payload[3];
-          end
-          if (\$110 ) begin
+      3'h1:
+          if (\$106 ) begin
             \$145  = 1'h0;
           end
-        end
+      3'h2:
+          if (issue) begin
+            \$145  = \$107 [0];
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          \$145  = 1'h0;
+      3'h6:
+          /* empty */;
+      3'h7:
+          \$145  = \$121 [0];
     endcase
     if (rst) begin
       \$145  = 1'h0;
@@ -4138,14 +4196,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$146  = seq_end;
+    \$146  = l_valid;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$102 ) begin
-            \$146  = items__payload[4];
+      3'h1:
+          if (\$106 ) begin
+            \$146  = 1'h0;
           end
+      3'h2:
+          \$146  = issue;
     endcase
     if (rst) begin
       \$146  = 1'h0;
@@ -4153,38 +4213,38 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$147  = it_value;
+    \$147  = z_valid;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
-          if (\$102 ) begin
-            if (\$103 ) begin
-              \$147  = items__payload[2:1];
-            end
+      3'h1:
+          if (\$106 ) begin
+            \$147  = 1'h0;
           end
+      3'h2:
+          \$147  = l_valid;
     endcase
     if (rst) begin
-      \$147  = 2'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$148  = n_listed;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          \$148  = c_rd__data;
-      4'h3:
+      3'h2:
+          if (send_first) begin
+            \$148  = c_rd__data;
+          end
+      3'h3:
           /* empty */;
-      4'h4:
+      3'h4:
           /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
+      3'h5:
           \$148  = c_rd__data;
     endcase
     if (rst) begin
@@ -4193,28 +4253,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$149  = index;
+    \$149  = z_addr;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          \$149  = 1'h0;
-      4'h3:
-          if (issue) begin
-            \$149  = \$111 [0];
+      3'h2:
+          if (l_valid) begin
+            \$149  = \$109 [0];
           end
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$149  = 1'h0;
-      4'h7:
-          /* empty */;
-      4'h8:
-          \$149  = \$125 [0];
     endcase
     if (rst) begin
       \$149  = 1'h0;
@@ -4222,93 +4270,38 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$150  = l_valid;
+    \$150  = sweep;
     casez (dcls_state)
-      4'h0:
+      3'h0:
           /* empty */;
-      4'h1:
+      3'h1:
           /* empty */;
-      4'h2:
-          \$150  = 1'h0;
-      4'h3:
-          \$150  = issue;
-    endcase
-    if (rst) begin
-      \$150  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$151  = z_valid;
-    casez (dcls_state)
-      4'h0:
+      3'h2:
           /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$151  = 1'h0;
-      4'h3:
-          \$151  = l_valid;
-    endcase
-    if (rst) begin
-      \$151  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$152  = z_addr;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (l_valid) begin
-            \$152  = \$113 [0];
-          end
-    endcase
-    if (rst) begin
-      \$152  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$153  = sweep;
-    casez (dcls_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
+      3'h3:
           if (w_rdy) begin
             if (seq_end) begin
-              \$153  = 2'h0;
+              \$150  = 2'h0;
             end
           end
-      4'h5:
+      3'h4:
           /* empty */;
-      4'h6:
+      3'h5:
           /* empty */;
-      4'h7:
-          if (\$123 ) begin
-            \$153  = \$124 [1:0];
+      3'h6:
+          if (\$119 ) begin
+            \$150  = \$120 [1:0];
           end
     endcase
     if (rst) begin
-      \$153  = 2'h0;
+      \$150  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$154  = \$126 [31:0];
+    \$151  = \$122 [31:0];
     if (rst) begin
-      \$154  = 32'd0;
+      \$151  = 32'd0;
     end
   end
   assign out_item = w_data;
@@ -4340,10 +4333,10 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign port__data[23:16] = \config [15:8];
   assign port__data[15:8] = \config [15:8];
   assign port__data[7:0] = \config [15:8];
-  assign \$77  = \$signature__en ;
-  assign \$82  = \$signature__en$28 ;
-  assign \$87  = c_wr__en;
-  assign \$119  = head;
+  assign \$75  = \$signature__en ;
+  assign \$80  = \$signature__en$28 ;
+  assign \$85  = c_wr__en;
+  assign \$115  = head;
 endmodule
 
 (* generator = "Amaranth" *)
