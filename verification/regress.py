@@ -393,6 +393,8 @@ def mutant_target(designs: list[Design], fault: str) -> Design | None:
             return any("dcls" in layer and layer["dcls"]["span"] > 1 for layer in ls)
         if fault == "sum_wraps":
             return shape["pooling"] == "sum" and not shape["per_step"]
+        if fault == "stalled_beat_lost":  # the inputs must reach layer 0's issue stage directly
+            return "dcls" not in ls[0]
         return True
 
     return next((d for d in designs if ok(d)), None)
@@ -587,7 +589,7 @@ def summarize(rows: list[Row], designs, mutants, wall: float, args) -> dict:
         "designs": {
             "random_shapes": sum(d.kind == "random" for d in designs),
             "random_bundles": random_bundles,
-            "corner_bundles_per_shape": "5 (+2 with DCLS)",
+            "corner_bundles_per_shape": "6 (+2 with DCLS)",
             "reference_bundles": sum(d.kind == "reference" for d in designs),
             "long": sum(d.kind == "long" for d in designs),
         },

@@ -652,7 +652,8 @@ def corner_bundles(bundle: Bundle) -> dict[str, Bundle]:
     neuron at once at the first step); ``gate closed``: never open; ``sign0``: candidate and
     threshold both 0 (the gate opens, sign(0) = +1); ``tie``: ``b = -c`` so ``|c| = |b|`` with
     ``c != 0``; ``saturate``: gates open and the largest alpha (the state runs into both bounds
-    under the saturating input corners); ``delay span-1`` / ``delay 0``: every DCLS tap.
+    under the saturating input corners); ``argmax tie``: a zero readout (every logit 0, the lowest
+    class wins); ``delay span-1`` / ``delay 0``: every DCLS tap.
     """
     man = bundle.manifest
     table = array_table(man)
@@ -739,6 +740,10 @@ def corner_bundles(bundle: Bundle) -> dict[str, Bundle]:
         "tie": edit(tie),
         "saturate": edit(saturate),
     }
+    tied = {k: v.copy() for k, v in bundle.weights.items()}
+    tied["readout.weight"][:] = 0
+    tied["readout.bias"][:] = 0
+    out["argmax tie"] = Bundle(man, tied, bundle.path)  # every logit 0: class 0 wins
     if any(layer.dcls is not None for layer in man.layers):
         out["delay span-1"] = edit(delay("max"))
         out["delay 0"] = edit(delay("zero"))
