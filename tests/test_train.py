@@ -226,3 +226,25 @@ def test_input_noise_perturbs_only_non_silent_training_frames(tmp_path: Path, mo
     x = seen[0]  # copy-first: a one-hot first step, silent after it
     assert (x[:, 1:] == 0).all() and (x[:, 0] != 0).all()
     assert not ((x[:, 0] == 0) | (x[:, 0] == 1)).all()  # the one-hot frame is noisy
+
+
+def test_resume_from_a_last_checkpoint_written_before_windowed_selection(tmp_path: Path, monkeypatch) -> None:
+    recipe = parse_recipe(RECIPE)
+    real_sample = CopyFirstDiscrete.sample
+    calls = {"n": 0}
+
+    def flaky(self, n, generator):
+        calls["n"] += 1
+        if calls["n"] == 25:
+            raise KeyboardInterrupt
+        return real_sample(self, n, generator)
+
+    monkeypatch.setattr(CopyFirstDiscrete, "sample", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe, tmp_path / "run", progress=False)
+    monkeypatch.setattr(CopyFirstDiscrete, "sample", real_sample)
+    state = load_checkpoint(tmp_path / "run" / LAST)
+    state["best_score"] = 0.5  # the former format: one number, no window
+    del state["window"]
+    torch.save(state, tmp_path / "run" / LAST)
+    assert train(recipe, tmp_path / "run", progress=False).iterations == 40

@@ -257,7 +257,8 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"])
-        start_it, best, best_it = state["iteration"], tuple(state["best_score"]), state["best_it"]
+        start_it, best, best_it = state["iteration"], state["best_score"], state["best_it"]
+        best = tuple(best) if isinstance(best, list | tuple) else (best, -math.inf)  # older runs: a number
         perfect_streak, elapsed_before = state["perfect_streak"], state["elapsed"]
         window = state.get("window", [])
     metrics_path = run_dir / METRICS
