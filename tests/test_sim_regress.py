@@ -8,6 +8,7 @@ Also a minimal reproduction of an RTL bug the regression found (xfail until code
 import json
 import sys
 from argparse import Namespace
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,19 @@ def quick_args(out: Path, **kw) -> Namespace:
 
 
 @pytest.fixture(scope="module")
-def quick_designs(tmp_path_factory):
+def mutant_rows(tmp_path_factory):
+    """Every fault built into its quick-tier design and run under Icarus, two at a time."""
     out = tmp_path_factory.mktemp("quick")
-    return out, regress.plan_designs(quick_args(out), out)
+    designs = regress.plan_designs(quick_args(out), out)
+    mutants = regress.plan_mutants(designs, out)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        built = list(
+            pool.map(regress._build, [(str(m.bundle), str(m.build), m.lanes, m.faults) for m in mutants])
+        )
+    assert all(err is None for _, err in built), built
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        rows = list(pool.map(lambda m: regress.run_job(m, "icarus", seed=0, timeout_s=900), mutants))
+    return {row.design.faults[0]: row for row in rows}
 
 
 def test_quick_tier_is_bit_exact(tmp_path):
@@ -56,12 +67,8 @@ def test_quick_tier_is_bit_exact(tmp_path):
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_quick_tier_catches_mutant(quick_designs, fault):
-    out, designs = quick_designs
-    mutant = next(m for m in regress.plan_mutants(designs, out) if m.faults == (fault,))
-    path, err = regress._build((str(mutant.bundle), str(mutant.build), mutant.lanes, mutant.faults))
-    assert err is None, err
-    row = regress.run_job(mutant, "icarus", seed=0, timeout_s=900)
+def test_quick_tier_catches_mutant(mutant_rows, fault):
+    row = mutant_rows[fault]
     assert row.caught_by is not None, f"{fault} escaped: {row.message}"
     print(f"{fault}: caught by {row.caught_by}: {row.message}")
 
