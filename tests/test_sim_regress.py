@@ -2,7 +2,7 @@
 kind under Icarus, bit-exact with every coverage bin it can reach; and the mutation check: every
 deliberate fault of the generator is caught, by a named test.
 
-Also a minimal reproduction of an RTL bug the regression found (xfail until codesign/hw is fixed).
+Also the minimal reproduction of an RTL bug the regression found (fixed in codesign/hw/layer.py).
 """
 
 import json
@@ -73,14 +73,9 @@ def test_quick_tier_catches_mutant(mutant_rows, fault):
     print(f"{fault}: caught by {row.caught_by}: {row.message}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RTL bug (4-state simulation): when a layer's first slot after power-up is a biases-only "
-    "slot (an all-zero first step), the weight memory's read-data register has never been loaded "
-    "(no initial value, read enable off for empty slots) and the lane array adds X * 0: Icarus shows "
-    "X states and gates; Verilator and amaranth.sim read 0 (the testbench warms Icarus up to get past it)",
-)
 def test_first_step_all_zero_after_power_up_under_icarus(tmp_path):
+    """Was an RTL bug (4-state simulation): a biases-only first slot after power-up multiplied 0 by
+    a never-loaded weight read register (X * 0 = X under Icarus). Biases-only slots now use 0."""
     layers = [{"cell": "cmru", "size": 2, "eps": 1, "state_bits": 4}]
     bundle = make_random_network_bundle(str(tmp_path / "b"), seed=1, inputs=2, layers=layers, classes=2)
     build_rtl(bundle.path, tmp_path / "rtl", lanes=1, weights="baked")

@@ -263,7 +263,9 @@ def _build_front(m, owner, e, images, counters):
         lanes.valid.eq(s2.valid),
         lanes.first.eq(s2.first),
         lanes.value.eq(s2.value),
-        lanes.weights.eq(w_rd.data),
+        # a biases-only slot does not read the weights: multiply 0 by 0, not by whatever the
+        # read register holds (never loaded after power-up: X in a 4-state simulator)
+        lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
     ]
     no_bias = e.kind == "readout" and "readout_bias_ignored" in owner.plan.faults
     for i in range(p * n_mat):

@@ -980,7 +980,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
       _3_ <= \weights$102 [\$8 [4:0]];
     end
   end
-  assign weights = _3_;
+  assign \port__data$29  = _3_;
+  assign \$22  = 1'h0 + \port__en$16 ;
   assign \$23  = layer0_weights_reads + \$22 ;
   assign \$24  = | port__en;
   assign \$25  = 1'h0 + \$24 ;
@@ -1058,6 +1059,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign \$9  = ~ slot[13];
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[8];
+  assign weights = slot_c2[13] ? 32'd0 : \port__data$29 ;
   assign \$12  = slot_c2[0] & slot_c2[9];
   assign finalize = slot_c3[0] & slot_c3[9];
   assign old = slot_c3[11] ? 16'h0000 : \port__data$44 [15:0];
@@ -1067,7 +1069,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign \$17  = \new$58  != \old$57 ;
   assign \$20  = $signed(\new$58 ) - $signed(\old$57 );
   assign credit = reserved < 4'h8;
-  assign \$22  = 1'h0 + \port__en$16 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1305,7 +1306,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[27:17];
-  assign \port__data$29  = weights;
   assign \port__addr$37  = slot_c3[2:1];
   assign \port__en$38  = finalize;
   assign params = \port__data$42 [6:0];
@@ -4893,7 +4893,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       _2_ <= \weights$72 [\$7 [2:0]];
     end
   end
-  assign weights = _2_;
+  assign \port__data$26  = _2_;
+  assign \$28  = take ? \$27  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$29  = 1'h0 + \port__en$13 ;
   assign \$30  = readout_weights_reads + \$29 ;
@@ -4955,6 +4956,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$9  = slot[0] & \$8 ;
   assign use_acc = ~ slot[9];
   assign \$10  = slot[0] & slot[6];
+  assign weights = slot_c2[11] ? 16'h0000 : \port__data$26 ;
   assign \$11  = use_acc2 ? \port__data$30 [26:0] : { \port__data$29 [23], \port__data$29 [23], \port__data$29 [23], \port__data$29 [23:0] };
   assign \$12  = use_acc2 ? \port__data$30 [53:27] : { \port__data$29 [47], \port__data$29 [47], \port__data$29 [47], \port__data$29 [47:24] };
   assign finalize = slot_c3[0] & slot_c3[7];
@@ -4967,7 +4969,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign take = \$24  | \$25 ;
   assign \$26  = slot_c3[1] * 2'h2;
   assign \$27  = \$26  + argmax_0_0_lane;
-  assign \$28  = take ? \$27  : { 3'h0, best_class };
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5140,7 +5141,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[6];
   assign value = slot_c2[31:15];
-  assign \port__data$26  = weights;
   assign \port__en$34  = finalize;
   assign class_now = \$28 [0];
   assign w_data = beat;

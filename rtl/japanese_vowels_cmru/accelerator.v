@@ -1204,7 +1204,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _4_ <= \weights$134 [\$8 [6:0]];
     end
   end
-  assign weights = _4_;
+  assign \port__data$30  = _4_;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [13:11];
@@ -1218,6 +1218,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$9  = ~ slot[16];
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[11];
+  assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
   assign \$12  = slot_c2[0] & slot_c2[12];
   assign finalize = slot_c3[0] & slot_c3[12];
   assign old = slot_c3[14] ? 16'h0000 : \port__data$48 [15:0];
@@ -1668,7 +1669,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__data$30  = weights;
   assign \port__addr$39  = slot_c3[3:1];
   assign \port__en$40  = finalize;
   assign \port__addr$41  = slot_c3[3:1];
@@ -3878,9 +3878,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       _1_ <= \weights$70 [\$7 [6:0]];
     end
   end
-  assign weights = _1_;
+  assign \port__data$24  = _1_;
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
   assign \$12  = slot_c3[2:1] != 2'h2;
   assign \$13  = slot_c3[2:1] != 2'h2;
@@ -4124,7 +4125,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[44:21];
-  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;

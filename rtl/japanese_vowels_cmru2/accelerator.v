@@ -1225,7 +1225,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= \weights$118 [\$8 [5:0]];
     end
   end
-  assign weights = _3_;
+  assign \port__data$29  = _3_;
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
   assign \$13  = \new  != old;
   assign \$16  = $signed(\new ) - $signed(old);
   assign \old$57  = slot_c3[12] ? 16'h0000 : \port__data$44 [31:16];
@@ -1320,9 +1321,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$9  = ~ slot[14];
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[9];
+  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1576,7 +1577,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \port__data$29  = weights;
   assign \port__addr$37  = slot_c3[2:1];
   assign \port__en$38  = finalize;
   assign params = \port__data$42 [7:0];
@@ -4077,7 +4077,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
       _5_ <= \weights$142 [\$8 [5:0]];
     end
   end
-  assign weights = _5_;
+  assign \port__data$32  = _5_;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [12:10];
@@ -4092,6 +4092,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$10  = slot[0] & \$9 ;
   assign use_acc = ~ slot[13];
   assign \$11  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$32 ;
   assign \$12  = use_acc2 ? \port__data$36 [27:0] : { \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15:0] };
   assign \$13  = use_acc2 ? \port__data$36 [55:28] : { \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31:16] };
   assign \$14  = use_acc2 ? \port__data$36 [83:56] : { \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47:32] };
@@ -4593,7 +4594,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
-  assign \port__data$32  = weights;
   assign \port__addr$43  = slot_c3[2:1];
   assign \port__en$44  = finalize;
   assign \port__addr$45  = slot_c3[2:1];
@@ -6776,9 +6776,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       _1_ <= \weights$70 [\$7 [5:0]];
     end
   end
-  assign weights = _1_;
+  assign \port__data$24  = _1_;
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[9];
+  assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[10];
   assign \$12  = slot_c3[2:1] != 2'h2;
   assign \$13  = slot_c3[2:1] != 2'h2;
@@ -7022,7 +7023,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
-  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;

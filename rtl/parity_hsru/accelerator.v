@@ -971,7 +971,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
       _3_ <= \weights$104 [\$9 [0]];
     end
   end
-  assign weights = _3_;
+  assign \port__data$29  = _3_;
+  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$44 [31:16];
   assign \$16  = \$81  != old[16];
   assign \$21  = \$19  & \$20 ;
   assign \$22  = slot_c3[7] ? 16'h0000 : \port__data$44 [47:32];
@@ -1058,10 +1059,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign \$10  = ~ slot[9];
   assign \$11  = slot[0] & \$10 ;
   assign \$12  = slot[0] & slot[4];
+  assign weights = slot_c2[9] ? 16'h0000 : \port__data$29 ;
   assign \$13  = slot_c2[0] & slot_c2[5];
   assign finalize = slot_c3[0] & slot_c3[5];
   assign \$14  = slot_c3[7] ? 16'h0000 : \port__data$44 [15:0];
-  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$44 [31:16];
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
@@ -1112,7 +1113,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$475$0 (\$81 ),
+    .\port$476$0 (\$81 ),
     .spike(gate),
     .v_new(potential),
     .v_new_clipped(\saturated$51 )
@@ -1122,7 +1123,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .\new (\new$59 ),
     .old(\old$58 ),
     .params(\params$57 ),
-    .\port$497$0 (\$82 ),
+    .\port$498$0 (\$82 ),
     .spike(\gate$63 ),
     .v_new(\potential$64 ),
     .v_new_clipped(\saturated$62 )
@@ -1304,7 +1305,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
   assign value = slot_c2[21:11];
-  assign \port__data$29  = weights;
   assign \port__addr$37  = slot_c3[1];
   assign \port__en$38  = finalize;
   assign acc = \acc$40 [18:0];
@@ -2644,7 +2644,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$475$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$476$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2684,8 +2684,8 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$475$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$475$0 ;
-  wire \port$475$0 ;
+  output \port$476$0 ;
+  wire \port$476$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2724,7 +2724,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$475$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$475$0  = \$19 ;
+  assign \port$476$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -2738,7 +2738,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$475$0 , params,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$497$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$498$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2778,8 +2778,8 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$497$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$497$0 ;
-  wire \port$497$0 ;
+  output \port$498$0 ;
+  wire \port$498$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2818,7 +2818,7 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$497$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$497$0  = \$19 ;
+  assign \port$498$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -4763,7 +4763,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       _1_ <= \weights$64 [\$7 [1:0]];
     end
   end
-  assign weights = _1_;
+  assign \port__data$24  = _1_;
+  assign \$37  = ~ slot_c2[10];
   assign \$38  = slot_c2[0] & \$37 ;
   assign \$39  = | slot_c2[14:13];
   assign \$40  = \$38  & \$39 ;
@@ -4804,6 +4805,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$8  = ~ slot[10];
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[5];
+  assign weights = slot_c2[10] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[6];
   assign \$14  = $signed(acc[49:25]) > $signed(acc[24:0]);
   assign argmax_0_0_logit = \$16  ? acc[49:25] : acc[24:0];
@@ -4826,7 +4828,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$34  = | \$6 [1:0];
   assign \$35  = 1'h0 + \$34 ;
   assign \$36  = readout_bias_writes + \$35 ;
-  assign \$37  = ~ slot_c2[10];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4973,7 +4974,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[5];
   assign value = slot_c2[14:13];
-  assign \port__data$24  = weights;
   assign class_now = \$26 [0];
   assign w_data = beat;
   assign w_en = finalize;

@@ -1023,12 +1023,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= \weights$118 [\$8 [5:0]];
     end
   end
-  assign weights = _3_;
+  assign \port__data$29  = _3_;
   assign \$7  = \$6  << \config [12:10];
   assign \$8  = slot[8:3] + slot[18:15];
   assign \$9  = ~ slot[14];
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[9];
+  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
   assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
@@ -1379,7 +1380,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \port__data$29  = weights;
   assign \port__addr$37  = slot_c3[2:1];
   assign \port__en$38  = finalize;
   assign params = \port__data$42 [7:0];
@@ -3526,7 +3526,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       _1_ <= \weights$70 [\$7 [5:0]];
     end
   end
-  assign weights = _1_;
+  assign \port__data$24  = _1_;
   assign \$14  = $signed(acc[55:28]) > $signed(acc[27:0]);
   assign argmax_0_0_logit = \$16  ? acc[55:28] : acc[27:0];
   assign \$19  = $signed(acc[55:28]) > $signed(acc[27:0]);
@@ -3605,6 +3605,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$8  = ~ slot[14];
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[9];
+  assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[10];
   \accelerator.readout.issue  issue (
     .clk(clk),
@@ -3754,7 +3755,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[34:19];
-  assign \port__data$24  = weights;
   assign argmax_0_0_lane = { 1'h0, \$22  };
   assign class_now = \$52 [3:0];
   assign w_data = beat;
