@@ -77,6 +77,11 @@ def test_expand_shares_float_runs_and_merges_identical_points(tmp_path: Path) ->
         *load_space(_space(tmp_path, axes={"cell": ["cmru", "bmru"], "eps": [1, "anneal"]})), tmp_path
     )
     assert [t["hash"] for t in again] == [t["hash"] for t in trials]  # identity is stable
+    # the shared run is float even when the base recipe trains with fake-quantized weights
+    qat_base = RECIPE | {"train": RECIPE["train"] | {"qat_bits": 4}}
+    (tmp_path / "qat_base.yaml").write_text(yaml.safe_dump(qat_base))
+    qspace, qbase = load_space(_space(tmp_path, base="qat_base.yaml"))
+    assert all(t["bundle"]["recipe"]["train"]["qat_bits"] is None for t in expand(qspace, qbase, tmp_path))
     sampled, _ = load_space(
         _space(tmp_path, axes={"d": [2, 3, 4, 5], "weight_bits": [8, 4, 2]}, sample={"random": 5})
     )
@@ -148,3 +153,17 @@ def test_local_cluster_killed_part_way_resumes_without_rerunning(tmp_path: Path)
     figures = hardware_figures(bundle, int(row["lanes"]))
     assert set(figures) == set(FIGURES)
     assert figures["energy_pj_proxy"] == pytest.approx(row["energy_pj_proxy"])
+
+
+def test_existing_scheduler_runs_the_same_trials(tmp_path: Path) -> None:
+    """``--scheduler ADDRESS``: the same trials on a cluster the command did not start."""
+    from distributed import LocalCluster
+    from rich.console import Console
+
+    from codesign.explore.runner import explore
+
+    space = _space(tmp_path, axes={"cell": ["bmru"], "weight_bits": [4]}, seeds=[0], hardware={"lanes": [2]})
+    console = Console(file=open(os.devnull, "w"))  # noqa: SIM115
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        result = explore(space, tmp_path / "out", scheduler=cluster.scheduler_address, console=console)
+        assert result["finished"] == 1 and result["failed"] == 0

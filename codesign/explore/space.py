@@ -336,6 +336,7 @@ def float_recipe(space: Space, base: Recipe, point: dict[str, Any], seed: int) -
     if "pooling" in point:
         data["model"]["pooling"] = point["pooling"]
     data["train"] |= space.train
+    data["train"] |= {"qat_bits": None, "init_from": None}  # the shared run is float, whatever the base
     if point.get("eps") == "anneal" and layers[0]["cell"] in EPS_CELLS:
         data["train"]["eps_schedule"] = "anneal"
     if data["quant"].get("layers") is not None:  # per-layer formats cannot follow a changed stack
