@@ -69,9 +69,9 @@ def run_demo(out: Path, recipe_path: Path, *, sequences: int, lanes: int, consol
     table.add_row("RTL vs golden", sim.summary_line())
     table.add_row(
         "cycles per step",
-        f"{sim.cycles_per_step:.2f} with {lanes} lanes (floor ceil(d/P) x non-zero inputs = "
-        f"{sim.cycle_floor_per_step:.2f}; an all-zero step still costs ceil(d/P) cycles because the biases "
-        "alone can update the state)",
+        f"{sim.cycles_per_step:.2f} with {lanes} lanes (floor: sum over layers of ceil(d/P) x non-zero "
+        f"inputs or events = {sim.cycle_floor_per_step:.2f}; an all-zero step still costs ceil(d/P) cycles "
+        "per layer because the biases alone can update the state)",
     )
     table.add_row("wall time", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     table.add_row("artifacts", f"run {run_dir}\nbundle {bundle_dir}\nverilog {build_dir / 'accelerator.v'}")
