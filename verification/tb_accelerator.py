@@ -1088,16 +1088,21 @@ class Testbench:
         value until its first read, which a four-state simulator (Icarus) turns into X at a
         layer's first step after power-up (RTL bug, tests/test_sim_regress.py).
         """
-        fmt = self.model.bundle.manifest.input
+        bundle = self.model.bundle
+        fmt = bundle.manifest.input
         lo, hi = signed_range(fmt.bits)
         x = np.array([np.full(fmt.size, hi if t % 2 == 0 else lo) for t in range(4)], dtype=np.int64)
         self.model.ignore = True
+        if self.runtime:  # every gate open: every neuron of every layer changes, the readout gets items
+            await self.load(corner_bundles(bundle)["gate open"])
         self.input_driver.append(self.inputs_fields.pack(b) for b in item_beats([x, -x]))
         await self.wait_until(self.input_driver.idle, "warm-up inputs")
         await ClockCycles(
             self.dut.clk, 50 * sum(e["groups"] * (e["inputs"] + 4) for e in self.build["plan"]["engines"])
         )
         await self.reset()
+        if self.runtime:
+            await self.load(bundle)
         self.model.ignore = False
         _WARMED_UP.append(True)
 
