@@ -67,6 +67,15 @@ def _register_explore() -> None:
 _register_explore()
 
 
+def _register_report() -> None:
+    from codesign.report.commands import register
+
+    register(app, user_errors)
+
+
+_register_report()
+
+
 @app.command()
 @user_errors
 def doctor() -> None:

@@ -1,0 +1,220 @@
+"""The figures of one build directory: latency, energy, area, the lane sweep and the comparisons."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from codesign.bundle.io import load_bundle
+from codesign.errors import CodesignError
+from codesign.report.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
+from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
+from codesign.report.references import REFERENCES
+
+__all__ = ["DEFAULT_CLOCK_MHZ", "build_figures", "memory_bits_by_kind"]
+
+DEFAULT_CLOCK_MHZ = 30.0
+SYNTH_SUMMARY = "summary.json"  # codesign.fpga.synth.SUMMARY, in BUILD/synth/<device>/
+AREA_JSON = Path("area") / "area.json"  # codesign.fpga.area.area_report writes BUILD/area/area.json
+
+
+def memory_bits_by_kind(plan: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in plan["memories"]:
+        out[m["kind"]] = out.get(m["kind"], 0) + int(m["bits"])
+    return dict(sorted(out.items()))
+
+
+def _synth_summaries(build: Path) -> list[dict]:
+    out = []
+    for path in sorted((build / "synth").glob(f"*/{SYNTH_SUMMARY}")):
+        s = json.loads(path.read_text())
+        out.append(
+            {
+                "device": s.get("device", path.parent.name),
+                "part": s.get("part"),
+                "status": s.get("status"),
+                "fmax_mhz": s.get("fmax_mhz"),
+                "target_mhz": s.get("target_mhz"),
+                "timing_met": s.get("timing_met"),
+                "resources": s.get("resources"),
+                "file": str(path),
+            }
+        )
+    return out
+
+
+def _energy(plan: dict, run: dict, steps_per_inference: float, step_rate: float, leak_uw: float) -> dict:
+    dyn = dynamic_energy(plan, run["counters"])
+    per_step_pj = dyn["total"] / run["steps"]
+    leak_per_step_pj = leak_uw * 1e6 / step_rate  # uW / (steps/s) = uJ per step
+    per_inference_pj = dyn["total"] / run["sequences"] + leak_per_step_pj * steps_per_inference
+    macs = sum(v for k, v in run["counters"].items() if k.endswith("_macs"))
+    return {
+        "dynamic_pj": {k: v / run["sequences"] for k, v in dyn.items() if k != "by_memory"},
+        "dynamic_pj_by_memory": {k: v / run["sequences"] for k, v in dyn["by_memory"].items()},
+        "dynamic_pj_per_step": per_step_pj,
+        "leakage_uw": leak_uw,
+        "leakage_pj_per_step": leak_per_step_pj,
+        "energy_pj_per_step": per_step_pj + leak_per_step_pj,
+        "energy_uj_per_inference": per_inference_pj * 1e-6,
+        "dynamic_uj_per_inference": dyn["total"] / run["sequences"] * 1e-6,
+        "power_uw": per_step_pj * step_rate * 1e-6 + leak_uw,
+        "dynamic_power_uw": per_step_pj * step_rate * 1e-6,
+        "pj_per_mac_dynamic": dyn["total"] / macs if macs else None,
+    }
+
+
+def build_figures(
+    build: str | Path,
+    *,
+    step_rate: float = 100.0,
+    clock_mhz: float | None = None,
+    sequences: int = 2,
+    steps: int | None = None,
+    lanes: list[int] | None = None,
+    leak_nw_per_um2: float = DEFAULT_LEAK_NW_PER_UM2,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Everything ``codesign report`` writes, as one JSON-able dict."""
+    from codesign.hw.build import plan_summary
+    from codesign.hw.plan import plan_accelerator
+
+    say = progress or (lambda t: print(f"report: {t}", file=sys.stderr, flush=True))
+    build = Path(build)
+    if not (build / "build.json").is_file():
+        raise CodesignError("not a build directory (no build.json; make one with codesign rtl)", path=build)
+    info = json.loads((build / "build.json").read_text())
+    bundle = load_bundle(build)
+    p0 = int(info["lanes"])
+    widest = max(layer["size"] for layer in info["layers"])
+    lanes = sorted(set(lanes or sweep_lanes(widest)) | {p0})
+    seqs, source = load_inputs(bundle, sequences=sequences, steps=steps)
+    steps_per_inference = sum(len(s) for s in seqs) / len(seqs)
+
+    synth = _synth_summaries(build)
+    fmaxes = [s for s in synth if s["status"] == "ok" and s["fmax_mhz"]]
+    if clock_mhz is not None:
+        clock = {"mhz": clock_mhz, "source": "stated on the command line (--clock-mhz)"}
+    elif fmaxes:
+        worst = min(fmaxes, key=lambda s: s["fmax_mhz"])
+        clock = {
+            "mhz": worst["fmax_mhz"],
+            "source": f"Fmax of codesign synth on {worst['device']} ({worst['file']}); lowest of the synthesised devices",
+        }
+    else:
+        clock = {
+            "mhz": DEFAULT_CLOCK_MHZ,
+            "source": f"stated clock {DEFAULT_CLOCK_MHZ:g} MHz (no synth summary in BUILD)",
+        }
+
+    area_path = build / AREA_JSON
+    area = json.loads(area_path.read_text()) if area_path.is_file() else None
+    leak_uw = area["total_um2"] * leak_nw_per_um2 * 1e-3 if area else 0.0
+
+    sweep = []
+    for p in lanes:
+        say(f"simulating P = {p} on {len(seqs)} sequences x {len(seqs[0])} steps")
+        run = measure(bundle, seqs, p)
+        plan = plan_summary(plan_accelerator(bundle.manifest, p)) if p != p0 else info["plan"]
+        energy = _energy(plan, run, steps_per_inference, step_rate, leak_uw if p == p0 else 0.0)
+        sweep.append(
+            {
+                **run,
+                "memory_bits": sum(m["bits"] for m in plan["memories"]),
+                "multipliers": sum(e["lanes"] * len(e["matrices"]) for e in plan["engines"]),
+                "dynamic_uj_per_inference": energy["dynamic_uj_per_inference"],
+                "energy": energy,
+            }
+        )
+    main = next(r for r in sweep if r["lanes"] == p0)
+    cps = main["cycles_per_step"]
+    time_step_us = cps / clock["mhz"]
+    period_us = 1e6 / step_rate
+    measured_macs = sum(v for k, v in main["counters"].items() if k.endswith("_macs"))
+    dense = dense_macs(info, main["steps"], main["sequences"])
+    synaptic_ops = sum(
+        v for k, v in main["counters"].items() if k.endswith("_macs") and k.startswith("layer")
+    )
+    e = main["energy"]
+    return {
+        "build": str(build),
+        "bundle": info.get("bundle"),
+        "lanes": p0,
+        "network": {"layers": info["layers"], "readout": info["readout"], "input": info["input"]},
+        "inputs": {"source": source, "sequences": len(seqs), "steps_per_sequence": steps_per_inference},
+        "latency": {
+            "cycles_per_step": cps,
+            "steady_cycles_per_step": main["steady_cycles_per_step"],
+            "busy_cycles_per_step": main["busy_cycles_per_step"],
+            "clock_mhz": clock["mhz"],
+            "clock_source": clock["source"],
+            "time_per_step_us": time_step_us,
+            "step_rate_hz": step_rate,
+            "step_period_us": period_us,
+            "realtime_margin": period_us / time_step_us,
+            "min_clock_mhz_for_rate": cps * step_rate / 1e6,
+            "synth": synth,
+        },
+        "energy": {
+            **e,
+            "table_pj": ENERGY_PJ,
+            "table_source": "Horowitz, ISSCC 2014, 45 nm (codesign.explore.hardware.ENERGY_PJ); scaling in codesign/report/energy.py",
+            "leak_nw_per_um2": leak_nw_per_um2 if area else None,
+            "leak_note": (
+                f"assumption: {leak_nw_per_um2:g} nW/um^2 x {area['total_um2']:.0f} um^2 (codesign area)"
+                if area
+                else "no codesign area JSON in BUILD (BUILD/area/area.json): leakage not included"
+            ),
+            "pj_per_synaptic_op": (e["energy_pj_per_step"] * main["steps"] / synaptic_ops)
+            if synaptic_ops
+            else None,
+        },
+        "area": {
+            "memory_bits_by_kind": memory_bits_by_kind(info["plan"]),
+            "memory_bits": sum(m["bits"] for m in info["plan"]["memories"]),
+            "memories": info["plan"]["memories"],
+            "asic": None
+            if area is None
+            else {
+                k: area[k]
+                for k in (
+                    "total_um2",
+                    "logic_um2",
+                    "memory_um2",
+                    "memory_model",
+                    "gates",
+                    "flops",
+                    "transistors_logic",
+                )
+                if k in area
+            },
+            "asic_source": str(area_path) if area else None,
+            "fpga": [{"device": s["device"], "part": s["part"], "resources": s["resources"]} for s in synth],
+        },
+        "dense_vs_event": {
+            "measured_macs_per_inference": measured_macs / main["sequences"],
+            "dense_macs_per_inference": dense / main["sequences"],
+            "ratio": measured_macs / dense if dense else None,
+            "events_per_step": sum(v for k, v in main["counters"].items() if k.endswith("_events"))
+            / main["steps"],
+        },
+        "sweep": [
+            {
+                k: r[k]
+                for k in (
+                    "lanes",
+                    "cycles_per_step",
+                    "steady_cycles_per_step",
+                    "memory_bits",
+                    "multipliers",
+                    "dynamic_uj_per_inference",
+                )
+            }
+            for r in sweep
+        ],
+        "counters": main["counters"],
+        "references": REFERENCES,
+    }

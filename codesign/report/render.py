@@ -1,0 +1,168 @@
+"""The report as markdown, and the lane-sweep Pareto plot (matplotlib, Agg)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codesign.atomic import atomic_path
+
+__all__ = ["pareto_png", "render_markdown"]
+
+
+def _f(x, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def pareto_png(report: dict, path: str | Path) -> None:
+    """Cycles per step against memory bits and against multipliers, one point per lane count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = report["sweep"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, key, label in (
+        (axes[0], "memory_bits", "memory bits (plan.memories)"),
+        (axes[1], "multipliers", "multipliers (lanes x matrices, all engines)"),
+    ):
+        xs = [p[key] for p in pts]
+        ys = [p["cycles_per_step"] for p in pts]
+        ax.plot(xs, ys, "o-", color="tab:blue")
+        for p, x, y in zip(pts, xs, ys, strict=True):
+            ax.annotate(f"P={p['lanes']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel(label)
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("cycles per step (pysim)")
+    fig.suptitle(f"{report['bundle']}: lanes P against cycles per step", fontsize=10)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+
+
+def render_markdown(report: dict, png_name: str | None, command: str | None) -> str:
+    lat, en, ar, dv = report["latency"], report["energy"], report["area"], report["dense_vs_event"]
+    n = report["network"]
+    layers = ", ".join(
+        f"{la['cell']} d={la['size']}" + (" + DCLS" if la.get("dcls") else "") for la in n["layers"]
+    )
+    out = [
+        f"# Report: {report['bundle']} at P = {report['lanes']}",
+        "",
+        f"Build `{report['build']}`: {n['input']['size']} inputs, {layers}, readout {n['readout']['classes']} classes "
+        f"({'per step' if n['readout']['per_step'] else n['readout']['pooling']}).",
+        f"Inputs: {report['inputs']['source']}.",
+        "",
+        "## Latency",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| cycles per step (pysim, total cycles / steps, fill, drain and readout included) | {lat['cycles_per_step']:.1f} |",
+        f"| steady state: busiest layer's busy cycles per step | {_f(lat['steady_cycles_per_step'])} |",
+        f"| clock | {lat['clock_mhz']:g} MHz: {lat['clock_source']} |",
+        f"| time per step | {lat['time_per_step_us']:.2f} us |",
+        f"| step rate / period | {lat['step_rate_hz']:g} steps/s / {lat['step_period_us']:.0f} us |",
+        f"| real-time margin (period / time per step) | {lat['realtime_margin']:.0f} x |",
+        f"| lowest clock that keeps up | {lat['min_clock_mhz_for_rate'] * 1e3:.1f} kHz |",
+        "",
+    ]
+    if lat["synth"]:
+        out += [
+            "| device | part | status | Fmax MHz (target) | LUT | FF | BRAM | DSP |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for s in lat["synth"]:
+            r = s["resources"] or {}
+            out.append(
+                f"| {s['device']} | {s['part']} | {s['status']} | {_f(s['fmax_mhz'], 4)} ({_f(s['target_mhz'])}) | "
+                f"{r.get('lut', '-')} | {r.get('ff', '-')} | {r.get('bram', '-')} | {r.get('dsp', '-')} |"
+            )
+        out.append("")
+    dyn = en["dynamic_pj"]
+    out += [
+        "## Energy and power (proxy)",
+        "",
+        f"Per-operation energies: {en['table_source']}. Leakage: {en['leak_note']}.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| dynamic energy per step | {en['dynamic_pj_per_step']:.1f} pJ |",
+        f"| leakage per step (at {lat['step_rate_hz']:g} steps/s) | {en['leakage_pj_per_step']:.1f} pJ ({en['leakage_uw']:.2f} uW) |",
+        f"| energy per inference ({report['inputs']['steps_per_sequence']:.0f} steps) | {en['energy_uj_per_inference'] * 1e3:.2f} nJ "
+        f"(dynamic {en['dynamic_uj_per_inference'] * 1e3:.2f} nJ) |",
+        f"| power at {lat['step_rate_hz']:g} steps/s | {en['power_uw']:.3f} uW (dynamic {en['dynamic_power_uw']:.3f} uW) |",
+        f"| dynamic pJ per MAC (all costs / MACs) | {_f(en['pj_per_mac_dynamic'])} |",
+        f"| pJ per synaptic operation (layer MACs, leakage included) | {_f(en['pj_per_synaptic_op'])} |",
+        "",
+        "Dynamic energy per inference by category (pJ): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in dyn.items() if k != "total")
+        + ". By memory: "
+        + ", ".join(
+            f"{k} {v:.0f}" for k, v in sorted(en["dynamic_pj_by_memory"].items(), key=lambda kv: -kv[1]) if v
+        )
+        + ".",
+        "",
+        "## Area",
+        "",
+        "Memory bits by kind (plan.memories): "
+        + ", ".join(f"{k} {v}" for k, v in ar["memory_bits_by_kind"].items())
+        + f"; total {ar['memory_bits']}.",
+        "",
+    ]
+    if ar["asic"]:
+        a = ar["asic"]
+        out += [
+            f"ASIC proxy (`codesign area`, {ar['asic_source']}): {a['total_um2'] / 1e6:.4f} mm^2 sky130_fd_sc_hd "
+            f"(logic {a.get('logic_um2', 0):.0f} um^2, memories as {a.get('memory_model')} {a.get('memory_um2', 0):.0f} um^2).",
+            "",
+        ]
+    else:
+        out += ["No `codesign area` JSON in the build (run `codesign area BUILD`).", ""]
+    out += [
+        "## Lanes: cycles per step against size",
+        "",
+        "| P | cycles/step | steady (busiest layer) | memory bits | multipliers | dynamic nJ/inference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["sweep"]:
+        out.append(
+            f"| {r['lanes']} | {r['cycles_per_step']:.1f} | {_f(r['steady_cycles_per_step'])} | {r['memory_bits']} | "
+            f"{r['multipliers']} | {r['dynamic_uj_per_inference'] * 1e3:.2f} |"
+        )
+    if png_name:
+        out += ["", f"![lanes against cycles per step]({png_name})"]
+    out += [
+        "",
+        "## Dense against event-driven",
+        "",
+        f"MACs per inference: measured (event-driven, zeros and unchanged states skipped) {dv['measured_macs_per_inference']:.0f}, "
+        f"dense (T x d x m x matrices per layer + readout) {dv['dense_macs_per_inference']:.0f}: "
+        f"{100 * dv['ratio']:.1f}% of dense. Events per step (all layers): {dv['events_per_step']:.2f}.",
+        "",
+        "## Published reference figures (other chips, processes and tasks; scale only)",
+        "",
+        "| chip | figure | source |",
+        "|---|---|---|",
+    ]
+    for ref in report["references"]:
+        out.append(f"| {ref['chip']} | {ref['figure']} | {ref['source']} |")
+    out += [
+        "",
+        f"This design (proxy): {en['energy_uj_per_inference'] * 1e3:.2f} nJ per inference at {en['power_uw']:.3f} uW, "
+        f"{_f(en['pj_per_synaptic_op'])} pJ per synaptic operation (layer MAC).",
+        "",
+        "## Not in these figures",
+        "",
+        "Energy is a 45 nm per-operation proxy, not a power simulation: control, clock tree, I/O and "
+        "wiring are not counted, leakage is an assumed figure per um^2. The analog (ngspice) power of "
+        "the cells is not shown beside it.",
+    ]
+    if command:
+        out += ["", "Made by:", "", "```", command, "```"]
+    return "\n".join(out) + "\n"
