@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim rtl analog bench fpga lint doctor clean
+.PHONY: help setup demo test sim rtl analog bench fpga report lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -46,6 +46,24 @@ FPGA_LANES ?= 1,4
 FPGA_DEVICES ?= up5k,ecp5-25k
 fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES)
 	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --area
+
+# Reference bundles through codesign rtl (+ codesign area, + codesign synth on REPORT_DEVICES) and
+# codesign report: docs/reports/<bundle>/ (report.md, report.json, pareto.png, commands.txt).
+REPORT_BUNDLES ?= $(notdir $(patsubst %/manifest.yaml,%,$(wildcard models/bundles/*/manifest.yaml)))
+REPORT_LANES ?= 1
+REPORT_AREA ?= 1
+REPORT_DEVICES ?=
+REPORT_ARGS ?= --step-rate 100 --sequences 2
+report: setup ## latency / energy / area report of the reference bundles in docs/reports/ (REPORT_BUNDLES, REPORT_LANES, REPORT_DEVICES)
+	@set -e; for b in $(REPORT_BUNDLES); do \
+	  build=build/report/$$b; out=docs/reports/$$b; mkdir -p $$out; \
+	  cmds="codesign rtl models/bundles/$$b --out $$build --lanes $(REPORT_LANES)"; \
+	  if [ "$(REPORT_AREA)" = 1 ]; then cmds="$$cmds\ncodesign area $$build"; fi; \
+	  for dev in $(REPORT_DEVICES); do cmds="$$cmds\ncodesign synth $$build --device $$dev"; done; \
+	  cmds="$$cmds\ncodesign report $$build --out $$out $(REPORT_ARGS)"; \
+	  printf "$$cmds\n" > $$out/commands.txt; \
+	  while read -r cmd; do echo "+ $$cmd"; $(VENV)/bin/$$cmd || echo "report: $$b: '$$cmd' failed"; done < $$out/commands.txt; \
+	done
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)
