@@ -244,7 +244,7 @@ def run_sim(
     waves: str = "on_failure",
     sim_dir: Path | None = None,
     stop_on_mismatch: bool = False,
-    warm_up: bool | None = None,
+    warm_up: bool = False,
 ) -> SimReport:
     """Simulate the accelerator in ``build_dir`` against the golden model.
 
@@ -281,9 +281,9 @@ def run_sim(
     stop_on_mismatch : bool
         End each test at its first mismatch (the mutation check).
     warm_up : bool, optional
-        Default: on for Icarus, off for Verilator. Before the first checked sequence, run two unchecked dense sequences and reset (loads
-        every memory read register; for Icarus while the generated Verilog turns a never-read
-        register times 0 into X, see tests/test_sim_regress.py).
+        Before the first checked sequence, run two unchecked dense sequences with every gate open,
+        then reset (every memory read register loaded). Off by default: a power-up X is a bug to
+        see (the one this guarded against, a never-loaded read register times 0, is fixed).
 
     Returns
     -------
@@ -332,7 +332,7 @@ def run_sim(
         "gaps": gaps,
         "long_steps": long_steps,
         "stop_on_mismatch": stop_on_mismatch,
-        "warm_up": (sim == "icarus") if warm_up is None else warm_up,
+        "warm_up": bool(warm_up),
     }
     (sim_dir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
 
