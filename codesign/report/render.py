@@ -155,7 +155,8 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
     out += [
         "",
         f"This design (proxy): {en['energy_uj_per_inference'] * 1e3:.2f} nJ per inference at {en['power_uw']:.3f} uW, "
-        f"{_f(en['pj_per_synaptic_op'])} pJ per synaptic operation (layer MAC).",
+        f"{_f(en['pj_per_synaptic_op'])} pJ per synaptic operation (layer MAC) with leakage, "
+        f"{_f(en['pj_per_mac_dynamic'])} pJ per MAC without it (leakage dominates at a low step rate).",
         "",
         "## Not in these figures",
         "",
