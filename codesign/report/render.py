@@ -18,7 +18,10 @@ def _f(x, digits: int = 3) -> str:
 
 
 def pareto_png(report: dict, path: str | Path) -> None:
-    """Cycles per step against memory bits and against multipliers, one point per lane count."""
+    """Cycles per step against memory bits and against multipliers, one point per lane count.
+
+    The dashed line joins the points no other point beats in both size and cycles (Pareto front).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +35,14 @@ def pareto_png(report: dict, path: str | Path) -> None:
     ):
         xs = [p[key] for p in pts]
         ys = [p["cycles_per_step"] for p in pts]
-        ax.plot(xs, ys, "o-", color="tab:blue")
+        ax.plot(xs, ys, "o", color="tab:blue")
+        front = sorted(
+            (x, y)
+            for x, y in zip(xs, ys, strict=True)
+            if not any(a <= x and b < y for a, b in zip(xs, ys, strict=True))
+        )
+        ax.plot([x for x, _ in front], [y for _, y in front], "--", color="tab:orange", label="Pareto front")
+        ax.legend(fontsize=8)
         for p, x, y in zip(pts, xs, ys, strict=True):
             ax.annotate(f"P={p['lanes']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(label)
