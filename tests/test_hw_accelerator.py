@@ -190,8 +190,9 @@ def test_a_shift_beyond_the_bound_is_refused_naming_array_neuron_and_range() -> 
 
 def test_lanes_and_limits_are_named() -> None:
     bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
-    with pytest.raises(CodesignError, match=r"lanes 17 is outside the allowed range 1..16"):
-        Accelerator(bundle, lanes=17)
+    widest = max(layer.size for layer in bundle.manifest.layers)
+    with pytest.raises(CodesignError, match=rf"lanes {widest + 1} is outside the allowed range 1..{widest}"):
+        Accelerator(bundle, lanes=widest + 1)
     with pytest.raises(CodesignError, match=r"weights must be one of baked, runtime"):
         Accelerator(bundle, lanes=1, weights="flash")
     manifest = random_network_manifest(

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_LANES = {
     "copy_first_cmru": 4,
     "spoken_digits_cmru": 4,
+    "spoken_digits_mingru": 4,
     "japanese_vowels_cmru": 4,
     "japanese_vowels_bmru_anneal": 4,
     "japanese_vowels_cmru2": 4,

@@ -24,27 +24,27 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [44:0] \config ;
-  wire [44:0] \config$14 ;
-  wire [5:0] \config$14.addr ;
+  wire [45:0] \config ;
+  wire [45:0] \config$14 ;
+  wire [6:0] \config$14.addr ;
   wire [2:0] \config$14.elem ;
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [44:0] \config$19 ;
-  wire [5:0] \config$19.addr ;
+  wire [45:0] \config$19 ;
+  wire [6:0] \config$19.addr ;
   wire [2:0] \config$19.elem ;
   wire [2:0] \config$19.target ;
   wire \config$19.valid ;
   wire [31:0] \config$19.value ;
-  wire [5:0] \config.addr ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
-  input [43:0] config__payload;
-  wire [43:0] config__payload;
-  wire [5:0] \config__payload.addr ;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [6:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
   wire [31:0] \config__payload.value ;
@@ -88,8 +88,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.results ;
   wire [31:0] \counters.sequences ;
   reg [31:0] cycles = 32'd0;
-  wire [21:0] events__payload;
-  wire [3:0] \events__payload.index ;
+  wire [22:0] events__payload;
+  wire [4:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [15:0] \events__payload.value ;
@@ -107,8 +107,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [21:0] \items__payload$20 ;
-  wire [3:0] \items__payload$20.index ;
+  wire [22:0] \items__payload$20 ;
+  wire [4:0] \items__payload$20.index ;
   wire \items__payload$20.seq_end ;
   wire \items__payload$20.step_end ;
   wire [15:0] \items__payload$20.value ;
@@ -150,26 +150,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] readout_weights_writes;
   reg [31:0] result_stall_cycles = 32'd0;
   reg [31:0] results = 32'd0;
-  output [119:0] results__payload;
-  wire [119:0] results__payload;
-  wire [119:0] \results__payload$26 ;
+  output [123:0] results__payload;
+  wire [123:0] results__payload;
+  wire [123:0] \results__payload$26 ;
   wire [3:0] \results__payload$26.class_index ;
   wire \results__payload$26.final ;
   wire [1:0] \results__payload$26.group ;
-  wire [111:0] \results__payload$26.logits ;
-  wire [27:0] \results__payload$26.logits[0] ;
-  wire [27:0] \results__payload$26.logits[1] ;
-  wire [27:0] \results__payload$26.logits[2] ;
-  wire [27:0] \results__payload$26.logits[3] ;
+  wire [115:0] \results__payload$26.logits ;
+  wire [28:0] \results__payload$26.logits[0] ;
+  wire [28:0] \results__payload$26.logits[1] ;
+  wire [28:0] \results__payload$26.logits[2] ;
+  wire [28:0] \results__payload$26.logits[3] ;
   wire \results__payload$26.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
-  wire [111:0] \results__payload.logits ;
-  wire [27:0] \results__payload.logits[0] ;
-  wire [27:0] \results__payload.logits[1] ;
-  wire [27:0] \results__payload.logits[2] ;
-  wire [27:0] \results__payload.logits[3] ;
+  wire [115:0] \results__payload.logits ;
+  wire [28:0] \results__payload.logits[0] ;
+  wire [28:0] \results__payload.logits[1] ;
+  wire [28:0] \results__payload.logits[2] ;
+  wire [28:0] \results__payload.logits[3] ;
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
@@ -180,13 +180,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
-  wire [72:0] trace;
+  wire [73:0] trace;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
   wire \trace.gate[2] ;
   wire \trace.gate[3] ;
-  wire [1:0] \trace.group ;
+  wire [2:0] \trace.group ;
   wire \trace.seq_end ;
   wire [63:0] \trace.state ;
   wire [15:0] \trace.state[0] ;
@@ -195,14 +195,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  output [72:0] trace_0;
-  wire [72:0] trace_0;
+  output [73:0] trace_0;
+  wire [73:0] trace_0;
   wire [3:0] \trace_0.gate ;
   wire \trace_0.gate[0] ;
   wire \trace_0.gate[1] ;
   wire \trace_0.gate[2] ;
   wire \trace_0.gate[3] ;
-  wire [1:0] \trace_0.group ;
+  wire [2:0] \trace_0.group ;
   wire \trace_0.seq_end ;
   wire [63:0] \trace_0.state ;
   wire [15:0] \trace_0.state[0] ;
@@ -222,7 +222,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \$9  = \$8  & inputs__payload[13];
   assign \$10  = sequences + \$9 ;
   assign \$11  = results__valid & results__ready;
-  assign \$12  = \$11  & results__payload[114];
+  assign \$12  = \$11  & results__payload[118];
   assign \$13  = results + \$12 ;
   always @(posedge clk)
     cycles <= \$14 ;
@@ -338,18 +338,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \inputs__payload.step_end  = inputs__payload[12];
   assign \inputs__payload.seq_end  = inputs__payload[13];
   assign \config__payload.target  = config__payload[2:0];
-  assign \config__payload.addr  = config__payload[8:3];
-  assign \config__payload.elem  = config__payload[11:9];
-  assign \config__payload.value  = config__payload[43:12];
-  assign \results__payload.logits  = results__payload[111:0];
-  assign \results__payload.logits[0]  = results__payload[27:0];
-  assign \results__payload.logits[1]  = results__payload[55:28];
-  assign \results__payload.logits[2]  = results__payload[83:56];
-  assign \results__payload.logits[3]  = results__payload[111:84];
-  assign \results__payload.group  = results__payload[113:112];
-  assign \results__payload.final  = results__payload[114];
-  assign \results__payload.class_index  = results__payload[118:115];
-  assign \results__payload.seq_end  = results__payload[119];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
+  assign \results__payload.logits  = results__payload[115:0];
+  assign \results__payload.logits[0]  = results__payload[28:0];
+  assign \results__payload.logits[1]  = results__payload[57:29];
+  assign \results__payload.logits[2]  = results__payload[86:58];
+  assign \results__payload.logits[3]  = results__payload[115:87];
+  assign \results__payload.group  = results__payload[117:116];
+  assign \results__payload.final  = results__payload[118];
+  assign \results__payload.class_index  = results__payload[122:119];
+  assign \results__payload.seq_end  = results__payload[123];
   assign \counters.cycles  = counters[31:0];
   assign \counters.input_stall_cycles  = counters[63:32];
   assign \counters.result_stall_cycles  = counters[95:64];
@@ -384,69 +384,69 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \counters.readout_items_reads  = counters[1023:992];
   assign \counters.readout_items_writes  = counters[1055:1024];
   assign \trace_0.valid  = trace_0[0];
-  assign \trace_0.group  = trace_0[2:1];
-  assign \trace_0.step_end  = trace_0[3];
-  assign \trace_0.seq_end  = trace_0[4];
-  assign \trace_0.state  = trace_0[68:5];
-  assign \trace_0.state[0]  = trace_0[20:5];
-  assign \trace_0.state[1]  = trace_0[36:21];
-  assign \trace_0.state[2]  = trace_0[52:37];
-  assign \trace_0.state[3]  = trace_0[68:53];
-  assign \trace_0.gate  = trace_0[72:69];
-  assign \trace_0.gate[0]  = trace_0[69];
-  assign \trace_0.gate[1]  = trace_0[70];
-  assign \trace_0.gate[2]  = trace_0[71];
-  assign \trace_0.gate[3]  = trace_0[72];
+  assign \trace_0.group  = trace_0[3:1];
+  assign \trace_0.step_end  = trace_0[4];
+  assign \trace_0.seq_end  = trace_0[5];
+  assign \trace_0.state  = trace_0[69:6];
+  assign \trace_0.state[0]  = trace_0[21:6];
+  assign \trace_0.state[1]  = trace_0[37:22];
+  assign \trace_0.state[2]  = trace_0[53:38];
+  assign \trace_0.state[3]  = trace_0[69:54];
+  assign \trace_0.gate  = trace_0[73:70];
+  assign \trace_0.gate[0]  = trace_0[70];
+  assign \trace_0.gate[1]  = trace_0[71];
+  assign \trace_0.gate[2]  = trace_0[72];
+  assign \trace_0.gate[3]  = trace_0[73];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \config$14.valid  = \config [0];
   assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [9:4];
-  assign \config$14.elem  = \config [12:10];
-  assign \config$14.value  = \config [44:13];
+  assign \config$14.addr  = \config [10:4];
+  assign \config$14.elem  = \config [13:11];
+  assign \config$14.value  = \config [45:14];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
   assign \trace.valid  = trace_0[0];
-  assign \trace.group  = trace_0[2:1];
-  assign \trace.step_end  = trace_0[3];
-  assign \trace.seq_end  = trace_0[4];
-  assign \trace.state  = trace_0[68:5];
-  assign \trace.state[0]  = trace_0[20:5];
-  assign \trace.state[1]  = trace_0[36:21];
-  assign \trace.state[2]  = trace_0[52:37];
-  assign \trace.state[3]  = trace_0[68:53];
-  assign \trace.gate  = trace_0[72:69];
-  assign \trace.gate[0]  = trace_0[69];
-  assign \trace.gate[1]  = trace_0[70];
-  assign \trace.gate[2]  = trace_0[71];
-  assign \trace.gate[3]  = trace_0[72];
+  assign \trace.group  = trace_0[3:1];
+  assign \trace.step_end  = trace_0[4];
+  assign \trace.seq_end  = trace_0[5];
+  assign \trace.state  = trace_0[69:6];
+  assign \trace.state[0]  = trace_0[21:6];
+  assign \trace.state[1]  = trace_0[37:22];
+  assign \trace.state[2]  = trace_0[53:38];
+  assign \trace.state[3]  = trace_0[69:54];
+  assign \trace.gate  = trace_0[73:70];
+  assign \trace.gate[0]  = trace_0[70];
+  assign \trace.gate[1]  = trace_0[71];
+  assign \trace.gate[2]  = trace_0[72];
+  assign \trace.gate[3]  = trace_0[73];
   assign \config$19.valid  = \config [0];
   assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [9:4];
-  assign \config$19.elem  = \config [12:10];
-  assign \config$19.value  = \config [44:13];
-  assign \items__payload$20.index  = \items__payload$20 [3:0];
-  assign \items__payload$20.value  = \items__payload$20 [19:4];
-  assign \items__payload$20.step_end  = \items__payload$20 [20];
-  assign \items__payload$20.seq_end  = \items__payload$20 [21];
-  assign \events__payload.index  = \items__payload$20 [3:0];
-  assign \events__payload.value  = \items__payload$20 [19:4];
-  assign \events__payload.step_end  = \items__payload$20 [20];
-  assign \events__payload.seq_end  = \items__payload$20 [21];
-  assign \results__payload$26.logits  = results__payload[111:0];
-  assign \results__payload$26.logits[0]  = results__payload[27:0];
-  assign \results__payload$26.logits[1]  = results__payload[55:28];
-  assign \results__payload$26.logits[2]  = results__payload[83:56];
-  assign \results__payload$26.logits[3]  = results__payload[111:84];
-  assign \results__payload$26.group  = results__payload[113:112];
-  assign \results__payload$26.final  = results__payload[114];
-  assign \results__payload$26.class_index  = results__payload[118:115];
-  assign \results__payload$26.seq_end  = results__payload[119];
+  assign \config$19.addr  = \config [10:4];
+  assign \config$19.elem  = \config [13:11];
+  assign \config$19.value  = \config [45:14];
+  assign \items__payload$20.index  = \items__payload$20 [4:0];
+  assign \items__payload$20.value  = \items__payload$20 [20:5];
+  assign \items__payload$20.step_end  = \items__payload$20 [21];
+  assign \items__payload$20.seq_end  = \items__payload$20 [22];
+  assign \events__payload.index  = \items__payload$20 [4:0];
+  assign \events__payload.value  = \items__payload$20 [20:5];
+  assign \events__payload.step_end  = \items__payload$20 [21];
+  assign \events__payload.seq_end  = \items__payload$20 [22];
+  assign \results__payload$26.logits  = results__payload[115:0];
+  assign \results__payload$26.logits[0]  = results__payload[28:0];
+  assign \results__payload$26.logits[1]  = results__payload[57:29];
+  assign \results__payload$26.logits[2]  = results__payload[86:58];
+  assign \results__payload$26.logits[3]  = results__payload[115:87];
+  assign \results__payload$26.group  = results__payload[117:116];
+  assign \results__payload$26.final  = results__payload[118];
+  assign \results__payload$26.class_index  = results__payload[122:119];
+  assign \results__payload$26.seq_end  = results__payload[123];
   assign counters[1055:1024] = readout_items_writes;
   assign counters[1023:992] = readout_items_reads;
   assign counters[991:960] = readout_bias_writes;
@@ -480,9 +480,9 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [44:13] = config__payload[43:12];
-  assign \config [12:10] = config__payload[11:9];
-  assign \config [9:4] = config__payload[8:3];
+  assign \config [45:14] = config__payload[44:13];
+  assign \config [13:11] = config__payload[12:10];
+  assign \config [10:4] = config__payload[9:3];
   assign \config [3:1] = config__payload[2:0];
   assign \config [0] = config__valid;
 endmodule
@@ -568,16 +568,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$77 ;
   reg [31:0] \$78 ;
   reg [31:0] \$79 ;
-  wire [6:0] \$8 ;
+  wire [7:0] \$8 ;
   reg [31:0] \$80 ;
   reg [31:0] \$81 ;
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
-  reg [26:0] \$84 ;
+  reg [28:0] \$84 ;
   reg \$85 ;
   reg [31:0] \$86 ;
-  reg [26:0] \$87 ;
-  reg [72:0] \$88 ;
+  reg [28:0] \$87 ;
+  reg [73:0] \$88 ;
   reg [31:0] \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
@@ -606,16 +606,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
+  input [45:0] \config ;
+  wire [45:0] \config ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
   wire [31:0] \config.value ;
   wire credit;
-  wire [71:0] entries__payload;
-  wire [1:0] \entries__payload.group ;
+  wire [72:0] entries__payload;
+  wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
   wire [3:0] \entries__payload.mask ;
   wire \entries__payload.seq_end ;
@@ -626,8 +626,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \entries__payload.value[3] ;
   wire entries__ready;
   wire entries__valid;
-  wire [71:0] entry;
-  wire [1:0] \entry.group ;
+  wire [72:0] entry;
+  wire [2:0] \entry.group ;
   wire \entry.marker ;
   wire [3:0] \entry.mask ;
   wire \entry.seq_end ;
@@ -636,9 +636,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \entry.value[1] ;
   wire [15:0] \entry.value[2] ;
   wire [15:0] \entry.value[3] ;
-  output [21:0] events__payload;
-  wire [21:0] events__payload;
-  wire [3:0] \events__payload.index ;
+  output [22:0] events__payload;
+  wire [22:0] events__payload;
+  wire [4:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [15:0] \events__payload.value ;
@@ -658,8 +658,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$88 ;
-  wire [3:0] \items__payload$88.index ;
+  wire [22:0] \items__payload$88 ;
+  wire [4:0] \items__payload$88.index ;
   wire \items__payload$88.seq_end ;
   wire \items__payload$88.step_end ;
   wire [15:0] \items__payload$88.value ;
@@ -743,14 +743,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \params$72 ;
   wire [7:0] \params$72.alpha ;
   wire [7:0] \params.alpha ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$32 ;
-  reg [1:0] \port__addr$33 ;
-  wire [1:0] \port__addr$37 ;
+  wire [6:0] port__addr;
+  wire [2:0] \port__addr$10 ;
+  wire [2:0] \port__addr$13 ;
+  wire [6:0] \port__addr$20 ;
+  wire [2:0] \port__addr$22 ;
+  reg [2:0] \port__addr$32 ;
+  reg [2:0] \port__addr$33 ;
+  wire [2:0] \port__addr$37 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
@@ -767,7 +767,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   wire \port__en$38 ;
-  wire [71:0] r_data;
+  wire [72:0] r_data;
   wire r_en;
   wire r_rdy;
   reg [3:0] reserved = 4'h0;
@@ -787,11 +787,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [18:0] \seeds[5] ;
   wire [18:0] \seeds[6] ;
   wire [18:0] \seeds[7] ;
-  wire [26:0] slot;
-  wire [5:0] \slot.base ;
+  wire [28:0] slot;
+  wire [6:0] \slot.base ;
   wire \slot.empty ;
   wire \slot.first ;
-  wire [1:0] \slot.group ;
+  wire [2:0] \slot.group ;
   wire [3:0] \slot.index ;
   wire \slot.last ;
   wire \slot.seq_end ;
@@ -799,11 +799,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
-  reg [26:0] slot_c2 = 27'h0000000;
-  wire [5:0] \slot_c2.base ;
+  reg [28:0] slot_c2 = 29'h00000000;
+  wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
   wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
+  wire [2:0] \slot_c2.group ;
   wire [3:0] \slot_c2.index ;
   wire \slot_c2.last ;
   wire \slot_c2.seq_end ;
@@ -811,11 +811,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
-  reg [26:0] slot_c3 = 27'h0000000;
-  wire [5:0] \slot_c3.base ;
+  reg [28:0] slot_c3 = 29'h00000000;
+  wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
   wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
+  wire [2:0] \slot_c3.group ;
   wire [3:0] \slot_c3.index ;
   wire \slot_c3.last ;
   wire \slot_c3.seq_end ;
@@ -824,15 +824,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
   wire starting;
-  wire [72:0] trace;
-  output [72:0] \trace$107 ;
-  reg [72:0] \trace$107  = 73'h0000000000000000000;
+  wire [73:0] trace;
+  output [73:0] \trace$107 ;
+  reg [73:0] \trace$107  = 74'h0000000000000000000;
   wire [3:0] \trace$107.gate ;
   wire \trace$107.gate[0] ;
   wire \trace$107.gate[1] ;
   wire \trace$107.gate[2] ;
   wire \trace$107.gate[3] ;
-  wire [1:0] \trace$107.group ;
+  wire [2:0] \trace$107.group ;
   wire \trace$107.seq_end ;
   wire [63:0] \trace$107.state ;
   wire [15:0] \trace$107.state[0] ;
@@ -846,7 +846,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \trace.gate[1] ;
   wire \trace.gate[2] ;
   wire \trace.gate[3] ;
-  wire [1:0] \trace.group ;
+  wire [2:0] \trace.group ;
   wire \trace.seq_end ;
   wire [63:0] \trace.state ;
   wire [15:0] \trace.state[0] ;
@@ -859,7 +859,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg use_acc2 = 1'h0;
   wire valid;
   wire [7:0] value;
-  wire [71:0] w_data;
+  wire [72:0] w_data;
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -870,54 +870,62 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  reg [127:0] bias [3:0];
+  reg [127:0] bias [7:0];
   initial begin
-    bias[0] = 128'hffe102d9f6b30189021cfc900502000a;
-    bias[1] = 128'hf75300cdffcd0094eb7d02aafde0ffff;
-    bias[2] = 128'h0251ffe5fc440115fa7100c6fb98fad2;
-    bias[3] = 128'h042a0012f71d029a041c0277fe10ff29;
+    bias[0] = 128'heede044f03f7000af88afd8415b7fbe0;
+    bias[1] = 128'hfe1c02bcfd3f00b00937fad1fa7d02e9;
+    bias[2] = 128'h0557fd300355fe6804b6fe5af5e6ffb4;
+    bias[3] = 128'h02bcfd96f5b6fb4a0d8a03a30941ff20;
+    bias[4] = 128'h1030008bf14bfaa9f719ff26f4cc05eb;
+    bias[5] = 128'hfc4afdac0d0e039600eefd3d063f0023;
+    bias[6] = 128'h0cc30537f5a2007f05b3fd740078fb7f;
+    bias[7] = 128'hffe50164fcb3fcc90d7104aaff65faba;
   end
   always @(posedge clk) begin
     if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
+      bias[\config [6:4]][15:0] <= \port__data$12 [15:0];
     if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
+      bias[\config [6:4]][31:16] <= \port__data$12 [31:16];
     if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
+      bias[\config [6:4]][47:32] <= \port__data$12 [47:32];
     if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
+      bias[\config [6:4]][63:48] <= \port__data$12 [63:48];
     if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
+      bias[\config [6:4]][79:64] <= \port__data$12 [79:64];
     if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
+      bias[\config [6:4]][95:80] <= \port__data$12 [95:80];
     if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
+      bias[\config [6:4]][111:96] <= \port__data$12 [111:96];
     if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
+      bias[\config [6:4]][127:112] <= \port__data$12 [127:112];
   end
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot[3:1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$120  [3:0];
+  reg [31:0] \params$120  [7:0];
   initial begin
-    \params$120 [0] = 32'd891892285;
-    \params$120 [1] = 32'd910052409;
-    \params$120 [2] = 32'd875440952;
-    \params$120 [3] = 32'd742014253;
+    \params$120 [0] = 32'd774648385;
+    \params$120 [1] = 32'd775171628;
+    \params$120 [2] = 32'd757870123;
+    \params$120 [3] = 32'd808267053;
+    \params$120 [4] = 32'd741417786;
+    \params$120 [5] = 32'd858925357;
+    \params$120 [6] = 32'd892414513;
+    \params$120 [7] = 32'd774844723;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$120 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$120 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$120 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$120 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$120 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$120 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$120 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$120 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
@@ -926,16 +934,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$42  = _1_;
-  reg [63:0] state [3:0];
+  reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
     state[1] = 64'h0000000000000000;
     state[2] = 64'h0000000000000000;
     state[3] = 64'h0000000000000000;
+    state[4] = 64'h0000000000000000;
+    state[5] = 64'h0000000000000000;
+    state[6] = 64'h0000000000000000;
+    state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      state[slot_c3[2:1]] <= \port__data$45 ;
+      state[slot_c3[3:1]] <= \port__data$45 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
@@ -944,111 +956,163 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$44  = _2_;
-  reg [63:0] \weights$118  [51:0];
+  reg [63:0] \weights$118  [103:0];
   initial begin
-    \weights$118 [0] = 64'h2603cf13bf0085f9;
-    \weights$118 [1] = 64'h142cf3cb19cbab1c;
-    \weights$118 [2] = 64'he8d74405633bbdf2;
-    \weights$118 [3] = 64'he331f92424f09db9;
-    \weights$118 [4] = 64'hdadbd726702701c9;
-    \weights$118 [5] = 64'h1dc9df531aee0548;
-    \weights$118 [6] = 64'hb5c2bbaf49edf51d;
-    \weights$118 [7] = 64'hc01a21c216414ced;
-    \weights$118 [8] = 64'hc339e6bcda452ceb;
-    \weights$118 [9] = 64'h0bceccd52a107e0e;
-    \weights$118 [10] = 64'hdbedd900f5175eff;
-    \weights$118 [11] = 64'he7eb454e04e7e218;
-    \weights$118 [12] = 64'hdcf80d12ec1e38d4;
-    \weights$118 [13] = 64'h3c01dc0924030ffe;
-    \weights$118 [14] = 64'hd42be9f9cadca81c;
-    \weights$118 [15] = 64'hd521cabdfb16af32;
-    \weights$118 [16] = 64'h048ba42a26481e95;
-    \weights$118 [17] = 64'hfd145452a33aaaf7;
-    \weights$118 [18] = 64'hff357eff2dfaa7b4;
-    \weights$118 [19] = 64'hfbf67a0df5e9d2c6;
-    \weights$118 [20] = 64'hc8bf1cae451904e6;
-    \weights$118 [21] = 64'h03f01bdce2cdd3f1;
-    \weights$118 [22] = 64'h2d1656d331fd07ef;
-    \weights$118 [23] = 64'h221c57f90b06cd07;
-    \weights$118 [24] = 64'h12e313f1f0f32827;
-    \weights$118 [25] = 64'hebf11720eb04fd07;
-    \weights$118 [26] = 64'he5f70505d8e004fe;
-    \weights$118 [27] = 64'h07f004fa4515edec;
-    \weights$118 [28] = 64'h02eadee60a17d8fd;
-    \weights$118 [29] = 64'hf3242217bb15d8f6;
-    \weights$118 [30] = 64'h150ac3385b2433f5;
-    \weights$118 [31] = 64'hea1002c931e60d0b;
-    \weights$118 [32] = 64'hdcd992d214f9f50f;
-    \weights$118 [33] = 64'hf20ea827dda31c3c;
-    \weights$118 [34] = 64'hfbf69f26e1001bdf;
-    \weights$118 [35] = 64'h32f7400a11e31a16;
-    \weights$118 [36] = 64'h2d26fc26110c1f05;
-    \weights$118 [37] = 64'h46fdd6380c4a4cf9;
-    \weights$118 [38] = 64'h20f12447f8db2b00;
-    \weights$118 [39] = 64'h2b010725dd010007;
-    \weights$118 [40] = 64'he4e41f2dcc08dffd;
-    \weights$118 [41] = 64'hb42df71a0ef709fb;
-    \weights$118 [42] = 64'h32db5918183b1be9;
-    \weights$118 [43] = 64'h4afbb4d31e1ff820;
-    \weights$118 [44] = 64'h09190ad1f0bcf816;
-    \weights$118 [45] = 64'hd24647e913f11bf8;
-    \weights$118 [46] = 64'hb0efac0012f34115;
-    \weights$118 [47] = 64'h9adbdc3b09fa1bfb;
-    \weights$118 [48] = 64'h22cde138f20fffe3;
-    \weights$118 [49] = 64'hf4fd0ac820ecea11;
-    \weights$118 [50] = 64'he037efd72ffff114;
-    \weights$118 [51] = 64'h243e19e1d305d8e2;
+    \weights$118 [0] = 64'h2404370502fadf03;
+    \weights$118 [1] = 64'h0af38cc5f3e2ae14;
+    \weights$118 [2] = 64'hedf6ab00c301f9ff;
+    \weights$118 [3] = 64'h0e3de1fc19ef19ae;
+    \weights$118 [4] = 64'h21fcdff448264ce8;
+    \weights$118 [5] = 64'h0cf435402ff7403b;
+    \weights$118 [6] = 64'hb7d8feead6d3e2c9;
+    \weights$118 [7] = 64'h0b59fb0cb1171818;
+    \weights$118 [8] = 64'he61bcbc7dd3428fb;
+    \weights$118 [9] = 64'hc1dd28ee05110013;
+    \weights$118 [10] = 64'hf4eff6ea2c1e0bfc;
+    \weights$118 [11] = 64'h150f17181bedecf1;
+    \weights$118 [12] = 64'h3c2a3728cb25e9e7;
+    \weights$118 [13] = 64'h450a160202fe9a12;
+    \weights$118 [14] = 64'he7490b01dce9f508;
+    \weights$118 [15] = 64'h1a0fe3ee27141a29;
+    \weights$118 [16] = 64'h1ed1f326e7f02019;
+    \weights$118 [17] = 64'hfddb1f1718023211;
+    \weights$118 [18] = 64'h1fef3cdb1ab8ced3;
+    \weights$118 [19] = 64'h361dcb0827d02dc7;
+    \weights$118 [20] = 64'habb6bbee372315df;
+    \weights$118 [21] = 64'hd9ececfe1810e10e;
+    \weights$118 [22] = 64'hb90b0b056d2f2207;
+    \weights$118 [23] = 64'hf6f515f8d8202312;
+    \weights$118 [24] = 64'hae03e1fbddf75e10;
+    \weights$118 [25] = 64'hd8d0fefce2d5fa0b;
+    \weights$118 [26] = 64'hdb0310fb46f946d7;
+    \weights$118 [27] = 64'hf0e06a01cf03b80e;
+    \weights$118 [28] = 64'h1aec0de7fcf707db;
+    \weights$118 [29] = 64'hff1406d34812f8cf;
+    \weights$118 [30] = 64'h2a2d1631fd00da0a;
+    \weights$118 [31] = 64'heff65114c2d41a35;
+    \weights$118 [32] = 64'h3cabdb140d5548e2;
+    \weights$118 [33] = 64'h6b1bdbdee1e62214;
+    \weights$118 [34] = 64'h5fd410f7ba0cc714;
+    \weights$118 [35] = 64'h82f70024fff6d32f;
+    \weights$118 [36] = 64'he53737265fd8e032;
+    \weights$118 [37] = 64'haf35170cd3e314d3;
+    \weights$118 [38] = 64'h1feab231fdf0efec;
+    \weights$118 [39] = 64'h30f70918fdf70008;
+    \weights$118 [40] = 64'h0ada110b2b23e821;
+    \weights$118 [41] = 64'hea0e3d0c4dd340f1;
+    \weights$118 [42] = 64'hd6b82023fa4aaaf3;
+    \weights$118 [43] = 64'hf2fee7073a34e50c;
+    \weights$118 [44] = 64'hbb27ed0821b43113;
+    \weights$118 [45] = 64'h1169edb3dcf60ae2;
+    \weights$118 [46] = 64'hedf5af441004acc5;
+    \weights$118 [47] = 64'h08e6e12ad6f94619;
+    \weights$118 [48] = 64'h34eb4a1b1c0ff3eb;
+    \weights$118 [49] = 64'hc5fd00e30df70fdd;
+    \weights$118 [50] = 64'hc7f8f8fdd9fd34ea;
+    \weights$118 [51] = 64'hf71c1bdd02f233dd;
+    \weights$118 [52] = 64'hb2f6fb104e0af610;
+    \weights$118 [53] = 64'h1d1113c5b501412d;
+    \weights$118 [54] = 64'hfcf8f30eda0c1edf;
+    \weights$118 [55] = 64'h23f854f511d21b1c;
+    \weights$118 [56] = 64'h331bde022012b20d;
+    \weights$118 [57] = 64'hde0fba3622e5cad7;
+    \weights$118 [58] = 64'h34d3200d34221ad8;
+    \weights$118 [59] = 64'hf0f4171ee00db1e1;
+    \weights$118 [60] = 64'h19d90b01080ae7fd;
+    \weights$118 [61] = 64'hfdb5c90844e421f6;
+    \weights$118 [62] = 64'h00e80e29d931ea3a;
+    \weights$118 [63] = 64'hf9fa35c31e1002dd;
+    \weights$118 [64] = 64'h34dac4feb81f08f3;
+    \weights$118 [65] = 64'he6fceaf6c815fbee;
+    \weights$118 [66] = 64'h10fe3b2b1bd16a09;
+    \weights$118 [67] = 64'h0af0c8e7dee2b823;
+    \weights$118 [68] = 64'hc9f3c703f61dfe07;
+    \weights$118 [69] = 64'hea0a37d926eaa705;
+    \weights$118 [70] = 64'h1f0eb5f46a259de7;
+    \weights$118 [71] = 64'h43f5c631c00c3002;
+    \weights$118 [72] = 64'h1dfe2df136fac21d;
+    \weights$118 [73] = 64'h0b223f19e1eb4f1b;
+    \weights$118 [74] = 64'h0e1ef0d3b7e5230d;
+    \weights$118 [75] = 64'h02fd1be9472af9d7;
+    \weights$118 [76] = 64'h17f046deb007efe4;
+    \weights$118 [77] = 64'h02ff1bfbe23befb3;
+    \weights$118 [78] = 64'hc523c00e08172507;
+    \weights$118 [79] = 64'hed229a1f0e07e8d7;
+    \weights$118 [80] = 64'hfc1cfff4f011a9fc;
+    \weights$118 [81] = 64'hee1028dc49097a07;
+    \weights$118 [82] = 64'h2df7264600f53d0d;
+    \weights$118 [83] = 64'h4ae9131215ead257;
+    \weights$118 [84] = 64'h451728c4e0f0cfdf;
+    \weights$118 [85] = 64'h0e8e35fd0d380cf4;
+    \weights$118 [86] = 64'hf70a16200c04eafc;
+    \weights$118 [87] = 64'h4bc5b0ea00fef10d;
+    \weights$118 [88] = 64'hfaf99ce3f8ed21e2;
+    \weights$118 [89] = 64'he2f1e7271003f110;
+    \weights$118 [90] = 64'h2f071117f5210e20;
+    \weights$118 [91] = 64'h0f1edafa010a0311;
+    \weights$118 [92] = 64'hb602f51ef325ae53;
+    \weights$118 [93] = 64'hb7cc10d5e90a6136;
+    \weights$118 [94] = 64'h135040e4471a20c6;
+    \weights$118 [95] = 64'hc7363f0d11cfb6d7;
+    \weights$118 [96] = 64'hd604630d37da58f1;
+    \weights$118 [97] = 64'hc5183fe50519eccb;
+    \weights$118 [98] = 64'h03e5f4debaf94907;
+    \weights$118 [99] = 64'hb8e51ed5b1481403;
+    \weights$118 [100] = 64'h2a2e4914bdf4f1f5;
+    \weights$118 [101] = 64'h551223140c0915d3;
+    \weights$118 [102] = 64'h37db2819f6c2ddfa;
+    \weights$118 [103] = 64'hd703f3e2f00015f3;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$118 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$118 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$118 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$118 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$118 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$118 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$118 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$118 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$118 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$118 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$118 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$118 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$118 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$118 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$118 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$118 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$118 [\$8 [5:0]];
+      _3_ <= \weights$118 [\$8 [6:0]];
     end
   end
   assign \port__data$29  = _3_;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[8:3] + slot[18:15];
-  assign \$9  = ~ slot[14];
+  assign \$7  = \$6  << \config [13:11];
+  assign \$8  = slot[10:4] + slot[20:17];
+  assign \$9  = ~ slot[16];
   assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[9];
-  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2[0] & slot_c2[10];
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
+  assign \$11  = slot[0] & slot[11];
+  assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$29 ;
+  assign \$12  = slot_c2[0] & slot_c2[12];
+  assign finalize = slot_c3[0] & slot_c3[12];
+  assign old = slot_c3[14] ? 16'h0000 : \port__data$44 [15:0];
   assign \$13  = \new  != old;
   assign \$17  = | \new ;
   assign \$18  = \$16  & \$17 ;
-  assign \old$57  = slot_c3[12] ? 16'h0000 : \port__data$44 [31:16];
+  assign \old$57  = slot_c3[14] ? 16'h0000 : \port__data$44 [31:16];
   assign \$19  = \new$58  != \old$57 ;
   assign \$23  = | \new$58 ;
   assign \$24  = \$22  & \$23 ;
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$44 [47:32];
+  assign \old$65  = slot_c3[14] ? 16'h0000 : \port__data$44 [47:32];
   assign \$25  = \new$66  != \old$65 ;
   assign \$29  = | \new$66 ;
   assign \$30  = \$28  & \$29 ;
-  assign \old$73  = slot_c3[12] ? 16'h0000 : \port__data$44 [63:48];
+  assign \old$73  = slot_c3[14] ? 16'h0000 : \port__data$44 [63:48];
   assign \$31  = \new$74  != \old$73 ;
   assign \$35  = | \new$74 ;
   assign \$36  = \$34  & \$35 ;
-  assign \$37  = slot_c3[11] & slot_c3[13];
+  assign \$37  = slot_c3[13] & slot_c3[15];
   assign credit = reserved < 4'h8;
   assign \$38  = 1'h0 + \port__en$16 ;
   assign \$39  = layer0_weights_reads + \$38 ;
@@ -1069,9 +1133,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$54  = layer0_state_reads + \$53 ;
   assign \$56  = 1'h0 + \$55 ;
   assign \$57  = layer0_state_writes + \$56 ;
-  assign \$58  = ~ slot_c2[14];
+  assign \$58  = ~ slot_c2[16];
   assign \$59  = slot_c2[0] & \$58 ;
-  assign \$60  = | slot_c2[26:19];
+  assign \$60  = | slot_c2[28:21];
   assign \$61  = \$59  & \$60 ;
   assign \$62  = layer0_macs + 4'h8;
   assign \$63  = 1'h0 + changed[0];
@@ -1121,10 +1185,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$91 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
+  assign port__en = \$2  << \config [13:11];
   assign \$3  = \config [3:1] == 1'h1;
   assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
+  assign \port__en$11  = \$4  << \config [13:11];
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   \accelerator.layer0.entries  entries (
@@ -1155,11 +1219,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.lanes  lanes (
     .acc(\acc$40 ),
     .clk(clk),
-    .first(slot_c2[9]),
+    .first(slot_c2[11]),
     .rst(rst),
     .seeds(seeds),
     .valid(slot_c2[0]),
-    .value(slot_c2[26:19]),
+    .value(slot_c2[28:21]),
     .weights(weights)
   );
   \accelerator.layer0.serializer  serializer (
@@ -1234,16 +1298,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$32  = 2'h0;
+    \port__addr$32  = 3'h0;
     if (\$12 ) begin
-      \port__addr$32  = slot_c2[2:1];
+      \port__addr$32  = slot_c2[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
+    \port__addr$33  = 3'h0;
     if (\$12 ) begin
-      \port__addr$33  = slot_c2[2:1];
+      \port__addr$33  = slot_c2[3:1];
     end
   end
   always @* begin
@@ -1306,7 +1370,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$84  = slot;
     if (rst) begin
-      \$84  = 27'h0000000;
+      \$84  = 29'h00000000;
     end
   end
   always @* begin
@@ -1330,14 +1394,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$87  = slot_c2;
     if (rst) begin
-      \$87  = 27'h0000000;
+      \$87  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$88  = trace;
     if (rst) begin
-      \$88  = 73'h0000000000000000000;
+      \$88  = 74'h0000000000000000000;
     end
   end
   always @* begin
@@ -1370,17 +1434,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
+  assign port__addr = \config [10:4];
+  assign \port__addr$10  = \config [6:4];
+  assign \port__addr$13  = \config [6:4];
   assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$20  = \$8 [5:0];
-  assign \port__addr$22  = slot[2:1];
+  assign \port__addr$20  = \$8 [6:0];
+  assign \port__addr$22  = slot[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[26:19];
-  assign \port__addr$37  = slot_c3[2:1];
+  assign first = slot_c2[11];
+  assign value = slot_c2[28:21];
+  assign \port__addr$37  = slot_c3[3:1];
   assign \port__en$38  = finalize;
   assign params = \port__data$42 [7:0];
   assign old_out_0 = old;
@@ -1412,31 +1476,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.seq_end  = items__payload[13];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[26:19];
+  assign \slot_c2.group  = slot_c2[3:1];
+  assign \slot_c2.base  = slot_c2[10:4];
+  assign \slot_c2.first  = slot_c2[11];
+  assign \slot_c2.last  = slot_c2[12];
+  assign \slot_c2.step_last  = slot_c2[13];
+  assign \slot_c2.seq_first  = slot_c2[14];
+  assign \slot_c2.seq_end  = slot_c2[15];
+  assign \slot_c2.empty  = slot_c2[16];
+  assign \slot_c2.index  = slot_c2[20:17];
+  assign \slot_c2.value  = slot_c2[28:21];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -1454,16 +1518,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
   assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[26:19];
+  assign \slot_c3.group  = slot_c3[3:1];
+  assign \slot_c3.base  = slot_c3[10:4];
+  assign \slot_c3.first  = slot_c3[11];
+  assign \slot_c3.last  = slot_c3[12];
+  assign \slot_c3.step_last  = slot_c3[13];
+  assign \slot_c3.seq_first  = slot_c3[14];
+  assign \slot_c3.seq_end  = slot_c3[15];
+  assign \slot_c3.empty  = slot_c3[16];
+  assign \slot_c3.index  = slot_c3[20:17];
+  assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \acc$40[0]  = \acc$40 [18:0];
@@ -1478,28 +1542,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old.h  = old;
   assign \new.h  = \new ;
   assign \trace.valid  = trace[0];
-  assign \trace.group  = trace[2:1];
-  assign \trace.step_end  = trace[3];
-  assign \trace.seq_end  = trace[4];
-  assign \trace.state  = trace[68:5];
-  assign \trace.state[0]  = trace[20:5];
-  assign \trace.state[1]  = trace[36:21];
-  assign \trace.state[2]  = trace[52:37];
-  assign \trace.state[3]  = trace[68:53];
-  assign \trace.gate  = trace[72:69];
-  assign \trace.gate[0]  = trace[69];
-  assign \trace.gate[1]  = trace[70];
-  assign \trace.gate[2]  = trace[71];
-  assign \trace.gate[3]  = trace[72];
+  assign \trace.group  = trace[3:1];
+  assign \trace.step_end  = trace[4];
+  assign \trace.seq_end  = trace[5];
+  assign \trace.state  = trace[69:6];
+  assign \trace.state[0]  = trace[21:6];
+  assign \trace.state[1]  = trace[37:22];
+  assign \trace.state[2]  = trace[53:38];
+  assign \trace.state[3]  = trace[69:54];
+  assign \trace.gate  = trace[73:70];
+  assign \trace.gate[0]  = trace[70];
+  assign \trace.gate[1]  = trace[71];
+  assign \trace.gate[2]  = trace[72];
+  assign \trace.gate[3]  = trace[73];
   assign \entry.mask  = entry[3:0];
   assign \entry.value  = entry[67:4];
   assign \entry.value[0]  = entry[19:4];
   assign \entry.value[1]  = entry[35:20];
   assign \entry.value[2]  = entry[51:36];
   assign \entry.value[3]  = entry[67:52];
-  assign \entry.group  = entry[69:68];
-  assign \entry.marker  = entry[70];
-  assign \entry.seq_end  = entry[71];
+  assign \entry.group  = entry[70:68];
+  assign \entry.marker  = entry[71];
+  assign \entry.seq_end  = entry[72];
   assign \acc$55.cand  = \acc$55 [18:0];
   assign \acc$55.thr  = \acc$55 [37:19];
   assign \params$56.alpha  = \port__data$42 [15:8];
@@ -1521,40 +1585,40 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.value[1]  = entries__payload[35:20];
   assign \entries__payload.value[2]  = entries__payload[51:36];
   assign \entries__payload.value[3]  = entries__payload[67:52];
-  assign \entries__payload.group  = entries__payload[69:68];
-  assign \entries__payload.marker  = entries__payload[70];
-  assign \entries__payload.seq_end  = entries__payload[71];
-  assign \events__payload.index  = events__payload[3:0];
-  assign \events__payload.value  = events__payload[19:4];
-  assign \events__payload.step_end  = events__payload[20];
-  assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$88.index  = events__payload[3:0];
-  assign \items__payload$88.value  = events__payload[19:4];
-  assign \items__payload$88.step_end  = events__payload[20];
-  assign \items__payload$88.seq_end  = events__payload[21];
+  assign \entries__payload.group  = entries__payload[70:68];
+  assign \entries__payload.marker  = entries__payload[71];
+  assign \entries__payload.seq_end  = entries__payload[72];
+  assign \events__payload.index  = events__payload[4:0];
+  assign \events__payload.value  = events__payload[20:5];
+  assign \events__payload.step_end  = events__payload[21];
+  assign \events__payload.seq_end  = events__payload[22];
+  assign \items__payload$88.index  = events__payload[4:0];
+  assign \items__payload$88.value  = events__payload[20:5];
+  assign \items__payload$88.step_end  = events__payload[21];
+  assign \items__payload$88.seq_end  = events__payload[22];
   assign \trace$107.valid  = \trace$107 [0];
-  assign \trace$107.group  = \trace$107 [2:1];
-  assign \trace$107.step_end  = \trace$107 [3];
-  assign \trace$107.seq_end  = \trace$107 [4];
-  assign \trace$107.state  = \trace$107 [68:5];
-  assign \trace$107.state[0]  = \trace$107 [20:5];
-  assign \trace$107.state[1]  = \trace$107 [36:21];
-  assign \trace$107.state[2]  = \trace$107 [52:37];
-  assign \trace$107.state[3]  = \trace$107 [68:53];
-  assign \trace$107.gate  = \trace$107 [72:69];
-  assign \trace$107.gate[0]  = \trace$107 [69];
-  assign \trace$107.gate[1]  = \trace$107 [70];
-  assign \trace$107.gate[2]  = \trace$107 [71];
-  assign \trace$107.gate[3]  = \trace$107 [72];
+  assign \trace$107.group  = \trace$107 [3:1];
+  assign \trace$107.step_end  = \trace$107 [4];
+  assign \trace$107.seq_end  = \trace$107 [5];
+  assign \trace$107.state  = \trace$107 [69:6];
+  assign \trace$107.state[0]  = \trace$107 [21:6];
+  assign \trace$107.state[1]  = \trace$107 [37:22];
+  assign \trace$107.state[2]  = \trace$107 [53:38];
+  assign \trace$107.state[3]  = \trace$107 [69:54];
+  assign \trace$107.gate  = \trace$107 [73:70];
+  assign \trace$107.gate[0]  = \trace$107 [70];
+  assign \trace$107.gate[1]  = \trace$107 [71];
+  assign \trace$107.gate[2]  = \trace$107 [72];
+  assign \trace$107.gate[3]  = \trace$107 [73];
   assign \acc$71 [37:19] = \acc$40 [151:133];
   assign \acc$71 [18:0] = \acc$40 [132:114];
   assign \acc$63 [37:19] = \acc$40 [113:95];
   assign \acc$63 [18:0] = \acc$40 [94:76];
   assign \acc$55 [37:19] = \acc$40 [75:57];
   assign \acc$55 [18:0] = \acc$40 [56:38];
-  assign entry[71] = slot_c3[13];
-  assign entry[70] = \$37 ;
-  assign entry[69:68] = slot_c3[2:1];
+  assign entry[72] = slot_c3[15];
+  assign entry[71] = \$37 ;
+  assign entry[70:68] = slot_c3[3:1];
   assign entry[67:52] = \new$74 ;
   assign entry[3] = \$36 ;
   assign entry[51:36] = \new$66 ;
@@ -1563,18 +1627,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign entry[1] = \$24 ;
   assign entry[19:4] = \new ;
   assign entry[0] = \$18 ;
+  assign trace[5] = slot_c3[15];
   assign trace[4] = slot_c3[13];
-  assign trace[3] = slot_c3[11];
-  assign trace[2:1] = slot_c3[2:1];
+  assign trace[3:1] = slot_c3[3:1];
   assign trace[0] = finalize;
-  assign trace[72] = \gate$78 ;
-  assign trace[68:53] = \new$74 ;
-  assign trace[71] = \gate$70 ;
-  assign trace[52:37] = \new$66 ;
-  assign trace[70] = \gate$62 ;
-  assign trace[36:21] = \new$58 ;
-  assign trace[69] = gate;
-  assign trace[20:5] = \new ;
+  assign trace[73] = \gate$78 ;
+  assign trace[69:54] = \new$74 ;
+  assign trace[72] = \gate$70 ;
+  assign trace[53:38] = \new$66 ;
+  assign trace[71] = \gate$62 ;
+  assign trace[37:22] = \new$58 ;
+  assign trace[70] = gate;
+  assign trace[21:6] = \new ;
   assign saturated[3] = \$33 ;
   assign saturated[2] = \$27 ;
   assign saturated[1] = \$21 ;
@@ -1601,38 +1665,38 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign seeds[56:38] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
   assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
   assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
-  assign \port__data$15 [31:24] = \config [20:13];
-  assign \port__data$15 [23:16] = \config [20:13];
-  assign \port__data$15 [15:8] = \config [20:13];
-  assign \port__data$15 [7:0] = \config [20:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
+  assign \port__data$15 [31:24] = \config [21:14];
+  assign \port__data$15 [23:16] = \config [21:14];
+  assign \port__data$15 [15:8] = \config [21:14];
+  assign \port__data$15 [7:0] = \config [21:14];
+  assign \port__data$12 [127:112] = \config [29:14];
+  assign \port__data$12 [111:96] = \config [29:14];
+  assign \port__data$12 [95:80] = \config [29:14];
+  assign \port__data$12 [79:64] = \config [29:14];
+  assign \port__data$12 [63:48] = \config [29:14];
+  assign \port__data$12 [47:32] = \config [29:14];
+  assign \port__data$12 [31:16] = \config [29:14];
+  assign \port__data$12 [15:0] = \config [29:14];
+  assign port__data[63:56] = \config [21:14];
+  assign port__data[55:48] = \config [21:14];
+  assign port__data[47:40] = \config [21:14];
+  assign port__data[39:32] = \config [21:14];
+  assign port__data[31:24] = \config [21:14];
+  assign port__data[23:16] = \config [21:14];
+  assign port__data[15:8] = \config [21:14];
+  assign port__data[7:0] = \config [21:14];
   assign \$14  = \$13 ;
   assign \$15  = \saturated$51 ;
-  assign \$16  = slot_c3[13];
+  assign \$16  = slot_c3[15];
   assign \$20  = \$19 ;
   assign \$21  = \saturated$61 ;
-  assign \$22  = slot_c3[13];
+  assign \$22  = slot_c3[15];
   assign \$26  = \$25 ;
   assign \$27  = \saturated$69 ;
-  assign \$28  = slot_c3[13];
+  assign \$28  = slot_c3[15];
   assign \$32  = \$31 ;
   assign \$33  = \saturated$77 ;
-  assign \$34  = slot_c3[13];
+  assign \$34  = slot_c3[15];
   assign \$55  = finalize;
 endmodule
 
@@ -1681,42 +1745,42 @@ module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
   wire [3:0] level;
   (* init = 3'h0 *)
   wire [2:0] produce;
-  output [71:0] r_data;
-  wire [71:0] r_data;
+  output [72:0] r_data;
+  wire [72:0] r_data;
   input r_en;
   wire r_en;
   wire [3:0] r_level;
   reg [2:0] r_port__addr = 3'h0;
-  wire [71:0] r_port__data;
+  wire [72:0] r_port__data;
   wire r_port__en;
   output r_rdy;
   reg r_rdy = 1'h0;
   input rst;
   wire rst;
-  wire [71:0] w_data;
+  wire [72:0] w_data;
   input w_en;
   wire w_en;
   wire [3:0] w_level;
   reg [2:0] w_port__addr = 3'h0;
-  input [71:0] w_port__data;
-  wire [71:0] w_port__data;
+  input [72:0] w_port__data;
+  wire [72:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [71:0] storage [6:0];
+  reg [72:0] storage [6:0];
   initial begin
-    storage[0] = 72'h000000000000000000;
-    storage[1] = 72'h000000000000000000;
-    storage[2] = 72'h000000000000000000;
-    storage[3] = 72'h000000000000000000;
-    storage[4] = 72'h000000000000000000;
-    storage[5] = 72'h000000000000000000;
-    storage[6] = 72'h000000000000000000;
+    storage[0] = 73'h0000000000000000000;
+    storage[1] = 73'h0000000000000000000;
+    storage[2] = 73'h0000000000000000000;
+    storage[3] = 73'h0000000000000000000;
+    storage[4] = 73'h0000000000000000000;
+    storage[5] = 73'h0000000000000000000;
+    storage[6] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
   end
-  reg [71:0] _0_;
+  reg [72:0] _0_;
   always @(posedge clk) begin
     if (r_port__en) begin
       _0_ <= storage[r_port__addr];
@@ -1861,8 +1925,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [2:0] \$46 ;
-  wire [6:0] \$47 ;
+  wire [3:0] \$46 ;
+  wire [7:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [14:0] \$5 ;
@@ -1880,12 +1944,12 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [1:0] \$60 ;
   reg \$61 ;
   reg \$62 ;
-  reg [26:0] \$63 ;
+  reg [28:0] \$63 ;
   reg \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg [5:0] \$68 ;
+  reg [2:0] \$67 ;
+  reg [6:0] \$68 ;
   reg [3:0] \$69 ;
   wire \$7 ;
   reg \$70 ;
@@ -1898,7 +1962,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$9 ;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
-  reg [5:0] base = 6'h00;
+  reg [6:0] base = 7'h00;
   reg busy = 1'h0;
   input clk;
   wire clk;
@@ -1908,7 +1972,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
-  reg [1:0] group = 2'h0;
+  reg [2:0] group = 3'h0;
   wire issue;
   input [13:0] items__payload;
   wire [13:0] items__payload;
@@ -1933,11 +1997,11 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] layer0_stall_cycles = 32'd0;
   output [31:0] layer0_steps;
   reg [31:0] layer0_steps = 32'd0;
-  reg [26:0] meta = 27'h0000000;
-  wire [5:0] \meta.base ;
+  reg [28:0] meta = 29'h00000000;
+  wire [6:0] \meta.base ;
   wire \meta.empty ;
   wire \meta.first ;
-  wire [1:0] \meta.group ;
+  wire [2:0] \meta.group ;
   wire [3:0] \meta.index ;
   wire \meta.last ;
   wire \meta.seq_end ;
@@ -1957,12 +2021,12 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg [3:0] slot = 4'h0;
-  output [26:0] \slot$21 ;
-  wire [26:0] \slot$21 ;
-  wire [5:0] \slot$21.base ;
+  output [28:0] \slot$21 ;
+  wire [28:0] \slot$21 ;
+  wire [6:0] \slot$21.base ;
   wire \slot$21.empty ;
   wire \slot$21.first ;
-  wire [1:0] \slot$21.group ;
+  wire [2:0] \slot$21.group ;
   wire [3:0] \slot$21.index ;
   wire \slot$21.last ;
   wire \slot$21.seq_end ;
@@ -2018,7 +2082,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[14] ? 8'h00 : rd__data[11:4];
+  assign \$18  = meta[16] ? 8'h00 : rd__data[11:4];
   assign \$19  = 1'h0 + rd__en;
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
@@ -2041,11 +2105,11 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
   assign \$43  = ! slot;
-  assign \$44  = group == 2'h3;
+  assign \$44  = group == 3'h7;
   assign \$45  = ! n_items;
   assign \$46  = group + 1'h1;
   assign \$47  = base + 4'hd;
-  assign \$48  = group == 2'h3;
+  assign \$48  = group == 3'h7;
   assign \$49  = ~ rbank;
   assign \$50  = layer0_steps + 1'h1;
   assign \$51  = slot + 1'h1;
@@ -2118,7 +2182,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$14  = rbank ? 4'hd : 4'h0;
   assign \$15  = \$14  + slot;
   assign \$16  = | n_items;
-  assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
@@ -2319,20 +2383,20 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$63 [26:1] = meta[26:1];
+    \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
-      \$63 [2:1] = group;
-      \$63 [8:3] = base;
-      \$63 [9] = \$43 ;
-      \$63 [10] = last_slot;
-      \$63 [11] = \$44 ;
-      \$63 [12] = seq_first;
-      \$63 [13] = seq_end;
-      \$63 [14] = \$45 ;
+      \$63 [3:1] = group;
+      \$63 [10:4] = base;
+      \$63 [11] = \$43 ;
+      \$63 [12] = last_slot;
+      \$63 [13] = \$44 ;
+      \$63 [14] = seq_first;
+      \$63 [15] = seq_end;
+      \$63 [16] = \$45 ;
     end
     if (rst) begin
-      \$63  = 27'h0000000;
+      \$63  = 29'h00000000;
     end
   end
   always @* begin
@@ -2393,16 +2457,16 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (\$33 ) begin
       if (\$34 ) begin
       end else if (\$35 ) begin
-        \$67  = 2'h0;
+        \$67  = 3'h0;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$67  = \$46 [1:0];
+        \$67  = \$46 [2:0];
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 3'h0;
     end
   end
   always @* begin
@@ -2411,16 +2475,16 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (\$33 ) begin
       if (\$34 ) begin
       end else if (\$35 ) begin
-        \$68  = 6'h00;
+        \$68  = 7'h00;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$68  = \$47 [5:0];
+        \$68  = \$47 [6:0];
       end
     end
     if (rst) begin
-      \$68  = 6'h00;
+      \$68  = 7'h00;
     end
   end
   always @* begin
@@ -2530,37 +2594,37 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \items__payload.step_end  = items__payload[12];
   assign \items__payload.seq_end  = items__payload[13];
   assign \slot$21.valid  = \slot$21 [0];
-  assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [8:3];
-  assign \slot$21.first  = \slot$21 [9];
-  assign \slot$21.last  = \slot$21 [10];
-  assign \slot$21.step_last  = \slot$21 [11];
-  assign \slot$21.seq_first  = \slot$21 [12];
-  assign \slot$21.seq_end  = \slot$21 [13];
-  assign \slot$21.empty  = \slot$21 [14];
-  assign \slot$21.index  = \slot$21 [18:15];
-  assign \slot$21.value  = \slot$21 [26:19];
+  assign \slot$21.group  = \slot$21 [3:1];
+  assign \slot$21.base  = \slot$21 [10:4];
+  assign \slot$21.first  = \slot$21 [11];
+  assign \slot$21.last  = \slot$21 [12];
+  assign \slot$21.step_last  = \slot$21 [13];
+  assign \slot$21.seq_first  = \slot$21 [14];
+  assign \slot$21.seq_end  = \slot$21 [15];
+  assign \slot$21.empty  = \slot$21 [16];
+  assign \slot$21.index  = \slot$21 [20:17];
+  assign \slot$21.value  = \slot$21 [28:21];
   assign \meta.valid  = meta[0];
-  assign \meta.group  = meta[2:1];
-  assign \meta.base  = meta[8:3];
-  assign \meta.first  = meta[9];
-  assign \meta.last  = meta[10];
-  assign \meta.step_last  = meta[11];
-  assign \meta.seq_first  = meta[12];
-  assign \meta.seq_end  = meta[13];
-  assign \meta.empty  = meta[14];
-  assign \meta.index  = meta[18:15];
-  assign \meta.value  = meta[26:19];
-  assign \slot$21 [26:19] = \$18 ;
-  assign \slot$21 [18:15] = \$17 ;
+  assign \meta.group  = meta[3:1];
+  assign \meta.base  = meta[10:4];
+  assign \meta.first  = meta[11];
+  assign \meta.last  = meta[12];
+  assign \meta.step_last  = meta[13];
+  assign \meta.seq_first  = meta[14];
+  assign \meta.seq_end  = meta[15];
+  assign \meta.empty  = meta[16];
+  assign \meta.index  = meta[20:17];
+  assign \meta.value  = meta[28:21];
+  assign \slot$21 [28:21] = \$18 ;
+  assign \slot$21 [20:17] = \$17 ;
+  assign \slot$21 [16] = meta[16];
+  assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
-  assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9] = meta[9];
-  assign \slot$21 [8:3] = meta[8:3];
-  assign \slot$21 [2:1] = meta[2:1];
+  assign \slot$21 [10:4] = meta[10:4];
+  assign \slot$21 [3:1] = meta[3:1];
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
@@ -2726,13 +2790,13 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   wire \$5 ;
   wire [3:0] \$6 ;
   wire \$7 ;
-  wire [4:0] \$8 ;
-  wire [5:0] \$9 ;
+  wire [5:0] \$8 ;
+  wire [6:0] \$9 ;
   input clk;
   wire clk;
-  input [71:0] entries__payload;
-  wire [71:0] entries__payload;
-  wire [1:0] \entries__payload.group ;
+  input [72:0] entries__payload;
+  wire [72:0] entries__payload;
+  wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
   wire [3:0] \entries__payload.mask ;
   wire \entries__payload.seq_end ;
@@ -2745,9 +2809,9 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   reg entries__ready;
   input entries__valid;
   wire entries__valid;
-  output [21:0] items__payload;
-  reg [21:0] items__payload;
-  wire [3:0] \items__payload.index ;
+  output [22:0] items__payload;
+  reg [22:0] items__payload;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [15:0] \items__payload.value ;
@@ -2775,11 +2839,11 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   assign \$28  = lane * 5'h10;
   assign value = entries__payload[67:4] >> \$28 ;
   assign \$7  = | mask;
-  assign \$8  = entries__payload[69:68] * 3'h4;
+  assign \$8  = entries__payload[70:68] * 3'h4;
   assign \$9  = \$8  + lane;
   assign \$10  = ! rest;
-  assign \$11  = entries__payload[70] & \$10 ;
-  assign \$12  = entries__payload[70] & entries__payload[71];
+  assign \$11  = entries__payload[71] & \$10 ;
+  assign \$12  = entries__payload[71] & entries__payload[72];
   assign \$13  = ! rest;
   assign \$14  = \$12  & \$13 ;
   assign \$15  = ! rest;
@@ -2795,25 +2859,25 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     if (entries__valid) begin
       if (\$7 ) begin
         items__valid = 1'h1;
-      end else if (entries__payload[70]) begin
+      end else if (entries__payload[71]) begin
         items__valid = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    items__payload = 22'h000000;
+    items__payload = 23'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
-        items__payload[3:0] = \$9 [3:0];
-        items__payload[19:4] = value;
-        items__payload[20] = \$11 ;
-        items__payload[21] = \$14 ;
-      end else if (entries__payload[70]) begin
-        items__payload[3:0] = 4'h0;
-        items__payload[19:4] = 16'h0000;
-        items__payload[20] = 1'h1;
-        items__payload[21] = entries__payload[71];
+        items__payload[4:0] = \$9 [4:0];
+        items__payload[20:5] = value;
+        items__payload[21] = \$11 ;
+        items__payload[22] = \$14 ;
+      end else if (entries__payload[71]) begin
+        items__payload[4:0] = 5'h00;
+        items__payload[20:5] = 16'h0000;
+        items__payload[21] = 1'h1;
+        items__payload[22] = entries__payload[72];
       end
     end
   end
@@ -2828,7 +2892,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
             entries__ready = 1'h1;
           end
         end
-      end else if (entries__payload[70]) begin
+      end else if (entries__payload[71]) begin
         if (items__ready) begin
           entries__ready = 1'h1;
         end
@@ -2851,7 +2915,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
             \$18  = 1'h1;
           end
         end
-      end else if (entries__payload[70]) begin
+      end else if (entries__payload[71]) begin
         if (items__ready) begin
           \$18  = 1'h0;
         end
@@ -2888,13 +2952,13 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   assign \entries__payload.value[1]  = entries__payload[35:20];
   assign \entries__payload.value[2]  = entries__payload[51:36];
   assign \entries__payload.value[3]  = entries__payload[67:52];
-  assign \entries__payload.group  = entries__payload[69:68];
-  assign \entries__payload.marker  = entries__payload[70];
-  assign \entries__payload.seq_end  = entries__payload[71];
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[19:4];
-  assign \items__payload.step_end  = items__payload[20];
-  assign \items__payload.seq_end  = items__payload[21];
+  assign \entries__payload.group  = entries__payload[70:68];
+  assign \entries__payload.marker  = entries__payload[71];
+  assign \entries__payload.seq_end  = entries__payload[72];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[20:5];
+  assign \items__payload.step_end  = items__payload[21];
+  assign \items__payload.seq_end  = items__payload[22];
   assign lane[1] = \$5 ;
   assign lane[0] = \$4 ;
 endmodule
@@ -3252,7 +3316,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$67 ;
   wire [2:0] \$68 ;
   wire [3:0] \$69 ;
-  wire [6:0] \$7 ;
+  wire [7:0] \$7 ;
   wire [32:0] \$70 ;
   wire \$71 ;
   wire [4:0] \$72 ;
@@ -3262,47 +3326,47 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$76 ;
   reg [31:0] \$77 ;
   reg [31:0] \$78 ;
-  reg [34:0] \$79 ;
+  reg [36:0] \$79 ;
   wire \$8 ;
   reg \$80 ;
   reg [31:0] \$81 ;
-  reg [34:0] \$82 ;
-  reg [27:0] \$83 ;
+  reg [36:0] \$82 ;
+  reg [28:0] \$83 ;
   reg [3:0] \$84 ;
   reg [3:0] \$85 ;
   wire \$9 ;
-  wire [111:0] acc;
-  wire [27:0] \acc[0] ;
-  wire [27:0] \acc[1] ;
-  wire [27:0] \acc[2] ;
-  wire [27:0] \acc[3] ;
+  wire [115:0] acc;
+  wire [28:0] \acc[0] ;
+  wire [28:0] \acc[1] ;
+  wire [28:0] \acc[2] ;
+  wire [28:0] \acc[3] ;
   wire [1:0] argmax_0_0_lane;
-  wire [27:0] argmax_0_0_logit;
+  wire [28:0] argmax_0_0_logit;
   wire argmax_0_0_valid;
   wire [1:0] argmax_0_1_lane;
-  wire [27:0] argmax_0_1_logit;
+  wire [28:0] argmax_0_1_logit;
   wire argmax_0_1_valid;
   wire [1:0] argmax_1_0_lane;
-  wire [27:0] argmax_1_0_logit;
+  wire [28:0] argmax_1_0_logit;
   wire argmax_1_0_valid;
-  wire [119:0] beat;
+  wire [123:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
   wire [1:0] \beat.group ;
-  wire [111:0] \beat.logits ;
-  wire [27:0] \beat.logits[0] ;
-  wire [27:0] \beat.logits[1] ;
-  wire [27:0] \beat.logits[2] ;
-  wire [27:0] \beat.logits[3] ;
+  wire [115:0] \beat.logits ;
+  wire [28:0] \beat.logits[0] ;
+  wire [28:0] \beat.logits[1] ;
+  wire [28:0] \beat.logits[2] ;
+  wire [28:0] \beat.logits[3] ;
   wire \beat.seq_end ;
   reg [3:0] best_class = 4'h0;
-  reg [27:0] best_logit = 28'h0000000;
+  reg [28:0] best_logit = 29'h00000000;
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
+  input [45:0] \config ;
+  wire [45:0] \config ;
+  wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
   wire \config.valid ;
@@ -3310,14 +3374,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire credit;
   wire finalize;
   wire first;
-  input [21:0] items__payload;
-  wire [21:0] items__payload;
-  wire [21:0] \items__payload$1 ;
-  wire [3:0] \items__payload$1.index ;
+  input [22:0] items__payload;
+  wire [22:0] items__payload;
+  wire [22:0] \items__payload$1 ;
+  wire [4:0] \items__payload$1.index ;
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [15:0] \items__payload$1.value ;
-  wire [3:0] \items__payload.index ;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [15:0] \items__payload.value ;
@@ -3327,9 +3391,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire [5:0] port__addr;
+  wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
-  wire [5:0] \port__addr$15 ;
+  wire [6:0] \port__addr$15 ;
   wire [1:0] \port__addr$17 ;
   wire [31:0] port__data;
   wire [95:0] \port__data$12 ;
@@ -3339,7 +3403,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] \port__en$11 ;
   reg \port__en$13 ;
   reg \port__en$14 ;
-  wire [119:0] r_data;
+  wire [123:0] r_data;
   input r_en;
   wire r_en;
   wire r_rdy;
@@ -3366,57 +3430,57 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
   reg [3:0] reserved = 4'h0;
-  output [119:0] results__payload;
-  wire [119:0] results__payload;
+  output [123:0] results__payload;
+  wire [123:0] results__payload;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
-  wire [111:0] \results__payload.logits ;
-  wire [27:0] \results__payload.logits[0] ;
-  wire [27:0] \results__payload.logits[1] ;
-  wire [27:0] \results__payload.logits[2] ;
-  wire [27:0] \results__payload.logits[3] ;
+  wire [115:0] \results__payload.logits ;
+  wire [28:0] \results__payload.logits[0] ;
+  wire [28:0] \results__payload.logits[1] ;
+  wire [28:0] \results__payload.logits[2] ;
+  wire [28:0] \results__payload.logits[3] ;
   wire \results__payload.seq_end ;
   wire results__ready;
   output results__valid;
   wire results__valid;
   input rst;
   wire rst;
-  wire [111:0] seeds;
-  wire [27:0] \seeds[0] ;
-  wire [27:0] \seeds[1] ;
-  wire [27:0] \seeds[2] ;
-  wire [27:0] \seeds[3] ;
-  wire [34:0] slot;
-  wire [5:0] \slot.base ;
+  wire [115:0] seeds;
+  wire [28:0] \seeds[0] ;
+  wire [28:0] \seeds[1] ;
+  wire [28:0] \seeds[2] ;
+  wire [28:0] \seeds[3] ;
+  wire [36:0] slot;
+  wire [6:0] \slot.base ;
   wire \slot.empty ;
   wire \slot.first ;
   wire [1:0] \slot.group ;
-  wire [3:0] \slot.index ;
+  wire [4:0] \slot.index ;
   wire \slot.last ;
   wire \slot.seq_end ;
   wire \slot.seq_first ;
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [15:0] \slot.value ;
-  reg [34:0] slot_c2 = 35'h000000000;
-  wire [5:0] \slot_c2.base ;
+  reg [36:0] slot_c2 = 37'h0000000000;
+  wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
   wire \slot_c2.first ;
   wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
+  wire [4:0] \slot_c2.index ;
   wire \slot_c2.last ;
   wire \slot_c2.seq_end ;
   wire \slot_c2.seq_first ;
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [15:0] \slot_c2.value ;
-  reg [34:0] slot_c3 = 35'h000000000;
-  wire [5:0] \slot_c3.base ;
+  reg [36:0] slot_c3 = 37'h0000000000;
+  wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
   wire \slot_c3.first ;
   wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
+  wire [4:0] \slot_c3.index ;
   wire \slot_c3.last ;
   wire \slot_c3.seq_end ;
   wire \slot_c3.seq_first ;
@@ -3429,7 +3493,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg use_acc2 = 1'h0;
   wire valid;
   wire [15:0] value;
-  wire [119:0] w_data;
+  wire [123:0] w_data;
   wire w_en;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
@@ -3438,9 +3502,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [7:0] \weights[3] ;
   reg [95:0] bias [2:0];
   initial begin
-    bias[0] = 96'h000643002cbdfffa7d0003c2;
-    bias[1] = 96'h000a69fff5b1000b08ffdcc9;
-    bias[2] = 96'h000000fff009ffedb90007c0;
+    bias[0] = 96'h00089a0002d8ffff25000ddb;
+    bias[1] = 96'h0006f0000074fffa91000209;
+    bias[2] = 96'h000000fffae5fffa8d0004b9;
   end
   always @(posedge clk) begin
     if (\$6 [0])
@@ -3459,85 +3523,133 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [47:0];
+  reg [31:0] \weights$70  [95:0];
   initial begin
-    \weights$70 [0] = 32'd11148529;
-    \weights$70 [1] = 32'd3653566417;
-    \weights$70 [2] = 32'd369492498;
-    \weights$70 [3] = 32'd371403833;
-    \weights$70 [4] = 32'd2732721155;
-    \weights$70 [5] = 32'd1411247681;
-    \weights$70 [6] = 32'd3979810072;
-    \weights$70 [7] = 32'd138297637;
-    \weights$70 [8] = 32'd505487347;
-    \weights$70 [9] = 32'd4008316132;
-    \weights$70 [10] = 32'd436142827;
-    \weights$70 [11] = 32'd4028425215;
-    \weights$70 [12] = 32'd3724669395;
-    \weights$70 [13] = 32'd549854718;
-    \weights$70 [14] = 32'd3912310532;
-    \weights$70 [15] = 32'd4095410164;
-    \weights$70 [16] = 32'd3706192342;
-    \weights$70 [17] = 32'd151779833;
-    \weights$70 [18] = 32'd186718704;
-    \weights$70 [19] = 32'd250940938;
-    \weights$70 [20] = 32'd4225488928;
-    \weights$70 [21] = 32'd844940500;
-    \weights$70 [22] = 32'd163383853;
-    \weights$70 [23] = 32'd736638242;
-    \weights$70 [24] = 32'd4014139433;
-    \weights$70 [25] = 32'd166390498;
-    \weights$70 [26] = 32'd505476335;
-    \weights$70 [27] = 32'd251333323;
-    \weights$70 [28] = 32'd3908228311;
-    \weights$70 [29] = 32'd4274588641;
-    \weights$70 [30] = 32'd788462876;
-    \weights$70 [31] = 32'd4195278314;
-    \weights$70 [32] = 32'd16775380;
-    \weights$70 [33] = 32'd1838047;
-    \weights$70 [34] = 32'd15211278;
-    \weights$70 [35] = 32'd14104083;
-    \weights$70 [36] = 32'd13619166;
-    \weights$70 [37] = 32'd710160;
-    \weights$70 [38] = 32'd1634213;
-    \weights$70 [39] = 32'd537306;
-    \weights$70 [40] = 32'd2622996;
-    \weights$70 [41] = 32'd15659995;
-    \weights$70 [42] = 32'd3145255;
-    \weights$70 [43] = 32'd15539741;
-    \weights$70 [44] = 32'd980984;
-    \weights$70 [45] = 32'd16066360;
-    \weights$70 [46] = 32'd14756575;
-    \weights$70 [47] = 32'd257254;
+    \weights$70 [0] = 32'd3723368420;
+    \weights$70 [1] = 32'd3710188034;
+    \weights$70 [2] = 32'd269947693;
+    \weights$70 [3] = 32'd3973314807;
+    \weights$70 [4] = 32'd3839098862;
+    \weights$70 [5] = 32'd4294380842;
+    \weights$70 [6] = 32'd668670227;
+    \weights$70 [7] = 32'd49222181;
+    \weights$70 [8] = 32'd4060808449;
+    \weights$70 [9] = 32'd3489854179;
+    \weights$70 [10] = 32'd4028367848;
+    \weights$70 [11] = 32'd3791320555;
+    \weights$70 [12] = 32'd4280679422;
+    \weights$70 [13] = 32'd285005598;
+    \weights$70 [14] = 32'd1637128;
+    \weights$70 [15] = 32'd4061594372;
+    \weights$70 [16] = 32'd4178439698;
+    \weights$70 [17] = 32'd791297;
+    \weights$70 [18] = 32'd671538692;
+    \weights$70 [19] = 32'd4245481236;
+    \weights$70 [20] = 32'd4192797923;
+    \weights$70 [21] = 32'd3974294005;
+    \weights$70 [22] = 32'd3825863687;
+    \weights$70 [23] = 32'd13568245;
+    \weights$70 [24] = 32'd334880541;
+    \weights$70 [25] = 32'd4076528110;
+    \weights$70 [26] = 32'd3471441119;
+    \weights$70 [27] = 32'd4043381775;
+    \weights$70 [28] = 32'd3976667658;
+    \weights$70 [29] = 32'd3523933964;
+    \weights$70 [30] = 32'd3977906963;
+    \weights$70 [31] = 32'd487383544;
+    \weights$70 [32] = 32'd3837406279;
+    \weights$70 [33] = 32'd4241487123;
+    \weights$70 [34] = 32'd4044225524;
+    \weights$70 [35] = 32'd203029494;
+    \weights$70 [36] = 32'd4141947125;
+    \weights$70 [37] = 32'd554826024;
+    \weights$70 [38] = 32'd3990884881;
+    \weights$70 [39] = 32'd4276491545;
+    \weights$70 [40] = 32'd320079598;
+    \weights$70 [41] = 32'd3990359287;
+    \weights$70 [42] = 32'd4109893120;
+    \weights$70 [43] = 32'd135458270;
+    \weights$70 [44] = 32'd554043126;
+    \weights$70 [45] = 32'd201392104;
+    \weights$70 [46] = 32'd15852247;
+    \weights$70 [47] = 32'd4161995047;
+    \weights$70 [48] = 32'd619514835;
+    \weights$70 [49] = 32'd251918850;
+    \weights$70 [50] = 32'd3925936875;
+    \weights$70 [51] = 32'd3722767339;
+    \weights$70 [52] = 32'd453899787;
+    \weights$70 [53] = 32'd34338301;
+    \weights$70 [54] = 32'd3403094298;
+    \weights$70 [55] = 32'd4144305659;
+    \weights$70 [56] = 32'd101260514;
+    \weights$70 [57] = 32'd4011251706;
+    \weights$70 [58] = 32'd14946302;
+    \weights$70 [59] = 32'd131655415;
+    \weights$70 [60] = 32'd386598418;
+    \weights$70 [61] = 32'd3771077382;
+    \weights$70 [62] = 32'd3955688452;
+    \weights$70 [63] = 32'd3791319260;
+    \weights$70 [64] = 32'd590537;
+    \weights$70 [65] = 32'd15527159;
+    \weights$70 [66] = 32'd15664137;
+    \weights$70 [67] = 32'd15865106;
+    \weights$70 [68] = 32'd15211238;
+    \weights$70 [69] = 32'd653350;
+    \weights$70 [70] = 32'd16259618;
+    \weights$70 [71] = 32'd393993;
+    \weights$70 [72] = 32'd596214;
+    \weights$70 [73] = 32'd1379055;
+    \weights$70 [74] = 32'd1114599;
+    \weights$70 [75] = 32'd193559;
+    \weights$70 [76] = 32'd201731;
+    \weights$70 [77] = 32'd125970;
+    \weights$70 [78] = 32'd4621;
+    \weights$70 [79] = 32'd649965;
+    \weights$70 [80] = 32'd9833984;
+    \weights$70 [81] = 32'd16191490;
+    \weights$70 [82] = 32'd3539482;
+    \weights$70 [83] = 32'd13756894;
+    \weights$70 [84] = 32'd15659765;
+    \weights$70 [85] = 32'd15787498;
+    \weights$70 [86] = 32'd16192519;
+    \weights$70 [87] = 32'd14166013;
+    \weights$70 [88] = 32'd15529987;
+    \weights$70 [89] = 32'd382716;
+    \weights$70 [90] = 32'd1638903;
+    \weights$70 [91] = 32'd12647627;
+    \weights$70 [92] = 32'd14751468;
+    \weights$70 [93] = 32'd15660522;
+    \weights$70 [94] = 32'd15594755;
+    \weights$70 [95] = 32'd15460838;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$70 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$70 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$70 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$70 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$70 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$70 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [5:0]];
+      _1_ <= \weights$70 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
-  assign \$14  = $signed(acc[55:28]) > $signed(acc[27:0]);
-  assign argmax_0_0_logit = \$16  ? acc[55:28] : acc[27:0];
-  assign \$19  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$14  = $signed(acc[57:29]) > $signed(acc[28:0]);
+  assign argmax_0_0_logit = \$16  ? acc[57:29] : acc[28:0];
+  assign \$19  = $signed(acc[57:29]) > $signed(acc[28:0]);
   assign \$22  = \$21  ? 1'h1 : 1'h0;
   assign \$24  = slot_c3[2:1] != 2'h2;
   assign \$25  = slot_c3[2:1] != 2'h2;
-  assign \$28  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$28  = $signed(acc[115:87]) > $signed(acc[86:58]);
   assign \$30  = \$25  & \$29 ;
-  assign argmax_0_1_logit = \$30  ? acc[111:84] : acc[83:56];
+  assign argmax_0_1_logit = \$30  ? acc[115:87] : acc[86:58];
   assign \$31  = slot_c3[2:1] != 2'h2;
-  assign \$34  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$34  = $signed(acc[115:87]) > $signed(acc[86:58]);
   assign \$36  = \$31  & \$35 ;
   assign argmax_0_1_lane = \$36  ? 2'h3 : 2'h2;
   assign \$40  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
@@ -3561,9 +3673,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$60  = | \$6 [3:0];
   assign \$61  = 1'h0 + \$60 ;
   assign \$62  = readout_bias_writes + \$61 ;
-  assign \$63  = ~ slot_c2[14];
+  assign \$63  = ~ slot_c2[15];
   assign \$64  = slot_c2[0] & \$63 ;
-  assign \$65  = | slot_c2[34:19];
+  assign \$65  = | slot_c2[36:21];
   assign \$66  = \$64  & \$65 ;
   assign \$67  = slot_c2[2:1] == 2'h2;
   assign \$68  = \$67  ? 3'h3 : 3'h4;
@@ -3597,16 +3709,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     reserved <= \$85 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
+  assign \$3  = \$2  << \config [13:11];
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
+  assign \$6  = \$5  << \config [13:11];
+  assign \$7  = slot[9:3] + slot[20:16];
+  assign \$8  = ~ slot[15];
   assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[9];
-  assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[10];
+  assign \$10  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
+  assign finalize = slot_c3[0] & slot_c3[11];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -3626,11 +3738,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   \accelerator.readout.lanes  lanes (
     .acc(acc),
     .clk(clk),
-    .first(slot_c2[9]),
+    .first(slot_c2[10]),
     .rst(rst),
     .seeds(seeds),
     .valid(slot_c2[0]),
-    .value(slot_c2[34:19]),
+    .value(slot_c2[36:21]),
     .weights(weights)
   );
   \accelerator.readout.results  results (
@@ -3688,7 +3800,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$79  = slot;
     if (rst) begin
-      \$79  = 35'h000000000;
+      \$79  = 37'h0000000000;
     end
   end
   always @* begin
@@ -3712,7 +3824,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$82  = slot_c2;
     if (rst) begin
-      \$82  = 35'h000000000;
+      \$82  = 37'h0000000000;
     end
   end
   always @* begin
@@ -3722,7 +3834,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
       \$83  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$83  = 28'h0000000;
+      \$83  = 29'h00000000;
     end
   end
   always @* begin
@@ -3745,16 +3857,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
+  assign port__addr = \config [10:4];
   assign port__en = \$3 [3:0];
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [5:0];
+  assign \port__addr$15  = \$7 [6:0];
   assign \port__addr$17  = slot[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[34:19];
+  assign first = slot_c2[10];
+  assign value = slot_c2[36:21];
   assign argmax_0_0_lane = { 1'h0, \$22  };
   assign class_now = \$52 [3:0];
   assign w_data = beat;
@@ -3762,102 +3874,102 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[19:4];
-  assign \items__payload.step_end  = items__payload[20];
-  assign \items__payload.seq_end  = items__payload[21];
-  assign \items__payload$1.index  = items__payload[3:0];
-  assign \items__payload$1.value  = items__payload[19:4];
-  assign \items__payload$1.step_end  = items__payload[20];
-  assign \items__payload$1.seq_end  = items__payload[21];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[20:5];
+  assign \items__payload.step_end  = items__payload[21];
+  assign \items__payload.seq_end  = items__payload[22];
+  assign \items__payload$1.index  = items__payload[4:0];
+  assign \items__payload$1.value  = items__payload[20:5];
+  assign \items__payload$1.step_end  = items__payload[21];
+  assign \items__payload$1.seq_end  = items__payload[22];
   assign \config.valid  = \config [0];
   assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config.addr  = \config [10:4];
+  assign \config.elem  = \config [13:11];
+  assign \config.value  = \config [45:14];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[34:19];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[36:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[34:19];
+  assign \slot_c2.base  = slot_c2[9:3];
+  assign \slot_c2.first  = slot_c2[10];
+  assign \slot_c2.last  = slot_c2[11];
+  assign \slot_c2.step_last  = slot_c2[12];
+  assign \slot_c2.seq_first  = slot_c2[13];
+  assign \slot_c2.seq_end  = slot_c2[14];
+  assign \slot_c2.empty  = slot_c2[15];
+  assign \slot_c2.index  = slot_c2[20:16];
+  assign \slot_c2.value  = slot_c2[36:21];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
-  assign \seeds[0]  = seeds[27:0];
-  assign \seeds[1]  = seeds[55:28];
-  assign \seeds[2]  = seeds[83:56];
-  assign \seeds[3]  = seeds[111:84];
+  assign \seeds[0]  = seeds[28:0];
+  assign \seeds[1]  = seeds[57:29];
+  assign \seeds[2]  = seeds[86:58];
+  assign \seeds[3]  = seeds[115:87];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[34:19];
-  assign \acc[0]  = acc[27:0];
-  assign \acc[1]  = acc[55:28];
-  assign \acc[2]  = acc[83:56];
-  assign \acc[3]  = acc[111:84];
-  assign \beat.logits  = beat[111:0];
-  assign \beat.logits[0]  = beat[27:0];
-  assign \beat.logits[1]  = beat[55:28];
-  assign \beat.logits[2]  = beat[83:56];
-  assign \beat.logits[3]  = beat[111:84];
-  assign \beat.group  = beat[113:112];
-  assign \beat.final  = beat[114];
-  assign \beat.class_index  = beat[118:115];
-  assign \beat.seq_end  = beat[119];
-  assign \results__payload.logits  = results__payload[111:0];
-  assign \results__payload.logits[0]  = results__payload[27:0];
-  assign \results__payload.logits[1]  = results__payload[55:28];
-  assign \results__payload.logits[2]  = results__payload[83:56];
-  assign \results__payload.logits[3]  = results__payload[111:84];
-  assign \results__payload.group  = results__payload[113:112];
-  assign \results__payload.final  = results__payload[114];
-  assign \results__payload.class_index  = results__payload[118:115];
-  assign \results__payload.seq_end  = results__payload[119];
-  assign beat[119] = slot_c3[13];
-  assign beat[118:115] = \$52 [3:0];
-  assign beat[114] = slot_c3[11];
-  assign beat[113:112] = slot_c3[2:1];
-  assign beat[111:84] = acc[111:84];
-  assign beat[83:56] = acc[83:56];
-  assign beat[55:28] = acc[55:28];
-  assign beat[27:0] = acc[27:0];
-  assign seeds[111:84] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
-  assign seeds[83:56] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
-  assign seeds[55:28] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[27:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [95:72] = \config [36:13];
-  assign \port__data$12 [71:48] = \config [36:13];
-  assign \port__data$12 [47:24] = \config [36:13];
-  assign \port__data$12 [23:0] = \config [36:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
+  assign \slot_c3.base  = slot_c3[9:3];
+  assign \slot_c3.first  = slot_c3[10];
+  assign \slot_c3.last  = slot_c3[11];
+  assign \slot_c3.step_last  = slot_c3[12];
+  assign \slot_c3.seq_first  = slot_c3[13];
+  assign \slot_c3.seq_end  = slot_c3[14];
+  assign \slot_c3.empty  = slot_c3[15];
+  assign \slot_c3.index  = slot_c3[20:16];
+  assign \slot_c3.value  = slot_c3[36:21];
+  assign \acc[0]  = acc[28:0];
+  assign \acc[1]  = acc[57:29];
+  assign \acc[2]  = acc[86:58];
+  assign \acc[3]  = acc[115:87];
+  assign \beat.logits  = beat[115:0];
+  assign \beat.logits[0]  = beat[28:0];
+  assign \beat.logits[1]  = beat[57:29];
+  assign \beat.logits[2]  = beat[86:58];
+  assign \beat.logits[3]  = beat[115:87];
+  assign \beat.group  = beat[117:116];
+  assign \beat.final  = beat[118];
+  assign \beat.class_index  = beat[122:119];
+  assign \beat.seq_end  = beat[123];
+  assign \results__payload.logits  = results__payload[115:0];
+  assign \results__payload.logits[0]  = results__payload[28:0];
+  assign \results__payload.logits[1]  = results__payload[57:29];
+  assign \results__payload.logits[2]  = results__payload[86:58];
+  assign \results__payload.logits[3]  = results__payload[115:87];
+  assign \results__payload.group  = results__payload[117:116];
+  assign \results__payload.final  = results__payload[118];
+  assign \results__payload.class_index  = results__payload[122:119];
+  assign \results__payload.seq_end  = results__payload[123];
+  assign beat[123] = slot_c3[14];
+  assign beat[122:119] = \$52 [3:0];
+  assign beat[118] = slot_c3[12];
+  assign beat[117:116] = slot_c3[2:1];
+  assign beat[115:87] = acc[115:87];
+  assign beat[86:58] = acc[86:58];
+  assign beat[57:29] = acc[57:29];
+  assign beat[28:0] = acc[28:0];
+  assign seeds[115:87] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
+  assign seeds[86:58] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
+  assign seeds[57:29] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
+  assign seeds[28:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
+  assign \port__data$12 [95:72] = \config [37:14];
+  assign \port__data$12 [71:48] = \config [37:14];
+  assign \port__data$12 [47:24] = \config [37:14];
+  assign \port__data$12 [23:0] = \config [37:14];
+  assign port__data[31:24] = \config [21:14];
+  assign port__data[23:16] = \config [21:14];
+  assign port__data[15:8] = \config [21:14];
+  assign port__data[7:0] = \config [21:14];
   assign \$11  = 1'h1;
   assign argmax_0_0_valid = 1'h1;
   assign \$12  = 1'h1;
@@ -3893,14 +4005,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [5:0] \$11 ;
+  wire [6:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire [4:0] \$15 ;
-  wire [5:0] \$16 ;
+  wire [5:0] \$15 ;
+  wire [6:0] \$16 ;
   wire \$17 ;
-  wire [3:0] \$18 ;
+  wire [4:0] \$18 ;
   wire [15:0] \$19 ;
   wire \$2 ;
   wire [1:0] \$20 ;
@@ -3911,20 +4023,20 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire [5:0] \$28 ;
+  wire [6:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire [32:0] \$31 ;
-  wire [5:0] \$32 ;
+  wire [6:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire [1:0] \$37 ;
-  reg [4:0] \$38 ;
+  reg [5:0] \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire [32:0] \$41 ;
   wire \$42 ;
@@ -3933,32 +4045,32 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$45 ;
   wire \$46 ;
   wire [2:0] \$47 ;
-  wire [6:0] \$48 ;
+  wire [7:0] \$48 ;
   wire \$49 ;
-  wire [5:0] \$5 ;
+  wire [6:0] \$5 ;
   wire \$50 ;
   wire [32:0] \$51 ;
-  wire [5:0] \$52 ;
+  wire [6:0] \$52 ;
   reg [31:0] \$53 ;
   reg [31:0] \$54 ;
-  reg [4:0] \$55 ;
+  reg [5:0] \$55 ;
   reg [31:0] \$56 ;
   reg [1:0] \$57 ;
-  reg [4:0] \$58 ;
-  reg [4:0] \$59 ;
+  reg [5:0] \$58 ;
+  reg [5:0] \$59 ;
   wire [22:0] \$6 ;
   reg [1:0] \$60 ;
   reg [1:0] \$61 ;
   reg \$62 ;
   reg \$63 ;
-  reg [34:0] \$64 ;
+  reg [36:0] \$64 ;
   reg \$65 ;
   reg \$66 ;
-  reg [4:0] \$67 ;
+  reg [5:0] \$67 ;
   reg [1:0] \$68 ;
-  reg [5:0] \$69 ;
+  reg [6:0] \$69 ;
   wire [22:0] \$7 ;
-  reg [4:0] \$70 ;
+  reg [5:0] \$70 ;
   reg \$71 ;
   reg \$72 ;
   reg [31:0] \$73 ;
@@ -3967,9 +4079,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
-  reg [4:0] bank0_count = 5'h00;
-  reg [4:0] bank1_count = 5'h00;
-  reg [5:0] base = 6'h00;
+  reg [5:0] bank0_count = 6'h00;
+  reg [5:0] bank1_count = 6'h00;
+  reg [6:0] base = 7'h00;
   reg busy = 1'h0;
   input clk;
   wire clk;
@@ -3981,9 +4093,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
-  input [21:0] items__payload;
-  wire [21:0] items__payload;
-  wire [3:0] \items__payload.index ;
+  input [22:0] items__payload;
+  wire [22:0] items__payload;
+  wire [4:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [15:0] \items__payload.value ;
@@ -3992,24 +4104,24 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   input items__valid;
   wire items__valid;
   wire last_slot;
-  reg [34:0] meta = 35'h000000000;
-  wire [5:0] \meta.base ;
+  reg [36:0] meta = 37'h0000000000;
+  wire [6:0] \meta.base ;
   wire \meta.empty ;
   wire \meta.first ;
   wire [1:0] \meta.group ;
-  wire [3:0] \meta.index ;
+  wire [4:0] \meta.index ;
   wire \meta.last ;
   wire \meta.seq_end ;
   wire \meta.seq_first ;
   wire \meta.step_last ;
   wire \meta.valid ;
   wire [15:0] \meta.value ;
-  reg [4:0] n_items = 5'h00;
+  reg [5:0] n_items = 6'h00;
   reg next_first = 1'h1;
   wire nonzero;
   reg rbank = 1'h0;
-  reg [4:0] rd__addr;
-  wire [19:0] rd__data;
+  reg [5:0] rd__addr;
+  wire [20:0] rd__data;
   reg rd__en;
   output [31:0] readout_busy_cycles;
   reg [31:0] readout_busy_cycles = 32'd0;
@@ -4027,14 +4139,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire rst;
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
-  reg [4:0] slot = 5'h00;
-  output [34:0] \slot$21 ;
-  wire [34:0] \slot$21 ;
-  wire [5:0] \slot$21.base ;
+  reg [5:0] slot = 6'h00;
+  output [36:0] \slot$21 ;
+  wire [36:0] \slot$21 ;
+  wire [6:0] \slot$21.base ;
   wire \slot$21.empty ;
   wire \slot$21.first ;
   wire [1:0] \slot$21.group ;
-  wire [3:0] \slot$21.index ;
+  wire [4:0] \slot$21.index ;
   wire \slot$21.last ;
   wire \slot$21.seq_end ;
   wire \slot$21.seq_first ;
@@ -4045,58 +4157,90 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire starting;
   wire stored;
   reg wbank = 1'h0;
-  reg [4:0] wcount = 5'h00;
-  wire [4:0] wr__addr;
-  wire [19:0] wr__data;
+  reg [5:0] wcount = 6'h00;
+  wire [5:0] wr__addr;
+  wire [20:0] wr__data;
   reg wr__en;
-  reg [19:0] items [31:0];
+  reg [20:0] items [63:0];
   initial begin
-    items[0] = 20'h00000;
-    items[1] = 20'h00000;
-    items[2] = 20'h00000;
-    items[3] = 20'h00000;
-    items[4] = 20'h00000;
-    items[5] = 20'h00000;
-    items[6] = 20'h00000;
-    items[7] = 20'h00000;
-    items[8] = 20'h00000;
-    items[9] = 20'h00000;
-    items[10] = 20'h00000;
-    items[11] = 20'h00000;
-    items[12] = 20'h00000;
-    items[13] = 20'h00000;
-    items[14] = 20'h00000;
-    items[15] = 20'h00000;
-    items[16] = 20'h00000;
-    items[17] = 20'h00000;
-    items[18] = 20'h00000;
-    items[19] = 20'h00000;
-    items[20] = 20'h00000;
-    items[21] = 20'h00000;
-    items[22] = 20'h00000;
-    items[23] = 20'h00000;
-    items[24] = 20'h00000;
-    items[25] = 20'h00000;
-    items[26] = 20'h00000;
-    items[27] = 20'h00000;
-    items[28] = 20'h00000;
-    items[29] = 20'h00000;
-    items[30] = 20'h00000;
-    items[31] = 20'h00000;
+    items[0] = 21'h000000;
+    items[1] = 21'h000000;
+    items[2] = 21'h000000;
+    items[3] = 21'h000000;
+    items[4] = 21'h000000;
+    items[5] = 21'h000000;
+    items[6] = 21'h000000;
+    items[7] = 21'h000000;
+    items[8] = 21'h000000;
+    items[9] = 21'h000000;
+    items[10] = 21'h000000;
+    items[11] = 21'h000000;
+    items[12] = 21'h000000;
+    items[13] = 21'h000000;
+    items[14] = 21'h000000;
+    items[15] = 21'h000000;
+    items[16] = 21'h000000;
+    items[17] = 21'h000000;
+    items[18] = 21'h000000;
+    items[19] = 21'h000000;
+    items[20] = 21'h000000;
+    items[21] = 21'h000000;
+    items[22] = 21'h000000;
+    items[23] = 21'h000000;
+    items[24] = 21'h000000;
+    items[25] = 21'h000000;
+    items[26] = 21'h000000;
+    items[27] = 21'h000000;
+    items[28] = 21'h000000;
+    items[29] = 21'h000000;
+    items[30] = 21'h000000;
+    items[31] = 21'h000000;
+    items[32] = 21'h000000;
+    items[33] = 21'h000000;
+    items[34] = 21'h000000;
+    items[35] = 21'h000000;
+    items[36] = 21'h000000;
+    items[37] = 21'h000000;
+    items[38] = 21'h000000;
+    items[39] = 21'h000000;
+    items[40] = 21'h000000;
+    items[41] = 21'h000000;
+    items[42] = 21'h000000;
+    items[43] = 21'h000000;
+    items[44] = 21'h000000;
+    items[45] = 21'h000000;
+    items[46] = 21'h000000;
+    items[47] = 21'h000000;
+    items[48] = 21'h000000;
+    items[49] = 21'h000000;
+    items[50] = 21'h000000;
+    items[51] = 21'h000000;
+    items[52] = 21'h000000;
+    items[53] = 21'h000000;
+    items[54] = 21'h000000;
+    items[55] = 21'h000000;
+    items[56] = 21'h000000;
+    items[57] = 21'h000000;
+    items[58] = 21'h000000;
+    items[59] = 21'h000000;
+    items[60] = 21'h000000;
+    items[61] = 21'h000000;
+    items[62] = 21'h000000;
+    items[63] = 21'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
-      items[\$5 [4:0]] <= \$7 [19:0];
+      items[\$5 [5:0]] <= \$7 [20:0];
   end
-  reg [19:0] _0_;
+  reg [20:0] _0_;
   always @(posedge clk) begin
     if (rd__en) begin
       _0_ <= items[rd__addr];
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$19  = meta[14] ? 16'h0000 : rd__data[19:4];
+  assign \$18  = meta[15] ? 5'h00 : rd__data[4:0];
+  assign \$19  = meta[15] ? 16'h0000 : rd__data[20:5];
   assign \$20  = 1'h0 + rd__en;
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
@@ -4122,7 +4266,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$45  = group == 2'h2;
   assign \$46  = ! n_items;
   assign \$47  = group + 1'h1;
-  assign \$48  = base + 5'h10;
+  assign \$48  = base + 6'h20;
   assign \$49  = group == 2'h2;
   assign \$50  = ~ rbank;
   assign \$51  = readout_steps + 1'h1;
@@ -4177,12 +4321,12 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     readout_steps <= \$76 ;
   assign \$1  = full >> wbank;
   assign \$2  = ~ \$1 ;
-  assign nonzero = | items__payload[19:4];
-  assign \$3  = wcount < 5'h10;
+  assign nonzero = | items__payload[20:5];
+  assign \$3  = wcount < 6'h20;
   assign stored = nonzero & \$3 ;
-  assign \$4  = wbank ? 5'h10 : 5'h00;
+  assign \$4  = wbank ? 6'h20 : 6'h00;
   assign \$5  = \$4  + wcount;
-  assign \$7  = { 19'h00000, items__payload[3:0] } | \$6 ;
+  assign \$7  = { 18'h00000, items__payload[4:0] } | \$6 ;
   assign \$8  = full >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
@@ -4193,7 +4337,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign issue = busy & \$13 ;
   assign \$14  = ! slot;
   assign starting = issue & \$14 ;
-  assign \$15  = rbank ? 5'h10 : 5'h00;
+  assign \$15  = rbank ? 6'h20 : 6'h00;
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
@@ -4224,9 +4368,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    rd__addr = 5'h00;
+    rd__addr = 6'h00;
     if (issue) begin
-      rd__addr = \$16 [4:0];
+      rd__addr = \$16 [5:0];
     end
   end
   always @* begin
@@ -4248,14 +4392,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
-        \$55  = \$28 [4:0];
+        \$55  = \$28 [5:0];
       end
-      if (items__payload[20]) begin
-        \$55  = 5'h00;
+      if (items__payload[21]) begin
+        \$55  = 6'h00;
       end
     end
     if (rst) begin
-      \$55  = 5'h00;
+      \$55  = 6'h00;
     end
   end
   always @* begin
@@ -4274,7 +4418,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = full;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
@@ -4305,40 +4449,40 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         casez (wbank)
           1'h0:
-              \$58  = \$32 [4:0];
+              \$58  = \$32 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 5'h00;
+      \$58  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$59  = \$32 [4:0];
+              \$59  = \$32 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$59  = 5'h00;
+      \$59  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
@@ -4356,13 +4500,13 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$61 [0] = items__payload[21];
+              \$61 [0] = items__payload[22];
           1'h1:
-              \$61 [1] = items__payload[21];
+              \$61 [1] = items__payload[22];
         endcase
       end
     end
@@ -4374,8 +4518,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
-      if (items__payload[20]) begin
-        \$62  = items__payload[21];
+      if (items__payload[21]) begin
+        \$62  = items__payload[22];
       end
     end
     if (rst) begin
@@ -4386,7 +4530,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
-      if (items__payload[20]) begin
+      if (items__payload[21]) begin
         \$63  = \$33 ;
       end
     end
@@ -4396,20 +4540,20 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$64 [34:1] = meta[34:1];
+    \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
       \$64 [2:1] = group;
-      \$64 [8:3] = base;
-      \$64 [9] = \$44 ;
-      \$64 [10] = last_slot;
-      \$64 [11] = \$45 ;
-      \$64 [12] = seq_first;
-      \$64 [13] = seq_end;
-      \$64 [14] = \$46 ;
+      \$64 [9:3] = base;
+      \$64 [10] = \$44 ;
+      \$64 [11] = last_slot;
+      \$64 [12] = \$45 ;
+      \$64 [13] = seq_first;
+      \$64 [14] = seq_end;
+      \$64 [15] = \$46 ;
     end
     if (rst) begin
-      \$64  = 35'h000000000;
+      \$64  = 37'h0000000000;
     end
   end
   always @* begin
@@ -4461,7 +4605,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
       end
     end
     if (rst) begin
-      \$67  = 5'h00;
+      \$67  = 6'h00;
     end
   end
   always @* begin
@@ -4488,16 +4632,16 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$34 ) begin
       if (\$35 ) begin
       end else if (\$36 ) begin
-        \$69  = 6'h00;
+        \$69  = 7'h00;
       end
     end
     if (issue) begin
       if (last_slot) begin
-        \$69  = \$48 [5:0];
+        \$69  = \$48 [6:0];
       end
     end
     if (rst) begin
-      \$69  = 6'h00;
+      \$69  = 7'h00;
     end
   end
   always @* begin
@@ -4506,19 +4650,19 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     if (\$34 ) begin
       if (\$35 ) begin
       end else if (\$36 ) begin
-        \$70  = 5'h00;
+        \$70  = 6'h00;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
       if (last_slot) begin
-        \$70  = 5'h00;
+        \$70  = 6'h00;
       end else begin
-        \$70  = \$52 [4:0];
+        \$70  = \$52 [5:0];
       end
     end
     if (rst) begin
-      \$70  = 5'h00;
+      \$70  = 6'h00;
     end
   end
   always @* begin
@@ -4601,47 +4745,47 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
       \$76  = 32'd0;
     end
   end
-  assign wr__addr = \$5 [4:0];
-  assign wr__data = \$7 [19:0];
-  assign \items__payload.index  = items__payload[3:0];
-  assign \items__payload.value  = items__payload[19:4];
-  assign \items__payload.step_end  = items__payload[20];
-  assign \items__payload.seq_end  = items__payload[21];
+  assign wr__addr = \$5 [5:0];
+  assign wr__data = \$7 [20:0];
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[20:5];
+  assign \items__payload.step_end  = items__payload[21];
+  assign \items__payload.seq_end  = items__payload[22];
   assign \slot$21.valid  = \slot$21 [0];
   assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [8:3];
-  assign \slot$21.first  = \slot$21 [9];
-  assign \slot$21.last  = \slot$21 [10];
-  assign \slot$21.step_last  = \slot$21 [11];
-  assign \slot$21.seq_first  = \slot$21 [12];
-  assign \slot$21.seq_end  = \slot$21 [13];
-  assign \slot$21.empty  = \slot$21 [14];
-  assign \slot$21.index  = \slot$21 [18:15];
-  assign \slot$21.value  = \slot$21 [34:19];
+  assign \slot$21.base  = \slot$21 [9:3];
+  assign \slot$21.first  = \slot$21 [10];
+  assign \slot$21.last  = \slot$21 [11];
+  assign \slot$21.step_last  = \slot$21 [12];
+  assign \slot$21.seq_first  = \slot$21 [13];
+  assign \slot$21.seq_end  = \slot$21 [14];
+  assign \slot$21.empty  = \slot$21 [15];
+  assign \slot$21.index  = \slot$21 [20:16];
+  assign \slot$21.value  = \slot$21 [36:21];
   assign \meta.valid  = meta[0];
   assign \meta.group  = meta[2:1];
-  assign \meta.base  = meta[8:3];
-  assign \meta.first  = meta[9];
-  assign \meta.last  = meta[10];
-  assign \meta.step_last  = meta[11];
-  assign \meta.seq_first  = meta[12];
-  assign \meta.seq_end  = meta[13];
-  assign \meta.empty  = meta[14];
-  assign \meta.index  = meta[18:15];
-  assign \meta.value  = meta[34:19];
-  assign \slot$21 [34:19] = \$19 ;
-  assign \slot$21 [18:15] = \$18 ;
+  assign \meta.base  = meta[9:3];
+  assign \meta.first  = meta[10];
+  assign \meta.last  = meta[11];
+  assign \meta.step_last  = meta[12];
+  assign \meta.seq_first  = meta[13];
+  assign \meta.seq_end  = meta[14];
+  assign \meta.empty  = meta[15];
+  assign \meta.index  = meta[20:16];
+  assign \meta.value  = meta[36:21];
+  assign \slot$21 [36:21] = \$19 ;
+  assign \slot$21 [20:16] = \$18 ;
+  assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
   assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9] = meta[9];
-  assign \slot$21 [8:3] = meta[8:3];
+  assign \slot$21 [9:3] = meta[9:3];
   assign \slot$21 [2:1] = meta[2:1];
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
-  assign \$6  = { 3'h0, items__payload[19:4], 4'h0 };
+  assign \$6  = { 2'h0, items__payload[20:5], 5'h00 };
   assign \$22  = wr__en;
   assign \$35  = drain;
 endmodule
@@ -4649,37 +4793,37 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire [27:0] \$1 ;
-  wire [27:0] \$10 ;
+  wire [28:0] \$1 ;
+  wire [28:0] \$10 ;
   wire [23:0] \$11 ;
-  wire [28:0] \$12 ;
-  reg [111:0] \$13 ;
+  wire [29:0] \$12 ;
+  reg [115:0] \$13 ;
   wire [23:0] \$2 ;
-  wire [28:0] \$3 ;
-  wire [27:0] \$4 ;
+  wire [29:0] \$3 ;
+  wire [28:0] \$4 ;
   wire [23:0] \$5 ;
-  wire [28:0] \$6 ;
-  wire [27:0] \$7 ;
+  wire [29:0] \$6 ;
+  wire [28:0] \$7 ;
   wire [23:0] \$8 ;
-  wire [28:0] \$9 ;
-  output [111:0] acc;
-  reg [111:0] acc = 112'h0000000000000000000000000000;
-  wire [27:0] \acc[0] ;
-  wire [27:0] \acc[1] ;
-  wire [27:0] \acc[2] ;
-  wire [27:0] \acc[3] ;
+  wire [29:0] \$9 ;
+  output [115:0] acc;
+  reg [115:0] acc = 116'h00000000000000000000000000000;
+  wire [28:0] \acc[0] ;
+  wire [28:0] \acc[1] ;
+  wire [28:0] \acc[2] ;
+  wire [28:0] \acc[3] ;
   input clk;
   wire clk;
   input first;
   wire first;
   input rst;
   wire rst;
-  input [111:0] seeds;
-  wire [111:0] seeds;
-  wire [27:0] \seeds[0] ;
-  wire [27:0] \seeds[1] ;
-  wire [27:0] \seeds[2] ;
-  wire [27:0] \seeds[3] ;
+  input [115:0] seeds;
+  wire [115:0] seeds;
+  wire [28:0] \seeds[0] ;
+  wire [28:0] \seeds[1] ;
+  wire [28:0] \seeds[2] ;
+  wire [28:0] \seeds[3] ;
   input valid;
   wire valid;
   input [15:0] value;
@@ -4690,16 +4834,16 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[27:0] : acc[27:0];
+  assign \$1  = first ? seeds[28:0] : acc[28:0];
   assign \$2  = $signed(weights[7:0]) * $signed(value);
   assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[55:28] : acc[55:28];
+  assign \$4  = first ? seeds[57:29] : acc[57:29];
   assign \$5  = $signed(weights[15:8]) * $signed(value);
   assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[83:56] : acc[83:56];
+  assign \$7  = first ? seeds[86:58] : acc[86:58];
   assign \$8  = $signed(weights[23:16]) * $signed(value);
   assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[111:84] : acc[111:84];
+  assign \$10  = first ? seeds[115:87] : acc[115:87];
   assign \$11  = $signed(weights[31:24]) * $signed(value);
   assign \$12  = $signed(\$10 ) + $signed(\$11 );
   always @(posedge clk)
@@ -4708,23 +4852,23 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$13  = acc;
     if (valid) begin
-      \$13 [27:0] = \$3 [27:0];
-      \$13 [55:28] = \$6 [27:0];
-      \$13 [83:56] = \$9 [27:0];
-      \$13 [111:84] = \$12 [27:0];
+      \$13 [28:0] = \$3 [28:0];
+      \$13 [57:29] = \$6 [28:0];
+      \$13 [86:58] = \$9 [28:0];
+      \$13 [115:87] = \$12 [28:0];
     end
     if (rst) begin
-      \$13  = 112'h0000000000000000000000000000;
+      \$13  = 116'h00000000000000000000000000000;
     end
   end
-  assign \acc[0]  = acc[27:0];
-  assign \acc[1]  = acc[55:28];
-  assign \acc[2]  = acc[83:56];
-  assign \acc[3]  = acc[111:84];
-  assign \seeds[0]  = seeds[27:0];
-  assign \seeds[1]  = seeds[55:28];
-  assign \seeds[2]  = seeds[83:56];
-  assign \seeds[3]  = seeds[111:84];
+  assign \acc[0]  = acc[28:0];
+  assign \acc[1]  = acc[57:29];
+  assign \acc[2]  = acc[86:58];
+  assign \acc[3]  = acc[115:87];
+  assign \seeds[0]  = seeds[28:0];
+  assign \seeds[1]  = seeds[57:29];
+  assign \seeds[2]  = seeds[86:58];
+  assign \seeds[3]  = seeds[115:87];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -4776,42 +4920,42 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   wire [3:0] level;
   (* init = 3'h0 *)
   wire [2:0] produce;
-  output [119:0] r_data;
-  wire [119:0] r_data;
+  output [123:0] r_data;
+  wire [123:0] r_data;
   input r_en;
   wire r_en;
   wire [3:0] r_level;
   reg [2:0] r_port__addr = 3'h0;
-  wire [119:0] r_port__data;
+  wire [123:0] r_port__data;
   wire r_port__en;
   output r_rdy;
   reg r_rdy = 1'h0;
   input rst;
   wire rst;
-  wire [119:0] w_data;
+  wire [123:0] w_data;
   input w_en;
   wire w_en;
   wire [3:0] w_level;
   reg [2:0] w_port__addr = 3'h0;
-  input [119:0] w_port__data;
-  wire [119:0] w_port__data;
+  input [123:0] w_port__data;
+  wire [123:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [119:0] storage [6:0];
+  reg [123:0] storage [6:0];
   initial begin
-    storage[0] = 120'h000000000000000000000000000000;
-    storage[1] = 120'h000000000000000000000000000000;
-    storage[2] = 120'h000000000000000000000000000000;
-    storage[3] = 120'h000000000000000000000000000000;
-    storage[4] = 120'h000000000000000000000000000000;
-    storage[5] = 120'h000000000000000000000000000000;
-    storage[6] = 120'h000000000000000000000000000000;
+    storage[0] = 124'h0000000000000000000000000000000;
+    storage[1] = 124'h0000000000000000000000000000000;
+    storage[2] = 124'h0000000000000000000000000000000;
+    storage[3] = 124'h0000000000000000000000000000000;
+    storage[4] = 124'h0000000000000000000000000000000;
+    storage[5] = 124'h0000000000000000000000000000000;
+    storage[6] = 124'h0000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
   end
-  reg [119:0] _0_;
+  reg [123:0] _0_;
   always @(posedge clk) begin
     if (r_port__en) begin
       _0_ <= storage[r_port__addr];
