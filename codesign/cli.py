@@ -459,6 +459,7 @@ def rtl(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
         f"{len(plan['memories'])} memories, {bits} bits",
         highlight=False,
+        soft_wrap=True,
     )
 
 
