@@ -18,4 +18,6 @@ def test_committed_rtl_is_up_to_date(tmp_path: Path) -> None:
         assert fresh == committed, f"rtl/{name}/accelerator.v is stale: run `make rtl`"
         for copy in ("manifest.yaml", "weights.npz"):
             bundle = (ROOT / "models" / "bundles" / name / copy).read_bytes()
-            assert (ROOT / "rtl" / name / copy).read_bytes() == bundle, f"rtl/{name}/{copy} is stale: run `make rtl`"
+            assert (ROOT / "rtl" / name / copy).read_bytes() == bundle, (
+                f"rtl/{name}/{copy} is stale: run `make rtl`"
+            )
