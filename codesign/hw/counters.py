@@ -15,6 +15,7 @@ class CounterBank:
     """Named counters of one component (``counter_bits`` wide; they wrap)."""
 
     def __init__(self, prefix: str, names: list[str], counter_bits: int = 32) -> None:
+        self.counter_bits = counter_bits
         self.signals: dict[str, Signal] = {
             n: Signal(counter_bits, name=f"{prefix}_{n}" if prefix else n) for n in names
         }
@@ -22,7 +23,9 @@ class CounterBank:
 
     def add(self, name: str) -> Signal:
         if name not in self.signals:
-            self.signals[name] = Signal(32, name=f"{self.prefix}_{name}" if self.prefix else name)
+            self.signals[name] = Signal(
+                self.counter_bits, name=f"{self.prefix}_{name}" if self.prefix else name
+            )
         return self.signals[name]
 
     def count(self, m: Module, name: str, amount) -> None:

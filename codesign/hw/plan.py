@@ -31,7 +31,6 @@ from codesign.bundle.spec import (
     shift_bounds,
 )
 from codesign.errors import CodesignError
-from codesign.intmath import bits_for_magnitude
 
 __all__ = [
     "AcceleratorPlan",
@@ -426,7 +425,3 @@ def _replace_memories(e: EnginePlan, mems: dict[str, MemoryPlan]) -> EnginePlan:
     from dataclasses import replace
 
     return replace(e, memories=mems)
-
-
-def magnitude_bits(value: int) -> int:
-    return bits_for_magnitude(value)
