@@ -109,7 +109,7 @@ def test_local_cluster_killed_part_way_resumes_without_rerunning(tmp_path: Path)
     out = tmp_path / "out"
     trials_dir = out / "trials"
     first = _explore(space, out, start_new_session=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 600  # a loaded machine starts the cluster and trains slowly
     while time.monotonic() < deadline and len(list(trials_dir.glob("*.json"))) < 3:
         assert first.poll() is None, first.stdout.read()
         time.sleep(0.02)
@@ -117,7 +117,8 @@ def test_local_cluster_killed_part_way_resumes_without_rerunning(tmp_path: Path)
     first.wait()
     before = {p.name: (p.stat().st_mtime_ns, p.read_text()) for p in trials_dir.glob("*.json")}
     runs_before = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/summary.json")}
-    assert 3 <= len(before) < 32, "the kill came too late to test resuming"
+    assert len(before) >= 3, "fewer than 3 trials finished before the deadline"
+    assert len(before) < 32, "the kill came too late to test resuming"
 
     second = _explore(space, out)
     log, _ = second.communicate(timeout=120)
