@@ -16,7 +16,7 @@ stream also carries ``step_end`` and ``seq_end`` markers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from codesign.bundle.spec import (
@@ -41,8 +41,6 @@ __all__ = [
     "PARAMS",
     "ceil_div",
     "plan_accelerator",
-    "shift_range",
-    "MAX_SIZE",
     "MAX_SPAN_WORDS",
 ]
 
@@ -74,8 +72,6 @@ STATE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """Per-neuron state kept in the state memory (``h`` for every other cell)."""
 
-MAX_SIZE = 4096
-"""Largest layer, input or class count the generator accepts (the manifest's own limit)."""
 MAX_SPAN_WORDS = 1 << 20
 """Largest DCLS delay line (channels x span words) the generator builds."""
 
@@ -87,9 +83,6 @@ def ceil_div(a: int, b: int) -> int:
 def index_bits(size: int) -> int:
     """Width of an unsigned index in ``[0, size)`` (at least one bit)."""
     return max(1, (size - 1).bit_length())
-
-
-shift_range = shift_bounds
 
 
 @dataclass(frozen=True)
@@ -322,7 +315,7 @@ def plan_accelerator(
         params = {}
         for name in PARAMS[layer.cell]:
             params[name] = {"alpha": layer.alpha_bits, "theta": layer.state_bits}.get(name, SHIFT_BITS)
-        lo, hi = shift_range(acc)
+        lo, hi = shift_bounds(acc)
         layer_lanes = min(lanes, layer.size)
         layers.append(
             EnginePlan(
@@ -387,7 +380,7 @@ def plan_accelerator(
     engines = []
     for e in (*layers, readout):
         mems = _engine_memories(e, next_id)
-        engines.append(_replace_memories(e, mems))
+        engines.append(replace(e, memories=mems))
     layers, readout = engines[:-1], engines[-1]
     memories = tuple(mem for e in engines for mem in e.memories.values())
     counters = ["cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results"]
@@ -419,9 +412,3 @@ def plan_accelerator(
         counter_bits=counter_bits,
         faults=frozenset(faults),
     )
-
-
-def _replace_memories(e: EnginePlan, mems: dict[str, MemoryPlan]) -> EnginePlan:
-    from dataclasses import replace
-
-    return replace(e, memories=mems)
