@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 
 from codesign.bundle.io import Bundle, check_weights
@@ -20,7 +21,7 @@ from codesign.hw.images import memory_images
 from codesign.hw.issue import IssueStage
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import plan_accelerator
-from codesign.hw.update import make_update_unit
+from codesign.hw.update import abs_at_least, make_update_unit
 from codesign.intmath import saturate, signed_range
 
 
@@ -122,12 +123,34 @@ def test_update_unit_follows_the_integer_rules(cell: str, extra: dict) -> None:
                 ctx.set(unit.old[name], value)
             await ctx.delay(1e-9)
             new, out, gate = _reference(cell, e, acc, params, old)
+            hold = ctx.get(unit.hold)  # the next stage keeps the old state and output
             for name, value in new.items():
-                assert ctx.get(unit.new[name]) == value, (k, name, acc, params, old)
-            assert ctx.get(unit.out) == out, (k, acc, params, old)
+                got = old[name] if hold else ctx.get(unit.new[name])
+                assert got == value, (k, name, acc, params, old)
+            old_out = old["d"] if cell == "hsru" else old["h"]
+            assert (old_out if hold else ctx.get(unit.out)) == out, (k, acc, params, old)
             assert ctx.get(unit.gate) == gate, (k, acc, params, old)
 
     _run(unit, bench, clock=False)
+
+
+@pytest.mark.parametrize("bits", [1, 2, 4])
+def test_abs_at_least_matches_abs_compare_exhaustively(bits: int) -> None:
+    """The sign-split ``|a| >= |b|`` of the CMRU gate, on every pair of ``bits``-bit values."""
+    a, b = Signal(signed(bits)), Signal(signed(bits))
+    m = Module()
+    out = abs_at_least(m, a, b)
+    lo, hi = signed_range(bits)
+
+    async def bench(ctx):
+        for x in range(lo, hi + 1):
+            for y in range(lo, hi + 1):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                await ctx.delay(1e-9)
+                assert ctx.get(out) == int(abs(x) >= abs(y)), (x, y)
+
+    _run(m, bench, clock=False)
 
 
 def test_lane_array_accumulates_from_seeds() -> None:

@@ -81,26 +81,23 @@ class LayerEngine(wiring.Component):
         params_rd, state_rd, state_wr = front.params_rd, front.state_rd, front.state_wr
         acc_wr, pool_rd, pool_wr, last_lanes = front.acc_wr, front.pool_rd, front.pool_wr, front.last_lanes
 
-        # ------------------------------------------------------------ C3 finalize
+        # ------------------------------------------------------------ C3 update
+        # One update unit per lane computes the new state from the accumulators, the parameters
+        # and the old state; its results are registered, so C4 (write-back, events, pooled sum)
+        # starts from flip-flops. The issue stage's DRAIN keeps the next step's reads of a
+        # group behind C4's write of it.
         finalize = Signal()
         m.d.comb += finalize.eq(s3.valid & s3.last)
         first = s3.seq_first
-        lane_valid = Signal(p)
-        for lane in range(p):
-            exists = 1 if lane < last_lanes else (s3.group != groups - 1)
-            m.d.comb += lane_valid[lane].eq(exists)
-        entry = Signal(EntryLayout(p, groups, self.value_bits))
-        changed = Signal(p)
-        saturated = Signal(p)
         n_fields = len(e.state_fields)
-        m.d.comb += [state_wr.addr.eq(s3.group), state_wr.en.eq(finalize)]
         if acc_wr is not None:
             m.d.comb += [acc_wr.addr.eq(s3.group), acc_wr.en.eq(finalize)]
             for i in range(p * n_mat):
                 m.d.comb += acc_wr.data[i].eq(lanes.acc[i])
-        if pool_wr is not None:
-            m.d.comb += [pool_wr.addr.eq(s3.group), pool_wr.en.eq(finalize)]
-        trace = Signal(TraceLayout(e))
+        s4 = Signal(SlotLayout(e), name="slot_c4")
+        finalize4 = Signal()
+        m.d.sync += [s4.eq(s3), finalize4.eq(finalize)]
+        lane_regs = []
         for lane in range(p):
             unit = make_update_unit(e, self.plan.faults)
             m.submodules[f"update_{lane}"] = unit
@@ -110,54 +107,93 @@ class LayerEngine(wiring.Component):
                 m.d.comb += unit.params[name].eq(params_rd.data[lane * len(e.params) + k])
             for k, name in enumerate(e.state_fields):
                 m.d.comb += unit.old[name].eq(Mux(first, 0, state_rd.data[lane * n_fields + k]))
-                m.d.comb += state_wr.data[lane * n_fields + k].eq(unit.new[name])
-            old_out = Signal(signed(e.output_bits), name=f"old_out_{lane}")
-            if e.kind == "hsru":
-                m.d.comb += old_out.eq(unit.old.d[0])
-            else:
-                m.d.comb += old_out.eq(unit.old.h)
-            lane_sat = unit.saturated
+            regs = {
+                "new": Signal.like(unit.new, name=f"new_c4_{lane}"),
+                "old": Signal.like(unit.old, name=f"old_c4_{lane}"),
+                "hold": Signal(name=f"hold_c4_{lane}"),
+                "out": Signal.like(unit.out, name=f"out_c4_{lane}"),
+                "old_out": Signal(signed(e.output_bits), name=f"old_out_c4_{lane}"),
+                "gate": Signal.like(unit.gate, name=f"gate_c4_{lane}"),
+                "saturated": Signal(name=f"saturated_c4_{lane}"),
+                "potential": Signal.like(unit.potential, name=f"potential_c4_{lane}"),
+            }
+            old_out = unit.old.d[0] if e.kind == "hsru" else unit.old.h
+            m.d.sync += [
+                regs["new"].eq(unit.new),
+                regs["old"].eq(unit.old),
+                regs["hold"].eq(unit.hold),
+                regs["out"].eq(unit.out),
+                regs["old_out"].eq(old_out),
+                regs["gate"].eq(unit.gate),
+                regs["saturated"].eq(unit.saturated),
+                regs["potential"].eq(unit.potential),
+            ]
             if pool_wr is not None:
-                old_pool = Mux(first, 0, pool_rd.data[lane])
+                regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
+                m.d.sync += regs["old_pool"].eq(Mux(first, 0, pool_rd.data[lane]))
+            lane_regs.append(regs)
+
+        # ------------------------------------------------------------ C4 write-back
+        lane_valid = Signal(p)
+        for lane in range(p):
+            exists = 1 if lane < last_lanes else (s4.group != groups - 1)
+            m.d.comb += lane_valid[lane].eq(exists)
+        entry = Signal(EntryLayout(p, groups, self.value_bits))
+        changed = Signal(p)
+        saturated = Signal(p)
+        m.d.comb += [state_wr.addr.eq(s4.group), state_wr.en.eq(finalize4)]
+        if pool_wr is not None:
+            m.d.comb += [pool_wr.addr.eq(s4.group), pool_wr.en.eq(finalize4)]
+        trace = Signal(TraceLayout(e))
+        for lane, regs in enumerate(lane_regs):
+            hold = regs["hold"]
+            for k, name in enumerate(e.state_fields):
+                kept = Mux(hold, regs["old"][name], regs["new"][name])
+                m.d.comb += state_wr.data[lane * n_fields + k].eq(kept)
+            old_out = regs["old_out"]
+            out = Signal(signed(e.output_bits), name=f"out_{lane}")
+            m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
+            lane_sat = regs["saturated"]
+            if pool_wr is not None:
                 if "sum_wraps" in self.plan.faults:
                     pooled = Signal(signed(e.pool_bits), name=f"pool_{lane}")
-                    m.d.comb += pooled.eq(old_pool + unit.out)
+                    m.d.comb += pooled.eq(regs["old_pool"] + out)
                     pool_clipped = 0
                 else:
-                    pooled, pool_clipped = saturate(m, old_pool + unit.out, e.pool_bits, f"pool_{lane}")
+                    pooled, pool_clipped = saturate(m, regs["old_pool"] + out, e.pool_bits, f"pool_{lane}")
                 m.d.comb += pool_wr.data[lane].eq(pooled)
                 lane_sat = lane_sat | pool_clipped
             m.d.comb += [
-                changed[lane].eq(lane_valid[lane] & (unit.out != old_out)),
+                changed[lane].eq(lane_valid[lane] & (out != old_out)),
                 saturated[lane].eq(lane_valid[lane] & lane_sat),
-                trace.state[lane].eq(unit.out),
-                trace.gate[lane].eq(unit.gate),
+                trace.state[lane].eq(out),
+                trace.gate[lane].eq(regs["gate"]),
             ]
             if e.kind == "hsru":
-                m.d.comb += trace.potential[lane].eq(unit.potential)
+                m.d.comb += trace.potential[lane].eq(regs["potential"])
             if e.emit == "delta":
                 dropped = lane == 0 and "event_dropped" in self.plan.faults
                 m.d.comb += [
                     entry.mask[lane].eq(0 if dropped else changed[lane]),
-                    entry.value[lane].eq(unit.out - old_out),
+                    entry.value[lane].eq(out - old_out),
                 ]
             else:
-                final = pooled if pool_wr is not None else unit.out
+                final = pooled if pool_wr is not None else out
                 m.d.comb += [
-                    entry.mask[lane].eq(lane_valid[lane] & s3.seq_end & (final != 0)),
+                    entry.mask[lane].eq(lane_valid[lane] & s4.seq_end & (final != 0)),
                     entry.value[lane].eq(final),
                 ]
         m.d.comb += [
-            entry.group.eq(s3.group),
-            entry.marker.eq(s3.step_last & (s3.seq_end if e.emit == "final" else 1)),
-            entry.seq_end.eq(s3.seq_end),
-            trace.valid.eq(finalize),
-            trace.group.eq(s3.group),
-            trace.step_end.eq(s3.step_last),
-            trace.seq_end.eq(s3.seq_end),
+            entry.group.eq(s4.group),
+            entry.marker.eq(s4.step_last & (s4.seq_end if e.emit == "final" else 1)),
+            entry.seq_end.eq(s4.seq_end),
+            trace.valid.eq(finalize4),
+            trace.group.eq(s4.group),
+            trace.step_end.eq(s4.step_last),
+            trace.seq_end.eq(s4.seq_end),
         ]
         m.d.sync += self.trace.eq(trace)
-        with m.If(finalize):
+        with m.If(finalize4):
             self.counters.count(m, f"{e.name}_events", popcount(changed))
             self.counters.count(m, f"{e.name}_saturations", popcount(saturated))
 
@@ -165,7 +201,7 @@ class LayerEngine(wiring.Component):
         m.submodules.entries = fifo = SyncFIFOBuffered(
             width=len(Cat(entry.as_value())), depth=ENTRY_FIFO_DEPTH
         )
-        m.d.comb += [fifo.w_data.eq(entry.as_value()), fifo.w_en.eq(finalize)]
+        m.d.comb += [fifo.w_data.eq(entry.as_value()), fifo.w_en.eq(finalize4)]
         m.submodules.serializer = ser = EventSerializer(
             lanes=p, groups=groups, size=e.size, value_bits=self.value_bits
         )

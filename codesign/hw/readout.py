@@ -84,29 +84,42 @@ class ReadoutEngine(wiring.Component):
                 paired.append(nodes[-1])
             nodes = paired
             level += 1
-        group_logit, group_lane = nodes[0][1], nodes[0][2]
+        # C4: the group's winner, its logits and the slot's flags come from registers, so the
+        # tree (C3) and the running comparison (C4) are each one stage of logic
+        group_logit = Signal(signed(e.acc_bits))
+        group_lane = Signal(range(p))
+        logits4 = Signal.like(lanes.acc, name="logits_c4")
+        s4 = Signal.like(s3, name="slot_c4")
+        finalize4 = Signal()
+        m.d.sync += [
+            group_logit.eq(nodes[0][1]),
+            group_lane.eq(nodes[0][2]),
+            logits4.eq(lanes.acc),
+            s4.eq(s3),
+            finalize4.eq(finalize),
+        ]
         best_logit = Signal(signed(e.acc_bits))
         best_class = Signal(index_bits(e.size))
         take = Signal()
         class_now = Signal(index_bits(e.size))
         m.d.comb += [
-            take.eq((s3.group == 0) | (group_logit > best_logit)),
-            class_now.eq(Mux(take, s3.group * p + group_lane, best_class)),
+            take.eq((s4.group == 0) | (group_logit > best_logit)),
+            class_now.eq(Mux(take, s4.group * p + group_lane, best_class)),
         ]
-        with m.If(finalize & take):
+        with m.If(finalize4 & take):
             m.d.sync += [best_logit.eq(group_logit), best_class.eq(class_now)]
 
         beat = Signal(ResultLayout(e))
         for lane in range(p):
-            m.d.comb += beat.logits[lane].eq(lanes.acc[lane])
+            m.d.comb += beat.logits[lane].eq(logits4[lane])
         m.d.comb += [
-            beat.group.eq(s3.group),
-            beat.final.eq(s3.step_last),
+            beat.group.eq(s4.group),
+            beat.final.eq(s4.step_last),
             beat.class_index.eq(class_now),
-            beat.seq_end.eq(s3.seq_end),
+            beat.seq_end.eq(s4.seq_end),
         ]
         m.submodules.results = fifo = SyncFIFOBuffered(width=len(beat.as_value()), depth=ENTRY_FIFO_DEPTH)
-        m.d.comb += [fifo.w_data.eq(beat.as_value()), fifo.w_en.eq(finalize)]
+        m.d.comb += [fifo.w_data.eq(beat.as_value()), fifo.w_en.eq(finalize4)]
         m.d.comb += [
             self.results.payload.eq(fifo.r_data),
             self.results.valid.eq(fifo.r_rdy),

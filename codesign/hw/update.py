@@ -1,10 +1,12 @@
 """One update unit per cell kind behind one interface (docs/integer-semantics.md, "Cells").
 
-Every unit is combinational: the finalize stage of a layer engine presents, for one lane, the
+Every unit is combinational: the update stage of a layer engine presents, for one lane, the
 neuron's accumulators (``acc``), its parameters (``params``) and its state before the step
 (``old``), and stores ``new``. ``out`` is what the layer passes on (its state; HSRU: the digital
 bit ``D``), ``gate`` what the trace reports (binary gate, minGRU's ``z``, HSRU's spike), and
-``saturated`` says a saturation clipped the stored value.
+``saturated`` says a saturation clipped the stored value. ``hold`` says the neuron keeps ``old``
+(and its old output) this step: gated cells raise it for a closed gate and leave the choice to
+the next pipeline stage, which takes the gate's multiplexer off the unit's longest path.
 
 Helpers :func:`saturate` and :func:`shift_floor` build the two integer primitives of the spec:
 ``sat_B`` and ``shr`` with a per-neuron signed shift (negative = exact left shift, bounded by the
@@ -13,13 +15,13 @@ plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from codesign.hw.plan import EnginePlan
 
-__all__ = ["UpdateSignature", "UpdateUnit", "make_update_unit", "saturate", "shift_floor"]
+__all__ = ["UpdateSignature", "UpdateUnit", "abs_at_least", "make_update_unit", "saturate", "shift_floor"]
 
 
 def saturate(m: Module, value, bits: int, name: str, *, fault: bool = False) -> tuple[Signal, Signal]:
@@ -48,6 +50,32 @@ def shift_floor(m: Module, value, shift, max_left: int, name: str) -> Signal:
     return out
 
 
+def abs_at_least(m: Module, a, b) -> Signal:
+    """``|a| >= |b|`` from ``a - b`` and ``a + b`` side by side.
+
+    ``abs`` then compare is two carry chains in series, the longest path of the CMRU update;
+    by the signs: ``a, b >= 0``: ``a - b >= 0``; ``a >= 0 > b``: ``a + b >= 0``;
+    ``b >= 0 > a``: ``a + b <= 0``; ``a, b < 0``: ``a - b <= 0``. Both sums are one bit wider
+    than the operands, so nothing overflows.
+    """
+    width = max(len(a), len(b)) + 1
+    diff = Signal(signed(width), name="abs_diff")
+    total = Signal(signed(width), name="abs_sum")
+    out = Signal(name="abs_at_least")
+    a_neg, b_neg = a[-1], b[-1]
+    m.d.comb += [diff.eq(a - b), total.eq(a + b)]
+    with m.Switch(Cat(b_neg, a_neg)):
+        with m.Case(0b00):
+            m.d.comb += out.eq(diff >= 0)
+        with m.Case(0b01):
+            m.d.comb += out.eq(total >= 0)
+        with m.Case(0b10):
+            m.d.comb += out.eq(total <= 0)
+        with m.Case(0b11):
+            m.d.comb += out.eq(diff <= 0)
+    return out
+
+
 class UpdateSignature(wiring.Signature):
     def __init__(self, e: EnginePlan) -> None:
         self.engine = e
@@ -62,6 +90,7 @@ class UpdateSignature(wiring.Signature):
                 "gate": Out(unsigned(e.gate_width)),
                 "potential": Out(signed(e.state_bits)),
                 "saturated": Out(1),
+                "hold": Out(1),
             }
         )
 
@@ -79,7 +108,7 @@ class UpdateUnit(wiring.Component):
 
 
 class CMRUUpdate(UpdateUnit):
-    """cmru / bmru / alphacmru: ``g = |c| >= |b|``; if g: ``h <- sat(eps*h + sign(c)*alpha)``."""
+    """cmru / bmru / alphacmru: ``g = |c| >= |b|``; if g: ``h <- sat(eps*h + sign(c)*alpha)`` (else ``hold``)."""
 
     def elaborate(self, platform):
         m = Module()
@@ -90,19 +119,17 @@ class CMRUUpdate(UpdateUnit):
             alpha, _ = saturate(m, shifted, e.alpha_bits, "alpha")
         else:
             alpha = self.params.alpha
-        gate = Signal()
         eps = 0 if "eps_ignored" in self.faults else e.eps
         kept = {1: h, 0: 0, -1: -h}[eps]
         positive = (c > 0) if "sign0_flipped" in self.faults else (c >= 0)
         total = Signal(signed(max(e.state_bits, e.alpha_bits) + 2))
-        m.d.comb += [
-            gate.eq(abs(c) >= abs(b)),
-            total.eq(kept + Mux(positive, alpha, -alpha)),
-        ]
+        gate = abs_at_least(m, c, b)
+        m.d.comb += total.eq(kept + Mux(positive, alpha, -alpha))
         new, clipped = saturate(m, total, e.state_bits, "h_new", fault="sat_off_by_one" in self.faults)
         m.d.comb += [
-            self.new.h.eq(Mux(gate, new, h)),
-            self.out.eq(self.new.h),
+            self.new.h.eq(new),
+            self.out.eq(new),
+            self.hold.eq(~gate),
             self.gate.eq(gate),
             self.saturated.eq(gate & clipped),
         ]
@@ -110,7 +137,7 @@ class CMRUUpdate(UpdateUnit):
 
 
 class BGMinGRUUpdate(UpdateUnit):
-    """bgmingru: ``u = sat(shr(A_cand))``; ``g = A_gate >= 0``; if g: ``h <- u``."""
+    """bgmingru: ``u = sat(shr(A_cand))``; ``g = A_gate >= 0``; if g: ``h <- u`` (else ``hold``)."""
 
     def elaborate(self, platform):
         m = Module()
@@ -120,8 +147,9 @@ class BGMinGRUUpdate(UpdateUnit):
         gate = Signal()
         m.d.comb += [
             gate.eq(self.acc.gate >= 0),
-            self.new.h.eq(Mux(gate, u, self.old.h)),
-            self.out.eq(self.new.h),
+            self.new.h.eq(u),
+            self.out.eq(u),
+            self.hold.eq(~gate),
             self.gate.eq(gate),
             self.saturated.eq(gate & clipped),
         ]

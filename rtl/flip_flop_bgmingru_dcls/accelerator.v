@@ -271,7 +271,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$31 ),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$73 (events__ready),
+    .\items__ready$81 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -291,7 +291,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$91 (trace_0)
+    .\trace$113 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -567,62 +567,62 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$91 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$113 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire [16:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire \$16 ;
+  wire [16:0] \$17 ;
+  wire [15:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [16:0] \$20 ;
+  wire \$20 ;
   wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
-  wire \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
+  wire [16:0] \$22 ;
+  wire \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
-  wire \$29 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
   wire [1:0] \$32 ;
   wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [1:0] \$35 ;
-  wire [32:0] \$36 ;
+  wire [1:0] \$34 ;
+  wire [32:0] \$35 ;
+  wire \$36 ;
   wire [1:0] \$37 ;
   wire [32:0] \$38 ;
-  wire \$39 ;
+  wire [1:0] \$39 ;
   wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [32:0] \$41 ;
-  wire \$42 ;
-  wire \$43 ;
+  wire [32:0] \$40 ;
+  wire \$41 ;
+  wire [1:0] \$42 ;
+  wire [32:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  wire [1:0] \$47 ;
-  wire [2:0] \$48 ;
-  wire [32:0] \$49 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
-  wire [1:0] \$50 ;
-  wire [2:0] \$51 ;
-  wire [32:0] \$52 ;
-  wire [4:0] \$53 ;
-  wire \$54 ;
-  wire [5:0] \$55 ;
-  reg [31:0] \$56 ;
-  reg [31:0] \$57 ;
+  wire [2:0] \$50 ;
+  wire [32:0] \$51 ;
+  wire [1:0] \$52 ;
+  wire [2:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire [4:0] \$55 ;
+  wire \$56 ;
+  wire [5:0] \$57 ;
   reg [31:0] \$58 ;
   reg [31:0] \$59 ;
   wire \$6 ;
@@ -630,26 +630,46 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   reg [31:0] \$61 ;
   reg [31:0] \$62 ;
   reg [31:0] \$63 ;
-  reg [27:0] \$64 ;
-  reg \$65 ;
-  reg [31:0] \$66 ;
-  reg [27:0] \$67 ;
-  reg [38:0] \$68 ;
-  reg [31:0] \$69 ;
+  reg [31:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [27:0] \$66 ;
+  reg \$67 ;
+  reg [31:0] \$68 ;
+  reg [27:0] \$69 ;
   wire [3:0] \$7 ;
-  reg [31:0] \$70 ;
-  reg [3:0] \$71 ;
+  reg [27:0] \$70 ;
+  reg \$71 ;
+  reg [15:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
+  reg [15:0] \$75 ;
+  reg [15:0] \$76 ;
+  reg \$77 ;
+  reg \$78 ;
+  reg [15:0] \$79 ;
   wire [5:0] \$8 ;
+  reg [15:0] \$80 ;
+  reg [15:0] \$81 ;
+  reg \$82 ;
+  reg [15:0] \$83 ;
+  reg [15:0] \$84 ;
+  reg \$85 ;
+  reg \$86 ;
+  reg [15:0] \$87 ;
+  reg [38:0] \$88 ;
+  reg [31:0] \$89 ;
   wire \$9 ;
+  reg [31:0] \$90 ;
+  reg [3:0] \$91 ;
   wire [41:0] acc;
-  wire [83:0] \acc$40 ;
-  wire [20:0] \acc$40[0] ;
-  wire [20:0] \acc$40[1] ;
-  wire [20:0] \acc$40[2] ;
-  wire [20:0] \acc$40[3] ;
-  wire [41:0] \acc$55 ;
-  wire [20:0] \acc$55.cand ;
-  wire [20:0] \acc$55.gate ;
+  wire [83:0] \acc$37 ;
+  wire [20:0] \acc$37[0] ;
+  wire [20:0] \acc$37[1] ;
+  wire [20:0] \acc$37[2] ;
+  wire [20:0] \acc$37[3] ;
+  wire [41:0] \acc$42 ;
+  wire [20:0] \acc$42.cand ;
+  wire [20:0] \acc$42.gate ;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
   wire [1:0] changed;
@@ -691,9 +711,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$62 ;
+  wire \gate$109 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  wire hold;
+  wire \hold$107 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
   input [15:0] items__payload;
   wire [15:0] items__payload;
   wire [15:0] \items__payload$1 ;
@@ -701,11 +729,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$72 ;
-  wire [2:0] \items__payload$72.index ;
-  wire \items__payload$72.seq_end ;
-  wire \items__payload$72.step_end ;
-  wire [16:0] \items__payload$72.value ;
+  wire [21:0] \items__payload$80 ;
+  wire [2:0] \items__payload$80.index ;
+  wire \items__payload$80.seq_end ;
+  wire \items__payload$80.step_end ;
+  wire [16:0] \items__payload$80.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -713,12 +741,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$73 ;
-  wire \items__ready$73 ;
+  input \items__ready$81 ;
+  wire \items__ready$81 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$76 ;
+  wire \items__valid$84 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -755,20 +783,32 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$58 ;
-  wire [15:0] \new$58.h ;
+  wire [15:0] \new$106 ;
+  wire [15:0] \new$106.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
   wire [15:0] old;
-  wire [15:0] \old$57 ;
-  wire [15:0] \old$57.h ;
+  wire [15:0] \old$44 ;
+  wire [15:0] \old$44.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$60 ;
+  wire [15:0] \out$108 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
   wire [6:0] params;
-  wire [6:0] \params$56 ;
-  wire [6:0] \params$56.cand_shift ;
+  wire [6:0] \params$43 ;
+  wire [6:0] \params$43.cand_shift ;
   wire [6:0] \params.cand_shift ;
   wire [4:0] port__addr;
   wire [1:0] \port__addr$10 ;
@@ -777,15 +817,15 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   wire [1:0] \port__addr$22 ;
   reg [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$33 ;
-  wire [1:0] \port__addr$37 ;
+  wire [1:0] \port__addr$46 ;
   wire [31:0] port__data;
   wire [63:0] \port__data$12 ;
   wire [13:0] \port__data$15 ;
   wire [31:0] \port__data$29 ;
   wire [63:0] \port__data$31 ;
-  wire [13:0] \port__data$42 ;
-  wire [31:0] \port__data$44 ;
-  wire [31:0] \port__data$45 ;
+  wire [13:0] \port__data$39 ;
+  wire [31:0] \port__data$41 ;
+  wire [31:0] \port__data$50 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
   wire [1:0] \port__en$14 ;
@@ -793,7 +833,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  wire \port__en$38 ;
+  reg \port__en$48  = 1'h0;
+  wire [15:0] potential;
+  wire [15:0] \potential$112 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
   wire [39:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -801,8 +845,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$51 ;
-  wire \saturated$61 ;
+  wire \saturated$103 ;
+  wire \saturated$110 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
   wire [83:0] seeds;
   wire [20:0] \seeds[0] ;
   wire [20:0] \seeds[1] ;
@@ -844,20 +890,32 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [10:0] \slot_c3.value ;
+  reg [27:0] slot_c4 = 28'h0000000;
+  wire [4:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [2:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [10:0] \slot_c4.value ;
   wire starting;
   wire [38:0] trace;
-  output [38:0] \trace$91 ;
-  reg [38:0] \trace$91  = 39'h0000000000;
-  wire [1:0] \trace$91.gate ;
-  wire \trace$91.gate[0] ;
-  wire \trace$91.gate[1] ;
-  wire [1:0] \trace$91.group ;
-  wire \trace$91.seq_end ;
-  wire [31:0] \trace$91.state ;
-  wire [15:0] \trace$91.state[0] ;
-  wire [15:0] \trace$91.state[1] ;
-  wire \trace$91.step_end ;
-  wire \trace$91.valid ;
+  output [38:0] \trace$113 ;
+  reg [38:0] \trace$113  = 39'h0000000000;
+  wire [1:0] \trace$113.gate ;
+  wire \trace$113.gate[0] ;
+  wire \trace$113.gate[1] ;
+  wire [1:0] \trace$113.group ;
+  wire \trace$113.seq_end ;
+  wire [31:0] \trace$113.state ;
+  wire [15:0] \trace$113.state[0] ;
+  wire [15:0] \trace$113.state[1] ;
+  wire \trace$113.step_end ;
+  wire \trace$113.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -873,6 +931,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   wire valid;
   wire [10:0] value;
   wire [39:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
@@ -903,26 +962,26 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
     end
   end
   assign \port__data$31  = _0_;
-  reg [13:0] \params$104  [3:0];
+  reg [13:0] \params$126  [3:0];
   initial begin
-    \params$104 [0] = 14'h0000;
-    \params$104 [1] = 14'h007f;
-    \params$104 [2] = 14'h3fff;
-    \params$104 [3] = 14'h0000;
+    \params$126 [0] = 14'h0000;
+    \params$126 [1] = 14'h007f;
+    \params$126 [2] = 14'h3fff;
+    \params$126 [3] = 14'h0000;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$104 [\config [5:4]][6:0] <= \port__data$15 [6:0];
+      \params$126 [\config [5:4]][6:0] <= \port__data$15 [6:0];
     if (\$7 [1])
-      \params$104 [\config [5:4]][13:7] <= \port__data$15 [13:7];
+      \params$126 [\config [5:4]][13:7] <= \port__data$15 [13:7];
   end
   reg [13:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$104 [\port__addr$32 ];
+      _1_ <= \params$126 [\port__addr$32 ];
     end
   end
-  assign \port__data$42  = _1_;
+  assign \port__data$39  = _1_;
   reg [31:0] state [3:0];
   initial begin
     state[0] = 32'd0;
@@ -931,8 +990,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
     state[3] = 32'd0;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[2:1]] <= \port__data$45 ;
+    if (\port__en$48 )
+      state[slot_c4[2:1]] <= \port__data$50 ;
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
@@ -940,120 +999,47 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
       _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \port__data$44  = _2_;
-  reg [31:0] \weights$102  [19:0];
+  assign \port__data$41  = _2_;
+  reg [31:0] \weights$124  [19:0];
   initial begin
-    \weights$102 [0] = 32'd3340114585;
-    \weights$102 [1] = 32'd1204817704;
-    \weights$102 [2] = 32'd240957123;
-    \weights$102 [3] = 32'd2952223684;
-    \weights$102 [4] = 32'd2986636275;
-    \weights$102 [5] = 32'd3944904415;
-    \weights$102 [6] = 32'd2605165262;
-    \weights$102 [7] = 32'd2637913354;
-    \weights$102 [8] = 32'd3737314484;
-    \weights$102 [9] = 32'd3220324019;
-    \weights$102 [10] = 32'd1626543408;
-    \weights$102 [11] = 32'd3624641351;
-    \weights$102 [12] = 32'd1374581495;
-    \weights$102 [13] = 32'd3249999067;
-    \weights$102 [14] = 32'd230537442;
-    \weights$102 [15] = 32'd16762863;
-    \weights$102 [16] = 32'd1105469237;
-    \weights$102 [17] = 32'd3322862821;
-    \weights$102 [18] = 32'd3375580688;
-    \weights$102 [19] = 32'd38405963;
+    \weights$124 [0] = 32'd3340114585;
+    \weights$124 [1] = 32'd1204817704;
+    \weights$124 [2] = 32'd240957123;
+    \weights$124 [3] = 32'd2952223684;
+    \weights$124 [4] = 32'd2986636275;
+    \weights$124 [5] = 32'd3944904415;
+    \weights$124 [6] = 32'd2605165262;
+    \weights$124 [7] = 32'd2637913354;
+    \weights$124 [8] = 32'd3737314484;
+    \weights$124 [9] = 32'd3220324019;
+    \weights$124 [10] = 32'd1626543408;
+    \weights$124 [11] = 32'd3624641351;
+    \weights$124 [12] = 32'd1374581495;
+    \weights$124 [13] = 32'd3249999067;
+    \weights$124 [14] = 32'd230537442;
+    \weights$124 [15] = 32'd16762863;
+    \weights$124 [16] = 32'd1105469237;
+    \weights$124 [17] = 32'd3322862821;
+    \weights$124 [18] = 32'd3375580688;
+    \weights$124 [19] = 32'd38405963;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$102 [\config [8:4]][7:0] <= port__data[7:0];
+      \weights$124 [\config [8:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$102 [\config [8:4]][15:8] <= port__data[15:8];
+      \weights$124 [\config [8:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$102 [\config [8:4]][23:16] <= port__data[23:16];
+      \weights$124 [\config [8:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$102 [\config [8:4]][31:24] <= port__data[31:24];
+      \weights$124 [\config [8:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$102 [\$8 [4:0]];
+      _3_ <= \weights$124 [\$8 [4:0]];
     end
   end
   assign \port__data$29  = _3_;
-  assign \$22  = 1'h0 + \port__en$16 ;
-  assign \$23  = layer0_weights_reads + \$22 ;
-  assign \$24  = | port__en;
-  assign \$25  = 1'h0 + \$24 ;
-  assign \$26  = layer0_weights_writes + \$25 ;
-  assign \$27  = 1'h0 + \port__en$17 ;
-  assign \$28  = layer0_bias_reads + \$27 ;
-  assign \$29  = | \port__en$11 ;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = layer0_bias_writes + \$30 ;
-  assign \$32  = 1'h0 + \port__en$18 ;
-  assign \$33  = layer0_params_reads + \$32 ;
-  assign \$34  = | \$7 [1:0];
-  assign \$35  = 1'h0 + \$34 ;
-  assign \$36  = layer0_params_writes + \$35 ;
-  assign \$37  = 1'h0 + \port__en$19 ;
-  assign \$38  = layer0_state_reads + \$37 ;
-  assign \$40  = 1'h0 + \$39 ;
-  assign \$41  = layer0_state_writes + \$40 ;
-  assign \$42  = ~ slot_c2[13];
-  assign \$43  = slot_c2[0] & \$42 ;
-  assign \$44  = | slot_c2[27:17];
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = layer0_macs + 3'h4;
-  assign \$47  = 1'h0 + changed[0];
-  assign \$48  = \$47  + changed[1];
-  assign \$49  = layer0_events + \$48 ;
-  assign \$50  = 1'h0 + saturated[0];
-  assign \$51  = \$50  + saturated[1];
-  assign \$52  = layer0_saturations + \$51 ;
-  assign \$53  = reserved + starting;
-  assign \$54  = r_en & entries__valid;
-  assign \$55  = \$53  - \$54 ;
-  always @(posedge clk)
-    layer0_weights_reads <= \$56 ;
-  always @(posedge clk)
-    layer0_weights_writes <= \$57 ;
-  always @(posedge clk)
-    layer0_bias_reads <= \$58 ;
-  always @(posedge clk)
-    layer0_bias_writes <= \$59 ;
-  always @(posedge clk)
-    layer0_params_reads <= \$60 ;
-  always @(posedge clk)
-    layer0_params_writes <= \$61 ;
-  always @(posedge clk)
-    layer0_state_reads <= \$62 ;
-  always @(posedge clk)
-    layer0_state_writes <= \$63 ;
-  always @(posedge clk)
-    slot_c2 <= \$64 ;
-  always @(posedge clk)
-    use_acc2 <= \$65 ;
-  always @(posedge clk)
-    layer0_macs <= \$66 ;
-  always @(posedge clk)
-    slot_c3 <= \$67 ;
-  always @(posedge clk)
-    \trace$91  <= \$68 ;
-  always @(posedge clk)
-    layer0_events <= \$69 ;
-  always @(posedge clk)
-    layer0_saturations <= \$70 ;
-  always @(posedge clk)
-    reserved <= \$71 ;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [10:9];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [10:9];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [10:9];
   assign \$8  = slot[7:3] + slot[16:14];
   assign \$9  = ~ slot[13];
@@ -1062,20 +1048,133 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign weights = slot_c2[13] ? 32'd0 : \port__data$29 ;
   assign \$12  = slot_c2[0] & slot_c2[9];
   assign finalize = slot_c3[0] & slot_c3[9];
-  assign old = slot_c3[11] ? 16'h0000 : \port__data$44 [15:0];
-  assign \$13  = \new  != old;
-  assign \$16  = $signed(\new ) - $signed(old);
-  assign \old$57  = slot_c3[11] ? 16'h0000 : \port__data$44 [31:16];
-  assign \$17  = \new$58  != \old$57 ;
-  assign \$20  = $signed(\new$58 ) - $signed(\old$57 );
+  assign old = slot_c3[11] ? 16'h0000 : \port__data$41 [15:0];
+  assign \old$44  = slot_c3[11] ? 16'h0000 : \port__data$41 [31:16];
+  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_out_c4_0;
+  assign \$17  = $signed(out_0) - $signed(old_out_c4_0);
+  assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$19  = out_1 != old_out_c4_1;
+  assign \$22  = $signed(out_1) - $signed(old_out_c4_1);
   assign credit = reserved < 4'h8;
+  assign \$24  = 1'h0 + \port__en$16 ;
+  assign \$25  = layer0_weights_reads + \$24 ;
+  assign \$26  = | port__en;
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_weights_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$17 ;
+  assign \$30  = layer0_bias_reads + \$29 ;
+  assign \$31  = | \port__en$11 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_bias_writes + \$32 ;
+  assign \$34  = 1'h0 + \port__en$18 ;
+  assign \$35  = layer0_params_reads + \$34 ;
+  assign \$36  = | \$7 [1:0];
+  assign \$37  = 1'h0 + \$36 ;
+  assign \$38  = layer0_params_writes + \$37 ;
+  assign \$39  = 1'h0 + \port__en$19 ;
+  assign \$40  = layer0_state_reads + \$39 ;
+  assign \$42  = 1'h0 + \$41 ;
+  assign \$43  = layer0_state_writes + \$42 ;
+  assign \$44  = ~ slot_c2[13];
+  assign \$45  = slot_c2[0] & \$44 ;
+  assign \$46  = | slot_c2[27:17];
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = layer0_macs + 3'h4;
+  assign \$49  = 1'h0 + changed[0];
+  assign \$50  = \$49  + changed[1];
+  assign \$51  = layer0_events + \$50 ;
+  assign \$52  = 1'h0 + saturated[0];
+  assign \$53  = \$52  + saturated[1];
+  assign \$54  = layer0_saturations + \$53 ;
+  assign \$55  = reserved + starting;
+  assign \$56  = r_en & entries__valid;
+  assign \$57  = \$55  - \$56 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$58 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$59 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$60 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$61 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$62 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$63 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$64 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$65 ;
+  always @(posedge clk)
+    slot_c2 <= \$66 ;
+  always @(posedge clk)
+    use_acc2 <= \$67 ;
+  always @(posedge clk)
+    layer0_macs <= \$68 ;
+  always @(posedge clk)
+    slot_c3 <= \$69 ;
+  always @(posedge clk)
+    slot_c4 <= \$70 ;
+  always @(posedge clk)
+    \port__en$48  <= \$71 ;
+  always @(posedge clk)
+    new_c4_0 <= \$72 ;
+  always @(posedge clk)
+    old_c4_0 <= \$73 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$74 ;
+  always @(posedge clk)
+    out_c4_0 <= \$75 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$76 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$77 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$78 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$79 ;
+  always @(posedge clk)
+    new_c4_1 <= \$80 ;
+  always @(posedge clk)
+    old_c4_1 <= \$81 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$82 ;
+  always @(posedge clk)
+    out_c4_1 <= \$83 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$84 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$85 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$86 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$87 ;
+  always @(posedge clk)
+    \trace$113  <= \$88 ;
+  always @(posedge clk)
+    layer0_events <= \$89 ;
+  always @(posedge clk)
+    layer0_saturations <= \$90 ;
+  always @(posedge clk)
+    reserved <= \$91 ;
+  assign \$1  = ! \config [3:1];
+  assign \$2  = \config [0] & \$1 ;
+  assign port__en = \$2  << \config [10:9];
+  assign \$3  = \config [3:1] == 1'h1;
+  assign \$4  = \config [0] & \$3 ;
+  assign \port__en$11  = \$4  << \config [10:9];
+  assign \$5  = \config [3:1] == 2'h2;
+  assign \$6  = \config [0] & \$5 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$48 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1095,7 +1194,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
+    .acc(\acc$37 ),
     .clk(clk),
     .first(slot_c2[8]),
     .rst(rst),
@@ -1110,25 +1209,25 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$73 ),
+    .items__ready(\items__ready$81 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
     .acc(acc),
     .gate(gate),
-    .\new (\new ),
-    .old(old),
-    .params(\port__data$42 [6:0]),
-    .saturated(\saturated$51 )
+    .hold(hold),
+    .params(\port__data$39 [6:0]),
+    .saturated(\saturated$103 ),
+    .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$55 ),
-    .gate(\gate$62 ),
-    .\new (\new$58 ),
-    .old(\old$57 ),
-    .params(\port__data$42 [13:7]),
-    .saturated(\saturated$61 )
+    .acc(\acc$42 ),
+    .gate(\gate$109 ),
+    .hold(\hold$107 ),
+    .params(\port__data$39 [13:7]),
+    .saturated(\saturated$110 ),
+    .u(\new$106 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1174,123 +1273,249 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$56  = \$23 [31:0];
-    if (rst) begin
-      \$56  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$57  = \$26 [31:0];
-    if (rst) begin
-      \$57  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$58  = \$28 [31:0];
+    \$58  = \$25 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$59  = \$31 [31:0];
+    \$59  = \$28 [31:0];
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$60  = \$33 [31:0];
+    \$60  = \$30 [31:0];
     if (rst) begin
       \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$61  = \$36 [31:0];
+    \$61  = \$33 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$62  = \$38 [31:0];
+    \$62  = \$35 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$63  = \$41 [31:0];
+    \$63  = \$38 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$64  = slot;
+    \$64  = \$40 [31:0];
     if (rst) begin
-      \$64  = 28'h0000000;
+      \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$65  = 1'h0;
+    \$65  = \$43 [31:0];
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$66  = layer0_macs;
-    if (\$45 ) begin
-      \$66  = \$46 [31:0];
-    end
+    \$66  = slot;
     if (rst) begin
-      \$66  = 32'd0;
+      \$66  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$67  = slot_c2;
+    \$67  = 1'h0;
     if (rst) begin
-      \$67  = 28'h0000000;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$68  = trace;
+    \$68  = layer0_macs;
+    if (\$47 ) begin
+      \$68  = \$48 [31:0];
+    end
     if (rst) begin
-      \$68  = 39'h0000000000;
+      \$68  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = layer0_events;
-    if (finalize) begin
-      \$69  = \$49 [31:0];
-    end
+    \$69  = slot_c2;
     if (rst) begin
-      \$69  = 32'd0;
+      \$69  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = layer0_saturations;
-    if (finalize) begin
-      \$70  = \$52 [31:0];
-    end
+    \$70  = slot_c3;
     if (rst) begin
-      \$70  = 32'd0;
+      \$70  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$55 [3:0];
+    \$71  = finalize;
     if (rst) begin
-      \$71  = 4'h0;
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$72  = \new ;
+    if (rst) begin
+      \$72  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$73  = old;
+    if (rst) begin
+      \$73  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$74  = hold;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$75  = \new ;
+    if (rst) begin
+      \$75  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$76  = old;
+    if (rst) begin
+      \$76  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$77  = gate;
+    if (rst) begin
+      \$77  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$78  = \saturated$103 ;
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$79  = 16'h0000;
+    if (rst) begin
+      \$79  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$80  = \new$106 ;
+    if (rst) begin
+      \$80  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$81  = \old$44 ;
+    if (rst) begin
+      \$81  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$82  = \hold$107 ;
+    if (rst) begin
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$83  = \new$106 ;
+    if (rst) begin
+      \$83  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$84  = \old$44 ;
+    if (rst) begin
+      \$84  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$85  = \gate$109 ;
+    if (rst) begin
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$86  = \saturated$110 ;
+    if (rst) begin
+      \$86  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$87  = 16'h0000;
+    if (rst) begin
+      \$87  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$88  = trace;
+    if (rst) begin
+      \$88  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$89  = layer0_events;
+    if (\port__en$48 ) begin
+      \$89  = \$51 [31:0];
+    end
+    if (rst) begin
+      \$89  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$90  = layer0_saturations;
+    if (\port__en$48 ) begin
+      \$90  = \$54 [31:0];
+    end
+    if (rst) begin
+      \$90  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = \$57 [3:0];
+    if (rst) begin
+      \$91  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1306,22 +1531,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[27:17];
-  assign \port__addr$37  = slot_c3[2:1];
-  assign \port__en$38  = finalize;
-  assign params = \port__data$42 [6:0];
-  assign old_out_0 = old;
-  assign out = \new ;
-  assign \params$56  = \port__data$42 [13:7];
-  assign old_out_1 = \old$57 ;
-  assign \out$60  = \new$58 ;
+  assign params = \port__data$39 [6:0];
+  assign \params$43  = \port__data$39 [13:7];
+  assign \port__addr$46  = slot_c4[2:1];
+  assign finalize4 = \port__en$48 ;
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$48 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$72  = events__payload;
-  assign events__ready = \items__ready$73 ;
-  assign \items__valid$76  = events__valid;
+  assign \items__payload$80  = events__payload;
+  assign events__ready = \items__ready$81 ;
+  assign \items__valid$84  = events__valid;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \out$108  = \new$106 ;
+  assign \potential$112  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1378,13 +1603,29 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign \slot_c3.value  = slot_c3[27:17];
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \acc$40[0]  = \acc$40 [20:0];
-  assign \acc$40[1]  = \acc$40 [41:21];
-  assign \acc$40[2]  = \acc$40 [62:42];
-  assign \acc$40[3]  = \acc$40 [83:63];
-  assign \params.cand_shift  = \port__data$42 [6:0];
+  assign \acc$37[0]  = \acc$37 [20:0];
+  assign \acc$37[1]  = \acc$37 [41:21];
+  assign \acc$37[2]  = \acc$37 [62:42];
+  assign \acc$37[3]  = \acc$37 [83:63];
+  assign \params.cand_shift  = \port__data$39 [6:0];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$42.cand  = \acc$42 [20:0];
+  assign \acc$42.gate  = \acc$42 [41:21];
+  assign \params$43.cand_shift  = \port__data$39 [13:7];
+  assign \old$44.h  = \old$44 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[7:3];
+  assign \slot_c4.first  = slot_c4[8];
+  assign \slot_c4.last  = slot_c4[9];
+  assign \slot_c4.step_last  = slot_c4[10];
+  assign \slot_c4.seq_first  = slot_c4[11];
+  assign \slot_c4.seq_end  = slot_c4[12];
+  assign \slot_c4.empty  = slot_c4[13];
+  assign \slot_c4.index  = slot_c4[16:14];
+  assign \slot_c4.value  = slot_c4[27:17];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1402,11 +1643,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign \entry.group  = entry[37:36];
   assign \entry.marker  = entry[38];
   assign \entry.seq_end  = entry[39];
-  assign \acc$55.cand  = \acc$55 [20:0];
-  assign \acc$55.gate  = \acc$55 [41:21];
-  assign \params$56.cand_shift  = \port__data$42 [13:7];
-  assign \old$57.h  = \old$57 ;
-  assign \new$58.h  = \new$58 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[35:2];
   assign \entries__payload.value[0]  = entries__payload[18:2];
@@ -1418,47 +1656,49 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign \events__payload.value  = events__payload[19:3];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$72.index  = events__payload[2:0];
-  assign \items__payload$72.value  = events__payload[19:3];
-  assign \items__payload$72.step_end  = events__payload[20];
-  assign \items__payload$72.seq_end  = events__payload[21];
-  assign \trace$91.valid  = \trace$91 [0];
-  assign \trace$91.group  = \trace$91 [2:1];
-  assign \trace$91.step_end  = \trace$91 [3];
-  assign \trace$91.seq_end  = \trace$91 [4];
-  assign \trace$91.state  = \trace$91 [36:5];
-  assign \trace$91.state[0]  = \trace$91 [20:5];
-  assign \trace$91.state[1]  = \trace$91 [36:21];
-  assign \trace$91.gate  = \trace$91 [38:37];
-  assign \trace$91.gate[0]  = \trace$91 [37];
-  assign \trace$91.gate[1]  = \trace$91 [38];
-  assign \acc$55 [41:21] = \acc$40 [83:63];
-  assign \acc$55 [20:0] = \acc$40 [62:42];
-  assign entry[39] = slot_c3[12];
-  assign entry[38] = \$21 ;
-  assign entry[37:36] = slot_c3[2:1];
-  assign entry[35:19] = \$20 ;
+  assign \items__payload$80.index  = events__payload[2:0];
+  assign \items__payload$80.value  = events__payload[19:3];
+  assign \items__payload$80.step_end  = events__payload[20];
+  assign \items__payload$80.seq_end  = events__payload[21];
+  assign \new.h  = \new ;
+  assign \new$106.h  = \new$106 ;
+  assign \trace$113.valid  = \trace$113 [0];
+  assign \trace$113.group  = \trace$113 [2:1];
+  assign \trace$113.step_end  = \trace$113 [3];
+  assign \trace$113.seq_end  = \trace$113 [4];
+  assign \trace$113.state  = \trace$113 [36:5];
+  assign \trace$113.state[0]  = \trace$113 [20:5];
+  assign \trace$113.state[1]  = \trace$113 [36:21];
+  assign \trace$113.gate  = \trace$113 [38:37];
+  assign \trace$113.gate[0]  = \trace$113 [37];
+  assign \trace$113.gate[1]  = \trace$113 [38];
+  assign entry[39] = slot_c4[12];
+  assign entry[38] = \$23 ;
+  assign entry[37:36] = slot_c4[2:1];
+  assign entry[35:19] = \$22 ;
   assign entry[1] = changed[1];
-  assign entry[18:2] = \$16 ;
+  assign entry[18:2] = \$17 ;
   assign entry[0] = changed[0];
-  assign trace[4] = slot_c3[12];
-  assign trace[3] = slot_c3[10];
-  assign trace[2:1] = slot_c3[2:1];
-  assign trace[0] = finalize;
-  assign trace[38] = \gate$62 ;
-  assign trace[36:21] = \new$58 ;
-  assign trace[37] = gate;
-  assign trace[20:5] = \new ;
-  assign saturated[1] = \$19 ;
-  assign saturated[0] = \$15 ;
-  assign changed[1] = \$18 ;
-  assign changed[0] = \$14 ;
-  assign \port__data$45 [31:16] = \new$58 ;
-  assign \port__data$45 [15:0] = \new ;
-  assign acc[41:21] = \acc$40 [41:21];
-  assign acc[20:0] = \acc$40 [20:0];
+  assign trace[4] = slot_c4[12];
+  assign trace[3] = slot_c4[10];
+  assign trace[2:1] = slot_c4[2:1];
+  assign trace[0] = \port__en$48 ;
+  assign trace[38] = gate_c4_1;
+  assign trace[36:21] = out_1;
+  assign trace[37] = gate_c4_0;
+  assign trace[20:5] = out_0;
+  assign saturated[1] = \$21 ;
+  assign saturated[0] = \$16 ;
+  assign changed[1] = \$20 ;
+  assign changed[0] = \$15 ;
+  assign \port__data$50 [31:16] = \$18 ;
+  assign \port__data$50 [15:0] = \$13 ;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \acc$42 [41:21] = \acc$37 [83:63];
+  assign \acc$42 [20:0] = \acc$37 [62:42];
+  assign acc[41:21] = \acc$37 [41:21];
+  assign acc[20:0] = \acc$37 [20:0];
   assign seeds[83:63] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
   assign seeds[62:42] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
   assign seeds[41:21] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
@@ -1473,16 +1713,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$73 
   assign port__data[23:16] = \config [18:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$14  = \$13 ;
-  assign \$15  = \saturated$51 ;
-  assign \$18  = \$17 ;
-  assign \$19  = \saturated$61 ;
-  assign \$21  = slot_c3[10];
-  assign \$39  = finalize;
+  assign \$15  = \$14 ;
+  assign \$16  = saturated_c4_0;
+  assign \$20  = \$19 ;
+  assign \$21  = saturated_c4_1;
+  assign \$23  = slot_c4[10];
+  assign \$41  = \port__en$48 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2666,7 +2906,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_0 (u, gate, hold, saturated, acc, params);
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -2691,18 +2931,17 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   output gate;
   wire gate;
   wire \gate$11 ;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [6:0] params;
   wire [6:0] params;
   wire [6:0] \params.cand_shift ;
   output saturated;
   wire saturated;
+  output [15:0] u;
   wire [15:0] u;
   wire u_clipped;
   assign \$1  = $signed(params) >= $signed(1'h0);
@@ -2722,22 +2961,22 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
   assign u_clipped = \$13  | \$14 ;
   assign gate = $signed(acc[41:21]) >= $signed(1'h0);
-  assign \new  = gate ? \$12 [15:0] : old;
+  assign hold = ~ gate;
   assign saturated = gate & u_clipped;
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign out = \new ;
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
   assign \gate$11  = gate;
+  assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_1 (u, gate, hold, saturated, acc, params);
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -2762,18 +3001,17 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   output gate;
   wire gate;
   wire \gate$11 ;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [6:0] params;
   wire [6:0] params;
   wire [6:0] \params.cand_shift ;
   output saturated;
   wire saturated;
+  output [15:0] u;
   wire [15:0] u;
   wire u_clipped;
   assign \$1  = $signed(params) >= $signed(1'h0);
@@ -2793,18 +3031,18 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
   assign u_clipped = \$13  | \$14 ;
   assign gate = $signed(acc[41:21]) >= $signed(1'h0);
-  assign \new  = gate ? \$12 [15:0] : old;
+  assign hold = ~ gate;
   assign saturated = gate & u_clipped;
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign out = \new ;
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
   assign \gate$11  = gate;
+  assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4675,8 +4913,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$62 ;
   reg [26:0] \$63 ;
   reg \$64 ;
-  reg [3:0] \$65 ;
+  reg [53:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg \$67 ;
+  reg [26:0] \$68 ;
+  reg \$69 ;
   wire [4:0] \$7 ;
+  reg [3:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
@@ -4707,7 +4950,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg group_lane = 1'h0;
+  reg [26:0] group_logit = 27'h0000000;
   input [21:0] items__payload;
   wire [21:0] items__payload;
   wire [21:0] \items__payload$1 ;
@@ -4725,6 +4972,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [53:0] logits_c4 = 54'h00000000000000;
+  wire [26:0] \logits_c4[0] ;
+  wire [26:0] \logits_c4[1] ;
   wire [2:0] port__addr;
   wire [-1:0] \port__addr$10 ;
   wire [2:0] \port__addr$16 ;
@@ -4827,6 +5077,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [16:0] \slot_c3.value ;
+  reg [31:0] slot_c4 = 32'd0;
+  wire [3:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire \slot_c4.group ;
+  wire [2:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [16:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -4834,22 +5096,22 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [16:0] value;
   wire [57:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  reg [53:0] \acc$74  [0:0];
+  reg [53:0] \acc$79  [0:0];
   initial begin
-    \acc$74 [0] = 54'h00000000000000;
+    \acc$79 [0] = 54'h00000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$74 [1'h0] <= \port__data$35 ;
+      \acc$79 [1'h0] <= \port__data$35 ;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
     if (\port__en$15 ) begin
-      _0_ <= \acc$74 [1'h0];
+      _0_ <= \acc$79 [1'h0];
     end
   end
   assign \port__data$30  = _0_;
@@ -4870,30 +5132,35 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$29  = _1_;
-  reg [15:0] \weights$72  [7:0];
+  reg [15:0] \weights$77  [7:0];
   initial begin
-    \weights$72 [0] = 16'h51c4;
-    \weights$72 [1] = 16'h11d4;
-    \weights$72 [2] = 16'h648e;
-    \weights$72 [3] = 16'h33a4;
-    \weights$72 [4] = 16'h58a7;
-    \weights$72 [5] = 16'h5ccb;
-    \weights$72 [6] = 16'h3bd3;
-    \weights$72 [7] = 16'h25f5;
+    \weights$77 [0] = 16'h51c4;
+    \weights$77 [1] = 16'h11d4;
+    \weights$77 [2] = 16'h648e;
+    \weights$77 [3] = 16'h33a4;
+    \weights$77 [4] = 16'h58a7;
+    \weights$77 [5] = 16'h5ccb;
+    \weights$77 [6] = 16'h3bd3;
+    \weights$77 [7] = 16'h25f5;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$72 [\config [6:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [6:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$72 [\config [6:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [6:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _2_ <= \weights$72 [\$7 [2:0]];
+      _2_ <= \weights$77 [\$7 [2:0]];
     end
   end
   assign \port__data$26  = _2_;
+  assign \$24  = ! slot_c4[1];
+  assign \$25  = $signed(group_logit) > $signed(best_logit);
+  assign take = \$24  | \$25 ;
+  assign \$26  = slot_c4[1] * 2'h2;
+  assign \$27  = \$26  + group_lane;
   assign \$28  = take ? \$27  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$29  = 1'h0 + \port__en$13 ;
@@ -4915,7 +5182,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$46  = | slot_c2[31:15];
   assign \$47  = \$45  & \$46 ;
   assign \$48  = readout_macs + 2'h2;
-  assign \$49  = finalize & take;
+  assign \$49  = w_en & take;
   assign \$50  = reserved + starting;
   assign \$51  = r_en & results__valid;
   assign \$52  = \$50  - \$51 ;
@@ -4940,11 +5207,21 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$62 ;
   always @(posedge clk)
-    best_logit <= \$63 ;
+    group_logit <= \$63 ;
   always @(posedge clk)
-    best_class <= \$64 ;
+    group_lane <= \$64 ;
   always @(posedge clk)
-    reserved <= \$65 ;
+    logits_c4 <= \$65 ;
+  always @(posedge clk)
+    slot_c4 <= \$66 ;
+  always @(posedge clk)
+    w_en <= \$67 ;
+  always @(posedge clk)
+    best_logit <= \$68 ;
+  always @(posedge clk)
+    best_class <= \$69 ;
+  always @(posedge clk)
+    reserved <= \$70 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [10:9];
@@ -4964,11 +5241,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_logit = \$18  ? acc[53:27] : acc[26:0];
   assign \$21  = $signed(acc[53:27]) > $signed(acc[26:0]);
   assign argmax_0_0_lane = \$23  ? 1'h1 : 1'h0;
-  assign \$24  = ! slot_c3[1];
-  assign \$25  = $signed(argmax_0_0_logit) > $signed(best_logit);
-  assign take = \$24  | \$25 ;
-  assign \$26  = slot_c3[1] * 2'h2;
-  assign \$27  = \$26  + argmax_0_0_lane;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5001,7 +5273,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
@@ -5106,29 +5378,64 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$63  = best_logit;
-    if (\$49 ) begin
-      \$63  = argmax_0_0_logit;
-    end
+    \$63  = argmax_0_0_logit;
     if (rst) begin
       \$63  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$64  = best_class;
-    if (\$49 ) begin
-      \$64  = \$28 [0];
-    end
+    \$64  = argmax_0_0_lane;
     if (rst) begin
       \$64  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$65  = \$52 [3:0];
+    \$65  = acc;
     if (rst) begin
-      \$65  = 4'h0;
+      \$65  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$66  = slot_c3;
+    if (rst) begin
+      \$66  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$67  = finalize;
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$68  = best_logit;
+    if (\$49 ) begin
+      \$68  = group_logit;
+    end
+    if (rst) begin
+      \$68  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$69  = best_class;
+    if (\$49 ) begin
+      \$69  = \$28 [0];
+    end
+    if (rst) begin
+      \$69  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$70  = \$52 [3:0];
+    if (rst) begin
+      \$70  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5144,7 +5451,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__en$34  = finalize;
   assign class_now = \$28 [0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -5200,6 +5507,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.value  = slot_c3[31:15];
   assign \acc[0]  = acc[26:0];
   assign \acc[1]  = acc[53:27];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[1];
+  assign \slot_c4.base  = slot_c4[5:2];
+  assign \slot_c4.first  = slot_c4[6];
+  assign \slot_c4.last  = slot_c4[7];
+  assign \slot_c4.step_last  = slot_c4[8];
+  assign \slot_c4.seq_first  = slot_c4[9];
+  assign \slot_c4.seq_end  = slot_c4[10];
+  assign \slot_c4.empty  = slot_c4[11];
+  assign \slot_c4.index  = slot_c4[14:12];
+  assign \slot_c4.value  = slot_c4[31:15];
   assign \beat.logits  = beat[53:0];
   assign \beat.logits[0]  = beat[26:0];
   assign \beat.logits[1]  = beat[53:27];
@@ -5207,6 +5525,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[55];
   assign \beat.class_index  = beat[56];
   assign \beat.seq_end  = beat[57];
+  assign \logits_c4[0]  = logits_c4[26:0];
+  assign \logits_c4[1]  = logits_c4[53:27];
   assign \results__payload.logits  = results__payload[53:0];
   assign \results__payload.logits[0]  = results__payload[26:0];
   assign \results__payload.logits[1]  = results__payload[53:27];
@@ -5214,12 +5534,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[55];
   assign \results__payload.class_index  = results__payload[56];
   assign \results__payload.seq_end  = results__payload[57];
-  assign beat[57] = slot_c3[10];
+  assign beat[57] = slot_c4[10];
   assign beat[56] = \$28 [0];
-  assign beat[55] = slot_c3[8];
-  assign beat[54] = slot_c3[1];
-  assign beat[53:27] = acc[53:27];
-  assign beat[26:0] = acc[26:0];
+  assign beat[55] = slot_c4[8];
+  assign beat[54] = slot_c4[1];
+  assign beat[53:27] = logits_c4[53:27];
+  assign beat[26:0] = logits_c4[26:0];
   assign \port__data$35 [53:27] = acc[53:27];
   assign \port__data$35 [26:0] = acc[26:0];
   assign seeds[53:27] = \$12 ;
@@ -6020,7 +6340,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -245,7 +245,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$24 ),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$103 (events__ready),
+    .\items__ready$120 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,7 +267,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$123 (trace_0)
+    .\trace$169 (trace_0)
   );
   \accelerator.readout  readout (
     .clk(clk),
@@ -498,194 +498,220 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
+  wire [1:0] \$100 ;
+  wire [32:0] \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire [1:0] \$106 ;
-  wire [32:0] \$107 ;
-  wire \$108 ;
-  wire [1:0] \$109 ;
+  wire [1:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire [1:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire \$107 ;
+  wire [1:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [32:0] \$110 ;
-  wire [1:0] \$111 ;
-  wire [32:0] \$112 ;
-  wire \$113 ;
-  wire [1:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire [1:0] \$116 ;
-  wire [32:0] \$117 ;
+  wire [1:0] \$110 ;
+  wire [32:0] \$111 ;
+  wire \$112 ;
+  wire [1:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
   wire \$118 ;
-  wire [1:0] \$119 ;
+  wire [32:0] \$119 ;
   wire \$12 ;
-  wire [32:0] \$120 ;
-  wire [1:0] \$121 ;
-  wire [32:0] \$122 ;
-  wire \$123 ;
+  wire [23:0] \$120 ;
+  wire [23:0] \$121 ;
+  wire [23:0] \$122 ;
+  wire [23:0] \$123 ;
   wire [1:0] \$124 ;
-  wire [32:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire \$128 ;
+  wire [2:0] \$125 ;
+  wire [3:0] \$126 ;
+  wire [4:0] \$127 ;
+  wire [32:0] \$128 ;
   wire [1:0] \$129 ;
-  wire [23:0] \$13 ;
-  wire [32:0] \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire [32:0] \$135 ;
-  wire [1:0] \$136 ;
-  wire [2:0] \$137 ;
-  wire [3:0] \$138 ;
-  wire [4:0] \$139 ;
+  wire [15:0] \$13 ;
+  wire [2:0] \$130 ;
+  wire [3:0] \$131 ;
+  wire [4:0] \$132 ;
+  wire [32:0] \$133 ;
+  wire [4:0] \$134 ;
+  wire \$135 ;
+  wire [5:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
+  reg [31:0] \$139 ;
   wire [24:0] \$14 ;
-  wire [32:0] \$140 ;
-  wire [1:0] \$141 ;
-  wire [2:0] \$142 ;
-  wire [3:0] \$143 ;
-  wire [4:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire [4:0] \$146 ;
-  wire \$147 ;
-  wire [5:0] \$148 ;
+  reg [31:0] \$140 ;
+  reg [31:0] \$141 ;
+  reg [31:0] \$142 ;
+  reg [31:0] \$143 ;
+  reg [31:0] \$144 ;
+  reg [31:0] \$145 ;
+  reg [31:0] \$146 ;
+  reg [26:0] \$147 ;
+  reg \$148 ;
   reg [31:0] \$149 ;
   wire \$15 ;
-  reg [31:0] \$150 ;
-  reg [31:0] \$151 ;
-  reg [31:0] \$152 ;
-  reg [31:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [31:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [31:0] \$157 ;
-  reg [31:0] \$158 ;
-  reg [26:0] \$159 ;
-  wire [23:0] \$16 ;
-  reg \$160 ;
-  reg [31:0] \$161 ;
-  reg [26:0] \$162 ;
-  reg [72:0] \$163 ;
-  reg [31:0] \$164 ;
-  reg [31:0] \$165 ;
-  reg [3:0] \$166 ;
-  wire [24:0] \$17 ;
-  wire \$18 ;
-  wire [23:0] \$19 ;
+  reg [26:0] \$150 ;
+  reg [26:0] \$151 ;
+  reg \$152 ;
+  reg [15:0] \$153 ;
+  reg [15:0] \$154 ;
+  reg \$155 ;
+  reg [15:0] \$156 ;
+  reg [15:0] \$157 ;
+  reg \$158 ;
+  reg \$159 ;
+  wire [24:0] \$16 ;
+  reg [15:0] \$160 ;
+  reg [23:0] \$161 ;
+  reg [15:0] \$162 ;
+  reg [15:0] \$163 ;
+  reg \$164 ;
+  reg [15:0] \$165 ;
+  reg [15:0] \$166 ;
+  reg \$167 ;
+  reg \$168 ;
+  reg [15:0] \$169 ;
+  wire \$17 ;
+  reg [23:0] \$170 ;
+  reg [15:0] \$171 ;
+  reg [15:0] \$172 ;
+  reg \$173 ;
+  reg [15:0] \$174 ;
+  reg [15:0] \$175 ;
+  reg \$176 ;
+  reg \$177 ;
+  reg [15:0] \$178 ;
+  reg [23:0] \$179 ;
+  wire [24:0] \$18 ;
+  reg [15:0] \$180 ;
+  reg [15:0] \$181 ;
+  reg \$182 ;
+  reg [15:0] \$183 ;
+  reg [15:0] \$184 ;
+  reg \$185 ;
+  reg \$186 ;
+  reg [15:0] \$187 ;
+  reg [23:0] \$188 ;
+  reg [72:0] \$189 ;
+  wire [24:0] \$19 ;
+  reg [31:0] \$190 ;
+  reg [31:0] \$191 ;
+  reg [3:0] \$192 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
-  wire [24:0] \$22 ;
-  wire [23:0] \$23 ;
-  wire [24:0] \$24 ;
+  wire \$22 ;
+  wire [24:0] \$23 ;
+  wire \$24 ;
   wire \$25 ;
-  wire [23:0] \$26 ;
-  wire [24:0] \$27 ;
+  wire \$26 ;
+  wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [15:0] \$32 ;
+  wire [24:0] \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire [23:0] \$36 ;
+  wire [24:0] \$35 ;
+  wire \$36 ;
   wire [24:0] \$37 ;
-  wire \$38 ;
-  wire [23:0] \$39 ;
+  wire [24:0] \$38 ;
+  wire [24:0] \$39 ;
   wire \$4 ;
   wire [24:0] \$40 ;
   wire \$41 ;
-  wire [23:0] \$42 ;
-  wire [24:0] \$43 ;
-  wire [24:0] \$44 ;
-  wire [24:0] \$45 ;
-  wire [23:0] \$46 ;
-  wire [24:0] \$47 ;
+  wire [24:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
-  wire [23:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [24:0] \$50 ;
-  wire \$51 ;
-  wire \$52 ;
+  wire \$50 ;
+  wire [15:0] \$51 ;
+  wire [24:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
+  wire [24:0] \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire [23:0] \$59 ;
+  wire [24:0] \$56 ;
+  wire [24:0] \$57 ;
+  wire [24:0] \$58 ;
+  wire [24:0] \$59 ;
   wire \$6 ;
-  wire [24:0] \$60 ;
-  wire \$61 ;
-  wire [23:0] \$62 ;
-  wire [24:0] \$63 ;
+  wire \$60 ;
+  wire [24:0] \$61 ;
+  wire \$62 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [23:0] \$65 ;
-  wire [24:0] \$66 ;
-  wire [24:0] \$67 ;
-  wire [24:0] \$68 ;
-  wire [23:0] \$69 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire [7:0] \$7 ;
-  wire [24:0] \$70 ;
-  wire \$71 ;
-  wire [23:0] \$72 ;
+  wire [15:0] \$70 ;
+  wire [24:0] \$71 ;
+  wire \$72 ;
   wire [24:0] \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
+  wire [24:0] \$75 ;
+  wire [24:0] \$76 ;
+  wire [24:0] \$77 ;
+  wire [24:0] \$78 ;
   wire \$79 ;
   wire [6:0] \$8 ;
-  wire \$80 ;
+  wire [24:0] \$80 ;
   wire \$81 ;
-  wire [23:0] \$82 ;
-  wire [24:0] \$83 ;
+  wire \$82 ;
+  wire \$83 ;
   wire \$84 ;
-  wire [23:0] \$85 ;
-  wire [24:0] \$86 ;
+  wire \$85 ;
+  wire \$86 ;
   wire \$87 ;
-  wire [23:0] \$88 ;
-  wire [24:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [24:0] \$90 ;
-  wire [24:0] \$91 ;
-  wire [23:0] \$92 ;
-  wire [24:0] \$93 ;
-  wire \$94 ;
-  wire [23:0] \$95 ;
-  wire [24:0] \$96 ;
+  wire [1:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire \$92 ;
+  wire [1:0] \$93 ;
+  wire [32:0] \$94 ;
+  wire [1:0] \$95 ;
+  wire [32:0] \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [1:0] \$98 ;
+  wire [32:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$44 ;
-  wire [18:0] \acc$44[0] ;
-  wire [18:0] \acc$44[1] ;
-  wire [18:0] \acc$44[2] ;
-  wire [18:0] \acc$44[3] ;
-  wire [18:0] \acc$44[4] ;
-  wire [18:0] \acc$44[5] ;
-  wire [18:0] \acc$44[6] ;
-  wire [18:0] \acc$44[7] ;
-  wire [37:0] \acc$63 ;
-  wire [18:0] \acc$63.cand ;
-  wire [18:0] \acc$63.thr ;
-  wire [37:0] \acc$73 ;
-  wire [18:0] \acc$73.cand ;
-  wire [18:0] \acc$73.thr ;
-  wire [37:0] \acc$83 ;
-  wire [18:0] \acc$83.cand ;
-  wire [18:0] \acc$83.thr ;
+  wire [151:0] \acc$39 ;
+  wire [18:0] \acc$39[0] ;
+  wire [18:0] \acc$39[1] ;
+  wire [18:0] \acc$39[2] ;
+  wire [18:0] \acc$39[3] ;
+  wire [18:0] \acc$39[4] ;
+  wire [18:0] \acc$39[5] ;
+  wire [18:0] \acc$39[6] ;
+  wire [18:0] \acc$39[7] ;
+  wire [37:0] \acc$44 ;
+  wire [18:0] \acc$44.cand ;
+  wire [18:0] \acc$44.thr ;
+  wire [37:0] \acc$47 ;
+  wire [18:0] \acc$47.cand ;
+  wire [18:0] \acc$47.thr ;
+  wire [37:0] \acc$50 ;
+  wire [18:0] \acc$50.cand ;
+  wire [18:0] \acc$50.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -731,11 +757,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$72 ;
-  wire \gate$82 ;
-  wire \gate$92 ;
+  wire \gate$151 ;
+  wire \gate$158 ;
+  wire \gate$165 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  reg gate_c4_2 = 1'h0;
+  reg gate_c4_3 = 1'h0;
+  wire hold;
+  wire \hold$149 ;
+  wire \hold$156 ;
+  wire \hold$163 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -743,23 +783,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$102 ;
-  wire [3:0] \items__payload$102.index ;
-  wire \items__payload$102.seq_end ;
-  wire \items__payload$102.step_end ;
-  wire [23:0] \items__payload$102.value ;
+  wire [29:0] \items__payload$119 ;
+  wire [3:0] \items__payload$119.index ;
+  wire \items__payload$119.seq_end ;
+  wire \items__payload$119.step_end ;
+  wire [23:0] \items__payload$119.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$103 ;
-  wire \items__ready$103 ;
+  input \items__ready$120 ;
+  wire \items__ready$120 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$106 ;
+  wire \items__valid$123 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -801,36 +841,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$66 ;
-  wire [15:0] \new$66.h ;
-  wire [15:0] \new$76 ;
-  wire [15:0] \new$76.h ;
-  wire [15:0] \new$86 ;
-  wire [15:0] \new$86.h ;
+  wire [15:0] \new$148 ;
+  wire [15:0] \new$148.h ;
+  wire [15:0] \new$155 ;
+  wire [15:0] \new$155.h ;
+  wire [15:0] \new$162 ;
+  wire [15:0] \new$162.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$65 ;
-  wire [15:0] \old$65.h ;
-  wire [15:0] \old$75 ;
-  wire [15:0] \old$75.h ;
-  wire [15:0] \old$85 ;
-  wire [15:0] \old$85.h ;
+  wire [15:0] \old$46 ;
+  wire [15:0] \old$46.h ;
+  wire [15:0] \old$49 ;
+  wire [15:0] \old$49.h ;
+  wire [15:0] \old$52 ;
+  wire [15:0] \old$52.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
+  reg [23:0] old_pool_c4_0 = 24'h000000;
+  reg [23:0] old_pool_c4_1 = 24'h000000;
+  reg [23:0] old_pool_c4_2 = 24'h000000;
+  reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$69 ;
-  wire [15:0] \out$79 ;
-  wire [15:0] \out$89 ;
+  wire [15:0] \out$150 ;
+  wire [15:0] \out$157 ;
+  wire [15:0] \out$164 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$64 ;
-  wire [7:0] \params$64.alpha ;
-  wire [7:0] \params$74 ;
-  wire [7:0] \params$74.alpha ;
-  wire [7:0] \params$84 ;
-  wire [7:0] \params$84.alpha ;
+  wire [7:0] \params$45 ;
+  wire [7:0] \params$45.alpha ;
+  wire [7:0] \params$48 ;
+  wire [7:0] \params$48.alpha ;
+  wire [7:0] \params$51 ;
+  wire [7:0] \params$51.alpha ;
   wire [7:0] \params.alpha ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
@@ -848,18 +916,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [1:0] \port__addr$33 ;
   reg [1:0] \port__addr$34 ;
   reg [1:0] \port__addr$35 ;
-  wire [1:0] \port__addr$39 ;
-  wire [1:0] \port__addr$41 ;
+  wire [1:0] \port__addr$54 ;
+  wire [1:0] \port__addr$58 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
+  wire [95:0] \port__data$147 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [31:0] \port__data$46 ;
-  wire [63:0] \port__data$48 ;
-  wire [63:0] \port__data$49 ;
-  wire [95:0] \port__data$53 ;
-  wire [95:0] \port__data$56 ;
+  wire [31:0] \port__data$41 ;
+  wire [63:0] \port__data$43 ;
+  wire [63:0] \port__data$60 ;
+  wire [95:0] \port__data$70 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -868,8 +936,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  wire \port__en$40 ;
-  wire \port__en$42 ;
+  reg \port__en$56  = 1'h0;
+  (* init = 1'h0 *)
+  wire \port__en$59 ;
+  wire [15:0] potential;
+  wire [15:0] \potential$154 ;
+  wire [15:0] \potential$161 ;
+  wire [15:0] \potential$168 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [103:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -877,10 +954,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$59 ;
-  wire \saturated$71 ;
-  wire \saturated$81 ;
-  wire \saturated$91 ;
+  wire \saturated$144 ;
+  wire \saturated$152 ;
+  wire \saturated$159 ;
+  wire \saturated$166 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
@@ -926,24 +1007,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
+  reg [26:0] slot_c4 = 27'h0000000;
+  wire [5:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [7:0] \slot_c4.value ;
   wire starting;
   wire [72:0] trace;
-  output [72:0] \trace$123 ;
-  reg [72:0] \trace$123  = 73'h0000000000000000000;
-  wire [3:0] \trace$123.gate ;
-  wire \trace$123.gate[0] ;
-  wire \trace$123.gate[1] ;
-  wire \trace$123.gate[2] ;
-  wire \trace$123.gate[3] ;
-  wire [1:0] \trace$123.group ;
-  wire \trace$123.seq_end ;
-  wire [63:0] \trace$123.state ;
-  wire [15:0] \trace$123.state[0] ;
-  wire [15:0] \trace$123.state[1] ;
-  wire [15:0] \trace$123.state[2] ;
-  wire [15:0] \trace$123.state[3] ;
-  wire \trace$123.step_end ;
-  wire \trace$123.valid ;
+  output [72:0] \trace$169 ;
+  reg [72:0] \trace$169  = 73'h0000000000000000000;
+  wire [3:0] \trace$169.gate ;
+  wire \trace$169.gate[0] ;
+  wire \trace$169.gate[1] ;
+  wire \trace$169.gate[2] ;
+  wire \trace$169.gate[3] ;
+  wire [1:0] \trace$169.group ;
+  wire \trace$169.seq_end ;
+  wire [63:0] \trace$169.state ;
+  wire [15:0] \trace$169.state[0] ;
+  wire [15:0] \trace$169.state[1] ;
+  wire [15:0] \trace$169.state[2] ;
+  wire [15:0] \trace$169.state[3] ;
+  wire \trace$169.step_end ;
+  wire \trace$169.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -963,6 +1056,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire valid;
   wire [7:0] value;
   wire [103:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -1005,30 +1099,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$136  [3:0];
+  reg [31:0] \params$182  [3:0];
   initial begin
-    \params$136 [0] = 32'd1362448186;
-    \params$136 [1] = 32'd1077691697;
-    \params$136 [2] = 32'd1027557199;
-    \params$136 [3] = 32'd960708690;
+    \params$182 [0] = 32'd1362448186;
+    \params$182 [1] = 32'd1077691697;
+    \params$182 [2] = 32'd1027557199;
+    \params$182 [3] = 32'd960708690;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$136 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$182 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$136 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$182 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$136 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$182 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$136 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$182 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$136 [\port__addr$33 ];
+      _1_ <= \params$182 [\port__addr$33 ];
     end
   end
-  assign \port__data$46  = _1_;
+  assign \port__data$41  = _1_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1037,8 +1131,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[3] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      pool[slot_c3[2:1]] <= \port__data$56 ;
+    if (\port__en$56 )
+      pool[slot_c4[2:1]] <= \port__data$70 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
@@ -1046,7 +1140,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$35 ];
     end
   end
-  assign \port__data$53  = _2_;
+  assign \port__data$147  = _2_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1055,8 +1149,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[2:1]] <= \port__data$49 ;
+    if (\port__en$56 )
+      state[slot_c4[2:1]] <= \port__data$60 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
@@ -1064,80 +1158,80 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$48  = _3_;
-  reg [63:0] \weights$134  [47:0];
+  assign \port__data$43  = _3_;
+  reg [63:0] \weights$180  [47:0];
   initial begin
-    \weights$134 [0] = 64'h51f841e7ec8bf49d;
-    \weights$134 [1] = 64'hc84426094dbe2417;
-    \weights$134 [2] = 64'h175c142f33cfddfe;
-    \weights$134 [3] = 64'hb8430dcce0ef01c7;
-    \weights$134 [4] = 64'hf9eb0fd3bf2615f5;
-    \weights$134 [5] = 64'he5e607f2122caaeb;
-    \weights$134 [6] = 64'heffff4fab3c2eedf;
-    \weights$134 [7] = 64'hf39f040016e2e62c;
-    \weights$134 [8] = 64'h27ad08e5f433e2f4;
-    \weights$134 [9] = 64'hc7d922f4e51912da;
-    \weights$134 [10] = 64'hd32eebe916e529d2;
-    \weights$134 [11] = 64'h16f5e3d42e53e032;
-    \weights$134 [12] = 64'h6801213e161f9e12;
-    \weights$134 [13] = 64'hf103e32d05ff370e;
-    \weights$134 [14] = 64'he402a17f0dcce63f;
-    \weights$134 [15] = 64'hdfc52407da0af07a;
-    \weights$134 [16] = 64'hfeef28d2e908ea1f;
-    \weights$134 [17] = 64'heddb580a13f93afa;
-    \weights$134 [18] = 64'h48f104fae32a392a;
-    \weights$134 [19] = 64'hf8dd038cf3091d16;
-    \weights$134 [20] = 64'hde57e3c017060c01;
-    \weights$134 [21] = 64'h1c322332094bf8d2;
-    \weights$134 [22] = 64'hacd4d806e8ee02a1;
-    \weights$134 [23] = 64'hf6db0bbc0be42ef2;
-    \weights$134 [24] = 64'hb4dc35f0bbb8d65b;
-    \weights$134 [25] = 64'h0190ce59dc03b243;
-    \weights$134 [26] = 64'h1cfbe4fcf7adfc05;
-    \weights$134 [27] = 64'h32ffcffea4d33af7;
-    \weights$134 [28] = 64'h0a0e6bb907bc4434;
-    \weights$134 [29] = 64'h65d15aeeea130f73;
-    \weights$134 [30] = 64'h3931a0ca8b18dbfe;
-    \weights$134 [31] = 64'he24226f12e9fb7ee;
-    \weights$134 [32] = 64'hc4d82c2722faf3e3;
-    \weights$134 [33] = 64'hfa475fbc1a1bcdfc;
-    \weights$134 [34] = 64'hd82c3f001e1d0309;
-    \weights$134 [35] = 64'h69f847212be520d1;
-    \weights$134 [36] = 64'h0f0b28d52bf71403;
-    \weights$134 [37] = 64'h02de3cf274bd0ed8;
-    \weights$134 [38] = 64'h217e30f92818e8f6;
-    \weights$134 [39] = 64'hf80c13e0a4f9fafd;
-    \weights$134 [40] = 64'hc3f21f1dde03f8e8;
-    \weights$134 [41] = 64'hfc25f30ac8de10f4;
-    \weights$134 [42] = 64'ha81f0a09dbc7e0d3;
-    \weights$134 [43] = 64'h371f19252e9a19bb;
-    \weights$134 [44] = 64'h4aaa151190b0f0e1;
-    \weights$134 [45] = 64'hcdf94c0ab9f0ce14;
-    \weights$134 [46] = 64'h9920ff0dd5f1d624;
-    \weights$134 [47] = 64'h2e3ef1daf21924ea;
+    \weights$180 [0] = 64'h51f841e7ec8bf49d;
+    \weights$180 [1] = 64'hc84426094dbe2417;
+    \weights$180 [2] = 64'h175c142f33cfddfe;
+    \weights$180 [3] = 64'hb8430dcce0ef01c7;
+    \weights$180 [4] = 64'hf9eb0fd3bf2615f5;
+    \weights$180 [5] = 64'he5e607f2122caaeb;
+    \weights$180 [6] = 64'heffff4fab3c2eedf;
+    \weights$180 [7] = 64'hf39f040016e2e62c;
+    \weights$180 [8] = 64'h27ad08e5f433e2f4;
+    \weights$180 [9] = 64'hc7d922f4e51912da;
+    \weights$180 [10] = 64'hd32eebe916e529d2;
+    \weights$180 [11] = 64'h16f5e3d42e53e032;
+    \weights$180 [12] = 64'h6801213e161f9e12;
+    \weights$180 [13] = 64'hf103e32d05ff370e;
+    \weights$180 [14] = 64'he402a17f0dcce63f;
+    \weights$180 [15] = 64'hdfc52407da0af07a;
+    \weights$180 [16] = 64'hfeef28d2e908ea1f;
+    \weights$180 [17] = 64'heddb580a13f93afa;
+    \weights$180 [18] = 64'h48f104fae32a392a;
+    \weights$180 [19] = 64'hf8dd038cf3091d16;
+    \weights$180 [20] = 64'hde57e3c017060c01;
+    \weights$180 [21] = 64'h1c322332094bf8d2;
+    \weights$180 [22] = 64'hacd4d806e8ee02a1;
+    \weights$180 [23] = 64'hf6db0bbc0be42ef2;
+    \weights$180 [24] = 64'hb4dc35f0bbb8d65b;
+    \weights$180 [25] = 64'h0190ce59dc03b243;
+    \weights$180 [26] = 64'h1cfbe4fcf7adfc05;
+    \weights$180 [27] = 64'h32ffcffea4d33af7;
+    \weights$180 [28] = 64'h0a0e6bb907bc4434;
+    \weights$180 [29] = 64'h65d15aeeea130f73;
+    \weights$180 [30] = 64'h3931a0ca8b18dbfe;
+    \weights$180 [31] = 64'he24226f12e9fb7ee;
+    \weights$180 [32] = 64'hc4d82c2722faf3e3;
+    \weights$180 [33] = 64'hfa475fbc1a1bcdfc;
+    \weights$180 [34] = 64'hd82c3f001e1d0309;
+    \weights$180 [35] = 64'h69f847212be520d1;
+    \weights$180 [36] = 64'h0f0b28d52bf71403;
+    \weights$180 [37] = 64'h02de3cf274bd0ed8;
+    \weights$180 [38] = 64'h217e30f92818e8f6;
+    \weights$180 [39] = 64'hf80c13e0a4f9fafd;
+    \weights$180 [40] = 64'hc3f21f1dde03f8e8;
+    \weights$180 [41] = 64'hfc25f30ac8de10f4;
+    \weights$180 [42] = 64'ha81f0a09dbc7e0d3;
+    \weights$180 [43] = 64'h371f19252e9a19bb;
+    \weights$180 [44] = 64'h4aaa151190b0f0e1;
+    \weights$180 [45] = 64'hcdf94c0ab9f0ce14;
+    \weights$180 [46] = 64'h9920ff0dd5f1d624;
+    \weights$180 [47] = 64'h2e3ef1daf21924ea;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$134 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$180 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$134 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$180 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$134 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$180 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$134 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$180 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$134 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$180 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$134 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$180 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$134 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$180 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$134 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$180 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$134 [\$8 [5:0]];
+      _4_ <= \weights$180 [\$8 [5:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1157,180 +1251,248 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$30 ;
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$48 [15:0];
-  assign \$13  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$14  = $signed(\$13 ) + $signed(\new );
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$43 [15:0];
+  assign \old$46  = slot_c3[12] ? 16'h0000 : \port__data$43 [31:16];
+  assign \old$49  = slot_c3[12] ? 16'h0000 : \port__data$43 [47:32];
+  assign \old$52  = slot_c3[12] ? 16'h0000 : \port__data$43 [63:48];
+  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$14  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$15  = $signed(\$14 ) > $signed(24'h7fffff);
-  assign \$16  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$17  = $signed(\$16 ) + $signed(\new );
-  assign \$18  = $signed(\$17 ) < $signed(24'h800000);
-  assign \$19  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$20  = $signed(\$19 ) + $signed(\new );
-  assign \$21  = \$18  ? 25'h1800000 : \$20 ;
-  assign \$22  = \$15  ? 25'h07fffff : \$21 ;
-  assign \$23  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$24  = $signed(\$23 ) + $signed(\new );
-  assign \$25  = $signed(\$24 ) > $signed(24'h7fffff);
-  assign \$26  = slot_c3[12] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$27  = $signed(\$26 ) + $signed(\new );
-  assign \$28  = $signed(\$27 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$25  | \$28 ;
-  assign \$29  = \new  != old;
-  assign \$31  = \saturated$59  | pool_0_clipped;
-  assign \$34  = | \$22 [23:0];
-  assign \$35  = \$33  & \$34 ;
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$48 [31:16];
-  assign \$36  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$37  = $signed(\$36 ) + $signed(\new$66 );
-  assign \$38  = $signed(\$37 ) > $signed(24'h7fffff);
-  assign \$39  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$40  = $signed(\$39 ) + $signed(\new$66 );
-  assign \$41  = $signed(\$40 ) < $signed(24'h800000);
-  assign \$42  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$43  = $signed(\$42 ) + $signed(\new$66 );
-  assign \$44  = \$41  ? 25'h1800000 : \$43 ;
-  assign \$45  = \$38  ? 25'h07fffff : \$44 ;
-  assign \$46  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$47  = $signed(\$46 ) + $signed(\new$66 );
-  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
-  assign \$49  = slot_c3[12] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$50  = $signed(\$49 ) + $signed(\new$66 );
-  assign \$51  = $signed(\$50 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$48  | \$51 ;
-  assign \$52  = \new$66  != \old$65 ;
-  assign \$54  = \saturated$71  | pool_1_clipped;
-  assign \$57  = | \$45 [23:0];
-  assign \$58  = \$56  & \$57 ;
-  assign \old$75  = slot_c3[12] ? 16'h0000 : \port__data$48 [47:32];
-  assign \$59  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$60  = $signed(\$59 ) + $signed(\new$76 );
-  assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
-  assign \$62  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$63  = $signed(\$62 ) + $signed(\new$76 );
-  assign \$64  = $signed(\$63 ) < $signed(24'h800000);
-  assign \$65  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$66  = $signed(\$65 ) + $signed(\new$76 );
-  assign \$67  = \$64  ? 25'h1800000 : \$66 ;
-  assign \$68  = \$61  ? 25'h07fffff : \$67 ;
-  assign \$69  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$70  = $signed(\$69 ) + $signed(\new$76 );
-  assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
-  assign \$72  = slot_c3[12] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$73  = $signed(\$72 ) + $signed(\new$76 );
+  assign \$16  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$17  = $signed(\$16 ) < $signed(24'h800000);
+  assign \$18  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$19  = \$17  ? 25'h1800000 : \$18 ;
+  assign \$20  = \$15  ? 25'h07fffff : \$19 ;
+  assign \$21  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$23  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$22  | \$24 ;
+  assign \$25  = out_0 != old_out_c4_0;
+  assign \$27  = saturated_c4_0 | pool_0_clipped;
+  assign \$30  = | \$20 [23:0];
+  assign \$31  = \$29  & \$30 ;
+  assign \$32  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$33  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$34  = $signed(\$33 ) > $signed(24'h7fffff);
+  assign \$35  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$36  = $signed(\$35 ) < $signed(24'h800000);
+  assign \$37  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$38  = \$36  ? 25'h1800000 : \$37 ;
+  assign \$39  = \$34  ? 25'h07fffff : \$38 ;
+  assign \$40  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
+  assign \$42  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$41  | \$43 ;
+  assign \$44  = out_1 != old_out_c4_1;
+  assign \$46  = saturated_c4_1 | pool_1_clipped;
+  assign \$49  = | \$39 [23:0];
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$52  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$53  = $signed(\$52 ) > $signed(24'h7fffff);
+  assign \$54  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$55  = $signed(\$54 ) < $signed(24'h800000);
+  assign \$56  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$57  = \$55  ? 25'h1800000 : \$56 ;
+  assign \$58  = \$53  ? 25'h07fffff : \$57 ;
+  assign \$59  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
+  assign \$61  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$60  | \$62 ;
+  assign \$63  = out_2 != old_out_c4_2;
+  assign \$65  = saturated_c4_2 | pool_2_clipped;
+  assign \$68  = | \$58 [23:0];
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$71  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$72  = $signed(\$71 ) > $signed(24'h7fffff);
+  assign \$73  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$74  = $signed(\$73 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$71  | \$74 ;
-  assign \$75  = \new$76  != \old$75 ;
-  assign \$77  = \saturated$81  | pool_2_clipped;
-  assign \$80  = | \$68 [23:0];
-  assign \$81  = \$79  & \$80 ;
-  assign \old$85  = slot_c3[12] ? 16'h0000 : \port__data$48 [63:48];
-  assign \$82  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$83  = $signed(\$82 ) + $signed(\new$86 );
-  assign \$84  = $signed(\$83 ) > $signed(24'h7fffff);
-  assign \$85  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$86  = $signed(\$85 ) + $signed(\new$86 );
-  assign \$87  = $signed(\$86 ) < $signed(24'h800000);
-  assign \$88  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$89  = $signed(\$88 ) + $signed(\new$86 );
-  assign \$90  = \$87  ? 25'h1800000 : \$89 ;
-  assign \$91  = \$84  ? 25'h07fffff : \$90 ;
-  assign \$92  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$93  = $signed(\$92 ) + $signed(\new$86 );
-  assign \$94  = $signed(\$93 ) > $signed(24'h7fffff);
-  assign \$95  = slot_c3[12] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$96  = $signed(\$95 ) + $signed(\new$86 );
-  assign \$97  = $signed(\$96 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$94  | \$97 ;
-  assign \$98  = \new$86  != \old$85 ;
-  assign \$100  = \saturated$91  | pool_3_clipped;
-  assign \$103  = | \$91 [23:0];
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = slot_c3[11] & slot_c3[13];
+  assign \$75  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$76  = \$74  ? 25'h1800000 : \$75 ;
+  assign \$77  = \$72  ? 25'h07fffff : \$76 ;
+  assign \$78  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$79  = $signed(\$78 ) > $signed(24'h7fffff);
+  assign \$80  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$81  = $signed(\$80 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$79  | \$81 ;
+  assign \$82  = out_3 != old_out_c4_3;
+  assign \$84  = saturated_c4_3 | pool_3_clipped;
+  assign \$87  = | \$77 [23:0];
+  assign \$88  = \$86  & \$87 ;
+  assign \$89  = slot_c4[11] & slot_c4[13];
   assign credit = reserved < 4'h8;
-  assign \$106  = 1'h0 + \port__en$16 ;
-  assign \$107  = layer0_weights_reads + \$106 ;
-  assign \$108  = | port__en;
-  assign \$109  = 1'h0 + \$108 ;
-  assign \$110  = layer0_weights_writes + \$109 ;
-  assign \$111  = 1'h0 + \port__en$17 ;
-  assign \$112  = layer0_bias_reads + \$111 ;
-  assign \$113  = | \port__en$11 ;
-  assign \$114  = 1'h0 + \$113 ;
-  assign \$115  = layer0_bias_writes + \$114 ;
-  assign \$116  = 1'h0 + \port__en$18 ;
-  assign \$117  = layer0_params_reads + \$116 ;
-  assign \$118  = | \$7 [3:0];
-  assign \$119  = 1'h0 + \$118 ;
-  assign \$120  = layer0_params_writes + \$119 ;
-  assign \$121  = 1'h0 + \port__en$19 ;
-  assign \$122  = layer0_state_reads + \$121 ;
-  assign \$124  = 1'h0 + \$123 ;
-  assign \$125  = layer0_state_writes + \$124 ;
-  assign \$126  = 1'h0 + \port__en$20 ;
-  assign \$127  = layer0_pool_reads + \$126 ;
-  assign \$129  = 1'h0 + \$128 ;
-  assign \$130  = layer0_pool_writes + \$129 ;
-  assign \$131  = ~ slot_c2[14];
-  assign \$132  = slot_c2[0] & \$131 ;
-  assign \$133  = | slot_c2[26:19];
-  assign \$134  = \$132  & \$133 ;
-  assign \$135  = layer0_macs + 4'h8;
-  assign \$136  = 1'h0 + changed[0];
-  assign \$137  = \$136  + changed[1];
-  assign \$138  = \$137  + changed[2];
-  assign \$139  = \$138  + changed[3];
-  assign \$140  = layer0_events + \$139 ;
-  assign \$141  = 1'h0 + saturated[0];
-  assign \$142  = \$141  + saturated[1];
-  assign \$143  = \$142  + saturated[2];
-  assign \$144  = \$143  + saturated[3];
-  assign \$145  = layer0_saturations + \$144 ;
-  assign \$146  = reserved + starting;
-  assign \$147  = r_en & entries__valid;
-  assign \$148  = \$146  - \$147 ;
+  assign \$90  = 1'h0 + \port__en$16 ;
+  assign \$91  = layer0_weights_reads + \$90 ;
+  assign \$92  = | port__en;
+  assign \$93  = 1'h0 + \$92 ;
+  assign \$94  = layer0_weights_writes + \$93 ;
+  assign \$95  = 1'h0 + \port__en$17 ;
+  assign \$96  = layer0_bias_reads + \$95 ;
+  assign \$97  = | \port__en$11 ;
+  assign \$98  = 1'h0 + \$97 ;
+  assign \$99  = layer0_bias_writes + \$98 ;
+  assign \$100  = 1'h0 + \port__en$18 ;
+  assign \$101  = layer0_params_reads + \$100 ;
+  assign \$102  = | \$7 [3:0];
+  assign \$103  = 1'h0 + \$102 ;
+  assign \$104  = layer0_params_writes + \$103 ;
+  assign \$105  = 1'h0 + \port__en$19 ;
+  assign \$106  = layer0_state_reads + \$105 ;
+  assign \$108  = 1'h0 + \$107 ;
+  assign \$109  = layer0_state_writes + \$108 ;
+  assign \$110  = 1'h0 + \port__en$20 ;
+  assign \$111  = layer0_pool_reads + \$110 ;
+  assign \$113  = 1'h0 + \$112 ;
+  assign \$114  = layer0_pool_writes + \$113 ;
+  assign \$115  = ~ slot_c2[14];
+  assign \$116  = slot_c2[0] & \$115 ;
+  assign \$117  = | slot_c2[26:19];
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = layer0_macs + 4'h8;
+  assign \$120  = slot_c3[12] ? 24'h000000 : \port__data$147 [23:0];
+  assign \$121  = slot_c3[12] ? 24'h000000 : \port__data$147 [47:24];
+  assign \$122  = slot_c3[12] ? 24'h000000 : \port__data$147 [71:48];
+  assign \$123  = slot_c3[12] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$124  = 1'h0 + changed[0];
+  assign \$125  = \$124  + changed[1];
+  assign \$126  = \$125  + changed[2];
+  assign \$127  = \$126  + changed[3];
+  assign \$128  = layer0_events + \$127 ;
+  assign \$129  = 1'h0 + saturated[0];
+  assign \$130  = \$129  + saturated[1];
+  assign \$131  = \$130  + saturated[2];
+  assign \$132  = \$131  + saturated[3];
+  assign \$133  = layer0_saturations + \$132 ;
+  assign \$134  = reserved + starting;
+  assign \$135  = r_en & entries__valid;
+  assign \$136  = \$134  - \$135 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$149 ;
+    layer0_weights_reads <= \$137 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$150 ;
+    layer0_weights_writes <= \$138 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$151 ;
+    layer0_bias_reads <= \$139 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$152 ;
+    layer0_bias_writes <= \$140 ;
   always @(posedge clk)
-    layer0_params_reads <= \$153 ;
+    layer0_params_reads <= \$141 ;
   always @(posedge clk)
-    layer0_params_writes <= \$154 ;
+    layer0_params_writes <= \$142 ;
   always @(posedge clk)
-    layer0_state_reads <= \$155 ;
+    layer0_state_reads <= \$143 ;
   always @(posedge clk)
-    layer0_state_writes <= \$156 ;
+    layer0_state_writes <= \$144 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$157 ;
+    layer0_pool_reads <= \$145 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$158 ;
+    layer0_pool_writes <= \$146 ;
   always @(posedge clk)
-    slot_c2 <= \$159 ;
+    slot_c2 <= \$147 ;
   always @(posedge clk)
-    use_acc2 <= \$160 ;
+    use_acc2 <= \$148 ;
   always @(posedge clk)
-    layer0_macs <= \$161 ;
+    layer0_macs <= \$149 ;
   always @(posedge clk)
-    slot_c3 <= \$162 ;
+    slot_c3 <= \$150 ;
   always @(posedge clk)
-    \trace$123  <= \$163 ;
+    slot_c4 <= \$151 ;
   always @(posedge clk)
-    layer0_events <= \$164 ;
+    \port__en$56  <= \$152 ;
   always @(posedge clk)
-    layer0_saturations <= \$165 ;
+    new_c4_0 <= \$153 ;
   always @(posedge clk)
-    reserved <= \$166 ;
+    old_c4_0 <= \$154 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$155 ;
+  always @(posedge clk)
+    out_c4_0 <= \$156 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$157 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$158 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$159 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$160 ;
+  always @(posedge clk)
+    old_pool_c4_0 <= \$161 ;
+  always @(posedge clk)
+    new_c4_1 <= \$162 ;
+  always @(posedge clk)
+    old_c4_1 <= \$163 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$164 ;
+  always @(posedge clk)
+    out_c4_1 <= \$165 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$166 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$167 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$168 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$169 ;
+  always @(posedge clk)
+    old_pool_c4_1 <= \$170 ;
+  always @(posedge clk)
+    new_c4_2 <= \$171 ;
+  always @(posedge clk)
+    old_c4_2 <= \$172 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$173 ;
+  always @(posedge clk)
+    out_c4_2 <= \$174 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$175 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$176 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$177 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$178 ;
+  always @(posedge clk)
+    old_pool_c4_2 <= \$179 ;
+  always @(posedge clk)
+    new_c4_3 <= \$180 ;
+  always @(posedge clk)
+    old_c4_3 <= \$181 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$182 ;
+  always @(posedge clk)
+    out_c4_3 <= \$183 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$184 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$185 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$186 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$187 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$188 ;
+  always @(posedge clk)
+    \trace$169  <= \$189 ;
+  always @(posedge clk)
+    layer0_events <= \$190 ;
+  always @(posedge clk)
+    layer0_saturations <= \$191 ;
+  always @(posedge clk)
+    reserved <= \$192 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$56 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1350,7 +1512,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$44 ),
+    .acc(\acc$39 ),
     .clk(clk),
     .first(slot_c2[9]),
     .rst(rst),
@@ -1365,41 +1527,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$103 ),
+    .items__ready(\items__ready$120 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
+    .abs_at_least(gate),
     .acc(acc),
-    .gate(gate),
-    .\new (\new ),
-    .old(old),
-    .params(\port__data$46 [7:0]),
-    .saturated(\saturated$59 )
+    .h_new(\new ),
+    .hold(hold),
+    .params(\port__data$41 [7:0]),
+    .saturated(\saturated$144 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$63 ),
-    .gate(\gate$72 ),
-    .\new (\new$66 ),
-    .old(\old$65 ),
-    .params(\port__data$46 [15:8]),
-    .saturated(\saturated$71 )
+    .abs_at_least(\gate$151 ),
+    .acc(\acc$44 ),
+    .h_new(\new$148 ),
+    .hold(\hold$149 ),
+    .params(\port__data$41 [15:8]),
+    .saturated(\saturated$152 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$73 ),
-    .gate(\gate$82 ),
-    .\new (\new$76 ),
-    .old(\old$75 ),
-    .params(\port__data$46 [23:16]),
-    .saturated(\saturated$81 )
+    .abs_at_least(\gate$158 ),
+    .acc(\acc$47 ),
+    .h_new(\new$155 ),
+    .hold(\hold$156 ),
+    .params(\port__data$41 [23:16]),
+    .saturated(\saturated$159 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$83 ),
-    .gate(\gate$92 ),
-    .\new (\new$86 ),
-    .old(\old$85 ),
-    .params(\port__data$46 [31:24]),
-    .saturated(\saturated$91 )
+    .abs_at_least(\gate$165 ),
+    .acc(\acc$50 ),
+    .h_new(\new$162 ),
+    .hold(\hold$163 ),
+    .params(\port__data$41 [31:24]),
+    .saturated(\saturated$166 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1459,137 +1621,403 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = \$107 [31:0];
+    \$137  = \$91 [31:0];
+    if (rst) begin
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$138  = \$94 [31:0];
+    if (rst) begin
+      \$138  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$139  = \$96 [31:0];
+    if (rst) begin
+      \$139  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$140  = \$99 [31:0];
+    if (rst) begin
+      \$140  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$141  = \$101 [31:0];
+    if (rst) begin
+      \$141  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$142  = \$104 [31:0];
+    if (rst) begin
+      \$142  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$143  = \$106 [31:0];
+    if (rst) begin
+      \$143  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$144  = \$109 [31:0];
+    if (rst) begin
+      \$144  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$145  = \$111 [31:0];
+    if (rst) begin
+      \$145  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$146  = \$114 [31:0];
+    if (rst) begin
+      \$146  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$147  = slot;
+    if (rst) begin
+      \$147  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$148  = 1'h0;
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$149  = layer0_macs;
+    if (\$118 ) begin
+      \$149  = \$119 [31:0];
+    end
     if (rst) begin
       \$149  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = \$110 [31:0];
+    \$150  = slot_c2;
     if (rst) begin
-      \$150  = 32'd0;
+      \$150  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \$112 [31:0];
+    \$151  = slot_c3;
     if (rst) begin
-      \$151  = 32'd0;
+      \$151  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \$115 [31:0];
+    \$152  = finalize;
     if (rst) begin
-      \$152  = 32'd0;
+      \$152  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \$117 [31:0];
+    \$153  = \new ;
     if (rst) begin
-      \$153  = 32'd0;
+      \$153  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \$120 [31:0];
+    \$154  = old;
     if (rst) begin
-      \$154  = 32'd0;
+      \$154  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \$122 [31:0];
+    \$155  = hold;
     if (rst) begin
-      \$155  = 32'd0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = \$125 [31:0];
+    \$156  = \new ;
     if (rst) begin
-      \$156  = 32'd0;
+      \$156  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = \$127 [31:0];
+    \$157  = old;
     if (rst) begin
-      \$157  = 32'd0;
+      \$157  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = \$130 [31:0];
+    \$158  = gate;
     if (rst) begin
-      \$158  = 32'd0;
+      \$158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = slot;
+    \$159  = \saturated$144 ;
     if (rst) begin
-      \$159  = 27'h0000000;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = 1'h0;
+    \$160  = 16'h0000;
     if (rst) begin
-      \$160  = 1'h0;
+      \$160  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = layer0_macs;
-    if (\$134 ) begin
-      \$161  = \$135 [31:0];
-    end
+    \$161  = \$120 ;
     if (rst) begin
-      \$161  = 32'd0;
+      \$161  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = slot_c2;
+    \$162  = \new$148 ;
     if (rst) begin
-      \$162  = 27'h0000000;
+      \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = trace;
+    \$163  = \old$46 ;
     if (rst) begin
-      \$163  = 73'h0000000000000000000;
+      \$163  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = layer0_events;
-    if (finalize) begin
-      \$164  = \$140 [31:0];
-    end
+    \$164  = \hold$149 ;
     if (rst) begin
-      \$164  = 32'd0;
+      \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = layer0_saturations;
-    if (finalize) begin
-      \$165  = \$145 [31:0];
-    end
+    \$165  = \new$148 ;
     if (rst) begin
-      \$165  = 32'd0;
+      \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \$148 [3:0];
+    \$166  = \old$46 ;
     if (rst) begin
-      \$166  = 4'h0;
+      \$166  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$167  = \gate$151 ;
+    if (rst) begin
+      \$167  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$168  = \saturated$152 ;
+    if (rst) begin
+      \$168  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$169  = 16'h0000;
+    if (rst) begin
+      \$169  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$170  = \$121 ;
+    if (rst) begin
+      \$170  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$171  = \new$155 ;
+    if (rst) begin
+      \$171  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$172  = \old$49 ;
+    if (rst) begin
+      \$172  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$173  = \hold$156 ;
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$174  = \new$155 ;
+    if (rst) begin
+      \$174  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$175  = \old$49 ;
+    if (rst) begin
+      \$175  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$176  = \gate$158 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$177  = \saturated$159 ;
+    if (rst) begin
+      \$177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$178  = 16'h0000;
+    if (rst) begin
+      \$178  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$179  = \$122 ;
+    if (rst) begin
+      \$179  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$180  = \new$162 ;
+    if (rst) begin
+      \$180  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$181  = \old$52 ;
+    if (rst) begin
+      \$181  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$182  = \hold$163 ;
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$183  = \new$162 ;
+    if (rst) begin
+      \$183  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$184  = \old$52 ;
+    if (rst) begin
+      \$184  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$185  = \gate$165 ;
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$186  = \saturated$166 ;
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$187  = 16'h0000;
+    if (rst) begin
+      \$187  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$188  = \$123 ;
+    if (rst) begin
+      \$188  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$189  = trace;
+    if (rst) begin
+      \$189  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$190  = layer0_events;
+    if (\port__en$56 ) begin
+      \$190  = \$128 [31:0];
+    end
+    if (rst) begin
+      \$190  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$191  = layer0_saturations;
+    if (\port__en$56 ) begin
+      \$191  = \$133 [31:0];
+    end
+    if (rst) begin
+      \$191  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$192  = \$136 [3:0];
+    if (rst) begin
+      \$192  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1605,34 +2033,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \port__addr$39  = slot_c3[2:1];
-  assign \port__en$40  = finalize;
-  assign \port__addr$41  = slot_c3[2:1];
-  assign \port__en$42  = finalize;
-  assign params = \port__data$46 [7:0];
-  assign old_out_0 = old;
-  assign pool_0 = \$22 [23:0];
-  assign out = \new ;
-  assign \params$64  = \port__data$46 [15:8];
-  assign old_out_1 = \old$65 ;
-  assign pool_1 = \$45 [23:0];
-  assign \out$69  = \new$66 ;
-  assign \params$74  = \port__data$46 [23:16];
-  assign old_out_2 = \old$75 ;
-  assign pool_2 = \$68 [23:0];
-  assign \out$79  = \new$76 ;
-  assign \params$84  = \port__data$46 [31:24];
-  assign old_out_3 = \old$85 ;
-  assign pool_3 = \$91 [23:0];
-  assign \out$89  = \new$86 ;
+  assign params = \port__data$41 [7:0];
+  assign \params$45  = \port__data$41 [15:8];
+  assign \params$48  = \port__data$41 [23:16];
+  assign \params$51  = \port__data$41 [31:24];
+  assign \port__addr$54  = slot_c4[2:1];
+  assign finalize4 = \port__en$56 ;
+  assign \port__addr$58  = slot_c4[2:1];
+  assign \port__en$59  = \port__en$56 ;
+  assign pool_0 = \$20 [23:0];
+  assign pool_1 = \$39 [23:0];
+  assign pool_2 = \$58 [23:0];
+  assign pool_3 = \$77 [23:0];
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$56 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$102  = events__payload;
-  assign events__ready = \items__ready$103 ;
-  assign \items__valid$106  = events__valid;
+  assign \items__payload$119  = events__payload;
+  assign events__ready = \items__ready$120 ;
+  assign \items__valid$123  = events__valid;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \out$150  = \new$148 ;
+  assign \potential$154  = 16'h0000;
+  assign \out$157  = \new$155 ;
+  assign \potential$161  = 16'h0000;
+  assign \out$164  = \new$162 ;
+  assign \potential$168  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1697,17 +2125,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$44[0]  = \acc$44 [18:0];
-  assign \acc$44[1]  = \acc$44 [37:19];
-  assign \acc$44[2]  = \acc$44 [56:38];
-  assign \acc$44[3]  = \acc$44 [75:57];
-  assign \acc$44[4]  = \acc$44 [94:76];
-  assign \acc$44[5]  = \acc$44 [113:95];
-  assign \acc$44[6]  = \acc$44 [132:114];
-  assign \acc$44[7]  = \acc$44 [151:133];
-  assign \params.alpha  = \port__data$46 [7:0];
+  assign \acc$39[0]  = \acc$39 [18:0];
+  assign \acc$39[1]  = \acc$39 [37:19];
+  assign \acc$39[2]  = \acc$39 [56:38];
+  assign \acc$39[3]  = \acc$39 [75:57];
+  assign \acc$39[4]  = \acc$39 [94:76];
+  assign \acc$39[5]  = \acc$39 [113:95];
+  assign \acc$39[6]  = \acc$39 [132:114];
+  assign \acc$39[7]  = \acc$39 [151:133];
+  assign \params.alpha  = \port__data$41 [7:0];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$44.cand  = \acc$44 [18:0];
+  assign \acc$44.thr  = \acc$44 [37:19];
+  assign \params$45.alpha  = \port__data$41 [15:8];
+  assign \old$46.h  = \old$46 ;
+  assign \acc$47.cand  = \acc$47 [18:0];
+  assign \acc$47.thr  = \acc$47 [37:19];
+  assign \params$48.alpha  = \port__data$41 [23:16];
+  assign \old$49.h  = \old$49 ;
+  assign \acc$50.cand  = \acc$50 [18:0];
+  assign \acc$50.thr  = \acc$50 [37:19];
+  assign \params$51.alpha  = \port__data$41 [31:24];
+  assign \old$52.h  = \old$52 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[8:3];
+  assign \slot_c4.first  = slot_c4[9];
+  assign \slot_c4.last  = slot_c4[10];
+  assign \slot_c4.step_last  = slot_c4[11];
+  assign \slot_c4.seq_first  = slot_c4[12];
+  assign \slot_c4.seq_end  = slot_c4[13];
+  assign \slot_c4.empty  = slot_c4[14];
+  assign \slot_c4.index  = slot_c4[18:15];
+  assign \slot_c4.value  = slot_c4[26:19];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1731,21 +2183,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.group  = entry[101:100];
   assign \entry.marker  = entry[102];
   assign \entry.seq_end  = entry[103];
-  assign \acc$63.cand  = \acc$63 [18:0];
-  assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = \port__data$46 [15:8];
-  assign \old$65.h  = \old$65 ;
-  assign \new$66.h  = \new$66 ;
-  assign \acc$73.cand  = \acc$73 [18:0];
-  assign \acc$73.thr  = \acc$73 [37:19];
-  assign \params$74.alpha  = \port__data$46 [23:16];
-  assign \old$75.h  = \old$75 ;
-  assign \new$76.h  = \new$76 ;
-  assign \acc$83.cand  = \acc$83 [18:0];
-  assign \acc$83.thr  = \acc$83 [37:19];
-  assign \params$84.alpha  = \port__data$46 [31:24];
-  assign \old$85.h  = \old$85 ;
-  assign \new$86.h  = \new$86 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -1759,75 +2202,79 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$102.index  = events__payload[3:0];
-  assign \items__payload$102.value  = events__payload[27:4];
-  assign \items__payload$102.step_end  = events__payload[28];
-  assign \items__payload$102.seq_end  = events__payload[29];
-  assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [2:1];
-  assign \trace$123.step_end  = \trace$123 [3];
-  assign \trace$123.seq_end  = \trace$123 [4];
-  assign \trace$123.state  = \trace$123 [68:5];
-  assign \trace$123.state[0]  = \trace$123 [20:5];
-  assign \trace$123.state[1]  = \trace$123 [36:21];
-  assign \trace$123.state[2]  = \trace$123 [52:37];
-  assign \trace$123.state[3]  = \trace$123 [68:53];
-  assign \trace$123.gate  = \trace$123 [72:69];
-  assign \trace$123.gate[0]  = \trace$123 [69];
-  assign \trace$123.gate[1]  = \trace$123 [70];
-  assign \trace$123.gate[2]  = \trace$123 [71];
-  assign \trace$123.gate[3]  = \trace$123 [72];
-  assign \acc$83 [37:19] = \acc$44 [151:133];
-  assign \acc$83 [18:0] = \acc$44 [132:114];
-  assign \acc$73 [37:19] = \acc$44 [113:95];
-  assign \acc$73 [18:0] = \acc$44 [94:76];
-  assign \acc$63 [37:19] = \acc$44 [75:57];
-  assign \acc$63 [18:0] = \acc$44 [56:38];
-  assign entry[103] = slot_c3[13];
-  assign entry[102] = \$105 ;
-  assign entry[101:100] = slot_c3[2:1];
-  assign entry[99:76] = \$91 [23:0];
-  assign entry[3] = \$104 ;
-  assign entry[75:52] = \$68 [23:0];
-  assign entry[2] = \$81 ;
-  assign entry[51:28] = \$45 [23:0];
-  assign entry[1] = \$58 ;
-  assign entry[27:4] = \$22 [23:0];
-  assign entry[0] = \$35 ;
-  assign trace[4] = slot_c3[13];
-  assign trace[3] = slot_c3[11];
-  assign trace[2:1] = slot_c3[2:1];
-  assign trace[0] = finalize;
-  assign trace[72] = \gate$92 ;
-  assign trace[68:53] = \new$86 ;
-  assign trace[71] = \gate$82 ;
-  assign trace[52:37] = \new$76 ;
-  assign trace[70] = \gate$72 ;
-  assign trace[36:21] = \new$66 ;
-  assign trace[69] = gate;
-  assign trace[20:5] = \new ;
-  assign saturated[3] = \$101 ;
-  assign saturated[2] = \$78 ;
-  assign saturated[1] = \$55 ;
-  assign saturated[0] = \$32 ;
-  assign changed[3] = \$99 ;
-  assign changed[2] = \$76 ;
-  assign changed[1] = \$53 ;
-  assign changed[0] = \$30 ;
-  assign \port__data$56 [95:72] = \$91 [23:0];
-  assign \port__data$56 [71:48] = \$68 [23:0];
-  assign \port__data$56 [47:24] = \$45 [23:0];
-  assign \port__data$56 [23:0] = \$22 [23:0];
-  assign \port__data$49 [63:48] = \new$86 ;
-  assign \port__data$49 [47:32] = \new$76 ;
-  assign \port__data$49 [31:16] = \new$66 ;
-  assign \port__data$49 [15:0] = \new ;
-  assign acc[37:19] = \acc$44 [37:19];
-  assign acc[18:0] = \acc$44 [18:0];
+  assign \items__payload$119.index  = events__payload[3:0];
+  assign \items__payload$119.value  = events__payload[27:4];
+  assign \items__payload$119.step_end  = events__payload[28];
+  assign \items__payload$119.seq_end  = events__payload[29];
+  assign \new.h  = \new ;
+  assign \new$148.h  = \new$148 ;
+  assign \new$155.h  = \new$155 ;
+  assign \new$162.h  = \new$162 ;
+  assign \trace$169.valid  = \trace$169 [0];
+  assign \trace$169.group  = \trace$169 [2:1];
+  assign \trace$169.step_end  = \trace$169 [3];
+  assign \trace$169.seq_end  = \trace$169 [4];
+  assign \trace$169.state  = \trace$169 [68:5];
+  assign \trace$169.state[0]  = \trace$169 [20:5];
+  assign \trace$169.state[1]  = \trace$169 [36:21];
+  assign \trace$169.state[2]  = \trace$169 [52:37];
+  assign \trace$169.state[3]  = \trace$169 [68:53];
+  assign \trace$169.gate  = \trace$169 [72:69];
+  assign \trace$169.gate[0]  = \trace$169 [69];
+  assign \trace$169.gate[1]  = \trace$169 [70];
+  assign \trace$169.gate[2]  = \trace$169 [71];
+  assign \trace$169.gate[3]  = \trace$169 [72];
+  assign entry[103] = slot_c4[13];
+  assign entry[102] = \$89 ;
+  assign entry[101:100] = slot_c4[2:1];
+  assign entry[99:76] = \$77 [23:0];
+  assign entry[3] = \$88 ;
+  assign entry[75:52] = \$58 [23:0];
+  assign entry[2] = \$69 ;
+  assign entry[51:28] = \$39 [23:0];
+  assign entry[1] = \$50 ;
+  assign entry[27:4] = \$20 [23:0];
+  assign entry[0] = \$31 ;
+  assign trace[4] = slot_c4[13];
+  assign trace[3] = slot_c4[11];
+  assign trace[2:1] = slot_c4[2:1];
+  assign trace[0] = \port__en$56 ;
+  assign trace[72] = gate_c4_3;
+  assign trace[68:53] = out_3;
+  assign trace[71] = gate_c4_2;
+  assign trace[52:37] = out_2;
+  assign trace[70] = gate_c4_1;
+  assign trace[36:21] = out_1;
+  assign trace[69] = gate_c4_0;
+  assign trace[20:5] = out_0;
+  assign saturated[3] = \$85 ;
+  assign saturated[2] = \$66 ;
+  assign saturated[1] = \$47 ;
+  assign saturated[0] = \$28 ;
+  assign changed[3] = \$83 ;
+  assign changed[2] = \$64 ;
+  assign changed[1] = \$45 ;
+  assign changed[0] = \$26 ;
+  assign \port__data$70 [95:72] = \$77 [23:0];
+  assign \port__data$70 [71:48] = \$58 [23:0];
+  assign \port__data$70 [47:24] = \$39 [23:0];
+  assign \port__data$70 [23:0] = \$20 [23:0];
+  assign \port__data$60 [63:48] = \$70 ;
+  assign \port__data$60 [47:32] = \$51 ;
+  assign \port__data$60 [31:16] = \$32 ;
+  assign \port__data$60 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \acc$50 [37:19] = \acc$39 [151:133];
+  assign \acc$50 [18:0] = \acc$39 [132:114];
+  assign \acc$47 [37:19] = \acc$39 [113:95];
+  assign \acc$47 [18:0] = \acc$39 [94:76];
+  assign \acc$44 [37:19] = \acc$39 [75:57];
+  assign \acc$44 [18:0] = \acc$39 [56:38];
+  assign acc[37:19] = \acc$39 [37:19];
+  assign acc[18:0] = \acc$39 [18:0];
   assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
@@ -1856,24 +2303,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign port__data[23:16] = \config [20:13];
   assign port__data[15:8] = \config [20:13];
   assign port__data[7:0] = \config [20:13];
-  assign \$30  = \$29 ;
-  assign \$32  = \$31 ;
-  assign \$33  = slot_c3[13];
-  assign \$53  = \$52 ;
-  assign \$55  = \$54 ;
-  assign \$56  = slot_c3[13];
-  assign \$76  = \$75 ;
-  assign \$78  = \$77 ;
-  assign \$79  = slot_c3[13];
-  assign \$99  = \$98 ;
-  assign \$101  = \$100 ;
-  assign \$102  = slot_c3[13];
-  assign \$123  = finalize;
-  assign \$128  = finalize;
+  assign \$26  = \$25 ;
+  assign \$28  = \$27 ;
+  assign \$29  = slot_c4[13];
+  assign \$45  = \$44 ;
+  assign \$47  = \$46 ;
+  assign \$48  = slot_c4[13];
+  assign \$64  = \$63 ;
+  assign \$66  = \$65 ;
+  assign \$67  = slot_c4[13];
+  assign \$83  = \$82 ;
+  assign \$85  = \$84 ;
+  assign \$86  = slot_c4[13];
+  assign \$107  = \port__en$56 ;
+  assign \$112  = \port__en$56 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3134,38 +3581,38 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, abs_at_least, params);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
-  wire [9:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [7:0] params;
   wire [7:0] params;
@@ -3173,70 +3620,83 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(1'h0) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, abs_at_least, params);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
-  wire [9:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [7:0] params;
   wire [7:0] params;
@@ -3244,70 +3704,83 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(1'h0) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, abs_at_least, params);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [9:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [7:0] params;
   wire [7:0] params;
@@ -3315,70 +3788,83 @@ module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(1'h0) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, abs_at_least, params);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [9:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
   wire [15:0] out;
   input [7:0] params;
   wire [7:0] params;
@@ -3386,40 +3872,53 @@ module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(1'h0) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10 [9], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
-  assign \old.h  = old;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3509,8 +4008,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [42:0] \$88 ;
   reg [35:0] \$89 ;
   wire \$9 ;
-  reg [3:0] \$90 ;
-  reg [3:0] \$91 ;
+  reg [1:0] \$90 ;
+  reg [143:0] \$91 ;
+  reg [42:0] \$92 ;
+  reg \$93 ;
+  reg [35:0] \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -3549,7 +4053,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg [1:0] group_lane = 2'h0;
+  reg [35:0] group_logit = 36'h000000000;
   input [29:0] items__payload;
   wire [29:0] items__payload;
   wire [29:0] \items__payload$1 ;
@@ -3567,6 +4075,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [143:0] logits_c4 = 144'h000000000000000000000000000000000000;
+  wire [35:0] \logits_c4[0] ;
+  wire [35:0] \logits_c4[1] ;
+  wire [35:0] \logits_c4[2] ;
+  wire [35:0] \logits_c4[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [5:0] \port__addr$15 ;
@@ -3663,6 +4176,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [23:0] \slot_c3.value ;
+  reg [42:0] slot_c4 = 43'h00000000000;
+  wire [5:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [23:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -3670,7 +4195,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [23:0] value;
   wire [151:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -3699,74 +4224,79 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [47:0];
+  reg [31:0] \weights$75  [47:0];
   initial begin
-    \weights$70 [0] = 32'd755308271;
-    \weights$70 [1] = 32'd1425033143;
-    \weights$70 [2] = 32'd1107547647;
-    \weights$70 [3] = 32'd104067177;
-    \weights$70 [4] = 32'd3774806020;
-    \weights$70 [5] = 32'd3256992994;
-    \weights$70 [6] = 32'd4293198085;
-    \weights$70 [7] = 32'd1211753456;
-    \weights$70 [8] = 32'd4122978393;
-    \weights$70 [9] = 32'd253479069;
-    \weights$70 [10] = 32'd767351034;
-    \weights$70 [11] = 32'd3321246161;
-    \weights$70 [12] = 32'd3602504632;
-    \weights$70 [13] = 32'd317211656;
-    \weights$70 [14] = 32'd557706154;
-    \weights$70 [15] = 32'd383983645;
-    \weights$70 [16] = 32'd3958033368;
-    \weights$70 [17] = 32'd3559567379;
-    \weights$70 [18] = 32'd100479459;
-    \weights$70 [19] = 32'd1944939718;
-    \weights$70 [20] = 32'd3706771439;
-    \weights$70 [21] = 32'd3860596819;
-    \weights$70 [22] = 32'd3675222291;
-    \weights$70 [23] = 32'd4127512;
-    \weights$70 [24] = 32'd525226502;
-    \weights$70 [25] = 32'd17232640;
-    \weights$70 [26] = 32'd3943368692;
-    \weights$70 [27] = 32'd3922270203;
-    \weights$70 [28] = 32'd4255849059;
-    \weights$70 [29] = 32'd852893917;
-    \weights$70 [30] = 32'd4162904289;
-    \weights$70 [31] = 32'd4177078766;
-    \weights$70 [32] = 32'd243;
-    \weights$70 [33] = 32'd213;
-    \weights$70 [34] = 32'd240;
-    \weights$70 [35] = 32'd208;
-    \weights$70 [36] = 32'd244;
-    \weights$70 [37] = 32'd44;
-    \weights$70 [38] = 32'd182;
-    \weights$70 [39] = 32'd158;
-    \weights$70 [40] = 32'd53;
-    \weights$70 [41] = 32'd184;
-    \weights$70 [42] = 32'd251;
-    \weights$70 [43] = 32'd253;
-    \weights$70 [44] = 32'd182;
-    \weights$70 [45] = 32'd232;
-    \weights$70 [46] = 32'd44;
-    \weights$70 [47] = 32'd255;
+    \weights$75 [0] = 32'd755308271;
+    \weights$75 [1] = 32'd1425033143;
+    \weights$75 [2] = 32'd1107547647;
+    \weights$75 [3] = 32'd104067177;
+    \weights$75 [4] = 32'd3774806020;
+    \weights$75 [5] = 32'd3256992994;
+    \weights$75 [6] = 32'd4293198085;
+    \weights$75 [7] = 32'd1211753456;
+    \weights$75 [8] = 32'd4122978393;
+    \weights$75 [9] = 32'd253479069;
+    \weights$75 [10] = 32'd767351034;
+    \weights$75 [11] = 32'd3321246161;
+    \weights$75 [12] = 32'd3602504632;
+    \weights$75 [13] = 32'd317211656;
+    \weights$75 [14] = 32'd557706154;
+    \weights$75 [15] = 32'd383983645;
+    \weights$75 [16] = 32'd3958033368;
+    \weights$75 [17] = 32'd3559567379;
+    \weights$75 [18] = 32'd100479459;
+    \weights$75 [19] = 32'd1944939718;
+    \weights$75 [20] = 32'd3706771439;
+    \weights$75 [21] = 32'd3860596819;
+    \weights$75 [22] = 32'd3675222291;
+    \weights$75 [23] = 32'd4127512;
+    \weights$75 [24] = 32'd525226502;
+    \weights$75 [25] = 32'd17232640;
+    \weights$75 [26] = 32'd3943368692;
+    \weights$75 [27] = 32'd3922270203;
+    \weights$75 [28] = 32'd4255849059;
+    \weights$75 [29] = 32'd852893917;
+    \weights$75 [30] = 32'd4162904289;
+    \weights$75 [31] = 32'd4177078766;
+    \weights$75 [32] = 32'd243;
+    \weights$75 [33] = 32'd213;
+    \weights$75 [34] = 32'd240;
+    \weights$75 [35] = 32'd208;
+    \weights$75 [36] = 32'd244;
+    \weights$75 [37] = 32'd44;
+    \weights$75 [38] = 32'd182;
+    \weights$75 [39] = 32'd158;
+    \weights$75 [40] = 32'd53;
+    \weights$75 [41] = 32'd184;
+    \weights$75 [42] = 32'd251;
+    \weights$75 [43] = 32'd253;
+    \weights$75 [44] = 32'd182;
+    \weights$75 [45] = 32'd232;
+    \weights$75 [46] = 32'd44;
+    \weights$75 [47] = 32'd255;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$75 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$75 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$70 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$75 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$70 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$75 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [5:0]];
+      _1_ <= \weights$75 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$4  = \config [3:1] == 3'h4;
+  assign \$5  = \config [0] & \$4 ;
+  assign \$6  = \$5  << \config [12:10];
+  assign \$7  = slot[8:3] + slot[18:15];
+  assign \$8  = ~ slot[14];
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
@@ -3806,11 +4336,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$51  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign \$53  = argmax_0_1_valid & \$52 ;
   assign argmax_1_0_lane = \$53  ? argmax_0_1_lane : { 1'h0, \$25  };
-  assign \$54  = ! slot_c3[2:1];
-  assign \$55  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign \$54  = ! slot_c4[2:1];
+  assign \$55  = $signed(group_logit) > $signed(best_logit);
   assign take = \$54  | \$55 ;
-  assign \$56  = slot_c3[2:1] * 3'h4;
-  assign \$57  = \$56  + argmax_1_0_lane;
+  assign \$56  = slot_c4[2:1] * 3'h4;
+  assign \$57  = \$56  + group_lane;
   assign \$58  = take ? \$57  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$59  = 1'h0 + \port__en$13 ;
@@ -3831,7 +4361,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$74  = \$73  ? 3'h1 : 3'h4;
   assign \$75  = \$74  * 1'h1;
   assign \$76  = readout_macs + \$75 ;
-  assign \$77  = finalize & take;
+  assign \$77  = w_en & take;
   assign \$78  = reserved + starting;
   assign \$79  = r_en & results__valid;
   assign \$80  = \$78  - \$79 ;
@@ -3852,19 +4382,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$88 ;
   always @(posedge clk)
-    best_logit <= \$89 ;
+    group_logit <= \$89 ;
   always @(posedge clk)
-    best_class <= \$90 ;
+    group_lane <= \$90 ;
   always @(posedge clk)
-    reserved <= \$91 ;
+    logits_c4 <= \$91 ;
+  always @(posedge clk)
+    slot_c4 <= \$92 ;
+  always @(posedge clk)
+    w_en <= \$93 ;
+  always @(posedge clk)
+    best_logit <= \$94 ;
+  always @(posedge clk)
+    best_class <= \$95 ;
+  always @(posedge clk)
+    reserved <= \$96 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [12:10];
-  assign \$4  = \config [3:1] == 3'h4;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -3897,67 +4432,67 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -3967,37 +4502,72 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = best_logit;
-    if (\$77 ) begin
-      \$89  = argmax_1_0_logit;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$89  = argmax_1_0_logit;
     if (rst) begin
       \$89  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = best_class;
-    if (\$77 ) begin
-      \$90  = \$58 [3:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$90  = argmax_1_0_lane;
     if (rst) begin
-      \$90  = 4'h0;
+      \$90  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$91  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$91  = acc;
     if (rst) begin
-      \$91  = 4'h0;
+      \$91  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$92  = slot_c3;
+    if (rst) begin
+      \$92  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$93  = finalize;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$94  = best_logit;
+    if (\$77 ) begin
+      \$94  = group_logit;
+    end
+    if (rst) begin
+      \$94  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$95  = best_class;
+    if (\$77 ) begin
+      \$95  = \$58 [3:0];
+    end
+    if (rst) begin
+      \$95  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$96  = \$80 [3:0];
+    if (rst) begin
+      \$96  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4016,7 +4586,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -4078,6 +4648,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \acc[1]  = acc[71:36];
   assign \acc[2]  = acc[107:72];
   assign \acc[3]  = acc[143:108];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[8:3];
+  assign \slot_c4.first  = slot_c4[9];
+  assign \slot_c4.last  = slot_c4[10];
+  assign \slot_c4.step_last  = slot_c4[11];
+  assign \slot_c4.seq_first  = slot_c4[12];
+  assign \slot_c4.seq_end  = slot_c4[13];
+  assign \slot_c4.empty  = slot_c4[14];
+  assign \slot_c4.index  = slot_c4[18:15];
+  assign \slot_c4.value  = slot_c4[42:19];
   assign \beat.logits  = beat[143:0];
   assign \beat.logits[0]  = beat[35:0];
   assign \beat.logits[1]  = beat[71:36];
@@ -4087,6 +4668,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[146];
   assign \beat.class_index  = beat[150:147];
   assign \beat.seq_end  = beat[151];
+  assign \logits_c4[0]  = logits_c4[35:0];
+  assign \logits_c4[1]  = logits_c4[71:36];
+  assign \logits_c4[2]  = logits_c4[107:72];
+  assign \logits_c4[3]  = logits_c4[143:108];
   assign \results__payload.logits  = results__payload[143:0];
   assign \results__payload.logits[0]  = results__payload[35:0];
   assign \results__payload.logits[1]  = results__payload[71:36];
@@ -4096,14 +4681,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
-  assign beat[151] = slot_c3[13];
+  assign beat[151] = slot_c4[13];
   assign beat[150:147] = \$58 [3:0];
-  assign beat[146] = slot_c3[11];
-  assign beat[145:144] = slot_c3[2:1];
-  assign beat[143:108] = acc[143:108];
-  assign beat[107:72] = acc[107:72];
-  assign beat[71:36] = acc[71:36];
-  assign beat[35:0] = acc[35:0];
+  assign beat[146] = slot_c4[11];
+  assign beat[145:144] = slot_c4[2:1];
+  assign beat[143:108] = logits_c4[143:108];
+  assign beat[107:72] = logits_c4[107:72];
+  assign beat[71:36] = logits_c4[71:36];
+  assign beat[35:0] = logits_c4[35:0];
   assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -4136,7 +4721,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -4443,7 +5028,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -4453,14 +5038,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -4469,28 +5054,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -4505,7 +5090,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -4517,7 +5102,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4548,7 +5133,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4563,7 +5148,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4581,7 +5166,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4599,7 +5184,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4617,7 +5202,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4629,7 +5214,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -4641,7 +5226,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -4659,7 +5244,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4678,7 +5263,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4698,7 +5283,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4711,7 +5296,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4729,7 +5314,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4747,7 +5332,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4768,7 +5353,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4781,7 +5366,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4794,7 +5379,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -4806,7 +5391,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -4820,7 +5405,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -4834,7 +5419,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -4894,7 +5479,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire [35:0] \$1 ;
   wire [35:0] \$10 ;
   wire [31:0] \$11 ;
@@ -4951,7 +5536,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     acc <= \$13 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$13  = acc;
     if (valid) begin
       \$13 [35:0] = \$3 [35:0];
@@ -4978,8 +5563,8 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5107,7 +5692,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5117,7 +5702,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5127,7 +5712,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5140,7 +5725,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

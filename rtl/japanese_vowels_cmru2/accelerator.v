@@ -334,7 +334,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$25 ),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$89 (events__ready),
+    .\items__ready$103 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -354,7 +354,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$107 (trace_0)
+    .\trace$149 (trace_0)
   );
   \accelerator.layer1  layer1 (
     .clk(clk),
@@ -363,7 +363,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$33 ),
     .items__payload(\items__payload$21 ),
     .items__ready(events__ready),
-    .\items__ready$110 (\events__ready$31 ),
+    .\items__ready$127 (\events__ready$31 ),
     .items__valid(\items__valid$25 ),
     .layer1_acc_reads(layer1_acc_reads),
     .layer1_acc_writes(layer1_acc_writes),
@@ -387,7 +387,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$131 (trace_1)
+    .\trace$177 (trace_1)
   );
   \accelerator.readout  readout (
     .clk(clk),
@@ -702,111 +702,149 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$89 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$107 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$149 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
+  reg \$100 ;
+  reg [15:0] \$101 ;
+  reg [15:0] \$102 ;
+  reg [15:0] \$103 ;
+  reg \$104 ;
+  reg [15:0] \$105 ;
+  reg [15:0] \$106 ;
+  reg \$107 ;
+  reg \$108 ;
+  reg [15:0] \$109 ;
   wire \$11 ;
+  reg [15:0] \$110 ;
+  reg [15:0] \$111 ;
+  reg \$112 ;
+  reg [15:0] \$113 ;
+  reg [15:0] \$114 ;
+  reg \$115 ;
+  reg \$116 ;
+  reg [15:0] \$117 ;
+  reg [72:0] \$118 ;
+  reg [31:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
+  reg [31:0] \$120 ;
+  reg [3:0] \$121 ;
+  wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire [16:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire \$16 ;
+  wire [16:0] \$17 ;
+  wire [15:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [16:0] \$20 ;
+  wire \$20 ;
   wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire [16:0] \$24 ;
+  wire [16:0] \$22 ;
+  wire [15:0] \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
-  wire \$27 ;
-  wire [16:0] \$28 ;
+  wire [16:0] \$27 ;
+  wire [15:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
-  wire [1:0] \$35 ;
-  wire [32:0] \$36 ;
-  wire \$37 ;
-  wire [1:0] \$38 ;
-  wire [32:0] \$39 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire [16:0] \$32 ;
+  wire \$33 ;
+  wire [1:0] \$34 ;
+  wire [32:0] \$35 ;
+  wire \$36 ;
+  wire [1:0] \$37 ;
+  wire [32:0] \$38 ;
+  wire [1:0] \$39 ;
   wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [32:0] \$41 ;
-  wire \$42 ;
-  wire [1:0] \$43 ;
-  wire [32:0] \$44 ;
-  wire [1:0] \$45 ;
-  wire [32:0] \$46 ;
-  wire \$47 ;
-  wire [1:0] \$48 ;
-  wire [32:0] \$49 ;
+  wire [32:0] \$40 ;
+  wire \$41 ;
+  wire [1:0] \$42 ;
+  wire [32:0] \$43 ;
+  wire [1:0] \$44 ;
+  wire [32:0] \$45 ;
+  wire \$46 ;
+  wire [1:0] \$47 ;
+  wire [32:0] \$48 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire [32:0] \$54 ;
-  wire [1:0] \$55 ;
-  wire [2:0] \$56 ;
-  wire [3:0] \$57 ;
-  wire [4:0] \$58 ;
-  wire [32:0] \$59 ;
+  wire [1:0] \$52 ;
+  wire [32:0] \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [32:0] \$58 ;
+  wire [1:0] \$59 ;
   wire \$6 ;
-  wire [1:0] \$60 ;
-  wire [2:0] \$61 ;
-  wire [3:0] \$62 ;
-  wire [4:0] \$63 ;
-  wire [32:0] \$64 ;
-  wire [4:0] \$65 ;
-  wire \$66 ;
-  wire [5:0] \$67 ;
-  reg [31:0] \$68 ;
-  reg [31:0] \$69 ;
+  wire [2:0] \$60 ;
+  wire [3:0] \$61 ;
+  wire [4:0] \$62 ;
+  wire [32:0] \$63 ;
+  wire [1:0] \$64 ;
+  wire [2:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [32:0] \$68 ;
+  wire [4:0] \$69 ;
   wire [7:0] \$7 ;
-  reg [31:0] \$70 ;
-  reg [31:0] \$71 ;
+  wire \$70 ;
+  wire [5:0] \$71 ;
   reg [31:0] \$72 ;
   reg [31:0] \$73 ;
   reg [31:0] \$74 ;
   reg [31:0] \$75 ;
-  reg [26:0] \$76 ;
-  reg \$77 ;
+  reg [31:0] \$76 ;
+  reg [31:0] \$77 ;
   reg [31:0] \$78 ;
-  reg [26:0] \$79 ;
+  reg [31:0] \$79 ;
   wire [6:0] \$8 ;
-  reg [72:0] \$80 ;
-  reg [31:0] \$81 ;
+  reg [26:0] \$80 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg [3:0] \$83 ;
+  reg [26:0] \$83 ;
+  reg [26:0] \$84 ;
+  reg \$85 ;
+  reg [15:0] \$86 ;
+  reg [15:0] \$87 ;
+  reg \$88 ;
+  reg [15:0] \$89 ;
   wire \$9 ;
+  reg [15:0] \$90 ;
+  reg \$91 ;
+  reg \$92 ;
+  reg [15:0] \$93 ;
+  reg [15:0] \$94 ;
+  reg [15:0] \$95 ;
+  reg \$96 ;
+  reg [15:0] \$97 ;
+  reg [15:0] \$98 ;
+  reg \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$40 ;
-  wire [18:0] \acc$40[0] ;
-  wire [18:0] \acc$40[1] ;
-  wire [18:0] \acc$40[2] ;
-  wire [18:0] \acc$40[3] ;
-  wire [18:0] \acc$40[4] ;
-  wire [18:0] \acc$40[5] ;
-  wire [18:0] \acc$40[6] ;
-  wire [18:0] \acc$40[7] ;
-  wire [37:0] \acc$55 ;
-  wire [18:0] \acc$55.cand ;
-  wire [18:0] \acc$55.thr ;
-  wire [37:0] \acc$63 ;
-  wire [18:0] \acc$63.cand ;
-  wire [18:0] \acc$63.thr ;
-  wire [37:0] \acc$71 ;
-  wire [18:0] \acc$71.cand ;
-  wire [18:0] \acc$71.thr ;
+  wire [151:0] \acc$37 ;
+  wire [18:0] \acc$37[0] ;
+  wire [18:0] \acc$37[1] ;
+  wire [18:0] \acc$37[2] ;
+  wire [18:0] \acc$37[3] ;
+  wire [18:0] \acc$37[4] ;
+  wire [18:0] \acc$37[5] ;
+  wire [18:0] \acc$37[6] ;
+  wire [18:0] \acc$37[7] ;
+  wire [37:0] \acc$42 ;
+  wire [18:0] \acc$42.cand ;
+  wire [18:0] \acc$42.thr ;
+  wire [37:0] \acc$45 ;
+  wire [18:0] \acc$45.cand ;
+  wire [18:0] \acc$45.thr ;
+  wire [37:0] \acc$48 ;
+  wire [18:0] \acc$48.cand ;
+  wire [18:0] \acc$48.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -852,11 +890,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$62 ;
-  wire \gate$70 ;
-  wire \gate$78 ;
+  wire \gate$131 ;
+  wire \gate$138 ;
+  wire \gate$145 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  reg gate_c4_2 = 1'h0;
+  reg gate_c4_3 = 1'h0;
+  wire hold;
+  wire \hold$129 ;
+  wire \hold$136 ;
+  wire \hold$143 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -864,24 +916,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$88 ;
-  wire [3:0] \items__payload$88.index ;
-  wire \items__payload$88.seq_end ;
-  wire \items__payload$88.step_end ;
-  wire [16:0] \items__payload$88.value ;
+  wire [22:0] \items__payload$102 ;
+  wire [3:0] \items__payload$102.index ;
+  wire \items__payload$102.seq_end ;
+  wire \items__payload$102.step_end ;
+  wire [16:0] \items__payload$102.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
+  input \items__ready$103 ;
+  wire \items__ready$103 ;
   wire \items__ready$3 ;
-  input \items__ready$89 ;
-  wire \items__ready$89 ;
   input items__valid;
   wire items__valid;
+  wire \items__valid$106 ;
   wire \items__valid$5 ;
-  wire \items__valid$92 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -918,36 +970,60 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$58 ;
-  wire [15:0] \new$58.h ;
-  wire [15:0] \new$66 ;
-  wire [15:0] \new$66.h ;
-  wire [15:0] \new$74 ;
-  wire [15:0] \new$74.h ;
+  wire [15:0] \new$128 ;
+  wire [15:0] \new$128.h ;
+  wire [15:0] \new$135 ;
+  wire [15:0] \new$135.h ;
+  wire [15:0] \new$142 ;
+  wire [15:0] \new$142.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$57 ;
-  wire [15:0] \old$57.h ;
-  wire [15:0] \old$65 ;
-  wire [15:0] \old$65.h ;
-  wire [15:0] \old$73 ;
-  wire [15:0] \old$73.h ;
+  wire [15:0] \old$44 ;
+  wire [15:0] \old$44.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$60 ;
-  wire [15:0] \out$68 ;
-  wire [15:0] \out$76 ;
+  wire [15:0] \out$130 ;
+  wire [15:0] \out$137 ;
+  wire [15:0] \out$144 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$56 ;
-  wire [7:0] \params$56.alpha ;
-  wire [7:0] \params$64 ;
-  wire [7:0] \params$64.alpha ;
-  wire [7:0] \params$72 ;
-  wire [7:0] \params$72.alpha ;
+  wire [7:0] \params$43 ;
+  wire [7:0] \params$43.alpha ;
+  wire [7:0] \params$46 ;
+  wire [7:0] \params$46.alpha ;
+  wire [7:0] \params$49 ;
+  wire [7:0] \params$49.alpha ;
   wire [7:0] \params.alpha ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
@@ -956,15 +1032,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$22 ;
   reg [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$33 ;
-  wire [1:0] \port__addr$37 ;
+  wire [1:0] \port__addr$52 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
-  wire [31:0] \port__data$42 ;
-  wire [63:0] \port__data$44 ;
-  wire [63:0] \port__data$45 ;
+  wire [31:0] \port__data$39 ;
+  wire [63:0] \port__data$41 ;
+  wire [63:0] \port__data$56 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -972,7 +1048,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  wire \port__en$38 ;
+  reg \port__en$54  = 1'h0;
+  wire [15:0] potential;
+  wire [15:0] \potential$134 ;
+  wire [15:0] \potential$141 ;
+  wire [15:0] \potential$148 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [75:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -980,10 +1064,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$51 ;
-  wire \saturated$61 ;
-  wire \saturated$69 ;
-  wire \saturated$77 ;
+  wire \saturated$125 ;
+  wire \saturated$132 ;
+  wire \saturated$139 ;
+  wire \saturated$146 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
@@ -1029,24 +1117,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
+  reg [26:0] slot_c4 = 27'h0000000;
+  wire [5:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [7:0] \slot_c4.value ;
   wire starting;
   wire [72:0] trace;
-  output [72:0] \trace$107 ;
-  reg [72:0] \trace$107  = 73'h0000000000000000000;
-  wire [3:0] \trace$107.gate ;
-  wire \trace$107.gate[0] ;
-  wire \trace$107.gate[1] ;
-  wire \trace$107.gate[2] ;
-  wire \trace$107.gate[3] ;
-  wire [1:0] \trace$107.group ;
-  wire \trace$107.seq_end ;
-  wire [63:0] \trace$107.state ;
-  wire [15:0] \trace$107.state[0] ;
-  wire [15:0] \trace$107.state[1] ;
-  wire [15:0] \trace$107.state[2] ;
-  wire [15:0] \trace$107.state[3] ;
-  wire \trace$107.step_end ;
-  wire \trace$107.valid ;
+  output [72:0] \trace$149 ;
+  reg [72:0] \trace$149  = 73'h0000000000000000000;
+  wire [3:0] \trace$149.gate ;
+  wire \trace$149.gate[0] ;
+  wire \trace$149.gate[1] ;
+  wire \trace$149.gate[2] ;
+  wire \trace$149.gate[3] ;
+  wire [1:0] \trace$149.group ;
+  wire \trace$149.seq_end ;
+  wire [63:0] \trace$149.state ;
+  wire [15:0] \trace$149.state[0] ;
+  wire [15:0] \trace$149.state[1] ;
+  wire [15:0] \trace$149.state[2] ;
+  wire [15:0] \trace$149.state[3] ;
+  wire \trace$149.step_end ;
+  wire \trace$149.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1066,6 +1166,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire valid;
   wire [7:0] value;
   wire [75:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -1108,30 +1209,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$120  [3:0];
+  reg [31:0] \params$162  [3:0];
   initial begin
-    \params$120 [0] = 32'd1278888003;
-    \params$120 [1] = 32'd1431065406;
-    \params$120 [2] = 32'd1026964811;
-    \params$120 [3] = 32'd1011302220;
+    \params$162 [0] = 32'd1278888003;
+    \params$162 [1] = 32'd1431065406;
+    \params$162 [2] = 32'd1026964811;
+    \params$162 [3] = 32'd1011302220;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$120 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$162 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$120 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$162 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$120 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$162 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$120 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$162 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$120 [\port__addr$32 ];
+      _1_ <= \params$162 [\port__addr$32 ];
     end
   end
-  assign \port__data$42  = _1_;
+  assign \port__data$39  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1140,8 +1241,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[2:1]] <= \port__data$45 ;
+    if (\port__en$54 )
+      state[slot_c4[2:1]] <= \port__data$56 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
@@ -1149,165 +1250,83 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \port__data$44  = _2_;
-  reg [63:0] \weights$118  [47:0];
+  assign \port__data$41  = _2_;
+  reg [63:0] \weights$160  [47:0];
   initial begin
-    \weights$118 [0] = 64'hfcd4d61bbdbc00d7;
-    \weights$118 [1] = 64'h9f5d384f5fb8fc13;
-    \weights$118 [2] = 64'h45381b660ac4ffc5;
-    \weights$118 [3] = 64'hb51cc7d910f400bc;
-    \weights$118 [4] = 64'h02ea14e7d0f70405;
-    \weights$118 [5] = 64'he0bbb21d0f33f80c;
-    \weights$118 [6] = 64'hb40cdcdebeb8f0f9;
-    \weights$118 [7] = 64'h00b71e3ae0f3fa12;
-    \weights$118 [8] = 64'h30d212dbe238f8ff;
-    \weights$118 [9] = 64'heccc4ad40c29f709;
-    \weights$118 [10] = 64'hb910e2ea3106fdfb;
-    \weights$118 [11] = 64'hf619f5ab0655f00d;
-    \weights$118 [12] = 64'h27fbeb16264fac8c;
-    \weights$118 [13] = 64'h0a1322110866cf2d;
-    \weights$118 [14] = 64'h25e3cf70f6f9db03;
-    \weights$118 [15] = 64'hd3c91859af22f537;
-    \weights$118 [16] = 64'he90f0effc00bc13d;
-    \weights$118 [17] = 64'hb9c640db15fb12f4;
-    \weights$118 [18] = 64'h1439fa0a11d22a1f;
-    \weights$118 [19] = 64'he951eeacbb3747e9;
-    \weights$118 [20] = 64'hff531ab1117cdd4b;
-    \weights$118 [21] = 64'hfb613751cd140613;
-    \weights$118 [22] = 64'he8edb12c02f1f1c3;
-    \weights$118 [23] = 64'he3bdf4873ae2fcb5;
-    \weights$118 [24] = 64'h08ee2944dd3c0b4f;
-    \weights$118 [25] = 64'hee0be903dde2f31d;
-    \weights$118 [26] = 64'h1023e0e3e1a11586;
-    \weights$118 [27] = 64'h04eabc44033ef3bb;
-    \weights$118 [28] = 64'hc6f061d608cf0b3e;
-    \weights$118 [29] = 64'h100d28001343fb42;
-    \weights$118 [30] = 64'h28f4fceb9e22c8e2;
-    \weights$118 [31] = 64'h192622a401d500f7;
-    \weights$118 [32] = 64'hec4318d058d40dca;
-    \weights$118 [33] = 64'h08f54ad2eafda61b;
-    \weights$118 [34] = 64'he7071aeb24581813;
-    \weights$118 [35] = 64'h2c0732ff461643e8;
-    \weights$118 [36] = 64'hd1c640ee2c41eca9;
-    \weights$118 [37] = 64'h27e156d449e506c6;
-    \weights$118 [38] = 64'hf45a254c00cce9d0;
-    \weights$118 [39] = 64'h0d003afda4d424d5;
-    \weights$118 [40] = 64'hed36303b90eae9c6;
-    \weights$118 [41] = 64'hff3c0be9ccf2258a;
-    \weights$118 [42] = 64'hf1236a9dd1c5c4bf;
-    \weights$118 [43] = 64'h12f3455e4caad7c0;
-    \weights$118 [44] = 64'h309408fded27f0ed;
-    \weights$118 [45] = 64'h0e50118dad47ca1d;
-    \weights$118 [46] = 64'hd62e3f11bed2b227;
-    \weights$118 [47] = 64'h442b23e118ef28cc;
+    \weights$160 [0] = 64'hfcd4d61bbdbc00d7;
+    \weights$160 [1] = 64'h9f5d384f5fb8fc13;
+    \weights$160 [2] = 64'h45381b660ac4ffc5;
+    \weights$160 [3] = 64'hb51cc7d910f400bc;
+    \weights$160 [4] = 64'h02ea14e7d0f70405;
+    \weights$160 [5] = 64'he0bbb21d0f33f80c;
+    \weights$160 [6] = 64'hb40cdcdebeb8f0f9;
+    \weights$160 [7] = 64'h00b71e3ae0f3fa12;
+    \weights$160 [8] = 64'h30d212dbe238f8ff;
+    \weights$160 [9] = 64'heccc4ad40c29f709;
+    \weights$160 [10] = 64'hb910e2ea3106fdfb;
+    \weights$160 [11] = 64'hf619f5ab0655f00d;
+    \weights$160 [12] = 64'h27fbeb16264fac8c;
+    \weights$160 [13] = 64'h0a1322110866cf2d;
+    \weights$160 [14] = 64'h25e3cf70f6f9db03;
+    \weights$160 [15] = 64'hd3c91859af22f537;
+    \weights$160 [16] = 64'he90f0effc00bc13d;
+    \weights$160 [17] = 64'hb9c640db15fb12f4;
+    \weights$160 [18] = 64'h1439fa0a11d22a1f;
+    \weights$160 [19] = 64'he951eeacbb3747e9;
+    \weights$160 [20] = 64'hff531ab1117cdd4b;
+    \weights$160 [21] = 64'hfb613751cd140613;
+    \weights$160 [22] = 64'he8edb12c02f1f1c3;
+    \weights$160 [23] = 64'he3bdf4873ae2fcb5;
+    \weights$160 [24] = 64'h08ee2944dd3c0b4f;
+    \weights$160 [25] = 64'hee0be903dde2f31d;
+    \weights$160 [26] = 64'h1023e0e3e1a11586;
+    \weights$160 [27] = 64'h04eabc44033ef3bb;
+    \weights$160 [28] = 64'hc6f061d608cf0b3e;
+    \weights$160 [29] = 64'h100d28001343fb42;
+    \weights$160 [30] = 64'h28f4fceb9e22c8e2;
+    \weights$160 [31] = 64'h192622a401d500f7;
+    \weights$160 [32] = 64'hec4318d058d40dca;
+    \weights$160 [33] = 64'h08f54ad2eafda61b;
+    \weights$160 [34] = 64'he7071aeb24581813;
+    \weights$160 [35] = 64'h2c0732ff461643e8;
+    \weights$160 [36] = 64'hd1c640ee2c41eca9;
+    \weights$160 [37] = 64'h27e156d449e506c6;
+    \weights$160 [38] = 64'hf45a254c00cce9d0;
+    \weights$160 [39] = 64'h0d003afda4d424d5;
+    \weights$160 [40] = 64'hed36303b90eae9c6;
+    \weights$160 [41] = 64'hff3c0be9ccf2258a;
+    \weights$160 [42] = 64'hf1236a9dd1c5c4bf;
+    \weights$160 [43] = 64'h12f3455e4caad7c0;
+    \weights$160 [44] = 64'h309408fded27f0ed;
+    \weights$160 [45] = 64'h0e50118dad47ca1d;
+    \weights$160 [46] = 64'hd62e3f11bed2b227;
+    \weights$160 [47] = 64'h442b23e118ef28cc;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$118 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$160 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$118 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$160 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$118 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$160 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$118 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$160 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$118 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$160 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$118 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$160 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$118 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$160 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$118 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$160 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$118 [\$8 [5:0]];
+      _3_ <= \weights$160 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$44 [15:0];
-  assign \$13  = \new  != old;
-  assign \$16  = $signed(\new ) - $signed(old);
-  assign \old$57  = slot_c3[12] ? 16'h0000 : \port__data$44 [31:16];
-  assign \$17  = \new$58  != \old$57 ;
-  assign \$20  = $signed(\new$58 ) - $signed(\old$57 );
-  assign \old$65  = slot_c3[12] ? 16'h0000 : \port__data$44 [47:32];
-  assign \$21  = \new$66  != \old$65 ;
-  assign \$24  = $signed(\new$66 ) - $signed(\old$65 );
-  assign \old$73  = slot_c3[12] ? 16'h0000 : \port__data$44 [63:48];
-  assign \$25  = \new$74  != \old$73 ;
-  assign \$28  = $signed(\new$74 ) - $signed(\old$73 );
-  assign credit = reserved < 4'h8;
-  assign \$30  = 1'h0 + \port__en$16 ;
-  assign \$31  = layer0_weights_reads + \$30 ;
-  assign \$32  = | port__en;
-  assign \$33  = 1'h0 + \$32 ;
-  assign \$34  = layer0_weights_writes + \$33 ;
-  assign \$35  = 1'h0 + \port__en$17 ;
-  assign \$36  = layer0_bias_reads + \$35 ;
-  assign \$37  = | \port__en$11 ;
-  assign \$38  = 1'h0 + \$37 ;
-  assign \$39  = layer0_bias_writes + \$38 ;
-  assign \$40  = 1'h0 + \port__en$18 ;
-  assign \$41  = layer0_params_reads + \$40 ;
-  assign \$42  = | \$7 [3:0];
-  assign \$43  = 1'h0 + \$42 ;
-  assign \$44  = layer0_params_writes + \$43 ;
-  assign \$45  = 1'h0 + \port__en$19 ;
-  assign \$46  = layer0_state_reads + \$45 ;
-  assign \$48  = 1'h0 + \$47 ;
-  assign \$49  = layer0_state_writes + \$48 ;
-  assign \$50  = ~ slot_c2[14];
-  assign \$51  = slot_c2[0] & \$50 ;
-  assign \$52  = | slot_c2[26:19];
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = layer0_macs + 4'h8;
-  assign \$55  = 1'h0 + changed[0];
-  assign \$56  = \$55  + changed[1];
-  assign \$57  = \$56  + changed[2];
-  assign \$58  = \$57  + changed[3];
-  assign \$59  = layer0_events + \$58 ;
-  assign \$60  = 1'h0 + saturated[0];
-  assign \$61  = \$60  + saturated[1];
-  assign \$62  = \$61  + saturated[2];
-  assign \$63  = \$62  + saturated[3];
-  assign \$64  = layer0_saturations + \$63 ;
-  assign \$65  = reserved + starting;
-  assign \$66  = r_en & entries__valid;
-  assign \$67  = \$65  - \$66 ;
-  always @(posedge clk)
-    layer0_weights_reads <= \$68 ;
-  always @(posedge clk)
-    layer0_weights_writes <= \$69 ;
-  always @(posedge clk)
-    layer0_bias_reads <= \$70 ;
-  always @(posedge clk)
-    layer0_bias_writes <= \$71 ;
-  always @(posedge clk)
-    layer0_params_reads <= \$72 ;
-  always @(posedge clk)
-    layer0_params_writes <= \$73 ;
-  always @(posedge clk)
-    layer0_state_reads <= \$74 ;
-  always @(posedge clk)
-    layer0_state_writes <= \$75 ;
-  always @(posedge clk)
-    slot_c2 <= \$76 ;
-  always @(posedge clk)
-    use_acc2 <= \$77 ;
-  always @(posedge clk)
-    layer0_macs <= \$78 ;
-  always @(posedge clk)
-    slot_c3 <= \$79 ;
-  always @(posedge clk)
-    \trace$107  <= \$80 ;
-  always @(posedge clk)
-    layer0_events <= \$81 ;
-  always @(posedge clk)
-    layer0_saturations <= \$82 ;
-  always @(posedge clk)
-    reserved <= \$83 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [12:10];
@@ -1324,13 +1343,171 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2[0] & slot_c2[10];
   assign finalize = slot_c3[0] & slot_c3[10];
+  assign old = slot_c3[12] ? 16'h0000 : \port__data$41 [15:0];
+  assign \old$44  = slot_c3[12] ? 16'h0000 : \port__data$41 [31:16];
+  assign \old$47  = slot_c3[12] ? 16'h0000 : \port__data$41 [47:32];
+  assign \old$50  = slot_c3[12] ? 16'h0000 : \port__data$41 [63:48];
+  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_out_c4_0;
+  assign \$17  = $signed(out_0) - $signed(old_out_c4_0);
+  assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$19  = out_1 != old_out_c4_1;
+  assign \$22  = $signed(out_1) - $signed(old_out_c4_1);
+  assign \$23  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$24  = out_2 != old_out_c4_2;
+  assign \$27  = $signed(out_2) - $signed(old_out_c4_2);
+  assign \$28  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$29  = out_3 != old_out_c4_3;
+  assign \$32  = $signed(out_3) - $signed(old_out_c4_3);
+  assign credit = reserved < 4'h8;
+  assign \$34  = 1'h0 + \port__en$16 ;
+  assign \$35  = layer0_weights_reads + \$34 ;
+  assign \$36  = | port__en;
+  assign \$37  = 1'h0 + \$36 ;
+  assign \$38  = layer0_weights_writes + \$37 ;
+  assign \$39  = 1'h0 + \port__en$17 ;
+  assign \$40  = layer0_bias_reads + \$39 ;
+  assign \$41  = | \port__en$11 ;
+  assign \$42  = 1'h0 + \$41 ;
+  assign \$43  = layer0_bias_writes + \$42 ;
+  assign \$44  = 1'h0 + \port__en$18 ;
+  assign \$45  = layer0_params_reads + \$44 ;
+  assign \$46  = | \$7 [3:0];
+  assign \$47  = 1'h0 + \$46 ;
+  assign \$48  = layer0_params_writes + \$47 ;
+  assign \$49  = 1'h0 + \port__en$19 ;
+  assign \$50  = layer0_state_reads + \$49 ;
+  assign \$52  = 1'h0 + \$51 ;
+  assign \$53  = layer0_state_writes + \$52 ;
+  assign \$54  = ~ slot_c2[14];
+  assign \$55  = slot_c2[0] & \$54 ;
+  assign \$56  = | slot_c2[26:19];
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = layer0_macs + 4'h8;
+  assign \$59  = 1'h0 + changed[0];
+  assign \$60  = \$59  + changed[1];
+  assign \$61  = \$60  + changed[2];
+  assign \$62  = \$61  + changed[3];
+  assign \$63  = layer0_events + \$62 ;
+  assign \$64  = 1'h0 + saturated[0];
+  assign \$65  = \$64  + saturated[1];
+  assign \$66  = \$65  + saturated[2];
+  assign \$67  = \$66  + saturated[3];
+  assign \$68  = layer0_saturations + \$67 ;
+  assign \$69  = reserved + starting;
+  assign \$70  = r_en & entries__valid;
+  assign \$71  = \$69  - \$70 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$72 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$73 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$74 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$75 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$76 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$77 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$78 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$79 ;
+  always @(posedge clk)
+    slot_c2 <= \$80 ;
+  always @(posedge clk)
+    use_acc2 <= \$81 ;
+  always @(posedge clk)
+    layer0_macs <= \$82 ;
+  always @(posedge clk)
+    slot_c3 <= \$83 ;
+  always @(posedge clk)
+    slot_c4 <= \$84 ;
+  always @(posedge clk)
+    \port__en$54  <= \$85 ;
+  always @(posedge clk)
+    new_c4_0 <= \$86 ;
+  always @(posedge clk)
+    old_c4_0 <= \$87 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$88 ;
+  always @(posedge clk)
+    out_c4_0 <= \$89 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$90 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$91 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$92 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$93 ;
+  always @(posedge clk)
+    new_c4_1 <= \$94 ;
+  always @(posedge clk)
+    old_c4_1 <= \$95 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$96 ;
+  always @(posedge clk)
+    out_c4_1 <= \$97 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$98 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$99 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$100 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$101 ;
+  always @(posedge clk)
+    new_c4_2 <= \$102 ;
+  always @(posedge clk)
+    old_c4_2 <= \$103 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$104 ;
+  always @(posedge clk)
+    out_c4_2 <= \$105 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$106 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$107 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$108 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$109 ;
+  always @(posedge clk)
+    new_c4_3 <= \$110 ;
+  always @(posedge clk)
+    old_c4_3 <= \$111 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$112 ;
+  always @(posedge clk)
+    out_c4_3 <= \$113 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$114 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$115 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$116 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$117 ;
+  always @(posedge clk)
+    \trace$149  <= \$118 ;
+  always @(posedge clk)
+    layer0_events <= \$119 ;
+  always @(posedge clk)
+    layer0_saturations <= \$120 ;
+  always @(posedge clk)
+    reserved <= \$121 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$54 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1350,7 +1527,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
+    .acc(\acc$37 ),
     .clk(clk),
     .first(slot_c2[9]),
     .rst(rst),
@@ -1365,41 +1542,45 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$89 ),
+    .items__ready(\items__ready$103 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
+    .abs_at_least(gate),
     .acc(acc),
-    .gate(gate),
-    .\new (\new ),
+    .h_new(\new ),
+    .hold(hold),
     .old(old),
-    .params(\port__data$42 [7:0]),
-    .saturated(\saturated$51 )
+    .params(\port__data$39 [7:0]),
+    .saturated(\saturated$125 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$55 ),
-    .gate(\gate$62 ),
-    .\new (\new$58 ),
-    .old(\old$57 ),
-    .params(\port__data$42 [15:8]),
-    .saturated(\saturated$61 )
+    .abs_at_least(\gate$131 ),
+    .acc(\acc$42 ),
+    .h_new(\new$128 ),
+    .hold(\hold$129 ),
+    .old(\old$44 ),
+    .params(\port__data$39 [15:8]),
+    .saturated(\saturated$132 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$63 ),
-    .gate(\gate$70 ),
-    .\new (\new$66 ),
-    .old(\old$65 ),
-    .params(\port__data$42 [23:16]),
-    .saturated(\saturated$69 )
+    .abs_at_least(\gate$138 ),
+    .acc(\acc$45 ),
+    .h_new(\new$135 ),
+    .hold(\hold$136 ),
+    .old(\old$47 ),
+    .params(\port__data$39 [23:16]),
+    .saturated(\saturated$139 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$71 ),
-    .gate(\gate$78 ),
-    .\new (\new$74 ),
-    .old(\old$73 ),
-    .params(\port__data$42 [31:24]),
-    .saturated(\saturated$77 )
+    .abs_at_least(\gate$145 ),
+    .acc(\acc$48 ),
+    .h_new(\new$142 ),
+    .hold(\hold$143 ),
+    .old(\old$50 ),
+    .params(\port__data$39 [31:24]),
+    .saturated(\saturated$146 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1445,113 +1626,79 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$68  = \$31 [31:0];
-    if (rst) begin
-      \$68  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = \$34 [31:0];
-    if (rst) begin
-      \$69  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = \$36 [31:0];
-    if (rst) begin
-      \$70  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$39 [31:0];
-    if (rst) begin
-      \$71  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$41 [31:0];
+    \$72  = \$35 [31:0];
     if (rst) begin
       \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$44 [31:0];
+    \$73  = \$38 [31:0];
     if (rst) begin
       \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$46 [31:0];
+    \$74  = \$40 [31:0];
     if (rst) begin
       \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \$49 [31:0];
+    \$75  = \$43 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = slot;
+    \$76  = \$45 [31:0];
     if (rst) begin
-      \$76  = 27'h0000000;
+      \$76  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = 1'h0;
+    \$77  = \$48 [31:0];
     if (rst) begin
-      \$77  = 1'h0;
+      \$77  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = layer0_macs;
-    if (\$53 ) begin
-      \$78  = \$54 [31:0];
-    end
+    \$78  = \$50 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = slot_c2;
+    \$79  = \$53 [31:0];
     if (rst) begin
-      \$79  = 27'h0000000;
+      \$79  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = trace;
+    \$80  = slot;
     if (rst) begin
-      \$80  = 73'h0000000000000000000;
+      \$80  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = layer0_events;
-    if (finalize) begin
-      \$81  = \$59 [31:0];
-    end
+    \$81  = 1'h0;
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = layer0_saturations;
-    if (finalize) begin
-      \$82  = \$64 [31:0];
+    \$82  = layer0_macs;
+    if (\$57 ) begin
+      \$82  = \$58 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -1559,9 +1706,281 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \$67 [3:0];
+    \$83  = slot_c2;
     if (rst) begin
-      \$83  = 4'h0;
+      \$83  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$84  = slot_c3;
+    if (rst) begin
+      \$84  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$85  = finalize;
+    if (rst) begin
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$86  = \new ;
+    if (rst) begin
+      \$86  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$87  = old;
+    if (rst) begin
+      \$87  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$88  = hold;
+    if (rst) begin
+      \$88  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$89  = \new ;
+    if (rst) begin
+      \$89  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$90  = old;
+    if (rst) begin
+      \$90  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = gate;
+    if (rst) begin
+      \$91  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$92  = \saturated$125 ;
+    if (rst) begin
+      \$92  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$93  = 16'h0000;
+    if (rst) begin
+      \$93  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = \new$128 ;
+    if (rst) begin
+      \$94  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$95  = \old$44 ;
+    if (rst) begin
+      \$95  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$96  = \hold$129 ;
+    if (rst) begin
+      \$96  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$97  = \new$128 ;
+    if (rst) begin
+      \$97  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$98  = \old$44 ;
+    if (rst) begin
+      \$98  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$99  = \gate$131 ;
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$100  = \saturated$132 ;
+    if (rst) begin
+      \$100  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$101  = 16'h0000;
+    if (rst) begin
+      \$101  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$102  = \new$135 ;
+    if (rst) begin
+      \$102  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$103  = \old$47 ;
+    if (rst) begin
+      \$103  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$104  = \hold$136 ;
+    if (rst) begin
+      \$104  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$105  = \new$135 ;
+    if (rst) begin
+      \$105  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$106  = \old$47 ;
+    if (rst) begin
+      \$106  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$107  = \gate$138 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$108  = \saturated$139 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$109  = 16'h0000;
+    if (rst) begin
+      \$109  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$110  = \new$142 ;
+    if (rst) begin
+      \$110  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$111  = \old$50 ;
+    if (rst) begin
+      \$111  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$112  = \hold$143 ;
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$113  = \new$142 ;
+    if (rst) begin
+      \$113  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$114  = \old$50 ;
+    if (rst) begin
+      \$114  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$115  = \gate$145 ;
+    if (rst) begin
+      \$115  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$116  = \saturated$146 ;
+    if (rst) begin
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$117  = 16'h0000;
+    if (rst) begin
+      \$117  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$118  = trace;
+    if (rst) begin
+      \$118  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$119  = layer0_events;
+    if (\port__en$54 ) begin
+      \$119  = \$63 [31:0];
+    end
+    if (rst) begin
+      \$119  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$120  = layer0_saturations;
+    if (\port__en$54 ) begin
+      \$120  = \$68 [31:0];
+    end
+    if (rst) begin
+      \$120  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$121  = \$71 [3:0];
+    if (rst) begin
+      \$121  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1577,28 +1996,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign \port__addr$37  = slot_c3[2:1];
-  assign \port__en$38  = finalize;
-  assign params = \port__data$42 [7:0];
-  assign old_out_0 = old;
-  assign out = \new ;
-  assign \params$56  = \port__data$42 [15:8];
-  assign old_out_1 = \old$57 ;
-  assign \out$60  = \new$58 ;
-  assign \params$64  = \port__data$42 [23:16];
-  assign old_out_2 = \old$65 ;
-  assign \out$68  = \new$66 ;
-  assign \params$72  = \port__data$42 [31:24];
-  assign old_out_3 = \old$73 ;
-  assign \out$76  = \new$74 ;
+  assign params = \port__data$39 [7:0];
+  assign \params$43  = \port__data$39 [15:8];
+  assign \params$46  = \port__data$39 [23:16];
+  assign \params$49  = \port__data$39 [31:24];
+  assign \port__addr$52  = slot_c4[2:1];
+  assign finalize4 = \port__en$54 ;
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$54 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$88  = events__payload;
-  assign events__ready = \items__ready$89 ;
-  assign \items__valid$92  = events__valid;
+  assign \items__payload$102  = events__payload;
+  assign events__ready = \items__ready$103 ;
+  assign \items__valid$106  = events__valid;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \out$130  = \new$128 ;
+  assign \potential$134  = 16'h0000;
+  assign \out$137  = \new$135 ;
+  assign \potential$141  = 16'h0000;
+  assign \out$144  = \new$142 ;
+  assign \potential$148  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1663,17 +2082,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$40[0]  = \acc$40 [18:0];
-  assign \acc$40[1]  = \acc$40 [37:19];
-  assign \acc$40[2]  = \acc$40 [56:38];
-  assign \acc$40[3]  = \acc$40 [75:57];
-  assign \acc$40[4]  = \acc$40 [94:76];
-  assign \acc$40[5]  = \acc$40 [113:95];
-  assign \acc$40[6]  = \acc$40 [132:114];
-  assign \acc$40[7]  = \acc$40 [151:133];
-  assign \params.alpha  = \port__data$42 [7:0];
+  assign \acc$37[0]  = \acc$37 [18:0];
+  assign \acc$37[1]  = \acc$37 [37:19];
+  assign \acc$37[2]  = \acc$37 [56:38];
+  assign \acc$37[3]  = \acc$37 [75:57];
+  assign \acc$37[4]  = \acc$37 [94:76];
+  assign \acc$37[5]  = \acc$37 [113:95];
+  assign \acc$37[6]  = \acc$37 [132:114];
+  assign \acc$37[7]  = \acc$37 [151:133];
+  assign \params.alpha  = \port__data$39 [7:0];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$42.cand  = \acc$42 [18:0];
+  assign \acc$42.thr  = \acc$42 [37:19];
+  assign \params$43.alpha  = \port__data$39 [15:8];
+  assign \old$44.h  = \old$44 ;
+  assign \acc$45.cand  = \acc$45 [18:0];
+  assign \acc$45.thr  = \acc$45 [37:19];
+  assign \params$46.alpha  = \port__data$39 [23:16];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [18:0];
+  assign \acc$48.thr  = \acc$48 [37:19];
+  assign \params$49.alpha  = \port__data$39 [31:24];
+  assign \old$50.h  = \old$50 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[8:3];
+  assign \slot_c4.first  = slot_c4[9];
+  assign \slot_c4.last  = slot_c4[10];
+  assign \slot_c4.step_last  = slot_c4[11];
+  assign \slot_c4.seq_first  = slot_c4[12];
+  assign \slot_c4.seq_end  = slot_c4[13];
+  assign \slot_c4.empty  = slot_c4[14];
+  assign \slot_c4.index  = slot_c4[18:15];
+  assign \slot_c4.value  = slot_c4[26:19];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1697,21 +2140,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.group  = entry[73:72];
   assign \entry.marker  = entry[74];
   assign \entry.seq_end  = entry[75];
-  assign \acc$55.cand  = \acc$55 [18:0];
-  assign \acc$55.thr  = \acc$55 [37:19];
-  assign \params$56.alpha  = \port__data$42 [15:8];
-  assign \old$57.h  = \old$57 ;
-  assign \new$58.h  = \new$58 ;
-  assign \acc$63.cand  = \acc$63 [18:0];
-  assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = \port__data$42 [23:16];
-  assign \old$65.h  = \old$65 ;
-  assign \new$66.h  = \new$66 ;
-  assign \acc$71.cand  = \acc$71 [18:0];
-  assign \acc$71.thr  = \acc$71 [37:19];
-  assign \params$72.alpha  = \port__data$42 [31:24];
-  assign \old$73.h  = \old$73 ;
-  assign \new$74.h  = \new$74 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[71:4];
   assign \entries__payload.value[0]  = entries__payload[20:4];
@@ -1725,71 +2159,75 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[20:4];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$88.index  = events__payload[3:0];
-  assign \items__payload$88.value  = events__payload[20:4];
-  assign \items__payload$88.step_end  = events__payload[21];
-  assign \items__payload$88.seq_end  = events__payload[22];
-  assign \trace$107.valid  = \trace$107 [0];
-  assign \trace$107.group  = \trace$107 [2:1];
-  assign \trace$107.step_end  = \trace$107 [3];
-  assign \trace$107.seq_end  = \trace$107 [4];
-  assign \trace$107.state  = \trace$107 [68:5];
-  assign \trace$107.state[0]  = \trace$107 [20:5];
-  assign \trace$107.state[1]  = \trace$107 [36:21];
-  assign \trace$107.state[2]  = \trace$107 [52:37];
-  assign \trace$107.state[3]  = \trace$107 [68:53];
-  assign \trace$107.gate  = \trace$107 [72:69];
-  assign \trace$107.gate[0]  = \trace$107 [69];
-  assign \trace$107.gate[1]  = \trace$107 [70];
-  assign \trace$107.gate[2]  = \trace$107 [71];
-  assign \trace$107.gate[3]  = \trace$107 [72];
-  assign \acc$71 [37:19] = \acc$40 [151:133];
-  assign \acc$71 [18:0] = \acc$40 [132:114];
-  assign \acc$63 [37:19] = \acc$40 [113:95];
-  assign \acc$63 [18:0] = \acc$40 [94:76];
-  assign \acc$55 [37:19] = \acc$40 [75:57];
-  assign \acc$55 [18:0] = \acc$40 [56:38];
-  assign entry[75] = slot_c3[13];
-  assign entry[74] = \$29 ;
-  assign entry[73:72] = slot_c3[2:1];
-  assign entry[71:55] = \$28 ;
+  assign \items__payload$102.index  = events__payload[3:0];
+  assign \items__payload$102.value  = events__payload[20:4];
+  assign \items__payload$102.step_end  = events__payload[21];
+  assign \items__payload$102.seq_end  = events__payload[22];
+  assign \new.h  = \new ;
+  assign \new$128.h  = \new$128 ;
+  assign \new$135.h  = \new$135 ;
+  assign \new$142.h  = \new$142 ;
+  assign \trace$149.valid  = \trace$149 [0];
+  assign \trace$149.group  = \trace$149 [2:1];
+  assign \trace$149.step_end  = \trace$149 [3];
+  assign \trace$149.seq_end  = \trace$149 [4];
+  assign \trace$149.state  = \trace$149 [68:5];
+  assign \trace$149.state[0]  = \trace$149 [20:5];
+  assign \trace$149.state[1]  = \trace$149 [36:21];
+  assign \trace$149.state[2]  = \trace$149 [52:37];
+  assign \trace$149.state[3]  = \trace$149 [68:53];
+  assign \trace$149.gate  = \trace$149 [72:69];
+  assign \trace$149.gate[0]  = \trace$149 [69];
+  assign \trace$149.gate[1]  = \trace$149 [70];
+  assign \trace$149.gate[2]  = \trace$149 [71];
+  assign \trace$149.gate[3]  = \trace$149 [72];
+  assign entry[75] = slot_c4[13];
+  assign entry[74] = \$33 ;
+  assign entry[73:72] = slot_c4[2:1];
+  assign entry[71:55] = \$32 ;
   assign entry[3] = changed[3];
-  assign entry[54:38] = \$24 ;
+  assign entry[54:38] = \$27 ;
   assign entry[2] = changed[2];
-  assign entry[37:21] = \$20 ;
+  assign entry[37:21] = \$22 ;
   assign entry[1] = changed[1];
-  assign entry[20:4] = \$16 ;
+  assign entry[20:4] = \$17 ;
   assign entry[0] = changed[0];
-  assign trace[4] = slot_c3[13];
-  assign trace[3] = slot_c3[11];
-  assign trace[2:1] = slot_c3[2:1];
-  assign trace[0] = finalize;
-  assign trace[72] = \gate$78 ;
-  assign trace[68:53] = \new$74 ;
-  assign trace[71] = \gate$70 ;
-  assign trace[52:37] = \new$66 ;
-  assign trace[70] = \gate$62 ;
-  assign trace[36:21] = \new$58 ;
-  assign trace[69] = gate;
-  assign trace[20:5] = \new ;
-  assign saturated[3] = \$27 ;
-  assign saturated[2] = \$23 ;
-  assign saturated[1] = \$19 ;
-  assign saturated[0] = \$15 ;
-  assign changed[3] = \$26 ;
-  assign changed[2] = \$22 ;
-  assign changed[1] = \$18 ;
-  assign changed[0] = \$14 ;
-  assign \port__data$45 [63:48] = \new$74 ;
-  assign \port__data$45 [47:32] = \new$66 ;
-  assign \port__data$45 [31:16] = \new$58 ;
-  assign \port__data$45 [15:0] = \new ;
-  assign acc[37:19] = \acc$40 [37:19];
-  assign acc[18:0] = \acc$40 [18:0];
+  assign trace[4] = slot_c4[13];
+  assign trace[3] = slot_c4[11];
+  assign trace[2:1] = slot_c4[2:1];
+  assign trace[0] = \port__en$54 ;
+  assign trace[72] = gate_c4_3;
+  assign trace[68:53] = out_3;
+  assign trace[71] = gate_c4_2;
+  assign trace[52:37] = out_2;
+  assign trace[70] = gate_c4_1;
+  assign trace[36:21] = out_1;
+  assign trace[69] = gate_c4_0;
+  assign trace[20:5] = out_0;
+  assign saturated[3] = \$31 ;
+  assign saturated[2] = \$26 ;
+  assign saturated[1] = \$21 ;
+  assign saturated[0] = \$16 ;
+  assign changed[3] = \$30 ;
+  assign changed[2] = \$25 ;
+  assign changed[1] = \$20 ;
+  assign changed[0] = \$15 ;
+  assign \port__data$56 [63:48] = \$28 ;
+  assign \port__data$56 [47:32] = \$23 ;
+  assign \port__data$56 [31:16] = \$18 ;
+  assign \port__data$56 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \acc$48 [37:19] = \acc$37 [151:133];
+  assign \acc$48 [18:0] = \acc$37 [132:114];
+  assign \acc$45 [37:19] = \acc$37 [113:95];
+  assign \acc$45 [18:0] = \acc$37 [94:76];
+  assign \acc$42 [37:19] = \acc$37 [75:57];
+  assign \acc$42 [18:0] = \acc$37 [56:38];
+  assign acc[37:19] = \acc$37 [37:19];
+  assign acc[18:0] = \acc$37 [18:0];
   assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
   assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
   assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
@@ -1818,20 +2256,20 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign port__data[23:16] = \config [20:13];
   assign port__data[15:8] = \config [20:13];
   assign port__data[7:0] = \config [20:13];
-  assign \$14  = \$13 ;
-  assign \$15  = \saturated$51 ;
-  assign \$18  = \$17 ;
-  assign \$19  = \saturated$61 ;
-  assign \$22  = \$21 ;
-  assign \$23  = \saturated$69 ;
-  assign \$26  = \$25 ;
-  assign \$27  = \saturated$77 ;
-  assign \$29  = slot_c3[11];
-  assign \$47  = finalize;
+  assign \$15  = \$14 ;
+  assign \$16  = saturated_c4_0;
+  assign \$20  = \$19 ;
+  assign \$21  = saturated_c4_1;
+  assign \$25  = \$24 ;
+  assign \$26  = saturated_c4_2;
+  assign \$30  = \$29 ;
+  assign \$31  = saturated_c4_3;
+  assign \$33  = slot_c4[11];
+  assign \$51  = \port__en$54 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3092,487 +3530,581 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
-  wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
-  wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  output gate;
-  wire gate;
-  wire \gate$9 ;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output [15:0] \new ;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \new ;
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
-  wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
-  wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  output gate;
-  wire gate;
-  wire \gate$9 ;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output [15:0] \new ;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \new ;
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
-  wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
-  wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  output gate;
-  wire gate;
-  wire \gate$9 ;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output [15:0] \new ;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \new ;
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
-  wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
-  wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  output gate;
-  wire gate;
-  wire \gate$9 ;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output [15:0] \new ;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \new ;
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , items__valid, items__payload, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$131 , layer1_events
-, layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
+module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [23:0] \$100 ;
-  wire [24:0] \$101 ;
-  wire \$102 ;
-  wire [23:0] \$103 ;
-  wire [24:0] \$104 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , items__valid, items__payload, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$177 , layer1_events
+, layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [1:0] \$101 ;
+  wire [32:0] \$102 ;
+  wire [1:0] \$103 ;
+  wire [32:0] \$104 ;
   wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [1:0] \$106 ;
+  wire [32:0] \$107 ;
+  wire [1:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire [1:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire [1:0] \$117 ;
-  wire [32:0] \$118 ;
-  wire [1:0] \$119 ;
+  wire [1:0] \$111 ;
+  wire [32:0] \$112 ;
+  wire [1:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire [1:0] \$116 ;
+  wire [32:0] \$117 ;
+  wire [1:0] \$118 ;
+  wire [32:0] \$119 ;
   wire [27:0] \$12 ;
-  wire [32:0] \$120 ;
-  wire \$121 ;
-  wire [1:0] \$122 ;
-  wire [32:0] \$123 ;
-  wire [1:0] \$124 ;
-  wire [32:0] \$125 ;
-  wire \$126 ;
-  wire [1:0] \$127 ;
-  wire [32:0] \$128 ;
-  wire [1:0] \$129 ;
+  wire \$120 ;
+  wire [1:0] \$121 ;
+  wire [32:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [32:0] \$124 ;
+  wire \$125 ;
+  wire [1:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire [27:0] \$13 ;
-  wire [32:0] \$130 ;
+  wire \$130 ;
   wire \$131 ;
-  wire [1:0] \$132 ;
-  wire [32:0] \$133 ;
-  wire [1:0] \$134 ;
-  wire [32:0] \$135 ;
-  wire \$136 ;
+  wire [32:0] \$132 ;
+  wire [23:0] \$133 ;
+  wire [23:0] \$134 ;
+  wire [23:0] \$135 ;
+  wire [23:0] \$136 ;
   wire [1:0] \$137 ;
-  wire [32:0] \$138 ;
-  wire [1:0] \$139 ;
+  wire [2:0] \$138 ;
+  wire [3:0] \$139 ;
   wire [27:0] \$14 ;
-  wire [32:0] \$140 ;
-  wire \$141 ;
+  wire [4:0] \$140 ;
+  wire [32:0] \$141 ;
   wire [1:0] \$142 ;
-  wire [32:0] \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire \$146 ;
-  wire \$147 ;
-  wire [32:0] \$148 ;
-  wire [1:0] \$149 ;
+  wire [2:0] \$143 ;
+  wire [3:0] \$144 ;
+  wire [4:0] \$145 ;
+  wire [32:0] \$146 ;
+  wire [4:0] \$147 ;
+  wire \$148 ;
+  wire [5:0] \$149 ;
   wire [27:0] \$15 ;
-  wire [2:0] \$150 ;
-  wire [3:0] \$151 ;
-  wire [4:0] \$152 ;
-  wire [32:0] \$153 ;
-  wire [1:0] \$154 ;
-  wire [2:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [4:0] \$157 ;
-  wire [32:0] \$158 ;
-  wire [4:0] \$159 ;
+  reg [31:0] \$150 ;
+  reg [31:0] \$151 ;
+  reg [31:0] \$152 ;
+  reg [31:0] \$153 ;
+  reg [31:0] \$154 ;
+  reg [31:0] \$155 ;
+  reg [31:0] \$156 ;
+  reg [31:0] \$157 ;
+  reg [31:0] \$158 ;
+  reg [31:0] \$159 ;
   wire [27:0] \$16 ;
-  wire \$160 ;
-  wire [5:0] \$161 ;
-  reg [31:0] \$162 ;
-  reg [31:0] \$163 ;
+  reg [31:0] \$160 ;
+  reg [31:0] \$161 ;
+  reg [36:0] \$162 ;
+  reg \$163 ;
   reg [31:0] \$164 ;
-  reg [31:0] \$165 ;
-  reg [31:0] \$166 ;
-  reg [31:0] \$167 ;
-  reg [31:0] \$168 ;
-  reg [31:0] \$169 ;
+  reg [36:0] \$165 ;
+  reg [36:0] \$166 ;
+  reg \$167 ;
+  reg [15:0] \$168 ;
+  reg [15:0] \$169 ;
   wire [27:0] \$17 ;
-  reg [31:0] \$170 ;
-  reg [31:0] \$171 ;
-  reg [31:0] \$172 ;
-  reg [31:0] \$173 ;
-  reg [36:0] \$174 ;
-  reg \$175 ;
-  reg [31:0] \$176 ;
-  reg [36:0] \$177 ;
-  reg [72:0] \$178 ;
-  reg [31:0] \$179 ;
+  reg \$170 ;
+  reg [15:0] \$171 ;
+  reg [15:0] \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg [15:0] \$175 ;
+  reg [23:0] \$176 ;
+  reg [15:0] \$177 ;
+  reg [15:0] \$178 ;
+  reg \$179 ;
   wire [27:0] \$18 ;
-  reg [31:0] \$180 ;
-  reg [3:0] \$181 ;
+  reg [15:0] \$180 ;
+  reg [15:0] \$181 ;
+  reg \$182 ;
+  reg \$183 ;
+  reg [15:0] \$184 ;
+  reg [23:0] \$185 ;
+  reg [15:0] \$186 ;
+  reg [15:0] \$187 ;
+  reg \$188 ;
+  reg [15:0] \$189 ;
   wire [27:0] \$19 ;
+  reg [15:0] \$190 ;
+  reg \$191 ;
+  reg \$192 ;
+  reg [15:0] \$193 ;
+  reg [23:0] \$194 ;
+  reg [15:0] \$195 ;
+  reg [15:0] \$196 ;
+  reg \$197 ;
+  reg [15:0] \$198 ;
+  reg [15:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [23:0] \$21 ;
+  reg \$200 ;
+  reg \$201 ;
+  reg [15:0] \$202 ;
+  reg [23:0] \$203 ;
+  reg [72:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [31:0] \$206 ;
+  reg [3:0] \$207 ;
+  wire [15:0] \$21 ;
   wire [24:0] \$22 ;
   wire \$23 ;
-  wire [23:0] \$24 ;
-  wire [24:0] \$25 ;
-  wire \$26 ;
-  wire [23:0] \$27 ;
+  wire [24:0] \$24 ;
+  wire \$25 ;
+  wire [24:0] \$26 ;
+  wire [24:0] \$27 ;
   wire [24:0] \$28 ;
   wire [24:0] \$29 ;
   wire \$3 ;
-  wire [24:0] \$30 ;
-  wire [23:0] \$31 ;
-  wire [24:0] \$32 ;
+  wire \$30 ;
+  wire [24:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [23:0] \$34 ;
-  wire [24:0] \$35 ;
+  wire \$34 ;
+  wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
+  wire [15:0] \$40 ;
+  wire [24:0] \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [23:0] \$44 ;
+  wire [24:0] \$43 ;
+  wire \$44 ;
   wire [24:0] \$45 ;
-  wire \$46 ;
-  wire [23:0] \$47 ;
+  wire [24:0] \$46 ;
+  wire [24:0] \$47 ;
   wire [24:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [23:0] \$50 ;
-  wire [24:0] \$51 ;
-  wire [24:0] \$52 ;
-  wire [24:0] \$53 ;
-  wire [23:0] \$54 ;
-  wire [24:0] \$55 ;
+  wire [24:0] \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
   wire \$56 ;
-  wire [23:0] \$57 ;
-  wire [24:0] \$58 ;
-  wire \$59 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [15:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [24:0] \$60 ;
   wire \$61 ;
-  wire \$62 ;
+  wire [24:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire [23:0] \$67 ;
-  wire [24:0] \$68 ;
-  wire \$69 ;
+  wire [24:0] \$64 ;
+  wire [24:0] \$65 ;
+  wire [24:0] \$66 ;
+  wire [24:0] \$67 ;
+  wire \$68 ;
+  wire [24:0] \$69 ;
   wire [7:0] \$7 ;
-  wire [23:0] \$70 ;
-  wire [24:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [24:0] \$74 ;
-  wire [24:0] \$75 ;
-  wire [24:0] \$76 ;
-  wire [23:0] \$77 ;
-  wire [24:0] \$78 ;
-  wire \$79 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [15:0] \$78 ;
+  wire [24:0] \$79 ;
   wire [7:0] \$8 ;
-  wire [23:0] \$80 ;
+  wire \$80 ;
   wire [24:0] \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [24:0] \$83 ;
+  wire [24:0] \$84 ;
+  wire [24:0] \$85 ;
+  wire [24:0] \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [24:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire [23:0] \$90 ;
-  wire [24:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [24:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [23:0] \$96 ;
-  wire [24:0] \$97 ;
-  wire [24:0] \$98 ;
-  wire [24:0] \$99 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire [1:0] \$98 ;
+  wire [32:0] \$99 ;
   wire [223:0] acc;
+  wire [55:0] \acc$46 ;
+  wire [27:0] \acc$46.cand ;
+  wire [27:0] \acc$46.thr ;
   wire [55:0] \acc$51 ;
   wire [27:0] \acc$51.cand ;
   wire [27:0] \acc$51.thr ;
-  wire [55:0] \acc$70 ;
-  wire [27:0] \acc$70.cand ;
-  wire [27:0] \acc$70.thr ;
-  wire [55:0] \acc$80 ;
-  wire [27:0] \acc$80.cand ;
-  wire [27:0] \acc$80.thr ;
-  wire [55:0] \acc$90 ;
-  wire [27:0] \acc$90.cand ;
-  wire [27:0] \acc$90.thr ;
+  wire [55:0] \acc$54 ;
+  wire [27:0] \acc$54.cand ;
+  wire [27:0] \acc$54.thr ;
+  wire [55:0] \acc$57 ;
+  wire [27:0] \acc$57.cand ;
+  wire [27:0] \acc$57.thr ;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
   wire [27:0] \acc[2] ;
@@ -3624,11 +4156,25 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$79 ;
-  wire \gate$89 ;
-  wire \gate$99 ;
+  wire \gate$159 ;
+  wire \gate$166 ;
+  wire \gate$173 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  reg gate_c4_2 = 1'h0;
+  reg gate_c4_3 = 1'h0;
+  wire hold;
+  wire \hold$157 ;
+  wire \hold$164 ;
+  wire \hold$171 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [22:0] items__payload;
   wire [22:0] items__payload;
   wire [22:0] \items__payload$1 ;
@@ -3636,23 +4182,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [16:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$109 ;
-  wire [3:0] \items__payload$109.index ;
-  wire \items__payload$109.seq_end ;
-  wire \items__payload$109.step_end ;
-  wire [23:0] \items__payload$109.value ;
+  wire [29:0] \items__payload$126 ;
+  wire [3:0] \items__payload$126.index ;
+  wire \items__payload$126.seq_end ;
+  wire \items__payload$126.step_end ;
+  wire [23:0] \items__payload$126.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [16:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$110 ;
-  wire \items__ready$110 ;
+  input \items__ready$127 ;
+  wire \items__ready$127 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$113 ;
+  wire \items__valid$130 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer1_acc_reads;
@@ -3698,36 +4244,64 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   output [31:0] layer1_weights_writes;
   reg [31:0] layer1_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$73 ;
-  wire [15:0] \new$73.h ;
-  wire [15:0] \new$83 ;
-  wire [15:0] \new$83.h ;
-  wire [15:0] \new$93 ;
-  wire [15:0] \new$93.h ;
+  wire [15:0] \new$156 ;
+  wire [15:0] \new$156.h ;
+  wire [15:0] \new$163 ;
+  wire [15:0] \new$163.h ;
+  wire [15:0] \new$170 ;
+  wire [15:0] \new$170.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$72 ;
-  wire [15:0] \old$72.h ;
-  wire [15:0] \old$82 ;
-  wire [15:0] \old$82.h ;
-  wire [15:0] \old$92 ;
-  wire [15:0] \old$92.h ;
+  wire [15:0] \old$53 ;
+  wire [15:0] \old$53.h ;
+  wire [15:0] \old$56 ;
+  wire [15:0] \old$56.h ;
+  wire [15:0] \old$59 ;
+  wire [15:0] \old$59.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
+  reg [23:0] old_pool_c4_0 = 24'h000000;
+  reg [23:0] old_pool_c4_1 = 24'h000000;
+  reg [23:0] old_pool_c4_2 = 24'h000000;
+  reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$76 ;
-  wire [15:0] \out$86 ;
-  wire [15:0] \out$96 ;
+  wire [15:0] \out$158 ;
+  wire [15:0] \out$165 ;
+  wire [15:0] \out$172 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$71 ;
-  wire [7:0] \params$71.alpha ;
-  wire [7:0] \params$81 ;
-  wire [7:0] \params$81.alpha ;
-  wire [7:0] \params$91 ;
-  wire [7:0] \params$91.alpha ;
+  wire [7:0] \params$52 ;
+  wire [7:0] \params$52.alpha ;
+  wire [7:0] \params$55 ;
+  wire [7:0] \params$55.alpha ;
+  wire [7:0] \params$58 ;
+  wire [7:0] \params$58.alpha ;
   wire [7:0] \params.alpha ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
@@ -3746,21 +4320,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   reg [1:0] \port__addr$37 ;
   reg [1:0] \port__addr$38 ;
   reg [1:0] \port__addr$39 ;
-  wire [1:0] \port__addr$43 ;
-  wire [1:0] \port__addr$45 ;
-  wire [1:0] \port__addr$49 ;
+  wire [1:0] \port__addr$42 ;
+  wire [1:0] \port__addr$61 ;
+  wire [1:0] \port__addr$65 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
+  wire [95:0] \port__data$155 ;
   wire [63:0] \port__data$32 ;
   wire [127:0] \port__data$35 ;
   wire [223:0] \port__data$36 ;
-  wire [223:0] \port__data$47 ;
-  wire [31:0] \port__data$53 ;
-  wire [63:0] \port__data$55 ;
-  wire [63:0] \port__data$56 ;
-  wire [95:0] \port__data$60 ;
-  wire [95:0] \port__data$63 ;
+  wire [223:0] \port__data$44 ;
+  wire [31:0] \port__data$48 ;
+  wire [63:0] \port__data$50 ;
+  wire [63:0] \port__data$67 ;
+  wire [95:0] \port__data$77 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -3770,9 +4344,18 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   reg \port__en$19 ;
   reg \port__en$20 ;
   reg \port__en$21 ;
-  wire \port__en$44 ;
-  wire \port__en$46 ;
-  wire \port__en$50 ;
+  wire \port__en$43 ;
+  reg \port__en$63  = 1'h0;
+  (* init = 1'h0 *)
+  wire \port__en$66 ;
+  wire [15:0] potential;
+  wire [15:0] \potential$162 ;
+  wire [15:0] \potential$169 ;
+  wire [15:0] \potential$176 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [103:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -3780,10 +4363,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$66 ;
-  wire \saturated$78 ;
-  wire \saturated$88 ;
-  wire \saturated$98 ;
+  wire \saturated$152 ;
+  wire \saturated$160 ;
+  wire \saturated$167 ;
+  wire \saturated$174 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [223:0] seeds;
   wire [27:0] \seeds[0] ;
   wire [27:0] \seeds[1] ;
@@ -3829,24 +4416,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [16:0] \slot_c3.value ;
+  reg [36:0] slot_c4 = 37'h0000000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [16:0] \slot_c4.value ;
   wire starting;
   wire [72:0] trace;
-  output [72:0] \trace$131 ;
-  reg [72:0] \trace$131  = 73'h0000000000000000000;
-  wire [3:0] \trace$131.gate ;
-  wire \trace$131.gate[0] ;
-  wire \trace$131.gate[1] ;
-  wire \trace$131.gate[2] ;
-  wire \trace$131.gate[3] ;
-  wire [1:0] \trace$131.group ;
-  wire \trace$131.seq_end ;
-  wire [63:0] \trace$131.state ;
-  wire [15:0] \trace$131.state[0] ;
-  wire [15:0] \trace$131.state[1] ;
-  wire [15:0] \trace$131.state[2] ;
-  wire [15:0] \trace$131.state[3] ;
-  wire \trace$131.step_end ;
-  wire \trace$131.valid ;
+  output [72:0] \trace$177 ;
+  reg [72:0] \trace$177  = 73'h0000000000000000000;
+  wire [3:0] \trace$177.gate ;
+  wire \trace$177.gate[0] ;
+  wire \trace$177.gate[1] ;
+  wire \trace$177.gate[2] ;
+  wire \trace$177.gate[3] ;
+  wire [1:0] \trace$177.group ;
+  wire \trace$177.seq_end ;
+  wire [63:0] \trace$177.state ;
+  wire [15:0] \trace$177.state[0] ;
+  wire [15:0] \trace$177.state[1] ;
+  wire [15:0] \trace$177.state[2] ;
+  wire [15:0] \trace$177.state[3] ;
+  wire \trace$177.step_end ;
+  wire \trace$177.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -3866,6 +4465,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire valid;
   wire [16:0] value;
   wire [103:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -3876,21 +4476,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  reg [223:0] \acc$146  [3:0];
+  reg [223:0] \acc$192  [3:0];
   initial begin
-    \acc$146 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$146 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$146 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$146 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$192 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$192 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$192 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$192 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$146 [slot_c3[2:1]] <= \port__data$47 ;
+      \acc$192 [slot_c3[2:1]] <= \port__data$44 ;
   end
   reg [223:0] _0_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _0_ <= \acc$146 [\port__addr$26 ];
+      _0_ <= \acc$192 [\port__addr$26 ];
     end
   end
   assign \port__data$36  = _0_;
@@ -3926,30 +4526,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     end
   end
   assign \port__data$35  = _1_;
-  reg [31:0] \params$144  [3:0];
+  reg [31:0] \params$190  [3:0];
   initial begin
-    \params$144 [0] = 32'd1010511169;
-    \params$144 [1] = 32'd725956668;
-    \params$144 [2] = 32'd960906304;
-    \params$144 [3] = 32'd1128217413;
+    \params$190 [0] = 32'd1010511169;
+    \params$190 [1] = 32'd725956668;
+    \params$190 [2] = 32'd960906304;
+    \params$190 [3] = 32'd1128217413;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$144 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$190 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$144 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$190 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$144 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$190 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$144 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$190 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _2_ <= \params$144 [\port__addr$37 ];
+      _2_ <= \params$190 [\port__addr$37 ];
     end
   end
-  assign \port__data$53  = _2_;
+  assign \port__data$48  = _2_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -3958,8 +4558,8 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     pool[3] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      pool[slot_c3[2:1]] <= \port__data$63 ;
+    if (\port__en$63 )
+      pool[slot_c4[2:1]] <= \port__data$77 ;
   end
   reg [95:0] _3_;
   always @(posedge clk) begin
@@ -3967,7 +4567,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
       _3_ <= pool[\port__addr$39 ];
     end
   end
-  assign \port__data$60  = _3_;
+  assign \port__data$155  = _3_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -3976,8 +4576,8 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[2:1]] <= \port__data$56 ;
+    if (\port__en$63 )
+      state[slot_c4[2:1]] <= \port__data$67 ;
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
@@ -3985,96 +4585,96 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
       _4_ <= state[\port__addr$38 ];
     end
   end
-  assign \port__data$55  = _4_;
-  reg [63:0] \weights$142  [63:0];
+  assign \port__data$50  = _4_;
+  reg [63:0] \weights$188  [63:0];
   initial begin
-    \weights$142 [0] = 64'he72335f1d3353609;
-    \weights$142 [1] = 64'hdb0ccc92da0b3a24;
-    \weights$142 [2] = 64'h021a02270edf3810;
-    \weights$142 [3] = 64'hf195d12c50f0d345;
-    \weights$142 [4] = 64'hc5d4e437e4123319;
-    \weights$142 [5] = 64'hf7c01a6820ca65ed;
-    \weights$142 [6] = 64'h43200dbd082e0705;
-    \weights$142 [7] = 64'hf72dd57bd3d2d253;
-    \weights$142 [8] = 64'h022ff5eca8ad361b;
-    \weights$142 [9] = 64'h38ecdf25c2c2c6bf;
-    \weights$142 [10] = 64'h0f20f1cb3bef08e0;
-    \weights$142 [11] = 64'hcecf3ce3ee2b2ae2;
-    \weights$142 [12] = 64'h07bbe4ad0ed207ea;
-    \weights$142 [13] = 64'hfe0a01f312370110;
-    \weights$142 [14] = 64'h98fdc81a1acadfd8;
-    \weights$142 [15] = 64'h0e142ed93814f912;
-    \weights$142 [16] = 64'h22f9c8f5caca3cd6;
-    \weights$142 [17] = 64'hf9efeef4dca74cf5;
-    \weights$142 [18] = 64'h2c42e0100b3502db;
-    \weights$142 [19] = 64'hec49a909edfb352d;
-    \weights$142 [20] = 64'h01d0d3e924d1dc0f;
-    \weights$142 [21] = 64'h1be219122560432c;
-    \weights$142 [22] = 64'h64b5103f412ca03f;
-    \weights$142 [23] = 64'hb21ef2b5b959dc5e;
-    \weights$142 [24] = 64'h03f1574830632bc6;
-    \weights$142 [25] = 64'hfce12ae9e7dc21e2;
-    \weights$142 [26] = 64'he6ebea223811caf4;
-    \weights$142 [27] = 64'hf103d7dcbe1b3f0d;
-    \weights$142 [28] = 64'h2aedd8bde3b71d5e;
-    \weights$142 [29] = 64'hcc18e1d22a15cdd3;
-    \weights$142 [30] = 64'h34b3f824fec20209;
-    \weights$142 [31] = 64'h16e9fee206262ff7;
-    \weights$142 [32] = 64'h4ab400d3fac8da06;
-    \weights$142 [33] = 64'hd82a2da200c22f45;
-    \weights$142 [34] = 64'h091d0209befddee6;
-    \weights$142 [35] = 64'h0710e0634801fe4c;
-    \weights$142 [36] = 64'hedc5e7d2f8da4ddd;
-    \weights$142 [37] = 64'h0642cbbfed440355;
-    \weights$142 [38] = 64'h172a39ddd6061097;
-    \weights$142 [39] = 64'he029b2e840d409d6;
-    \weights$142 [40] = 64'hed84f5e20b13ec17;
-    \weights$142 [41] = 64'h03edeee5361106e0;
-    \weights$142 [42] = 64'hfcde1f11fc2a0601;
-    \weights$142 [43] = 64'h1633c80b0533d4fb;
-    \weights$142 [44] = 64'h31d3354630df0eee;
-    \weights$142 [45] = 64'h31ea473504c60cf9;
-    \weights$142 [46] = 64'heb46130b190af861;
-    \weights$142 [47] = 64'hf1ebfcd33f2bfa07;
-    \weights$142 [48] = 64'h3b1107e5c1e8daec;
-    \weights$142 [49] = 64'h3356e51d13cebcff;
-    \weights$142 [50] = 64'h3de44e050c27cc0d;
-    \weights$142 [51] = 64'hf2eb4de23b7123b1;
-    \weights$142 [52] = 64'hcf01bcf02ec01120;
-    \weights$142 [53] = 64'h3f22af6526a71936;
-    \weights$142 [54] = 64'h2d1f61c540392404;
-    \weights$142 [55] = 64'h3fc5e13f3fe5d853;
-    \weights$142 [56] = 64'h365017fdf2f63616;
-    \weights$142 [57] = 64'hbc43c4f6f60153f8;
-    \weights$142 [58] = 64'h340bcd27bd0fe30b;
-    \weights$142 [59] = 64'hcb3628f3e4eb2d21;
-    \weights$142 [60] = 64'h57e01b1918eaf2c9;
-    \weights$142 [61] = 64'hd739c0cae4c9343c;
-    \weights$142 [62] = 64'haba7f3df69e9ef11;
-    \weights$142 [63] = 64'hfeedc6d51e2228a8;
+    \weights$188 [0] = 64'he72335f1d3353609;
+    \weights$188 [1] = 64'hdb0ccc92da0b3a24;
+    \weights$188 [2] = 64'h021a02270edf3810;
+    \weights$188 [3] = 64'hf195d12c50f0d345;
+    \weights$188 [4] = 64'hc5d4e437e4123319;
+    \weights$188 [5] = 64'hf7c01a6820ca65ed;
+    \weights$188 [6] = 64'h43200dbd082e0705;
+    \weights$188 [7] = 64'hf72dd57bd3d2d253;
+    \weights$188 [8] = 64'h022ff5eca8ad361b;
+    \weights$188 [9] = 64'h38ecdf25c2c2c6bf;
+    \weights$188 [10] = 64'h0f20f1cb3bef08e0;
+    \weights$188 [11] = 64'hcecf3ce3ee2b2ae2;
+    \weights$188 [12] = 64'h07bbe4ad0ed207ea;
+    \weights$188 [13] = 64'hfe0a01f312370110;
+    \weights$188 [14] = 64'h98fdc81a1acadfd8;
+    \weights$188 [15] = 64'h0e142ed93814f912;
+    \weights$188 [16] = 64'h22f9c8f5caca3cd6;
+    \weights$188 [17] = 64'hf9efeef4dca74cf5;
+    \weights$188 [18] = 64'h2c42e0100b3502db;
+    \weights$188 [19] = 64'hec49a909edfb352d;
+    \weights$188 [20] = 64'h01d0d3e924d1dc0f;
+    \weights$188 [21] = 64'h1be219122560432c;
+    \weights$188 [22] = 64'h64b5103f412ca03f;
+    \weights$188 [23] = 64'hb21ef2b5b959dc5e;
+    \weights$188 [24] = 64'h03f1574830632bc6;
+    \weights$188 [25] = 64'hfce12ae9e7dc21e2;
+    \weights$188 [26] = 64'he6ebea223811caf4;
+    \weights$188 [27] = 64'hf103d7dcbe1b3f0d;
+    \weights$188 [28] = 64'h2aedd8bde3b71d5e;
+    \weights$188 [29] = 64'hcc18e1d22a15cdd3;
+    \weights$188 [30] = 64'h34b3f824fec20209;
+    \weights$188 [31] = 64'h16e9fee206262ff7;
+    \weights$188 [32] = 64'h4ab400d3fac8da06;
+    \weights$188 [33] = 64'hd82a2da200c22f45;
+    \weights$188 [34] = 64'h091d0209befddee6;
+    \weights$188 [35] = 64'h0710e0634801fe4c;
+    \weights$188 [36] = 64'hedc5e7d2f8da4ddd;
+    \weights$188 [37] = 64'h0642cbbfed440355;
+    \weights$188 [38] = 64'h172a39ddd6061097;
+    \weights$188 [39] = 64'he029b2e840d409d6;
+    \weights$188 [40] = 64'hed84f5e20b13ec17;
+    \weights$188 [41] = 64'h03edeee5361106e0;
+    \weights$188 [42] = 64'hfcde1f11fc2a0601;
+    \weights$188 [43] = 64'h1633c80b0533d4fb;
+    \weights$188 [44] = 64'h31d3354630df0eee;
+    \weights$188 [45] = 64'h31ea473504c60cf9;
+    \weights$188 [46] = 64'heb46130b190af861;
+    \weights$188 [47] = 64'hf1ebfcd33f2bfa07;
+    \weights$188 [48] = 64'h3b1107e5c1e8daec;
+    \weights$188 [49] = 64'h3356e51d13cebcff;
+    \weights$188 [50] = 64'h3de44e050c27cc0d;
+    \weights$188 [51] = 64'hf2eb4de23b7123b1;
+    \weights$188 [52] = 64'hcf01bcf02ec01120;
+    \weights$188 [53] = 64'h3f22af6526a71936;
+    \weights$188 [54] = 64'h2d1f61c540392404;
+    \weights$188 [55] = 64'h3fc5e13f3fe5d853;
+    \weights$188 [56] = 64'h365017fdf2f63616;
+    \weights$188 [57] = 64'hbc43c4f6f60153f8;
+    \weights$188 [58] = 64'h340bcd27bd0fe30b;
+    \weights$188 [59] = 64'hcb3628f3e4eb2d21;
+    \weights$188 [60] = 64'h57e01b1918eaf2c9;
+    \weights$188 [61] = 64'hd739c0cae4c9343c;
+    \weights$188 [62] = 64'haba7f3df69e9ef11;
+    \weights$188 [63] = 64'hfeedc6d51e2228a8;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$142 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$188 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$142 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$188 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$142 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$188 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$142 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$188 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$142 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$188 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$142 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$188 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$142 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$188 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$142 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$188 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _5_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _5_ <= \weights$142 [\$8 [5:0]];
+      _5_ <= \weights$188 [\$8 [5:0]];
     end
   end
   assign \port__data$32  = _5_;
@@ -4103,188 +4703,256 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \$19  = use_acc2 ? \port__data$36 [223:196] : { \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127:112] };
   assign \$20  = slot_c2[0] & slot_c2[11];
   assign finalize = slot_c3[0] & slot_c3[11];
-  assign old = slot_c3[13] ? 16'h0000 : \port__data$55 [15:0];
-  assign \$21  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
-  assign \$22  = $signed(\$21 ) + $signed(\new );
+  assign old = slot_c3[13] ? 16'h0000 : \port__data$50 [15:0];
+  assign \old$53  = slot_c3[13] ? 16'h0000 : \port__data$50 [31:16];
+  assign \old$56  = slot_c3[13] ? 16'h0000 : \port__data$50 [47:32];
+  assign \old$59  = slot_c3[13] ? 16'h0000 : \port__data$50 [63:48];
+  assign \$21  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$23  = $signed(\$22 ) > $signed(24'h7fffff);
-  assign \$24  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
-  assign \$25  = $signed(\$24 ) + $signed(\new );
-  assign \$26  = $signed(\$25 ) < $signed(24'h800000);
-  assign \$27  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
-  assign \$28  = $signed(\$27 ) + $signed(\new );
-  assign \$29  = \$26  ? 25'h1800000 : \$28 ;
-  assign \$30  = \$23  ? 25'h07fffff : \$29 ;
-  assign \$31  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
-  assign \$32  = $signed(\$31 ) + $signed(\new );
-  assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
-  assign \$34  = slot_c3[13] ? 24'h000000 : \port__data$60 [23:0];
-  assign \$35  = $signed(\$34 ) + $signed(\new );
-  assign \$36  = $signed(\$35 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$33  | \$36 ;
-  assign \$37  = \new  != old;
-  assign \$39  = \saturated$66  | pool_0_clipped;
-  assign \$42  = | \$30 [23:0];
-  assign \$43  = \$41  & \$42 ;
-  assign \old$72  = slot_c3[13] ? 16'h0000 : \port__data$55 [31:16];
-  assign \$44  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
-  assign \$45  = $signed(\$44 ) + $signed(\new$73 );
-  assign \$46  = $signed(\$45 ) > $signed(24'h7fffff);
-  assign \$47  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
-  assign \$48  = $signed(\$47 ) + $signed(\new$73 );
-  assign \$49  = $signed(\$48 ) < $signed(24'h800000);
-  assign \$50  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
-  assign \$51  = $signed(\$50 ) + $signed(\new$73 );
-  assign \$52  = \$49  ? 25'h1800000 : \$51 ;
-  assign \$53  = \$46  ? 25'h07fffff : \$52 ;
-  assign \$54  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
-  assign \$55  = $signed(\$54 ) + $signed(\new$73 );
-  assign \$56  = $signed(\$55 ) > $signed(24'h7fffff);
-  assign \$57  = slot_c3[13] ? 24'h000000 : \port__data$60 [47:24];
-  assign \$58  = $signed(\$57 ) + $signed(\new$73 );
-  assign \$59  = $signed(\$58 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$56  | \$59 ;
-  assign \$60  = \new$73  != \old$72 ;
-  assign \$62  = \saturated$78  | pool_1_clipped;
-  assign \$65  = | \$53 [23:0];
-  assign \$66  = \$64  & \$65 ;
-  assign \old$82  = slot_c3[13] ? 16'h0000 : \port__data$55 [47:32];
-  assign \$67  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
-  assign \$68  = $signed(\$67 ) + $signed(\new$83 );
-  assign \$69  = $signed(\$68 ) > $signed(24'h7fffff);
-  assign \$70  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
-  assign \$71  = $signed(\$70 ) + $signed(\new$83 );
-  assign \$72  = $signed(\$71 ) < $signed(24'h800000);
-  assign \$73  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
-  assign \$74  = $signed(\$73 ) + $signed(\new$83 );
-  assign \$75  = \$72  ? 25'h1800000 : \$74 ;
-  assign \$76  = \$69  ? 25'h07fffff : \$75 ;
-  assign \$77  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
-  assign \$78  = $signed(\$77 ) + $signed(\new$83 );
-  assign \$79  = $signed(\$78 ) > $signed(24'h7fffff);
-  assign \$80  = slot_c3[13] ? 24'h000000 : \port__data$60 [71:48];
-  assign \$81  = $signed(\$80 ) + $signed(\new$83 );
+  assign \$24  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$25  = $signed(\$24 ) < $signed(24'h800000);
+  assign \$26  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$27  = \$25  ? 25'h1800000 : \$26 ;
+  assign \$28  = \$23  ? 25'h07fffff : \$27 ;
+  assign \$29  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$30  = $signed(\$29 ) > $signed(24'h7fffff);
+  assign \$31  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$32  = $signed(\$31 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$30  | \$32 ;
+  assign \$33  = out_0 != old_out_c4_0;
+  assign \$35  = saturated_c4_0 | pool_0_clipped;
+  assign \$38  = | \$28 [23:0];
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$42  = $signed(\$41 ) > $signed(24'h7fffff);
+  assign \$43  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$44  = $signed(\$43 ) < $signed(24'h800000);
+  assign \$45  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$46  = \$44  ? 25'h1800000 : \$45 ;
+  assign \$47  = \$42  ? 25'h07fffff : \$46 ;
+  assign \$48  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$49  = $signed(\$48 ) > $signed(24'h7fffff);
+  assign \$50  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$51  = $signed(\$50 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$49  | \$51 ;
+  assign \$52  = out_1 != old_out_c4_1;
+  assign \$54  = saturated_c4_1 | pool_1_clipped;
+  assign \$57  = | \$47 [23:0];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
+  assign \$62  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$63  = $signed(\$62 ) < $signed(24'h800000);
+  assign \$64  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$65  = \$63  ? 25'h1800000 : \$64 ;
+  assign \$66  = \$61  ? 25'h07fffff : \$65 ;
+  assign \$67  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$68  = $signed(\$67 ) > $signed(24'h7fffff);
+  assign \$69  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$70  = $signed(\$69 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$68  | \$70 ;
+  assign \$71  = out_2 != old_out_c4_2;
+  assign \$73  = saturated_c4_2 | pool_2_clipped;
+  assign \$76  = | \$66 [23:0];
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$80  = $signed(\$79 ) > $signed(24'h7fffff);
+  assign \$81  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$82  = $signed(\$81 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$79  | \$82 ;
-  assign \$83  = \new$83  != \old$82 ;
-  assign \$85  = \saturated$88  | pool_2_clipped;
-  assign \$88  = | \$76 [23:0];
-  assign \$89  = \$87  & \$88 ;
-  assign \old$92  = slot_c3[13] ? 16'h0000 : \port__data$55 [63:48];
-  assign \$90  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
-  assign \$91  = $signed(\$90 ) + $signed(\new$93 );
-  assign \$92  = $signed(\$91 ) > $signed(24'h7fffff);
-  assign \$93  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
-  assign \$94  = $signed(\$93 ) + $signed(\new$93 );
-  assign \$95  = $signed(\$94 ) < $signed(24'h800000);
-  assign \$96  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
-  assign \$97  = $signed(\$96 ) + $signed(\new$93 );
-  assign \$98  = \$95  ? 25'h1800000 : \$97 ;
-  assign \$99  = \$92  ? 25'h07fffff : \$98 ;
-  assign \$100  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
-  assign \$101  = $signed(\$100 ) + $signed(\new$93 );
-  assign \$102  = $signed(\$101 ) > $signed(24'h7fffff);
-  assign \$103  = slot_c3[13] ? 24'h000000 : \port__data$60 [95:72];
-  assign \$104  = $signed(\$103 ) + $signed(\new$93 );
-  assign \$105  = $signed(\$104 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$102  | \$105 ;
-  assign \$106  = \new$93  != \old$92 ;
-  assign \$108  = \saturated$98  | pool_3_clipped;
-  assign \$111  = | \$99 [23:0];
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = slot_c3[12] & slot_c3[14];
+  assign \$83  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$84  = \$82  ? 25'h1800000 : \$83 ;
+  assign \$85  = \$80  ? 25'h07fffff : \$84 ;
+  assign \$86  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$87  = $signed(\$86 ) > $signed(24'h7fffff);
+  assign \$88  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$89  = $signed(\$88 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$87  | \$89 ;
+  assign \$90  = out_3 != old_out_c4_3;
+  assign \$92  = saturated_c4_3 | pool_3_clipped;
+  assign \$95  = | \$85 [23:0];
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = slot_c4[12] & slot_c4[14];
   assign credit = reserved < 4'h8;
-  assign \$114  = 1'h0 + \port__en$16 ;
-  assign \$115  = layer1_weights_reads + \$114 ;
-  assign \$116  = | port__en;
-  assign \$117  = 1'h0 + \$116 ;
-  assign \$118  = layer1_weights_writes + \$117 ;
-  assign \$119  = 1'h0 + \port__en$17 ;
-  assign \$120  = layer1_bias_reads + \$119 ;
-  assign \$121  = | \port__en$11 ;
-  assign \$122  = 1'h0 + \$121 ;
-  assign \$123  = layer1_bias_writes + \$122 ;
-  assign \$124  = 1'h0 + \port__en$18 ;
-  assign \$125  = layer1_params_reads + \$124 ;
-  assign \$126  = | \$7 [3:0];
-  assign \$127  = 1'h0 + \$126 ;
-  assign \$128  = layer1_params_writes + \$127 ;
-  assign \$129  = 1'h0 + \port__en$19 ;
-  assign \$130  = layer1_state_reads + \$129 ;
-  assign \$132  = 1'h0 + \$131 ;
-  assign \$133  = layer1_state_writes + \$132 ;
-  assign \$134  = 1'h0 + \port__en$20 ;
-  assign \$135  = layer1_acc_reads + \$134 ;
-  assign \$137  = 1'h0 + \$136 ;
-  assign \$138  = layer1_acc_writes + \$137 ;
-  assign \$139  = 1'h0 + \port__en$21 ;
-  assign \$140  = layer1_pool_reads + \$139 ;
-  assign \$142  = 1'h0 + \$141 ;
-  assign \$143  = layer1_pool_writes + \$142 ;
-  assign \$144  = ~ slot_c2[15];
-  assign \$145  = slot_c2[0] & \$144 ;
-  assign \$146  = | slot_c2[36:20];
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = layer1_macs + 4'h8;
-  assign \$149  = 1'h0 + changed[0];
-  assign \$150  = \$149  + changed[1];
-  assign \$151  = \$150  + changed[2];
-  assign \$152  = \$151  + changed[3];
-  assign \$153  = layer1_events + \$152 ;
-  assign \$154  = 1'h0 + saturated[0];
-  assign \$155  = \$154  + saturated[1];
-  assign \$156  = \$155  + saturated[2];
-  assign \$157  = \$156  + saturated[3];
-  assign \$158  = layer1_saturations + \$157 ;
-  assign \$159  = reserved + starting;
-  assign \$160  = r_en & entries__valid;
-  assign \$161  = \$159  - \$160 ;
+  assign \$98  = 1'h0 + \port__en$16 ;
+  assign \$99  = layer1_weights_reads + \$98 ;
+  assign \$100  = | port__en;
+  assign \$101  = 1'h0 + \$100 ;
+  assign \$102  = layer1_weights_writes + \$101 ;
+  assign \$103  = 1'h0 + \port__en$17 ;
+  assign \$104  = layer1_bias_reads + \$103 ;
+  assign \$105  = | \port__en$11 ;
+  assign \$106  = 1'h0 + \$105 ;
+  assign \$107  = layer1_bias_writes + \$106 ;
+  assign \$108  = 1'h0 + \port__en$18 ;
+  assign \$109  = layer1_params_reads + \$108 ;
+  assign \$110  = | \$7 [3:0];
+  assign \$111  = 1'h0 + \$110 ;
+  assign \$112  = layer1_params_writes + \$111 ;
+  assign \$113  = 1'h0 + \port__en$19 ;
+  assign \$114  = layer1_state_reads + \$113 ;
+  assign \$116  = 1'h0 + \$115 ;
+  assign \$117  = layer1_state_writes + \$116 ;
+  assign \$118  = 1'h0 + \port__en$20 ;
+  assign \$119  = layer1_acc_reads + \$118 ;
+  assign \$121  = 1'h0 + \$120 ;
+  assign \$122  = layer1_acc_writes + \$121 ;
+  assign \$123  = 1'h0 + \port__en$21 ;
+  assign \$124  = layer1_pool_reads + \$123 ;
+  assign \$126  = 1'h0 + \$125 ;
+  assign \$127  = layer1_pool_writes + \$126 ;
+  assign \$128  = ~ slot_c2[15];
+  assign \$129  = slot_c2[0] & \$128 ;
+  assign \$130  = | slot_c2[36:20];
+  assign \$131  = \$129  & \$130 ;
+  assign \$132  = layer1_macs + 4'h8;
+  assign \$133  = slot_c3[13] ? 24'h000000 : \port__data$155 [23:0];
+  assign \$134  = slot_c3[13] ? 24'h000000 : \port__data$155 [47:24];
+  assign \$135  = slot_c3[13] ? 24'h000000 : \port__data$155 [71:48];
+  assign \$136  = slot_c3[13] ? 24'h000000 : \port__data$155 [95:72];
+  assign \$137  = 1'h0 + changed[0];
+  assign \$138  = \$137  + changed[1];
+  assign \$139  = \$138  + changed[2];
+  assign \$140  = \$139  + changed[3];
+  assign \$141  = layer1_events + \$140 ;
+  assign \$142  = 1'h0 + saturated[0];
+  assign \$143  = \$142  + saturated[1];
+  assign \$144  = \$143  + saturated[2];
+  assign \$145  = \$144  + saturated[3];
+  assign \$146  = layer1_saturations + \$145 ;
+  assign \$147  = reserved + starting;
+  assign \$148  = r_en & entries__valid;
+  assign \$149  = \$147  - \$148 ;
   always @(posedge clk)
-    layer1_weights_reads <= \$162 ;
+    layer1_weights_reads <= \$150 ;
   always @(posedge clk)
-    layer1_weights_writes <= \$163 ;
+    layer1_weights_writes <= \$151 ;
   always @(posedge clk)
-    layer1_bias_reads <= \$164 ;
+    layer1_bias_reads <= \$152 ;
   always @(posedge clk)
-    layer1_bias_writes <= \$165 ;
+    layer1_bias_writes <= \$153 ;
   always @(posedge clk)
-    layer1_params_reads <= \$166 ;
+    layer1_params_reads <= \$154 ;
   always @(posedge clk)
-    layer1_params_writes <= \$167 ;
+    layer1_params_writes <= \$155 ;
   always @(posedge clk)
-    layer1_state_reads <= \$168 ;
+    layer1_state_reads <= \$156 ;
   always @(posedge clk)
-    layer1_state_writes <= \$169 ;
+    layer1_state_writes <= \$157 ;
   always @(posedge clk)
-    layer1_acc_reads <= \$170 ;
+    layer1_acc_reads <= \$158 ;
   always @(posedge clk)
-    layer1_acc_writes <= \$171 ;
+    layer1_acc_writes <= \$159 ;
   always @(posedge clk)
-    layer1_pool_reads <= \$172 ;
+    layer1_pool_reads <= \$160 ;
   always @(posedge clk)
-    layer1_pool_writes <= \$173 ;
+    layer1_pool_writes <= \$161 ;
   always @(posedge clk)
-    slot_c2 <= \$174 ;
+    slot_c2 <= \$162 ;
   always @(posedge clk)
-    use_acc2 <= \$175 ;
+    use_acc2 <= \$163 ;
   always @(posedge clk)
-    layer1_macs <= \$176 ;
+    layer1_macs <= \$164 ;
   always @(posedge clk)
-    slot_c3 <= \$177 ;
+    slot_c3 <= \$165 ;
   always @(posedge clk)
-    \trace$131  <= \$178 ;
+    slot_c4 <= \$166 ;
   always @(posedge clk)
-    layer1_events <= \$179 ;
+    \port__en$63  <= \$167 ;
   always @(posedge clk)
-    layer1_saturations <= \$180 ;
+    new_c4_0 <= \$168 ;
   always @(posedge clk)
-    reserved <= \$181 ;
+    old_c4_0 <= \$169 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$170 ;
+  always @(posedge clk)
+    out_c4_0 <= \$171 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$172 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$173 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$174 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$175 ;
+  always @(posedge clk)
+    old_pool_c4_0 <= \$176 ;
+  always @(posedge clk)
+    new_c4_1 <= \$177 ;
+  always @(posedge clk)
+    old_c4_1 <= \$178 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$179 ;
+  always @(posedge clk)
+    out_c4_1 <= \$180 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$181 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$182 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$183 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$184 ;
+  always @(posedge clk)
+    old_pool_c4_1 <= \$185 ;
+  always @(posedge clk)
+    new_c4_2 <= \$186 ;
+  always @(posedge clk)
+    old_c4_2 <= \$187 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$188 ;
+  always @(posedge clk)
+    out_c4_2 <= \$189 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$190 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$191 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$192 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$193 ;
+  always @(posedge clk)
+    old_pool_c4_2 <= \$194 ;
+  always @(posedge clk)
+    new_c4_3 <= \$195 ;
+  always @(posedge clk)
+    old_c4_3 <= \$196 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$197 ;
+  always @(posedge clk)
+    out_c4_3 <= \$198 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$199 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$200 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$201 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$202 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$203 ;
+  always @(posedge clk)
+    \trace$177  <= \$204 ;
+  always @(posedge clk)
+    layer1_events <= \$205 ;
+  always @(posedge clk)
+    layer1_saturations <= \$206 ;
+  always @(posedge clk)
+    reserved <= \$207 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$63 ),
     .w_port__data(entry)
   );
   \accelerator.layer1.issue  issue (
@@ -4319,51 +4987,55 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$110 ),
+    .items__ready(\items__ready$127 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer1.update_0  update_0 (
-    .acc(\acc$51 ),
-    .gate(gate),
-    .\new (\new ),
+    .abs_at_least(gate),
+    .acc(\acc$46 ),
+    .h_new(\new ),
+    .hold(hold),
     .old(old),
-    .params(\port__data$53 [7:0]),
-    .saturated(\saturated$66 )
+    .params(\port__data$48 [7:0]),
+    .saturated(\saturated$152 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .acc(\acc$70 ),
-    .gate(\gate$79 ),
-    .\new (\new$73 ),
-    .old(\old$72 ),
-    .params(\port__data$53 [15:8]),
-    .saturated(\saturated$78 )
+    .abs_at_least(\gate$159 ),
+    .acc(\acc$51 ),
+    .h_new(\new$156 ),
+    .hold(\hold$157 ),
+    .old(\old$53 ),
+    .params(\port__data$48 [15:8]),
+    .saturated(\saturated$160 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .acc(\acc$80 ),
-    .gate(\gate$89 ),
-    .\new (\new$83 ),
-    .old(\old$82 ),
-    .params(\port__data$53 [23:16]),
-    .saturated(\saturated$88 )
+    .abs_at_least(\gate$166 ),
+    .acc(\acc$54 ),
+    .h_new(\new$163 ),
+    .hold(\hold$164 ),
+    .old(\old$56 ),
+    .params(\port__data$48 [23:16]),
+    .saturated(\saturated$167 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .acc(\acc$90 ),
-    .gate(\gate$99 ),
-    .\new (\new$93 ),
-    .old(\old$92 ),
-    .params(\port__data$53 [31:24]),
-    .saturated(\saturated$98 )
+    .abs_at_least(\gate$173 ),
+    .acc(\acc$57 ),
+    .h_new(\new$170 ),
+    .hold(\hold$171 ),
+    .old(\old$59 ),
+    .params(\port__data$48 [31:24]),
+    .saturated(\saturated$174 )
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$17  = 1'h0;
     if (\$11 ) begin
       (* full_case = 32'd1 *)
@@ -4374,21 +5046,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$18  = 1'h0;
     if (\$20 ) begin
       \port__en$18  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$19  = 1'h0;
     if (\$20 ) begin
       \port__en$19  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$20  = 1'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -4397,14 +5069,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$21  = 1'h0;
     if (\$20 ) begin
       \port__en$21  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__addr$26  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -4413,173 +5085,439 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__addr$37  = 2'h0;
     if (\$20 ) begin
       \port__addr$37  = slot_c2[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__addr$38  = 2'h0;
     if (\$20 ) begin
       \port__addr$38  = slot_c2[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__addr$39  = 2'h0;
     if (\$20 ) begin
       \port__addr$39  = slot_c2[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$162  = \$115 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$150  = \$99 [31:0];
     if (rst) begin
-      \$162  = 32'd0;
+      \$150  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$163  = \$118 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$151  = \$102 [31:0];
     if (rst) begin
-      \$163  = 32'd0;
+      \$151  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$164  = \$120 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$152  = \$104 [31:0];
+    if (rst) begin
+      \$152  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$153  = \$107 [31:0];
+    if (rst) begin
+      \$153  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$154  = \$109 [31:0];
+    if (rst) begin
+      \$154  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$155  = \$112 [31:0];
+    if (rst) begin
+      \$155  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$156  = \$114 [31:0];
+    if (rst) begin
+      \$156  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$157  = \$117 [31:0];
+    if (rst) begin
+      \$157  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$158  = \$119 [31:0];
+    if (rst) begin
+      \$158  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$159  = \$122 [31:0];
+    if (rst) begin
+      \$159  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$160  = \$124 [31:0];
+    if (rst) begin
+      \$160  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$161  = \$127 [31:0];
+    if (rst) begin
+      \$161  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$162  = slot;
+    if (rst) begin
+      \$162  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$163  = use_acc;
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$164  = layer1_macs;
+    if (\$131 ) begin
+      \$164  = \$132 [31:0];
+    end
     if (rst) begin
       \$164  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$165  = \$123 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$165  = slot_c2;
     if (rst) begin
-      \$165  = 32'd0;
+      \$165  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$166  = \$125 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$166  = slot_c3;
     if (rst) begin
-      \$166  = 32'd0;
+      \$166  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$167  = \$128 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$167  = finalize;
     if (rst) begin
-      \$167  = 32'd0;
+      \$167  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$168  = \$130 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$168  = \new ;
     if (rst) begin
-      \$168  = 32'd0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$169  = \$133 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$169  = old;
     if (rst) begin
-      \$169  = 32'd0;
+      \$169  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$170  = \$135 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$170  = hold;
     if (rst) begin
-      \$170  = 32'd0;
+      \$170  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$171  = \$138 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$171  = \new ;
     if (rst) begin
-      \$171  = 32'd0;
+      \$171  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$172  = \$140 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$172  = old;
     if (rst) begin
-      \$172  = 32'd0;
+      \$172  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$173  = \$143 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$173  = gate;
     if (rst) begin
-      \$173  = 32'd0;
+      \$173  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$174  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$174  = \saturated$152 ;
     if (rst) begin
-      \$174  = 37'h0000000000;
+      \$174  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$175  = use_acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$175  = 16'h0000;
     if (rst) begin
-      \$175  = 1'h0;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$176  = layer1_macs;
-    if (\$147 ) begin
-      \$176  = \$148 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$176  = \$133 ;
     if (rst) begin
-      \$176  = 32'd0;
+      \$176  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$177  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$177  = \new$156 ;
     if (rst) begin
-      \$177  = 37'h0000000000;
+      \$177  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$178  = trace;
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$178  = \old$53 ;
     if (rst) begin
-      \$178  = 73'h0000000000000000000;
+      \$178  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$179  = layer1_events;
-    if (finalize) begin
-      \$179  = \$153 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$179  = \hold$157 ;
     if (rst) begin
-      \$179  = 32'd0;
+      \$179  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$180  = layer1_saturations;
-    if (finalize) begin
-      \$180  = \$158 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$180  = \new$156 ;
     if (rst) begin
-      \$180  = 32'd0;
+      \$180  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$181  = \$161 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$181  = \old$53 ;
     if (rst) begin
-      \$181  = 4'h0;
+      \$181  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$182  = \gate$159 ;
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$183  = \saturated$160 ;
+    if (rst) begin
+      \$183  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$184  = 16'h0000;
+    if (rst) begin
+      \$184  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$185  = \$134 ;
+    if (rst) begin
+      \$185  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$186  = \new$163 ;
+    if (rst) begin
+      \$186  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$187  = \old$56 ;
+    if (rst) begin
+      \$187  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$188  = \hold$164 ;
+    if (rst) begin
+      \$188  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$189  = \new$163 ;
+    if (rst) begin
+      \$189  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$190  = \old$56 ;
+    if (rst) begin
+      \$190  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$191  = \gate$166 ;
+    if (rst) begin
+      \$191  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$192  = \saturated$167 ;
+    if (rst) begin
+      \$192  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$193  = 16'h0000;
+    if (rst) begin
+      \$193  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$194  = \$135 ;
+    if (rst) begin
+      \$194  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$195  = \new$170 ;
+    if (rst) begin
+      \$195  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$196  = \old$59 ;
+    if (rst) begin
+      \$196  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$197  = \hold$171 ;
+    if (rst) begin
+      \$197  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$198  = \new$170 ;
+    if (rst) begin
+      \$198  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$199  = \old$59 ;
+    if (rst) begin
+      \$199  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$200  = \gate$173 ;
+    if (rst) begin
+      \$200  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$201  = \saturated$174 ;
+    if (rst) begin
+      \$201  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$202  = 16'h0000;
+    if (rst) begin
+      \$202  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$203  = \$136 ;
+    if (rst) begin
+      \$203  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$204  = trace;
+    if (rst) begin
+      \$204  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$205  = layer1_events;
+    if (\port__en$63 ) begin
+      \$205  = \$141 [31:0];
+    end
+    if (rst) begin
+      \$205  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$206  = layer1_saturations;
+    if (\port__en$63 ) begin
+      \$206  = \$146 [31:0];
+    end
+    if (rst) begin
+      \$206  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$207  = \$149 [3:0];
+    if (rst) begin
+      \$207  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4594,36 +5532,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
-  assign \port__addr$43  = slot_c3[2:1];
-  assign \port__en$44  = finalize;
-  assign \port__addr$45  = slot_c3[2:1];
-  assign \port__en$46  = finalize;
-  assign \port__addr$49  = slot_c3[2:1];
-  assign \port__en$50  = finalize;
-  assign params = \port__data$53 [7:0];
-  assign old_out_0 = old;
-  assign pool_0 = \$30 [23:0];
-  assign out = \new ;
-  assign \params$71  = \port__data$53 [15:8];
-  assign old_out_1 = \old$72 ;
-  assign pool_1 = \$53 [23:0];
-  assign \out$76  = \new$73 ;
-  assign \params$81  = \port__data$53 [23:16];
-  assign old_out_2 = \old$82 ;
-  assign pool_2 = \$76 [23:0];
-  assign \out$86  = \new$83 ;
-  assign \params$91  = \port__data$53 [31:24];
-  assign old_out_3 = \old$92 ;
-  assign pool_3 = \$99 [23:0];
-  assign \out$96  = \new$93 ;
+  assign \port__addr$42  = slot_c3[2:1];
+  assign \port__en$43  = finalize;
+  assign params = \port__data$48 [7:0];
+  assign \params$52  = \port__data$48 [15:8];
+  assign \params$55  = \port__data$48 [23:16];
+  assign \params$58  = \port__data$48 [31:24];
+  assign \port__addr$61  = slot_c4[2:1];
+  assign finalize4 = \port__en$63 ;
+  assign \port__addr$65  = slot_c4[2:1];
+  assign \port__en$66  = \port__en$63 ;
+  assign pool_0 = \$28 [23:0];
+  assign pool_1 = \$47 [23:0];
+  assign pool_2 = \$66 [23:0];
+  assign pool_3 = \$85 [23:0];
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$63 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$109  = events__payload;
-  assign events__ready = \items__ready$110 ;
-  assign \items__valid$113  = events__valid;
+  assign \items__payload$126  = events__payload;
+  assign events__ready = \items__ready$127 ;
+  assign \items__valid$130  = events__valid;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \out$158  = \new$156 ;
+  assign \potential$162  = 16'h0000;
+  assign \out$165  = \new$163 ;
+  assign \potential$169  = 16'h0000;
+  assign \out$172  = \new$170 ;
+  assign \potential$176  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -4694,11 +5632,35 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \acc[5]  = acc[167:140];
   assign \acc[6]  = acc[195:168];
   assign \acc[7]  = acc[223:196];
+  assign \acc$46.cand  = \acc$46 [27:0];
+  assign \acc$46.thr  = \acc$46 [55:28];
+  assign \params.alpha  = \port__data$48 [7:0];
+  assign \old.h  = old;
   assign \acc$51.cand  = \acc$51 [27:0];
   assign \acc$51.thr  = \acc$51 [55:28];
-  assign \params.alpha  = \port__data$53 [7:0];
-  assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \params$52.alpha  = \port__data$48 [15:8];
+  assign \old$53.h  = \old$53 ;
+  assign \acc$54.cand  = \acc$54 [27:0];
+  assign \acc$54.thr  = \acc$54 [55:28];
+  assign \params$55.alpha  = \port__data$48 [23:16];
+  assign \old$56.h  = \old$56 ;
+  assign \acc$57.cand  = \acc$57 [27:0];
+  assign \acc$57.thr  = \acc$57 [55:28];
+  assign \params$58.alpha  = \port__data$48 [31:24];
+  assign \old$59.h  = \old$59 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[9:3];
+  assign \slot_c4.first  = slot_c4[10];
+  assign \slot_c4.last  = slot_c4[11];
+  assign \slot_c4.step_last  = slot_c4[12];
+  assign \slot_c4.seq_first  = slot_c4[13];
+  assign \slot_c4.seq_end  = slot_c4[14];
+  assign \slot_c4.empty  = slot_c4[15];
+  assign \slot_c4.index  = slot_c4[19:16];
+  assign \slot_c4.value  = slot_c4[36:20];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -4722,21 +5684,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \entry.group  = entry[101:100];
   assign \entry.marker  = entry[102];
   assign \entry.seq_end  = entry[103];
-  assign \acc$70.cand  = \acc$70 [27:0];
-  assign \acc$70.thr  = \acc$70 [55:28];
-  assign \params$71.alpha  = \port__data$53 [15:8];
-  assign \old$72.h  = \old$72 ;
-  assign \new$73.h  = \new$73 ;
-  assign \acc$80.cand  = \acc$80 [27:0];
-  assign \acc$80.thr  = \acc$80 [55:28];
-  assign \params$81.alpha  = \port__data$53 [23:16];
-  assign \old$82.h  = \old$82 ;
-  assign \new$83.h  = \new$83 ;
-  assign \acc$90.cand  = \acc$90 [27:0];
-  assign \acc$90.thr  = \acc$90 [55:28];
-  assign \params$91.alpha  = \port__data$53 [31:24];
-  assign \old$92.h  = \old$92 ;
-  assign \new$93.h  = \new$93 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -4750,83 +5703,87 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$109.index  = events__payload[3:0];
-  assign \items__payload$109.value  = events__payload[27:4];
-  assign \items__payload$109.step_end  = events__payload[28];
-  assign \items__payload$109.seq_end  = events__payload[29];
-  assign \trace$131.valid  = \trace$131 [0];
-  assign \trace$131.group  = \trace$131 [2:1];
-  assign \trace$131.step_end  = \trace$131 [3];
-  assign \trace$131.seq_end  = \trace$131 [4];
-  assign \trace$131.state  = \trace$131 [68:5];
-  assign \trace$131.state[0]  = \trace$131 [20:5];
-  assign \trace$131.state[1]  = \trace$131 [36:21];
-  assign \trace$131.state[2]  = \trace$131 [52:37];
-  assign \trace$131.state[3]  = \trace$131 [68:53];
-  assign \trace$131.gate  = \trace$131 [72:69];
-  assign \trace$131.gate[0]  = \trace$131 [69];
-  assign \trace$131.gate[1]  = \trace$131 [70];
-  assign \trace$131.gate[2]  = \trace$131 [71];
-  assign \trace$131.gate[3]  = \trace$131 [72];
-  assign \acc$90 [55:28] = acc[223:196];
-  assign \acc$90 [27:0] = acc[195:168];
-  assign \acc$80 [55:28] = acc[167:140];
-  assign \acc$80 [27:0] = acc[139:112];
-  assign \acc$70 [55:28] = acc[111:84];
-  assign \acc$70 [27:0] = acc[83:56];
-  assign entry[103] = slot_c3[14];
-  assign entry[102] = \$113 ;
-  assign entry[101:100] = slot_c3[2:1];
-  assign entry[99:76] = \$99 [23:0];
-  assign entry[3] = \$112 ;
-  assign entry[75:52] = \$76 [23:0];
-  assign entry[2] = \$89 ;
-  assign entry[51:28] = \$53 [23:0];
-  assign entry[1] = \$66 ;
-  assign entry[27:4] = \$30 [23:0];
-  assign entry[0] = \$43 ;
-  assign trace[4] = slot_c3[14];
-  assign trace[3] = slot_c3[12];
-  assign trace[2:1] = slot_c3[2:1];
-  assign trace[0] = finalize;
-  assign trace[72] = \gate$99 ;
-  assign trace[68:53] = \new$93 ;
-  assign trace[71] = \gate$89 ;
-  assign trace[52:37] = \new$83 ;
-  assign trace[70] = \gate$79 ;
-  assign trace[36:21] = \new$73 ;
-  assign trace[69] = gate;
-  assign trace[20:5] = \new ;
-  assign saturated[3] = \$109 ;
-  assign saturated[2] = \$86 ;
-  assign saturated[1] = \$63 ;
-  assign saturated[0] = \$40 ;
-  assign changed[3] = \$107 ;
-  assign changed[2] = \$84 ;
-  assign changed[1] = \$61 ;
-  assign changed[0] = \$38 ;
-  assign \port__data$63 [95:72] = \$99 [23:0];
-  assign \port__data$63 [71:48] = \$76 [23:0];
-  assign \port__data$63 [47:24] = \$53 [23:0];
-  assign \port__data$63 [23:0] = \$30 [23:0];
-  assign \port__data$56 [63:48] = \new$93 ;
-  assign \port__data$56 [47:32] = \new$83 ;
-  assign \port__data$56 [31:16] = \new$73 ;
-  assign \port__data$56 [15:0] = \new ;
-  assign \acc$51 [55:28] = acc[55:28];
-  assign \acc$51 [27:0] = acc[27:0];
-  assign \port__data$47 [223:196] = acc[223:196];
-  assign \port__data$47 [195:168] = acc[195:168];
-  assign \port__data$47 [167:140] = acc[167:140];
-  assign \port__data$47 [139:112] = acc[139:112];
-  assign \port__data$47 [111:84] = acc[111:84];
-  assign \port__data$47 [83:56] = acc[83:56];
-  assign \port__data$47 [55:28] = acc[55:28];
-  assign \port__data$47 [27:0] = acc[27:0];
+  assign \items__payload$126.index  = events__payload[3:0];
+  assign \items__payload$126.value  = events__payload[27:4];
+  assign \items__payload$126.step_end  = events__payload[28];
+  assign \items__payload$126.seq_end  = events__payload[29];
+  assign \new.h  = \new ;
+  assign \new$156.h  = \new$156 ;
+  assign \new$163.h  = \new$163 ;
+  assign \new$170.h  = \new$170 ;
+  assign \trace$177.valid  = \trace$177 [0];
+  assign \trace$177.group  = \trace$177 [2:1];
+  assign \trace$177.step_end  = \trace$177 [3];
+  assign \trace$177.seq_end  = \trace$177 [4];
+  assign \trace$177.state  = \trace$177 [68:5];
+  assign \trace$177.state[0]  = \trace$177 [20:5];
+  assign \trace$177.state[1]  = \trace$177 [36:21];
+  assign \trace$177.state[2]  = \trace$177 [52:37];
+  assign \trace$177.state[3]  = \trace$177 [68:53];
+  assign \trace$177.gate  = \trace$177 [72:69];
+  assign \trace$177.gate[0]  = \trace$177 [69];
+  assign \trace$177.gate[1]  = \trace$177 [70];
+  assign \trace$177.gate[2]  = \trace$177 [71];
+  assign \trace$177.gate[3]  = \trace$177 [72];
+  assign entry[103] = slot_c4[14];
+  assign entry[102] = \$97 ;
+  assign entry[101:100] = slot_c4[2:1];
+  assign entry[99:76] = \$85 [23:0];
+  assign entry[3] = \$96 ;
+  assign entry[75:52] = \$66 [23:0];
+  assign entry[2] = \$77 ;
+  assign entry[51:28] = \$47 [23:0];
+  assign entry[1] = \$58 ;
+  assign entry[27:4] = \$28 [23:0];
+  assign entry[0] = \$39 ;
+  assign trace[4] = slot_c4[14];
+  assign trace[3] = slot_c4[12];
+  assign trace[2:1] = slot_c4[2:1];
+  assign trace[0] = \port__en$63 ;
+  assign trace[72] = gate_c4_3;
+  assign trace[68:53] = out_3;
+  assign trace[71] = gate_c4_2;
+  assign trace[52:37] = out_2;
+  assign trace[70] = gate_c4_1;
+  assign trace[36:21] = out_1;
+  assign trace[69] = gate_c4_0;
+  assign trace[20:5] = out_0;
+  assign saturated[3] = \$93 ;
+  assign saturated[2] = \$74 ;
+  assign saturated[1] = \$55 ;
+  assign saturated[0] = \$36 ;
+  assign changed[3] = \$91 ;
+  assign changed[2] = \$72 ;
+  assign changed[1] = \$53 ;
+  assign changed[0] = \$34 ;
+  assign \port__data$77 [95:72] = \$85 [23:0];
+  assign \port__data$77 [71:48] = \$66 [23:0];
+  assign \port__data$77 [47:24] = \$47 [23:0];
+  assign \port__data$77 [23:0] = \$28 [23:0];
+  assign \port__data$67 [63:48] = \$78 ;
+  assign \port__data$67 [47:32] = \$59 ;
+  assign \port__data$67 [31:16] = \$40 ;
+  assign \port__data$67 [15:0] = \$21 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \acc$57 [55:28] = acc[223:196];
+  assign \acc$57 [27:0] = acc[195:168];
+  assign \acc$54 [55:28] = acc[167:140];
+  assign \acc$54 [27:0] = acc[139:112];
+  assign \acc$51 [55:28] = acc[111:84];
+  assign \acc$51 [27:0] = acc[83:56];
+  assign \acc$46 [55:28] = acc[55:28];
+  assign \acc$46 [27:0] = acc[27:0];
+  assign \port__data$44 [223:196] = acc[223:196];
+  assign \port__data$44 [195:168] = acc[195:168];
+  assign \port__data$44 [167:140] = acc[167:140];
+  assign \port__data$44 [139:112] = acc[139:112];
+  assign \port__data$44 [111:84] = acc[111:84];
+  assign \port__data$44 [83:56] = acc[83:56];
+  assign \port__data$44 [55:28] = acc[55:28];
+  assign \port__data$44 [27:0] = acc[27:0];
   assign seeds[223:196] = \$19 ;
   assign seeds[195:168] = \$18 ;
   assign seeds[167:140] = \$17 ;
@@ -4855,26 +5812,26 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$110 , \config , ite
   assign port__data[23:16] = \config [20:13];
   assign port__data[15:8] = \config [20:13];
   assign port__data[7:0] = \config [20:13];
-  assign \$38  = \$37 ;
-  assign \$40  = \$39 ;
-  assign \$41  = slot_c3[14];
-  assign \$61  = \$60 ;
-  assign \$63  = \$62 ;
-  assign \$64  = slot_c3[14];
-  assign \$84  = \$83 ;
-  assign \$86  = \$85 ;
-  assign \$87  = slot_c3[14];
-  assign \$107  = \$106 ;
-  assign \$109  = \$108 ;
-  assign \$110  = slot_c3[14];
-  assign \$131  = finalize;
-  assign \$136  = finalize;
-  assign \$141  = finalize;
+  assign \$34  = \$33 ;
+  assign \$36  = \$35 ;
+  assign \$37  = slot_c4[14];
+  assign \$53  = \$52 ;
+  assign \$55  = \$54 ;
+  assign \$56  = slot_c4[14];
+  assign \$72  = \$71 ;
+  assign \$74  = \$73 ;
+  assign \$75  = slot_c4[14];
+  assign \$91  = \$90 ;
+  assign \$93  = \$92 ;
+  assign \$94  = slot_c4[14];
+  assign \$115  = \port__en$63 ;
+  assign \$120  = finalize;
+  assign \$125  = \port__en$63 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5002,7 +5959,7 @@ module \accelerator.layer1.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5012,7 +5969,7 @@ module \accelerator.layer1.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5022,7 +5979,7 @@ module \accelerator.layer1.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5035,7 +5992,7 @@ module \accelerator.layer1.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -5056,7 +6013,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -5363,7 +6320,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5373,14 +6330,14 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5389,28 +6346,28 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5425,7 +6382,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$56  = layer1_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5437,7 +6394,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5468,7 +6425,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5483,7 +6440,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5501,7 +6458,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5519,7 +6476,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5537,7 +6494,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5549,7 +6506,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5561,7 +6518,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5579,7 +6536,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5598,7 +6555,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5618,7 +6575,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5631,7 +6588,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5649,7 +6606,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5667,7 +6624,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5688,7 +6645,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5701,7 +6658,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5714,7 +6671,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$73  = layer1_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5726,7 +6683,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$74  = layer1_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5740,7 +6697,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5754,7 +6711,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = layer1_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5814,7 +6771,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire [27:0] \$1 ;
   wire [27:0] \$10 ;
   wire [24:0] \$11 ;
@@ -5907,7 +6864,7 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     acc <= \$25 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$25  = acc;
     if (valid) begin
       \$25 [27:0] = \$3 [27:0];
@@ -5951,7 +6908,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -6034,7 +6991,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -6045,7 +7002,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -6062,7 +7019,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -6082,7 +7039,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -6108,7 +7065,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -6144,33 +7101,36 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_0 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer1.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [28:0] \$2 ;
-  wire [28:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [28:0] \$5 ;
-  wire [28:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
   input [55:0] acc;
   wire [55:0] acc;
   wire [27:0] \acc.cand ;
   wire [27:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -6183,65 +7143,82 @@ module \accelerator.layer1.update_0 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[27:0]);
-  assign \$3  = \$1  ? { acc[27], acc[27:0] } : \$2 ;
-  assign \$4  = $signed(acc[55:28]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[55:28]);
-  assign \$6  = \$4  ? { acc[55], acc[55:28] } : \$5 ;
-  assign gate = \$3 [27:0] >= \$6 [27:0];
-  assign \$7  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[27:0];
   assign \acc.thr  = acc[55:28];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_1 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer1.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [28:0] \$2 ;
-  wire [28:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [28:0] \$5 ;
-  wire [28:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
   input [55:0] acc;
   wire [55:0] acc;
   wire [27:0] \acc.cand ;
   wire [27:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -6254,65 +7231,82 @@ module \accelerator.layer1.update_1 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[27:0]);
-  assign \$3  = \$1  ? { acc[27], acc[27:0] } : \$2 ;
-  assign \$4  = $signed(acc[55:28]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[55:28]);
-  assign \$6  = \$4  ? { acc[55], acc[55:28] } : \$5 ;
-  assign gate = \$3 [27:0] >= \$6 [27:0];
-  assign \$7  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[27:0];
   assign \acc.thr  = acc[55:28];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_2 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer1.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [28:0] \$2 ;
-  wire [28:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [28:0] \$5 ;
-  wire [28:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
   input [55:0] acc;
   wire [55:0] acc;
   wire [27:0] \acc.cand ;
   wire [27:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -6325,65 +7319,82 @@ module \accelerator.layer1.update_2 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[27:0]);
-  assign \$3  = \$1  ? { acc[27], acc[27:0] } : \$2 ;
-  assign \$4  = $signed(acc[55:28]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[55:28]);
-  assign \$6  = \$4  ? { acc[55], acc[55:28] } : \$5 ;
-  assign gate = \$3 [27:0] >= \$6 [27:0];
-  assign \$7  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[27:0];
   assign \acc.thr  = acc[55:28];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_3 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer1.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [28:0] \$2 ;
-  wire [28:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [28:0] \$5 ;
-  wire [28:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
   input [55:0] acc;
   wire [55:0] acc;
   wire [27:0] \acc.cand ;
   wire [27:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -6396,40 +7407,54 @@ module \accelerator.layer1.update_3 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[27:0]);
-  assign \$3  = \$1  ? { acc[27], acc[27:0] } : \$2 ;
-  assign \$4  = $signed(acc[55:28]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[55:28]);
-  assign \$6  = \$4  ? { acc[55], acc[55:28] } : \$5 ;
-  assign gate = \$3 [27:0] >= \$6 [27:0];
-  assign \$7  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[27:0];
   assign \acc.thr  = acc[55:28];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -6519,8 +7544,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [42:0] \$88 ;
   reg [35:0] \$89 ;
   wire \$9 ;
-  reg [3:0] \$90 ;
-  reg [3:0] \$91 ;
+  reg [1:0] \$90 ;
+  reg [143:0] \$91 ;
+  reg [42:0] \$92 ;
+  reg \$93 ;
+  reg [35:0] \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -6559,7 +7589,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg [1:0] group_lane = 2'h0;
+  reg [35:0] group_logit = 36'h000000000;
   input [29:0] items__payload;
   wire [29:0] items__payload;
   wire [29:0] \items__payload$1 ;
@@ -6577,6 +7611,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [143:0] logits_c4 = 144'h000000000000000000000000000000000000;
+  wire [35:0] \logits_c4[0] ;
+  wire [35:0] \logits_c4[1] ;
+  wire [35:0] \logits_c4[2] ;
+  wire [35:0] \logits_c4[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [5:0] \port__addr$15 ;
@@ -6673,6 +7712,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [23:0] \slot_c3.value ;
+  reg [42:0] slot_c4 = 43'h00000000000;
+  wire [5:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [23:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -6680,7 +7731,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [23:0] value;
   wire [151:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -6709,74 +7760,79 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [47:0];
+  reg [31:0] \weights$75  [47:0];
   initial begin
-    \weights$70 [0] = 32'd151126989;
-    \weights$70 [1] = 32'd3990939125;
-    \weights$70 [2] = 32'd33149243;
-    \weights$70 [3] = 32'd4043710421;
-    \weights$70 [4] = 32'd203938806;
-    \weights$70 [5] = 32'd3825389324;
-    \weights$70 [6] = 32'd3907912263;
-    \weights$70 [7] = 32'd217446650;
-    \weights$70 [8] = 32'd1191183375;
-    \weights$70 [9] = 32'd3704344890;
-    \weights$70 [10] = 32'd4162580251;
-    \weights$70 [11] = 32'd283112454;
-    \weights$70 [12] = 32'd570142256;
-    \weights$70 [13] = 32'd3894413083;
-    \weights$70 [14] = 32'd4160738544;
-    \weights$70 [15] = 32'd4208595962;
-    \weights$70 [16] = 32'd340255744;
-    \weights$70 [17] = 32'd3807317475;
-    \weights$70 [18] = 32'd4262253020;
-    \weights$70 [19] = 32'd4007452440;
-    \weights$70 [20] = 32'd3438678238;
-    \weights$70 [21] = 32'd4146728462;
-    \weights$70 [22] = 32'd1392064580;
-    \weights$70 [23] = 32'd3926129910;
-    \weights$70 [24] = 32'd753908980;
-    \weights$70 [25] = 32'd3017223384;
-    \weights$70 [26] = 32'd699853820;
-    \weights$70 [27] = 32'd3671447012;
-    \weights$70 [28] = 32'd19727632;
-    \weights$70 [29] = 32'd672744170;
-    \weights$70 [30] = 32'd3944976889;
-    \weights$70 [31] = 32'd3676243550;
-    \weights$70 [32] = 32'd233;
-    \weights$70 [33] = 32'd225;
-    \weights$70 [34] = 32'd42;
-    \weights$70 [35] = 32'd57;
-    \weights$70 [36] = 32'd227;
-    \weights$70 [37] = 32'd43;
-    \weights$70 [38] = 32'd52;
-    \weights$70 [39] = 32'd241;
-    \weights$70 [40] = 32'd250;
-    \weights$70 [41] = 32'd5;
-    \weights$70 [42] = 32'd224;
-    \weights$70 [43] = 32'd0;
-    \weights$70 [44] = 32'd23;
-    \weights$70 [45] = 32'd2;
-    \weights$70 [46] = 32'd33;
-    \weights$70 [47] = 32'd252;
+    \weights$75 [0] = 32'd151126989;
+    \weights$75 [1] = 32'd3990939125;
+    \weights$75 [2] = 32'd33149243;
+    \weights$75 [3] = 32'd4043710421;
+    \weights$75 [4] = 32'd203938806;
+    \weights$75 [5] = 32'd3825389324;
+    \weights$75 [6] = 32'd3907912263;
+    \weights$75 [7] = 32'd217446650;
+    \weights$75 [8] = 32'd1191183375;
+    \weights$75 [9] = 32'd3704344890;
+    \weights$75 [10] = 32'd4162580251;
+    \weights$75 [11] = 32'd283112454;
+    \weights$75 [12] = 32'd570142256;
+    \weights$75 [13] = 32'd3894413083;
+    \weights$75 [14] = 32'd4160738544;
+    \weights$75 [15] = 32'd4208595962;
+    \weights$75 [16] = 32'd340255744;
+    \weights$75 [17] = 32'd3807317475;
+    \weights$75 [18] = 32'd4262253020;
+    \weights$75 [19] = 32'd4007452440;
+    \weights$75 [20] = 32'd3438678238;
+    \weights$75 [21] = 32'd4146728462;
+    \weights$75 [22] = 32'd1392064580;
+    \weights$75 [23] = 32'd3926129910;
+    \weights$75 [24] = 32'd753908980;
+    \weights$75 [25] = 32'd3017223384;
+    \weights$75 [26] = 32'd699853820;
+    \weights$75 [27] = 32'd3671447012;
+    \weights$75 [28] = 32'd19727632;
+    \weights$75 [29] = 32'd672744170;
+    \weights$75 [30] = 32'd3944976889;
+    \weights$75 [31] = 32'd3676243550;
+    \weights$75 [32] = 32'd233;
+    \weights$75 [33] = 32'd225;
+    \weights$75 [34] = 32'd42;
+    \weights$75 [35] = 32'd57;
+    \weights$75 [36] = 32'd227;
+    \weights$75 [37] = 32'd43;
+    \weights$75 [38] = 32'd52;
+    \weights$75 [39] = 32'd241;
+    \weights$75 [40] = 32'd250;
+    \weights$75 [41] = 32'd5;
+    \weights$75 [42] = 32'd224;
+    \weights$75 [43] = 32'd0;
+    \weights$75 [44] = 32'd23;
+    \weights$75 [45] = 32'd2;
+    \weights$75 [46] = 32'd33;
+    \weights$75 [47] = 32'd252;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$75 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$75 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$70 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$75 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$70 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$75 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [5:0]];
+      _1_ <= \weights$75 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$4  = \config [3:1] == 3'h7;
+  assign \$5  = \config [0] & \$4 ;
+  assign \$6  = \$5  << \config [12:10];
+  assign \$7  = slot[8:3] + slot[18:15];
+  assign \$8  = ~ slot[14];
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
@@ -6816,11 +7872,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$51  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign \$53  = argmax_0_1_valid & \$52 ;
   assign argmax_1_0_lane = \$53  ? argmax_0_1_lane : { 1'h0, \$25  };
-  assign \$54  = ! slot_c3[2:1];
-  assign \$55  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign \$54  = ! slot_c4[2:1];
+  assign \$55  = $signed(group_logit) > $signed(best_logit);
   assign take = \$54  | \$55 ;
-  assign \$56  = slot_c3[2:1] * 3'h4;
-  assign \$57  = \$56  + argmax_1_0_lane;
+  assign \$56  = slot_c4[2:1] * 3'h4;
+  assign \$57  = \$56  + group_lane;
   assign \$58  = take ? \$57  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$59  = 1'h0 + \port__en$13 ;
@@ -6841,7 +7897,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$74  = \$73  ? 3'h1 : 3'h4;
   assign \$75  = \$74  * 1'h1;
   assign \$76  = readout_macs + \$75 ;
-  assign \$77  = finalize & take;
+  assign \$77  = w_en & take;
   assign \$78  = reserved + starting;
   assign \$79  = r_en & results__valid;
   assign \$80  = \$78  - \$79 ;
@@ -6862,19 +7918,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$88 ;
   always @(posedge clk)
-    best_logit <= \$89 ;
+    group_logit <= \$89 ;
   always @(posedge clk)
-    best_class <= \$90 ;
+    group_lane <= \$90 ;
   always @(posedge clk)
-    reserved <= \$91 ;
+    logits_c4 <= \$91 ;
+  always @(posedge clk)
+    slot_c4 <= \$92 ;
+  always @(posedge clk)
+    w_en <= \$93 ;
+  always @(posedge clk)
+    best_logit <= \$94 ;
+  always @(posedge clk)
+    best_class <= \$95 ;
+  always @(posedge clk)
+    reserved <= \$96 ;
   assign \$1  = \config [3:1] == 3'h6;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [12:10];
-  assign \$4  = \config [3:1] == 3'h7;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -6907,67 +7968,67 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -6977,37 +8038,72 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$89  = best_logit;
-    if (\$77 ) begin
-      \$89  = argmax_1_0_logit;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$89  = argmax_1_0_logit;
     if (rst) begin
       \$89  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$90  = best_class;
-    if (\$77 ) begin
-      \$90  = \$58 [3:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$90  = argmax_1_0_lane;
     if (rst) begin
-      \$90  = 4'h0;
+      \$90  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$91  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$91  = acc;
     if (rst) begin
-      \$91  = 4'h0;
+      \$91  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$92  = slot_c3;
+    if (rst) begin
+      \$92  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$93  = finalize;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$94  = best_logit;
+    if (\$77 ) begin
+      \$94  = group_logit;
+    end
+    if (rst) begin
+      \$94  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$95  = best_class;
+    if (\$77 ) begin
+      \$95  = \$58 [3:0];
+    end
+    if (rst) begin
+      \$95  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$96  = \$80 [3:0];
+    if (rst) begin
+      \$96  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7026,7 +8122,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -7088,6 +8184,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \acc[1]  = acc[71:36];
   assign \acc[2]  = acc[107:72];
   assign \acc[3]  = acc[143:108];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[8:3];
+  assign \slot_c4.first  = slot_c4[9];
+  assign \slot_c4.last  = slot_c4[10];
+  assign \slot_c4.step_last  = slot_c4[11];
+  assign \slot_c4.seq_first  = slot_c4[12];
+  assign \slot_c4.seq_end  = slot_c4[13];
+  assign \slot_c4.empty  = slot_c4[14];
+  assign \slot_c4.index  = slot_c4[18:15];
+  assign \slot_c4.value  = slot_c4[42:19];
   assign \beat.logits  = beat[143:0];
   assign \beat.logits[0]  = beat[35:0];
   assign \beat.logits[1]  = beat[71:36];
@@ -7097,6 +8204,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[146];
   assign \beat.class_index  = beat[150:147];
   assign \beat.seq_end  = beat[151];
+  assign \logits_c4[0]  = logits_c4[35:0];
+  assign \logits_c4[1]  = logits_c4[71:36];
+  assign \logits_c4[2]  = logits_c4[107:72];
+  assign \logits_c4[3]  = logits_c4[143:108];
   assign \results__payload.logits  = results__payload[143:0];
   assign \results__payload.logits[0]  = results__payload[35:0];
   assign \results__payload.logits[1]  = results__payload[71:36];
@@ -7106,14 +8217,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
-  assign beat[151] = slot_c3[13];
+  assign beat[151] = slot_c4[13];
   assign beat[150:147] = \$58 [3:0];
-  assign beat[146] = slot_c3[11];
-  assign beat[145:144] = slot_c3[2:1];
-  assign beat[143:108] = acc[143:108];
-  assign beat[107:72] = acc[107:72];
-  assign beat[71:36] = acc[71:36];
-  assign beat[35:0] = acc[35:0];
+  assign beat[146] = slot_c4[11];
+  assign beat[145:144] = slot_c4[2:1];
+  assign beat[143:108] = logits_c4[143:108];
+  assign beat[107:72] = logits_c4[107:72];
+  assign beat[71:36] = logits_c4[71:36];
+  assign beat[35:0] = logits_c4[35:0];
   assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -7146,7 +8257,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -7453,7 +8564,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -7463,14 +8574,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -7479,28 +8590,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -7515,7 +8626,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -7527,7 +8638,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7558,7 +8669,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7573,7 +8684,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7591,7 +8702,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7609,7 +8720,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7627,7 +8738,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7639,7 +8750,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7651,7 +8762,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -7669,7 +8780,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7688,7 +8799,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7708,7 +8819,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7721,7 +8832,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7739,7 +8850,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7757,7 +8868,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7778,7 +8889,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7791,7 +8902,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7804,7 +8915,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7816,7 +8927,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7830,7 +8941,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -7844,7 +8955,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -7904,7 +9015,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire [35:0] \$1 ;
   wire [35:0] \$10 ;
   wire [31:0] \$11 ;
@@ -7961,7 +9072,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     acc <= \$13 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$13  = acc;
     if (valid) begin
       \$13 [35:0] = \$3 [35:0];
@@ -7988,8 +9099,8 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -8117,7 +9228,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -8127,7 +9238,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -8137,7 +9248,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -8150,7 +9261,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

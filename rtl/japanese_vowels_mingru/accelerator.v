@@ -245,7 +245,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$24 ),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$103 (events__ready),
+    .\items__ready$120 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,7 +267,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$123 (trace_0)
+    .\trace$169 (trace_0)
   );
   \accelerator.readout  readout (
     .clk(clk),
@@ -498,193 +498,219 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [32:0] \$100 ;
   wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [1:0] \$105 ;
-  wire [32:0] \$106 ;
-  wire \$107 ;
-  wire [1:0] \$108 ;
-  wire [32:0] \$109 ;
+  wire [1:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [1:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire \$106 ;
+  wire [1:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [1:0] \$109 ;
   wire \$11 ;
-  wire [1:0] \$110 ;
-  wire [32:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [32:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$110 ;
+  wire \$111 ;
+  wire [1:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [32:0] \$119 ;
-  wire [23:0] \$12 ;
-  wire [1:0] \$120 ;
-  wire [32:0] \$121 ;
-  wire \$122 ;
+  wire [32:0] \$118 ;
+  wire [23:0] \$119 ;
+  wire [15:0] \$12 ;
+  wire [23:0] \$120 ;
+  wire [23:0] \$121 ;
+  wire [23:0] \$122 ;
   wire [1:0] \$123 ;
-  wire [32:0] \$124 ;
-  wire [1:0] \$125 ;
-  wire [32:0] \$126 ;
-  wire \$127 ;
+  wire [2:0] \$124 ;
+  wire [3:0] \$125 ;
+  wire [4:0] \$126 ;
+  wire [32:0] \$127 ;
   wire [1:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire [2:0] \$129 ;
   wire [24:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire [32:0] \$134 ;
-  wire [1:0] \$135 ;
-  wire [2:0] \$136 ;
-  wire [3:0] \$137 ;
-  wire [4:0] \$138 ;
-  wire [32:0] \$139 ;
+  wire [3:0] \$130 ;
+  wire [4:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [4:0] \$133 ;
+  wire \$134 ;
+  wire [5:0] \$135 ;
+  reg [31:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
+  reg [31:0] \$139 ;
   wire \$14 ;
-  wire [1:0] \$140 ;
-  wire [2:0] \$141 ;
-  wire [3:0] \$142 ;
-  wire [4:0] \$143 ;
-  wire [32:0] \$144 ;
-  wire [4:0] \$145 ;
-  wire \$146 ;
-  wire [5:0] \$147 ;
+  reg [31:0] \$140 ;
+  reg [31:0] \$141 ;
+  reg [31:0] \$142 ;
+  reg [31:0] \$143 ;
+  reg [31:0] \$144 ;
+  reg [31:0] \$145 ;
+  reg [28:0] \$146 ;
+  reg \$147 ;
   reg [31:0] \$148 ;
-  reg [31:0] \$149 ;
-  wire [23:0] \$15 ;
-  reg [31:0] \$150 ;
-  reg [31:0] \$151 ;
-  reg [31:0] \$152 ;
-  reg [31:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [31:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [31:0] \$157 ;
-  reg [28:0] \$158 ;
-  reg \$159 ;
-  wire [24:0] \$16 ;
-  reg [31:0] \$160 ;
-  reg [28:0] \$161 ;
-  reg [97:0] \$162 ;
-  reg [31:0] \$163 ;
-  reg [31:0] \$164 ;
-  reg [3:0] \$165 ;
-  wire \$17 ;
-  wire [23:0] \$18 ;
+  reg [28:0] \$149 ;
+  wire [24:0] \$15 ;
+  reg [28:0] \$150 ;
+  reg \$151 ;
+  reg [15:0] \$152 ;
+  reg [15:0] \$153 ;
+  reg \$154 ;
+  reg [15:0] \$155 ;
+  reg [15:0] \$156 ;
+  reg [6:0] \$157 ;
+  reg \$158 ;
+  reg [15:0] \$159 ;
+  wire \$16 ;
+  reg [23:0] \$160 ;
+  reg [15:0] \$161 ;
+  reg [15:0] \$162 ;
+  reg \$163 ;
+  reg [15:0] \$164 ;
+  reg [15:0] \$165 ;
+  reg [6:0] \$166 ;
+  reg \$167 ;
+  reg [15:0] \$168 ;
+  reg [23:0] \$169 ;
+  wire [24:0] \$17 ;
+  reg [15:0] \$170 ;
+  reg [15:0] \$171 ;
+  reg \$172 ;
+  reg [15:0] \$173 ;
+  reg [15:0] \$174 ;
+  reg [6:0] \$175 ;
+  reg \$176 ;
+  reg [15:0] \$177 ;
+  reg [23:0] \$178 ;
+  reg [15:0] \$179 ;
+  wire [24:0] \$18 ;
+  reg [15:0] \$180 ;
+  reg \$181 ;
+  reg [15:0] \$182 ;
+  reg [15:0] \$183 ;
+  reg [6:0] \$184 ;
+  reg \$185 ;
+  reg [15:0] \$186 ;
+  reg [23:0] \$187 ;
+  reg [97:0] \$188 ;
+  reg [31:0] \$189 ;
   wire [24:0] \$19 ;
+  reg [31:0] \$190 ;
+  reg [3:0] \$191 ;
   wire \$2 ;
   wire [24:0] \$20 ;
-  wire [24:0] \$21 ;
-  wire [23:0] \$22 ;
-  wire [24:0] \$23 ;
+  wire \$21 ;
+  wire [24:0] \$22 ;
+  wire \$23 ;
   wire \$24 ;
-  wire [23:0] \$25 ;
-  wire [24:0] \$26 ;
+  wire \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
+  wire [15:0] \$31 ;
+  wire [24:0] \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire [23:0] \$35 ;
+  wire [24:0] \$34 ;
+  wire \$35 ;
   wire [24:0] \$36 ;
-  wire \$37 ;
-  wire [23:0] \$38 ;
+  wire [24:0] \$37 ;
+  wire [24:0] \$38 ;
   wire [24:0] \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [23:0] \$41 ;
-  wire [24:0] \$42 ;
-  wire [24:0] \$43 ;
-  wire [24:0] \$44 ;
-  wire [23:0] \$45 ;
-  wire [24:0] \$46 ;
+  wire [24:0] \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
   wire \$47 ;
-  wire [23:0] \$48 ;
-  wire [24:0] \$49 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
+  wire [15:0] \$50 ;
+  wire [24:0] \$51 ;
   wire \$52 ;
-  wire \$53 ;
+  wire [24:0] \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire [23:0] \$58 ;
-  wire [24:0] \$59 ;
+  wire [24:0] \$55 ;
+  wire [24:0] \$56 ;
+  wire [24:0] \$57 ;
+  wire [24:0] \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire [23:0] \$61 ;
-  wire [24:0] \$62 ;
+  wire [24:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
-  wire [23:0] \$64 ;
-  wire [24:0] \$65 ;
-  wire [24:0] \$66 ;
-  wire [24:0] \$67 ;
-  wire [23:0] \$68 ;
-  wire [24:0] \$69 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire [15:0] \$69 ;
   wire [7:0] \$7 ;
-  wire \$70 ;
-  wire [23:0] \$71 ;
+  wire [24:0] \$70 ;
+  wire \$71 ;
   wire [24:0] \$72 ;
   wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
+  wire [24:0] \$74 ;
+  wire [24:0] \$75 ;
+  wire [24:0] \$76 ;
+  wire [24:0] \$77 ;
   wire \$78 ;
-  wire \$79 ;
+  wire [24:0] \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire [23:0] \$81 ;
-  wire [24:0] \$82 ;
+  wire \$81 ;
+  wire \$82 ;
   wire \$83 ;
-  wire [23:0] \$84 ;
-  wire [24:0] \$85 ;
+  wire \$84 ;
+  wire \$85 ;
   wire \$86 ;
-  wire [23:0] \$87 ;
-  wire [24:0] \$88 ;
-  wire [24:0] \$89 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire [1:0] \$89 ;
   wire \$9 ;
-  wire [24:0] \$90 ;
-  wire [23:0] \$91 ;
-  wire [24:0] \$92 ;
-  wire \$93 ;
-  wire [23:0] \$94 ;
-  wire [24:0] \$95 ;
+  wire [32:0] \$90 ;
+  wire \$91 ;
+  wire [1:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [1:0] \$94 ;
+  wire [32:0] \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [1:0] \$97 ;
+  wire [32:0] \$98 ;
+  wire [1:0] \$99 ;
   wire [33:0] acc;
-  wire [135:0] \acc$44 ;
-  wire [16:0] \acc$44[0] ;
-  wire [16:0] \acc$44[1] ;
-  wire [16:0] \acc$44[2] ;
-  wire [16:0] \acc$44[3] ;
-  wire [16:0] \acc$44[4] ;
-  wire [16:0] \acc$44[5] ;
-  wire [16:0] \acc$44[6] ;
-  wire [16:0] \acc$44[7] ;
-  wire [33:0] \acc$63 ;
-  wire [16:0] \acc$63.cand ;
-  wire [16:0] \acc$63.gate ;
-  wire [33:0] \acc$73 ;
-  wire [16:0] \acc$73.cand ;
-  wire [16:0] \acc$73.gate ;
-  wire [33:0] \acc$83 ;
-  wire [16:0] \acc$83.cand ;
-  wire [16:0] \acc$83.gate ;
+  wire [135:0] \acc$39 ;
+  wire [16:0] \acc$39[0] ;
+  wire [16:0] \acc$39[1] ;
+  wire [16:0] \acc$39[2] ;
+  wire [16:0] \acc$39[3] ;
+  wire [16:0] \acc$39[4] ;
+  wire [16:0] \acc$39[5] ;
+  wire [16:0] \acc$39[6] ;
+  wire [16:0] \acc$39[7] ;
+  wire [33:0] \acc$44 ;
+  wire [16:0] \acc$44.cand ;
+  wire [16:0] \acc$44.gate ;
+  wire [33:0] \acc$47 ;
+  wire [16:0] \acc$47.cand ;
+  wire [16:0] \acc$47.gate ;
+  wire [33:0] \acc$50 ;
+  wire [16:0] \acc$50.cand ;
+  wire [16:0] \acc$50.gate ;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
   wire [3:0] changed;
@@ -730,11 +756,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$72 ;
-  wire [6:0] \gate$82 ;
-  wire [6:0] \gate$92 ;
+  wire [6:0] \gate$151 ;
+  wire [6:0] \gate$158 ;
+  wire [6:0] \gate$165 ;
+  reg [6:0] gate_c4_0 = 7'h00;
+  reg [6:0] gate_c4_1 = 7'h00;
+  reg [6:0] gate_c4_2 = 7'h00;
+  reg [6:0] gate_c4_3 = 7'h00;
+  wire hold;
+  wire \hold$149 ;
+  wire \hold$156 ;
+  wire \hold$163 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -742,23 +782,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$102 ;
-  wire [4:0] \items__payload$102.index ;
-  wire \items__payload$102.seq_end ;
-  wire \items__payload$102.step_end ;
-  wire [23:0] \items__payload$102.value ;
+  wire [30:0] \items__payload$119 ;
+  wire [4:0] \items__payload$119.index ;
+  wire \items__payload$119.seq_end ;
+  wire \items__payload$119.step_end ;
+  wire [23:0] \items__payload$119.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$103 ;
-  wire \items__ready$103 ;
+  input \items__ready$120 ;
+  wire \items__ready$120 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$106 ;
+  wire \items__valid$123 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -800,39 +840,67 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$66 ;
-  wire [15:0] \new$66.h ;
-  wire [15:0] \new$76 ;
-  wire [15:0] \new$76.h ;
-  wire [15:0] \new$86 ;
-  wire [15:0] \new$86.h ;
+  wire [15:0] \new$148 ;
+  wire [15:0] \new$148.h ;
+  wire [15:0] \new$155 ;
+  wire [15:0] \new$155.h ;
+  wire [15:0] \new$162 ;
+  wire [15:0] \new$162.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$65 ;
-  wire [15:0] \old$65.h ;
-  wire [15:0] \old$75 ;
-  wire [15:0] \old$75.h ;
-  wire [15:0] \old$85 ;
-  wire [15:0] \old$85.h ;
+  wire [15:0] \old$46 ;
+  wire [15:0] \old$46.h ;
+  wire [15:0] \old$49 ;
+  wire [15:0] \old$49.h ;
+  wire [15:0] \old$52 ;
+  wire [15:0] \old$52.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
+  reg [23:0] old_pool_c4_0 = 24'h000000;
+  reg [23:0] old_pool_c4_1 = 24'h000000;
+  reg [23:0] old_pool_c4_2 = 24'h000000;
+  reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$69 ;
-  wire [15:0] \out$79 ;
-  wire [15:0] \out$89 ;
+  wire [15:0] \out$150 ;
+  wire [15:0] \out$157 ;
+  wire [15:0] \out$164 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [13:0] params;
-  wire [13:0] \params$64 ;
-  wire [6:0] \params$64.cand_shift ;
-  wire [6:0] \params$64.gate_shift ;
-  wire [13:0] \params$74 ;
-  wire [6:0] \params$74.cand_shift ;
-  wire [6:0] \params$74.gate_shift ;
-  wire [13:0] \params$84 ;
-  wire [6:0] \params$84.cand_shift ;
-  wire [6:0] \params$84.gate_shift ;
+  wire [13:0] \params$45 ;
+  wire [6:0] \params$45.cand_shift ;
+  wire [6:0] \params$45.gate_shift ;
+  wire [13:0] \params$48 ;
+  wire [6:0] \params$48.cand_shift ;
+  wire [6:0] \params$48.gate_shift ;
+  wire [13:0] \params$51 ;
+  wire [6:0] \params$51.cand_shift ;
+  wire [6:0] \params$51.gate_shift ;
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [23:0] pool_0;
@@ -851,18 +919,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [2:0] \port__addr$33 ;
   reg [2:0] \port__addr$34 ;
   reg [2:0] \port__addr$35 ;
-  wire [2:0] \port__addr$39 ;
-  wire [2:0] \port__addr$41 ;
+  wire [2:0] \port__addr$54 ;
+  wire [2:0] \port__addr$58 ;
   wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
+  wire [95:0] \port__data$147 ;
   wire [55:0] \port__data$15 ;
   wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [55:0] \port__data$46 ;
-  wire [63:0] \port__data$48 ;
-  wire [63:0] \port__data$49 ;
-  wire [95:0] \port__data$53 ;
-  wire [95:0] \port__data$56 ;
+  wire [55:0] \port__data$41 ;
+  wire [63:0] \port__data$43 ;
+  wire [63:0] \port__data$60 ;
+  wire [95:0] \port__data$70 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [7:0] \port__en$14 ;
@@ -871,8 +939,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  wire \port__en$40 ;
-  wire \port__en$42 ;
+  reg \port__en$56  = 1'h0;
+  (* init = 1'h0 *)
+  wire \port__en$59 ;
+  wire [15:0] potential;
+  wire [15:0] \potential$154 ;
+  wire [15:0] \potential$161 ;
+  wire [15:0] \potential$168 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [104:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -880,10 +957,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$59 ;
-  wire \saturated$71 ;
-  wire \saturated$81 ;
-  wire \saturated$91 ;
+  wire \saturated$144 ;
+  wire \saturated$152 ;
+  wire \saturated$159 ;
+  wire \saturated$166 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [135:0] seeds;
   wire [16:0] \seeds[0] ;
   wire [16:0] \seeds[1] ;
@@ -929,24 +1010,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
+  reg [28:0] slot_c4 = 29'h00000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [2:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [7:0] \slot_c4.value ;
   wire starting;
   wire [97:0] trace;
-  output [97:0] \trace$123 ;
-  reg [97:0] \trace$123  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$123.gate ;
-  wire [6:0] \trace$123.gate[0] ;
-  wire [6:0] \trace$123.gate[1] ;
-  wire [6:0] \trace$123.gate[2] ;
-  wire [6:0] \trace$123.gate[3] ;
-  wire [2:0] \trace$123.group ;
-  wire \trace$123.seq_end ;
-  wire [63:0] \trace$123.state ;
-  wire [15:0] \trace$123.state[0] ;
-  wire [15:0] \trace$123.state[1] ;
-  wire [15:0] \trace$123.state[2] ;
-  wire [15:0] \trace$123.state[3] ;
-  wire \trace$123.step_end ;
-  wire \trace$123.valid ;
+  output [97:0] \trace$169 ;
+  reg [97:0] \trace$169  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$169.gate ;
+  wire [6:0] \trace$169.gate[0] ;
+  wire [6:0] \trace$169.gate[1] ;
+  wire [6:0] \trace$169.gate[2] ;
+  wire [6:0] \trace$169.gate[3] ;
+  wire [2:0] \trace$169.group ;
+  wire \trace$169.seq_end ;
+  wire [63:0] \trace$169.state ;
+  wire [15:0] \trace$169.state[0] ;
+  wire [15:0] \trace$169.state[1] ;
+  wire [15:0] \trace$169.state[2] ;
+  wire [15:0] \trace$169.state[3] ;
+  wire \trace$169.step_end ;
+  wire \trace$169.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -966,6 +1059,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire valid;
   wire [7:0] value;
   wire [104:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [31:0] weights;
   wire [3:0] \weights[0] ;
@@ -1012,42 +1106,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$136  [7:0];
+  reg [55:0] \params$182  [7:0];
   initial begin
-    \params$136 [0] = 56'h07f41fd07f41fe;
-    \params$136 [1] = 56'h07f427d09f427d;
-    \params$136 [2] = 56'h07f41fd07f81fd;
-    \params$136 [3] = 56'h07f41fd07f41fd;
-    \params$136 [4] = 56'h07f81fd07f41fd;
-    \params$136 [5] = 56'h07f81fd07f41fd;
-    \params$136 [6] = 56'h07f41fd07f41fd;
-    \params$136 [7] = 56'h07f41fd07f41fd;
+    \params$182 [0] = 56'h07f41fd07f41fe;
+    \params$182 [1] = 56'h07f427d09f427d;
+    \params$182 [2] = 56'h07f41fd07f81fd;
+    \params$182 [3] = 56'h07f41fd07f41fd;
+    \params$182 [4] = 56'h07f81fd07f41fd;
+    \params$182 [5] = 56'h07f81fd07f41fd;
+    \params$182 [6] = 56'h07f41fd07f41fd;
+    \params$182 [7] = 56'h07f41fd07f41fd;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$136 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$182 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$136 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$182 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$136 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$182 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$136 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$182 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$136 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$182 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$136 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$182 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$136 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$182 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$136 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$182 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$136 [\port__addr$33 ];
+      _1_ <= \params$182 [\port__addr$33 ];
     end
   end
-  assign \port__data$46  = _1_;
+  assign \port__data$41  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1060,8 +1154,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      pool[slot_c3[3:1]] <= \port__data$56 ;
+    if (\port__en$56 )
+      pool[slot_c4[3:1]] <= \port__data$70 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
@@ -1069,7 +1163,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$35 ];
     end
   end
-  assign \port__data$53  = _2_;
+  assign \port__data$147  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1082,8 +1176,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[3:1]] <= \port__data$49 ;
+    if (\port__en$56 )
+      state[slot_c4[3:1]] <= \port__data$60 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
@@ -1091,128 +1185,128 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$48  = _3_;
-  reg [31:0] \weights$134  [95:0];
+  assign \port__data$43  = _3_;
+  reg [31:0] \weights$180  [95:0];
   initial begin
-    \weights$134 [0] = 32'd1555892491;
-    \weights$134 [1] = 32'd1184902148;
-    \weights$134 [2] = 32'd3306484222;
-    \weights$134 [3] = 32'd842740026;
-    \weights$134 [4] = 32'd282861568;
-    \weights$134 [5] = 32'd793587894;
-    \weights$134 [6] = 32'd3823099436;
-    \weights$134 [7] = 32'd4261538614;
-    \weights$134 [8] = 32'd3440259363;
-    \weights$134 [9] = 32'd201245694;
-    \weights$134 [10] = 32'd305066492;
-    \weights$134 [11] = 32'd3526214365;
-    \weights$134 [12] = 32'd3997077820;
-    \weights$134 [13] = 32'd569581920;
-    \weights$134 [14] = 32'd1069681365;
-    \weights$134 [15] = 32'd508580019;
-    \weights$134 [16] = 32'd1076863649;
-    \weights$134 [17] = 32'd3453738910;
-    \weights$134 [18] = 32'd24162917;
-    \weights$134 [19] = 32'd1071206749;
-    \weights$134 [20] = 32'd4122981135;
-    \weights$134 [21] = 32'd815944782;
-    \weights$134 [22] = 32'd205815116;
-    \weights$134 [23] = 32'd763232415;
-    \weights$134 [24] = 32'd4278514673;
-    \weights$134 [25] = 32'd566285315;
-    \weights$134 [26] = 32'd3318763017;
-    \weights$134 [27] = 32'd3204576540;
-    \weights$134 [28] = 32'd282861010;
-    \weights$134 [29] = 32'd3186676769;
-    \weights$134 [30] = 32'd1057764159;
-    \weights$134 [31] = 32'd101604110;
-    \weights$134 [32] = 32'd4093758797;
-    \weights$134 [33] = 32'd338419713;
-    \weights$134 [34] = 32'd852410636;
-    \weights$134 [35] = 32'd269546158;
-    \weights$134 [36] = 32'd3022787501;
-    \weights$134 [37] = 32'd1087556363;
-    \weights$134 [38] = 32'd572723716;
-    \weights$134 [39] = 32'd1109413649;
-    \weights$134 [40] = 32'd4079342078;
-    \weights$134 [41] = 32'd4064337738;
-    \weights$134 [42] = 32'd3455917034;
-    \weights$134 [43] = 32'd852839405;
-    \weights$134 [44] = 32'd4006739773;
-    \weights$134 [45] = 32'd3779842369;
-    \weights$134 [46] = 32'd842198819;
-    \weights$134 [47] = 32'd66982158;
-    \weights$134 [48] = 32'd4280995836;
-    \weights$134 [49] = 32'd1042240995;
-    \weights$134 [50] = 32'd3271822619;
-    \weights$134 [51] = 32'd1159586509;
-    \weights$134 [52] = 32'd3302949467;
-    \weights$134 [53] = 32'd62125280;
-    \weights$134 [54] = 32'd586297133;
-    \weights$134 [55] = 32'd3979202605;
-    \weights$134 [56] = 32'd1087234819;
-    \weights$134 [57] = 32'd3405779230;
-    \weights$134 [58] = 32'd3661566031;
-    \weights$134 [59] = 32'd4160696126;
-    \weights$134 [60] = 32'd1414787872;
-    \weights$134 [61] = 32'd1007631954;
-    \weights$134 [62] = 32'd787398127;
-    \weights$134 [63] = 32'd3975343872;
-    \weights$134 [64] = 32'd756412146;
-    \weights$134 [65] = 32'd151000574;
-    \weights$134 [66] = 32'd469577252;
-    \weights$134 [67] = 32'd384646622;
-    \weights$134 [68] = 32'd37616943;
-    \weights$134 [69] = 32'd354357793;
-    \weights$134 [70] = 32'd2940158956;
-    \weights$134 [71] = 32'd14545697;
-    \weights$134 [72] = 32'd3759349408;
-    \weights$134 [73] = 32'd4073861105;
-    \weights$134 [74] = 32'd321199152;
-    \weights$134 [75] = 32'd239288372;
-    \weights$134 [76] = 32'd821974000;
-    \weights$134 [77] = 32'd1826811167;
-    \weights$134 [78] = 32'd502259712;
-    \weights$134 [79] = 32'd3931227388;
-    \weights$134 [80] = 32'd4077121716;
-    \weights$134 [81] = 32'd4092465662;
-    \weights$134 [82] = 32'd4009508162;
-    \weights$134 [83] = 32'd3839884811;
-    \weights$134 [84] = 32'd2889486103;
-    \weights$134 [85] = 32'd1021117014;
-    \weights$134 [86] = 32'd458031350;
-    \weights$134 [87] = 32'd751973892;
-    \weights$134 [88] = 32'd901898989;
-    \weights$134 [89] = 32'd372433696;
-    \weights$134 [90] = 32'd4043439893;
-    \weights$134 [91] = 32'd50053621;
-    \weights$134 [92] = 32'd64962588;
-    \weights$134 [93] = 32'd3487379731;
-    \weights$134 [94] = 32'd3793694177;
-    \weights$134 [95] = 32'd114667615;
+    \weights$180 [0] = 32'd1555892491;
+    \weights$180 [1] = 32'd1184902148;
+    \weights$180 [2] = 32'd3306484222;
+    \weights$180 [3] = 32'd842740026;
+    \weights$180 [4] = 32'd282861568;
+    \weights$180 [5] = 32'd793587894;
+    \weights$180 [6] = 32'd3823099436;
+    \weights$180 [7] = 32'd4261538614;
+    \weights$180 [8] = 32'd3440259363;
+    \weights$180 [9] = 32'd201245694;
+    \weights$180 [10] = 32'd305066492;
+    \weights$180 [11] = 32'd3526214365;
+    \weights$180 [12] = 32'd3997077820;
+    \weights$180 [13] = 32'd569581920;
+    \weights$180 [14] = 32'd1069681365;
+    \weights$180 [15] = 32'd508580019;
+    \weights$180 [16] = 32'd1076863649;
+    \weights$180 [17] = 32'd3453738910;
+    \weights$180 [18] = 32'd24162917;
+    \weights$180 [19] = 32'd1071206749;
+    \weights$180 [20] = 32'd4122981135;
+    \weights$180 [21] = 32'd815944782;
+    \weights$180 [22] = 32'd205815116;
+    \weights$180 [23] = 32'd763232415;
+    \weights$180 [24] = 32'd4278514673;
+    \weights$180 [25] = 32'd566285315;
+    \weights$180 [26] = 32'd3318763017;
+    \weights$180 [27] = 32'd3204576540;
+    \weights$180 [28] = 32'd282861010;
+    \weights$180 [29] = 32'd3186676769;
+    \weights$180 [30] = 32'd1057764159;
+    \weights$180 [31] = 32'd101604110;
+    \weights$180 [32] = 32'd4093758797;
+    \weights$180 [33] = 32'd338419713;
+    \weights$180 [34] = 32'd852410636;
+    \weights$180 [35] = 32'd269546158;
+    \weights$180 [36] = 32'd3022787501;
+    \weights$180 [37] = 32'd1087556363;
+    \weights$180 [38] = 32'd572723716;
+    \weights$180 [39] = 32'd1109413649;
+    \weights$180 [40] = 32'd4079342078;
+    \weights$180 [41] = 32'd4064337738;
+    \weights$180 [42] = 32'd3455917034;
+    \weights$180 [43] = 32'd852839405;
+    \weights$180 [44] = 32'd4006739773;
+    \weights$180 [45] = 32'd3779842369;
+    \weights$180 [46] = 32'd842198819;
+    \weights$180 [47] = 32'd66982158;
+    \weights$180 [48] = 32'd4280995836;
+    \weights$180 [49] = 32'd1042240995;
+    \weights$180 [50] = 32'd3271822619;
+    \weights$180 [51] = 32'd1159586509;
+    \weights$180 [52] = 32'd3302949467;
+    \weights$180 [53] = 32'd62125280;
+    \weights$180 [54] = 32'd586297133;
+    \weights$180 [55] = 32'd3979202605;
+    \weights$180 [56] = 32'd1087234819;
+    \weights$180 [57] = 32'd3405779230;
+    \weights$180 [58] = 32'd3661566031;
+    \weights$180 [59] = 32'd4160696126;
+    \weights$180 [60] = 32'd1414787872;
+    \weights$180 [61] = 32'd1007631954;
+    \weights$180 [62] = 32'd787398127;
+    \weights$180 [63] = 32'd3975343872;
+    \weights$180 [64] = 32'd756412146;
+    \weights$180 [65] = 32'd151000574;
+    \weights$180 [66] = 32'd469577252;
+    \weights$180 [67] = 32'd384646622;
+    \weights$180 [68] = 32'd37616943;
+    \weights$180 [69] = 32'd354357793;
+    \weights$180 [70] = 32'd2940158956;
+    \weights$180 [71] = 32'd14545697;
+    \weights$180 [72] = 32'd3759349408;
+    \weights$180 [73] = 32'd4073861105;
+    \weights$180 [74] = 32'd321199152;
+    \weights$180 [75] = 32'd239288372;
+    \weights$180 [76] = 32'd821974000;
+    \weights$180 [77] = 32'd1826811167;
+    \weights$180 [78] = 32'd502259712;
+    \weights$180 [79] = 32'd3931227388;
+    \weights$180 [80] = 32'd4077121716;
+    \weights$180 [81] = 32'd4092465662;
+    \weights$180 [82] = 32'd4009508162;
+    \weights$180 [83] = 32'd3839884811;
+    \weights$180 [84] = 32'd2889486103;
+    \weights$180 [85] = 32'd1021117014;
+    \weights$180 [86] = 32'd458031350;
+    \weights$180 [87] = 32'd751973892;
+    \weights$180 [88] = 32'd901898989;
+    \weights$180 [89] = 32'd372433696;
+    \weights$180 [90] = 32'd4043439893;
+    \weights$180 [91] = 32'd50053621;
+    \weights$180 [92] = 32'd64962588;
+    \weights$180 [93] = 32'd3487379731;
+    \weights$180 [94] = 32'd3793694177;
+    \weights$180 [95] = 32'd114667615;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$134 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$180 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$134 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$180 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$134 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$180 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$134 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$180 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$134 [\config [10:4]][19:16] <= port__data[19:16];
+      \weights$180 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$134 [\config [10:4]][23:20] <= port__data[23:20];
+      \weights$180 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$134 [\config [10:4]][27:24] <= port__data[27:24];
+      \weights$180 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$134 [\config [10:4]][31:28] <= port__data[31:28];
+      \weights$180 [\config [10:4]][31:28] <= port__data[31:28];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$134 [\$7 [6:0]];
+      _4_ <= \weights$180 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1232,180 +1326,248 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
   assign \$11  = slot_c2[0] & slot_c2[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$48 [15:0];
-  assign \$12  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$13  = $signed(\$12 ) + $signed(\new );
+  assign old = slot_c3[14] ? 16'h0000 : \port__data$43 [15:0];
+  assign \old$46  = slot_c3[14] ? 16'h0000 : \port__data$43 [31:16];
+  assign \old$49  = slot_c3[14] ? 16'h0000 : \port__data$43 [47:32];
+  assign \old$52  = slot_c3[14] ? 16'h0000 : \port__data$43 [63:48];
+  assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$14  = $signed(\$13 ) > $signed(24'h7fffff);
-  assign \$15  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$16  = $signed(\$15 ) + $signed(\new );
-  assign \$17  = $signed(\$16 ) < $signed(24'h800000);
-  assign \$18  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$19  = $signed(\$18 ) + $signed(\new );
-  assign \$20  = \$17  ? 25'h1800000 : \$19 ;
-  assign \$21  = \$14  ? 25'h07fffff : \$20 ;
-  assign \$22  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$23  = $signed(\$22 ) + $signed(\new );
-  assign \$24  = $signed(\$23 ) > $signed(24'h7fffff);
-  assign \$25  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$26  = $signed(\$25 ) + $signed(\new );
-  assign \$27  = $signed(\$26 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$24  | \$27 ;
-  assign \$28  = \new  != old;
-  assign \$30  = \saturated$59  | pool_0_clipped;
-  assign \$33  = | \$21 [23:0];
-  assign \$34  = \$32  & \$33 ;
-  assign \old$65  = slot_c3[14] ? 16'h0000 : \port__data$48 [31:16];
-  assign \$35  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$36  = $signed(\$35 ) + $signed(\new$66 );
-  assign \$37  = $signed(\$36 ) > $signed(24'h7fffff);
-  assign \$38  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$39  = $signed(\$38 ) + $signed(\new$66 );
-  assign \$40  = $signed(\$39 ) < $signed(24'h800000);
-  assign \$41  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$42  = $signed(\$41 ) + $signed(\new$66 );
-  assign \$43  = \$40  ? 25'h1800000 : \$42 ;
-  assign \$44  = \$37  ? 25'h07fffff : \$43 ;
-  assign \$45  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$46  = $signed(\$45 ) + $signed(\new$66 );
-  assign \$47  = $signed(\$46 ) > $signed(24'h7fffff);
-  assign \$48  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$49  = $signed(\$48 ) + $signed(\new$66 );
-  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$47  | \$50 ;
-  assign \$51  = \new$66  != \old$65 ;
-  assign \$53  = \saturated$71  | pool_1_clipped;
-  assign \$56  = | \$44 [23:0];
-  assign \$57  = \$55  & \$56 ;
-  assign \old$75  = slot_c3[14] ? 16'h0000 : \port__data$48 [47:32];
-  assign \$58  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$59  = $signed(\$58 ) + $signed(\new$76 );
-  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
-  assign \$61  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$62  = $signed(\$61 ) + $signed(\new$76 );
-  assign \$63  = $signed(\$62 ) < $signed(24'h800000);
-  assign \$64  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$65  = $signed(\$64 ) + $signed(\new$76 );
-  assign \$66  = \$63  ? 25'h1800000 : \$65 ;
-  assign \$67  = \$60  ? 25'h07fffff : \$66 ;
-  assign \$68  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$69  = $signed(\$68 ) + $signed(\new$76 );
-  assign \$70  = $signed(\$69 ) > $signed(24'h7fffff);
-  assign \$71  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$72  = $signed(\$71 ) + $signed(\new$76 );
+  assign \$15  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$16  = $signed(\$15 ) < $signed(24'h800000);
+  assign \$17  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$18  = \$16  ? 25'h1800000 : \$17 ;
+  assign \$19  = \$14  ? 25'h07fffff : \$18 ;
+  assign \$20  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$21  = $signed(\$20 ) > $signed(24'h7fffff);
+  assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$23  = $signed(\$22 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$21  | \$23 ;
+  assign \$24  = out_0 != old_out_c4_0;
+  assign \$26  = saturated_c4_0 | pool_0_clipped;
+  assign \$29  = | \$19 [23:0];
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$32  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
+  assign \$34  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$35  = $signed(\$34 ) < $signed(24'h800000);
+  assign \$36  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$37  = \$35  ? 25'h1800000 : \$36 ;
+  assign \$38  = \$33  ? 25'h07fffff : \$37 ;
+  assign \$39  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$40  = $signed(\$39 ) > $signed(24'h7fffff);
+  assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$42  = $signed(\$41 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$40  | \$42 ;
+  assign \$43  = out_1 != old_out_c4_1;
+  assign \$45  = saturated_c4_1 | pool_1_clipped;
+  assign \$48  = | \$38 [23:0];
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$51  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$52  = $signed(\$51 ) > $signed(24'h7fffff);
+  assign \$53  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$54  = $signed(\$53 ) < $signed(24'h800000);
+  assign \$55  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$56  = \$54  ? 25'h1800000 : \$55 ;
+  assign \$57  = \$52  ? 25'h07fffff : \$56 ;
+  assign \$58  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$59  = $signed(\$58 ) > $signed(24'h7fffff);
+  assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$61  = $signed(\$60 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$59  | \$61 ;
+  assign \$62  = out_2 != old_out_c4_2;
+  assign \$64  = saturated_c4_2 | pool_2_clipped;
+  assign \$67  = | \$57 [23:0];
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$70  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
+  assign \$72  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$73  = $signed(\$72 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$70  | \$73 ;
-  assign \$74  = \new$76  != \old$75 ;
-  assign \$76  = \saturated$81  | pool_2_clipped;
-  assign \$79  = | \$67 [23:0];
-  assign \$80  = \$78  & \$79 ;
-  assign \old$85  = slot_c3[14] ? 16'h0000 : \port__data$48 [63:48];
-  assign \$81  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$82  = $signed(\$81 ) + $signed(\new$86 );
-  assign \$83  = $signed(\$82 ) > $signed(24'h7fffff);
-  assign \$84  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$85  = $signed(\$84 ) + $signed(\new$86 );
-  assign \$86  = $signed(\$85 ) < $signed(24'h800000);
-  assign \$87  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$88  = $signed(\$87 ) + $signed(\new$86 );
-  assign \$89  = \$86  ? 25'h1800000 : \$88 ;
-  assign \$90  = \$83  ? 25'h07fffff : \$89 ;
-  assign \$91  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$92  = $signed(\$91 ) + $signed(\new$86 );
-  assign \$93  = $signed(\$92 ) > $signed(24'h7fffff);
-  assign \$94  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$95  = $signed(\$94 ) + $signed(\new$86 );
-  assign \$96  = $signed(\$95 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$93  | \$96 ;
-  assign \$97  = \new$86  != \old$85 ;
-  assign \$99  = \saturated$91  | pool_3_clipped;
-  assign \$102  = | \$90 [23:0];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = slot_c3[13] & slot_c3[15];
+  assign \$74  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$75  = \$73  ? 25'h1800000 : \$74 ;
+  assign \$76  = \$71  ? 25'h07fffff : \$75 ;
+  assign \$77  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$78  = $signed(\$77 ) > $signed(24'h7fffff);
+  assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$80  = $signed(\$79 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$78  | \$80 ;
+  assign \$81  = out_3 != old_out_c4_3;
+  assign \$83  = saturated_c4_3 | pool_3_clipped;
+  assign \$86  = | \$76 [23:0];
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = slot_c4[13] & slot_c4[15];
   assign credit = reserved < 4'h8;
-  assign \$105  = 1'h0 + \port__en$16 ;
-  assign \$106  = layer0_weights_reads + \$105 ;
-  assign \$107  = | port__en;
-  assign \$108  = 1'h0 + \$107 ;
-  assign \$109  = layer0_weights_writes + \$108 ;
-  assign \$110  = 1'h0 + \port__en$17 ;
-  assign \$111  = layer0_bias_reads + \$110 ;
-  assign \$112  = | \port__en$11 ;
-  assign \$113  = 1'h0 + \$112 ;
-  assign \$114  = layer0_bias_writes + \$113 ;
-  assign \$115  = 1'h0 + \port__en$18 ;
-  assign \$116  = layer0_params_reads + \$115 ;
-  assign \$117  = | \port__en$14 ;
-  assign \$118  = 1'h0 + \$117 ;
-  assign \$119  = layer0_params_writes + \$118 ;
-  assign \$120  = 1'h0 + \port__en$19 ;
-  assign \$121  = layer0_state_reads + \$120 ;
-  assign \$123  = 1'h0 + \$122 ;
-  assign \$124  = layer0_state_writes + \$123 ;
-  assign \$125  = 1'h0 + \port__en$20 ;
-  assign \$126  = layer0_pool_reads + \$125 ;
-  assign \$128  = 1'h0 + \$127 ;
-  assign \$129  = layer0_pool_writes + \$128 ;
-  assign \$130  = ~ slot_c2[16];
-  assign \$131  = slot_c2[0] & \$130 ;
-  assign \$132  = | slot_c2[28:21];
-  assign \$133  = \$131  & \$132 ;
-  assign \$134  = layer0_macs + 4'h8;
-  assign \$135  = 1'h0 + changed[0];
-  assign \$136  = \$135  + changed[1];
-  assign \$137  = \$136  + changed[2];
-  assign \$138  = \$137  + changed[3];
-  assign \$139  = layer0_events + \$138 ;
-  assign \$140  = 1'h0 + saturated[0];
-  assign \$141  = \$140  + saturated[1];
-  assign \$142  = \$141  + saturated[2];
-  assign \$143  = \$142  + saturated[3];
-  assign \$144  = layer0_saturations + \$143 ;
-  assign \$145  = reserved + starting;
-  assign \$146  = r_en & entries__valid;
-  assign \$147  = \$145  - \$146 ;
+  assign \$89  = 1'h0 + \port__en$16 ;
+  assign \$90  = layer0_weights_reads + \$89 ;
+  assign \$91  = | port__en;
+  assign \$92  = 1'h0 + \$91 ;
+  assign \$93  = layer0_weights_writes + \$92 ;
+  assign \$94  = 1'h0 + \port__en$17 ;
+  assign \$95  = layer0_bias_reads + \$94 ;
+  assign \$96  = | \port__en$11 ;
+  assign \$97  = 1'h0 + \$96 ;
+  assign \$98  = layer0_bias_writes + \$97 ;
+  assign \$99  = 1'h0 + \port__en$18 ;
+  assign \$100  = layer0_params_reads + \$99 ;
+  assign \$101  = | \port__en$14 ;
+  assign \$102  = 1'h0 + \$101 ;
+  assign \$103  = layer0_params_writes + \$102 ;
+  assign \$104  = 1'h0 + \port__en$19 ;
+  assign \$105  = layer0_state_reads + \$104 ;
+  assign \$107  = 1'h0 + \$106 ;
+  assign \$108  = layer0_state_writes + \$107 ;
+  assign \$109  = 1'h0 + \port__en$20 ;
+  assign \$110  = layer0_pool_reads + \$109 ;
+  assign \$112  = 1'h0 + \$111 ;
+  assign \$113  = layer0_pool_writes + \$112 ;
+  assign \$114  = ~ slot_c2[16];
+  assign \$115  = slot_c2[0] & \$114 ;
+  assign \$116  = | slot_c2[28:21];
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = layer0_macs + 4'h8;
+  assign \$119  = slot_c3[14] ? 24'h000000 : \port__data$147 [23:0];
+  assign \$120  = slot_c3[14] ? 24'h000000 : \port__data$147 [47:24];
+  assign \$121  = slot_c3[14] ? 24'h000000 : \port__data$147 [71:48];
+  assign \$122  = slot_c3[14] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$123  = 1'h0 + changed[0];
+  assign \$124  = \$123  + changed[1];
+  assign \$125  = \$124  + changed[2];
+  assign \$126  = \$125  + changed[3];
+  assign \$127  = layer0_events + \$126 ;
+  assign \$128  = 1'h0 + saturated[0];
+  assign \$129  = \$128  + saturated[1];
+  assign \$130  = \$129  + saturated[2];
+  assign \$131  = \$130  + saturated[3];
+  assign \$132  = layer0_saturations + \$131 ;
+  assign \$133  = reserved + starting;
+  assign \$134  = r_en & entries__valid;
+  assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$148 ;
+    layer0_weights_reads <= \$136 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$149 ;
+    layer0_weights_writes <= \$137 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$150 ;
+    layer0_bias_reads <= \$138 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$151 ;
+    layer0_bias_writes <= \$139 ;
   always @(posedge clk)
-    layer0_params_reads <= \$152 ;
+    layer0_params_reads <= \$140 ;
   always @(posedge clk)
-    layer0_params_writes <= \$153 ;
+    layer0_params_writes <= \$141 ;
   always @(posedge clk)
-    layer0_state_reads <= \$154 ;
+    layer0_state_reads <= \$142 ;
   always @(posedge clk)
-    layer0_state_writes <= \$155 ;
+    layer0_state_writes <= \$143 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$156 ;
+    layer0_pool_reads <= \$144 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$157 ;
+    layer0_pool_writes <= \$145 ;
   always @(posedge clk)
-    slot_c2 <= \$158 ;
+    slot_c2 <= \$146 ;
   always @(posedge clk)
-    use_acc2 <= \$159 ;
+    use_acc2 <= \$147 ;
   always @(posedge clk)
-    layer0_macs <= \$160 ;
+    layer0_macs <= \$148 ;
   always @(posedge clk)
-    slot_c3 <= \$161 ;
+    slot_c3 <= \$149 ;
   always @(posedge clk)
-    \trace$123  <= \$162 ;
+    slot_c4 <= \$150 ;
   always @(posedge clk)
-    layer0_events <= \$163 ;
+    \port__en$56  <= \$151 ;
   always @(posedge clk)
-    layer0_saturations <= \$164 ;
+    new_c4_0 <= \$152 ;
   always @(posedge clk)
-    reserved <= \$165 ;
+    old_c4_0 <= \$153 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$154 ;
+  always @(posedge clk)
+    out_c4_0 <= \$155 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$156 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$157 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$158 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$159 ;
+  always @(posedge clk)
+    old_pool_c4_0 <= \$160 ;
+  always @(posedge clk)
+    new_c4_1 <= \$161 ;
+  always @(posedge clk)
+    old_c4_1 <= \$162 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$163 ;
+  always @(posedge clk)
+    out_c4_1 <= \$164 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$165 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$166 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$167 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$168 ;
+  always @(posedge clk)
+    old_pool_c4_1 <= \$169 ;
+  always @(posedge clk)
+    new_c4_2 <= \$170 ;
+  always @(posedge clk)
+    old_c4_2 <= \$171 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$172 ;
+  always @(posedge clk)
+    out_c4_2 <= \$173 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$174 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$175 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$176 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$177 ;
+  always @(posedge clk)
+    old_pool_c4_2 <= \$178 ;
+  always @(posedge clk)
+    new_c4_3 <= \$179 ;
+  always @(posedge clk)
+    old_c4_3 <= \$180 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$181 ;
+  always @(posedge clk)
+    out_c4_3 <= \$182 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$183 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$184 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$185 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$186 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$187 ;
+  always @(posedge clk)
+    \trace$169  <= \$188 ;
+  always @(posedge clk)
+    layer0_events <= \$189 ;
+  always @(posedge clk)
+    layer0_saturations <= \$190 ;
+  always @(posedge clk)
+    reserved <= \$191 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$56 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1425,7 +1587,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$44 ),
+    .acc(\acc$39 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1440,7 +1602,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$103 ),
+    .items__ready(\items__ready$120 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1449,32 +1611,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$59 ),
+    .u_clipped(\saturated$144 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$63 ),
-    .\new (\new$66 ),
-    .old(\old$65 ),
-    .params(\params$64 ),
-    .u_clipped(\saturated$71 ),
-    .z(\gate$72 )
+    .acc(\acc$44 ),
+    .\new (\new$148 ),
+    .old(\old$46 ),
+    .params(\params$45 ),
+    .u_clipped(\saturated$152 ),
+    .z(\gate$151 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$73 ),
-    .\new (\new$76 ),
-    .old(\old$75 ),
-    .params(\params$74 ),
-    .u_clipped(\saturated$81 ),
-    .z(\gate$82 )
+    .acc(\acc$47 ),
+    .\new (\new$155 ),
+    .old(\old$49 ),
+    .params(\params$48 ),
+    .u_clipped(\saturated$159 ),
+    .z(\gate$158 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$83 ),
-    .\new (\new$86 ),
-    .old(\old$85 ),
-    .params(\params$84 ),
-    .u_clipped(\saturated$91 ),
-    .z(\gate$92 )
+    .acc(\acc$50 ),
+    .\new (\new$162 ),
+    .old(\old$52 ),
+    .params(\params$51 ),
+    .u_clipped(\saturated$166 ),
+    .z(\gate$165 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1534,137 +1696,403 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = \$106 [31:0];
+    \$136  = \$90 [31:0];
+    if (rst) begin
+      \$136  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$137  = \$93 [31:0];
+    if (rst) begin
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$138  = \$95 [31:0];
+    if (rst) begin
+      \$138  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$139  = \$98 [31:0];
+    if (rst) begin
+      \$139  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$140  = \$100 [31:0];
+    if (rst) begin
+      \$140  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$141  = \$103 [31:0];
+    if (rst) begin
+      \$141  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$142  = \$105 [31:0];
+    if (rst) begin
+      \$142  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$143  = \$108 [31:0];
+    if (rst) begin
+      \$143  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$144  = \$110 [31:0];
+    if (rst) begin
+      \$144  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$145  = \$113 [31:0];
+    if (rst) begin
+      \$145  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$146  = slot;
+    if (rst) begin
+      \$146  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$147  = 1'h0;
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$148  = layer0_macs;
+    if (\$117 ) begin
+      \$148  = \$118 [31:0];
+    end
     if (rst) begin
       \$148  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = \$109 [31:0];
+    \$149  = slot_c2;
     if (rst) begin
-      \$149  = 32'd0;
+      \$149  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = \$111 [31:0];
+    \$150  = slot_c3;
     if (rst) begin
-      \$150  = 32'd0;
+      \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \$114 [31:0];
+    \$151  = finalize;
     if (rst) begin
-      \$151  = 32'd0;
+      \$151  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \$116 [31:0];
+    \$152  = \new ;
     if (rst) begin
-      \$152  = 32'd0;
+      \$152  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \$119 [31:0];
+    \$153  = old;
     if (rst) begin
-      \$153  = 32'd0;
+      \$153  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \$121 [31:0];
+    \$154  = 1'h0;
     if (rst) begin
-      \$154  = 32'd0;
+      \$154  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \$124 [31:0];
+    \$155  = \new ;
     if (rst) begin
-      \$155  = 32'd0;
+      \$155  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = \$126 [31:0];
+    \$156  = old;
     if (rst) begin
-      \$156  = 32'd0;
+      \$156  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = \$129 [31:0];
+    \$157  = gate;
     if (rst) begin
-      \$157  = 32'd0;
+      \$157  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = slot;
+    \$158  = \saturated$144 ;
     if (rst) begin
-      \$158  = 29'h00000000;
+      \$158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 1'h0;
+    \$159  = 16'h0000;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = layer0_macs;
-    if (\$133 ) begin
-      \$160  = \$134 [31:0];
-    end
+    \$160  = \$119 ;
     if (rst) begin
-      \$160  = 32'd0;
+      \$160  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = slot_c2;
+    \$161  = \new$148 ;
     if (rst) begin
-      \$161  = 29'h00000000;
+      \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = trace;
+    \$162  = \old$46 ;
     if (rst) begin
-      \$162  = 98'h0000000000000000000000000;
+      \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = layer0_events;
-    if (finalize) begin
-      \$163  = \$139 [31:0];
-    end
+    \$163  = 1'h0;
     if (rst) begin
-      \$163  = 32'd0;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = layer0_saturations;
-    if (finalize) begin
-      \$164  = \$144 [31:0];
-    end
+    \$164  = \new$148 ;
     if (rst) begin
-      \$164  = 32'd0;
+      \$164  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \$147 [3:0];
+    \$165  = \old$46 ;
     if (rst) begin
-      \$165  = 4'h0;
+      \$165  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$166  = \gate$151 ;
+    if (rst) begin
+      \$166  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$167  = \saturated$152 ;
+    if (rst) begin
+      \$167  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$168  = 16'h0000;
+    if (rst) begin
+      \$168  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$169  = \$120 ;
+    if (rst) begin
+      \$169  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$170  = \new$155 ;
+    if (rst) begin
+      \$170  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$171  = \old$49 ;
+    if (rst) begin
+      \$171  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$172  = 1'h0;
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$173  = \new$155 ;
+    if (rst) begin
+      \$173  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$174  = \old$49 ;
+    if (rst) begin
+      \$174  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$175  = \gate$158 ;
+    if (rst) begin
+      \$175  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$176  = \saturated$159 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$177  = 16'h0000;
+    if (rst) begin
+      \$177  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$178  = \$121 ;
+    if (rst) begin
+      \$178  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$179  = \new$162 ;
+    if (rst) begin
+      \$179  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$180  = \old$52 ;
+    if (rst) begin
+      \$180  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$181  = 1'h0;
+    if (rst) begin
+      \$181  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$182  = \new$162 ;
+    if (rst) begin
+      \$182  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$183  = \old$52 ;
+    if (rst) begin
+      \$183  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$184  = \gate$165 ;
+    if (rst) begin
+      \$184  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$185  = \saturated$166 ;
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$186  = 16'h0000;
+    if (rst) begin
+      \$186  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$187  = \$122 ;
+    if (rst) begin
+      \$187  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$188  = trace;
+    if (rst) begin
+      \$188  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$189  = layer0_events;
+    if (\port__en$56 ) begin
+      \$189  = \$127 [31:0];
+    end
+    if (rst) begin
+      \$189  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$190  = layer0_saturations;
+    if (\port__en$56 ) begin
+      \$190  = \$132 [31:0];
+    end
+    if (rst) begin
+      \$190  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$191  = \$135 [3:0];
+    if (rst) begin
+      \$191  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1679,30 +2107,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__addr$39  = slot_c3[3:1];
-  assign \port__en$40  = finalize;
-  assign \port__addr$41  = slot_c3[3:1];
-  assign \port__en$42  = finalize;
-  assign old_out_0 = old;
-  assign pool_0 = \$21 [23:0];
-  assign out = \new ;
-  assign old_out_1 = \old$65 ;
-  assign pool_1 = \$44 [23:0];
-  assign \out$69  = \new$66 ;
-  assign old_out_2 = \old$75 ;
-  assign pool_2 = \$67 [23:0];
-  assign \out$79  = \new$76 ;
-  assign old_out_3 = \old$85 ;
-  assign pool_3 = \$90 [23:0];
-  assign \out$89  = \new$86 ;
+  assign \port__addr$54  = slot_c4[3:1];
+  assign finalize4 = \port__en$56 ;
+  assign \port__addr$58  = slot_c4[3:1];
+  assign \port__en$59  = \port__en$56 ;
+  assign pool_0 = \$19 [23:0];
+  assign pool_1 = \$38 [23:0];
+  assign pool_2 = \$57 [23:0];
+  assign pool_3 = \$76 [23:0];
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$56 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$102  = events__payload;
-  assign events__ready = \items__ready$103 ;
-  assign \items__valid$106  = events__valid;
+  assign \items__payload$119  = events__payload;
+  assign events__ready = \items__ready$120 ;
+  assign \items__valid$123  = events__valid;
+  assign hold = 1'h0;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \hold$149  = 1'h0;
+  assign \out$150  = \new$148 ;
+  assign \potential$154  = 16'h0000;
+  assign \hold$156  = 1'h0;
+  assign \out$157  = \new$155 ;
+  assign \potential$161  = 16'h0000;
+  assign \hold$163  = 1'h0;
+  assign \out$164  = \new$162 ;
+  assign \potential$168  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1767,18 +2199,45 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \acc$44[0]  = \acc$44 [16:0];
-  assign \acc$44[1]  = \acc$44 [33:17];
-  assign \acc$44[2]  = \acc$44 [50:34];
-  assign \acc$44[3]  = \acc$44 [67:51];
-  assign \acc$44[4]  = \acc$44 [84:68];
-  assign \acc$44[5]  = \acc$44 [101:85];
-  assign \acc$44[6]  = \acc$44 [118:102];
-  assign \acc$44[7]  = \acc$44 [135:119];
+  assign \acc$39[0]  = \acc$39 [16:0];
+  assign \acc$39[1]  = \acc$39 [33:17];
+  assign \acc$39[2]  = \acc$39 [50:34];
+  assign \acc$39[3]  = \acc$39 [67:51];
+  assign \acc$39[4]  = \acc$39 [84:68];
+  assign \acc$39[5]  = \acc$39 [101:85];
+  assign \acc$39[6]  = \acc$39 [118:102];
+  assign \acc$39[7]  = \acc$39 [135:119];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$44.cand  = \acc$44 [16:0];
+  assign \acc$44.gate  = \acc$44 [33:17];
+  assign \params$45.cand_shift  = \params$45 [6:0];
+  assign \params$45.gate_shift  = \params$45 [13:7];
+  assign \old$46.h  = \old$46 ;
+  assign \acc$47.cand  = \acc$47 [16:0];
+  assign \acc$47.gate  = \acc$47 [33:17];
+  assign \params$48.cand_shift  = \params$48 [6:0];
+  assign \params$48.gate_shift  = \params$48 [13:7];
+  assign \old$49.h  = \old$49 ;
+  assign \acc$50.cand  = \acc$50 [16:0];
+  assign \acc$50.gate  = \acc$50 [33:17];
+  assign \params$51.cand_shift  = \params$51 [6:0];
+  assign \params$51.gate_shift  = \params$51 [13:7];
+  assign \old$52.h  = \old$52 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[3:1];
+  assign \slot_c4.base  = slot_c4[10:4];
+  assign \slot_c4.first  = slot_c4[11];
+  assign \slot_c4.last  = slot_c4[12];
+  assign \slot_c4.step_last  = slot_c4[13];
+  assign \slot_c4.seq_first  = slot_c4[14];
+  assign \slot_c4.seq_end  = slot_c4[15];
+  assign \slot_c4.empty  = slot_c4[16];
+  assign \slot_c4.index  = slot_c4[20:17];
+  assign \slot_c4.value  = slot_c4[28:21];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[3:1];
   assign \trace.step_end  = trace[4];
@@ -1802,24 +2261,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.group  = entry[102:100];
   assign \entry.marker  = entry[103];
   assign \entry.seq_end  = entry[104];
-  assign \acc$63.cand  = \acc$63 [16:0];
-  assign \acc$63.gate  = \acc$63 [33:17];
-  assign \params$64.cand_shift  = \params$64 [6:0];
-  assign \params$64.gate_shift  = \params$64 [13:7];
-  assign \old$65.h  = \old$65 ;
-  assign \new$66.h  = \new$66 ;
-  assign \acc$73.cand  = \acc$73 [16:0];
-  assign \acc$73.gate  = \acc$73 [33:17];
-  assign \params$74.cand_shift  = \params$74 [6:0];
-  assign \params$74.gate_shift  = \params$74 [13:7];
-  assign \old$75.h  = \old$75 ;
-  assign \new$76.h  = \new$76 ;
-  assign \acc$83.cand  = \acc$83 [16:0];
-  assign \acc$83.gate  = \acc$83 [33:17];
-  assign \params$84.cand_shift  = \params$84 [6:0];
-  assign \params$84.gate_shift  = \params$84 [13:7];
-  assign \old$85.h  = \old$85 ;
-  assign \new$86.h  = \new$86 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -1833,83 +2280,87 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$102.index  = events__payload[4:0];
-  assign \items__payload$102.value  = events__payload[28:5];
-  assign \items__payload$102.step_end  = events__payload[29];
-  assign \items__payload$102.seq_end  = events__payload[30];
-  assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [3:1];
-  assign \trace$123.step_end  = \trace$123 [4];
-  assign \trace$123.seq_end  = \trace$123 [5];
-  assign \trace$123.state  = \trace$123 [69:6];
-  assign \trace$123.state[0]  = \trace$123 [21:6];
-  assign \trace$123.state[1]  = \trace$123 [37:22];
-  assign \trace$123.state[2]  = \trace$123 [53:38];
-  assign \trace$123.state[3]  = \trace$123 [69:54];
-  assign \trace$123.gate  = \trace$123 [97:70];
-  assign \trace$123.gate[0]  = \trace$123 [76:70];
-  assign \trace$123.gate[1]  = \trace$123 [83:77];
-  assign \trace$123.gate[2]  = \trace$123 [90:84];
-  assign \trace$123.gate[3]  = \trace$123 [97:91];
-  assign \params$84 [13:7] = \port__data$46 [55:49];
-  assign \params$84 [6:0] = \port__data$46 [48:42];
-  assign \acc$83 [33:17] = \acc$44 [135:119];
-  assign \acc$83 [16:0] = \acc$44 [118:102];
-  assign \params$74 [13:7] = \port__data$46 [41:35];
-  assign \params$74 [6:0] = \port__data$46 [34:28];
-  assign \acc$73 [33:17] = \acc$44 [101:85];
-  assign \acc$73 [16:0] = \acc$44 [84:68];
-  assign \params$64 [13:7] = \port__data$46 [27:21];
-  assign \params$64 [6:0] = \port__data$46 [20:14];
-  assign \acc$63 [33:17] = \acc$44 [67:51];
-  assign \acc$63 [16:0] = \acc$44 [50:34];
-  assign entry[104] = slot_c3[15];
-  assign entry[103] = \$104 ;
-  assign entry[102:100] = slot_c3[3:1];
-  assign entry[99:76] = \$90 [23:0];
-  assign entry[3] = \$103 ;
-  assign entry[75:52] = \$67 [23:0];
-  assign entry[2] = \$80 ;
-  assign entry[51:28] = \$44 [23:0];
-  assign entry[1] = \$57 ;
-  assign entry[27:4] = \$21 [23:0];
-  assign entry[0] = \$34 ;
-  assign trace[5] = slot_c3[15];
-  assign trace[4] = slot_c3[13];
-  assign trace[3:1] = slot_c3[3:1];
-  assign trace[0] = finalize;
-  assign trace[97:91] = \gate$92 ;
-  assign trace[69:54] = \new$86 ;
-  assign trace[90:84] = \gate$82 ;
-  assign trace[53:38] = \new$76 ;
-  assign trace[83:77] = \gate$72 ;
-  assign trace[37:22] = \new$66 ;
-  assign trace[76:70] = gate;
-  assign trace[21:6] = \new ;
-  assign saturated[3] = \$100 ;
-  assign saturated[2] = \$77 ;
-  assign saturated[1] = \$54 ;
-  assign saturated[0] = \$31 ;
-  assign changed[3] = \$98 ;
-  assign changed[2] = \$75 ;
-  assign changed[1] = \$52 ;
-  assign changed[0] = \$29 ;
-  assign \port__data$56 [95:72] = \$90 [23:0];
-  assign \port__data$56 [71:48] = \$67 [23:0];
-  assign \port__data$56 [47:24] = \$44 [23:0];
-  assign \port__data$56 [23:0] = \$21 [23:0];
-  assign \port__data$49 [63:48] = \new$86 ;
-  assign \port__data$49 [47:32] = \new$76 ;
-  assign \port__data$49 [31:16] = \new$66 ;
-  assign \port__data$49 [15:0] = \new ;
-  assign params[13:7] = \port__data$46 [13:7];
-  assign params[6:0] = \port__data$46 [6:0];
-  assign acc[33:17] = \acc$44 [33:17];
-  assign acc[16:0] = \acc$44 [16:0];
+  assign \items__payload$119.index  = events__payload[4:0];
+  assign \items__payload$119.value  = events__payload[28:5];
+  assign \items__payload$119.step_end  = events__payload[29];
+  assign \items__payload$119.seq_end  = events__payload[30];
+  assign \new.h  = \new ;
+  assign \new$148.h  = \new$148 ;
+  assign \new$155.h  = \new$155 ;
+  assign \new$162.h  = \new$162 ;
+  assign \trace$169.valid  = \trace$169 [0];
+  assign \trace$169.group  = \trace$169 [3:1];
+  assign \trace$169.step_end  = \trace$169 [4];
+  assign \trace$169.seq_end  = \trace$169 [5];
+  assign \trace$169.state  = \trace$169 [69:6];
+  assign \trace$169.state[0]  = \trace$169 [21:6];
+  assign \trace$169.state[1]  = \trace$169 [37:22];
+  assign \trace$169.state[2]  = \trace$169 [53:38];
+  assign \trace$169.state[3]  = \trace$169 [69:54];
+  assign \trace$169.gate  = \trace$169 [97:70];
+  assign \trace$169.gate[0]  = \trace$169 [76:70];
+  assign \trace$169.gate[1]  = \trace$169 [83:77];
+  assign \trace$169.gate[2]  = \trace$169 [90:84];
+  assign \trace$169.gate[3]  = \trace$169 [97:91];
+  assign entry[104] = slot_c4[15];
+  assign entry[103] = \$88 ;
+  assign entry[102:100] = slot_c4[3:1];
+  assign entry[99:76] = \$76 [23:0];
+  assign entry[3] = \$87 ;
+  assign entry[75:52] = \$57 [23:0];
+  assign entry[2] = \$68 ;
+  assign entry[51:28] = \$38 [23:0];
+  assign entry[1] = \$49 ;
+  assign entry[27:4] = \$19 [23:0];
+  assign entry[0] = \$30 ;
+  assign trace[5] = slot_c4[15];
+  assign trace[4] = slot_c4[13];
+  assign trace[3:1] = slot_c4[3:1];
+  assign trace[0] = \port__en$56 ;
+  assign trace[97:91] = gate_c4_3;
+  assign trace[69:54] = out_3;
+  assign trace[90:84] = gate_c4_2;
+  assign trace[53:38] = out_2;
+  assign trace[83:77] = gate_c4_1;
+  assign trace[37:22] = out_1;
+  assign trace[76:70] = gate_c4_0;
+  assign trace[21:6] = out_0;
+  assign saturated[3] = \$84 ;
+  assign saturated[2] = \$65 ;
+  assign saturated[1] = \$46 ;
+  assign saturated[0] = \$27 ;
+  assign changed[3] = \$82 ;
+  assign changed[2] = \$63 ;
+  assign changed[1] = \$44 ;
+  assign changed[0] = \$25 ;
+  assign \port__data$70 [95:72] = \$76 [23:0];
+  assign \port__data$70 [71:48] = \$57 [23:0];
+  assign \port__data$70 [47:24] = \$38 [23:0];
+  assign \port__data$70 [23:0] = \$19 [23:0];
+  assign \port__data$60 [63:48] = \$69 ;
+  assign \port__data$60 [47:32] = \$50 ;
+  assign \port__data$60 [31:16] = \$31 ;
+  assign \port__data$60 [15:0] = \$12 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \params$51 [13:7] = \port__data$41 [55:49];
+  assign \params$51 [6:0] = \port__data$41 [48:42];
+  assign \acc$50 [33:17] = \acc$39 [135:119];
+  assign \acc$50 [16:0] = \acc$39 [118:102];
+  assign \params$48 [13:7] = \port__data$41 [41:35];
+  assign \params$48 [6:0] = \port__data$41 [34:28];
+  assign \acc$47 [33:17] = \acc$39 [101:85];
+  assign \acc$47 [16:0] = \acc$39 [84:68];
+  assign \params$45 [13:7] = \port__data$41 [27:21];
+  assign \params$45 [6:0] = \port__data$41 [20:14];
+  assign \acc$44 [33:17] = \acc$39 [67:51];
+  assign \acc$44 [16:0] = \acc$39 [50:34];
+  assign params[13:7] = \port__data$41 [13:7];
+  assign params[6:0] = \port__data$41 [6:0];
+  assign acc[33:17] = \acc$39 [33:17];
+  assign acc[16:0] = \acc$39 [16:0];
   assign seeds[135:119] = { \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[118:102] = { \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[101:85] = { \port__data$32 [95], \port__data$32 [95:80] };
@@ -1942,24 +2393,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign port__data[11:8] = \config [17:14];
   assign port__data[7:4] = \config [17:14];
   assign port__data[3:0] = \config [17:14];
-  assign \$29  = \$28 ;
-  assign \$31  = \$30 ;
-  assign \$32  = slot_c3[15];
-  assign \$52  = \$51 ;
-  assign \$54  = \$53 ;
-  assign \$55  = slot_c3[15];
-  assign \$75  = \$74 ;
-  assign \$77  = \$76 ;
-  assign \$78  = slot_c3[15];
-  assign \$98  = \$97 ;
-  assign \$100  = \$99 ;
-  assign \$101  = slot_c3[15];
-  assign \$122  = finalize;
-  assign \$127  = finalize;
+  assign \$25  = \$24 ;
+  assign \$27  = \$26 ;
+  assign \$28  = slot_c4[15];
+  assign \$44  = \$43 ;
+  assign \$46  = \$45 ;
+  assign \$47  = slot_c4[15];
+  assign \$63  = \$62 ;
+  assign \$65  = \$64 ;
+  assign \$66  = slot_c4[15];
+  assign \$82  = \$81 ;
+  assign \$84  = \$83 ;
+  assign \$85  = slot_c4[15];
+  assign \$106  = \port__en$56 ;
+  assign \$111  = \port__en$56 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3771,8 +4222,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [44:0] \$88 ;
   reg [32:0] \$89 ;
   wire \$9 ;
-  reg [3:0] \$90 ;
-  reg [3:0] \$91 ;
+  reg [1:0] \$90 ;
+  reg [131:0] \$91 ;
+  reg [44:0] \$92 ;
+  reg \$93 ;
+  reg [32:0] \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
@@ -3811,7 +4267,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg [1:0] group_lane = 2'h0;
+  reg [32:0] group_logit = 33'h000000000;
   input [30:0] items__payload;
   wire [30:0] items__payload;
   wire [30:0] \items__payload$1 ;
@@ -3829,6 +4289,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [131:0] logits_c4 = 132'h000000000000000000000000000000000;
+  wire [32:0] \logits_c4[0] ;
+  wire [32:0] \logits_c4[1] ;
+  wire [32:0] \logits_c4[2] ;
+  wire [32:0] \logits_c4[3] ;
   wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [6:0] \port__addr$15 ;
@@ -3925,6 +4390,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [23:0] \slot_c3.value ;
+  reg [44:0] slot_c4 = 45'h000000000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [4:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [23:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -3932,7 +4409,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [23:0] value;
   wire [139:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [3:0] \weights[0] ;
   wire [3:0] \weights[1] ;
@@ -3961,122 +4438,127 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$70  [95:0];
+  reg [15:0] \weights$75  [95:0];
   initial begin
-    \weights$70 [0] = 16'h3e10;
-    \weights$70 [1] = 16'h2ffd;
-    \weights$70 [2] = 16'h300f;
-    \weights$70 [3] = 16'hf0e1;
-    \weights$70 [4] = 16'hd220;
-    \weights$70 [5] = 16'h030e;
-    \weights$70 [6] = 16'h230f;
-    \weights$70 [7] = 16'h22e0;
-    \weights$70 [8] = 16'h12df;
-    \weights$70 [9] = 16'heff1;
-    \weights$70 [10] = 16'h2ef1;
-    \weights$70 [11] = 16'hfe03;
-    \weights$70 [12] = 16'h2030;
-    \weights$70 [13] = 16'hfd40;
-    \weights$70 [14] = 16'h1f02;
-    \weights$70 [15] = 16'hfe12;
-    \weights$70 [16] = 16'h02ee;
-    \weights$70 [17] = 16'h0fc0;
-    \weights$70 [18] = 16'hf30f;
-    \weights$70 [19] = 16'hff22;
-    \weights$70 [20] = 16'h001f;
-    \weights$70 [21] = 16'hed0d;
-    \weights$70 [22] = 16'hd021;
-    \weights$70 [23] = 16'he1df;
-    \weights$70 [24] = 16'hffd0;
-    \weights$70 [25] = 16'hdf3d;
-    \weights$70 [26] = 16'h1dd5;
-    \weights$70 [27] = 16'h222f;
-    \weights$70 [28] = 16'he1e3;
-    \weights$70 [29] = 16'hcd21;
-    \weights$70 [30] = 16'h211f;
-    \weights$70 [31] = 16'h3e4e;
-    \weights$70 [32] = 16'h12ed;
-    \weights$70 [33] = 16'h1ff1;
-    \weights$70 [34] = 16'h3e20;
-    \weights$70 [35] = 16'h211a;
-    \weights$70 [36] = 16'hff3c;
-    \weights$70 [37] = 16'h12d2;
-    \weights$70 [38] = 16'h1111;
-    \weights$70 [39] = 16'h22de;
-    \weights$70 [40] = 16'hd1f3;
-    \weights$70 [41] = 16'hef03;
-    \weights$70 [42] = 16'h1f02;
-    \weights$70 [43] = 16'hd1ee;
-    \weights$70 [44] = 16'h1b02;
-    \weights$70 [45] = 16'h1132;
-    \weights$70 [46] = 16'h20dd;
-    \weights$70 [47] = 16'h10f1;
-    \weights$70 [48] = 16'h11d1;
-    \weights$70 [49] = 16'h04e2;
-    \weights$70 [50] = 16'h112c;
-    \weights$70 [51] = 16'hff10;
-    \weights$70 [52] = 16'he11e;
-    \weights$70 [53] = 16'h0000;
-    \weights$70 [54] = 16'h2012;
-    \weights$70 [55] = 16'h000f;
-    \weights$70 [56] = 16'h4f21;
-    \weights$70 [57] = 16'h01ec;
-    \weights$70 [58] = 16'h0f1e;
-    \weights$70 [59] = 16'hf1f1;
-    \weights$70 [60] = 16'h2f3f;
-    \weights$70 [61] = 16'h42e1;
-    \weights$70 [62] = 16'h0ff0;
-    \weights$70 [63] = 16'hd301;
-    \weights$70 [64] = 16'h0000;
-    \weights$70 [65] = 16'h000e;
-    \weights$70 [66] = 16'h000e;
-    \weights$70 [67] = 16'h0000;
-    \weights$70 [68] = 16'h000e;
-    \weights$70 [69] = 16'h0003;
-    \weights$70 [70] = 16'h000c;
-    \weights$70 [71] = 16'h0000;
-    \weights$70 [72] = 16'h0000;
-    \weights$70 [73] = 16'h000f;
-    \weights$70 [74] = 16'h0000;
-    \weights$70 [75] = 16'h0000;
-    \weights$70 [76] = 16'h000e;
-    \weights$70 [77] = 16'h000e;
-    \weights$70 [78] = 16'h0001;
-    \weights$70 [79] = 16'h0002;
-    \weights$70 [80] = 16'h000c;
-    \weights$70 [81] = 16'h0001;
-    \weights$70 [82] = 16'h000d;
-    \weights$70 [83] = 16'h000f;
-    \weights$70 [84] = 16'h0001;
-    \weights$70 [85] = 16'h0000;
-    \weights$70 [86] = 16'h0000;
-    \weights$70 [87] = 16'h000f;
-    \weights$70 [88] = 16'h000d;
-    \weights$70 [89] = 16'h0002;
-    \weights$70 [90] = 16'h000e;
-    \weights$70 [91] = 16'h000c;
-    \weights$70 [92] = 16'h0003;
-    \weights$70 [93] = 16'h0000;
-    \weights$70 [94] = 16'h000e;
-    \weights$70 [95] = 16'h0001;
+    \weights$75 [0] = 16'h3e10;
+    \weights$75 [1] = 16'h2ffd;
+    \weights$75 [2] = 16'h300f;
+    \weights$75 [3] = 16'hf0e1;
+    \weights$75 [4] = 16'hd220;
+    \weights$75 [5] = 16'h030e;
+    \weights$75 [6] = 16'h230f;
+    \weights$75 [7] = 16'h22e0;
+    \weights$75 [8] = 16'h12df;
+    \weights$75 [9] = 16'heff1;
+    \weights$75 [10] = 16'h2ef1;
+    \weights$75 [11] = 16'hfe03;
+    \weights$75 [12] = 16'h2030;
+    \weights$75 [13] = 16'hfd40;
+    \weights$75 [14] = 16'h1f02;
+    \weights$75 [15] = 16'hfe12;
+    \weights$75 [16] = 16'h02ee;
+    \weights$75 [17] = 16'h0fc0;
+    \weights$75 [18] = 16'hf30f;
+    \weights$75 [19] = 16'hff22;
+    \weights$75 [20] = 16'h001f;
+    \weights$75 [21] = 16'hed0d;
+    \weights$75 [22] = 16'hd021;
+    \weights$75 [23] = 16'he1df;
+    \weights$75 [24] = 16'hffd0;
+    \weights$75 [25] = 16'hdf3d;
+    \weights$75 [26] = 16'h1dd5;
+    \weights$75 [27] = 16'h222f;
+    \weights$75 [28] = 16'he1e3;
+    \weights$75 [29] = 16'hcd21;
+    \weights$75 [30] = 16'h211f;
+    \weights$75 [31] = 16'h3e4e;
+    \weights$75 [32] = 16'h12ed;
+    \weights$75 [33] = 16'h1ff1;
+    \weights$75 [34] = 16'h3e20;
+    \weights$75 [35] = 16'h211a;
+    \weights$75 [36] = 16'hff3c;
+    \weights$75 [37] = 16'h12d2;
+    \weights$75 [38] = 16'h1111;
+    \weights$75 [39] = 16'h22de;
+    \weights$75 [40] = 16'hd1f3;
+    \weights$75 [41] = 16'hef03;
+    \weights$75 [42] = 16'h1f02;
+    \weights$75 [43] = 16'hd1ee;
+    \weights$75 [44] = 16'h1b02;
+    \weights$75 [45] = 16'h1132;
+    \weights$75 [46] = 16'h20dd;
+    \weights$75 [47] = 16'h10f1;
+    \weights$75 [48] = 16'h11d1;
+    \weights$75 [49] = 16'h04e2;
+    \weights$75 [50] = 16'h112c;
+    \weights$75 [51] = 16'hff10;
+    \weights$75 [52] = 16'he11e;
+    \weights$75 [53] = 16'h0000;
+    \weights$75 [54] = 16'h2012;
+    \weights$75 [55] = 16'h000f;
+    \weights$75 [56] = 16'h4f21;
+    \weights$75 [57] = 16'h01ec;
+    \weights$75 [58] = 16'h0f1e;
+    \weights$75 [59] = 16'hf1f1;
+    \weights$75 [60] = 16'h2f3f;
+    \weights$75 [61] = 16'h42e1;
+    \weights$75 [62] = 16'h0ff0;
+    \weights$75 [63] = 16'hd301;
+    \weights$75 [64] = 16'h0000;
+    \weights$75 [65] = 16'h000e;
+    \weights$75 [66] = 16'h000e;
+    \weights$75 [67] = 16'h0000;
+    \weights$75 [68] = 16'h000e;
+    \weights$75 [69] = 16'h0003;
+    \weights$75 [70] = 16'h000c;
+    \weights$75 [71] = 16'h0000;
+    \weights$75 [72] = 16'h0000;
+    \weights$75 [73] = 16'h000f;
+    \weights$75 [74] = 16'h0000;
+    \weights$75 [75] = 16'h0000;
+    \weights$75 [76] = 16'h000e;
+    \weights$75 [77] = 16'h000e;
+    \weights$75 [78] = 16'h0001;
+    \weights$75 [79] = 16'h0002;
+    \weights$75 [80] = 16'h000c;
+    \weights$75 [81] = 16'h0001;
+    \weights$75 [82] = 16'h000d;
+    \weights$75 [83] = 16'h000f;
+    \weights$75 [84] = 16'h0001;
+    \weights$75 [85] = 16'h0000;
+    \weights$75 [86] = 16'h0000;
+    \weights$75 [87] = 16'h000f;
+    \weights$75 [88] = 16'h000d;
+    \weights$75 [89] = 16'h0002;
+    \weights$75 [90] = 16'h000e;
+    \weights$75 [91] = 16'h000c;
+    \weights$75 [92] = 16'h0003;
+    \weights$75 [93] = 16'h0000;
+    \weights$75 [94] = 16'h000e;
+    \weights$75 [95] = 16'h0001;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$75 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$70 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$75 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$70 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$75 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$70 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$75 [\config [10:4]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [6:0]];
+      _1_ <= \weights$75 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$4  = \config [3:1] == 3'h4;
+  assign \$5  = \config [0] & \$4 ;
+  assign \$6  = \$5  << \config [13:11];
+  assign \$7  = slot[9:3] + slot[20:16];
+  assign \$8  = ~ slot[15];
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[10];
   assign weights = slot_c2[15] ? 16'h0000 : \port__data$24 ;
@@ -4116,11 +4598,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$51  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign \$53  = argmax_0_1_valid & \$52 ;
   assign argmax_1_0_lane = \$53  ? argmax_0_1_lane : { 1'h0, \$25  };
-  assign \$54  = ! slot_c3[2:1];
-  assign \$55  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign \$54  = ! slot_c4[2:1];
+  assign \$55  = $signed(group_logit) > $signed(best_logit);
   assign take = \$54  | \$55 ;
-  assign \$56  = slot_c3[2:1] * 3'h4;
-  assign \$57  = \$56  + argmax_1_0_lane;
+  assign \$56  = slot_c4[2:1] * 3'h4;
+  assign \$57  = \$56  + group_lane;
   assign \$58  = take ? \$57  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$59  = 1'h0 + \port__en$13 ;
@@ -4141,7 +4623,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$74  = \$73  ? 3'h1 : 3'h4;
   assign \$75  = \$74  * 1'h1;
   assign \$76  = readout_macs + \$75 ;
-  assign \$77  = finalize & take;
+  assign \$77  = w_en & take;
   assign \$78  = reserved + starting;
   assign \$79  = r_en & results__valid;
   assign \$80  = \$78  - \$79 ;
@@ -4162,19 +4644,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$88 ;
   always @(posedge clk)
-    best_logit <= \$89 ;
+    group_logit <= \$89 ;
   always @(posedge clk)
-    best_class <= \$90 ;
+    group_lane <= \$90 ;
   always @(posedge clk)
-    reserved <= \$91 ;
+    logits_c4 <= \$91 ;
+  always @(posedge clk)
+    slot_c4 <= \$92 ;
+  always @(posedge clk)
+    w_en <= \$93 ;
+  always @(posedge clk)
+    best_logit <= \$94 ;
+  always @(posedge clk)
+    best_class <= \$95 ;
+  always @(posedge clk)
+    reserved <= \$96 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
-  assign \$4  = \config [3:1] == 3'h4;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [13:11];
-  assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4207,7 +4694,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
@@ -4285,29 +4772,64 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = best_logit;
-    if (\$77 ) begin
-      \$89  = argmax_1_0_logit;
-    end
+    \$89  = argmax_1_0_logit;
     if (rst) begin
       \$89  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = best_class;
-    if (\$77 ) begin
-      \$90  = \$58 [3:0];
-    end
+    \$90  = argmax_1_0_lane;
     if (rst) begin
-      \$90  = 4'h0;
+      \$90  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$91  = \$80 [3:0];
+    \$91  = acc;
     if (rst) begin
-      \$91  = 4'h0;
+      \$91  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$92  = slot_c3;
+    if (rst) begin
+      \$92  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$93  = finalize;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$94  = best_logit;
+    if (\$77 ) begin
+      \$94  = group_logit;
+    end
+    if (rst) begin
+      \$94  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$95  = best_class;
+    if (\$77 ) begin
+      \$95  = \$58 [3:0];
+    end
+    if (rst) begin
+      \$95  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$96  = \$80 [3:0];
+    if (rst) begin
+      \$96  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4326,7 +4848,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_lane = { 1'h0, \$25  };
   assign class_now = \$58 [3:0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -4388,6 +4910,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \acc[1]  = acc[65:33];
   assign \acc[2]  = acc[98:66];
   assign \acc[3]  = acc[131:99];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[9:3];
+  assign \slot_c4.first  = slot_c4[10];
+  assign \slot_c4.last  = slot_c4[11];
+  assign \slot_c4.step_last  = slot_c4[12];
+  assign \slot_c4.seq_first  = slot_c4[13];
+  assign \slot_c4.seq_end  = slot_c4[14];
+  assign \slot_c4.empty  = slot_c4[15];
+  assign \slot_c4.index  = slot_c4[20:16];
+  assign \slot_c4.value  = slot_c4[44:21];
   assign \beat.logits  = beat[131:0];
   assign \beat.logits[0]  = beat[32:0];
   assign \beat.logits[1]  = beat[65:33];
@@ -4397,6 +4930,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[134];
   assign \beat.class_index  = beat[138:135];
   assign \beat.seq_end  = beat[139];
+  assign \logits_c4[0]  = logits_c4[32:0];
+  assign \logits_c4[1]  = logits_c4[65:33];
+  assign \logits_c4[2]  = logits_c4[98:66];
+  assign \logits_c4[3]  = logits_c4[131:99];
   assign \results__payload.logits  = results__payload[131:0];
   assign \results__payload.logits[0]  = results__payload[32:0];
   assign \results__payload.logits[1]  = results__payload[65:33];
@@ -4406,14 +4943,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[134];
   assign \results__payload.class_index  = results__payload[138:135];
   assign \results__payload.seq_end  = results__payload[139];
-  assign beat[139] = slot_c3[14];
+  assign beat[139] = slot_c4[14];
   assign beat[138:135] = \$58 [3:0];
-  assign beat[134] = slot_c3[12];
-  assign beat[133:132] = slot_c3[2:1];
-  assign beat[131:99] = acc[131:99];
-  assign beat[98:66] = acc[98:66];
-  assign beat[65:33] = acc[65:33];
-  assign beat[32:0] = acc[32:0];
+  assign beat[134] = slot_c4[12];
+  assign beat[133:132] = slot_c4[2:1];
+  assign beat[131:99] = logits_c4[131:99];
+  assign beat[98:66] = logits_c4[98:66];
+  assign beat[65:33] = logits_c4[65:33];
+  assign beat[32:0] = logits_c4[32:0];
   assign seeds[131:99] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[98:66] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[65:33] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -5320,7 +5857,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -273,7 +273,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$31 ),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$75 (events__ready),
+    .\items__ready$83 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -293,7 +293,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$93 (trace_0)
+    .\trace$113 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -569,97 +569,119 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$93 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$113 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
+  reg [31:0] \$100 ;
+  reg [31:0] \$101 ;
+  reg [3:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire [15:0] \$14 ;
   wire [15:0] \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire [15:0] \$16 ;
+  wire [15:0] \$17 ;
+  wire [15:0] \$18 ;
+  wire [15:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
-  wire [15:0] \$22 ;
-  wire [15:0] \$23 ;
+  wire \$22 ;
+  wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
+  wire [15:0] \$26 ;
+  wire [15:0] \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire [3:0] \$3 ;
   wire \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
+  wire \$31 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
-  wire [1:0] \$36 ;
-  wire [32:0] \$37 ;
-  wire \$38 ;
-  wire [1:0] \$39 ;
+  wire \$34 ;
+  wire [1:0] \$35 ;
+  wire [32:0] \$36 ;
+  wire \$37 ;
+  wire [1:0] \$38 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  wire [1:0] \$41 ;
-  wire [32:0] \$42 ;
-  wire \$43 ;
-  wire [1:0] \$44 ;
-  wire [32:0] \$45 ;
-  wire [1:0] \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [1:0] \$49 ;
+  wire [1:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [1:0] \$43 ;
+  wire [32:0] \$44 ;
+  wire [1:0] \$45 ;
+  wire [32:0] \$46 ;
+  wire \$47 ;
+  wire [1:0] \$48 ;
+  wire [32:0] \$49 ;
   wire \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire [1:0] \$50 ;
+  wire [32:0] \$51 ;
   wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire [32:0] \$55 ;
-  wire [1:0] \$56 ;
-  wire [2:0] \$57 ;
-  wire [32:0] \$58 ;
-  wire [1:0] \$59 ;
+  wire [1:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [32:0] \$59 ;
   wire [3:0] \$6 ;
-  wire [2:0] \$60 ;
-  wire [32:0] \$61 ;
-  wire [4:0] \$62 ;
-  wire \$63 ;
-  wire [5:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg [31:0] \$67 ;
-  reg [31:0] \$68 ;
+  wire [1:0] \$60 ;
+  wire [2:0] \$61 ;
+  wire [32:0] \$62 ;
+  wire [1:0] \$63 ;
+  wire [2:0] \$64 ;
+  wire [32:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire [5:0] \$68 ;
   reg [31:0] \$69 ;
   wire \$7 ;
   reg [31:0] \$70 ;
   reg [31:0] \$71 ;
   reg [31:0] \$72 ;
-  reg [21:0] \$73 ;
-  reg \$74 ;
+  reg [31:0] \$73 ;
+  reg [31:0] \$74 ;
   reg [31:0] \$75 ;
-  reg [21:0] \$76 ;
-  reg [41:0] \$77 ;
-  reg [31:0] \$78 ;
+  reg [31:0] \$76 ;
+  reg [21:0] \$77 ;
+  reg \$78 ;
   reg [31:0] \$79 ;
   wire \$8 ;
-  reg [3:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  reg [21:0] \$80 ;
+  reg [21:0] \$81 ;
+  reg \$82 ;
+  reg [31:0] \$83 ;
+  reg [31:0] \$84 ;
+  reg \$85 ;
+  reg [1:0] \$86 ;
+  reg [1:0] \$87 ;
+  reg \$88 ;
+  reg \$89 ;
   wire [2:0] \$9 ;
+  reg [15:0] \$90 ;
+  reg [31:0] \$91 ;
+  reg [31:0] \$92 ;
+  reg \$93 ;
+  reg [1:0] \$94 ;
+  reg [1:0] \$95 ;
+  reg \$96 ;
+  reg \$97 ;
+  reg [15:0] \$98 ;
+  reg [41:0] \$99 ;
   wire [18:0] acc;
-  wire [37:0] \acc$40 ;
-  wire [18:0] \acc$40[0] ;
-  wire [18:0] \acc$40[1] ;
-  wire [18:0] \acc$56 ;
-  wire [18:0] \acc$56.in ;
+  wire [37:0] \acc$37 ;
+  wire [18:0] \acc$37[0] ;
+  wire [18:0] \acc$37[1] ;
+  wire [18:0] \acc$42 ;
+  wire [18:0] \acc$42.in ;
   wire [18:0] \acc.in ;
   wire [1:0] changed;
   input clk;
@@ -700,9 +722,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$63 ;
+  wire \gate$110 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  wire hold;
+  wire \hold$108 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -710,11 +740,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [5:0] \items__payload$74 ;
-  wire [1:0] \items__payload$74.index ;
-  wire \items__payload$74.seq_end ;
-  wire \items__payload$74.step_end ;
-  wire [1:0] \items__payload$74.value ;
+  wire [5:0] \items__payload$82 ;
+  wire [1:0] \items__payload$82.index ;
+  wire \items__payload$82.seq_end ;
+  wire \items__payload$82.step_end ;
+  wire [1:0] \items__payload$82.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -722,12 +752,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$75 ;
-  wire \items__ready$75 ;
+  input \items__ready$83 ;
+  wire \items__ready$83 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$78 ;
+  wire \items__valid$86 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -764,25 +794,41 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [31:0] \new ;
-  wire [31:0] \new$59 ;
-  wire [15:0] \new$59.d ;
-  wire [15:0] \new$59.v ;
+  wire [31:0] \new$107 ;
+  wire [15:0] \new$107.d ;
+  wire [15:0] \new$107.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
+  reg [31:0] new_c4_0 = 32'd0;
+  wire [15:0] \new_c4_0.d ;
+  wire [15:0] \new_c4_0.v ;
+  reg [31:0] new_c4_1 = 32'd0;
+  wire [15:0] \new_c4_1.d ;
+  wire [15:0] \new_c4_1.v ;
   wire [31:0] old;
-  wire [31:0] \old$58 ;
-  wire [15:0] \old$58.d ;
-  wire [15:0] \old$58.v ;
+  wire [31:0] \old$44 ;
+  wire [15:0] \old$44.d ;
+  wire [15:0] \old$44.v ;
   wire [15:0] \old.d ;
   wire [15:0] \old.v ;
-  wire [1:0] old_out_0;
-  wire [1:0] old_out_1;
+  reg [31:0] old_c4_0 = 32'd0;
+  wire [15:0] \old_c4_0.d ;
+  wire [15:0] \old_c4_0.v ;
+  reg [31:0] old_c4_1 = 32'd0;
+  wire [15:0] \old_c4_1.d ;
+  wire [15:0] \old_c4_1.v ;
+  reg [1:0] old_out_c4_0 = 2'h0;
+  reg [1:0] old_out_c4_1 = 2'h0;
   wire [1:0] out;
-  wire [1:0] \out$61 ;
+  wire [1:0] \out$109 ;
+  wire [1:0] out_0;
+  wire [1:0] out_1;
+  reg [1:0] out_c4_0 = 2'h0;
+  reg [1:0] out_c4_1 = 2'h0;
   wire [22:0] params;
-  wire [22:0] \params$57 ;
-  wire [6:0] \params$57.in_shift ;
-  wire [15:0] \params$57.theta ;
+  wire [22:0] \params$43 ;
+  wire [6:0] \params$43.in_shift ;
+  wire [15:0] \params$43.theta ;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
   wire port__addr;
@@ -792,15 +838,15 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   wire \port__addr$22 ;
   reg \port__addr$32 ;
   reg \port__addr$33 ;
-  wire \port__addr$37 ;
+  wire \port__addr$46 ;
   wire [15:0] port__data;
   wire [31:0] \port__data$12 ;
   wire [63:0] \port__data$15 ;
   wire [15:0] \port__data$29 ;
   wire [31:0] \port__data$31 ;
-  wire [63:0] \port__data$42 ;
-  wire [63:0] \port__data$44 ;
-  wire [63:0] \port__data$45 ;
+  wire [63:0] \port__data$39 ;
+  wire [63:0] \port__data$41 ;
+  wire [63:0] \port__data$50 ;
   wire [1:0] port__en;
   wire [1:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -808,9 +854,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  wire \port__en$38 ;
+  reg \port__en$48  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$64 ;
+  wire [15:0] \potential$112 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
   wire [8:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -818,8 +866,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$51 ;
-  wire \saturated$62 ;
+  wire \saturated$105 ;
+  wire \saturated$111 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
   wire [37:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
@@ -859,23 +909,35 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [10:0] \slot_c3.value ;
+  reg [21:0] slot_c4 = 22'h000000;
+  wire [1:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire \slot_c4.group ;
+  wire \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [10:0] \slot_c4.value ;
   wire starting;
   wire [41:0] trace;
-  output [41:0] \trace$93 ;
-  reg [41:0] \trace$93  = 42'h00000000000;
-  wire [1:0] \trace$93.gate ;
-  wire \trace$93.gate[0] ;
-  wire \trace$93.gate[1] ;
-  wire \trace$93.group ;
-  wire [31:0] \trace$93.potential ;
-  wire [15:0] \trace$93.potential[0] ;
-  wire [15:0] \trace$93.potential[1] ;
-  wire \trace$93.seq_end ;
-  wire [3:0] \trace$93.state ;
-  wire [1:0] \trace$93.state[0] ;
-  wire [1:0] \trace$93.state[1] ;
-  wire \trace$93.step_end ;
-  wire \trace$93.valid ;
+  output [41:0] \trace$113 ;
+  reg [41:0] \trace$113  = 42'h00000000000;
+  wire [1:0] \trace$113.gate ;
+  wire \trace$113.gate[0] ;
+  wire \trace$113.gate[1] ;
+  wire \trace$113.group ;
+  wire [31:0] \trace$113.potential ;
+  wire [15:0] \trace$113.potential[0] ;
+  wire [15:0] \trace$113.potential[1] ;
+  wire \trace$113.seq_end ;
+  wire [3:0] \trace$113.state ;
+  wire [1:0] \trace$113.state[0] ;
+  wire [1:0] \trace$113.state[1] ;
+  wire \trace$113.step_end ;
+  wire \trace$113.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -894,6 +956,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   wire valid;
   wire [10:0] value;
   wire [8:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
@@ -916,36 +979,36 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     end
   end
   assign \port__data$31  = _0_;
-  reg [63:0] \params$106  [1:0];
+  reg [63:0] \params$126  [1:0];
   initial begin
-    \params$106 [0] = 64'h09c8000104100003;
-    \params$106 [1] = 64'h04750002f4390001;
+    \params$126 [0] = 64'h09c8000104100003;
+    \params$126 [1] = 64'h04750002f4390001;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$106 [\config [4]][15:0] <= \port__data$15 [15:0];
+      \params$126 [\config [4]][15:0] <= \port__data$15 [15:0];
     if (\port__en$14 [1])
-      \params$106 [\config [4]][31:16] <= \port__data$15 [31:16];
+      \params$126 [\config [4]][31:16] <= \port__data$15 [31:16];
     if (\port__en$14 [2])
-      \params$106 [\config [4]][47:32] <= \port__data$15 [47:32];
+      \params$126 [\config [4]][47:32] <= \port__data$15 [47:32];
     if (\port__en$14 [3])
-      \params$106 [\config [4]][63:48] <= \port__data$15 [63:48];
+      \params$126 [\config [4]][63:48] <= \port__data$15 [63:48];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$106 [\port__addr$32 ];
+      _1_ <= \params$126 [\port__addr$32 ];
     end
   end
-  assign \port__data$42  = _1_;
+  assign \port__data$39  = _1_;
   reg [63:0] state [1:0];
   initial begin
     state[0] = 64'h0000000000000000;
     state[1] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[1]] <= \port__data$45 ;
+    if (\port__en$48 )
+      state[slot_c4[1]] <= \port__data$50 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
@@ -953,99 +1016,25 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
       _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \port__data$44  = _2_;
-  reg [15:0] \weights$104  [1:0];
+  assign \port__data$41  = _2_;
+  reg [15:0] \weights$124  [1:0];
   initial begin
-    \weights$104 [0] = 16'h4590;
-    \weights$104 [1] = 16'h78be;
+    \weights$124 [0] = 16'h4590;
+    \weights$124 [1] = 16'h78be;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$104 [\config [4]][7:0] <= port__data[7:0];
+      \weights$124 [\config [4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$104 [\config [4]][15:8] <= port__data[15:8];
+      \weights$124 [\config [4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$104 [\$9 [0]];
+      _3_ <= \weights$124 [\$9 [0]];
     end
   end
   assign \port__data$29  = _3_;
-  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$44 [31:16];
-  assign \$16  = \$81  != old[16];
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = slot_c3[7] ? 16'h0000 : \port__data$44 [47:32];
-  assign \$23  = slot_c3[7] ? 16'h0000 : \port__data$44 [63:48];
-  assign \$24  = \$82  != \old$58 [16];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = slot_c3[6] & slot_c3[8];
-  assign credit = reserved < 4'h8;
-  assign \$31  = 1'h0 + \port__en$16 ;
-  assign \$32  = layer0_weights_reads + \$31 ;
-  assign \$33  = | \$3 [1:0];
-  assign \$34  = 1'h0 + \$33 ;
-  assign \$35  = layer0_weights_writes + \$34 ;
-  assign \$36  = 1'h0 + \port__en$17 ;
-  assign \$37  = layer0_bias_reads + \$36 ;
-  assign \$38  = | \$6 [1:0];
-  assign \$39  = 1'h0 + \$38 ;
-  assign \$40  = layer0_bias_writes + \$39 ;
-  assign \$41  = 1'h0 + \port__en$18 ;
-  assign \$42  = layer0_params_reads + \$41 ;
-  assign \$43  = | \port__en$14 ;
-  assign \$44  = 1'h0 + \$43 ;
-  assign \$45  = layer0_params_writes + \$44 ;
-  assign \$46  = 1'h0 + \port__en$19 ;
-  assign \$47  = layer0_state_reads + \$46 ;
-  assign \$49  = 1'h0 + \$48 ;
-  assign \$50  = layer0_state_writes + \$49 ;
-  assign \$51  = ~ slot_c2[9];
-  assign \$52  = slot_c2[0] & \$51 ;
-  assign \$53  = | slot_c2[21:11];
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = layer0_macs + 2'h2;
-  assign \$56  = 1'h0 + changed[0];
-  assign \$57  = \$56  + changed[1];
-  assign \$58  = layer0_events + \$57 ;
-  assign \$59  = 1'h0 + saturated[0];
-  assign \$60  = \$59  + saturated[1];
-  assign \$61  = layer0_saturations + \$60 ;
-  assign \$62  = reserved + starting;
-  assign \$63  = r_en & entries__valid;
-  assign \$64  = \$62  - \$63 ;
-  always @(posedge clk)
-    layer0_weights_reads <= \$65 ;
-  always @(posedge clk)
-    layer0_weights_writes <= \$66 ;
-  always @(posedge clk)
-    layer0_bias_reads <= \$67 ;
-  always @(posedge clk)
-    layer0_bias_writes <= \$68 ;
-  always @(posedge clk)
-    layer0_params_reads <= \$69 ;
-  always @(posedge clk)
-    layer0_params_writes <= \$70 ;
-  always @(posedge clk)
-    layer0_state_reads <= \$71 ;
-  always @(posedge clk)
-    layer0_state_writes <= \$72 ;
-  always @(posedge clk)
-    slot_c2 <= \$73 ;
-  always @(posedge clk)
-    use_acc2 <= \$74 ;
-  always @(posedge clk)
-    layer0_macs <= \$75 ;
-  always @(posedge clk)
-    slot_c3 <= \$76 ;
-  always @(posedge clk)
-    \trace$93  <= \$77 ;
-  always @(posedge clk)
-    layer0_events <= \$78 ;
-  always @(posedge clk)
-    layer0_saturations <= \$79 ;
-  always @(posedge clk)
-    reserved <= \$80 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [7:6];
@@ -1062,14 +1051,132 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$29 ;
   assign \$13  = slot_c2[0] & slot_c2[5];
   assign finalize = slot_c3[0] & slot_c3[5];
-  assign \$14  = slot_c3[7] ? 16'h0000 : \port__data$44 [15:0];
+  assign \$14  = slot_c3[7] ? 16'h0000 : \port__data$41 [15:0];
+  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$41 [31:16];
+  assign \$16  = slot_c3[7] ? 16'h0000 : \port__data$41 [47:32];
+  assign \$17  = slot_c3[7] ? 16'h0000 : \port__data$41 [63:48];
+  assign \$18  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
+  assign \$19  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$20  = out_0 != old_out_c4_0;
+  assign \$24  = | out_0;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = hold_c4_1 ? old_c4_1[15:0] : new_c4_1[15:0];
+  assign \$27  = hold_c4_1 ? old_c4_1[31:16] : new_c4_1[31:16];
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$28  = out_1 != old_out_c4_1;
+  assign \$32  = | out_1;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = slot_c4[6] & slot_c4[8];
+  assign credit = reserved < 4'h8;
+  assign \$35  = 1'h0 + \port__en$16 ;
+  assign \$36  = layer0_weights_reads + \$35 ;
+  assign \$37  = | \$3 [1:0];
+  assign \$38  = 1'h0 + \$37 ;
+  assign \$39  = layer0_weights_writes + \$38 ;
+  assign \$40  = 1'h0 + \port__en$17 ;
+  assign \$41  = layer0_bias_reads + \$40 ;
+  assign \$42  = | \$6 [1:0];
+  assign \$43  = 1'h0 + \$42 ;
+  assign \$44  = layer0_bias_writes + \$43 ;
+  assign \$45  = 1'h0 + \port__en$18 ;
+  assign \$46  = layer0_params_reads + \$45 ;
+  assign \$47  = | \port__en$14 ;
+  assign \$48  = 1'h0 + \$47 ;
+  assign \$49  = layer0_params_writes + \$48 ;
+  assign \$50  = 1'h0 + \port__en$19 ;
+  assign \$51  = layer0_state_reads + \$50 ;
+  assign \$53  = 1'h0 + \$52 ;
+  assign \$54  = layer0_state_writes + \$53 ;
+  assign \$55  = ~ slot_c2[9];
+  assign \$56  = slot_c2[0] & \$55 ;
+  assign \$57  = | slot_c2[21:11];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = layer0_macs + 2'h2;
+  assign \$60  = 1'h0 + changed[0];
+  assign \$61  = \$60  + changed[1];
+  assign \$62  = layer0_events + \$61 ;
+  assign \$63  = 1'h0 + saturated[0];
+  assign \$64  = \$63  + saturated[1];
+  assign \$65  = layer0_saturations + \$64 ;
+  assign \$66  = reserved + starting;
+  assign \$67  = r_en & entries__valid;
+  assign \$68  = \$66  - \$67 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$69 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$70 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$71 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$72 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$73 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$74 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$75 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$76 ;
+  always @(posedge clk)
+    slot_c2 <= \$77 ;
+  always @(posedge clk)
+    use_acc2 <= \$78 ;
+  always @(posedge clk)
+    layer0_macs <= \$79 ;
+  always @(posedge clk)
+    slot_c3 <= \$80 ;
+  always @(posedge clk)
+    slot_c4 <= \$81 ;
+  always @(posedge clk)
+    \port__en$48  <= \$82 ;
+  always @(posedge clk)
+    new_c4_0 <= \$83 ;
+  always @(posedge clk)
+    old_c4_0 <= \$84 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$85 ;
+  always @(posedge clk)
+    out_c4_0 <= \$86 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$87 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$88 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$89 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$90 ;
+  always @(posedge clk)
+    new_c4_1 <= \$91 ;
+  always @(posedge clk)
+    old_c4_1 <= \$92 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$93 ;
+  always @(posedge clk)
+    out_c4_1 <= \$94 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$95 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$96 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$97 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$98 ;
+  always @(posedge clk)
+    \trace$113  <= \$99 ;
+  always @(posedge clk)
+    layer0_events <= \$100 ;
+  always @(posedge clk)
+    layer0_saturations <= \$101 ;
+  always @(posedge clk)
+    reserved <= \$102 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$48 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1089,7 +1196,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
+    .acc(\acc$37 ),
     .clk(clk),
     .first(slot_c2[4]),
     .rst(rst),
@@ -1104,29 +1211,29 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$75 ),
+    .items__ready(\items__ready$83 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
-    .acc(\acc$40 [18:0]),
+    .acc(\acc$37 [18:0]),
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$476$0 (\$81 ),
+    .\port$482$0 (\$103 ),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$51 )
+    .v_new_clipped(\saturated$105 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$40 [37:19]),
-    .\new (\new$59 ),
-    .old(\old$58 ),
-    .params(\params$57 ),
-    .\port$498$0 (\$82 ),
-    .spike(\gate$63 ),
-    .v_new(\potential$64 ),
-    .v_new_clipped(\saturated$62 )
+    .acc(\acc$37 [37:19]),
+    .\new (\new$107 ),
+    .old(\old$44 ),
+    .params(\params$43 ),
+    .\port$504$0 (\$104 ),
+    .spike(\gate$110 ),
+    .v_new(\potential$112 ),
+    .v_new_clipped(\saturated$111 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1172,113 +1279,79 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$65  = \$32 [31:0];
-    if (rst) begin
-      \$65  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$66  = \$35 [31:0];
-    if (rst) begin
-      \$66  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$67  = \$37 [31:0];
-    if (rst) begin
-      \$67  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$68  = \$40 [31:0];
-    if (rst) begin
-      \$68  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = \$42 [31:0];
+    \$69  = \$36 [31:0];
     if (rst) begin
       \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = \$45 [31:0];
+    \$70  = \$39 [31:0];
     if (rst) begin
       \$70  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$47 [31:0];
+    \$71  = \$41 [31:0];
     if (rst) begin
       \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$50 [31:0];
+    \$72  = \$44 [31:0];
     if (rst) begin
       \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = slot;
+    \$73  = \$46 [31:0];
     if (rst) begin
-      \$73  = 22'h000000;
+      \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = 1'h0;
+    \$74  = \$49 [31:0];
     if (rst) begin
-      \$74  = 1'h0;
+      \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = layer0_macs;
-    if (\$54 ) begin
-      \$75  = \$55 [31:0];
-    end
+    \$75  = \$51 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = slot_c2;
+    \$76  = \$54 [31:0];
     if (rst) begin
-      \$76  = 22'h000000;
+      \$76  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = trace;
+    \$77  = slot;
     if (rst) begin
-      \$77  = 42'h00000000000;
+      \$77  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = layer0_events;
-    if (finalize) begin
-      \$78  = \$58 [31:0];
-    end
+    \$78  = 1'h0;
     if (rst) begin
-      \$78  = 32'd0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = layer0_saturations;
-    if (finalize) begin
-      \$79  = \$61 [31:0];
+    \$79  = layer0_macs;
+    if (\$58 ) begin
+      \$79  = \$59 [31:0];
     end
     if (rst) begin
       \$79  = 32'd0;
@@ -1286,9 +1359,169 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$64 [3:0];
+    \$80  = slot_c2;
     if (rst) begin
-      \$80  = 4'h0;
+      \$80  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$81  = slot_c3;
+    if (rst) begin
+      \$81  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$82  = finalize;
+    if (rst) begin
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$83  = \new ;
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$84  = old;
+    if (rst) begin
+      \$84  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$85  = 1'h0;
+    if (rst) begin
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$86  = { 1'h0, \$103  };
+    if (rst) begin
+      \$86  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$87  = { 1'h0, old[16] };
+    if (rst) begin
+      \$87  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$88  = gate;
+    if (rst) begin
+      \$88  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$89  = \saturated$105 ;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$90  = potential;
+    if (rst) begin
+      \$90  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = \new$107 ;
+    if (rst) begin
+      \$91  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$92  = \old$44 ;
+    if (rst) begin
+      \$92  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$93  = 1'h0;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = { 1'h0, \$104  };
+    if (rst) begin
+      \$94  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$95  = { 1'h0, \old$44 [16] };
+    if (rst) begin
+      \$95  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$96  = \gate$110 ;
+    if (rst) begin
+      \$96  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$97  = \saturated$111 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$98  = \potential$112 ;
+    if (rst) begin
+      \$98  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$99  = trace;
+    if (rst) begin
+      \$99  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$100  = layer0_events;
+    if (\port__en$48 ) begin
+      \$100  = \$62 [31:0];
+    end
+    if (rst) begin
+      \$100  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$101  = layer0_saturations;
+    if (\port__en$48 ) begin
+      \$101  = \$65 [31:0];
+    end
+    if (rst) begin
+      \$101  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$102  = \$68 [3:0];
+    if (rst) begin
+      \$102  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1305,22 +1538,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
   assign value = slot_c2[21:11];
-  assign \port__addr$37  = slot_c3[1];
-  assign \port__en$38  = finalize;
-  assign acc = \acc$40 [18:0];
-  assign old_out_0 = { 1'h0, old[16] };
-  assign out = { 1'h0, \$81  };
-  assign \acc$56  = \acc$40 [37:19];
-  assign old_out_1 = { 1'h0, \old$58 [16] };
-  assign \out$61  = { 1'h0, \$82  };
+  assign acc = \acc$37 [18:0];
+  assign \acc$42  = \acc$37 [37:19];
+  assign \port__addr$46  = slot_c4[1];
+  assign finalize4 = \port__en$48 ;
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$48 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$74  = events__payload;
-  assign events__ready = \items__ready$75 ;
-  assign \items__valid$78  = events__valid;
+  assign \items__payload$82  = events__payload;
+  assign events__ready = \items__ready$83 ;
+  assign \items__valid$86  = events__valid;
+  assign hold = 1'h0;
+  assign out = { 1'h0, \$103  };
+  assign \hold$108  = 1'h0;
+  assign \out$109  = { 1'h0, \$104  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1371,15 +1604,33 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign \slot_c3.empty  = slot_c3[9];
   assign \slot_c3.index  = slot_c3[10];
   assign \slot_c3.value  = slot_c3[21:11];
-  assign \acc.in  = \acc$40 [18:0];
-  assign \acc$40[0]  = \acc$40 [18:0];
-  assign \acc$40[1]  = \acc$40 [37:19];
+  assign \acc.in  = \acc$37 [18:0];
+  assign \acc$37[0]  = \acc$37 [18:0];
+  assign \acc$37[1]  = \acc$37 [37:19];
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
-  assign \new.v  = \new [15:0];
-  assign \new.d  = \new [31:16];
+  assign \acc$42.in  = \acc$37 [37:19];
+  assign \params$43.in_shift  = \params$43 [6:0];
+  assign \params$43.theta  = \params$43 [22:7];
+  assign \old$44.v  = \old$44 [15:0];
+  assign \old$44.d  = \old$44 [31:16];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[1];
+  assign \slot_c4.base  = slot_c4[3:2];
+  assign \slot_c4.first  = slot_c4[4];
+  assign \slot_c4.last  = slot_c4[5];
+  assign \slot_c4.step_last  = slot_c4[6];
+  assign \slot_c4.seq_first  = slot_c4[7];
+  assign \slot_c4.seq_end  = slot_c4[8];
+  assign \slot_c4.empty  = slot_c4[9];
+  assign \slot_c4.index  = slot_c4[10];
+  assign \slot_c4.value  = slot_c4[21:11];
+  assign \new_c4_0.v  = new_c4_0[15:0];
+  assign \new_c4_0.d  = new_c4_0[31:16];
+  assign \old_c4_0.v  = old_c4_0[15:0];
+  assign \old_c4_0.d  = old_c4_0[31:16];
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[1];
   assign \trace.step_end  = trace[2];
@@ -1400,13 +1651,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign \entry.group  = entry[6];
   assign \entry.marker  = entry[7];
   assign \entry.seq_end  = entry[8];
-  assign \acc$56.in  = \acc$40 [37:19];
-  assign \params$57.in_shift  = \params$57 [6:0];
-  assign \params$57.theta  = \params$57 [22:7];
-  assign \old$58.v  = \old$58 [15:0];
-  assign \old$58.d  = \old$58 [31:16];
-  assign \new$59.v  = \new$59 [15:0];
-  assign \new$59.d  = \new$59 [31:16];
+  assign \new_c4_1.v  = new_c4_1[15:0];
+  assign \new_c4_1.d  = new_c4_1[31:16];
+  assign \old_c4_1.v  = old_c4_1[15:0];
+  assign \old_c4_1.d  = old_c4_1[31:16];
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[5:2];
   assign \entries__payload.value[0]  = entries__payload[3:2];
@@ -1418,58 +1666,62 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign \events__payload.value  = events__payload[3:2];
   assign \events__payload.step_end  = events__payload[4];
   assign \events__payload.seq_end  = events__payload[5];
-  assign \items__payload$74.index  = events__payload[1:0];
-  assign \items__payload$74.value  = events__payload[3:2];
-  assign \items__payload$74.step_end  = events__payload[4];
-  assign \items__payload$74.seq_end  = events__payload[5];
-  assign \trace$93.valid  = \trace$93 [0];
-  assign \trace$93.group  = \trace$93 [1];
-  assign \trace$93.step_end  = \trace$93 [2];
-  assign \trace$93.seq_end  = \trace$93 [3];
-  assign \trace$93.state  = \trace$93 [7:4];
-  assign \trace$93.state[0]  = \trace$93 [5:4];
-  assign \trace$93.state[1]  = \trace$93 [7:6];
-  assign \trace$93.gate  = \trace$93 [9:8];
-  assign \trace$93.gate[0]  = \trace$93 [8];
-  assign \trace$93.gate[1]  = \trace$93 [9];
-  assign \trace$93.potential  = \trace$93 [41:10];
-  assign \trace$93.potential[0]  = \trace$93 [25:10];
-  assign \trace$93.potential[1]  = \trace$93 [41:26];
-  assign \old$58 [31:16] = \$23 ;
-  assign \old$58 [15:0] = \$22 ;
-  assign \params$57 [22:7] = \port__data$42 [63:48];
-  assign \params$57 [6:0] = \port__data$42 [38:32];
-  assign entry[8] = slot_c3[8];
-  assign entry[7] = \$30 ;
-  assign entry[6] = slot_c3[1];
-  assign entry[5:4] = { 1'h0, \$82  };
-  assign entry[1] = \$29 ;
-  assign entry[3:2] = { 1'h0, \$81  };
-  assign entry[0] = \$21 ;
-  assign trace[3] = slot_c3[8];
-  assign trace[2] = slot_c3[6];
-  assign trace[1] = slot_c3[1];
-  assign trace[0] = finalize;
-  assign trace[41:26] = \potential$64 ;
-  assign trace[9] = \gate$63 ;
-  assign trace[7:6] = { 1'h0, \$82  };
-  assign trace[25:10] = potential;
-  assign trace[8] = gate;
-  assign trace[5:4] = { 1'h0, \$81  };
-  assign saturated[1] = \$26 ;
-  assign saturated[0] = \$18 ;
-  assign changed[1] = \$25 ;
-  assign changed[0] = \$17 ;
-  assign \port__data$45 [63:48] = \new$59 [31:16];
-  assign \port__data$45 [47:32] = \new$59 [15:0];
-  assign \port__data$45 [31:16] = \new [31:16];
-  assign \port__data$45 [15:0] = \new [15:0];
-  assign old[31:16] = \$15 ;
-  assign old[15:0] = \$14 ;
-  assign params[22:7] = \port__data$42 [31:16];
-  assign params[6:0] = \port__data$42 [6:0];
+  assign \items__payload$82.index  = events__payload[1:0];
+  assign \items__payload$82.value  = events__payload[3:2];
+  assign \items__payload$82.step_end  = events__payload[4];
+  assign \items__payload$82.seq_end  = events__payload[5];
+  assign \new.v  = \new [15:0];
+  assign \new.d  = \new [31:16];
+  assign \new$107.v  = \new$107 [15:0];
+  assign \new$107.d  = \new$107 [31:16];
+  assign \trace$113.valid  = \trace$113 [0];
+  assign \trace$113.group  = \trace$113 [1];
+  assign \trace$113.step_end  = \trace$113 [2];
+  assign \trace$113.seq_end  = \trace$113 [3];
+  assign \trace$113.state  = \trace$113 [7:4];
+  assign \trace$113.state[0]  = \trace$113 [5:4];
+  assign \trace$113.state[1]  = \trace$113 [7:6];
+  assign \trace$113.gate  = \trace$113 [9:8];
+  assign \trace$113.gate[0]  = \trace$113 [8];
+  assign \trace$113.gate[1]  = \trace$113 [9];
+  assign \trace$113.potential  = \trace$113 [41:10];
+  assign \trace$113.potential[0]  = \trace$113 [25:10];
+  assign \trace$113.potential[1]  = \trace$113 [41:26];
+  assign entry[8] = slot_c4[8];
+  assign entry[7] = \$34 ;
+  assign entry[6] = slot_c4[1];
+  assign entry[5:4] = out_1;
+  assign entry[1] = \$33 ;
+  assign entry[3:2] = out_0;
+  assign entry[0] = \$25 ;
+  assign trace[3] = slot_c4[8];
+  assign trace[2] = slot_c4[6];
+  assign trace[1] = slot_c4[1];
+  assign trace[0] = \port__en$48 ;
+  assign trace[41:26] = potential_c4_1;
+  assign trace[9] = gate_c4_1;
+  assign trace[7:6] = out_1;
+  assign trace[25:10] = potential_c4_0;
+  assign trace[8] = gate_c4_0;
+  assign trace[5:4] = out_0;
+  assign saturated[1] = \$30 ;
+  assign saturated[0] = \$22 ;
+  assign changed[1] = \$29 ;
+  assign changed[0] = \$21 ;
+  assign \port__data$50 [63:48] = \$27 ;
+  assign \port__data$50 [47:32] = \$26 ;
+  assign \port__data$50 [31:16] = \$19 ;
+  assign \port__data$50 [15:0] = \$18 ;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \old$44 [31:16] = \$17 ;
+  assign \old$44 [15:0] = \$16 ;
+  assign \params$43 [22:7] = \port__data$39 [63:48];
+  assign \params$43 [6:0] = \port__data$39 [38:32];
+  assign old[31:16] = \$15 ;
+  assign old[15:0] = \$14 ;
+  assign params[22:7] = \port__data$39 [31:16];
+  assign params[6:0] = \port__data$39 [6:0];
   assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
   assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [63:48] = \config [23:8];
@@ -1480,19 +1732,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$75 
   assign \port__data$12 [15:0] = \config [23:8];
   assign port__data[15:8] = \config [15:8];
   assign port__data[7:0] = \config [15:8];
-  assign \$17  = \$16 ;
-  assign \$18  = \saturated$51 ;
-  assign \$19  = slot_c3[8];
-  assign \$25  = \$24 ;
-  assign \$26  = \saturated$62 ;
-  assign \$27  = slot_c3[8];
-  assign \$48  = finalize;
-  assign \$20  = \$81 ;
-  assign \$28  = \$82 ;
+  assign \$21  = \$20 ;
+  assign \$22  = saturated_c4_0;
+  assign \$23  = slot_c4[8];
+  assign \$29  = \$28 ;
+  assign \$30  = saturated_c4_1;
+  assign \$31  = slot_c4[8];
+  assign \$52  = \port__en$48 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2644,7 +2894,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$476$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2684,8 +2934,8 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$476$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$476$0 ;
-  wire \port$476$0 ;
+  output \port$482$0 ;
+  wire \port$482$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2724,7 +2974,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$476$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$476$0  = \$19 ;
+  assign \port$482$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -2738,7 +2988,7 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$476$0 , params,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$498$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params, old, acc, \new , v_new);
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -2778,8 +3028,8 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$498$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$498$0 ;
-  wire \port$498$0 ;
+  output \port$504$0 ;
+  wire \port$504$0 ;
   wire [15:0] potential;
   wire saturated;
   output spike;
@@ -2818,7 +3068,7 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$498$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$498$0  = \$19 ;
+  assign \port$504$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -4573,8 +4823,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [14:0] \$53 ;
   reg [24:0] \$54 ;
   reg \$55 ;
-  reg [3:0] \$56 ;
+  reg [49:0] \$56 ;
+  reg [14:0] \$57 ;
+  reg \$58 ;
+  reg [24:0] \$59 ;
   wire [3:0] \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -4606,7 +4861,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg group_lane = 1'h0;
+  reg [24:0] group_logit = 25'h0000000;
   input [5:0] items__payload;
   wire [5:0] items__payload;
   wire [5:0] \items__payload$1 ;
@@ -4624,6 +4883,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [49:0] logits_c4 = 50'h0000000000000;
+  wire [24:0] \logits_c4[0] ;
+  wire [24:0] \logits_c4[1] ;
   wire [1:0] port__addr;
   wire [-1:0] \port__addr$10 ;
   wire [1:0] \port__addr$15 ;
@@ -4716,6 +4978,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [1:0] \slot_c3.value ;
+  reg [14:0] slot_c4 = 15'h0000;
+  wire [2:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire \slot_c4.group ;
+  wire [1:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [1:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -4723,7 +4997,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [1:0] value;
   wire [53:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -4744,32 +5018,37 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$64  [3:0];
+  reg [15:0] \weights$69  [3:0];
   initial begin
-    \weights$64 [0] = 16'ha9cb;
-    \weights$64 [1] = 16'hfdd0;
-    \weights$64 [2] = 16'h263b;
-    \weights$64 [3] = 16'h6a4d;
+    \weights$69 [0] = 16'ha9cb;
+    \weights$69 [1] = 16'hfdd0;
+    \weights$69 [2] = 16'h263b;
+    \weights$69 [3] = 16'h6a4d;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$64 [\config [5:4]][7:0] <= port__data[7:0];
+      \weights$69 [\config [5:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$64 [\config [5:4]][15:8] <= port__data[15:8];
+      \weights$69 [\config [5:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$64 [\$7 [1:0]];
+      _1_ <= \weights$69 [\$7 [1:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$32  = 1'h0 + \port__en$14 ;
+  assign \$33  = readout_bias_reads + \$32 ;
+  assign \$34  = | \$6 [1:0];
+  assign \$35  = 1'h0 + \$34 ;
+  assign \$36  = readout_bias_writes + \$35 ;
   assign \$37  = ~ slot_c2[10];
   assign \$38  = slot_c2[0] & \$37 ;
   assign \$39  = | slot_c2[14:13];
   assign \$40  = \$38  & \$39 ;
   assign \$41  = readout_macs + 2'h2;
-  assign \$42  = finalize & take;
+  assign \$42  = w_en & take;
   assign \$43  = reserved + starting;
   assign \$44  = r_en & results__valid;
   assign \$45  = \$43  - \$44 ;
@@ -4790,11 +5069,21 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$53 ;
   always @(posedge clk)
-    best_logit <= \$54 ;
+    group_logit <= \$54 ;
   always @(posedge clk)
-    best_class <= \$55 ;
+    group_lane <= \$55 ;
   always @(posedge clk)
-    reserved <= \$56 ;
+    logits_c4 <= \$56 ;
+  always @(posedge clk)
+    slot_c4 <= \$57 ;
+  always @(posedge clk)
+    w_en <= \$58 ;
+  always @(posedge clk)
+    best_logit <= \$59 ;
+  always @(posedge clk)
+    best_class <= \$60 ;
+  always @(posedge clk)
+    reserved <= \$61 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [7:6];
@@ -4811,11 +5100,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_logit = \$16  ? acc[49:25] : acc[24:0];
   assign \$19  = $signed(acc[49:25]) > $signed(acc[24:0]);
   assign argmax_0_0_lane = \$21  ? 1'h1 : 1'h0;
-  assign \$22  = ! slot_c3[1];
-  assign \$23  = $signed(argmax_0_0_logit) > $signed(best_logit);
+  assign \$22  = ! slot_c4[1];
+  assign \$23  = $signed(group_logit) > $signed(best_logit);
   assign take = \$22  | \$23 ;
-  assign \$24  = slot_c3[1] * 2'h2;
-  assign \$25  = \$24  + argmax_0_0_lane;
+  assign \$24  = slot_c4[1] * 2'h2;
+  assign \$25  = \$24  + group_lane;
   assign \$26  = take ? \$25  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$27  = 1'h0 + \port__en$13 ;
@@ -4823,11 +5112,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$29  = | \$3 [1:0];
   assign \$30  = 1'h0 + \$29 ;
   assign \$31  = readout_weights_writes + \$30 ;
-  assign \$32  = 1'h0 + \port__en$14 ;
-  assign \$33  = readout_bias_reads + \$32 ;
-  assign \$34  = | \$6 [1:0];
-  assign \$35  = 1'h0 + \$34 ;
-  assign \$36  = readout_bias_writes + \$35 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4860,7 +5144,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
@@ -4938,29 +5222,64 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$54  = best_logit;
-    if (\$42 ) begin
-      \$54  = argmax_0_0_logit;
-    end
+    \$54  = argmax_0_0_logit;
     if (rst) begin
       \$54  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$55  = best_class;
-    if (\$42 ) begin
-      \$55  = \$26 [0];
-    end
+    \$55  = argmax_0_0_lane;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$56  = \$45 [3:0];
+    \$56  = acc;
     if (rst) begin
-      \$56  = 4'h0;
+      \$56  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$57  = slot_c3;
+    if (rst) begin
+      \$57  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$58  = finalize;
+    if (rst) begin
+      \$58  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$59  = best_logit;
+    if (\$42 ) begin
+      \$59  = group_logit;
+    end
+    if (rst) begin
+      \$59  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$60  = best_class;
+    if (\$42 ) begin
+      \$60  = \$26 [0];
+    end
+    if (rst) begin
+      \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$61  = \$45 [3:0];
+    if (rst) begin
+      \$61  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4976,7 +5295,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign value = slot_c2[14:13];
   assign class_now = \$26 [0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -5032,6 +5351,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.value  = slot_c3[14:13];
   assign \acc[0]  = acc[24:0];
   assign \acc[1]  = acc[49:25];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[1];
+  assign \slot_c4.base  = slot_c4[4:2];
+  assign \slot_c4.first  = slot_c4[5];
+  assign \slot_c4.last  = slot_c4[6];
+  assign \slot_c4.step_last  = slot_c4[7];
+  assign \slot_c4.seq_first  = slot_c4[8];
+  assign \slot_c4.seq_end  = slot_c4[9];
+  assign \slot_c4.empty  = slot_c4[10];
+  assign \slot_c4.index  = slot_c4[12:11];
+  assign \slot_c4.value  = slot_c4[14:13];
   assign \beat.logits  = beat[49:0];
   assign \beat.logits[0]  = beat[24:0];
   assign \beat.logits[1]  = beat[49:25];
@@ -5039,6 +5369,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[51];
   assign \beat.class_index  = beat[52];
   assign \beat.seq_end  = beat[53];
+  assign \logits_c4[0]  = logits_c4[24:0];
+  assign \logits_c4[1]  = logits_c4[49:25];
   assign \results__payload.logits  = results__payload[49:0];
   assign \results__payload.logits[0]  = results__payload[24:0];
   assign \results__payload.logits[1]  = results__payload[49:25];
@@ -5046,12 +5378,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[51];
   assign \results__payload.class_index  = results__payload[52];
   assign \results__payload.seq_end  = results__payload[53];
-  assign beat[53] = slot_c3[9];
+  assign beat[53] = slot_c4[9];
   assign beat[52] = \$26 [0];
-  assign beat[51] = slot_c3[7];
-  assign beat[50] = slot_c3[1];
-  assign beat[49:25] = acc[49:25];
-  assign beat[24:0] = acc[24:0];
+  assign beat[51] = slot_c4[7];
+  assign beat[50] = slot_c4[1];
+  assign beat[49:25] = logits_c4[49:25];
+  assign beat[24:0] = logits_c4[24:0];
   assign seeds[49:25] = { \port__data$26 [47], \port__data$26 [47:24] };
   assign seeds[24:0] = { \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [47:24] = \config [31:8];
@@ -5843,7 +6175,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -241,7 +241,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$24 ),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$89 (events__ready),
+    .\items__ready$103 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -261,7 +261,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$107 (trace_0)
+    .\trace$149 (trace_0)
   );
   \accelerator.readout  readout (
     .clk(clk),
@@ -488,14 +488,44 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$89 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$107 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$149 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
+  reg \$100 ;
+  reg [15:0] \$101 ;
+  reg [15:0] \$102 ;
+  reg [15:0] \$103 ;
+  reg \$104 ;
+  reg [15:0] \$105 ;
+  reg [15:0] \$106 ;
+  reg \$107 ;
+  reg \$108 ;
+  reg [15:0] \$109 ;
   wire \$11 ;
+  reg [15:0] \$110 ;
+  reg [15:0] \$111 ;
+  reg \$112 ;
+  reg [15:0] \$113 ;
+  reg [15:0] \$114 ;
+  reg \$115 ;
+  reg \$116 ;
+  reg [15:0] \$117 ;
+  reg [15:0] \$118 ;
+  reg [15:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
+  reg \$120 ;
+  reg [15:0] \$121 ;
+  reg [15:0] \$122 ;
+  reg \$123 ;
+  reg \$124 ;
+  reg [15:0] \$125 ;
+  reg [73:0] \$126 ;
+  reg [31:0] \$127 ;
+  reg [31:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -503,14 +533,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
+  wire [15:0] \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
-  wire \$27 ;
+  wire [15:0] \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
@@ -518,89 +548,97 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire \$34 ;
+  wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire [1:0] \$38 ;
-  wire [32:0] \$39 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [1:0] \$41 ;
-  wire [32:0] \$42 ;
-  wire [1:0] \$43 ;
-  wire [32:0] \$44 ;
-  wire \$45 ;
-  wire [1:0] \$46 ;
-  wire [32:0] \$47 ;
-  wire [1:0] \$48 ;
-  wire [32:0] \$49 ;
+  wire \$41 ;
+  wire [1:0] \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire [1:0] \$45 ;
+  wire [32:0] \$46 ;
+  wire [1:0] \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire [1:0] \$51 ;
-  wire [32:0] \$52 ;
-  wire [1:0] \$53 ;
-  wire [32:0] \$54 ;
-  wire \$55 ;
-  wire [1:0] \$56 ;
-  wire [32:0] \$57 ;
-  wire \$58 ;
+  wire [1:0] \$50 ;
+  wire [32:0] \$51 ;
+  wire [1:0] \$52 ;
+  wire [32:0] \$53 ;
+  wire \$54 ;
+  wire [1:0] \$55 ;
+  wire [32:0] \$56 ;
+  wire [1:0] \$57 ;
+  wire [32:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire [32:0] \$62 ;
-  wire [1:0] \$63 ;
-  wire [2:0] \$64 ;
-  wire [3:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire [32:0] \$67 ;
-  wire [1:0] \$68 ;
-  wire [2:0] \$69 ;
+  wire [1:0] \$60 ;
+  wire [32:0] \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire [32:0] \$66 ;
+  wire [1:0] \$67 ;
+  wire [2:0] \$68 ;
+  wire [3:0] \$69 ;
   wire [7:0] \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [32:0] \$72 ;
-  wire [4:0] \$73 ;
-  wire \$74 ;
-  wire [5:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
+  wire [4:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire [1:0] \$72 ;
+  wire [2:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire [4:0] \$75 ;
+  wire [32:0] \$76 ;
+  wire [4:0] \$77 ;
+  wire \$78 ;
+  wire [5:0] \$79 ;
   wire [7:0] \$8 ;
   reg [31:0] \$80 ;
   reg [31:0] \$81 ;
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
-  reg [28:0] \$84 ;
-  reg \$85 ;
+  reg [31:0] \$84 ;
+  reg [31:0] \$85 ;
   reg [31:0] \$86 ;
-  reg [28:0] \$87 ;
-  reg [73:0] \$88 ;
-  reg [31:0] \$89 ;
+  reg [31:0] \$87 ;
+  reg [28:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
-  reg [3:0] \$91 ;
+  reg [28:0] \$91 ;
+  reg [28:0] \$92 ;
+  reg \$93 ;
+  reg [15:0] \$94 ;
+  reg [15:0] \$95 ;
+  reg \$96 ;
+  reg [15:0] \$97 ;
+  reg [15:0] \$98 ;
+  reg \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$40 ;
-  wire [18:0] \acc$40[0] ;
-  wire [18:0] \acc$40[1] ;
-  wire [18:0] \acc$40[2] ;
-  wire [18:0] \acc$40[3] ;
-  wire [18:0] \acc$40[4] ;
-  wire [18:0] \acc$40[5] ;
-  wire [18:0] \acc$40[6] ;
-  wire [18:0] \acc$40[7] ;
-  wire [37:0] \acc$55 ;
-  wire [18:0] \acc$55.cand ;
-  wire [18:0] \acc$55.thr ;
-  wire [37:0] \acc$63 ;
-  wire [18:0] \acc$63.cand ;
-  wire [18:0] \acc$63.thr ;
-  wire [37:0] \acc$71 ;
-  wire [18:0] \acc$71.cand ;
-  wire [18:0] \acc$71.thr ;
+  wire [151:0] \acc$37 ;
+  wire [18:0] \acc$37[0] ;
+  wire [18:0] \acc$37[1] ;
+  wire [18:0] \acc$37[2] ;
+  wire [18:0] \acc$37[3] ;
+  wire [18:0] \acc$37[4] ;
+  wire [18:0] \acc$37[5] ;
+  wire [18:0] \acc$37[6] ;
+  wire [18:0] \acc$37[7] ;
+  wire [37:0] \acc$42 ;
+  wire [18:0] \acc$42.cand ;
+  wire [18:0] \acc$42.thr ;
+  wire [37:0] \acc$45 ;
+  wire [18:0] \acc$45.cand ;
+  wire [18:0] \acc$45.thr ;
+  wire [37:0] \acc$48 ;
+  wire [18:0] \acc$48.cand ;
+  wire [18:0] \acc$48.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -646,11 +684,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire gate;
-  wire \gate$62 ;
-  wire \gate$70 ;
-  wire \gate$78 ;
+  wire \gate$131 ;
+  wire \gate$138 ;
+  wire \gate$145 ;
+  reg gate_c4_0 = 1'h0;
+  reg gate_c4_1 = 1'h0;
+  reg gate_c4_2 = 1'h0;
+  reg gate_c4_3 = 1'h0;
+  wire hold;
+  wire \hold$129 ;
+  wire \hold$136 ;
+  wire \hold$143 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -658,24 +710,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$88 ;
-  wire [4:0] \items__payload$88.index ;
-  wire \items__payload$88.seq_end ;
-  wire \items__payload$88.step_end ;
-  wire [15:0] \items__payload$88.value ;
+  wire [22:0] \items__payload$102 ;
+  wire [4:0] \items__payload$102.index ;
+  wire \items__payload$102.seq_end ;
+  wire \items__payload$102.step_end ;
+  wire [15:0] \items__payload$102.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
+  input \items__ready$103 ;
+  wire \items__ready$103 ;
   wire \items__ready$3 ;
-  input \items__ready$89 ;
-  wire \items__ready$89 ;
   input items__valid;
   wire items__valid;
+  wire \items__valid$106 ;
   wire \items__valid$5 ;
-  wire \items__valid$92 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -712,36 +764,60 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$58 ;
-  wire [15:0] \new$58.h ;
-  wire [15:0] \new$66 ;
-  wire [15:0] \new$66.h ;
-  wire [15:0] \new$74 ;
-  wire [15:0] \new$74.h ;
+  wire [15:0] \new$128 ;
+  wire [15:0] \new$128.h ;
+  wire [15:0] \new$135 ;
+  wire [15:0] \new$135.h ;
+  wire [15:0] \new$142 ;
+  wire [15:0] \new$142.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$57 ;
-  wire [15:0] \old$57.h ;
-  wire [15:0] \old$65 ;
-  wire [15:0] \old$65.h ;
-  wire [15:0] \old$73 ;
-  wire [15:0] \old$73.h ;
+  wire [15:0] \old$44 ;
+  wire [15:0] \old$44.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$60 ;
-  wire [15:0] \out$68 ;
-  wire [15:0] \out$76 ;
+  wire [15:0] \out$130 ;
+  wire [15:0] \out$137 ;
+  wire [15:0] \out$144 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$56 ;
-  wire [7:0] \params$56.alpha ;
-  wire [7:0] \params$64 ;
-  wire [7:0] \params$64.alpha ;
-  wire [7:0] \params$72 ;
-  wire [7:0] \params$72.alpha ;
+  wire [7:0] \params$43 ;
+  wire [7:0] \params$43.alpha ;
+  wire [7:0] \params$46 ;
+  wire [7:0] \params$46.alpha ;
+  wire [7:0] \params$49 ;
+  wire [7:0] \params$49.alpha ;
   wire [7:0] \params.alpha ;
   wire [6:0] port__addr;
   wire [2:0] \port__addr$10 ;
@@ -750,15 +826,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$22 ;
   reg [2:0] \port__addr$32 ;
   reg [2:0] \port__addr$33 ;
-  wire [2:0] \port__addr$37 ;
+  wire [2:0] \port__addr$52 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
-  wire [31:0] \port__data$42 ;
-  wire [63:0] \port__data$44 ;
-  wire [63:0] \port__data$45 ;
+  wire [31:0] \port__data$39 ;
+  wire [63:0] \port__data$41 ;
+  wire [63:0] \port__data$56 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -766,7 +842,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  wire \port__en$38 ;
+  reg \port__en$54  = 1'h0;
+  wire [15:0] potential;
+  wire [15:0] \potential$134 ;
+  wire [15:0] \potential$141 ;
+  wire [15:0] \potential$148 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [72:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -774,10 +858,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$51 ;
-  wire \saturated$61 ;
-  wire \saturated$69 ;
-  wire \saturated$77 ;
+  wire \saturated$125 ;
+  wire \saturated$132 ;
+  wire \saturated$139 ;
+  wire \saturated$146 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
@@ -823,24 +911,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
+  reg [28:0] slot_c4 = 29'h00000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [2:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [7:0] \slot_c4.value ;
   wire starting;
   wire [73:0] trace;
-  output [73:0] \trace$107 ;
-  reg [73:0] \trace$107  = 74'h0000000000000000000;
-  wire [3:0] \trace$107.gate ;
-  wire \trace$107.gate[0] ;
-  wire \trace$107.gate[1] ;
-  wire \trace$107.gate[2] ;
-  wire \trace$107.gate[3] ;
-  wire [2:0] \trace$107.group ;
-  wire \trace$107.seq_end ;
-  wire [63:0] \trace$107.state ;
-  wire [15:0] \trace$107.state[0] ;
-  wire [15:0] \trace$107.state[1] ;
-  wire [15:0] \trace$107.state[2] ;
-  wire [15:0] \trace$107.state[3] ;
-  wire \trace$107.step_end ;
-  wire \trace$107.valid ;
+  output [73:0] \trace$149 ;
+  reg [73:0] \trace$149  = 74'h0000000000000000000;
+  wire [3:0] \trace$149.gate ;
+  wire \trace$149.gate[0] ;
+  wire \trace$149.gate[1] ;
+  wire \trace$149.gate[2] ;
+  wire \trace$149.gate[3] ;
+  wire [2:0] \trace$149.group ;
+  wire \trace$149.seq_end ;
+  wire [63:0] \trace$149.state ;
+  wire [15:0] \trace$149.state[0] ;
+  wire [15:0] \trace$149.state[1] ;
+  wire [15:0] \trace$149.state[2] ;
+  wire [15:0] \trace$149.state[3] ;
+  wire \trace$149.step_end ;
+  wire \trace$149.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -860,6 +960,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire valid;
   wire [7:0] value;
   wire [72:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -906,34 +1007,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$120  [7:0];
+  reg [31:0] \params$162  [7:0];
   initial begin
-    \params$120 [0] = 32'd774648385;
-    \params$120 [1] = 32'd775171628;
-    \params$120 [2] = 32'd757870123;
-    \params$120 [3] = 32'd808267053;
-    \params$120 [4] = 32'd741417786;
-    \params$120 [5] = 32'd858925357;
-    \params$120 [6] = 32'd892414513;
-    \params$120 [7] = 32'd774844723;
+    \params$162 [0] = 32'd774648385;
+    \params$162 [1] = 32'd775171628;
+    \params$162 [2] = 32'd757870123;
+    \params$162 [3] = 32'd808267053;
+    \params$162 [4] = 32'd741417786;
+    \params$162 [5] = 32'd858925357;
+    \params$162 [6] = 32'd892414513;
+    \params$162 [7] = 32'd774844723;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$120 [\config [6:4]][7:0] <= \port__data$15 [7:0];
+      \params$162 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$120 [\config [6:4]][15:8] <= \port__data$15 [15:8];
+      \params$162 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$120 [\config [6:4]][23:16] <= \port__data$15 [23:16];
+      \params$162 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$120 [\config [6:4]][31:24] <= \port__data$15 [31:24];
+      \params$162 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$120 [\port__addr$32 ];
+      _1_ <= \params$162 [\port__addr$32 ];
     end
   end
-  assign \port__data$42  = _1_;
+  assign \port__data$39  = _1_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -946,8 +1047,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[3:1]] <= \port__data$45 ;
+    if (\port__en$54 )
+      state[slot_c4[3:1]] <= \port__data$56 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
@@ -955,234 +1056,139 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$33 ];
     end
   end
-  assign \port__data$44  = _2_;
-  reg [63:0] \weights$118  [103:0];
+  assign \port__data$41  = _2_;
+  reg [63:0] \weights$160  [103:0];
   initial begin
-    \weights$118 [0] = 64'h2404370502fadf03;
-    \weights$118 [1] = 64'h0af38cc5f3e2ae14;
-    \weights$118 [2] = 64'hedf6ab00c301f9ff;
-    \weights$118 [3] = 64'h0e3de1fc19ef19ae;
-    \weights$118 [4] = 64'h21fcdff448264ce8;
-    \weights$118 [5] = 64'h0cf435402ff7403b;
-    \weights$118 [6] = 64'hb7d8feead6d3e2c9;
-    \weights$118 [7] = 64'h0b59fb0cb1171818;
-    \weights$118 [8] = 64'he61bcbc7dd3428fb;
-    \weights$118 [9] = 64'hc1dd28ee05110013;
-    \weights$118 [10] = 64'hf4eff6ea2c1e0bfc;
-    \weights$118 [11] = 64'h150f17181bedecf1;
-    \weights$118 [12] = 64'h3c2a3728cb25e9e7;
-    \weights$118 [13] = 64'h450a160202fe9a12;
-    \weights$118 [14] = 64'he7490b01dce9f508;
-    \weights$118 [15] = 64'h1a0fe3ee27141a29;
-    \weights$118 [16] = 64'h1ed1f326e7f02019;
-    \weights$118 [17] = 64'hfddb1f1718023211;
-    \weights$118 [18] = 64'h1fef3cdb1ab8ced3;
-    \weights$118 [19] = 64'h361dcb0827d02dc7;
-    \weights$118 [20] = 64'habb6bbee372315df;
-    \weights$118 [21] = 64'hd9ececfe1810e10e;
-    \weights$118 [22] = 64'hb90b0b056d2f2207;
-    \weights$118 [23] = 64'hf6f515f8d8202312;
-    \weights$118 [24] = 64'hae03e1fbddf75e10;
-    \weights$118 [25] = 64'hd8d0fefce2d5fa0b;
-    \weights$118 [26] = 64'hdb0310fb46f946d7;
-    \weights$118 [27] = 64'hf0e06a01cf03b80e;
-    \weights$118 [28] = 64'h1aec0de7fcf707db;
-    \weights$118 [29] = 64'hff1406d34812f8cf;
-    \weights$118 [30] = 64'h2a2d1631fd00da0a;
-    \weights$118 [31] = 64'heff65114c2d41a35;
-    \weights$118 [32] = 64'h3cabdb140d5548e2;
-    \weights$118 [33] = 64'h6b1bdbdee1e62214;
-    \weights$118 [34] = 64'h5fd410f7ba0cc714;
-    \weights$118 [35] = 64'h82f70024fff6d32f;
-    \weights$118 [36] = 64'he53737265fd8e032;
-    \weights$118 [37] = 64'haf35170cd3e314d3;
-    \weights$118 [38] = 64'h1feab231fdf0efec;
-    \weights$118 [39] = 64'h30f70918fdf70008;
-    \weights$118 [40] = 64'h0ada110b2b23e821;
-    \weights$118 [41] = 64'hea0e3d0c4dd340f1;
-    \weights$118 [42] = 64'hd6b82023fa4aaaf3;
-    \weights$118 [43] = 64'hf2fee7073a34e50c;
-    \weights$118 [44] = 64'hbb27ed0821b43113;
-    \weights$118 [45] = 64'h1169edb3dcf60ae2;
-    \weights$118 [46] = 64'hedf5af441004acc5;
-    \weights$118 [47] = 64'h08e6e12ad6f94619;
-    \weights$118 [48] = 64'h34eb4a1b1c0ff3eb;
-    \weights$118 [49] = 64'hc5fd00e30df70fdd;
-    \weights$118 [50] = 64'hc7f8f8fdd9fd34ea;
-    \weights$118 [51] = 64'hf71c1bdd02f233dd;
-    \weights$118 [52] = 64'hb2f6fb104e0af610;
-    \weights$118 [53] = 64'h1d1113c5b501412d;
-    \weights$118 [54] = 64'hfcf8f30eda0c1edf;
-    \weights$118 [55] = 64'h23f854f511d21b1c;
-    \weights$118 [56] = 64'h331bde022012b20d;
-    \weights$118 [57] = 64'hde0fba3622e5cad7;
-    \weights$118 [58] = 64'h34d3200d34221ad8;
-    \weights$118 [59] = 64'hf0f4171ee00db1e1;
-    \weights$118 [60] = 64'h19d90b01080ae7fd;
-    \weights$118 [61] = 64'hfdb5c90844e421f6;
-    \weights$118 [62] = 64'h00e80e29d931ea3a;
-    \weights$118 [63] = 64'hf9fa35c31e1002dd;
-    \weights$118 [64] = 64'h34dac4feb81f08f3;
-    \weights$118 [65] = 64'he6fceaf6c815fbee;
-    \weights$118 [66] = 64'h10fe3b2b1bd16a09;
-    \weights$118 [67] = 64'h0af0c8e7dee2b823;
-    \weights$118 [68] = 64'hc9f3c703f61dfe07;
-    \weights$118 [69] = 64'hea0a37d926eaa705;
-    \weights$118 [70] = 64'h1f0eb5f46a259de7;
-    \weights$118 [71] = 64'h43f5c631c00c3002;
-    \weights$118 [72] = 64'h1dfe2df136fac21d;
-    \weights$118 [73] = 64'h0b223f19e1eb4f1b;
-    \weights$118 [74] = 64'h0e1ef0d3b7e5230d;
-    \weights$118 [75] = 64'h02fd1be9472af9d7;
-    \weights$118 [76] = 64'h17f046deb007efe4;
-    \weights$118 [77] = 64'h02ff1bfbe23befb3;
-    \weights$118 [78] = 64'hc523c00e08172507;
-    \weights$118 [79] = 64'hed229a1f0e07e8d7;
-    \weights$118 [80] = 64'hfc1cfff4f011a9fc;
-    \weights$118 [81] = 64'hee1028dc49097a07;
-    \weights$118 [82] = 64'h2df7264600f53d0d;
-    \weights$118 [83] = 64'h4ae9131215ead257;
-    \weights$118 [84] = 64'h451728c4e0f0cfdf;
-    \weights$118 [85] = 64'h0e8e35fd0d380cf4;
-    \weights$118 [86] = 64'hf70a16200c04eafc;
-    \weights$118 [87] = 64'h4bc5b0ea00fef10d;
-    \weights$118 [88] = 64'hfaf99ce3f8ed21e2;
-    \weights$118 [89] = 64'he2f1e7271003f110;
-    \weights$118 [90] = 64'h2f071117f5210e20;
-    \weights$118 [91] = 64'h0f1edafa010a0311;
-    \weights$118 [92] = 64'hb602f51ef325ae53;
-    \weights$118 [93] = 64'hb7cc10d5e90a6136;
-    \weights$118 [94] = 64'h135040e4471a20c6;
-    \weights$118 [95] = 64'hc7363f0d11cfb6d7;
-    \weights$118 [96] = 64'hd604630d37da58f1;
-    \weights$118 [97] = 64'hc5183fe50519eccb;
-    \weights$118 [98] = 64'h03e5f4debaf94907;
-    \weights$118 [99] = 64'hb8e51ed5b1481403;
-    \weights$118 [100] = 64'h2a2e4914bdf4f1f5;
-    \weights$118 [101] = 64'h551223140c0915d3;
-    \weights$118 [102] = 64'h37db2819f6c2ddfa;
-    \weights$118 [103] = 64'hd703f3e2f00015f3;
+    \weights$160 [0] = 64'h2404370502fadf03;
+    \weights$160 [1] = 64'h0af38cc5f3e2ae14;
+    \weights$160 [2] = 64'hedf6ab00c301f9ff;
+    \weights$160 [3] = 64'h0e3de1fc19ef19ae;
+    \weights$160 [4] = 64'h21fcdff448264ce8;
+    \weights$160 [5] = 64'h0cf435402ff7403b;
+    \weights$160 [6] = 64'hb7d8feead6d3e2c9;
+    \weights$160 [7] = 64'h0b59fb0cb1171818;
+    \weights$160 [8] = 64'he61bcbc7dd3428fb;
+    \weights$160 [9] = 64'hc1dd28ee05110013;
+    \weights$160 [10] = 64'hf4eff6ea2c1e0bfc;
+    \weights$160 [11] = 64'h150f17181bedecf1;
+    \weights$160 [12] = 64'h3c2a3728cb25e9e7;
+    \weights$160 [13] = 64'h450a160202fe9a12;
+    \weights$160 [14] = 64'he7490b01dce9f508;
+    \weights$160 [15] = 64'h1a0fe3ee27141a29;
+    \weights$160 [16] = 64'h1ed1f326e7f02019;
+    \weights$160 [17] = 64'hfddb1f1718023211;
+    \weights$160 [18] = 64'h1fef3cdb1ab8ced3;
+    \weights$160 [19] = 64'h361dcb0827d02dc7;
+    \weights$160 [20] = 64'habb6bbee372315df;
+    \weights$160 [21] = 64'hd9ececfe1810e10e;
+    \weights$160 [22] = 64'hb90b0b056d2f2207;
+    \weights$160 [23] = 64'hf6f515f8d8202312;
+    \weights$160 [24] = 64'hae03e1fbddf75e10;
+    \weights$160 [25] = 64'hd8d0fefce2d5fa0b;
+    \weights$160 [26] = 64'hdb0310fb46f946d7;
+    \weights$160 [27] = 64'hf0e06a01cf03b80e;
+    \weights$160 [28] = 64'h1aec0de7fcf707db;
+    \weights$160 [29] = 64'hff1406d34812f8cf;
+    \weights$160 [30] = 64'h2a2d1631fd00da0a;
+    \weights$160 [31] = 64'heff65114c2d41a35;
+    \weights$160 [32] = 64'h3cabdb140d5548e2;
+    \weights$160 [33] = 64'h6b1bdbdee1e62214;
+    \weights$160 [34] = 64'h5fd410f7ba0cc714;
+    \weights$160 [35] = 64'h82f70024fff6d32f;
+    \weights$160 [36] = 64'he53737265fd8e032;
+    \weights$160 [37] = 64'haf35170cd3e314d3;
+    \weights$160 [38] = 64'h1feab231fdf0efec;
+    \weights$160 [39] = 64'h30f70918fdf70008;
+    \weights$160 [40] = 64'h0ada110b2b23e821;
+    \weights$160 [41] = 64'hea0e3d0c4dd340f1;
+    \weights$160 [42] = 64'hd6b82023fa4aaaf3;
+    \weights$160 [43] = 64'hf2fee7073a34e50c;
+    \weights$160 [44] = 64'hbb27ed0821b43113;
+    \weights$160 [45] = 64'h1169edb3dcf60ae2;
+    \weights$160 [46] = 64'hedf5af441004acc5;
+    \weights$160 [47] = 64'h08e6e12ad6f94619;
+    \weights$160 [48] = 64'h34eb4a1b1c0ff3eb;
+    \weights$160 [49] = 64'hc5fd00e30df70fdd;
+    \weights$160 [50] = 64'hc7f8f8fdd9fd34ea;
+    \weights$160 [51] = 64'hf71c1bdd02f233dd;
+    \weights$160 [52] = 64'hb2f6fb104e0af610;
+    \weights$160 [53] = 64'h1d1113c5b501412d;
+    \weights$160 [54] = 64'hfcf8f30eda0c1edf;
+    \weights$160 [55] = 64'h23f854f511d21b1c;
+    \weights$160 [56] = 64'h331bde022012b20d;
+    \weights$160 [57] = 64'hde0fba3622e5cad7;
+    \weights$160 [58] = 64'h34d3200d34221ad8;
+    \weights$160 [59] = 64'hf0f4171ee00db1e1;
+    \weights$160 [60] = 64'h19d90b01080ae7fd;
+    \weights$160 [61] = 64'hfdb5c90844e421f6;
+    \weights$160 [62] = 64'h00e80e29d931ea3a;
+    \weights$160 [63] = 64'hf9fa35c31e1002dd;
+    \weights$160 [64] = 64'h34dac4feb81f08f3;
+    \weights$160 [65] = 64'he6fceaf6c815fbee;
+    \weights$160 [66] = 64'h10fe3b2b1bd16a09;
+    \weights$160 [67] = 64'h0af0c8e7dee2b823;
+    \weights$160 [68] = 64'hc9f3c703f61dfe07;
+    \weights$160 [69] = 64'hea0a37d926eaa705;
+    \weights$160 [70] = 64'h1f0eb5f46a259de7;
+    \weights$160 [71] = 64'h43f5c631c00c3002;
+    \weights$160 [72] = 64'h1dfe2df136fac21d;
+    \weights$160 [73] = 64'h0b223f19e1eb4f1b;
+    \weights$160 [74] = 64'h0e1ef0d3b7e5230d;
+    \weights$160 [75] = 64'h02fd1be9472af9d7;
+    \weights$160 [76] = 64'h17f046deb007efe4;
+    \weights$160 [77] = 64'h02ff1bfbe23befb3;
+    \weights$160 [78] = 64'hc523c00e08172507;
+    \weights$160 [79] = 64'hed229a1f0e07e8d7;
+    \weights$160 [80] = 64'hfc1cfff4f011a9fc;
+    \weights$160 [81] = 64'hee1028dc49097a07;
+    \weights$160 [82] = 64'h2df7264600f53d0d;
+    \weights$160 [83] = 64'h4ae9131215ead257;
+    \weights$160 [84] = 64'h451728c4e0f0cfdf;
+    \weights$160 [85] = 64'h0e8e35fd0d380cf4;
+    \weights$160 [86] = 64'hf70a16200c04eafc;
+    \weights$160 [87] = 64'h4bc5b0ea00fef10d;
+    \weights$160 [88] = 64'hfaf99ce3f8ed21e2;
+    \weights$160 [89] = 64'he2f1e7271003f110;
+    \weights$160 [90] = 64'h2f071117f5210e20;
+    \weights$160 [91] = 64'h0f1edafa010a0311;
+    \weights$160 [92] = 64'hb602f51ef325ae53;
+    \weights$160 [93] = 64'hb7cc10d5e90a6136;
+    \weights$160 [94] = 64'h135040e4471a20c6;
+    \weights$160 [95] = 64'hc7363f0d11cfb6d7;
+    \weights$160 [96] = 64'hd604630d37da58f1;
+    \weights$160 [97] = 64'hc5183fe50519eccb;
+    \weights$160 [98] = 64'h03e5f4debaf94907;
+    \weights$160 [99] = 64'hb8e51ed5b1481403;
+    \weights$160 [100] = 64'h2a2e4914bdf4f1f5;
+    \weights$160 [101] = 64'h551223140c0915d3;
+    \weights$160 [102] = 64'h37db2819f6c2ddfa;
+    \weights$160 [103] = 64'hd703f3e2f00015f3;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$118 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$160 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$118 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$160 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$118 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$160 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$118 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$160 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$118 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$160 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$118 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$160 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$118 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$160 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$118 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$160 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$118 [\$8 [6:0]];
+      _3_ <= \weights$160 [\$8 [6:0]];
     end
   end
   assign \port__data$29  = _3_;
-  assign \$7  = \$6  << \config [13:11];
-  assign \$8  = slot[10:4] + slot[20:17];
-  assign \$9  = ~ slot[16];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[11];
-  assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2[0] & slot_c2[12];
-  assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$44 [15:0];
-  assign \$13  = \new  != old;
-  assign \$17  = | \new ;
-  assign \$18  = \$16  & \$17 ;
-  assign \old$57  = slot_c3[14] ? 16'h0000 : \port__data$44 [31:16];
-  assign \$19  = \new$58  != \old$57 ;
-  assign \$23  = | \new$58 ;
-  assign \$24  = \$22  & \$23 ;
-  assign \old$65  = slot_c3[14] ? 16'h0000 : \port__data$44 [47:32];
-  assign \$25  = \new$66  != \old$65 ;
-  assign \$29  = | \new$66 ;
-  assign \$30  = \$28  & \$29 ;
-  assign \old$73  = slot_c3[14] ? 16'h0000 : \port__data$44 [63:48];
-  assign \$31  = \new$74  != \old$73 ;
-  assign \$35  = | \new$74 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = slot_c3[13] & slot_c3[15];
-  assign credit = reserved < 4'h8;
-  assign \$38  = 1'h0 + \port__en$16 ;
-  assign \$39  = layer0_weights_reads + \$38 ;
-  assign \$40  = | port__en;
-  assign \$41  = 1'h0 + \$40 ;
-  assign \$42  = layer0_weights_writes + \$41 ;
-  assign \$43  = 1'h0 + \port__en$17 ;
-  assign \$44  = layer0_bias_reads + \$43 ;
-  assign \$45  = | \port__en$11 ;
-  assign \$46  = 1'h0 + \$45 ;
-  assign \$47  = layer0_bias_writes + \$46 ;
-  assign \$48  = 1'h0 + \port__en$18 ;
-  assign \$49  = layer0_params_reads + \$48 ;
-  assign \$50  = | \$7 [3:0];
-  assign \$51  = 1'h0 + \$50 ;
-  assign \$52  = layer0_params_writes + \$51 ;
-  assign \$53  = 1'h0 + \port__en$19 ;
-  assign \$54  = layer0_state_reads + \$53 ;
-  assign \$56  = 1'h0 + \$55 ;
-  assign \$57  = layer0_state_writes + \$56 ;
-  assign \$58  = ~ slot_c2[16];
-  assign \$59  = slot_c2[0] & \$58 ;
-  assign \$60  = | slot_c2[28:21];
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = layer0_macs + 4'h8;
-  assign \$63  = 1'h0 + changed[0];
-  assign \$64  = \$63  + changed[1];
-  assign \$65  = \$64  + changed[2];
-  assign \$66  = \$65  + changed[3];
-  assign \$67  = layer0_events + \$66 ;
-  assign \$68  = 1'h0 + saturated[0];
-  assign \$69  = \$68  + saturated[1];
-  assign \$70  = \$69  + saturated[2];
-  assign \$71  = \$70  + saturated[3];
-  assign \$72  = layer0_saturations + \$71 ;
-  assign \$73  = reserved + starting;
-  assign \$74  = r_en & entries__valid;
-  assign \$75  = \$73  - \$74 ;
-  always @(posedge clk)
-    layer0_weights_reads <= \$76 ;
-  always @(posedge clk)
-    layer0_weights_writes <= \$77 ;
-  always @(posedge clk)
-    layer0_bias_reads <= \$78 ;
-  always @(posedge clk)
-    layer0_bias_writes <= \$79 ;
-  always @(posedge clk)
-    layer0_params_reads <= \$80 ;
-  always @(posedge clk)
-    layer0_params_writes <= \$81 ;
-  always @(posedge clk)
-    layer0_state_reads <= \$82 ;
-  always @(posedge clk)
-    layer0_state_writes <= \$83 ;
-  always @(posedge clk)
-    slot_c2 <= \$84 ;
-  always @(posedge clk)
-    use_acc2 <= \$85 ;
-  always @(posedge clk)
-    layer0_macs <= \$86 ;
-  always @(posedge clk)
-    slot_c3 <= \$87 ;
-  always @(posedge clk)
-    \trace$107  <= \$88 ;
-  always @(posedge clk)
-    layer0_events <= \$89 ;
-  always @(posedge clk)
-    layer0_saturations <= \$90 ;
-  always @(posedge clk)
-    reserved <= \$91 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [13:11];
@@ -1191,13 +1197,184 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__en$11  = \$4  << \config [13:11];
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
+  assign \$7  = \$6  << \config [13:11];
+  assign \$8  = slot[10:4] + slot[20:17];
+  assign \$9  = ~ slot[16];
+  assign \$10  = slot[0] & \$9 ;
+  assign \$11  = slot[0] & slot[11];
+  assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$29 ;
+  assign \$12  = slot_c2[0] & slot_c2[12];
+  assign finalize = slot_c3[0] & slot_c3[12];
+  assign old = slot_c3[14] ? 16'h0000 : \port__data$41 [15:0];
+  assign \old$44  = slot_c3[14] ? 16'h0000 : \port__data$41 [31:16];
+  assign \old$47  = slot_c3[14] ? 16'h0000 : \port__data$41 [47:32];
+  assign \old$50  = slot_c3[14] ? 16'h0000 : \port__data$41 [63:48];
+  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_out_c4_0;
+  assign \$18  = | out_0;
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$21  = out_1 != old_out_c4_1;
+  assign \$25  = | out_1;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$28  = out_2 != old_out_c4_2;
+  assign \$32  = | out_2;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$35  = out_3 != old_out_c4_3;
+  assign \$39  = | out_3;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = slot_c4[13] & slot_c4[15];
+  assign credit = reserved < 4'h8;
+  assign \$42  = 1'h0 + \port__en$16 ;
+  assign \$43  = layer0_weights_reads + \$42 ;
+  assign \$44  = | port__en;
+  assign \$45  = 1'h0 + \$44 ;
+  assign \$46  = layer0_weights_writes + \$45 ;
+  assign \$47  = 1'h0 + \port__en$17 ;
+  assign \$48  = layer0_bias_reads + \$47 ;
+  assign \$49  = | \port__en$11 ;
+  assign \$50  = 1'h0 + \$49 ;
+  assign \$51  = layer0_bias_writes + \$50 ;
+  assign \$52  = 1'h0 + \port__en$18 ;
+  assign \$53  = layer0_params_reads + \$52 ;
+  assign \$54  = | \$7 [3:0];
+  assign \$55  = 1'h0 + \$54 ;
+  assign \$56  = layer0_params_writes + \$55 ;
+  assign \$57  = 1'h0 + \port__en$19 ;
+  assign \$58  = layer0_state_reads + \$57 ;
+  assign \$60  = 1'h0 + \$59 ;
+  assign \$61  = layer0_state_writes + \$60 ;
+  assign \$62  = ~ slot_c2[16];
+  assign \$63  = slot_c2[0] & \$62 ;
+  assign \$64  = | slot_c2[28:21];
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = layer0_macs + 4'h8;
+  assign \$67  = 1'h0 + changed[0];
+  assign \$68  = \$67  + changed[1];
+  assign \$69  = \$68  + changed[2];
+  assign \$70  = \$69  + changed[3];
+  assign \$71  = layer0_events + \$70 ;
+  assign \$72  = 1'h0 + saturated[0];
+  assign \$73  = \$72  + saturated[1];
+  assign \$74  = \$73  + saturated[2];
+  assign \$75  = \$74  + saturated[3];
+  assign \$76  = layer0_saturations + \$75 ;
+  assign \$77  = reserved + starting;
+  assign \$78  = r_en & entries__valid;
+  assign \$79  = \$77  - \$78 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$80 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$81 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$82 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$83 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$84 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$85 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$86 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$87 ;
+  always @(posedge clk)
+    slot_c2 <= \$88 ;
+  always @(posedge clk)
+    use_acc2 <= \$89 ;
+  always @(posedge clk)
+    layer0_macs <= \$90 ;
+  always @(posedge clk)
+    slot_c3 <= \$91 ;
+  always @(posedge clk)
+    slot_c4 <= \$92 ;
+  always @(posedge clk)
+    \port__en$54  <= \$93 ;
+  always @(posedge clk)
+    new_c4_0 <= \$94 ;
+  always @(posedge clk)
+    old_c4_0 <= \$95 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$96 ;
+  always @(posedge clk)
+    out_c4_0 <= \$97 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$98 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$99 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$100 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$101 ;
+  always @(posedge clk)
+    new_c4_1 <= \$102 ;
+  always @(posedge clk)
+    old_c4_1 <= \$103 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$104 ;
+  always @(posedge clk)
+    out_c4_1 <= \$105 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$106 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$107 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$108 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$109 ;
+  always @(posedge clk)
+    new_c4_2 <= \$110 ;
+  always @(posedge clk)
+    old_c4_2 <= \$111 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$112 ;
+  always @(posedge clk)
+    out_c4_2 <= \$113 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$114 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$115 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$116 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$117 ;
+  always @(posedge clk)
+    new_c4_3 <= \$118 ;
+  always @(posedge clk)
+    old_c4_3 <= \$119 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$120 ;
+  always @(posedge clk)
+    out_c4_3 <= \$121 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$122 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$123 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$124 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$125 ;
+  always @(posedge clk)
+    \trace$149  <= \$126 ;
+  always @(posedge clk)
+    layer0_events <= \$127 ;
+  always @(posedge clk)
+    layer0_saturations <= \$128 ;
+  always @(posedge clk)
+    reserved <= \$129 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$54 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1217,7 +1394,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
+    .acc(\acc$37 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1232,41 +1409,45 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$89 ),
+    .items__ready(\items__ready$103 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
+    .abs_at_least(gate),
     .acc(acc),
-    .gate(gate),
-    .\new (\new ),
+    .h_new(\new ),
+    .hold(hold),
     .old(old),
-    .params(\port__data$42 [7:0]),
-    .saturated(\saturated$51 )
+    .params(\port__data$39 [7:0]),
+    .saturated(\saturated$125 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$55 ),
-    .gate(\gate$62 ),
-    .\new (\new$58 ),
-    .old(\old$57 ),
-    .params(\port__data$42 [15:8]),
-    .saturated(\saturated$61 )
+    .abs_at_least(\gate$131 ),
+    .acc(\acc$42 ),
+    .h_new(\new$128 ),
+    .hold(\hold$129 ),
+    .old(\old$44 ),
+    .params(\port__data$39 [15:8]),
+    .saturated(\saturated$132 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$63 ),
-    .gate(\gate$70 ),
-    .\new (\new$66 ),
-    .old(\old$65 ),
-    .params(\port__data$42 [23:16]),
-    .saturated(\saturated$69 )
+    .abs_at_least(\gate$138 ),
+    .acc(\acc$45 ),
+    .h_new(\new$135 ),
+    .hold(\hold$136 ),
+    .old(\old$47 ),
+    .params(\port__data$39 [23:16]),
+    .saturated(\saturated$139 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$71 ),
-    .gate(\gate$78 ),
-    .\new (\new$74 ),
-    .old(\old$73 ),
-    .params(\port__data$42 [31:24]),
-    .saturated(\saturated$77 )
+    .abs_at_least(\gate$145 ),
+    .acc(\acc$48 ),
+    .h_new(\new$142 ),
+    .hold(\hold$143 ),
+    .old(\old$50 ),
+    .params(\port__data$39 [31:24]),
+    .saturated(\saturated$146 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1312,113 +1493,79 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \$39 [31:0];
-    if (rst) begin
-      \$76  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \$42 [31:0];
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = \$44 [31:0];
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = \$47 [31:0];
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$49 [31:0];
+    \$80  = \$43 [31:0];
     if (rst) begin
       \$80  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = \$52 [31:0];
+    \$81  = \$46 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \$54 [31:0];
+    \$82  = \$48 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \$57 [31:0];
+    \$83  = \$51 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = slot;
+    \$84  = \$53 [31:0];
     if (rst) begin
-      \$84  = 29'h00000000;
+      \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = 1'h0;
+    \$85  = \$56 [31:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = layer0_macs;
-    if (\$61 ) begin
-      \$86  = \$62 [31:0];
-    end
+    \$86  = \$58 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = slot_c2;
+    \$87  = \$61 [31:0];
     if (rst) begin
-      \$87  = 29'h00000000;
+      \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = trace;
+    \$88  = slot;
     if (rst) begin
-      \$88  = 74'h0000000000000000000;
+      \$88  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = layer0_events;
-    if (finalize) begin
-      \$89  = \$67 [31:0];
-    end
+    \$89  = 1'h0;
     if (rst) begin
-      \$89  = 32'd0;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = layer0_saturations;
-    if (finalize) begin
-      \$90  = \$72 [31:0];
+    \$90  = layer0_macs;
+    if (\$65 ) begin
+      \$90  = \$66 [31:0];
     end
     if (rst) begin
       \$90  = 32'd0;
@@ -1426,9 +1573,281 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = \$75 [3:0];
+    \$91  = slot_c2;
     if (rst) begin
-      \$91  = 4'h0;
+      \$91  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$92  = slot_c3;
+    if (rst) begin
+      \$92  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$93  = finalize;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = \new ;
+    if (rst) begin
+      \$94  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$95  = old;
+    if (rst) begin
+      \$95  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$96  = hold;
+    if (rst) begin
+      \$96  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$97  = \new ;
+    if (rst) begin
+      \$97  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$98  = old;
+    if (rst) begin
+      \$98  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$99  = gate;
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$100  = \saturated$125 ;
+    if (rst) begin
+      \$100  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$101  = 16'h0000;
+    if (rst) begin
+      \$101  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$102  = \new$128 ;
+    if (rst) begin
+      \$102  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$103  = \old$44 ;
+    if (rst) begin
+      \$103  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$104  = \hold$129 ;
+    if (rst) begin
+      \$104  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$105  = \new$128 ;
+    if (rst) begin
+      \$105  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$106  = \old$44 ;
+    if (rst) begin
+      \$106  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$107  = \gate$131 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$108  = \saturated$132 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$109  = 16'h0000;
+    if (rst) begin
+      \$109  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$110  = \new$135 ;
+    if (rst) begin
+      \$110  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$111  = \old$47 ;
+    if (rst) begin
+      \$111  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$112  = \hold$136 ;
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$113  = \new$135 ;
+    if (rst) begin
+      \$113  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$114  = \old$47 ;
+    if (rst) begin
+      \$114  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$115  = \gate$138 ;
+    if (rst) begin
+      \$115  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$116  = \saturated$139 ;
+    if (rst) begin
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$117  = 16'h0000;
+    if (rst) begin
+      \$117  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$118  = \new$142 ;
+    if (rst) begin
+      \$118  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$119  = \old$50 ;
+    if (rst) begin
+      \$119  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$120  = \hold$143 ;
+    if (rst) begin
+      \$120  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$121  = \new$142 ;
+    if (rst) begin
+      \$121  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$122  = \old$50 ;
+    if (rst) begin
+      \$122  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$123  = \gate$145 ;
+    if (rst) begin
+      \$123  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$124  = \saturated$146 ;
+    if (rst) begin
+      \$124  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$125  = 16'h0000;
+    if (rst) begin
+      \$125  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$126  = trace;
+    if (rst) begin
+      \$126  = 74'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$127  = layer0_events;
+    if (\port__en$54 ) begin
+      \$127  = \$71 [31:0];
+    end
+    if (rst) begin
+      \$127  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$128  = layer0_saturations;
+    if (\port__en$54 ) begin
+      \$128  = \$76 [31:0];
+    end
+    if (rst) begin
+      \$128  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$129  = \$79 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1444,28 +1863,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__addr$37  = slot_c3[3:1];
-  assign \port__en$38  = finalize;
-  assign params = \port__data$42 [7:0];
-  assign old_out_0 = old;
-  assign out = \new ;
-  assign \params$56  = \port__data$42 [15:8];
-  assign old_out_1 = \old$57 ;
-  assign \out$60  = \new$58 ;
-  assign \params$64  = \port__data$42 [23:16];
-  assign old_out_2 = \old$65 ;
-  assign \out$68  = \new$66 ;
-  assign \params$72  = \port__data$42 [31:24];
-  assign old_out_3 = \old$73 ;
-  assign \out$76  = \new$74 ;
+  assign params = \port__data$39 [7:0];
+  assign \params$43  = \port__data$39 [15:8];
+  assign \params$46  = \port__data$39 [23:16];
+  assign \params$49  = \port__data$39 [31:24];
+  assign \port__addr$52  = slot_c4[3:1];
+  assign finalize4 = \port__en$54 ;
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$54 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$88  = events__payload;
-  assign events__ready = \items__ready$89 ;
-  assign \items__valid$92  = events__valid;
+  assign \items__payload$102  = events__payload;
+  assign events__ready = \items__ready$103 ;
+  assign \items__valid$106  = events__valid;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \out$130  = \new$128 ;
+  assign \potential$134  = 16'h0000;
+  assign \out$137  = \new$135 ;
+  assign \potential$141  = 16'h0000;
+  assign \out$144  = \new$142 ;
+  assign \potential$148  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1530,17 +1949,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$40[0]  = \acc$40 [18:0];
-  assign \acc$40[1]  = \acc$40 [37:19];
-  assign \acc$40[2]  = \acc$40 [56:38];
-  assign \acc$40[3]  = \acc$40 [75:57];
-  assign \acc$40[4]  = \acc$40 [94:76];
-  assign \acc$40[5]  = \acc$40 [113:95];
-  assign \acc$40[6]  = \acc$40 [132:114];
-  assign \acc$40[7]  = \acc$40 [151:133];
-  assign \params.alpha  = \port__data$42 [7:0];
+  assign \acc$37[0]  = \acc$37 [18:0];
+  assign \acc$37[1]  = \acc$37 [37:19];
+  assign \acc$37[2]  = \acc$37 [56:38];
+  assign \acc$37[3]  = \acc$37 [75:57];
+  assign \acc$37[4]  = \acc$37 [94:76];
+  assign \acc$37[5]  = \acc$37 [113:95];
+  assign \acc$37[6]  = \acc$37 [132:114];
+  assign \acc$37[7]  = \acc$37 [151:133];
+  assign \params.alpha  = \port__data$39 [7:0];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$42.cand  = \acc$42 [18:0];
+  assign \acc$42.thr  = \acc$42 [37:19];
+  assign \params$43.alpha  = \port__data$39 [15:8];
+  assign \old$44.h  = \old$44 ;
+  assign \acc$45.cand  = \acc$45 [18:0];
+  assign \acc$45.thr  = \acc$45 [37:19];
+  assign \params$46.alpha  = \port__data$39 [23:16];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [18:0];
+  assign \acc$48.thr  = \acc$48 [37:19];
+  assign \params$49.alpha  = \port__data$39 [31:24];
+  assign \old$50.h  = \old$50 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[3:1];
+  assign \slot_c4.base  = slot_c4[10:4];
+  assign \slot_c4.first  = slot_c4[11];
+  assign \slot_c4.last  = slot_c4[12];
+  assign \slot_c4.step_last  = slot_c4[13];
+  assign \slot_c4.seq_first  = slot_c4[14];
+  assign \slot_c4.seq_end  = slot_c4[15];
+  assign \slot_c4.empty  = slot_c4[16];
+  assign \slot_c4.index  = slot_c4[20:17];
+  assign \slot_c4.value  = slot_c4[28:21];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[3:1];
   assign \trace.step_end  = trace[4];
@@ -1564,21 +2007,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.group  = entry[70:68];
   assign \entry.marker  = entry[71];
   assign \entry.seq_end  = entry[72];
-  assign \acc$55.cand  = \acc$55 [18:0];
-  assign \acc$55.thr  = \acc$55 [37:19];
-  assign \params$56.alpha  = \port__data$42 [15:8];
-  assign \old$57.h  = \old$57 ;
-  assign \new$58.h  = \new$58 ;
-  assign \acc$63.cand  = \acc$63 [18:0];
-  assign \acc$63.thr  = \acc$63 [37:19];
-  assign \params$64.alpha  = \port__data$42 [23:16];
-  assign \old$65.h  = \old$65 ;
-  assign \new$66.h  = \new$66 ;
-  assign \acc$71.cand  = \acc$71 [18:0];
-  assign \acc$71.thr  = \acc$71 [37:19];
-  assign \params$72.alpha  = \port__data$42 [31:24];
-  assign \old$73.h  = \old$73 ;
-  assign \new$74.h  = \new$74 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[67:4];
   assign \entries__payload.value[0]  = entries__payload[19:4];
@@ -1592,71 +2026,75 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[20:5];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$88.index  = events__payload[4:0];
-  assign \items__payload$88.value  = events__payload[20:5];
-  assign \items__payload$88.step_end  = events__payload[21];
-  assign \items__payload$88.seq_end  = events__payload[22];
-  assign \trace$107.valid  = \trace$107 [0];
-  assign \trace$107.group  = \trace$107 [3:1];
-  assign \trace$107.step_end  = \trace$107 [4];
-  assign \trace$107.seq_end  = \trace$107 [5];
-  assign \trace$107.state  = \trace$107 [69:6];
-  assign \trace$107.state[0]  = \trace$107 [21:6];
-  assign \trace$107.state[1]  = \trace$107 [37:22];
-  assign \trace$107.state[2]  = \trace$107 [53:38];
-  assign \trace$107.state[3]  = \trace$107 [69:54];
-  assign \trace$107.gate  = \trace$107 [73:70];
-  assign \trace$107.gate[0]  = \trace$107 [70];
-  assign \trace$107.gate[1]  = \trace$107 [71];
-  assign \trace$107.gate[2]  = \trace$107 [72];
-  assign \trace$107.gate[3]  = \trace$107 [73];
-  assign \acc$71 [37:19] = \acc$40 [151:133];
-  assign \acc$71 [18:0] = \acc$40 [132:114];
-  assign \acc$63 [37:19] = \acc$40 [113:95];
-  assign \acc$63 [18:0] = \acc$40 [94:76];
-  assign \acc$55 [37:19] = \acc$40 [75:57];
-  assign \acc$55 [18:0] = \acc$40 [56:38];
-  assign entry[72] = slot_c3[15];
-  assign entry[71] = \$37 ;
-  assign entry[70:68] = slot_c3[3:1];
-  assign entry[67:52] = \new$74 ;
-  assign entry[3] = \$36 ;
-  assign entry[51:36] = \new$66 ;
-  assign entry[2] = \$30 ;
-  assign entry[35:20] = \new$58 ;
-  assign entry[1] = \$24 ;
-  assign entry[19:4] = \new ;
-  assign entry[0] = \$18 ;
-  assign trace[5] = slot_c3[15];
-  assign trace[4] = slot_c3[13];
-  assign trace[3:1] = slot_c3[3:1];
-  assign trace[0] = finalize;
-  assign trace[73] = \gate$78 ;
-  assign trace[69:54] = \new$74 ;
-  assign trace[72] = \gate$70 ;
-  assign trace[53:38] = \new$66 ;
-  assign trace[71] = \gate$62 ;
-  assign trace[37:22] = \new$58 ;
-  assign trace[70] = gate;
-  assign trace[21:6] = \new ;
-  assign saturated[3] = \$33 ;
-  assign saturated[2] = \$27 ;
-  assign saturated[1] = \$21 ;
-  assign saturated[0] = \$15 ;
-  assign changed[3] = \$32 ;
-  assign changed[2] = \$26 ;
-  assign changed[1] = \$20 ;
-  assign changed[0] = \$14 ;
-  assign \port__data$45 [63:48] = \new$74 ;
-  assign \port__data$45 [47:32] = \new$66 ;
-  assign \port__data$45 [31:16] = \new$58 ;
-  assign \port__data$45 [15:0] = \new ;
-  assign acc[37:19] = \acc$40 [37:19];
-  assign acc[18:0] = \acc$40 [18:0];
+  assign \items__payload$102.index  = events__payload[4:0];
+  assign \items__payload$102.value  = events__payload[20:5];
+  assign \items__payload$102.step_end  = events__payload[21];
+  assign \items__payload$102.seq_end  = events__payload[22];
+  assign \new.h  = \new ;
+  assign \new$128.h  = \new$128 ;
+  assign \new$135.h  = \new$135 ;
+  assign \new$142.h  = \new$142 ;
+  assign \trace$149.valid  = \trace$149 [0];
+  assign \trace$149.group  = \trace$149 [3:1];
+  assign \trace$149.step_end  = \trace$149 [4];
+  assign \trace$149.seq_end  = \trace$149 [5];
+  assign \trace$149.state  = \trace$149 [69:6];
+  assign \trace$149.state[0]  = \trace$149 [21:6];
+  assign \trace$149.state[1]  = \trace$149 [37:22];
+  assign \trace$149.state[2]  = \trace$149 [53:38];
+  assign \trace$149.state[3]  = \trace$149 [69:54];
+  assign \trace$149.gate  = \trace$149 [73:70];
+  assign \trace$149.gate[0]  = \trace$149 [70];
+  assign \trace$149.gate[1]  = \trace$149 [71];
+  assign \trace$149.gate[2]  = \trace$149 [72];
+  assign \trace$149.gate[3]  = \trace$149 [73];
+  assign entry[72] = slot_c4[15];
+  assign entry[71] = \$41 ;
+  assign entry[70:68] = slot_c4[3:1];
+  assign entry[67:52] = out_3;
+  assign entry[3] = \$40 ;
+  assign entry[51:36] = out_2;
+  assign entry[2] = \$33 ;
+  assign entry[35:20] = out_1;
+  assign entry[1] = \$26 ;
+  assign entry[19:4] = out_0;
+  assign entry[0] = \$19 ;
+  assign trace[5] = slot_c4[15];
+  assign trace[4] = slot_c4[13];
+  assign trace[3:1] = slot_c4[3:1];
+  assign trace[0] = \port__en$54 ;
+  assign trace[73] = gate_c4_3;
+  assign trace[69:54] = out_3;
+  assign trace[72] = gate_c4_2;
+  assign trace[53:38] = out_2;
+  assign trace[71] = gate_c4_1;
+  assign trace[37:22] = out_1;
+  assign trace[70] = gate_c4_0;
+  assign trace[21:6] = out_0;
+  assign saturated[3] = \$37 ;
+  assign saturated[2] = \$30 ;
+  assign saturated[1] = \$23 ;
+  assign saturated[0] = \$16 ;
+  assign changed[3] = \$36 ;
+  assign changed[2] = \$29 ;
+  assign changed[1] = \$22 ;
+  assign changed[0] = \$15 ;
+  assign \port__data$56 [63:48] = \$34 ;
+  assign \port__data$56 [47:32] = \$27 ;
+  assign \port__data$56 [31:16] = \$20 ;
+  assign \port__data$56 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \acc$48 [37:19] = \acc$37 [151:133];
+  assign \acc$48 [18:0] = \acc$37 [132:114];
+  assign \acc$45 [37:19] = \acc$37 [113:95];
+  assign \acc$45 [18:0] = \acc$37 [94:76];
+  assign \acc$42 [37:19] = \acc$37 [75:57];
+  assign \acc$42 [18:0] = \acc$37 [56:38];
+  assign acc[37:19] = \acc$37 [37:19];
+  assign acc[18:0] = \acc$37 [18:0];
   assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
   assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
   assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
@@ -1685,23 +2123,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign port__data[23:16] = \config [21:14];
   assign port__data[15:8] = \config [21:14];
   assign port__data[7:0] = \config [21:14];
-  assign \$14  = \$13 ;
-  assign \$15  = \saturated$51 ;
-  assign \$16  = slot_c3[15];
-  assign \$20  = \$19 ;
-  assign \$21  = \saturated$61 ;
-  assign \$22  = slot_c3[15];
-  assign \$26  = \$25 ;
-  assign \$27  = \saturated$69 ;
-  assign \$28  = slot_c3[15];
-  assign \$32  = \$31 ;
-  assign \$33  = \saturated$77 ;
-  assign \$34  = slot_c3[15];
-  assign \$55  = finalize;
+  assign \$15  = \$14 ;
+  assign \$16  = saturated_c4_0;
+  assign \$17  = slot_c4[15];
+  assign \$22  = \$21 ;
+  assign \$23  = saturated_c4_1;
+  assign \$24  = slot_c4[15];
+  assign \$29  = \$28 ;
+  assign \$30  = saturated_c4_2;
+  assign \$31  = slot_c4[15];
+  assign \$36  = \$35 ;
+  assign \$37  = saturated_c4_3;
+  assign \$38  = slot_c4[15];
+  assign \$59  = \port__en$54 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2964,33 +3402,36 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -3003,65 +3444,82 @@ module \accelerator.layer0.update_0 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -3074,65 +3532,82 @@ module \accelerator.layer0.update_1 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -3145,65 +3620,82 @@ module \accelerator.layer0.update_2 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
+module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [17:0] \$13 ;
-  wire [17:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [19:0] \$2 ;
-  wire [19:0] \$3 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
   wire \$4 ;
-  wire [19:0] \$5 ;
-  wire [19:0] \$6 ;
-  wire \$7 ;
-  wire [8:0] \$8 ;
-  wire [8:0] \$9 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
-  output gate;
   wire gate;
-  wire \gate$9 ;
+  output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
-  output [15:0] \new ;
+  output hold;
+  wire hold;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
   input [15:0] old;
@@ -3216,40 +3708,54 @@ module \accelerator.layer0.update_3 (params, gate, \new , saturated, acc, old);
   output saturated;
   wire saturated;
   wire [17:0] total;
-  assign \$1  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$2  = - $signed(acc[18:0]);
-  assign \$3  = \$1  ? { acc[18], acc[18:0] } : \$2 ;
-  assign \$4  = $signed(acc[37:19]) >= $signed(1'h0);
-  assign \$5  = - $signed(acc[37:19]);
-  assign \$6  = \$4  ? { acc[37], acc[37:19] } : \$5 ;
-  assign gate = \$3 [18:0] >= \$6 [18:0];
-  assign \$7  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$8  = - $signed(params);
-  assign \$9  = \$7  ? { params[7], params } : \$8 ;
-  assign \$10  = $signed(old) + $signed(\$9 );
-  assign \$11  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$12  = $signed(\$10 ) < $signed(16'h8000);
-  assign \$13  = \$12  ? 18'h38000 : { \$10 [16], \$10  };
-  assign \$14  = \$11  ? 18'h07fff : \$13 ;
-  assign \$15  = $signed(\$10 ) > $signed(16'h7fff);
-  assign \$16  = $signed(\$10 ) < $signed(16'h8000);
-  assign h_new_clipped = \$15  | \$16 ;
-  assign \new  = gate ? \$14 [15:0] : old;
-  assign saturated = gate & h_new_clipped;
-  assign total = { \$10 [16], \$10  };
-  assign h_new = \$14 [15:0];
-  assign out = \new ;
-  assign \gate$9  = gate;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
   assign \old.h  = old;
   assign \params.alpha  = params;
-  assign \new.h  = \new ;
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3332,9 +3838,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$81 ;
   reg [36:0] \$82 ;
   reg [28:0] \$83 ;
-  reg [3:0] \$84 ;
-  reg [3:0] \$85 ;
+  reg [1:0] \$84 ;
+  reg [115:0] \$85 ;
+  reg [36:0] \$86 ;
+  reg \$87 ;
+  reg [28:0] \$88 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
+  reg [3:0] \$90 ;
   wire [115:0] acc;
   wire [28:0] \acc[0] ;
   wire [28:0] \acc[1] ;
@@ -3373,7 +3884,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg [1:0] group_lane = 2'h0;
+  reg [28:0] group_logit = 29'h00000000;
   input [22:0] items__payload;
   wire [22:0] items__payload;
   wire [22:0] \items__payload$1 ;
@@ -3391,6 +3906,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [115:0] logits_c4 = 116'h00000000000000000000000000000;
+  wire [28:0] \logits_c4[0] ;
+  wire [28:0] \logits_c4[1] ;
+  wire [28:0] \logits_c4[2] ;
+  wire [28:0] \logits_c4[3] ;
   wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [6:0] \port__addr$15 ;
@@ -3487,6 +4007,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [15:0] \slot_c3.value ;
+  reg [36:0] slot_c4 = 37'h0000000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [4:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [15:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -3494,7 +4026,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [15:0] value;
   wire [123:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -3523,122 +4055,125 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [95:0];
+  reg [31:0] \weights$75  [95:0];
   initial begin
-    \weights$70 [0] = 32'd3723368420;
-    \weights$70 [1] = 32'd3710188034;
-    \weights$70 [2] = 32'd269947693;
-    \weights$70 [3] = 32'd3973314807;
-    \weights$70 [4] = 32'd3839098862;
-    \weights$70 [5] = 32'd4294380842;
-    \weights$70 [6] = 32'd668670227;
-    \weights$70 [7] = 32'd49222181;
-    \weights$70 [8] = 32'd4060808449;
-    \weights$70 [9] = 32'd3489854179;
-    \weights$70 [10] = 32'd4028367848;
-    \weights$70 [11] = 32'd3791320555;
-    \weights$70 [12] = 32'd4280679422;
-    \weights$70 [13] = 32'd285005598;
-    \weights$70 [14] = 32'd1637128;
-    \weights$70 [15] = 32'd4061594372;
-    \weights$70 [16] = 32'd4178439698;
-    \weights$70 [17] = 32'd791297;
-    \weights$70 [18] = 32'd671538692;
-    \weights$70 [19] = 32'd4245481236;
-    \weights$70 [20] = 32'd4192797923;
-    \weights$70 [21] = 32'd3974294005;
-    \weights$70 [22] = 32'd3825863687;
-    \weights$70 [23] = 32'd13568245;
-    \weights$70 [24] = 32'd334880541;
-    \weights$70 [25] = 32'd4076528110;
-    \weights$70 [26] = 32'd3471441119;
-    \weights$70 [27] = 32'd4043381775;
-    \weights$70 [28] = 32'd3976667658;
-    \weights$70 [29] = 32'd3523933964;
-    \weights$70 [30] = 32'd3977906963;
-    \weights$70 [31] = 32'd487383544;
-    \weights$70 [32] = 32'd3837406279;
-    \weights$70 [33] = 32'd4241487123;
-    \weights$70 [34] = 32'd4044225524;
-    \weights$70 [35] = 32'd203029494;
-    \weights$70 [36] = 32'd4141947125;
-    \weights$70 [37] = 32'd554826024;
-    \weights$70 [38] = 32'd3990884881;
-    \weights$70 [39] = 32'd4276491545;
-    \weights$70 [40] = 32'd320079598;
-    \weights$70 [41] = 32'd3990359287;
-    \weights$70 [42] = 32'd4109893120;
-    \weights$70 [43] = 32'd135458270;
-    \weights$70 [44] = 32'd554043126;
-    \weights$70 [45] = 32'd201392104;
-    \weights$70 [46] = 32'd15852247;
-    \weights$70 [47] = 32'd4161995047;
-    \weights$70 [48] = 32'd619514835;
-    \weights$70 [49] = 32'd251918850;
-    \weights$70 [50] = 32'd3925936875;
-    \weights$70 [51] = 32'd3722767339;
-    \weights$70 [52] = 32'd453899787;
-    \weights$70 [53] = 32'd34338301;
-    \weights$70 [54] = 32'd3403094298;
-    \weights$70 [55] = 32'd4144305659;
-    \weights$70 [56] = 32'd101260514;
-    \weights$70 [57] = 32'd4011251706;
-    \weights$70 [58] = 32'd14946302;
-    \weights$70 [59] = 32'd131655415;
-    \weights$70 [60] = 32'd386598418;
-    \weights$70 [61] = 32'd3771077382;
-    \weights$70 [62] = 32'd3955688452;
-    \weights$70 [63] = 32'd3791319260;
-    \weights$70 [64] = 32'd590537;
-    \weights$70 [65] = 32'd15527159;
-    \weights$70 [66] = 32'd15664137;
-    \weights$70 [67] = 32'd15865106;
-    \weights$70 [68] = 32'd15211238;
-    \weights$70 [69] = 32'd653350;
-    \weights$70 [70] = 32'd16259618;
-    \weights$70 [71] = 32'd393993;
-    \weights$70 [72] = 32'd596214;
-    \weights$70 [73] = 32'd1379055;
-    \weights$70 [74] = 32'd1114599;
-    \weights$70 [75] = 32'd193559;
-    \weights$70 [76] = 32'd201731;
-    \weights$70 [77] = 32'd125970;
-    \weights$70 [78] = 32'd4621;
-    \weights$70 [79] = 32'd649965;
-    \weights$70 [80] = 32'd9833984;
-    \weights$70 [81] = 32'd16191490;
-    \weights$70 [82] = 32'd3539482;
-    \weights$70 [83] = 32'd13756894;
-    \weights$70 [84] = 32'd15659765;
-    \weights$70 [85] = 32'd15787498;
-    \weights$70 [86] = 32'd16192519;
-    \weights$70 [87] = 32'd14166013;
-    \weights$70 [88] = 32'd15529987;
-    \weights$70 [89] = 32'd382716;
-    \weights$70 [90] = 32'd1638903;
-    \weights$70 [91] = 32'd12647627;
-    \weights$70 [92] = 32'd14751468;
-    \weights$70 [93] = 32'd15660522;
-    \weights$70 [94] = 32'd15594755;
-    \weights$70 [95] = 32'd15460838;
+    \weights$75 [0] = 32'd3723368420;
+    \weights$75 [1] = 32'd3710188034;
+    \weights$75 [2] = 32'd269947693;
+    \weights$75 [3] = 32'd3973314807;
+    \weights$75 [4] = 32'd3839098862;
+    \weights$75 [5] = 32'd4294380842;
+    \weights$75 [6] = 32'd668670227;
+    \weights$75 [7] = 32'd49222181;
+    \weights$75 [8] = 32'd4060808449;
+    \weights$75 [9] = 32'd3489854179;
+    \weights$75 [10] = 32'd4028367848;
+    \weights$75 [11] = 32'd3791320555;
+    \weights$75 [12] = 32'd4280679422;
+    \weights$75 [13] = 32'd285005598;
+    \weights$75 [14] = 32'd1637128;
+    \weights$75 [15] = 32'd4061594372;
+    \weights$75 [16] = 32'd4178439698;
+    \weights$75 [17] = 32'd791297;
+    \weights$75 [18] = 32'd671538692;
+    \weights$75 [19] = 32'd4245481236;
+    \weights$75 [20] = 32'd4192797923;
+    \weights$75 [21] = 32'd3974294005;
+    \weights$75 [22] = 32'd3825863687;
+    \weights$75 [23] = 32'd13568245;
+    \weights$75 [24] = 32'd334880541;
+    \weights$75 [25] = 32'd4076528110;
+    \weights$75 [26] = 32'd3471441119;
+    \weights$75 [27] = 32'd4043381775;
+    \weights$75 [28] = 32'd3976667658;
+    \weights$75 [29] = 32'd3523933964;
+    \weights$75 [30] = 32'd3977906963;
+    \weights$75 [31] = 32'd487383544;
+    \weights$75 [32] = 32'd3837406279;
+    \weights$75 [33] = 32'd4241487123;
+    \weights$75 [34] = 32'd4044225524;
+    \weights$75 [35] = 32'd203029494;
+    \weights$75 [36] = 32'd4141947125;
+    \weights$75 [37] = 32'd554826024;
+    \weights$75 [38] = 32'd3990884881;
+    \weights$75 [39] = 32'd4276491545;
+    \weights$75 [40] = 32'd320079598;
+    \weights$75 [41] = 32'd3990359287;
+    \weights$75 [42] = 32'd4109893120;
+    \weights$75 [43] = 32'd135458270;
+    \weights$75 [44] = 32'd554043126;
+    \weights$75 [45] = 32'd201392104;
+    \weights$75 [46] = 32'd15852247;
+    \weights$75 [47] = 32'd4161995047;
+    \weights$75 [48] = 32'd619514835;
+    \weights$75 [49] = 32'd251918850;
+    \weights$75 [50] = 32'd3925936875;
+    \weights$75 [51] = 32'd3722767339;
+    \weights$75 [52] = 32'd453899787;
+    \weights$75 [53] = 32'd34338301;
+    \weights$75 [54] = 32'd3403094298;
+    \weights$75 [55] = 32'd4144305659;
+    \weights$75 [56] = 32'd101260514;
+    \weights$75 [57] = 32'd4011251706;
+    \weights$75 [58] = 32'd14946302;
+    \weights$75 [59] = 32'd131655415;
+    \weights$75 [60] = 32'd386598418;
+    \weights$75 [61] = 32'd3771077382;
+    \weights$75 [62] = 32'd3955688452;
+    \weights$75 [63] = 32'd3791319260;
+    \weights$75 [64] = 32'd590537;
+    \weights$75 [65] = 32'd15527159;
+    \weights$75 [66] = 32'd15664137;
+    \weights$75 [67] = 32'd15865106;
+    \weights$75 [68] = 32'd15211238;
+    \weights$75 [69] = 32'd653350;
+    \weights$75 [70] = 32'd16259618;
+    \weights$75 [71] = 32'd393993;
+    \weights$75 [72] = 32'd596214;
+    \weights$75 [73] = 32'd1379055;
+    \weights$75 [74] = 32'd1114599;
+    \weights$75 [75] = 32'd193559;
+    \weights$75 [76] = 32'd201731;
+    \weights$75 [77] = 32'd125970;
+    \weights$75 [78] = 32'd4621;
+    \weights$75 [79] = 32'd649965;
+    \weights$75 [80] = 32'd9833984;
+    \weights$75 [81] = 32'd16191490;
+    \weights$75 [82] = 32'd3539482;
+    \weights$75 [83] = 32'd13756894;
+    \weights$75 [84] = 32'd15659765;
+    \weights$75 [85] = 32'd15787498;
+    \weights$75 [86] = 32'd16192519;
+    \weights$75 [87] = 32'd14166013;
+    \weights$75 [88] = 32'd15529987;
+    \weights$75 [89] = 32'd382716;
+    \weights$75 [90] = 32'd1638903;
+    \weights$75 [91] = 32'd12647627;
+    \weights$75 [92] = 32'd14751468;
+    \weights$75 [93] = 32'd15660522;
+    \weights$75 [94] = 32'd15594755;
+    \weights$75 [95] = 32'd15460838;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$75 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$75 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$70 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$75 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$70 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$75 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [6:0]];
+      _1_ <= \weights$75 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$10  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
+  assign finalize = slot_c3[0] & slot_c3[11];
   assign \$14  = $signed(acc[57:29]) > $signed(acc[28:0]);
   assign argmax_0_0_logit = \$16  ? acc[57:29] : acc[28:0];
   assign \$19  = $signed(acc[57:29]) > $signed(acc[28:0]);
@@ -3656,11 +4191,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_1_0_logit = \$42  ? argmax_0_1_logit : argmax_0_0_logit;
   assign \$45  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign argmax_1_0_lane = \$47  ? argmax_0_1_lane : { 1'h0, \$22  };
-  assign \$48  = ! slot_c3[2:1];
-  assign \$49  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign \$48  = ! slot_c4[2:1];
+  assign \$49  = $signed(group_logit) > $signed(best_logit);
   assign take = \$48  | \$49 ;
-  assign \$50  = slot_c3[2:1] * 3'h4;
-  assign \$51  = \$50  + argmax_1_0_lane;
+  assign \$50  = slot_c4[2:1] * 3'h4;
+  assign \$51  = \$50  + group_lane;
   assign \$52  = take ? \$51  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$53  = 1'h0 + \port__en$13 ;
@@ -3681,7 +4216,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$68  = \$67  ? 3'h3 : 3'h4;
   assign \$69  = \$68  * 1'h1;
   assign \$70  = readout_macs + \$69 ;
-  assign \$71  = finalize & take;
+  assign \$71  = w_en & take;
   assign \$72  = reserved + starting;
   assign \$73  = r_en & results__valid;
   assign \$74  = \$72  - \$73 ;
@@ -3702,11 +4237,21 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$82 ;
   always @(posedge clk)
-    best_logit <= \$83 ;
+    group_logit <= \$83 ;
   always @(posedge clk)
-    best_class <= \$84 ;
+    group_lane <= \$84 ;
   always @(posedge clk)
-    reserved <= \$85 ;
+    logits_c4 <= \$85 ;
+  always @(posedge clk)
+    slot_c4 <= \$86 ;
+  always @(posedge clk)
+    w_en <= \$87 ;
+  always @(posedge clk)
+    best_logit <= \$88 ;
+  always @(posedge clk)
+    best_class <= \$89 ;
+  always @(posedge clk)
+    reserved <= \$90 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
@@ -3716,9 +4261,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$7  = slot[9:3] + slot[20:16];
   assign \$8  = ~ slot[15];
   assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
-  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[11];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -3751,67 +4293,67 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -3821,37 +4363,72 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$83  = best_logit;
-    if (\$71 ) begin
-      \$83  = argmax_1_0_logit;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$83  = argmax_1_0_logit;
     if (rst) begin
       \$83  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$84  = best_class;
-    if (\$71 ) begin
-      \$84  = \$52 [3:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$84  = argmax_1_0_lane;
     if (rst) begin
-      \$84  = 4'h0;
+      \$84  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$85  = \$74 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$85  = acc;
     if (rst) begin
-      \$85  = 4'h0;
+      \$85  = 116'h00000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$86  = slot_c3;
+    if (rst) begin
+      \$86  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$87  = finalize;
+    if (rst) begin
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$88  = best_logit;
+    if (\$71 ) begin
+      \$88  = group_logit;
+    end
+    if (rst) begin
+      \$88  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$89  = best_class;
+    if (\$71 ) begin
+      \$89  = \$52 [3:0];
+    end
+    if (rst) begin
+      \$89  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$90  = \$74 [3:0];
+    if (rst) begin
+      \$90  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -3870,7 +4447,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_lane = { 1'h0, \$22  };
   assign class_now = \$52 [3:0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -3932,6 +4509,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \acc[1]  = acc[57:29];
   assign \acc[2]  = acc[86:58];
   assign \acc[3]  = acc[115:87];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[9:3];
+  assign \slot_c4.first  = slot_c4[10];
+  assign \slot_c4.last  = slot_c4[11];
+  assign \slot_c4.step_last  = slot_c4[12];
+  assign \slot_c4.seq_first  = slot_c4[13];
+  assign \slot_c4.seq_end  = slot_c4[14];
+  assign \slot_c4.empty  = slot_c4[15];
+  assign \slot_c4.index  = slot_c4[20:16];
+  assign \slot_c4.value  = slot_c4[36:21];
   assign \beat.logits  = beat[115:0];
   assign \beat.logits[0]  = beat[28:0];
   assign \beat.logits[1]  = beat[57:29];
@@ -3941,6 +4529,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[118];
   assign \beat.class_index  = beat[122:119];
   assign \beat.seq_end  = beat[123];
+  assign \logits_c4[0]  = logits_c4[28:0];
+  assign \logits_c4[1]  = logits_c4[57:29];
+  assign \logits_c4[2]  = logits_c4[86:58];
+  assign \logits_c4[3]  = logits_c4[115:87];
   assign \results__payload.logits  = results__payload[115:0];
   assign \results__payload.logits[0]  = results__payload[28:0];
   assign \results__payload.logits[1]  = results__payload[57:29];
@@ -3950,14 +4542,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[118];
   assign \results__payload.class_index  = results__payload[122:119];
   assign \results__payload.seq_end  = results__payload[123];
-  assign beat[123] = slot_c3[14];
+  assign beat[123] = slot_c4[14];
   assign beat[122:119] = \$52 [3:0];
-  assign beat[118] = slot_c3[12];
-  assign beat[117:116] = slot_c3[2:1];
-  assign beat[115:87] = acc[115:87];
-  assign beat[86:58] = acc[86:58];
-  assign beat[57:29] = acc[57:29];
-  assign beat[28:0] = acc[28:0];
+  assign beat[118] = slot_c4[12];
+  assign beat[117:116] = slot_c4[2:1];
+  assign beat[115:87] = logits_c4[115:87];
+  assign beat[86:58] = logits_c4[86:58];
+  assign beat[57:29] = logits_c4[57:29];
+  assign beat[28:0] = logits_c4[28:0];
   assign seeds[115:87] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[86:58] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[57:29] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -4002,7 +4594,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -4341,7 +4933,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -4351,14 +4943,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -4367,28 +4959,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -4403,7 +4995,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -4415,7 +5007,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4446,7 +5038,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4461,7 +5053,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4479,7 +5071,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4497,7 +5089,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4515,7 +5107,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4527,7 +5119,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -4539,7 +5131,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -4557,7 +5149,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4576,7 +5168,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4596,7 +5188,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4609,7 +5201,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4627,7 +5219,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4645,7 +5237,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4666,7 +5258,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4679,7 +5271,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -4692,7 +5284,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -4704,7 +5296,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -4718,7 +5310,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -4732,7 +5324,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -4792,7 +5384,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire [28:0] \$1 ;
   wire [28:0] \$10 ;
   wire [23:0] \$11 ;
@@ -4849,7 +5441,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     acc <= \$13 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$13  = acc;
     if (valid) begin
       \$13 [28:0] = \$3 [28:0];
@@ -4876,8 +5468,8 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5005,7 +5597,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5015,7 +5607,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5025,7 +5617,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5038,7 +5630,7 @@ module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -245,7 +245,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\items__valid$24 ),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$103 (events__ready),
+    .\items__ready$120 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,7 +267,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$123 (trace_0)
+    .\trace$169 (trace_0)
   );
   \accelerator.readout  readout (
     .clk(clk),
@@ -498,193 +498,219 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [32:0] \$100 ;
   wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [1:0] \$105 ;
-  wire [32:0] \$106 ;
-  wire \$107 ;
-  wire [1:0] \$108 ;
-  wire [32:0] \$109 ;
+  wire [1:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [1:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire \$106 ;
+  wire [1:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [1:0] \$109 ;
   wire \$11 ;
-  wire [1:0] \$110 ;
-  wire [32:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [32:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$110 ;
+  wire \$111 ;
+  wire [1:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [32:0] \$119 ;
-  wire [23:0] \$12 ;
-  wire [1:0] \$120 ;
-  wire [32:0] \$121 ;
-  wire \$122 ;
+  wire [32:0] \$118 ;
+  wire [23:0] \$119 ;
+  wire [15:0] \$12 ;
+  wire [23:0] \$120 ;
+  wire [23:0] \$121 ;
+  wire [23:0] \$122 ;
   wire [1:0] \$123 ;
-  wire [32:0] \$124 ;
-  wire [1:0] \$125 ;
-  wire [32:0] \$126 ;
-  wire \$127 ;
+  wire [2:0] \$124 ;
+  wire [3:0] \$125 ;
+  wire [4:0] \$126 ;
+  wire [32:0] \$127 ;
   wire [1:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire [2:0] \$129 ;
   wire [24:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire [32:0] \$134 ;
-  wire [1:0] \$135 ;
-  wire [2:0] \$136 ;
-  wire [3:0] \$137 ;
-  wire [4:0] \$138 ;
-  wire [32:0] \$139 ;
+  wire [3:0] \$130 ;
+  wire [4:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [4:0] \$133 ;
+  wire \$134 ;
+  wire [5:0] \$135 ;
+  reg [31:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
+  reg [31:0] \$139 ;
   wire \$14 ;
-  wire [1:0] \$140 ;
-  wire [2:0] \$141 ;
-  wire [3:0] \$142 ;
-  wire [4:0] \$143 ;
-  wire [32:0] \$144 ;
-  wire [4:0] \$145 ;
-  wire \$146 ;
-  wire [5:0] \$147 ;
+  reg [31:0] \$140 ;
+  reg [31:0] \$141 ;
+  reg [31:0] \$142 ;
+  reg [31:0] \$143 ;
+  reg [31:0] \$144 ;
+  reg [31:0] \$145 ;
+  reg [28:0] \$146 ;
+  reg \$147 ;
   reg [31:0] \$148 ;
-  reg [31:0] \$149 ;
-  wire [23:0] \$15 ;
-  reg [31:0] \$150 ;
-  reg [31:0] \$151 ;
-  reg [31:0] \$152 ;
-  reg [31:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [31:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [31:0] \$157 ;
-  reg [28:0] \$158 ;
-  reg \$159 ;
-  wire [24:0] \$16 ;
-  reg [31:0] \$160 ;
-  reg [28:0] \$161 ;
-  reg [97:0] \$162 ;
-  reg [31:0] \$163 ;
-  reg [31:0] \$164 ;
-  reg [3:0] \$165 ;
-  wire \$17 ;
-  wire [23:0] \$18 ;
+  reg [28:0] \$149 ;
+  wire [24:0] \$15 ;
+  reg [28:0] \$150 ;
+  reg \$151 ;
+  reg [15:0] \$152 ;
+  reg [15:0] \$153 ;
+  reg \$154 ;
+  reg [15:0] \$155 ;
+  reg [15:0] \$156 ;
+  reg [6:0] \$157 ;
+  reg \$158 ;
+  reg [15:0] \$159 ;
+  wire \$16 ;
+  reg [23:0] \$160 ;
+  reg [15:0] \$161 ;
+  reg [15:0] \$162 ;
+  reg \$163 ;
+  reg [15:0] \$164 ;
+  reg [15:0] \$165 ;
+  reg [6:0] \$166 ;
+  reg \$167 ;
+  reg [15:0] \$168 ;
+  reg [23:0] \$169 ;
+  wire [24:0] \$17 ;
+  reg [15:0] \$170 ;
+  reg [15:0] \$171 ;
+  reg \$172 ;
+  reg [15:0] \$173 ;
+  reg [15:0] \$174 ;
+  reg [6:0] \$175 ;
+  reg \$176 ;
+  reg [15:0] \$177 ;
+  reg [23:0] \$178 ;
+  reg [15:0] \$179 ;
+  wire [24:0] \$18 ;
+  reg [15:0] \$180 ;
+  reg \$181 ;
+  reg [15:0] \$182 ;
+  reg [15:0] \$183 ;
+  reg [6:0] \$184 ;
+  reg \$185 ;
+  reg [15:0] \$186 ;
+  reg [23:0] \$187 ;
+  reg [97:0] \$188 ;
+  reg [31:0] \$189 ;
   wire [24:0] \$19 ;
+  reg [31:0] \$190 ;
+  reg [3:0] \$191 ;
   wire \$2 ;
   wire [24:0] \$20 ;
-  wire [24:0] \$21 ;
-  wire [23:0] \$22 ;
-  wire [24:0] \$23 ;
+  wire \$21 ;
+  wire [24:0] \$22 ;
+  wire \$23 ;
   wire \$24 ;
-  wire [23:0] \$25 ;
-  wire [24:0] \$26 ;
+  wire \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
+  wire [15:0] \$31 ;
+  wire [24:0] \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire [23:0] \$35 ;
+  wire [24:0] \$34 ;
+  wire \$35 ;
   wire [24:0] \$36 ;
-  wire \$37 ;
-  wire [23:0] \$38 ;
+  wire [24:0] \$37 ;
+  wire [24:0] \$38 ;
   wire [24:0] \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [23:0] \$41 ;
-  wire [24:0] \$42 ;
-  wire [24:0] \$43 ;
-  wire [24:0] \$44 ;
-  wire [23:0] \$45 ;
-  wire [24:0] \$46 ;
+  wire [24:0] \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
   wire \$47 ;
-  wire [23:0] \$48 ;
-  wire [24:0] \$49 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
+  wire [15:0] \$50 ;
+  wire [24:0] \$51 ;
   wire \$52 ;
-  wire \$53 ;
+  wire [24:0] \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire [23:0] \$58 ;
-  wire [24:0] \$59 ;
+  wire [24:0] \$55 ;
+  wire [24:0] \$56 ;
+  wire [24:0] \$57 ;
+  wire [24:0] \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire [23:0] \$61 ;
-  wire [24:0] \$62 ;
+  wire [24:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
-  wire [23:0] \$64 ;
-  wire [24:0] \$65 ;
-  wire [24:0] \$66 ;
-  wire [24:0] \$67 ;
-  wire [23:0] \$68 ;
-  wire [24:0] \$69 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire [15:0] \$69 ;
   wire [7:0] \$7 ;
-  wire \$70 ;
-  wire [23:0] \$71 ;
+  wire [24:0] \$70 ;
+  wire \$71 ;
   wire [24:0] \$72 ;
   wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
+  wire [24:0] \$74 ;
+  wire [24:0] \$75 ;
+  wire [24:0] \$76 ;
+  wire [24:0] \$77 ;
   wire \$78 ;
-  wire \$79 ;
+  wire [24:0] \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire [23:0] \$81 ;
-  wire [24:0] \$82 ;
+  wire \$81 ;
+  wire \$82 ;
   wire \$83 ;
-  wire [23:0] \$84 ;
-  wire [24:0] \$85 ;
+  wire \$84 ;
+  wire \$85 ;
   wire \$86 ;
-  wire [23:0] \$87 ;
-  wire [24:0] \$88 ;
-  wire [24:0] \$89 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire [1:0] \$89 ;
   wire \$9 ;
-  wire [24:0] \$90 ;
-  wire [23:0] \$91 ;
-  wire [24:0] \$92 ;
-  wire \$93 ;
-  wire [23:0] \$94 ;
-  wire [24:0] \$95 ;
+  wire [32:0] \$90 ;
+  wire \$91 ;
+  wire [1:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [1:0] \$94 ;
+  wire [32:0] \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [1:0] \$97 ;
+  wire [32:0] \$98 ;
+  wire [1:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$44 ;
-  wire [18:0] \acc$44[0] ;
-  wire [18:0] \acc$44[1] ;
-  wire [18:0] \acc$44[2] ;
-  wire [18:0] \acc$44[3] ;
-  wire [18:0] \acc$44[4] ;
-  wire [18:0] \acc$44[5] ;
-  wire [18:0] \acc$44[6] ;
-  wire [18:0] \acc$44[7] ;
-  wire [37:0] \acc$63 ;
-  wire [18:0] \acc$63.cand ;
-  wire [18:0] \acc$63.gate ;
-  wire [37:0] \acc$73 ;
-  wire [18:0] \acc$73.cand ;
-  wire [18:0] \acc$73.gate ;
-  wire [37:0] \acc$83 ;
-  wire [18:0] \acc$83.cand ;
-  wire [18:0] \acc$83.gate ;
+  wire [151:0] \acc$39 ;
+  wire [18:0] \acc$39[0] ;
+  wire [18:0] \acc$39[1] ;
+  wire [18:0] \acc$39[2] ;
+  wire [18:0] \acc$39[3] ;
+  wire [18:0] \acc$39[4] ;
+  wire [18:0] \acc$39[5] ;
+  wire [18:0] \acc$39[6] ;
+  wire [18:0] \acc$39[7] ;
+  wire [37:0] \acc$44 ;
+  wire [18:0] \acc$44.cand ;
+  wire [18:0] \acc$44.gate ;
+  wire [37:0] \acc$47 ;
+  wire [18:0] \acc$47.cand ;
+  wire [18:0] \acc$47.gate ;
+  wire [37:0] \acc$50 ;
+  wire [18:0] \acc$50.cand ;
+  wire [18:0] \acc$50.gate ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.gate ;
   wire [3:0] changed;
@@ -730,11 +756,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$72 ;
-  wire [6:0] \gate$82 ;
-  wire [6:0] \gate$92 ;
+  wire [6:0] \gate$151 ;
+  wire [6:0] \gate$158 ;
+  wire [6:0] \gate$165 ;
+  reg [6:0] gate_c4_0 = 7'h00;
+  reg [6:0] gate_c4_1 = 7'h00;
+  reg [6:0] gate_c4_2 = 7'h00;
+  reg [6:0] gate_c4_3 = 7'h00;
+  wire hold;
+  wire \hold$149 ;
+  wire \hold$156 ;
+  wire \hold$163 ;
+  reg hold_c4_0 = 1'h0;
+  reg hold_c4_1 = 1'h0;
+  reg hold_c4_2 = 1'h0;
+  reg hold_c4_3 = 1'h0;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -742,23 +782,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$102 ;
-  wire [4:0] \items__payload$102.index ;
-  wire \items__payload$102.seq_end ;
-  wire \items__payload$102.step_end ;
-  wire [23:0] \items__payload$102.value ;
+  wire [30:0] \items__payload$119 ;
+  wire [4:0] \items__payload$119.index ;
+  wire \items__payload$119.seq_end ;
+  wire \items__payload$119.step_end ;
+  wire [23:0] \items__payload$119.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$103 ;
-  wire \items__ready$103 ;
+  input \items__ready$120 ;
+  wire \items__ready$120 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$106 ;
+  wire \items__valid$123 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -800,39 +840,67 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$66 ;
-  wire [15:0] \new$66.h ;
-  wire [15:0] \new$76 ;
-  wire [15:0] \new$76.h ;
-  wire [15:0] \new$86 ;
-  wire [15:0] \new$86.h ;
+  wire [15:0] \new$148 ;
+  wire [15:0] \new$148.h ;
+  wire [15:0] \new$155 ;
+  wire [15:0] \new$155.h ;
+  wire [15:0] \new$162 ;
+  wire [15:0] \new$162.h ;
   wire [15:0] \new.h ;
+  reg [15:0] new_c4_0 = 16'h0000;
+  wire [15:0] \new_c4_0.h ;
+  reg [15:0] new_c4_1 = 16'h0000;
+  wire [15:0] \new_c4_1.h ;
+  reg [15:0] new_c4_2 = 16'h0000;
+  wire [15:0] \new_c4_2.h ;
+  reg [15:0] new_c4_3 = 16'h0000;
+  wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$65 ;
-  wire [15:0] \old$65.h ;
-  wire [15:0] \old$75 ;
-  wire [15:0] \old$75.h ;
-  wire [15:0] \old$85 ;
-  wire [15:0] \old$85.h ;
+  wire [15:0] \old$46 ;
+  wire [15:0] \old$46.h ;
+  wire [15:0] \old$49 ;
+  wire [15:0] \old$49.h ;
+  wire [15:0] \old$52 ;
+  wire [15:0] \old$52.h ;
   wire [15:0] \old.h ;
-  wire [15:0] old_out_0;
-  wire [15:0] old_out_1;
-  wire [15:0] old_out_2;
-  wire [15:0] old_out_3;
+  reg [15:0] old_c4_0 = 16'h0000;
+  wire [15:0] \old_c4_0.h ;
+  reg [15:0] old_c4_1 = 16'h0000;
+  wire [15:0] \old_c4_1.h ;
+  reg [15:0] old_c4_2 = 16'h0000;
+  wire [15:0] \old_c4_2.h ;
+  reg [15:0] old_c4_3 = 16'h0000;
+  wire [15:0] \old_c4_3.h ;
+  reg [15:0] old_out_c4_0 = 16'h0000;
+  reg [15:0] old_out_c4_1 = 16'h0000;
+  reg [15:0] old_out_c4_2 = 16'h0000;
+  reg [15:0] old_out_c4_3 = 16'h0000;
+  reg [23:0] old_pool_c4_0 = 24'h000000;
+  reg [23:0] old_pool_c4_1 = 24'h000000;
+  reg [23:0] old_pool_c4_2 = 24'h000000;
+  reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$69 ;
-  wire [15:0] \out$79 ;
-  wire [15:0] \out$89 ;
+  wire [15:0] \out$150 ;
+  wire [15:0] \out$157 ;
+  wire [15:0] \out$164 ;
+  wire [15:0] out_0;
+  wire [15:0] out_1;
+  wire [15:0] out_2;
+  wire [15:0] out_3;
+  reg [15:0] out_c4_0 = 16'h0000;
+  reg [15:0] out_c4_1 = 16'h0000;
+  reg [15:0] out_c4_2 = 16'h0000;
+  reg [15:0] out_c4_3 = 16'h0000;
   wire [13:0] params;
-  wire [13:0] \params$64 ;
-  wire [6:0] \params$64.cand_shift ;
-  wire [6:0] \params$64.gate_shift ;
-  wire [13:0] \params$74 ;
-  wire [6:0] \params$74.cand_shift ;
-  wire [6:0] \params$74.gate_shift ;
-  wire [13:0] \params$84 ;
-  wire [6:0] \params$84.cand_shift ;
-  wire [6:0] \params$84.gate_shift ;
+  wire [13:0] \params$45 ;
+  wire [6:0] \params$45.cand_shift ;
+  wire [6:0] \params$45.gate_shift ;
+  wire [13:0] \params$48 ;
+  wire [6:0] \params$48.cand_shift ;
+  wire [6:0] \params$48.gate_shift ;
+  wire [13:0] \params$51 ;
+  wire [6:0] \params$51.cand_shift ;
+  wire [6:0] \params$51.gate_shift ;
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [23:0] pool_0;
@@ -851,18 +919,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [2:0] \port__addr$33 ;
   reg [2:0] \port__addr$34 ;
   reg [2:0] \port__addr$35 ;
-  wire [2:0] \port__addr$39 ;
-  wire [2:0] \port__addr$41 ;
+  wire [2:0] \port__addr$54 ;
+  wire [2:0] \port__addr$58 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
+  wire [95:0] \port__data$147 ;
   wire [55:0] \port__data$15 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [55:0] \port__data$46 ;
-  wire [63:0] \port__data$48 ;
-  wire [63:0] \port__data$49 ;
-  wire [95:0] \port__data$53 ;
-  wire [95:0] \port__data$56 ;
+  wire [55:0] \port__data$41 ;
+  wire [63:0] \port__data$43 ;
+  wire [63:0] \port__data$60 ;
+  wire [95:0] \port__data$70 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [7:0] \port__en$14 ;
@@ -871,8 +939,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  wire \port__en$40 ;
-  wire \port__en$42 ;
+  reg \port__en$56  = 1'h0;
+  (* init = 1'h0 *)
+  wire \port__en$59 ;
+  wire [15:0] potential;
+  wire [15:0] \potential$154 ;
+  wire [15:0] \potential$161 ;
+  wire [15:0] \potential$168 ;
+  reg [15:0] potential_c4_0 = 16'h0000;
+  reg [15:0] potential_c4_1 = 16'h0000;
+  reg [15:0] potential_c4_2 = 16'h0000;
+  reg [15:0] potential_c4_3 = 16'h0000;
   wire [104:0] r_data;
   wire r_en;
   wire r_rdy;
@@ -880,10 +957,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$59 ;
-  wire \saturated$71 ;
-  wire \saturated$81 ;
-  wire \saturated$91 ;
+  wire \saturated$144 ;
+  wire \saturated$152 ;
+  wire \saturated$159 ;
+  wire \saturated$166 ;
+  reg saturated_c4_0 = 1'h0;
+  reg saturated_c4_1 = 1'h0;
+  reg saturated_c4_2 = 1'h0;
+  reg saturated_c4_3 = 1'h0;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
@@ -929,24 +1010,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [7:0] \slot_c3.value ;
+  reg [28:0] slot_c4 = 29'h00000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [2:0] \slot_c4.group ;
+  wire [3:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [7:0] \slot_c4.value ;
   wire starting;
   wire [97:0] trace;
-  output [97:0] \trace$123 ;
-  reg [97:0] \trace$123  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$123.gate ;
-  wire [6:0] \trace$123.gate[0] ;
-  wire [6:0] \trace$123.gate[1] ;
-  wire [6:0] \trace$123.gate[2] ;
-  wire [6:0] \trace$123.gate[3] ;
-  wire [2:0] \trace$123.group ;
-  wire \trace$123.seq_end ;
-  wire [63:0] \trace$123.state ;
-  wire [15:0] \trace$123.state[0] ;
-  wire [15:0] \trace$123.state[1] ;
-  wire [15:0] \trace$123.state[2] ;
-  wire [15:0] \trace$123.state[3] ;
-  wire \trace$123.step_end ;
-  wire \trace$123.valid ;
+  output [97:0] \trace$169 ;
+  reg [97:0] \trace$169  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$169.gate ;
+  wire [6:0] \trace$169.gate[0] ;
+  wire [6:0] \trace$169.gate[1] ;
+  wire [6:0] \trace$169.gate[2] ;
+  wire [6:0] \trace$169.gate[3] ;
+  wire [2:0] \trace$169.group ;
+  wire \trace$169.seq_end ;
+  wire [63:0] \trace$169.state ;
+  wire [15:0] \trace$169.state[0] ;
+  wire [15:0] \trace$169.state[1] ;
+  wire [15:0] \trace$169.state[2] ;
+  wire [15:0] \trace$169.state[3] ;
+  wire \trace$169.step_end ;
+  wire \trace$169.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -966,6 +1059,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire valid;
   wire [7:0] value;
   wire [104:0] w_data;
+  (* init = 1'h0 *)
   wire w_en;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -1012,42 +1106,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$136  [7:0];
+  reg [55:0] \params$182  [7:0];
   initial begin
-    \params$136 [0] = 56'h10084020e08382;
-    \params$136 [1] = 56'h0e043821008382;
-    \params$136 [2] = 56'h0e083820e08402;
-    \params$136 [3] = 56'h0e044020e08402;
-    \params$136 [4] = 56'h0e083821008381;
-    \params$136 [5] = 56'h10083820e08402;
-    \params$136 [6] = 56'h0e084020e04401;
-    \params$136 [7] = 56'h10044021008381;
+    \params$182 [0] = 56'h10084020e08382;
+    \params$182 [1] = 56'h0e043821008382;
+    \params$182 [2] = 56'h0e083820e08402;
+    \params$182 [3] = 56'h0e044020e08402;
+    \params$182 [4] = 56'h0e083821008381;
+    \params$182 [5] = 56'h10083820e08402;
+    \params$182 [6] = 56'h0e084020e04401;
+    \params$182 [7] = 56'h10044021008381;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$136 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$182 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$136 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$182 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$136 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$182 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$136 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$182 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$136 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$182 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$136 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$182 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$136 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$182 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$136 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$182 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$136 [\port__addr$33 ];
+      _1_ <= \params$182 [\port__addr$33 ];
     end
   end
-  assign \port__data$46  = _1_;
+  assign \port__data$41  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1060,8 +1154,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      pool[slot_c3[3:1]] <= \port__data$56 ;
+    if (\port__en$56 )
+      pool[slot_c4[3:1]] <= \port__data$70 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
@@ -1069,7 +1163,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$35 ];
     end
   end
-  assign \port__data$53  = _2_;
+  assign \port__data$147  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1082,8 +1176,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      state[slot_c3[3:1]] <= \port__data$49 ;
+    if (\port__en$56 )
+      state[slot_c4[3:1]] <= \port__data$60 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
@@ -1091,136 +1185,136 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$48  = _3_;
-  reg [63:0] \weights$134  [103:0];
+  assign \port__data$43  = _3_;
+  reg [63:0] \weights$180  [103:0];
   initial begin
-    \weights$134 [0] = 64'h170f0122ddefeaf7;
-    \weights$134 [1] = 64'h64f1d8efd30ec02c;
-    \weights$134 [2] = 64'h8ef4fed8f24b10ff;
-    \weights$134 [3] = 64'hd8251e1934420aa0;
-    \weights$134 [4] = 64'h39c606dd402c0bbe;
-    \weights$134 [5] = 64'h34c86157039bedcd;
-    \weights$134 [6] = 64'he809afcce7bad736;
-    \weights$134 [7] = 64'hf65222f9fae41171;
-    \weights$134 [8] = 64'h41ffc0b1ede32322;
-    \weights$134 [9] = 64'hf3e4418bf0cd4b0e;
-    \weights$134 [10] = 64'head618d91c0cf4af;
-    \weights$134 [11] = 64'h354470210ffadee6;
-    \weights$134 [12] = 64'h22533726f8aef2df;
-    \weights$134 [13] = 64'hd912db0dcff9bd20;
-    \weights$134 [14] = 64'h0f40e91818030441;
-    \weights$134 [15] = 64'h04f8fd9a21e22356;
-    \weights$134 [16] = 64'hb4eae956a4080b37;
-    \weights$134 [17] = 64'hd9cf513ef06a1d24;
-    \weights$134 [18] = 64'h09f240a908a121fe;
-    \weights$134 [19] = 64'h22fffcf7fec50cb6;
-    \weights$134 [20] = 64'h0bb3f5a154662807;
-    \weights$134 [21] = 64'hfbf1f8f120480025;
-    \weights$134 [22] = 64'h10181ac325321ffb;
-    \weights$134 [23] = 64'h2529050bc70ffef5;
-    \weights$134 [24] = 64'hffefd800fc0507e0;
-    \weights$134 [25] = 64'hffe503f6e5dffedb;
-    \weights$134 [26] = 64'he107e6fe0e1274e0;
-    \weights$134 [27] = 64'he7dd1bfedd20c96d;
-    \weights$134 [28] = 64'h1aa9ffcdffff01d4;
-    \weights$134 [29] = 64'h1221b9bc13de02b3;
-    \weights$134 [30] = 64'h1a31ca2721efc9d0;
-    \weights$134 [31] = 64'hcde1026342ebb9f6;
-    \weights$134 [32] = 64'h18f81710256422f7;
-    \weights$134 [33] = 64'h4ced0ee3cbff98b0;
-    \weights$134 [34] = 64'h168a0ac7c8badcf0;
-    \weights$134 [35] = 64'hf9310e4bfec5f201;
-    \weights$134 [36] = 64'h0461122910b80b27;
-    \weights$134 [37] = 64'hf36d0d5305184ec7;
-    \weights$134 [38] = 64'hfdccff49ecd1f609;
-    \weights$134 [39] = 64'hf6fa1a23f5f7d61e;
-    \weights$134 [40] = 64'he6ed01db475ac9da;
-    \weights$134 [41] = 64'h25164e14ece0c202;
-    \weights$134 [42] = 64'h1ee2e035c453eb41;
-    \weights$134 [43] = 64'h31ede61c0030bf25;
-    \weights$134 [44] = 64'hbdfd2303fe8e98f5;
-    \weights$134 [45] = 64'h06410fb3dbe1cfa2;
-    \weights$134 [46] = 64'h2e0cc6701dc2cee5;
-    \weights$134 [47] = 64'h16cdda000d0c7500;
-    \weights$134 [48] = 64'h07d333611af3f8b0;
-    \weights$134 [49] = 64'hde0cf9dd01af40fb;
-    \weights$134 [50] = 64'hfe132ef5efd8210c;
-    \weights$134 [51] = 64'h09320c0615023bee;
-    \weights$134 [52] = 64'hd9e6f801cc44ed05;
-    \weights$134 [53] = 64'heb07f48598c73916;
-    \weights$134 [54] = 64'he7d70a1a244ce5de;
-    \weights$134 [55] = 64'h23d353d3b0aded19;
-    \weights$134 [56] = 64'h421f2628f3d8ec20;
-    \weights$134 [57] = 64'hfd7de2564ec60c10;
-    \weights$134 [58] = 64'hc5021a5230c015e0;
-    \weights$134 [59] = 64'hc5c7f54c4134bd00;
-    \weights$134 [60] = 64'hfc9f08081edce000;
-    \weights$134 [61] = 64'h1ed5fd333fd620f1;
-    \weights$134 [62] = 64'h1952f6220c60040d;
-    \weights$134 [63] = 64'hec15fa11f2200eb1;
-    \weights$134 [64] = 64'h0d08ee3f0d3bf80d;
-    \weights$134 [65] = 64'hb1dcecedcb15e1f6;
-    \weights$134 [66] = 64'he5244310fba838ed;
-    \weights$134 [67] = 64'hc5afde0deff33012;
-    \weights$134 [68] = 64'h88a9c8a3bf3ae933;
-    \weights$134 [69] = 64'h1eba37c61dd49314;
-    \weights$134 [70] = 64'h4206fa3b413bc94b;
-    \weights$134 [71] = 64'h43fdd34ef4297100;
-    \weights$134 [72] = 64'h2322ece0f731e69a;
-    \weights$134 [73] = 64'hfc4d30d7f5e8c502;
-    \weights$134 [74] = 64'hfd2e0d3b0bfad22a;
-    \weights$134 [75] = 64'h06c9e2140b384dcf;
-    \weights$134 [76] = 64'hf9c208b306c454d5;
-    \weights$134 [77] = 64'hf1d30b1a15720499;
-    \weights$134 [78] = 64'hd232c22705230d0a;
-    \weights$134 [79] = 64'he900ba3c1b02f9f9;
-    \weights$134 [80] = 64'hf616e2dded13da04;
-    \weights$134 [81] = 64'h12353a863d25664d;
-    \weights$134 [82] = 64'hf710f64ff1c0c5dd;
-    \weights$134 [83] = 64'h1799391de3d5b2da;
-    \weights$134 [84] = 64'h4d0b37c9bcf3110a;
-    \weights$134 [85] = 64'h309bb80de8317410;
-    \weights$134 [86] = 64'hfbf2f53740f5e523;
-    \weights$134 [87] = 64'he6a4d14512e4d8ee;
-    \weights$134 [88] = 64'hf1bdeebf02fdf1fb;
-    \weights$134 [89] = 64'h02edfd320305b8f1;
-    \weights$134 [90] = 64'hdd37f541dc1940f0;
-    \weights$134 [91] = 64'he618abe2dd1fec18;
-    \weights$134 [92] = 64'h2e00d4d1164ce612;
-    \weights$134 [93] = 64'hfeefd9c6e5402f47;
-    \weights$134 [94] = 64'h520014e6c409bcdf;
-    \weights$134 [95] = 64'hb2fb0fcbcda5edf1;
-    \weights$134 [96] = 64'ha64b0e271d032521;
-    \weights$134 [97] = 64'hce35415a473702b6;
-    \weights$134 [98] = 64'hf2f025211e1a1908;
-    \weights$134 [99] = 64'hbeed2356f14a01e3;
-    \weights$134 [100] = 64'h2e303a43e31a01ff;
-    \weights$134 [101] = 64'h5ef62a6cdcf606de;
-    \weights$134 [102] = 64'h20ca113bd3a2fccd;
-    \weights$134 [103] = 64'h220b07c24520fe09;
+    \weights$180 [0] = 64'h170f0122ddefeaf7;
+    \weights$180 [1] = 64'h64f1d8efd30ec02c;
+    \weights$180 [2] = 64'h8ef4fed8f24b10ff;
+    \weights$180 [3] = 64'hd8251e1934420aa0;
+    \weights$180 [4] = 64'h39c606dd402c0bbe;
+    \weights$180 [5] = 64'h34c86157039bedcd;
+    \weights$180 [6] = 64'he809afcce7bad736;
+    \weights$180 [7] = 64'hf65222f9fae41171;
+    \weights$180 [8] = 64'h41ffc0b1ede32322;
+    \weights$180 [9] = 64'hf3e4418bf0cd4b0e;
+    \weights$180 [10] = 64'head618d91c0cf4af;
+    \weights$180 [11] = 64'h354470210ffadee6;
+    \weights$180 [12] = 64'h22533726f8aef2df;
+    \weights$180 [13] = 64'hd912db0dcff9bd20;
+    \weights$180 [14] = 64'h0f40e91818030441;
+    \weights$180 [15] = 64'h04f8fd9a21e22356;
+    \weights$180 [16] = 64'hb4eae956a4080b37;
+    \weights$180 [17] = 64'hd9cf513ef06a1d24;
+    \weights$180 [18] = 64'h09f240a908a121fe;
+    \weights$180 [19] = 64'h22fffcf7fec50cb6;
+    \weights$180 [20] = 64'h0bb3f5a154662807;
+    \weights$180 [21] = 64'hfbf1f8f120480025;
+    \weights$180 [22] = 64'h10181ac325321ffb;
+    \weights$180 [23] = 64'h2529050bc70ffef5;
+    \weights$180 [24] = 64'hffefd800fc0507e0;
+    \weights$180 [25] = 64'hffe503f6e5dffedb;
+    \weights$180 [26] = 64'he107e6fe0e1274e0;
+    \weights$180 [27] = 64'he7dd1bfedd20c96d;
+    \weights$180 [28] = 64'h1aa9ffcdffff01d4;
+    \weights$180 [29] = 64'h1221b9bc13de02b3;
+    \weights$180 [30] = 64'h1a31ca2721efc9d0;
+    \weights$180 [31] = 64'hcde1026342ebb9f6;
+    \weights$180 [32] = 64'h18f81710256422f7;
+    \weights$180 [33] = 64'h4ced0ee3cbff98b0;
+    \weights$180 [34] = 64'h168a0ac7c8badcf0;
+    \weights$180 [35] = 64'hf9310e4bfec5f201;
+    \weights$180 [36] = 64'h0461122910b80b27;
+    \weights$180 [37] = 64'hf36d0d5305184ec7;
+    \weights$180 [38] = 64'hfdccff49ecd1f609;
+    \weights$180 [39] = 64'hf6fa1a23f5f7d61e;
+    \weights$180 [40] = 64'he6ed01db475ac9da;
+    \weights$180 [41] = 64'h25164e14ece0c202;
+    \weights$180 [42] = 64'h1ee2e035c453eb41;
+    \weights$180 [43] = 64'h31ede61c0030bf25;
+    \weights$180 [44] = 64'hbdfd2303fe8e98f5;
+    \weights$180 [45] = 64'h06410fb3dbe1cfa2;
+    \weights$180 [46] = 64'h2e0cc6701dc2cee5;
+    \weights$180 [47] = 64'h16cdda000d0c7500;
+    \weights$180 [48] = 64'h07d333611af3f8b0;
+    \weights$180 [49] = 64'hde0cf9dd01af40fb;
+    \weights$180 [50] = 64'hfe132ef5efd8210c;
+    \weights$180 [51] = 64'h09320c0615023bee;
+    \weights$180 [52] = 64'hd9e6f801cc44ed05;
+    \weights$180 [53] = 64'heb07f48598c73916;
+    \weights$180 [54] = 64'he7d70a1a244ce5de;
+    \weights$180 [55] = 64'h23d353d3b0aded19;
+    \weights$180 [56] = 64'h421f2628f3d8ec20;
+    \weights$180 [57] = 64'hfd7de2564ec60c10;
+    \weights$180 [58] = 64'hc5021a5230c015e0;
+    \weights$180 [59] = 64'hc5c7f54c4134bd00;
+    \weights$180 [60] = 64'hfc9f08081edce000;
+    \weights$180 [61] = 64'h1ed5fd333fd620f1;
+    \weights$180 [62] = 64'h1952f6220c60040d;
+    \weights$180 [63] = 64'hec15fa11f2200eb1;
+    \weights$180 [64] = 64'h0d08ee3f0d3bf80d;
+    \weights$180 [65] = 64'hb1dcecedcb15e1f6;
+    \weights$180 [66] = 64'he5244310fba838ed;
+    \weights$180 [67] = 64'hc5afde0deff33012;
+    \weights$180 [68] = 64'h88a9c8a3bf3ae933;
+    \weights$180 [69] = 64'h1eba37c61dd49314;
+    \weights$180 [70] = 64'h4206fa3b413bc94b;
+    \weights$180 [71] = 64'h43fdd34ef4297100;
+    \weights$180 [72] = 64'h2322ece0f731e69a;
+    \weights$180 [73] = 64'hfc4d30d7f5e8c502;
+    \weights$180 [74] = 64'hfd2e0d3b0bfad22a;
+    \weights$180 [75] = 64'h06c9e2140b384dcf;
+    \weights$180 [76] = 64'hf9c208b306c454d5;
+    \weights$180 [77] = 64'hf1d30b1a15720499;
+    \weights$180 [78] = 64'hd232c22705230d0a;
+    \weights$180 [79] = 64'he900ba3c1b02f9f9;
+    \weights$180 [80] = 64'hf616e2dded13da04;
+    \weights$180 [81] = 64'h12353a863d25664d;
+    \weights$180 [82] = 64'hf710f64ff1c0c5dd;
+    \weights$180 [83] = 64'h1799391de3d5b2da;
+    \weights$180 [84] = 64'h4d0b37c9bcf3110a;
+    \weights$180 [85] = 64'h309bb80de8317410;
+    \weights$180 [86] = 64'hfbf2f53740f5e523;
+    \weights$180 [87] = 64'he6a4d14512e4d8ee;
+    \weights$180 [88] = 64'hf1bdeebf02fdf1fb;
+    \weights$180 [89] = 64'h02edfd320305b8f1;
+    \weights$180 [90] = 64'hdd37f541dc1940f0;
+    \weights$180 [91] = 64'he618abe2dd1fec18;
+    \weights$180 [92] = 64'h2e00d4d1164ce612;
+    \weights$180 [93] = 64'hfeefd9c6e5402f47;
+    \weights$180 [94] = 64'h520014e6c409bcdf;
+    \weights$180 [95] = 64'hb2fb0fcbcda5edf1;
+    \weights$180 [96] = 64'ha64b0e271d032521;
+    \weights$180 [97] = 64'hce35415a473702b6;
+    \weights$180 [98] = 64'hf2f025211e1a1908;
+    \weights$180 [99] = 64'hbeed2356f14a01e3;
+    \weights$180 [100] = 64'h2e303a43e31a01ff;
+    \weights$180 [101] = 64'h5ef62a6cdcf606de;
+    \weights$180 [102] = 64'h20ca113bd3a2fccd;
+    \weights$180 [103] = 64'h220b07c24520fe09;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$134 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$180 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$134 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$180 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$134 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$180 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$134 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$180 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$134 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$180 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$134 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$180 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$134 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$180 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$134 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$180 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$134 [\$7 [6:0]];
+      _4_ <= \weights$180 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1240,180 +1334,248 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$30 ;
   assign \$11  = slot_c2[0] & slot_c2[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$48 [15:0];
-  assign \$12  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$13  = $signed(\$12 ) + $signed(\new );
+  assign old = slot_c3[14] ? 16'h0000 : \port__data$43 [15:0];
+  assign \old$46  = slot_c3[14] ? 16'h0000 : \port__data$43 [31:16];
+  assign \old$49  = slot_c3[14] ? 16'h0000 : \port__data$43 [47:32];
+  assign \old$52  = slot_c3[14] ? 16'h0000 : \port__data$43 [63:48];
+  assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$14  = $signed(\$13 ) > $signed(24'h7fffff);
-  assign \$15  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$16  = $signed(\$15 ) + $signed(\new );
-  assign \$17  = $signed(\$16 ) < $signed(24'h800000);
-  assign \$18  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$19  = $signed(\$18 ) + $signed(\new );
-  assign \$20  = \$17  ? 25'h1800000 : \$19 ;
-  assign \$21  = \$14  ? 25'h07fffff : \$20 ;
-  assign \$22  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$23  = $signed(\$22 ) + $signed(\new );
-  assign \$24  = $signed(\$23 ) > $signed(24'h7fffff);
-  assign \$25  = slot_c3[14] ? 24'h000000 : \port__data$53 [23:0];
-  assign \$26  = $signed(\$25 ) + $signed(\new );
-  assign \$27  = $signed(\$26 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$24  | \$27 ;
-  assign \$28  = \new  != old;
-  assign \$30  = \saturated$59  | pool_0_clipped;
-  assign \$33  = | \$21 [23:0];
-  assign \$34  = \$32  & \$33 ;
-  assign \old$65  = slot_c3[14] ? 16'h0000 : \port__data$48 [31:16];
-  assign \$35  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$36  = $signed(\$35 ) + $signed(\new$66 );
-  assign \$37  = $signed(\$36 ) > $signed(24'h7fffff);
-  assign \$38  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$39  = $signed(\$38 ) + $signed(\new$66 );
-  assign \$40  = $signed(\$39 ) < $signed(24'h800000);
-  assign \$41  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$42  = $signed(\$41 ) + $signed(\new$66 );
-  assign \$43  = \$40  ? 25'h1800000 : \$42 ;
-  assign \$44  = \$37  ? 25'h07fffff : \$43 ;
-  assign \$45  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$46  = $signed(\$45 ) + $signed(\new$66 );
-  assign \$47  = $signed(\$46 ) > $signed(24'h7fffff);
-  assign \$48  = slot_c3[14] ? 24'h000000 : \port__data$53 [47:24];
-  assign \$49  = $signed(\$48 ) + $signed(\new$66 );
-  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$47  | \$50 ;
-  assign \$51  = \new$66  != \old$65 ;
-  assign \$53  = \saturated$71  | pool_1_clipped;
-  assign \$56  = | \$44 [23:0];
-  assign \$57  = \$55  & \$56 ;
-  assign \old$75  = slot_c3[14] ? 16'h0000 : \port__data$48 [47:32];
-  assign \$58  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$59  = $signed(\$58 ) + $signed(\new$76 );
-  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
-  assign \$61  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$62  = $signed(\$61 ) + $signed(\new$76 );
-  assign \$63  = $signed(\$62 ) < $signed(24'h800000);
-  assign \$64  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$65  = $signed(\$64 ) + $signed(\new$76 );
-  assign \$66  = \$63  ? 25'h1800000 : \$65 ;
-  assign \$67  = \$60  ? 25'h07fffff : \$66 ;
-  assign \$68  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$69  = $signed(\$68 ) + $signed(\new$76 );
-  assign \$70  = $signed(\$69 ) > $signed(24'h7fffff);
-  assign \$71  = slot_c3[14] ? 24'h000000 : \port__data$53 [71:48];
-  assign \$72  = $signed(\$71 ) + $signed(\new$76 );
+  assign \$15  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$16  = $signed(\$15 ) < $signed(24'h800000);
+  assign \$17  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$18  = \$16  ? 25'h1800000 : \$17 ;
+  assign \$19  = \$14  ? 25'h07fffff : \$18 ;
+  assign \$20  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$21  = $signed(\$20 ) > $signed(24'h7fffff);
+  assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$23  = $signed(\$22 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$21  | \$23 ;
+  assign \$24  = out_0 != old_out_c4_0;
+  assign \$26  = saturated_c4_0 | pool_0_clipped;
+  assign \$29  = | \$19 [23:0];
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign \$32  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
+  assign \$34  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$35  = $signed(\$34 ) < $signed(24'h800000);
+  assign \$36  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$37  = \$35  ? 25'h1800000 : \$36 ;
+  assign \$38  = \$33  ? 25'h07fffff : \$37 ;
+  assign \$39  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$40  = $signed(\$39 ) > $signed(24'h7fffff);
+  assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$42  = $signed(\$41 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$40  | \$42 ;
+  assign \$43  = out_1 != old_out_c4_1;
+  assign \$45  = saturated_c4_1 | pool_1_clipped;
+  assign \$48  = | \$38 [23:0];
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign \$51  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$52  = $signed(\$51 ) > $signed(24'h7fffff);
+  assign \$53  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$54  = $signed(\$53 ) < $signed(24'h800000);
+  assign \$55  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$56  = \$54  ? 25'h1800000 : \$55 ;
+  assign \$57  = \$52  ? 25'h07fffff : \$56 ;
+  assign \$58  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$59  = $signed(\$58 ) > $signed(24'h7fffff);
+  assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$61  = $signed(\$60 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$59  | \$61 ;
+  assign \$62  = out_2 != old_out_c4_2;
+  assign \$64  = saturated_c4_2 | pool_2_clipped;
+  assign \$67  = | \$57 [23:0];
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign \$70  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
+  assign \$72  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$73  = $signed(\$72 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$70  | \$73 ;
-  assign \$74  = \new$76  != \old$75 ;
-  assign \$76  = \saturated$81  | pool_2_clipped;
-  assign \$79  = | \$67 [23:0];
-  assign \$80  = \$78  & \$79 ;
-  assign \old$85  = slot_c3[14] ? 16'h0000 : \port__data$48 [63:48];
-  assign \$81  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$82  = $signed(\$81 ) + $signed(\new$86 );
-  assign \$83  = $signed(\$82 ) > $signed(24'h7fffff);
-  assign \$84  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$85  = $signed(\$84 ) + $signed(\new$86 );
-  assign \$86  = $signed(\$85 ) < $signed(24'h800000);
-  assign \$87  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$88  = $signed(\$87 ) + $signed(\new$86 );
-  assign \$89  = \$86  ? 25'h1800000 : \$88 ;
-  assign \$90  = \$83  ? 25'h07fffff : \$89 ;
-  assign \$91  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$92  = $signed(\$91 ) + $signed(\new$86 );
-  assign \$93  = $signed(\$92 ) > $signed(24'h7fffff);
-  assign \$94  = slot_c3[14] ? 24'h000000 : \port__data$53 [95:72];
-  assign \$95  = $signed(\$94 ) + $signed(\new$86 );
-  assign \$96  = $signed(\$95 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$93  | \$96 ;
-  assign \$97  = \new$86  != \old$85 ;
-  assign \$99  = \saturated$91  | pool_3_clipped;
-  assign \$102  = | \$90 [23:0];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = slot_c3[13] & slot_c3[15];
+  assign \$74  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$75  = \$73  ? 25'h1800000 : \$74 ;
+  assign \$76  = \$71  ? 25'h07fffff : \$75 ;
+  assign \$77  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$78  = $signed(\$77 ) > $signed(24'h7fffff);
+  assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$80  = $signed(\$79 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$78  | \$80 ;
+  assign \$81  = out_3 != old_out_c4_3;
+  assign \$83  = saturated_c4_3 | pool_3_clipped;
+  assign \$86  = | \$76 [23:0];
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = slot_c4[13] & slot_c4[15];
   assign credit = reserved < 4'h8;
-  assign \$105  = 1'h0 + \port__en$16 ;
-  assign \$106  = layer0_weights_reads + \$105 ;
-  assign \$107  = | port__en;
-  assign \$108  = 1'h0 + \$107 ;
-  assign \$109  = layer0_weights_writes + \$108 ;
-  assign \$110  = 1'h0 + \port__en$17 ;
-  assign \$111  = layer0_bias_reads + \$110 ;
-  assign \$112  = | \port__en$11 ;
-  assign \$113  = 1'h0 + \$112 ;
-  assign \$114  = layer0_bias_writes + \$113 ;
-  assign \$115  = 1'h0 + \port__en$18 ;
-  assign \$116  = layer0_params_reads + \$115 ;
-  assign \$117  = | \port__en$14 ;
-  assign \$118  = 1'h0 + \$117 ;
-  assign \$119  = layer0_params_writes + \$118 ;
-  assign \$120  = 1'h0 + \port__en$19 ;
-  assign \$121  = layer0_state_reads + \$120 ;
-  assign \$123  = 1'h0 + \$122 ;
-  assign \$124  = layer0_state_writes + \$123 ;
-  assign \$125  = 1'h0 + \port__en$20 ;
-  assign \$126  = layer0_pool_reads + \$125 ;
-  assign \$128  = 1'h0 + \$127 ;
-  assign \$129  = layer0_pool_writes + \$128 ;
-  assign \$130  = ~ slot_c2[16];
-  assign \$131  = slot_c2[0] & \$130 ;
-  assign \$132  = | slot_c2[28:21];
-  assign \$133  = \$131  & \$132 ;
-  assign \$134  = layer0_macs + 4'h8;
-  assign \$135  = 1'h0 + changed[0];
-  assign \$136  = \$135  + changed[1];
-  assign \$137  = \$136  + changed[2];
-  assign \$138  = \$137  + changed[3];
-  assign \$139  = layer0_events + \$138 ;
-  assign \$140  = 1'h0 + saturated[0];
-  assign \$141  = \$140  + saturated[1];
-  assign \$142  = \$141  + saturated[2];
-  assign \$143  = \$142  + saturated[3];
-  assign \$144  = layer0_saturations + \$143 ;
-  assign \$145  = reserved + starting;
-  assign \$146  = r_en & entries__valid;
-  assign \$147  = \$145  - \$146 ;
+  assign \$89  = 1'h0 + \port__en$16 ;
+  assign \$90  = layer0_weights_reads + \$89 ;
+  assign \$91  = | port__en;
+  assign \$92  = 1'h0 + \$91 ;
+  assign \$93  = layer0_weights_writes + \$92 ;
+  assign \$94  = 1'h0 + \port__en$17 ;
+  assign \$95  = layer0_bias_reads + \$94 ;
+  assign \$96  = | \port__en$11 ;
+  assign \$97  = 1'h0 + \$96 ;
+  assign \$98  = layer0_bias_writes + \$97 ;
+  assign \$99  = 1'h0 + \port__en$18 ;
+  assign \$100  = layer0_params_reads + \$99 ;
+  assign \$101  = | \port__en$14 ;
+  assign \$102  = 1'h0 + \$101 ;
+  assign \$103  = layer0_params_writes + \$102 ;
+  assign \$104  = 1'h0 + \port__en$19 ;
+  assign \$105  = layer0_state_reads + \$104 ;
+  assign \$107  = 1'h0 + \$106 ;
+  assign \$108  = layer0_state_writes + \$107 ;
+  assign \$109  = 1'h0 + \port__en$20 ;
+  assign \$110  = layer0_pool_reads + \$109 ;
+  assign \$112  = 1'h0 + \$111 ;
+  assign \$113  = layer0_pool_writes + \$112 ;
+  assign \$114  = ~ slot_c2[16];
+  assign \$115  = slot_c2[0] & \$114 ;
+  assign \$116  = | slot_c2[28:21];
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = layer0_macs + 4'h8;
+  assign \$119  = slot_c3[14] ? 24'h000000 : \port__data$147 [23:0];
+  assign \$120  = slot_c3[14] ? 24'h000000 : \port__data$147 [47:24];
+  assign \$121  = slot_c3[14] ? 24'h000000 : \port__data$147 [71:48];
+  assign \$122  = slot_c3[14] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$123  = 1'h0 + changed[0];
+  assign \$124  = \$123  + changed[1];
+  assign \$125  = \$124  + changed[2];
+  assign \$126  = \$125  + changed[3];
+  assign \$127  = layer0_events + \$126 ;
+  assign \$128  = 1'h0 + saturated[0];
+  assign \$129  = \$128  + saturated[1];
+  assign \$130  = \$129  + saturated[2];
+  assign \$131  = \$130  + saturated[3];
+  assign \$132  = layer0_saturations + \$131 ;
+  assign \$133  = reserved + starting;
+  assign \$134  = r_en & entries__valid;
+  assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$148 ;
+    layer0_weights_reads <= \$136 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$149 ;
+    layer0_weights_writes <= \$137 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$150 ;
+    layer0_bias_reads <= \$138 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$151 ;
+    layer0_bias_writes <= \$139 ;
   always @(posedge clk)
-    layer0_params_reads <= \$152 ;
+    layer0_params_reads <= \$140 ;
   always @(posedge clk)
-    layer0_params_writes <= \$153 ;
+    layer0_params_writes <= \$141 ;
   always @(posedge clk)
-    layer0_state_reads <= \$154 ;
+    layer0_state_reads <= \$142 ;
   always @(posedge clk)
-    layer0_state_writes <= \$155 ;
+    layer0_state_writes <= \$143 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$156 ;
+    layer0_pool_reads <= \$144 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$157 ;
+    layer0_pool_writes <= \$145 ;
   always @(posedge clk)
-    slot_c2 <= \$158 ;
+    slot_c2 <= \$146 ;
   always @(posedge clk)
-    use_acc2 <= \$159 ;
+    use_acc2 <= \$147 ;
   always @(posedge clk)
-    layer0_macs <= \$160 ;
+    layer0_macs <= \$148 ;
   always @(posedge clk)
-    slot_c3 <= \$161 ;
+    slot_c3 <= \$149 ;
   always @(posedge clk)
-    \trace$123  <= \$162 ;
+    slot_c4 <= \$150 ;
   always @(posedge clk)
-    layer0_events <= \$163 ;
+    \port__en$56  <= \$151 ;
   always @(posedge clk)
-    layer0_saturations <= \$164 ;
+    new_c4_0 <= \$152 ;
   always @(posedge clk)
-    reserved <= \$165 ;
+    old_c4_0 <= \$153 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$154 ;
+  always @(posedge clk)
+    out_c4_0 <= \$155 ;
+  always @(posedge clk)
+    old_out_c4_0 <= \$156 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$157 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$158 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$159 ;
+  always @(posedge clk)
+    old_pool_c4_0 <= \$160 ;
+  always @(posedge clk)
+    new_c4_1 <= \$161 ;
+  always @(posedge clk)
+    old_c4_1 <= \$162 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$163 ;
+  always @(posedge clk)
+    out_c4_1 <= \$164 ;
+  always @(posedge clk)
+    old_out_c4_1 <= \$165 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$166 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$167 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$168 ;
+  always @(posedge clk)
+    old_pool_c4_1 <= \$169 ;
+  always @(posedge clk)
+    new_c4_2 <= \$170 ;
+  always @(posedge clk)
+    old_c4_2 <= \$171 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$172 ;
+  always @(posedge clk)
+    out_c4_2 <= \$173 ;
+  always @(posedge clk)
+    old_out_c4_2 <= \$174 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$175 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$176 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$177 ;
+  always @(posedge clk)
+    old_pool_c4_2 <= \$178 ;
+  always @(posedge clk)
+    new_c4_3 <= \$179 ;
+  always @(posedge clk)
+    old_c4_3 <= \$180 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$181 ;
+  always @(posedge clk)
+    out_c4_3 <= \$182 ;
+  always @(posedge clk)
+    old_out_c4_3 <= \$183 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$184 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$185 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$186 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$187 ;
+  always @(posedge clk)
+    \trace$169  <= \$188 ;
+  always @(posedge clk)
+    layer0_events <= \$189 ;
+  always @(posedge clk)
+    layer0_saturations <= \$190 ;
+  always @(posedge clk)
+    reserved <= \$191 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(\port__en$56 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1433,7 +1595,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$44 ),
+    .acc(\acc$39 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1448,7 +1610,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$103 ),
+    .items__ready(\items__ready$120 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1457,32 +1619,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$59 ),
+    .u_clipped(\saturated$144 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$63 ),
-    .\new (\new$66 ),
-    .old(\old$65 ),
-    .params(\params$64 ),
-    .u_clipped(\saturated$71 ),
-    .z(\gate$72 )
+    .acc(\acc$44 ),
+    .\new (\new$148 ),
+    .old(\old$46 ),
+    .params(\params$45 ),
+    .u_clipped(\saturated$152 ),
+    .z(\gate$151 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$73 ),
-    .\new (\new$76 ),
-    .old(\old$75 ),
-    .params(\params$74 ),
-    .u_clipped(\saturated$81 ),
-    .z(\gate$82 )
+    .acc(\acc$47 ),
+    .\new (\new$155 ),
+    .old(\old$49 ),
+    .params(\params$48 ),
+    .u_clipped(\saturated$159 ),
+    .z(\gate$158 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$83 ),
-    .\new (\new$86 ),
-    .old(\old$85 ),
-    .params(\params$84 ),
-    .u_clipped(\saturated$91 ),
-    .z(\gate$92 )
+    .acc(\acc$50 ),
+    .\new (\new$162 ),
+    .old(\old$52 ),
+    .params(\params$51 ),
+    .u_clipped(\saturated$166 ),
+    .z(\gate$165 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1542,137 +1704,403 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = \$106 [31:0];
+    \$136  = \$90 [31:0];
+    if (rst) begin
+      \$136  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$137  = \$93 [31:0];
+    if (rst) begin
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$138  = \$95 [31:0];
+    if (rst) begin
+      \$138  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$139  = \$98 [31:0];
+    if (rst) begin
+      \$139  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$140  = \$100 [31:0];
+    if (rst) begin
+      \$140  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$141  = \$103 [31:0];
+    if (rst) begin
+      \$141  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$142  = \$105 [31:0];
+    if (rst) begin
+      \$142  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$143  = \$108 [31:0];
+    if (rst) begin
+      \$143  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$144  = \$110 [31:0];
+    if (rst) begin
+      \$144  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$145  = \$113 [31:0];
+    if (rst) begin
+      \$145  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$146  = slot;
+    if (rst) begin
+      \$146  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$147  = 1'h0;
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$148  = layer0_macs;
+    if (\$117 ) begin
+      \$148  = \$118 [31:0];
+    end
     if (rst) begin
       \$148  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = \$109 [31:0];
+    \$149  = slot_c2;
     if (rst) begin
-      \$149  = 32'd0;
+      \$149  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = \$111 [31:0];
+    \$150  = slot_c3;
     if (rst) begin
-      \$150  = 32'd0;
+      \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \$114 [31:0];
+    \$151  = finalize;
     if (rst) begin
-      \$151  = 32'd0;
+      \$151  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \$116 [31:0];
+    \$152  = \new ;
     if (rst) begin
-      \$152  = 32'd0;
+      \$152  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \$119 [31:0];
+    \$153  = old;
     if (rst) begin
-      \$153  = 32'd0;
+      \$153  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \$121 [31:0];
+    \$154  = 1'h0;
     if (rst) begin
-      \$154  = 32'd0;
+      \$154  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \$124 [31:0];
+    \$155  = \new ;
     if (rst) begin
-      \$155  = 32'd0;
+      \$155  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = \$126 [31:0];
+    \$156  = old;
     if (rst) begin
-      \$156  = 32'd0;
+      \$156  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = \$129 [31:0];
+    \$157  = gate;
     if (rst) begin
-      \$157  = 32'd0;
+      \$157  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = slot;
+    \$158  = \saturated$144 ;
     if (rst) begin
-      \$158  = 29'h00000000;
+      \$158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 1'h0;
+    \$159  = 16'h0000;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = layer0_macs;
-    if (\$133 ) begin
-      \$160  = \$134 [31:0];
-    end
+    \$160  = \$119 ;
     if (rst) begin
-      \$160  = 32'd0;
+      \$160  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = slot_c2;
+    \$161  = \new$148 ;
     if (rst) begin
-      \$161  = 29'h00000000;
+      \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = trace;
+    \$162  = \old$46 ;
     if (rst) begin
-      \$162  = 98'h0000000000000000000000000;
+      \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = layer0_events;
-    if (finalize) begin
-      \$163  = \$139 [31:0];
-    end
+    \$163  = 1'h0;
     if (rst) begin
-      \$163  = 32'd0;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = layer0_saturations;
-    if (finalize) begin
-      \$164  = \$144 [31:0];
-    end
+    \$164  = \new$148 ;
     if (rst) begin
-      \$164  = 32'd0;
+      \$164  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \$147 [3:0];
+    \$165  = \old$46 ;
     if (rst) begin
-      \$165  = 4'h0;
+      \$165  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$166  = \gate$151 ;
+    if (rst) begin
+      \$166  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$167  = \saturated$152 ;
+    if (rst) begin
+      \$167  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$168  = 16'h0000;
+    if (rst) begin
+      \$168  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$169  = \$120 ;
+    if (rst) begin
+      \$169  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$170  = \new$155 ;
+    if (rst) begin
+      \$170  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$171  = \old$49 ;
+    if (rst) begin
+      \$171  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$172  = 1'h0;
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$173  = \new$155 ;
+    if (rst) begin
+      \$173  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$174  = \old$49 ;
+    if (rst) begin
+      \$174  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$175  = \gate$158 ;
+    if (rst) begin
+      \$175  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$176  = \saturated$159 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$177  = 16'h0000;
+    if (rst) begin
+      \$177  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$178  = \$121 ;
+    if (rst) begin
+      \$178  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$179  = \new$162 ;
+    if (rst) begin
+      \$179  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$180  = \old$52 ;
+    if (rst) begin
+      \$180  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$181  = 1'h0;
+    if (rst) begin
+      \$181  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$182  = \new$162 ;
+    if (rst) begin
+      \$182  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$183  = \old$52 ;
+    if (rst) begin
+      \$183  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$184  = \gate$165 ;
+    if (rst) begin
+      \$184  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$185  = \saturated$166 ;
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$186  = 16'h0000;
+    if (rst) begin
+      \$186  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$187  = \$122 ;
+    if (rst) begin
+      \$187  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$188  = trace;
+    if (rst) begin
+      \$188  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$189  = layer0_events;
+    if (\port__en$56 ) begin
+      \$189  = \$127 [31:0];
+    end
+    if (rst) begin
+      \$189  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$190  = layer0_saturations;
+    if (\port__en$56 ) begin
+      \$190  = \$132 [31:0];
+    end
+    if (rst) begin
+      \$190  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$191  = \$135 [3:0];
+    if (rst) begin
+      \$191  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1687,30 +2115,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__addr$39  = slot_c3[3:1];
-  assign \port__en$40  = finalize;
-  assign \port__addr$41  = slot_c3[3:1];
-  assign \port__en$42  = finalize;
-  assign old_out_0 = old;
-  assign pool_0 = \$21 [23:0];
-  assign out = \new ;
-  assign old_out_1 = \old$65 ;
-  assign pool_1 = \$44 [23:0];
-  assign \out$69  = \new$66 ;
-  assign old_out_2 = \old$75 ;
-  assign pool_2 = \$67 [23:0];
-  assign \out$79  = \new$76 ;
-  assign old_out_3 = \old$85 ;
-  assign pool_3 = \$90 [23:0];
-  assign \out$89  = \new$86 ;
+  assign \port__addr$54  = slot_c4[3:1];
+  assign finalize4 = \port__en$56 ;
+  assign \port__addr$58  = slot_c4[3:1];
+  assign \port__en$59  = \port__en$56 ;
+  assign pool_0 = \$19 [23:0];
+  assign pool_1 = \$38 [23:0];
+  assign pool_2 = \$57 [23:0];
+  assign pool_3 = \$76 [23:0];
   assign w_data = entry;
-  assign w_en = finalize;
+  assign w_en = \port__en$56 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$102  = events__payload;
-  assign events__ready = \items__ready$103 ;
-  assign \items__valid$106  = events__valid;
+  assign \items__payload$119  = events__payload;
+  assign events__ready = \items__ready$120 ;
+  assign \items__valid$123  = events__valid;
+  assign hold = 1'h0;
+  assign out = \new ;
+  assign potential = 16'h0000;
+  assign \hold$149  = 1'h0;
+  assign \out$150  = \new$148 ;
+  assign \potential$154  = 16'h0000;
+  assign \hold$156  = 1'h0;
+  assign \out$157  = \new$155 ;
+  assign \potential$161  = 16'h0000;
+  assign \hold$163  = 1'h0;
+  assign \out$164  = \new$162 ;
+  assign \potential$168  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1775,18 +2207,45 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \acc$44[0]  = \acc$44 [18:0];
-  assign \acc$44[1]  = \acc$44 [37:19];
-  assign \acc$44[2]  = \acc$44 [56:38];
-  assign \acc$44[3]  = \acc$44 [75:57];
-  assign \acc$44[4]  = \acc$44 [94:76];
-  assign \acc$44[5]  = \acc$44 [113:95];
-  assign \acc$44[6]  = \acc$44 [132:114];
-  assign \acc$44[7]  = \acc$44 [151:133];
+  assign \acc$39[0]  = \acc$39 [18:0];
+  assign \acc$39[1]  = \acc$39 [37:19];
+  assign \acc$39[2]  = \acc$39 [56:38];
+  assign \acc$39[3]  = \acc$39 [75:57];
+  assign \acc$39[4]  = \acc$39 [94:76];
+  assign \acc$39[5]  = \acc$39 [113:95];
+  assign \acc$39[6]  = \acc$39 [132:114];
+  assign \acc$39[7]  = \acc$39 [151:133];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \old.h  = old;
-  assign \new.h  = \new ;
+  assign \acc$44.cand  = \acc$44 [18:0];
+  assign \acc$44.gate  = \acc$44 [37:19];
+  assign \params$45.cand_shift  = \params$45 [6:0];
+  assign \params$45.gate_shift  = \params$45 [13:7];
+  assign \old$46.h  = \old$46 ;
+  assign \acc$47.cand  = \acc$47 [18:0];
+  assign \acc$47.gate  = \acc$47 [37:19];
+  assign \params$48.cand_shift  = \params$48 [6:0];
+  assign \params$48.gate_shift  = \params$48 [13:7];
+  assign \old$49.h  = \old$49 ;
+  assign \acc$50.cand  = \acc$50 [18:0];
+  assign \acc$50.gate  = \acc$50 [37:19];
+  assign \params$51.cand_shift  = \params$51 [6:0];
+  assign \params$51.gate_shift  = \params$51 [13:7];
+  assign \old$52.h  = \old$52 ;
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[3:1];
+  assign \slot_c4.base  = slot_c4[10:4];
+  assign \slot_c4.first  = slot_c4[11];
+  assign \slot_c4.last  = slot_c4[12];
+  assign \slot_c4.step_last  = slot_c4[13];
+  assign \slot_c4.seq_first  = slot_c4[14];
+  assign \slot_c4.seq_end  = slot_c4[15];
+  assign \slot_c4.empty  = slot_c4[16];
+  assign \slot_c4.index  = slot_c4[20:17];
+  assign \slot_c4.value  = slot_c4[28:21];
+  assign \new_c4_0.h  = new_c4_0;
+  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[3:1];
   assign \trace.step_end  = trace[4];
@@ -1810,24 +2269,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entry.group  = entry[102:100];
   assign \entry.marker  = entry[103];
   assign \entry.seq_end  = entry[104];
-  assign \acc$63.cand  = \acc$63 [18:0];
-  assign \acc$63.gate  = \acc$63 [37:19];
-  assign \params$64.cand_shift  = \params$64 [6:0];
-  assign \params$64.gate_shift  = \params$64 [13:7];
-  assign \old$65.h  = \old$65 ;
-  assign \new$66.h  = \new$66 ;
-  assign \acc$73.cand  = \acc$73 [18:0];
-  assign \acc$73.gate  = \acc$73 [37:19];
-  assign \params$74.cand_shift  = \params$74 [6:0];
-  assign \params$74.gate_shift  = \params$74 [13:7];
-  assign \old$75.h  = \old$75 ;
-  assign \new$76.h  = \new$76 ;
-  assign \acc$83.cand  = \acc$83 [18:0];
-  assign \acc$83.gate  = \acc$83 [37:19];
-  assign \params$84.cand_shift  = \params$84 [6:0];
-  assign \params$84.gate_shift  = \params$84 [13:7];
-  assign \old$85.h  = \old$85 ;
-  assign \new$86.h  = \new$86 ;
+  assign \new_c4_1.h  = new_c4_1;
+  assign \old_c4_1.h  = old_c4_1;
+  assign \new_c4_2.h  = new_c4_2;
+  assign \old_c4_2.h  = old_c4_2;
+  assign \new_c4_3.h  = new_c4_3;
+  assign \old_c4_3.h  = old_c4_3;
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -1841,83 +2288,87 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$102.index  = events__payload[4:0];
-  assign \items__payload$102.value  = events__payload[28:5];
-  assign \items__payload$102.step_end  = events__payload[29];
-  assign \items__payload$102.seq_end  = events__payload[30];
-  assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [3:1];
-  assign \trace$123.step_end  = \trace$123 [4];
-  assign \trace$123.seq_end  = \trace$123 [5];
-  assign \trace$123.state  = \trace$123 [69:6];
-  assign \trace$123.state[0]  = \trace$123 [21:6];
-  assign \trace$123.state[1]  = \trace$123 [37:22];
-  assign \trace$123.state[2]  = \trace$123 [53:38];
-  assign \trace$123.state[3]  = \trace$123 [69:54];
-  assign \trace$123.gate  = \trace$123 [97:70];
-  assign \trace$123.gate[0]  = \trace$123 [76:70];
-  assign \trace$123.gate[1]  = \trace$123 [83:77];
-  assign \trace$123.gate[2]  = \trace$123 [90:84];
-  assign \trace$123.gate[3]  = \trace$123 [97:91];
-  assign \params$84 [13:7] = \port__data$46 [55:49];
-  assign \params$84 [6:0] = \port__data$46 [48:42];
-  assign \acc$83 [37:19] = \acc$44 [151:133];
-  assign \acc$83 [18:0] = \acc$44 [132:114];
-  assign \params$74 [13:7] = \port__data$46 [41:35];
-  assign \params$74 [6:0] = \port__data$46 [34:28];
-  assign \acc$73 [37:19] = \acc$44 [113:95];
-  assign \acc$73 [18:0] = \acc$44 [94:76];
-  assign \params$64 [13:7] = \port__data$46 [27:21];
-  assign \params$64 [6:0] = \port__data$46 [20:14];
-  assign \acc$63 [37:19] = \acc$44 [75:57];
-  assign \acc$63 [18:0] = \acc$44 [56:38];
-  assign entry[104] = slot_c3[15];
-  assign entry[103] = \$104 ;
-  assign entry[102:100] = slot_c3[3:1];
-  assign entry[99:76] = \$90 [23:0];
-  assign entry[3] = \$103 ;
-  assign entry[75:52] = \$67 [23:0];
-  assign entry[2] = \$80 ;
-  assign entry[51:28] = \$44 [23:0];
-  assign entry[1] = \$57 ;
-  assign entry[27:4] = \$21 [23:0];
-  assign entry[0] = \$34 ;
-  assign trace[5] = slot_c3[15];
-  assign trace[4] = slot_c3[13];
-  assign trace[3:1] = slot_c3[3:1];
-  assign trace[0] = finalize;
-  assign trace[97:91] = \gate$92 ;
-  assign trace[69:54] = \new$86 ;
-  assign trace[90:84] = \gate$82 ;
-  assign trace[53:38] = \new$76 ;
-  assign trace[83:77] = \gate$72 ;
-  assign trace[37:22] = \new$66 ;
-  assign trace[76:70] = gate;
-  assign trace[21:6] = \new ;
-  assign saturated[3] = \$100 ;
-  assign saturated[2] = \$77 ;
-  assign saturated[1] = \$54 ;
-  assign saturated[0] = \$31 ;
-  assign changed[3] = \$98 ;
-  assign changed[2] = \$75 ;
-  assign changed[1] = \$52 ;
-  assign changed[0] = \$29 ;
-  assign \port__data$56 [95:72] = \$90 [23:0];
-  assign \port__data$56 [71:48] = \$67 [23:0];
-  assign \port__data$56 [47:24] = \$44 [23:0];
-  assign \port__data$56 [23:0] = \$21 [23:0];
-  assign \port__data$49 [63:48] = \new$86 ;
-  assign \port__data$49 [47:32] = \new$76 ;
-  assign \port__data$49 [31:16] = \new$66 ;
-  assign \port__data$49 [15:0] = \new ;
-  assign params[13:7] = \port__data$46 [13:7];
-  assign params[6:0] = \port__data$46 [6:0];
-  assign acc[37:19] = \acc$44 [37:19];
-  assign acc[18:0] = \acc$44 [18:0];
+  assign \items__payload$119.index  = events__payload[4:0];
+  assign \items__payload$119.value  = events__payload[28:5];
+  assign \items__payload$119.step_end  = events__payload[29];
+  assign \items__payload$119.seq_end  = events__payload[30];
+  assign \new.h  = \new ;
+  assign \new$148.h  = \new$148 ;
+  assign \new$155.h  = \new$155 ;
+  assign \new$162.h  = \new$162 ;
+  assign \trace$169.valid  = \trace$169 [0];
+  assign \trace$169.group  = \trace$169 [3:1];
+  assign \trace$169.step_end  = \trace$169 [4];
+  assign \trace$169.seq_end  = \trace$169 [5];
+  assign \trace$169.state  = \trace$169 [69:6];
+  assign \trace$169.state[0]  = \trace$169 [21:6];
+  assign \trace$169.state[1]  = \trace$169 [37:22];
+  assign \trace$169.state[2]  = \trace$169 [53:38];
+  assign \trace$169.state[3]  = \trace$169 [69:54];
+  assign \trace$169.gate  = \trace$169 [97:70];
+  assign \trace$169.gate[0]  = \trace$169 [76:70];
+  assign \trace$169.gate[1]  = \trace$169 [83:77];
+  assign \trace$169.gate[2]  = \trace$169 [90:84];
+  assign \trace$169.gate[3]  = \trace$169 [97:91];
+  assign entry[104] = slot_c4[15];
+  assign entry[103] = \$88 ;
+  assign entry[102:100] = slot_c4[3:1];
+  assign entry[99:76] = \$76 [23:0];
+  assign entry[3] = \$87 ;
+  assign entry[75:52] = \$57 [23:0];
+  assign entry[2] = \$68 ;
+  assign entry[51:28] = \$38 [23:0];
+  assign entry[1] = \$49 ;
+  assign entry[27:4] = \$19 [23:0];
+  assign entry[0] = \$30 ;
+  assign trace[5] = slot_c4[15];
+  assign trace[4] = slot_c4[13];
+  assign trace[3:1] = slot_c4[3:1];
+  assign trace[0] = \port__en$56 ;
+  assign trace[97:91] = gate_c4_3;
+  assign trace[69:54] = out_3;
+  assign trace[90:84] = gate_c4_2;
+  assign trace[53:38] = out_2;
+  assign trace[83:77] = gate_c4_1;
+  assign trace[37:22] = out_1;
+  assign trace[76:70] = gate_c4_0;
+  assign trace[21:6] = out_0;
+  assign saturated[3] = \$84 ;
+  assign saturated[2] = \$65 ;
+  assign saturated[1] = \$46 ;
+  assign saturated[0] = \$27 ;
+  assign changed[3] = \$82 ;
+  assign changed[2] = \$63 ;
+  assign changed[1] = \$44 ;
+  assign changed[0] = \$25 ;
+  assign \port__data$70 [95:72] = \$76 [23:0];
+  assign \port__data$70 [71:48] = \$57 [23:0];
+  assign \port__data$70 [47:24] = \$38 [23:0];
+  assign \port__data$70 [23:0] = \$19 [23:0];
+  assign \port__data$60 [63:48] = \$69 ;
+  assign \port__data$60 [47:32] = \$50 ;
+  assign \port__data$60 [31:16] = \$31 ;
+  assign \port__data$60 [15:0] = \$12 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
+  assign \params$51 [13:7] = \port__data$41 [55:49];
+  assign \params$51 [6:0] = \port__data$41 [48:42];
+  assign \acc$50 [37:19] = \acc$39 [151:133];
+  assign \acc$50 [18:0] = \acc$39 [132:114];
+  assign \params$48 [13:7] = \port__data$41 [41:35];
+  assign \params$48 [6:0] = \port__data$41 [34:28];
+  assign \acc$47 [37:19] = \acc$39 [113:95];
+  assign \acc$47 [18:0] = \acc$39 [94:76];
+  assign \params$45 [13:7] = \port__data$41 [27:21];
+  assign \params$45 [6:0] = \port__data$41 [20:14];
+  assign \acc$44 [37:19] = \acc$39 [75:57];
+  assign \acc$44 [18:0] = \acc$39 [56:38];
+  assign params[13:7] = \port__data$41 [13:7];
+  assign params[6:0] = \port__data$41 [6:0];
+  assign acc[37:19] = \acc$39 [37:19];
+  assign acc[18:0] = \acc$39 [18:0];
   assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
@@ -1950,24 +2401,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign port__data[23:16] = \config [21:14];
   assign port__data[15:8] = \config [21:14];
   assign port__data[7:0] = \config [21:14];
-  assign \$29  = \$28 ;
-  assign \$31  = \$30 ;
-  assign \$32  = slot_c3[15];
-  assign \$52  = \$51 ;
-  assign \$54  = \$53 ;
-  assign \$55  = slot_c3[15];
-  assign \$75  = \$74 ;
-  assign \$77  = \$76 ;
-  assign \$78  = slot_c3[15];
-  assign \$98  = \$97 ;
-  assign \$100  = \$99 ;
-  assign \$101  = slot_c3[15];
-  assign \$122  = finalize;
-  assign \$127  = finalize;
+  assign \$25  = \$24 ;
+  assign \$27  = \$26 ;
+  assign \$28  = slot_c4[15];
+  assign \$44  = \$43 ;
+  assign \$46  = \$45 ;
+  assign \$47  = slot_c4[15];
+  assign \$63  = \$62 ;
+  assign \$65  = \$64 ;
+  assign \$66  = slot_c4[15];
+  assign \$82  = \$81 ;
+  assign \$84  = \$83 ;
+  assign \$85  = slot_c4[15];
+  assign \$106  = \port__en$56 ;
+  assign \$111  = \port__en$56 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w_en, r_data, w_port__data, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3774,9 +4225,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$81 ;
   reg [44:0] \$82 ;
   reg [36:0] \$83 ;
-  reg [3:0] \$84 ;
-  reg [3:0] \$85 ;
+  reg [1:0] \$84 ;
+  reg [147:0] \$85 ;
+  reg [44:0] \$86 ;
+  reg \$87 ;
+  reg [36:0] \$88 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
+  reg [3:0] \$90 ;
   wire [147:0] acc;
   wire [36:0] \acc[0] ;
   wire [36:0] \acc[1] ;
@@ -3815,7 +4271,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  (* init = 1'h0 *)
+  wire finalize4;
   wire first;
+  reg [1:0] group_lane = 2'h0;
+  reg [36:0] group_logit = 37'h0000000000;
   input [30:0] items__payload;
   wire [30:0] items__payload;
   wire [30:0] \items__payload$1 ;
@@ -3833,6 +4293,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
+  reg [147:0] logits_c4 = 148'h0000000000000000000000000000000000000;
+  wire [36:0] \logits_c4[0] ;
+  wire [36:0] \logits_c4[1] ;
+  wire [36:0] \logits_c4[2] ;
+  wire [36:0] \logits_c4[3] ;
   wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [6:0] \port__addr$15 ;
@@ -3929,6 +4394,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [23:0] \slot_c3.value ;
+  reg [44:0] slot_c4 = 45'h000000000000;
+  wire [6:0] \slot_c4.base ;
+  wire \slot_c4.empty ;
+  wire \slot_c4.first ;
+  wire [1:0] \slot_c4.group ;
+  wire [4:0] \slot_c4.index ;
+  wire \slot_c4.last ;
+  wire \slot_c4.seq_end ;
+  wire \slot_c4.seq_first ;
+  wire \slot_c4.step_last ;
+  wire \slot_c4.valid ;
+  wire [23:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -3936,7 +4413,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire valid;
   wire [23:0] value;
   wire [155:0] w_data;
-  wire w_en;
+  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -3965,122 +4442,125 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$70  [95:0];
+  reg [31:0] \weights$75  [95:0];
   initial begin
-    \weights$70 [0] = 32'd81668324;
-    \weights$70 [1] = 32'd4210763758;
-    \weights$70 [2] = 32'd219545103;
-    \weights$70 [3] = 32'd98298891;
-    \weights$70 [4] = 32'd4025095426;
-    \weights$70 [5] = 32'd4228314917;
-    \weights$70 [6] = 32'd486544412;
-    \weights$70 [7] = 32'd4158656243;
-    \weights$70 [8] = 32'd4077262360;
-    \weights$70 [9] = 32'd4229619968;
-    \weights$70 [10] = 32'd720505347;
-    \weights$70 [11] = 32'd182838793;
-    \weights$70 [12] = 32'd4128241648;
-    \weights$70 [13] = 32'd454221297;
-    \weights$70 [14] = 32'd4109631252;
-    \weights$70 [15] = 32'd198974692;
-    \weights$70 [16] = 32'd384494823;
-    \weights$70 [17] = 32'd271185126;
-    \weights$70 [18] = 32'd720889320;
-    \weights$70 [19] = 32'd4062365713;
-    \weights$70 [20] = 32'd703198430;
-    \weights$70 [21] = 32'd3557550578;
-    \weights$70 [22] = 32'd3004827152;
-    \weights$70 [23] = 32'd234028269;
-    \weights$70 [24] = 32'd535946262;
-    \weights$70 [25] = 32'd132449267;
-    \weights$70 [26] = 32'd3371303902;
-    \weights$70 [27] = 32'd4025291043;
-    \weights$70 [28] = 32'd83690035;
-    \weights$70 [29] = 32'd4145606130;
-    \weights$70 [30] = 32'd185995541;
-    \weights$70 [31] = 32'd520424174;
-    \weights$70 [32] = 32'd4244439837;
-    \weights$70 [33] = 32'd49806549;
-    \weights$70 [34] = 32'd4227801835;
-    \weights$70 [35] = 32'd50395135;
-    \weights$70 [36] = 32'd4058508787;
-    \weights$70 [37] = 32'd387057647;
-    \weights$70 [38] = 32'd3739748621;
-    \weights$70 [39] = 32'd114043908;
-    \weights$70 [40] = 32'd134545180;
-    \weights$70 [41] = 32'd3907717360;
-    \weights$70 [42] = 32'd169016782;
-    \weights$70 [43] = 32'd117702141;
-    \weights$70 [44] = 32'd334765557;
-    \weights$70 [45] = 32'd265624841;
-    \weights$70 [46] = 32'd102429409;
-    \weights$70 [47] = 32'd51256085;
-    \weights$70 [48] = 32'd352457940;
-    \weights$70 [49] = 32'd756546805;
-    \weights$70 [50] = 32'd64438531;
-    \weights$70 [51] = 32'd4176411098;
-    \weights$70 [52] = 32'd268107770;
-    \weights$70 [53] = 32'd118682131;
-    \weights$70 [54] = 32'd4193584149;
-    \weights$70 [55] = 32'd3924629744;
-    \weights$70 [56] = 32'd485694946;
-    \weights$70 [57] = 32'd3741443080;
-    \weights$70 [58] = 32'd82318358;
-    \weights$70 [59] = 32'd4125355512;
-    \weights$70 [60] = 32'd472580379;
-    \weights$70 [61] = 32'd3907524101;
-    \weights$70 [62] = 32'd4158193890;
-    \weights$70 [63] = 32'd3792168694;
-    \weights$70 [64] = 32'd1109983;
-    \weights$70 [65] = 32'd14552319;
-    \weights$70 [66] = 32'd16249877;
-    \weights$70 [67] = 32'd135430;
-    \weights$70 [68] = 32'd336372;
-    \weights$70 [69] = 32'd588085;
-    \weights$70 [70] = 32'd1315829;
-    \weights$70 [71] = 32'd15670779;
-    \weights$70 [72] = 32'd15595997;
-    \weights$70 [73] = 32'd15928813;
-    \weights$70 [74] = 32'd15140844;
-    \weights$70 [75] = 32'd1300249;
-    \weights$70 [76] = 32'd658191;
-    \weights$70 [77] = 32'd15400971;
-    \weights$70 [78] = 32'd3081;
-    \weights$70 [79] = 32'd124950;
-    \weights$70 [80] = 32'd15864070;
-    \weights$70 [81] = 32'd16317161;
-    \weights$70 [82] = 32'd1903337;
-    \weights$70 [83] = 32'd15075560;
-    \weights$70 [84] = 32'd16644103;
-    \weights$70 [85] = 32'd15598053;
-    \weights$70 [86] = 32'd1575147;
-    \weights$70 [87] = 32'd14036213;
-    \weights$70 [88] = 32'd13959176;
-    \weights$70 [89] = 32'd15529743;
-    \weights$70 [90] = 32'd2032872;
-    \weights$70 [91] = 32'd16449776;
-    \weights$70 [92] = 32'd14415840;
-    \weights$70 [93] = 32'd15265019;
-    \weights$70 [94] = 32'd12259837;
-    \weights$70 [95] = 32'd1694199;
+    \weights$75 [0] = 32'd81668324;
+    \weights$75 [1] = 32'd4210763758;
+    \weights$75 [2] = 32'd219545103;
+    \weights$75 [3] = 32'd98298891;
+    \weights$75 [4] = 32'd4025095426;
+    \weights$75 [5] = 32'd4228314917;
+    \weights$75 [6] = 32'd486544412;
+    \weights$75 [7] = 32'd4158656243;
+    \weights$75 [8] = 32'd4077262360;
+    \weights$75 [9] = 32'd4229619968;
+    \weights$75 [10] = 32'd720505347;
+    \weights$75 [11] = 32'd182838793;
+    \weights$75 [12] = 32'd4128241648;
+    \weights$75 [13] = 32'd454221297;
+    \weights$75 [14] = 32'd4109631252;
+    \weights$75 [15] = 32'd198974692;
+    \weights$75 [16] = 32'd384494823;
+    \weights$75 [17] = 32'd271185126;
+    \weights$75 [18] = 32'd720889320;
+    \weights$75 [19] = 32'd4062365713;
+    \weights$75 [20] = 32'd703198430;
+    \weights$75 [21] = 32'd3557550578;
+    \weights$75 [22] = 32'd3004827152;
+    \weights$75 [23] = 32'd234028269;
+    \weights$75 [24] = 32'd535946262;
+    \weights$75 [25] = 32'd132449267;
+    \weights$75 [26] = 32'd3371303902;
+    \weights$75 [27] = 32'd4025291043;
+    \weights$75 [28] = 32'd83690035;
+    \weights$75 [29] = 32'd4145606130;
+    \weights$75 [30] = 32'd185995541;
+    \weights$75 [31] = 32'd520424174;
+    \weights$75 [32] = 32'd4244439837;
+    \weights$75 [33] = 32'd49806549;
+    \weights$75 [34] = 32'd4227801835;
+    \weights$75 [35] = 32'd50395135;
+    \weights$75 [36] = 32'd4058508787;
+    \weights$75 [37] = 32'd387057647;
+    \weights$75 [38] = 32'd3739748621;
+    \weights$75 [39] = 32'd114043908;
+    \weights$75 [40] = 32'd134545180;
+    \weights$75 [41] = 32'd3907717360;
+    \weights$75 [42] = 32'd169016782;
+    \weights$75 [43] = 32'd117702141;
+    \weights$75 [44] = 32'd334765557;
+    \weights$75 [45] = 32'd265624841;
+    \weights$75 [46] = 32'd102429409;
+    \weights$75 [47] = 32'd51256085;
+    \weights$75 [48] = 32'd352457940;
+    \weights$75 [49] = 32'd756546805;
+    \weights$75 [50] = 32'd64438531;
+    \weights$75 [51] = 32'd4176411098;
+    \weights$75 [52] = 32'd268107770;
+    \weights$75 [53] = 32'd118682131;
+    \weights$75 [54] = 32'd4193584149;
+    \weights$75 [55] = 32'd3924629744;
+    \weights$75 [56] = 32'd485694946;
+    \weights$75 [57] = 32'd3741443080;
+    \weights$75 [58] = 32'd82318358;
+    \weights$75 [59] = 32'd4125355512;
+    \weights$75 [60] = 32'd472580379;
+    \weights$75 [61] = 32'd3907524101;
+    \weights$75 [62] = 32'd4158193890;
+    \weights$75 [63] = 32'd3792168694;
+    \weights$75 [64] = 32'd1109983;
+    \weights$75 [65] = 32'd14552319;
+    \weights$75 [66] = 32'd16249877;
+    \weights$75 [67] = 32'd135430;
+    \weights$75 [68] = 32'd336372;
+    \weights$75 [69] = 32'd588085;
+    \weights$75 [70] = 32'd1315829;
+    \weights$75 [71] = 32'd15670779;
+    \weights$75 [72] = 32'd15595997;
+    \weights$75 [73] = 32'd15928813;
+    \weights$75 [74] = 32'd15140844;
+    \weights$75 [75] = 32'd1300249;
+    \weights$75 [76] = 32'd658191;
+    \weights$75 [77] = 32'd15400971;
+    \weights$75 [78] = 32'd3081;
+    \weights$75 [79] = 32'd124950;
+    \weights$75 [80] = 32'd15864070;
+    \weights$75 [81] = 32'd16317161;
+    \weights$75 [82] = 32'd1903337;
+    \weights$75 [83] = 32'd15075560;
+    \weights$75 [84] = 32'd16644103;
+    \weights$75 [85] = 32'd15598053;
+    \weights$75 [86] = 32'd1575147;
+    \weights$75 [87] = 32'd14036213;
+    \weights$75 [88] = 32'd13959176;
+    \weights$75 [89] = 32'd15529743;
+    \weights$75 [90] = 32'd2032872;
+    \weights$75 [91] = 32'd16449776;
+    \weights$75 [92] = 32'd14415840;
+    \weights$75 [93] = 32'd15265019;
+    \weights$75 [94] = 32'd12259837;
+    \weights$75 [95] = 32'd1694199;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$75 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$75 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$70 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$75 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$70 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$75 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [6:0]];
+      _1_ <= \weights$75 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$10  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
+  assign finalize = slot_c3[0] & slot_c3[11];
   assign \$14  = $signed(acc[73:37]) > $signed(acc[36:0]);
   assign argmax_0_0_logit = \$16  ? acc[73:37] : acc[36:0];
   assign \$19  = $signed(acc[73:37]) > $signed(acc[36:0]);
@@ -4098,11 +4578,11 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_1_0_logit = \$42  ? argmax_0_1_logit : argmax_0_0_logit;
   assign \$45  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
   assign argmax_1_0_lane = \$47  ? argmax_0_1_lane : { 1'h0, \$22  };
-  assign \$48  = ! slot_c3[2:1];
-  assign \$49  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign \$48  = ! slot_c4[2:1];
+  assign \$49  = $signed(group_logit) > $signed(best_logit);
   assign take = \$48  | \$49 ;
-  assign \$50  = slot_c3[2:1] * 3'h4;
-  assign \$51  = \$50  + argmax_1_0_lane;
+  assign \$50  = slot_c4[2:1] * 3'h4;
+  assign \$51  = \$50  + group_lane;
   assign \$52  = take ? \$51  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
   assign \$53  = 1'h0 + \port__en$13 ;
@@ -4123,7 +4603,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$68  = \$67  ? 3'h3 : 3'h4;
   assign \$69  = \$68  * 1'h1;
   assign \$70  = readout_macs + \$69 ;
-  assign \$71  = finalize & take;
+  assign \$71  = w_en & take;
   assign \$72  = reserved + starting;
   assign \$73  = r_en & results__valid;
   assign \$74  = \$72  - \$73 ;
@@ -4144,11 +4624,21 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     slot_c3 <= \$82 ;
   always @(posedge clk)
-    best_logit <= \$83 ;
+    group_logit <= \$83 ;
   always @(posedge clk)
-    best_class <= \$84 ;
+    group_lane <= \$84 ;
   always @(posedge clk)
-    reserved <= \$85 ;
+    logits_c4 <= \$85 ;
+  always @(posedge clk)
+    slot_c4 <= \$86 ;
+  always @(posedge clk)
+    w_en <= \$87 ;
+  always @(posedge clk)
+    best_logit <= \$88 ;
+  always @(posedge clk)
+    best_class <= \$89 ;
+  always @(posedge clk)
+    reserved <= \$90 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
@@ -4158,9 +4648,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$7  = slot[9:3] + slot[20:16];
   assign \$8  = ~ slot[15];
   assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
-  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[11];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4193,7 +4680,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .r_en(r_en),
     .r_rdy(results__valid),
     .rst(rst),
-    .w_en(finalize),
+    .w_en(w_en),
     .w_port__data(beat)
   );
   always @* begin
@@ -4271,29 +4758,64 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$83  = best_logit;
-    if (\$71 ) begin
-      \$83  = argmax_1_0_logit;
-    end
+    \$83  = argmax_1_0_logit;
     if (rst) begin
       \$83  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$84  = best_class;
-    if (\$71 ) begin
-      \$84  = \$52 [3:0];
-    end
+    \$84  = argmax_1_0_lane;
     if (rst) begin
-      \$84  = 4'h0;
+      \$84  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$85  = \$74 [3:0];
+    \$85  = acc;
     if (rst) begin
-      \$85  = 4'h0;
+      \$85  = 148'h0000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$86  = slot_c3;
+    if (rst) begin
+      \$86  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$87  = finalize;
+    if (rst) begin
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$88  = best_logit;
+    if (\$71 ) begin
+      \$88  = group_logit;
+    end
+    if (rst) begin
+      \$88  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$89  = best_class;
+    if (\$71 ) begin
+      \$89  = \$52 [3:0];
+    end
+    if (rst) begin
+      \$89  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$90  = \$74 [3:0];
+    if (rst) begin
+      \$90  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4312,7 +4834,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign argmax_0_0_lane = { 1'h0, \$22  };
   assign class_now = \$52 [3:0];
   assign w_data = beat;
-  assign w_en = finalize;
+  assign finalize4 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -4374,6 +4896,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \acc[1]  = acc[73:37];
   assign \acc[2]  = acc[110:74];
   assign \acc[3]  = acc[147:111];
+  assign \slot_c4.valid  = slot_c4[0];
+  assign \slot_c4.group  = slot_c4[2:1];
+  assign \slot_c4.base  = slot_c4[9:3];
+  assign \slot_c4.first  = slot_c4[10];
+  assign \slot_c4.last  = slot_c4[11];
+  assign \slot_c4.step_last  = slot_c4[12];
+  assign \slot_c4.seq_first  = slot_c4[13];
+  assign \slot_c4.seq_end  = slot_c4[14];
+  assign \slot_c4.empty  = slot_c4[15];
+  assign \slot_c4.index  = slot_c4[20:16];
+  assign \slot_c4.value  = slot_c4[44:21];
   assign \beat.logits  = beat[147:0];
   assign \beat.logits[0]  = beat[36:0];
   assign \beat.logits[1]  = beat[73:37];
@@ -4383,6 +4916,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[150];
   assign \beat.class_index  = beat[154:151];
   assign \beat.seq_end  = beat[155];
+  assign \logits_c4[0]  = logits_c4[36:0];
+  assign \logits_c4[1]  = logits_c4[73:37];
+  assign \logits_c4[2]  = logits_c4[110:74];
+  assign \logits_c4[3]  = logits_c4[147:111];
   assign \results__payload.logits  = results__payload[147:0];
   assign \results__payload.logits[0]  = results__payload[36:0];
   assign \results__payload.logits[1]  = results__payload[73:37];
@@ -4392,14 +4929,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[150];
   assign \results__payload.class_index  = results__payload[154:151];
   assign \results__payload.seq_end  = results__payload[155];
-  assign beat[155] = slot_c3[14];
+  assign beat[155] = slot_c4[14];
   assign beat[154:151] = \$52 [3:0];
-  assign beat[150] = slot_c3[12];
-  assign beat[149:148] = slot_c3[2:1];
-  assign beat[147:111] = acc[147:111];
-  assign beat[110:74] = acc[110:74];
-  assign beat[73:37] = acc[73:37];
-  assign beat[36:0] = acc[36:0];
+  assign beat[150] = slot_c4[12];
+  assign beat[149:148] = slot_c4[2:1];
+  assign beat[147:111] = logits_c4[147:111];
+  assign beat[110:74] = logits_c4[110:74];
+  assign beat[73:37] = logits_c4[73:37];
+  assign beat[36:0] = logits_c4[36:0];
   assign seeds[147:111] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[110:74] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[73:37] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -5318,7 +5855,7 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, w_en, r_data, w_port__data, r_rdy, r_en);
+module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
