@@ -24,16 +24,30 @@ def main(argv: list[str]) -> int:
     runner = get_runner(sim)
     stamp = sim_dir / "built_from.sha256"
     # the stamp names the Verilog and the build flags' version: a change of either rebuilds
-    stamp_text = f"{args['verilog_sha256']} flags-2 waves={int(waves)}"
+    stamp_text = f"{args['verilog_sha256']} flags-3 waves={int(waves)}"
     fresh = stamp.is_file() and stamp.read_text().strip() == stamp_text
     if sim == "verilator":
         if not fresh or not (sim_dir / args["top"]).is_file():
+            # The cocotb runner passes --public-flat-rw, which keeps every internal signal of the
+            # design visible to VPI: a several times larger model and most of the build time.
+            # The testbench drives and reads only the top level's ports (traces and counters are
+            # ports), so only those stay public (the later --no- wins).
+            sim_dir.mkdir(parents=True, exist_ok=True)
+            public = sim_dir / "public_ports.vlt"
+            public.write_text(f'`verilator_config\npublic_flat_rw -module "{args["top"]}" -var "*"\n')
             runner.build(
                 sources=[verilog],
                 hdl_toplevel=args["top"],
                 build_dir=sim_dir,
                 always=True,
-                build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"]
+                build_args=[
+                    "-Wno-fatal",
+                    "-Wno-lint",
+                    "-Wno-style",
+                    "-O2",
+                    "--no-public-flat-rw",
+                    str(public),
+                ]
                 + (["--trace-fst"] if waves else []),
                 timescale=("1ns", "1ps"),
                 waves=waves,
