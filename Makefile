@@ -64,6 +64,7 @@ report: setup ## latency / energy / area report of the reference bundles in docs
 	  printf "$$cmds\n" > $$out/commands.txt; \
 	  while read -r cmd; do echo "+ $$cmd"; $(VENV)/bin/$$cmd || echo "report: $$b: '$$cmd' failed"; done < $$out/commands.txt; \
 	done
+	$(VENV)/bin/codesign report-cells --task japanese_vowels --size 16 --out docs/reports/cells_same_size --work build/report_cells/cells_same_size
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)
