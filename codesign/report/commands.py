@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 
 from codesign.atomic import write_text
+from codesign.errors import CodesignError
+from codesign.report.analog import DEFAULT_NEURONS, DEFAULT_STEPS
 
 __all__ = ["register", "report"]
 
@@ -39,12 +41,37 @@ def report(
     leak: Annotated[
         float, typer.Option("--leak-nw-per-um2", help="assumed leakage per um^2 of ASIC area")
     ] = 0.01,
+    analog: Annotated[
+        bool | None,
+        typer.Option(
+            "--analog/--no-analog",
+            help="ngspice power of the bundle's BMRU/CMRU cells beside the digital proxy "
+            "(default: on when ngspice and the sky130 models are here)",
+        ),
+    ] = None,
+    analog_neurons: Annotated[
+        int, typer.Option(help="neurons simulated in ngspice (spread over the layer; scaled to it)")
+    ] = DEFAULT_NEURONS,
+    analog_steps: Annotated[
+        int, typer.Option(help="at most this many steps of the first input sequence played in ngspice")
+    ] = DEFAULT_STEPS,
 ) -> None:
     """Latency, energy / power proxy, area and comparisons of a build: markdown, JSON and a PNG."""
+    from codesign.report.analog import availability
     from codesign.report.figures import build_figures
     from codesign.report.render import pareto_png, render_markdown
 
     lane_list = [int(x) for x in lanes.split(",")] if lanes else None
+    analog_opts, analog_off = None, "--no-analog"
+    if analog is not False:
+        missing = availability()
+        if missing is None:
+            analog_opts = {"neurons": analog_neurons, "steps": analog_steps}
+        elif analog:
+            raise CodesignError(f"--analog needs ngspice and the sky130 models: {missing}")
+        else:
+            analog_off = f"ngspice or the sky130 models are not available ({missing})"
+            print(f"report: no analog column: {analog_off}", file=sys.stderr)
     figures = build_figures(
         build,
         step_rate=step_rate,
@@ -53,6 +80,8 @@ def report(
         steps=steps,
         lanes=lane_list,
         leak_nw_per_um2=leak,
+        analog=analog_opts,
+        analog_off=analog_off,
     )
     out = out or Path(build) / "report"
     command = "codesign report " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else None
@@ -70,6 +99,16 @@ def report(
         f"{lat['step_rate_hz']:g} steps/s), {en['energy_uj_per_inference'] * 1e3:.2f} nJ/inference, "
         f"{en['power_uw']:.3f} uW; report {out}/report.md"
     )
+    an = figures["analog"]
+    if an["status"] == "measured":
+        print(
+            f"analog cells (ngspice, {len(an['neurons_simulated'])} of {an['layer_neurons']} neurons x "
+            f"{an['steps_simulated']} steps, scaled): {an['power_uw'] * 1e3:.1f} nW, "
+            f"{an['energy_pj_per_step']:.1f} pJ/step, {an['energy_uj_per_inference'] * 1e3:.2f} nJ/inference"
+            + (" (cached measurement)" if an["cached"] else "")
+        )
+    else:
+        print(f"analog: {an['status']}: {an['reason']}")
 
 
 def register(app: typer.Typer, wrap: Callable) -> None:

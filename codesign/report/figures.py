@@ -9,6 +9,7 @@ from pathlib import Path
 
 from codesign.bundle.io import load_bundle
 from codesign.errors import CodesignError
+from codesign.report.analog import CACHE_DIR, analog_power, not_measured, side_by_side
 from codesign.report.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
 from codesign.report.references import REFERENCES
@@ -76,9 +77,16 @@ def build_figures(
     steps: int | None = None,
     lanes: list[int] | None = None,
     leak_nw_per_um2: float = DEFAULT_LEAK_NW_PER_UM2,
+    analog: dict | None = None,
+    analog_off: str = "not requested",
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Everything ``codesign report`` writes, as one JSON-able dict."""
+    """Everything ``codesign report`` writes, as one JSON-able dict.
+
+    ``analog``: keyword arguments of :func:`codesign.report.analog.analog_power` (``neurons``,
+    ``steps``, ...) to measure the cells in ngspice (cached in ``BUILD/report_analog``); None
+    leaves the section out, with ``analog_off`` as the reason.
+    """
     from codesign.hw.build import plan_summary
     from codesign.hw.plan import plan_accelerator
 
@@ -139,7 +147,21 @@ def build_figures(
         v for k, v in main["counters"].items() if k.endswith("_macs") and k.startswith("layer")
     )
     e = main["energy"]
-    return {
+    if analog is not None:
+        say("measuring the recurrent cells in ngspice (analog path)")
+        analog_section = analog_power(
+            bundle,
+            seqs,
+            step_rate=step_rate,
+            steps_per_inference=steps_per_inference,
+            cache_root=build / CACHE_DIR,
+            source=source,
+            progress=say,
+            **analog,
+        )
+    else:
+        analog_section = not_measured("not measured", analog_off)
+    figures = {
         "build": str(build),
         "bundle": info.get("bundle"),
         "lanes": p0,
@@ -217,4 +239,7 @@ def build_figures(
         ],
         "counters": main["counters"],
         "references": REFERENCES,
+        "analog": analog_section,
     }
+    figures["side_by_side"] = side_by_side(figures)
+    return figures

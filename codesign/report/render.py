@@ -56,6 +56,66 @@ def pareto_png(report: dict, path: str | Path) -> None:
     plt.close(fig)
 
 
+def _n(x: float) -> str:
+    """Three significant digits without exponents (``28699``, ``387``, ``2.44``, ``0.0153``)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _side_by_side(report: dict) -> list[str]:
+    """The "Digital and analog side by side" section (``report['side_by_side']``, ``report['analog']``)."""
+    an, rows = report.get("analog"), report.get("side_by_side")
+    if not an or not rows:
+        return []
+    rate, t = report["latency"]["step_rate_hz"], report["inputs"]["steps_per_sequence"]
+    out = ["## Digital and analog side by side", ""]
+    if an["status"] == "measured":
+        out += [
+            f"Analog: {an['circuit']}, sky130, ngspice {an['ngspice_version']}: {an['scaling']}. "
+            f"Inputs: {an['inputs']}. Netlists `{an['netlists']}`, decks and logs `{an['decks']}`.",
+            "",
+        ]
+    else:
+        out += [f"Analog (ngspice): **{an['status']}**: {an['reason']}", ""]
+    out += [
+        f"| path | figure | energy per step | energy per inference ({t:.0f} steps) | power at {rate:g} steps/s | includes | excludes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['path']} | {r['figure']} | {_n(r['pj_per_step'])} pJ | {_n(r['nj_per_inference'])} nJ | "
+            f"{_n(r['power_uw'] * 1e3)} nW | {r['includes']} | {r['excludes']} |"
+        )
+    out.append("")
+    if an["status"] == "measured":
+        layer = an["layer_nw"]
+        per = ", ".join(
+            f"n{r['neuron']} {r['total_nW']:.2f}"
+            + ("" if r["golden_agreement"] is None else f" ({r['golden_agreement']:.0%})")
+            for r in an["per_neuron"]
+        )
+        out += [
+            f"Analog layer power: core {layer['core_nW']:.1f} nW + bias {layer['bias_nW']:.1f} nW = "
+            f"{layer['cells']:.1f} nW"
+            + (
+                f" (shared bias block {an['shared_bias_nw']['bias_nW']:.2f} nW, counted once)"
+                if an["shared_bias_nw"]
+                else ""
+            )
+            + f"; candidate input currents {layer['input_nW']:.1f} nW. Per simulated neuron, core + bias in nW "
+            f"(agreement with the golden model): {per}"
+            + (
+                f"; mean agreement {an['golden_agreement_mean']:.0%}"
+                if an["golden_agreement_mean"] is not None
+                else ""
+            )
+            + f" ({an['golden_agreement_note']}).",
+            "",
+            "Assumptions: " + "; ".join(an["assumptions"]) + ".",
+            "",
+        ]
+    return out
+
+
 def render_markdown(report: dict, png_name: str | None, command: str | None) -> str:
     lat, en, ar, dv = report["latency"], report["energy"], report["area"], report["dense_vs_event"]
     n = report["network"]
@@ -168,11 +228,21 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         f"{_f(en['pj_per_synaptic_op'])} pJ per synaptic operation (layer MAC) with leakage, "
         f"{_f(en['pj_per_mac_dynamic'])} pJ per MAC without it (leakage dominates at a low step rate).",
         "",
+    ]
+    out += _side_by_side(report)
+    an = report.get("analog") or {}
+    out += [
         "## Not in these figures",
         "",
         "Energy is a 45 nm per-operation proxy, not a power simulation: control, clock tree, I/O and "
-        "wiring are not counted, leakage is an assumed figure per um^2. The analog (ngspice) power of "
-        "the cells is not shown beside it.",
+        "wiring are not counted, leakage is an assumed figure per um^2. "
+        + (
+            f"The analog figures are ngspice runs of {len(an['neurons_simulated'])} of the layer's "
+            f"{an['layer_neurons']} cells, scaled to the layer, for the recurrent cells only (see above)."
+            if an.get("status") == "measured"
+            else "The analog (ngspice) power of the cells is not shown beside it: "
+            + (f"{an['status']}: {an['reason']}." if an else "not measured.")
+        ),
     ]
     if command:
         out += ["", "Made by:", "", "```", command, "```"]
