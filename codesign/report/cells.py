@@ -341,9 +341,9 @@ def code_state() -> dict[str, Any]:
             )
         except (OSError, subprocess.SubprocessError):
             return None
-        return done.stdout.strip()
+        return done.stdout
 
-    commit = git("rev-parse", "HEAD")
+    commit = (git("rev-parse", "HEAD") or "").strip() or None
     status = git("status", "--porcelain", "--untracked-files=no", "--", "codesign")
     changed = sorted(line[3:] for line in (status or "").splitlines() if line.strip())
     return {"commit": commit, "changed": changed}
