@@ -25,7 +25,8 @@ from codesign.hw.images import memory_images
 from codesign.hw.layer import LayerEngine
 from codesign.hw.plan import AcceleratorPlan, plan_accelerator
 from codesign.hw.readout import ReadoutEngine
-from codesign.hw.signature import AcceleratorSignature
+from codesign.hw.signature import AcceleratorSignature, ItemLayout
+from codesign.hw.slice import StreamSlice
 
 __all__ = ["Accelerator", "WEIGHT_MODES"]
 
@@ -120,7 +121,9 @@ class Accelerator(wiring.Component):
             m.submodules[e.name] = engine
             m.d.comb += engine.config.eq(config)
             wiring.connect(m, source, engine.items)
-            source = engine.events
+            m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
+            wiring.connect(m, engine.events, cut.i)
+            source = cut.o
             m.d.comb += getattr(self, f"trace_{e.index}").eq(engine.trace)
         m.submodules.readout = self.readout
         m.d.comb += self.readout.config.eq(config)

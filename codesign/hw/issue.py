@@ -28,8 +28,10 @@ from codesign.hw.signature import ItemLayout
 
 __all__ = ["DRAIN", "IssueStage", "SlotLayout"]
 
-DRAIN = 1
-"""Idle cycles between steps, so that the next step reads what the finalize stage wrote (3 cycles behind)."""
+DRAIN = 3
+"""Idle cycles between steps, so that the next step's first slot reads (C1) the accumulators the
+last slot of this step writes in C3, 5 cycles behind the issue decision; states and pooled sums
+(written in C4) are read in C2b, later still."""
 
 
 class SlotLayout(data.StructLayout):

@@ -3,16 +3,20 @@
 On a valid slot, lane ``l`` updates its accumulators ``acc[l*n + k] += W_k * value`` from the
 weight word of the slot's input (all ``n`` matrices of all ``P`` lanes in one memory word); on the
 first slot of a group it starts from ``seed`` (the biases, or the accumulators kept from the
-previous step by an event-driven layer) instead of its own register.
+previous step by an event-driven layer) instead of its own register. ``acc`` follows a slot by
+three cycles (:data:`LATENCY`): operands registered, multiply, accumulate.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["LaneArray"]
+__all__ = ["LATENCY", "LaneArray"]
+
+LATENCY = 3
+"""Cycles from a slot at the lane array's inputs to its sum in ``acc``."""
 
 
 class LaneArray(wiring.Component):
@@ -33,8 +37,30 @@ class LaneArray(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        with m.If(self.valid):
-            for i in range(self.elements):
-                start = Mux(self.first, self.seeds[i], self.acc[i])
-                m.d.sync += self.acc[i].eq(start + self.weights[i] * self.value)
+        # Three stages: register the operands (the weight word straight from its memory, and
+        # the seeds), multiply into a register, add. A memory read, a multiplier and an adder
+        # in one cycle were the longest path of the accelerator on the ECP5; the memory's
+        # output into the multiplier was still the longest with two stages.
+        valid = [Signal(name=f"valid_{k}") for k in range(2)]
+        first = [Signal(name=f"first_{k}") for k in range(2)]
+        value = Signal.like(self.value, name="value_r")
+        m.d.sync += [
+            valid[0].eq(self.valid),
+            valid[1].eq(valid[0]),
+            first[0].eq(self.first),
+            first[1].eq(first[0]),
+            value.eq(self.value),
+        ]
+        for i in range(self.elements):
+            weight = Signal.like(self.weights[i], name=f"weight_{i}")
+            product = Signal(signed(len(self.weights[i]) + len(self.value)), name=f"product_{i}")
+            seed = [Signal.like(self.seeds[i], name=f"seed_{i}_{k}") for k in range(2)]
+            m.d.sync += [
+                weight.eq(self.weights[i]),
+                product.eq(weight * value),
+                seed[0].eq(self.seeds[i]),
+                seed[1].eq(seed[0]),
+            ]
+            with m.If(valid[1]):
+                m.d.sync += self.acc[i].eq(Mux(first[1], seed[1], self.acc[i]) + product)
         return m

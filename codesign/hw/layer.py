@@ -5,10 +5,13 @@ Pipeline (one slot per cycle; ``docs/accelerator.md`` has the cycle model)::
     C0 issue      the issue stage picks (group g, item s) and reads the item memory
     C1 fetch      read the weight word of the item's input (and, on a group's first slot, the
                   biases, or the accumulators an event-driven layer keeps)
-    C2 MAC        the lane array accumulates; on a group's last slot read the group's state,
+    C2 operands   the lane array registers the weight word, the value and the seeds
+    C2a multiply  the lane array registers weight x value
+    C2b add       the lane array accumulates; on a group's last slot read the group's state,
                   parameters and pooled sum
-    C3 finalize   one update unit per lane; write state (and accumulators, pooled sum) back; the
-                  group's entry (events or final vector) goes to the event FIFO; trace beat
+    C3 update     one update unit per lane, its results registered; kept accumulators written
+    C4 write-back write state (and pooled sum) back; the group's entry (events or final vector)
+                  goes to the event FIFO; trace beat
 
 State, accumulators, pooled sums, weights and biases live in memories addressed by group: nothing
 grows as a ``d``-wide register file or multiplexer. A sequence's first step reads its state as 0
@@ -78,8 +81,8 @@ class LayerEngine(wiring.Component):
 
         front = MacFront(m, self, e, self.images, self.counters)
         issue, lanes, s3 = front.issue, front.lanes, front.s3
-        params_rd, state_rd, state_wr = front.params_rd, front.state_rd, front.state_wr
-        acc_wr, pool_rd, pool_wr, last_lanes = front.acc_wr, front.pool_rd, front.pool_wr, front.last_lanes
+        params, state, state_wr = front.params, front.state, front.state_wr
+        acc_wr, pool, pool_wr, last_lanes = front.acc_wr, front.pool, front.pool_wr, front.last_lanes
 
         # ------------------------------------------------------------ C3 update
         # One update unit per lane computes the new state from the accumulators, the parameters
@@ -104,9 +107,9 @@ class LayerEngine(wiring.Component):
             for k, name in enumerate(e.matrices):
                 m.d.comb += unit.acc[name].eq(lanes.acc[lane * n_mat + k])
             for k, name in enumerate(e.params):
-                m.d.comb += unit.params[name].eq(params_rd.data[lane * len(e.params) + k])
+                m.d.comb += unit.params[name].eq(params[lane * len(e.params) + k])
             for k, name in enumerate(e.state_fields):
-                m.d.comb += unit.old[name].eq(Mux(first, 0, state_rd.data[lane * n_fields + k]))
+                m.d.comb += unit.old[name].eq(Mux(first, 0, state[lane * n_fields + k]))
             regs = {
                 "new": Signal.like(unit.new, name=f"new_c4_{lane}"),
                 "old": Signal.like(unit.old, name=f"old_c4_{lane}"),
@@ -130,7 +133,7 @@ class LayerEngine(wiring.Component):
             ]
             if pool_wr is not None:
                 regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
-                m.d.sync += regs["old_pool"].eq(Mux(first, 0, pool_rd.data[lane]))
+                m.d.sync += regs["old_pool"].eq(Mux(first, 0, pool[lane]))
             lane_regs.append(regs)
 
         # ------------------------------------------------------------ C4 write-back
@@ -223,7 +226,8 @@ class MacFront:
 
     Builds the issue stage, the weight/bias (and kept-accumulator) memories with their
     configuration write ports, the lane array and the reads the finalize stage needs; ``s3`` is
-    the slot as it reaches C3 and ``ports`` the read/write ports of the per-group memories.
+    the slot as it reaches C3; ``params``, ``state`` and ``pool`` are the group's words as they
+    reach C3 (registered), ``state_wr``, ``acc_wr`` and ``pool_wr`` the write ports.
     """
 
     def __init__(self, m: Module, owner, e: EnginePlan, images: dict, counters: CounterBank) -> None:
@@ -312,22 +316,34 @@ def _build_front(m, owner, e, images, counters):
     valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
     with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
         self_counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
+    # the lane array registers its operands in C2, multiplies in C2a and accumulates in C2b; a
+    # group's last slot reads the update stage's state, parameters and pooled sum in C2a and
+    # registers them in C2b, so they reach C3 with the sums and from flip-flops (a block RAM's
+    # clock-to-output delay is not on the update stage's path)
+    s2a = Signal(SlotLayout(e), name="slot_c2a")
+    s2b = Signal(SlotLayout(e), name="slot_c2b")
+    m.d.sync += [s2a.eq(s2), s2b.eq(s2a)]
     finals = [port for port in (params_rd, state_rd, pool_rd) if port is not None]
-    with m.If(s2.valid & s2.last):
+    with m.If(s2a.valid & s2a.last):
         for port in finals:
-            m.d.comb += [port.en.eq(1), port.addr.eq(s2.group)]
+            m.d.comb += [port.en.eq(1), port.addr.eq(s2a.group)]
+    held = {}
+    for key, port in (("params", params_rd), ("state", state_rd), ("pool", pool_rd)):
+        if port is not None:
+            held[key] = Signal.like(port.data, name=f"{key}_c3")
+            m.d.sync += held[key].eq(port.data)
     s3 = Signal(SlotLayout(e), name="slot_c3")
-    m.d.sync += s3.eq(s2)
+    m.d.sync += s3.eq(s2b)
 
     return dict(
         issue=issue,
         lanes=lanes,
         s3=s3,
-        params_rd=params_rd,
-        state_rd=state_rd,
+        params=held.get("params"),
+        state=held.get("state"),
         state_wr=state_wr,
         acc_wr=acc_wr,
-        pool_rd=pool_rd,
+        pool=held.get("pool"),
         pool_wr=pool_wr,
         last_lanes=last_lanes,
     )

@@ -37,12 +37,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$18.target ;
   wire \config$18.valid ;
   wire [31:0] \config$18.value ;
-  wire [42:0] \config$26 ;
-  wire [4:0] \config$26.addr ;
-  wire [1:0] \config$26.elem ;
-  wire [2:0] \config$26.target ;
-  wire \config$26.valid ;
-  wire [31:0] \config$26.value ;
+  wire [42:0] \config$32 ;
+  wire [4:0] \config$32.addr ;
+  wire [1:0] \config$32.elem ;
+  wire [2:0] \config$32.target ;
+  wire \config$32.valid ;
+  wire [31:0] \config$32.value ;
   wire [4:0] \config.addr ;
   wire [1:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -112,6 +112,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [16:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [21:0] i__payload;
+  wire [2:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [16:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [6:0] inputs__payload;
   wire [6:0] inputs__payload;
@@ -129,21 +136,21 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \items__payload$19.seq_end ;
   wire \items__payload$19.step_end ;
   wire [10:0] \items__payload$19.value ;
-  wire [21:0] \items__payload$27 ;
-  wire [2:0] \items__payload$27.index ;
-  wire \items__payload$27.seq_end ;
-  wire \items__payload$27.step_end ;
-  wire [16:0] \items__payload$27.value ;
+  wire [21:0] \items__payload$33 ;
+  wire [2:0] \items__payload$33.index ;
+  wire \items__payload$33.seq_end ;
+  wire \items__payload$33.step_end ;
+  wire [16:0] \items__payload$33.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [1:0] \items__payload.value ;
   wire items__ready;
   wire \items__ready$22 ;
-  wire \items__ready$30 ;
+  wire \items__ready$36 ;
   wire items__valid;
   wire \items__valid$23 ;
-  wire \items__valid$31 ;
+  wire \items__valid$37 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -170,6 +177,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [21:0] o__payload;
+  wire [2:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [16:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] outputs__payload;
   wire [2:0] \outputs__payload.index ;
   wire \outputs__payload.seq_end ;
@@ -194,14 +208,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [57:0] results__payload;
   wire [57:0] results__payload;
-  wire [57:0] \results__payload$33 ;
-  wire \results__payload$33.class_index ;
-  wire \results__payload$33.final ;
-  wire \results__payload$33.group ;
-  wire [53:0] \results__payload$33.logits ;
-  wire [26:0] \results__payload$33.logits[0] ;
-  wire [26:0] \results__payload$33.logits[1] ;
-  wire \results__payload$33.seq_end ;
+  wire [57:0] \results__payload$39 ;
+  wire \results__payload$39.class_index ;
+  wire \results__payload$39.final ;
+  wire \results__payload$39.group ;
+  wire [53:0] \results__payload$39.logits ;
+  wire [26:0] \results__payload$39.logits[0] ;
+  wire [26:0] \results__payload$39.logits[1] ;
+  wire \results__payload$39.seq_end ;
   wire \results__payload.class_index ;
   wire \results__payload.final ;
   wire \results__payload.group ;
@@ -211,10 +225,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$34 ;
+  wire \results__ready$40 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$35 ;
+  wire \results__valid$41 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -267,11 +281,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$27 ),
-    .events__valid(\items__valid$31 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$81 (events__ready),
+    .\items__ready$82 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -291,7 +305,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$113 (trace_0)
+    .\trace$117 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -313,12 +327,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .r_en(outputs__ready),
     .rst(rst)
   );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$33 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$37 ),
+    .rst(rst)
+  );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$27 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$31 ),
+    .items__payload(\items__payload$33 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$37 ),
     .r_en(results__ready),
     .readout_acc_reads(readout_acc_reads),
     .readout_acc_writes(readout_acc_writes),
@@ -380,14 +404,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign outputs__payload = \items__payload$19 ;
   assign \items__ready$22  = outputs__ready;
   assign outputs__valid = \items__valid$23 ;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$26  = \config ;
-  assign events__payload = \items__payload$27 ;
-  assign \items__ready$30  = events__ready;
-  assign events__valid = \items__valid$31 ;
-  assign \results__payload$33  = results__payload;
-  assign \results__ready$34  = results__ready;
-  assign \results__valid$35  = results__valid;
+  assign \config$32  = \config ;
+  assign o__payload = \items__payload$33 ;
+  assign \items__ready$36  = o__ready;
+  assign o__valid = \items__valid$37 ;
+  assign \results__payload$39  = results__payload;
+  assign \results__ready$40  = results__ready;
+  assign \results__valid$41  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[2:0];
   assign \inputs__payload.value  = inputs__payload[4:3];
@@ -485,6 +512,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \outputs__payload.value  = \items__payload$19 [13:3];
   assign \outputs__payload.step_end  = \items__payload$19 [14];
   assign \outputs__payload.seq_end  = \items__payload$19 [15];
+  assign \i__payload.index  = i__payload[2:0];
+  assign \i__payload.value  = i__payload[19:3];
+  assign \i__payload.step_end  = i__payload[20];
+  assign \i__payload.seq_end  = i__payload[21];
+  assign \events__payload.index  = i__payload[2:0];
+  assign \events__payload.value  = i__payload[19:3];
+  assign \events__payload.step_end  = i__payload[20];
+  assign \events__payload.seq_end  = i__payload[21];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[2:1];
   assign \trace.step_end  = trace_0[3];
@@ -495,26 +530,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate  = trace_0[38:37];
   assign \trace.gate[0]  = trace_0[37];
   assign \trace.gate[1]  = trace_0[38];
-  assign \config$26.valid  = \config [0];
-  assign \config$26.target  = \config [3:1];
-  assign \config$26.addr  = \config [8:4];
-  assign \config$26.elem  = \config [10:9];
-  assign \config$26.value  = \config [42:11];
-  assign \items__payload$27.index  = \items__payload$27 [2:0];
-  assign \items__payload$27.value  = \items__payload$27 [19:3];
-  assign \items__payload$27.step_end  = \items__payload$27 [20];
-  assign \items__payload$27.seq_end  = \items__payload$27 [21];
-  assign \events__payload.index  = \items__payload$27 [2:0];
-  assign \events__payload.value  = \items__payload$27 [19:3];
-  assign \events__payload.step_end  = \items__payload$27 [20];
-  assign \events__payload.seq_end  = \items__payload$27 [21];
-  assign \results__payload$33.logits  = results__payload[53:0];
-  assign \results__payload$33.logits[0]  = results__payload[26:0];
-  assign \results__payload$33.logits[1]  = results__payload[53:27];
-  assign \results__payload$33.group  = results__payload[54];
-  assign \results__payload$33.final  = results__payload[55];
-  assign \results__payload$33.class_index  = results__payload[56];
-  assign \results__payload$33.seq_end  = results__payload[57];
+  assign \config$32.valid  = \config [0];
+  assign \config$32.target  = \config [3:1];
+  assign \config$32.addr  = \config [8:4];
+  assign \config$32.elem  = \config [10:9];
+  assign \config$32.value  = \config [42:11];
+  assign \items__payload$33.index  = \items__payload$33 [2:0];
+  assign \items__payload$33.value  = \items__payload$33 [19:3];
+  assign \items__payload$33.step_end  = \items__payload$33 [20];
+  assign \items__payload$33.seq_end  = \items__payload$33 [21];
+  assign \o__payload.index  = \items__payload$33 [2:0];
+  assign \o__payload.value  = \items__payload$33 [19:3];
+  assign \o__payload.step_end  = \items__payload$33 [20];
+  assign \o__payload.seq_end  = \items__payload$33 [21];
+  assign \results__payload$39.logits  = results__payload[53:0];
+  assign \results__payload$39.logits[0]  = results__payload[26:0];
+  assign \results__payload$39.logits[1]  = results__payload[53:27];
+  assign \results__payload$39.group  = results__payload[54];
+  assign \results__payload$39.final  = results__payload[55];
+  assign \results__payload$39.class_index  = results__payload[56];
+  assign \results__payload$39.seq_end  = results__payload[57];
   assign counters[1407:1376] = readout_acc_writes;
   assign counters[1375:1344] = readout_acc_reads;
   assign counters[1343:1312] = readout_items_writes;
@@ -567,7 +602,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$113 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$117 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -638,38 +673,42 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   reg [27:0] \$69 ;
   wire [3:0] \$7 ;
   reg [27:0] \$70 ;
-  reg \$71 ;
-  reg [15:0] \$72 ;
-  reg [15:0] \$73 ;
-  reg \$74 ;
-  reg [15:0] \$75 ;
+  reg [13:0] \$71 ;
+  reg [31:0] \$72 ;
+  reg [27:0] \$73 ;
+  reg [27:0] \$74 ;
+  reg \$75 ;
   reg [15:0] \$76 ;
-  reg \$77 ;
+  reg [15:0] \$77 ;
   reg \$78 ;
   reg [15:0] \$79 ;
   wire [5:0] \$8 ;
   reg [15:0] \$80 ;
-  reg [15:0] \$81 ;
+  reg \$81 ;
   reg \$82 ;
   reg [15:0] \$83 ;
   reg [15:0] \$84 ;
-  reg \$85 ;
+  reg [15:0] \$85 ;
   reg \$86 ;
   reg [15:0] \$87 ;
-  reg [38:0] \$88 ;
-  reg [31:0] \$89 ;
+  reg [15:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [3:0] \$91 ;
+  reg \$90 ;
+  reg [15:0] \$91 ;
+  reg [38:0] \$92 ;
+  reg [31:0] \$93 ;
+  reg [31:0] \$94 ;
+  reg [3:0] \$95 ;
   wire [41:0] acc;
-  wire [83:0] \acc$37 ;
-  wire [20:0] \acc$37[0] ;
-  wire [20:0] \acc$37[1] ;
-  wire [20:0] \acc$37[2] ;
-  wire [20:0] \acc$37[3] ;
-  wire [41:0] \acc$42 ;
-  wire [20:0] \acc$42.cand ;
-  wire [20:0] \acc$42.gate ;
+  wire [83:0] \acc$38 ;
+  wire [20:0] \acc$38[0] ;
+  wire [20:0] \acc$38[1] ;
+  wire [20:0] \acc$38[2] ;
+  wire [20:0] \acc$38[3] ;
+  wire [41:0] \acc$43 ;
+  wire [20:0] \acc$43.cand ;
+  wire [20:0] \acc$43.gate ;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
   wire [1:0] changed;
@@ -715,11 +754,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$109 ;
+  wire \gate$113 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$107 ;
+  wire \hold$111 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   input [15:0] items__payload;
@@ -729,11 +768,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$80 ;
-  wire [2:0] \items__payload$80.index ;
-  wire \items__payload$80.seq_end ;
-  wire \items__payload$80.step_end ;
-  wire [16:0] \items__payload$80.value ;
+  wire [21:0] \items__payload$81 ;
+  wire [2:0] \items__payload$81.index ;
+  wire \items__payload$81.seq_end ;
+  wire \items__payload$81.step_end ;
+  wire [16:0] \items__payload$81.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -741,12 +780,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$81 ;
-  wire \items__ready$81 ;
+  input \items__ready$82 ;
+  wire \items__ready$82 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$84 ;
+  wire \items__valid$85 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -783,16 +822,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$106 ;
-  wire [15:0] \new$106.h ;
+  wire [15:0] \new$110 ;
+  wire [15:0] \new$110.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
   reg [15:0] new_c4_1 = 16'h0000;
   wire [15:0] \new_c4_1.h ;
   wire [15:0] old;
-  wire [15:0] \old$44 ;
-  wire [15:0] \old$44.h ;
+  wire [15:0] \old$45 ;
+  wire [15:0] \old$45.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -801,31 +840,34 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   reg [15:0] old_out_c4_0 = 16'h0000;
   reg [15:0] old_out_c4_1 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$108 ;
+  wire [15:0] \out$112 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   reg [15:0] out_c4_0 = 16'h0000;
   reg [15:0] out_c4_1 = 16'h0000;
   wire [6:0] params;
-  wire [6:0] \params$43 ;
-  wire [6:0] \params$43.cand_shift ;
+  wire [6:0] \params$44 ;
+  wire [6:0] \params$44.cand_shift ;
   wire [6:0] \params.cand_shift ;
+  reg [13:0] params_c3 = 14'h0000;
+  wire [6:0] \params_c3[0] ;
+  wire [6:0] \params_c3[1] ;
   wire [4:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
   wire [4:0] \port__addr$20 ;
   wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$33 ;
-  wire [1:0] \port__addr$46 ;
+  reg [1:0] \port__addr$34 ;
+  wire [1:0] \port__addr$47 ;
   wire [31:0] port__data;
+  wire [13:0] \port__data$101 ;
+  wire [31:0] \port__data$102 ;
   wire [63:0] \port__data$12 ;
   wire [13:0] \port__data$15 ;
   wire [31:0] \port__data$29 ;
   wire [63:0] \port__data$31 ;
-  wire [13:0] \port__data$39 ;
-  wire [31:0] \port__data$41 ;
-  wire [31:0] \port__data$50 ;
+  wire [31:0] \port__data$51 ;
   wire [3:0] port__en;
   wire [3:0] \port__en$11 ;
   wire [1:0] \port__en$14 ;
@@ -833,9 +875,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  reg \port__en$48  = 1'h0;
+  reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$112 ;
+  wire [15:0] \potential$116 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [39:0] r_data;
@@ -845,8 +887,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$103 ;
-  wire \saturated$110 ;
+  wire \saturated$107 ;
+  wire \saturated$114 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [83:0] seeds;
@@ -878,6 +920,30 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [10:0] \slot_c2.value ;
+  reg [27:0] slot_c2a = 28'h0000000;
+  wire [4:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [2:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [10:0] \slot_c2a.value ;
+  reg [27:0] slot_c2b = 28'h0000000;
+  wire [4:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [2:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [10:0] \slot_c2b.value ;
   reg [27:0] slot_c3 = 28'h0000000;
   wire [4:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -903,19 +969,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
   wire starting;
+  reg [31:0] state_c3 = 32'd0;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
   wire [38:0] trace;
-  output [38:0] \trace$113 ;
-  reg [38:0] \trace$113  = 39'h0000000000;
-  wire [1:0] \trace$113.gate ;
-  wire \trace$113.gate[0] ;
-  wire \trace$113.gate[1] ;
-  wire [1:0] \trace$113.group ;
-  wire \trace$113.seq_end ;
-  wire [31:0] \trace$113.state ;
-  wire [15:0] \trace$113.state[0] ;
-  wire [15:0] \trace$113.state[1] ;
-  wire \trace$113.step_end ;
-  wire \trace$113.valid ;
+  output [38:0] \trace$117 ;
+  reg [38:0] \trace$117  = 39'h0000000000;
+  wire [1:0] \trace$117.gate ;
+  wire \trace$117.gate[0] ;
+  wire \trace$117.gate[1] ;
+  wire [1:0] \trace$117.group ;
+  wire \trace$117.seq_end ;
+  wire [31:0] \trace$117.state ;
+  wire [15:0] \trace$117.state[0] ;
+  wire [15:0] \trace$117.state[1] ;
+  wire \trace$117.step_end ;
+  wire \trace$117.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -962,26 +1031,26 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
     end
   end
   assign \port__data$31  = _0_;
-  reg [13:0] \params$126  [3:0];
+  reg [13:0] \params$130  [3:0];
   initial begin
-    \params$126 [0] = 14'h0000;
-    \params$126 [1] = 14'h007f;
-    \params$126 [2] = 14'h3fff;
-    \params$126 [3] = 14'h0000;
+    \params$130 [0] = 14'h0000;
+    \params$130 [1] = 14'h007f;
+    \params$130 [2] = 14'h3fff;
+    \params$130 [3] = 14'h0000;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$126 [\config [5:4]][6:0] <= \port__data$15 [6:0];
+      \params$130 [\config [5:4]][6:0] <= \port__data$15 [6:0];
     if (\$7 [1])
-      \params$126 [\config [5:4]][13:7] <= \port__data$15 [13:7];
+      \params$130 [\config [5:4]][13:7] <= \port__data$15 [13:7];
   end
   reg [13:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$126 [\port__addr$32 ];
+      _1_ <= \params$130 [\port__addr$33 ];
     end
   end
-  assign \port__data$39  = _1_;
+  assign \port__data$101  = _1_;
   reg [31:0] state [3:0];
   initial begin
     state[0] = 32'd0;
@@ -990,66 +1059,70 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
     state[3] = 32'd0;
   end
   always @(posedge clk) begin
-    if (\port__en$48 )
-      state[slot_c4[2:1]] <= \port__data$50 ;
+    if (\port__en$49 )
+      state[slot_c4[2:1]] <= \port__data$51 ;
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$33 ];
+      _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _2_;
-  reg [31:0] \weights$124  [19:0];
+  assign \port__data$102  = _2_;
+  reg [31:0] \weights$128  [19:0];
   initial begin
-    \weights$124 [0] = 32'd3340114585;
-    \weights$124 [1] = 32'd1204817704;
-    \weights$124 [2] = 32'd240957123;
-    \weights$124 [3] = 32'd2952223684;
-    \weights$124 [4] = 32'd2986636275;
-    \weights$124 [5] = 32'd3944904415;
-    \weights$124 [6] = 32'd2605165262;
-    \weights$124 [7] = 32'd2637913354;
-    \weights$124 [8] = 32'd3737314484;
-    \weights$124 [9] = 32'd3220324019;
-    \weights$124 [10] = 32'd1626543408;
-    \weights$124 [11] = 32'd3624641351;
-    \weights$124 [12] = 32'd1374581495;
-    \weights$124 [13] = 32'd3249999067;
-    \weights$124 [14] = 32'd230537442;
-    \weights$124 [15] = 32'd16762863;
-    \weights$124 [16] = 32'd1105469237;
-    \weights$124 [17] = 32'd3322862821;
-    \weights$124 [18] = 32'd3375580688;
-    \weights$124 [19] = 32'd38405963;
+    \weights$128 [0] = 32'd3340114585;
+    \weights$128 [1] = 32'd1204817704;
+    \weights$128 [2] = 32'd240957123;
+    \weights$128 [3] = 32'd2952223684;
+    \weights$128 [4] = 32'd2986636275;
+    \weights$128 [5] = 32'd3944904415;
+    \weights$128 [6] = 32'd2605165262;
+    \weights$128 [7] = 32'd2637913354;
+    \weights$128 [8] = 32'd3737314484;
+    \weights$128 [9] = 32'd3220324019;
+    \weights$128 [10] = 32'd1626543408;
+    \weights$128 [11] = 32'd3624641351;
+    \weights$128 [12] = 32'd1374581495;
+    \weights$128 [13] = 32'd3249999067;
+    \weights$128 [14] = 32'd230537442;
+    \weights$128 [15] = 32'd16762863;
+    \weights$128 [16] = 32'd1105469237;
+    \weights$128 [17] = 32'd3322862821;
+    \weights$128 [18] = 32'd3375580688;
+    \weights$128 [19] = 32'd38405963;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$124 [\config [8:4]][7:0] <= port__data[7:0];
+      \weights$128 [\config [8:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$124 [\config [8:4]][15:8] <= port__data[15:8];
+      \weights$128 [\config [8:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$124 [\config [8:4]][23:16] <= port__data[23:16];
+      \weights$128 [\config [8:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$124 [\config [8:4]][31:24] <= port__data[31:24];
+      \weights$128 [\config [8:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$124 [\$8 [4:0]];
+      _3_ <= \weights$128 [\$8 [4:0]];
     end
   end
   assign \port__data$29  = _3_;
+  assign \$4  = \config [0] & \$3 ;
+  assign \port__en$11  = \$4  << \config [10:9];
+  assign \$5  = \config [3:1] == 2'h2;
+  assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [10:9];
   assign \$8  = slot[7:3] + slot[16:14];
   assign \$9  = ~ slot[13];
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[8];
   assign weights = slot_c2[13] ? 32'd0 : \port__data$29 ;
-  assign \$12  = slot_c2[0] & slot_c2[9];
+  assign \$12  = slot_c2a[0] & slot_c2a[9];
   assign finalize = slot_c3[0] & slot_c3[9];
-  assign old = slot_c3[11] ? 16'h0000 : \port__data$41 [15:0];
-  assign \old$44  = slot_c3[11] ? 16'h0000 : \port__data$41 [31:16];
+  assign old = slot_c3[11] ? 16'h0000 : state_c3[15:0];
+  assign \old$45  = slot_c3[11] ? 16'h0000 : state_c3[31:16];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$14  = out_0 != old_out_c4_0;
@@ -1115,66 +1188,70 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   always @(posedge clk)
     layer0_macs <= \$68 ;
   always @(posedge clk)
-    slot_c3 <= \$69 ;
+    slot_c2a <= \$69 ;
   always @(posedge clk)
-    slot_c4 <= \$70 ;
+    slot_c2b <= \$70 ;
   always @(posedge clk)
-    \port__en$48  <= \$71 ;
+    params_c3 <= \$71 ;
   always @(posedge clk)
-    new_c4_0 <= \$72 ;
+    state_c3 <= \$72 ;
   always @(posedge clk)
-    old_c4_0 <= \$73 ;
+    slot_c3 <= \$73 ;
   always @(posedge clk)
-    hold_c4_0 <= \$74 ;
+    slot_c4 <= \$74 ;
   always @(posedge clk)
-    out_c4_0 <= \$75 ;
+    \port__en$49  <= \$75 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$76 ;
+    new_c4_0 <= \$76 ;
   always @(posedge clk)
-    gate_c4_0 <= \$77 ;
+    old_c4_0 <= \$77 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$78 ;
+    hold_c4_0 <= \$78 ;
   always @(posedge clk)
-    potential_c4_0 <= \$79 ;
+    out_c4_0 <= \$79 ;
   always @(posedge clk)
-    new_c4_1 <= \$80 ;
+    old_out_c4_0 <= \$80 ;
   always @(posedge clk)
-    old_c4_1 <= \$81 ;
+    gate_c4_0 <= \$81 ;
   always @(posedge clk)
-    hold_c4_1 <= \$82 ;
+    saturated_c4_0 <= \$82 ;
   always @(posedge clk)
-    out_c4_1 <= \$83 ;
+    potential_c4_0 <= \$83 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$84 ;
+    new_c4_1 <= \$84 ;
   always @(posedge clk)
-    gate_c4_1 <= \$85 ;
+    old_c4_1 <= \$85 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$86 ;
+    hold_c4_1 <= \$86 ;
   always @(posedge clk)
-    potential_c4_1 <= \$87 ;
+    out_c4_1 <= \$87 ;
   always @(posedge clk)
-    \trace$113  <= \$88 ;
+    old_out_c4_1 <= \$88 ;
   always @(posedge clk)
-    layer0_events <= \$89 ;
+    gate_c4_1 <= \$89 ;
   always @(posedge clk)
-    layer0_saturations <= \$90 ;
+    saturated_c4_1 <= \$90 ;
   always @(posedge clk)
-    reserved <= \$91 ;
+    potential_c4_1 <= \$91 ;
+  always @(posedge clk)
+    \trace$117  <= \$92 ;
+  always @(posedge clk)
+    layer0_events <= \$93 ;
+  always @(posedge clk)
+    layer0_saturations <= \$94 ;
+  always @(posedge clk)
+    reserved <= \$95 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [10:9];
   assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [10:9];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$48 ),
+    .w_en(\port__en$49 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1194,7 +1271,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$37 ),
+    .acc(\acc$38 ),
     .clk(clk),
     .first(slot_c2[8]),
     .rst(rst),
@@ -1209,7 +1286,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$81 ),
+    .items__ready(\items__ready$82 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1217,17 +1294,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
     .acc(acc),
     .gate(gate),
     .hold(hold),
-    .params(\port__data$39 [6:0]),
-    .saturated(\saturated$103 ),
+    .params(params_c3[6:0]),
+    .saturated(\saturated$107 ),
     .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$42 ),
-    .gate(\gate$109 ),
-    .hold(\hold$107 ),
-    .params(\port__data$39 [13:7]),
-    .saturated(\saturated$110 ),
-    .u(\new$106 )
+    .acc(\acc$43 ),
+    .gate(\gate$113 ),
+    .hold(\hold$111 ),
+    .params(params_c3[13:7]),
+    .saturated(\saturated$114 ),
+    .u(\new$110 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1259,16 +1336,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$32  = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      \port__addr$32  = slot_c2[2:1];
+      \port__addr$33  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
+    \port__addr$34  = 2'h0;
     if (\$12 ) begin
-      \port__addr$33  = slot_c2[2:1];
+      \port__addr$34  = slot_c2a[2:1];
     end
   end
   always @* begin
@@ -1360,162 +1437,190 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = slot_c3;
+    \$70  = slot_c2a;
     if (rst) begin
       \$70  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = finalize;
+    \$71  = \port__data$101 ;
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \new ;
+    \$72  = \port__data$102 ;
     if (rst) begin
-      \$72  = 16'h0000;
+      \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = old;
+    \$73  = slot_c2b;
     if (rst) begin
-      \$73  = 16'h0000;
+      \$73  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = hold;
+    \$74  = slot_c3;
     if (rst) begin
-      \$74  = 1'h0;
+      \$74  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \new ;
+    \$75  = finalize;
     if (rst) begin
-      \$75  = 16'h0000;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = old;
+    \$76  = \new ;
     if (rst) begin
       \$76  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = gate;
+    \$77  = old;
     if (rst) begin
-      \$77  = 1'h0;
+      \$77  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = \saturated$103 ;
+    \$78  = hold;
     if (rst) begin
       \$78  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = 16'h0000;
+    \$79  = \new ;
     if (rst) begin
       \$79  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \new$106 ;
+    \$80  = old;
     if (rst) begin
       \$80  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = \old$44 ;
+    \$81  = gate;
     if (rst) begin
-      \$81  = 16'h0000;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \hold$107 ;
+    \$82  = \saturated$107 ;
     if (rst) begin
       \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \new$106 ;
+    \$83  = 16'h0000;
     if (rst) begin
       \$83  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \old$44 ;
+    \$84  = \new$110 ;
     if (rst) begin
       \$84  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \gate$109 ;
+    \$85  = \old$45 ;
     if (rst) begin
-      \$85  = 1'h0;
+      \$85  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \saturated$110 ;
+    \$86  = \hold$111 ;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = 16'h0000;
+    \$87  = \new$110 ;
     if (rst) begin
       \$87  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = trace;
+    \$88  = \old$45 ;
     if (rst) begin
-      \$88  = 39'h0000000000;
+      \$88  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = layer0_events;
-    if (\port__en$48 ) begin
-      \$89  = \$51 [31:0];
-    end
+    \$89  = \gate$113 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = layer0_saturations;
-    if (\port__en$48 ) begin
-      \$90  = \$54 [31:0];
-    end
+    \$90  = \saturated$114 ;
     if (rst) begin
-      \$90  = 32'd0;
+      \$90  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = \$57 [3:0];
+    \$91  = 16'h0000;
     if (rst) begin
-      \$91  = 4'h0;
+      \$91  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$92  = trace;
+    if (rst) begin
+      \$92  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$93  = layer0_events;
+    if (\port__en$49 ) begin
+      \$93  = \$51 [31:0];
+    end
+    if (rst) begin
+      \$93  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = layer0_saturations;
+    if (\port__en$49 ) begin
+      \$94  = \$54 [31:0];
+    end
+    if (rst) begin
+      \$94  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$95  = \$57 [3:0];
+    if (rst) begin
+      \$95  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1531,22 +1636,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[27:17];
-  assign params = \port__data$39 [6:0];
-  assign \params$43  = \port__data$39 [13:7];
-  assign \port__addr$46  = slot_c4[2:1];
-  assign finalize4 = \port__en$48 ;
+  assign params = params_c3[6:0];
+  assign \params$44  = params_c3[13:7];
+  assign \port__addr$47  = slot_c4[2:1];
+  assign finalize4 = \port__en$49 ;
   assign w_data = entry;
-  assign w_en = \port__en$48 ;
+  assign w_en = \port__en$49 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$80  = events__payload;
-  assign events__ready = \items__ready$81 ;
-  assign \items__valid$84  = events__valid;
+  assign \items__payload$81  = events__payload;
+  assign events__ready = \items__ready$82 ;
+  assign \items__valid$85  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$108  = \new$106 ;
-  assign \potential$112  = 16'h0000;
+  assign \out$112  = \new$110 ;
+  assign \potential$116  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1590,6 +1695,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign \seeds[1]  = seeds[41:21];
   assign \seeds[2]  = seeds[62:42];
   assign \seeds[3]  = seeds[83:63];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[7:3];
+  assign \slot_c2a.first  = slot_c2a[8];
+  assign \slot_c2a.last  = slot_c2a[9];
+  assign \slot_c2a.step_last  = slot_c2a[10];
+  assign \slot_c2a.seq_first  = slot_c2a[11];
+  assign \slot_c2a.seq_end  = slot_c2a[12];
+  assign \slot_c2a.empty  = slot_c2a[13];
+  assign \slot_c2a.index  = slot_c2a[16:14];
+  assign \slot_c2a.value  = slot_c2a[27:17];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[7:3];
@@ -1603,16 +1719,20 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign \slot_c3.value  = slot_c3[27:17];
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \acc$37[0]  = \acc$37 [20:0];
-  assign \acc$37[1]  = \acc$37 [41:21];
-  assign \acc$37[2]  = \acc$37 [62:42];
-  assign \acc$37[3]  = \acc$37 [83:63];
-  assign \params.cand_shift  = \port__data$39 [6:0];
+  assign \acc$38[0]  = \acc$38 [20:0];
+  assign \acc$38[1]  = \acc$38 [41:21];
+  assign \acc$38[2]  = \acc$38 [62:42];
+  assign \acc$38[3]  = \acc$38 [83:63];
+  assign \params.cand_shift  = params_c3[6:0];
+  assign \params_c3[0]  = params_c3[6:0];
+  assign \params_c3[1]  = params_c3[13:7];
   assign \old.h  = old;
-  assign \acc$42.cand  = \acc$42 [20:0];
-  assign \acc$42.gate  = \acc$42 [41:21];
-  assign \params$43.cand_shift  = \port__data$39 [13:7];
-  assign \old$44.h  = \old$44 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \acc$43.cand  = \acc$43 [20:0];
+  assign \acc$43.gate  = \acc$43 [41:21];
+  assign \params$44.cand_shift  = params_c3[13:7];
+  assign \old$45.h  = \old$45 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[7:3];
@@ -1656,22 +1776,33 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign \events__payload.value  = events__payload[19:3];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$80.index  = events__payload[2:0];
-  assign \items__payload$80.value  = events__payload[19:3];
-  assign \items__payload$80.step_end  = events__payload[20];
-  assign \items__payload$80.seq_end  = events__payload[21];
+  assign \items__payload$81.index  = events__payload[2:0];
+  assign \items__payload$81.value  = events__payload[19:3];
+  assign \items__payload$81.step_end  = events__payload[20];
+  assign \items__payload$81.seq_end  = events__payload[21];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[7:3];
+  assign \slot_c2b.first  = slot_c2b[8];
+  assign \slot_c2b.last  = slot_c2b[9];
+  assign \slot_c2b.step_last  = slot_c2b[10];
+  assign \slot_c2b.seq_first  = slot_c2b[11];
+  assign \slot_c2b.seq_end  = slot_c2b[12];
+  assign \slot_c2b.empty  = slot_c2b[13];
+  assign \slot_c2b.index  = slot_c2b[16:14];
+  assign \slot_c2b.value  = slot_c2b[27:17];
   assign \new.h  = \new ;
-  assign \new$106.h  = \new$106 ;
-  assign \trace$113.valid  = \trace$113 [0];
-  assign \trace$113.group  = \trace$113 [2:1];
-  assign \trace$113.step_end  = \trace$113 [3];
-  assign \trace$113.seq_end  = \trace$113 [4];
-  assign \trace$113.state  = \trace$113 [36:5];
-  assign \trace$113.state[0]  = \trace$113 [20:5];
-  assign \trace$113.state[1]  = \trace$113 [36:21];
-  assign \trace$113.gate  = \trace$113 [38:37];
-  assign \trace$113.gate[0]  = \trace$113 [37];
-  assign \trace$113.gate[1]  = \trace$113 [38];
+  assign \new$110.h  = \new$110 ;
+  assign \trace$117.valid  = \trace$117 [0];
+  assign \trace$117.group  = \trace$117 [2:1];
+  assign \trace$117.step_end  = \trace$117 [3];
+  assign \trace$117.seq_end  = \trace$117 [4];
+  assign \trace$117.state  = \trace$117 [36:5];
+  assign \trace$117.state[0]  = \trace$117 [20:5];
+  assign \trace$117.state[1]  = \trace$117 [36:21];
+  assign \trace$117.gate  = \trace$117 [38:37];
+  assign \trace$117.gate[0]  = \trace$117 [37];
+  assign \trace$117.gate[1]  = \trace$117 [38];
   assign entry[39] = slot_c4[12];
   assign entry[38] = \$23 ;
   assign entry[37:36] = slot_c4[2:1];
@@ -1682,7 +1813,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign trace[4] = slot_c4[12];
   assign trace[3] = slot_c4[10];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$48 ;
+  assign trace[0] = \port__en$49 ;
   assign trace[38] = gate_c4_1;
   assign trace[36:21] = out_1;
   assign trace[37] = gate_c4_0;
@@ -1691,14 +1822,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign saturated[0] = \$16 ;
   assign changed[1] = \$20 ;
   assign changed[0] = \$15 ;
-  assign \port__data$50 [31:16] = \$18 ;
-  assign \port__data$50 [15:0] = \$13 ;
+  assign \port__data$51 [31:16] = \$18 ;
+  assign \port__data$51 [15:0] = \$13 ;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$42 [41:21] = \acc$37 [83:63];
-  assign \acc$42 [20:0] = \acc$37 [62:42];
-  assign acc[41:21] = \acc$37 [41:21];
-  assign acc[20:0] = \acc$37 [20:0];
+  assign \acc$43 [41:21] = \acc$38 [83:63];
+  assign \acc$43 [20:0] = \acc$38 [62:42];
+  assign acc[41:21] = \acc$38 [41:21];
+  assign acc[20:0] = \acc$38 [20:0];
   assign seeds[83:63] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
   assign seeds[62:42] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
   assign seeds[41:21] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
@@ -1718,7 +1849,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$81 
   assign \$20  = \$19 ;
   assign \$21  = saturated_c4_1;
   assign \$23  = slot_c4[10];
-  assign \$41  = \port__en$48 ;
+  assign \$41  = \port__en$49 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -1934,7 +2065,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [1:0] \$35 ;
+  wire [2:0] \$35 ;
   reg [2:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -1965,7 +2096,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   reg \$60 ;
   reg \$61 ;
   reg [27:0] \$62 ;
-  reg \$63 ;
+  reg [1:0] \$63 ;
   reg \$64 ;
   reg [2:0] \$65 ;
   reg [1:0] \$66 ;
@@ -1988,7 +2119,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2100,6 +2231,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$30  = wcount + stored;
   assign \$31  = ~ wbank;
   assign \$32  = ~ busy;
+  assign \$33  = | drain;
   assign \$34  = full >> rbank;
   assign \$35  = drain - 1'h1;
   assign \$37  = first_of >> rbank;
@@ -2408,18 +2540,18 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     \$63  = drain;
     if (\$32 ) begin
       if (\$33 ) begin
-        \$63  = \$35 [0];
+        \$63  = \$35 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$47 ) begin
-          \$63  = 1'h1;
+          \$63  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$63  = 1'h0;
+      \$63  = 2'h0;
     end
   end
   always @* begin
@@ -2632,24 +2764,44 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign items__ready = \$2 ;
   assign \$5  = { items__payload[13:3], 3'h0 };
   assign \$20  = wr__en;
-  assign \$33  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [20:0] \$1 ;
-  wire [20:0] \$10 ;
-  wire [18:0] \$11 ;
+  wire [18:0] \$1 ;
+  wire [18:0] \$10 ;
+  wire [20:0] \$11 ;
   wire [21:0] \$12 ;
-  reg [83:0] \$13 ;
-  wire [18:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [10:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [18:0] \$19 ;
+  wire [20:0] \$2 ;
+  reg [20:0] \$20 ;
+  reg [20:0] \$21 ;
+  reg [83:0] \$22 ;
+  reg [7:0] \$23 ;
+  reg [18:0] \$24 ;
+  reg [20:0] \$25 ;
+  reg [20:0] \$26 ;
+  reg [7:0] \$27 ;
+  reg [18:0] \$28 ;
+  reg [20:0] \$29 ;
   wire [21:0] \$3 ;
-  wire [20:0] \$4 ;
-  wire [18:0] \$5 ;
+  reg [20:0] \$30 ;
+  reg [7:0] \$31 ;
+  reg [18:0] \$32 ;
+  reg [20:0] \$33 ;
+  reg [20:0] \$34 ;
+  wire [18:0] \$4 ;
+  wire [20:0] \$5 ;
   wire [21:0] \$6 ;
-  wire [20:0] \$7 ;
-  wire [18:0] \$8 ;
+  wire [18:0] \$7 ;
+  wire [20:0] \$8 ;
   wire [21:0] \$9 ;
   output [83:0] acc;
   reg [83:0] acc = 84'h000000000000000000000;
@@ -2661,8 +2813,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [18:0] product_0 = 19'h00000;
+  reg [18:0] product_1 = 19'h00000;
+  reg [18:0] product_2 = 19'h00000;
+  reg [18:0] product_3 = 19'h00000;
   input rst;
   wire rst;
+  reg [20:0] seed_0_0 = 21'h000000;
+  reg [20:0] seed_0_1 = 21'h000000;
+  reg [20:0] seed_1_0 = 21'h000000;
+  reg [20:0] seed_1_1 = 21'h000000;
+  reg [20:0] seed_2_0 = 21'h000000;
+  reg [20:0] seed_2_1 = 21'h000000;
+  reg [20:0] seed_3_0 = 21'h000000;
+  reg [20:0] seed_3_1 = 21'h000000;
   input [83:0] seeds;
   wire [83:0] seeds;
   wire [20:0] \seeds[0] ;
@@ -2671,53 +2837,249 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [20:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [10:0] value;
   wire [10:0] value;
+  reg [10:0] value_r = 11'h000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
   input [31:0] weights;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[20:0] : acc[20:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[41:21] : acc[41:21];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[62:42] : acc[62:42];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[83:63] : acc[83:63];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[20:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[41:21];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[62:42];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[83:63];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [20:0] = \$3 [20:0];
-      \$13 [41:21] = \$6 [20:0];
-      \$13 [62:42] = \$9 [20:0];
-      \$13 [83:63] = \$12 [20:0];
-    end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 84'h000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[20:0];
-  assign \acc[1]  = acc[41:21];
-  assign \acc[2]  = acc[62:42];
-  assign \acc[3]  = acc[83:63];
-  assign \seeds[0]  = seeds[20:0];
-  assign \seeds[1]  = seeds[41:21];
-  assign \seeds[2]  = seeds[62:42];
-  assign \seeds[3]  = seeds[83:63];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 11'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$18  = weights[7:0];
+    if (rst) begin
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$20  = seeds[20:0];
+    if (rst) begin
+      \$20  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [20:0] = \$3 [20:0];
+      \$22 [41:21] = \$6 [20:0];
+      \$22 [62:42] = \$9 [20:0];
+      \$22 [83:63] = \$12 [20:0];
+    end
+    if (rst) begin
+      \$22  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$23  = weights[15:8];
+    if (rst) begin
+      \$23  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = seeds[41:21];
+    if (rst) begin
+      \$25  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = weights[23:16];
+    if (rst) begin
+      \$27  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = seeds[62:42];
+    if (rst) begin
+      \$29  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = weights[31:24];
+    if (rst) begin
+      \$31  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seeds[83:63];
+    if (rst) begin
+      \$33  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 21'h000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[20:0];
+  assign \seeds[1]  = seeds[41:21];
+  assign \seeds[2]  = seeds[62:42];
+  assign \seeds[3]  = seeds[83:63];
+  assign \acc[0]  = acc[20:0];
+  assign \acc[1]  = acc[41:21];
+  assign \acc[2]  = acc[62:42];
+  assign \acc[3]  = acc[83:63];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2906,7 +3268,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (u, gate, hold, saturated, acc, params);
+module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -2976,7 +3338,7 @@ module \accelerator.layer0.update_0 (u, gate, hold, saturated, acc, params);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (u, gate, hold, saturated, acc, params);
+module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -4849,9 +5211,146 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid
-, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [21:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [21:0] \$8 ;
+  input clk;
+  wire clk;
+  input [21:0] i__payload;
+  wire [21:0] i__payload;
+  wire [2:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [16:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 22'h000000 *)
+  wire [21:0] main;
+  wire [2:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [16:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [21:0] o__payload;
+  reg [21:0] o__payload = 22'h000000;
+  wire [2:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [16:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [21:0] skid = 22'h000000;
+  wire [2:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [16:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 22'h000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[2:0];
+  assign \o__payload.value  = o__payload[19:3];
+  assign \o__payload.step_end  = o__payload[20];
+  assign \o__payload.seq_end  = o__payload[21];
+  assign \main.index  = o__payload[2:0];
+  assign \main.value  = o__payload[19:3];
+  assign \main.step_end  = o__payload[20];
+  assign \main.seq_end  = o__payload[21];
+  assign \skid.index  = skid[2:0];
+  assign \skid.value  = skid[19:3];
+  assign \skid.step_end  = skid[20];
+  assign \skid.seq_end  = skid[21];
+  assign \i__payload.index  = i__payload[2:0];
+  assign \i__payload.value  = i__payload[19:3];
+  assign \i__payload.step_end  = i__payload[20];
+  assign \i__payload.seq_end  = i__payload[21];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid
+, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [26:0] \$11 ;
@@ -4911,15 +5410,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$60 ;
   reg [31:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [26:0] \$63 ;
-  reg \$64 ;
-  reg [53:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg [26:0] \$68 ;
+  reg [31:0] \$63 ;
+  reg [31:0] \$64 ;
+  reg [26:0] \$65 ;
+  reg \$66 ;
+  reg [53:0] \$67 ;
+  reg [31:0] \$68 ;
   reg \$69 ;
   wire [4:0] \$7 ;
-  reg [3:0] \$70 ;
+  reg [26:0] \$70 ;
+  reg \$71 ;
+  reg [3:0] \$72 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
@@ -5065,6 +5566,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [16:0] \slot_c2.value ;
+  reg [31:0] slot_c2a = 32'd0;
+  wire [3:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire \slot_c2a.group ;
+  wire [2:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [16:0] \slot_c2a.value ;
+  reg [31:0] slot_c2b = 32'd0;
+  wire [3:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire \slot_c2b.group ;
+  wire [2:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [16:0] \slot_c2b.value ;
   reg [31:0] slot_c3 = 32'd0;
   wire [3:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -5100,18 +5625,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  reg [53:0] \acc$79  [0:0];
+  reg [53:0] \acc$81  [0:0];
   initial begin
-    \acc$79 [0] = 54'h00000000000000;
+    \acc$81 [0] = 54'h00000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$79 [1'h0] <= \port__data$35 ;
+      \acc$81 [1'h0] <= \port__data$35 ;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
     if (\port__en$15 ) begin
-      _0_ <= \acc$79 [1'h0];
+      _0_ <= \acc$81 [1'h0];
     end
   end
   assign \port__data$30  = _0_;
@@ -5132,30 +5657,31 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$29  = _1_;
-  reg [15:0] \weights$77  [7:0];
+  reg [15:0] \weights$79  [7:0];
   initial begin
-    \weights$77 [0] = 16'h51c4;
-    \weights$77 [1] = 16'h11d4;
-    \weights$77 [2] = 16'h648e;
-    \weights$77 [3] = 16'h33a4;
-    \weights$77 [4] = 16'h58a7;
-    \weights$77 [5] = 16'h5ccb;
-    \weights$77 [6] = 16'h3bd3;
-    \weights$77 [7] = 16'h25f5;
+    \weights$79 [0] = 16'h51c4;
+    \weights$79 [1] = 16'h11d4;
+    \weights$79 [2] = 16'h648e;
+    \weights$79 [3] = 16'h33a4;
+    \weights$79 [4] = 16'h58a7;
+    \weights$79 [5] = 16'h5ccb;
+    \weights$79 [6] = 16'h3bd3;
+    \weights$79 [7] = 16'h25f5;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$77 [\config [6:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [6:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$77 [\config [6:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [6:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _2_ <= \weights$77 [\$7 [2:0]];
+      _2_ <= \weights$79 [\$7 [2:0]];
     end
   end
   assign \port__data$26  = _2_;
+  assign argmax_0_0_lane = \$23  ? 1'h1 : 1'h0;
   assign \$24  = ! slot_c4[1];
   assign \$25  = $signed(group_logit) > $signed(best_logit);
   assign take = \$24  | \$25 ;
@@ -5205,23 +5731,27 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$61 ;
   always @(posedge clk)
-    slot_c3 <= \$62 ;
+    slot_c2a <= \$62 ;
   always @(posedge clk)
-    group_logit <= \$63 ;
+    slot_c2b <= \$63 ;
   always @(posedge clk)
-    group_lane <= \$64 ;
+    slot_c3 <= \$64 ;
   always @(posedge clk)
-    logits_c4 <= \$65 ;
+    group_logit <= \$65 ;
   always @(posedge clk)
-    slot_c4 <= \$66 ;
+    group_lane <= \$66 ;
   always @(posedge clk)
-    w_en <= \$67 ;
+    logits_c4 <= \$67 ;
   always @(posedge clk)
-    best_logit <= \$68 ;
+    slot_c4 <= \$68 ;
   always @(posedge clk)
-    best_class <= \$69 ;
+    w_en <= \$69 ;
   always @(posedge clk)
-    reserved <= \$70 ;
+    best_logit <= \$70 ;
+  always @(posedge clk)
+    best_class <= \$71 ;
+  always @(posedge clk)
+    reserved <= \$72 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [10:9];
@@ -5240,7 +5770,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$16  = $signed(acc[53:27]) > $signed(acc[26:0]);
   assign argmax_0_0_logit = \$18  ? acc[53:27] : acc[26:0];
   assign \$21  = $signed(acc[53:27]) > $signed(acc[26:0]);
-  assign argmax_0_0_lane = \$23  ? 1'h1 : 1'h0;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5277,14 +5806,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       (* full_case = 32'd1 *)
@@ -5295,7 +5824,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \port__en$15  = 1'h0;
     if (\$10 ) begin
       if (use_acc) begin
@@ -5304,63 +5833,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$53  = \$30 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$54  = \$33 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$55  = \$35 [31:0];
     if (rst) begin
       \$55  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$56  = \$38 [31:0];
     if (rst) begin
       \$56  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$57  = \$40 [31:0];
     if (rst) begin
       \$57  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$58  = \$43 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$59  = slot;
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$60  = use_acc;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$61  = readout_macs;
     if (\$47 ) begin
       \$61  = \$48 [31:0];
@@ -5370,72 +5899,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$62  = slot_c2;
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$63  = argmax_0_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$63  = slot_c2a;
     if (rst) begin
-      \$63  = 27'h0000000;
+      \$63  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$64  = argmax_0_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$64  = slot_c2b;
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$65  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$65  = argmax_0_0_logit;
     if (rst) begin
-      \$65  = 54'h00000000000000;
+      \$65  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$66  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$66  = argmax_0_0_lane;
     if (rst) begin
-      \$66  = 32'd0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$67  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$67  = acc;
     if (rst) begin
-      \$67  = 1'h0;
+      \$67  = 54'h00000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$68  = best_logit;
-    if (\$49 ) begin
-      \$68  = group_logit;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$68  = slot_c3;
     if (rst) begin
-      \$68  = 27'h0000000;
+      \$68  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$69  = best_class;
-    if (\$49 ) begin
-      \$69  = \$28 [0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$69  = finalize;
     if (rst) begin
       \$69  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$70  = \$52 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$70  = best_logit;
+    if (\$49 ) begin
+      \$70  = group_logit;
+    end
     if (rst) begin
-      \$70  = 4'h0;
+      \$70  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$71  = best_class;
+    if (\$49 ) begin
+      \$71  = \$28 [0];
+    end
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$72  = \$52 [3:0];
+    if (rst) begin
+      \$72  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5534,6 +6077,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[55];
   assign \results__payload.class_index  = results__payload[56];
   assign \results__payload.seq_end  = results__payload[57];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[1];
+  assign \slot_c2a.base  = slot_c2a[5:2];
+  assign \slot_c2a.first  = slot_c2a[6];
+  assign \slot_c2a.last  = slot_c2a[7];
+  assign \slot_c2a.step_last  = slot_c2a[8];
+  assign \slot_c2a.seq_first  = slot_c2a[9];
+  assign \slot_c2a.seq_end  = slot_c2a[10];
+  assign \slot_c2a.empty  = slot_c2a[11];
+  assign \slot_c2a.index  = slot_c2a[14:12];
+  assign \slot_c2a.value  = slot_c2a[31:15];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[1];
+  assign \slot_c2b.base  = slot_c2b[5:2];
+  assign \slot_c2b.first  = slot_c2b[6];
+  assign \slot_c2b.last  = slot_c2b[7];
+  assign \slot_c2b.step_last  = slot_c2b[8];
+  assign \slot_c2b.seq_first  = slot_c2b[9];
+  assign \slot_c2b.seq_end  = slot_c2b[10];
+  assign \slot_c2b.empty  = slot_c2b[11];
+  assign \slot_c2b.index  = slot_c2b[14:12];
+  assign \slot_c2b.value  = slot_c2b[31:15];
   assign beat[57] = slot_c4[10];
   assign beat[56] = \$28 [0];
   assign beat[55] = slot_c4[8];
@@ -5562,8 +6127,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -5593,7 +6158,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -5624,7 +6189,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$61 ;
   reg \$62 ;
   reg [31:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [3:0] \$67 ;
@@ -5646,7 +6211,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -5764,6 +6329,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -5847,7 +6413,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$17  = meta[11] ? 3'h0 : rd__data[2:0];
   assign \$18  = meta[11] ? 17'h00000 : rd__data[19:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5857,14 +6423,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -5873,28 +6439,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$15 [3:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -5909,7 +6475,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$55  = readout_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -5921,7 +6487,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5952,7 +6518,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5967,7 +6533,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -5985,7 +6551,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6003,7 +6569,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6021,7 +6587,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6033,7 +6599,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6045,7 +6611,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$63 [31:1] = meta[31:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -6063,26 +6629,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6102,7 +6668,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6115,7 +6681,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$67  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6133,7 +6699,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$68  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6154,7 +6720,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$69  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6167,7 +6733,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$70  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6180,7 +6746,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$71  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -6192,7 +6758,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$72  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -6206,7 +6772,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6220,7 +6786,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$74  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6277,19 +6843,31 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$44  = 1'h1;
   assign \$46  = 2'h1;
   assign \$48  = 1'h1;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-  wire [26:0] \$1 ;
-  wire [24:0] \$2 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire [24:0] \$1 ;
+  reg \$10 ;
+  reg [16:0] \$11 ;
+  reg [7:0] \$12 ;
+  reg [24:0] \$13 ;
+  reg [26:0] \$14 ;
+  reg [26:0] \$15 ;
+  reg [53:0] \$16 ;
+  reg [7:0] \$17 ;
+  reg [24:0] \$18 ;
+  reg [26:0] \$19 ;
+  wire [26:0] \$2 ;
+  reg [26:0] \$20 ;
   wire [27:0] \$3 ;
-  wire [26:0] \$4 ;
-  wire [24:0] \$5 ;
+  wire [24:0] \$4 ;
+  wire [26:0] \$5 ;
   wire [27:0] \$6 ;
-  reg [53:0] \$7 ;
+  reg \$7 ;
+  reg \$8 ;
+  reg \$9 ;
   output [53:0] acc;
   reg [53:0] acc = 54'h00000000000000;
   wire [26:0] \acc[0] ;
@@ -6298,50 +6876,180 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [24:0] product_0 = 25'h0000000;
+  reg [24:0] product_1 = 25'h0000000;
   input rst;
   wire rst;
+  reg [26:0] seed_0_0 = 27'h0000000;
+  reg [26:0] seed_0_1 = 27'h0000000;
+  reg [26:0] seed_1_0 = 27'h0000000;
+  reg [26:0] seed_1_1 = 27'h0000000;
   input [53:0] seeds;
   wire [53:0] seeds;
   wire [26:0] \seeds[0] ;
   wire [26:0] \seeds[1] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [16:0] value;
   wire [16:0] value;
+  reg [16:0] value_r = 17'h00000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
   input [15:0] weights;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[53:27] : acc[53:27];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[26:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[53:27];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
-    acc <= \$7 ;
-  assign \$1  = first ? seeds[26:0] : acc[26:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
+    valid_0 <= \$7 ;
+  always @(posedge clk)
+    valid_1 <= \$8 ;
+  always @(posedge clk)
+    first_0 <= \$9 ;
+  always @(posedge clk)
+    first_1 <= \$10 ;
+  always @(posedge clk)
+    value_r <= \$11 ;
+  always @(posedge clk)
+    weight_0 <= \$12 ;
+  always @(posedge clk)
+    product_0 <= \$13 ;
+  always @(posedge clk)
+    seed_0_0 <= \$14 ;
+  always @(posedge clk)
+    seed_0_1 <= \$15 ;
+  always @(posedge clk)
+    acc <= \$16 ;
+  always @(posedge clk)
+    weight_1 <= \$17 ;
+  always @(posedge clk)
+    product_1 <= \$18 ;
+  always @(posedge clk)
+    seed_1_0 <= \$19 ;
+  always @(posedge clk)
+    seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$7  = acc;
-    if (valid) begin
-      \$7 [26:0] = \$3 [26:0];
-      \$7 [53:27] = \$6 [26:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$7  = valid;
     if (rst) begin
-      \$7  = 54'h00000000000000;
+      \$7  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[26:0];
-  assign \acc[1]  = acc[53:27];
-  assign \seeds[0]  = seeds[26:0];
-  assign \seeds[1]  = seeds[53:27];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$8  = valid_0;
+    if (rst) begin
+      \$8  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$9  = first;
+    if (rst) begin
+      \$9  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$10  = first_0;
+    if (rst) begin
+      \$10  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$11  = value;
+    if (rst) begin
+      \$11  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$12  = weights[7:0];
+    if (rst) begin
+      \$12  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$13  = \$1 ;
+    if (rst) begin
+      \$13  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$14  = seeds[26:0];
+    if (rst) begin
+      \$14  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$15  = seed_0_0;
+    if (rst) begin
+      \$15  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$16  = acc;
+    if (valid_1) begin
+      \$16 [26:0] = \$3 [26:0];
+      \$16 [53:27] = \$6 [26:0];
+    end
+    if (rst) begin
+      \$16  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$17  = weights[15:8];
+    if (rst) begin
+      \$17  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$18  = \$4 ;
+    if (rst) begin
+      \$18  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$19  = seeds[53:27];
+    if (rst) begin
+      \$19  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$20  = seed_1_0;
+    if (rst) begin
+      \$20  = 27'h0000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
+  assign \seeds[0]  = seeds[26:0];
+  assign \seeds[1]  = seeds[53:27];
+  assign \acc[0]  = acc[26:0];
+  assign \acc[1]  = acc[53:27];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6469,7 +7177,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6479,7 +7187,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6489,7 +7197,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6502,7 +7210,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -31,12 +31,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [44:0] \config$19 ;
-  wire [5:0] \config$19.addr ;
-  wire [2:0] \config$19.elem ;
-  wire [2:0] \config$19.target ;
-  wire \config$19.valid ;
-  wire [31:0] \config$19.value ;
+  wire [44:0] \config$25 ;
+  wire [5:0] \config$25.addr ;
+  wire [2:0] \config$25.elem ;
+  wire [2:0] \config$25.target ;
+  wire \config$25.valid ;
+  wire [31:0] \config$25.value ;
   wire [5:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -97,6 +97,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [23:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [29:0] i__payload;
+  wire [3:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -109,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [29:0] \items__payload$20 ;
-  wire [3:0] \items__payload$20.index ;
-  wire \items__payload$20.seq_end ;
-  wire \items__payload$20.step_end ;
-  wire [23:0] \items__payload$20.value ;
+  wire [29:0] \items__payload$26 ;
+  wire [3:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [23:0] \items__payload$26.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$23 ;
+  wire \items__ready$29 ;
   wire items__valid;
-  wire \items__valid$24 ;
+  wire \items__valid$30 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -141,6 +148,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [29:0] o__payload;
+  wire [3:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -156,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [151:0] results__payload;
   wire [151:0] results__payload;
-  wire [151:0] \results__payload$26 ;
-  wire [3:0] \results__payload$26.class_index ;
-  wire \results__payload$26.final ;
-  wire [1:0] \results__payload$26.group ;
-  wire [143:0] \results__payload$26.logits ;
-  wire [35:0] \results__payload$26.logits[0] ;
-  wire [35:0] \results__payload$26.logits[1] ;
-  wire [35:0] \results__payload$26.logits[2] ;
-  wire [35:0] \results__payload$26.logits[3] ;
-  wire \results__payload$26.seq_end ;
+  wire [151:0] \results__payload$32 ;
+  wire [3:0] \results__payload$32.class_index ;
+  wire \results__payload$32.final ;
+  wire [1:0] \results__payload$32.group ;
+  wire [143:0] \results__payload$32.logits ;
+  wire [35:0] \results__payload$32.logits[0] ;
+  wire [35:0] \results__payload$32.logits[1] ;
+  wire [35:0] \results__payload$32.logits[2] ;
+  wire [35:0] \results__payload$32.logits[3] ;
+  wire \results__payload$32.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -177,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$27 ;
+  wire \results__ready$33 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$28 ;
+  wire \results__valid$34 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -241,11 +255,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$20 ),
-    .events__valid(\items__valid$24 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$120 (events__ready),
+    .\items__ready$121 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,14 +281,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$169 (trace_0)
+    .\trace$174 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$26 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$30 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$20 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$24 ),
+    .items__payload(\items__payload$26 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$30 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -330,14 +354,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$19  = \config ;
-  assign events__payload = \items__payload$20 ;
-  assign \items__ready$23  = events__ready;
-  assign events__valid = \items__valid$24 ;
-  assign \results__payload$26  = results__payload;
-  assign \results__ready$27  = results__ready;
-  assign \results__valid$28  = results__valid;
+  assign \config$25  = \config ;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \results__payload$32  = results__payload;
+  assign \results__ready$33  = results__ready;
+  assign \results__valid$34  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -419,6 +446,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[27:4];
+  assign \i__payload.step_end  = i__payload[28];
+  assign \i__payload.seq_end  = i__payload[29];
+  assign \events__payload.index  = i__payload[3:0];
+  assign \events__payload.value  = i__payload[27:4];
+  assign \events__payload.step_end  = i__payload[28];
+  assign \events__payload.seq_end  = i__payload[29];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[2:1];
   assign \trace.step_end  = trace_0[3];
@@ -433,28 +468,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[70];
   assign \trace.gate[2]  = trace_0[71];
   assign \trace.gate[3]  = trace_0[72];
-  assign \config$19.valid  = \config [0];
-  assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [9:4];
-  assign \config$19.elem  = \config [12:10];
-  assign \config$19.value  = \config [44:13];
-  assign \items__payload$20.index  = \items__payload$20 [3:0];
-  assign \items__payload$20.value  = \items__payload$20 [27:4];
-  assign \items__payload$20.step_end  = \items__payload$20 [28];
-  assign \items__payload$20.seq_end  = \items__payload$20 [29];
-  assign \events__payload.index  = \items__payload$20 [3:0];
-  assign \events__payload.value  = \items__payload$20 [27:4];
-  assign \events__payload.step_end  = \items__payload$20 [28];
-  assign \events__payload.seq_end  = \items__payload$20 [29];
-  assign \results__payload$26.logits  = results__payload[143:0];
-  assign \results__payload$26.logits[0]  = results__payload[35:0];
-  assign \results__payload$26.logits[1]  = results__payload[71:36];
-  assign \results__payload$26.logits[2]  = results__payload[107:72];
-  assign \results__payload$26.logits[3]  = results__payload[143:108];
-  assign \results__payload$26.group  = results__payload[145:144];
-  assign \results__payload$26.final  = results__payload[146];
-  assign \results__payload$26.class_index  = results__payload[150:147];
-  assign \results__payload$26.seq_end  = results__payload[151];
+  assign \config$25.valid  = \config [0];
+  assign \config$25.target  = \config [3:1];
+  assign \config$25.addr  = \config [9:4];
+  assign \config$25.elem  = \config [12:10];
+  assign \config$25.value  = \config [44:13];
+  assign \items__payload$26.index  = \items__payload$26 [3:0];
+  assign \items__payload$26.value  = \items__payload$26 [27:4];
+  assign \items__payload$26.step_end  = \items__payload$26 [28];
+  assign \items__payload$26.seq_end  = \items__payload$26 [29];
+  assign \o__payload.index  = \items__payload$26 [3:0];
+  assign \o__payload.value  = \items__payload$26 [27:4];
+  assign \o__payload.step_end  = \items__payload$26 [28];
+  assign \o__payload.seq_end  = \items__payload$26 [29];
+  assign \results__payload$32.logits  = results__payload[143:0];
+  assign \results__payload$32.logits[0]  = results__payload[35:0];
+  assign \results__payload$32.logits[1]  = results__payload[71:36];
+  assign \results__payload$32.logits[2]  = results__payload[107:72];
+  assign \results__payload$32.logits[3]  = results__payload[143:108];
+  assign \results__payload$32.group  = results__payload[145:144];
+  assign \results__payload$32.final  = results__payload[146];
+  assign \results__payload$32.class_index  = results__payload[150:147];
+  assign \results__payload$32.seq_end  = results__payload[151];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -498,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -560,51 +595,56 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$15 ;
   reg [26:0] \$150 ;
   reg [26:0] \$151 ;
-  reg \$152 ;
-  reg [15:0] \$153 ;
-  reg [15:0] \$154 ;
-  reg \$155 ;
-  reg [15:0] \$156 ;
-  reg [15:0] \$157 ;
-  reg \$158 ;
-  reg \$159 ;
+  reg [31:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [95:0] \$154 ;
+  reg [26:0] \$155 ;
+  reg [26:0] \$156 ;
+  reg \$157 ;
+  reg [15:0] \$158 ;
+  reg [15:0] \$159 ;
   wire [24:0] \$16 ;
-  reg [15:0] \$160 ;
-  reg [23:0] \$161 ;
+  reg \$160 ;
+  reg [15:0] \$161 ;
   reg [15:0] \$162 ;
-  reg [15:0] \$163 ;
+  reg \$163 ;
   reg \$164 ;
   reg [15:0] \$165 ;
-  reg [15:0] \$166 ;
-  reg \$167 ;
-  reg \$168 ;
-  reg [15:0] \$169 ;
+  reg [23:0] \$166 ;
+  reg [15:0] \$167 ;
+  reg [15:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
-  reg [23:0] \$170 ;
+  reg [15:0] \$170 ;
   reg [15:0] \$171 ;
-  reg [15:0] \$172 ;
+  reg \$172 ;
   reg \$173 ;
   reg [15:0] \$174 ;
-  reg [15:0] \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [15:0] \$178 ;
-  reg [23:0] \$179 ;
+  reg [23:0] \$175 ;
+  reg [15:0] \$176 ;
+  reg [15:0] \$177 ;
+  reg \$178 ;
+  reg [15:0] \$179 ;
   wire [24:0] \$18 ;
   reg [15:0] \$180 ;
-  reg [15:0] \$181 ;
+  reg \$181 ;
   reg \$182 ;
   reg [15:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg \$185 ;
-  reg \$186 ;
-  reg [15:0] \$187 ;
-  reg [23:0] \$188 ;
-  reg [72:0] \$189 ;
+  reg [23:0] \$184 ;
+  reg [15:0] \$185 ;
+  reg [15:0] \$186 ;
+  reg \$187 ;
+  reg [15:0] \$188 ;
+  reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [31:0] \$190 ;
-  reg [31:0] \$191 ;
-  reg [3:0] \$192 ;
+  reg \$190 ;
+  reg \$191 ;
+  reg [15:0] \$192 ;
+  reg [23:0] \$193 ;
+  reg [72:0] \$194 ;
+  reg [31:0] \$195 ;
+  reg [31:0] \$196 ;
+  reg [3:0] \$197 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
@@ -694,24 +734,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \$98 ;
   wire [32:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$39 ;
-  wire [18:0] \acc$39[0] ;
-  wire [18:0] \acc$39[1] ;
-  wire [18:0] \acc$39[2] ;
-  wire [18:0] \acc$39[3] ;
-  wire [18:0] \acc$39[4] ;
-  wire [18:0] \acc$39[5] ;
-  wire [18:0] \acc$39[6] ;
-  wire [18:0] \acc$39[7] ;
-  wire [37:0] \acc$44 ;
-  wire [18:0] \acc$44.cand ;
-  wire [18:0] \acc$44.thr ;
-  wire [37:0] \acc$47 ;
-  wire [18:0] \acc$47.cand ;
-  wire [18:0] \acc$47.thr ;
-  wire [37:0] \acc$50 ;
-  wire [18:0] \acc$50.cand ;
-  wire [18:0] \acc$50.thr ;
+  wire [151:0] \acc$40 ;
+  wire [18:0] \acc$40[0] ;
+  wire [18:0] \acc$40[1] ;
+  wire [18:0] \acc$40[2] ;
+  wire [18:0] \acc$40[3] ;
+  wire [18:0] \acc$40[4] ;
+  wire [18:0] \acc$40[5] ;
+  wire [18:0] \acc$40[6] ;
+  wire [18:0] \acc$40[7] ;
+  wire [37:0] \acc$45 ;
+  wire [18:0] \acc$45.cand ;
+  wire [18:0] \acc$45.thr ;
+  wire [37:0] \acc$48 ;
+  wire [18:0] \acc$48.cand ;
+  wire [18:0] \acc$48.thr ;
+  wire [37:0] \acc$51 ;
+  wire [18:0] \acc$51.cand ;
+  wire [18:0] \acc$51.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -761,17 +801,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$151 ;
-  wire \gate$158 ;
-  wire \gate$165 ;
+  wire \gate$156 ;
+  wire \gate$163 ;
+  wire \gate$170 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$149 ;
-  wire \hold$156 ;
-  wire \hold$163 ;
+  wire \hold$154 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -783,23 +823,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$119 ;
-  wire [3:0] \items__payload$119.index ;
-  wire \items__payload$119.seq_end ;
-  wire \items__payload$119.step_end ;
-  wire [23:0] \items__payload$119.value ;
+  wire [29:0] \items__payload$120 ;
+  wire [3:0] \items__payload$120.index ;
+  wire \items__payload$120.seq_end ;
+  wire \items__payload$120.step_end ;
+  wire [23:0] \items__payload$120.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$120 ;
-  wire \items__ready$120 ;
+  input \items__ready$121 ;
+  wire \items__ready$121 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$123 ;
+  wire \items__valid$124 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -841,12 +881,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$148 ;
-  wire [15:0] \new$148.h ;
-  wire [15:0] \new$155 ;
-  wire [15:0] \new$155.h ;
-  wire [15:0] \new$162 ;
-  wire [15:0] \new$162.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -857,12 +897,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$46 ;
-  wire [15:0] \old$46.h ;
-  wire [15:0] \old$49 ;
-  wire [15:0] \old$49.h ;
-  wire [15:0] \old$52 ;
-  wire [15:0] \old$52.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
+  wire [15:0] \old$53 ;
+  wire [15:0] \old$53.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -881,9 +921,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$150 ;
-  wire [15:0] \out$157 ;
-  wire [15:0] \out$164 ;
+  wire [15:0] \out$155 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -893,13 +933,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$45 ;
-  wire [7:0] \params$45.alpha ;
-  wire [7:0] \params$48 ;
-  wire [7:0] \params$48.alpha ;
-  wire [7:0] \params$51 ;
-  wire [7:0] \params$51.alpha ;
+  wire [7:0] \params$46 ;
+  wire [7:0] \params$46.alpha ;
+  wire [7:0] \params$49 ;
+  wire [7:0] \params$49.alpha ;
+  wire [7:0] \params$52 ;
+  wire [7:0] \params$52.alpha ;
   wire [7:0] \params.alpha ;
+  reg [31:0] params_c3 = 32'd0;
+  wire [7:0] \params_c3[0] ;
+  wire [7:0] \params_c3[1] ;
+  wire [7:0] \params_c3[2] ;
+  wire [7:0] \params_c3[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -908,26 +953,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  reg [95:0] pool_c3 = 96'h000000000000000000000000;
+  wire [23:0] \pool_c3[0] ;
+  wire [23:0] \pool_c3[1] ;
+  wire [23:0] \pool_c3[2] ;
+  wire [23:0] \pool_c3[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
   wire [5:0] \port__addr$21 ;
   wire [1:0] \port__addr$23 ;
-  reg [1:0] \port__addr$33 ;
   reg [1:0] \port__addr$34 ;
   reg [1:0] \port__addr$35 ;
-  wire [1:0] \port__addr$54 ;
-  wire [1:0] \port__addr$58 ;
+  reg [1:0] \port__addr$36 ;
+  wire [1:0] \port__addr$55 ;
+  wire [1:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [95:0] \port__data$147 ;
+  wire [31:0] \port__data$142 ;
+  wire [63:0] \port__data$143 ;
+  wire [95:0] \port__data$145 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [31:0] \port__data$41 ;
-  wire [63:0] \port__data$43 ;
-  wire [63:0] \port__data$60 ;
-  wire [95:0] \port__data$70 ;
+  wire [63:0] \port__data$61 ;
+  wire [95:0] \port__data$71 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -936,13 +986,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  reg \port__en$56  = 1'h0;
+  reg \port__en$57  = 1'h0;
   (* init = 1'h0 *)
-  wire \port__en$59 ;
+  wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$154 ;
-  wire [15:0] \potential$161 ;
-  wire [15:0] \potential$168 ;
+  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -954,10 +1004,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$144 ;
-  wire \saturated$152 ;
-  wire \saturated$159 ;
-  wire \saturated$166 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -995,6 +1045,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [26:0] slot_c2a = 27'h0000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [26:0] slot_c2b = 27'h0000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [26:0] slot_c3 = 27'h0000000;
   wire [5:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -1020,23 +1094,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$169 ;
-  reg [72:0] \trace$169  = 73'h0000000000000000000;
-  wire [3:0] \trace$169.gate ;
-  wire \trace$169.gate[0] ;
-  wire \trace$169.gate[1] ;
-  wire \trace$169.gate[2] ;
-  wire \trace$169.gate[3] ;
-  wire [1:0] \trace$169.group ;
-  wire \trace$169.seq_end ;
-  wire [63:0] \trace$169.state ;
-  wire [15:0] \trace$169.state[0] ;
-  wire [15:0] \trace$169.state[1] ;
-  wire [15:0] \trace$169.state[2] ;
-  wire [15:0] \trace$169.state[3] ;
-  wire \trace$169.step_end ;
-  wire \trace$169.valid ;
+  output [72:0] \trace$174 ;
+  reg [72:0] \trace$174  = 73'h0000000000000000000;
+  wire [3:0] \trace$174.gate ;
+  wire \trace$174.gate[0] ;
+  wire \trace$174.gate[1] ;
+  wire \trace$174.gate[2] ;
+  wire \trace$174.gate[3] ;
+  wire [1:0] \trace$174.group ;
+  wire \trace$174.seq_end ;
+  wire [63:0] \trace$174.state ;
+  wire [15:0] \trace$174.state[0] ;
+  wire [15:0] \trace$174.state[1] ;
+  wire [15:0] \trace$174.state[2] ;
+  wire [15:0] \trace$174.state[3] ;
+  wire \trace$174.step_end ;
+  wire \trace$174.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1099,30 +1178,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$182  [3:0];
+  reg [31:0] \params$187  [3:0];
   initial begin
-    \params$182 [0] = 32'd1362448186;
-    \params$182 [1] = 32'd1077691697;
-    \params$182 [2] = 32'd1027557199;
-    \params$182 [3] = 32'd960708690;
+    \params$187 [0] = 32'd1362448186;
+    \params$187 [1] = 32'd1077691697;
+    \params$187 [2] = 32'd1027557199;
+    \params$187 [3] = 32'd960708690;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$182 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$187 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$182 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$187 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$182 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$187 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$182 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$187 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$182 [\port__addr$33 ];
+      _1_ <= \params$187 [\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _1_;
+  assign \port__data$142  = _1_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1131,16 +1210,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[3] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      pool[slot_c4[2:1]] <= \port__data$70 ;
+    if (\port__en$57 )
+      pool[slot_c4[2:1]] <= \port__data$71 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$35 ];
+      _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$147  = _2_;
+  assign \port__data$145  = _2_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1149,89 +1228,89 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      state[slot_c4[2:1]] <= \port__data$60 ;
+    if (\port__en$57 )
+      state[slot_c4[2:1]] <= \port__data$61 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$34 ];
+      _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$43  = _3_;
-  reg [63:0] \weights$180  [47:0];
+  assign \port__data$143  = _3_;
+  reg [63:0] \weights$185  [47:0];
   initial begin
-    \weights$180 [0] = 64'h51f841e7ec8bf49d;
-    \weights$180 [1] = 64'hc84426094dbe2417;
-    \weights$180 [2] = 64'h175c142f33cfddfe;
-    \weights$180 [3] = 64'hb8430dcce0ef01c7;
-    \weights$180 [4] = 64'hf9eb0fd3bf2615f5;
-    \weights$180 [5] = 64'he5e607f2122caaeb;
-    \weights$180 [6] = 64'heffff4fab3c2eedf;
-    \weights$180 [7] = 64'hf39f040016e2e62c;
-    \weights$180 [8] = 64'h27ad08e5f433e2f4;
-    \weights$180 [9] = 64'hc7d922f4e51912da;
-    \weights$180 [10] = 64'hd32eebe916e529d2;
-    \weights$180 [11] = 64'h16f5e3d42e53e032;
-    \weights$180 [12] = 64'h6801213e161f9e12;
-    \weights$180 [13] = 64'hf103e32d05ff370e;
-    \weights$180 [14] = 64'he402a17f0dcce63f;
-    \weights$180 [15] = 64'hdfc52407da0af07a;
-    \weights$180 [16] = 64'hfeef28d2e908ea1f;
-    \weights$180 [17] = 64'heddb580a13f93afa;
-    \weights$180 [18] = 64'h48f104fae32a392a;
-    \weights$180 [19] = 64'hf8dd038cf3091d16;
-    \weights$180 [20] = 64'hde57e3c017060c01;
-    \weights$180 [21] = 64'h1c322332094bf8d2;
-    \weights$180 [22] = 64'hacd4d806e8ee02a1;
-    \weights$180 [23] = 64'hf6db0bbc0be42ef2;
-    \weights$180 [24] = 64'hb4dc35f0bbb8d65b;
-    \weights$180 [25] = 64'h0190ce59dc03b243;
-    \weights$180 [26] = 64'h1cfbe4fcf7adfc05;
-    \weights$180 [27] = 64'h32ffcffea4d33af7;
-    \weights$180 [28] = 64'h0a0e6bb907bc4434;
-    \weights$180 [29] = 64'h65d15aeeea130f73;
-    \weights$180 [30] = 64'h3931a0ca8b18dbfe;
-    \weights$180 [31] = 64'he24226f12e9fb7ee;
-    \weights$180 [32] = 64'hc4d82c2722faf3e3;
-    \weights$180 [33] = 64'hfa475fbc1a1bcdfc;
-    \weights$180 [34] = 64'hd82c3f001e1d0309;
-    \weights$180 [35] = 64'h69f847212be520d1;
-    \weights$180 [36] = 64'h0f0b28d52bf71403;
-    \weights$180 [37] = 64'h02de3cf274bd0ed8;
-    \weights$180 [38] = 64'h217e30f92818e8f6;
-    \weights$180 [39] = 64'hf80c13e0a4f9fafd;
-    \weights$180 [40] = 64'hc3f21f1dde03f8e8;
-    \weights$180 [41] = 64'hfc25f30ac8de10f4;
-    \weights$180 [42] = 64'ha81f0a09dbc7e0d3;
-    \weights$180 [43] = 64'h371f19252e9a19bb;
-    \weights$180 [44] = 64'h4aaa151190b0f0e1;
-    \weights$180 [45] = 64'hcdf94c0ab9f0ce14;
-    \weights$180 [46] = 64'h9920ff0dd5f1d624;
-    \weights$180 [47] = 64'h2e3ef1daf21924ea;
+    \weights$185 [0] = 64'h51f841e7ec8bf49d;
+    \weights$185 [1] = 64'hc84426094dbe2417;
+    \weights$185 [2] = 64'h175c142f33cfddfe;
+    \weights$185 [3] = 64'hb8430dcce0ef01c7;
+    \weights$185 [4] = 64'hf9eb0fd3bf2615f5;
+    \weights$185 [5] = 64'he5e607f2122caaeb;
+    \weights$185 [6] = 64'heffff4fab3c2eedf;
+    \weights$185 [7] = 64'hf39f040016e2e62c;
+    \weights$185 [8] = 64'h27ad08e5f433e2f4;
+    \weights$185 [9] = 64'hc7d922f4e51912da;
+    \weights$185 [10] = 64'hd32eebe916e529d2;
+    \weights$185 [11] = 64'h16f5e3d42e53e032;
+    \weights$185 [12] = 64'h6801213e161f9e12;
+    \weights$185 [13] = 64'hf103e32d05ff370e;
+    \weights$185 [14] = 64'he402a17f0dcce63f;
+    \weights$185 [15] = 64'hdfc52407da0af07a;
+    \weights$185 [16] = 64'hfeef28d2e908ea1f;
+    \weights$185 [17] = 64'heddb580a13f93afa;
+    \weights$185 [18] = 64'h48f104fae32a392a;
+    \weights$185 [19] = 64'hf8dd038cf3091d16;
+    \weights$185 [20] = 64'hde57e3c017060c01;
+    \weights$185 [21] = 64'h1c322332094bf8d2;
+    \weights$185 [22] = 64'hacd4d806e8ee02a1;
+    \weights$185 [23] = 64'hf6db0bbc0be42ef2;
+    \weights$185 [24] = 64'hb4dc35f0bbb8d65b;
+    \weights$185 [25] = 64'h0190ce59dc03b243;
+    \weights$185 [26] = 64'h1cfbe4fcf7adfc05;
+    \weights$185 [27] = 64'h32ffcffea4d33af7;
+    \weights$185 [28] = 64'h0a0e6bb907bc4434;
+    \weights$185 [29] = 64'h65d15aeeea130f73;
+    \weights$185 [30] = 64'h3931a0ca8b18dbfe;
+    \weights$185 [31] = 64'he24226f12e9fb7ee;
+    \weights$185 [32] = 64'hc4d82c2722faf3e3;
+    \weights$185 [33] = 64'hfa475fbc1a1bcdfc;
+    \weights$185 [34] = 64'hd82c3f001e1d0309;
+    \weights$185 [35] = 64'h69f847212be520d1;
+    \weights$185 [36] = 64'h0f0b28d52bf71403;
+    \weights$185 [37] = 64'h02de3cf274bd0ed8;
+    \weights$185 [38] = 64'h217e30f92818e8f6;
+    \weights$185 [39] = 64'hf80c13e0a4f9fafd;
+    \weights$185 [40] = 64'hc3f21f1dde03f8e8;
+    \weights$185 [41] = 64'hfc25f30ac8de10f4;
+    \weights$185 [42] = 64'ha81f0a09dbc7e0d3;
+    \weights$185 [43] = 64'h371f19252e9a19bb;
+    \weights$185 [44] = 64'h4aaa151190b0f0e1;
+    \weights$185 [45] = 64'hcdf94c0ab9f0ce14;
+    \weights$185 [46] = 64'h9920ff0dd5f1d624;
+    \weights$185 [47] = 64'h2e3ef1daf21924ea;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$180 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$185 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$180 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$185 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$180 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$185 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$180 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$185 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$180 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$185 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$180 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$185 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$180 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$185 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$180 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$185 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$180 [\$8 [5:0]];
+      _4_ <= \weights$185 [\$8 [5:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1249,12 +1328,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$30 ;
-  assign \$12  = slot_c2[0] & slot_c2[10];
+  assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$43 [15:0];
-  assign \old$46  = slot_c3[12] ? 16'h0000 : \port__data$43 [31:16];
-  assign \old$49  = slot_c3[12] ? 16'h0000 : \port__data$43 [47:32];
-  assign \old$52  = slot_c3[12] ? 16'h0000 : \port__data$43 [63:48];
+  assign old = slot_c3[12] ? 16'h0000 : state_c3[15:0];
+  assign \old$47  = slot_c3[12] ? 16'h0000 : state_c3[31:16];
+  assign \old$50  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
+  assign \old$53  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$14  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1357,10 +1436,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$117  = | slot_c2[26:19];
   assign \$118  = \$116  & \$117 ;
   assign \$119  = layer0_macs + 4'h8;
-  assign \$120  = slot_c3[12] ? 24'h000000 : \port__data$147 [23:0];
-  assign \$121  = slot_c3[12] ? 24'h000000 : \port__data$147 [47:24];
-  assign \$122  = slot_c3[12] ? 24'h000000 : \port__data$147 [71:48];
-  assign \$123  = slot_c3[12] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$120  = slot_c3[12] ? 24'h000000 : pool_c3[23:0];
+  assign \$121  = slot_c3[12] ? 24'h000000 : pool_c3[47:24];
+  assign \$122  = slot_c3[12] ? 24'h000000 : pool_c3[71:48];
+  assign \$123  = slot_c3[12] ? 24'h000000 : pool_c3[95:72];
   assign \$124  = 1'h0 + changed[0];
   assign \$125  = \$124  + changed[1];
   assign \$126  = \$125  + changed[2];
@@ -1401,98 +1480,108 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$149 ;
   always @(posedge clk)
-    slot_c3 <= \$150 ;
+    slot_c2a <= \$150 ;
   always @(posedge clk)
-    slot_c4 <= \$151 ;
+    slot_c2b <= \$151 ;
   always @(posedge clk)
-    \port__en$56  <= \$152 ;
+    params_c3 <= \$152 ;
   always @(posedge clk)
-    new_c4_0 <= \$153 ;
+    state_c3 <= \$153 ;
   always @(posedge clk)
-    old_c4_0 <= \$154 ;
+    pool_c3 <= \$154 ;
   always @(posedge clk)
-    hold_c4_0 <= \$155 ;
+    slot_c3 <= \$155 ;
   always @(posedge clk)
-    out_c4_0 <= \$156 ;
+    slot_c4 <= \$156 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$157 ;
+    \port__en$57  <= \$157 ;
   always @(posedge clk)
-    gate_c4_0 <= \$158 ;
+    new_c4_0 <= \$158 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$159 ;
+    old_c4_0 <= \$159 ;
   always @(posedge clk)
-    potential_c4_0 <= \$160 ;
+    hold_c4_0 <= \$160 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$161 ;
+    out_c4_0 <= \$161 ;
   always @(posedge clk)
-    new_c4_1 <= \$162 ;
+    old_out_c4_0 <= \$162 ;
   always @(posedge clk)
-    old_c4_1 <= \$163 ;
+    gate_c4_0 <= \$163 ;
   always @(posedge clk)
-    hold_c4_1 <= \$164 ;
+    saturated_c4_0 <= \$164 ;
   always @(posedge clk)
-    out_c4_1 <= \$165 ;
+    potential_c4_0 <= \$165 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$166 ;
+    old_pool_c4_0 <= \$166 ;
   always @(posedge clk)
-    gate_c4_1 <= \$167 ;
+    new_c4_1 <= \$167 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$168 ;
+    old_c4_1 <= \$168 ;
   always @(posedge clk)
-    potential_c4_1 <= \$169 ;
+    hold_c4_1 <= \$169 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$170 ;
+    out_c4_1 <= \$170 ;
   always @(posedge clk)
-    new_c4_2 <= \$171 ;
+    old_out_c4_1 <= \$171 ;
   always @(posedge clk)
-    old_c4_2 <= \$172 ;
+    gate_c4_1 <= \$172 ;
   always @(posedge clk)
-    hold_c4_2 <= \$173 ;
+    saturated_c4_1 <= \$173 ;
   always @(posedge clk)
-    out_c4_2 <= \$174 ;
+    potential_c4_1 <= \$174 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$175 ;
+    old_pool_c4_1 <= \$175 ;
   always @(posedge clk)
-    gate_c4_2 <= \$176 ;
+    new_c4_2 <= \$176 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$177 ;
+    old_c4_2 <= \$177 ;
   always @(posedge clk)
-    potential_c4_2 <= \$178 ;
+    hold_c4_2 <= \$178 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$179 ;
+    out_c4_2 <= \$179 ;
   always @(posedge clk)
-    new_c4_3 <= \$180 ;
+    old_out_c4_2 <= \$180 ;
   always @(posedge clk)
-    old_c4_3 <= \$181 ;
+    gate_c4_2 <= \$181 ;
   always @(posedge clk)
-    hold_c4_3 <= \$182 ;
+    saturated_c4_2 <= \$182 ;
   always @(posedge clk)
-    out_c4_3 <= \$183 ;
+    potential_c4_2 <= \$183 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$184 ;
+    old_pool_c4_2 <= \$184 ;
   always @(posedge clk)
-    gate_c4_3 <= \$185 ;
+    new_c4_3 <= \$185 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$186 ;
+    old_c4_3 <= \$186 ;
   always @(posedge clk)
-    potential_c4_3 <= \$187 ;
+    hold_c4_3 <= \$187 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$188 ;
+    out_c4_3 <= \$188 ;
   always @(posedge clk)
-    \trace$169  <= \$189 ;
+    old_out_c4_3 <= \$189 ;
   always @(posedge clk)
-    layer0_events <= \$190 ;
+    gate_c4_3 <= \$190 ;
   always @(posedge clk)
-    layer0_saturations <= \$191 ;
+    saturated_c4_3 <= \$191 ;
   always @(posedge clk)
-    reserved <= \$192 ;
+    potential_c4_3 <= \$192 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$193 ;
+  always @(posedge clk)
+    \trace$174  <= \$194 ;
+  always @(posedge clk)
+    layer0_events <= \$195 ;
+  always @(posedge clk)
+    layer0_saturations <= \$196 ;
+  always @(posedge clk)
+    reserved <= \$197 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$56 ),
+    .w_en(\port__en$57 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1512,7 +1601,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$39 ),
+    .acc(\acc$40 ),
     .clk(clk),
     .first(slot_c2[9]),
     .rst(rst),
@@ -1527,7 +1616,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$120 ),
+    .items__ready(\items__ready$121 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1536,32 +1625,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .acc(acc),
     .h_new(\new ),
     .hold(hold),
-    .params(\port__data$41 [7:0]),
-    .saturated(\saturated$144 )
+    .params(params_c3[7:0]),
+    .saturated(\saturated$150 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$151 ),
-    .acc(\acc$44 ),
-    .h_new(\new$148 ),
-    .hold(\hold$149 ),
-    .params(\port__data$41 [15:8]),
-    .saturated(\saturated$152 )
+    .abs_at_least(\gate$156 ),
+    .acc(\acc$45 ),
+    .h_new(\new$153 ),
+    .hold(\hold$154 ),
+    .params(params_c3[15:8]),
+    .saturated(\saturated$157 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$158 ),
-    .acc(\acc$47 ),
-    .h_new(\new$155 ),
-    .hold(\hold$156 ),
-    .params(\port__data$41 [23:16]),
-    .saturated(\saturated$159 )
+    .abs_at_least(\gate$163 ),
+    .acc(\acc$48 ),
+    .h_new(\new$160 ),
+    .hold(\hold$161 ),
+    .params(params_c3[23:16]),
+    .saturated(\saturated$164 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$165 ),
-    .acc(\acc$50 ),
-    .h_new(\new$162 ),
-    .hold(\hold$163 ),
-    .params(\port__data$41 [31:24]),
-    .saturated(\saturated$166 )
+    .abs_at_least(\gate$170 ),
+    .acc(\acc$51 ),
+    .h_new(\new$167 ),
+    .hold(\hold$168 ),
+    .params(params_c3[31:24]),
+    .saturated(\saturated$171 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1600,23 +1689,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$33  = slot_c2[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$34  = 2'h0;
     if (\$12 ) begin
-      \port__addr$34  = slot_c2[2:1];
+      \port__addr$34  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$35  = 2'h0;
     if (\$12 ) begin
-      \port__addr$35  = slot_c2[2:1];
+      \port__addr$35  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \port__addr$36  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$36  = slot_c2a[2:1];
     end
   end
   always @* begin
@@ -1722,302 +1811,337 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = slot_c3;
+    \$151  = slot_c2a;
     if (rst) begin
       \$151  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = finalize;
+    \$152  = \port__data$142 ;
     if (rst) begin
-      \$152  = 1'h0;
+      \$152  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \new ;
+    \$153  = \port__data$143 ;
     if (rst) begin
-      \$153  = 16'h0000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = old;
+    \$154  = \port__data$145 ;
     if (rst) begin
-      \$154  = 16'h0000;
+      \$154  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = hold;
+    \$155  = slot_c2b;
     if (rst) begin
-      \$155  = 1'h0;
+      \$155  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = \new ;
+    \$156  = slot_c3;
     if (rst) begin
-      \$156  = 16'h0000;
+      \$156  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = old;
+    \$157  = finalize;
     if (rst) begin
-      \$157  = 16'h0000;
+      \$157  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = gate;
+    \$158  = \new ;
     if (rst) begin
-      \$158  = 1'h0;
+      \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = \saturated$144 ;
+    \$159  = old;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = 16'h0000;
+    \$160  = hold;
     if (rst) begin
-      \$160  = 16'h0000;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \$120 ;
+    \$161  = \new ;
     if (rst) begin
-      \$161  = 24'h000000;
+      \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = \new$148 ;
+    \$162  = old;
     if (rst) begin
       \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \old$46 ;
+    \$163  = gate;
     if (rst) begin
-      \$163  = 16'h0000;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \hold$149 ;
+    \$164  = \saturated$150 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \new$148 ;
+    \$165  = 16'h0000;
     if (rst) begin
       \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \old$46 ;
+    \$166  = \$120 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$166  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \gate$151 ;
+    \$167  = \new$153 ;
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \saturated$152 ;
+    \$168  = \old$47 ;
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = 16'h0000;
+    \$169  = \hold$154 ;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \$121 ;
+    \$170  = \new$153 ;
     if (rst) begin
-      \$170  = 24'h000000;
+      \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \new$155 ;
+    \$171  = \old$47 ;
     if (rst) begin
       \$171  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \old$49 ;
+    \$172  = \gate$156 ;
     if (rst) begin
-      \$172  = 16'h0000;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \hold$156 ;
+    \$173  = \saturated$157 ;
     if (rst) begin
       \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \new$155 ;
+    \$174  = 16'h0000;
     if (rst) begin
       \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \old$49 ;
+    \$175  = \$121 ;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$175  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \gate$158 ;
+    \$176  = \new$160 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \saturated$159 ;
+    \$177  = \old$50 ;
     if (rst) begin
-      \$177  = 1'h0;
+      \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = 16'h0000;
+    \$178  = \hold$161 ;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \$122 ;
+    \$179  = \new$160 ;
     if (rst) begin
-      \$179  = 24'h000000;
+      \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \new$162 ;
+    \$180  = \old$50 ;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \old$52 ;
+    \$181  = \gate$163 ;
     if (rst) begin
-      \$181  = 16'h0000;
+      \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \hold$163 ;
+    \$182  = \saturated$164 ;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \new$162 ;
+    \$183  = 16'h0000;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \old$52 ;
+    \$184  = \$122 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \gate$165 ;
+    \$185  = \new$167 ;
     if (rst) begin
-      \$185  = 1'h0;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \saturated$166 ;
+    \$186  = \old$53 ;
     if (rst) begin
-      \$186  = 1'h0;
+      \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = 16'h0000;
+    \$187  = \hold$168 ;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \$123 ;
+    \$188  = \new$167 ;
     if (rst) begin
-      \$188  = 24'h000000;
+      \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = trace;
+    \$189  = \old$53 ;
     if (rst) begin
-      \$189  = 73'h0000000000000000000;
+      \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = layer0_events;
-    if (\port__en$56 ) begin
-      \$190  = \$128 [31:0];
-    end
+    \$190  = \gate$170 ;
     if (rst) begin
-      \$190  = 32'd0;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = layer0_saturations;
-    if (\port__en$56 ) begin
-      \$191  = \$133 [31:0];
-    end
+    \$191  = \saturated$171 ;
     if (rst) begin
-      \$191  = 32'd0;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = \$136 [3:0];
+    \$192  = 16'h0000;
     if (rst) begin
-      \$192  = 4'h0;
+      \$192  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = \$123 ;
+    if (rst) begin
+      \$193  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$194  = trace;
+    if (rst) begin
+      \$194  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_events;
+    if (\port__en$57 ) begin
+      \$195  = \$128 [31:0];
+    end
+    if (rst) begin
+      \$195  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$196  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$196  = \$133 [31:0];
+    end
+    if (rst) begin
+      \$196  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$197  = \$136 [3:0];
+    if (rst) begin
+      \$197  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2033,34 +2157,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign params = \port__data$41 [7:0];
-  assign \params$45  = \port__data$41 [15:8];
-  assign \params$48  = \port__data$41 [23:16];
-  assign \params$51  = \port__data$41 [31:24];
-  assign \port__addr$54  = slot_c4[2:1];
-  assign finalize4 = \port__en$56 ;
-  assign \port__addr$58  = slot_c4[2:1];
-  assign \port__en$59  = \port__en$56 ;
+  assign params = params_c3[7:0];
+  assign \params$46  = params_c3[15:8];
+  assign \params$49  = params_c3[23:16];
+  assign \params$52  = params_c3[31:24];
+  assign \port__addr$55  = slot_c4[2:1];
+  assign finalize4 = \port__en$57 ;
+  assign \port__addr$59  = slot_c4[2:1];
+  assign \port__en$60  = \port__en$57 ;
   assign pool_0 = \$20 [23:0];
   assign pool_1 = \$39 [23:0];
   assign pool_2 = \$58 [23:0];
   assign pool_3 = \$77 [23:0];
   assign w_data = entry;
-  assign w_en = \port__en$56 ;
+  assign w_en = \port__en$57 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$119  = events__payload;
-  assign events__ready = \items__ready$120 ;
-  assign \items__valid$123  = events__valid;
+  assign \items__payload$120  = events__payload;
+  assign events__ready = \items__ready$121 ;
+  assign \items__valid$124  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$150  = \new$148 ;
-  assign \potential$154  = 16'h0000;
-  assign \out$157  = \new$155 ;
-  assign \potential$161  = 16'h0000;
-  assign \out$164  = \new$162 ;
-  assign \potential$168  = 16'h0000;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2112,6 +2236,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[26:19];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -2125,28 +2260,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$39[0]  = \acc$39 [18:0];
-  assign \acc$39[1]  = \acc$39 [37:19];
-  assign \acc$39[2]  = \acc$39 [56:38];
-  assign \acc$39[3]  = \acc$39 [75:57];
-  assign \acc$39[4]  = \acc$39 [94:76];
-  assign \acc$39[5]  = \acc$39 [113:95];
-  assign \acc$39[6]  = \acc$39 [132:114];
-  assign \acc$39[7]  = \acc$39 [151:133];
-  assign \params.alpha  = \port__data$41 [7:0];
+  assign \acc$40[0]  = \acc$40 [18:0];
+  assign \acc$40[1]  = \acc$40 [37:19];
+  assign \acc$40[2]  = \acc$40 [56:38];
+  assign \acc$40[3]  = \acc$40 [75:57];
+  assign \acc$40[4]  = \acc$40 [94:76];
+  assign \acc$40[5]  = \acc$40 [113:95];
+  assign \acc$40[6]  = \acc$40 [132:114];
+  assign \acc$40[7]  = \acc$40 [151:133];
+  assign \params.alpha  = params_c3[7:0];
+  assign \params_c3[0]  = params_c3[7:0];
+  assign \params_c3[1]  = params_c3[15:8];
+  assign \params_c3[2]  = params_c3[23:16];
+  assign \params_c3[3]  = params_c3[31:24];
   assign \old.h  = old;
-  assign \acc$44.cand  = \acc$44 [18:0];
-  assign \acc$44.thr  = \acc$44 [37:19];
-  assign \params$45.alpha  = \port__data$41 [15:8];
-  assign \old$46.h  = \old$46 ;
-  assign \acc$47.cand  = \acc$47 [18:0];
-  assign \acc$47.thr  = \acc$47 [37:19];
-  assign \params$48.alpha  = \port__data$41 [23:16];
-  assign \old$49.h  = \old$49 ;
-  assign \acc$50.cand  = \acc$50 [18:0];
-  assign \acc$50.thr  = \acc$50 [37:19];
-  assign \params$51.alpha  = \port__data$41 [31:24];
-  assign \old$52.h  = \old$52 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$45.cand  = \acc$45 [18:0];
+  assign \acc$45.thr  = \acc$45 [37:19];
+  assign \params$46.alpha  = params_c3[15:8];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [18:0];
+  assign \acc$48.thr  = \acc$48 [37:19];
+  assign \params$49.alpha  = params_c3[23:16];
+  assign \old$50.h  = \old$50 ;
+  assign \acc$51.cand  = \acc$51 [18:0];
+  assign \acc$51.thr  = \acc$51 [37:19];
+  assign \params$52.alpha  = params_c3[31:24];
+  assign \old$53.h  = \old$53 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[8:3];
@@ -2202,28 +2345,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$119.index  = events__payload[3:0];
-  assign \items__payload$119.value  = events__payload[27:4];
-  assign \items__payload$119.step_end  = events__payload[28];
-  assign \items__payload$119.seq_end  = events__payload[29];
+  assign \items__payload$120.index  = events__payload[3:0];
+  assign \items__payload$120.value  = events__payload[27:4];
+  assign \items__payload$120.step_end  = events__payload[28];
+  assign \items__payload$120.seq_end  = events__payload[29];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[26:19];
+  assign \pool_c3[0]  = pool_c3[23:0];
+  assign \pool_c3[1]  = pool_c3[47:24];
+  assign \pool_c3[2]  = pool_c3[71:48];
+  assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$148.h  = \new$148 ;
-  assign \new$155.h  = \new$155 ;
-  assign \new$162.h  = \new$162 ;
-  assign \trace$169.valid  = \trace$169 [0];
-  assign \trace$169.group  = \trace$169 [2:1];
-  assign \trace$169.step_end  = \trace$169 [3];
-  assign \trace$169.seq_end  = \trace$169 [4];
-  assign \trace$169.state  = \trace$169 [68:5];
-  assign \trace$169.state[0]  = \trace$169 [20:5];
-  assign \trace$169.state[1]  = \trace$169 [36:21];
-  assign \trace$169.state[2]  = \trace$169 [52:37];
-  assign \trace$169.state[3]  = \trace$169 [68:53];
-  assign \trace$169.gate  = \trace$169 [72:69];
-  assign \trace$169.gate[0]  = \trace$169 [69];
-  assign \trace$169.gate[1]  = \trace$169 [70];
-  assign \trace$169.gate[2]  = \trace$169 [71];
-  assign \trace$169.gate[3]  = \trace$169 [72];
+  assign \new$153.h  = \new$153 ;
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \trace$174.valid  = \trace$174 [0];
+  assign \trace$174.group  = \trace$174 [2:1];
+  assign \trace$174.step_end  = \trace$174 [3];
+  assign \trace$174.seq_end  = \trace$174 [4];
+  assign \trace$174.state  = \trace$174 [68:5];
+  assign \trace$174.state[0]  = \trace$174 [20:5];
+  assign \trace$174.state[1]  = \trace$174 [36:21];
+  assign \trace$174.state[2]  = \trace$174 [52:37];
+  assign \trace$174.state[3]  = \trace$174 [68:53];
+  assign \trace$174.gate  = \trace$174 [72:69];
+  assign \trace$174.gate[0]  = \trace$174 [69];
+  assign \trace$174.gate[1]  = \trace$174 [70];
+  assign \trace$174.gate[2]  = \trace$174 [71];
+  assign \trace$174.gate[3]  = \trace$174 [72];
   assign entry[103] = slot_c4[13];
   assign entry[102] = \$89 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -2238,7 +2396,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[4] = slot_c4[13];
   assign trace[3] = slot_c4[11];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$56 ;
+  assign trace[0] = \port__en$57 ;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -2255,26 +2413,26 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$64 ;
   assign changed[1] = \$45 ;
   assign changed[0] = \$26 ;
-  assign \port__data$70 [95:72] = \$77 [23:0];
-  assign \port__data$70 [71:48] = \$58 [23:0];
-  assign \port__data$70 [47:24] = \$39 [23:0];
-  assign \port__data$70 [23:0] = \$20 [23:0];
-  assign \port__data$60 [63:48] = \$70 ;
-  assign \port__data$60 [47:32] = \$51 ;
-  assign \port__data$60 [31:16] = \$32 ;
-  assign \port__data$60 [15:0] = \$13 ;
+  assign \port__data$71 [95:72] = \$77 [23:0];
+  assign \port__data$71 [71:48] = \$58 [23:0];
+  assign \port__data$71 [47:24] = \$39 [23:0];
+  assign \port__data$71 [23:0] = \$20 [23:0];
+  assign \port__data$61 [63:48] = \$70 ;
+  assign \port__data$61 [47:32] = \$51 ;
+  assign \port__data$61 [31:16] = \$32 ;
+  assign \port__data$61 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$50 [37:19] = \acc$39 [151:133];
-  assign \acc$50 [18:0] = \acc$39 [132:114];
-  assign \acc$47 [37:19] = \acc$39 [113:95];
-  assign \acc$47 [18:0] = \acc$39 [94:76];
-  assign \acc$44 [37:19] = \acc$39 [75:57];
-  assign \acc$44 [18:0] = \acc$39 [56:38];
-  assign acc[37:19] = \acc$39 [37:19];
-  assign acc[18:0] = \acc$39 [18:0];
+  assign \acc$51 [37:19] = \acc$40 [151:133];
+  assign \acc$51 [18:0] = \acc$40 [132:114];
+  assign \acc$48 [37:19] = \acc$40 [113:95];
+  assign \acc$48 [18:0] = \acc$40 [94:76];
+  assign \acc$45 [37:19] = \acc$40 [75:57];
+  assign \acc$45 [18:0] = \acc$40 [56:38];
+  assign acc[37:19] = \acc$40 [37:19];
+  assign acc[18:0] = \acc$40 [18:0];
   assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
@@ -2315,8 +2473,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$83  = \$82 ;
   assign \$85  = \$84 ;
   assign \$86  = slot_c4[13];
-  assign \$107  = \port__en$56 ;
-  assign \$112  = \port__en$56 ;
+  assign \$107  = \port__en$57 ;
+  assign \$112  = \port__en$57 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2533,7 +2691,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2564,7 +2722,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [26:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [1:0] \$67 ;
@@ -2587,7 +2745,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2714,6 +2872,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -3021,18 +3180,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3246,36 +3405,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
-  wire [15:0] \$11 ;
+  wire [15:0] \$1 ;
+  wire [15:0] \$10 ;
+  wire [18:0] \$11 ;
   wire [19:0] \$12 ;
-  wire [18:0] \$13 ;
-  wire [15:0] \$14 ;
+  wire [15:0] \$13 ;
+  wire [18:0] \$14 ;
   wire [19:0] \$15 ;
-  wire [18:0] \$16 ;
-  wire [15:0] \$17 ;
+  wire [15:0] \$16 ;
+  wire [18:0] \$17 ;
   wire [19:0] \$18 ;
-  wire [18:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [15:0] \$20 ;
+  wire [15:0] \$19 ;
+  wire [18:0] \$2 ;
+  wire [18:0] \$20 ;
   wire [19:0] \$21 ;
-  wire [18:0] \$22 ;
-  wire [15:0] \$23 ;
+  wire [15:0] \$22 ;
+  wire [18:0] \$23 ;
   wire [19:0] \$24 ;
-  reg [151:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
-  wire [15:0] \$5 ;
+  reg [7:0] \$30 ;
+  reg [15:0] \$31 ;
+  reg [18:0] \$32 ;
+  reg [18:0] \$33 ;
+  reg [151:0] \$34 ;
+  reg [7:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [18:0] \$37 ;
+  reg [18:0] \$38 ;
+  reg [7:0] \$39 ;
+  wire [15:0] \$4 ;
+  reg [15:0] \$40 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [7:0] \$43 ;
+  reg [15:0] \$44 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [18:0] \$49 ;
+  wire [18:0] \$5 ;
+  reg [18:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [18:0] \$53 ;
+  reg [18:0] \$54 ;
+  reg [7:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg [18:0] \$57 ;
+  reg [18:0] \$58 ;
+  reg [7:0] \$59 ;
   wire [19:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [15:0] \$8 ;
+  reg [15:0] \$60 ;
+  reg [18:0] \$61 ;
+  reg [18:0] \$62 ;
+  wire [15:0] \$7 ;
+  wire [18:0] \$8 ;
   wire [19:0] \$9 ;
   output [151:0] acc;
   reg [151:0] acc = 152'h00000000000000000000000000000000000000;
@@ -3291,8 +3486,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [15:0] product_0 = 16'h0000;
+  reg [15:0] product_1 = 16'h0000;
+  reg [15:0] product_2 = 16'h0000;
+  reg [15:0] product_3 = 16'h0000;
+  reg [15:0] product_4 = 16'h0000;
+  reg [15:0] product_5 = 16'h0000;
+  reg [15:0] product_6 = 16'h0000;
+  reg [15:0] product_7 = 16'h0000;
   input rst;
   wire rst;
+  reg [18:0] seed_0_0 = 19'h00000;
+  reg [18:0] seed_0_1 = 19'h00000;
+  reg [18:0] seed_1_0 = 19'h00000;
+  reg [18:0] seed_1_1 = 19'h00000;
+  reg [18:0] seed_2_0 = 19'h00000;
+  reg [18:0] seed_2_1 = 19'h00000;
+  reg [18:0] seed_3_0 = 19'h00000;
+  reg [18:0] seed_3_1 = 19'h00000;
+  reg [18:0] seed_4_0 = 19'h00000;
+  reg [18:0] seed_4_1 = 19'h00000;
+  reg [18:0] seed_5_0 = 19'h00000;
+  reg [18:0] seed_5_1 = 19'h00000;
+  reg [18:0] seed_6_0 = 19'h00000;
+  reg [18:0] seed_6_1 = 19'h00000;
+  reg [18:0] seed_7_0 = 19'h00000;
+  reg [18:0] seed_7_1 = 19'h00000;
   input [151:0] seeds;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -3305,8 +3526,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [18:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
+  reg [7:0] weight_4 = 8'h00;
+  reg [7:0] weight_5 = 8'h00;
+  reg [7:0] weight_6 = 8'h00;
+  reg [7:0] weight_7 = 8'h00;
   input [63:0] weights;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -3317,65 +3549,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[56:38] : acc[56:38];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[75:57] : acc[75:57];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[94:76] : acc[94:76];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[113:95] : acc[113:95];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[132:114] : acc[132:114];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[151:133] : acc[151:133];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[56:38];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[75:57];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[94:76];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[113:95];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[132:114];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[151:133];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [18:0] = \$3 [18:0];
-      \$25 [37:19] = \$6 [18:0];
-      \$25 [56:38] = \$9 [18:0];
-      \$25 [75:57] = \$12 [18:0];
-      \$25 [94:76] = \$15 [18:0];
-      \$25 [113:95] = \$18 [18:0];
-      \$25 [132:114] = \$21 [18:0];
-      \$25 [151:133] = \$24 [18:0];
-    end
+    \$32  = seeds[18:0];
     if (rst) begin
-      \$25  = 152'h00000000000000000000000000000000000000;
+      \$32  = 19'h00000;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \acc[2]  = acc[56:38];
-  assign \acc[3]  = acc[75:57];
-  assign \acc[4]  = acc[94:76];
-  assign \acc[5]  = acc[113:95];
-  assign \acc[6]  = acc[132:114];
-  assign \acc[7]  = acc[151:133];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [18:0] = \$3 [18:0];
+      \$34 [37:19] = \$6 [18:0];
+      \$34 [56:38] = \$9 [18:0];
+      \$34 [75:57] = \$12 [18:0];
+      \$34 [94:76] = \$15 [18:0];
+      \$34 [113:95] = \$18 [18:0];
+      \$34 [132:114] = \$21 [18:0];
+      \$34 [151:133] = \$24 [18:0];
+    end
+    if (rst) begin
+      \$34  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[15:8];
+    if (rst) begin
+      \$35  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[37:19];
+    if (rst) begin
+      \$37  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[23:16];
+    if (rst) begin
+      \$39  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[56:38];
+    if (rst) begin
+      \$41  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[31:24];
+    if (rst) begin
+      \$43  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[75:57];
+    if (rst) begin
+      \$45  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[39:32];
+    if (rst) begin
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[94:76];
+    if (rst) begin
+      \$49  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[47:40];
+    if (rst) begin
+      \$51  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[113:95];
+    if (rst) begin
+      \$53  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[55:48];
+    if (rst) begin
+      \$55  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[132:114];
+    if (rst) begin
+      \$57  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[63:56];
+    if (rst) begin
+      \$59  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[151:133];
+    if (rst) begin
+      \$61  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[7:0];
+    if (rst) begin
+      \$30  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 16'h0000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -3384,6 +3933,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3581,7 +4146,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, abs_at_least, params);
+module \accelerator.layer0.update_0 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3665,7 +4230,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, abs_at_least, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, abs_at_least, params);
+module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3749,7 +4314,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, abs_at_least, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, abs_at_least, params);
+module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3833,7 +4398,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, abs_at_least, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, abs_at_least, params);
+module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3917,8 +4482,145 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, abs_at_least, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [29:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [29:0] \$8 ;
+  input clk;
+  wire clk;
+  input [29:0] i__payload;
+  wire [29:0] i__payload;
+  wire [3:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 30'h00000000 *)
+  wire [29:0] main;
+  wire [3:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [23:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [29:0] o__payload;
+  reg [29:0] o__payload = 30'h00000000;
+  wire [3:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [29:0] skid = 30'h00000000;
+  wire [3:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [23:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 30'h00000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[27:4];
+  assign \o__payload.step_end  = o__payload[28];
+  assign \o__payload.seq_end  = o__payload[29];
+  assign \main.index  = o__payload[3:0];
+  assign \main.value  = o__payload[27:4];
+  assign \main.step_end  = o__payload[28];
+  assign \main.seq_end  = o__payload[29];
+  assign \skid.index  = skid[3:0];
+  assign \skid.value  = skid[27:4];
+  assign \skid.step_end  = skid[28];
+  assign \skid.seq_end  = skid[29];
+  assign \i__payload.index  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[27:4];
+  assign \i__payload.step_end  = i__payload[28];
+  assign \i__payload.seq_end  = i__payload[29];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4006,15 +4708,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$86 ;
   reg [31:0] \$87 ;
   reg [42:0] \$88 ;
-  reg [35:0] \$89 ;
+  reg [42:0] \$89 ;
   wire \$9 ;
-  reg [1:0] \$90 ;
-  reg [143:0] \$91 ;
-  reg [42:0] \$92 ;
-  reg \$93 ;
-  reg [35:0] \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg [42:0] \$90 ;
+  reg [35:0] \$91 ;
+  reg [1:0] \$92 ;
+  reg [143:0] \$93 ;
+  reg [42:0] \$94 ;
+  reg \$95 ;
+  reg [35:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg [3:0] \$98 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -4164,6 +4868,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
+  reg [42:0] slot_c2a = 43'h00000000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [23:0] \slot_c2a.value ;
+  reg [42:0] slot_c2b = 43'h00000000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [23:0] \slot_c2b.value ;
   reg [42:0] slot_c3 = 43'h00000000000;
   wire [5:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4224,74 +4952,76 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$75  [47:0];
+  reg [31:0] \weights$77  [47:0];
   initial begin
-    \weights$75 [0] = 32'd755308271;
-    \weights$75 [1] = 32'd1425033143;
-    \weights$75 [2] = 32'd1107547647;
-    \weights$75 [3] = 32'd104067177;
-    \weights$75 [4] = 32'd3774806020;
-    \weights$75 [5] = 32'd3256992994;
-    \weights$75 [6] = 32'd4293198085;
-    \weights$75 [7] = 32'd1211753456;
-    \weights$75 [8] = 32'd4122978393;
-    \weights$75 [9] = 32'd253479069;
-    \weights$75 [10] = 32'd767351034;
-    \weights$75 [11] = 32'd3321246161;
-    \weights$75 [12] = 32'd3602504632;
-    \weights$75 [13] = 32'd317211656;
-    \weights$75 [14] = 32'd557706154;
-    \weights$75 [15] = 32'd383983645;
-    \weights$75 [16] = 32'd3958033368;
-    \weights$75 [17] = 32'd3559567379;
-    \weights$75 [18] = 32'd100479459;
-    \weights$75 [19] = 32'd1944939718;
-    \weights$75 [20] = 32'd3706771439;
-    \weights$75 [21] = 32'd3860596819;
-    \weights$75 [22] = 32'd3675222291;
-    \weights$75 [23] = 32'd4127512;
-    \weights$75 [24] = 32'd525226502;
-    \weights$75 [25] = 32'd17232640;
-    \weights$75 [26] = 32'd3943368692;
-    \weights$75 [27] = 32'd3922270203;
-    \weights$75 [28] = 32'd4255849059;
-    \weights$75 [29] = 32'd852893917;
-    \weights$75 [30] = 32'd4162904289;
-    \weights$75 [31] = 32'd4177078766;
-    \weights$75 [32] = 32'd243;
-    \weights$75 [33] = 32'd213;
-    \weights$75 [34] = 32'd240;
-    \weights$75 [35] = 32'd208;
-    \weights$75 [36] = 32'd244;
-    \weights$75 [37] = 32'd44;
-    \weights$75 [38] = 32'd182;
-    \weights$75 [39] = 32'd158;
-    \weights$75 [40] = 32'd53;
-    \weights$75 [41] = 32'd184;
-    \weights$75 [42] = 32'd251;
-    \weights$75 [43] = 32'd253;
-    \weights$75 [44] = 32'd182;
-    \weights$75 [45] = 32'd232;
-    \weights$75 [46] = 32'd44;
-    \weights$75 [47] = 32'd255;
+    \weights$77 [0] = 32'd755308271;
+    \weights$77 [1] = 32'd1425033143;
+    \weights$77 [2] = 32'd1107547647;
+    \weights$77 [3] = 32'd104067177;
+    \weights$77 [4] = 32'd3774806020;
+    \weights$77 [5] = 32'd3256992994;
+    \weights$77 [6] = 32'd4293198085;
+    \weights$77 [7] = 32'd1211753456;
+    \weights$77 [8] = 32'd4122978393;
+    \weights$77 [9] = 32'd253479069;
+    \weights$77 [10] = 32'd767351034;
+    \weights$77 [11] = 32'd3321246161;
+    \weights$77 [12] = 32'd3602504632;
+    \weights$77 [13] = 32'd317211656;
+    \weights$77 [14] = 32'd557706154;
+    \weights$77 [15] = 32'd383983645;
+    \weights$77 [16] = 32'd3958033368;
+    \weights$77 [17] = 32'd3559567379;
+    \weights$77 [18] = 32'd100479459;
+    \weights$77 [19] = 32'd1944939718;
+    \weights$77 [20] = 32'd3706771439;
+    \weights$77 [21] = 32'd3860596819;
+    \weights$77 [22] = 32'd3675222291;
+    \weights$77 [23] = 32'd4127512;
+    \weights$77 [24] = 32'd525226502;
+    \weights$77 [25] = 32'd17232640;
+    \weights$77 [26] = 32'd3943368692;
+    \weights$77 [27] = 32'd3922270203;
+    \weights$77 [28] = 32'd4255849059;
+    \weights$77 [29] = 32'd852893917;
+    \weights$77 [30] = 32'd4162904289;
+    \weights$77 [31] = 32'd4177078766;
+    \weights$77 [32] = 32'd243;
+    \weights$77 [33] = 32'd213;
+    \weights$77 [34] = 32'd240;
+    \weights$77 [35] = 32'd208;
+    \weights$77 [36] = 32'd244;
+    \weights$77 [37] = 32'd44;
+    \weights$77 [38] = 32'd182;
+    \weights$77 [39] = 32'd158;
+    \weights$77 [40] = 32'd53;
+    \weights$77 [41] = 32'd184;
+    \weights$77 [42] = 32'd251;
+    \weights$77 [43] = 32'd253;
+    \weights$77 [44] = 32'd182;
+    \weights$77 [45] = 32'd232;
+    \weights$77 [46] = 32'd44;
+    \weights$77 [47] = 32'd255;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$75 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$75 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$77 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$75 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$77 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [5:0]];
+      _1_ <= \weights$77 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$2  = \config [0] & \$1 ;
+  assign \$3  = \$2  << \config [12:10];
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
@@ -4380,26 +5110,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$87 ;
   always @(posedge clk)
-    slot_c3 <= \$88 ;
+    slot_c2a <= \$88 ;
   always @(posedge clk)
-    group_logit <= \$89 ;
+    slot_c2b <= \$89 ;
   always @(posedge clk)
-    group_lane <= \$90 ;
+    slot_c3 <= \$90 ;
   always @(posedge clk)
-    logits_c4 <= \$91 ;
+    group_logit <= \$91 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    group_lane <= \$92 ;
   always @(posedge clk)
-    w_en <= \$93 ;
+    logits_c4 <= \$93 ;
   always @(posedge clk)
-    best_logit <= \$94 ;
+    slot_c4 <= \$94 ;
   always @(posedge clk)
-    best_class <= \$95 ;
+    w_en <= \$95 ;
   always @(posedge clk)
-    reserved <= \$96 ;
+    best_logit <= \$96 ;
+  always @(posedge clk)
+    best_class <= \$97 ;
+  always @(posedge clk)
+    reserved <= \$98 ;
   assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4436,63 +5168,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -4502,72 +5234,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$89  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$89  = slot_c2a;
     if (rst) begin
-      \$89  = 36'h000000000;
+      \$89  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$90  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$90  = slot_c2b;
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$91  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$91  = argmax_1_0_logit;
     if (rst) begin
-      \$91  = 144'h000000000000000000000000000000000000;
+      \$91  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$92  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$92  = argmax_1_0_lane;
     if (rst) begin
-      \$92  = 43'h00000000000;
+      \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$93  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$93  = acc;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$94  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$94  = slot_c3;
+    if (rst) begin
+      \$94  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$95  = finalize;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$96  = best_logit;
     if (\$77 ) begin
-      \$94  = group_logit;
+      \$96  = group_logit;
     end
     if (rst) begin
-      \$94  = 36'h000000000;
+      \$96  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$95  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$97  = best_class;
     if (\$77 ) begin
-      \$95  = \$58 [3:0];
+      \$97  = \$58 [3:0];
     end
     if (rst) begin
-      \$95  = 4'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$96  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$98  = \$80 [3:0];
     if (rst) begin
-      \$96  = 4'h0;
+      \$98  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4681,6 +5427,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[42:19];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[42:19];
   assign beat[151] = slot_c4[13];
   assign beat[150:147] = \$58 [3:0];
   assign beat[146] = slot_c4[11];
@@ -4720,8 +5488,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -4752,7 +5520,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -4783,7 +5551,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [42:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -4806,7 +5574,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -4942,6 +5710,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -5028,7 +5797,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5038,14 +5807,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5054,28 +5823,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5090,7 +5859,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5102,7 +5871,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5133,7 +5902,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5148,7 +5917,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5166,7 +5935,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5184,7 +5953,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5202,7 +5971,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5214,7 +5983,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5226,7 +5995,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5244,26 +6013,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5283,7 +6052,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5296,7 +6065,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5314,7 +6083,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5332,7 +6101,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5353,7 +6122,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5366,7 +6135,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5379,7 +6148,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5391,7 +6160,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5405,7 +6174,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5419,7 +6188,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5474,24 +6243,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
-  wire [35:0] \$1 ;
-  wire [35:0] \$10 ;
-  wire [31:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  wire [31:0] \$1 ;
+  wire [31:0] \$10 ;
+  wire [35:0] \$11 ;
   wire [36:0] \$12 ;
-  reg [143:0] \$13 ;
-  wire [31:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [23:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [31:0] \$19 ;
+  wire [35:0] \$2 ;
+  reg [35:0] \$20 ;
+  reg [35:0] \$21 ;
+  reg [143:0] \$22 ;
+  reg [7:0] \$23 ;
+  reg [31:0] \$24 ;
+  reg [35:0] \$25 ;
+  reg [35:0] \$26 ;
+  reg [7:0] \$27 ;
+  reg [31:0] \$28 ;
+  reg [35:0] \$29 ;
   wire [36:0] \$3 ;
-  wire [35:0] \$4 ;
-  wire [31:0] \$5 ;
+  reg [35:0] \$30 ;
+  reg [7:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [35:0] \$33 ;
+  reg [35:0] \$34 ;
+  wire [31:0] \$4 ;
+  wire [35:0] \$5 ;
   wire [36:0] \$6 ;
-  wire [35:0] \$7 ;
-  wire [31:0] \$8 ;
+  wire [31:0] \$7 ;
+  wire [35:0] \$8 ;
   wire [36:0] \$9 ;
   output [143:0] acc;
   reg [143:0] acc = 144'h000000000000000000000000000000000000;
@@ -5503,8 +6292,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [31:0] product_0 = 32'd0;
+  reg [31:0] product_1 = 32'd0;
+  reg [31:0] product_2 = 32'd0;
+  reg [31:0] product_3 = 32'd0;
   input rst;
   wire rst;
+  reg [35:0] seed_0_0 = 36'h000000000;
+  reg [35:0] seed_0_1 = 36'h000000000;
+  reg [35:0] seed_1_0 = 36'h000000000;
+  reg [35:0] seed_1_1 = 36'h000000000;
+  reg [35:0] seed_2_0 = 36'h000000000;
+  reg [35:0] seed_2_1 = 36'h000000000;
+  reg [35:0] seed_3_0 = 36'h000000000;
+  reg [35:0] seed_3_1 = 36'h000000000;
   input [143:0] seeds;
   wire [143:0] seeds;
   wire [35:0] \seeds[0] ;
@@ -5513,58 +6316,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [35:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [23:0] value;
   wire [23:0] value;
+  reg [23:0] value_r = 24'h000000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
   input [31:0] weights;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[35:0] : acc[35:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[71:36] : acc[71:36];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[107:72] : acc[107:72];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[143:108] : acc[143:108];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[35:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[71:36];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[107:72];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[143:108];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [35:0] = \$3 [35:0];
-      \$13 [71:36] = \$6 [35:0];
-      \$13 [107:72] = \$9 [35:0];
-      \$13 [143:108] = \$12 [35:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 144'h000000000000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \seeds[0]  = seeds[35:0];
-  assign \seeds[1]  = seeds[71:36];
-  assign \seeds[2]  = seeds[107:72];
-  assign \seeds[3]  = seeds[143:108];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$18  = weights[7:0];
+    if (rst) begin
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$20  = seeds[35:0];
+    if (rst) begin
+      \$20  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [35:0] = \$3 [35:0];
+      \$22 [71:36] = \$6 [35:0];
+      \$22 [107:72] = \$9 [35:0];
+      \$22 [143:108] = \$12 [35:0];
+    end
+    if (rst) begin
+      \$22  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$23  = weights[15:8];
+    if (rst) begin
+      \$23  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$25  = seeds[71:36];
+    if (rst) begin
+      \$25  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$27  = weights[23:16];
+    if (rst) begin
+      \$27  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$29  = seeds[107:72];
+    if (rst) begin
+      \$29  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$31  = weights[31:24];
+    if (rst) begin
+      \$31  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$33  = seeds[143:108];
+    if (rst) begin
+      \$33  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 36'h000000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[35:0];
+  assign \seeds[1]  = seeds[71:36];
+  assign \seeds[2]  = seeds[107:72];
+  assign \seeds[3]  = seeds[143:108];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5692,7 +6691,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5702,7 +6701,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5712,7 +6711,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5725,7 +6724,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

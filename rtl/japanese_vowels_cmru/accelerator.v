@@ -31,12 +31,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [45:0] \config$19 ;
-  wire [6:0] \config$19.addr ;
-  wire [2:0] \config$19.elem ;
-  wire [2:0] \config$19.target ;
-  wire \config$19.valid ;
-  wire [31:0] \config$19.value ;
+  wire [45:0] \config$25 ;
+  wire [6:0] \config$25.addr ;
+  wire [2:0] \config$25.elem ;
+  wire [2:0] \config$25.target ;
+  wire \config$25.valid ;
+  wire [31:0] \config$25.value ;
   wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -97,6 +97,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [23:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -109,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [30:0] \items__payload$20 ;
-  wire [4:0] \items__payload$20.index ;
-  wire \items__payload$20.seq_end ;
-  wire \items__payload$20.step_end ;
-  wire [23:0] \items__payload$20.value ;
+  wire [30:0] \items__payload$26 ;
+  wire [4:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [23:0] \items__payload$26.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$23 ;
+  wire \items__ready$29 ;
   wire items__valid;
-  wire \items__valid$24 ;
+  wire \items__valid$30 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -141,6 +148,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [30:0] o__payload;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -156,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [139:0] results__payload;
   wire [139:0] results__payload;
-  wire [139:0] \results__payload$26 ;
-  wire [3:0] \results__payload$26.class_index ;
-  wire \results__payload$26.final ;
-  wire [1:0] \results__payload$26.group ;
-  wire [131:0] \results__payload$26.logits ;
-  wire [32:0] \results__payload$26.logits[0] ;
-  wire [32:0] \results__payload$26.logits[1] ;
-  wire [32:0] \results__payload$26.logits[2] ;
-  wire [32:0] \results__payload$26.logits[3] ;
-  wire \results__payload$26.seq_end ;
+  wire [139:0] \results__payload$32 ;
+  wire [3:0] \results__payload$32.class_index ;
+  wire \results__payload$32.final ;
+  wire [1:0] \results__payload$32.group ;
+  wire [131:0] \results__payload$32.logits ;
+  wire [32:0] \results__payload$32.logits[0] ;
+  wire [32:0] \results__payload$32.logits[1] ;
+  wire [32:0] \results__payload$32.logits[2] ;
+  wire [32:0] \results__payload$32.logits[3] ;
+  wire \results__payload$32.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -177,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$27 ;
+  wire \results__ready$33 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$28 ;
+  wire \results__valid$34 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -241,11 +255,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$20 ),
-    .events__valid(\items__valid$24 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$120 (events__ready),
+    .\items__ready$121 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,14 +281,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$169 (trace_0)
+    .\trace$174 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$26 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$30 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$20 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$24 ),
+    .items__payload(\items__payload$26 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$30 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -330,14 +354,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$19  = \config ;
-  assign events__payload = \items__payload$20 ;
-  assign \items__ready$23  = events__ready;
-  assign events__valid = \items__valid$24 ;
-  assign \results__payload$26  = results__payload;
-  assign \results__ready$27  = results__ready;
-  assign \results__valid$28  = results__valid;
+  assign \config$25  = \config ;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \results__payload$32  = results__payload;
+  assign \results__ready$33  = results__ready;
+  assign \results__valid$34  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -419,6 +446,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+  assign \events__payload.index  = i__payload[4:0];
+  assign \events__payload.value  = i__payload[28:5];
+  assign \events__payload.step_end  = i__payload[29];
+  assign \events__payload.seq_end  = i__payload[30];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[3:1];
   assign \trace.step_end  = trace_0[4];
@@ -433,28 +468,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[71];
   assign \trace.gate[2]  = trace_0[72];
   assign \trace.gate[3]  = trace_0[73];
-  assign \config$19.valid  = \config [0];
-  assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [10:4];
-  assign \config$19.elem  = \config [13:11];
-  assign \config$19.value  = \config [45:14];
-  assign \items__payload$20.index  = \items__payload$20 [4:0];
-  assign \items__payload$20.value  = \items__payload$20 [28:5];
-  assign \items__payload$20.step_end  = \items__payload$20 [29];
-  assign \items__payload$20.seq_end  = \items__payload$20 [30];
-  assign \events__payload.index  = \items__payload$20 [4:0];
-  assign \events__payload.value  = \items__payload$20 [28:5];
-  assign \events__payload.step_end  = \items__payload$20 [29];
-  assign \events__payload.seq_end  = \items__payload$20 [30];
-  assign \results__payload$26.logits  = results__payload[131:0];
-  assign \results__payload$26.logits[0]  = results__payload[32:0];
-  assign \results__payload$26.logits[1]  = results__payload[65:33];
-  assign \results__payload$26.logits[2]  = results__payload[98:66];
-  assign \results__payload$26.logits[3]  = results__payload[131:99];
-  assign \results__payload$26.group  = results__payload[133:132];
-  assign \results__payload$26.final  = results__payload[134];
-  assign \results__payload$26.class_index  = results__payload[138:135];
-  assign \results__payload$26.seq_end  = results__payload[139];
+  assign \config$25.valid  = \config [0];
+  assign \config$25.target  = \config [3:1];
+  assign \config$25.addr  = \config [10:4];
+  assign \config$25.elem  = \config [13:11];
+  assign \config$25.value  = \config [45:14];
+  assign \items__payload$26.index  = \items__payload$26 [4:0];
+  assign \items__payload$26.value  = \items__payload$26 [28:5];
+  assign \items__payload$26.step_end  = \items__payload$26 [29];
+  assign \items__payload$26.seq_end  = \items__payload$26 [30];
+  assign \o__payload.index  = \items__payload$26 [4:0];
+  assign \o__payload.value  = \items__payload$26 [28:5];
+  assign \o__payload.step_end  = \items__payload$26 [29];
+  assign \o__payload.seq_end  = \items__payload$26 [30];
+  assign \results__payload$32.logits  = results__payload[131:0];
+  assign \results__payload$32.logits[0]  = results__payload[32:0];
+  assign \results__payload$32.logits[1]  = results__payload[65:33];
+  assign \results__payload$32.logits[2]  = results__payload[98:66];
+  assign \results__payload$32.logits[3]  = results__payload[131:99];
+  assign \results__payload$32.group  = results__payload[133:132];
+  assign \results__payload$32.final  = results__payload[134];
+  assign \results__payload$32.class_index  = results__payload[138:135];
+  assign \results__payload$32.seq_end  = results__payload[139];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -498,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -560,51 +595,56 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$15 ;
   reg [28:0] \$150 ;
   reg [28:0] \$151 ;
-  reg \$152 ;
-  reg [15:0] \$153 ;
-  reg [15:0] \$154 ;
-  reg \$155 ;
-  reg [15:0] \$156 ;
-  reg [15:0] \$157 ;
-  reg \$158 ;
-  reg \$159 ;
+  reg [31:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [95:0] \$154 ;
+  reg [28:0] \$155 ;
+  reg [28:0] \$156 ;
+  reg \$157 ;
+  reg [15:0] \$158 ;
+  reg [15:0] \$159 ;
   wire [24:0] \$16 ;
-  reg [15:0] \$160 ;
-  reg [23:0] \$161 ;
+  reg \$160 ;
+  reg [15:0] \$161 ;
   reg [15:0] \$162 ;
-  reg [15:0] \$163 ;
+  reg \$163 ;
   reg \$164 ;
   reg [15:0] \$165 ;
-  reg [15:0] \$166 ;
-  reg \$167 ;
-  reg \$168 ;
-  reg [15:0] \$169 ;
+  reg [23:0] \$166 ;
+  reg [15:0] \$167 ;
+  reg [15:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
-  reg [23:0] \$170 ;
+  reg [15:0] \$170 ;
   reg [15:0] \$171 ;
-  reg [15:0] \$172 ;
+  reg \$172 ;
   reg \$173 ;
   reg [15:0] \$174 ;
-  reg [15:0] \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [15:0] \$178 ;
-  reg [23:0] \$179 ;
+  reg [23:0] \$175 ;
+  reg [15:0] \$176 ;
+  reg [15:0] \$177 ;
+  reg \$178 ;
+  reg [15:0] \$179 ;
   wire [24:0] \$18 ;
   reg [15:0] \$180 ;
-  reg [15:0] \$181 ;
+  reg \$181 ;
   reg \$182 ;
   reg [15:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg \$185 ;
-  reg \$186 ;
-  reg [15:0] \$187 ;
-  reg [23:0] \$188 ;
-  reg [73:0] \$189 ;
+  reg [23:0] \$184 ;
+  reg [15:0] \$185 ;
+  reg [15:0] \$186 ;
+  reg \$187 ;
+  reg [15:0] \$188 ;
+  reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [31:0] \$190 ;
-  reg [31:0] \$191 ;
-  reg [3:0] \$192 ;
+  reg \$190 ;
+  reg \$191 ;
+  reg [15:0] \$192 ;
+  reg [23:0] \$193 ;
+  reg [73:0] \$194 ;
+  reg [31:0] \$195 ;
+  reg [31:0] \$196 ;
+  reg [3:0] \$197 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
@@ -694,24 +734,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \$98 ;
   wire [32:0] \$99 ;
   wire [33:0] acc;
-  wire [135:0] \acc$39 ;
-  wire [16:0] \acc$39[0] ;
-  wire [16:0] \acc$39[1] ;
-  wire [16:0] \acc$39[2] ;
-  wire [16:0] \acc$39[3] ;
-  wire [16:0] \acc$39[4] ;
-  wire [16:0] \acc$39[5] ;
-  wire [16:0] \acc$39[6] ;
-  wire [16:0] \acc$39[7] ;
-  wire [33:0] \acc$44 ;
-  wire [16:0] \acc$44.cand ;
-  wire [16:0] \acc$44.thr ;
-  wire [33:0] \acc$47 ;
-  wire [16:0] \acc$47.cand ;
-  wire [16:0] \acc$47.thr ;
-  wire [33:0] \acc$50 ;
-  wire [16:0] \acc$50.cand ;
-  wire [16:0] \acc$50.thr ;
+  wire [135:0] \acc$40 ;
+  wire [16:0] \acc$40[0] ;
+  wire [16:0] \acc$40[1] ;
+  wire [16:0] \acc$40[2] ;
+  wire [16:0] \acc$40[3] ;
+  wire [16:0] \acc$40[4] ;
+  wire [16:0] \acc$40[5] ;
+  wire [16:0] \acc$40[6] ;
+  wire [16:0] \acc$40[7] ;
+  wire [33:0] \acc$45 ;
+  wire [16:0] \acc$45.cand ;
+  wire [16:0] \acc$45.thr ;
+  wire [33:0] \acc$48 ;
+  wire [16:0] \acc$48.cand ;
+  wire [16:0] \acc$48.thr ;
+  wire [33:0] \acc$51 ;
+  wire [16:0] \acc$51.cand ;
+  wire [16:0] \acc$51.thr ;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.thr ;
   wire [3:0] changed;
@@ -761,17 +801,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$151 ;
-  wire \gate$158 ;
-  wire \gate$165 ;
+  wire \gate$156 ;
+  wire \gate$163 ;
+  wire \gate$170 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$149 ;
-  wire \hold$156 ;
-  wire \hold$163 ;
+  wire \hold$154 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -783,23 +823,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$119 ;
-  wire [4:0] \items__payload$119.index ;
-  wire \items__payload$119.seq_end ;
-  wire \items__payload$119.step_end ;
-  wire [23:0] \items__payload$119.value ;
+  wire [30:0] \items__payload$120 ;
+  wire [4:0] \items__payload$120.index ;
+  wire \items__payload$120.seq_end ;
+  wire \items__payload$120.step_end ;
+  wire [23:0] \items__payload$120.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$120 ;
-  wire \items__ready$120 ;
+  input \items__ready$121 ;
+  wire \items__ready$121 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$123 ;
+  wire \items__valid$124 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -841,12 +881,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$148 ;
-  wire [15:0] \new$148.h ;
-  wire [15:0] \new$155 ;
-  wire [15:0] \new$155.h ;
-  wire [15:0] \new$162 ;
-  wire [15:0] \new$162.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -857,12 +897,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$46 ;
-  wire [15:0] \old$46.h ;
-  wire [15:0] \old$49 ;
-  wire [15:0] \old$49.h ;
-  wire [15:0] \old$52 ;
-  wire [15:0] \old$52.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
+  wire [15:0] \old$53 ;
+  wire [15:0] \old$53.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -881,9 +921,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$150 ;
-  wire [15:0] \out$157 ;
-  wire [15:0] \out$164 ;
+  wire [15:0] \out$155 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -893,13 +933,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$45 ;
-  wire [7:0] \params$45.alpha ;
-  wire [7:0] \params$48 ;
-  wire [7:0] \params$48.alpha ;
-  wire [7:0] \params$51 ;
-  wire [7:0] \params$51.alpha ;
+  wire [7:0] \params$46 ;
+  wire [7:0] \params$46.alpha ;
+  wire [7:0] \params$49 ;
+  wire [7:0] \params$49.alpha ;
+  wire [7:0] \params$52 ;
+  wire [7:0] \params$52.alpha ;
   wire [7:0] \params.alpha ;
+  reg [31:0] params_c3 = 32'd0;
+  wire [7:0] \params_c3[0] ;
+  wire [7:0] \params_c3[1] ;
+  wire [7:0] \params_c3[2] ;
+  wire [7:0] \params_c3[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -908,26 +953,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  reg [95:0] pool_c3 = 96'h000000000000000000000000;
+  wire [23:0] \pool_c3[0] ;
+  wire [23:0] \pool_c3[1] ;
+  wire [23:0] \pool_c3[2] ;
+  wire [23:0] \pool_c3[3] ;
   wire [6:0] port__addr;
   wire [2:0] \port__addr$10 ;
   wire [2:0] \port__addr$13 ;
   wire [6:0] \port__addr$21 ;
   wire [2:0] \port__addr$23 ;
-  reg [2:0] \port__addr$33 ;
   reg [2:0] \port__addr$34 ;
   reg [2:0] \port__addr$35 ;
-  wire [2:0] \port__addr$54 ;
-  wire [2:0] \port__addr$58 ;
+  reg [2:0] \port__addr$36 ;
+  wire [2:0] \port__addr$55 ;
+  wire [2:0] \port__addr$59 ;
   wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [95:0] \port__data$147 ;
+  wire [31:0] \port__data$142 ;
+  wire [63:0] \port__data$143 ;
+  wire [95:0] \port__data$145 ;
   wire [31:0] \port__data$15 ;
   wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [31:0] \port__data$41 ;
-  wire [63:0] \port__data$43 ;
-  wire [63:0] \port__data$60 ;
-  wire [95:0] \port__data$70 ;
+  wire [63:0] \port__data$61 ;
+  wire [95:0] \port__data$71 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -936,13 +986,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  reg \port__en$56  = 1'h0;
+  reg \port__en$57  = 1'h0;
   (* init = 1'h0 *)
-  wire \port__en$59 ;
+  wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$154 ;
-  wire [15:0] \potential$161 ;
-  wire [15:0] \potential$168 ;
+  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -954,10 +1004,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$144 ;
-  wire \saturated$152 ;
-  wire \saturated$159 ;
-  wire \saturated$166 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -995,6 +1045,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [28:0] slot_c2a = 29'h00000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [2:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [28:0] slot_c2b = 29'h00000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [2:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [28:0] slot_c3 = 29'h00000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -1020,23 +1094,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [73:0] trace;
-  output [73:0] \trace$169 ;
-  reg [73:0] \trace$169  = 74'h0000000000000000000;
-  wire [3:0] \trace$169.gate ;
-  wire \trace$169.gate[0] ;
-  wire \trace$169.gate[1] ;
-  wire \trace$169.gate[2] ;
-  wire \trace$169.gate[3] ;
-  wire [2:0] \trace$169.group ;
-  wire \trace$169.seq_end ;
-  wire [63:0] \trace$169.state ;
-  wire [15:0] \trace$169.state[0] ;
-  wire [15:0] \trace$169.state[1] ;
-  wire [15:0] \trace$169.state[2] ;
-  wire [15:0] \trace$169.state[3] ;
-  wire \trace$169.step_end ;
-  wire \trace$169.valid ;
+  output [73:0] \trace$174 ;
+  reg [73:0] \trace$174  = 74'h0000000000000000000;
+  wire [3:0] \trace$174.gate ;
+  wire \trace$174.gate[0] ;
+  wire \trace$174.gate[1] ;
+  wire \trace$174.gate[2] ;
+  wire \trace$174.gate[3] ;
+  wire [2:0] \trace$174.group ;
+  wire \trace$174.seq_end ;
+  wire [63:0] \trace$174.state ;
+  wire [15:0] \trace$174.state[0] ;
+  wire [15:0] \trace$174.state[1] ;
+  wire [15:0] \trace$174.state[2] ;
+  wire [15:0] \trace$174.state[3] ;
+  wire \trace$174.step_end ;
+  wire \trace$174.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1103,34 +1182,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$182  [7:0];
+  reg [31:0] \params$187  [7:0];
   initial begin
-    \params$182 [0] = 32'd1363489605;
-    \params$182 [1] = 32'd1229014330;
-    \params$182 [2] = 32'd959263540;
-    \params$182 [3] = 32'd909462067;
-    \params$182 [4] = 32'd825574450;
-    \params$182 [5] = 32'd842215749;
-    \params$182 [6] = 32'd976368693;
-    \params$182 [7] = 32'd860045369;
+    \params$187 [0] = 32'd1363489605;
+    \params$187 [1] = 32'd1229014330;
+    \params$187 [2] = 32'd959263540;
+    \params$187 [3] = 32'd909462067;
+    \params$187 [4] = 32'd825574450;
+    \params$187 [5] = 32'd842215749;
+    \params$187 [6] = 32'd976368693;
+    \params$187 [7] = 32'd860045369;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$182 [\config [6:4]][7:0] <= \port__data$15 [7:0];
+      \params$187 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$182 [\config [6:4]][15:8] <= \port__data$15 [15:8];
+      \params$187 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$182 [\config [6:4]][23:16] <= \port__data$15 [23:16];
+      \params$187 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$182 [\config [6:4]][31:24] <= \port__data$15 [31:24];
+      \params$187 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$182 [\port__addr$33 ];
+      _1_ <= \params$187 [\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _1_;
+  assign \port__data$142  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1143,16 +1222,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      pool[slot_c4[3:1]] <= \port__data$70 ;
+    if (\port__en$57 )
+      pool[slot_c4[3:1]] <= \port__data$71 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$35 ];
+      _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$147  = _2_;
+  assign \port__data$145  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1165,137 +1244,137 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      state[slot_c4[3:1]] <= \port__data$60 ;
+    if (\port__en$57 )
+      state[slot_c4[3:1]] <= \port__data$61 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$34 ];
+      _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$43  = _3_;
-  reg [31:0] \weights$180  [95:0];
+  assign \port__data$143  = _3_;
+  reg [31:0] \weights$185  [95:0];
   initial begin
-    \weights$180 [0] = 32'd1052445693;
-    \weights$180 [1] = 32'd1438604787;
-    \weights$180 [2] = 32'd3873757711;
-    \weights$180 [3] = 32'd842735451;
-    \weights$180 [4] = 32'd252452880;
-    \weights$180 [5] = 32'd807153076;
-    \weights$180 [6] = 32'd14556462;
-    \weights$180 [7] = 32'd4245621796;
-    \weights$180 [8] = 32'd3171758354;
-    \weights$180 [9] = 32'd3959341277;
-    \weights$180 [10] = 32'd19734815;
-    \weights$180 [11] = 32'd2955724225;
-    \weights$180 [12] = 32'd3475898667;
-    \weights$180 [13] = 32'd3807580446;
-    \weights$180 [14] = 32'd1359927846;
-    \weights$180 [15] = 32'd771768085;
-    \weights$180 [16] = 32'd523486432;
-    \weights$180 [17] = 32'd3973833198;
-    \weights$180 [18] = 32'd1057865765;
-    \weights$180 [19] = 32'd821629488;
-    \weights$180 [20] = 32'd4157535533;
-    \weights$180 [21] = 32'd785728830;
-    \weights$180 [22] = 32'd3963899659;
-    \weights$180 [23] = 32'd1596788671;
-    \weights$180 [24] = 32'd536072929;
-    \weights$180 [25] = 32'd1118888914;
-    \weights$180 [26] = 32'd2783916539;
-    \weights$180 [27] = 32'd2984313611;
-    \weights$180 [28] = 32'd600518352;
-    \weights$180 [29] = 32'd3724656418;
-    \weights$180 [30] = 32'd733759;
-    \weights$180 [31] = 32'd101543392;
-    \weights$180 [32] = 32'd571588111;
-    \weights$180 [33] = 32'd373027283;
-    \weights$180 [34] = 32'd1118829837;
-    \weights$180 [35] = 32'd525406972;
-    \weights$180 [36] = 32'd3287348431;
-    \weights$180 [37] = 32'd570403822;
-    \weights$180 [38] = 32'd1661078801;
-    \weights$180 [39] = 32'd1694584321;
-    \weights$180 [40] = 32'd3022250480;
-    \weights$180 [41] = 32'd3272662814;
-    \weights$180 [42] = 32'd268373260;
-    \weights$180 [43] = 32'd870591486;
-    \weights$180 [44] = 32'd3471772702;
-    \weights$180 [45] = 32'd4097830944;
-    \weights$180 [46] = 32'd504480018;
-    \weights$180 [47] = 32'd3793682704;
-    \weights$180 [48] = 32'd2669609455;
-    \weights$180 [49] = 32'd1040266961;
-    \weights$180 [50] = 32'd3541175566;
-    \weights$180 [51] = 32'd1426060270;
-    \weights$180 [52] = 32'd4293853228;
-    \weights$180 [53] = 32'd834782175;
-    \weights$180 [54] = 32'd586301673;
-    \weights$180 [55] = 32'd2955853885;
-    \weights$180 [56] = 32'd805229617;
-    \weights$180 [57] = 32'd2885743424;
-    \weights$180 [58] = 32'd486539568;
-    \weights$180 [59] = 32'd3809423341;
-    \weights$180 [60] = 32'd591523898;
-    \weights$180 [61] = 32'd1087454753;
-    \weights$180 [62] = 32'd4041199599;
-    \weights$180 [63] = 32'd3758231069;
-    \weights$180 [64] = 32'd539369233;
-    \weights$180 [65] = 32'd3492815341;
-    \weights$180 [66] = 32'd520822580;
-    \weights$180 [67] = 32'd283906300;
-    \weights$180 [68] = 32'd4001471;
-    \weights$180 [69] = 32'd56619266;
-    \weights$180 [70] = 32'd3743424781;
-    \weights$180 [71] = 32'd801964866;
-    \weights$180 [72] = 32'd3171094228;
-    \weights$180 [73] = 32'd4073857279;
-    \weights$180 [74] = 32'd320294909;
-    \weights$180 [75] = 32'd3997323059;
-    \weights$180 [76] = 32'd50148560;
-    \weights$180 [77] = 32'd769781821;
-    \weights$180 [78] = 32'd1225536225;
-    \weights$180 [79] = 32'd421573900;
-    \weights$180 [80] = 32'd4125356799;
-    \weights$180 [81] = 32'd3810407085;
-    \weights$180 [82] = 32'd3760065346;
-    \weights$180 [83] = 32'd298905073;
-    \weights$180 [84] = 32'd3979268117;
-    \weights$180 [85] = 32'd469619782;
-    \weights$180 [86] = 32'd186515479;
-    \weights$180 [87] = 32'd500184084;
-    \weights$180 [88] = 32'd852620079;
-    \weights$180 [89] = 32'd102695982;
-    \weights$180 [90] = 32'd3238010118;
-    \weights$180 [91] = 32'd301773299;
-    \weights$180 [92] = 32'd66986492;
-    \weights$180 [93] = 32'd16724018;
-    \weights$180 [94] = 32'd4093652449;
-    \weights$180 [95] = 32'd3841175841;
+    \weights$185 [0] = 32'd1052445693;
+    \weights$185 [1] = 32'd1438604787;
+    \weights$185 [2] = 32'd3873757711;
+    \weights$185 [3] = 32'd842735451;
+    \weights$185 [4] = 32'd252452880;
+    \weights$185 [5] = 32'd807153076;
+    \weights$185 [6] = 32'd14556462;
+    \weights$185 [7] = 32'd4245621796;
+    \weights$185 [8] = 32'd3171758354;
+    \weights$185 [9] = 32'd3959341277;
+    \weights$185 [10] = 32'd19734815;
+    \weights$185 [11] = 32'd2955724225;
+    \weights$185 [12] = 32'd3475898667;
+    \weights$185 [13] = 32'd3807580446;
+    \weights$185 [14] = 32'd1359927846;
+    \weights$185 [15] = 32'd771768085;
+    \weights$185 [16] = 32'd523486432;
+    \weights$185 [17] = 32'd3973833198;
+    \weights$185 [18] = 32'd1057865765;
+    \weights$185 [19] = 32'd821629488;
+    \weights$185 [20] = 32'd4157535533;
+    \weights$185 [21] = 32'd785728830;
+    \weights$185 [22] = 32'd3963899659;
+    \weights$185 [23] = 32'd1596788671;
+    \weights$185 [24] = 32'd536072929;
+    \weights$185 [25] = 32'd1118888914;
+    \weights$185 [26] = 32'd2783916539;
+    \weights$185 [27] = 32'd2984313611;
+    \weights$185 [28] = 32'd600518352;
+    \weights$185 [29] = 32'd3724656418;
+    \weights$185 [30] = 32'd733759;
+    \weights$185 [31] = 32'd101543392;
+    \weights$185 [32] = 32'd571588111;
+    \weights$185 [33] = 32'd373027283;
+    \weights$185 [34] = 32'd1118829837;
+    \weights$185 [35] = 32'd525406972;
+    \weights$185 [36] = 32'd3287348431;
+    \weights$185 [37] = 32'd570403822;
+    \weights$185 [38] = 32'd1661078801;
+    \weights$185 [39] = 32'd1694584321;
+    \weights$185 [40] = 32'd3022250480;
+    \weights$185 [41] = 32'd3272662814;
+    \weights$185 [42] = 32'd268373260;
+    \weights$185 [43] = 32'd870591486;
+    \weights$185 [44] = 32'd3471772702;
+    \weights$185 [45] = 32'd4097830944;
+    \weights$185 [46] = 32'd504480018;
+    \weights$185 [47] = 32'd3793682704;
+    \weights$185 [48] = 32'd2669609455;
+    \weights$185 [49] = 32'd1040266961;
+    \weights$185 [50] = 32'd3541175566;
+    \weights$185 [51] = 32'd1426060270;
+    \weights$185 [52] = 32'd4293853228;
+    \weights$185 [53] = 32'd834782175;
+    \weights$185 [54] = 32'd586301673;
+    \weights$185 [55] = 32'd2955853885;
+    \weights$185 [56] = 32'd805229617;
+    \weights$185 [57] = 32'd2885743424;
+    \weights$185 [58] = 32'd486539568;
+    \weights$185 [59] = 32'd3809423341;
+    \weights$185 [60] = 32'd591523898;
+    \weights$185 [61] = 32'd1087454753;
+    \weights$185 [62] = 32'd4041199599;
+    \weights$185 [63] = 32'd3758231069;
+    \weights$185 [64] = 32'd539369233;
+    \weights$185 [65] = 32'd3492815341;
+    \weights$185 [66] = 32'd520822580;
+    \weights$185 [67] = 32'd283906300;
+    \weights$185 [68] = 32'd4001471;
+    \weights$185 [69] = 32'd56619266;
+    \weights$185 [70] = 32'd3743424781;
+    \weights$185 [71] = 32'd801964866;
+    \weights$185 [72] = 32'd3171094228;
+    \weights$185 [73] = 32'd4073857279;
+    \weights$185 [74] = 32'd320294909;
+    \weights$185 [75] = 32'd3997323059;
+    \weights$185 [76] = 32'd50148560;
+    \weights$185 [77] = 32'd769781821;
+    \weights$185 [78] = 32'd1225536225;
+    \weights$185 [79] = 32'd421573900;
+    \weights$185 [80] = 32'd4125356799;
+    \weights$185 [81] = 32'd3810407085;
+    \weights$185 [82] = 32'd3760065346;
+    \weights$185 [83] = 32'd298905073;
+    \weights$185 [84] = 32'd3979268117;
+    \weights$185 [85] = 32'd469619782;
+    \weights$185 [86] = 32'd186515479;
+    \weights$185 [87] = 32'd500184084;
+    \weights$185 [88] = 32'd852620079;
+    \weights$185 [89] = 32'd102695982;
+    \weights$185 [90] = 32'd3238010118;
+    \weights$185 [91] = 32'd301773299;
+    \weights$185 [92] = 32'd66986492;
+    \weights$185 [93] = 32'd16724018;
+    \weights$185 [94] = 32'd4093652449;
+    \weights$185 [95] = 32'd3841175841;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$180 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$185 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$180 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$185 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$180 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$185 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$180 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$185 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$180 [\config [10:4]][19:16] <= port__data[19:16];
+      \weights$185 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$180 [\config [10:4]][23:20] <= port__data[23:20];
+      \weights$185 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$180 [\config [10:4]][27:24] <= port__data[27:24];
+      \weights$185 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$180 [\config [10:4]][31:28] <= port__data[31:28];
+      \weights$185 [\config [10:4]][31:28] <= port__data[31:28];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$180 [\$8 [6:0]];
+      _4_ <= \weights$185 [\$8 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1313,12 +1392,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[11];
   assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
-  assign \$12  = slot_c2[0] & slot_c2[12];
+  assign \$12  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$43 [15:0];
-  assign \old$46  = slot_c3[14] ? 16'h0000 : \port__data$43 [31:16];
-  assign \old$49  = slot_c3[14] ? 16'h0000 : \port__data$43 [47:32];
-  assign \old$52  = slot_c3[14] ? 16'h0000 : \port__data$43 [63:48];
+  assign old = slot_c3[14] ? 16'h0000 : state_c3[15:0];
+  assign \old$47  = slot_c3[14] ? 16'h0000 : state_c3[31:16];
+  assign \old$50  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
+  assign \old$53  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$14  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1421,10 +1500,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$117  = | slot_c2[28:21];
   assign \$118  = \$116  & \$117 ;
   assign \$119  = layer0_macs + 4'h8;
-  assign \$120  = slot_c3[14] ? 24'h000000 : \port__data$147 [23:0];
-  assign \$121  = slot_c3[14] ? 24'h000000 : \port__data$147 [47:24];
-  assign \$122  = slot_c3[14] ? 24'h000000 : \port__data$147 [71:48];
-  assign \$123  = slot_c3[14] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$120  = slot_c3[14] ? 24'h000000 : pool_c3[23:0];
+  assign \$121  = slot_c3[14] ? 24'h000000 : pool_c3[47:24];
+  assign \$122  = slot_c3[14] ? 24'h000000 : pool_c3[71:48];
+  assign \$123  = slot_c3[14] ? 24'h000000 : pool_c3[95:72];
   assign \$124  = 1'h0 + changed[0];
   assign \$125  = \$124  + changed[1];
   assign \$126  = \$125  + changed[2];
@@ -1465,98 +1544,108 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$149 ;
   always @(posedge clk)
-    slot_c3 <= \$150 ;
+    slot_c2a <= \$150 ;
   always @(posedge clk)
-    slot_c4 <= \$151 ;
+    slot_c2b <= \$151 ;
   always @(posedge clk)
-    \port__en$56  <= \$152 ;
+    params_c3 <= \$152 ;
   always @(posedge clk)
-    new_c4_0 <= \$153 ;
+    state_c3 <= \$153 ;
   always @(posedge clk)
-    old_c4_0 <= \$154 ;
+    pool_c3 <= \$154 ;
   always @(posedge clk)
-    hold_c4_0 <= \$155 ;
+    slot_c3 <= \$155 ;
   always @(posedge clk)
-    out_c4_0 <= \$156 ;
+    slot_c4 <= \$156 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$157 ;
+    \port__en$57  <= \$157 ;
   always @(posedge clk)
-    gate_c4_0 <= \$158 ;
+    new_c4_0 <= \$158 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$159 ;
+    old_c4_0 <= \$159 ;
   always @(posedge clk)
-    potential_c4_0 <= \$160 ;
+    hold_c4_0 <= \$160 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$161 ;
+    out_c4_0 <= \$161 ;
   always @(posedge clk)
-    new_c4_1 <= \$162 ;
+    old_out_c4_0 <= \$162 ;
   always @(posedge clk)
-    old_c4_1 <= \$163 ;
+    gate_c4_0 <= \$163 ;
   always @(posedge clk)
-    hold_c4_1 <= \$164 ;
+    saturated_c4_0 <= \$164 ;
   always @(posedge clk)
-    out_c4_1 <= \$165 ;
+    potential_c4_0 <= \$165 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$166 ;
+    old_pool_c4_0 <= \$166 ;
   always @(posedge clk)
-    gate_c4_1 <= \$167 ;
+    new_c4_1 <= \$167 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$168 ;
+    old_c4_1 <= \$168 ;
   always @(posedge clk)
-    potential_c4_1 <= \$169 ;
+    hold_c4_1 <= \$169 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$170 ;
+    out_c4_1 <= \$170 ;
   always @(posedge clk)
-    new_c4_2 <= \$171 ;
+    old_out_c4_1 <= \$171 ;
   always @(posedge clk)
-    old_c4_2 <= \$172 ;
+    gate_c4_1 <= \$172 ;
   always @(posedge clk)
-    hold_c4_2 <= \$173 ;
+    saturated_c4_1 <= \$173 ;
   always @(posedge clk)
-    out_c4_2 <= \$174 ;
+    potential_c4_1 <= \$174 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$175 ;
+    old_pool_c4_1 <= \$175 ;
   always @(posedge clk)
-    gate_c4_2 <= \$176 ;
+    new_c4_2 <= \$176 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$177 ;
+    old_c4_2 <= \$177 ;
   always @(posedge clk)
-    potential_c4_2 <= \$178 ;
+    hold_c4_2 <= \$178 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$179 ;
+    out_c4_2 <= \$179 ;
   always @(posedge clk)
-    new_c4_3 <= \$180 ;
+    old_out_c4_2 <= \$180 ;
   always @(posedge clk)
-    old_c4_3 <= \$181 ;
+    gate_c4_2 <= \$181 ;
   always @(posedge clk)
-    hold_c4_3 <= \$182 ;
+    saturated_c4_2 <= \$182 ;
   always @(posedge clk)
-    out_c4_3 <= \$183 ;
+    potential_c4_2 <= \$183 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$184 ;
+    old_pool_c4_2 <= \$184 ;
   always @(posedge clk)
-    gate_c4_3 <= \$185 ;
+    new_c4_3 <= \$185 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$186 ;
+    old_c4_3 <= \$186 ;
   always @(posedge clk)
-    potential_c4_3 <= \$187 ;
+    hold_c4_3 <= \$187 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$188 ;
+    out_c4_3 <= \$188 ;
   always @(posedge clk)
-    \trace$169  <= \$189 ;
+    old_out_c4_3 <= \$189 ;
   always @(posedge clk)
-    layer0_events <= \$190 ;
+    gate_c4_3 <= \$190 ;
   always @(posedge clk)
-    layer0_saturations <= \$191 ;
+    saturated_c4_3 <= \$191 ;
   always @(posedge clk)
-    reserved <= \$192 ;
+    potential_c4_3 <= \$192 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$193 ;
+  always @(posedge clk)
+    \trace$174  <= \$194 ;
+  always @(posedge clk)
+    layer0_events <= \$195 ;
+  always @(posedge clk)
+    layer0_saturations <= \$196 ;
+  always @(posedge clk)
+    reserved <= \$197 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$56 ),
+    .w_en(\port__en$57 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1576,7 +1665,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$39 ),
+    .acc(\acc$40 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1591,7 +1680,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$120 ),
+    .items__ready(\items__ready$121 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1601,35 +1690,35 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(\port__data$41 [7:0]),
-    .saturated(\saturated$144 )
+    .params(params_c3[7:0]),
+    .saturated(\saturated$150 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$151 ),
-    .acc(\acc$44 ),
-    .h_new(\new$148 ),
-    .hold(\hold$149 ),
-    .old(\old$46 ),
-    .params(\port__data$41 [15:8]),
-    .saturated(\saturated$152 )
+    .abs_at_least(\gate$156 ),
+    .acc(\acc$45 ),
+    .h_new(\new$153 ),
+    .hold(\hold$154 ),
+    .old(\old$47 ),
+    .params(params_c3[15:8]),
+    .saturated(\saturated$157 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$158 ),
-    .acc(\acc$47 ),
-    .h_new(\new$155 ),
-    .hold(\hold$156 ),
-    .old(\old$49 ),
-    .params(\port__data$41 [23:16]),
-    .saturated(\saturated$159 )
+    .abs_at_least(\gate$163 ),
+    .acc(\acc$48 ),
+    .h_new(\new$160 ),
+    .hold(\hold$161 ),
+    .old(\old$50 ),
+    .params(params_c3[23:16]),
+    .saturated(\saturated$164 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$165 ),
-    .acc(\acc$50 ),
-    .h_new(\new$162 ),
-    .hold(\hold$163 ),
-    .old(\old$52 ),
-    .params(\port__data$41 [31:24]),
-    .saturated(\saturated$166 )
+    .abs_at_least(\gate$170 ),
+    .acc(\acc$51 ),
+    .h_new(\new$167 ),
+    .hold(\hold$168 ),
+    .old(\old$53 ),
+    .params(params_c3[31:24]),
+    .saturated(\saturated$171 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1668,23 +1757,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 3'h0;
-    if (\$12 ) begin
-      \port__addr$33  = slot_c2[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$34  = 3'h0;
     if (\$12 ) begin
-      \port__addr$34  = slot_c2[3:1];
+      \port__addr$34  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$35  = 3'h0;
     if (\$12 ) begin
-      \port__addr$35  = slot_c2[3:1];
+      \port__addr$35  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \port__addr$36  = 3'h0;
+    if (\$12 ) begin
+      \port__addr$36  = slot_c2a[3:1];
     end
   end
   always @* begin
@@ -1790,302 +1879,337 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = slot_c3;
+    \$151  = slot_c2a;
     if (rst) begin
       \$151  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = finalize;
+    \$152  = \port__data$142 ;
     if (rst) begin
-      \$152  = 1'h0;
+      \$152  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \new ;
+    \$153  = \port__data$143 ;
     if (rst) begin
-      \$153  = 16'h0000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = old;
+    \$154  = \port__data$145 ;
     if (rst) begin
-      \$154  = 16'h0000;
+      \$154  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = hold;
+    \$155  = slot_c2b;
     if (rst) begin
-      \$155  = 1'h0;
+      \$155  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = \new ;
+    \$156  = slot_c3;
     if (rst) begin
-      \$156  = 16'h0000;
+      \$156  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = old;
+    \$157  = finalize;
     if (rst) begin
-      \$157  = 16'h0000;
+      \$157  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = gate;
+    \$158  = \new ;
     if (rst) begin
-      \$158  = 1'h0;
+      \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = \saturated$144 ;
+    \$159  = old;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = 16'h0000;
+    \$160  = hold;
     if (rst) begin
-      \$160  = 16'h0000;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \$120 ;
+    \$161  = \new ;
     if (rst) begin
-      \$161  = 24'h000000;
+      \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = \new$148 ;
+    \$162  = old;
     if (rst) begin
       \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \old$46 ;
+    \$163  = gate;
     if (rst) begin
-      \$163  = 16'h0000;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \hold$149 ;
+    \$164  = \saturated$150 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \new$148 ;
+    \$165  = 16'h0000;
     if (rst) begin
       \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \old$46 ;
+    \$166  = \$120 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$166  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \gate$151 ;
+    \$167  = \new$153 ;
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \saturated$152 ;
+    \$168  = \old$47 ;
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = 16'h0000;
+    \$169  = \hold$154 ;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \$121 ;
+    \$170  = \new$153 ;
     if (rst) begin
-      \$170  = 24'h000000;
+      \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \new$155 ;
+    \$171  = \old$47 ;
     if (rst) begin
       \$171  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \old$49 ;
+    \$172  = \gate$156 ;
     if (rst) begin
-      \$172  = 16'h0000;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \hold$156 ;
+    \$173  = \saturated$157 ;
     if (rst) begin
       \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \new$155 ;
+    \$174  = 16'h0000;
     if (rst) begin
       \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \old$49 ;
+    \$175  = \$121 ;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$175  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \gate$158 ;
+    \$176  = \new$160 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \saturated$159 ;
+    \$177  = \old$50 ;
     if (rst) begin
-      \$177  = 1'h0;
+      \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = 16'h0000;
+    \$178  = \hold$161 ;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \$122 ;
+    \$179  = \new$160 ;
     if (rst) begin
-      \$179  = 24'h000000;
+      \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \new$162 ;
+    \$180  = \old$50 ;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \old$52 ;
+    \$181  = \gate$163 ;
     if (rst) begin
-      \$181  = 16'h0000;
+      \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \hold$163 ;
+    \$182  = \saturated$164 ;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \new$162 ;
+    \$183  = 16'h0000;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \old$52 ;
+    \$184  = \$122 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \gate$165 ;
+    \$185  = \new$167 ;
     if (rst) begin
-      \$185  = 1'h0;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \saturated$166 ;
+    \$186  = \old$53 ;
     if (rst) begin
-      \$186  = 1'h0;
+      \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = 16'h0000;
+    \$187  = \hold$168 ;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \$123 ;
+    \$188  = \new$167 ;
     if (rst) begin
-      \$188  = 24'h000000;
+      \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = trace;
+    \$189  = \old$53 ;
     if (rst) begin
-      \$189  = 74'h0000000000000000000;
+      \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = layer0_events;
-    if (\port__en$56 ) begin
-      \$190  = \$128 [31:0];
-    end
+    \$190  = \gate$170 ;
     if (rst) begin
-      \$190  = 32'd0;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = layer0_saturations;
-    if (\port__en$56 ) begin
-      \$191  = \$133 [31:0];
-    end
+    \$191  = \saturated$171 ;
     if (rst) begin
-      \$191  = 32'd0;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = \$136 [3:0];
+    \$192  = 16'h0000;
     if (rst) begin
-      \$192  = 4'h0;
+      \$192  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = \$123 ;
+    if (rst) begin
+      \$193  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$194  = trace;
+    if (rst) begin
+      \$194  = 74'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_events;
+    if (\port__en$57 ) begin
+      \$195  = \$128 [31:0];
+    end
+    if (rst) begin
+      \$195  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$196  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$196  = \$133 [31:0];
+    end
+    if (rst) begin
+      \$196  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$197  = \$136 [3:0];
+    if (rst) begin
+      \$197  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2101,34 +2225,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign params = \port__data$41 [7:0];
-  assign \params$45  = \port__data$41 [15:8];
-  assign \params$48  = \port__data$41 [23:16];
-  assign \params$51  = \port__data$41 [31:24];
-  assign \port__addr$54  = slot_c4[3:1];
-  assign finalize4 = \port__en$56 ;
-  assign \port__addr$58  = slot_c4[3:1];
-  assign \port__en$59  = \port__en$56 ;
+  assign params = params_c3[7:0];
+  assign \params$46  = params_c3[15:8];
+  assign \params$49  = params_c3[23:16];
+  assign \params$52  = params_c3[31:24];
+  assign \port__addr$55  = slot_c4[3:1];
+  assign finalize4 = \port__en$57 ;
+  assign \port__addr$59  = slot_c4[3:1];
+  assign \port__en$60  = \port__en$57 ;
   assign pool_0 = \$20 [23:0];
   assign pool_1 = \$39 [23:0];
   assign pool_2 = \$58 [23:0];
   assign pool_3 = \$77 [23:0];
   assign w_data = entry;
-  assign w_en = \port__en$56 ;
+  assign w_en = \port__en$57 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$119  = events__payload;
-  assign events__ready = \items__ready$120 ;
-  assign \items__valid$123  = events__valid;
+  assign \items__payload$120  = events__payload;
+  assign events__ready = \items__ready$121 ;
+  assign \items__valid$124  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$150  = \new$148 ;
-  assign \potential$154  = 16'h0000;
-  assign \out$157  = \new$155 ;
-  assign \potential$161  = 16'h0000;
-  assign \out$164  = \new$162 ;
-  assign \potential$168  = 16'h0000;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2180,6 +2304,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[101:85];
   assign \seeds[6]  = seeds[118:102];
   assign \seeds[7]  = seeds[135:119];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[3:1];
+  assign \slot_c2a.base  = slot_c2a[10:4];
+  assign \slot_c2a.first  = slot_c2a[11];
+  assign \slot_c2a.last  = slot_c2a[12];
+  assign \slot_c2a.step_last  = slot_c2a[13];
+  assign \slot_c2a.seq_first  = slot_c2a[14];
+  assign \slot_c2a.seq_end  = slot_c2a[15];
+  assign \slot_c2a.empty  = slot_c2a[16];
+  assign \slot_c2a.index  = slot_c2a[20:17];
+  assign \slot_c2a.value  = slot_c2a[28:21];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[3:1];
   assign \slot_c3.base  = slot_c3[10:4];
@@ -2193,28 +2328,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[16:0];
   assign \acc.thr  = acc[33:17];
-  assign \acc$39[0]  = \acc$39 [16:0];
-  assign \acc$39[1]  = \acc$39 [33:17];
-  assign \acc$39[2]  = \acc$39 [50:34];
-  assign \acc$39[3]  = \acc$39 [67:51];
-  assign \acc$39[4]  = \acc$39 [84:68];
-  assign \acc$39[5]  = \acc$39 [101:85];
-  assign \acc$39[6]  = \acc$39 [118:102];
-  assign \acc$39[7]  = \acc$39 [135:119];
-  assign \params.alpha  = \port__data$41 [7:0];
+  assign \acc$40[0]  = \acc$40 [16:0];
+  assign \acc$40[1]  = \acc$40 [33:17];
+  assign \acc$40[2]  = \acc$40 [50:34];
+  assign \acc$40[3]  = \acc$40 [67:51];
+  assign \acc$40[4]  = \acc$40 [84:68];
+  assign \acc$40[5]  = \acc$40 [101:85];
+  assign \acc$40[6]  = \acc$40 [118:102];
+  assign \acc$40[7]  = \acc$40 [135:119];
+  assign \params.alpha  = params_c3[7:0];
+  assign \params_c3[0]  = params_c3[7:0];
+  assign \params_c3[1]  = params_c3[15:8];
+  assign \params_c3[2]  = params_c3[23:16];
+  assign \params_c3[3]  = params_c3[31:24];
   assign \old.h  = old;
-  assign \acc$44.cand  = \acc$44 [16:0];
-  assign \acc$44.thr  = \acc$44 [33:17];
-  assign \params$45.alpha  = \port__data$41 [15:8];
-  assign \old$46.h  = \old$46 ;
-  assign \acc$47.cand  = \acc$47 [16:0];
-  assign \acc$47.thr  = \acc$47 [33:17];
-  assign \params$48.alpha  = \port__data$41 [23:16];
-  assign \old$49.h  = \old$49 ;
-  assign \acc$50.cand  = \acc$50 [16:0];
-  assign \acc$50.thr  = \acc$50 [33:17];
-  assign \params$51.alpha  = \port__data$41 [31:24];
-  assign \old$52.h  = \old$52 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$45.cand  = \acc$45 [16:0];
+  assign \acc$45.thr  = \acc$45 [33:17];
+  assign \params$46.alpha  = params_c3[15:8];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [16:0];
+  assign \acc$48.thr  = \acc$48 [33:17];
+  assign \params$49.alpha  = params_c3[23:16];
+  assign \old$50.h  = \old$50 ;
+  assign \acc$51.cand  = \acc$51 [16:0];
+  assign \acc$51.thr  = \acc$51 [33:17];
+  assign \params$52.alpha  = params_c3[31:24];
+  assign \old$53.h  = \old$53 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[3:1];
   assign \slot_c4.base  = slot_c4[10:4];
@@ -2270,28 +2413,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$119.index  = events__payload[4:0];
-  assign \items__payload$119.value  = events__payload[28:5];
-  assign \items__payload$119.step_end  = events__payload[29];
-  assign \items__payload$119.seq_end  = events__payload[30];
+  assign \items__payload$120.index  = events__payload[4:0];
+  assign \items__payload$120.value  = events__payload[28:5];
+  assign \items__payload$120.step_end  = events__payload[29];
+  assign \items__payload$120.seq_end  = events__payload[30];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[3:1];
+  assign \slot_c2b.base  = slot_c2b[10:4];
+  assign \slot_c2b.first  = slot_c2b[11];
+  assign \slot_c2b.last  = slot_c2b[12];
+  assign \slot_c2b.step_last  = slot_c2b[13];
+  assign \slot_c2b.seq_first  = slot_c2b[14];
+  assign \slot_c2b.seq_end  = slot_c2b[15];
+  assign \slot_c2b.empty  = slot_c2b[16];
+  assign \slot_c2b.index  = slot_c2b[20:17];
+  assign \slot_c2b.value  = slot_c2b[28:21];
+  assign \pool_c3[0]  = pool_c3[23:0];
+  assign \pool_c3[1]  = pool_c3[47:24];
+  assign \pool_c3[2]  = pool_c3[71:48];
+  assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$148.h  = \new$148 ;
-  assign \new$155.h  = \new$155 ;
-  assign \new$162.h  = \new$162 ;
-  assign \trace$169.valid  = \trace$169 [0];
-  assign \trace$169.group  = \trace$169 [3:1];
-  assign \trace$169.step_end  = \trace$169 [4];
-  assign \trace$169.seq_end  = \trace$169 [5];
-  assign \trace$169.state  = \trace$169 [69:6];
-  assign \trace$169.state[0]  = \trace$169 [21:6];
-  assign \trace$169.state[1]  = \trace$169 [37:22];
-  assign \trace$169.state[2]  = \trace$169 [53:38];
-  assign \trace$169.state[3]  = \trace$169 [69:54];
-  assign \trace$169.gate  = \trace$169 [73:70];
-  assign \trace$169.gate[0]  = \trace$169 [70];
-  assign \trace$169.gate[1]  = \trace$169 [71];
-  assign \trace$169.gate[2]  = \trace$169 [72];
-  assign \trace$169.gate[3]  = \trace$169 [73];
+  assign \new$153.h  = \new$153 ;
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \trace$174.valid  = \trace$174 [0];
+  assign \trace$174.group  = \trace$174 [3:1];
+  assign \trace$174.step_end  = \trace$174 [4];
+  assign \trace$174.seq_end  = \trace$174 [5];
+  assign \trace$174.state  = \trace$174 [69:6];
+  assign \trace$174.state[0]  = \trace$174 [21:6];
+  assign \trace$174.state[1]  = \trace$174 [37:22];
+  assign \trace$174.state[2]  = \trace$174 [53:38];
+  assign \trace$174.state[3]  = \trace$174 [69:54];
+  assign \trace$174.gate  = \trace$174 [73:70];
+  assign \trace$174.gate[0]  = \trace$174 [70];
+  assign \trace$174.gate[1]  = \trace$174 [71];
+  assign \trace$174.gate[2]  = \trace$174 [72];
+  assign \trace$174.gate[3]  = \trace$174 [73];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$89 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -2306,7 +2464,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
-  assign trace[0] = \port__en$56 ;
+  assign trace[0] = \port__en$57 ;
   assign trace[73] = gate_c4_3;
   assign trace[69:54] = out_3;
   assign trace[72] = gate_c4_2;
@@ -2323,26 +2481,26 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$64 ;
   assign changed[1] = \$45 ;
   assign changed[0] = \$26 ;
-  assign \port__data$70 [95:72] = \$77 [23:0];
-  assign \port__data$70 [71:48] = \$58 [23:0];
-  assign \port__data$70 [47:24] = \$39 [23:0];
-  assign \port__data$70 [23:0] = \$20 [23:0];
-  assign \port__data$60 [63:48] = \$70 ;
-  assign \port__data$60 [47:32] = \$51 ;
-  assign \port__data$60 [31:16] = \$32 ;
-  assign \port__data$60 [15:0] = \$13 ;
+  assign \port__data$71 [95:72] = \$77 [23:0];
+  assign \port__data$71 [71:48] = \$58 [23:0];
+  assign \port__data$71 [47:24] = \$39 [23:0];
+  assign \port__data$71 [23:0] = \$20 [23:0];
+  assign \port__data$61 [63:48] = \$70 ;
+  assign \port__data$61 [47:32] = \$51 ;
+  assign \port__data$61 [31:16] = \$32 ;
+  assign \port__data$61 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$50 [33:17] = \acc$39 [135:119];
-  assign \acc$50 [16:0] = \acc$39 [118:102];
-  assign \acc$47 [33:17] = \acc$39 [101:85];
-  assign \acc$47 [16:0] = \acc$39 [84:68];
-  assign \acc$44 [33:17] = \acc$39 [67:51];
-  assign \acc$44 [16:0] = \acc$39 [50:34];
-  assign acc[33:17] = \acc$39 [33:17];
-  assign acc[16:0] = \acc$39 [16:0];
+  assign \acc$51 [33:17] = \acc$40 [135:119];
+  assign \acc$51 [16:0] = \acc$40 [118:102];
+  assign \acc$48 [33:17] = \acc$40 [101:85];
+  assign \acc$48 [16:0] = \acc$40 [84:68];
+  assign \acc$45 [33:17] = \acc$40 [67:51];
+  assign \acc$45 [16:0] = \acc$40 [50:34];
+  assign acc[33:17] = \acc$40 [33:17];
+  assign acc[16:0] = \acc$40 [16:0];
   assign seeds[135:119] = { \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[118:102] = { \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[101:85] = { \port__data$32 [95], \port__data$32 [95:80] };
@@ -2383,8 +2541,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$83  = \$82 ;
   assign \$85  = \$84 ;
   assign \$86  = slot_c4[15];
-  assign \$107  = \port__en$56 ;
-  assign \$112  = \port__en$56 ;
+  assign \$107  = \port__en$57 ;
+  assign \$112  = \port__en$57 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2601,7 +2759,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2632,7 +2790,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [28:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [2:0] \$67 ;
@@ -2655,7 +2813,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2782,6 +2940,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -3089,18 +3248,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3314,36 +3473,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [16:0] \$1 ;
-  wire [16:0] \$10 ;
-  wire [11:0] \$11 ;
+  wire [11:0] \$1 ;
+  wire [11:0] \$10 ;
+  wire [16:0] \$11 ;
   wire [17:0] \$12 ;
-  wire [16:0] \$13 ;
-  wire [11:0] \$14 ;
+  wire [11:0] \$13 ;
+  wire [16:0] \$14 ;
   wire [17:0] \$15 ;
-  wire [16:0] \$16 ;
-  wire [11:0] \$17 ;
+  wire [11:0] \$16 ;
+  wire [16:0] \$17 ;
   wire [17:0] \$18 ;
-  wire [16:0] \$19 ;
-  wire [11:0] \$2 ;
-  wire [11:0] \$20 ;
+  wire [11:0] \$19 ;
+  wire [16:0] \$2 ;
+  wire [16:0] \$20 ;
   wire [17:0] \$21 ;
-  wire [16:0] \$22 ;
-  wire [11:0] \$23 ;
+  wire [11:0] \$22 ;
+  wire [16:0] \$23 ;
   wire [17:0] \$24 ;
-  reg [135:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [17:0] \$3 ;
-  wire [16:0] \$4 ;
-  wire [11:0] \$5 ;
+  reg [3:0] \$30 ;
+  reg [11:0] \$31 ;
+  reg [16:0] \$32 ;
+  reg [16:0] \$33 ;
+  reg [135:0] \$34 ;
+  reg [3:0] \$35 ;
+  reg [11:0] \$36 ;
+  reg [16:0] \$37 ;
+  reg [16:0] \$38 ;
+  reg [3:0] \$39 ;
+  wire [11:0] \$4 ;
+  reg [11:0] \$40 ;
+  reg [16:0] \$41 ;
+  reg [16:0] \$42 ;
+  reg [3:0] \$43 ;
+  reg [11:0] \$44 ;
+  reg [16:0] \$45 ;
+  reg [16:0] \$46 ;
+  reg [3:0] \$47 ;
+  reg [11:0] \$48 ;
+  reg [16:0] \$49 ;
+  wire [16:0] \$5 ;
+  reg [16:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg [11:0] \$52 ;
+  reg [16:0] \$53 ;
+  reg [16:0] \$54 ;
+  reg [3:0] \$55 ;
+  reg [11:0] \$56 ;
+  reg [16:0] \$57 ;
+  reg [16:0] \$58 ;
+  reg [3:0] \$59 ;
   wire [17:0] \$6 ;
-  wire [16:0] \$7 ;
-  wire [11:0] \$8 ;
+  reg [11:0] \$60 ;
+  reg [16:0] \$61 ;
+  reg [16:0] \$62 ;
+  wire [11:0] \$7 ;
+  wire [16:0] \$8 ;
   wire [17:0] \$9 ;
   output [135:0] acc;
   reg [135:0] acc = 136'h0000000000000000000000000000000000;
@@ -3359,8 +3554,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [11:0] product_0 = 12'h000;
+  reg [11:0] product_1 = 12'h000;
+  reg [11:0] product_2 = 12'h000;
+  reg [11:0] product_3 = 12'h000;
+  reg [11:0] product_4 = 12'h000;
+  reg [11:0] product_5 = 12'h000;
+  reg [11:0] product_6 = 12'h000;
+  reg [11:0] product_7 = 12'h000;
   input rst;
   wire rst;
+  reg [16:0] seed_0_0 = 17'h00000;
+  reg [16:0] seed_0_1 = 17'h00000;
+  reg [16:0] seed_1_0 = 17'h00000;
+  reg [16:0] seed_1_1 = 17'h00000;
+  reg [16:0] seed_2_0 = 17'h00000;
+  reg [16:0] seed_2_1 = 17'h00000;
+  reg [16:0] seed_3_0 = 17'h00000;
+  reg [16:0] seed_3_1 = 17'h00000;
+  reg [16:0] seed_4_0 = 17'h00000;
+  reg [16:0] seed_4_1 = 17'h00000;
+  reg [16:0] seed_5_0 = 17'h00000;
+  reg [16:0] seed_5_1 = 17'h00000;
+  reg [16:0] seed_6_0 = 17'h00000;
+  reg [16:0] seed_6_1 = 17'h00000;
+  reg [16:0] seed_7_0 = 17'h00000;
+  reg [16:0] seed_7_1 = 17'h00000;
   input [135:0] seeds;
   wire [135:0] seeds;
   wire [16:0] \seeds[0] ;
@@ -3373,8 +3594,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [16:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [3:0] weight_0 = 4'h0;
+  reg [3:0] weight_1 = 4'h0;
+  reg [3:0] weight_2 = 4'h0;
+  reg [3:0] weight_3 = 4'h0;
+  reg [3:0] weight_4 = 4'h0;
+  reg [3:0] weight_5 = 4'h0;
+  reg [3:0] weight_6 = 4'h0;
+  reg [3:0] weight_7 = 4'h0;
   input [31:0] weights;
   wire [31:0] weights;
   wire [3:0] \weights[0] ;
@@ -3385,65 +3617,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [3:0] \weights[5] ;
   wire [3:0] \weights[6] ;
   wire [3:0] \weights[7] ;
-  assign \$1  = first ? seeds[16:0] : acc[16:0];
-  assign \$2  = $signed(weights[3:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[33:17] : acc[33:17];
-  assign \$5  = $signed(weights[7:4]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[50:34] : acc[50:34];
-  assign \$8  = $signed(weights[11:8]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[67:51] : acc[67:51];
-  assign \$11  = $signed(weights[15:12]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[84:68] : acc[84:68];
-  assign \$14  = $signed(weights[19:16]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[101:85] : acc[101:85];
-  assign \$17  = $signed(weights[23:20]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[118:102] : acc[118:102];
-  assign \$20  = $signed(weights[27:24]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[135:119] : acc[135:119];
-  assign \$23  = $signed(weights[31:28]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[16:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[33:17];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[50:34];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[67:51];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[84:68];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[101:85];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[118:102];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[135:119];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [16:0] = \$3 [16:0];
-      \$25 [33:17] = \$6 [16:0];
-      \$25 [50:34] = \$9 [16:0];
-      \$25 [67:51] = \$12 [16:0];
-      \$25 [84:68] = \$15 [16:0];
-      \$25 [101:85] = \$18 [16:0];
-      \$25 [118:102] = \$21 [16:0];
-      \$25 [135:119] = \$24 [16:0];
-    end
+    \$32  = seeds[16:0];
     if (rst) begin
-      \$25  = 136'h0000000000000000000000000000000000;
+      \$32  = 17'h00000;
     end
   end
-  assign \acc[0]  = acc[16:0];
-  assign \acc[1]  = acc[33:17];
-  assign \acc[2]  = acc[50:34];
-  assign \acc[3]  = acc[67:51];
-  assign \acc[4]  = acc[84:68];
-  assign \acc[5]  = acc[101:85];
-  assign \acc[6]  = acc[118:102];
-  assign \acc[7]  = acc[135:119];
-  assign \seeds[0]  = seeds[16:0];
-  assign \seeds[1]  = seeds[33:17];
-  assign \seeds[2]  = seeds[50:34];
-  assign \seeds[3]  = seeds[67:51];
-  assign \seeds[4]  = seeds[84:68];
-  assign \seeds[5]  = seeds[101:85];
-  assign \seeds[6]  = seeds[118:102];
-  assign \seeds[7]  = seeds[135:119];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [16:0] = \$3 [16:0];
+      \$34 [33:17] = \$6 [16:0];
+      \$34 [50:34] = \$9 [16:0];
+      \$34 [67:51] = \$12 [16:0];
+      \$34 [84:68] = \$15 [16:0];
+      \$34 [101:85] = \$18 [16:0];
+      \$34 [118:102] = \$21 [16:0];
+      \$34 [135:119] = \$24 [16:0];
+    end
+    if (rst) begin
+      \$34  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[7:4];
+    if (rst) begin
+      \$35  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[33:17];
+    if (rst) begin
+      \$37  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[11:8];
+    if (rst) begin
+      \$39  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[50:34];
+    if (rst) begin
+      \$41  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[15:12];
+    if (rst) begin
+      \$43  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[67:51];
+    if (rst) begin
+      \$45  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[19:16];
+    if (rst) begin
+      \$47  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[84:68];
+    if (rst) begin
+      \$49  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[23:20];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[101:85];
+    if (rst) begin
+      \$53  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[27:24];
+    if (rst) begin
+      \$55  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[118:102];
+    if (rst) begin
+      \$57  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[31:28];
+    if (rst) begin
+      \$59  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[135:119];
+    if (rst) begin
+      \$61  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[3:0];
+    if (rst) begin
+      \$30  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 12'h000;
+    end
+  end
   assign \weights[0]  = weights[3:0];
   assign \weights[1]  = weights[7:4];
   assign \weights[2]  = weights[11:8];
@@ -3452,6 +4001,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[23:20];
   assign \weights[6]  = weights[27:24];
   assign \weights[7]  = weights[31:28];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3649,7 +4214,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3737,7 +4302,7 @@ module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3825,7 +4390,7 @@ module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3913,7 +4478,7 @@ module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4001,8 +4566,145 @@ module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [30:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [30:0] \$8 ;
+  input clk;
+  wire clk;
+  input [30:0] i__payload;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 31'h00000000 *)
+  wire [30:0] main;
+  wire [4:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [23:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [30:0] o__payload;
+  reg [30:0] o__payload = 31'h00000000;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [30:0] skid = 31'h00000000;
+  wire [4:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [23:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 31'h00000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[4:0];
+  assign \o__payload.value  = o__payload[28:5];
+  assign \o__payload.step_end  = o__payload[29];
+  assign \o__payload.seq_end  = o__payload[30];
+  assign \main.index  = o__payload[4:0];
+  assign \main.value  = o__payload[28:5];
+  assign \main.step_end  = o__payload[29];
+  assign \main.seq_end  = o__payload[30];
+  assign \skid.index  = skid[4:0];
+  assign \skid.value  = skid[28:5];
+  assign \skid.step_end  = skid[29];
+  assign \skid.seq_end  = skid[30];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4090,15 +4792,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$86 ;
   reg [31:0] \$87 ;
   reg [44:0] \$88 ;
-  reg [32:0] \$89 ;
+  reg [44:0] \$89 ;
   wire \$9 ;
-  reg [1:0] \$90 ;
-  reg [131:0] \$91 ;
-  reg [44:0] \$92 ;
-  reg \$93 ;
-  reg [32:0] \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg [44:0] \$90 ;
+  reg [32:0] \$91 ;
+  reg [1:0] \$92 ;
+  reg [131:0] \$93 ;
+  reg [44:0] \$94 ;
+  reg \$95 ;
+  reg [32:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg [3:0] \$98 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
@@ -4248,6 +4952,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
+  reg [44:0] slot_c2a = 45'h000000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [4:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [23:0] \slot_c2a.value ;
+  reg [44:0] slot_c2b = 45'h000000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [4:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [23:0] \slot_c2b.value ;
   reg [44:0] slot_c3 = 45'h000000000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4308,122 +5036,124 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$75  [95:0];
+  reg [15:0] \weights$77  [95:0];
   initial begin
-    \weights$75 [0] = 16'h2f20;
-    \weights$75 [1] = 16'h100f;
-    \weights$75 [2] = 16'h2200;
-    \weights$75 [3] = 16'h0ff1;
-    \weights$75 [4] = 16'hf111;
-    \weights$75 [5] = 16'h01f0;
-    \weights$75 [6] = 16'h020f;
-    \weights$75 [7] = 16'h22f1;
-    \weights$75 [8] = 16'h01ff;
-    \weights$75 [9] = 16'hff01;
-    \weights$75 [10] = 16'h0000;
-    \weights$75 [11] = 16'hf001;
-    \weights$75 [12] = 16'h0010;
-    \weights$75 [13] = 16'hee2f;
-    \weights$75 [14] = 16'h0001;
-    \weights$75 [15] = 16'h0001;
-    \weights$75 [16] = 16'h00f0;
-    \weights$75 [17] = 16'hffe1;
-    \weights$75 [18] = 16'hf1f0;
-    \weights$75 [19] = 16'hf011;
-    \weights$75 [20] = 16'h112e;
-    \weights$75 [21] = 16'h0f1f;
-    \weights$75 [22] = 16'hf111;
-    \weights$75 [23] = 16'h00f0;
-    \weights$75 [24] = 16'hf000;
-    \weights$75 [25] = 16'hff10;
-    \weights$75 [26] = 16'h1ff1;
-    \weights$75 [27] = 16'h1010;
-    \weights$75 [28] = 16'hf101;
-    \weights$75 [29] = 16'hfe02;
-    \weights$75 [30] = 16'h011f;
-    \weights$75 [31] = 16'h0f1f;
-    \weights$75 [32] = 16'h11ed;
-    \weights$75 [33] = 16'h1ff0;
-    \weights$75 [34] = 16'h1f2f;
-    \weights$75 [35] = 16'h301c;
-    \weights$75 [36] = 16'hef1f;
-    \weights$75 [37] = 16'h12f1;
-    \weights$75 [38] = 16'h1112;
-    \weights$75 [39] = 16'h01e0;
-    \weights$75 [40] = 16'h0001;
-    \weights$75 [41] = 16'hf000;
-    \weights$75 [42] = 16'h0000;
-    \weights$75 [43] = 16'he0f0;
-    \weights$75 [44] = 16'h0f01;
-    \weights$75 [45] = 16'h1024;
-    \weights$75 [46] = 16'h0fff;
-    \weights$75 [47] = 16'h0100;
-    \weights$75 [48] = 16'h0000;
-    \weights$75 [49] = 16'hf2f2;
-    \weights$75 [50] = 16'h101f;
-    \weights$75 [51] = 16'h0f00;
-    \weights$75 [52] = 16'he20f;
-    \weights$75 [53] = 16'h000f;
-    \weights$75 [54] = 16'h1100;
-    \weights$75 [55] = 16'h0010;
-    \weights$75 [56] = 16'h0f11;
-    \weights$75 [57] = 16'hf1ff;
-    \weights$75 [58] = 16'h000f;
-    \weights$75 [59] = 16'hf100;
-    \weights$75 [60] = 16'h1000;
-    \weights$75 [61] = 16'h11f0;
-    \weights$75 [62] = 16'h1f01;
-    \weights$75 [63] = 16'h0001;
-    \weights$75 [64] = 16'h0000;
-    \weights$75 [65] = 16'h000f;
-    \weights$75 [66] = 16'h000f;
-    \weights$75 [67] = 16'h000e;
-    \weights$75 [68] = 16'h0000;
-    \weights$75 [69] = 16'h0002;
-    \weights$75 [70] = 16'h000f;
-    \weights$75 [71] = 16'h000f;
-    \weights$75 [72] = 16'h0000;
-    \weights$75 [73] = 16'h000f;
-    \weights$75 [74] = 16'h000f;
-    \weights$75 [75] = 16'h0000;
-    \weights$75 [76] = 16'h0000;
-    \weights$75 [77] = 16'h000f;
-    \weights$75 [78] = 16'h0000;
-    \weights$75 [79] = 16'h0001;
-    \weights$75 [80] = 16'h000f;
-    \weights$75 [81] = 16'h0001;
-    \weights$75 [82] = 16'h000f;
-    \weights$75 [83] = 16'h000f;
-    \weights$75 [84] = 16'h000f;
-    \weights$75 [85] = 16'h0000;
-    \weights$75 [86] = 16'h0000;
-    \weights$75 [87] = 16'h000f;
-    \weights$75 [88] = 16'h000f;
-    \weights$75 [89] = 16'h0000;
-    \weights$75 [90] = 16'h000f;
-    \weights$75 [91] = 16'h000e;
-    \weights$75 [92] = 16'h0001;
-    \weights$75 [93] = 16'h0001;
-    \weights$75 [94] = 16'h000e;
-    \weights$75 [95] = 16'h0000;
+    \weights$77 [0] = 16'h2f20;
+    \weights$77 [1] = 16'h100f;
+    \weights$77 [2] = 16'h2200;
+    \weights$77 [3] = 16'h0ff1;
+    \weights$77 [4] = 16'hf111;
+    \weights$77 [5] = 16'h01f0;
+    \weights$77 [6] = 16'h020f;
+    \weights$77 [7] = 16'h22f1;
+    \weights$77 [8] = 16'h01ff;
+    \weights$77 [9] = 16'hff01;
+    \weights$77 [10] = 16'h0000;
+    \weights$77 [11] = 16'hf001;
+    \weights$77 [12] = 16'h0010;
+    \weights$77 [13] = 16'hee2f;
+    \weights$77 [14] = 16'h0001;
+    \weights$77 [15] = 16'h0001;
+    \weights$77 [16] = 16'h00f0;
+    \weights$77 [17] = 16'hffe1;
+    \weights$77 [18] = 16'hf1f0;
+    \weights$77 [19] = 16'hf011;
+    \weights$77 [20] = 16'h112e;
+    \weights$77 [21] = 16'h0f1f;
+    \weights$77 [22] = 16'hf111;
+    \weights$77 [23] = 16'h00f0;
+    \weights$77 [24] = 16'hf000;
+    \weights$77 [25] = 16'hff10;
+    \weights$77 [26] = 16'h1ff1;
+    \weights$77 [27] = 16'h1010;
+    \weights$77 [28] = 16'hf101;
+    \weights$77 [29] = 16'hfe02;
+    \weights$77 [30] = 16'h011f;
+    \weights$77 [31] = 16'h0f1f;
+    \weights$77 [32] = 16'h11ed;
+    \weights$77 [33] = 16'h1ff0;
+    \weights$77 [34] = 16'h1f2f;
+    \weights$77 [35] = 16'h301c;
+    \weights$77 [36] = 16'hef1f;
+    \weights$77 [37] = 16'h12f1;
+    \weights$77 [38] = 16'h1112;
+    \weights$77 [39] = 16'h01e0;
+    \weights$77 [40] = 16'h0001;
+    \weights$77 [41] = 16'hf000;
+    \weights$77 [42] = 16'h0000;
+    \weights$77 [43] = 16'he0f0;
+    \weights$77 [44] = 16'h0f01;
+    \weights$77 [45] = 16'h1024;
+    \weights$77 [46] = 16'h0fff;
+    \weights$77 [47] = 16'h0100;
+    \weights$77 [48] = 16'h0000;
+    \weights$77 [49] = 16'hf2f2;
+    \weights$77 [50] = 16'h101f;
+    \weights$77 [51] = 16'h0f00;
+    \weights$77 [52] = 16'he20f;
+    \weights$77 [53] = 16'h000f;
+    \weights$77 [54] = 16'h1100;
+    \weights$77 [55] = 16'h0010;
+    \weights$77 [56] = 16'h0f11;
+    \weights$77 [57] = 16'hf1ff;
+    \weights$77 [58] = 16'h000f;
+    \weights$77 [59] = 16'hf100;
+    \weights$77 [60] = 16'h1000;
+    \weights$77 [61] = 16'h11f0;
+    \weights$77 [62] = 16'h1f01;
+    \weights$77 [63] = 16'h0001;
+    \weights$77 [64] = 16'h0000;
+    \weights$77 [65] = 16'h000f;
+    \weights$77 [66] = 16'h000f;
+    \weights$77 [67] = 16'h000e;
+    \weights$77 [68] = 16'h0000;
+    \weights$77 [69] = 16'h0002;
+    \weights$77 [70] = 16'h000f;
+    \weights$77 [71] = 16'h000f;
+    \weights$77 [72] = 16'h0000;
+    \weights$77 [73] = 16'h000f;
+    \weights$77 [74] = 16'h000f;
+    \weights$77 [75] = 16'h0000;
+    \weights$77 [76] = 16'h0000;
+    \weights$77 [77] = 16'h000f;
+    \weights$77 [78] = 16'h0000;
+    \weights$77 [79] = 16'h0001;
+    \weights$77 [80] = 16'h000f;
+    \weights$77 [81] = 16'h0001;
+    \weights$77 [82] = 16'h000f;
+    \weights$77 [83] = 16'h000f;
+    \weights$77 [84] = 16'h000f;
+    \weights$77 [85] = 16'h0000;
+    \weights$77 [86] = 16'h0000;
+    \weights$77 [87] = 16'h000f;
+    \weights$77 [88] = 16'h000f;
+    \weights$77 [89] = 16'h0000;
+    \weights$77 [90] = 16'h000f;
+    \weights$77 [91] = 16'h000e;
+    \weights$77 [92] = 16'h0001;
+    \weights$77 [93] = 16'h0001;
+    \weights$77 [94] = 16'h000e;
+    \weights$77 [95] = 16'h0000;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$77 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$75 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$77 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$75 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$77 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$75 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$77 [\config [10:4]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [6:0]];
+      _1_ <= \weights$77 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$2  = \config [0] & \$1 ;
+  assign \$3  = \$2  << \config [13:11];
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
@@ -4512,26 +5242,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$87 ;
   always @(posedge clk)
-    slot_c3 <= \$88 ;
+    slot_c2a <= \$88 ;
   always @(posedge clk)
-    group_logit <= \$89 ;
+    slot_c2b <= \$89 ;
   always @(posedge clk)
-    group_lane <= \$90 ;
+    slot_c3 <= \$90 ;
   always @(posedge clk)
-    logits_c4 <= \$91 ;
+    group_logit <= \$91 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    group_lane <= \$92 ;
   always @(posedge clk)
-    w_en <= \$93 ;
+    logits_c4 <= \$93 ;
   always @(posedge clk)
-    best_logit <= \$94 ;
+    slot_c4 <= \$94 ;
   always @(posedge clk)
-    best_class <= \$95 ;
+    w_en <= \$95 ;
   always @(posedge clk)
-    reserved <= \$96 ;
+    best_logit <= \$96 ;
+  always @(posedge clk)
+    best_class <= \$97 ;
+  always @(posedge clk)
+    reserved <= \$98 ;
   assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [13:11];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4568,63 +5300,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -4634,72 +5366,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$89  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$89  = slot_c2a;
     if (rst) begin
-      \$89  = 33'h000000000;
+      \$89  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$90  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$90  = slot_c2b;
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$91  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$91  = argmax_1_0_logit;
     if (rst) begin
-      \$91  = 132'h000000000000000000000000000000000;
+      \$91  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$92  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$92  = argmax_1_0_lane;
     if (rst) begin
-      \$92  = 45'h000000000000;
+      \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$93  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$93  = acc;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$94  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$94  = slot_c3;
+    if (rst) begin
+      \$94  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$95  = finalize;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$96  = best_logit;
     if (\$77 ) begin
-      \$94  = group_logit;
+      \$96  = group_logit;
     end
     if (rst) begin
-      \$94  = 33'h000000000;
+      \$96  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$95  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$97  = best_class;
     if (\$77 ) begin
-      \$95  = \$58 [3:0];
+      \$97  = \$58 [3:0];
     end
     if (rst) begin
-      \$95  = 4'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$96  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$98  = \$80 [3:0];
     if (rst) begin
-      \$96  = 4'h0;
+      \$98  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4813,6 +5559,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[134];
   assign \results__payload.class_index  = results__payload[138:135];
   assign \results__payload.seq_end  = results__payload[139];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[20:16];
+  assign \slot_c2a.value  = slot_c2a[44:21];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[20:16];
+  assign \slot_c2b.value  = slot_c2b[44:21];
   assign beat[139] = slot_c4[14];
   assign beat[138:135] = \$58 [3:0];
   assign beat[134] = slot_c4[12];
@@ -4852,8 +5620,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -4884,7 +5652,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [5:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
@@ -4915,7 +5683,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [44:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [5:0] \$67 ;
   reg [1:0] \$68 ;
@@ -4938,7 +5706,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -5106,6 +5874,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -5192,7 +5961,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5202,14 +5971,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5218,28 +5987,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5254,7 +6023,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5266,7 +6035,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5297,7 +6066,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5312,7 +6081,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5330,7 +6099,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5348,7 +6117,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5366,7 +6135,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5378,7 +6147,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5390,7 +6159,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5408,26 +6177,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5447,7 +6216,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5460,7 +6229,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5478,7 +6247,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5496,7 +6265,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5517,7 +6286,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5530,7 +6299,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5543,7 +6312,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5555,7 +6324,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5569,7 +6338,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5583,7 +6352,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5638,24 +6407,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 2'h0, items__payload[28:5], 5'h00 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
-  wire [32:0] \$1 ;
-  wire [32:0] \$10 ;
-  wire [27:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  wire [27:0] \$1 ;
+  wire [27:0] \$10 ;
+  wire [32:0] \$11 ;
   wire [33:0] \$12 ;
-  reg [131:0] \$13 ;
-  wire [27:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [23:0] \$17 ;
+  reg [3:0] \$18 ;
+  reg [27:0] \$19 ;
+  wire [32:0] \$2 ;
+  reg [32:0] \$20 ;
+  reg [32:0] \$21 ;
+  reg [131:0] \$22 ;
+  reg [3:0] \$23 ;
+  reg [27:0] \$24 ;
+  reg [32:0] \$25 ;
+  reg [32:0] \$26 ;
+  reg [3:0] \$27 ;
+  reg [27:0] \$28 ;
+  reg [32:0] \$29 ;
   wire [33:0] \$3 ;
-  wire [32:0] \$4 ;
-  wire [27:0] \$5 ;
+  reg [32:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [27:0] \$32 ;
+  reg [32:0] \$33 ;
+  reg [32:0] \$34 ;
+  wire [27:0] \$4 ;
+  wire [32:0] \$5 ;
   wire [33:0] \$6 ;
-  wire [32:0] \$7 ;
-  wire [27:0] \$8 ;
+  wire [27:0] \$7 ;
+  wire [32:0] \$8 ;
   wire [33:0] \$9 ;
   output [131:0] acc;
   reg [131:0] acc = 132'h000000000000000000000000000000000;
@@ -5667,8 +6456,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [27:0] product_0 = 28'h0000000;
+  reg [27:0] product_1 = 28'h0000000;
+  reg [27:0] product_2 = 28'h0000000;
+  reg [27:0] product_3 = 28'h0000000;
   input rst;
   wire rst;
+  reg [32:0] seed_0_0 = 33'h000000000;
+  reg [32:0] seed_0_1 = 33'h000000000;
+  reg [32:0] seed_1_0 = 33'h000000000;
+  reg [32:0] seed_1_1 = 33'h000000000;
+  reg [32:0] seed_2_0 = 33'h000000000;
+  reg [32:0] seed_2_1 = 33'h000000000;
+  reg [32:0] seed_3_0 = 33'h000000000;
+  reg [32:0] seed_3_1 = 33'h000000000;
   input [131:0] seeds;
   wire [131:0] seeds;
   wire [32:0] \seeds[0] ;
@@ -5677,58 +6480,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [32:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [23:0] value;
   wire [23:0] value;
+  reg [23:0] value_r = 24'h000000;
+  reg [3:0] weight_0 = 4'h0;
+  reg [3:0] weight_1 = 4'h0;
+  reg [3:0] weight_2 = 4'h0;
+  reg [3:0] weight_3 = 4'h0;
   input [15:0] weights;
   wire [15:0] weights;
   wire [3:0] \weights[0] ;
   wire [3:0] \weights[1] ;
   wire [3:0] \weights[2] ;
   wire [3:0] \weights[3] ;
-  assign \$1  = first ? seeds[32:0] : acc[32:0];
-  assign \$2  = $signed(weights[3:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[65:33] : acc[65:33];
-  assign \$5  = $signed(weights[7:4]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[98:66] : acc[98:66];
-  assign \$8  = $signed(weights[11:8]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[131:99] : acc[131:99];
-  assign \$11  = $signed(weights[15:12]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[32:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[65:33];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[98:66];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[131:99];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [32:0] = \$3 [32:0];
-      \$13 [65:33] = \$6 [32:0];
-      \$13 [98:66] = \$9 [32:0];
-      \$13 [131:99] = \$12 [32:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 132'h000000000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[32:0];
-  assign \acc[1]  = acc[65:33];
-  assign \acc[2]  = acc[98:66];
-  assign \acc[3]  = acc[131:99];
-  assign \seeds[0]  = seeds[32:0];
-  assign \seeds[1]  = seeds[65:33];
-  assign \seeds[2]  = seeds[98:66];
-  assign \seeds[3]  = seeds[131:99];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$18  = weights[3:0];
+    if (rst) begin
+      \$18  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$20  = seeds[32:0];
+    if (rst) begin
+      \$20  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [32:0] = \$3 [32:0];
+      \$22 [65:33] = \$6 [32:0];
+      \$22 [98:66] = \$9 [32:0];
+      \$22 [131:99] = \$12 [32:0];
+    end
+    if (rst) begin
+      \$22  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$23  = weights[7:4];
+    if (rst) begin
+      \$23  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$25  = seeds[65:33];
+    if (rst) begin
+      \$25  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$27  = weights[11:8];
+    if (rst) begin
+      \$27  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$29  = seeds[98:66];
+    if (rst) begin
+      \$29  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$31  = weights[15:12];
+    if (rst) begin
+      \$31  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$33  = seeds[131:99];
+    if (rst) begin
+      \$33  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 33'h000000000;
+    end
+  end
   assign \weights[0]  = weights[3:0];
   assign \weights[1]  = weights[7:4];
   assign \weights[2]  = weights[11:8];
   assign \weights[3]  = weights[15:12];
+  assign \seeds[0]  = seeds[32:0];
+  assign \seeds[1]  = seeds[65:33];
+  assign \seeds[2]  = seeds[98:66];
+  assign \seeds[3]  = seeds[131:99];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5856,7 +6855,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5866,7 +6865,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5876,7 +6875,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5889,7 +6888,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -31,18 +31,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$15.target ;
   wire \config$15.valid ;
   wire [31:0] \config$15.value ;
-  wire [44:0] \config$20 ;
-  wire [5:0] \config$20.addr ;
-  wire [2:0] \config$20.elem ;
-  wire [2:0] \config$20.target ;
-  wire \config$20.valid ;
-  wire [31:0] \config$20.value ;
-  wire [44:0] \config$28 ;
-  wire [5:0] \config$28.addr ;
-  wire [2:0] \config$28.elem ;
-  wire [2:0] \config$28.target ;
-  wire \config$28.valid ;
-  wire [31:0] \config$28.value ;
+  wire [44:0] \config$26 ;
+  wire [5:0] \config$26.addr ;
+  wire [2:0] \config$26.elem ;
+  wire [2:0] \config$26.target ;
+  wire \config$26.valid ;
+  wire [31:0] \config$26.value ;
+  wire [44:0] \config$40 ;
+  wire [5:0] \config$40.addr ;
+  wire [2:0] \config$40.elem ;
+  wire [2:0] \config$40.target ;
+  wire \config$40.valid ;
+  wire [31:0] \config$40.value ;
   wire [5:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -116,19 +116,33 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.sequences ;
   reg [31:0] cycles = 32'd0;
   wire [22:0] events__payload;
-  wire [29:0] \events__payload$30 ;
-  wire [3:0] \events__payload$30.index ;
-  wire \events__payload$30.seq_end ;
-  wire \events__payload$30.step_end ;
-  wire [23:0] \events__payload$30.value ;
+  wire [29:0] \events__payload$34 ;
+  wire [3:0] \events__payload$34.index ;
+  wire \events__payload$34.seq_end ;
+  wire \events__payload$34.step_end ;
+  wire [23:0] \events__payload$34.value ;
   wire [3:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [16:0] \events__payload.value ;
   wire events__ready;
-  wire \events__ready$31 ;
+  wire \events__ready$35 ;
   wire events__valid;
-  wire \events__valid$34 ;
+  wire \events__valid$38 ;
+  wire [22:0] i__payload;
+  wire [29:0] \i__payload$33 ;
+  wire [3:0] \i__payload$33.index ;
+  wire \i__payload$33.seq_end ;
+  wire \i__payload$33.step_end ;
+  wire [23:0] \i__payload$33.value ;
+  wire [3:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [16:0] \i__payload.value ;
+  wire i__ready;
+  wire \i__ready$36 ;
+  wire i__valid;
+  wire \i__valid$37 ;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -141,26 +155,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [22:0] \items__payload$21 ;
-  wire [3:0] \items__payload$21.index ;
-  wire \items__payload$21.seq_end ;
-  wire \items__payload$21.step_end ;
-  wire [16:0] \items__payload$21.value ;
-  wire [29:0] \items__payload$29 ;
-  wire [3:0] \items__payload$29.index ;
-  wire \items__payload$29.seq_end ;
-  wire \items__payload$29.step_end ;
-  wire [23:0] \items__payload$29.value ;
+  wire [22:0] \items__payload$27 ;
+  wire [3:0] \items__payload$27.index ;
+  wire \items__payload$27.seq_end ;
+  wire \items__payload$27.step_end ;
+  wire [16:0] \items__payload$27.value ;
+  wire [29:0] \items__payload$41 ;
+  wire [3:0] \items__payload$41.index ;
+  wire \items__payload$41.seq_end ;
+  wire \items__payload$41.step_end ;
+  wire [23:0] \items__payload$41.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$24 ;
-  wire \items__ready$32 ;
+  wire \items__ready$30 ;
+  wire \items__ready$44 ;
   wire items__valid;
-  wire \items__valid$25 ;
-  wire \items__valid$33 ;
+  wire \items__valid$31 ;
+  wire \items__valid$45 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -199,6 +213,20 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer1_steps;
   wire [31:0] layer1_weights_reads;
   wire [31:0] layer1_weights_writes;
+  wire [22:0] o__payload;
+  wire [29:0] \o__payload$42 ;
+  wire [3:0] \o__payload$42.index ;
+  wire \o__payload$42.seq_end ;
+  wire \o__payload$42.step_end ;
+  wire [23:0] \o__payload$42.value ;
+  wire [3:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [16:0] \o__payload.value ;
+  wire o__ready;
+  wire \o__ready$43 ;
+  wire o__valid;
+  wire \o__valid$46 ;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -214,16 +242,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [151:0] results__payload;
   wire [151:0] results__payload;
-  wire [151:0] \results__payload$35 ;
-  wire [3:0] \results__payload$35.class_index ;
-  wire \results__payload$35.final ;
-  wire [1:0] \results__payload$35.group ;
-  wire [143:0] \results__payload$35.logits ;
-  wire [35:0] \results__payload$35.logits[0] ;
-  wire [35:0] \results__payload$35.logits[1] ;
-  wire [35:0] \results__payload$35.logits[2] ;
-  wire [35:0] \results__payload$35.logits[3] ;
-  wire \results__payload$35.seq_end ;
+  wire [151:0] \results__payload$47 ;
+  wire [3:0] \results__payload$47.class_index ;
+  wire \results__payload$47.final ;
+  wire [1:0] \results__payload$47.group ;
+  wire [143:0] \results__payload$47.logits ;
+  wire [35:0] \results__payload$47.logits[0] ;
+  wire [35:0] \results__payload$47.logits[1] ;
+  wire [35:0] \results__payload$47.logits[2] ;
+  wire [35:0] \results__payload$47.logits[3] ;
+  wire \results__payload$47.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -235,29 +263,29 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$36 ;
+  wire \results__ready$48 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$37 ;
+  wire \results__valid$49 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
   wire [72:0] trace;
-  wire [72:0] \trace$27 ;
-  wire [3:0] \trace$27.gate ;
-  wire \trace$27.gate[0] ;
-  wire \trace$27.gate[1] ;
-  wire \trace$27.gate[2] ;
-  wire \trace$27.gate[3] ;
-  wire [1:0] \trace$27.group ;
-  wire \trace$27.seq_end ;
-  wire [63:0] \trace$27.state ;
-  wire [15:0] \trace$27.state[0] ;
-  wire [15:0] \trace$27.state[1] ;
-  wire [15:0] \trace$27.state[2] ;
-  wire [15:0] \trace$27.state[3] ;
-  wire \trace$27.step_end ;
-  wire \trace$27.valid ;
+  wire [72:0] \trace$39 ;
+  wire [3:0] \trace$39.gate ;
+  wire \trace$39.gate[0] ;
+  wire \trace$39.gate[1] ;
+  wire \trace$39.gate[2] ;
+  wire \trace$39.gate[3] ;
+  wire [1:0] \trace$39.group ;
+  wire \trace$39.seq_end ;
+  wire [63:0] \trace$39.state ;
+  wire [15:0] \trace$39.state[0] ;
+  wire [15:0] \trace$39.state[1] ;
+  wire [15:0] \trace$39.state[2] ;
+  wire [15:0] \trace$39.state[3] ;
+  wire \trace$39.step_end ;
+  wire \trace$39.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -330,11 +358,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$21 ),
-    .events__valid(\items__valid$25 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$103 (events__ready),
+    .\items__ready$104 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -354,17 +382,27 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$149 (trace_0)
+    .\trace$153 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$27 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$31 ),
+    .rst(rst)
   );
   \accelerator.layer1  layer1 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$29 ),
-    .events__valid(\items__valid$33 ),
-    .items__payload(\items__payload$21 ),
-    .items__ready(events__ready),
-    .\items__ready$127 (\events__ready$31 ),
-    .items__valid(\items__valid$25 ),
+    .events__payload(\i__payload$33 ),
+    .events__valid(\i__valid$37 ),
+    .items__payload(\items__payload$27 ),
+    .items__ready(o__ready),
+    .\items__ready$128 (\events__ready$35 ),
+    .items__valid(\items__valid$31 ),
     .layer1_acc_reads(layer1_acc_reads),
     .layer1_acc_writes(layer1_acc_writes),
     .layer1_bias_reads(layer1_bias_reads),
@@ -387,14 +425,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$177 (trace_1)
+    .\trace$182 (trace_1)
+  );
+  \accelerator.layer1_slice  layer1_slice (
+    .clk(clk),
+    .i__payload(\i__payload$33 ),
+    .i__ready(\events__ready$35 ),
+    .i__valid(\i__valid$37 ),
+    .o__payload(\items__payload$41 ),
+    .o__ready(\o__ready$43 ),
+    .o__valid(\items__valid$45 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$29 ),
-    .items__ready(\events__ready$31 ),
-    .items__valid(\items__valid$33 ),
+    .items__payload(\items__payload$41 ),
+    .items__ready(\o__ready$43 ),
+    .items__valid(\items__valid$45 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -450,19 +498,25 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$20  = \config ;
-  assign events__payload = \items__payload$21 ;
-  assign \items__ready$24  = events__ready;
-  assign events__valid = \items__valid$25 ;
-  assign \trace$27  = trace_1;
-  assign \config$28  = \config ;
-  assign \events__payload$30  = \items__payload$29 ;
-  assign \items__ready$32  = \events__ready$31 ;
-  assign \events__valid$34  = \items__valid$33 ;
-  assign \results__payload$35  = results__payload;
-  assign \results__ready$36  = results__ready;
-  assign \results__valid$37  = results__valid;
+  assign \config$26  = \config ;
+  assign o__payload = \items__payload$27 ;
+  assign \items__ready$30  = o__ready;
+  assign o__valid = \items__valid$31 ;
+  assign \events__payload$34  = \i__payload$33 ;
+  assign \i__ready$36  = \events__ready$35 ;
+  assign \events__valid$38  = \i__valid$37 ;
+  assign \trace$39  = trace_1;
+  assign \config$40  = \config ;
+  assign \o__payload$42  = \items__payload$41 ;
+  assign \items__ready$44  = \o__ready$43 ;
+  assign \o__valid$46  = \items__valid$45 ;
+  assign \results__payload$47  = results__payload;
+  assign \results__ready$48  = results__ready;
+  assign \results__valid$49  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -577,6 +631,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[20:4];
+  assign \i__payload.step_end  = i__payload[21];
+  assign \i__payload.seq_end  = i__payload[22];
+  assign \events__payload.index  = i__payload[3:0];
+  assign \events__payload.value  = i__payload[20:4];
+  assign \events__payload.step_end  = i__payload[21];
+  assign \events__payload.seq_end  = i__payload[22];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[2:1];
   assign \trace.step_end  = trace_0[3];
@@ -591,55 +653,63 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[70];
   assign \trace.gate[2]  = trace_0[71];
   assign \trace.gate[3]  = trace_0[72];
-  assign \config$20.valid  = \config [0];
-  assign \config$20.target  = \config [3:1];
-  assign \config$20.addr  = \config [9:4];
-  assign \config$20.elem  = \config [12:10];
-  assign \config$20.value  = \config [44:13];
-  assign \items__payload$21.index  = \items__payload$21 [3:0];
-  assign \items__payload$21.value  = \items__payload$21 [20:4];
-  assign \items__payload$21.step_end  = \items__payload$21 [21];
-  assign \items__payload$21.seq_end  = \items__payload$21 [22];
-  assign \events__payload.index  = \items__payload$21 [3:0];
-  assign \events__payload.value  = \items__payload$21 [20:4];
-  assign \events__payload.step_end  = \items__payload$21 [21];
-  assign \events__payload.seq_end  = \items__payload$21 [22];
-  assign \trace$27.valid  = trace_1[0];
-  assign \trace$27.group  = trace_1[2:1];
-  assign \trace$27.step_end  = trace_1[3];
-  assign \trace$27.seq_end  = trace_1[4];
-  assign \trace$27.state  = trace_1[68:5];
-  assign \trace$27.state[0]  = trace_1[20:5];
-  assign \trace$27.state[1]  = trace_1[36:21];
-  assign \trace$27.state[2]  = trace_1[52:37];
-  assign \trace$27.state[3]  = trace_1[68:53];
-  assign \trace$27.gate  = trace_1[72:69];
-  assign \trace$27.gate[0]  = trace_1[69];
-  assign \trace$27.gate[1]  = trace_1[70];
-  assign \trace$27.gate[2]  = trace_1[71];
-  assign \trace$27.gate[3]  = trace_1[72];
-  assign \config$28.valid  = \config [0];
-  assign \config$28.target  = \config [3:1];
-  assign \config$28.addr  = \config [9:4];
-  assign \config$28.elem  = \config [12:10];
-  assign \config$28.value  = \config [44:13];
-  assign \items__payload$29.index  = \items__payload$29 [3:0];
-  assign \items__payload$29.value  = \items__payload$29 [27:4];
-  assign \items__payload$29.step_end  = \items__payload$29 [28];
-  assign \items__payload$29.seq_end  = \items__payload$29 [29];
-  assign \events__payload$30.index  = \items__payload$29 [3:0];
-  assign \events__payload$30.value  = \items__payload$29 [27:4];
-  assign \events__payload$30.step_end  = \items__payload$29 [28];
-  assign \events__payload$30.seq_end  = \items__payload$29 [29];
-  assign \results__payload$35.logits  = results__payload[143:0];
-  assign \results__payload$35.logits[0]  = results__payload[35:0];
-  assign \results__payload$35.logits[1]  = results__payload[71:36];
-  assign \results__payload$35.logits[2]  = results__payload[107:72];
-  assign \results__payload$35.logits[3]  = results__payload[143:108];
-  assign \results__payload$35.group  = results__payload[145:144];
-  assign \results__payload$35.final  = results__payload[146];
-  assign \results__payload$35.class_index  = results__payload[150:147];
-  assign \results__payload$35.seq_end  = results__payload[151];
+  assign \config$26.valid  = \config [0];
+  assign \config$26.target  = \config [3:1];
+  assign \config$26.addr  = \config [9:4];
+  assign \config$26.elem  = \config [12:10];
+  assign \config$26.value  = \config [44:13];
+  assign \items__payload$27.index  = \items__payload$27 [3:0];
+  assign \items__payload$27.value  = \items__payload$27 [20:4];
+  assign \items__payload$27.step_end  = \items__payload$27 [21];
+  assign \items__payload$27.seq_end  = \items__payload$27 [22];
+  assign \o__payload.index  = \items__payload$27 [3:0];
+  assign \o__payload.value  = \items__payload$27 [20:4];
+  assign \o__payload.step_end  = \items__payload$27 [21];
+  assign \o__payload.seq_end  = \items__payload$27 [22];
+  assign \i__payload$33.index  = \i__payload$33 [3:0];
+  assign \i__payload$33.value  = \i__payload$33 [27:4];
+  assign \i__payload$33.step_end  = \i__payload$33 [28];
+  assign \i__payload$33.seq_end  = \i__payload$33 [29];
+  assign \events__payload$34.index  = \i__payload$33 [3:0];
+  assign \events__payload$34.value  = \i__payload$33 [27:4];
+  assign \events__payload$34.step_end  = \i__payload$33 [28];
+  assign \events__payload$34.seq_end  = \i__payload$33 [29];
+  assign \trace$39.valid  = trace_1[0];
+  assign \trace$39.group  = trace_1[2:1];
+  assign \trace$39.step_end  = trace_1[3];
+  assign \trace$39.seq_end  = trace_1[4];
+  assign \trace$39.state  = trace_1[68:5];
+  assign \trace$39.state[0]  = trace_1[20:5];
+  assign \trace$39.state[1]  = trace_1[36:21];
+  assign \trace$39.state[2]  = trace_1[52:37];
+  assign \trace$39.state[3]  = trace_1[68:53];
+  assign \trace$39.gate  = trace_1[72:69];
+  assign \trace$39.gate[0]  = trace_1[69];
+  assign \trace$39.gate[1]  = trace_1[70];
+  assign \trace$39.gate[2]  = trace_1[71];
+  assign \trace$39.gate[3]  = trace_1[72];
+  assign \config$40.valid  = \config [0];
+  assign \config$40.target  = \config [3:1];
+  assign \config$40.addr  = \config [9:4];
+  assign \config$40.elem  = \config [12:10];
+  assign \config$40.value  = \config [44:13];
+  assign \items__payload$41.index  = \items__payload$41 [3:0];
+  assign \items__payload$41.value  = \items__payload$41 [27:4];
+  assign \items__payload$41.step_end  = \items__payload$41 [28];
+  assign \items__payload$41.seq_end  = \items__payload$41 [29];
+  assign \o__payload$42.index  = \items__payload$41 [3:0];
+  assign \o__payload$42.value  = \items__payload$41 [27:4];
+  assign \o__payload$42.step_end  = \items__payload$41 [28];
+  assign \o__payload$42.seq_end  = \items__payload$41 [29];
+  assign \results__payload$47.logits  = results__payload[143:0];
+  assign \results__payload$47.logits[0]  = results__payload[35:0];
+  assign \results__payload$47.logits[1]  = results__payload[71:36];
+  assign \results__payload$47.logits[2]  = results__payload[107:72];
+  assign \results__payload$47.logits[3]  = results__payload[143:108];
+  assign \results__payload$47.group  = results__payload[145:144];
+  assign \results__payload$47.final  = results__payload[146];
+  assign \results__payload$47.class_index  = results__payload[150:147];
+  assign \results__payload$47.seq_end  = results__payload[151];
   assign counters[1727:1696] = readout_items_writes;
   assign counters[1695:1664] = readout_items_reads;
   assign counters[1663:1632] = readout_bias_writes;
@@ -702,7 +772,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$149 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$104 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$153 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -710,27 +780,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \$100 ;
   reg [15:0] \$101 ;
   reg [15:0] \$102 ;
-  reg [15:0] \$103 ;
+  reg \$103 ;
   reg \$104 ;
   reg [15:0] \$105 ;
   reg [15:0] \$106 ;
-  reg \$107 ;
+  reg [15:0] \$107 ;
   reg \$108 ;
   reg [15:0] \$109 ;
   wire \$11 ;
   reg [15:0] \$110 ;
-  reg [15:0] \$111 ;
+  reg \$111 ;
   reg \$112 ;
   reg [15:0] \$113 ;
   reg [15:0] \$114 ;
-  reg \$115 ;
+  reg [15:0] \$115 ;
   reg \$116 ;
   reg [15:0] \$117 ;
-  reg [72:0] \$118 ;
-  reg [31:0] \$119 ;
+  reg [15:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  reg [31:0] \$120 ;
-  reg [3:0] \$121 ;
+  reg \$120 ;
+  reg [15:0] \$121 ;
+  reg [72:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg [31:0] \$124 ;
+  reg [3:0] \$125 ;
   wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
@@ -810,41 +884,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$82 ;
   reg [26:0] \$83 ;
   reg [26:0] \$84 ;
-  reg \$85 ;
-  reg [15:0] \$86 ;
-  reg [15:0] \$87 ;
-  reg \$88 ;
-  reg [15:0] \$89 ;
+  reg [31:0] \$85 ;
+  reg [63:0] \$86 ;
+  reg [26:0] \$87 ;
+  reg [26:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
   reg [15:0] \$90 ;
-  reg \$91 ;
+  reg [15:0] \$91 ;
   reg \$92 ;
   reg [15:0] \$93 ;
   reg [15:0] \$94 ;
-  reg [15:0] \$95 ;
+  reg \$95 ;
   reg \$96 ;
   reg [15:0] \$97 ;
   reg [15:0] \$98 ;
-  reg \$99 ;
+  reg [15:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$37 ;
-  wire [18:0] \acc$37[0] ;
-  wire [18:0] \acc$37[1] ;
-  wire [18:0] \acc$37[2] ;
-  wire [18:0] \acc$37[3] ;
-  wire [18:0] \acc$37[4] ;
-  wire [18:0] \acc$37[5] ;
-  wire [18:0] \acc$37[6] ;
-  wire [18:0] \acc$37[7] ;
-  wire [37:0] \acc$42 ;
-  wire [18:0] \acc$42.cand ;
-  wire [18:0] \acc$42.thr ;
-  wire [37:0] \acc$45 ;
-  wire [18:0] \acc$45.cand ;
-  wire [18:0] \acc$45.thr ;
-  wire [37:0] \acc$48 ;
-  wire [18:0] \acc$48.cand ;
-  wire [18:0] \acc$48.thr ;
+  wire [151:0] \acc$38 ;
+  wire [18:0] \acc$38[0] ;
+  wire [18:0] \acc$38[1] ;
+  wire [18:0] \acc$38[2] ;
+  wire [18:0] \acc$38[3] ;
+  wire [18:0] \acc$38[4] ;
+  wire [18:0] \acc$38[5] ;
+  wire [18:0] \acc$38[6] ;
+  wire [18:0] \acc$38[7] ;
+  wire [37:0] \acc$43 ;
+  wire [18:0] \acc$43.cand ;
+  wire [18:0] \acc$43.thr ;
+  wire [37:0] \acc$46 ;
+  wire [18:0] \acc$46.cand ;
+  wire [18:0] \acc$46.thr ;
+  wire [37:0] \acc$49 ;
+  wire [18:0] \acc$49.cand ;
+  wire [18:0] \acc$49.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -894,17 +968,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$131 ;
-  wire \gate$138 ;
-  wire \gate$145 ;
+  wire \gate$135 ;
+  wire \gate$142 ;
+  wire \gate$149 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$129 ;
-  wire \hold$136 ;
-  wire \hold$143 ;
+  wire \hold$133 ;
+  wire \hold$140 ;
+  wire \hold$147 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -916,23 +990,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$102 ;
-  wire [3:0] \items__payload$102.index ;
-  wire \items__payload$102.seq_end ;
-  wire \items__payload$102.step_end ;
-  wire [16:0] \items__payload$102.value ;
+  wire [22:0] \items__payload$103 ;
+  wire [3:0] \items__payload$103.index ;
+  wire \items__payload$103.seq_end ;
+  wire \items__payload$103.step_end ;
+  wire [16:0] \items__payload$103.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$103 ;
-  wire \items__ready$103 ;
+  input \items__ready$104 ;
+  wire \items__ready$104 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$106 ;
+  wire \items__valid$107 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -970,12 +1044,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$128 ;
-  wire [15:0] \new$128.h ;
-  wire [15:0] \new$135 ;
-  wire [15:0] \new$135.h ;
-  wire [15:0] \new$142 ;
-  wire [15:0] \new$142.h ;
+  wire [15:0] \new$132 ;
+  wire [15:0] \new$132.h ;
+  wire [15:0] \new$139 ;
+  wire [15:0] \new$139.h ;
+  wire [15:0] \new$146 ;
+  wire [15:0] \new$146.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -986,12 +1060,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$44 ;
-  wire [15:0] \old$44.h ;
-  wire [15:0] \old$47 ;
-  wire [15:0] \old$47.h ;
-  wire [15:0] \old$50 ;
-  wire [15:0] \old$50.h ;
+  wire [15:0] \old$45 ;
+  wire [15:0] \old$45.h ;
+  wire [15:0] \old$48 ;
+  wire [15:0] \old$48.h ;
+  wire [15:0] \old$51 ;
+  wire [15:0] \old$51.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -1006,9 +1080,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$130 ;
-  wire [15:0] \out$137 ;
-  wire [15:0] \out$144 ;
+  wire [15:0] \out$134 ;
+  wire [15:0] \out$141 ;
+  wire [15:0] \out$148 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1018,29 +1092,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$43 ;
-  wire [7:0] \params$43.alpha ;
-  wire [7:0] \params$46 ;
-  wire [7:0] \params$46.alpha ;
-  wire [7:0] \params$49 ;
-  wire [7:0] \params$49.alpha ;
+  wire [7:0] \params$44 ;
+  wire [7:0] \params$44.alpha ;
+  wire [7:0] \params$47 ;
+  wire [7:0] \params$47.alpha ;
+  wire [7:0] \params$50 ;
+  wire [7:0] \params$50.alpha ;
   wire [7:0] \params.alpha ;
+  reg [31:0] params_c3 = 32'd0;
+  wire [7:0] \params_c3[0] ;
+  wire [7:0] \params_c3[1] ;
+  wire [7:0] \params_c3[2] ;
+  wire [7:0] \params_c3[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
   wire [5:0] \port__addr$20 ;
   wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$33 ;
-  wire [1:0] \port__addr$52 ;
+  reg [1:0] \port__addr$34 ;
+  wire [1:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
+  wire [31:0] \port__data$123 ;
+  wire [63:0] \port__data$124 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
-  wire [31:0] \port__data$39 ;
-  wire [63:0] \port__data$41 ;
-  wire [63:0] \port__data$56 ;
+  wire [63:0] \port__data$57 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -1048,11 +1127,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  reg \port__en$54  = 1'h0;
+  reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$134 ;
-  wire [15:0] \potential$141 ;
-  wire [15:0] \potential$148 ;
+  wire [15:0] \potential$138 ;
+  wire [15:0] \potential$145 ;
+  wire [15:0] \potential$152 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1064,10 +1143,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$125 ;
-  wire \saturated$132 ;
-  wire \saturated$139 ;
-  wire \saturated$146 ;
+  wire \saturated$129 ;
+  wire \saturated$136 ;
+  wire \saturated$143 ;
+  wire \saturated$150 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1105,6 +1184,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [26:0] slot_c2a = 27'h0000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [26:0] slot_c2b = 27'h0000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [26:0] slot_c3 = 27'h0000000;
   wire [5:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -1130,23 +1233,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$149 ;
-  reg [72:0] \trace$149  = 73'h0000000000000000000;
-  wire [3:0] \trace$149.gate ;
-  wire \trace$149.gate[0] ;
-  wire \trace$149.gate[1] ;
-  wire \trace$149.gate[2] ;
-  wire \trace$149.gate[3] ;
-  wire [1:0] \trace$149.group ;
-  wire \trace$149.seq_end ;
-  wire [63:0] \trace$149.state ;
-  wire [15:0] \trace$149.state[0] ;
-  wire [15:0] \trace$149.state[1] ;
-  wire [15:0] \trace$149.state[2] ;
-  wire [15:0] \trace$149.state[3] ;
-  wire \trace$149.step_end ;
-  wire \trace$149.valid ;
+  output [72:0] \trace$153 ;
+  reg [72:0] \trace$153  = 73'h0000000000000000000;
+  wire [3:0] \trace$153.gate ;
+  wire \trace$153.gate[0] ;
+  wire \trace$153.gate[1] ;
+  wire \trace$153.gate[2] ;
+  wire \trace$153.gate[3] ;
+  wire [1:0] \trace$153.group ;
+  wire \trace$153.seq_end ;
+  wire [63:0] \trace$153.state ;
+  wire [15:0] \trace$153.state[0] ;
+  wire [15:0] \trace$153.state[1] ;
+  wire [15:0] \trace$153.state[2] ;
+  wire [15:0] \trace$153.state[3] ;
+  wire \trace$153.step_end ;
+  wire \trace$153.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1209,30 +1317,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$162  [3:0];
+  reg [31:0] \params$166  [3:0];
   initial begin
-    \params$162 [0] = 32'd1278888003;
-    \params$162 [1] = 32'd1431065406;
-    \params$162 [2] = 32'd1026964811;
-    \params$162 [3] = 32'd1011302220;
+    \params$166 [0] = 32'd1278888003;
+    \params$166 [1] = 32'd1431065406;
+    \params$166 [2] = 32'd1026964811;
+    \params$166 [3] = 32'd1011302220;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$162 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$166 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$162 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$166 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$162 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$166 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$162 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$166 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$162 [\port__addr$32 ];
+      _1_ <= \params$166 [\port__addr$33 ];
     end
   end
-  assign \port__data$39  = _1_;
+  assign \port__data$123  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1241,89 +1349,89 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$54 )
-      state[slot_c4[2:1]] <= \port__data$56 ;
+    if (\port__en$55 )
+      state[slot_c4[2:1]] <= \port__data$57 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$33 ];
+      _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _2_;
-  reg [63:0] \weights$160  [47:0];
+  assign \port__data$124  = _2_;
+  reg [63:0] \weights$164  [47:0];
   initial begin
-    \weights$160 [0] = 64'hfcd4d61bbdbc00d7;
-    \weights$160 [1] = 64'h9f5d384f5fb8fc13;
-    \weights$160 [2] = 64'h45381b660ac4ffc5;
-    \weights$160 [3] = 64'hb51cc7d910f400bc;
-    \weights$160 [4] = 64'h02ea14e7d0f70405;
-    \weights$160 [5] = 64'he0bbb21d0f33f80c;
-    \weights$160 [6] = 64'hb40cdcdebeb8f0f9;
-    \weights$160 [7] = 64'h00b71e3ae0f3fa12;
-    \weights$160 [8] = 64'h30d212dbe238f8ff;
-    \weights$160 [9] = 64'heccc4ad40c29f709;
-    \weights$160 [10] = 64'hb910e2ea3106fdfb;
-    \weights$160 [11] = 64'hf619f5ab0655f00d;
-    \weights$160 [12] = 64'h27fbeb16264fac8c;
-    \weights$160 [13] = 64'h0a1322110866cf2d;
-    \weights$160 [14] = 64'h25e3cf70f6f9db03;
-    \weights$160 [15] = 64'hd3c91859af22f537;
-    \weights$160 [16] = 64'he90f0effc00bc13d;
-    \weights$160 [17] = 64'hb9c640db15fb12f4;
-    \weights$160 [18] = 64'h1439fa0a11d22a1f;
-    \weights$160 [19] = 64'he951eeacbb3747e9;
-    \weights$160 [20] = 64'hff531ab1117cdd4b;
-    \weights$160 [21] = 64'hfb613751cd140613;
-    \weights$160 [22] = 64'he8edb12c02f1f1c3;
-    \weights$160 [23] = 64'he3bdf4873ae2fcb5;
-    \weights$160 [24] = 64'h08ee2944dd3c0b4f;
-    \weights$160 [25] = 64'hee0be903dde2f31d;
-    \weights$160 [26] = 64'h1023e0e3e1a11586;
-    \weights$160 [27] = 64'h04eabc44033ef3bb;
-    \weights$160 [28] = 64'hc6f061d608cf0b3e;
-    \weights$160 [29] = 64'h100d28001343fb42;
-    \weights$160 [30] = 64'h28f4fceb9e22c8e2;
-    \weights$160 [31] = 64'h192622a401d500f7;
-    \weights$160 [32] = 64'hec4318d058d40dca;
-    \weights$160 [33] = 64'h08f54ad2eafda61b;
-    \weights$160 [34] = 64'he7071aeb24581813;
-    \weights$160 [35] = 64'h2c0732ff461643e8;
-    \weights$160 [36] = 64'hd1c640ee2c41eca9;
-    \weights$160 [37] = 64'h27e156d449e506c6;
-    \weights$160 [38] = 64'hf45a254c00cce9d0;
-    \weights$160 [39] = 64'h0d003afda4d424d5;
-    \weights$160 [40] = 64'hed36303b90eae9c6;
-    \weights$160 [41] = 64'hff3c0be9ccf2258a;
-    \weights$160 [42] = 64'hf1236a9dd1c5c4bf;
-    \weights$160 [43] = 64'h12f3455e4caad7c0;
-    \weights$160 [44] = 64'h309408fded27f0ed;
-    \weights$160 [45] = 64'h0e50118dad47ca1d;
-    \weights$160 [46] = 64'hd62e3f11bed2b227;
-    \weights$160 [47] = 64'h442b23e118ef28cc;
+    \weights$164 [0] = 64'hfcd4d61bbdbc00d7;
+    \weights$164 [1] = 64'h9f5d384f5fb8fc13;
+    \weights$164 [2] = 64'h45381b660ac4ffc5;
+    \weights$164 [3] = 64'hb51cc7d910f400bc;
+    \weights$164 [4] = 64'h02ea14e7d0f70405;
+    \weights$164 [5] = 64'he0bbb21d0f33f80c;
+    \weights$164 [6] = 64'hb40cdcdebeb8f0f9;
+    \weights$164 [7] = 64'h00b71e3ae0f3fa12;
+    \weights$164 [8] = 64'h30d212dbe238f8ff;
+    \weights$164 [9] = 64'heccc4ad40c29f709;
+    \weights$164 [10] = 64'hb910e2ea3106fdfb;
+    \weights$164 [11] = 64'hf619f5ab0655f00d;
+    \weights$164 [12] = 64'h27fbeb16264fac8c;
+    \weights$164 [13] = 64'h0a1322110866cf2d;
+    \weights$164 [14] = 64'h25e3cf70f6f9db03;
+    \weights$164 [15] = 64'hd3c91859af22f537;
+    \weights$164 [16] = 64'he90f0effc00bc13d;
+    \weights$164 [17] = 64'hb9c640db15fb12f4;
+    \weights$164 [18] = 64'h1439fa0a11d22a1f;
+    \weights$164 [19] = 64'he951eeacbb3747e9;
+    \weights$164 [20] = 64'hff531ab1117cdd4b;
+    \weights$164 [21] = 64'hfb613751cd140613;
+    \weights$164 [22] = 64'he8edb12c02f1f1c3;
+    \weights$164 [23] = 64'he3bdf4873ae2fcb5;
+    \weights$164 [24] = 64'h08ee2944dd3c0b4f;
+    \weights$164 [25] = 64'hee0be903dde2f31d;
+    \weights$164 [26] = 64'h1023e0e3e1a11586;
+    \weights$164 [27] = 64'h04eabc44033ef3bb;
+    \weights$164 [28] = 64'hc6f061d608cf0b3e;
+    \weights$164 [29] = 64'h100d28001343fb42;
+    \weights$164 [30] = 64'h28f4fceb9e22c8e2;
+    \weights$164 [31] = 64'h192622a401d500f7;
+    \weights$164 [32] = 64'hec4318d058d40dca;
+    \weights$164 [33] = 64'h08f54ad2eafda61b;
+    \weights$164 [34] = 64'he7071aeb24581813;
+    \weights$164 [35] = 64'h2c0732ff461643e8;
+    \weights$164 [36] = 64'hd1c640ee2c41eca9;
+    \weights$164 [37] = 64'h27e156d449e506c6;
+    \weights$164 [38] = 64'hf45a254c00cce9d0;
+    \weights$164 [39] = 64'h0d003afda4d424d5;
+    \weights$164 [40] = 64'hed36303b90eae9c6;
+    \weights$164 [41] = 64'hff3c0be9ccf2258a;
+    \weights$164 [42] = 64'hf1236a9dd1c5c4bf;
+    \weights$164 [43] = 64'h12f3455e4caad7c0;
+    \weights$164 [44] = 64'h309408fded27f0ed;
+    \weights$164 [45] = 64'h0e50118dad47ca1d;
+    \weights$164 [46] = 64'hd62e3f11bed2b227;
+    \weights$164 [47] = 64'h442b23e118ef28cc;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$160 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$164 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$160 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$164 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$160 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$164 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$160 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$164 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$160 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$164 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$160 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$164 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$160 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$164 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$160 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$164 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$160 [\$8 [5:0]];
+      _3_ <= \weights$164 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1341,12 +1449,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2[0] & slot_c2[10];
+  assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : \port__data$41 [15:0];
-  assign \old$44  = slot_c3[12] ? 16'h0000 : \port__data$41 [31:16];
-  assign \old$47  = slot_c3[12] ? 16'h0000 : \port__data$41 [47:32];
-  assign \old$50  = slot_c3[12] ? 16'h0000 : \port__data$41 [63:48];
+  assign old = slot_c3[12] ? 16'h0000 : state_c3[15:0];
+  assign \old$45  = slot_c3[12] ? 16'h0000 : state_c3[31:16];
+  assign \old$48  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
+  assign \old$51  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$14  = out_0 != old_out_c4_0;
@@ -1424,90 +1532,98 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$82 ;
   always @(posedge clk)
-    slot_c3 <= \$83 ;
+    slot_c2a <= \$83 ;
   always @(posedge clk)
-    slot_c4 <= \$84 ;
+    slot_c2b <= \$84 ;
   always @(posedge clk)
-    \port__en$54  <= \$85 ;
+    params_c3 <= \$85 ;
   always @(posedge clk)
-    new_c4_0 <= \$86 ;
+    state_c3 <= \$86 ;
   always @(posedge clk)
-    old_c4_0 <= \$87 ;
+    slot_c3 <= \$87 ;
   always @(posedge clk)
-    hold_c4_0 <= \$88 ;
+    slot_c4 <= \$88 ;
   always @(posedge clk)
-    out_c4_0 <= \$89 ;
+    \port__en$55  <= \$89 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$90 ;
+    new_c4_0 <= \$90 ;
   always @(posedge clk)
-    gate_c4_0 <= \$91 ;
+    old_c4_0 <= \$91 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$92 ;
+    hold_c4_0 <= \$92 ;
   always @(posedge clk)
-    potential_c4_0 <= \$93 ;
+    out_c4_0 <= \$93 ;
   always @(posedge clk)
-    new_c4_1 <= \$94 ;
+    old_out_c4_0 <= \$94 ;
   always @(posedge clk)
-    old_c4_1 <= \$95 ;
+    gate_c4_0 <= \$95 ;
   always @(posedge clk)
-    hold_c4_1 <= \$96 ;
+    saturated_c4_0 <= \$96 ;
   always @(posedge clk)
-    out_c4_1 <= \$97 ;
+    potential_c4_0 <= \$97 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$98 ;
+    new_c4_1 <= \$98 ;
   always @(posedge clk)
-    gate_c4_1 <= \$99 ;
+    old_c4_1 <= \$99 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$100 ;
+    hold_c4_1 <= \$100 ;
   always @(posedge clk)
-    potential_c4_1 <= \$101 ;
+    out_c4_1 <= \$101 ;
   always @(posedge clk)
-    new_c4_2 <= \$102 ;
+    old_out_c4_1 <= \$102 ;
   always @(posedge clk)
-    old_c4_2 <= \$103 ;
+    gate_c4_1 <= \$103 ;
   always @(posedge clk)
-    hold_c4_2 <= \$104 ;
+    saturated_c4_1 <= \$104 ;
   always @(posedge clk)
-    out_c4_2 <= \$105 ;
+    potential_c4_1 <= \$105 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$106 ;
+    new_c4_2 <= \$106 ;
   always @(posedge clk)
-    gate_c4_2 <= \$107 ;
+    old_c4_2 <= \$107 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$108 ;
+    hold_c4_2 <= \$108 ;
   always @(posedge clk)
-    potential_c4_2 <= \$109 ;
+    out_c4_2 <= \$109 ;
   always @(posedge clk)
-    new_c4_3 <= \$110 ;
+    old_out_c4_2 <= \$110 ;
   always @(posedge clk)
-    old_c4_3 <= \$111 ;
+    gate_c4_2 <= \$111 ;
   always @(posedge clk)
-    hold_c4_3 <= \$112 ;
+    saturated_c4_2 <= \$112 ;
   always @(posedge clk)
-    out_c4_3 <= \$113 ;
+    potential_c4_2 <= \$113 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$114 ;
+    new_c4_3 <= \$114 ;
   always @(posedge clk)
-    gate_c4_3 <= \$115 ;
+    old_c4_3 <= \$115 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$116 ;
+    hold_c4_3 <= \$116 ;
   always @(posedge clk)
-    potential_c4_3 <= \$117 ;
+    out_c4_3 <= \$117 ;
   always @(posedge clk)
-    \trace$149  <= \$118 ;
+    old_out_c4_3 <= \$118 ;
   always @(posedge clk)
-    layer0_events <= \$119 ;
+    gate_c4_3 <= \$119 ;
   always @(posedge clk)
-    layer0_saturations <= \$120 ;
+    saturated_c4_3 <= \$120 ;
   always @(posedge clk)
-    reserved <= \$121 ;
+    potential_c4_3 <= \$121 ;
+  always @(posedge clk)
+    \trace$153  <= \$122 ;
+  always @(posedge clk)
+    layer0_events <= \$123 ;
+  always @(posedge clk)
+    layer0_saturations <= \$124 ;
+  always @(posedge clk)
+    reserved <= \$125 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$54 ),
+    .w_en(\port__en$55 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1527,7 +1643,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$37 ),
+    .acc(\acc$38 ),
     .clk(clk),
     .first(slot_c2[9]),
     .rst(rst),
@@ -1542,7 +1658,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$103 ),
+    .items__ready(\items__ready$104 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1552,35 +1668,35 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(\port__data$39 [7:0]),
-    .saturated(\saturated$125 )
+    .params(params_c3[7:0]),
+    .saturated(\saturated$129 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$131 ),
-    .acc(\acc$42 ),
-    .h_new(\new$128 ),
-    .hold(\hold$129 ),
-    .old(\old$44 ),
-    .params(\port__data$39 [15:8]),
-    .saturated(\saturated$132 )
+    .abs_at_least(\gate$135 ),
+    .acc(\acc$43 ),
+    .h_new(\new$132 ),
+    .hold(\hold$133 ),
+    .old(\old$45 ),
+    .params(params_c3[15:8]),
+    .saturated(\saturated$136 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$138 ),
-    .acc(\acc$45 ),
-    .h_new(\new$135 ),
-    .hold(\hold$136 ),
-    .old(\old$47 ),
-    .params(\port__data$39 [23:16]),
-    .saturated(\saturated$139 )
+    .abs_at_least(\gate$142 ),
+    .acc(\acc$46 ),
+    .h_new(\new$139 ),
+    .hold(\hold$140 ),
+    .old(\old$48 ),
+    .params(params_c3[23:16]),
+    .saturated(\saturated$143 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$145 ),
-    .acc(\acc$48 ),
-    .h_new(\new$142 ),
-    .hold(\hold$143 ),
-    .old(\old$50 ),
-    .params(\port__data$39 [31:24]),
-    .saturated(\saturated$146 )
+    .abs_at_least(\gate$149 ),
+    .acc(\acc$49 ),
+    .h_new(\new$146 ),
+    .hold(\hold$147 ),
+    .old(\old$51 ),
+    .params(params_c3[31:24]),
+    .saturated(\saturated$150 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1612,16 +1728,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$32  = 2'h0;
+    \port__addr$33  = 2'h0;
     if (\$12 ) begin
-      \port__addr$32  = slot_c2[2:1];
+      \port__addr$33  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
+    \port__addr$34  = 2'h0;
     if (\$12 ) begin
-      \port__addr$33  = slot_c2[2:1];
+      \port__addr$34  = slot_c2a[2:1];
     end
   end
   always @* begin
@@ -1713,274 +1829,302 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = slot_c3;
+    \$84  = slot_c2a;
     if (rst) begin
       \$84  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = finalize;
+    \$85  = \port__data$123 ;
     if (rst) begin
-      \$85  = 1'h0;
+      \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \new ;
+    \$86  = \port__data$124 ;
     if (rst) begin
-      \$86  = 16'h0000;
+      \$86  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = old;
+    \$87  = slot_c2b;
     if (rst) begin
-      \$87  = 16'h0000;
+      \$87  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = hold;
+    \$88  = slot_c3;
     if (rst) begin
-      \$88  = 1'h0;
+      \$88  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \new ;
+    \$89  = finalize;
     if (rst) begin
-      \$89  = 16'h0000;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = old;
+    \$90  = \new ;
     if (rst) begin
       \$90  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = gate;
+    \$91  = old;
     if (rst) begin
-      \$91  = 1'h0;
+      \$91  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = \saturated$125 ;
+    \$92  = hold;
     if (rst) begin
       \$92  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = 16'h0000;
+    \$93  = \new ;
     if (rst) begin
       \$93  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \new$128 ;
+    \$94  = old;
     if (rst) begin
       \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \old$44 ;
+    \$95  = gate;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \hold$129 ;
+    \$96  = \saturated$129 ;
     if (rst) begin
       \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \new$128 ;
+    \$97  = 16'h0000;
     if (rst) begin
       \$97  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \old$44 ;
+    \$98  = \new$132 ;
     if (rst) begin
       \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \gate$131 ;
+    \$99  = \old$45 ;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \saturated$132 ;
+    \$100  = \hold$133 ;
     if (rst) begin
       \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = 16'h0000;
+    \$101  = \new$132 ;
     if (rst) begin
       \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \new$135 ;
+    \$102  = \old$45 ;
     if (rst) begin
       \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \old$47 ;
+    \$103  = \gate$135 ;
     if (rst) begin
-      \$103  = 16'h0000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \hold$136 ;
+    \$104  = \saturated$136 ;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \new$135 ;
+    \$105  = 16'h0000;
     if (rst) begin
       \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \old$47 ;
+    \$106  = \new$139 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \gate$138 ;
+    \$107  = \old$48 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \saturated$139 ;
+    \$108  = \hold$140 ;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = 16'h0000;
+    \$109  = \new$139 ;
     if (rst) begin
       \$109  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$142 ;
+    \$110  = \old$48 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \old$50 ;
+    \$111  = \gate$142 ;
     if (rst) begin
-      \$111  = 16'h0000;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \hold$143 ;
+    \$112  = \saturated$143 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \new$142 ;
+    \$113  = 16'h0000;
     if (rst) begin
       \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \old$50 ;
+    \$114  = \new$146 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \gate$145 ;
+    \$115  = \old$51 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \saturated$146 ;
+    \$116  = \hold$147 ;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = 16'h0000;
+    \$117  = \new$146 ;
     if (rst) begin
       \$117  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = trace;
+    \$118  = \old$51 ;
     if (rst) begin
-      \$118  = 73'h0000000000000000000;
+      \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = layer0_events;
-    if (\port__en$54 ) begin
-      \$119  = \$63 [31:0];
-    end
+    \$119  = \gate$149 ;
     if (rst) begin
-      \$119  = 32'd0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = layer0_saturations;
-    if (\port__en$54 ) begin
-      \$120  = \$68 [31:0];
-    end
+    \$120  = \saturated$150 ;
     if (rst) begin
-      \$120  = 32'd0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \$71 [3:0];
+    \$121  = 16'h0000;
     if (rst) begin
-      \$121  = 4'h0;
+      \$121  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$122  = trace;
+    if (rst) begin
+      \$122  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$123  = layer0_events;
+    if (\port__en$55 ) begin
+      \$123  = \$63 [31:0];
+    end
+    if (rst) begin
+      \$123  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$124  = layer0_saturations;
+    if (\port__en$55 ) begin
+      \$124  = \$68 [31:0];
+    end
+    if (rst) begin
+      \$124  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$125  = \$71 [3:0];
+    if (rst) begin
+      \$125  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1996,28 +2140,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[26:19];
-  assign params = \port__data$39 [7:0];
-  assign \params$43  = \port__data$39 [15:8];
-  assign \params$46  = \port__data$39 [23:16];
-  assign \params$49  = \port__data$39 [31:24];
-  assign \port__addr$52  = slot_c4[2:1];
-  assign finalize4 = \port__en$54 ;
+  assign params = params_c3[7:0];
+  assign \params$44  = params_c3[15:8];
+  assign \params$47  = params_c3[23:16];
+  assign \params$50  = params_c3[31:24];
+  assign \port__addr$53  = slot_c4[2:1];
+  assign finalize4 = \port__en$55 ;
   assign w_data = entry;
-  assign w_en = \port__en$54 ;
+  assign w_en = \port__en$55 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$102  = events__payload;
-  assign events__ready = \items__ready$103 ;
-  assign \items__valid$106  = events__valid;
+  assign \items__payload$103  = events__payload;
+  assign events__ready = \items__ready$104 ;
+  assign \items__valid$107  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$130  = \new$128 ;
-  assign \potential$134  = 16'h0000;
-  assign \out$137  = \new$135 ;
-  assign \potential$141  = 16'h0000;
-  assign \out$144  = \new$142 ;
-  assign \potential$148  = 16'h0000;
+  assign \out$134  = \new$132 ;
+  assign \potential$138  = 16'h0000;
+  assign \out$141  = \new$139 ;
+  assign \potential$145  = 16'h0000;
+  assign \out$148  = \new$146 ;
+  assign \potential$152  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2069,6 +2213,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[26:19];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[8:3];
@@ -2082,28 +2237,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$37[0]  = \acc$37 [18:0];
-  assign \acc$37[1]  = \acc$37 [37:19];
-  assign \acc$37[2]  = \acc$37 [56:38];
-  assign \acc$37[3]  = \acc$37 [75:57];
-  assign \acc$37[4]  = \acc$37 [94:76];
-  assign \acc$37[5]  = \acc$37 [113:95];
-  assign \acc$37[6]  = \acc$37 [132:114];
-  assign \acc$37[7]  = \acc$37 [151:133];
-  assign \params.alpha  = \port__data$39 [7:0];
+  assign \acc$38[0]  = \acc$38 [18:0];
+  assign \acc$38[1]  = \acc$38 [37:19];
+  assign \acc$38[2]  = \acc$38 [56:38];
+  assign \acc$38[3]  = \acc$38 [75:57];
+  assign \acc$38[4]  = \acc$38 [94:76];
+  assign \acc$38[5]  = \acc$38 [113:95];
+  assign \acc$38[6]  = \acc$38 [132:114];
+  assign \acc$38[7]  = \acc$38 [151:133];
+  assign \params.alpha  = params_c3[7:0];
+  assign \params_c3[0]  = params_c3[7:0];
+  assign \params_c3[1]  = params_c3[15:8];
+  assign \params_c3[2]  = params_c3[23:16];
+  assign \params_c3[3]  = params_c3[31:24];
   assign \old.h  = old;
-  assign \acc$42.cand  = \acc$42 [18:0];
-  assign \acc$42.thr  = \acc$42 [37:19];
-  assign \params$43.alpha  = \port__data$39 [15:8];
-  assign \old$44.h  = \old$44 ;
-  assign \acc$45.cand  = \acc$45 [18:0];
-  assign \acc$45.thr  = \acc$45 [37:19];
-  assign \params$46.alpha  = \port__data$39 [23:16];
-  assign \old$47.h  = \old$47 ;
-  assign \acc$48.cand  = \acc$48 [18:0];
-  assign \acc$48.thr  = \acc$48 [37:19];
-  assign \params$49.alpha  = \port__data$39 [31:24];
-  assign \old$50.h  = \old$50 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$43.cand  = \acc$43 [18:0];
+  assign \acc$43.thr  = \acc$43 [37:19];
+  assign \params$44.alpha  = params_c3[15:8];
+  assign \old$45.h  = \old$45 ;
+  assign \acc$46.cand  = \acc$46 [18:0];
+  assign \acc$46.thr  = \acc$46 [37:19];
+  assign \params$47.alpha  = params_c3[23:16];
+  assign \old$48.h  = \old$48 ;
+  assign \acc$49.cand  = \acc$49 [18:0];
+  assign \acc$49.thr  = \acc$49 [37:19];
+  assign \params$50.alpha  = params_c3[31:24];
+  assign \old$51.h  = \old$51 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[8:3];
@@ -2159,28 +2322,39 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[20:4];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$102.index  = events__payload[3:0];
-  assign \items__payload$102.value  = events__payload[20:4];
-  assign \items__payload$102.step_end  = events__payload[21];
-  assign \items__payload$102.seq_end  = events__payload[22];
+  assign \items__payload$103.index  = events__payload[3:0];
+  assign \items__payload$103.value  = events__payload[20:4];
+  assign \items__payload$103.step_end  = events__payload[21];
+  assign \items__payload$103.seq_end  = events__payload[22];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[26:19];
   assign \new.h  = \new ;
-  assign \new$128.h  = \new$128 ;
-  assign \new$135.h  = \new$135 ;
-  assign \new$142.h  = \new$142 ;
-  assign \trace$149.valid  = \trace$149 [0];
-  assign \trace$149.group  = \trace$149 [2:1];
-  assign \trace$149.step_end  = \trace$149 [3];
-  assign \trace$149.seq_end  = \trace$149 [4];
-  assign \trace$149.state  = \trace$149 [68:5];
-  assign \trace$149.state[0]  = \trace$149 [20:5];
-  assign \trace$149.state[1]  = \trace$149 [36:21];
-  assign \trace$149.state[2]  = \trace$149 [52:37];
-  assign \trace$149.state[3]  = \trace$149 [68:53];
-  assign \trace$149.gate  = \trace$149 [72:69];
-  assign \trace$149.gate[0]  = \trace$149 [69];
-  assign \trace$149.gate[1]  = \trace$149 [70];
-  assign \trace$149.gate[2]  = \trace$149 [71];
-  assign \trace$149.gate[3]  = \trace$149 [72];
+  assign \new$132.h  = \new$132 ;
+  assign \new$139.h  = \new$139 ;
+  assign \new$146.h  = \new$146 ;
+  assign \trace$153.valid  = \trace$153 [0];
+  assign \trace$153.group  = \trace$153 [2:1];
+  assign \trace$153.step_end  = \trace$153 [3];
+  assign \trace$153.seq_end  = \trace$153 [4];
+  assign \trace$153.state  = \trace$153 [68:5];
+  assign \trace$153.state[0]  = \trace$153 [20:5];
+  assign \trace$153.state[1]  = \trace$153 [36:21];
+  assign \trace$153.state[2]  = \trace$153 [52:37];
+  assign \trace$153.state[3]  = \trace$153 [68:53];
+  assign \trace$153.gate  = \trace$153 [72:69];
+  assign \trace$153.gate[0]  = \trace$153 [69];
+  assign \trace$153.gate[1]  = \trace$153 [70];
+  assign \trace$153.gate[2]  = \trace$153 [71];
+  assign \trace$153.gate[3]  = \trace$153 [72];
   assign entry[75] = slot_c4[13];
   assign entry[74] = \$33 ;
   assign entry[73:72] = slot_c4[2:1];
@@ -2195,7 +2369,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[4] = slot_c4[13];
   assign trace[3] = slot_c4[11];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$54 ;
+  assign trace[0] = \port__en$55 ;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -2212,22 +2386,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$25 ;
   assign changed[1] = \$20 ;
   assign changed[0] = \$15 ;
-  assign \port__data$56 [63:48] = \$28 ;
-  assign \port__data$56 [47:32] = \$23 ;
-  assign \port__data$56 [31:16] = \$18 ;
-  assign \port__data$56 [15:0] = \$13 ;
+  assign \port__data$57 [63:48] = \$28 ;
+  assign \port__data$57 [47:32] = \$23 ;
+  assign \port__data$57 [31:16] = \$18 ;
+  assign \port__data$57 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$48 [37:19] = \acc$37 [151:133];
-  assign \acc$48 [18:0] = \acc$37 [132:114];
-  assign \acc$45 [37:19] = \acc$37 [113:95];
-  assign \acc$45 [18:0] = \acc$37 [94:76];
-  assign \acc$42 [37:19] = \acc$37 [75:57];
-  assign \acc$42 [18:0] = \acc$37 [56:38];
-  assign acc[37:19] = \acc$37 [37:19];
-  assign acc[18:0] = \acc$37 [18:0];
+  assign \acc$49 [37:19] = \acc$38 [151:133];
+  assign \acc$49 [18:0] = \acc$38 [132:114];
+  assign \acc$46 [37:19] = \acc$38 [113:95];
+  assign \acc$46 [18:0] = \acc$38 [94:76];
+  assign \acc$43 [37:19] = \acc$38 [75:57];
+  assign \acc$43 [18:0] = \acc$38 [56:38];
+  assign acc[37:19] = \acc$38 [37:19];
+  assign acc[18:0] = \acc$38 [18:0];
   assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
   assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
   assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
@@ -2265,7 +2439,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$30  = \$29 ;
   assign \$31  = saturated_c4_3;
   assign \$33  = slot_c4[11];
-  assign \$51  = \port__en$54 ;
+  assign \$51  = \port__en$55 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2482,7 +2656,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2513,7 +2687,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [26:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [1:0] \$67 ;
@@ -2536,7 +2710,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2663,6 +2837,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -2970,18 +3145,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3195,36 +3370,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
-  wire [15:0] \$11 ;
+  wire [15:0] \$1 ;
+  wire [15:0] \$10 ;
+  wire [18:0] \$11 ;
   wire [19:0] \$12 ;
-  wire [18:0] \$13 ;
-  wire [15:0] \$14 ;
+  wire [15:0] \$13 ;
+  wire [18:0] \$14 ;
   wire [19:0] \$15 ;
-  wire [18:0] \$16 ;
-  wire [15:0] \$17 ;
+  wire [15:0] \$16 ;
+  wire [18:0] \$17 ;
   wire [19:0] \$18 ;
-  wire [18:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [15:0] \$20 ;
+  wire [15:0] \$19 ;
+  wire [18:0] \$2 ;
+  wire [18:0] \$20 ;
   wire [19:0] \$21 ;
-  wire [18:0] \$22 ;
-  wire [15:0] \$23 ;
+  wire [15:0] \$22 ;
+  wire [18:0] \$23 ;
   wire [19:0] \$24 ;
-  reg [151:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
-  wire [15:0] \$5 ;
+  reg [7:0] \$30 ;
+  reg [15:0] \$31 ;
+  reg [18:0] \$32 ;
+  reg [18:0] \$33 ;
+  reg [151:0] \$34 ;
+  reg [7:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [18:0] \$37 ;
+  reg [18:0] \$38 ;
+  reg [7:0] \$39 ;
+  wire [15:0] \$4 ;
+  reg [15:0] \$40 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [7:0] \$43 ;
+  reg [15:0] \$44 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [18:0] \$49 ;
+  wire [18:0] \$5 ;
+  reg [18:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [18:0] \$53 ;
+  reg [18:0] \$54 ;
+  reg [7:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg [18:0] \$57 ;
+  reg [18:0] \$58 ;
+  reg [7:0] \$59 ;
   wire [19:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [15:0] \$8 ;
+  reg [15:0] \$60 ;
+  reg [18:0] \$61 ;
+  reg [18:0] \$62 ;
+  wire [15:0] \$7 ;
+  wire [18:0] \$8 ;
   wire [19:0] \$9 ;
   output [151:0] acc;
   reg [151:0] acc = 152'h00000000000000000000000000000000000000;
@@ -3240,8 +3451,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [15:0] product_0 = 16'h0000;
+  reg [15:0] product_1 = 16'h0000;
+  reg [15:0] product_2 = 16'h0000;
+  reg [15:0] product_3 = 16'h0000;
+  reg [15:0] product_4 = 16'h0000;
+  reg [15:0] product_5 = 16'h0000;
+  reg [15:0] product_6 = 16'h0000;
+  reg [15:0] product_7 = 16'h0000;
   input rst;
   wire rst;
+  reg [18:0] seed_0_0 = 19'h00000;
+  reg [18:0] seed_0_1 = 19'h00000;
+  reg [18:0] seed_1_0 = 19'h00000;
+  reg [18:0] seed_1_1 = 19'h00000;
+  reg [18:0] seed_2_0 = 19'h00000;
+  reg [18:0] seed_2_1 = 19'h00000;
+  reg [18:0] seed_3_0 = 19'h00000;
+  reg [18:0] seed_3_1 = 19'h00000;
+  reg [18:0] seed_4_0 = 19'h00000;
+  reg [18:0] seed_4_1 = 19'h00000;
+  reg [18:0] seed_5_0 = 19'h00000;
+  reg [18:0] seed_5_1 = 19'h00000;
+  reg [18:0] seed_6_0 = 19'h00000;
+  reg [18:0] seed_6_1 = 19'h00000;
+  reg [18:0] seed_7_0 = 19'h00000;
+  reg [18:0] seed_7_1 = 19'h00000;
   input [151:0] seeds;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -3254,8 +3491,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [18:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
+  reg [7:0] weight_4 = 8'h00;
+  reg [7:0] weight_5 = 8'h00;
+  reg [7:0] weight_6 = 8'h00;
+  reg [7:0] weight_7 = 8'h00;
   input [63:0] weights;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -3266,65 +3514,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[56:38] : acc[56:38];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[75:57] : acc[75:57];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[94:76] : acc[94:76];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[113:95] : acc[113:95];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[132:114] : acc[132:114];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[151:133] : acc[151:133];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[56:38];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[75:57];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[94:76];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[113:95];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[132:114];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[151:133];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [18:0] = \$3 [18:0];
-      \$25 [37:19] = \$6 [18:0];
-      \$25 [56:38] = \$9 [18:0];
-      \$25 [75:57] = \$12 [18:0];
-      \$25 [94:76] = \$15 [18:0];
-      \$25 [113:95] = \$18 [18:0];
-      \$25 [132:114] = \$21 [18:0];
-      \$25 [151:133] = \$24 [18:0];
-    end
+    \$32  = seeds[18:0];
     if (rst) begin
-      \$25  = 152'h00000000000000000000000000000000000000;
+      \$32  = 19'h00000;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \acc[2]  = acc[56:38];
-  assign \acc[3]  = acc[75:57];
-  assign \acc[4]  = acc[94:76];
-  assign \acc[5]  = acc[113:95];
-  assign \acc[6]  = acc[132:114];
-  assign \acc[7]  = acc[151:133];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [18:0] = \$3 [18:0];
+      \$34 [37:19] = \$6 [18:0];
+      \$34 [56:38] = \$9 [18:0];
+      \$34 [75:57] = \$12 [18:0];
+      \$34 [94:76] = \$15 [18:0];
+      \$34 [113:95] = \$18 [18:0];
+      \$34 [132:114] = \$21 [18:0];
+      \$34 [151:133] = \$24 [18:0];
+    end
+    if (rst) begin
+      \$34  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[15:8];
+    if (rst) begin
+      \$35  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[37:19];
+    if (rst) begin
+      \$37  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[23:16];
+    if (rst) begin
+      \$39  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[56:38];
+    if (rst) begin
+      \$41  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[31:24];
+    if (rst) begin
+      \$43  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[75:57];
+    if (rst) begin
+      \$45  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[39:32];
+    if (rst) begin
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[94:76];
+    if (rst) begin
+      \$49  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[47:40];
+    if (rst) begin
+      \$51  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[113:95];
+    if (rst) begin
+      \$53  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[55:48];
+    if (rst) begin
+      \$55  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[132:114];
+    if (rst) begin
+      \$57  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[63:56];
+    if (rst) begin
+      \$59  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[151:133];
+    if (rst) begin
+      \$61  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[7:0];
+    if (rst) begin
+      \$30  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 16'h0000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -3333,6 +3898,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3530,7 +4111,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3618,7 +4199,7 @@ module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3706,7 +4287,7 @@ module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3794,7 +4375,7 @@ module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3882,9 +4463,146 @@ module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , items__valid, items__payload, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$177 , layer1_events
-, layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [22:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [22:0] \$8 ;
+  input clk;
+  wire clk;
+  input [22:0] i__payload;
+  wire [22:0] i__payload;
+  wire [3:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [16:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 23'h000000 *)
+  wire [22:0] main;
+  wire [3:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [16:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [22:0] o__payload;
+  reg [22:0] o__payload = 23'h000000;
+  wire [3:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [16:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [22:0] skid = 23'h000000;
+  wire [3:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [16:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 23'h000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[20:4];
+  assign \o__payload.step_end  = o__payload[21];
+  assign \o__payload.seq_end  = o__payload[22];
+  assign \main.index  = o__payload[3:0];
+  assign \main.value  = o__payload[20:4];
+  assign \main.step_end  = o__payload[21];
+  assign \main.seq_end  = o__payload[22];
+  assign \skid.index  = skid[3:0];
+  assign \skid.value  = skid[20:4];
+  assign \skid.step_end  = skid[21];
+  assign \skid.seq_end  = skid[22];
+  assign \i__payload.index  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[20:4];
+  assign \i__payload.step_end  = i__payload[21];
+  assign \i__payload.seq_end  = i__payload[22];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$182 , layer1_events
+, layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -3960,53 +4678,58 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   reg [31:0] \$164 ;
   reg [36:0] \$165 ;
   reg [36:0] \$166 ;
-  reg \$167 ;
-  reg [15:0] \$168 ;
-  reg [15:0] \$169 ;
+  reg [31:0] \$167 ;
+  reg [63:0] \$168 ;
+  reg [95:0] \$169 ;
   wire [27:0] \$17 ;
-  reg \$170 ;
-  reg [15:0] \$171 ;
-  reg [15:0] \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg [15:0] \$175 ;
-  reg [23:0] \$176 ;
+  reg [36:0] \$170 ;
+  reg [36:0] \$171 ;
+  reg \$172 ;
+  reg [15:0] \$173 ;
+  reg [15:0] \$174 ;
+  reg \$175 ;
+  reg [15:0] \$176 ;
   reg [15:0] \$177 ;
-  reg [15:0] \$178 ;
+  reg \$178 ;
   reg \$179 ;
   wire [27:0] \$18 ;
   reg [15:0] \$180 ;
-  reg [15:0] \$181 ;
-  reg \$182 ;
-  reg \$183 ;
-  reg [15:0] \$184 ;
-  reg [23:0] \$185 ;
+  reg [23:0] \$181 ;
+  reg [15:0] \$182 ;
+  reg [15:0] \$183 ;
+  reg \$184 ;
+  reg [15:0] \$185 ;
   reg [15:0] \$186 ;
-  reg [15:0] \$187 ;
+  reg \$187 ;
   reg \$188 ;
   reg [15:0] \$189 ;
   wire [27:0] \$19 ;
-  reg [15:0] \$190 ;
-  reg \$191 ;
-  reg \$192 ;
-  reg [15:0] \$193 ;
-  reg [23:0] \$194 ;
+  reg [23:0] \$190 ;
+  reg [15:0] \$191 ;
+  reg [15:0] \$192 ;
+  reg \$193 ;
+  reg [15:0] \$194 ;
   reg [15:0] \$195 ;
-  reg [15:0] \$196 ;
+  reg \$196 ;
   reg \$197 ;
   reg [15:0] \$198 ;
-  reg [15:0] \$199 ;
+  reg [23:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg \$200 ;
-  reg \$201 ;
-  reg [15:0] \$202 ;
-  reg [23:0] \$203 ;
-  reg [72:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [31:0] \$206 ;
-  reg [3:0] \$207 ;
+  reg [15:0] \$200 ;
+  reg [15:0] \$201 ;
+  reg \$202 ;
+  reg [15:0] \$203 ;
+  reg [15:0] \$204 ;
+  reg \$205 ;
+  reg \$206 ;
+  reg [15:0] \$207 ;
+  reg [23:0] \$208 ;
+  reg [72:0] \$209 ;
   wire [15:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [31:0] \$211 ;
+  reg [3:0] \$212 ;
   wire [24:0] \$22 ;
   wire \$23 ;
   wire [24:0] \$24 ;
@@ -4093,18 +4816,18 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire [1:0] \$98 ;
   wire [32:0] \$99 ;
   wire [223:0] acc;
-  wire [55:0] \acc$46 ;
-  wire [27:0] \acc$46.cand ;
-  wire [27:0] \acc$46.thr ;
-  wire [55:0] \acc$51 ;
-  wire [27:0] \acc$51.cand ;
-  wire [27:0] \acc$51.thr ;
-  wire [55:0] \acc$54 ;
-  wire [27:0] \acc$54.cand ;
-  wire [27:0] \acc$54.thr ;
-  wire [55:0] \acc$57 ;
-  wire [27:0] \acc$57.cand ;
-  wire [27:0] \acc$57.thr ;
+  wire [55:0] \acc$47 ;
+  wire [27:0] \acc$47.cand ;
+  wire [27:0] \acc$47.thr ;
+  wire [55:0] \acc$52 ;
+  wire [27:0] \acc$52.cand ;
+  wire [27:0] \acc$52.thr ;
+  wire [55:0] \acc$55 ;
+  wire [27:0] \acc$55.cand ;
+  wire [27:0] \acc$55.thr ;
+  wire [55:0] \acc$58 ;
+  wire [27:0] \acc$58.cand ;
+  wire [27:0] \acc$58.thr ;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
   wire [27:0] \acc[2] ;
@@ -4160,17 +4883,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$159 ;
-  wire \gate$166 ;
-  wire \gate$173 ;
+  wire \gate$164 ;
+  wire \gate$171 ;
+  wire \gate$178 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$157 ;
-  wire \hold$164 ;
-  wire \hold$171 ;
+  wire \hold$162 ;
+  wire \hold$169 ;
+  wire \hold$176 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -4182,23 +4905,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [16:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$126 ;
-  wire [3:0] \items__payload$126.index ;
-  wire \items__payload$126.seq_end ;
-  wire \items__payload$126.step_end ;
-  wire [23:0] \items__payload$126.value ;
+  wire [29:0] \items__payload$127 ;
+  wire [3:0] \items__payload$127.index ;
+  wire \items__payload$127.seq_end ;
+  wire \items__payload$127.step_end ;
+  wire [23:0] \items__payload$127.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [16:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$127 ;
-  wire \items__ready$127 ;
+  input \items__ready$128 ;
+  wire \items__ready$128 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$130 ;
+  wire \items__valid$131 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer1_acc_reads;
@@ -4244,12 +4967,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   output [31:0] layer1_weights_writes;
   reg [31:0] layer1_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$156 ;
-  wire [15:0] \new$156.h ;
-  wire [15:0] \new$163 ;
-  wire [15:0] \new$163.h ;
-  wire [15:0] \new$170 ;
-  wire [15:0] \new$170.h ;
+  wire [15:0] \new$161 ;
+  wire [15:0] \new$161.h ;
+  wire [15:0] \new$168 ;
+  wire [15:0] \new$168.h ;
+  wire [15:0] \new$175 ;
+  wire [15:0] \new$175.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -4260,12 +4983,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$53 ;
-  wire [15:0] \old$53.h ;
-  wire [15:0] \old$56 ;
-  wire [15:0] \old$56.h ;
-  wire [15:0] \old$59 ;
-  wire [15:0] \old$59.h ;
+  wire [15:0] \old$54 ;
+  wire [15:0] \old$54.h ;
+  wire [15:0] \old$57 ;
+  wire [15:0] \old$57.h ;
+  wire [15:0] \old$60 ;
+  wire [15:0] \old$60.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -4284,9 +5007,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$158 ;
-  wire [15:0] \out$165 ;
-  wire [15:0] \out$172 ;
+  wire [15:0] \out$163 ;
+  wire [15:0] \out$170 ;
+  wire [15:0] \out$177 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -4296,13 +5019,18 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$52 ;
-  wire [7:0] \params$52.alpha ;
-  wire [7:0] \params$55 ;
-  wire [7:0] \params$55.alpha ;
-  wire [7:0] \params$58 ;
-  wire [7:0] \params$58.alpha ;
+  wire [7:0] \params$53 ;
+  wire [7:0] \params$53.alpha ;
+  wire [7:0] \params$56 ;
+  wire [7:0] \params$56.alpha ;
+  wire [7:0] \params$59 ;
+  wire [7:0] \params$59.alpha ;
   wire [7:0] \params.alpha ;
+  reg [31:0] params_c3 = 32'd0;
+  wire [7:0] \params_c3[0] ;
+  wire [7:0] \params_c3[1] ;
+  wire [7:0] \params_c3[2] ;
+  wire [7:0] \params_c3[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -4311,30 +5039,35 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  reg [95:0] pool_c3 = 96'h000000000000000000000000;
+  wire [23:0] \pool_c3[0] ;
+  wire [23:0] \pool_c3[1] ;
+  wire [23:0] \pool_c3[2] ;
+  wire [23:0] \pool_c3[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [1:0] \port__addr$13 ;
   wire [5:0] \port__addr$22 ;
   wire [1:0] \port__addr$24 ;
   reg [1:0] \port__addr$26 ;
-  reg [1:0] \port__addr$37 ;
   reg [1:0] \port__addr$38 ;
   reg [1:0] \port__addr$39 ;
-  wire [1:0] \port__addr$42 ;
-  wire [1:0] \port__addr$61 ;
-  wire [1:0] \port__addr$65 ;
+  reg [1:0] \port__addr$40 ;
+  wire [1:0] \port__addr$43 ;
+  wire [1:0] \port__addr$62 ;
+  wire [1:0] \port__addr$66 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
-  wire [95:0] \port__data$155 ;
+  wire [31:0] \port__data$150 ;
+  wire [63:0] \port__data$151 ;
+  wire [95:0] \port__data$153 ;
   wire [63:0] \port__data$32 ;
   wire [127:0] \port__data$35 ;
   wire [223:0] \port__data$36 ;
-  wire [223:0] \port__data$44 ;
-  wire [31:0] \port__data$48 ;
-  wire [63:0] \port__data$50 ;
-  wire [63:0] \port__data$67 ;
-  wire [95:0] \port__data$77 ;
+  wire [223:0] \port__data$45 ;
+  wire [63:0] \port__data$68 ;
+  wire [95:0] \port__data$78 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -4344,14 +5077,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   reg \port__en$19 ;
   reg \port__en$20 ;
   reg \port__en$21 ;
-  wire \port__en$43 ;
-  reg \port__en$63  = 1'h0;
+  wire \port__en$44 ;
+  reg \port__en$64  = 1'h0;
   (* init = 1'h0 *)
-  wire \port__en$66 ;
+  wire \port__en$67 ;
   wire [15:0] potential;
-  wire [15:0] \potential$162 ;
-  wire [15:0] \potential$169 ;
-  wire [15:0] \potential$176 ;
+  wire [15:0] \potential$167 ;
+  wire [15:0] \potential$174 ;
+  wire [15:0] \potential$181 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -4363,10 +5096,10 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$152 ;
-  wire \saturated$160 ;
-  wire \saturated$167 ;
-  wire \saturated$174 ;
+  wire \saturated$158 ;
+  wire \saturated$165 ;
+  wire \saturated$172 ;
+  wire \saturated$179 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -4404,6 +5137,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [16:0] \slot_c2.value ;
+  reg [36:0] slot_c2a = 37'h0000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [16:0] \slot_c2a.value ;
+  reg [36:0] slot_c2b = 37'h0000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [16:0] \slot_c2b.value ;
   reg [36:0] slot_c3 = 37'h0000000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4429,23 +5186,28 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire \slot_c4.valid ;
   wire [16:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$177 ;
-  reg [72:0] \trace$177  = 73'h0000000000000000000;
-  wire [3:0] \trace$177.gate ;
-  wire \trace$177.gate[0] ;
-  wire \trace$177.gate[1] ;
-  wire \trace$177.gate[2] ;
-  wire \trace$177.gate[3] ;
-  wire [1:0] \trace$177.group ;
-  wire \trace$177.seq_end ;
-  wire [63:0] \trace$177.state ;
-  wire [15:0] \trace$177.state[0] ;
-  wire [15:0] \trace$177.state[1] ;
-  wire [15:0] \trace$177.state[2] ;
-  wire [15:0] \trace$177.state[3] ;
-  wire \trace$177.step_end ;
-  wire \trace$177.valid ;
+  output [72:0] \trace$182 ;
+  reg [72:0] \trace$182  = 73'h0000000000000000000;
+  wire [3:0] \trace$182.gate ;
+  wire \trace$182.gate[0] ;
+  wire \trace$182.gate[1] ;
+  wire \trace$182.gate[2] ;
+  wire \trace$182.gate[3] ;
+  wire [1:0] \trace$182.group ;
+  wire \trace$182.seq_end ;
+  wire [63:0] \trace$182.state ;
+  wire [15:0] \trace$182.state[0] ;
+  wire [15:0] \trace$182.state[1] ;
+  wire [15:0] \trace$182.state[2] ;
+  wire [15:0] \trace$182.state[3] ;
+  wire \trace$182.step_end ;
+  wire \trace$182.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -4476,21 +5238,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  reg [223:0] \acc$192  [3:0];
+  reg [223:0] \acc$197  [3:0];
   initial begin
-    \acc$192 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$192 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$192 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$192 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$197 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$197 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$197 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$197 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$192 [slot_c3[2:1]] <= \port__data$44 ;
+      \acc$197 [slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [223:0] _0_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _0_ <= \acc$192 [\port__addr$26 ];
+      _0_ <= \acc$197 [\port__addr$26 ];
     end
   end
   assign \port__data$36  = _0_;
@@ -4526,30 +5288,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     end
   end
   assign \port__data$35  = _1_;
-  reg [31:0] \params$190  [3:0];
+  reg [31:0] \params$195  [3:0];
   initial begin
-    \params$190 [0] = 32'd1010511169;
-    \params$190 [1] = 32'd725956668;
-    \params$190 [2] = 32'd960906304;
-    \params$190 [3] = 32'd1128217413;
+    \params$195 [0] = 32'd1010511169;
+    \params$195 [1] = 32'd725956668;
+    \params$195 [2] = 32'd960906304;
+    \params$195 [3] = 32'd1128217413;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$190 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$195 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$190 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$195 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$190 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$195 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$190 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$195 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _2_ <= \params$190 [\port__addr$37 ];
+      _2_ <= \params$195 [\port__addr$38 ];
     end
   end
-  assign \port__data$48  = _2_;
+  assign \port__data$150  = _2_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -4558,16 +5320,16 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     pool[3] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$63 )
-      pool[slot_c4[2:1]] <= \port__data$77 ;
+    if (\port__en$64 )
+      pool[slot_c4[2:1]] <= \port__data$78 ;
   end
   reg [95:0] _3_;
   always @(posedge clk) begin
     if (\port__en$21 ) begin
-      _3_ <= pool[\port__addr$39 ];
+      _3_ <= pool[\port__addr$40 ];
     end
   end
-  assign \port__data$155  = _3_;
+  assign \port__data$153  = _3_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -4576,105 +5338,105 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     state[3] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$63 )
-      state[slot_c4[2:1]] <= \port__data$67 ;
+    if (\port__en$64 )
+      state[slot_c4[2:1]] <= \port__data$68 ;
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _4_ <= state[\port__addr$38 ];
+      _4_ <= state[\port__addr$39 ];
     end
   end
-  assign \port__data$50  = _4_;
-  reg [63:0] \weights$188  [63:0];
+  assign \port__data$151  = _4_;
+  reg [63:0] \weights$193  [63:0];
   initial begin
-    \weights$188 [0] = 64'he72335f1d3353609;
-    \weights$188 [1] = 64'hdb0ccc92da0b3a24;
-    \weights$188 [2] = 64'h021a02270edf3810;
-    \weights$188 [3] = 64'hf195d12c50f0d345;
-    \weights$188 [4] = 64'hc5d4e437e4123319;
-    \weights$188 [5] = 64'hf7c01a6820ca65ed;
-    \weights$188 [6] = 64'h43200dbd082e0705;
-    \weights$188 [7] = 64'hf72dd57bd3d2d253;
-    \weights$188 [8] = 64'h022ff5eca8ad361b;
-    \weights$188 [9] = 64'h38ecdf25c2c2c6bf;
-    \weights$188 [10] = 64'h0f20f1cb3bef08e0;
-    \weights$188 [11] = 64'hcecf3ce3ee2b2ae2;
-    \weights$188 [12] = 64'h07bbe4ad0ed207ea;
-    \weights$188 [13] = 64'hfe0a01f312370110;
-    \weights$188 [14] = 64'h98fdc81a1acadfd8;
-    \weights$188 [15] = 64'h0e142ed93814f912;
-    \weights$188 [16] = 64'h22f9c8f5caca3cd6;
-    \weights$188 [17] = 64'hf9efeef4dca74cf5;
-    \weights$188 [18] = 64'h2c42e0100b3502db;
-    \weights$188 [19] = 64'hec49a909edfb352d;
-    \weights$188 [20] = 64'h01d0d3e924d1dc0f;
-    \weights$188 [21] = 64'h1be219122560432c;
-    \weights$188 [22] = 64'h64b5103f412ca03f;
-    \weights$188 [23] = 64'hb21ef2b5b959dc5e;
-    \weights$188 [24] = 64'h03f1574830632bc6;
-    \weights$188 [25] = 64'hfce12ae9e7dc21e2;
-    \weights$188 [26] = 64'he6ebea223811caf4;
-    \weights$188 [27] = 64'hf103d7dcbe1b3f0d;
-    \weights$188 [28] = 64'h2aedd8bde3b71d5e;
-    \weights$188 [29] = 64'hcc18e1d22a15cdd3;
-    \weights$188 [30] = 64'h34b3f824fec20209;
-    \weights$188 [31] = 64'h16e9fee206262ff7;
-    \weights$188 [32] = 64'h4ab400d3fac8da06;
-    \weights$188 [33] = 64'hd82a2da200c22f45;
-    \weights$188 [34] = 64'h091d0209befddee6;
-    \weights$188 [35] = 64'h0710e0634801fe4c;
-    \weights$188 [36] = 64'hedc5e7d2f8da4ddd;
-    \weights$188 [37] = 64'h0642cbbfed440355;
-    \weights$188 [38] = 64'h172a39ddd6061097;
-    \weights$188 [39] = 64'he029b2e840d409d6;
-    \weights$188 [40] = 64'hed84f5e20b13ec17;
-    \weights$188 [41] = 64'h03edeee5361106e0;
-    \weights$188 [42] = 64'hfcde1f11fc2a0601;
-    \weights$188 [43] = 64'h1633c80b0533d4fb;
-    \weights$188 [44] = 64'h31d3354630df0eee;
-    \weights$188 [45] = 64'h31ea473504c60cf9;
-    \weights$188 [46] = 64'heb46130b190af861;
-    \weights$188 [47] = 64'hf1ebfcd33f2bfa07;
-    \weights$188 [48] = 64'h3b1107e5c1e8daec;
-    \weights$188 [49] = 64'h3356e51d13cebcff;
-    \weights$188 [50] = 64'h3de44e050c27cc0d;
-    \weights$188 [51] = 64'hf2eb4de23b7123b1;
-    \weights$188 [52] = 64'hcf01bcf02ec01120;
-    \weights$188 [53] = 64'h3f22af6526a71936;
-    \weights$188 [54] = 64'h2d1f61c540392404;
-    \weights$188 [55] = 64'h3fc5e13f3fe5d853;
-    \weights$188 [56] = 64'h365017fdf2f63616;
-    \weights$188 [57] = 64'hbc43c4f6f60153f8;
-    \weights$188 [58] = 64'h340bcd27bd0fe30b;
-    \weights$188 [59] = 64'hcb3628f3e4eb2d21;
-    \weights$188 [60] = 64'h57e01b1918eaf2c9;
-    \weights$188 [61] = 64'hd739c0cae4c9343c;
-    \weights$188 [62] = 64'haba7f3df69e9ef11;
-    \weights$188 [63] = 64'hfeedc6d51e2228a8;
+    \weights$193 [0] = 64'he72335f1d3353609;
+    \weights$193 [1] = 64'hdb0ccc92da0b3a24;
+    \weights$193 [2] = 64'h021a02270edf3810;
+    \weights$193 [3] = 64'hf195d12c50f0d345;
+    \weights$193 [4] = 64'hc5d4e437e4123319;
+    \weights$193 [5] = 64'hf7c01a6820ca65ed;
+    \weights$193 [6] = 64'h43200dbd082e0705;
+    \weights$193 [7] = 64'hf72dd57bd3d2d253;
+    \weights$193 [8] = 64'h022ff5eca8ad361b;
+    \weights$193 [9] = 64'h38ecdf25c2c2c6bf;
+    \weights$193 [10] = 64'h0f20f1cb3bef08e0;
+    \weights$193 [11] = 64'hcecf3ce3ee2b2ae2;
+    \weights$193 [12] = 64'h07bbe4ad0ed207ea;
+    \weights$193 [13] = 64'hfe0a01f312370110;
+    \weights$193 [14] = 64'h98fdc81a1acadfd8;
+    \weights$193 [15] = 64'h0e142ed93814f912;
+    \weights$193 [16] = 64'h22f9c8f5caca3cd6;
+    \weights$193 [17] = 64'hf9efeef4dca74cf5;
+    \weights$193 [18] = 64'h2c42e0100b3502db;
+    \weights$193 [19] = 64'hec49a909edfb352d;
+    \weights$193 [20] = 64'h01d0d3e924d1dc0f;
+    \weights$193 [21] = 64'h1be219122560432c;
+    \weights$193 [22] = 64'h64b5103f412ca03f;
+    \weights$193 [23] = 64'hb21ef2b5b959dc5e;
+    \weights$193 [24] = 64'h03f1574830632bc6;
+    \weights$193 [25] = 64'hfce12ae9e7dc21e2;
+    \weights$193 [26] = 64'he6ebea223811caf4;
+    \weights$193 [27] = 64'hf103d7dcbe1b3f0d;
+    \weights$193 [28] = 64'h2aedd8bde3b71d5e;
+    \weights$193 [29] = 64'hcc18e1d22a15cdd3;
+    \weights$193 [30] = 64'h34b3f824fec20209;
+    \weights$193 [31] = 64'h16e9fee206262ff7;
+    \weights$193 [32] = 64'h4ab400d3fac8da06;
+    \weights$193 [33] = 64'hd82a2da200c22f45;
+    \weights$193 [34] = 64'h091d0209befddee6;
+    \weights$193 [35] = 64'h0710e0634801fe4c;
+    \weights$193 [36] = 64'hedc5e7d2f8da4ddd;
+    \weights$193 [37] = 64'h0642cbbfed440355;
+    \weights$193 [38] = 64'h172a39ddd6061097;
+    \weights$193 [39] = 64'he029b2e840d409d6;
+    \weights$193 [40] = 64'hed84f5e20b13ec17;
+    \weights$193 [41] = 64'h03edeee5361106e0;
+    \weights$193 [42] = 64'hfcde1f11fc2a0601;
+    \weights$193 [43] = 64'h1633c80b0533d4fb;
+    \weights$193 [44] = 64'h31d3354630df0eee;
+    \weights$193 [45] = 64'h31ea473504c60cf9;
+    \weights$193 [46] = 64'heb46130b190af861;
+    \weights$193 [47] = 64'hf1ebfcd33f2bfa07;
+    \weights$193 [48] = 64'h3b1107e5c1e8daec;
+    \weights$193 [49] = 64'h3356e51d13cebcff;
+    \weights$193 [50] = 64'h3de44e050c27cc0d;
+    \weights$193 [51] = 64'hf2eb4de23b7123b1;
+    \weights$193 [52] = 64'hcf01bcf02ec01120;
+    \weights$193 [53] = 64'h3f22af6526a71936;
+    \weights$193 [54] = 64'h2d1f61c540392404;
+    \weights$193 [55] = 64'h3fc5e13f3fe5d853;
+    \weights$193 [56] = 64'h365017fdf2f63616;
+    \weights$193 [57] = 64'hbc43c4f6f60153f8;
+    \weights$193 [58] = 64'h340bcd27bd0fe30b;
+    \weights$193 [59] = 64'hcb3628f3e4eb2d21;
+    \weights$193 [60] = 64'h57e01b1918eaf2c9;
+    \weights$193 [61] = 64'hd739c0cae4c9343c;
+    \weights$193 [62] = 64'haba7f3df69e9ef11;
+    \weights$193 [63] = 64'hfeedc6d51e2228a8;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$188 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$193 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$188 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$193 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$188 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$193 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$188 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$193 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$188 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$193 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$188 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$193 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$188 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$193 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$188 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$193 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _5_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _5_ <= \weights$188 [\$8 [5:0]];
+      _5_ <= \weights$193 [\$8 [5:0]];
     end
   end
   assign \port__data$32  = _5_;
@@ -4701,12 +5463,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \$17  = use_acc2 ? \port__data$36 [167:140] : { \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95:80] };
   assign \$18  = use_acc2 ? \port__data$36 [195:168] : { \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111:96] };
   assign \$19  = use_acc2 ? \port__data$36 [223:196] : { \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127:112] };
-  assign \$20  = slot_c2[0] & slot_c2[11];
+  assign \$20  = slot_c2a[0] & slot_c2a[11];
   assign finalize = slot_c3[0] & slot_c3[11];
-  assign old = slot_c3[13] ? 16'h0000 : \port__data$50 [15:0];
-  assign \old$53  = slot_c3[13] ? 16'h0000 : \port__data$50 [31:16];
-  assign \old$56  = slot_c3[13] ? 16'h0000 : \port__data$50 [47:32];
-  assign \old$59  = slot_c3[13] ? 16'h0000 : \port__data$50 [63:48];
+  assign old = slot_c3[13] ? 16'h0000 : state_c3[15:0];
+  assign \old$54  = slot_c3[13] ? 16'h0000 : state_c3[31:16];
+  assign \old$57  = slot_c3[13] ? 16'h0000 : state_c3[47:32];
+  assign \old$60  = slot_c3[13] ? 16'h0000 : state_c3[63:48];
   assign \$21  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -4813,10 +5575,10 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \$130  = | slot_c2[36:20];
   assign \$131  = \$129  & \$130 ;
   assign \$132  = layer1_macs + 4'h8;
-  assign \$133  = slot_c3[13] ? 24'h000000 : \port__data$155 [23:0];
-  assign \$134  = slot_c3[13] ? 24'h000000 : \port__data$155 [47:24];
-  assign \$135  = slot_c3[13] ? 24'h000000 : \port__data$155 [71:48];
-  assign \$136  = slot_c3[13] ? 24'h000000 : \port__data$155 [95:72];
+  assign \$133  = slot_c3[13] ? 24'h000000 : pool_c3[23:0];
+  assign \$134  = slot_c3[13] ? 24'h000000 : pool_c3[47:24];
+  assign \$135  = slot_c3[13] ? 24'h000000 : pool_c3[71:48];
+  assign \$136  = slot_c3[13] ? 24'h000000 : pool_c3[95:72];
   assign \$137  = 1'h0 + changed[0];
   assign \$138  = \$137  + changed[1];
   assign \$139  = \$138  + changed[2];
@@ -4861,98 +5623,108 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   always @(posedge clk)
     layer1_macs <= \$164 ;
   always @(posedge clk)
-    slot_c3 <= \$165 ;
+    slot_c2a <= \$165 ;
   always @(posedge clk)
-    slot_c4 <= \$166 ;
+    slot_c2b <= \$166 ;
   always @(posedge clk)
-    \port__en$63  <= \$167 ;
+    params_c3 <= \$167 ;
   always @(posedge clk)
-    new_c4_0 <= \$168 ;
+    state_c3 <= \$168 ;
   always @(posedge clk)
-    old_c4_0 <= \$169 ;
+    pool_c3 <= \$169 ;
   always @(posedge clk)
-    hold_c4_0 <= \$170 ;
+    slot_c3 <= \$170 ;
   always @(posedge clk)
-    out_c4_0 <= \$171 ;
+    slot_c4 <= \$171 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$172 ;
+    \port__en$64  <= \$172 ;
   always @(posedge clk)
-    gate_c4_0 <= \$173 ;
+    new_c4_0 <= \$173 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$174 ;
+    old_c4_0 <= \$174 ;
   always @(posedge clk)
-    potential_c4_0 <= \$175 ;
+    hold_c4_0 <= \$175 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$176 ;
+    out_c4_0 <= \$176 ;
   always @(posedge clk)
-    new_c4_1 <= \$177 ;
+    old_out_c4_0 <= \$177 ;
   always @(posedge clk)
-    old_c4_1 <= \$178 ;
+    gate_c4_0 <= \$178 ;
   always @(posedge clk)
-    hold_c4_1 <= \$179 ;
+    saturated_c4_0 <= \$179 ;
   always @(posedge clk)
-    out_c4_1 <= \$180 ;
+    potential_c4_0 <= \$180 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$181 ;
+    old_pool_c4_0 <= \$181 ;
   always @(posedge clk)
-    gate_c4_1 <= \$182 ;
+    new_c4_1 <= \$182 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$183 ;
+    old_c4_1 <= \$183 ;
   always @(posedge clk)
-    potential_c4_1 <= \$184 ;
+    hold_c4_1 <= \$184 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$185 ;
+    out_c4_1 <= \$185 ;
   always @(posedge clk)
-    new_c4_2 <= \$186 ;
+    old_out_c4_1 <= \$186 ;
   always @(posedge clk)
-    old_c4_2 <= \$187 ;
+    gate_c4_1 <= \$187 ;
   always @(posedge clk)
-    hold_c4_2 <= \$188 ;
+    saturated_c4_1 <= \$188 ;
   always @(posedge clk)
-    out_c4_2 <= \$189 ;
+    potential_c4_1 <= \$189 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$190 ;
+    old_pool_c4_1 <= \$190 ;
   always @(posedge clk)
-    gate_c4_2 <= \$191 ;
+    new_c4_2 <= \$191 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$192 ;
+    old_c4_2 <= \$192 ;
   always @(posedge clk)
-    potential_c4_2 <= \$193 ;
+    hold_c4_2 <= \$193 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$194 ;
+    out_c4_2 <= \$194 ;
   always @(posedge clk)
-    new_c4_3 <= \$195 ;
+    old_out_c4_2 <= \$195 ;
   always @(posedge clk)
-    old_c4_3 <= \$196 ;
+    gate_c4_2 <= \$196 ;
   always @(posedge clk)
-    hold_c4_3 <= \$197 ;
+    saturated_c4_2 <= \$197 ;
   always @(posedge clk)
-    out_c4_3 <= \$198 ;
+    potential_c4_2 <= \$198 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$199 ;
+    old_pool_c4_2 <= \$199 ;
   always @(posedge clk)
-    gate_c4_3 <= \$200 ;
+    new_c4_3 <= \$200 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$201 ;
+    old_c4_3 <= \$201 ;
   always @(posedge clk)
-    potential_c4_3 <= \$202 ;
+    hold_c4_3 <= \$202 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$203 ;
+    out_c4_3 <= \$203 ;
   always @(posedge clk)
-    \trace$177  <= \$204 ;
+    old_out_c4_3 <= \$204 ;
   always @(posedge clk)
-    layer1_events <= \$205 ;
+    gate_c4_3 <= \$205 ;
   always @(posedge clk)
-    layer1_saturations <= \$206 ;
+    saturated_c4_3 <= \$206 ;
   always @(posedge clk)
-    reserved <= \$207 ;
+    potential_c4_3 <= \$207 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$208 ;
+  always @(posedge clk)
+    \trace$182  <= \$209 ;
+  always @(posedge clk)
+    layer1_events <= \$210 ;
+  always @(posedge clk)
+    layer1_saturations <= \$211 ;
+  always @(posedge clk)
+    reserved <= \$212 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$63 ),
+    .w_en(\port__en$64 ),
     .w_port__data(entry)
   );
   \accelerator.layer1.issue  issue (
@@ -4987,55 +5759,55 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$127 ),
+    .items__ready(\items__ready$128 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer1.update_0  update_0 (
     .abs_at_least(gate),
-    .acc(\acc$46 ),
+    .acc(\acc$47 ),
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(\port__data$48 [7:0]),
-    .saturated(\saturated$152 )
+    .params(params_c3[7:0]),
+    .saturated(\saturated$158 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .abs_at_least(\gate$159 ),
-    .acc(\acc$51 ),
-    .h_new(\new$156 ),
-    .hold(\hold$157 ),
-    .old(\old$53 ),
-    .params(\port__data$48 [15:8]),
-    .saturated(\saturated$160 )
+    .abs_at_least(\gate$164 ),
+    .acc(\acc$52 ),
+    .h_new(\new$161 ),
+    .hold(\hold$162 ),
+    .old(\old$54 ),
+    .params(params_c3[15:8]),
+    .saturated(\saturated$165 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .abs_at_least(\gate$166 ),
-    .acc(\acc$54 ),
-    .h_new(\new$163 ),
-    .hold(\hold$164 ),
-    .old(\old$56 ),
-    .params(\port__data$48 [23:16]),
-    .saturated(\saturated$167 )
+    .abs_at_least(\gate$171 ),
+    .acc(\acc$55 ),
+    .h_new(\new$168 ),
+    .hold(\hold$169 ),
+    .old(\old$57 ),
+    .params(params_c3[23:16]),
+    .saturated(\saturated$172 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .abs_at_least(\gate$173 ),
-    .acc(\acc$57 ),
-    .h_new(\new$170 ),
-    .hold(\hold$171 ),
-    .old(\old$59 ),
-    .params(\port__data$48 [31:24]),
-    .saturated(\saturated$174 )
+    .abs_at_least(\gate$178 ),
+    .acc(\acc$58 ),
+    .h_new(\new$175 ),
+    .hold(\hold$176 ),
+    .old(\old$60 ),
+    .params(params_c3[31:24]),
+    .saturated(\saturated$179 )
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$17  = 1'h0;
     if (\$11 ) begin
       (* full_case = 32'd1 *)
@@ -5046,21 +5818,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$18  = 1'h0;
     if (\$20 ) begin
       \port__en$18  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$19  = 1'h0;
     if (\$20 ) begin
       \port__en$19  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$20  = 1'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -5069,14 +5841,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$21  = 1'h0;
     if (\$20 ) begin
       \port__en$21  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__addr$26  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -5085,126 +5857,126 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__addr$37  = 2'h0;
-    if (\$20 ) begin
-      \port__addr$37  = slot_c2[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__addr$38  = 2'h0;
     if (\$20 ) begin
-      \port__addr$38  = slot_c2[2:1];
+      \port__addr$38  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__addr$39  = 2'h0;
     if (\$20 ) begin
-      \port__addr$39  = slot_c2[2:1];
+      \port__addr$39  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \port__addr$40  = 2'h0;
+    if (\$20 ) begin
+      \port__addr$40  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$150  = \$99 [31:0];
     if (rst) begin
       \$150  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$151  = \$102 [31:0];
     if (rst) begin
       \$151  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$152  = \$104 [31:0];
     if (rst) begin
       \$152  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$153  = \$107 [31:0];
     if (rst) begin
       \$153  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$154  = \$109 [31:0];
     if (rst) begin
       \$154  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$155  = \$112 [31:0];
     if (rst) begin
       \$155  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$156  = \$114 [31:0];
     if (rst) begin
       \$156  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$157  = \$117 [31:0];
     if (rst) begin
       \$157  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$158  = \$119 [31:0];
     if (rst) begin
       \$158  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$159  = \$122 [31:0];
     if (rst) begin
       \$159  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$160  = \$124 [31:0];
     if (rst) begin
       \$160  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$161  = \$127 [31:0];
     if (rst) begin
       \$161  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$162  = slot;
     if (rst) begin
       \$162  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$163  = use_acc;
     if (rst) begin
       \$163  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$164  = layer1_macs;
     if (\$131 ) begin
       \$164  = \$132 [31:0];
@@ -5214,310 +5986,345 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$165  = slot_c2;
     if (rst) begin
       \$165  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$166  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$166  = slot_c2a;
     if (rst) begin
       \$166  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$167  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$167  = \port__data$150 ;
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$168  = \new ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$168  = \port__data$151 ;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$168  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$169  = old;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$169  = \port__data$153 ;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 96'h000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$170  = hold;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$170  = slot_c2b;
     if (rst) begin
-      \$170  = 1'h0;
+      \$170  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$171  = \new ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$171  = slot_c3;
     if (rst) begin
-      \$171  = 16'h0000;
+      \$171  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$172  = old;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$172  = finalize;
     if (rst) begin
-      \$172  = 16'h0000;
+      \$172  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$173  = gate;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$173  = \new ;
     if (rst) begin
-      \$173  = 1'h0;
+      \$173  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$174  = \saturated$152 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$174  = old;
     if (rst) begin
-      \$174  = 1'h0;
+      \$174  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$175  = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$175  = hold;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$175  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$176  = \$133 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$176  = \new ;
     if (rst) begin
-      \$176  = 24'h000000;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$177  = \new$156 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$177  = old;
     if (rst) begin
       \$177  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$178  = \old$53 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$178  = gate;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$179  = \hold$157 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$179  = \saturated$158 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$180  = \new$156 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$180  = 16'h0000;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$181  = \old$53 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$181  = \$133 ;
     if (rst) begin
-      \$181  = 16'h0000;
+      \$181  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$182  = \gate$159 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$182  = \new$161 ;
     if (rst) begin
-      \$182  = 1'h0;
+      \$182  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$183  = \saturated$160 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$183  = \old$54 ;
     if (rst) begin
-      \$183  = 1'h0;
+      \$183  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$184  = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$184  = \hold$162 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$185  = \$134 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$185  = \new$161 ;
     if (rst) begin
-      \$185  = 24'h000000;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$186  = \new$163 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$186  = \old$54 ;
     if (rst) begin
       \$186  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$187  = \old$56 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$187  = \gate$164 ;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$188  = \hold$164 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$188  = \saturated$165 ;
     if (rst) begin
       \$188  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$189  = \new$163 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$189  = 16'h0000;
     if (rst) begin
       \$189  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$190  = \old$56 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$190  = \$134 ;
     if (rst) begin
-      \$190  = 16'h0000;
+      \$190  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$191  = \gate$166 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$191  = \new$168 ;
     if (rst) begin
-      \$191  = 1'h0;
+      \$191  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$192  = \saturated$167 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$192  = \old$57 ;
     if (rst) begin
-      \$192  = 1'h0;
+      \$192  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$193  = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$193  = \hold$169 ;
     if (rst) begin
-      \$193  = 16'h0000;
+      \$193  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$194  = \$135 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$194  = \new$168 ;
     if (rst) begin
-      \$194  = 24'h000000;
+      \$194  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$195  = \new$170 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$195  = \old$57 ;
     if (rst) begin
       \$195  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$196  = \old$59 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$196  = \gate$171 ;
     if (rst) begin
-      \$196  = 16'h0000;
+      \$196  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$197  = \hold$171 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$197  = \saturated$172 ;
     if (rst) begin
       \$197  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$198  = \new$170 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$198  = 16'h0000;
     if (rst) begin
       \$198  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$199  = \old$59 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$199  = \$135 ;
     if (rst) begin
-      \$199  = 16'h0000;
+      \$199  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$200  = \gate$173 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$200  = \new$175 ;
     if (rst) begin
-      \$200  = 1'h0;
+      \$200  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$201  = \saturated$174 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$201  = \old$60 ;
     if (rst) begin
-      \$201  = 1'h0;
+      \$201  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$202  = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$202  = \hold$176 ;
     if (rst) begin
-      \$202  = 16'h0000;
+      \$202  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$203  = \$136 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$203  = \new$175 ;
     if (rst) begin
-      \$203  = 24'h000000;
+      \$203  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$204  = trace;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$204  = \old$60 ;
     if (rst) begin
-      \$204  = 73'h0000000000000000000;
+      \$204  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$205  = layer1_events;
-    if (\port__en$63 ) begin
-      \$205  = \$141 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$205  = \gate$178 ;
     if (rst) begin
-      \$205  = 32'd0;
+      \$205  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$206  = layer1_saturations;
-    if (\port__en$63 ) begin
-      \$206  = \$146 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$206  = \saturated$179 ;
     if (rst) begin
-      \$206  = 32'd0;
+      \$206  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$207  = \$149 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$207  = 16'h0000;
     if (rst) begin
-      \$207  = 4'h0;
+      \$207  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$208  = \$136 ;
+    if (rst) begin
+      \$208  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$209  = trace;
+    if (rst) begin
+      \$209  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$210  = layer1_events;
+    if (\port__en$64 ) begin
+      \$210  = \$141 [31:0];
+    end
+    if (rst) begin
+      \$210  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$211  = layer1_saturations;
+    if (\port__en$64 ) begin
+      \$211  = \$146 [31:0];
+    end
+    if (rst) begin
+      \$211  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$212  = \$149 [3:0];
+    if (rst) begin
+      \$212  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5532,36 +6339,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
-  assign \port__addr$42  = slot_c3[2:1];
-  assign \port__en$43  = finalize;
-  assign params = \port__data$48 [7:0];
-  assign \params$52  = \port__data$48 [15:8];
-  assign \params$55  = \port__data$48 [23:16];
-  assign \params$58  = \port__data$48 [31:24];
-  assign \port__addr$61  = slot_c4[2:1];
-  assign finalize4 = \port__en$63 ;
-  assign \port__addr$65  = slot_c4[2:1];
-  assign \port__en$66  = \port__en$63 ;
+  assign \port__addr$43  = slot_c3[2:1];
+  assign \port__en$44  = finalize;
+  assign params = params_c3[7:0];
+  assign \params$53  = params_c3[15:8];
+  assign \params$56  = params_c3[23:16];
+  assign \params$59  = params_c3[31:24];
+  assign \port__addr$62  = slot_c4[2:1];
+  assign finalize4 = \port__en$64 ;
+  assign \port__addr$66  = slot_c4[2:1];
+  assign \port__en$67  = \port__en$64 ;
   assign pool_0 = \$28 [23:0];
   assign pool_1 = \$47 [23:0];
   assign pool_2 = \$66 [23:0];
   assign pool_3 = \$85 [23:0];
   assign w_data = entry;
-  assign w_en = \port__en$63 ;
+  assign w_en = \port__en$64 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$126  = events__payload;
-  assign events__ready = \items__ready$127 ;
-  assign \items__valid$130  = events__valid;
+  assign \items__payload$127  = events__payload;
+  assign events__ready = \items__ready$128 ;
+  assign \items__valid$131  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$158  = \new$156 ;
-  assign \potential$162  = 16'h0000;
-  assign \out$165  = \new$163 ;
-  assign \potential$169  = 16'h0000;
-  assign \out$172  = \new$170 ;
-  assign \potential$176  = 16'h0000;
+  assign \out$163  = \new$161 ;
+  assign \potential$167  = 16'h0000;
+  assign \out$170  = \new$168 ;
+  assign \potential$174  = 16'h0000;
+  assign \out$177  = \new$175 ;
+  assign \potential$181  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -5613,6 +6420,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \seeds[5]  = seeds[167:140];
   assign \seeds[6]  = seeds[195:168];
   assign \seeds[7]  = seeds[223:196];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[19:16];
+  assign \slot_c2a.value  = slot_c2a[36:20];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[2:1];
   assign \slot_c3.base  = slot_c3[9:3];
@@ -5632,22 +6450,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \acc[5]  = acc[167:140];
   assign \acc[6]  = acc[195:168];
   assign \acc[7]  = acc[223:196];
-  assign \acc$46.cand  = \acc$46 [27:0];
-  assign \acc$46.thr  = \acc$46 [55:28];
-  assign \params.alpha  = \port__data$48 [7:0];
+  assign \acc$47.cand  = \acc$47 [27:0];
+  assign \acc$47.thr  = \acc$47 [55:28];
+  assign \params.alpha  = params_c3[7:0];
+  assign \params_c3[0]  = params_c3[7:0];
+  assign \params_c3[1]  = params_c3[15:8];
+  assign \params_c3[2]  = params_c3[23:16];
+  assign \params_c3[3]  = params_c3[31:24];
   assign \old.h  = old;
-  assign \acc$51.cand  = \acc$51 [27:0];
-  assign \acc$51.thr  = \acc$51 [55:28];
-  assign \params$52.alpha  = \port__data$48 [15:8];
-  assign \old$53.h  = \old$53 ;
-  assign \acc$54.cand  = \acc$54 [27:0];
-  assign \acc$54.thr  = \acc$54 [55:28];
-  assign \params$55.alpha  = \port__data$48 [23:16];
-  assign \old$56.h  = \old$56 ;
-  assign \acc$57.cand  = \acc$57 [27:0];
-  assign \acc$57.thr  = \acc$57 [55:28];
-  assign \params$58.alpha  = \port__data$48 [31:24];
-  assign \old$59.h  = \old$59 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$52.cand  = \acc$52 [27:0];
+  assign \acc$52.thr  = \acc$52 [55:28];
+  assign \params$53.alpha  = params_c3[15:8];
+  assign \old$54.h  = \old$54 ;
+  assign \acc$55.cand  = \acc$55 [27:0];
+  assign \acc$55.thr  = \acc$55 [55:28];
+  assign \params$56.alpha  = params_c3[23:16];
+  assign \old$57.h  = \old$57 ;
+  assign \acc$58.cand  = \acc$58 [27:0];
+  assign \acc$58.thr  = \acc$58 [55:28];
+  assign \params$59.alpha  = params_c3[31:24];
+  assign \old$60.h  = \old$60 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[9:3];
@@ -5703,28 +6529,43 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$126.index  = events__payload[3:0];
-  assign \items__payload$126.value  = events__payload[27:4];
-  assign \items__payload$126.step_end  = events__payload[28];
-  assign \items__payload$126.seq_end  = events__payload[29];
+  assign \items__payload$127.index  = events__payload[3:0];
+  assign \items__payload$127.value  = events__payload[27:4];
+  assign \items__payload$127.step_end  = events__payload[28];
+  assign \items__payload$127.seq_end  = events__payload[29];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[19:16];
+  assign \slot_c2b.value  = slot_c2b[36:20];
+  assign \pool_c3[0]  = pool_c3[23:0];
+  assign \pool_c3[1]  = pool_c3[47:24];
+  assign \pool_c3[2]  = pool_c3[71:48];
+  assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$156.h  = \new$156 ;
-  assign \new$163.h  = \new$163 ;
-  assign \new$170.h  = \new$170 ;
-  assign \trace$177.valid  = \trace$177 [0];
-  assign \trace$177.group  = \trace$177 [2:1];
-  assign \trace$177.step_end  = \trace$177 [3];
-  assign \trace$177.seq_end  = \trace$177 [4];
-  assign \trace$177.state  = \trace$177 [68:5];
-  assign \trace$177.state[0]  = \trace$177 [20:5];
-  assign \trace$177.state[1]  = \trace$177 [36:21];
-  assign \trace$177.state[2]  = \trace$177 [52:37];
-  assign \trace$177.state[3]  = \trace$177 [68:53];
-  assign \trace$177.gate  = \trace$177 [72:69];
-  assign \trace$177.gate[0]  = \trace$177 [69];
-  assign \trace$177.gate[1]  = \trace$177 [70];
-  assign \trace$177.gate[2]  = \trace$177 [71];
-  assign \trace$177.gate[3]  = \trace$177 [72];
+  assign \new$161.h  = \new$161 ;
+  assign \new$168.h  = \new$168 ;
+  assign \new$175.h  = \new$175 ;
+  assign \trace$182.valid  = \trace$182 [0];
+  assign \trace$182.group  = \trace$182 [2:1];
+  assign \trace$182.step_end  = \trace$182 [3];
+  assign \trace$182.seq_end  = \trace$182 [4];
+  assign \trace$182.state  = \trace$182 [68:5];
+  assign \trace$182.state[0]  = \trace$182 [20:5];
+  assign \trace$182.state[1]  = \trace$182 [36:21];
+  assign \trace$182.state[2]  = \trace$182 [52:37];
+  assign \trace$182.state[3]  = \trace$182 [68:53];
+  assign \trace$182.gate  = \trace$182 [72:69];
+  assign \trace$182.gate[0]  = \trace$182 [69];
+  assign \trace$182.gate[1]  = \trace$182 [70];
+  assign \trace$182.gate[2]  = \trace$182 [71];
+  assign \trace$182.gate[3]  = \trace$182 [72];
   assign entry[103] = slot_c4[14];
   assign entry[102] = \$97 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -5739,7 +6580,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign trace[4] = slot_c4[14];
   assign trace[3] = slot_c4[12];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$63 ;
+  assign trace[0] = \port__en$64 ;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -5756,34 +6597,34 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign changed[2] = \$72 ;
   assign changed[1] = \$53 ;
   assign changed[0] = \$34 ;
-  assign \port__data$77 [95:72] = \$85 [23:0];
-  assign \port__data$77 [71:48] = \$66 [23:0];
-  assign \port__data$77 [47:24] = \$47 [23:0];
-  assign \port__data$77 [23:0] = \$28 [23:0];
-  assign \port__data$67 [63:48] = \$78 ;
-  assign \port__data$67 [47:32] = \$59 ;
-  assign \port__data$67 [31:16] = \$40 ;
-  assign \port__data$67 [15:0] = \$21 ;
+  assign \port__data$78 [95:72] = \$85 [23:0];
+  assign \port__data$78 [71:48] = \$66 [23:0];
+  assign \port__data$78 [47:24] = \$47 [23:0];
+  assign \port__data$78 [23:0] = \$28 [23:0];
+  assign \port__data$68 [63:48] = \$78 ;
+  assign \port__data$68 [47:32] = \$59 ;
+  assign \port__data$68 [31:16] = \$40 ;
+  assign \port__data$68 [15:0] = \$21 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$57 [55:28] = acc[223:196];
-  assign \acc$57 [27:0] = acc[195:168];
-  assign \acc$54 [55:28] = acc[167:140];
-  assign \acc$54 [27:0] = acc[139:112];
-  assign \acc$51 [55:28] = acc[111:84];
-  assign \acc$51 [27:0] = acc[83:56];
-  assign \acc$46 [55:28] = acc[55:28];
-  assign \acc$46 [27:0] = acc[27:0];
-  assign \port__data$44 [223:196] = acc[223:196];
-  assign \port__data$44 [195:168] = acc[195:168];
-  assign \port__data$44 [167:140] = acc[167:140];
-  assign \port__data$44 [139:112] = acc[139:112];
-  assign \port__data$44 [111:84] = acc[111:84];
-  assign \port__data$44 [83:56] = acc[83:56];
-  assign \port__data$44 [55:28] = acc[55:28];
-  assign \port__data$44 [27:0] = acc[27:0];
+  assign \acc$58 [55:28] = acc[223:196];
+  assign \acc$58 [27:0] = acc[195:168];
+  assign \acc$55 [55:28] = acc[167:140];
+  assign \acc$55 [27:0] = acc[139:112];
+  assign \acc$52 [55:28] = acc[111:84];
+  assign \acc$52 [27:0] = acc[83:56];
+  assign \acc$47 [55:28] = acc[55:28];
+  assign \acc$47 [27:0] = acc[27:0];
+  assign \port__data$45 [223:196] = acc[223:196];
+  assign \port__data$45 [195:168] = acc[195:168];
+  assign \port__data$45 [167:140] = acc[167:140];
+  assign \port__data$45 [139:112] = acc[139:112];
+  assign \port__data$45 [111:84] = acc[111:84];
+  assign \port__data$45 [83:56] = acc[83:56];
+  assign \port__data$45 [55:28] = acc[55:28];
+  assign \port__data$45 [27:0] = acc[27:0];
   assign seeds[223:196] = \$19 ;
   assign seeds[195:168] = \$18 ;
   assign seeds[167:140] = \$17 ;
@@ -5824,14 +6665,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$127 , \config , ite
   assign \$91  = \$90 ;
   assign \$93  = \$92 ;
   assign \$94  = slot_c4[14];
-  assign \$115  = \port__en$63 ;
+  assign \$115  = \port__en$64 ;
   assign \$120  = finalize;
-  assign \$125  = \port__en$63 ;
+  assign \$125  = \port__en$64 ;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5959,7 +6800,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5969,7 +6810,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5979,7 +6820,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5992,7 +6833,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -6012,8 +6853,8 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -6044,7 +6885,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -6075,7 +6916,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   reg \$62 ;
   reg \$63 ;
   reg [36:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -6098,7 +6939,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -6234,6 +7075,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -6320,7 +7162,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6330,14 +7172,14 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6346,28 +7188,28 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6382,7 +7224,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$56  = layer1_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6394,7 +7236,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6425,7 +7267,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6440,7 +7282,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6458,7 +7300,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6476,7 +7318,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6494,7 +7336,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6506,7 +7348,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -6518,7 +7360,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6536,26 +7378,26 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6575,7 +7417,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6588,7 +7430,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6606,7 +7448,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6624,7 +7466,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6645,7 +7487,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6658,7 +7500,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6671,7 +7513,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = layer1_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6683,7 +7525,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = layer1_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6697,7 +7539,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6711,7 +7553,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$76  = layer1_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6766,36 +7608,72 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__va
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[20:4], 4'h0 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
-  wire [27:0] \$1 ;
-  wire [27:0] \$10 ;
-  wire [24:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire [24:0] \$1 ;
+  wire [24:0] \$10 ;
+  wire [27:0] \$11 ;
   wire [28:0] \$12 ;
-  wire [27:0] \$13 ;
-  wire [24:0] \$14 ;
+  wire [24:0] \$13 ;
+  wire [27:0] \$14 ;
   wire [28:0] \$15 ;
-  wire [27:0] \$16 ;
-  wire [24:0] \$17 ;
+  wire [24:0] \$16 ;
+  wire [27:0] \$17 ;
   wire [28:0] \$18 ;
-  wire [27:0] \$19 ;
-  wire [24:0] \$2 ;
-  wire [24:0] \$20 ;
+  wire [24:0] \$19 ;
+  wire [27:0] \$2 ;
+  wire [27:0] \$20 ;
   wire [28:0] \$21 ;
-  wire [27:0] \$22 ;
-  wire [24:0] \$23 ;
+  wire [24:0] \$22 ;
+  wire [27:0] \$23 ;
   wire [28:0] \$24 ;
-  reg [223:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [16:0] \$29 ;
   wire [28:0] \$3 ;
-  wire [27:0] \$4 ;
-  wire [24:0] \$5 ;
+  reg [7:0] \$30 ;
+  reg [24:0] \$31 ;
+  reg [27:0] \$32 ;
+  reg [27:0] \$33 ;
+  reg [223:0] \$34 ;
+  reg [7:0] \$35 ;
+  reg [24:0] \$36 ;
+  reg [27:0] \$37 ;
+  reg [27:0] \$38 ;
+  reg [7:0] \$39 ;
+  wire [24:0] \$4 ;
+  reg [24:0] \$40 ;
+  reg [27:0] \$41 ;
+  reg [27:0] \$42 ;
+  reg [7:0] \$43 ;
+  reg [24:0] \$44 ;
+  reg [27:0] \$45 ;
+  reg [27:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg [24:0] \$48 ;
+  reg [27:0] \$49 ;
+  wire [27:0] \$5 ;
+  reg [27:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [24:0] \$52 ;
+  reg [27:0] \$53 ;
+  reg [27:0] \$54 ;
+  reg [7:0] \$55 ;
+  reg [24:0] \$56 ;
+  reg [27:0] \$57 ;
+  reg [27:0] \$58 ;
+  reg [7:0] \$59 ;
   wire [28:0] \$6 ;
-  wire [27:0] \$7 ;
-  wire [24:0] \$8 ;
+  reg [24:0] \$60 ;
+  reg [27:0] \$61 ;
+  reg [27:0] \$62 ;
+  wire [24:0] \$7 ;
+  wire [27:0] \$8 ;
   wire [28:0] \$9 ;
   output [223:0] acc;
   reg [223:0] acc = 224'h00000000000000000000000000000000000000000000000000000000;
@@ -6811,8 +7689,34 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [24:0] product_0 = 25'h0000000;
+  reg [24:0] product_1 = 25'h0000000;
+  reg [24:0] product_2 = 25'h0000000;
+  reg [24:0] product_3 = 25'h0000000;
+  reg [24:0] product_4 = 25'h0000000;
+  reg [24:0] product_5 = 25'h0000000;
+  reg [24:0] product_6 = 25'h0000000;
+  reg [24:0] product_7 = 25'h0000000;
   input rst;
   wire rst;
+  reg [27:0] seed_0_0 = 28'h0000000;
+  reg [27:0] seed_0_1 = 28'h0000000;
+  reg [27:0] seed_1_0 = 28'h0000000;
+  reg [27:0] seed_1_1 = 28'h0000000;
+  reg [27:0] seed_2_0 = 28'h0000000;
+  reg [27:0] seed_2_1 = 28'h0000000;
+  reg [27:0] seed_3_0 = 28'h0000000;
+  reg [27:0] seed_3_1 = 28'h0000000;
+  reg [27:0] seed_4_0 = 28'h0000000;
+  reg [27:0] seed_4_1 = 28'h0000000;
+  reg [27:0] seed_5_0 = 28'h0000000;
+  reg [27:0] seed_5_1 = 28'h0000000;
+  reg [27:0] seed_6_0 = 28'h0000000;
+  reg [27:0] seed_6_1 = 28'h0000000;
+  reg [27:0] seed_7_0 = 28'h0000000;
+  reg [27:0] seed_7_1 = 28'h0000000;
   input [223:0] seeds;
   wire [223:0] seeds;
   wire [27:0] \seeds[0] ;
@@ -6825,8 +7729,19 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [27:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [16:0] value;
   wire [16:0] value;
+  reg [16:0] value_r = 17'h00000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
+  reg [7:0] weight_4 = 8'h00;
+  reg [7:0] weight_5 = 8'h00;
+  reg [7:0] weight_6 = 8'h00;
+  reg [7:0] weight_7 = 8'h00;
   input [63:0] weights;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -6837,65 +7752,382 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[27:0] : acc[27:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[55:28] : acc[55:28];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[83:56] : acc[83:56];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[111:84] : acc[111:84];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[139:112] : acc[139:112];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[167:140] : acc[167:140];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[195:168] : acc[195:168];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[223:196] : acc[223:196];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[27:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[55:28];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[83:56];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[111:84];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[139:112];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[167:140];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[195:168];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[223:196];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [27:0] = \$3 [27:0];
-      \$25 [55:28] = \$6 [27:0];
-      \$25 [83:56] = \$9 [27:0];
-      \$25 [111:84] = \$12 [27:0];
-      \$25 [139:112] = \$15 [27:0];
-      \$25 [167:140] = \$18 [27:0];
-      \$25 [195:168] = \$21 [27:0];
-      \$25 [223:196] = \$24 [27:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$32  = seeds[27:0];
     if (rst) begin
-      \$25  = 224'h00000000000000000000000000000000000000000000000000000000;
+      \$32  = 28'h0000000;
     end
   end
-  assign \acc[0]  = acc[27:0];
-  assign \acc[1]  = acc[55:28];
-  assign \acc[2]  = acc[83:56];
-  assign \acc[3]  = acc[111:84];
-  assign \acc[4]  = acc[139:112];
-  assign \acc[5]  = acc[167:140];
-  assign \acc[6]  = acc[195:168];
-  assign \acc[7]  = acc[223:196];
-  assign \seeds[0]  = seeds[27:0];
-  assign \seeds[1]  = seeds[55:28];
-  assign \seeds[2]  = seeds[83:56];
-  assign \seeds[3]  = seeds[111:84];
-  assign \seeds[4]  = seeds[139:112];
-  assign \seeds[5]  = seeds[167:140];
-  assign \seeds[6]  = seeds[195:168];
-  assign \seeds[7]  = seeds[223:196];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [27:0] = \$3 [27:0];
+      \$34 [55:28] = \$6 [27:0];
+      \$34 [83:56] = \$9 [27:0];
+      \$34 [111:84] = \$12 [27:0];
+      \$34 [139:112] = \$15 [27:0];
+      \$34 [167:140] = \$18 [27:0];
+      \$34 [195:168] = \$21 [27:0];
+      \$34 [223:196] = \$24 [27:0];
+    end
+    if (rst) begin
+      \$34  = 224'h00000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$35  = weights[15:8];
+    if (rst) begin
+      \$35  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$37  = seeds[55:28];
+    if (rst) begin
+      \$37  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$39  = weights[23:16];
+    if (rst) begin
+      \$39  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$41  = seeds[83:56];
+    if (rst) begin
+      \$41  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$43  = weights[31:24];
+    if (rst) begin
+      \$43  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$45  = seeds[111:84];
+    if (rst) begin
+      \$45  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$47  = weights[39:32];
+    if (rst) begin
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$49  = seeds[139:112];
+    if (rst) begin
+      \$49  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$51  = weights[47:40];
+    if (rst) begin
+      \$51  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$53  = seeds[167:140];
+    if (rst) begin
+      \$53  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$55  = weights[55:48];
+    if (rst) begin
+      \$55  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$57  = seeds[195:168];
+    if (rst) begin
+      \$57  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$59  = weights[63:56];
+    if (rst) begin
+      \$59  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$61  = seeds[223:196];
+    if (rst) begin
+      \$61  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$30  = weights[7:0];
+    if (rst) begin
+      \$30  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 25'h0000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -6904,11 +8136,27 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[27:0];
+  assign \seeds[1]  = seeds[55:28];
+  assign \seeds[2]  = seeds[83:56];
+  assign \seeds[3]  = seeds[111:84];
+  assign \seeds[4]  = seeds[139:112];
+  assign \seeds[5]  = seeds[167:140];
+  assign \seeds[6]  = seeds[195:168];
+  assign \seeds[7]  = seeds[223:196];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \acc[4]  = acc[139:112];
+  assign \acc[5]  = acc[167:140];
+  assign \acc[6]  = acc[195:168];
+  assign \acc[7]  = acc[223:196];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -6991,7 +8239,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -7002,7 +8250,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -7019,7 +8267,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -7039,7 +8287,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -7065,7 +8313,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -7101,95 +8349,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [28:0] abs_diff;
-  wire [28:0] abs_sum;
-  input [55:0] acc;
-  wire [55:0] acc;
-  wire [27:0] \acc.cand ;
-  wire [27:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
-  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[27], acc[55] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[27:0];
-  assign \acc.thr  = acc[55:28];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer1.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7277,7 +8437,7 @@ module \accelerator.layer1.update_1 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7365,7 +8525,7 @@ module \accelerator.layer1.update_2 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7453,8 +8613,233 @@ module \accelerator.layer1.update_3 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
+  input [55:0] acc;
+  wire [55:0] acc;
+  wire [27:0] \acc.cand ;
+  wire [27:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[27:0];
+  assign \acc.thr  = acc[55:28];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [29:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [29:0] \$8 ;
+  input clk;
+  wire clk;
+  input [29:0] i__payload;
+  wire [29:0] i__payload;
+  wire [3:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 30'h00000000 *)
+  wire [29:0] main;
+  wire [3:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [23:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [29:0] o__payload;
+  reg [29:0] o__payload = 30'h00000000;
+  wire [3:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [29:0] skid = 30'h00000000;
+  wire [3:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [23:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 30'h00000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[27:4];
+  assign \o__payload.step_end  = o__payload[28];
+  assign \o__payload.seq_end  = o__payload[29];
+  assign \main.index  = o__payload[3:0];
+  assign \main.value  = o__payload[27:4];
+  assign \main.step_end  = o__payload[28];
+  assign \main.seq_end  = o__payload[29];
+  assign \skid.index  = skid[3:0];
+  assign \skid.value  = skid[27:4];
+  assign \skid.step_end  = skid[28];
+  assign \skid.seq_end  = skid[29];
+  assign \i__payload.index  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[27:4];
+  assign \i__payload.step_end  = i__payload[28];
+  assign \i__payload.seq_end  = i__payload[29];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -7542,15 +8927,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$86 ;
   reg [31:0] \$87 ;
   reg [42:0] \$88 ;
-  reg [35:0] \$89 ;
+  reg [42:0] \$89 ;
   wire \$9 ;
-  reg [1:0] \$90 ;
-  reg [143:0] \$91 ;
-  reg [42:0] \$92 ;
-  reg \$93 ;
-  reg [35:0] \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg [42:0] \$90 ;
+  reg [35:0] \$91 ;
+  reg [1:0] \$92 ;
+  reg [143:0] \$93 ;
+  reg [42:0] \$94 ;
+  reg \$95 ;
+  reg [35:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg [3:0] \$98 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -7700,6 +9087,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
+  reg [42:0] slot_c2a = 43'h00000000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [23:0] \slot_c2a.value ;
+  reg [42:0] slot_c2b = 43'h00000000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [23:0] \slot_c2b.value ;
   reg [42:0] slot_c3 = 43'h00000000000;
   wire [5:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -7760,74 +9171,76 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$75  [47:0];
+  reg [31:0] \weights$77  [47:0];
   initial begin
-    \weights$75 [0] = 32'd151126989;
-    \weights$75 [1] = 32'd3990939125;
-    \weights$75 [2] = 32'd33149243;
-    \weights$75 [3] = 32'd4043710421;
-    \weights$75 [4] = 32'd203938806;
-    \weights$75 [5] = 32'd3825389324;
-    \weights$75 [6] = 32'd3907912263;
-    \weights$75 [7] = 32'd217446650;
-    \weights$75 [8] = 32'd1191183375;
-    \weights$75 [9] = 32'd3704344890;
-    \weights$75 [10] = 32'd4162580251;
-    \weights$75 [11] = 32'd283112454;
-    \weights$75 [12] = 32'd570142256;
-    \weights$75 [13] = 32'd3894413083;
-    \weights$75 [14] = 32'd4160738544;
-    \weights$75 [15] = 32'd4208595962;
-    \weights$75 [16] = 32'd340255744;
-    \weights$75 [17] = 32'd3807317475;
-    \weights$75 [18] = 32'd4262253020;
-    \weights$75 [19] = 32'd4007452440;
-    \weights$75 [20] = 32'd3438678238;
-    \weights$75 [21] = 32'd4146728462;
-    \weights$75 [22] = 32'd1392064580;
-    \weights$75 [23] = 32'd3926129910;
-    \weights$75 [24] = 32'd753908980;
-    \weights$75 [25] = 32'd3017223384;
-    \weights$75 [26] = 32'd699853820;
-    \weights$75 [27] = 32'd3671447012;
-    \weights$75 [28] = 32'd19727632;
-    \weights$75 [29] = 32'd672744170;
-    \weights$75 [30] = 32'd3944976889;
-    \weights$75 [31] = 32'd3676243550;
-    \weights$75 [32] = 32'd233;
-    \weights$75 [33] = 32'd225;
-    \weights$75 [34] = 32'd42;
-    \weights$75 [35] = 32'd57;
-    \weights$75 [36] = 32'd227;
-    \weights$75 [37] = 32'd43;
-    \weights$75 [38] = 32'd52;
-    \weights$75 [39] = 32'd241;
-    \weights$75 [40] = 32'd250;
-    \weights$75 [41] = 32'd5;
-    \weights$75 [42] = 32'd224;
-    \weights$75 [43] = 32'd0;
-    \weights$75 [44] = 32'd23;
-    \weights$75 [45] = 32'd2;
-    \weights$75 [46] = 32'd33;
-    \weights$75 [47] = 32'd252;
+    \weights$77 [0] = 32'd151126989;
+    \weights$77 [1] = 32'd3990939125;
+    \weights$77 [2] = 32'd33149243;
+    \weights$77 [3] = 32'd4043710421;
+    \weights$77 [4] = 32'd203938806;
+    \weights$77 [5] = 32'd3825389324;
+    \weights$77 [6] = 32'd3907912263;
+    \weights$77 [7] = 32'd217446650;
+    \weights$77 [8] = 32'd1191183375;
+    \weights$77 [9] = 32'd3704344890;
+    \weights$77 [10] = 32'd4162580251;
+    \weights$77 [11] = 32'd283112454;
+    \weights$77 [12] = 32'd570142256;
+    \weights$77 [13] = 32'd3894413083;
+    \weights$77 [14] = 32'd4160738544;
+    \weights$77 [15] = 32'd4208595962;
+    \weights$77 [16] = 32'd340255744;
+    \weights$77 [17] = 32'd3807317475;
+    \weights$77 [18] = 32'd4262253020;
+    \weights$77 [19] = 32'd4007452440;
+    \weights$77 [20] = 32'd3438678238;
+    \weights$77 [21] = 32'd4146728462;
+    \weights$77 [22] = 32'd1392064580;
+    \weights$77 [23] = 32'd3926129910;
+    \weights$77 [24] = 32'd753908980;
+    \weights$77 [25] = 32'd3017223384;
+    \weights$77 [26] = 32'd699853820;
+    \weights$77 [27] = 32'd3671447012;
+    \weights$77 [28] = 32'd19727632;
+    \weights$77 [29] = 32'd672744170;
+    \weights$77 [30] = 32'd3944976889;
+    \weights$77 [31] = 32'd3676243550;
+    \weights$77 [32] = 32'd233;
+    \weights$77 [33] = 32'd225;
+    \weights$77 [34] = 32'd42;
+    \weights$77 [35] = 32'd57;
+    \weights$77 [36] = 32'd227;
+    \weights$77 [37] = 32'd43;
+    \weights$77 [38] = 32'd52;
+    \weights$77 [39] = 32'd241;
+    \weights$77 [40] = 32'd250;
+    \weights$77 [41] = 32'd5;
+    \weights$77 [42] = 32'd224;
+    \weights$77 [43] = 32'd0;
+    \weights$77 [44] = 32'd23;
+    \weights$77 [45] = 32'd2;
+    \weights$77 [46] = 32'd33;
+    \weights$77 [47] = 32'd252;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$75 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$75 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$77 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$75 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$77 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [5:0]];
+      _1_ <= \weights$77 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$2  = \config [0] & \$1 ;
+  assign \$3  = \$2  << \config [12:10];
   assign \$4  = \config [3:1] == 3'h7;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
@@ -7916,26 +9329,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$87 ;
   always @(posedge clk)
-    slot_c3 <= \$88 ;
+    slot_c2a <= \$88 ;
   always @(posedge clk)
-    group_logit <= \$89 ;
+    slot_c2b <= \$89 ;
   always @(posedge clk)
-    group_lane <= \$90 ;
+    slot_c3 <= \$90 ;
   always @(posedge clk)
-    logits_c4 <= \$91 ;
+    group_logit <= \$91 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    group_lane <= \$92 ;
   always @(posedge clk)
-    w_en <= \$93 ;
+    logits_c4 <= \$93 ;
   always @(posedge clk)
-    best_logit <= \$94 ;
+    slot_c4 <= \$94 ;
   always @(posedge clk)
-    best_class <= \$95 ;
+    w_en <= \$95 ;
   always @(posedge clk)
-    reserved <= \$96 ;
+    best_logit <= \$96 ;
+  always @(posedge clk)
+    best_class <= \$97 ;
+  always @(posedge clk)
+    reserved <= \$98 ;
   assign \$1  = \config [3:1] == 3'h6;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7972,63 +9387,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -8038,72 +9453,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$89  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$89  = slot_c2a;
     if (rst) begin
-      \$89  = 36'h000000000;
+      \$89  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$90  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$90  = slot_c2b;
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$91  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$91  = argmax_1_0_logit;
     if (rst) begin
-      \$91  = 144'h000000000000000000000000000000000000;
+      \$91  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$92  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$92  = argmax_1_0_lane;
     if (rst) begin
-      \$92  = 43'h00000000000;
+      \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$93  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$93  = acc;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$94  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$94  = slot_c3;
+    if (rst) begin
+      \$94  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$95  = finalize;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$96  = best_logit;
     if (\$77 ) begin
-      \$94  = group_logit;
+      \$96  = group_logit;
     end
     if (rst) begin
-      \$94  = 36'h000000000;
+      \$96  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$95  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$97  = best_class;
     if (\$77 ) begin
-      \$95  = \$58 [3:0];
+      \$97  = \$58 [3:0];
     end
     if (rst) begin
-      \$95  = 4'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$96  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    \$98  = \$80 [3:0];
     if (rst) begin
-      \$96  = 4'h0;
+      \$98  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -8217,6 +9646,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[42:19];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[42:19];
   assign beat[151] = slot_c4[13];
   assign beat[150:147] = \$58 [3:0];
   assign beat[146] = slot_c4[11];
@@ -8256,8 +9707,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -8288,7 +9739,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -8319,7 +9770,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [42:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -8342,7 +9793,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -8478,6 +9929,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -8564,7 +10016,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -8574,14 +10026,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -8590,28 +10042,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -8626,7 +10078,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -8638,7 +10090,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8669,7 +10121,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8684,7 +10136,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8702,7 +10154,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8720,7 +10172,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8738,7 +10190,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8750,7 +10202,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -8762,7 +10214,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -8780,26 +10232,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8819,7 +10271,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8832,7 +10284,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8850,7 +10302,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8868,7 +10320,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8889,7 +10341,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8902,7 +10354,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -8915,7 +10367,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -8927,7 +10379,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -8941,7 +10393,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -8955,7 +10407,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -9010,24 +10462,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
-  wire [35:0] \$1 ;
-  wire [35:0] \$10 ;
-  wire [31:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
+  wire [31:0] \$1 ;
+  wire [31:0] \$10 ;
+  wire [35:0] \$11 ;
   wire [36:0] \$12 ;
-  reg [143:0] \$13 ;
-  wire [31:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [23:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [31:0] \$19 ;
+  wire [35:0] \$2 ;
+  reg [35:0] \$20 ;
+  reg [35:0] \$21 ;
+  reg [143:0] \$22 ;
+  reg [7:0] \$23 ;
+  reg [31:0] \$24 ;
+  reg [35:0] \$25 ;
+  reg [35:0] \$26 ;
+  reg [7:0] \$27 ;
+  reg [31:0] \$28 ;
+  reg [35:0] \$29 ;
   wire [36:0] \$3 ;
-  wire [35:0] \$4 ;
-  wire [31:0] \$5 ;
+  reg [35:0] \$30 ;
+  reg [7:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [35:0] \$33 ;
+  reg [35:0] \$34 ;
+  wire [31:0] \$4 ;
+  wire [35:0] \$5 ;
   wire [36:0] \$6 ;
-  wire [35:0] \$7 ;
-  wire [31:0] \$8 ;
+  wire [31:0] \$7 ;
+  wire [35:0] \$8 ;
   wire [36:0] \$9 ;
   output [143:0] acc;
   reg [143:0] acc = 144'h000000000000000000000000000000000000;
@@ -9039,8 +10511,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [31:0] product_0 = 32'd0;
+  reg [31:0] product_1 = 32'd0;
+  reg [31:0] product_2 = 32'd0;
+  reg [31:0] product_3 = 32'd0;
   input rst;
   wire rst;
+  reg [35:0] seed_0_0 = 36'h000000000;
+  reg [35:0] seed_0_1 = 36'h000000000;
+  reg [35:0] seed_1_0 = 36'h000000000;
+  reg [35:0] seed_1_1 = 36'h000000000;
+  reg [35:0] seed_2_0 = 36'h000000000;
+  reg [35:0] seed_2_1 = 36'h000000000;
+  reg [35:0] seed_3_0 = 36'h000000000;
+  reg [35:0] seed_3_1 = 36'h000000000;
   input [143:0] seeds;
   wire [143:0] seeds;
   wire [35:0] \seeds[0] ;
@@ -9049,58 +10535,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [35:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [23:0] value;
   wire [23:0] value;
+  reg [23:0] value_r = 24'h000000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
   input [31:0] weights;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[35:0] : acc[35:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[71:36] : acc[71:36];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[107:72] : acc[107:72];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[143:108] : acc[143:108];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[35:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[71:36];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[107:72];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[143:108];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [35:0] = \$3 [35:0];
-      \$13 [71:36] = \$6 [35:0];
-      \$13 [107:72] = \$9 [35:0];
-      \$13 [143:108] = \$12 [35:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 144'h000000000000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \seeds[0]  = seeds[35:0];
-  assign \seeds[1]  = seeds[71:36];
-  assign \seeds[2]  = seeds[107:72];
-  assign \seeds[3]  = seeds[143:108];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$18  = weights[7:0];
+    if (rst) begin
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$20  = seeds[35:0];
+    if (rst) begin
+      \$20  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [35:0] = \$3 [35:0];
+      \$22 [71:36] = \$6 [35:0];
+      \$22 [107:72] = \$9 [35:0];
+      \$22 [143:108] = \$12 [35:0];
+    end
+    if (rst) begin
+      \$22  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$23  = weights[15:8];
+    if (rst) begin
+      \$23  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$25  = seeds[71:36];
+    if (rst) begin
+      \$25  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$27  = weights[23:16];
+    if (rst) begin
+      \$27  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$29  = seeds[107:72];
+    if (rst) begin
+      \$29  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$31  = weights[31:24];
+    if (rst) begin
+      \$31  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$33  = seeds[143:108];
+    if (rst) begin
+      \$33  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 36'h000000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[35:0];
+  assign \seeds[1]  = seeds[71:36];
+  assign \seeds[2]  = seeds[107:72];
+  assign \seeds[3]  = seeds[143:108];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -9228,7 +10910,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -9238,7 +10920,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -9248,7 +10930,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -9261,7 +10943,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

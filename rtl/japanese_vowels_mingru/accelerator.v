@@ -31,12 +31,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [45:0] \config$19 ;
-  wire [6:0] \config$19.addr ;
-  wire [2:0] \config$19.elem ;
-  wire [2:0] \config$19.target ;
-  wire \config$19.valid ;
-  wire [31:0] \config$19.value ;
+  wire [45:0] \config$25 ;
+  wire [6:0] \config$25.addr ;
+  wire [2:0] \config$25.elem ;
+  wire [2:0] \config$25.target ;
+  wire \config$25.valid ;
+  wire [31:0] \config$25.value ;
   wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -97,6 +97,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [23:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -109,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [30:0] \items__payload$20 ;
-  wire [4:0] \items__payload$20.index ;
-  wire \items__payload$20.seq_end ;
-  wire \items__payload$20.step_end ;
-  wire [23:0] \items__payload$20.value ;
+  wire [30:0] \items__payload$26 ;
+  wire [4:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [23:0] \items__payload$26.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$23 ;
+  wire \items__ready$29 ;
   wire items__valid;
-  wire \items__valid$24 ;
+  wire \items__valid$30 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -141,6 +148,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [30:0] o__payload;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -156,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [139:0] results__payload;
   wire [139:0] results__payload;
-  wire [139:0] \results__payload$26 ;
-  wire [3:0] \results__payload$26.class_index ;
-  wire \results__payload$26.final ;
-  wire [1:0] \results__payload$26.group ;
-  wire [131:0] \results__payload$26.logits ;
-  wire [32:0] \results__payload$26.logits[0] ;
-  wire [32:0] \results__payload$26.logits[1] ;
-  wire [32:0] \results__payload$26.logits[2] ;
-  wire [32:0] \results__payload$26.logits[3] ;
-  wire \results__payload$26.seq_end ;
+  wire [139:0] \results__payload$32 ;
+  wire [3:0] \results__payload$32.class_index ;
+  wire \results__payload$32.final ;
+  wire [1:0] \results__payload$32.group ;
+  wire [131:0] \results__payload$32.logits ;
+  wire [32:0] \results__payload$32.logits[0] ;
+  wire [32:0] \results__payload$32.logits[1] ;
+  wire [32:0] \results__payload$32.logits[2] ;
+  wire [32:0] \results__payload$32.logits[3] ;
+  wire \results__payload$32.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -177,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$27 ;
+  wire \results__ready$33 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$28 ;
+  wire \results__valid$34 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -241,11 +255,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$20 ),
-    .events__valid(\items__valid$24 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$120 (events__ready),
+    .\items__ready$121 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,14 +281,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$169 (trace_0)
+    .\trace$174 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$26 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$30 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$20 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$24 ),
+    .items__payload(\items__payload$26 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$30 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -330,14 +354,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$19  = \config ;
-  assign events__payload = \items__payload$20 ;
-  assign \items__ready$23  = events__ready;
-  assign events__valid = \items__valid$24 ;
-  assign \results__payload$26  = results__payload;
-  assign \results__ready$27  = results__ready;
-  assign \results__valid$28  = results__valid;
+  assign \config$25  = \config ;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \results__payload$32  = results__payload;
+  assign \results__ready$33  = results__ready;
+  assign \results__valid$34  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -419,6 +446,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+  assign \events__payload.index  = i__payload[4:0];
+  assign \events__payload.value  = i__payload[28:5];
+  assign \events__payload.step_end  = i__payload[29];
+  assign \events__payload.seq_end  = i__payload[30];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[3:1];
   assign \trace.step_end  = trace_0[4];
@@ -433,28 +468,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[83:77];
   assign \trace.gate[2]  = trace_0[90:84];
   assign \trace.gate[3]  = trace_0[97:91];
-  assign \config$19.valid  = \config [0];
-  assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [10:4];
-  assign \config$19.elem  = \config [13:11];
-  assign \config$19.value  = \config [45:14];
-  assign \items__payload$20.index  = \items__payload$20 [4:0];
-  assign \items__payload$20.value  = \items__payload$20 [28:5];
-  assign \items__payload$20.step_end  = \items__payload$20 [29];
-  assign \items__payload$20.seq_end  = \items__payload$20 [30];
-  assign \events__payload.index  = \items__payload$20 [4:0];
-  assign \events__payload.value  = \items__payload$20 [28:5];
-  assign \events__payload.step_end  = \items__payload$20 [29];
-  assign \events__payload.seq_end  = \items__payload$20 [30];
-  assign \results__payload$26.logits  = results__payload[131:0];
-  assign \results__payload$26.logits[0]  = results__payload[32:0];
-  assign \results__payload$26.logits[1]  = results__payload[65:33];
-  assign \results__payload$26.logits[2]  = results__payload[98:66];
-  assign \results__payload$26.logits[3]  = results__payload[131:99];
-  assign \results__payload$26.group  = results__payload[133:132];
-  assign \results__payload$26.final  = results__payload[134];
-  assign \results__payload$26.class_index  = results__payload[138:135];
-  assign \results__payload$26.seq_end  = results__payload[139];
+  assign \config$25.valid  = \config [0];
+  assign \config$25.target  = \config [3:1];
+  assign \config$25.addr  = \config [10:4];
+  assign \config$25.elem  = \config [13:11];
+  assign \config$25.value  = \config [45:14];
+  assign \items__payload$26.index  = \items__payload$26 [4:0];
+  assign \items__payload$26.value  = \items__payload$26 [28:5];
+  assign \items__payload$26.step_end  = \items__payload$26 [29];
+  assign \items__payload$26.seq_end  = \items__payload$26 [30];
+  assign \o__payload.index  = \items__payload$26 [4:0];
+  assign \o__payload.value  = \items__payload$26 [28:5];
+  assign \o__payload.step_end  = \items__payload$26 [29];
+  assign \o__payload.seq_end  = \items__payload$26 [30];
+  assign \results__payload$32.logits  = results__payload[131:0];
+  assign \results__payload$32.logits[0]  = results__payload[32:0];
+  assign \results__payload$32.logits[1]  = results__payload[65:33];
+  assign \results__payload$32.logits[2]  = results__payload[98:66];
+  assign \results__payload$32.logits[3]  = results__payload[131:99];
+  assign \results__payload$32.group  = results__payload[133:132];
+  assign \results__payload$32.final  = results__payload[134];
+  assign \results__payload$32.class_index  = results__payload[138:135];
+  assign \results__payload$32.seq_end  = results__payload[139];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -498,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -559,51 +594,56 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [28:0] \$149 ;
   wire [24:0] \$15 ;
   reg [28:0] \$150 ;
-  reg \$151 ;
-  reg [15:0] \$152 ;
-  reg [15:0] \$153 ;
-  reg \$154 ;
-  reg [15:0] \$155 ;
-  reg [15:0] \$156 ;
-  reg [6:0] \$157 ;
-  reg \$158 ;
-  reg [15:0] \$159 ;
+  reg [55:0] \$151 ;
+  reg [63:0] \$152 ;
+  reg [95:0] \$153 ;
+  reg [28:0] \$154 ;
+  reg [28:0] \$155 ;
+  reg \$156 ;
+  reg [15:0] \$157 ;
+  reg [15:0] \$158 ;
+  reg \$159 ;
   wire \$16 ;
-  reg [23:0] \$160 ;
+  reg [15:0] \$160 ;
   reg [15:0] \$161 ;
-  reg [15:0] \$162 ;
+  reg [6:0] \$162 ;
   reg \$163 ;
   reg [15:0] \$164 ;
-  reg [15:0] \$165 ;
-  reg [6:0] \$166 ;
-  reg \$167 ;
-  reg [15:0] \$168 ;
-  reg [23:0] \$169 ;
+  reg [23:0] \$165 ;
+  reg [15:0] \$166 ;
+  reg [15:0] \$167 ;
+  reg \$168 ;
+  reg [15:0] \$169 ;
   wire [24:0] \$17 ;
   reg [15:0] \$170 ;
-  reg [15:0] \$171 ;
+  reg [6:0] \$171 ;
   reg \$172 ;
   reg [15:0] \$173 ;
-  reg [15:0] \$174 ;
-  reg [6:0] \$175 ;
-  reg \$176 ;
-  reg [15:0] \$177 ;
-  reg [23:0] \$178 ;
+  reg [23:0] \$174 ;
+  reg [15:0] \$175 ;
+  reg [15:0] \$176 ;
+  reg \$177 ;
+  reg [15:0] \$178 ;
   reg [15:0] \$179 ;
   wire [24:0] \$18 ;
-  reg [15:0] \$180 ;
+  reg [6:0] \$180 ;
   reg \$181 ;
   reg [15:0] \$182 ;
-  reg [15:0] \$183 ;
-  reg [6:0] \$184 ;
-  reg \$185 ;
-  reg [15:0] \$186 ;
-  reg [23:0] \$187 ;
-  reg [97:0] \$188 ;
-  reg [31:0] \$189 ;
+  reg [23:0] \$183 ;
+  reg [15:0] \$184 ;
+  reg [15:0] \$185 ;
+  reg \$186 ;
+  reg [15:0] \$187 ;
+  reg [15:0] \$188 ;
+  reg [6:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [31:0] \$190 ;
-  reg [3:0] \$191 ;
+  reg \$190 ;
+  reg [15:0] \$191 ;
+  reg [23:0] \$192 ;
+  reg [97:0] \$193 ;
+  reg [31:0] \$194 ;
+  reg [31:0] \$195 ;
+  reg [3:0] \$196 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -693,24 +733,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [32:0] \$98 ;
   wire [1:0] \$99 ;
   wire [33:0] acc;
-  wire [135:0] \acc$39 ;
-  wire [16:0] \acc$39[0] ;
-  wire [16:0] \acc$39[1] ;
-  wire [16:0] \acc$39[2] ;
-  wire [16:0] \acc$39[3] ;
-  wire [16:0] \acc$39[4] ;
-  wire [16:0] \acc$39[5] ;
-  wire [16:0] \acc$39[6] ;
-  wire [16:0] \acc$39[7] ;
-  wire [33:0] \acc$44 ;
-  wire [16:0] \acc$44.cand ;
-  wire [16:0] \acc$44.gate ;
-  wire [33:0] \acc$47 ;
-  wire [16:0] \acc$47.cand ;
-  wire [16:0] \acc$47.gate ;
-  wire [33:0] \acc$50 ;
-  wire [16:0] \acc$50.cand ;
-  wire [16:0] \acc$50.gate ;
+  wire [135:0] \acc$40 ;
+  wire [16:0] \acc$40[0] ;
+  wire [16:0] \acc$40[1] ;
+  wire [16:0] \acc$40[2] ;
+  wire [16:0] \acc$40[3] ;
+  wire [16:0] \acc$40[4] ;
+  wire [16:0] \acc$40[5] ;
+  wire [16:0] \acc$40[6] ;
+  wire [16:0] \acc$40[7] ;
+  wire [33:0] \acc$45 ;
+  wire [16:0] \acc$45.cand ;
+  wire [16:0] \acc$45.gate ;
+  wire [33:0] \acc$48 ;
+  wire [16:0] \acc$48.cand ;
+  wire [16:0] \acc$48.gate ;
+  wire [33:0] \acc$51 ;
+  wire [16:0] \acc$51.cand ;
+  wire [16:0] \acc$51.gate ;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
   wire [3:0] changed;
@@ -760,17 +800,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$151 ;
-  wire [6:0] \gate$158 ;
-  wire [6:0] \gate$165 ;
+  wire [6:0] \gate$156 ;
+  wire [6:0] \gate$163 ;
+  wire [6:0] \gate$170 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$149 ;
-  wire \hold$156 ;
-  wire \hold$163 ;
+  wire \hold$154 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -782,23 +822,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$119 ;
-  wire [4:0] \items__payload$119.index ;
-  wire \items__payload$119.seq_end ;
-  wire \items__payload$119.step_end ;
-  wire [23:0] \items__payload$119.value ;
+  wire [30:0] \items__payload$120 ;
+  wire [4:0] \items__payload$120.index ;
+  wire \items__payload$120.seq_end ;
+  wire \items__payload$120.step_end ;
+  wire [23:0] \items__payload$120.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$120 ;
-  wire \items__ready$120 ;
+  input \items__ready$121 ;
+  wire \items__ready$121 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$123 ;
+  wire \items__valid$124 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -840,12 +880,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$148 ;
-  wire [15:0] \new$148.h ;
-  wire [15:0] \new$155 ;
-  wire [15:0] \new$155.h ;
-  wire [15:0] \new$162 ;
-  wire [15:0] \new$162.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -856,12 +896,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$46 ;
-  wire [15:0] \old$46.h ;
-  wire [15:0] \old$49 ;
-  wire [15:0] \old$49.h ;
-  wire [15:0] \old$52 ;
-  wire [15:0] \old$52.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
+  wire [15:0] \old$53 ;
+  wire [15:0] \old$53.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -880,9 +920,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$150 ;
-  wire [15:0] \out$157 ;
-  wire [15:0] \out$164 ;
+  wire [15:0] \out$155 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -892,17 +932,26 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [13:0] params;
-  wire [13:0] \params$45 ;
-  wire [6:0] \params$45.cand_shift ;
-  wire [6:0] \params$45.gate_shift ;
-  wire [13:0] \params$48 ;
-  wire [6:0] \params$48.cand_shift ;
-  wire [6:0] \params$48.gate_shift ;
-  wire [13:0] \params$51 ;
-  wire [6:0] \params$51.cand_shift ;
-  wire [6:0] \params$51.gate_shift ;
+  wire [13:0] \params$46 ;
+  wire [6:0] \params$46.cand_shift ;
+  wire [6:0] \params$46.gate_shift ;
+  wire [13:0] \params$49 ;
+  wire [6:0] \params$49.cand_shift ;
+  wire [6:0] \params$49.gate_shift ;
+  wire [13:0] \params$52 ;
+  wire [6:0] \params$52.cand_shift ;
+  wire [6:0] \params$52.gate_shift ;
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
+  reg [55:0] params_c3 = 56'h00000000000000;
+  wire [6:0] \params_c3[0] ;
+  wire [6:0] \params_c3[1] ;
+  wire [6:0] \params_c3[2] ;
+  wire [6:0] \params_c3[3] ;
+  wire [6:0] \params_c3[4] ;
+  wire [6:0] \params_c3[5] ;
+  wire [6:0] \params_c3[6] ;
+  wire [6:0] \params_c3[7] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -911,26 +960,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  reg [95:0] pool_c3 = 96'h000000000000000000000000;
+  wire [23:0] \pool_c3[0] ;
+  wire [23:0] \pool_c3[1] ;
+  wire [23:0] \pool_c3[2] ;
+  wire [23:0] \pool_c3[3] ;
   wire [6:0] port__addr;
   wire [2:0] \port__addr$10 ;
   wire [2:0] \port__addr$13 ;
   wire [6:0] \port__addr$21 ;
   wire [2:0] \port__addr$23 ;
-  reg [2:0] \port__addr$33 ;
   reg [2:0] \port__addr$34 ;
   reg [2:0] \port__addr$35 ;
-  wire [2:0] \port__addr$54 ;
-  wire [2:0] \port__addr$58 ;
+  reg [2:0] \port__addr$36 ;
+  wire [2:0] \port__addr$55 ;
+  wire [2:0] \port__addr$59 ;
   wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [95:0] \port__data$147 ;
+  wire [55:0] \port__data$142 ;
+  wire [63:0] \port__data$143 ;
+  wire [95:0] \port__data$145 ;
   wire [55:0] \port__data$15 ;
   wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [55:0] \port__data$41 ;
-  wire [63:0] \port__data$43 ;
-  wire [63:0] \port__data$60 ;
-  wire [95:0] \port__data$70 ;
+  wire [63:0] \port__data$61 ;
+  wire [95:0] \port__data$71 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [7:0] \port__en$14 ;
@@ -939,13 +993,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  reg \port__en$56  = 1'h0;
+  reg \port__en$57  = 1'h0;
   (* init = 1'h0 *)
-  wire \port__en$59 ;
+  wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$154 ;
-  wire [15:0] \potential$161 ;
-  wire [15:0] \potential$168 ;
+  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -957,10 +1011,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$144 ;
-  wire \saturated$152 ;
-  wire \saturated$159 ;
-  wire \saturated$166 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -998,6 +1052,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [28:0] slot_c2a = 29'h00000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [2:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [28:0] slot_c2b = 29'h00000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [2:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [28:0] slot_c3 = 29'h00000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -1023,23 +1101,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$169 ;
-  reg [97:0] \trace$169  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$169.gate ;
-  wire [6:0] \trace$169.gate[0] ;
-  wire [6:0] \trace$169.gate[1] ;
-  wire [6:0] \trace$169.gate[2] ;
-  wire [6:0] \trace$169.gate[3] ;
-  wire [2:0] \trace$169.group ;
-  wire \trace$169.seq_end ;
-  wire [63:0] \trace$169.state ;
-  wire [15:0] \trace$169.state[0] ;
-  wire [15:0] \trace$169.state[1] ;
-  wire [15:0] \trace$169.state[2] ;
-  wire [15:0] \trace$169.state[3] ;
-  wire \trace$169.step_end ;
-  wire \trace$169.valid ;
+  output [97:0] \trace$174 ;
+  reg [97:0] \trace$174  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$174.gate ;
+  wire [6:0] \trace$174.gate[0] ;
+  wire [6:0] \trace$174.gate[1] ;
+  wire [6:0] \trace$174.gate[2] ;
+  wire [6:0] \trace$174.gate[3] ;
+  wire [2:0] \trace$174.group ;
+  wire \trace$174.seq_end ;
+  wire [63:0] \trace$174.state ;
+  wire [15:0] \trace$174.state[0] ;
+  wire [15:0] \trace$174.state[1] ;
+  wire [15:0] \trace$174.state[2] ;
+  wire [15:0] \trace$174.state[3] ;
+  wire \trace$174.step_end ;
+  wire \trace$174.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1106,42 +1189,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$182  [7:0];
+  reg [55:0] \params$187  [7:0];
   initial begin
-    \params$182 [0] = 56'h07f41fd07f41fe;
-    \params$182 [1] = 56'h07f427d09f427d;
-    \params$182 [2] = 56'h07f41fd07f81fd;
-    \params$182 [3] = 56'h07f41fd07f41fd;
-    \params$182 [4] = 56'h07f81fd07f41fd;
-    \params$182 [5] = 56'h07f81fd07f41fd;
-    \params$182 [6] = 56'h07f41fd07f41fd;
-    \params$182 [7] = 56'h07f41fd07f41fd;
+    \params$187 [0] = 56'h07f41fd07f41fe;
+    \params$187 [1] = 56'h07f427d09f427d;
+    \params$187 [2] = 56'h07f41fd07f81fd;
+    \params$187 [3] = 56'h07f41fd07f41fd;
+    \params$187 [4] = 56'h07f81fd07f41fd;
+    \params$187 [5] = 56'h07f81fd07f41fd;
+    \params$187 [6] = 56'h07f41fd07f41fd;
+    \params$187 [7] = 56'h07f41fd07f41fd;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$182 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$187 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$182 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$187 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$182 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$187 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$182 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$187 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$182 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$187 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$182 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$187 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$182 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$187 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$182 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$187 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$182 [\port__addr$33 ];
+      _1_ <= \params$187 [\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _1_;
+  assign \port__data$142  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1154,16 +1237,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      pool[slot_c4[3:1]] <= \port__data$70 ;
+    if (\port__en$57 )
+      pool[slot_c4[3:1]] <= \port__data$71 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$35 ];
+      _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$147  = _2_;
+  assign \port__data$145  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1176,137 +1259,137 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      state[slot_c4[3:1]] <= \port__data$60 ;
+    if (\port__en$57 )
+      state[slot_c4[3:1]] <= \port__data$61 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$34 ];
+      _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$43  = _3_;
-  reg [31:0] \weights$180  [95:0];
+  assign \port__data$143  = _3_;
+  reg [31:0] \weights$185  [95:0];
   initial begin
-    \weights$180 [0] = 32'd1555892491;
-    \weights$180 [1] = 32'd1184902148;
-    \weights$180 [2] = 32'd3306484222;
-    \weights$180 [3] = 32'd842740026;
-    \weights$180 [4] = 32'd282861568;
-    \weights$180 [5] = 32'd793587894;
-    \weights$180 [6] = 32'd3823099436;
-    \weights$180 [7] = 32'd4261538614;
-    \weights$180 [8] = 32'd3440259363;
-    \weights$180 [9] = 32'd201245694;
-    \weights$180 [10] = 32'd305066492;
-    \weights$180 [11] = 32'd3526214365;
-    \weights$180 [12] = 32'd3997077820;
-    \weights$180 [13] = 32'd569581920;
-    \weights$180 [14] = 32'd1069681365;
-    \weights$180 [15] = 32'd508580019;
-    \weights$180 [16] = 32'd1076863649;
-    \weights$180 [17] = 32'd3453738910;
-    \weights$180 [18] = 32'd24162917;
-    \weights$180 [19] = 32'd1071206749;
-    \weights$180 [20] = 32'd4122981135;
-    \weights$180 [21] = 32'd815944782;
-    \weights$180 [22] = 32'd205815116;
-    \weights$180 [23] = 32'd763232415;
-    \weights$180 [24] = 32'd4278514673;
-    \weights$180 [25] = 32'd566285315;
-    \weights$180 [26] = 32'd3318763017;
-    \weights$180 [27] = 32'd3204576540;
-    \weights$180 [28] = 32'd282861010;
-    \weights$180 [29] = 32'd3186676769;
-    \weights$180 [30] = 32'd1057764159;
-    \weights$180 [31] = 32'd101604110;
-    \weights$180 [32] = 32'd4093758797;
-    \weights$180 [33] = 32'd338419713;
-    \weights$180 [34] = 32'd852410636;
-    \weights$180 [35] = 32'd269546158;
-    \weights$180 [36] = 32'd3022787501;
-    \weights$180 [37] = 32'd1087556363;
-    \weights$180 [38] = 32'd572723716;
-    \weights$180 [39] = 32'd1109413649;
-    \weights$180 [40] = 32'd4079342078;
-    \weights$180 [41] = 32'd4064337738;
-    \weights$180 [42] = 32'd3455917034;
-    \weights$180 [43] = 32'd852839405;
-    \weights$180 [44] = 32'd4006739773;
-    \weights$180 [45] = 32'd3779842369;
-    \weights$180 [46] = 32'd842198819;
-    \weights$180 [47] = 32'd66982158;
-    \weights$180 [48] = 32'd4280995836;
-    \weights$180 [49] = 32'd1042240995;
-    \weights$180 [50] = 32'd3271822619;
-    \weights$180 [51] = 32'd1159586509;
-    \weights$180 [52] = 32'd3302949467;
-    \weights$180 [53] = 32'd62125280;
-    \weights$180 [54] = 32'd586297133;
-    \weights$180 [55] = 32'd3979202605;
-    \weights$180 [56] = 32'd1087234819;
-    \weights$180 [57] = 32'd3405779230;
-    \weights$180 [58] = 32'd3661566031;
-    \weights$180 [59] = 32'd4160696126;
-    \weights$180 [60] = 32'd1414787872;
-    \weights$180 [61] = 32'd1007631954;
-    \weights$180 [62] = 32'd787398127;
-    \weights$180 [63] = 32'd3975343872;
-    \weights$180 [64] = 32'd756412146;
-    \weights$180 [65] = 32'd151000574;
-    \weights$180 [66] = 32'd469577252;
-    \weights$180 [67] = 32'd384646622;
-    \weights$180 [68] = 32'd37616943;
-    \weights$180 [69] = 32'd354357793;
-    \weights$180 [70] = 32'd2940158956;
-    \weights$180 [71] = 32'd14545697;
-    \weights$180 [72] = 32'd3759349408;
-    \weights$180 [73] = 32'd4073861105;
-    \weights$180 [74] = 32'd321199152;
-    \weights$180 [75] = 32'd239288372;
-    \weights$180 [76] = 32'd821974000;
-    \weights$180 [77] = 32'd1826811167;
-    \weights$180 [78] = 32'd502259712;
-    \weights$180 [79] = 32'd3931227388;
-    \weights$180 [80] = 32'd4077121716;
-    \weights$180 [81] = 32'd4092465662;
-    \weights$180 [82] = 32'd4009508162;
-    \weights$180 [83] = 32'd3839884811;
-    \weights$180 [84] = 32'd2889486103;
-    \weights$180 [85] = 32'd1021117014;
-    \weights$180 [86] = 32'd458031350;
-    \weights$180 [87] = 32'd751973892;
-    \weights$180 [88] = 32'd901898989;
-    \weights$180 [89] = 32'd372433696;
-    \weights$180 [90] = 32'd4043439893;
-    \weights$180 [91] = 32'd50053621;
-    \weights$180 [92] = 32'd64962588;
-    \weights$180 [93] = 32'd3487379731;
-    \weights$180 [94] = 32'd3793694177;
-    \weights$180 [95] = 32'd114667615;
+    \weights$185 [0] = 32'd1555892491;
+    \weights$185 [1] = 32'd1184902148;
+    \weights$185 [2] = 32'd3306484222;
+    \weights$185 [3] = 32'd842740026;
+    \weights$185 [4] = 32'd282861568;
+    \weights$185 [5] = 32'd793587894;
+    \weights$185 [6] = 32'd3823099436;
+    \weights$185 [7] = 32'd4261538614;
+    \weights$185 [8] = 32'd3440259363;
+    \weights$185 [9] = 32'd201245694;
+    \weights$185 [10] = 32'd305066492;
+    \weights$185 [11] = 32'd3526214365;
+    \weights$185 [12] = 32'd3997077820;
+    \weights$185 [13] = 32'd569581920;
+    \weights$185 [14] = 32'd1069681365;
+    \weights$185 [15] = 32'd508580019;
+    \weights$185 [16] = 32'd1076863649;
+    \weights$185 [17] = 32'd3453738910;
+    \weights$185 [18] = 32'd24162917;
+    \weights$185 [19] = 32'd1071206749;
+    \weights$185 [20] = 32'd4122981135;
+    \weights$185 [21] = 32'd815944782;
+    \weights$185 [22] = 32'd205815116;
+    \weights$185 [23] = 32'd763232415;
+    \weights$185 [24] = 32'd4278514673;
+    \weights$185 [25] = 32'd566285315;
+    \weights$185 [26] = 32'd3318763017;
+    \weights$185 [27] = 32'd3204576540;
+    \weights$185 [28] = 32'd282861010;
+    \weights$185 [29] = 32'd3186676769;
+    \weights$185 [30] = 32'd1057764159;
+    \weights$185 [31] = 32'd101604110;
+    \weights$185 [32] = 32'd4093758797;
+    \weights$185 [33] = 32'd338419713;
+    \weights$185 [34] = 32'd852410636;
+    \weights$185 [35] = 32'd269546158;
+    \weights$185 [36] = 32'd3022787501;
+    \weights$185 [37] = 32'd1087556363;
+    \weights$185 [38] = 32'd572723716;
+    \weights$185 [39] = 32'd1109413649;
+    \weights$185 [40] = 32'd4079342078;
+    \weights$185 [41] = 32'd4064337738;
+    \weights$185 [42] = 32'd3455917034;
+    \weights$185 [43] = 32'd852839405;
+    \weights$185 [44] = 32'd4006739773;
+    \weights$185 [45] = 32'd3779842369;
+    \weights$185 [46] = 32'd842198819;
+    \weights$185 [47] = 32'd66982158;
+    \weights$185 [48] = 32'd4280995836;
+    \weights$185 [49] = 32'd1042240995;
+    \weights$185 [50] = 32'd3271822619;
+    \weights$185 [51] = 32'd1159586509;
+    \weights$185 [52] = 32'd3302949467;
+    \weights$185 [53] = 32'd62125280;
+    \weights$185 [54] = 32'd586297133;
+    \weights$185 [55] = 32'd3979202605;
+    \weights$185 [56] = 32'd1087234819;
+    \weights$185 [57] = 32'd3405779230;
+    \weights$185 [58] = 32'd3661566031;
+    \weights$185 [59] = 32'd4160696126;
+    \weights$185 [60] = 32'd1414787872;
+    \weights$185 [61] = 32'd1007631954;
+    \weights$185 [62] = 32'd787398127;
+    \weights$185 [63] = 32'd3975343872;
+    \weights$185 [64] = 32'd756412146;
+    \weights$185 [65] = 32'd151000574;
+    \weights$185 [66] = 32'd469577252;
+    \weights$185 [67] = 32'd384646622;
+    \weights$185 [68] = 32'd37616943;
+    \weights$185 [69] = 32'd354357793;
+    \weights$185 [70] = 32'd2940158956;
+    \weights$185 [71] = 32'd14545697;
+    \weights$185 [72] = 32'd3759349408;
+    \weights$185 [73] = 32'd4073861105;
+    \weights$185 [74] = 32'd321199152;
+    \weights$185 [75] = 32'd239288372;
+    \weights$185 [76] = 32'd821974000;
+    \weights$185 [77] = 32'd1826811167;
+    \weights$185 [78] = 32'd502259712;
+    \weights$185 [79] = 32'd3931227388;
+    \weights$185 [80] = 32'd4077121716;
+    \weights$185 [81] = 32'd4092465662;
+    \weights$185 [82] = 32'd4009508162;
+    \weights$185 [83] = 32'd3839884811;
+    \weights$185 [84] = 32'd2889486103;
+    \weights$185 [85] = 32'd1021117014;
+    \weights$185 [86] = 32'd458031350;
+    \weights$185 [87] = 32'd751973892;
+    \weights$185 [88] = 32'd901898989;
+    \weights$185 [89] = 32'd372433696;
+    \weights$185 [90] = 32'd4043439893;
+    \weights$185 [91] = 32'd50053621;
+    \weights$185 [92] = 32'd64962588;
+    \weights$185 [93] = 32'd3487379731;
+    \weights$185 [94] = 32'd3793694177;
+    \weights$185 [95] = 32'd114667615;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$180 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$185 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$180 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$185 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$180 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$185 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$180 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$185 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$180 [\config [10:4]][19:16] <= port__data[19:16];
+      \weights$185 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$180 [\config [10:4]][23:20] <= port__data[23:20];
+      \weights$185 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$180 [\config [10:4]][27:24] <= port__data[27:24];
+      \weights$185 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$180 [\config [10:4]][31:28] <= port__data[31:28];
+      \weights$185 [\config [10:4]][31:28] <= port__data[31:28];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$180 [\$7 [6:0]];
+      _4_ <= \weights$185 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1324,12 +1407,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[11];
   assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
-  assign \$11  = slot_c2[0] & slot_c2[12];
+  assign \$11  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$43 [15:0];
-  assign \old$46  = slot_c3[14] ? 16'h0000 : \port__data$43 [31:16];
-  assign \old$49  = slot_c3[14] ? 16'h0000 : \port__data$43 [47:32];
-  assign \old$52  = slot_c3[14] ? 16'h0000 : \port__data$43 [63:48];
+  assign old = slot_c3[14] ? 16'h0000 : state_c3[15:0];
+  assign \old$47  = slot_c3[14] ? 16'h0000 : state_c3[31:16];
+  assign \old$50  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
+  assign \old$53  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1432,10 +1515,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$116  = | slot_c2[28:21];
   assign \$117  = \$115  & \$116 ;
   assign \$118  = layer0_macs + 4'h8;
-  assign \$119  = slot_c3[14] ? 24'h000000 : \port__data$147 [23:0];
-  assign \$120  = slot_c3[14] ? 24'h000000 : \port__data$147 [47:24];
-  assign \$121  = slot_c3[14] ? 24'h000000 : \port__data$147 [71:48];
-  assign \$122  = slot_c3[14] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$119  = slot_c3[14] ? 24'h000000 : pool_c3[23:0];
+  assign \$120  = slot_c3[14] ? 24'h000000 : pool_c3[47:24];
+  assign \$121  = slot_c3[14] ? 24'h000000 : pool_c3[71:48];
+  assign \$122  = slot_c3[14] ? 24'h000000 : pool_c3[95:72];
   assign \$123  = 1'h0 + changed[0];
   assign \$124  = \$123  + changed[1];
   assign \$125  = \$124  + changed[2];
@@ -1476,98 +1559,108 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$148 ;
   always @(posedge clk)
-    slot_c3 <= \$149 ;
+    slot_c2a <= \$149 ;
   always @(posedge clk)
-    slot_c4 <= \$150 ;
+    slot_c2b <= \$150 ;
   always @(posedge clk)
-    \port__en$56  <= \$151 ;
+    params_c3 <= \$151 ;
   always @(posedge clk)
-    new_c4_0 <= \$152 ;
+    state_c3 <= \$152 ;
   always @(posedge clk)
-    old_c4_0 <= \$153 ;
+    pool_c3 <= \$153 ;
   always @(posedge clk)
-    hold_c4_0 <= \$154 ;
+    slot_c3 <= \$154 ;
   always @(posedge clk)
-    out_c4_0 <= \$155 ;
+    slot_c4 <= \$155 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$156 ;
+    \port__en$57  <= \$156 ;
   always @(posedge clk)
-    gate_c4_0 <= \$157 ;
+    new_c4_0 <= \$157 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$158 ;
+    old_c4_0 <= \$158 ;
   always @(posedge clk)
-    potential_c4_0 <= \$159 ;
+    hold_c4_0 <= \$159 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$160 ;
+    out_c4_0 <= \$160 ;
   always @(posedge clk)
-    new_c4_1 <= \$161 ;
+    old_out_c4_0 <= \$161 ;
   always @(posedge clk)
-    old_c4_1 <= \$162 ;
+    gate_c4_0 <= \$162 ;
   always @(posedge clk)
-    hold_c4_1 <= \$163 ;
+    saturated_c4_0 <= \$163 ;
   always @(posedge clk)
-    out_c4_1 <= \$164 ;
+    potential_c4_0 <= \$164 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$165 ;
+    old_pool_c4_0 <= \$165 ;
   always @(posedge clk)
-    gate_c4_1 <= \$166 ;
+    new_c4_1 <= \$166 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$167 ;
+    old_c4_1 <= \$167 ;
   always @(posedge clk)
-    potential_c4_1 <= \$168 ;
+    hold_c4_1 <= \$168 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$169 ;
+    out_c4_1 <= \$169 ;
   always @(posedge clk)
-    new_c4_2 <= \$170 ;
+    old_out_c4_1 <= \$170 ;
   always @(posedge clk)
-    old_c4_2 <= \$171 ;
+    gate_c4_1 <= \$171 ;
   always @(posedge clk)
-    hold_c4_2 <= \$172 ;
+    saturated_c4_1 <= \$172 ;
   always @(posedge clk)
-    out_c4_2 <= \$173 ;
+    potential_c4_1 <= \$173 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$174 ;
+    old_pool_c4_1 <= \$174 ;
   always @(posedge clk)
-    gate_c4_2 <= \$175 ;
+    new_c4_2 <= \$175 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$176 ;
+    old_c4_2 <= \$176 ;
   always @(posedge clk)
-    potential_c4_2 <= \$177 ;
+    hold_c4_2 <= \$177 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$178 ;
+    out_c4_2 <= \$178 ;
   always @(posedge clk)
-    new_c4_3 <= \$179 ;
+    old_out_c4_2 <= \$179 ;
   always @(posedge clk)
-    old_c4_3 <= \$180 ;
+    gate_c4_2 <= \$180 ;
   always @(posedge clk)
-    hold_c4_3 <= \$181 ;
+    saturated_c4_2 <= \$181 ;
   always @(posedge clk)
-    out_c4_3 <= \$182 ;
+    potential_c4_2 <= \$182 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$183 ;
+    old_pool_c4_2 <= \$183 ;
   always @(posedge clk)
-    gate_c4_3 <= \$184 ;
+    new_c4_3 <= \$184 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$185 ;
+    old_c4_3 <= \$185 ;
   always @(posedge clk)
-    potential_c4_3 <= \$186 ;
+    hold_c4_3 <= \$186 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$187 ;
+    out_c4_3 <= \$187 ;
   always @(posedge clk)
-    \trace$169  <= \$188 ;
+    old_out_c4_3 <= \$188 ;
   always @(posedge clk)
-    layer0_events <= \$189 ;
+    gate_c4_3 <= \$189 ;
   always @(posedge clk)
-    layer0_saturations <= \$190 ;
+    saturated_c4_3 <= \$190 ;
   always @(posedge clk)
-    reserved <= \$191 ;
+    potential_c4_3 <= \$191 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$192 ;
+  always @(posedge clk)
+    \trace$174  <= \$193 ;
+  always @(posedge clk)
+    layer0_events <= \$194 ;
+  always @(posedge clk)
+    layer0_saturations <= \$195 ;
+  always @(posedge clk)
+    reserved <= \$196 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$56 ),
+    .w_en(\port__en$57 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1587,7 +1680,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$39 ),
+    .acc(\acc$40 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1602,7 +1695,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$120 ),
+    .items__ready(\items__ready$121 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1611,32 +1704,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$144 ),
+    .u_clipped(\saturated$150 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$44 ),
-    .\new (\new$148 ),
-    .old(\old$46 ),
-    .params(\params$45 ),
-    .u_clipped(\saturated$152 ),
-    .z(\gate$151 )
+    .acc(\acc$45 ),
+    .\new (\new$153 ),
+    .old(\old$47 ),
+    .params(\params$46 ),
+    .u_clipped(\saturated$157 ),
+    .z(\gate$156 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$47 ),
-    .\new (\new$155 ),
-    .old(\old$49 ),
-    .params(\params$48 ),
-    .u_clipped(\saturated$159 ),
-    .z(\gate$158 )
+    .acc(\acc$48 ),
+    .\new (\new$160 ),
+    .old(\old$50 ),
+    .params(\params$49 ),
+    .u_clipped(\saturated$164 ),
+    .z(\gate$163 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$50 ),
-    .\new (\new$162 ),
-    .old(\old$52 ),
-    .params(\params$51 ),
-    .u_clipped(\saturated$166 ),
-    .z(\gate$165 )
+    .acc(\acc$51 ),
+    .\new (\new$167 ),
+    .old(\old$53 ),
+    .params(\params$52 ),
+    .u_clipped(\saturated$171 ),
+    .z(\gate$170 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1675,23 +1768,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 3'h0;
-    if (\$11 ) begin
-      \port__addr$33  = slot_c2[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$34  = 3'h0;
     if (\$11 ) begin
-      \port__addr$34  = slot_c2[3:1];
+      \port__addr$34  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$35  = 3'h0;
     if (\$11 ) begin
-      \port__addr$35  = slot_c2[3:1];
+      \port__addr$35  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \port__addr$36  = 3'h0;
+    if (\$11 ) begin
+      \port__addr$36  = slot_c2a[3:1];
     end
   end
   always @* begin
@@ -1797,302 +1890,337 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c3;
+    \$150  = slot_c2a;
     if (rst) begin
       \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = finalize;
+    \$151  = \port__data$142 ;
     if (rst) begin
-      \$151  = 1'h0;
+      \$151  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \new ;
+    \$152  = \port__data$143 ;
     if (rst) begin
-      \$152  = 16'h0000;
+      \$152  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = old;
+    \$153  = \port__data$145 ;
     if (rst) begin
-      \$153  = 16'h0000;
+      \$153  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = 1'h0;
+    \$154  = slot_c2b;
     if (rst) begin
-      \$154  = 1'h0;
+      \$154  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \new ;
+    \$155  = slot_c3;
     if (rst) begin
-      \$155  = 16'h0000;
+      \$155  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = old;
+    \$156  = finalize;
     if (rst) begin
-      \$156  = 16'h0000;
+      \$156  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = gate;
+    \$157  = \new ;
     if (rst) begin
-      \$157  = 7'h00;
+      \$157  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = \saturated$144 ;
+    \$158  = old;
     if (rst) begin
-      \$158  = 1'h0;
+      \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 16'h0000;
+    \$159  = 1'h0;
     if (rst) begin
-      \$159  = 16'h0000;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = \$119 ;
+    \$160  = \new ;
     if (rst) begin
-      \$160  = 24'h000000;
+      \$160  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \new$148 ;
+    \$161  = old;
     if (rst) begin
       \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = \old$46 ;
+    \$162  = gate;
     if (rst) begin
-      \$162  = 16'h0000;
+      \$162  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = 1'h0;
+    \$163  = \saturated$150 ;
     if (rst) begin
       \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \new$148 ;
+    \$164  = 16'h0000;
     if (rst) begin
       \$164  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \old$46 ;
+    \$165  = \$119 ;
     if (rst) begin
-      \$165  = 16'h0000;
+      \$165  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \gate$151 ;
+    \$166  = \new$153 ;
     if (rst) begin
-      \$166  = 7'h00;
+      \$166  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \saturated$152 ;
+    \$167  = \old$47 ;
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = 16'h0000;
+    \$168  = 1'h0;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \$120 ;
+    \$169  = \new$153 ;
     if (rst) begin
-      \$169  = 24'h000000;
+      \$169  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$155 ;
+    \$170  = \old$47 ;
     if (rst) begin
       \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \old$49 ;
+    \$171  = \gate$156 ;
     if (rst) begin
-      \$171  = 16'h0000;
+      \$171  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = 1'h0;
+    \$172  = \saturated$157 ;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \new$155 ;
+    \$173  = 16'h0000;
     if (rst) begin
       \$173  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \old$49 ;
+    \$174  = \$120 ;
     if (rst) begin
-      \$174  = 16'h0000;
+      \$174  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \gate$158 ;
+    \$175  = \new$160 ;
     if (rst) begin
-      \$175  = 7'h00;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \saturated$159 ;
+    \$176  = \old$50 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = 16'h0000;
+    \$177  = 1'h0;
     if (rst) begin
-      \$177  = 16'h0000;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \$121 ;
+    \$178  = \new$160 ;
     if (rst) begin
-      \$178  = 24'h000000;
+      \$178  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \new$162 ;
+    \$179  = \old$50 ;
     if (rst) begin
       \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \old$52 ;
+    \$180  = \gate$163 ;
     if (rst) begin
-      \$180  = 16'h0000;
+      \$180  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = 1'h0;
+    \$181  = \saturated$164 ;
     if (rst) begin
       \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \new$162 ;
+    \$182  = 16'h0000;
     if (rst) begin
       \$182  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \old$52 ;
+    \$183  = \$121 ;
     if (rst) begin
-      \$183  = 16'h0000;
+      \$183  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \gate$165 ;
+    \$184  = \new$167 ;
     if (rst) begin
-      \$184  = 7'h00;
+      \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \saturated$166 ;
+    \$185  = \old$53 ;
     if (rst) begin
-      \$185  = 1'h0;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = 16'h0000;
+    \$186  = 1'h0;
     if (rst) begin
-      \$186  = 16'h0000;
+      \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \$122 ;
+    \$187  = \new$167 ;
     if (rst) begin
-      \$187  = 24'h000000;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = trace;
+    \$188  = \old$53 ;
     if (rst) begin
-      \$188  = 98'h0000000000000000000000000;
+      \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = layer0_events;
-    if (\port__en$56 ) begin
-      \$189  = \$127 [31:0];
-    end
+    \$189  = \gate$170 ;
     if (rst) begin
-      \$189  = 32'd0;
+      \$189  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = layer0_saturations;
-    if (\port__en$56 ) begin
-      \$190  = \$132 [31:0];
-    end
+    \$190  = \saturated$171 ;
     if (rst) begin
-      \$190  = 32'd0;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \$135 [3:0];
+    \$191  = 16'h0000;
     if (rst) begin
-      \$191  = 4'h0;
+      \$191  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$192  = \$122 ;
+    if (rst) begin
+      \$192  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = trace;
+    if (rst) begin
+      \$193  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$194  = layer0_events;
+    if (\port__en$57 ) begin
+      \$194  = \$127 [31:0];
+    end
+    if (rst) begin
+      \$194  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$195  = \$132 [31:0];
+    end
+    if (rst) begin
+      \$195  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$196  = \$135 [3:0];
+    if (rst) begin
+      \$196  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2107,34 +2235,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__addr$54  = slot_c4[3:1];
-  assign finalize4 = \port__en$56 ;
-  assign \port__addr$58  = slot_c4[3:1];
-  assign \port__en$59  = \port__en$56 ;
+  assign \port__addr$55  = slot_c4[3:1];
+  assign finalize4 = \port__en$57 ;
+  assign \port__addr$59  = slot_c4[3:1];
+  assign \port__en$60  = \port__en$57 ;
   assign pool_0 = \$19 [23:0];
   assign pool_1 = \$38 [23:0];
   assign pool_2 = \$57 [23:0];
   assign pool_3 = \$76 [23:0];
   assign w_data = entry;
-  assign w_en = \port__en$56 ;
+  assign w_en = \port__en$57 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$119  = events__payload;
-  assign events__ready = \items__ready$120 ;
-  assign \items__valid$123  = events__valid;
+  assign \items__payload$120  = events__payload;
+  assign events__ready = \items__ready$121 ;
+  assign \items__valid$124  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$149  = 1'h0;
-  assign \out$150  = \new$148 ;
-  assign \potential$154  = 16'h0000;
-  assign \hold$156  = 1'h0;
-  assign \out$157  = \new$155 ;
-  assign \potential$161  = 16'h0000;
-  assign \hold$163  = 1'h0;
-  assign \out$164  = \new$162 ;
-  assign \potential$168  = 16'h0000;
+  assign \hold$154  = 1'h0;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
+  assign \hold$161  = 1'h0;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \hold$168  = 1'h0;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2186,6 +2314,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[101:85];
   assign \seeds[6]  = seeds[118:102];
   assign \seeds[7]  = seeds[135:119];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[3:1];
+  assign \slot_c2a.base  = slot_c2a[10:4];
+  assign \slot_c2a.first  = slot_c2a[11];
+  assign \slot_c2a.last  = slot_c2a[12];
+  assign \slot_c2a.step_last  = slot_c2a[13];
+  assign \slot_c2a.seq_first  = slot_c2a[14];
+  assign \slot_c2a.seq_end  = slot_c2a[15];
+  assign \slot_c2a.empty  = slot_c2a[16];
+  assign \slot_c2a.index  = slot_c2a[20:17];
+  assign \slot_c2a.value  = slot_c2a[28:21];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[3:1];
   assign \slot_c3.base  = slot_c3[10:4];
@@ -2199,32 +2338,44 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \acc$39[0]  = \acc$39 [16:0];
-  assign \acc$39[1]  = \acc$39 [33:17];
-  assign \acc$39[2]  = \acc$39 [50:34];
-  assign \acc$39[3]  = \acc$39 [67:51];
-  assign \acc$39[4]  = \acc$39 [84:68];
-  assign \acc$39[5]  = \acc$39 [101:85];
-  assign \acc$39[6]  = \acc$39 [118:102];
-  assign \acc$39[7]  = \acc$39 [135:119];
+  assign \acc$40[0]  = \acc$40 [16:0];
+  assign \acc$40[1]  = \acc$40 [33:17];
+  assign \acc$40[2]  = \acc$40 [50:34];
+  assign \acc$40[3]  = \acc$40 [67:51];
+  assign \acc$40[4]  = \acc$40 [84:68];
+  assign \acc$40[5]  = \acc$40 [101:85];
+  assign \acc$40[6]  = \acc$40 [118:102];
+  assign \acc$40[7]  = \acc$40 [135:119];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
+  assign \params_c3[0]  = params_c3[6:0];
+  assign \params_c3[1]  = params_c3[13:7];
+  assign \params_c3[2]  = params_c3[20:14];
+  assign \params_c3[3]  = params_c3[27:21];
+  assign \params_c3[4]  = params_c3[34:28];
+  assign \params_c3[5]  = params_c3[41:35];
+  assign \params_c3[6]  = params_c3[48:42];
+  assign \params_c3[7]  = params_c3[55:49];
   assign \old.h  = old;
-  assign \acc$44.cand  = \acc$44 [16:0];
-  assign \acc$44.gate  = \acc$44 [33:17];
-  assign \params$45.cand_shift  = \params$45 [6:0];
-  assign \params$45.gate_shift  = \params$45 [13:7];
-  assign \old$46.h  = \old$46 ;
-  assign \acc$47.cand  = \acc$47 [16:0];
-  assign \acc$47.gate  = \acc$47 [33:17];
-  assign \params$48.cand_shift  = \params$48 [6:0];
-  assign \params$48.gate_shift  = \params$48 [13:7];
-  assign \old$49.h  = \old$49 ;
-  assign \acc$50.cand  = \acc$50 [16:0];
-  assign \acc$50.gate  = \acc$50 [33:17];
-  assign \params$51.cand_shift  = \params$51 [6:0];
-  assign \params$51.gate_shift  = \params$51 [13:7];
-  assign \old$52.h  = \old$52 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$45.cand  = \acc$45 [16:0];
+  assign \acc$45.gate  = \acc$45 [33:17];
+  assign \params$46.cand_shift  = \params$46 [6:0];
+  assign \params$46.gate_shift  = \params$46 [13:7];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [16:0];
+  assign \acc$48.gate  = \acc$48 [33:17];
+  assign \params$49.cand_shift  = \params$49 [6:0];
+  assign \params$49.gate_shift  = \params$49 [13:7];
+  assign \old$50.h  = \old$50 ;
+  assign \acc$51.cand  = \acc$51 [16:0];
+  assign \acc$51.gate  = \acc$51 [33:17];
+  assign \params$52.cand_shift  = \params$52 [6:0];
+  assign \params$52.gate_shift  = \params$52 [13:7];
+  assign \old$53.h  = \old$53 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[3:1];
   assign \slot_c4.base  = slot_c4[10:4];
@@ -2280,28 +2431,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$119.index  = events__payload[4:0];
-  assign \items__payload$119.value  = events__payload[28:5];
-  assign \items__payload$119.step_end  = events__payload[29];
-  assign \items__payload$119.seq_end  = events__payload[30];
+  assign \items__payload$120.index  = events__payload[4:0];
+  assign \items__payload$120.value  = events__payload[28:5];
+  assign \items__payload$120.step_end  = events__payload[29];
+  assign \items__payload$120.seq_end  = events__payload[30];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[3:1];
+  assign \slot_c2b.base  = slot_c2b[10:4];
+  assign \slot_c2b.first  = slot_c2b[11];
+  assign \slot_c2b.last  = slot_c2b[12];
+  assign \slot_c2b.step_last  = slot_c2b[13];
+  assign \slot_c2b.seq_first  = slot_c2b[14];
+  assign \slot_c2b.seq_end  = slot_c2b[15];
+  assign \slot_c2b.empty  = slot_c2b[16];
+  assign \slot_c2b.index  = slot_c2b[20:17];
+  assign \slot_c2b.value  = slot_c2b[28:21];
+  assign \pool_c3[0]  = pool_c3[23:0];
+  assign \pool_c3[1]  = pool_c3[47:24];
+  assign \pool_c3[2]  = pool_c3[71:48];
+  assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$148.h  = \new$148 ;
-  assign \new$155.h  = \new$155 ;
-  assign \new$162.h  = \new$162 ;
-  assign \trace$169.valid  = \trace$169 [0];
-  assign \trace$169.group  = \trace$169 [3:1];
-  assign \trace$169.step_end  = \trace$169 [4];
-  assign \trace$169.seq_end  = \trace$169 [5];
-  assign \trace$169.state  = \trace$169 [69:6];
-  assign \trace$169.state[0]  = \trace$169 [21:6];
-  assign \trace$169.state[1]  = \trace$169 [37:22];
-  assign \trace$169.state[2]  = \trace$169 [53:38];
-  assign \trace$169.state[3]  = \trace$169 [69:54];
-  assign \trace$169.gate  = \trace$169 [97:70];
-  assign \trace$169.gate[0]  = \trace$169 [76:70];
-  assign \trace$169.gate[1]  = \trace$169 [83:77];
-  assign \trace$169.gate[2]  = \trace$169 [90:84];
-  assign \trace$169.gate[3]  = \trace$169 [97:91];
+  assign \new$153.h  = \new$153 ;
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \trace$174.valid  = \trace$174 [0];
+  assign \trace$174.group  = \trace$174 [3:1];
+  assign \trace$174.step_end  = \trace$174 [4];
+  assign \trace$174.seq_end  = \trace$174 [5];
+  assign \trace$174.state  = \trace$174 [69:6];
+  assign \trace$174.state[0]  = \trace$174 [21:6];
+  assign \trace$174.state[1]  = \trace$174 [37:22];
+  assign \trace$174.state[2]  = \trace$174 [53:38];
+  assign \trace$174.state[3]  = \trace$174 [69:54];
+  assign \trace$174.gate  = \trace$174 [97:70];
+  assign \trace$174.gate[0]  = \trace$174 [76:70];
+  assign \trace$174.gate[1]  = \trace$174 [83:77];
+  assign \trace$174.gate[2]  = \trace$174 [90:84];
+  assign \trace$174.gate[3]  = \trace$174 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -2316,7 +2482,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
-  assign trace[0] = \port__en$56 ;
+  assign trace[0] = \port__en$57 ;
   assign trace[97:91] = gate_c4_3;
   assign trace[69:54] = out_3;
   assign trace[90:84] = gate_c4_2;
@@ -2333,34 +2499,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$63 ;
   assign changed[1] = \$44 ;
   assign changed[0] = \$25 ;
-  assign \port__data$70 [95:72] = \$76 [23:0];
-  assign \port__data$70 [71:48] = \$57 [23:0];
-  assign \port__data$70 [47:24] = \$38 [23:0];
-  assign \port__data$70 [23:0] = \$19 [23:0];
-  assign \port__data$60 [63:48] = \$69 ;
-  assign \port__data$60 [47:32] = \$50 ;
-  assign \port__data$60 [31:16] = \$31 ;
-  assign \port__data$60 [15:0] = \$12 ;
+  assign \port__data$71 [95:72] = \$76 [23:0];
+  assign \port__data$71 [71:48] = \$57 [23:0];
+  assign \port__data$71 [47:24] = \$38 [23:0];
+  assign \port__data$71 [23:0] = \$19 [23:0];
+  assign \port__data$61 [63:48] = \$69 ;
+  assign \port__data$61 [47:32] = \$50 ;
+  assign \port__data$61 [31:16] = \$31 ;
+  assign \port__data$61 [15:0] = \$12 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \params$51 [13:7] = \port__data$41 [55:49];
-  assign \params$51 [6:0] = \port__data$41 [48:42];
-  assign \acc$50 [33:17] = \acc$39 [135:119];
-  assign \acc$50 [16:0] = \acc$39 [118:102];
-  assign \params$48 [13:7] = \port__data$41 [41:35];
-  assign \params$48 [6:0] = \port__data$41 [34:28];
-  assign \acc$47 [33:17] = \acc$39 [101:85];
-  assign \acc$47 [16:0] = \acc$39 [84:68];
-  assign \params$45 [13:7] = \port__data$41 [27:21];
-  assign \params$45 [6:0] = \port__data$41 [20:14];
-  assign \acc$44 [33:17] = \acc$39 [67:51];
-  assign \acc$44 [16:0] = \acc$39 [50:34];
-  assign params[13:7] = \port__data$41 [13:7];
-  assign params[6:0] = \port__data$41 [6:0];
-  assign acc[33:17] = \acc$39 [33:17];
-  assign acc[16:0] = \acc$39 [16:0];
+  assign \params$52 [13:7] = params_c3[55:49];
+  assign \params$52 [6:0] = params_c3[48:42];
+  assign \acc$51 [33:17] = \acc$40 [135:119];
+  assign \acc$51 [16:0] = \acc$40 [118:102];
+  assign \params$49 [13:7] = params_c3[41:35];
+  assign \params$49 [6:0] = params_c3[34:28];
+  assign \acc$48 [33:17] = \acc$40 [101:85];
+  assign \acc$48 [16:0] = \acc$40 [84:68];
+  assign \params$46 [13:7] = params_c3[27:21];
+  assign \params$46 [6:0] = params_c3[20:14];
+  assign \acc$45 [33:17] = \acc$40 [67:51];
+  assign \acc$45 [16:0] = \acc$40 [50:34];
+  assign params[13:7] = params_c3[13:7];
+  assign params[6:0] = params_c3[6:0];
+  assign acc[33:17] = \acc$40 [33:17];
+  assign acc[16:0] = \acc$40 [16:0];
   assign seeds[135:119] = { \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[118:102] = { \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[101:85] = { \port__data$32 [95], \port__data$32 [95:80] };
@@ -2405,8 +2571,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$82  = \$81 ;
   assign \$84  = \$83 ;
   assign \$85  = slot_c4[15];
-  assign \$106  = \port__en$56 ;
-  assign \$111  = \port__en$56 ;
+  assign \$106  = \port__en$57 ;
+  assign \$111  = \port__en$57 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2623,7 +2789,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2654,7 +2820,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [28:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [2:0] \$67 ;
@@ -2677,7 +2843,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2804,6 +2970,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -3111,18 +3278,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3336,36 +3503,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [16:0] \$1 ;
-  wire [16:0] \$10 ;
-  wire [11:0] \$11 ;
+  wire [11:0] \$1 ;
+  wire [11:0] \$10 ;
+  wire [16:0] \$11 ;
   wire [17:0] \$12 ;
-  wire [16:0] \$13 ;
-  wire [11:0] \$14 ;
+  wire [11:0] \$13 ;
+  wire [16:0] \$14 ;
   wire [17:0] \$15 ;
-  wire [16:0] \$16 ;
-  wire [11:0] \$17 ;
+  wire [11:0] \$16 ;
+  wire [16:0] \$17 ;
   wire [17:0] \$18 ;
-  wire [16:0] \$19 ;
-  wire [11:0] \$2 ;
-  wire [11:0] \$20 ;
+  wire [11:0] \$19 ;
+  wire [16:0] \$2 ;
+  wire [16:0] \$20 ;
   wire [17:0] \$21 ;
-  wire [16:0] \$22 ;
-  wire [11:0] \$23 ;
+  wire [11:0] \$22 ;
+  wire [16:0] \$23 ;
   wire [17:0] \$24 ;
-  reg [135:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [17:0] \$3 ;
-  wire [16:0] \$4 ;
-  wire [11:0] \$5 ;
+  reg [3:0] \$30 ;
+  reg [11:0] \$31 ;
+  reg [16:0] \$32 ;
+  reg [16:0] \$33 ;
+  reg [135:0] \$34 ;
+  reg [3:0] \$35 ;
+  reg [11:0] \$36 ;
+  reg [16:0] \$37 ;
+  reg [16:0] \$38 ;
+  reg [3:0] \$39 ;
+  wire [11:0] \$4 ;
+  reg [11:0] \$40 ;
+  reg [16:0] \$41 ;
+  reg [16:0] \$42 ;
+  reg [3:0] \$43 ;
+  reg [11:0] \$44 ;
+  reg [16:0] \$45 ;
+  reg [16:0] \$46 ;
+  reg [3:0] \$47 ;
+  reg [11:0] \$48 ;
+  reg [16:0] \$49 ;
+  wire [16:0] \$5 ;
+  reg [16:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg [11:0] \$52 ;
+  reg [16:0] \$53 ;
+  reg [16:0] \$54 ;
+  reg [3:0] \$55 ;
+  reg [11:0] \$56 ;
+  reg [16:0] \$57 ;
+  reg [16:0] \$58 ;
+  reg [3:0] \$59 ;
   wire [17:0] \$6 ;
-  wire [16:0] \$7 ;
-  wire [11:0] \$8 ;
+  reg [11:0] \$60 ;
+  reg [16:0] \$61 ;
+  reg [16:0] \$62 ;
+  wire [11:0] \$7 ;
+  wire [16:0] \$8 ;
   wire [17:0] \$9 ;
   output [135:0] acc;
   reg [135:0] acc = 136'h0000000000000000000000000000000000;
@@ -3381,8 +3584,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [11:0] product_0 = 12'h000;
+  reg [11:0] product_1 = 12'h000;
+  reg [11:0] product_2 = 12'h000;
+  reg [11:0] product_3 = 12'h000;
+  reg [11:0] product_4 = 12'h000;
+  reg [11:0] product_5 = 12'h000;
+  reg [11:0] product_6 = 12'h000;
+  reg [11:0] product_7 = 12'h000;
   input rst;
   wire rst;
+  reg [16:0] seed_0_0 = 17'h00000;
+  reg [16:0] seed_0_1 = 17'h00000;
+  reg [16:0] seed_1_0 = 17'h00000;
+  reg [16:0] seed_1_1 = 17'h00000;
+  reg [16:0] seed_2_0 = 17'h00000;
+  reg [16:0] seed_2_1 = 17'h00000;
+  reg [16:0] seed_3_0 = 17'h00000;
+  reg [16:0] seed_3_1 = 17'h00000;
+  reg [16:0] seed_4_0 = 17'h00000;
+  reg [16:0] seed_4_1 = 17'h00000;
+  reg [16:0] seed_5_0 = 17'h00000;
+  reg [16:0] seed_5_1 = 17'h00000;
+  reg [16:0] seed_6_0 = 17'h00000;
+  reg [16:0] seed_6_1 = 17'h00000;
+  reg [16:0] seed_7_0 = 17'h00000;
+  reg [16:0] seed_7_1 = 17'h00000;
   input [135:0] seeds;
   wire [135:0] seeds;
   wire [16:0] \seeds[0] ;
@@ -3395,8 +3624,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [16:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [3:0] weight_0 = 4'h0;
+  reg [3:0] weight_1 = 4'h0;
+  reg [3:0] weight_2 = 4'h0;
+  reg [3:0] weight_3 = 4'h0;
+  reg [3:0] weight_4 = 4'h0;
+  reg [3:0] weight_5 = 4'h0;
+  reg [3:0] weight_6 = 4'h0;
+  reg [3:0] weight_7 = 4'h0;
   input [31:0] weights;
   wire [31:0] weights;
   wire [3:0] \weights[0] ;
@@ -3407,65 +3647,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [3:0] \weights[5] ;
   wire [3:0] \weights[6] ;
   wire [3:0] \weights[7] ;
-  assign \$1  = first ? seeds[16:0] : acc[16:0];
-  assign \$2  = $signed(weights[3:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[33:17] : acc[33:17];
-  assign \$5  = $signed(weights[7:4]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[50:34] : acc[50:34];
-  assign \$8  = $signed(weights[11:8]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[67:51] : acc[67:51];
-  assign \$11  = $signed(weights[15:12]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[84:68] : acc[84:68];
-  assign \$14  = $signed(weights[19:16]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[101:85] : acc[101:85];
-  assign \$17  = $signed(weights[23:20]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[118:102] : acc[118:102];
-  assign \$20  = $signed(weights[27:24]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[135:119] : acc[135:119];
-  assign \$23  = $signed(weights[31:28]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[16:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[33:17];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[50:34];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[67:51];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[84:68];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[101:85];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[118:102];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[135:119];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [16:0] = \$3 [16:0];
-      \$25 [33:17] = \$6 [16:0];
-      \$25 [50:34] = \$9 [16:0];
-      \$25 [67:51] = \$12 [16:0];
-      \$25 [84:68] = \$15 [16:0];
-      \$25 [101:85] = \$18 [16:0];
-      \$25 [118:102] = \$21 [16:0];
-      \$25 [135:119] = \$24 [16:0];
-    end
+    \$32  = seeds[16:0];
     if (rst) begin
-      \$25  = 136'h0000000000000000000000000000000000;
+      \$32  = 17'h00000;
     end
   end
-  assign \acc[0]  = acc[16:0];
-  assign \acc[1]  = acc[33:17];
-  assign \acc[2]  = acc[50:34];
-  assign \acc[3]  = acc[67:51];
-  assign \acc[4]  = acc[84:68];
-  assign \acc[5]  = acc[101:85];
-  assign \acc[6]  = acc[118:102];
-  assign \acc[7]  = acc[135:119];
-  assign \seeds[0]  = seeds[16:0];
-  assign \seeds[1]  = seeds[33:17];
-  assign \seeds[2]  = seeds[50:34];
-  assign \seeds[3]  = seeds[67:51];
-  assign \seeds[4]  = seeds[84:68];
-  assign \seeds[5]  = seeds[101:85];
-  assign \seeds[6]  = seeds[118:102];
-  assign \seeds[7]  = seeds[135:119];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [16:0] = \$3 [16:0];
+      \$34 [33:17] = \$6 [16:0];
+      \$34 [50:34] = \$9 [16:0];
+      \$34 [67:51] = \$12 [16:0];
+      \$34 [84:68] = \$15 [16:0];
+      \$34 [101:85] = \$18 [16:0];
+      \$34 [118:102] = \$21 [16:0];
+      \$34 [135:119] = \$24 [16:0];
+    end
+    if (rst) begin
+      \$34  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[7:4];
+    if (rst) begin
+      \$35  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[33:17];
+    if (rst) begin
+      \$37  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[11:8];
+    if (rst) begin
+      \$39  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[50:34];
+    if (rst) begin
+      \$41  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[15:12];
+    if (rst) begin
+      \$43  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[67:51];
+    if (rst) begin
+      \$45  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[19:16];
+    if (rst) begin
+      \$47  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[84:68];
+    if (rst) begin
+      \$49  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[23:20];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[101:85];
+    if (rst) begin
+      \$53  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[27:24];
+    if (rst) begin
+      \$55  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[118:102];
+    if (rst) begin
+      \$57  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[31:28];
+    if (rst) begin
+      \$59  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[135:119];
+    if (rst) begin
+      \$61  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[3:0];
+    if (rst) begin
+      \$30  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 12'h000;
+    end
+  end
   assign \weights[0]  = weights[3:0];
   assign \weights[1]  = weights[7:4];
   assign \weights[2]  = weights[11:8];
@@ -3474,6 +4031,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[23:20];
   assign \weights[6]  = weights[27:24];
   assign \weights[7]  = weights[31:28];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4131,8 +4704,145 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [30:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [30:0] \$8 ;
+  input clk;
+  wire clk;
+  input [30:0] i__payload;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 31'h00000000 *)
+  wire [30:0] main;
+  wire [4:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [23:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [30:0] o__payload;
+  reg [30:0] o__payload = 31'h00000000;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [30:0] skid = 31'h00000000;
+  wire [4:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [23:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 31'h00000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[4:0];
+  assign \o__payload.value  = o__payload[28:5];
+  assign \o__payload.step_end  = o__payload[29];
+  assign \o__payload.seq_end  = o__payload[30];
+  assign \main.index  = o__payload[4:0];
+  assign \main.value  = o__payload[28:5];
+  assign \main.step_end  = o__payload[29];
+  assign \main.seq_end  = o__payload[30];
+  assign \skid.index  = skid[4:0];
+  assign \skid.value  = skid[28:5];
+  assign \skid.step_end  = skid[29];
+  assign \skid.seq_end  = skid[30];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4220,15 +4930,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$86 ;
   reg [31:0] \$87 ;
   reg [44:0] \$88 ;
-  reg [32:0] \$89 ;
+  reg [44:0] \$89 ;
   wire \$9 ;
-  reg [1:0] \$90 ;
-  reg [131:0] \$91 ;
-  reg [44:0] \$92 ;
-  reg \$93 ;
-  reg [32:0] \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg [44:0] \$90 ;
+  reg [32:0] \$91 ;
+  reg [1:0] \$92 ;
+  reg [131:0] \$93 ;
+  reg [44:0] \$94 ;
+  reg \$95 ;
+  reg [32:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg [3:0] \$98 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
@@ -4378,6 +5090,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
+  reg [44:0] slot_c2a = 45'h000000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [4:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [23:0] \slot_c2a.value ;
+  reg [44:0] slot_c2b = 45'h000000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [4:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [23:0] \slot_c2b.value ;
   reg [44:0] slot_c3 = 45'h000000000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4438,122 +5174,124 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$75  [95:0];
+  reg [15:0] \weights$77  [95:0];
   initial begin
-    \weights$75 [0] = 16'h3e10;
-    \weights$75 [1] = 16'h2ffd;
-    \weights$75 [2] = 16'h300f;
-    \weights$75 [3] = 16'hf0e1;
-    \weights$75 [4] = 16'hd220;
-    \weights$75 [5] = 16'h030e;
-    \weights$75 [6] = 16'h230f;
-    \weights$75 [7] = 16'h22e0;
-    \weights$75 [8] = 16'h12df;
-    \weights$75 [9] = 16'heff1;
-    \weights$75 [10] = 16'h2ef1;
-    \weights$75 [11] = 16'hfe03;
-    \weights$75 [12] = 16'h2030;
-    \weights$75 [13] = 16'hfd40;
-    \weights$75 [14] = 16'h1f02;
-    \weights$75 [15] = 16'hfe12;
-    \weights$75 [16] = 16'h02ee;
-    \weights$75 [17] = 16'h0fc0;
-    \weights$75 [18] = 16'hf30f;
-    \weights$75 [19] = 16'hff22;
-    \weights$75 [20] = 16'h001f;
-    \weights$75 [21] = 16'hed0d;
-    \weights$75 [22] = 16'hd021;
-    \weights$75 [23] = 16'he1df;
-    \weights$75 [24] = 16'hffd0;
-    \weights$75 [25] = 16'hdf3d;
-    \weights$75 [26] = 16'h1dd5;
-    \weights$75 [27] = 16'h222f;
-    \weights$75 [28] = 16'he1e3;
-    \weights$75 [29] = 16'hcd21;
-    \weights$75 [30] = 16'h211f;
-    \weights$75 [31] = 16'h3e4e;
-    \weights$75 [32] = 16'h12ed;
-    \weights$75 [33] = 16'h1ff1;
-    \weights$75 [34] = 16'h3e20;
-    \weights$75 [35] = 16'h211a;
-    \weights$75 [36] = 16'hff3c;
-    \weights$75 [37] = 16'h12d2;
-    \weights$75 [38] = 16'h1111;
-    \weights$75 [39] = 16'h22de;
-    \weights$75 [40] = 16'hd1f3;
-    \weights$75 [41] = 16'hef03;
-    \weights$75 [42] = 16'h1f02;
-    \weights$75 [43] = 16'hd1ee;
-    \weights$75 [44] = 16'h1b02;
-    \weights$75 [45] = 16'h1132;
-    \weights$75 [46] = 16'h20dd;
-    \weights$75 [47] = 16'h10f1;
-    \weights$75 [48] = 16'h11d1;
-    \weights$75 [49] = 16'h04e2;
-    \weights$75 [50] = 16'h112c;
-    \weights$75 [51] = 16'hff10;
-    \weights$75 [52] = 16'he11e;
-    \weights$75 [53] = 16'h0000;
-    \weights$75 [54] = 16'h2012;
-    \weights$75 [55] = 16'h000f;
-    \weights$75 [56] = 16'h4f21;
-    \weights$75 [57] = 16'h01ec;
-    \weights$75 [58] = 16'h0f1e;
-    \weights$75 [59] = 16'hf1f1;
-    \weights$75 [60] = 16'h2f3f;
-    \weights$75 [61] = 16'h42e1;
-    \weights$75 [62] = 16'h0ff0;
-    \weights$75 [63] = 16'hd301;
-    \weights$75 [64] = 16'h0000;
-    \weights$75 [65] = 16'h000e;
-    \weights$75 [66] = 16'h000e;
-    \weights$75 [67] = 16'h0000;
-    \weights$75 [68] = 16'h000e;
-    \weights$75 [69] = 16'h0003;
-    \weights$75 [70] = 16'h000c;
-    \weights$75 [71] = 16'h0000;
-    \weights$75 [72] = 16'h0000;
-    \weights$75 [73] = 16'h000f;
-    \weights$75 [74] = 16'h0000;
-    \weights$75 [75] = 16'h0000;
-    \weights$75 [76] = 16'h000e;
-    \weights$75 [77] = 16'h000e;
-    \weights$75 [78] = 16'h0001;
-    \weights$75 [79] = 16'h0002;
-    \weights$75 [80] = 16'h000c;
-    \weights$75 [81] = 16'h0001;
-    \weights$75 [82] = 16'h000d;
-    \weights$75 [83] = 16'h000f;
-    \weights$75 [84] = 16'h0001;
-    \weights$75 [85] = 16'h0000;
-    \weights$75 [86] = 16'h0000;
-    \weights$75 [87] = 16'h000f;
-    \weights$75 [88] = 16'h000d;
-    \weights$75 [89] = 16'h0002;
-    \weights$75 [90] = 16'h000e;
-    \weights$75 [91] = 16'h000c;
-    \weights$75 [92] = 16'h0003;
-    \weights$75 [93] = 16'h0000;
-    \weights$75 [94] = 16'h000e;
-    \weights$75 [95] = 16'h0001;
+    \weights$77 [0] = 16'h3e10;
+    \weights$77 [1] = 16'h2ffd;
+    \weights$77 [2] = 16'h300f;
+    \weights$77 [3] = 16'hf0e1;
+    \weights$77 [4] = 16'hd220;
+    \weights$77 [5] = 16'h030e;
+    \weights$77 [6] = 16'h230f;
+    \weights$77 [7] = 16'h22e0;
+    \weights$77 [8] = 16'h12df;
+    \weights$77 [9] = 16'heff1;
+    \weights$77 [10] = 16'h2ef1;
+    \weights$77 [11] = 16'hfe03;
+    \weights$77 [12] = 16'h2030;
+    \weights$77 [13] = 16'hfd40;
+    \weights$77 [14] = 16'h1f02;
+    \weights$77 [15] = 16'hfe12;
+    \weights$77 [16] = 16'h02ee;
+    \weights$77 [17] = 16'h0fc0;
+    \weights$77 [18] = 16'hf30f;
+    \weights$77 [19] = 16'hff22;
+    \weights$77 [20] = 16'h001f;
+    \weights$77 [21] = 16'hed0d;
+    \weights$77 [22] = 16'hd021;
+    \weights$77 [23] = 16'he1df;
+    \weights$77 [24] = 16'hffd0;
+    \weights$77 [25] = 16'hdf3d;
+    \weights$77 [26] = 16'h1dd5;
+    \weights$77 [27] = 16'h222f;
+    \weights$77 [28] = 16'he1e3;
+    \weights$77 [29] = 16'hcd21;
+    \weights$77 [30] = 16'h211f;
+    \weights$77 [31] = 16'h3e4e;
+    \weights$77 [32] = 16'h12ed;
+    \weights$77 [33] = 16'h1ff1;
+    \weights$77 [34] = 16'h3e20;
+    \weights$77 [35] = 16'h211a;
+    \weights$77 [36] = 16'hff3c;
+    \weights$77 [37] = 16'h12d2;
+    \weights$77 [38] = 16'h1111;
+    \weights$77 [39] = 16'h22de;
+    \weights$77 [40] = 16'hd1f3;
+    \weights$77 [41] = 16'hef03;
+    \weights$77 [42] = 16'h1f02;
+    \weights$77 [43] = 16'hd1ee;
+    \weights$77 [44] = 16'h1b02;
+    \weights$77 [45] = 16'h1132;
+    \weights$77 [46] = 16'h20dd;
+    \weights$77 [47] = 16'h10f1;
+    \weights$77 [48] = 16'h11d1;
+    \weights$77 [49] = 16'h04e2;
+    \weights$77 [50] = 16'h112c;
+    \weights$77 [51] = 16'hff10;
+    \weights$77 [52] = 16'he11e;
+    \weights$77 [53] = 16'h0000;
+    \weights$77 [54] = 16'h2012;
+    \weights$77 [55] = 16'h000f;
+    \weights$77 [56] = 16'h4f21;
+    \weights$77 [57] = 16'h01ec;
+    \weights$77 [58] = 16'h0f1e;
+    \weights$77 [59] = 16'hf1f1;
+    \weights$77 [60] = 16'h2f3f;
+    \weights$77 [61] = 16'h42e1;
+    \weights$77 [62] = 16'h0ff0;
+    \weights$77 [63] = 16'hd301;
+    \weights$77 [64] = 16'h0000;
+    \weights$77 [65] = 16'h000e;
+    \weights$77 [66] = 16'h000e;
+    \weights$77 [67] = 16'h0000;
+    \weights$77 [68] = 16'h000e;
+    \weights$77 [69] = 16'h0003;
+    \weights$77 [70] = 16'h000c;
+    \weights$77 [71] = 16'h0000;
+    \weights$77 [72] = 16'h0000;
+    \weights$77 [73] = 16'h000f;
+    \weights$77 [74] = 16'h0000;
+    \weights$77 [75] = 16'h0000;
+    \weights$77 [76] = 16'h000e;
+    \weights$77 [77] = 16'h000e;
+    \weights$77 [78] = 16'h0001;
+    \weights$77 [79] = 16'h0002;
+    \weights$77 [80] = 16'h000c;
+    \weights$77 [81] = 16'h0001;
+    \weights$77 [82] = 16'h000d;
+    \weights$77 [83] = 16'h000f;
+    \weights$77 [84] = 16'h0001;
+    \weights$77 [85] = 16'h0000;
+    \weights$77 [86] = 16'h0000;
+    \weights$77 [87] = 16'h000f;
+    \weights$77 [88] = 16'h000d;
+    \weights$77 [89] = 16'h0002;
+    \weights$77 [90] = 16'h000e;
+    \weights$77 [91] = 16'h000c;
+    \weights$77 [92] = 16'h0003;
+    \weights$77 [93] = 16'h0000;
+    \weights$77 [94] = 16'h000e;
+    \weights$77 [95] = 16'h0001;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$77 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$75 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$77 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$75 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$77 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$75 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$77 [\config [10:4]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [6:0]];
+      _1_ <= \weights$77 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$2  = \config [0] & \$1 ;
+  assign \$3  = \$2  << \config [13:11];
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
@@ -4642,26 +5380,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$87 ;
   always @(posedge clk)
-    slot_c3 <= \$88 ;
+    slot_c2a <= \$88 ;
   always @(posedge clk)
-    group_logit <= \$89 ;
+    slot_c2b <= \$89 ;
   always @(posedge clk)
-    group_lane <= \$90 ;
+    slot_c3 <= \$90 ;
   always @(posedge clk)
-    logits_c4 <= \$91 ;
+    group_logit <= \$91 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    group_lane <= \$92 ;
   always @(posedge clk)
-    w_en <= \$93 ;
+    logits_c4 <= \$93 ;
   always @(posedge clk)
-    best_logit <= \$94 ;
+    slot_c4 <= \$94 ;
   always @(posedge clk)
-    best_class <= \$95 ;
+    w_en <= \$95 ;
   always @(posedge clk)
-    reserved <= \$96 ;
+    best_logit <= \$96 ;
+  always @(posedge clk)
+    best_class <= \$97 ;
+  always @(posedge clk)
+    reserved <= \$98 ;
   assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [13:11];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4698,63 +5438,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -4764,72 +5504,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$89  = slot_c2a;
     if (rst) begin
-      \$89  = 33'h000000000;
+      \$89  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$90  = slot_c2b;
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$91  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$91  = argmax_1_0_logit;
     if (rst) begin
-      \$91  = 132'h000000000000000000000000000000000;
+      \$91  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$92  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$92  = argmax_1_0_lane;
     if (rst) begin
-      \$92  = 45'h000000000000;
+      \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$93  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$93  = acc;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$94  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$94  = slot_c3;
+    if (rst) begin
+      \$94  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$95  = finalize;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$96  = best_logit;
     if (\$77 ) begin
-      \$94  = group_logit;
+      \$96  = group_logit;
     end
     if (rst) begin
-      \$94  = 33'h000000000;
+      \$96  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$95  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$97  = best_class;
     if (\$77 ) begin
-      \$95  = \$58 [3:0];
+      \$97  = \$58 [3:0];
     end
     if (rst) begin
-      \$95  = 4'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$96  = \$80 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$98  = \$80 [3:0];
     if (rst) begin
-      \$96  = 4'h0;
+      \$98  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4943,6 +5697,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[134];
   assign \results__payload.class_index  = results__payload[138:135];
   assign \results__payload.seq_end  = results__payload[139];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[20:16];
+  assign \slot_c2a.value  = slot_c2a[44:21];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[20:16];
+  assign \slot_c2b.value  = slot_c2b[44:21];
   assign beat[139] = slot_c4[14];
   assign beat[138:135] = \$58 [3:0];
   assign beat[134] = slot_c4[12];
@@ -4982,8 +5758,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -5014,7 +5790,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [5:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
@@ -5045,7 +5821,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [44:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [5:0] \$67 ;
   reg [1:0] \$68 ;
@@ -5068,7 +5844,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -5236,6 +6012,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -5322,7 +6099,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5332,14 +6109,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5348,28 +6125,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5384,7 +6161,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5396,7 +6173,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5427,7 +6204,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5442,7 +6219,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5460,7 +6237,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5478,7 +6255,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5496,7 +6273,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5508,7 +6285,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5520,7 +6297,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5538,26 +6315,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5577,7 +6354,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5590,7 +6367,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5608,7 +6385,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5626,7 +6403,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5647,7 +6424,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5660,7 +6437,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5673,7 +6450,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5685,7 +6462,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5699,7 +6476,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5713,7 +6490,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5768,24 +6545,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 2'h0, items__payload[28:5], 5'h00 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire [32:0] \$1 ;
-  wire [32:0] \$10 ;
-  wire [27:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  wire [27:0] \$1 ;
+  wire [27:0] \$10 ;
+  wire [32:0] \$11 ;
   wire [33:0] \$12 ;
-  reg [131:0] \$13 ;
-  wire [27:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [23:0] \$17 ;
+  reg [3:0] \$18 ;
+  reg [27:0] \$19 ;
+  wire [32:0] \$2 ;
+  reg [32:0] \$20 ;
+  reg [32:0] \$21 ;
+  reg [131:0] \$22 ;
+  reg [3:0] \$23 ;
+  reg [27:0] \$24 ;
+  reg [32:0] \$25 ;
+  reg [32:0] \$26 ;
+  reg [3:0] \$27 ;
+  reg [27:0] \$28 ;
+  reg [32:0] \$29 ;
   wire [33:0] \$3 ;
-  wire [32:0] \$4 ;
-  wire [27:0] \$5 ;
+  reg [32:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [27:0] \$32 ;
+  reg [32:0] \$33 ;
+  reg [32:0] \$34 ;
+  wire [27:0] \$4 ;
+  wire [32:0] \$5 ;
   wire [33:0] \$6 ;
-  wire [32:0] \$7 ;
-  wire [27:0] \$8 ;
+  wire [27:0] \$7 ;
+  wire [32:0] \$8 ;
   wire [33:0] \$9 ;
   output [131:0] acc;
   reg [131:0] acc = 132'h000000000000000000000000000000000;
@@ -5797,8 +6594,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [27:0] product_0 = 28'h0000000;
+  reg [27:0] product_1 = 28'h0000000;
+  reg [27:0] product_2 = 28'h0000000;
+  reg [27:0] product_3 = 28'h0000000;
   input rst;
   wire rst;
+  reg [32:0] seed_0_0 = 33'h000000000;
+  reg [32:0] seed_0_1 = 33'h000000000;
+  reg [32:0] seed_1_0 = 33'h000000000;
+  reg [32:0] seed_1_1 = 33'h000000000;
+  reg [32:0] seed_2_0 = 33'h000000000;
+  reg [32:0] seed_2_1 = 33'h000000000;
+  reg [32:0] seed_3_0 = 33'h000000000;
+  reg [32:0] seed_3_1 = 33'h000000000;
   input [131:0] seeds;
   wire [131:0] seeds;
   wire [32:0] \seeds[0] ;
@@ -5807,58 +6618,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [32:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [23:0] value;
   wire [23:0] value;
+  reg [23:0] value_r = 24'h000000;
+  reg [3:0] weight_0 = 4'h0;
+  reg [3:0] weight_1 = 4'h0;
+  reg [3:0] weight_2 = 4'h0;
+  reg [3:0] weight_3 = 4'h0;
   input [15:0] weights;
   wire [15:0] weights;
   wire [3:0] \weights[0] ;
   wire [3:0] \weights[1] ;
   wire [3:0] \weights[2] ;
   wire [3:0] \weights[3] ;
-  assign \$1  = first ? seeds[32:0] : acc[32:0];
-  assign \$2  = $signed(weights[3:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[65:33] : acc[65:33];
-  assign \$5  = $signed(weights[7:4]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[98:66] : acc[98:66];
-  assign \$8  = $signed(weights[11:8]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[131:99] : acc[131:99];
-  assign \$11  = $signed(weights[15:12]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[32:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[65:33];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[98:66];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[131:99];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [32:0] = \$3 [32:0];
-      \$13 [65:33] = \$6 [32:0];
-      \$13 [98:66] = \$9 [32:0];
-      \$13 [131:99] = \$12 [32:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 132'h000000000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[32:0];
-  assign \acc[1]  = acc[65:33];
-  assign \acc[2]  = acc[98:66];
-  assign \acc[3]  = acc[131:99];
-  assign \seeds[0]  = seeds[32:0];
-  assign \seeds[1]  = seeds[65:33];
-  assign \seeds[2]  = seeds[98:66];
-  assign \seeds[3]  = seeds[131:99];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$18  = weights[3:0];
+    if (rst) begin
+      \$18  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$20  = seeds[32:0];
+    if (rst) begin
+      \$20  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [32:0] = \$3 [32:0];
+      \$22 [65:33] = \$6 [32:0];
+      \$22 [98:66] = \$9 [32:0];
+      \$22 [131:99] = \$12 [32:0];
+    end
+    if (rst) begin
+      \$22  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$23  = weights[7:4];
+    if (rst) begin
+      \$23  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$25  = seeds[65:33];
+    if (rst) begin
+      \$25  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$27  = weights[11:8];
+    if (rst) begin
+      \$27  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$29  = seeds[98:66];
+    if (rst) begin
+      \$29  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$31  = weights[15:12];
+    if (rst) begin
+      \$31  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$33  = seeds[131:99];
+    if (rst) begin
+      \$33  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 33'h000000000;
+    end
+  end
   assign \weights[0]  = weights[3:0];
   assign \weights[1]  = weights[7:4];
   assign \weights[2]  = weights[11:8];
   assign \weights[3]  = weights[15:12];
+  assign \seeds[0]  = seeds[32:0];
+  assign \seeds[1]  = seeds[65:33];
+  assign \seeds[2]  = seeds[98:66];
+  assign \seeds[3]  = seeds[131:99];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5986,7 +6993,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5996,7 +7003,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6006,7 +7013,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6019,7 +7026,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -37,12 +37,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$18.target ;
   wire \config$18.valid ;
   wire [31:0] \config$18.value ;
-  wire [39:0] \config$26 ;
-  wire [1:0] \config$26.addr ;
-  wire [1:0] \config$26.elem ;
-  wire [2:0] \config$26.target ;
-  wire \config$26.valid ;
-  wire [31:0] \config$26.value ;
+  wire [39:0] \config$32 ;
+  wire [1:0] \config$32.addr ;
+  wire [1:0] \config$32.elem ;
+  wire [2:0] \config$32.target ;
+  wire \config$32.valid ;
+  wire [31:0] \config$32.value ;
   wire [1:0] \config.addr ;
   wire [1:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -110,6 +110,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [1:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [5:0] i__payload;
+  wire [1:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [1:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [4:0] inputs__payload;
   wire [4:0] inputs__payload;
@@ -127,21 +134,21 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \items__payload$19.seq_end ;
   wire \items__payload$19.step_end ;
   wire [10:0] \items__payload$19.value ;
-  wire [5:0] \items__payload$27 ;
-  wire [1:0] \items__payload$27.index ;
-  wire \items__payload$27.seq_end ;
-  wire \items__payload$27.step_end ;
-  wire [1:0] \items__payload$27.value ;
+  wire [5:0] \items__payload$33 ;
+  wire [1:0] \items__payload$33.index ;
+  wire \items__payload$33.seq_end ;
+  wire \items__payload$33.step_end ;
+  wire [1:0] \items__payload$33.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [1:0] \items__payload.value ;
   wire items__ready;
   wire \items__ready$22 ;
-  wire \items__ready$30 ;
+  wire \items__ready$36 ;
   wire items__valid;
   wire \items__valid$23 ;
-  wire \items__valid$31 ;
+  wire \items__valid$37 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -168,6 +175,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [5:0] o__payload;
+  wire [1:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [1:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [13:0] outputs__payload;
   wire \outputs__payload.index ;
   wire \outputs__payload.seq_end ;
@@ -190,14 +204,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [53:0] results__payload;
   wire [53:0] results__payload;
-  wire [53:0] \results__payload$33 ;
-  wire \results__payload$33.class_index ;
-  wire \results__payload$33.final ;
-  wire \results__payload$33.group ;
-  wire [49:0] \results__payload$33.logits ;
-  wire [24:0] \results__payload$33.logits[0] ;
-  wire [24:0] \results__payload$33.logits[1] ;
-  wire \results__payload$33.seq_end ;
+  wire [53:0] \results__payload$39 ;
+  wire \results__payload$39.class_index ;
+  wire \results__payload$39.final ;
+  wire \results__payload$39.group ;
+  wire [49:0] \results__payload$39.logits ;
+  wire [24:0] \results__payload$39.logits[0] ;
+  wire [24:0] \results__payload$39.logits[1] ;
+  wire \results__payload$39.seq_end ;
   wire \results__payload.class_index ;
   wire \results__payload.final ;
   wire \results__payload.group ;
@@ -207,10 +221,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$34 ;
+  wire \results__ready$40 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$35 ;
+  wire \results__valid$41 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -269,11 +283,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$27 ),
-    .events__valid(\items__valid$31 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$83 (events__ready),
+    .\items__ready$84 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -293,7 +307,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$113 (trace_0)
+    .\trace$117 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -315,12 +329,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .r_en(outputs__ready),
     .rst(rst)
   );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$33 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$37 ),
+    .rst(rst)
+  );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$27 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$31 ),
+    .items__payload(\items__payload$33 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$37 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -380,14 +404,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign outputs__payload = \items__payload$19 ;
   assign \items__ready$22  = outputs__ready;
   assign outputs__valid = \items__valid$23 ;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$26  = \config ;
-  assign events__payload = \items__payload$27 ;
-  assign \items__ready$30  = events__ready;
-  assign events__valid = \items__valid$31 ;
-  assign \results__payload$33  = results__payload;
-  assign \results__ready$34  = results__ready;
-  assign \results__valid$35  = results__valid;
+  assign \config$32  = \config ;
+  assign o__payload = \items__payload$33 ;
+  assign \items__ready$36  = o__ready;
+  assign o__valid = \items__valid$37 ;
+  assign \results__payload$39  = results__payload;
+  assign \results__ready$40  = results__ready;
+  assign \results__valid$41  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[0];
   assign \inputs__payload.value  = inputs__payload[2:1];
@@ -486,6 +513,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \outputs__payload.value  = \items__payload$19 [11:1];
   assign \outputs__payload.step_end  = \items__payload$19 [12];
   assign \outputs__payload.seq_end  = \items__payload$19 [13];
+  assign \i__payload.index  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[3:2];
+  assign \i__payload.step_end  = i__payload[4];
+  assign \i__payload.seq_end  = i__payload[5];
+  assign \events__payload.index  = i__payload[1:0];
+  assign \events__payload.value  = i__payload[3:2];
+  assign \events__payload.step_end  = i__payload[4];
+  assign \events__payload.seq_end  = i__payload[5];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[1];
   assign \trace.step_end  = trace_0[2];
@@ -499,26 +534,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.potential  = trace_0[41:10];
   assign \trace.potential[0]  = trace_0[25:10];
   assign \trace.potential[1]  = trace_0[41:26];
-  assign \config$26.valid  = \config [0];
-  assign \config$26.target  = \config [3:1];
-  assign \config$26.addr  = \config [5:4];
-  assign \config$26.elem  = \config [7:6];
-  assign \config$26.value  = \config [39:8];
-  assign \items__payload$27.index  = \items__payload$27 [1:0];
-  assign \items__payload$27.value  = \items__payload$27 [3:2];
-  assign \items__payload$27.step_end  = \items__payload$27 [4];
-  assign \items__payload$27.seq_end  = \items__payload$27 [5];
-  assign \events__payload.index  = \items__payload$27 [1:0];
-  assign \events__payload.value  = \items__payload$27 [3:2];
-  assign \events__payload.step_end  = \items__payload$27 [4];
-  assign \events__payload.seq_end  = \items__payload$27 [5];
-  assign \results__payload$33.logits  = results__payload[49:0];
-  assign \results__payload$33.logits[0]  = results__payload[24:0];
-  assign \results__payload$33.logits[1]  = results__payload[49:25];
-  assign \results__payload$33.group  = results__payload[50];
-  assign \results__payload$33.final  = results__payload[51];
-  assign \results__payload$33.class_index  = results__payload[52];
-  assign \results__payload$33.seq_end  = results__payload[53];
+  assign \config$32.valid  = \config [0];
+  assign \config$32.target  = \config [3:1];
+  assign \config$32.addr  = \config [5:4];
+  assign \config$32.elem  = \config [7:6];
+  assign \config$32.value  = \config [39:8];
+  assign \items__payload$33.index  = \items__payload$33 [1:0];
+  assign \items__payload$33.value  = \items__payload$33 [3:2];
+  assign \items__payload$33.step_end  = \items__payload$33 [4];
+  assign \items__payload$33.seq_end  = \items__payload$33 [5];
+  assign \o__payload.index  = \items__payload$33 [1:0];
+  assign \o__payload.value  = \items__payload$33 [3:2];
+  assign \o__payload.step_end  = \items__payload$33 [4];
+  assign \o__payload.seq_end  = \items__payload$33 [5];
+  assign \results__payload$39.logits  = results__payload[49:0];
+  assign \results__payload$39.logits[0]  = results__payload[24:0];
+  assign \results__payload$39.logits[1]  = results__payload[49:25];
+  assign \results__payload$39.group  = results__payload[50];
+  assign \results__payload$39.final  = results__payload[51];
+  assign \results__payload$39.class_index  = results__payload[52];
+  assign \results__payload$39.seq_end  = results__payload[53];
   assign counters[1343:1312] = readout_items_writes;
   assign counters[1311:1280] = readout_items_reads;
   assign counters[1279:1248] = readout_bias_writes;
@@ -569,16 +604,20 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$113 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$117 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [31:0] \$100 ;
-  reg [31:0] \$101 ;
-  reg [3:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
+  reg \$100 ;
+  reg \$101 ;
+  reg [15:0] \$102 ;
+  reg [41:0] \$103 ;
+  reg [31:0] \$104 ;
+  reg [31:0] \$105 ;
+  reg [3:0] \$106 ;
+  wire \$107 ;
+  wire \$108 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -657,31 +696,31 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire \$8 ;
   reg [21:0] \$80 ;
   reg [21:0] \$81 ;
-  reg \$82 ;
-  reg [31:0] \$83 ;
-  reg [31:0] \$84 ;
-  reg \$85 ;
-  reg [1:0] \$86 ;
-  reg [1:0] \$87 ;
-  reg \$88 ;
+  reg [63:0] \$82 ;
+  reg [63:0] \$83 ;
+  reg [21:0] \$84 ;
+  reg [21:0] \$85 ;
+  reg \$86 ;
+  reg [31:0] \$87 ;
+  reg [31:0] \$88 ;
   reg \$89 ;
   wire [2:0] \$9 ;
-  reg [15:0] \$90 ;
-  reg [31:0] \$91 ;
-  reg [31:0] \$92 ;
+  reg [1:0] \$90 ;
+  reg [1:0] \$91 ;
+  reg \$92 ;
   reg \$93 ;
-  reg [1:0] \$94 ;
-  reg [1:0] \$95 ;
-  reg \$96 ;
+  reg [15:0] \$94 ;
+  reg [31:0] \$95 ;
+  reg [31:0] \$96 ;
   reg \$97 ;
-  reg [15:0] \$98 ;
-  reg [41:0] \$99 ;
+  reg [1:0] \$98 ;
+  reg [1:0] \$99 ;
   wire [18:0] acc;
-  wire [37:0] \acc$37 ;
-  wire [18:0] \acc$37[0] ;
-  wire [18:0] \acc$37[1] ;
-  wire [18:0] \acc$42 ;
-  wire [18:0] \acc$42.in ;
+  wire [37:0] \acc$38 ;
+  wire [18:0] \acc$38[0] ;
+  wire [18:0] \acc$38[1] ;
+  wire [18:0] \acc$43 ;
+  wire [18:0] \acc$43.in ;
   wire [18:0] \acc.in ;
   wire [1:0] changed;
   input clk;
@@ -726,11 +765,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$110 ;
+  wire \gate$114 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$108 ;
+  wire \hold$112 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   input [13:0] items__payload;
@@ -740,11 +779,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [5:0] \items__payload$82 ;
-  wire [1:0] \items__payload$82.index ;
-  wire \items__payload$82.seq_end ;
-  wire \items__payload$82.step_end ;
-  wire [1:0] \items__payload$82.value ;
+  wire [5:0] \items__payload$83 ;
+  wire [1:0] \items__payload$83.index ;
+  wire \items__payload$83.seq_end ;
+  wire \items__payload$83.step_end ;
+  wire [1:0] \items__payload$83.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -752,12 +791,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$83 ;
-  wire \items__ready$83 ;
+  input \items__ready$84 ;
+  wire \items__ready$84 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$86 ;
+  wire \items__valid$87 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -794,9 +833,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [31:0] \new ;
-  wire [31:0] \new$107 ;
-  wire [15:0] \new$107.d ;
-  wire [15:0] \new$107.v ;
+  wire [31:0] \new$111 ;
+  wire [15:0] \new$111.d ;
+  wire [15:0] \new$111.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
   reg [31:0] new_c4_0 = 32'd0;
@@ -806,9 +845,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire [15:0] \new_c4_1.d ;
   wire [15:0] \new_c4_1.v ;
   wire [31:0] old;
-  wire [31:0] \old$44 ;
-  wire [15:0] \old$44.d ;
-  wire [15:0] \old$44.v ;
+  wire [31:0] \old$45 ;
+  wire [15:0] \old$45.d ;
+  wire [15:0] \old$45.v ;
   wire [15:0] \old.d ;
   wire [15:0] \old.v ;
   reg [31:0] old_c4_0 = 32'd0;
@@ -820,33 +859,38 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   reg [1:0] old_out_c4_0 = 2'h0;
   reg [1:0] old_out_c4_1 = 2'h0;
   wire [1:0] out;
-  wire [1:0] \out$109 ;
+  wire [1:0] \out$113 ;
   wire [1:0] out_0;
   wire [1:0] out_1;
   reg [1:0] out_c4_0 = 2'h0;
   reg [1:0] out_c4_1 = 2'h0;
   wire [22:0] params;
-  wire [22:0] \params$43 ;
-  wire [6:0] \params$43.in_shift ;
-  wire [15:0] \params$43.theta ;
+  wire [22:0] \params$44 ;
+  wire [6:0] \params$44.in_shift ;
+  wire [15:0] \params$44.theta ;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
+  reg [63:0] params_c3 = 64'h0000000000000000;
+  wire [15:0] \params_c3[0] ;
+  wire [15:0] \params_c3[1] ;
+  wire [15:0] \params_c3[2] ;
+  wire [15:0] \params_c3[3] ;
   wire port__addr;
   wire \port__addr$10 ;
   wire \port__addr$13 ;
   wire \port__addr$20 ;
   wire \port__addr$22 ;
-  reg \port__addr$32 ;
   reg \port__addr$33 ;
-  wire \port__addr$46 ;
+  reg \port__addr$34 ;
+  wire \port__addr$47 ;
   wire [15:0] port__data;
+  wire [63:0] \port__data$103 ;
+  wire [63:0] \port__data$104 ;
   wire [31:0] \port__data$12 ;
   wire [63:0] \port__data$15 ;
   wire [15:0] \port__data$29 ;
   wire [31:0] \port__data$31 ;
-  wire [63:0] \port__data$39 ;
-  wire [63:0] \port__data$41 ;
-  wire [63:0] \port__data$50 ;
+  wire [63:0] \port__data$51 ;
   wire [1:0] port__en;
   wire [1:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -854,9 +898,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  reg \port__en$48  = 1'h0;
+  reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$112 ;
+  wire [15:0] \potential$116 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [8:0] r_data;
@@ -866,8 +910,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$105 ;
-  wire \saturated$111 ;
+  wire \saturated$109 ;
+  wire \saturated$115 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [37:0] seeds;
@@ -897,6 +941,30 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [10:0] \slot_c2.value ;
+  reg [21:0] slot_c2a = 22'h000000;
+  wire [1:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire \slot_c2a.group ;
+  wire \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [10:0] \slot_c2a.value ;
+  reg [21:0] slot_c2b = 22'h000000;
+  wire [1:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire \slot_c2b.group ;
+  wire \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [10:0] \slot_c2b.value ;
   reg [21:0] slot_c3 = 22'h000000;
   wire [1:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -922,22 +990,27 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [41:0] trace;
-  output [41:0] \trace$113 ;
-  reg [41:0] \trace$113  = 42'h00000000000;
-  wire [1:0] \trace$113.gate ;
-  wire \trace$113.gate[0] ;
-  wire \trace$113.gate[1] ;
-  wire \trace$113.group ;
-  wire [31:0] \trace$113.potential ;
-  wire [15:0] \trace$113.potential[0] ;
-  wire [15:0] \trace$113.potential[1] ;
-  wire \trace$113.seq_end ;
-  wire [3:0] \trace$113.state ;
-  wire [1:0] \trace$113.state[0] ;
-  wire [1:0] \trace$113.state[1] ;
-  wire \trace$113.step_end ;
-  wire \trace$113.valid ;
+  output [41:0] \trace$117 ;
+  reg [41:0] \trace$117  = 42'h00000000000;
+  wire [1:0] \trace$117.gate ;
+  wire \trace$117.gate[0] ;
+  wire \trace$117.gate[1] ;
+  wire \trace$117.group ;
+  wire [31:0] \trace$117.potential ;
+  wire [15:0] \trace$117.potential[0] ;
+  wire [15:0] \trace$117.potential[1] ;
+  wire \trace$117.seq_end ;
+  wire [3:0] \trace$117.state ;
+  wire [1:0] \trace$117.state[0] ;
+  wire [1:0] \trace$117.state[1] ;
+  wire \trace$117.step_end ;
+  wire \trace$117.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -979,59 +1052,59 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
     end
   end
   assign \port__data$31  = _0_;
-  reg [63:0] \params$126  [1:0];
+  reg [63:0] \params$130  [1:0];
   initial begin
-    \params$126 [0] = 64'h09c8000104100003;
-    \params$126 [1] = 64'h04750002f4390001;
+    \params$130 [0] = 64'h09c8000104100003;
+    \params$130 [1] = 64'h04750002f4390001;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$126 [\config [4]][15:0] <= \port__data$15 [15:0];
+      \params$130 [\config [4]][15:0] <= \port__data$15 [15:0];
     if (\port__en$14 [1])
-      \params$126 [\config [4]][31:16] <= \port__data$15 [31:16];
+      \params$130 [\config [4]][31:16] <= \port__data$15 [31:16];
     if (\port__en$14 [2])
-      \params$126 [\config [4]][47:32] <= \port__data$15 [47:32];
+      \params$130 [\config [4]][47:32] <= \port__data$15 [47:32];
     if (\port__en$14 [3])
-      \params$126 [\config [4]][63:48] <= \port__data$15 [63:48];
+      \params$130 [\config [4]][63:48] <= \port__data$15 [63:48];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$126 [\port__addr$32 ];
+      _1_ <= \params$130 [\port__addr$33 ];
     end
   end
-  assign \port__data$39  = _1_;
+  assign \port__data$103  = _1_;
   reg [63:0] state [1:0];
   initial begin
     state[0] = 64'h0000000000000000;
     state[1] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$48 )
-      state[slot_c4[1]] <= \port__data$50 ;
+    if (\port__en$49 )
+      state[slot_c4[1]] <= \port__data$51 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$33 ];
+      _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _2_;
-  reg [15:0] \weights$124  [1:0];
+  assign \port__data$104  = _2_;
+  reg [15:0] \weights$128  [1:0];
   initial begin
-    \weights$124 [0] = 16'h4590;
-    \weights$124 [1] = 16'h78be;
+    \weights$128 [0] = 16'h4590;
+    \weights$128 [1] = 16'h78be;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$124 [\config [4]][7:0] <= port__data[7:0];
+      \weights$128 [\config [4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$124 [\config [4]][15:8] <= port__data[15:8];
+      \weights$128 [\config [4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$124 [\$9 [0]];
+      _3_ <= \weights$128 [\$9 [0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1049,12 +1122,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign \$11  = slot[0] & \$10 ;
   assign \$12  = slot[0] & slot[4];
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$29 ;
-  assign \$13  = slot_c2[0] & slot_c2[5];
+  assign \$13  = slot_c2a[0] & slot_c2a[5];
   assign finalize = slot_c3[0] & slot_c3[5];
-  assign \$14  = slot_c3[7] ? 16'h0000 : \port__data$41 [15:0];
-  assign \$15  = slot_c3[7] ? 16'h0000 : \port__data$41 [31:16];
-  assign \$16  = slot_c3[7] ? 16'h0000 : \port__data$41 [47:32];
-  assign \$17  = slot_c3[7] ? 16'h0000 : \port__data$41 [63:48];
+  assign \$14  = slot_c3[7] ? 16'h0000 : state_c3[15:0];
+  assign \$15  = slot_c3[7] ? 16'h0000 : state_c3[31:16];
+  assign \$16  = slot_c3[7] ? 16'h0000 : state_c3[47:32];
+  assign \$17  = slot_c3[7] ? 16'h0000 : state_c3[63:48];
   assign \$18  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
   assign \$19  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
@@ -1125,58 +1198,66 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   always @(posedge clk)
     layer0_macs <= \$79 ;
   always @(posedge clk)
-    slot_c3 <= \$80 ;
+    slot_c2a <= \$80 ;
   always @(posedge clk)
-    slot_c4 <= \$81 ;
+    slot_c2b <= \$81 ;
   always @(posedge clk)
-    \port__en$48  <= \$82 ;
+    params_c3 <= \$82 ;
   always @(posedge clk)
-    new_c4_0 <= \$83 ;
+    state_c3 <= \$83 ;
   always @(posedge clk)
-    old_c4_0 <= \$84 ;
+    slot_c3 <= \$84 ;
   always @(posedge clk)
-    hold_c4_0 <= \$85 ;
+    slot_c4 <= \$85 ;
   always @(posedge clk)
-    out_c4_0 <= \$86 ;
+    \port__en$49  <= \$86 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$87 ;
+    new_c4_0 <= \$87 ;
   always @(posedge clk)
-    gate_c4_0 <= \$88 ;
+    old_c4_0 <= \$88 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$89 ;
+    hold_c4_0 <= \$89 ;
   always @(posedge clk)
-    potential_c4_0 <= \$90 ;
+    out_c4_0 <= \$90 ;
   always @(posedge clk)
-    new_c4_1 <= \$91 ;
+    old_out_c4_0 <= \$91 ;
   always @(posedge clk)
-    old_c4_1 <= \$92 ;
+    gate_c4_0 <= \$92 ;
   always @(posedge clk)
-    hold_c4_1 <= \$93 ;
+    saturated_c4_0 <= \$93 ;
   always @(posedge clk)
-    out_c4_1 <= \$94 ;
+    potential_c4_0 <= \$94 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$95 ;
+    new_c4_1 <= \$95 ;
   always @(posedge clk)
-    gate_c4_1 <= \$96 ;
+    old_c4_1 <= \$96 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$97 ;
+    hold_c4_1 <= \$97 ;
   always @(posedge clk)
-    potential_c4_1 <= \$98 ;
+    out_c4_1 <= \$98 ;
   always @(posedge clk)
-    \trace$113  <= \$99 ;
+    old_out_c4_1 <= \$99 ;
   always @(posedge clk)
-    layer0_events <= \$100 ;
+    gate_c4_1 <= \$100 ;
   always @(posedge clk)
-    layer0_saturations <= \$101 ;
+    saturated_c4_1 <= \$101 ;
   always @(posedge clk)
-    reserved <= \$102 ;
+    potential_c4_1 <= \$102 ;
+  always @(posedge clk)
+    \trace$117  <= \$103 ;
+  always @(posedge clk)
+    layer0_events <= \$104 ;
+  always @(posedge clk)
+    layer0_saturations <= \$105 ;
+  always @(posedge clk)
+    reserved <= \$106 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$48 ),
+    .w_en(\port__en$49 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1196,7 +1277,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$37 ),
+    .acc(\acc$38 ),
     .clk(clk),
     .first(slot_c2[4]),
     .rst(rst),
@@ -1211,29 +1292,29 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$83 ),
+    .items__ready(\items__ready$84 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
-    .acc(\acc$37 [18:0]),
+    .acc(\acc$38 [18:0]),
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$482$0 (\$103 ),
+    .\port$482$0 (\$107 ),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$105 )
+    .v_new_clipped(\saturated$109 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$37 [37:19]),
-    .\new (\new$107 ),
-    .old(\old$44 ),
-    .params(\params$43 ),
-    .\port$504$0 (\$104 ),
-    .spike(\gate$110 ),
-    .v_new(\potential$112 ),
-    .v_new_clipped(\saturated$111 )
+    .acc(\acc$38 [37:19]),
+    .\new (\new$111 ),
+    .old(\old$45 ),
+    .params(\params$44 ),
+    .\port$504$0 (\$108 ),
+    .spike(\gate$114 ),
+    .v_new(\potential$116 ),
+    .v_new_clipped(\saturated$115 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1265,16 +1346,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$32  = 1'h0;
+    \port__addr$33  = 1'h0;
     if (\$13 ) begin
-      \port__addr$32  = slot_c2[1];
+      \port__addr$33  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 1'h0;
+    \port__addr$34  = 1'h0;
     if (\$13 ) begin
-      \port__addr$33  = slot_c2[1];
+      \port__addr$34  = slot_c2a[1];
     end
   end
   always @* begin
@@ -1366,162 +1447,190 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = slot_c3;
+    \$81  = slot_c2a;
     if (rst) begin
       \$81  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = finalize;
+    \$82  = \port__data$103 ;
     if (rst) begin
-      \$82  = 1'h0;
+      \$82  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \new ;
+    \$83  = \port__data$104 ;
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = old;
+    \$84  = slot_c2b;
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = 1'h0;
+    \$85  = slot_c3;
     if (rst) begin
-      \$85  = 1'h0;
+      \$85  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = { 1'h0, \$103  };
+    \$86  = finalize;
     if (rst) begin
-      \$86  = 2'h0;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = { 1'h0, old[16] };
+    \$87  = \new ;
     if (rst) begin
-      \$87  = 2'h0;
+      \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = gate;
+    \$88  = old;
     if (rst) begin
-      \$88  = 1'h0;
+      \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \saturated$105 ;
+    \$89  = 1'h0;
     if (rst) begin
       \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = potential;
+    \$90  = { 1'h0, \$107  };
     if (rst) begin
-      \$90  = 16'h0000;
+      \$90  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = \new$107 ;
+    \$91  = { 1'h0, old[16] };
     if (rst) begin
-      \$91  = 32'd0;
+      \$91  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = \old$44 ;
+    \$92  = gate;
     if (rst) begin
-      \$92  = 32'd0;
+      \$92  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = 1'h0;
+    \$93  = \saturated$109 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = { 1'h0, \$104  };
+    \$94  = potential;
     if (rst) begin
-      \$94  = 2'h0;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = { 1'h0, \old$44 [16] };
+    \$95  = \new$111 ;
     if (rst) begin
-      \$95  = 2'h0;
+      \$95  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \gate$110 ;
+    \$96  = \old$45 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \saturated$111 ;
+    \$97  = 1'h0;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \potential$112 ;
+    \$98  = { 1'h0, \$108  };
     if (rst) begin
-      \$98  = 16'h0000;
+      \$98  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = trace;
+    \$99  = { 1'h0, \old$45 [16] };
     if (rst) begin
-      \$99  = 42'h00000000000;
+      \$99  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = layer0_events;
-    if (\port__en$48 ) begin
-      \$100  = \$62 [31:0];
-    end
+    \$100  = \gate$114 ;
     if (rst) begin
-      \$100  = 32'd0;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = layer0_saturations;
-    if (\port__en$48 ) begin
-      \$101  = \$65 [31:0];
-    end
+    \$101  = \saturated$115 ;
     if (rst) begin
-      \$101  = 32'd0;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \$68 [3:0];
+    \$102  = \potential$116 ;
     if (rst) begin
-      \$102  = 4'h0;
+      \$102  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$103  = trace;
+    if (rst) begin
+      \$103  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$104  = layer0_events;
+    if (\port__en$49 ) begin
+      \$104  = \$62 [31:0];
+    end
+    if (rst) begin
+      \$104  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$105  = layer0_saturations;
+    if (\port__en$49 ) begin
+      \$105  = \$65 [31:0];
+    end
+    if (rst) begin
+      \$105  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$106  = \$68 [3:0];
+    if (rst) begin
+      \$106  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1538,22 +1647,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
   assign value = slot_c2[21:11];
-  assign acc = \acc$37 [18:0];
-  assign \acc$42  = \acc$37 [37:19];
-  assign \port__addr$46  = slot_c4[1];
-  assign finalize4 = \port__en$48 ;
+  assign acc = \acc$38 [18:0];
+  assign \acc$43  = \acc$38 [37:19];
+  assign \port__addr$47  = slot_c4[1];
+  assign finalize4 = \port__en$49 ;
   assign w_data = entry;
-  assign w_en = \port__en$48 ;
+  assign w_en = \port__en$49 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$82  = events__payload;
-  assign events__ready = \items__ready$83 ;
-  assign \items__valid$86  = events__valid;
+  assign \items__payload$83  = events__payload;
+  assign events__ready = \items__ready$84 ;
+  assign \items__valid$87  = events__valid;
   assign hold = 1'h0;
-  assign out = { 1'h0, \$103  };
-  assign \hold$108  = 1'h0;
-  assign \out$109  = { 1'h0, \$104  };
+  assign out = { 1'h0, \$107  };
+  assign \hold$112  = 1'h0;
+  assign \out$113  = { 1'h0, \$108  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1593,6 +1702,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign \weights[1]  = weights[15:8];
   assign \seeds[0]  = seeds[18:0];
   assign \seeds[1]  = seeds[37:19];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[1];
+  assign \slot_c2a.base  = slot_c2a[3:2];
+  assign \slot_c2a.first  = slot_c2a[4];
+  assign \slot_c2a.last  = slot_c2a[5];
+  assign \slot_c2a.step_last  = slot_c2a[6];
+  assign \slot_c2a.seq_first  = slot_c2a[7];
+  assign \slot_c2a.seq_end  = slot_c2a[8];
+  assign \slot_c2a.empty  = slot_c2a[9];
+  assign \slot_c2a.index  = slot_c2a[10];
+  assign \slot_c2a.value  = slot_c2a[21:11];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[1];
   assign \slot_c3.base  = slot_c3[3:2];
@@ -1604,18 +1724,26 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign \slot_c3.empty  = slot_c3[9];
   assign \slot_c3.index  = slot_c3[10];
   assign \slot_c3.value  = slot_c3[21:11];
-  assign \acc.in  = \acc$37 [18:0];
-  assign \acc$37[0]  = \acc$37 [18:0];
-  assign \acc$37[1]  = \acc$37 [37:19];
+  assign \acc.in  = \acc$38 [18:0];
+  assign \acc$38[0]  = \acc$38 [18:0];
+  assign \acc$38[1]  = \acc$38 [37:19];
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
+  assign \params_c3[0]  = params_c3[15:0];
+  assign \params_c3[1]  = params_c3[31:16];
+  assign \params_c3[2]  = params_c3[47:32];
+  assign \params_c3[3]  = params_c3[63:48];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
-  assign \acc$42.in  = \acc$37 [37:19];
-  assign \params$43.in_shift  = \params$43 [6:0];
-  assign \params$43.theta  = \params$43 [22:7];
-  assign \old$44.v  = \old$44 [15:0];
-  assign \old$44.d  = \old$44 [31:16];
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$43.in  = \acc$38 [37:19];
+  assign \params$44.in_shift  = \params$44 [6:0];
+  assign \params$44.theta  = \params$44 [22:7];
+  assign \old$45.v  = \old$45 [15:0];
+  assign \old$45.d  = \old$45 [31:16];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[1];
   assign \slot_c4.base  = slot_c4[3:2];
@@ -1666,27 +1794,38 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign \events__payload.value  = events__payload[3:2];
   assign \events__payload.step_end  = events__payload[4];
   assign \events__payload.seq_end  = events__payload[5];
-  assign \items__payload$82.index  = events__payload[1:0];
-  assign \items__payload$82.value  = events__payload[3:2];
-  assign \items__payload$82.step_end  = events__payload[4];
-  assign \items__payload$82.seq_end  = events__payload[5];
+  assign \items__payload$83.index  = events__payload[1:0];
+  assign \items__payload$83.value  = events__payload[3:2];
+  assign \items__payload$83.step_end  = events__payload[4];
+  assign \items__payload$83.seq_end  = events__payload[5];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[1];
+  assign \slot_c2b.base  = slot_c2b[3:2];
+  assign \slot_c2b.first  = slot_c2b[4];
+  assign \slot_c2b.last  = slot_c2b[5];
+  assign \slot_c2b.step_last  = slot_c2b[6];
+  assign \slot_c2b.seq_first  = slot_c2b[7];
+  assign \slot_c2b.seq_end  = slot_c2b[8];
+  assign \slot_c2b.empty  = slot_c2b[9];
+  assign \slot_c2b.index  = slot_c2b[10];
+  assign \slot_c2b.value  = slot_c2b[21:11];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new$107.v  = \new$107 [15:0];
-  assign \new$107.d  = \new$107 [31:16];
-  assign \trace$113.valid  = \trace$113 [0];
-  assign \trace$113.group  = \trace$113 [1];
-  assign \trace$113.step_end  = \trace$113 [2];
-  assign \trace$113.seq_end  = \trace$113 [3];
-  assign \trace$113.state  = \trace$113 [7:4];
-  assign \trace$113.state[0]  = \trace$113 [5:4];
-  assign \trace$113.state[1]  = \trace$113 [7:6];
-  assign \trace$113.gate  = \trace$113 [9:8];
-  assign \trace$113.gate[0]  = \trace$113 [8];
-  assign \trace$113.gate[1]  = \trace$113 [9];
-  assign \trace$113.potential  = \trace$113 [41:10];
-  assign \trace$113.potential[0]  = \trace$113 [25:10];
-  assign \trace$113.potential[1]  = \trace$113 [41:26];
+  assign \new$111.v  = \new$111 [15:0];
+  assign \new$111.d  = \new$111 [31:16];
+  assign \trace$117.valid  = \trace$117 [0];
+  assign \trace$117.group  = \trace$117 [1];
+  assign \trace$117.step_end  = \trace$117 [2];
+  assign \trace$117.seq_end  = \trace$117 [3];
+  assign \trace$117.state  = \trace$117 [7:4];
+  assign \trace$117.state[0]  = \trace$117 [5:4];
+  assign \trace$117.state[1]  = \trace$117 [7:6];
+  assign \trace$117.gate  = \trace$117 [9:8];
+  assign \trace$117.gate[0]  = \trace$117 [8];
+  assign \trace$117.gate[1]  = \trace$117 [9];
+  assign \trace$117.potential  = \trace$117 [41:10];
+  assign \trace$117.potential[0]  = \trace$117 [25:10];
+  assign \trace$117.potential[1]  = \trace$117 [41:26];
   assign entry[8] = slot_c4[8];
   assign entry[7] = \$34 ;
   assign entry[6] = slot_c4[1];
@@ -1697,7 +1836,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign trace[3] = slot_c4[8];
   assign trace[2] = slot_c4[6];
   assign trace[1] = slot_c4[1];
-  assign trace[0] = \port__en$48 ;
+  assign trace[0] = \port__en$49 ;
   assign trace[41:26] = potential_c4_1;
   assign trace[9] = gate_c4_1;
   assign trace[7:6] = out_1;
@@ -1708,20 +1847,20 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign saturated[0] = \$22 ;
   assign changed[1] = \$29 ;
   assign changed[0] = \$21 ;
-  assign \port__data$50 [63:48] = \$27 ;
-  assign \port__data$50 [47:32] = \$26 ;
-  assign \port__data$50 [31:16] = \$19 ;
-  assign \port__data$50 [15:0] = \$18 ;
+  assign \port__data$51 [63:48] = \$27 ;
+  assign \port__data$51 [47:32] = \$26 ;
+  assign \port__data$51 [31:16] = \$19 ;
+  assign \port__data$51 [15:0] = \$18 ;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \old$44 [31:16] = \$17 ;
-  assign \old$44 [15:0] = \$16 ;
-  assign \params$43 [22:7] = \port__data$39 [63:48];
-  assign \params$43 [6:0] = \port__data$39 [38:32];
+  assign \old$45 [31:16] = \$17 ;
+  assign \old$45 [15:0] = \$16 ;
+  assign \params$44 [22:7] = params_c3[63:48];
+  assign \params$44 [6:0] = params_c3[38:32];
   assign old[31:16] = \$15 ;
   assign old[15:0] = \$14 ;
-  assign params[22:7] = \port__data$39 [31:16];
-  assign params[6:0] = \port__data$39 [6:0];
+  assign params[22:7] = params_c3[31:16];
+  assign params[6:0] = params_c3[6:0];
   assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
   assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
   assign \port__data$15 [63:48] = \config [23:8];
@@ -1738,7 +1877,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$83 
   assign \$29  = \$28 ;
   assign \$30  = saturated_c4_1;
   assign \$31  = slot_c4[8];
-  assign \$52  = \port__en$48 ;
+  assign \$52  = \port__en$49 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -1955,7 +2094,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -1986,7 +2125,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   reg \$61 ;
   reg \$62 ;
   reg [21:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg \$66 ;
   reg \$67 ;
@@ -2009,7 +2148,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2114,6 +2253,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -2417,18 +2557,18 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -2646,19 +2786,31 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$48  = group;
   assign \$11  = slot;
   assign \$16  = n_items;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire [18:0] \$1 ;
+  reg \$10 ;
+  reg [10:0] \$11 ;
+  reg [7:0] \$12 ;
+  reg [18:0] \$13 ;
+  reg [18:0] \$14 ;
+  reg [18:0] \$15 ;
+  reg [37:0] \$16 ;
+  reg [7:0] \$17 ;
+  reg [18:0] \$18 ;
+  reg [18:0] \$19 ;
   wire [18:0] \$2 ;
+  reg [18:0] \$20 ;
   wire [19:0] \$3 ;
   wire [18:0] \$4 ;
   wire [18:0] \$5 ;
   wire [19:0] \$6 ;
-  reg [37:0] \$7 ;
+  reg \$7 ;
+  reg \$8 ;
+  reg \$9 ;
   output [37:0] acc;
   reg [37:0] acc = 38'h0000000000;
   wire [18:0] \acc[0] ;
@@ -2667,45 +2819,175 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [18:0] product_0 = 19'h00000;
+  reg [18:0] product_1 = 19'h00000;
   input rst;
   wire rst;
+  reg [18:0] seed_0_0 = 19'h00000;
+  reg [18:0] seed_0_1 = 19'h00000;
+  reg [18:0] seed_1_0 = 19'h00000;
+  reg [18:0] seed_1_1 = 19'h00000;
   input [37:0] seeds;
   wire [37:0] seeds;
   wire [18:0] \seeds[0] ;
   wire [18:0] \seeds[1] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [10:0] value;
   wire [10:0] value;
+  reg [10:0] value_r = 11'h000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
   input [15:0] weights;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
-    acc <= \$7 ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
+    valid_0 <= \$7 ;
+  always @(posedge clk)
+    valid_1 <= \$8 ;
+  always @(posedge clk)
+    first_0 <= \$9 ;
+  always @(posedge clk)
+    first_1 <= \$10 ;
+  always @(posedge clk)
+    value_r <= \$11 ;
+  always @(posedge clk)
+    weight_0 <= \$12 ;
+  always @(posedge clk)
+    product_0 <= \$13 ;
+  always @(posedge clk)
+    seed_0_0 <= \$14 ;
+  always @(posedge clk)
+    seed_0_1 <= \$15 ;
+  always @(posedge clk)
+    acc <= \$16 ;
+  always @(posedge clk)
+    weight_1 <= \$17 ;
+  always @(posedge clk)
+    product_1 <= \$18 ;
+  always @(posedge clk)
+    seed_1_0 <= \$19 ;
+  always @(posedge clk)
+    seed_1_1 <= \$20 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$7  = acc;
-    if (valid) begin
-      \$7 [18:0] = \$3 [18:0];
-      \$7 [37:19] = \$6 [18:0];
-    end
+    \$7  = valid;
     if (rst) begin
-      \$7  = 38'h0000000000;
+      \$7  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$8  = valid_0;
+    if (rst) begin
+      \$8  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$9  = first;
+    if (rst) begin
+      \$9  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$10  = first_0;
+    if (rst) begin
+      \$10  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$11  = value;
+    if (rst) begin
+      \$11  = 11'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$12  = weights[7:0];
+    if (rst) begin
+      \$12  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$13  = \$1 ;
+    if (rst) begin
+      \$13  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$14  = seeds[18:0];
+    if (rst) begin
+      \$14  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$15  = seed_0_0;
+    if (rst) begin
+      \$15  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$16  = acc;
+    if (valid_1) begin
+      \$16 [18:0] = \$3 [18:0];
+      \$16 [37:19] = \$6 [18:0];
+    end
+    if (rst) begin
+      \$16  = 38'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$17  = weights[15:8];
+    if (rst) begin
+      \$17  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$18  = \$4 ;
+    if (rst) begin
+      \$18  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$19  = seeds[37:19];
+    if (rst) begin
+      \$19  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$20  = seed_1_0;
+    if (rst) begin
+      \$20  = 19'h00000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4770,8 +5052,145 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [5:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [5:0] \$8 ;
+  input clk;
+  wire clk;
+  input [5:0] i__payload;
+  wire [5:0] i__payload;
+  wire [1:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [1:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 6'h00 *)
+  wire [5:0] main;
+  wire [1:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [1:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [5:0] o__payload;
+  reg [5:0] o__payload = 6'h00;
+  wire [1:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [1:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [5:0] skid = 6'h00;
+  wire [1:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [1:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 6'h00;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[1:0];
+  assign \o__payload.value  = o__payload[3:2];
+  assign \o__payload.step_end  = o__payload[4];
+  assign \o__payload.seq_end  = o__payload[5];
+  assign \main.index  = o__payload[1:0];
+  assign \main.value  = o__payload[3:2];
+  assign \main.step_end  = o__payload[4];
+  assign \main.seq_end  = o__payload[5];
+  assign \skid.index  = skid[1:0];
+  assign \skid.value  = skid[3:2];
+  assign \skid.step_end  = skid[4];
+  assign \skid.seq_end  = skid[5];
+  assign \i__payload.index  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[3:2];
+  assign \i__payload.step_end  = i__payload[4];
+  assign \i__payload.seq_end  = i__payload[5];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4821,15 +5240,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$51 ;
   reg [31:0] \$52 ;
   reg [14:0] \$53 ;
-  reg [24:0] \$54 ;
-  reg \$55 ;
-  reg [49:0] \$56 ;
-  reg [14:0] \$57 ;
-  reg \$58 ;
-  reg [24:0] \$59 ;
+  reg [14:0] \$54 ;
+  reg [14:0] \$55 ;
+  reg [24:0] \$56 ;
+  reg \$57 ;
+  reg [49:0] \$58 ;
+  reg [14:0] \$59 ;
   wire [3:0] \$6 ;
   reg \$60 ;
-  reg [3:0] \$61 ;
+  reg [24:0] \$61 ;
+  reg \$62 ;
+  reg [3:0] \$63 ;
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -4966,6 +5387,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [1:0] \slot_c2.value ;
+  reg [14:0] slot_c2a = 15'h0000;
+  wire [2:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire \slot_c2a.group ;
+  wire [1:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [1:0] \slot_c2a.value ;
+  reg [14:0] slot_c2b = 15'h0000;
+  wire [2:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire \slot_c2b.group ;
+  wire [1:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [1:0] \slot_c2b.value ;
   reg [14:0] slot_c3 = 15'h0000;
   wire [2:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -5018,26 +5463,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$69  [3:0];
+  reg [15:0] \weights$71  [3:0];
   initial begin
-    \weights$69 [0] = 16'ha9cb;
-    \weights$69 [1] = 16'hfdd0;
-    \weights$69 [2] = 16'h263b;
-    \weights$69 [3] = 16'h6a4d;
+    \weights$71 [0] = 16'ha9cb;
+    \weights$71 [1] = 16'hfdd0;
+    \weights$71 [2] = 16'h263b;
+    \weights$71 [3] = 16'h6a4d;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$69 [\config [5:4]][7:0] <= port__data[7:0];
+      \weights$71 [\config [5:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$69 [\config [5:4]][15:8] <= port__data[15:8];
+      \weights$71 [\config [5:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$69 [\$7 [1:0]];
+      _1_ <= \weights$71 [\$7 [1:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_weights_writes + \$30 ;
   assign \$32  = 1'h0 + \port__en$14 ;
   assign \$33  = readout_bias_reads + \$32 ;
   assign \$34  = | \$6 [1:0];
@@ -5067,23 +5514,27 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$52 ;
   always @(posedge clk)
-    slot_c3 <= \$53 ;
+    slot_c2a <= \$53 ;
   always @(posedge clk)
-    group_logit <= \$54 ;
+    slot_c2b <= \$54 ;
   always @(posedge clk)
-    group_lane <= \$55 ;
+    slot_c3 <= \$55 ;
   always @(posedge clk)
-    logits_c4 <= \$56 ;
+    group_logit <= \$56 ;
   always @(posedge clk)
-    slot_c4 <= \$57 ;
+    group_lane <= \$57 ;
   always @(posedge clk)
-    w_en <= \$58 ;
+    logits_c4 <= \$58 ;
   always @(posedge clk)
-    best_logit <= \$59 ;
+    slot_c4 <= \$59 ;
   always @(posedge clk)
-    best_class <= \$60 ;
+    w_en <= \$60 ;
   always @(posedge clk)
-    reserved <= \$61 ;
+    best_logit <= \$61 ;
+  always @(posedge clk)
+    best_class <= \$62 ;
+  always @(posedge clk)
+    reserved <= \$63 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [7:6];
@@ -5110,8 +5561,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$27  = 1'h0 + \port__en$13 ;
   assign \$28  = readout_weights_reads + \$27 ;
   assign \$29  = | \$3 [1:0];
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = readout_weights_writes + \$30 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5148,63 +5597,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$46  = \$28 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$47  = \$31 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$48  = \$33 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$49  = \$36 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$50  = slot;
     if (rst) begin
       \$50  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$51  = 1'h0;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$52  = readout_macs;
     if (\$40 ) begin
       \$52  = \$41 [31:0];
@@ -5214,72 +5663,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$53  = slot_c2;
     if (rst) begin
       \$53  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$54  = argmax_0_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$54  = slot_c2a;
     if (rst) begin
-      \$54  = 25'h0000000;
+      \$54  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$55  = argmax_0_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$55  = slot_c2b;
     if (rst) begin
-      \$55  = 1'h0;
+      \$55  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$56  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$56  = argmax_0_0_logit;
     if (rst) begin
-      \$56  = 50'h0000000000000;
+      \$56  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$57  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$57  = argmax_0_0_lane;
     if (rst) begin
-      \$57  = 15'h0000;
+      \$57  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$58  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$58  = acc;
     if (rst) begin
-      \$58  = 1'h0;
+      \$58  = 50'h0000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$59  = best_logit;
-    if (\$42 ) begin
-      \$59  = group_logit;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$59  = slot_c3;
     if (rst) begin
-      \$59  = 25'h0000000;
+      \$59  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$60  = best_class;
-    if (\$42 ) begin
-      \$60  = \$26 [0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$60  = finalize;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$61  = \$45 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$61  = best_logit;
+    if (\$42 ) begin
+      \$61  = group_logit;
+    end
     if (rst) begin
-      \$61  = 4'h0;
+      \$61  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$62  = best_class;
+    if (\$42 ) begin
+      \$62  = \$26 [0];
+    end
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$63  = \$45 [3:0];
+    if (rst) begin
+      \$63  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5378,6 +5841,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[51];
   assign \results__payload.class_index  = results__payload[52];
   assign \results__payload.seq_end  = results__payload[53];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[1];
+  assign \slot_c2a.base  = slot_c2a[4:2];
+  assign \slot_c2a.first  = slot_c2a[5];
+  assign \slot_c2a.last  = slot_c2a[6];
+  assign \slot_c2a.step_last  = slot_c2a[7];
+  assign \slot_c2a.seq_first  = slot_c2a[8];
+  assign \slot_c2a.seq_end  = slot_c2a[9];
+  assign \slot_c2a.empty  = slot_c2a[10];
+  assign \slot_c2a.index  = slot_c2a[12:11];
+  assign \slot_c2a.value  = slot_c2a[14:13];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[1];
+  assign \slot_c2b.base  = slot_c2b[4:2];
+  assign \slot_c2b.first  = slot_c2b[5];
+  assign \slot_c2b.last  = slot_c2b[6];
+  assign \slot_c2b.step_last  = slot_c2b[7];
+  assign \slot_c2b.seq_first  = slot_c2b[8];
+  assign \slot_c2b.seq_end  = slot_c2b[9];
+  assign \slot_c2b.empty  = slot_c2b[10];
+  assign \slot_c2b.index  = slot_c2b[12:11];
+  assign \slot_c2b.value  = slot_c2b[14:13];
   assign beat[53] = slot_c4[9];
   assign beat[52] = \$26 [0];
   assign beat[51] = slot_c4[7];
@@ -5403,8 +5888,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5435,7 +5920,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [2:0] \$38 ;
   wire \$39 ;
   wire [2:0] \$4 ;
@@ -5466,7 +5951,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [14:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [2:0] \$67 ;
   reg [2:0] \$68 ;
@@ -5488,7 +5973,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -5599,6 +6084,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -5681,7 +6167,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$17  = | n_items;
   assign \$18  = meta[10] ? 2'h0 : rd__data[1:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5691,14 +6177,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5707,28 +6193,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
       rd__addr = \$16 [2:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5743,7 +6229,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5755,7 +6241,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5786,7 +6272,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5801,7 +6287,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5819,7 +6305,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5837,7 +6323,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5855,7 +6341,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5867,7 +6353,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -5879,7 +6365,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$64 [14:1] = meta[14:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5897,26 +6383,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5936,7 +6422,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5949,7 +6435,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$68  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5967,7 +6453,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$69  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5988,7 +6474,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$70  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6001,7 +6487,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$71  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6014,7 +6500,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$72  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6026,7 +6512,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$73  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6040,7 +6526,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6054,7 +6540,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$75  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6112,19 +6598,31 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$45  = 1'h1;
   assign \$47  = 2'h1;
   assign \$49  = 1'h1;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-  wire [24:0] \$1 ;
-  wire [9:0] \$2 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire [9:0] \$1 ;
+  reg \$10 ;
+  reg [1:0] \$11 ;
+  reg [7:0] \$12 ;
+  reg [9:0] \$13 ;
+  reg [24:0] \$14 ;
+  reg [24:0] \$15 ;
+  reg [49:0] \$16 ;
+  reg [7:0] \$17 ;
+  reg [9:0] \$18 ;
+  reg [24:0] \$19 ;
+  wire [24:0] \$2 ;
+  reg [24:0] \$20 ;
   wire [25:0] \$3 ;
-  wire [24:0] \$4 ;
-  wire [9:0] \$5 ;
+  wire [9:0] \$4 ;
+  wire [24:0] \$5 ;
   wire [25:0] \$6 ;
-  reg [49:0] \$7 ;
+  reg \$7 ;
+  reg \$8 ;
+  reg \$9 ;
   output [49:0] acc;
   reg [49:0] acc = 50'h0000000000000;
   wire [24:0] \acc[0] ;
@@ -6133,50 +6631,180 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [9:0] product_0 = 10'h000;
+  reg [9:0] product_1 = 10'h000;
   input rst;
   wire rst;
+  reg [24:0] seed_0_0 = 25'h0000000;
+  reg [24:0] seed_0_1 = 25'h0000000;
+  reg [24:0] seed_1_0 = 25'h0000000;
+  reg [24:0] seed_1_1 = 25'h0000000;
   input [49:0] seeds;
   wire [49:0] seeds;
   wire [24:0] \seeds[0] ;
   wire [24:0] \seeds[1] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [1:0] value;
   wire [1:0] value;
+  reg [1:0] value_r = 2'h0;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
   input [15:0] weights;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[49:25] : acc[49:25];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[24:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[49:25];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
-    acc <= \$7 ;
-  assign \$1  = first ? seeds[24:0] : acc[24:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
+    valid_0 <= \$7 ;
+  always @(posedge clk)
+    valid_1 <= \$8 ;
+  always @(posedge clk)
+    first_0 <= \$9 ;
+  always @(posedge clk)
+    first_1 <= \$10 ;
+  always @(posedge clk)
+    value_r <= \$11 ;
+  always @(posedge clk)
+    weight_0 <= \$12 ;
+  always @(posedge clk)
+    product_0 <= \$13 ;
+  always @(posedge clk)
+    seed_0_0 <= \$14 ;
+  always @(posedge clk)
+    seed_0_1 <= \$15 ;
+  always @(posedge clk)
+    acc <= \$16 ;
+  always @(posedge clk)
+    weight_1 <= \$17 ;
+  always @(posedge clk)
+    product_1 <= \$18 ;
+  always @(posedge clk)
+    seed_1_0 <= \$19 ;
+  always @(posedge clk)
+    seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$7  = acc;
-    if (valid) begin
-      \$7 [24:0] = \$3 [24:0];
-      \$7 [49:25] = \$6 [24:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$7  = valid;
     if (rst) begin
-      \$7  = 50'h0000000000000;
+      \$7  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[24:0];
-  assign \acc[1]  = acc[49:25];
-  assign \seeds[0]  = seeds[24:0];
-  assign \seeds[1]  = seeds[49:25];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$8  = valid_0;
+    if (rst) begin
+      \$8  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$9  = first;
+    if (rst) begin
+      \$9  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$10  = first_0;
+    if (rst) begin
+      \$10  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$11  = value;
+    if (rst) begin
+      \$11  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$12  = weights[7:0];
+    if (rst) begin
+      \$12  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$13  = \$1 ;
+    if (rst) begin
+      \$13  = 10'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$14  = seeds[24:0];
+    if (rst) begin
+      \$14  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$15  = seed_0_0;
+    if (rst) begin
+      \$15  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$16  = acc;
+    if (valid_1) begin
+      \$16 [24:0] = \$3 [24:0];
+      \$16 [49:25] = \$6 [24:0];
+    end
+    if (rst) begin
+      \$16  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$17  = weights[15:8];
+    if (rst) begin
+      \$17  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$18  = \$4 ;
+    if (rst) begin
+      \$18  = 10'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$19  = seeds[49:25];
+    if (rst) begin
+      \$19  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$20  = seed_1_0;
+    if (rst) begin
+      \$20  = 25'h0000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
+  assign \seeds[0]  = seeds[24:0];
+  assign \seeds[1]  = seeds[49:25];
+  assign \acc[0]  = acc[24:0];
+  assign \acc[1]  = acc[49:25];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6304,7 +6932,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6314,7 +6942,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6324,7 +6952,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6337,7 +6965,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -31,12 +31,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [45:0] \config$19 ;
-  wire [6:0] \config$19.addr ;
-  wire [2:0] \config$19.elem ;
-  wire [2:0] \config$19.target ;
-  wire \config$19.valid ;
-  wire [31:0] \config$19.value ;
+  wire [45:0] \config$25 ;
+  wire [6:0] \config$25.addr ;
+  wire [2:0] \config$25.elem ;
+  wire [2:0] \config$25.target ;
+  wire \config$25.valid ;
+  wire [31:0] \config$25.value ;
   wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -95,6 +95,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [15:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [22:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [15:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -107,19 +114,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [22:0] \items__payload$20 ;
-  wire [4:0] \items__payload$20.index ;
-  wire \items__payload$20.seq_end ;
-  wire \items__payload$20.step_end ;
-  wire [15:0] \items__payload$20.value ;
+  wire [22:0] \items__payload$26 ;
+  wire [4:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [15:0] \items__payload$26.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$23 ;
+  wire \items__ready$29 ;
   wire items__valid;
-  wire \items__valid$24 ;
+  wire \items__valid$30 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -137,6 +144,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [22:0] o__payload;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [15:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -152,16 +166,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [123:0] results__payload;
   wire [123:0] results__payload;
-  wire [123:0] \results__payload$26 ;
-  wire [3:0] \results__payload$26.class_index ;
-  wire \results__payload$26.final ;
-  wire [1:0] \results__payload$26.group ;
-  wire [115:0] \results__payload$26.logits ;
-  wire [28:0] \results__payload$26.logits[0] ;
-  wire [28:0] \results__payload$26.logits[1] ;
-  wire [28:0] \results__payload$26.logits[2] ;
-  wire [28:0] \results__payload$26.logits[3] ;
-  wire \results__payload$26.seq_end ;
+  wire [123:0] \results__payload$32 ;
+  wire [3:0] \results__payload$32.class_index ;
+  wire \results__payload$32.final ;
+  wire [1:0] \results__payload$32.group ;
+  wire [115:0] \results__payload$32.logits ;
+  wire [28:0] \results__payload$32.logits[0] ;
+  wire [28:0] \results__payload$32.logits[1] ;
+  wire [28:0] \results__payload$32.logits[2] ;
+  wire [28:0] \results__payload$32.logits[3] ;
+  wire \results__payload$32.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -173,10 +187,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$27 ;
+  wire \results__ready$33 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$28 ;
+  wire \results__valid$34 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -237,11 +251,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$20 ),
-    .events__valid(\items__valid$24 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$103 (events__ready),
+    .\items__ready$104 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -261,14 +275,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$149 (trace_0)
+    .\trace$153 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$26 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$30 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$20 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$24 ),
+    .items__payload(\items__payload$26 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$30 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -324,14 +348,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$19  = \config ;
-  assign events__payload = \items__payload$20 ;
-  assign \items__ready$23  = events__ready;
-  assign events__valid = \items__valid$24 ;
-  assign \results__payload$26  = results__payload;
-  assign \results__ready$27  = results__ready;
-  assign \results__valid$28  = results__valid;
+  assign \config$25  = \config ;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \results__payload$32  = results__payload;
+  assign \results__ready$33  = results__ready;
+  assign \results__valid$34  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -411,6 +438,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[20:5];
+  assign \i__payload.step_end  = i__payload[21];
+  assign \i__payload.seq_end  = i__payload[22];
+  assign \events__payload.index  = i__payload[4:0];
+  assign \events__payload.value  = i__payload[20:5];
+  assign \events__payload.step_end  = i__payload[21];
+  assign \events__payload.seq_end  = i__payload[22];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[3:1];
   assign \trace.step_end  = trace_0[4];
@@ -425,28 +460,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[71];
   assign \trace.gate[2]  = trace_0[72];
   assign \trace.gate[3]  = trace_0[73];
-  assign \config$19.valid  = \config [0];
-  assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [10:4];
-  assign \config$19.elem  = \config [13:11];
-  assign \config$19.value  = \config [45:14];
-  assign \items__payload$20.index  = \items__payload$20 [4:0];
-  assign \items__payload$20.value  = \items__payload$20 [20:5];
-  assign \items__payload$20.step_end  = \items__payload$20 [21];
-  assign \items__payload$20.seq_end  = \items__payload$20 [22];
-  assign \events__payload.index  = \items__payload$20 [4:0];
-  assign \events__payload.value  = \items__payload$20 [20:5];
-  assign \events__payload.step_end  = \items__payload$20 [21];
-  assign \events__payload.seq_end  = \items__payload$20 [22];
-  assign \results__payload$26.logits  = results__payload[115:0];
-  assign \results__payload$26.logits[0]  = results__payload[28:0];
-  assign \results__payload$26.logits[1]  = results__payload[57:29];
-  assign \results__payload$26.logits[2]  = results__payload[86:58];
-  assign \results__payload$26.logits[3]  = results__payload[115:87];
-  assign \results__payload$26.group  = results__payload[117:116];
-  assign \results__payload$26.final  = results__payload[118];
-  assign \results__payload$26.class_index  = results__payload[122:119];
-  assign \results__payload$26.seq_end  = results__payload[123];
+  assign \config$25.valid  = \config [0];
+  assign \config$25.target  = \config [3:1];
+  assign \config$25.addr  = \config [10:4];
+  assign \config$25.elem  = \config [13:11];
+  assign \config$25.value  = \config [45:14];
+  assign \items__payload$26.index  = \items__payload$26 [4:0];
+  assign \items__payload$26.value  = \items__payload$26 [20:5];
+  assign \items__payload$26.step_end  = \items__payload$26 [21];
+  assign \items__payload$26.seq_end  = \items__payload$26 [22];
+  assign \o__payload.index  = \items__payload$26 [4:0];
+  assign \o__payload.value  = \items__payload$26 [20:5];
+  assign \o__payload.step_end  = \items__payload$26 [21];
+  assign \o__payload.seq_end  = \items__payload$26 [22];
+  assign \results__payload$32.logits  = results__payload[115:0];
+  assign \results__payload$32.logits[0]  = results__payload[28:0];
+  assign \results__payload$32.logits[1]  = results__payload[57:29];
+  assign \results__payload$32.logits[2]  = results__payload[86:58];
+  assign \results__payload$32.logits[3]  = results__payload[115:87];
+  assign \results__payload$32.group  = results__payload[117:116];
+  assign \results__payload$32.final  = results__payload[118];
+  assign \results__payload$32.class_index  = results__payload[122:119];
+  assign \results__payload$32.seq_end  = results__payload[123];
   assign counters[1055:1024] = readout_items_writes;
   assign counters[1023:992] = readout_items_reads;
   assign counters[991:960] = readout_bias_writes;
@@ -488,7 +523,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$103 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$149 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$104 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$153 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -496,36 +531,40 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \$100 ;
   reg [15:0] \$101 ;
   reg [15:0] \$102 ;
-  reg [15:0] \$103 ;
+  reg \$103 ;
   reg \$104 ;
   reg [15:0] \$105 ;
   reg [15:0] \$106 ;
-  reg \$107 ;
+  reg [15:0] \$107 ;
   reg \$108 ;
   reg [15:0] \$109 ;
   wire \$11 ;
   reg [15:0] \$110 ;
-  reg [15:0] \$111 ;
+  reg \$111 ;
   reg \$112 ;
   reg [15:0] \$113 ;
   reg [15:0] \$114 ;
-  reg \$115 ;
+  reg [15:0] \$115 ;
   reg \$116 ;
   reg [15:0] \$117 ;
   reg [15:0] \$118 ;
-  reg [15:0] \$119 ;
+  reg \$119 ;
   wire \$12 ;
   reg \$120 ;
   reg [15:0] \$121 ;
   reg [15:0] \$122 ;
-  reg \$123 ;
+  reg [15:0] \$123 ;
   reg \$124 ;
   reg [15:0] \$125 ;
-  reg [73:0] \$126 ;
-  reg [31:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg [3:0] \$129 ;
+  reg [15:0] \$126 ;
+  reg \$127 ;
+  reg \$128 ;
+  reg [15:0] \$129 ;
   wire [15:0] \$13 ;
+  reg [73:0] \$130 ;
+  reg [31:0] \$131 ;
+  reg [31:0] \$132 ;
+  reg [3:0] \$133 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -613,32 +652,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$90 ;
   reg [28:0] \$91 ;
   reg [28:0] \$92 ;
-  reg \$93 ;
-  reg [15:0] \$94 ;
-  reg [15:0] \$95 ;
-  reg \$96 ;
-  reg [15:0] \$97 ;
+  reg [31:0] \$93 ;
+  reg [63:0] \$94 ;
+  reg [28:0] \$95 ;
+  reg [28:0] \$96 ;
+  reg \$97 ;
   reg [15:0] \$98 ;
-  reg \$99 ;
+  reg [15:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$37 ;
-  wire [18:0] \acc$37[0] ;
-  wire [18:0] \acc$37[1] ;
-  wire [18:0] \acc$37[2] ;
-  wire [18:0] \acc$37[3] ;
-  wire [18:0] \acc$37[4] ;
-  wire [18:0] \acc$37[5] ;
-  wire [18:0] \acc$37[6] ;
-  wire [18:0] \acc$37[7] ;
-  wire [37:0] \acc$42 ;
-  wire [18:0] \acc$42.cand ;
-  wire [18:0] \acc$42.thr ;
-  wire [37:0] \acc$45 ;
-  wire [18:0] \acc$45.cand ;
-  wire [18:0] \acc$45.thr ;
-  wire [37:0] \acc$48 ;
-  wire [18:0] \acc$48.cand ;
-  wire [18:0] \acc$48.thr ;
+  wire [151:0] \acc$38 ;
+  wire [18:0] \acc$38[0] ;
+  wire [18:0] \acc$38[1] ;
+  wire [18:0] \acc$38[2] ;
+  wire [18:0] \acc$38[3] ;
+  wire [18:0] \acc$38[4] ;
+  wire [18:0] \acc$38[5] ;
+  wire [18:0] \acc$38[6] ;
+  wire [18:0] \acc$38[7] ;
+  wire [37:0] \acc$43 ;
+  wire [18:0] \acc$43.cand ;
+  wire [18:0] \acc$43.thr ;
+  wire [37:0] \acc$46 ;
+  wire [18:0] \acc$46.cand ;
+  wire [18:0] \acc$46.thr ;
+  wire [37:0] \acc$49 ;
+  wire [18:0] \acc$49.cand ;
+  wire [18:0] \acc$49.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
@@ -688,17 +727,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$131 ;
-  wire \gate$138 ;
-  wire \gate$145 ;
+  wire \gate$135 ;
+  wire \gate$142 ;
+  wire \gate$149 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$129 ;
-  wire \hold$136 ;
-  wire \hold$143 ;
+  wire \hold$133 ;
+  wire \hold$140 ;
+  wire \hold$147 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -710,23 +749,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$102 ;
-  wire [4:0] \items__payload$102.index ;
-  wire \items__payload$102.seq_end ;
-  wire \items__payload$102.step_end ;
-  wire [15:0] \items__payload$102.value ;
+  wire [22:0] \items__payload$103 ;
+  wire [4:0] \items__payload$103.index ;
+  wire \items__payload$103.seq_end ;
+  wire \items__payload$103.step_end ;
+  wire [15:0] \items__payload$103.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$103 ;
-  wire \items__ready$103 ;
+  input \items__ready$104 ;
+  wire \items__ready$104 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$106 ;
+  wire \items__valid$107 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -764,12 +803,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$128 ;
-  wire [15:0] \new$128.h ;
-  wire [15:0] \new$135 ;
-  wire [15:0] \new$135.h ;
-  wire [15:0] \new$142 ;
-  wire [15:0] \new$142.h ;
+  wire [15:0] \new$132 ;
+  wire [15:0] \new$132.h ;
+  wire [15:0] \new$139 ;
+  wire [15:0] \new$139.h ;
+  wire [15:0] \new$146 ;
+  wire [15:0] \new$146.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -780,12 +819,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$44 ;
-  wire [15:0] \old$44.h ;
-  wire [15:0] \old$47 ;
-  wire [15:0] \old$47.h ;
-  wire [15:0] \old$50 ;
-  wire [15:0] \old$50.h ;
+  wire [15:0] \old$45 ;
+  wire [15:0] \old$45.h ;
+  wire [15:0] \old$48 ;
+  wire [15:0] \old$48.h ;
+  wire [15:0] \old$51 ;
+  wire [15:0] \old$51.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -800,9 +839,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$130 ;
-  wire [15:0] \out$137 ;
-  wire [15:0] \out$144 ;
+  wire [15:0] \out$134 ;
+  wire [15:0] \out$141 ;
+  wire [15:0] \out$148 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -812,29 +851,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$43 ;
-  wire [7:0] \params$43.alpha ;
-  wire [7:0] \params$46 ;
-  wire [7:0] \params$46.alpha ;
-  wire [7:0] \params$49 ;
-  wire [7:0] \params$49.alpha ;
+  wire [7:0] \params$44 ;
+  wire [7:0] \params$44.alpha ;
+  wire [7:0] \params$47 ;
+  wire [7:0] \params$47.alpha ;
+  wire [7:0] \params$50 ;
+  wire [7:0] \params$50.alpha ;
   wire [7:0] \params.alpha ;
+  reg [31:0] params_c3 = 32'd0;
+  wire [7:0] \params_c3[0] ;
+  wire [7:0] \params_c3[1] ;
+  wire [7:0] \params_c3[2] ;
+  wire [7:0] \params_c3[3] ;
   wire [6:0] port__addr;
   wire [2:0] \port__addr$10 ;
   wire [2:0] \port__addr$13 ;
   wire [6:0] \port__addr$20 ;
   wire [2:0] \port__addr$22 ;
-  reg [2:0] \port__addr$32 ;
   reg [2:0] \port__addr$33 ;
-  wire [2:0] \port__addr$52 ;
+  reg [2:0] \port__addr$34 ;
+  wire [2:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
+  wire [31:0] \port__data$123 ;
+  wire [63:0] \port__data$124 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
-  wire [31:0] \port__data$39 ;
-  wire [63:0] \port__data$41 ;
-  wire [63:0] \port__data$56 ;
+  wire [63:0] \port__data$57 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [3:0] \port__en$14 ;
@@ -842,11 +886,11 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$17 ;
   reg \port__en$18 ;
   reg \port__en$19 ;
-  reg \port__en$54  = 1'h0;
+  reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$134 ;
-  wire [15:0] \potential$141 ;
-  wire [15:0] \potential$148 ;
+  wire [15:0] \potential$138 ;
+  wire [15:0] \potential$145 ;
+  wire [15:0] \potential$152 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -858,10 +902,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$125 ;
-  wire \saturated$132 ;
-  wire \saturated$139 ;
-  wire \saturated$146 ;
+  wire \saturated$129 ;
+  wire \saturated$136 ;
+  wire \saturated$143 ;
+  wire \saturated$150 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -899,6 +943,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [28:0] slot_c2a = 29'h00000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [2:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [28:0] slot_c2b = 29'h00000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [2:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [28:0] slot_c3 = 29'h00000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -924,23 +992,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [73:0] trace;
-  output [73:0] \trace$149 ;
-  reg [73:0] \trace$149  = 74'h0000000000000000000;
-  wire [3:0] \trace$149.gate ;
-  wire \trace$149.gate[0] ;
-  wire \trace$149.gate[1] ;
-  wire \trace$149.gate[2] ;
-  wire \trace$149.gate[3] ;
-  wire [2:0] \trace$149.group ;
-  wire \trace$149.seq_end ;
-  wire [63:0] \trace$149.state ;
-  wire [15:0] \trace$149.state[0] ;
-  wire [15:0] \trace$149.state[1] ;
-  wire [15:0] \trace$149.state[2] ;
-  wire [15:0] \trace$149.state[3] ;
-  wire \trace$149.step_end ;
-  wire \trace$149.valid ;
+  output [73:0] \trace$153 ;
+  reg [73:0] \trace$153  = 74'h0000000000000000000;
+  wire [3:0] \trace$153.gate ;
+  wire \trace$153.gate[0] ;
+  wire \trace$153.gate[1] ;
+  wire \trace$153.gate[2] ;
+  wire \trace$153.gate[3] ;
+  wire [2:0] \trace$153.group ;
+  wire \trace$153.seq_end ;
+  wire [63:0] \trace$153.state ;
+  wire [15:0] \trace$153.state[0] ;
+  wire [15:0] \trace$153.state[1] ;
+  wire [15:0] \trace$153.state[2] ;
+  wire [15:0] \trace$153.state[3] ;
+  wire \trace$153.step_end ;
+  wire \trace$153.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1007,34 +1080,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$162  [7:0];
+  reg [31:0] \params$166  [7:0];
   initial begin
-    \params$162 [0] = 32'd774648385;
-    \params$162 [1] = 32'd775171628;
-    \params$162 [2] = 32'd757870123;
-    \params$162 [3] = 32'd808267053;
-    \params$162 [4] = 32'd741417786;
-    \params$162 [5] = 32'd858925357;
-    \params$162 [6] = 32'd892414513;
-    \params$162 [7] = 32'd774844723;
+    \params$166 [0] = 32'd774648385;
+    \params$166 [1] = 32'd775171628;
+    \params$166 [2] = 32'd757870123;
+    \params$166 [3] = 32'd808267053;
+    \params$166 [4] = 32'd741417786;
+    \params$166 [5] = 32'd858925357;
+    \params$166 [6] = 32'd892414513;
+    \params$166 [7] = 32'd774844723;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$162 [\config [6:4]][7:0] <= \port__data$15 [7:0];
+      \params$166 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$162 [\config [6:4]][15:8] <= \port__data$15 [15:8];
+      \params$166 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$162 [\config [6:4]][23:16] <= \port__data$15 [23:16];
+      \params$166 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$162 [\config [6:4]][31:24] <= \port__data$15 [31:24];
+      \params$166 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$162 [\port__addr$32 ];
+      _1_ <= \params$166 [\port__addr$33 ];
     end
   end
-  assign \port__data$39  = _1_;
+  assign \port__data$123  = _1_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1047,145 +1120,145 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$54 )
-      state[slot_c4[3:1]] <= \port__data$56 ;
+    if (\port__en$55 )
+      state[slot_c4[3:1]] <= \port__data$57 ;
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$33 ];
+      _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _2_;
-  reg [63:0] \weights$160  [103:0];
+  assign \port__data$124  = _2_;
+  reg [63:0] \weights$164  [103:0];
   initial begin
-    \weights$160 [0] = 64'h2404370502fadf03;
-    \weights$160 [1] = 64'h0af38cc5f3e2ae14;
-    \weights$160 [2] = 64'hedf6ab00c301f9ff;
-    \weights$160 [3] = 64'h0e3de1fc19ef19ae;
-    \weights$160 [4] = 64'h21fcdff448264ce8;
-    \weights$160 [5] = 64'h0cf435402ff7403b;
-    \weights$160 [6] = 64'hb7d8feead6d3e2c9;
-    \weights$160 [7] = 64'h0b59fb0cb1171818;
-    \weights$160 [8] = 64'he61bcbc7dd3428fb;
-    \weights$160 [9] = 64'hc1dd28ee05110013;
-    \weights$160 [10] = 64'hf4eff6ea2c1e0bfc;
-    \weights$160 [11] = 64'h150f17181bedecf1;
-    \weights$160 [12] = 64'h3c2a3728cb25e9e7;
-    \weights$160 [13] = 64'h450a160202fe9a12;
-    \weights$160 [14] = 64'he7490b01dce9f508;
-    \weights$160 [15] = 64'h1a0fe3ee27141a29;
-    \weights$160 [16] = 64'h1ed1f326e7f02019;
-    \weights$160 [17] = 64'hfddb1f1718023211;
-    \weights$160 [18] = 64'h1fef3cdb1ab8ced3;
-    \weights$160 [19] = 64'h361dcb0827d02dc7;
-    \weights$160 [20] = 64'habb6bbee372315df;
-    \weights$160 [21] = 64'hd9ececfe1810e10e;
-    \weights$160 [22] = 64'hb90b0b056d2f2207;
-    \weights$160 [23] = 64'hf6f515f8d8202312;
-    \weights$160 [24] = 64'hae03e1fbddf75e10;
-    \weights$160 [25] = 64'hd8d0fefce2d5fa0b;
-    \weights$160 [26] = 64'hdb0310fb46f946d7;
-    \weights$160 [27] = 64'hf0e06a01cf03b80e;
-    \weights$160 [28] = 64'h1aec0de7fcf707db;
-    \weights$160 [29] = 64'hff1406d34812f8cf;
-    \weights$160 [30] = 64'h2a2d1631fd00da0a;
-    \weights$160 [31] = 64'heff65114c2d41a35;
-    \weights$160 [32] = 64'h3cabdb140d5548e2;
-    \weights$160 [33] = 64'h6b1bdbdee1e62214;
-    \weights$160 [34] = 64'h5fd410f7ba0cc714;
-    \weights$160 [35] = 64'h82f70024fff6d32f;
-    \weights$160 [36] = 64'he53737265fd8e032;
-    \weights$160 [37] = 64'haf35170cd3e314d3;
-    \weights$160 [38] = 64'h1feab231fdf0efec;
-    \weights$160 [39] = 64'h30f70918fdf70008;
-    \weights$160 [40] = 64'h0ada110b2b23e821;
-    \weights$160 [41] = 64'hea0e3d0c4dd340f1;
-    \weights$160 [42] = 64'hd6b82023fa4aaaf3;
-    \weights$160 [43] = 64'hf2fee7073a34e50c;
-    \weights$160 [44] = 64'hbb27ed0821b43113;
-    \weights$160 [45] = 64'h1169edb3dcf60ae2;
-    \weights$160 [46] = 64'hedf5af441004acc5;
-    \weights$160 [47] = 64'h08e6e12ad6f94619;
-    \weights$160 [48] = 64'h34eb4a1b1c0ff3eb;
-    \weights$160 [49] = 64'hc5fd00e30df70fdd;
-    \weights$160 [50] = 64'hc7f8f8fdd9fd34ea;
-    \weights$160 [51] = 64'hf71c1bdd02f233dd;
-    \weights$160 [52] = 64'hb2f6fb104e0af610;
-    \weights$160 [53] = 64'h1d1113c5b501412d;
-    \weights$160 [54] = 64'hfcf8f30eda0c1edf;
-    \weights$160 [55] = 64'h23f854f511d21b1c;
-    \weights$160 [56] = 64'h331bde022012b20d;
-    \weights$160 [57] = 64'hde0fba3622e5cad7;
-    \weights$160 [58] = 64'h34d3200d34221ad8;
-    \weights$160 [59] = 64'hf0f4171ee00db1e1;
-    \weights$160 [60] = 64'h19d90b01080ae7fd;
-    \weights$160 [61] = 64'hfdb5c90844e421f6;
-    \weights$160 [62] = 64'h00e80e29d931ea3a;
-    \weights$160 [63] = 64'hf9fa35c31e1002dd;
-    \weights$160 [64] = 64'h34dac4feb81f08f3;
-    \weights$160 [65] = 64'he6fceaf6c815fbee;
-    \weights$160 [66] = 64'h10fe3b2b1bd16a09;
-    \weights$160 [67] = 64'h0af0c8e7dee2b823;
-    \weights$160 [68] = 64'hc9f3c703f61dfe07;
-    \weights$160 [69] = 64'hea0a37d926eaa705;
-    \weights$160 [70] = 64'h1f0eb5f46a259de7;
-    \weights$160 [71] = 64'h43f5c631c00c3002;
-    \weights$160 [72] = 64'h1dfe2df136fac21d;
-    \weights$160 [73] = 64'h0b223f19e1eb4f1b;
-    \weights$160 [74] = 64'h0e1ef0d3b7e5230d;
-    \weights$160 [75] = 64'h02fd1be9472af9d7;
-    \weights$160 [76] = 64'h17f046deb007efe4;
-    \weights$160 [77] = 64'h02ff1bfbe23befb3;
-    \weights$160 [78] = 64'hc523c00e08172507;
-    \weights$160 [79] = 64'hed229a1f0e07e8d7;
-    \weights$160 [80] = 64'hfc1cfff4f011a9fc;
-    \weights$160 [81] = 64'hee1028dc49097a07;
-    \weights$160 [82] = 64'h2df7264600f53d0d;
-    \weights$160 [83] = 64'h4ae9131215ead257;
-    \weights$160 [84] = 64'h451728c4e0f0cfdf;
-    \weights$160 [85] = 64'h0e8e35fd0d380cf4;
-    \weights$160 [86] = 64'hf70a16200c04eafc;
-    \weights$160 [87] = 64'h4bc5b0ea00fef10d;
-    \weights$160 [88] = 64'hfaf99ce3f8ed21e2;
-    \weights$160 [89] = 64'he2f1e7271003f110;
-    \weights$160 [90] = 64'h2f071117f5210e20;
-    \weights$160 [91] = 64'h0f1edafa010a0311;
-    \weights$160 [92] = 64'hb602f51ef325ae53;
-    \weights$160 [93] = 64'hb7cc10d5e90a6136;
-    \weights$160 [94] = 64'h135040e4471a20c6;
-    \weights$160 [95] = 64'hc7363f0d11cfb6d7;
-    \weights$160 [96] = 64'hd604630d37da58f1;
-    \weights$160 [97] = 64'hc5183fe50519eccb;
-    \weights$160 [98] = 64'h03e5f4debaf94907;
-    \weights$160 [99] = 64'hb8e51ed5b1481403;
-    \weights$160 [100] = 64'h2a2e4914bdf4f1f5;
-    \weights$160 [101] = 64'h551223140c0915d3;
-    \weights$160 [102] = 64'h37db2819f6c2ddfa;
-    \weights$160 [103] = 64'hd703f3e2f00015f3;
+    \weights$164 [0] = 64'h2404370502fadf03;
+    \weights$164 [1] = 64'h0af38cc5f3e2ae14;
+    \weights$164 [2] = 64'hedf6ab00c301f9ff;
+    \weights$164 [3] = 64'h0e3de1fc19ef19ae;
+    \weights$164 [4] = 64'h21fcdff448264ce8;
+    \weights$164 [5] = 64'h0cf435402ff7403b;
+    \weights$164 [6] = 64'hb7d8feead6d3e2c9;
+    \weights$164 [7] = 64'h0b59fb0cb1171818;
+    \weights$164 [8] = 64'he61bcbc7dd3428fb;
+    \weights$164 [9] = 64'hc1dd28ee05110013;
+    \weights$164 [10] = 64'hf4eff6ea2c1e0bfc;
+    \weights$164 [11] = 64'h150f17181bedecf1;
+    \weights$164 [12] = 64'h3c2a3728cb25e9e7;
+    \weights$164 [13] = 64'h450a160202fe9a12;
+    \weights$164 [14] = 64'he7490b01dce9f508;
+    \weights$164 [15] = 64'h1a0fe3ee27141a29;
+    \weights$164 [16] = 64'h1ed1f326e7f02019;
+    \weights$164 [17] = 64'hfddb1f1718023211;
+    \weights$164 [18] = 64'h1fef3cdb1ab8ced3;
+    \weights$164 [19] = 64'h361dcb0827d02dc7;
+    \weights$164 [20] = 64'habb6bbee372315df;
+    \weights$164 [21] = 64'hd9ececfe1810e10e;
+    \weights$164 [22] = 64'hb90b0b056d2f2207;
+    \weights$164 [23] = 64'hf6f515f8d8202312;
+    \weights$164 [24] = 64'hae03e1fbddf75e10;
+    \weights$164 [25] = 64'hd8d0fefce2d5fa0b;
+    \weights$164 [26] = 64'hdb0310fb46f946d7;
+    \weights$164 [27] = 64'hf0e06a01cf03b80e;
+    \weights$164 [28] = 64'h1aec0de7fcf707db;
+    \weights$164 [29] = 64'hff1406d34812f8cf;
+    \weights$164 [30] = 64'h2a2d1631fd00da0a;
+    \weights$164 [31] = 64'heff65114c2d41a35;
+    \weights$164 [32] = 64'h3cabdb140d5548e2;
+    \weights$164 [33] = 64'h6b1bdbdee1e62214;
+    \weights$164 [34] = 64'h5fd410f7ba0cc714;
+    \weights$164 [35] = 64'h82f70024fff6d32f;
+    \weights$164 [36] = 64'he53737265fd8e032;
+    \weights$164 [37] = 64'haf35170cd3e314d3;
+    \weights$164 [38] = 64'h1feab231fdf0efec;
+    \weights$164 [39] = 64'h30f70918fdf70008;
+    \weights$164 [40] = 64'h0ada110b2b23e821;
+    \weights$164 [41] = 64'hea0e3d0c4dd340f1;
+    \weights$164 [42] = 64'hd6b82023fa4aaaf3;
+    \weights$164 [43] = 64'hf2fee7073a34e50c;
+    \weights$164 [44] = 64'hbb27ed0821b43113;
+    \weights$164 [45] = 64'h1169edb3dcf60ae2;
+    \weights$164 [46] = 64'hedf5af441004acc5;
+    \weights$164 [47] = 64'h08e6e12ad6f94619;
+    \weights$164 [48] = 64'h34eb4a1b1c0ff3eb;
+    \weights$164 [49] = 64'hc5fd00e30df70fdd;
+    \weights$164 [50] = 64'hc7f8f8fdd9fd34ea;
+    \weights$164 [51] = 64'hf71c1bdd02f233dd;
+    \weights$164 [52] = 64'hb2f6fb104e0af610;
+    \weights$164 [53] = 64'h1d1113c5b501412d;
+    \weights$164 [54] = 64'hfcf8f30eda0c1edf;
+    \weights$164 [55] = 64'h23f854f511d21b1c;
+    \weights$164 [56] = 64'h331bde022012b20d;
+    \weights$164 [57] = 64'hde0fba3622e5cad7;
+    \weights$164 [58] = 64'h34d3200d34221ad8;
+    \weights$164 [59] = 64'hf0f4171ee00db1e1;
+    \weights$164 [60] = 64'h19d90b01080ae7fd;
+    \weights$164 [61] = 64'hfdb5c90844e421f6;
+    \weights$164 [62] = 64'h00e80e29d931ea3a;
+    \weights$164 [63] = 64'hf9fa35c31e1002dd;
+    \weights$164 [64] = 64'h34dac4feb81f08f3;
+    \weights$164 [65] = 64'he6fceaf6c815fbee;
+    \weights$164 [66] = 64'h10fe3b2b1bd16a09;
+    \weights$164 [67] = 64'h0af0c8e7dee2b823;
+    \weights$164 [68] = 64'hc9f3c703f61dfe07;
+    \weights$164 [69] = 64'hea0a37d926eaa705;
+    \weights$164 [70] = 64'h1f0eb5f46a259de7;
+    \weights$164 [71] = 64'h43f5c631c00c3002;
+    \weights$164 [72] = 64'h1dfe2df136fac21d;
+    \weights$164 [73] = 64'h0b223f19e1eb4f1b;
+    \weights$164 [74] = 64'h0e1ef0d3b7e5230d;
+    \weights$164 [75] = 64'h02fd1be9472af9d7;
+    \weights$164 [76] = 64'h17f046deb007efe4;
+    \weights$164 [77] = 64'h02ff1bfbe23befb3;
+    \weights$164 [78] = 64'hc523c00e08172507;
+    \weights$164 [79] = 64'hed229a1f0e07e8d7;
+    \weights$164 [80] = 64'hfc1cfff4f011a9fc;
+    \weights$164 [81] = 64'hee1028dc49097a07;
+    \weights$164 [82] = 64'h2df7264600f53d0d;
+    \weights$164 [83] = 64'h4ae9131215ead257;
+    \weights$164 [84] = 64'h451728c4e0f0cfdf;
+    \weights$164 [85] = 64'h0e8e35fd0d380cf4;
+    \weights$164 [86] = 64'hf70a16200c04eafc;
+    \weights$164 [87] = 64'h4bc5b0ea00fef10d;
+    \weights$164 [88] = 64'hfaf99ce3f8ed21e2;
+    \weights$164 [89] = 64'he2f1e7271003f110;
+    \weights$164 [90] = 64'h2f071117f5210e20;
+    \weights$164 [91] = 64'h0f1edafa010a0311;
+    \weights$164 [92] = 64'hb602f51ef325ae53;
+    \weights$164 [93] = 64'hb7cc10d5e90a6136;
+    \weights$164 [94] = 64'h135040e4471a20c6;
+    \weights$164 [95] = 64'hc7363f0d11cfb6d7;
+    \weights$164 [96] = 64'hd604630d37da58f1;
+    \weights$164 [97] = 64'hc5183fe50519eccb;
+    \weights$164 [98] = 64'h03e5f4debaf94907;
+    \weights$164 [99] = 64'hb8e51ed5b1481403;
+    \weights$164 [100] = 64'h2a2e4914bdf4f1f5;
+    \weights$164 [101] = 64'h551223140c0915d3;
+    \weights$164 [102] = 64'h37db2819f6c2ddfa;
+    \weights$164 [103] = 64'hd703f3e2f00015f3;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$160 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$164 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$160 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$164 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$160 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$164 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$160 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$164 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$160 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$164 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$160 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$164 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$160 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$164 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$160 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$164 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$160 [\$8 [6:0]];
+      _3_ <= \weights$164 [\$8 [6:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1203,12 +1276,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$10  = slot[0] & \$9 ;
   assign \$11  = slot[0] & slot[11];
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2[0] & slot_c2[12];
+  assign \$12  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$41 [15:0];
-  assign \old$44  = slot_c3[14] ? 16'h0000 : \port__data$41 [31:16];
-  assign \old$47  = slot_c3[14] ? 16'h0000 : \port__data$41 [47:32];
-  assign \old$50  = slot_c3[14] ? 16'h0000 : \port__data$41 [63:48];
+  assign old = slot_c3[14] ? 16'h0000 : state_c3[15:0];
+  assign \old$45  = slot_c3[14] ? 16'h0000 : state_c3[31:16];
+  assign \old$48  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
+  assign \old$51  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$14  = out_0 != old_out_c4_0;
@@ -1291,90 +1364,98 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$90 ;
   always @(posedge clk)
-    slot_c3 <= \$91 ;
+    slot_c2a <= \$91 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    slot_c2b <= \$92 ;
   always @(posedge clk)
-    \port__en$54  <= \$93 ;
+    params_c3 <= \$93 ;
   always @(posedge clk)
-    new_c4_0 <= \$94 ;
+    state_c3 <= \$94 ;
   always @(posedge clk)
-    old_c4_0 <= \$95 ;
+    slot_c3 <= \$95 ;
   always @(posedge clk)
-    hold_c4_0 <= \$96 ;
+    slot_c4 <= \$96 ;
   always @(posedge clk)
-    out_c4_0 <= \$97 ;
+    \port__en$55  <= \$97 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$98 ;
+    new_c4_0 <= \$98 ;
   always @(posedge clk)
-    gate_c4_0 <= \$99 ;
+    old_c4_0 <= \$99 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$100 ;
+    hold_c4_0 <= \$100 ;
   always @(posedge clk)
-    potential_c4_0 <= \$101 ;
+    out_c4_0 <= \$101 ;
   always @(posedge clk)
-    new_c4_1 <= \$102 ;
+    old_out_c4_0 <= \$102 ;
   always @(posedge clk)
-    old_c4_1 <= \$103 ;
+    gate_c4_0 <= \$103 ;
   always @(posedge clk)
-    hold_c4_1 <= \$104 ;
+    saturated_c4_0 <= \$104 ;
   always @(posedge clk)
-    out_c4_1 <= \$105 ;
+    potential_c4_0 <= \$105 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$106 ;
+    new_c4_1 <= \$106 ;
   always @(posedge clk)
-    gate_c4_1 <= \$107 ;
+    old_c4_1 <= \$107 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$108 ;
+    hold_c4_1 <= \$108 ;
   always @(posedge clk)
-    potential_c4_1 <= \$109 ;
+    out_c4_1 <= \$109 ;
   always @(posedge clk)
-    new_c4_2 <= \$110 ;
+    old_out_c4_1 <= \$110 ;
   always @(posedge clk)
-    old_c4_2 <= \$111 ;
+    gate_c4_1 <= \$111 ;
   always @(posedge clk)
-    hold_c4_2 <= \$112 ;
+    saturated_c4_1 <= \$112 ;
   always @(posedge clk)
-    out_c4_2 <= \$113 ;
+    potential_c4_1 <= \$113 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$114 ;
+    new_c4_2 <= \$114 ;
   always @(posedge clk)
-    gate_c4_2 <= \$115 ;
+    old_c4_2 <= \$115 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$116 ;
+    hold_c4_2 <= \$116 ;
   always @(posedge clk)
-    potential_c4_2 <= \$117 ;
+    out_c4_2 <= \$117 ;
   always @(posedge clk)
-    new_c4_3 <= \$118 ;
+    old_out_c4_2 <= \$118 ;
   always @(posedge clk)
-    old_c4_3 <= \$119 ;
+    gate_c4_2 <= \$119 ;
   always @(posedge clk)
-    hold_c4_3 <= \$120 ;
+    saturated_c4_2 <= \$120 ;
   always @(posedge clk)
-    out_c4_3 <= \$121 ;
+    potential_c4_2 <= \$121 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$122 ;
+    new_c4_3 <= \$122 ;
   always @(posedge clk)
-    gate_c4_3 <= \$123 ;
+    old_c4_3 <= \$123 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$124 ;
+    hold_c4_3 <= \$124 ;
   always @(posedge clk)
-    potential_c4_3 <= \$125 ;
+    out_c4_3 <= \$125 ;
   always @(posedge clk)
-    \trace$149  <= \$126 ;
+    old_out_c4_3 <= \$126 ;
   always @(posedge clk)
-    layer0_events <= \$127 ;
+    gate_c4_3 <= \$127 ;
   always @(posedge clk)
-    layer0_saturations <= \$128 ;
+    saturated_c4_3 <= \$128 ;
   always @(posedge clk)
-    reserved <= \$129 ;
+    potential_c4_3 <= \$129 ;
+  always @(posedge clk)
+    \trace$153  <= \$130 ;
+  always @(posedge clk)
+    layer0_events <= \$131 ;
+  always @(posedge clk)
+    layer0_saturations <= \$132 ;
+  always @(posedge clk)
+    reserved <= \$133 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$54 ),
+    .w_en(\port__en$55 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1394,7 +1475,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$37 ),
+    .acc(\acc$38 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1409,7 +1490,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$103 ),
+    .items__ready(\items__ready$104 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1419,35 +1500,35 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(\port__data$39 [7:0]),
-    .saturated(\saturated$125 )
+    .params(params_c3[7:0]),
+    .saturated(\saturated$129 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$131 ),
-    .acc(\acc$42 ),
-    .h_new(\new$128 ),
-    .hold(\hold$129 ),
-    .old(\old$44 ),
-    .params(\port__data$39 [15:8]),
-    .saturated(\saturated$132 )
+    .abs_at_least(\gate$135 ),
+    .acc(\acc$43 ),
+    .h_new(\new$132 ),
+    .hold(\hold$133 ),
+    .old(\old$45 ),
+    .params(params_c3[15:8]),
+    .saturated(\saturated$136 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$138 ),
-    .acc(\acc$45 ),
-    .h_new(\new$135 ),
-    .hold(\hold$136 ),
-    .old(\old$47 ),
-    .params(\port__data$39 [23:16]),
-    .saturated(\saturated$139 )
+    .abs_at_least(\gate$142 ),
+    .acc(\acc$46 ),
+    .h_new(\new$139 ),
+    .hold(\hold$140 ),
+    .old(\old$48 ),
+    .params(params_c3[23:16]),
+    .saturated(\saturated$143 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$145 ),
-    .acc(\acc$48 ),
-    .h_new(\new$142 ),
-    .hold(\hold$143 ),
-    .old(\old$50 ),
-    .params(\port__data$39 [31:24]),
-    .saturated(\saturated$146 )
+    .abs_at_least(\gate$149 ),
+    .acc(\acc$49 ),
+    .h_new(\new$146 ),
+    .hold(\hold$147 ),
+    .old(\old$51 ),
+    .params(params_c3[31:24]),
+    .saturated(\saturated$150 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1479,16 +1560,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$32  = 3'h0;
+    \port__addr$33  = 3'h0;
     if (\$12 ) begin
-      \port__addr$32  = slot_c2[3:1];
+      \port__addr$33  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 3'h0;
+    \port__addr$34  = 3'h0;
     if (\$12 ) begin
-      \port__addr$33  = slot_c2[3:1];
+      \port__addr$34  = slot_c2a[3:1];
     end
   end
   always @* begin
@@ -1580,274 +1661,302 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = slot_c3;
+    \$92  = slot_c2a;
     if (rst) begin
       \$92  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = finalize;
+    \$93  = \port__data$123 ;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \new ;
+    \$94  = \port__data$124 ;
     if (rst) begin
-      \$94  = 16'h0000;
+      \$94  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = old;
+    \$95  = slot_c2b;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$95  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = hold;
+    \$96  = slot_c3;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \new ;
+    \$97  = finalize;
     if (rst) begin
-      \$97  = 16'h0000;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = old;
+    \$98  = \new ;
     if (rst) begin
       \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = gate;
+    \$99  = old;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \saturated$125 ;
+    \$100  = hold;
     if (rst) begin
       \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = 16'h0000;
+    \$101  = \new ;
     if (rst) begin
       \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \new$128 ;
+    \$102  = old;
     if (rst) begin
       \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \old$44 ;
+    \$103  = gate;
     if (rst) begin
-      \$103  = 16'h0000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \hold$129 ;
+    \$104  = \saturated$129 ;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \new$128 ;
+    \$105  = 16'h0000;
     if (rst) begin
       \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \old$44 ;
+    \$106  = \new$132 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \gate$131 ;
+    \$107  = \old$45 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \saturated$132 ;
+    \$108  = \hold$133 ;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = 16'h0000;
+    \$109  = \new$132 ;
     if (rst) begin
       \$109  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$135 ;
+    \$110  = \old$45 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \old$47 ;
+    \$111  = \gate$135 ;
     if (rst) begin
-      \$111  = 16'h0000;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \hold$136 ;
+    \$112  = \saturated$136 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \new$135 ;
+    \$113  = 16'h0000;
     if (rst) begin
       \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \old$47 ;
+    \$114  = \new$139 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \gate$138 ;
+    \$115  = \old$48 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \saturated$139 ;
+    \$116  = \hold$140 ;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = 16'h0000;
+    \$117  = \new$139 ;
     if (rst) begin
       \$117  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \new$142 ;
+    \$118  = \old$48 ;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \old$50 ;
+    \$119  = \gate$142 ;
     if (rst) begin
-      \$119  = 16'h0000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \hold$143 ;
+    \$120  = \saturated$143 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \new$142 ;
+    \$121  = 16'h0000;
     if (rst) begin
       \$121  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \old$50 ;
+    \$122  = \new$146 ;
     if (rst) begin
       \$122  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = \gate$145 ;
+    \$123  = \old$51 ;
     if (rst) begin
-      \$123  = 1'h0;
+      \$123  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \saturated$146 ;
+    \$124  = \hold$147 ;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = 16'h0000;
+    \$125  = \new$146 ;
     if (rst) begin
       \$125  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = trace;
+    \$126  = \old$51 ;
     if (rst) begin
-      \$126  = 74'h0000000000000000000;
+      \$126  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = layer0_events;
-    if (\port__en$54 ) begin
-      \$127  = \$71 [31:0];
-    end
+    \$127  = \gate$149 ;
     if (rst) begin
-      \$127  = 32'd0;
+      \$127  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = layer0_saturations;
-    if (\port__en$54 ) begin
-      \$128  = \$76 [31:0];
-    end
+    \$128  = \saturated$150 ;
     if (rst) begin
-      \$128  = 32'd0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = \$79 [3:0];
+    \$129  = 16'h0000;
     if (rst) begin
-      \$129  = 4'h0;
+      \$129  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$130  = trace;
+    if (rst) begin
+      \$130  = 74'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$131  = layer0_events;
+    if (\port__en$55 ) begin
+      \$131  = \$71 [31:0];
+    end
+    if (rst) begin
+      \$131  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = layer0_saturations;
+    if (\port__en$55 ) begin
+      \$132  = \$76 [31:0];
+    end
+    if (rst) begin
+      \$132  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$133  = \$79 [3:0];
+    if (rst) begin
+      \$133  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1863,28 +1972,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign params = \port__data$39 [7:0];
-  assign \params$43  = \port__data$39 [15:8];
-  assign \params$46  = \port__data$39 [23:16];
-  assign \params$49  = \port__data$39 [31:24];
-  assign \port__addr$52  = slot_c4[3:1];
-  assign finalize4 = \port__en$54 ;
+  assign params = params_c3[7:0];
+  assign \params$44  = params_c3[15:8];
+  assign \params$47  = params_c3[23:16];
+  assign \params$50  = params_c3[31:24];
+  assign \port__addr$53  = slot_c4[3:1];
+  assign finalize4 = \port__en$55 ;
   assign w_data = entry;
-  assign w_en = \port__en$54 ;
+  assign w_en = \port__en$55 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$102  = events__payload;
-  assign events__ready = \items__ready$103 ;
-  assign \items__valid$106  = events__valid;
+  assign \items__payload$103  = events__payload;
+  assign events__ready = \items__ready$104 ;
+  assign \items__valid$107  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$130  = \new$128 ;
-  assign \potential$134  = 16'h0000;
-  assign \out$137  = \new$135 ;
-  assign \potential$141  = 16'h0000;
-  assign \out$144  = \new$142 ;
-  assign \potential$148  = 16'h0000;
+  assign \out$134  = \new$132 ;
+  assign \potential$138  = 16'h0000;
+  assign \out$141  = \new$139 ;
+  assign \potential$145  = 16'h0000;
+  assign \out$148  = \new$146 ;
+  assign \potential$152  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1936,6 +2045,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[3:1];
+  assign \slot_c2a.base  = slot_c2a[10:4];
+  assign \slot_c2a.first  = slot_c2a[11];
+  assign \slot_c2a.last  = slot_c2a[12];
+  assign \slot_c2a.step_last  = slot_c2a[13];
+  assign \slot_c2a.seq_first  = slot_c2a[14];
+  assign \slot_c2a.seq_end  = slot_c2a[15];
+  assign \slot_c2a.empty  = slot_c2a[16];
+  assign \slot_c2a.index  = slot_c2a[20:17];
+  assign \slot_c2a.value  = slot_c2a[28:21];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[3:1];
   assign \slot_c3.base  = slot_c3[10:4];
@@ -1949,28 +2069,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$37[0]  = \acc$37 [18:0];
-  assign \acc$37[1]  = \acc$37 [37:19];
-  assign \acc$37[2]  = \acc$37 [56:38];
-  assign \acc$37[3]  = \acc$37 [75:57];
-  assign \acc$37[4]  = \acc$37 [94:76];
-  assign \acc$37[5]  = \acc$37 [113:95];
-  assign \acc$37[6]  = \acc$37 [132:114];
-  assign \acc$37[7]  = \acc$37 [151:133];
-  assign \params.alpha  = \port__data$39 [7:0];
+  assign \acc$38[0]  = \acc$38 [18:0];
+  assign \acc$38[1]  = \acc$38 [37:19];
+  assign \acc$38[2]  = \acc$38 [56:38];
+  assign \acc$38[3]  = \acc$38 [75:57];
+  assign \acc$38[4]  = \acc$38 [94:76];
+  assign \acc$38[5]  = \acc$38 [113:95];
+  assign \acc$38[6]  = \acc$38 [132:114];
+  assign \acc$38[7]  = \acc$38 [151:133];
+  assign \params.alpha  = params_c3[7:0];
+  assign \params_c3[0]  = params_c3[7:0];
+  assign \params_c3[1]  = params_c3[15:8];
+  assign \params_c3[2]  = params_c3[23:16];
+  assign \params_c3[3]  = params_c3[31:24];
   assign \old.h  = old;
-  assign \acc$42.cand  = \acc$42 [18:0];
-  assign \acc$42.thr  = \acc$42 [37:19];
-  assign \params$43.alpha  = \port__data$39 [15:8];
-  assign \old$44.h  = \old$44 ;
-  assign \acc$45.cand  = \acc$45 [18:0];
-  assign \acc$45.thr  = \acc$45 [37:19];
-  assign \params$46.alpha  = \port__data$39 [23:16];
-  assign \old$47.h  = \old$47 ;
-  assign \acc$48.cand  = \acc$48 [18:0];
-  assign \acc$48.thr  = \acc$48 [37:19];
-  assign \params$49.alpha  = \port__data$39 [31:24];
-  assign \old$50.h  = \old$50 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$43.cand  = \acc$43 [18:0];
+  assign \acc$43.thr  = \acc$43 [37:19];
+  assign \params$44.alpha  = params_c3[15:8];
+  assign \old$45.h  = \old$45 ;
+  assign \acc$46.cand  = \acc$46 [18:0];
+  assign \acc$46.thr  = \acc$46 [37:19];
+  assign \params$47.alpha  = params_c3[23:16];
+  assign \old$48.h  = \old$48 ;
+  assign \acc$49.cand  = \acc$49 [18:0];
+  assign \acc$49.thr  = \acc$49 [37:19];
+  assign \params$50.alpha  = params_c3[31:24];
+  assign \old$51.h  = \old$51 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[3:1];
   assign \slot_c4.base  = slot_c4[10:4];
@@ -2026,28 +2154,39 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[20:5];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$102.index  = events__payload[4:0];
-  assign \items__payload$102.value  = events__payload[20:5];
-  assign \items__payload$102.step_end  = events__payload[21];
-  assign \items__payload$102.seq_end  = events__payload[22];
+  assign \items__payload$103.index  = events__payload[4:0];
+  assign \items__payload$103.value  = events__payload[20:5];
+  assign \items__payload$103.step_end  = events__payload[21];
+  assign \items__payload$103.seq_end  = events__payload[22];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[3:1];
+  assign \slot_c2b.base  = slot_c2b[10:4];
+  assign \slot_c2b.first  = slot_c2b[11];
+  assign \slot_c2b.last  = slot_c2b[12];
+  assign \slot_c2b.step_last  = slot_c2b[13];
+  assign \slot_c2b.seq_first  = slot_c2b[14];
+  assign \slot_c2b.seq_end  = slot_c2b[15];
+  assign \slot_c2b.empty  = slot_c2b[16];
+  assign \slot_c2b.index  = slot_c2b[20:17];
+  assign \slot_c2b.value  = slot_c2b[28:21];
   assign \new.h  = \new ;
-  assign \new$128.h  = \new$128 ;
-  assign \new$135.h  = \new$135 ;
-  assign \new$142.h  = \new$142 ;
-  assign \trace$149.valid  = \trace$149 [0];
-  assign \trace$149.group  = \trace$149 [3:1];
-  assign \trace$149.step_end  = \trace$149 [4];
-  assign \trace$149.seq_end  = \trace$149 [5];
-  assign \trace$149.state  = \trace$149 [69:6];
-  assign \trace$149.state[0]  = \trace$149 [21:6];
-  assign \trace$149.state[1]  = \trace$149 [37:22];
-  assign \trace$149.state[2]  = \trace$149 [53:38];
-  assign \trace$149.state[3]  = \trace$149 [69:54];
-  assign \trace$149.gate  = \trace$149 [73:70];
-  assign \trace$149.gate[0]  = \trace$149 [70];
-  assign \trace$149.gate[1]  = \trace$149 [71];
-  assign \trace$149.gate[2]  = \trace$149 [72];
-  assign \trace$149.gate[3]  = \trace$149 [73];
+  assign \new$132.h  = \new$132 ;
+  assign \new$139.h  = \new$139 ;
+  assign \new$146.h  = \new$146 ;
+  assign \trace$153.valid  = \trace$153 [0];
+  assign \trace$153.group  = \trace$153 [3:1];
+  assign \trace$153.step_end  = \trace$153 [4];
+  assign \trace$153.seq_end  = \trace$153 [5];
+  assign \trace$153.state  = \trace$153 [69:6];
+  assign \trace$153.state[0]  = \trace$153 [21:6];
+  assign \trace$153.state[1]  = \trace$153 [37:22];
+  assign \trace$153.state[2]  = \trace$153 [53:38];
+  assign \trace$153.state[3]  = \trace$153 [69:54];
+  assign \trace$153.gate  = \trace$153 [73:70];
+  assign \trace$153.gate[0]  = \trace$153 [70];
+  assign \trace$153.gate[1]  = \trace$153 [71];
+  assign \trace$153.gate[2]  = \trace$153 [72];
+  assign \trace$153.gate[3]  = \trace$153 [73];
   assign entry[72] = slot_c4[15];
   assign entry[71] = \$41 ;
   assign entry[70:68] = slot_c4[3:1];
@@ -2062,7 +2201,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
-  assign trace[0] = \port__en$54 ;
+  assign trace[0] = \port__en$55 ;
   assign trace[73] = gate_c4_3;
   assign trace[69:54] = out_3;
   assign trace[72] = gate_c4_2;
@@ -2079,22 +2218,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$29 ;
   assign changed[1] = \$22 ;
   assign changed[0] = \$15 ;
-  assign \port__data$56 [63:48] = \$34 ;
-  assign \port__data$56 [47:32] = \$27 ;
-  assign \port__data$56 [31:16] = \$20 ;
-  assign \port__data$56 [15:0] = \$13 ;
+  assign \port__data$57 [63:48] = \$34 ;
+  assign \port__data$57 [47:32] = \$27 ;
+  assign \port__data$57 [31:16] = \$20 ;
+  assign \port__data$57 [15:0] = \$13 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \acc$48 [37:19] = \acc$37 [151:133];
-  assign \acc$48 [18:0] = \acc$37 [132:114];
-  assign \acc$45 [37:19] = \acc$37 [113:95];
-  assign \acc$45 [18:0] = \acc$37 [94:76];
-  assign \acc$42 [37:19] = \acc$37 [75:57];
-  assign \acc$42 [18:0] = \acc$37 [56:38];
-  assign acc[37:19] = \acc$37 [37:19];
-  assign acc[18:0] = \acc$37 [18:0];
+  assign \acc$49 [37:19] = \acc$38 [151:133];
+  assign \acc$49 [18:0] = \acc$38 [132:114];
+  assign \acc$46 [37:19] = \acc$38 [113:95];
+  assign \acc$46 [18:0] = \acc$38 [94:76];
+  assign \acc$43 [37:19] = \acc$38 [75:57];
+  assign \acc$43 [18:0] = \acc$38 [56:38];
+  assign acc[37:19] = \acc$38 [37:19];
+  assign acc[18:0] = \acc$38 [18:0];
   assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
   assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
   assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
@@ -2135,7 +2274,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$36  = \$35 ;
   assign \$37  = saturated_c4_3;
   assign \$38  = slot_c4[15];
-  assign \$59  = \port__en$54 ;
+  assign \$59  = \port__en$55 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2352,7 +2491,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2383,7 +2522,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [28:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [2:0] \$67 ;
@@ -2406,7 +2545,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2535,6 +2674,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -2842,18 +2982,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3067,36 +3207,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
-  wire [15:0] \$11 ;
+  wire [15:0] \$1 ;
+  wire [15:0] \$10 ;
+  wire [18:0] \$11 ;
   wire [19:0] \$12 ;
-  wire [18:0] \$13 ;
-  wire [15:0] \$14 ;
+  wire [15:0] \$13 ;
+  wire [18:0] \$14 ;
   wire [19:0] \$15 ;
-  wire [18:0] \$16 ;
-  wire [15:0] \$17 ;
+  wire [15:0] \$16 ;
+  wire [18:0] \$17 ;
   wire [19:0] \$18 ;
-  wire [18:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [15:0] \$20 ;
+  wire [15:0] \$19 ;
+  wire [18:0] \$2 ;
+  wire [18:0] \$20 ;
   wire [19:0] \$21 ;
-  wire [18:0] \$22 ;
-  wire [15:0] \$23 ;
+  wire [15:0] \$22 ;
+  wire [18:0] \$23 ;
   wire [19:0] \$24 ;
-  reg [151:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
-  wire [15:0] \$5 ;
+  reg [7:0] \$30 ;
+  reg [15:0] \$31 ;
+  reg [18:0] \$32 ;
+  reg [18:0] \$33 ;
+  reg [151:0] \$34 ;
+  reg [7:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [18:0] \$37 ;
+  reg [18:0] \$38 ;
+  reg [7:0] \$39 ;
+  wire [15:0] \$4 ;
+  reg [15:0] \$40 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [7:0] \$43 ;
+  reg [15:0] \$44 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [18:0] \$49 ;
+  wire [18:0] \$5 ;
+  reg [18:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [18:0] \$53 ;
+  reg [18:0] \$54 ;
+  reg [7:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg [18:0] \$57 ;
+  reg [18:0] \$58 ;
+  reg [7:0] \$59 ;
   wire [19:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [15:0] \$8 ;
+  reg [15:0] \$60 ;
+  reg [18:0] \$61 ;
+  reg [18:0] \$62 ;
+  wire [15:0] \$7 ;
+  wire [18:0] \$8 ;
   wire [19:0] \$9 ;
   output [151:0] acc;
   reg [151:0] acc = 152'h00000000000000000000000000000000000000;
@@ -3112,8 +3288,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [15:0] product_0 = 16'h0000;
+  reg [15:0] product_1 = 16'h0000;
+  reg [15:0] product_2 = 16'h0000;
+  reg [15:0] product_3 = 16'h0000;
+  reg [15:0] product_4 = 16'h0000;
+  reg [15:0] product_5 = 16'h0000;
+  reg [15:0] product_6 = 16'h0000;
+  reg [15:0] product_7 = 16'h0000;
   input rst;
   wire rst;
+  reg [18:0] seed_0_0 = 19'h00000;
+  reg [18:0] seed_0_1 = 19'h00000;
+  reg [18:0] seed_1_0 = 19'h00000;
+  reg [18:0] seed_1_1 = 19'h00000;
+  reg [18:0] seed_2_0 = 19'h00000;
+  reg [18:0] seed_2_1 = 19'h00000;
+  reg [18:0] seed_3_0 = 19'h00000;
+  reg [18:0] seed_3_1 = 19'h00000;
+  reg [18:0] seed_4_0 = 19'h00000;
+  reg [18:0] seed_4_1 = 19'h00000;
+  reg [18:0] seed_5_0 = 19'h00000;
+  reg [18:0] seed_5_1 = 19'h00000;
+  reg [18:0] seed_6_0 = 19'h00000;
+  reg [18:0] seed_6_1 = 19'h00000;
+  reg [18:0] seed_7_0 = 19'h00000;
+  reg [18:0] seed_7_1 = 19'h00000;
   input [151:0] seeds;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -3126,8 +3328,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [18:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
+  reg [7:0] weight_4 = 8'h00;
+  reg [7:0] weight_5 = 8'h00;
+  reg [7:0] weight_6 = 8'h00;
+  reg [7:0] weight_7 = 8'h00;
   input [63:0] weights;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -3138,65 +3351,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[56:38] : acc[56:38];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[75:57] : acc[75:57];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[94:76] : acc[94:76];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[113:95] : acc[113:95];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[132:114] : acc[132:114];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[151:133] : acc[151:133];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[56:38];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[75:57];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[94:76];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[113:95];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[132:114];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[151:133];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [18:0] = \$3 [18:0];
-      \$25 [37:19] = \$6 [18:0];
-      \$25 [56:38] = \$9 [18:0];
-      \$25 [75:57] = \$12 [18:0];
-      \$25 [94:76] = \$15 [18:0];
-      \$25 [113:95] = \$18 [18:0];
-      \$25 [132:114] = \$21 [18:0];
-      \$25 [151:133] = \$24 [18:0];
-    end
+    \$32  = seeds[18:0];
     if (rst) begin
-      \$25  = 152'h00000000000000000000000000000000000000;
+      \$32  = 19'h00000;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \acc[2]  = acc[56:38];
-  assign \acc[3]  = acc[75:57];
-  assign \acc[4]  = acc[94:76];
-  assign \acc[5]  = acc[113:95];
-  assign \acc[6]  = acc[132:114];
-  assign \acc[7]  = acc[151:133];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [18:0] = \$3 [18:0];
+      \$34 [37:19] = \$6 [18:0];
+      \$34 [56:38] = \$9 [18:0];
+      \$34 [75:57] = \$12 [18:0];
+      \$34 [94:76] = \$15 [18:0];
+      \$34 [113:95] = \$18 [18:0];
+      \$34 [132:114] = \$21 [18:0];
+      \$34 [151:133] = \$24 [18:0];
+    end
+    if (rst) begin
+      \$34  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[15:8];
+    if (rst) begin
+      \$35  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[37:19];
+    if (rst) begin
+      \$37  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[23:16];
+    if (rst) begin
+      \$39  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[56:38];
+    if (rst) begin
+      \$41  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[31:24];
+    if (rst) begin
+      \$43  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[75:57];
+    if (rst) begin
+      \$45  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[39:32];
+    if (rst) begin
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[94:76];
+    if (rst) begin
+      \$49  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[47:40];
+    if (rst) begin
+      \$51  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[113:95];
+    if (rst) begin
+      \$53  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[55:48];
+    if (rst) begin
+      \$55  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[132:114];
+    if (rst) begin
+      \$57  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[63:56];
+    if (rst) begin
+      \$59  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[151:133];
+    if (rst) begin
+      \$61  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[7:0];
+    if (rst) begin
+      \$30  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 16'h0000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -3205,6 +3735,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3402,7 +3948,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3490,7 +4036,7 @@ module \accelerator.layer0.update_0 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3578,7 +4124,7 @@ module \accelerator.layer0.update_1 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3666,7 +4212,7 @@ module \accelerator.layer0.update_2 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at_least, old);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3754,8 +4300,145 @@ module \accelerator.layer0.update_3 (params, h_new, hold, saturated, acc, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [22:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [22:0] \$8 ;
+  input clk;
+  wire clk;
+  input [22:0] i__payload;
+  wire [22:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [15:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 23'h000000 *)
+  wire [22:0] main;
+  wire [4:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [15:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [22:0] o__payload;
+  reg [22:0] o__payload = 23'h000000;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [15:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [22:0] skid = 23'h000000;
+  wire [4:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [15:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 23'h000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[4:0];
+  assign \o__payload.value  = o__payload[20:5];
+  assign \o__payload.step_end  = o__payload[21];
+  assign \o__payload.seq_end  = o__payload[22];
+  assign \main.index  = o__payload[4:0];
+  assign \main.value  = o__payload[20:5];
+  assign \main.step_end  = o__payload[21];
+  assign \main.seq_end  = o__payload[22];
+  assign \skid.index  = skid[4:0];
+  assign \skid.value  = skid[20:5];
+  assign \skid.step_end  = skid[21];
+  assign \skid.seq_end  = skid[22];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[20:5];
+  assign \i__payload.step_end  = i__payload[21];
+  assign \i__payload.seq_end  = i__payload[22];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3837,15 +4520,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$80 ;
   reg [31:0] \$81 ;
   reg [36:0] \$82 ;
-  reg [28:0] \$83 ;
-  reg [1:0] \$84 ;
-  reg [115:0] \$85 ;
-  reg [36:0] \$86 ;
-  reg \$87 ;
-  reg [28:0] \$88 ;
-  reg [3:0] \$89 ;
+  reg [36:0] \$83 ;
+  reg [36:0] \$84 ;
+  reg [28:0] \$85 ;
+  reg [1:0] \$86 ;
+  reg [115:0] \$87 ;
+  reg [36:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [3:0] \$90 ;
+  reg [28:0] \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
   wire [115:0] acc;
   wire [28:0] \acc[0] ;
   wire [28:0] \acc[1] ;
@@ -3995,6 +4680,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [15:0] \slot_c2.value ;
+  reg [36:0] slot_c2a = 37'h0000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [4:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [15:0] \slot_c2a.value ;
+  reg [36:0] slot_c2b = 37'h0000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [4:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [15:0] \slot_c2b.value ;
   reg [36:0] slot_c3 = 37'h0000000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4055,122 +4764,124 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$75  [95:0];
+  reg [31:0] \weights$77  [95:0];
   initial begin
-    \weights$75 [0] = 32'd3723368420;
-    \weights$75 [1] = 32'd3710188034;
-    \weights$75 [2] = 32'd269947693;
-    \weights$75 [3] = 32'd3973314807;
-    \weights$75 [4] = 32'd3839098862;
-    \weights$75 [5] = 32'd4294380842;
-    \weights$75 [6] = 32'd668670227;
-    \weights$75 [7] = 32'd49222181;
-    \weights$75 [8] = 32'd4060808449;
-    \weights$75 [9] = 32'd3489854179;
-    \weights$75 [10] = 32'd4028367848;
-    \weights$75 [11] = 32'd3791320555;
-    \weights$75 [12] = 32'd4280679422;
-    \weights$75 [13] = 32'd285005598;
-    \weights$75 [14] = 32'd1637128;
-    \weights$75 [15] = 32'd4061594372;
-    \weights$75 [16] = 32'd4178439698;
-    \weights$75 [17] = 32'd791297;
-    \weights$75 [18] = 32'd671538692;
-    \weights$75 [19] = 32'd4245481236;
-    \weights$75 [20] = 32'd4192797923;
-    \weights$75 [21] = 32'd3974294005;
-    \weights$75 [22] = 32'd3825863687;
-    \weights$75 [23] = 32'd13568245;
-    \weights$75 [24] = 32'd334880541;
-    \weights$75 [25] = 32'd4076528110;
-    \weights$75 [26] = 32'd3471441119;
-    \weights$75 [27] = 32'd4043381775;
-    \weights$75 [28] = 32'd3976667658;
-    \weights$75 [29] = 32'd3523933964;
-    \weights$75 [30] = 32'd3977906963;
-    \weights$75 [31] = 32'd487383544;
-    \weights$75 [32] = 32'd3837406279;
-    \weights$75 [33] = 32'd4241487123;
-    \weights$75 [34] = 32'd4044225524;
-    \weights$75 [35] = 32'd203029494;
-    \weights$75 [36] = 32'd4141947125;
-    \weights$75 [37] = 32'd554826024;
-    \weights$75 [38] = 32'd3990884881;
-    \weights$75 [39] = 32'd4276491545;
-    \weights$75 [40] = 32'd320079598;
-    \weights$75 [41] = 32'd3990359287;
-    \weights$75 [42] = 32'd4109893120;
-    \weights$75 [43] = 32'd135458270;
-    \weights$75 [44] = 32'd554043126;
-    \weights$75 [45] = 32'd201392104;
-    \weights$75 [46] = 32'd15852247;
-    \weights$75 [47] = 32'd4161995047;
-    \weights$75 [48] = 32'd619514835;
-    \weights$75 [49] = 32'd251918850;
-    \weights$75 [50] = 32'd3925936875;
-    \weights$75 [51] = 32'd3722767339;
-    \weights$75 [52] = 32'd453899787;
-    \weights$75 [53] = 32'd34338301;
-    \weights$75 [54] = 32'd3403094298;
-    \weights$75 [55] = 32'd4144305659;
-    \weights$75 [56] = 32'd101260514;
-    \weights$75 [57] = 32'd4011251706;
-    \weights$75 [58] = 32'd14946302;
-    \weights$75 [59] = 32'd131655415;
-    \weights$75 [60] = 32'd386598418;
-    \weights$75 [61] = 32'd3771077382;
-    \weights$75 [62] = 32'd3955688452;
-    \weights$75 [63] = 32'd3791319260;
-    \weights$75 [64] = 32'd590537;
-    \weights$75 [65] = 32'd15527159;
-    \weights$75 [66] = 32'd15664137;
-    \weights$75 [67] = 32'd15865106;
-    \weights$75 [68] = 32'd15211238;
-    \weights$75 [69] = 32'd653350;
-    \weights$75 [70] = 32'd16259618;
-    \weights$75 [71] = 32'd393993;
-    \weights$75 [72] = 32'd596214;
-    \weights$75 [73] = 32'd1379055;
-    \weights$75 [74] = 32'd1114599;
-    \weights$75 [75] = 32'd193559;
-    \weights$75 [76] = 32'd201731;
-    \weights$75 [77] = 32'd125970;
-    \weights$75 [78] = 32'd4621;
-    \weights$75 [79] = 32'd649965;
-    \weights$75 [80] = 32'd9833984;
-    \weights$75 [81] = 32'd16191490;
-    \weights$75 [82] = 32'd3539482;
-    \weights$75 [83] = 32'd13756894;
-    \weights$75 [84] = 32'd15659765;
-    \weights$75 [85] = 32'd15787498;
-    \weights$75 [86] = 32'd16192519;
-    \weights$75 [87] = 32'd14166013;
-    \weights$75 [88] = 32'd15529987;
-    \weights$75 [89] = 32'd382716;
-    \weights$75 [90] = 32'd1638903;
-    \weights$75 [91] = 32'd12647627;
-    \weights$75 [92] = 32'd14751468;
-    \weights$75 [93] = 32'd15660522;
-    \weights$75 [94] = 32'd15594755;
-    \weights$75 [95] = 32'd15460838;
+    \weights$77 [0] = 32'd3723368420;
+    \weights$77 [1] = 32'd3710188034;
+    \weights$77 [2] = 32'd269947693;
+    \weights$77 [3] = 32'd3973314807;
+    \weights$77 [4] = 32'd3839098862;
+    \weights$77 [5] = 32'd4294380842;
+    \weights$77 [6] = 32'd668670227;
+    \weights$77 [7] = 32'd49222181;
+    \weights$77 [8] = 32'd4060808449;
+    \weights$77 [9] = 32'd3489854179;
+    \weights$77 [10] = 32'd4028367848;
+    \weights$77 [11] = 32'd3791320555;
+    \weights$77 [12] = 32'd4280679422;
+    \weights$77 [13] = 32'd285005598;
+    \weights$77 [14] = 32'd1637128;
+    \weights$77 [15] = 32'd4061594372;
+    \weights$77 [16] = 32'd4178439698;
+    \weights$77 [17] = 32'd791297;
+    \weights$77 [18] = 32'd671538692;
+    \weights$77 [19] = 32'd4245481236;
+    \weights$77 [20] = 32'd4192797923;
+    \weights$77 [21] = 32'd3974294005;
+    \weights$77 [22] = 32'd3825863687;
+    \weights$77 [23] = 32'd13568245;
+    \weights$77 [24] = 32'd334880541;
+    \weights$77 [25] = 32'd4076528110;
+    \weights$77 [26] = 32'd3471441119;
+    \weights$77 [27] = 32'd4043381775;
+    \weights$77 [28] = 32'd3976667658;
+    \weights$77 [29] = 32'd3523933964;
+    \weights$77 [30] = 32'd3977906963;
+    \weights$77 [31] = 32'd487383544;
+    \weights$77 [32] = 32'd3837406279;
+    \weights$77 [33] = 32'd4241487123;
+    \weights$77 [34] = 32'd4044225524;
+    \weights$77 [35] = 32'd203029494;
+    \weights$77 [36] = 32'd4141947125;
+    \weights$77 [37] = 32'd554826024;
+    \weights$77 [38] = 32'd3990884881;
+    \weights$77 [39] = 32'd4276491545;
+    \weights$77 [40] = 32'd320079598;
+    \weights$77 [41] = 32'd3990359287;
+    \weights$77 [42] = 32'd4109893120;
+    \weights$77 [43] = 32'd135458270;
+    \weights$77 [44] = 32'd554043126;
+    \weights$77 [45] = 32'd201392104;
+    \weights$77 [46] = 32'd15852247;
+    \weights$77 [47] = 32'd4161995047;
+    \weights$77 [48] = 32'd619514835;
+    \weights$77 [49] = 32'd251918850;
+    \weights$77 [50] = 32'd3925936875;
+    \weights$77 [51] = 32'd3722767339;
+    \weights$77 [52] = 32'd453899787;
+    \weights$77 [53] = 32'd34338301;
+    \weights$77 [54] = 32'd3403094298;
+    \weights$77 [55] = 32'd4144305659;
+    \weights$77 [56] = 32'd101260514;
+    \weights$77 [57] = 32'd4011251706;
+    \weights$77 [58] = 32'd14946302;
+    \weights$77 [59] = 32'd131655415;
+    \weights$77 [60] = 32'd386598418;
+    \weights$77 [61] = 32'd3771077382;
+    \weights$77 [62] = 32'd3955688452;
+    \weights$77 [63] = 32'd3791319260;
+    \weights$77 [64] = 32'd590537;
+    \weights$77 [65] = 32'd15527159;
+    \weights$77 [66] = 32'd15664137;
+    \weights$77 [67] = 32'd15865106;
+    \weights$77 [68] = 32'd15211238;
+    \weights$77 [69] = 32'd653350;
+    \weights$77 [70] = 32'd16259618;
+    \weights$77 [71] = 32'd393993;
+    \weights$77 [72] = 32'd596214;
+    \weights$77 [73] = 32'd1379055;
+    \weights$77 [74] = 32'd1114599;
+    \weights$77 [75] = 32'd193559;
+    \weights$77 [76] = 32'd201731;
+    \weights$77 [77] = 32'd125970;
+    \weights$77 [78] = 32'd4621;
+    \weights$77 [79] = 32'd649965;
+    \weights$77 [80] = 32'd9833984;
+    \weights$77 [81] = 32'd16191490;
+    \weights$77 [82] = 32'd3539482;
+    \weights$77 [83] = 32'd13756894;
+    \weights$77 [84] = 32'd15659765;
+    \weights$77 [85] = 32'd15787498;
+    \weights$77 [86] = 32'd16192519;
+    \weights$77 [87] = 32'd14166013;
+    \weights$77 [88] = 32'd15529987;
+    \weights$77 [89] = 32'd382716;
+    \weights$77 [90] = 32'd1638903;
+    \weights$77 [91] = 32'd12647627;
+    \weights$77 [92] = 32'd14751468;
+    \weights$77 [93] = 32'd15660522;
+    \weights$77 [94] = 32'd15594755;
+    \weights$77 [95] = 32'd15460838;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$75 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$75 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$77 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$75 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$77 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [6:0]];
+      _1_ <= \weights$77 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$8  = ~ slot[15];
+  assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
@@ -4235,23 +4946,27 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$81 ;
   always @(posedge clk)
-    slot_c3 <= \$82 ;
+    slot_c2a <= \$82 ;
   always @(posedge clk)
-    group_logit <= \$83 ;
+    slot_c2b <= \$83 ;
   always @(posedge clk)
-    group_lane <= \$84 ;
+    slot_c3 <= \$84 ;
   always @(posedge clk)
-    logits_c4 <= \$85 ;
+    group_logit <= \$85 ;
   always @(posedge clk)
-    slot_c4 <= \$86 ;
+    group_lane <= \$86 ;
   always @(posedge clk)
-    w_en <= \$87 ;
+    logits_c4 <= \$87 ;
   always @(posedge clk)
-    best_logit <= \$88 ;
+    slot_c4 <= \$88 ;
   always @(posedge clk)
-    best_class <= \$89 ;
+    w_en <= \$89 ;
   always @(posedge clk)
-    reserved <= \$90 ;
+    best_logit <= \$90 ;
+  always @(posedge clk)
+    best_class <= \$91 ;
+  always @(posedge clk)
+    reserved <= \$92 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
@@ -4259,8 +4974,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
   assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4297,63 +5010,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -4363,72 +5076,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$83  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$83  = slot_c2a;
     if (rst) begin
-      \$83  = 29'h00000000;
+      \$83  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$84  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$84  = slot_c2b;
     if (rst) begin
-      \$84  = 2'h0;
+      \$84  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$85  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$85  = argmax_1_0_logit;
     if (rst) begin
-      \$85  = 116'h00000000000000000000000000000;
+      \$85  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$86  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$86  = argmax_1_0_lane;
     if (rst) begin
-      \$86  = 37'h0000000000;
+      \$86  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$87  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$87  = acc;
     if (rst) begin
-      \$87  = 1'h0;
+      \$87  = 116'h00000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$88  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$88  = slot_c3;
+    if (rst) begin
+      \$88  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$89  = finalize;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$90  = best_logit;
     if (\$71 ) begin
-      \$88  = group_logit;
+      \$90  = group_logit;
     end
     if (rst) begin
-      \$88  = 29'h00000000;
+      \$90  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$89  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$91  = best_class;
     if (\$71 ) begin
-      \$89  = \$52 [3:0];
+      \$91  = \$52 [3:0];
     end
     if (rst) begin
-      \$89  = 4'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$90  = \$74 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$92  = \$74 [3:0];
     if (rst) begin
-      \$90  = 4'h0;
+      \$92  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4542,6 +5269,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[118];
   assign \results__payload.class_index  = results__payload[122:119];
   assign \results__payload.seq_end  = results__payload[123];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[20:16];
+  assign \slot_c2a.value  = slot_c2a[36:21];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[20:16];
+  assign \slot_c2b.value  = slot_c2b[36:21];
   assign beat[123] = slot_c4[14];
   assign beat[122:119] = \$52 [3:0];
   assign beat[118] = slot_c4[12];
@@ -4593,8 +5342,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -4625,7 +5374,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [5:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
@@ -4656,7 +5405,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [36:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [5:0] \$67 ;
   reg [1:0] \$68 ;
@@ -4679,7 +5428,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -4847,6 +5596,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -4933,7 +5683,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -4943,14 +5693,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -4959,28 +5709,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -4995,7 +5745,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5007,7 +5757,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5038,7 +5788,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5053,7 +5803,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5071,7 +5821,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5089,7 +5839,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5107,7 +5857,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5119,7 +5869,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5131,7 +5881,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5149,26 +5899,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5188,7 +5938,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5201,7 +5951,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5219,7 +5969,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5237,7 +5987,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5258,7 +6008,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5271,7 +6021,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5284,7 +6034,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5296,7 +6046,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5310,7 +6060,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5324,7 +6074,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5379,24 +6129,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 2'h0, items__payload[20:5], 5'h00 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
-  wire [28:0] \$1 ;
-  wire [28:0] \$10 ;
-  wire [23:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  wire [23:0] \$1 ;
+  wire [23:0] \$10 ;
+  wire [28:0] \$11 ;
   wire [29:0] \$12 ;
-  reg [115:0] \$13 ;
-  wire [23:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [15:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [23:0] \$19 ;
+  wire [28:0] \$2 ;
+  reg [28:0] \$20 ;
+  reg [28:0] \$21 ;
+  reg [115:0] \$22 ;
+  reg [7:0] \$23 ;
+  reg [23:0] \$24 ;
+  reg [28:0] \$25 ;
+  reg [28:0] \$26 ;
+  reg [7:0] \$27 ;
+  reg [23:0] \$28 ;
+  reg [28:0] \$29 ;
   wire [29:0] \$3 ;
-  wire [28:0] \$4 ;
-  wire [23:0] \$5 ;
+  reg [28:0] \$30 ;
+  reg [7:0] \$31 ;
+  reg [23:0] \$32 ;
+  reg [28:0] \$33 ;
+  reg [28:0] \$34 ;
+  wire [23:0] \$4 ;
+  wire [28:0] \$5 ;
   wire [29:0] \$6 ;
-  wire [28:0] \$7 ;
-  wire [23:0] \$8 ;
+  wire [23:0] \$7 ;
+  wire [28:0] \$8 ;
   wire [29:0] \$9 ;
   output [115:0] acc;
   reg [115:0] acc = 116'h00000000000000000000000000000;
@@ -5408,8 +6178,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [23:0] product_0 = 24'h000000;
+  reg [23:0] product_1 = 24'h000000;
+  reg [23:0] product_2 = 24'h000000;
+  reg [23:0] product_3 = 24'h000000;
   input rst;
   wire rst;
+  reg [28:0] seed_0_0 = 29'h00000000;
+  reg [28:0] seed_0_1 = 29'h00000000;
+  reg [28:0] seed_1_0 = 29'h00000000;
+  reg [28:0] seed_1_1 = 29'h00000000;
+  reg [28:0] seed_2_0 = 29'h00000000;
+  reg [28:0] seed_2_1 = 29'h00000000;
+  reg [28:0] seed_3_0 = 29'h00000000;
+  reg [28:0] seed_3_1 = 29'h00000000;
   input [115:0] seeds;
   wire [115:0] seeds;
   wire [28:0] \seeds[0] ;
@@ -5418,58 +6202,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [28:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [15:0] value;
   wire [15:0] value;
+  reg [15:0] value_r = 16'h0000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
   input [31:0] weights;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[28:0] : acc[28:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[57:29] : acc[57:29];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[86:58] : acc[86:58];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[115:87] : acc[115:87];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[28:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[57:29];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[86:58];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[115:87];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [28:0] = \$3 [28:0];
-      \$13 [57:29] = \$6 [28:0];
-      \$13 [86:58] = \$9 [28:0];
-      \$13 [115:87] = \$12 [28:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 116'h00000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[28:0];
-  assign \acc[1]  = acc[57:29];
-  assign \acc[2]  = acc[86:58];
-  assign \acc[3]  = acc[115:87];
-  assign \seeds[0]  = seeds[28:0];
-  assign \seeds[1]  = seeds[57:29];
-  assign \seeds[2]  = seeds[86:58];
-  assign \seeds[3]  = seeds[115:87];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$18  = weights[7:0];
+    if (rst) begin
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$20  = seeds[28:0];
+    if (rst) begin
+      \$20  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [28:0] = \$3 [28:0];
+      \$22 [57:29] = \$6 [28:0];
+      \$22 [86:58] = \$9 [28:0];
+      \$22 [115:87] = \$12 [28:0];
+    end
+    if (rst) begin
+      \$22  = 116'h00000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$23  = weights[15:8];
+    if (rst) begin
+      \$23  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$25  = seeds[57:29];
+    if (rst) begin
+      \$25  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$27  = weights[23:16];
+    if (rst) begin
+      \$27  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$29  = seeds[86:58];
+    if (rst) begin
+      \$29  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$31  = weights[31:24];
+    if (rst) begin
+      \$31  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$33  = seeds[115:87];
+    if (rst) begin
+      \$33  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 29'h00000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[28:0];
+  assign \seeds[1]  = seeds[57:29];
+  assign \seeds[2]  = seeds[86:58];
+  assign \seeds[3]  = seeds[115:87];
+  assign \acc[0]  = acc[28:0];
+  assign \acc[1]  = acc[57:29];
+  assign \acc[2]  = acc[86:58];
+  assign \acc[3]  = acc[115:87];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5597,7 +6577,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5607,7 +6587,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -5617,7 +6597,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -5630,7 +6610,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

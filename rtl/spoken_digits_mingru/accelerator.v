@@ -31,12 +31,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config$14.target ;
   wire \config$14.valid ;
   wire [31:0] \config$14.value ;
-  wire [45:0] \config$19 ;
-  wire [6:0] \config$19.addr ;
-  wire [2:0] \config$19.elem ;
-  wire [2:0] \config$19.target ;
-  wire \config$19.valid ;
-  wire [31:0] \config$19.value ;
+  wire [45:0] \config$25 ;
+  wire [6:0] \config$25.addr ;
+  wire [2:0] \config$25.elem ;
+  wire [2:0] \config$25.target ;
+  wire \config$25.valid ;
+  wire [31:0] \config$25.value ;
   wire [6:0] \config.addr ;
   wire [2:0] \config.elem ;
   wire [2:0] \config.target ;
@@ -97,6 +97,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [23:0] \events__payload.value ;
   wire events__ready;
   wire events__valid;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  wire i__ready;
+  wire i__valid;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -109,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [30:0] \items__payload$20 ;
-  wire [4:0] \items__payload$20.index ;
-  wire \items__payload$20.seq_end ;
-  wire \items__payload$20.step_end ;
-  wire [23:0] \items__payload$20.value ;
+  wire [30:0] \items__payload$26 ;
+  wire [4:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [23:0] \items__payload$26.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$23 ;
+  wire \items__ready$29 ;
   wire items__valid;
-  wire \items__valid$24 ;
+  wire \items__valid$30 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -141,6 +148,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_steps;
   wire [31:0] layer0_weights_reads;
   wire [31:0] layer0_weights_writes;
+  wire [30:0] o__payload;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -156,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [155:0] results__payload;
   wire [155:0] results__payload;
-  wire [155:0] \results__payload$26 ;
-  wire [3:0] \results__payload$26.class_index ;
-  wire \results__payload$26.final ;
-  wire [1:0] \results__payload$26.group ;
-  wire [147:0] \results__payload$26.logits ;
-  wire [36:0] \results__payload$26.logits[0] ;
-  wire [36:0] \results__payload$26.logits[1] ;
-  wire [36:0] \results__payload$26.logits[2] ;
-  wire [36:0] \results__payload$26.logits[3] ;
-  wire \results__payload$26.seq_end ;
+  wire [155:0] \results__payload$32 ;
+  wire [3:0] \results__payload$32.class_index ;
+  wire \results__payload$32.final ;
+  wire [1:0] \results__payload$32.group ;
+  wire [147:0] \results__payload$32.logits ;
+  wire [36:0] \results__payload$32.logits[0] ;
+  wire [36:0] \results__payload$32.logits[1] ;
+  wire [36:0] \results__payload$32.logits[2] ;
+  wire [36:0] \results__payload$32.logits[3] ;
+  wire \results__payload$32.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -177,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$27 ;
+  wire \results__ready$33 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$28 ;
+  wire \results__valid$34 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -241,11 +255,11 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   \accelerator.layer0  layer0 (
     .clk(clk),
     .\config (\config ),
-    .events__payload(\items__payload$20 ),
-    .events__valid(\items__valid$24 ),
+    .events__payload(i__payload),
+    .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$120 (events__ready),
+    .\items__ready$121 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -267,14 +281,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$169 (trace_0)
+    .\trace$174 (trace_0)
+  );
+  \accelerator.layer0_slice  layer0_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(events__ready),
+    .i__valid(i__valid),
+    .o__payload(\items__payload$26 ),
+    .o__ready(o__ready),
+    .o__valid(\items__valid$30 ),
+    .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
     .\config (\config ),
-    .items__payload(\items__payload$20 ),
-    .items__ready(events__ready),
-    .items__valid(\items__valid$24 ),
+    .items__payload(\items__payload$26 ),
+    .items__ready(o__ready),
+    .items__valid(\items__valid$30 ),
     .r_en(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
@@ -330,14 +354,17 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
+  assign events__payload = i__payload;
+  assign i__ready = events__ready;
+  assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$19  = \config ;
-  assign events__payload = \items__payload$20 ;
-  assign \items__ready$23  = events__ready;
-  assign events__valid = \items__valid$24 ;
-  assign \results__payload$26  = results__payload;
-  assign \results__ready$27  = results__ready;
-  assign \results__valid$28  = results__valid;
+  assign \config$25  = \config ;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \results__payload$32  = results__payload;
+  assign \results__ready$33  = results__ready;
+  assign \results__valid$34  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -419,6 +446,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
   assign \items__payload.seq_end  = inputs__payload[13];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+  assign \events__payload.index  = i__payload[4:0];
+  assign \events__payload.value  = i__payload[28:5];
+  assign \events__payload.step_end  = i__payload[29];
+  assign \events__payload.seq_end  = i__payload[30];
   assign \trace.valid  = trace_0[0];
   assign \trace.group  = trace_0[3:1];
   assign \trace.step_end  = trace_0[4];
@@ -433,28 +468,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[83:77];
   assign \trace.gate[2]  = trace_0[90:84];
   assign \trace.gate[3]  = trace_0[97:91];
-  assign \config$19.valid  = \config [0];
-  assign \config$19.target  = \config [3:1];
-  assign \config$19.addr  = \config [10:4];
-  assign \config$19.elem  = \config [13:11];
-  assign \config$19.value  = \config [45:14];
-  assign \items__payload$20.index  = \items__payload$20 [4:0];
-  assign \items__payload$20.value  = \items__payload$20 [28:5];
-  assign \items__payload$20.step_end  = \items__payload$20 [29];
-  assign \items__payload$20.seq_end  = \items__payload$20 [30];
-  assign \events__payload.index  = \items__payload$20 [4:0];
-  assign \events__payload.value  = \items__payload$20 [28:5];
-  assign \events__payload.step_end  = \items__payload$20 [29];
-  assign \events__payload.seq_end  = \items__payload$20 [30];
-  assign \results__payload$26.logits  = results__payload[147:0];
-  assign \results__payload$26.logits[0]  = results__payload[36:0];
-  assign \results__payload$26.logits[1]  = results__payload[73:37];
-  assign \results__payload$26.logits[2]  = results__payload[110:74];
-  assign \results__payload$26.logits[3]  = results__payload[147:111];
-  assign \results__payload$26.group  = results__payload[149:148];
-  assign \results__payload$26.final  = results__payload[150];
-  assign \results__payload$26.class_index  = results__payload[154:151];
-  assign \results__payload$26.seq_end  = results__payload[155];
+  assign \config$25.valid  = \config [0];
+  assign \config$25.target  = \config [3:1];
+  assign \config$25.addr  = \config [10:4];
+  assign \config$25.elem  = \config [13:11];
+  assign \config$25.value  = \config [45:14];
+  assign \items__payload$26.index  = \items__payload$26 [4:0];
+  assign \items__payload$26.value  = \items__payload$26 [28:5];
+  assign \items__payload$26.step_end  = \items__payload$26 [29];
+  assign \items__payload$26.seq_end  = \items__payload$26 [30];
+  assign \o__payload.index  = \items__payload$26 [4:0];
+  assign \o__payload.value  = \items__payload$26 [28:5];
+  assign \o__payload.step_end  = \items__payload$26 [29];
+  assign \o__payload.seq_end  = \items__payload$26 [30];
+  assign \results__payload$32.logits  = results__payload[147:0];
+  assign \results__payload$32.logits[0]  = results__payload[36:0];
+  assign \results__payload$32.logits[1]  = results__payload[73:37];
+  assign \results__payload$32.logits[2]  = results__payload[110:74];
+  assign \results__payload$32.logits[3]  = results__payload[147:111];
+  assign \results__payload$32.group  = results__payload[149:148];
+  assign \results__payload$32.final  = results__payload[150];
+  assign \results__payload$32.class_index  = results__payload[154:151];
+  assign \results__payload$32.seq_end  = results__payload[155];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -498,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$120 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$169 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -559,51 +594,56 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [28:0] \$149 ;
   wire [24:0] \$15 ;
   reg [28:0] \$150 ;
-  reg \$151 ;
-  reg [15:0] \$152 ;
-  reg [15:0] \$153 ;
-  reg \$154 ;
-  reg [15:0] \$155 ;
-  reg [15:0] \$156 ;
-  reg [6:0] \$157 ;
-  reg \$158 ;
-  reg [15:0] \$159 ;
+  reg [55:0] \$151 ;
+  reg [63:0] \$152 ;
+  reg [95:0] \$153 ;
+  reg [28:0] \$154 ;
+  reg [28:0] \$155 ;
+  reg \$156 ;
+  reg [15:0] \$157 ;
+  reg [15:0] \$158 ;
+  reg \$159 ;
   wire \$16 ;
-  reg [23:0] \$160 ;
+  reg [15:0] \$160 ;
   reg [15:0] \$161 ;
-  reg [15:0] \$162 ;
+  reg [6:0] \$162 ;
   reg \$163 ;
   reg [15:0] \$164 ;
-  reg [15:0] \$165 ;
-  reg [6:0] \$166 ;
-  reg \$167 ;
-  reg [15:0] \$168 ;
-  reg [23:0] \$169 ;
+  reg [23:0] \$165 ;
+  reg [15:0] \$166 ;
+  reg [15:0] \$167 ;
+  reg \$168 ;
+  reg [15:0] \$169 ;
   wire [24:0] \$17 ;
   reg [15:0] \$170 ;
-  reg [15:0] \$171 ;
+  reg [6:0] \$171 ;
   reg \$172 ;
   reg [15:0] \$173 ;
-  reg [15:0] \$174 ;
-  reg [6:0] \$175 ;
-  reg \$176 ;
-  reg [15:0] \$177 ;
-  reg [23:0] \$178 ;
+  reg [23:0] \$174 ;
+  reg [15:0] \$175 ;
+  reg [15:0] \$176 ;
+  reg \$177 ;
+  reg [15:0] \$178 ;
   reg [15:0] \$179 ;
   wire [24:0] \$18 ;
-  reg [15:0] \$180 ;
+  reg [6:0] \$180 ;
   reg \$181 ;
   reg [15:0] \$182 ;
-  reg [15:0] \$183 ;
-  reg [6:0] \$184 ;
-  reg \$185 ;
-  reg [15:0] \$186 ;
-  reg [23:0] \$187 ;
-  reg [97:0] \$188 ;
-  reg [31:0] \$189 ;
+  reg [23:0] \$183 ;
+  reg [15:0] \$184 ;
+  reg [15:0] \$185 ;
+  reg \$186 ;
+  reg [15:0] \$187 ;
+  reg [15:0] \$188 ;
+  reg [6:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [31:0] \$190 ;
-  reg [3:0] \$191 ;
+  reg \$190 ;
+  reg [15:0] \$191 ;
+  reg [23:0] \$192 ;
+  reg [97:0] \$193 ;
+  reg [31:0] \$194 ;
+  reg [31:0] \$195 ;
+  reg [3:0] \$196 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -693,24 +733,24 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [32:0] \$98 ;
   wire [1:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$39 ;
-  wire [18:0] \acc$39[0] ;
-  wire [18:0] \acc$39[1] ;
-  wire [18:0] \acc$39[2] ;
-  wire [18:0] \acc$39[3] ;
-  wire [18:0] \acc$39[4] ;
-  wire [18:0] \acc$39[5] ;
-  wire [18:0] \acc$39[6] ;
-  wire [18:0] \acc$39[7] ;
-  wire [37:0] \acc$44 ;
-  wire [18:0] \acc$44.cand ;
-  wire [18:0] \acc$44.gate ;
-  wire [37:0] \acc$47 ;
-  wire [18:0] \acc$47.cand ;
-  wire [18:0] \acc$47.gate ;
-  wire [37:0] \acc$50 ;
-  wire [18:0] \acc$50.cand ;
-  wire [18:0] \acc$50.gate ;
+  wire [151:0] \acc$40 ;
+  wire [18:0] \acc$40[0] ;
+  wire [18:0] \acc$40[1] ;
+  wire [18:0] \acc$40[2] ;
+  wire [18:0] \acc$40[3] ;
+  wire [18:0] \acc$40[4] ;
+  wire [18:0] \acc$40[5] ;
+  wire [18:0] \acc$40[6] ;
+  wire [18:0] \acc$40[7] ;
+  wire [37:0] \acc$45 ;
+  wire [18:0] \acc$45.cand ;
+  wire [18:0] \acc$45.gate ;
+  wire [37:0] \acc$48 ;
+  wire [18:0] \acc$48.cand ;
+  wire [18:0] \acc$48.gate ;
+  wire [37:0] \acc$51 ;
+  wire [18:0] \acc$51.cand ;
+  wire [18:0] \acc$51.gate ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.gate ;
   wire [3:0] changed;
@@ -760,17 +800,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$151 ;
-  wire [6:0] \gate$158 ;
-  wire [6:0] \gate$165 ;
+  wire [6:0] \gate$156 ;
+  wire [6:0] \gate$163 ;
+  wire [6:0] \gate$170 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$149 ;
-  wire \hold$156 ;
-  wire \hold$163 ;
+  wire \hold$154 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -782,23 +822,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$119 ;
-  wire [4:0] \items__payload$119.index ;
-  wire \items__payload$119.seq_end ;
-  wire \items__payload$119.step_end ;
-  wire [23:0] \items__payload$119.value ;
+  wire [30:0] \items__payload$120 ;
+  wire [4:0] \items__payload$120.index ;
+  wire \items__payload$120.seq_end ;
+  wire \items__payload$120.step_end ;
+  wire [23:0] \items__payload$120.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$120 ;
-  wire \items__ready$120 ;
+  input \items__ready$121 ;
+  wire \items__ready$121 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$123 ;
+  wire \items__valid$124 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -840,12 +880,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$148 ;
-  wire [15:0] \new$148.h ;
-  wire [15:0] \new$155 ;
-  wire [15:0] \new$155.h ;
-  wire [15:0] \new$162 ;
-  wire [15:0] \new$162.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -856,12 +896,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
   wire [15:0] old;
-  wire [15:0] \old$46 ;
-  wire [15:0] \old$46.h ;
-  wire [15:0] \old$49 ;
-  wire [15:0] \old$49.h ;
-  wire [15:0] \old$52 ;
-  wire [15:0] \old$52.h ;
+  wire [15:0] \old$47 ;
+  wire [15:0] \old$47.h ;
+  wire [15:0] \old$50 ;
+  wire [15:0] \old$50.h ;
+  wire [15:0] \old$53 ;
+  wire [15:0] \old$53.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -880,9 +920,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$150 ;
-  wire [15:0] \out$157 ;
-  wire [15:0] \out$164 ;
+  wire [15:0] \out$155 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -892,17 +932,26 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [13:0] params;
-  wire [13:0] \params$45 ;
-  wire [6:0] \params$45.cand_shift ;
-  wire [6:0] \params$45.gate_shift ;
-  wire [13:0] \params$48 ;
-  wire [6:0] \params$48.cand_shift ;
-  wire [6:0] \params$48.gate_shift ;
-  wire [13:0] \params$51 ;
-  wire [6:0] \params$51.cand_shift ;
-  wire [6:0] \params$51.gate_shift ;
+  wire [13:0] \params$46 ;
+  wire [6:0] \params$46.cand_shift ;
+  wire [6:0] \params$46.gate_shift ;
+  wire [13:0] \params$49 ;
+  wire [6:0] \params$49.cand_shift ;
+  wire [6:0] \params$49.gate_shift ;
+  wire [13:0] \params$52 ;
+  wire [6:0] \params$52.cand_shift ;
+  wire [6:0] \params$52.gate_shift ;
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
+  reg [55:0] params_c3 = 56'h00000000000000;
+  wire [6:0] \params_c3[0] ;
+  wire [6:0] \params_c3[1] ;
+  wire [6:0] \params_c3[2] ;
+  wire [6:0] \params_c3[3] ;
+  wire [6:0] \params_c3[4] ;
+  wire [6:0] \params_c3[5] ;
+  wire [6:0] \params_c3[6] ;
+  wire [6:0] \params_c3[7] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -911,26 +960,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  reg [95:0] pool_c3 = 96'h000000000000000000000000;
+  wire [23:0] \pool_c3[0] ;
+  wire [23:0] \pool_c3[1] ;
+  wire [23:0] \pool_c3[2] ;
+  wire [23:0] \pool_c3[3] ;
   wire [6:0] port__addr;
   wire [2:0] \port__addr$10 ;
   wire [2:0] \port__addr$13 ;
   wire [6:0] \port__addr$21 ;
   wire [2:0] \port__addr$23 ;
-  reg [2:0] \port__addr$33 ;
   reg [2:0] \port__addr$34 ;
   reg [2:0] \port__addr$35 ;
-  wire [2:0] \port__addr$54 ;
-  wire [2:0] \port__addr$58 ;
+  reg [2:0] \port__addr$36 ;
+  wire [2:0] \port__addr$55 ;
+  wire [2:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [95:0] \port__data$147 ;
+  wire [55:0] \port__data$142 ;
+  wire [63:0] \port__data$143 ;
+  wire [95:0] \port__data$145 ;
   wire [55:0] \port__data$15 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
-  wire [55:0] \port__data$41 ;
-  wire [63:0] \port__data$43 ;
-  wire [63:0] \port__data$60 ;
-  wire [95:0] \port__data$70 ;
+  wire [63:0] \port__data$61 ;
+  wire [95:0] \port__data$71 ;
   wire [7:0] port__en;
   wire [7:0] \port__en$11 ;
   wire [7:0] \port__en$14 ;
@@ -939,13 +993,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$18 ;
   reg \port__en$19 ;
   reg \port__en$20 ;
-  reg \port__en$56  = 1'h0;
+  reg \port__en$57  = 1'h0;
   (* init = 1'h0 *)
-  wire \port__en$59 ;
+  wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$154 ;
-  wire [15:0] \potential$161 ;
-  wire [15:0] \potential$168 ;
+  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -957,10 +1011,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$144 ;
-  wire \saturated$152 ;
-  wire \saturated$159 ;
-  wire \saturated$166 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -998,6 +1052,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [7:0] \slot_c2.value ;
+  reg [28:0] slot_c2a = 29'h00000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [2:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [28:0] slot_c2b = 29'h00000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [2:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
   reg [28:0] slot_c3 = 29'h00000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -1023,23 +1101,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
+  reg [63:0] state_c3 = 64'h0000000000000000;
+  wire [15:0] \state_c3[0] ;
+  wire [15:0] \state_c3[1] ;
+  wire [15:0] \state_c3[2] ;
+  wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$169 ;
-  reg [97:0] \trace$169  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$169.gate ;
-  wire [6:0] \trace$169.gate[0] ;
-  wire [6:0] \trace$169.gate[1] ;
-  wire [6:0] \trace$169.gate[2] ;
-  wire [6:0] \trace$169.gate[3] ;
-  wire [2:0] \trace$169.group ;
-  wire \trace$169.seq_end ;
-  wire [63:0] \trace$169.state ;
-  wire [15:0] \trace$169.state[0] ;
-  wire [15:0] \trace$169.state[1] ;
-  wire [15:0] \trace$169.state[2] ;
-  wire [15:0] \trace$169.state[3] ;
-  wire \trace$169.step_end ;
-  wire \trace$169.valid ;
+  output [97:0] \trace$174 ;
+  reg [97:0] \trace$174  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$174.gate ;
+  wire [6:0] \trace$174.gate[0] ;
+  wire [6:0] \trace$174.gate[1] ;
+  wire [6:0] \trace$174.gate[2] ;
+  wire [6:0] \trace$174.gate[3] ;
+  wire [2:0] \trace$174.group ;
+  wire \trace$174.seq_end ;
+  wire [63:0] \trace$174.state ;
+  wire [15:0] \trace$174.state[0] ;
+  wire [15:0] \trace$174.state[1] ;
+  wire [15:0] \trace$174.state[2] ;
+  wire [15:0] \trace$174.state[3] ;
+  wire \trace$174.step_end ;
+  wire \trace$174.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1106,42 +1189,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$182  [7:0];
+  reg [55:0] \params$187  [7:0];
   initial begin
-    \params$182 [0] = 56'h10084020e08382;
-    \params$182 [1] = 56'h0e043821008382;
-    \params$182 [2] = 56'h0e083820e08402;
-    \params$182 [3] = 56'h0e044020e08402;
-    \params$182 [4] = 56'h0e083821008381;
-    \params$182 [5] = 56'h10083820e08402;
-    \params$182 [6] = 56'h0e084020e04401;
-    \params$182 [7] = 56'h10044021008381;
+    \params$187 [0] = 56'h10084020e08382;
+    \params$187 [1] = 56'h0e043821008382;
+    \params$187 [2] = 56'h0e083820e08402;
+    \params$187 [3] = 56'h0e044020e08402;
+    \params$187 [4] = 56'h0e083821008381;
+    \params$187 [5] = 56'h10083820e08402;
+    \params$187 [6] = 56'h0e084020e04401;
+    \params$187 [7] = 56'h10044021008381;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$182 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$187 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$182 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$187 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$182 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$187 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$182 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$187 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$182 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$187 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$182 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$187 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$182 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$187 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$182 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$187 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$182 [\port__addr$33 ];
+      _1_ <= \params$187 [\port__addr$34 ];
     end
   end
-  assign \port__data$41  = _1_;
+  assign \port__data$142  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1154,16 +1237,16 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     pool[7] = 96'h000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      pool[slot_c4[3:1]] <= \port__data$70 ;
+    if (\port__en$57 )
+      pool[slot_c4[3:1]] <= \port__data$71 ;
   end
   reg [95:0] _2_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$35 ];
+      _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$147  = _2_;
+  assign \port__data$145  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1176,145 +1259,145 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     state[7] = 64'h0000000000000000;
   end
   always @(posedge clk) begin
-    if (\port__en$56 )
-      state[slot_c4[3:1]] <= \port__data$60 ;
+    if (\port__en$57 )
+      state[slot_c4[3:1]] <= \port__data$61 ;
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$34 ];
+      _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$43  = _3_;
-  reg [63:0] \weights$180  [103:0];
+  assign \port__data$143  = _3_;
+  reg [63:0] \weights$185  [103:0];
   initial begin
-    \weights$180 [0] = 64'h170f0122ddefeaf7;
-    \weights$180 [1] = 64'h64f1d8efd30ec02c;
-    \weights$180 [2] = 64'h8ef4fed8f24b10ff;
-    \weights$180 [3] = 64'hd8251e1934420aa0;
-    \weights$180 [4] = 64'h39c606dd402c0bbe;
-    \weights$180 [5] = 64'h34c86157039bedcd;
-    \weights$180 [6] = 64'he809afcce7bad736;
-    \weights$180 [7] = 64'hf65222f9fae41171;
-    \weights$180 [8] = 64'h41ffc0b1ede32322;
-    \weights$180 [9] = 64'hf3e4418bf0cd4b0e;
-    \weights$180 [10] = 64'head618d91c0cf4af;
-    \weights$180 [11] = 64'h354470210ffadee6;
-    \weights$180 [12] = 64'h22533726f8aef2df;
-    \weights$180 [13] = 64'hd912db0dcff9bd20;
-    \weights$180 [14] = 64'h0f40e91818030441;
-    \weights$180 [15] = 64'h04f8fd9a21e22356;
-    \weights$180 [16] = 64'hb4eae956a4080b37;
-    \weights$180 [17] = 64'hd9cf513ef06a1d24;
-    \weights$180 [18] = 64'h09f240a908a121fe;
-    \weights$180 [19] = 64'h22fffcf7fec50cb6;
-    \weights$180 [20] = 64'h0bb3f5a154662807;
-    \weights$180 [21] = 64'hfbf1f8f120480025;
-    \weights$180 [22] = 64'h10181ac325321ffb;
-    \weights$180 [23] = 64'h2529050bc70ffef5;
-    \weights$180 [24] = 64'hffefd800fc0507e0;
-    \weights$180 [25] = 64'hffe503f6e5dffedb;
-    \weights$180 [26] = 64'he107e6fe0e1274e0;
-    \weights$180 [27] = 64'he7dd1bfedd20c96d;
-    \weights$180 [28] = 64'h1aa9ffcdffff01d4;
-    \weights$180 [29] = 64'h1221b9bc13de02b3;
-    \weights$180 [30] = 64'h1a31ca2721efc9d0;
-    \weights$180 [31] = 64'hcde1026342ebb9f6;
-    \weights$180 [32] = 64'h18f81710256422f7;
-    \weights$180 [33] = 64'h4ced0ee3cbff98b0;
-    \weights$180 [34] = 64'h168a0ac7c8badcf0;
-    \weights$180 [35] = 64'hf9310e4bfec5f201;
-    \weights$180 [36] = 64'h0461122910b80b27;
-    \weights$180 [37] = 64'hf36d0d5305184ec7;
-    \weights$180 [38] = 64'hfdccff49ecd1f609;
-    \weights$180 [39] = 64'hf6fa1a23f5f7d61e;
-    \weights$180 [40] = 64'he6ed01db475ac9da;
-    \weights$180 [41] = 64'h25164e14ece0c202;
-    \weights$180 [42] = 64'h1ee2e035c453eb41;
-    \weights$180 [43] = 64'h31ede61c0030bf25;
-    \weights$180 [44] = 64'hbdfd2303fe8e98f5;
-    \weights$180 [45] = 64'h06410fb3dbe1cfa2;
-    \weights$180 [46] = 64'h2e0cc6701dc2cee5;
-    \weights$180 [47] = 64'h16cdda000d0c7500;
-    \weights$180 [48] = 64'h07d333611af3f8b0;
-    \weights$180 [49] = 64'hde0cf9dd01af40fb;
-    \weights$180 [50] = 64'hfe132ef5efd8210c;
-    \weights$180 [51] = 64'h09320c0615023bee;
-    \weights$180 [52] = 64'hd9e6f801cc44ed05;
-    \weights$180 [53] = 64'heb07f48598c73916;
-    \weights$180 [54] = 64'he7d70a1a244ce5de;
-    \weights$180 [55] = 64'h23d353d3b0aded19;
-    \weights$180 [56] = 64'h421f2628f3d8ec20;
-    \weights$180 [57] = 64'hfd7de2564ec60c10;
-    \weights$180 [58] = 64'hc5021a5230c015e0;
-    \weights$180 [59] = 64'hc5c7f54c4134bd00;
-    \weights$180 [60] = 64'hfc9f08081edce000;
-    \weights$180 [61] = 64'h1ed5fd333fd620f1;
-    \weights$180 [62] = 64'h1952f6220c60040d;
-    \weights$180 [63] = 64'hec15fa11f2200eb1;
-    \weights$180 [64] = 64'h0d08ee3f0d3bf80d;
-    \weights$180 [65] = 64'hb1dcecedcb15e1f6;
-    \weights$180 [66] = 64'he5244310fba838ed;
-    \weights$180 [67] = 64'hc5afde0deff33012;
-    \weights$180 [68] = 64'h88a9c8a3bf3ae933;
-    \weights$180 [69] = 64'h1eba37c61dd49314;
-    \weights$180 [70] = 64'h4206fa3b413bc94b;
-    \weights$180 [71] = 64'h43fdd34ef4297100;
-    \weights$180 [72] = 64'h2322ece0f731e69a;
-    \weights$180 [73] = 64'hfc4d30d7f5e8c502;
-    \weights$180 [74] = 64'hfd2e0d3b0bfad22a;
-    \weights$180 [75] = 64'h06c9e2140b384dcf;
-    \weights$180 [76] = 64'hf9c208b306c454d5;
-    \weights$180 [77] = 64'hf1d30b1a15720499;
-    \weights$180 [78] = 64'hd232c22705230d0a;
-    \weights$180 [79] = 64'he900ba3c1b02f9f9;
-    \weights$180 [80] = 64'hf616e2dded13da04;
-    \weights$180 [81] = 64'h12353a863d25664d;
-    \weights$180 [82] = 64'hf710f64ff1c0c5dd;
-    \weights$180 [83] = 64'h1799391de3d5b2da;
-    \weights$180 [84] = 64'h4d0b37c9bcf3110a;
-    \weights$180 [85] = 64'h309bb80de8317410;
-    \weights$180 [86] = 64'hfbf2f53740f5e523;
-    \weights$180 [87] = 64'he6a4d14512e4d8ee;
-    \weights$180 [88] = 64'hf1bdeebf02fdf1fb;
-    \weights$180 [89] = 64'h02edfd320305b8f1;
-    \weights$180 [90] = 64'hdd37f541dc1940f0;
-    \weights$180 [91] = 64'he618abe2dd1fec18;
-    \weights$180 [92] = 64'h2e00d4d1164ce612;
-    \weights$180 [93] = 64'hfeefd9c6e5402f47;
-    \weights$180 [94] = 64'h520014e6c409bcdf;
-    \weights$180 [95] = 64'hb2fb0fcbcda5edf1;
-    \weights$180 [96] = 64'ha64b0e271d032521;
-    \weights$180 [97] = 64'hce35415a473702b6;
-    \weights$180 [98] = 64'hf2f025211e1a1908;
-    \weights$180 [99] = 64'hbeed2356f14a01e3;
-    \weights$180 [100] = 64'h2e303a43e31a01ff;
-    \weights$180 [101] = 64'h5ef62a6cdcf606de;
-    \weights$180 [102] = 64'h20ca113bd3a2fccd;
-    \weights$180 [103] = 64'h220b07c24520fe09;
+    \weights$185 [0] = 64'h170f0122ddefeaf7;
+    \weights$185 [1] = 64'h64f1d8efd30ec02c;
+    \weights$185 [2] = 64'h8ef4fed8f24b10ff;
+    \weights$185 [3] = 64'hd8251e1934420aa0;
+    \weights$185 [4] = 64'h39c606dd402c0bbe;
+    \weights$185 [5] = 64'h34c86157039bedcd;
+    \weights$185 [6] = 64'he809afcce7bad736;
+    \weights$185 [7] = 64'hf65222f9fae41171;
+    \weights$185 [8] = 64'h41ffc0b1ede32322;
+    \weights$185 [9] = 64'hf3e4418bf0cd4b0e;
+    \weights$185 [10] = 64'head618d91c0cf4af;
+    \weights$185 [11] = 64'h354470210ffadee6;
+    \weights$185 [12] = 64'h22533726f8aef2df;
+    \weights$185 [13] = 64'hd912db0dcff9bd20;
+    \weights$185 [14] = 64'h0f40e91818030441;
+    \weights$185 [15] = 64'h04f8fd9a21e22356;
+    \weights$185 [16] = 64'hb4eae956a4080b37;
+    \weights$185 [17] = 64'hd9cf513ef06a1d24;
+    \weights$185 [18] = 64'h09f240a908a121fe;
+    \weights$185 [19] = 64'h22fffcf7fec50cb6;
+    \weights$185 [20] = 64'h0bb3f5a154662807;
+    \weights$185 [21] = 64'hfbf1f8f120480025;
+    \weights$185 [22] = 64'h10181ac325321ffb;
+    \weights$185 [23] = 64'h2529050bc70ffef5;
+    \weights$185 [24] = 64'hffefd800fc0507e0;
+    \weights$185 [25] = 64'hffe503f6e5dffedb;
+    \weights$185 [26] = 64'he107e6fe0e1274e0;
+    \weights$185 [27] = 64'he7dd1bfedd20c96d;
+    \weights$185 [28] = 64'h1aa9ffcdffff01d4;
+    \weights$185 [29] = 64'h1221b9bc13de02b3;
+    \weights$185 [30] = 64'h1a31ca2721efc9d0;
+    \weights$185 [31] = 64'hcde1026342ebb9f6;
+    \weights$185 [32] = 64'h18f81710256422f7;
+    \weights$185 [33] = 64'h4ced0ee3cbff98b0;
+    \weights$185 [34] = 64'h168a0ac7c8badcf0;
+    \weights$185 [35] = 64'hf9310e4bfec5f201;
+    \weights$185 [36] = 64'h0461122910b80b27;
+    \weights$185 [37] = 64'hf36d0d5305184ec7;
+    \weights$185 [38] = 64'hfdccff49ecd1f609;
+    \weights$185 [39] = 64'hf6fa1a23f5f7d61e;
+    \weights$185 [40] = 64'he6ed01db475ac9da;
+    \weights$185 [41] = 64'h25164e14ece0c202;
+    \weights$185 [42] = 64'h1ee2e035c453eb41;
+    \weights$185 [43] = 64'h31ede61c0030bf25;
+    \weights$185 [44] = 64'hbdfd2303fe8e98f5;
+    \weights$185 [45] = 64'h06410fb3dbe1cfa2;
+    \weights$185 [46] = 64'h2e0cc6701dc2cee5;
+    \weights$185 [47] = 64'h16cdda000d0c7500;
+    \weights$185 [48] = 64'h07d333611af3f8b0;
+    \weights$185 [49] = 64'hde0cf9dd01af40fb;
+    \weights$185 [50] = 64'hfe132ef5efd8210c;
+    \weights$185 [51] = 64'h09320c0615023bee;
+    \weights$185 [52] = 64'hd9e6f801cc44ed05;
+    \weights$185 [53] = 64'heb07f48598c73916;
+    \weights$185 [54] = 64'he7d70a1a244ce5de;
+    \weights$185 [55] = 64'h23d353d3b0aded19;
+    \weights$185 [56] = 64'h421f2628f3d8ec20;
+    \weights$185 [57] = 64'hfd7de2564ec60c10;
+    \weights$185 [58] = 64'hc5021a5230c015e0;
+    \weights$185 [59] = 64'hc5c7f54c4134bd00;
+    \weights$185 [60] = 64'hfc9f08081edce000;
+    \weights$185 [61] = 64'h1ed5fd333fd620f1;
+    \weights$185 [62] = 64'h1952f6220c60040d;
+    \weights$185 [63] = 64'hec15fa11f2200eb1;
+    \weights$185 [64] = 64'h0d08ee3f0d3bf80d;
+    \weights$185 [65] = 64'hb1dcecedcb15e1f6;
+    \weights$185 [66] = 64'he5244310fba838ed;
+    \weights$185 [67] = 64'hc5afde0deff33012;
+    \weights$185 [68] = 64'h88a9c8a3bf3ae933;
+    \weights$185 [69] = 64'h1eba37c61dd49314;
+    \weights$185 [70] = 64'h4206fa3b413bc94b;
+    \weights$185 [71] = 64'h43fdd34ef4297100;
+    \weights$185 [72] = 64'h2322ece0f731e69a;
+    \weights$185 [73] = 64'hfc4d30d7f5e8c502;
+    \weights$185 [74] = 64'hfd2e0d3b0bfad22a;
+    \weights$185 [75] = 64'h06c9e2140b384dcf;
+    \weights$185 [76] = 64'hf9c208b306c454d5;
+    \weights$185 [77] = 64'hf1d30b1a15720499;
+    \weights$185 [78] = 64'hd232c22705230d0a;
+    \weights$185 [79] = 64'he900ba3c1b02f9f9;
+    \weights$185 [80] = 64'hf616e2dded13da04;
+    \weights$185 [81] = 64'h12353a863d25664d;
+    \weights$185 [82] = 64'hf710f64ff1c0c5dd;
+    \weights$185 [83] = 64'h1799391de3d5b2da;
+    \weights$185 [84] = 64'h4d0b37c9bcf3110a;
+    \weights$185 [85] = 64'h309bb80de8317410;
+    \weights$185 [86] = 64'hfbf2f53740f5e523;
+    \weights$185 [87] = 64'he6a4d14512e4d8ee;
+    \weights$185 [88] = 64'hf1bdeebf02fdf1fb;
+    \weights$185 [89] = 64'h02edfd320305b8f1;
+    \weights$185 [90] = 64'hdd37f541dc1940f0;
+    \weights$185 [91] = 64'he618abe2dd1fec18;
+    \weights$185 [92] = 64'h2e00d4d1164ce612;
+    \weights$185 [93] = 64'hfeefd9c6e5402f47;
+    \weights$185 [94] = 64'h520014e6c409bcdf;
+    \weights$185 [95] = 64'hb2fb0fcbcda5edf1;
+    \weights$185 [96] = 64'ha64b0e271d032521;
+    \weights$185 [97] = 64'hce35415a473702b6;
+    \weights$185 [98] = 64'hf2f025211e1a1908;
+    \weights$185 [99] = 64'hbeed2356f14a01e3;
+    \weights$185 [100] = 64'h2e303a43e31a01ff;
+    \weights$185 [101] = 64'h5ef62a6cdcf606de;
+    \weights$185 [102] = 64'h20ca113bd3a2fccd;
+    \weights$185 [103] = 64'h220b07c24520fe09;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$180 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$185 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$180 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$185 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$180 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$185 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$180 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$185 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$180 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$185 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$180 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$185 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$180 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$185 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$180 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$185 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$180 [\$7 [6:0]];
+      _4_ <= \weights$185 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1332,12 +1415,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[11];
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$30 ;
-  assign \$11  = slot_c2[0] & slot_c2[12];
+  assign \$11  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : \port__data$43 [15:0];
-  assign \old$46  = slot_c3[14] ? 16'h0000 : \port__data$43 [31:16];
-  assign \old$49  = slot_c3[14] ? 16'h0000 : \port__data$43 [47:32];
-  assign \old$52  = slot_c3[14] ? 16'h0000 : \port__data$43 [63:48];
+  assign old = slot_c3[14] ? 16'h0000 : state_c3[15:0];
+  assign \old$47  = slot_c3[14] ? 16'h0000 : state_c3[31:16];
+  assign \old$50  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
+  assign \old$53  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
   assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1440,10 +1523,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$116  = | slot_c2[28:21];
   assign \$117  = \$115  & \$116 ;
   assign \$118  = layer0_macs + 4'h8;
-  assign \$119  = slot_c3[14] ? 24'h000000 : \port__data$147 [23:0];
-  assign \$120  = slot_c3[14] ? 24'h000000 : \port__data$147 [47:24];
-  assign \$121  = slot_c3[14] ? 24'h000000 : \port__data$147 [71:48];
-  assign \$122  = slot_c3[14] ? 24'h000000 : \port__data$147 [95:72];
+  assign \$119  = slot_c3[14] ? 24'h000000 : pool_c3[23:0];
+  assign \$120  = slot_c3[14] ? 24'h000000 : pool_c3[47:24];
+  assign \$121  = slot_c3[14] ? 24'h000000 : pool_c3[71:48];
+  assign \$122  = slot_c3[14] ? 24'h000000 : pool_c3[95:72];
   assign \$123  = 1'h0 + changed[0];
   assign \$124  = \$123  + changed[1];
   assign \$125  = \$124  + changed[2];
@@ -1484,98 +1567,108 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     layer0_macs <= \$148 ;
   always @(posedge clk)
-    slot_c3 <= \$149 ;
+    slot_c2a <= \$149 ;
   always @(posedge clk)
-    slot_c4 <= \$150 ;
+    slot_c2b <= \$150 ;
   always @(posedge clk)
-    \port__en$56  <= \$151 ;
+    params_c3 <= \$151 ;
   always @(posedge clk)
-    new_c4_0 <= \$152 ;
+    state_c3 <= \$152 ;
   always @(posedge clk)
-    old_c4_0 <= \$153 ;
+    pool_c3 <= \$153 ;
   always @(posedge clk)
-    hold_c4_0 <= \$154 ;
+    slot_c3 <= \$154 ;
   always @(posedge clk)
-    out_c4_0 <= \$155 ;
+    slot_c4 <= \$155 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$156 ;
+    \port__en$57  <= \$156 ;
   always @(posedge clk)
-    gate_c4_0 <= \$157 ;
+    new_c4_0 <= \$157 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$158 ;
+    old_c4_0 <= \$158 ;
   always @(posedge clk)
-    potential_c4_0 <= \$159 ;
+    hold_c4_0 <= \$159 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$160 ;
+    out_c4_0 <= \$160 ;
   always @(posedge clk)
-    new_c4_1 <= \$161 ;
+    old_out_c4_0 <= \$161 ;
   always @(posedge clk)
-    old_c4_1 <= \$162 ;
+    gate_c4_0 <= \$162 ;
   always @(posedge clk)
-    hold_c4_1 <= \$163 ;
+    saturated_c4_0 <= \$163 ;
   always @(posedge clk)
-    out_c4_1 <= \$164 ;
+    potential_c4_0 <= \$164 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$165 ;
+    old_pool_c4_0 <= \$165 ;
   always @(posedge clk)
-    gate_c4_1 <= \$166 ;
+    new_c4_1 <= \$166 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$167 ;
+    old_c4_1 <= \$167 ;
   always @(posedge clk)
-    potential_c4_1 <= \$168 ;
+    hold_c4_1 <= \$168 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$169 ;
+    out_c4_1 <= \$169 ;
   always @(posedge clk)
-    new_c4_2 <= \$170 ;
+    old_out_c4_1 <= \$170 ;
   always @(posedge clk)
-    old_c4_2 <= \$171 ;
+    gate_c4_1 <= \$171 ;
   always @(posedge clk)
-    hold_c4_2 <= \$172 ;
+    saturated_c4_1 <= \$172 ;
   always @(posedge clk)
-    out_c4_2 <= \$173 ;
+    potential_c4_1 <= \$173 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$174 ;
+    old_pool_c4_1 <= \$174 ;
   always @(posedge clk)
-    gate_c4_2 <= \$175 ;
+    new_c4_2 <= \$175 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$176 ;
+    old_c4_2 <= \$176 ;
   always @(posedge clk)
-    potential_c4_2 <= \$177 ;
+    hold_c4_2 <= \$177 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$178 ;
+    out_c4_2 <= \$178 ;
   always @(posedge clk)
-    new_c4_3 <= \$179 ;
+    old_out_c4_2 <= \$179 ;
   always @(posedge clk)
-    old_c4_3 <= \$180 ;
+    gate_c4_2 <= \$180 ;
   always @(posedge clk)
-    hold_c4_3 <= \$181 ;
+    saturated_c4_2 <= \$181 ;
   always @(posedge clk)
-    out_c4_3 <= \$182 ;
+    potential_c4_2 <= \$182 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$183 ;
+    old_pool_c4_2 <= \$183 ;
   always @(posedge clk)
-    gate_c4_3 <= \$184 ;
+    new_c4_3 <= \$184 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$185 ;
+    old_c4_3 <= \$185 ;
   always @(posedge clk)
-    potential_c4_3 <= \$186 ;
+    hold_c4_3 <= \$186 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$187 ;
+    out_c4_3 <= \$187 ;
   always @(posedge clk)
-    \trace$169  <= \$188 ;
+    old_out_c4_3 <= \$188 ;
   always @(posedge clk)
-    layer0_events <= \$189 ;
+    gate_c4_3 <= \$189 ;
   always @(posedge clk)
-    layer0_saturations <= \$190 ;
+    saturated_c4_3 <= \$190 ;
   always @(posedge clk)
-    reserved <= \$191 ;
+    potential_c4_3 <= \$191 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$192 ;
+  always @(posedge clk)
+    \trace$174  <= \$193 ;
+  always @(posedge clk)
+    layer0_events <= \$194 ;
+  always @(posedge clk)
+    layer0_saturations <= \$195 ;
+  always @(posedge clk)
+    reserved <= \$196 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(entries__payload),
     .r_en(r_en),
     .r_rdy(entries__valid),
     .rst(rst),
-    .w_en(\port__en$56 ),
+    .w_en(\port__en$57 ),
     .w_port__data(entry)
   );
   \accelerator.layer0.issue  issue (
@@ -1595,7 +1688,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .starting(starting)
   );
   \accelerator.layer0.lanes  lanes (
-    .acc(\acc$39 ),
+    .acc(\acc$40 ),
     .clk(clk),
     .first(slot_c2[11]),
     .rst(rst),
@@ -1610,7 +1703,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(r_en),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$120 ),
+    .items__ready(\items__ready$121 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1619,32 +1712,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$144 ),
+    .u_clipped(\saturated$150 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$44 ),
-    .\new (\new$148 ),
-    .old(\old$46 ),
-    .params(\params$45 ),
-    .u_clipped(\saturated$152 ),
-    .z(\gate$151 )
+    .acc(\acc$45 ),
+    .\new (\new$153 ),
+    .old(\old$47 ),
+    .params(\params$46 ),
+    .u_clipped(\saturated$157 ),
+    .z(\gate$156 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$47 ),
-    .\new (\new$155 ),
-    .old(\old$49 ),
-    .params(\params$48 ),
-    .u_clipped(\saturated$159 ),
-    .z(\gate$158 )
+    .acc(\acc$48 ),
+    .\new (\new$160 ),
+    .old(\old$50 ),
+    .params(\params$49 ),
+    .u_clipped(\saturated$164 ),
+    .z(\gate$163 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$50 ),
-    .\new (\new$162 ),
-    .old(\old$52 ),
-    .params(\params$51 ),
-    .u_clipped(\saturated$166 ),
-    .z(\gate$165 )
+    .acc(\acc$51 ),
+    .\new (\new$167 ),
+    .old(\old$53 ),
+    .params(\params$52 ),
+    .u_clipped(\saturated$171 ),
+    .z(\gate$170 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1683,23 +1776,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 3'h0;
-    if (\$11 ) begin
-      \port__addr$33  = slot_c2[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$34  = 3'h0;
     if (\$11 ) begin
-      \port__addr$34  = slot_c2[3:1];
+      \port__addr$34  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \port__addr$35  = 3'h0;
     if (\$11 ) begin
-      \port__addr$35  = slot_c2[3:1];
+      \port__addr$35  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \port__addr$36  = 3'h0;
+    if (\$11 ) begin
+      \port__addr$36  = slot_c2a[3:1];
     end
   end
   always @* begin
@@ -1805,302 +1898,337 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c3;
+    \$150  = slot_c2a;
     if (rst) begin
       \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = finalize;
+    \$151  = \port__data$142 ;
     if (rst) begin
-      \$151  = 1'h0;
+      \$151  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \new ;
+    \$152  = \port__data$143 ;
     if (rst) begin
-      \$152  = 16'h0000;
+      \$152  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = old;
+    \$153  = \port__data$145 ;
     if (rst) begin
-      \$153  = 16'h0000;
+      \$153  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = 1'h0;
+    \$154  = slot_c2b;
     if (rst) begin
-      \$154  = 1'h0;
+      \$154  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \new ;
+    \$155  = slot_c3;
     if (rst) begin
-      \$155  = 16'h0000;
+      \$155  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = old;
+    \$156  = finalize;
     if (rst) begin
-      \$156  = 16'h0000;
+      \$156  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = gate;
+    \$157  = \new ;
     if (rst) begin
-      \$157  = 7'h00;
+      \$157  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = \saturated$144 ;
+    \$158  = old;
     if (rst) begin
-      \$158  = 1'h0;
+      \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 16'h0000;
+    \$159  = 1'h0;
     if (rst) begin
-      \$159  = 16'h0000;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = \$119 ;
+    \$160  = \new ;
     if (rst) begin
-      \$160  = 24'h000000;
+      \$160  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \new$148 ;
+    \$161  = old;
     if (rst) begin
       \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = \old$46 ;
+    \$162  = gate;
     if (rst) begin
-      \$162  = 16'h0000;
+      \$162  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = 1'h0;
+    \$163  = \saturated$150 ;
     if (rst) begin
       \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \new$148 ;
+    \$164  = 16'h0000;
     if (rst) begin
       \$164  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \old$46 ;
+    \$165  = \$119 ;
     if (rst) begin
-      \$165  = 16'h0000;
+      \$165  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \gate$151 ;
+    \$166  = \new$153 ;
     if (rst) begin
-      \$166  = 7'h00;
+      \$166  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \saturated$152 ;
+    \$167  = \old$47 ;
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = 16'h0000;
+    \$168  = 1'h0;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \$120 ;
+    \$169  = \new$153 ;
     if (rst) begin
-      \$169  = 24'h000000;
+      \$169  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$155 ;
+    \$170  = \old$47 ;
     if (rst) begin
       \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \old$49 ;
+    \$171  = \gate$156 ;
     if (rst) begin
-      \$171  = 16'h0000;
+      \$171  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = 1'h0;
+    \$172  = \saturated$157 ;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \new$155 ;
+    \$173  = 16'h0000;
     if (rst) begin
       \$173  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \old$49 ;
+    \$174  = \$120 ;
     if (rst) begin
-      \$174  = 16'h0000;
+      \$174  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \gate$158 ;
+    \$175  = \new$160 ;
     if (rst) begin
-      \$175  = 7'h00;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \saturated$159 ;
+    \$176  = \old$50 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = 16'h0000;
+    \$177  = 1'h0;
     if (rst) begin
-      \$177  = 16'h0000;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \$121 ;
+    \$178  = \new$160 ;
     if (rst) begin
-      \$178  = 24'h000000;
+      \$178  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \new$162 ;
+    \$179  = \old$50 ;
     if (rst) begin
       \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \old$52 ;
+    \$180  = \gate$163 ;
     if (rst) begin
-      \$180  = 16'h0000;
+      \$180  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = 1'h0;
+    \$181  = \saturated$164 ;
     if (rst) begin
       \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \new$162 ;
+    \$182  = 16'h0000;
     if (rst) begin
       \$182  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \old$52 ;
+    \$183  = \$121 ;
     if (rst) begin
-      \$183  = 16'h0000;
+      \$183  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \gate$165 ;
+    \$184  = \new$167 ;
     if (rst) begin
-      \$184  = 7'h00;
+      \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \saturated$166 ;
+    \$185  = \old$53 ;
     if (rst) begin
-      \$185  = 1'h0;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = 16'h0000;
+    \$186  = 1'h0;
     if (rst) begin
-      \$186  = 16'h0000;
+      \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \$122 ;
+    \$187  = \new$167 ;
     if (rst) begin
-      \$187  = 24'h000000;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = trace;
+    \$188  = \old$53 ;
     if (rst) begin
-      \$188  = 98'h0000000000000000000000000;
+      \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = layer0_events;
-    if (\port__en$56 ) begin
-      \$189  = \$127 [31:0];
-    end
+    \$189  = \gate$170 ;
     if (rst) begin
-      \$189  = 32'd0;
+      \$189  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = layer0_saturations;
-    if (\port__en$56 ) begin
-      \$190  = \$132 [31:0];
-    end
+    \$190  = \saturated$171 ;
     if (rst) begin
-      \$190  = 32'd0;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \$135 [3:0];
+    \$191  = 16'h0000;
     if (rst) begin
-      \$191  = 4'h0;
+      \$191  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$192  = \$122 ;
+    if (rst) begin
+      \$192  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = trace;
+    if (rst) begin
+      \$193  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$194  = layer0_events;
+    if (\port__en$57 ) begin
+      \$194  = \$127 [31:0];
+    end
+    if (rst) begin
+      \$194  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$195  = \$132 [31:0];
+    end
+    if (rst) begin
+      \$195  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$196  = \$135 [3:0];
+    if (rst) begin
+      \$196  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2115,34 +2243,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
   assign value = slot_c2[28:21];
-  assign \port__addr$54  = slot_c4[3:1];
-  assign finalize4 = \port__en$56 ;
-  assign \port__addr$58  = slot_c4[3:1];
-  assign \port__en$59  = \port__en$56 ;
+  assign \port__addr$55  = slot_c4[3:1];
+  assign finalize4 = \port__en$57 ;
+  assign \port__addr$59  = slot_c4[3:1];
+  assign \port__en$60  = \port__en$57 ;
   assign pool_0 = \$19 [23:0];
   assign pool_1 = \$38 [23:0];
   assign pool_2 = \$57 [23:0];
   assign pool_3 = \$76 [23:0];
   assign w_data = entry;
-  assign w_en = \port__en$56 ;
+  assign w_en = \port__en$57 ;
   assign r_data = entries__payload;
   assign r_rdy = entries__valid;
   assign entries__ready = r_en;
-  assign \items__payload$119  = events__payload;
-  assign events__ready = \items__ready$120 ;
-  assign \items__valid$123  = events__valid;
+  assign \items__payload$120  = events__payload;
+  assign events__ready = \items__ready$121 ;
+  assign \items__valid$124  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$149  = 1'h0;
-  assign \out$150  = \new$148 ;
-  assign \potential$154  = 16'h0000;
-  assign \hold$156  = 1'h0;
-  assign \out$157  = \new$155 ;
-  assign \potential$161  = 16'h0000;
-  assign \hold$163  = 1'h0;
-  assign \out$164  = \new$162 ;
-  assign \potential$168  = 16'h0000;
+  assign \hold$154  = 1'h0;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
+  assign \hold$161  = 1'h0;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \hold$168  = 1'h0;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2194,6 +2322,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \seeds[5]  = seeds[113:95];
   assign \seeds[6]  = seeds[132:114];
   assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[3:1];
+  assign \slot_c2a.base  = slot_c2a[10:4];
+  assign \slot_c2a.first  = slot_c2a[11];
+  assign \slot_c2a.last  = slot_c2a[12];
+  assign \slot_c2a.step_last  = slot_c2a[13];
+  assign \slot_c2a.seq_first  = slot_c2a[14];
+  assign \slot_c2a.seq_end  = slot_c2a[15];
+  assign \slot_c2a.empty  = slot_c2a[16];
+  assign \slot_c2a.index  = slot_c2a[20:17];
+  assign \slot_c2a.value  = slot_c2a[28:21];
   assign \slot_c3.valid  = slot_c3[0];
   assign \slot_c3.group  = slot_c3[3:1];
   assign \slot_c3.base  = slot_c3[10:4];
@@ -2207,32 +2346,44 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c3.value  = slot_c3[28:21];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \acc$39[0]  = \acc$39 [18:0];
-  assign \acc$39[1]  = \acc$39 [37:19];
-  assign \acc$39[2]  = \acc$39 [56:38];
-  assign \acc$39[3]  = \acc$39 [75:57];
-  assign \acc$39[4]  = \acc$39 [94:76];
-  assign \acc$39[5]  = \acc$39 [113:95];
-  assign \acc$39[6]  = \acc$39 [132:114];
-  assign \acc$39[7]  = \acc$39 [151:133];
+  assign \acc$40[0]  = \acc$40 [18:0];
+  assign \acc$40[1]  = \acc$40 [37:19];
+  assign \acc$40[2]  = \acc$40 [56:38];
+  assign \acc$40[3]  = \acc$40 [75:57];
+  assign \acc$40[4]  = \acc$40 [94:76];
+  assign \acc$40[5]  = \acc$40 [113:95];
+  assign \acc$40[6]  = \acc$40 [132:114];
+  assign \acc$40[7]  = \acc$40 [151:133];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
+  assign \params_c3[0]  = params_c3[6:0];
+  assign \params_c3[1]  = params_c3[13:7];
+  assign \params_c3[2]  = params_c3[20:14];
+  assign \params_c3[3]  = params_c3[27:21];
+  assign \params_c3[4]  = params_c3[34:28];
+  assign \params_c3[5]  = params_c3[41:35];
+  assign \params_c3[6]  = params_c3[48:42];
+  assign \params_c3[7]  = params_c3[55:49];
   assign \old.h  = old;
-  assign \acc$44.cand  = \acc$44 [18:0];
-  assign \acc$44.gate  = \acc$44 [37:19];
-  assign \params$45.cand_shift  = \params$45 [6:0];
-  assign \params$45.gate_shift  = \params$45 [13:7];
-  assign \old$46.h  = \old$46 ;
-  assign \acc$47.cand  = \acc$47 [18:0];
-  assign \acc$47.gate  = \acc$47 [37:19];
-  assign \params$48.cand_shift  = \params$48 [6:0];
-  assign \params$48.gate_shift  = \params$48 [13:7];
-  assign \old$49.h  = \old$49 ;
-  assign \acc$50.cand  = \acc$50 [18:0];
-  assign \acc$50.gate  = \acc$50 [37:19];
-  assign \params$51.cand_shift  = \params$51 [6:0];
-  assign \params$51.gate_shift  = \params$51 [13:7];
-  assign \old$52.h  = \old$52 ;
+  assign \state_c3[0]  = state_c3[15:0];
+  assign \state_c3[1]  = state_c3[31:16];
+  assign \state_c3[2]  = state_c3[47:32];
+  assign \state_c3[3]  = state_c3[63:48];
+  assign \acc$45.cand  = \acc$45 [18:0];
+  assign \acc$45.gate  = \acc$45 [37:19];
+  assign \params$46.cand_shift  = \params$46 [6:0];
+  assign \params$46.gate_shift  = \params$46 [13:7];
+  assign \old$47.h  = \old$47 ;
+  assign \acc$48.cand  = \acc$48 [18:0];
+  assign \acc$48.gate  = \acc$48 [37:19];
+  assign \params$49.cand_shift  = \params$49 [6:0];
+  assign \params$49.gate_shift  = \params$49 [13:7];
+  assign \old$50.h  = \old$50 ;
+  assign \acc$51.cand  = \acc$51 [18:0];
+  assign \acc$51.gate  = \acc$51 [37:19];
+  assign \params$52.cand_shift  = \params$52 [6:0];
+  assign \params$52.gate_shift  = \params$52 [13:7];
+  assign \old$53.h  = \old$53 ;
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[3:1];
   assign \slot_c4.base  = slot_c4[10:4];
@@ -2288,28 +2439,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$119.index  = events__payload[4:0];
-  assign \items__payload$119.value  = events__payload[28:5];
-  assign \items__payload$119.step_end  = events__payload[29];
-  assign \items__payload$119.seq_end  = events__payload[30];
+  assign \items__payload$120.index  = events__payload[4:0];
+  assign \items__payload$120.value  = events__payload[28:5];
+  assign \items__payload$120.step_end  = events__payload[29];
+  assign \items__payload$120.seq_end  = events__payload[30];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[3:1];
+  assign \slot_c2b.base  = slot_c2b[10:4];
+  assign \slot_c2b.first  = slot_c2b[11];
+  assign \slot_c2b.last  = slot_c2b[12];
+  assign \slot_c2b.step_last  = slot_c2b[13];
+  assign \slot_c2b.seq_first  = slot_c2b[14];
+  assign \slot_c2b.seq_end  = slot_c2b[15];
+  assign \slot_c2b.empty  = slot_c2b[16];
+  assign \slot_c2b.index  = slot_c2b[20:17];
+  assign \slot_c2b.value  = slot_c2b[28:21];
+  assign \pool_c3[0]  = pool_c3[23:0];
+  assign \pool_c3[1]  = pool_c3[47:24];
+  assign \pool_c3[2]  = pool_c3[71:48];
+  assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$148.h  = \new$148 ;
-  assign \new$155.h  = \new$155 ;
-  assign \new$162.h  = \new$162 ;
-  assign \trace$169.valid  = \trace$169 [0];
-  assign \trace$169.group  = \trace$169 [3:1];
-  assign \trace$169.step_end  = \trace$169 [4];
-  assign \trace$169.seq_end  = \trace$169 [5];
-  assign \trace$169.state  = \trace$169 [69:6];
-  assign \trace$169.state[0]  = \trace$169 [21:6];
-  assign \trace$169.state[1]  = \trace$169 [37:22];
-  assign \trace$169.state[2]  = \trace$169 [53:38];
-  assign \trace$169.state[3]  = \trace$169 [69:54];
-  assign \trace$169.gate  = \trace$169 [97:70];
-  assign \trace$169.gate[0]  = \trace$169 [76:70];
-  assign \trace$169.gate[1]  = \trace$169 [83:77];
-  assign \trace$169.gate[2]  = \trace$169 [90:84];
-  assign \trace$169.gate[3]  = \trace$169 [97:91];
+  assign \new$153.h  = \new$153 ;
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \trace$174.valid  = \trace$174 [0];
+  assign \trace$174.group  = \trace$174 [3:1];
+  assign \trace$174.step_end  = \trace$174 [4];
+  assign \trace$174.seq_end  = \trace$174 [5];
+  assign \trace$174.state  = \trace$174 [69:6];
+  assign \trace$174.state[0]  = \trace$174 [21:6];
+  assign \trace$174.state[1]  = \trace$174 [37:22];
+  assign \trace$174.state[2]  = \trace$174 [53:38];
+  assign \trace$174.state[3]  = \trace$174 [69:54];
+  assign \trace$174.gate  = \trace$174 [97:70];
+  assign \trace$174.gate[0]  = \trace$174 [76:70];
+  assign \trace$174.gate[1]  = \trace$174 [83:77];
+  assign \trace$174.gate[2]  = \trace$174 [90:84];
+  assign \trace$174.gate[3]  = \trace$174 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -2324,7 +2490,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
-  assign trace[0] = \port__en$56 ;
+  assign trace[0] = \port__en$57 ;
   assign trace[97:91] = gate_c4_3;
   assign trace[69:54] = out_3;
   assign trace[90:84] = gate_c4_2;
@@ -2341,34 +2507,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign changed[2] = \$63 ;
   assign changed[1] = \$44 ;
   assign changed[0] = \$25 ;
-  assign \port__data$70 [95:72] = \$76 [23:0];
-  assign \port__data$70 [71:48] = \$57 [23:0];
-  assign \port__data$70 [47:24] = \$38 [23:0];
-  assign \port__data$70 [23:0] = \$19 [23:0];
-  assign \port__data$60 [63:48] = \$69 ;
-  assign \port__data$60 [47:32] = \$50 ;
-  assign \port__data$60 [31:16] = \$31 ;
-  assign \port__data$60 [15:0] = \$12 ;
+  assign \port__data$71 [95:72] = \$76 [23:0];
+  assign \port__data$71 [71:48] = \$57 [23:0];
+  assign \port__data$71 [47:24] = \$38 [23:0];
+  assign \port__data$71 [23:0] = \$19 [23:0];
+  assign \port__data$61 [63:48] = \$69 ;
+  assign \port__data$61 [47:32] = \$50 ;
+  assign \port__data$61 [31:16] = \$31 ;
+  assign \port__data$61 [15:0] = \$12 ;
   assign lane_valid[3] = 1'h1;
   assign lane_valid[2] = 1'h1;
   assign lane_valid[1] = 1'h1;
   assign lane_valid[0] = 1'h1;
-  assign \params$51 [13:7] = \port__data$41 [55:49];
-  assign \params$51 [6:0] = \port__data$41 [48:42];
-  assign \acc$50 [37:19] = \acc$39 [151:133];
-  assign \acc$50 [18:0] = \acc$39 [132:114];
-  assign \params$48 [13:7] = \port__data$41 [41:35];
-  assign \params$48 [6:0] = \port__data$41 [34:28];
-  assign \acc$47 [37:19] = \acc$39 [113:95];
-  assign \acc$47 [18:0] = \acc$39 [94:76];
-  assign \params$45 [13:7] = \port__data$41 [27:21];
-  assign \params$45 [6:0] = \port__data$41 [20:14];
-  assign \acc$44 [37:19] = \acc$39 [75:57];
-  assign \acc$44 [18:0] = \acc$39 [56:38];
-  assign params[13:7] = \port__data$41 [13:7];
-  assign params[6:0] = \port__data$41 [6:0];
-  assign acc[37:19] = \acc$39 [37:19];
-  assign acc[18:0] = \acc$39 [18:0];
+  assign \params$52 [13:7] = params_c3[55:49];
+  assign \params$52 [6:0] = params_c3[48:42];
+  assign \acc$51 [37:19] = \acc$40 [151:133];
+  assign \acc$51 [18:0] = \acc$40 [132:114];
+  assign \params$49 [13:7] = params_c3[41:35];
+  assign \params$49 [6:0] = params_c3[34:28];
+  assign \acc$48 [37:19] = \acc$40 [113:95];
+  assign \acc$48 [18:0] = \acc$40 [94:76];
+  assign \params$46 [13:7] = params_c3[27:21];
+  assign \params$46 [6:0] = params_c3[20:14];
+  assign \acc$45 [37:19] = \acc$40 [75:57];
+  assign \acc$45 [18:0] = \acc$40 [56:38];
+  assign params[13:7] = params_c3[13:7];
+  assign params[6:0] = params_c3[6:0];
+  assign acc[37:19] = \acc$40 [37:19];
+  assign acc[18:0] = \acc$40 [18:0];
   assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
   assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
   assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
@@ -2413,8 +2579,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$82  = \$81 ;
   assign \$84  = \$83 ;
   assign \$85  = slot_c4[15];
-  assign \$106  = \port__en$56 ;
-  assign \$111  = \port__en$56 ;
+  assign \$106  = \port__en$57 ;
+  assign \$111  = \port__en$57 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2631,7 +2797,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [1:0] \$36 ;
+  wire [2:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2662,7 +2828,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg \$61 ;
   reg \$62 ;
   reg [28:0] \$63 ;
-  reg \$64 ;
+  reg [1:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [2:0] \$67 ;
@@ -2685,7 +2851,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -2814,6 +2980,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$31  = wcount + stored;
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
+  assign \$34  = | drain;
   assign \$35  = full >> rbank;
   assign \$36  = drain - 1'h1;
   assign \$38  = first_of >> rbank;
@@ -3121,18 +3288,18 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [0];
+        \$64  = \$36 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 1'h1;
+          \$64  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 2'h0;
     end
   end
   always @* begin
@@ -3346,36 +3513,72 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$21  = wr__en;
-  assign \$34  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-  wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
-  wire [15:0] \$11 ;
+  wire [15:0] \$1 ;
+  wire [15:0] \$10 ;
+  wire [18:0] \$11 ;
   wire [19:0] \$12 ;
-  wire [18:0] \$13 ;
-  wire [15:0] \$14 ;
+  wire [15:0] \$13 ;
+  wire [18:0] \$14 ;
   wire [19:0] \$15 ;
-  wire [18:0] \$16 ;
-  wire [15:0] \$17 ;
+  wire [15:0] \$16 ;
+  wire [18:0] \$17 ;
   wire [19:0] \$18 ;
-  wire [18:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [15:0] \$20 ;
+  wire [15:0] \$19 ;
+  wire [18:0] \$2 ;
+  wire [18:0] \$20 ;
   wire [19:0] \$21 ;
-  wire [18:0] \$22 ;
-  wire [15:0] \$23 ;
+  wire [15:0] \$22 ;
+  wire [18:0] \$23 ;
   wire [19:0] \$24 ;
-  reg [151:0] \$25 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [7:0] \$29 ;
   wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
-  wire [15:0] \$5 ;
+  reg [7:0] \$30 ;
+  reg [15:0] \$31 ;
+  reg [18:0] \$32 ;
+  reg [18:0] \$33 ;
+  reg [151:0] \$34 ;
+  reg [7:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [18:0] \$37 ;
+  reg [18:0] \$38 ;
+  reg [7:0] \$39 ;
+  wire [15:0] \$4 ;
+  reg [15:0] \$40 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [7:0] \$43 ;
+  reg [15:0] \$44 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [18:0] \$49 ;
+  wire [18:0] \$5 ;
+  reg [18:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [18:0] \$53 ;
+  reg [18:0] \$54 ;
+  reg [7:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg [18:0] \$57 ;
+  reg [18:0] \$58 ;
+  reg [7:0] \$59 ;
   wire [19:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [15:0] \$8 ;
+  reg [15:0] \$60 ;
+  reg [18:0] \$61 ;
+  reg [18:0] \$62 ;
+  wire [15:0] \$7 ;
+  wire [18:0] \$8 ;
   wire [19:0] \$9 ;
   output [151:0] acc;
   reg [151:0] acc = 152'h00000000000000000000000000000000000000;
@@ -3391,8 +3594,34 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [15:0] product_0 = 16'h0000;
+  reg [15:0] product_1 = 16'h0000;
+  reg [15:0] product_2 = 16'h0000;
+  reg [15:0] product_3 = 16'h0000;
+  reg [15:0] product_4 = 16'h0000;
+  reg [15:0] product_5 = 16'h0000;
+  reg [15:0] product_6 = 16'h0000;
+  reg [15:0] product_7 = 16'h0000;
   input rst;
   wire rst;
+  reg [18:0] seed_0_0 = 19'h00000;
+  reg [18:0] seed_0_1 = 19'h00000;
+  reg [18:0] seed_1_0 = 19'h00000;
+  reg [18:0] seed_1_1 = 19'h00000;
+  reg [18:0] seed_2_0 = 19'h00000;
+  reg [18:0] seed_2_1 = 19'h00000;
+  reg [18:0] seed_3_0 = 19'h00000;
+  reg [18:0] seed_3_1 = 19'h00000;
+  reg [18:0] seed_4_0 = 19'h00000;
+  reg [18:0] seed_4_1 = 19'h00000;
+  reg [18:0] seed_5_0 = 19'h00000;
+  reg [18:0] seed_5_1 = 19'h00000;
+  reg [18:0] seed_6_0 = 19'h00000;
+  reg [18:0] seed_6_1 = 19'h00000;
+  reg [18:0] seed_7_0 = 19'h00000;
+  reg [18:0] seed_7_1 = 19'h00000;
   input [151:0] seeds;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -3405,8 +3634,19 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [18:0] \seeds[7] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [7:0] value;
   wire [7:0] value;
+  reg [7:0] value_r = 8'h00;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
+  reg [7:0] weight_4 = 8'h00;
+  reg [7:0] weight_5 = 8'h00;
+  reg [7:0] weight_6 = 8'h00;
+  reg [7:0] weight_7 = 8'h00;
   input [63:0] weights;
   wire [63:0] weights;
   wire [7:0] \weights[0] ;
@@ -3417,65 +3657,382 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  assign \$1  = first ? seeds[18:0] : acc[18:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[37:19] : acc[37:19];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[56:38] : acc[56:38];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[75:57] : acc[75:57];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
-  assign \$13  = first ? seeds[94:76] : acc[94:76];
-  assign \$14  = $signed(weights[39:32]) * $signed(value);
-  assign \$15  = $signed(\$13 ) + $signed(\$14 );
-  assign \$16  = first ? seeds[113:95] : acc[113:95];
-  assign \$17  = $signed(weights[47:40]) * $signed(value);
-  assign \$18  = $signed(\$16 ) + $signed(\$17 );
-  assign \$19  = first ? seeds[132:114] : acc[132:114];
-  assign \$20  = $signed(weights[55:48]) * $signed(value);
-  assign \$21  = $signed(\$19 ) + $signed(\$20 );
-  assign \$22  = first ? seeds[151:133] : acc[151:133];
-  assign \$23  = $signed(weights[63:56]) * $signed(value);
-  assign \$24  = $signed(\$22 ) + $signed(\$23 );
   always @(posedge clk)
-    acc <= \$25 ;
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0_0 <= \$32 ;
+  always @(posedge clk)
+    seed_0_1 <= \$33 ;
+  always @(posedge clk)
+    acc <= \$34 ;
+  always @(posedge clk)
+    weight_1 <= \$35 ;
+  always @(posedge clk)
+    product_1 <= \$36 ;
+  always @(posedge clk)
+    seed_1_0 <= \$37 ;
+  always @(posedge clk)
+    seed_1_1 <= \$38 ;
+  always @(posedge clk)
+    weight_2 <= \$39 ;
+  always @(posedge clk)
+    product_2 <= \$40 ;
+  always @(posedge clk)
+    seed_2_0 <= \$41 ;
+  always @(posedge clk)
+    seed_2_1 <= \$42 ;
+  always @(posedge clk)
+    weight_3 <= \$43 ;
+  always @(posedge clk)
+    product_3 <= \$44 ;
+  always @(posedge clk)
+    seed_3_0 <= \$45 ;
+  always @(posedge clk)
+    seed_3_1 <= \$46 ;
+  always @(posedge clk)
+    weight_4 <= \$47 ;
+  always @(posedge clk)
+    product_4 <= \$48 ;
+  always @(posedge clk)
+    seed_4_0 <= \$49 ;
+  always @(posedge clk)
+    seed_4_1 <= \$50 ;
+  always @(posedge clk)
+    weight_5 <= \$51 ;
+  always @(posedge clk)
+    product_5 <= \$52 ;
+  always @(posedge clk)
+    seed_5_0 <= \$53 ;
+  always @(posedge clk)
+    seed_5_1 <= \$54 ;
+  always @(posedge clk)
+    weight_6 <= \$55 ;
+  always @(posedge clk)
+    product_6 <= \$56 ;
+  always @(posedge clk)
+    seed_6_0 <= \$57 ;
+  always @(posedge clk)
+    seed_6_1 <= \$58 ;
+  always @(posedge clk)
+    weight_7 <= \$59 ;
+  always @(posedge clk)
+    product_7 <= \$60 ;
+  always @(posedge clk)
+    seed_7_0 <= \$61 ;
+  always @(posedge clk)
+    seed_7_1 <= \$62 ;
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[56:38];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[75:57];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$13  = $signed(weight_4) * $signed(value_r);
+  assign \$14  = first_1 ? seed_4_1 : acc[94:76];
+  assign \$15  = $signed(\$14 ) + $signed(product_4);
+  assign \$16  = $signed(weight_5) * $signed(value_r);
+  assign \$17  = first_1 ? seed_5_1 : acc[113:95];
+  assign \$18  = $signed(\$17 ) + $signed(product_5);
+  assign \$19  = $signed(weight_6) * $signed(value_r);
+  assign \$20  = first_1 ? seed_6_1 : acc[132:114];
+  assign \$21  = $signed(\$20 ) + $signed(product_6);
+  assign \$22  = $signed(weight_7) * $signed(value_r);
+  assign \$23  = first_1 ? seed_7_1 : acc[151:133];
+  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  always @(posedge clk)
+    valid_0 <= \$25 ;
+  always @(posedge clk)
+    valid_1 <= \$26 ;
+  always @(posedge clk)
+    first_0 <= \$27 ;
+  always @(posedge clk)
+    first_1 <= \$28 ;
+  always @(posedge clk)
+    value_r <= \$29 ;
+  always @(posedge clk)
+    weight_0 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$25  = acc;
-    if (valid) begin
-      \$25 [18:0] = \$3 [18:0];
-      \$25 [37:19] = \$6 [18:0];
-      \$25 [56:38] = \$9 [18:0];
-      \$25 [75:57] = \$12 [18:0];
-      \$25 [94:76] = \$15 [18:0];
-      \$25 [113:95] = \$18 [18:0];
-      \$25 [132:114] = \$21 [18:0];
-      \$25 [151:133] = \$24 [18:0];
-    end
+    \$32  = seeds[18:0];
     if (rst) begin
-      \$25  = 152'h00000000000000000000000000000000000000;
+      \$32  = 19'h00000;
     end
   end
-  assign \acc[0]  = acc[18:0];
-  assign \acc[1]  = acc[37:19];
-  assign \acc[2]  = acc[56:38];
-  assign \acc[3]  = acc[75:57];
-  assign \acc[4]  = acc[94:76];
-  assign \acc[5]  = acc[113:95];
-  assign \acc[6]  = acc[132:114];
-  assign \acc[7]  = acc[151:133];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$33  = seed_0_0;
+    if (rst) begin
+      \$33  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$34  = acc;
+    if (valid_1) begin
+      \$34 [18:0] = \$3 [18:0];
+      \$34 [37:19] = \$6 [18:0];
+      \$34 [56:38] = \$9 [18:0];
+      \$34 [75:57] = \$12 [18:0];
+      \$34 [94:76] = \$15 [18:0];
+      \$34 [113:95] = \$18 [18:0];
+      \$34 [132:114] = \$21 [18:0];
+      \$34 [151:133] = \$24 [18:0];
+    end
+    if (rst) begin
+      \$34  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$35  = weights[15:8];
+    if (rst) begin
+      \$35  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$36  = \$4 ;
+    if (rst) begin
+      \$36  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$37  = seeds[37:19];
+    if (rst) begin
+      \$37  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$38  = seed_1_0;
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$39  = weights[23:16];
+    if (rst) begin
+      \$39  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$40  = \$7 ;
+    if (rst) begin
+      \$40  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$41  = seeds[56:38];
+    if (rst) begin
+      \$41  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = seed_2_0;
+    if (rst) begin
+      \$42  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = weights[31:24];
+    if (rst) begin
+      \$43  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$44  = \$10 ;
+    if (rst) begin
+      \$44  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$45  = seeds[75:57];
+    if (rst) begin
+      \$45  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$46  = seed_3_0;
+    if (rst) begin
+      \$46  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = weights[39:32];
+    if (rst) begin
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$48  = \$13 ;
+    if (rst) begin
+      \$48  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$49  = seeds[94:76];
+    if (rst) begin
+      \$49  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$50  = seed_4_0;
+    if (rst) begin
+      \$50  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = weights[47:40];
+    if (rst) begin
+      \$51  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = \$16 ;
+    if (rst) begin
+      \$52  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = seeds[113:95];
+    if (rst) begin
+      \$53  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$54  = seed_5_0;
+    if (rst) begin
+      \$54  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = weights[55:48];
+    if (rst) begin
+      \$55  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \$19 ;
+    if (rst) begin
+      \$56  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = seeds[132:114];
+    if (rst) begin
+      \$57  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = seed_6_0;
+    if (rst) begin
+      \$58  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = weights[63:56];
+    if (rst) begin
+      \$59  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$60  = \$22 ;
+    if (rst) begin
+      \$60  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$61  = seeds[151:133];
+    if (rst) begin
+      \$61  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$62  = seed_7_0;
+    if (rst) begin
+      \$62  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$25  = valid;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$26  = valid_0;
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$27  = first;
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$28  = first_0;
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$29  = value;
+    if (rst) begin
+      \$29  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$30  = weights[7:0];
+    if (rst) begin
+      \$30  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$31  = \$1 ;
+    if (rst) begin
+      \$31  = 16'h0000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
@@ -3484,6 +4041,22 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   assign \weights[5]  = weights[47:40];
   assign \weights[6]  = weights[55:48];
   assign \weights[7]  = weights[63:56];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4141,8 +4714,145 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__valid, items__payload, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [30:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [30:0] \$8 ;
+  input clk;
+  wire clk;
+  input [30:0] i__payload;
+  wire [30:0] i__payload;
+  wire [4:0] \i__payload.index ;
+  wire \i__payload.seq_end ;
+  wire \i__payload.step_end ;
+  wire [23:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 31'h00000000 *)
+  wire [30:0] main;
+  wire [4:0] \main.index ;
+  wire \main.seq_end ;
+  wire \main.step_end ;
+  wire [23:0] \main.value ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [30:0] o__payload;
+  reg [30:0] o__payload = 31'h00000000;
+  wire [4:0] \o__payload.index ;
+  wire \o__payload.seq_end ;
+  wire \o__payload.step_end ;
+  wire [23:0] \o__payload.value ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [30:0] skid = 31'h00000000;
+  wire [4:0] \skid.index ;
+  wire \skid.seq_end ;
+  wire \skid.step_end ;
+  wire [23:0] \skid.value ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 31'h00000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.index  = o__payload[4:0];
+  assign \o__payload.value  = o__payload[28:5];
+  assign \o__payload.step_end  = o__payload[29];
+  assign \o__payload.seq_end  = o__payload[30];
+  assign \main.index  = o__payload[4:0];
+  assign \main.value  = o__payload[28:5];
+  assign \main.step_end  = o__payload[29];
+  assign \main.seq_end  = o__payload[30];
+  assign \skid.index  = skid[4:0];
+  assign \skid.value  = skid[28:5];
+  assign \skid.step_end  = skid[29];
+  assign \skid.seq_end  = skid[30];
+  assign \i__payload.index  = i__payload[4:0];
+  assign \i__payload.value  = i__payload[28:5];
+  assign \i__payload.step_end  = i__payload[29];
+  assign \i__payload.seq_end  = i__payload[30];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4224,15 +4934,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$80 ;
   reg [31:0] \$81 ;
   reg [44:0] \$82 ;
-  reg [36:0] \$83 ;
-  reg [1:0] \$84 ;
-  reg [147:0] \$85 ;
-  reg [44:0] \$86 ;
-  reg \$87 ;
-  reg [36:0] \$88 ;
-  reg [3:0] \$89 ;
+  reg [44:0] \$83 ;
+  reg [44:0] \$84 ;
+  reg [36:0] \$85 ;
+  reg [1:0] \$86 ;
+  reg [147:0] \$87 ;
+  reg [44:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [3:0] \$90 ;
+  reg [36:0] \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
   wire [147:0] acc;
   wire [36:0] \acc[0] ;
   wire [36:0] \acc[1] ;
@@ -4382,6 +5094,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2.step_last ;
   wire \slot_c2.valid ;
   wire [23:0] \slot_c2.value ;
+  reg [44:0] slot_c2a = 45'h000000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [4:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [23:0] \slot_c2a.value ;
+  reg [44:0] slot_c2b = 45'h000000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [4:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [23:0] \slot_c2b.value ;
   reg [44:0] slot_c3 = 45'h000000000000;
   wire [6:0] \slot_c3.base ;
   wire \slot_c3.empty ;
@@ -4442,122 +5178,124 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$75  [95:0];
+  reg [31:0] \weights$77  [95:0];
   initial begin
-    \weights$75 [0] = 32'd81668324;
-    \weights$75 [1] = 32'd4210763758;
-    \weights$75 [2] = 32'd219545103;
-    \weights$75 [3] = 32'd98298891;
-    \weights$75 [4] = 32'd4025095426;
-    \weights$75 [5] = 32'd4228314917;
-    \weights$75 [6] = 32'd486544412;
-    \weights$75 [7] = 32'd4158656243;
-    \weights$75 [8] = 32'd4077262360;
-    \weights$75 [9] = 32'd4229619968;
-    \weights$75 [10] = 32'd720505347;
-    \weights$75 [11] = 32'd182838793;
-    \weights$75 [12] = 32'd4128241648;
-    \weights$75 [13] = 32'd454221297;
-    \weights$75 [14] = 32'd4109631252;
-    \weights$75 [15] = 32'd198974692;
-    \weights$75 [16] = 32'd384494823;
-    \weights$75 [17] = 32'd271185126;
-    \weights$75 [18] = 32'd720889320;
-    \weights$75 [19] = 32'd4062365713;
-    \weights$75 [20] = 32'd703198430;
-    \weights$75 [21] = 32'd3557550578;
-    \weights$75 [22] = 32'd3004827152;
-    \weights$75 [23] = 32'd234028269;
-    \weights$75 [24] = 32'd535946262;
-    \weights$75 [25] = 32'd132449267;
-    \weights$75 [26] = 32'd3371303902;
-    \weights$75 [27] = 32'd4025291043;
-    \weights$75 [28] = 32'd83690035;
-    \weights$75 [29] = 32'd4145606130;
-    \weights$75 [30] = 32'd185995541;
-    \weights$75 [31] = 32'd520424174;
-    \weights$75 [32] = 32'd4244439837;
-    \weights$75 [33] = 32'd49806549;
-    \weights$75 [34] = 32'd4227801835;
-    \weights$75 [35] = 32'd50395135;
-    \weights$75 [36] = 32'd4058508787;
-    \weights$75 [37] = 32'd387057647;
-    \weights$75 [38] = 32'd3739748621;
-    \weights$75 [39] = 32'd114043908;
-    \weights$75 [40] = 32'd134545180;
-    \weights$75 [41] = 32'd3907717360;
-    \weights$75 [42] = 32'd169016782;
-    \weights$75 [43] = 32'd117702141;
-    \weights$75 [44] = 32'd334765557;
-    \weights$75 [45] = 32'd265624841;
-    \weights$75 [46] = 32'd102429409;
-    \weights$75 [47] = 32'd51256085;
-    \weights$75 [48] = 32'd352457940;
-    \weights$75 [49] = 32'd756546805;
-    \weights$75 [50] = 32'd64438531;
-    \weights$75 [51] = 32'd4176411098;
-    \weights$75 [52] = 32'd268107770;
-    \weights$75 [53] = 32'd118682131;
-    \weights$75 [54] = 32'd4193584149;
-    \weights$75 [55] = 32'd3924629744;
-    \weights$75 [56] = 32'd485694946;
-    \weights$75 [57] = 32'd3741443080;
-    \weights$75 [58] = 32'd82318358;
-    \weights$75 [59] = 32'd4125355512;
-    \weights$75 [60] = 32'd472580379;
-    \weights$75 [61] = 32'd3907524101;
-    \weights$75 [62] = 32'd4158193890;
-    \weights$75 [63] = 32'd3792168694;
-    \weights$75 [64] = 32'd1109983;
-    \weights$75 [65] = 32'd14552319;
-    \weights$75 [66] = 32'd16249877;
-    \weights$75 [67] = 32'd135430;
-    \weights$75 [68] = 32'd336372;
-    \weights$75 [69] = 32'd588085;
-    \weights$75 [70] = 32'd1315829;
-    \weights$75 [71] = 32'd15670779;
-    \weights$75 [72] = 32'd15595997;
-    \weights$75 [73] = 32'd15928813;
-    \weights$75 [74] = 32'd15140844;
-    \weights$75 [75] = 32'd1300249;
-    \weights$75 [76] = 32'd658191;
-    \weights$75 [77] = 32'd15400971;
-    \weights$75 [78] = 32'd3081;
-    \weights$75 [79] = 32'd124950;
-    \weights$75 [80] = 32'd15864070;
-    \weights$75 [81] = 32'd16317161;
-    \weights$75 [82] = 32'd1903337;
-    \weights$75 [83] = 32'd15075560;
-    \weights$75 [84] = 32'd16644103;
-    \weights$75 [85] = 32'd15598053;
-    \weights$75 [86] = 32'd1575147;
-    \weights$75 [87] = 32'd14036213;
-    \weights$75 [88] = 32'd13959176;
-    \weights$75 [89] = 32'd15529743;
-    \weights$75 [90] = 32'd2032872;
-    \weights$75 [91] = 32'd16449776;
-    \weights$75 [92] = 32'd14415840;
-    \weights$75 [93] = 32'd15265019;
-    \weights$75 [94] = 32'd12259837;
-    \weights$75 [95] = 32'd1694199;
+    \weights$77 [0] = 32'd81668324;
+    \weights$77 [1] = 32'd4210763758;
+    \weights$77 [2] = 32'd219545103;
+    \weights$77 [3] = 32'd98298891;
+    \weights$77 [4] = 32'd4025095426;
+    \weights$77 [5] = 32'd4228314917;
+    \weights$77 [6] = 32'd486544412;
+    \weights$77 [7] = 32'd4158656243;
+    \weights$77 [8] = 32'd4077262360;
+    \weights$77 [9] = 32'd4229619968;
+    \weights$77 [10] = 32'd720505347;
+    \weights$77 [11] = 32'd182838793;
+    \weights$77 [12] = 32'd4128241648;
+    \weights$77 [13] = 32'd454221297;
+    \weights$77 [14] = 32'd4109631252;
+    \weights$77 [15] = 32'd198974692;
+    \weights$77 [16] = 32'd384494823;
+    \weights$77 [17] = 32'd271185126;
+    \weights$77 [18] = 32'd720889320;
+    \weights$77 [19] = 32'd4062365713;
+    \weights$77 [20] = 32'd703198430;
+    \weights$77 [21] = 32'd3557550578;
+    \weights$77 [22] = 32'd3004827152;
+    \weights$77 [23] = 32'd234028269;
+    \weights$77 [24] = 32'd535946262;
+    \weights$77 [25] = 32'd132449267;
+    \weights$77 [26] = 32'd3371303902;
+    \weights$77 [27] = 32'd4025291043;
+    \weights$77 [28] = 32'd83690035;
+    \weights$77 [29] = 32'd4145606130;
+    \weights$77 [30] = 32'd185995541;
+    \weights$77 [31] = 32'd520424174;
+    \weights$77 [32] = 32'd4244439837;
+    \weights$77 [33] = 32'd49806549;
+    \weights$77 [34] = 32'd4227801835;
+    \weights$77 [35] = 32'd50395135;
+    \weights$77 [36] = 32'd4058508787;
+    \weights$77 [37] = 32'd387057647;
+    \weights$77 [38] = 32'd3739748621;
+    \weights$77 [39] = 32'd114043908;
+    \weights$77 [40] = 32'd134545180;
+    \weights$77 [41] = 32'd3907717360;
+    \weights$77 [42] = 32'd169016782;
+    \weights$77 [43] = 32'd117702141;
+    \weights$77 [44] = 32'd334765557;
+    \weights$77 [45] = 32'd265624841;
+    \weights$77 [46] = 32'd102429409;
+    \weights$77 [47] = 32'd51256085;
+    \weights$77 [48] = 32'd352457940;
+    \weights$77 [49] = 32'd756546805;
+    \weights$77 [50] = 32'd64438531;
+    \weights$77 [51] = 32'd4176411098;
+    \weights$77 [52] = 32'd268107770;
+    \weights$77 [53] = 32'd118682131;
+    \weights$77 [54] = 32'd4193584149;
+    \weights$77 [55] = 32'd3924629744;
+    \weights$77 [56] = 32'd485694946;
+    \weights$77 [57] = 32'd3741443080;
+    \weights$77 [58] = 32'd82318358;
+    \weights$77 [59] = 32'd4125355512;
+    \weights$77 [60] = 32'd472580379;
+    \weights$77 [61] = 32'd3907524101;
+    \weights$77 [62] = 32'd4158193890;
+    \weights$77 [63] = 32'd3792168694;
+    \weights$77 [64] = 32'd1109983;
+    \weights$77 [65] = 32'd14552319;
+    \weights$77 [66] = 32'd16249877;
+    \weights$77 [67] = 32'd135430;
+    \weights$77 [68] = 32'd336372;
+    \weights$77 [69] = 32'd588085;
+    \weights$77 [70] = 32'd1315829;
+    \weights$77 [71] = 32'd15670779;
+    \weights$77 [72] = 32'd15595997;
+    \weights$77 [73] = 32'd15928813;
+    \weights$77 [74] = 32'd15140844;
+    \weights$77 [75] = 32'd1300249;
+    \weights$77 [76] = 32'd658191;
+    \weights$77 [77] = 32'd15400971;
+    \weights$77 [78] = 32'd3081;
+    \weights$77 [79] = 32'd124950;
+    \weights$77 [80] = 32'd15864070;
+    \weights$77 [81] = 32'd16317161;
+    \weights$77 [82] = 32'd1903337;
+    \weights$77 [83] = 32'd15075560;
+    \weights$77 [84] = 32'd16644103;
+    \weights$77 [85] = 32'd15598053;
+    \weights$77 [86] = 32'd1575147;
+    \weights$77 [87] = 32'd14036213;
+    \weights$77 [88] = 32'd13959176;
+    \weights$77 [89] = 32'd15529743;
+    \weights$77 [90] = 32'd2032872;
+    \weights$77 [91] = 32'd16449776;
+    \weights$77 [92] = 32'd14415840;
+    \weights$77 [93] = 32'd15265019;
+    \weights$77 [94] = 32'd12259837;
+    \weights$77 [95] = 32'd1694199;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$75 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$75 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$75 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$77 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$75 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$77 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$75 [\$7 [6:0]];
+      _1_ <= \weights$77 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$8  = ~ slot[15];
+  assign \$9  = slot[0] & \$8 ;
   assign \$10  = slot[0] & slot[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
@@ -4622,23 +5360,27 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   always @(posedge clk)
     readout_macs <= \$81 ;
   always @(posedge clk)
-    slot_c3 <= \$82 ;
+    slot_c2a <= \$82 ;
   always @(posedge clk)
-    group_logit <= \$83 ;
+    slot_c2b <= \$83 ;
   always @(posedge clk)
-    group_lane <= \$84 ;
+    slot_c3 <= \$84 ;
   always @(posedge clk)
-    logits_c4 <= \$85 ;
+    group_logit <= \$85 ;
   always @(posedge clk)
-    slot_c4 <= \$86 ;
+    group_lane <= \$86 ;
   always @(posedge clk)
-    w_en <= \$87 ;
+    logits_c4 <= \$87 ;
   always @(posedge clk)
-    best_logit <= \$88 ;
+    slot_c4 <= \$88 ;
   always @(posedge clk)
-    best_class <= \$89 ;
+    w_en <= \$89 ;
   always @(posedge clk)
-    reserved <= \$90 ;
+    best_logit <= \$90 ;
+  always @(posedge clk)
+    best_class <= \$91 ;
+  always @(posedge clk)
+    reserved <= \$92 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
@@ -4646,8 +5388,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
   assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -4684,63 +5424,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -4750,72 +5490,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$83  = argmax_1_0_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$83  = slot_c2a;
     if (rst) begin
-      \$83  = 37'h0000000000;
+      \$83  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$84  = argmax_1_0_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$84  = slot_c2b;
     if (rst) begin
-      \$84  = 2'h0;
+      \$84  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$85  = acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$85  = argmax_1_0_logit;
     if (rst) begin
-      \$85  = 148'h0000000000000000000000000000000000000;
+      \$85  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$86  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$86  = argmax_1_0_lane;
     if (rst) begin
-      \$86  = 45'h000000000000;
+      \$86  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$87  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$87  = acc;
     if (rst) begin
-      \$87  = 1'h0;
+      \$87  = 148'h0000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$88  = best_logit;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$88  = slot_c3;
+    if (rst) begin
+      \$88  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$89  = finalize;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$90  = best_logit;
     if (\$71 ) begin
-      \$88  = group_logit;
+      \$90  = group_logit;
     end
     if (rst) begin
-      \$88  = 37'h0000000000;
+      \$90  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = best_class;
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$91  = best_class;
     if (\$71 ) begin
-      \$89  = \$52 [3:0];
+      \$91  = \$52 [3:0];
     end
     if (rst) begin
-      \$89  = 4'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = \$74 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$92  = \$74 [3:0];
     if (rst) begin
-      \$90  = 4'h0;
+      \$92  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -4929,6 +5683,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[150];
   assign \results__payload.class_index  = results__payload[154:151];
   assign \results__payload.seq_end  = results__payload[155];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[20:16];
+  assign \slot_c2a.value  = slot_c2a[44:21];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[20:16];
+  assign \slot_c2b.value  = slot_c2b[44:21];
   assign beat[155] = slot_c4[14];
   assign beat[154:151] = \$52 [3:0];
   assign beat[150] = slot_c4[12];
@@ -4980,8 +5756,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__valid, items__payload, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -5012,7 +5788,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
+  wire [2:0] \$37 ;
   reg [5:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
@@ -5043,7 +5819,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   reg \$62 ;
   reg \$63 ;
   reg [44:0] \$64 ;
-  reg \$65 ;
+  reg [1:0] \$65 ;
   reg \$66 ;
   reg [5:0] \$67 ;
   reg [1:0] \$68 ;
@@ -5066,7 +5842,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   wire clk;
   input credit;
   wire credit;
-  reg drain = 1'h0;
+  reg [1:0] drain = 2'h0;
   reg [1:0] end_of = 2'h0;
   reg [1:0] first_of = 2'h0;
   reg [1:0] full = 2'h0;
@@ -5234,6 +6010,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$32  = wcount + stored;
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
+  assign \$35  = | drain;
   assign \$36  = full >> rbank;
   assign \$37  = drain - 1'h1;
   assign \$39  = first_of >> rbank;
@@ -5320,7 +6097,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5330,14 +6107,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5346,28 +6123,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5382,7 +6159,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5394,7 +6171,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5425,7 +6202,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5440,7 +6217,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5458,7 +6235,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5476,7 +6253,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5494,7 +6271,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5506,7 +6283,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -5518,7 +6295,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5536,26 +6313,26 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [0];
+        \$65  = \$37 [1:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 1'h1;
+          \$65  = 2'h3;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5575,7 +6352,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5588,7 +6365,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5606,7 +6383,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5624,7 +6401,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5645,7 +6422,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5658,7 +6435,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5671,7 +6448,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5683,7 +6460,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5697,7 +6474,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5711,7 +6488,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -5766,24 +6543,44 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__v
   assign items__ready = \$2 ;
   assign \$6  = { 2'h0, items__payload[28:5], 5'h00 };
   assign \$22  = wr__en;
-  assign \$35  = drain;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire [36:0] \$1 ;
-  wire [36:0] \$10 ;
-  wire [31:0] \$11 ;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  wire [31:0] \$1 ;
+  wire [31:0] \$10 ;
+  wire [36:0] \$11 ;
   wire [37:0] \$12 ;
-  reg [147:0] \$13 ;
-  wire [31:0] \$2 ;
+  reg \$13 ;
+  reg \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [23:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [31:0] \$19 ;
+  wire [36:0] \$2 ;
+  reg [36:0] \$20 ;
+  reg [36:0] \$21 ;
+  reg [147:0] \$22 ;
+  reg [7:0] \$23 ;
+  reg [31:0] \$24 ;
+  reg [36:0] \$25 ;
+  reg [36:0] \$26 ;
+  reg [7:0] \$27 ;
+  reg [31:0] \$28 ;
+  reg [36:0] \$29 ;
   wire [37:0] \$3 ;
-  wire [36:0] \$4 ;
-  wire [31:0] \$5 ;
+  reg [36:0] \$30 ;
+  reg [7:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [36:0] \$33 ;
+  reg [36:0] \$34 ;
+  wire [31:0] \$4 ;
+  wire [36:0] \$5 ;
   wire [37:0] \$6 ;
-  wire [36:0] \$7 ;
-  wire [31:0] \$8 ;
+  wire [31:0] \$7 ;
+  wire [36:0] \$8 ;
   wire [37:0] \$9 ;
   output [147:0] acc;
   reg [147:0] acc = 148'h0000000000000000000000000000000000000;
@@ -5795,8 +6592,22 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire clk;
   input first;
   wire first;
+  reg first_0 = 1'h0;
+  reg first_1 = 1'h0;
+  reg [31:0] product_0 = 32'd0;
+  reg [31:0] product_1 = 32'd0;
+  reg [31:0] product_2 = 32'd0;
+  reg [31:0] product_3 = 32'd0;
   input rst;
   wire rst;
+  reg [36:0] seed_0_0 = 37'h0000000000;
+  reg [36:0] seed_0_1 = 37'h0000000000;
+  reg [36:0] seed_1_0 = 37'h0000000000;
+  reg [36:0] seed_1_1 = 37'h0000000000;
+  reg [36:0] seed_2_0 = 37'h0000000000;
+  reg [36:0] seed_2_1 = 37'h0000000000;
+  reg [36:0] seed_3_0 = 37'h0000000000;
+  reg [36:0] seed_3_1 = 37'h0000000000;
   input [147:0] seeds;
   wire [147:0] seeds;
   wire [36:0] \seeds[0] ;
@@ -5805,58 +6616,254 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   wire [36:0] \seeds[3] ;
   input valid;
   wire valid;
+  reg valid_0 = 1'h0;
+  reg valid_1 = 1'h0;
   input [23:0] value;
   wire [23:0] value;
+  reg [23:0] value_r = 24'h000000;
+  reg [7:0] weight_0 = 8'h00;
+  reg [7:0] weight_1 = 8'h00;
+  reg [7:0] weight_2 = 8'h00;
+  reg [7:0] weight_3 = 8'h00;
   input [31:0] weights;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
-  assign \$1  = first ? seeds[36:0] : acc[36:0];
-  assign \$2  = $signed(weights[7:0]) * $signed(value);
-  assign \$3  = $signed(\$1 ) + $signed(\$2 );
-  assign \$4  = first ? seeds[73:37] : acc[73:37];
-  assign \$5  = $signed(weights[15:8]) * $signed(value);
-  assign \$6  = $signed(\$4 ) + $signed(\$5 );
-  assign \$7  = first ? seeds[110:74] : acc[110:74];
-  assign \$8  = $signed(weights[23:16]) * $signed(value);
-  assign \$9  = $signed(\$7 ) + $signed(\$8 );
-  assign \$10  = first ? seeds[147:111] : acc[147:111];
-  assign \$11  = $signed(weights[31:24]) * $signed(value);
-  assign \$12  = $signed(\$10 ) + $signed(\$11 );
+  assign \$1  = $signed(weight_0) * $signed(value_r);
+  assign \$2  = first_1 ? seed_0_1 : acc[36:0];
+  assign \$3  = $signed(\$2 ) + $signed(product_0);
+  assign \$4  = $signed(weight_1) * $signed(value_r);
+  assign \$5  = first_1 ? seed_1_1 : acc[73:37];
+  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$7  = $signed(weight_2) * $signed(value_r);
+  assign \$8  = first_1 ? seed_2_1 : acc[110:74];
+  assign \$9  = $signed(\$8 ) + $signed(product_2);
+  assign \$10  = $signed(weight_3) * $signed(value_r);
+  assign \$11  = first_1 ? seed_3_1 : acc[147:111];
+  assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
-    acc <= \$13 ;
+    valid_0 <= \$13 ;
+  always @(posedge clk)
+    valid_1 <= \$14 ;
+  always @(posedge clk)
+    first_0 <= \$15 ;
+  always @(posedge clk)
+    first_1 <= \$16 ;
+  always @(posedge clk)
+    value_r <= \$17 ;
+  always @(posedge clk)
+    weight_0 <= \$18 ;
+  always @(posedge clk)
+    product_0 <= \$19 ;
+  always @(posedge clk)
+    seed_0_0 <= \$20 ;
+  always @(posedge clk)
+    seed_0_1 <= \$21 ;
+  always @(posedge clk)
+    acc <= \$22 ;
+  always @(posedge clk)
+    weight_1 <= \$23 ;
+  always @(posedge clk)
+    product_1 <= \$24 ;
+  always @(posedge clk)
+    seed_1_0 <= \$25 ;
+  always @(posedge clk)
+    seed_1_1 <= \$26 ;
+  always @(posedge clk)
+    weight_2 <= \$27 ;
+  always @(posedge clk)
+    product_2 <= \$28 ;
+  always @(posedge clk)
+    seed_2_0 <= \$29 ;
+  always @(posedge clk)
+    seed_2_1 <= \$30 ;
+  always @(posedge clk)
+    weight_3 <= \$31 ;
+  always @(posedge clk)
+    product_3 <= \$32 ;
+  always @(posedge clk)
+    seed_3_0 <= \$33 ;
+  always @(posedge clk)
+    seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$13  = acc;
-    if (valid) begin
-      \$13 [36:0] = \$3 [36:0];
-      \$13 [73:37] = \$6 [36:0];
-      \$13 [110:74] = \$9 [36:0];
-      \$13 [147:111] = \$12 [36:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$13  = valid;
     if (rst) begin
-      \$13  = 148'h0000000000000000000000000000000000000;
+      \$13  = 1'h0;
     end
   end
-  assign \acc[0]  = acc[36:0];
-  assign \acc[1]  = acc[73:37];
-  assign \acc[2]  = acc[110:74];
-  assign \acc[3]  = acc[147:111];
-  assign \seeds[0]  = seeds[36:0];
-  assign \seeds[1]  = seeds[73:37];
-  assign \seeds[2]  = seeds[110:74];
-  assign \seeds[3]  = seeds[147:111];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$14  = valid_0;
+    if (rst) begin
+      \$14  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$15  = first;
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$16  = first_0;
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$17  = value;
+    if (rst) begin
+      \$17  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$18  = weights[7:0];
+    if (rst) begin
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$19  = \$1 ;
+    if (rst) begin
+      \$19  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$20  = seeds[36:0];
+    if (rst) begin
+      \$20  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$21  = seed_0_0;
+    if (rst) begin
+      \$21  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$22  = acc;
+    if (valid_1) begin
+      \$22 [36:0] = \$3 [36:0];
+      \$22 [73:37] = \$6 [36:0];
+      \$22 [110:74] = \$9 [36:0];
+      \$22 [147:111] = \$12 [36:0];
+    end
+    if (rst) begin
+      \$22  = 148'h0000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$23  = weights[15:8];
+    if (rst) begin
+      \$23  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$24  = \$4 ;
+    if (rst) begin
+      \$24  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$25  = seeds[73:37];
+    if (rst) begin
+      \$25  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$26  = seed_1_0;
+    if (rst) begin
+      \$26  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$27  = weights[23:16];
+    if (rst) begin
+      \$27  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$28  = \$7 ;
+    if (rst) begin
+      \$28  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$29  = seeds[110:74];
+    if (rst) begin
+      \$29  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$30  = seed_2_0;
+    if (rst) begin
+      \$30  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$31  = weights[31:24];
+    if (rst) begin
+      \$31  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$32  = \$10 ;
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$33  = seeds[147:111];
+    if (rst) begin
+      \$33  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$34  = seed_3_0;
+    if (rst) begin
+      \$34  = 37'h0000000000;
+    end
+  end
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \seeds[0]  = seeds[36:0];
+  assign \seeds[1]  = seeds[73:37];
+  assign \seeds[2]  = seeds[110:74];
+  assign \seeds[3]  = seeds[147:111];
+  assign \acc[0]  = acc[36:0];
+  assign \acc[1]  = acc[73:37];
+  assign \acc[2]  = acc[110:74];
+  assign \acc[3]  = acc[147:111];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -5984,7 +6991,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -5994,7 +7001,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6004,7 +7011,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6017,7 +7024,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
