@@ -552,6 +552,8 @@ def findings(report: dict[str, Any]) -> list[str]:
             if same
             else f"{b['memory_bits']} against {c['memory_bits']} memory bits (BMRU against CMRU"
         )
+        sb, sc = rows["bmru"]["state_bits"], rows["cmru"]["state_bits"]
+        state = f"{sb} bits in both" if sb == sc else f"{sb} bits in the BMRU and {sc} in the CMRU"
         work = (
             f"{b['cycles_per_step']:.1f} against {c['cycles_per_step']:.1f} cycles per step and "
             f"{b['dynamic_nj_per_inference']:.2f} against {c['dynamic_nj_per_inference']:.2f} nJ of dynamic "
@@ -566,11 +568,11 @@ def findings(report: dict[str, Any]) -> list[str]:
                 "barely differ"
             )
         else:
-            consequence = f"and the work that follows them: {work}"
+            consequence = f"so does the work that follows: {work}"
         out.append(
             "BMRU and CMRU share the datapath (two matrices, candidate and threshold, and one alpha per "
-            f"neuron) and {memories}; the state is stored at {rows['bmru']['state_bits']} bits in the BMRU "
-            f"and {rows['cmru']['state_bits']} in the CMRU); they differ only in the update, the BMRU (eps = 0) "
+            f"neuron) and {memories}; the state is stored at {state}); they differ only in the update, the "
+            "BMRU (eps = 0) "
             "overwriting its state with +-alpha (two levels) where the CMRU (eps = 1) counts up and down in "
             "alpha steps (many levels), which sets how often a state changes: "
             f"{b['events_per_step']:.2f} against {c['events_per_step']:.2f} events per step here; {consequence}."
