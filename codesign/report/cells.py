@@ -135,6 +135,14 @@ class CellsSettings:
         return shlex.join(args)
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the source checkout when inside it (the report names no machine paths)."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def _say(text: str) -> None:
     print(f"report-cells: {text}", file=sys.stderr, flush=True)
 
@@ -464,7 +472,7 @@ def run_cells(
     report = {
         "title": "BMRU against CMRU against alphaCMRU at the same size",
         "settings": asdict(settings),
-        "base_recipe": str(base_path),
+        "base_recipe": _shown(base_path),
         "task": base.task.model_dump(),
         "test_sequences": first_record["test_sequences"],
         "quant": variants[0].trials[0]["bundle"]["quant"],
