@@ -28,6 +28,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from codesign.fpga.bridge import AcceleratorBridge
 from codesign.fpga.ports import PortMap
 from codesign.fpga.uart import UartRx, UartTx
+from codesign.hw.slice import StreamSlice
 
 TOP_NAME = "fpga_top"
 POR_CYCLES = 16
@@ -81,7 +82,11 @@ class FpgaTop(Elaboratable):
         # its results are still being sent) wait here. One iCE40 EBR / ECP5 DP16KD.
         m.submodules.rx_fifo = fifo = SyncFIFOBuffered(width=8, depth=RX_FIFO_DEPTH)
         wiring.connect(m, rx.bytes, fifo.w_stream)
-        wiring.connect(m, fifo.r_stream, bridge.rx)
+        # a register slice: the FIFO's block RAM output went through the bridge's channel decode
+        # in one cycle (the longest path of the ECP5 design at P = 2)
+        m.submodules.rx_slice = rx_slice = StreamSlice(8)
+        wiring.connect(m, fifo.r_stream, rx_slice.i)
+        wiring.connect(m, rx_slice.o, bridge.rx)
         wiring.connect(m, bridge.tx, tx.bytes)
         m.d.comb += self.uart_tx.eq(tx.tx)
 
