@@ -33,6 +33,7 @@ from codesign.hw.issue import IssueStage, SlotLayout
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
 from codesign.hw.signature import ItemLayout, TraceLayout
+from codesign.hw.slice import StreamSlice
 from codesign.hw.update import make_update_unit, saturate
 
 __all__ = ["ENTRY_FIFO_DEPTH", "LayerEngine", "popcount"]
@@ -208,11 +209,15 @@ class LayerEngine(wiring.Component):
         m.submodules.serializer = ser = EventSerializer(
             lanes=p, groups=groups, size=e.size, value_bits=self.value_bits
         )
+        # a register slice: the serializer's pick (lowest changed lane, pop when it is the last)
+        # straight from the FIFO's block RAM output was the ECP5's longest path at P = 4
+        m.submodules.entry_slice = cut = StreamSlice(EntryLayout(p, groups, self.value_bits))
         m.d.comb += [
-            ser.entries.payload.eq(fifo.r_data),
-            ser.entries.valid.eq(fifo.r_rdy),
-            fifo.r_en.eq(ser.entries.ready),
+            cut.i.payload.eq(fifo.r_data),
+            cut.i.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(cut.i.ready),
         ]
+        wiring.connect(m, cut.o, ser.entries)
         wiring.connect(m, ser.items, wiring.flipped(self.events))
         reserved = Signal(range(ENTRY_FIFO_DEPTH + 2))
         popped = fifo.r_en & fifo.r_rdy

@@ -255,7 +255,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$104 (events__ready),
+    .\items__ready$110 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -275,7 +275,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$153 (trace_0)
+    .\trace$159 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -523,7 +523,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$104 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$153 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -727,21 +727,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$135 ;
-  wire \gate$142 ;
-  wire \gate$149 ;
+  wire \gate$141 ;
+  wire \gate$148 ;
+  wire \gate$155 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$133 ;
-  wire \hold$140 ;
-  wire \hold$147 ;
+  wire \hold$139 ;
+  wire \hold$146 ;
+  wire \hold$153 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [71:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [63:0] \i__payload.value ;
+  wire [15:0] \i__payload.value[0] ;
+  wire [15:0] \i__payload.value[1] ;
+  wire [15:0] \i__payload.value[2] ;
+  wire [15:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [9:0] items__payload;
   wire [9:0] items__payload;
   wire [9:0] \items__payload$1 ;
@@ -749,23 +761,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [3:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$103 ;
-  wire [3:0] \items__payload$103.index ;
-  wire \items__payload$103.seq_end ;
-  wire \items__payload$103.step_end ;
-  wire [15:0] \items__payload$103.value ;
+  wire [21:0] \items__payload$109 ;
+  wire [3:0] \items__payload$109.index ;
+  wire \items__payload$109.seq_end ;
+  wire \items__payload$109.step_end ;
+  wire [15:0] \items__payload$109.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [3:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$104 ;
-  wire \items__ready$104 ;
+  input \items__ready$110 ;
+  wire \items__ready$110 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$107 ;
+  wire \items__valid$113 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -803,12 +815,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$132 ;
-  wire [15:0] \new$132.h ;
-  wire [15:0] \new$139 ;
-  wire [15:0] \new$139.h ;
-  wire [15:0] \new$146 ;
-  wire [15:0] \new$146.h ;
+  wire [15:0] \new$138 ;
+  wire [15:0] \new$138.h ;
+  wire [15:0] \new$145 ;
+  wire [15:0] \new$145.h ;
+  wire [15:0] \new$152 ;
+  wire [15:0] \new$152.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -818,6 +830,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [71:0] o__payload;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [63:0] \o__payload.value ;
+  wire [15:0] \o__payload.value[0] ;
+  wire [15:0] \o__payload.value[1] ;
+  wire [15:0] \o__payload.value[2] ;
+  wire [15:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$45 ;
   wire [15:0] \old$45.h ;
@@ -839,9 +863,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$134 ;
-  wire [15:0] \out$141 ;
-  wire [15:0] \out$148 ;
+  wire [15:0] \out$140 ;
+  wire [15:0] \out$147 ;
+  wire [15:0] \out$154 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -873,8 +897,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [23:0] \port__data$123 ;
-  wire [63:0] \port__data$124 ;
+  wire [23:0] \port__data$129 ;
+  wire [63:0] \port__data$130 ;
   wire [23:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -888,9 +912,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$138 ;
-  wire [15:0] \potential$145 ;
-  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$144 ;
+  wire [15:0] \potential$151 ;
+  wire [15:0] \potential$158 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -902,10 +926,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$129 ;
-  wire \saturated$136 ;
-  wire \saturated$143 ;
-  wire \saturated$150 ;
+  wire \saturated$135 ;
+  wire \saturated$142 ;
+  wire \saturated$149 ;
+  wire \saturated$156 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -998,22 +1022,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$153 ;
-  reg [72:0] \trace$153  = 73'h0000000000000000000;
-  wire [3:0] \trace$153.gate ;
-  wire \trace$153.gate[0] ;
-  wire \trace$153.gate[1] ;
-  wire \trace$153.gate[2] ;
-  wire \trace$153.gate[3] ;
-  wire [1:0] \trace$153.group ;
-  wire \trace$153.seq_end ;
-  wire [63:0] \trace$153.state ;
-  wire [15:0] \trace$153.state[0] ;
-  wire [15:0] \trace$153.state[1] ;
-  wire [15:0] \trace$153.state[2] ;
-  wire [15:0] \trace$153.state[3] ;
-  wire \trace$153.step_end ;
-  wire \trace$153.valid ;
+  output [72:0] \trace$159 ;
+  reg [72:0] \trace$159  = 73'h0000000000000000000;
+  wire [3:0] \trace$159.gate ;
+  wire \trace$159.gate[0] ;
+  wire \trace$159.gate[1] ;
+  wire \trace$159.gate[2] ;
+  wire \trace$159.gate[3] ;
+  wire [1:0] \trace$159.group ;
+  wire \trace$159.seq_end ;
+  wire [63:0] \trace$159.state ;
+  wire [15:0] \trace$159.state[0] ;
+  wire [15:0] \trace$159.state[1] ;
+  wire [15:0] \trace$159.state[2] ;
+  wire [15:0] \trace$159.state[3] ;
+  wire \trace$159.step_end ;
+  wire \trace$159.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1076,30 +1100,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [23:0] \params$166  [3:0];
+  reg [23:0] \params$172  [3:0];
   initial begin
-    \params$166 [0] = 24'h5533d4;
-    \params$166 [1] = 24'h38e393;
-    \params$166 [2] = 24'h54f4d4;
-    \params$166 [3] = 24'h4cf3cf;
+    \params$172 [0] = 24'h5533d4;
+    \params$172 [1] = 24'h38e393;
+    \params$172 [2] = 24'h54f4d4;
+    \params$172 [3] = 24'h4cf3cf;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$166 [\config [5:4]][5:0] <= \port__data$15 [5:0];
+      \params$172 [\config [5:4]][5:0] <= \port__data$15 [5:0];
     if (\$7 [1])
-      \params$166 [\config [5:4]][11:6] <= \port__data$15 [11:6];
+      \params$172 [\config [5:4]][11:6] <= \port__data$15 [11:6];
     if (\$7 [2])
-      \params$166 [\config [5:4]][17:12] <= \port__data$15 [17:12];
+      \params$172 [\config [5:4]][17:12] <= \port__data$15 [17:12];
     if (\$7 [3])
-      \params$166 [\config [5:4]][23:18] <= \port__data$15 [23:18];
+      \params$172 [\config [5:4]][23:18] <= \port__data$15 [23:18];
   end
   reg [23:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$166 [\port__addr$33 ];
+      _1_ <= \params$172 [\port__addr$33 ];
     end
   end
-  assign \port__data$123  = _1_;
+  assign \port__data$129  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1117,92 +1141,92 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$124  = _2_;
-  reg [63:0] \weights$164  [59:0];
+  assign \port__data$130  = _2_;
+  reg [63:0] \weights$170  [59:0];
   initial begin
-    \weights$164 [0] = 64'h1ff1f7f2c5e6abec;
-    \weights$164 [1] = 64'hcc67db78a4fc3953;
-    \weights$164 [2] = 64'h290dc5982c54bbee;
-    \weights$164 [3] = 64'h340ad2b2fca9148a;
-    \weights$164 [4] = 64'hcc3dd8d2dcb100c1;
-    \weights$164 [5] = 64'hdd5939e12c52f6ea;
-    \weights$164 [6] = 64'h510df9bcda3a12de;
-    \weights$164 [7] = 64'h18edc576e9c93a55;
-    \weights$164 [8] = 64'he0e3c74c264535c7;
-    \weights$164 [9] = 64'hcb5ed0ed2c291640;
-    \weights$164 [10] = 64'h1f021d2ef126eddf;
-    \weights$164 [11] = 64'hedd0c4d3e95b3a36;
-    \weights$164 [12] = 64'h15f3211736c43988;
-    \weights$164 [13] = 64'hdf94c2972a9f1410;
-    \weights$164 [14] = 64'hed9cd2c24ccdedd8;
-    \weights$164 [15] = 64'hc8f6ff3fc622b9f9;
-    \weights$164 [16] = 64'hc9d04cfe06cdcfea;
-    \weights$164 [17] = 64'h0098a0fe5bf429c1;
-    \weights$164 [18] = 64'h1af3200d002bd6e5;
-    \weights$164 [19] = 64'h592fe291e8a32c4c;
-    \weights$164 [20] = 64'h5f0ff8135de9fec0;
-    \weights$164 [21] = 64'hd75be03a06fe0e49;
-    \weights$164 [22] = 64'hb8f2fa331f18ddd4;
-    \weights$164 [23] = 64'hd871df9967ee221d;
-    \weights$164 [24] = 64'hd70401ffd6f1425f;
-    \weights$164 [25] = 64'h27c3e15fe0ec19d7;
-    \weights$164 [26] = 64'hd6b926265c1b4328;
-    \weights$164 [27] = 64'hd6dfc2e242fc3f3a;
-    \weights$164 [28] = 64'hd6d6e129db1bb209;
-    \weights$164 [29] = 64'hd510bfef28c49303;
-    \weights$164 [30] = 64'hd3c04accf0f7153c;
-    \weights$164 [31] = 64'he0befe92f6e621de;
-    \weights$164 [32] = 64'h2f09e1e3f6e03e14;
-    \weights$164 [33] = 64'h43e6ec63e742fa5b;
-    \weights$164 [34] = 64'hcb1dd41f2d3429af;
-    \weights$164 [35] = 64'hd378e1862b54ca9e;
-    \weights$164 [36] = 64'hd3b7ff681f531a18;
-    \weights$164 [37] = 64'hd13f1de5046c52fc;
-    \weights$164 [38] = 64'h2cf6ab132be3dfae;
-    \weights$164 [39] = 64'hb9dde2cd64f73fc7;
-    \weights$164 [40] = 64'h1f23e2ce2cb4092b;
-    \weights$164 [41] = 64'h4401efefc310fc3d;
-    \weights$164 [42] = 64'hd1aa3ff52cc7ca9c;
-    \weights$164 [43] = 64'hd3750d962cb2f331;
-    \weights$164 [44] = 64'hd290301b9dfed662;
-    \weights$164 [45] = 64'hf90dee29f7addbdd;
-    \weights$164 [46] = 64'hcd99ddea47deb9ca;
-    \weights$164 [47] = 64'h4212d4390ffe440c;
-    \weights$164 [48] = 64'h1b1be3f8f0a8ae00;
-    \weights$164 [49] = 64'h00c320013b26f151;
-    \weights$164 [50] = 64'h08e0393af1d894ec;
-    \weights$164 [51] = 64'h450455f9f15fd6d5;
-    \weights$164 [52] = 64'he5451cb9ef9e45c8;
-    \weights$164 [53] = 64'hff29f310efa7f800;
-    \weights$164 [54] = 64'hce4cec9b8e0368f9;
-    \weights$164 [55] = 64'hd19db211f0560756;
-    \weights$164 [56] = 64'hed54501b17f03ffc;
-    \weights$164 [57] = 64'h9d00fe4dd7430cdf;
-    \weights$164 [58] = 64'h5b191fe31722a6e5;
-    \weights$164 [59] = 64'he531fa9e08ec36c4;
+    \weights$170 [0] = 64'h1ff1f7f2c5e6abec;
+    \weights$170 [1] = 64'hcc67db78a4fc3953;
+    \weights$170 [2] = 64'h290dc5982c54bbee;
+    \weights$170 [3] = 64'h340ad2b2fca9148a;
+    \weights$170 [4] = 64'hcc3dd8d2dcb100c1;
+    \weights$170 [5] = 64'hdd5939e12c52f6ea;
+    \weights$170 [6] = 64'h510df9bcda3a12de;
+    \weights$170 [7] = 64'h18edc576e9c93a55;
+    \weights$170 [8] = 64'he0e3c74c264535c7;
+    \weights$170 [9] = 64'hcb5ed0ed2c291640;
+    \weights$170 [10] = 64'h1f021d2ef126eddf;
+    \weights$170 [11] = 64'hedd0c4d3e95b3a36;
+    \weights$170 [12] = 64'h15f3211736c43988;
+    \weights$170 [13] = 64'hdf94c2972a9f1410;
+    \weights$170 [14] = 64'hed9cd2c24ccdedd8;
+    \weights$170 [15] = 64'hc8f6ff3fc622b9f9;
+    \weights$170 [16] = 64'hc9d04cfe06cdcfea;
+    \weights$170 [17] = 64'h0098a0fe5bf429c1;
+    \weights$170 [18] = 64'h1af3200d002bd6e5;
+    \weights$170 [19] = 64'h592fe291e8a32c4c;
+    \weights$170 [20] = 64'h5f0ff8135de9fec0;
+    \weights$170 [21] = 64'hd75be03a06fe0e49;
+    \weights$170 [22] = 64'hb8f2fa331f18ddd4;
+    \weights$170 [23] = 64'hd871df9967ee221d;
+    \weights$170 [24] = 64'hd70401ffd6f1425f;
+    \weights$170 [25] = 64'h27c3e15fe0ec19d7;
+    \weights$170 [26] = 64'hd6b926265c1b4328;
+    \weights$170 [27] = 64'hd6dfc2e242fc3f3a;
+    \weights$170 [28] = 64'hd6d6e129db1bb209;
+    \weights$170 [29] = 64'hd510bfef28c49303;
+    \weights$170 [30] = 64'hd3c04accf0f7153c;
+    \weights$170 [31] = 64'he0befe92f6e621de;
+    \weights$170 [32] = 64'h2f09e1e3f6e03e14;
+    \weights$170 [33] = 64'h43e6ec63e742fa5b;
+    \weights$170 [34] = 64'hcb1dd41f2d3429af;
+    \weights$170 [35] = 64'hd378e1862b54ca9e;
+    \weights$170 [36] = 64'hd3b7ff681f531a18;
+    \weights$170 [37] = 64'hd13f1de5046c52fc;
+    \weights$170 [38] = 64'h2cf6ab132be3dfae;
+    \weights$170 [39] = 64'hb9dde2cd64f73fc7;
+    \weights$170 [40] = 64'h1f23e2ce2cb4092b;
+    \weights$170 [41] = 64'h4401efefc310fc3d;
+    \weights$170 [42] = 64'hd1aa3ff52cc7ca9c;
+    \weights$170 [43] = 64'hd3750d962cb2f331;
+    \weights$170 [44] = 64'hd290301b9dfed662;
+    \weights$170 [45] = 64'hf90dee29f7addbdd;
+    \weights$170 [46] = 64'hcd99ddea47deb9ca;
+    \weights$170 [47] = 64'h4212d4390ffe440c;
+    \weights$170 [48] = 64'h1b1be3f8f0a8ae00;
+    \weights$170 [49] = 64'h00c320013b26f151;
+    \weights$170 [50] = 64'h08e0393af1d894ec;
+    \weights$170 [51] = 64'h450455f9f15fd6d5;
+    \weights$170 [52] = 64'he5451cb9ef9e45c8;
+    \weights$170 [53] = 64'hff29f310efa7f800;
+    \weights$170 [54] = 64'hce4cec9b8e0368f9;
+    \weights$170 [55] = 64'hd19db211f0560756;
+    \weights$170 [56] = 64'hed54501b17f03ffc;
+    \weights$170 [57] = 64'h9d00fe4dd7430cdf;
+    \weights$170 [58] = 64'h5b191fe31722a6e5;
+    \weights$170 [59] = 64'he531fa9e08ec36c4;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$164 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$170 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$164 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$170 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$164 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$170 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$164 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$170 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$164 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$170 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$164 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$170 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$164 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$170 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$164 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$170 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$164 [\$8 [5:0]];
+      _3_ <= \weights$170 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1283,7 +1307,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$75  = \$74  + saturated[3];
   assign \$76  = layer0_saturations + \$75 ;
   assign \$77  = reserved + starting;
-  assign \$78  = r_en & entries__valid;
+  assign \$78  = r_en & i__valid;
   assign \$79  = \$77  - \$78 ;
   always @(posedge clk)
     layer0_weights_reads <= \$80 ;
@@ -1386,7 +1410,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     potential_c4_3 <= \$129 ;
   always @(posedge clk)
-    \trace$153  <= \$130 ;
+    \trace$159  <= \$130 ;
   always @(posedge clk)
     layer0_events <= \$131 ;
   always @(posedge clk)
@@ -1395,12 +1419,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$133 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$55 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1431,10 +1465,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$104 ),
+    .items__ready(\items__ready$110 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1445,34 +1479,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[5:0]),
-    .saturated(\saturated$129 )
+    .saturated(\saturated$135 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$135 ),
+    .abs_at_least(\gate$141 ),
     .acc(\acc$43 ),
-    .h_new(\new$132 ),
-    .hold(\hold$133 ),
+    .h_new(\new$138 ),
+    .hold(\hold$139 ),
     .old(\old$45 ),
     .params(params_c3[11:6]),
-    .saturated(\saturated$136 )
+    .saturated(\saturated$142 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$142 ),
+    .abs_at_least(\gate$148 ),
     .acc(\acc$46 ),
-    .h_new(\new$139 ),
-    .hold(\hold$140 ),
+    .h_new(\new$145 ),
+    .hold(\hold$146 ),
     .old(\old$48 ),
     .params(params_c3[17:12]),
-    .saturated(\saturated$143 )
+    .saturated(\saturated$149 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$149 ),
+    .abs_at_least(\gate$155 ),
     .acc(\acc$49 ),
-    .h_new(\new$146 ),
-    .hold(\hold$147 ),
+    .h_new(\new$152 ),
+    .hold(\hold$153 ),
     .old(\old$51 ),
     .params(params_c3[23:18]),
-    .saturated(\saturated$150 )
+    .saturated(\saturated$156 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1612,14 +1646,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \port__data$123 ;
+    \$93  = \port__data$129 ;
     if (rst) begin
       \$93  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \port__data$124 ;
+    \$94  = \port__data$130 ;
     if (rst) begin
       \$94  = 64'h0000000000000000;
     end
@@ -1689,7 +1723,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$129 ;
+    \$104  = \saturated$135 ;
     if (rst) begin
       \$104  = 1'h0;
     end
@@ -1703,7 +1737,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$132 ;
+    \$106  = \new$138 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
@@ -1717,14 +1751,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$133 ;
+    \$108  = \hold$139 ;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$132 ;
+    \$109  = \new$138 ;
     if (rst) begin
       \$109  = 16'h0000;
     end
@@ -1738,14 +1772,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$135 ;
+    \$111  = \gate$141 ;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$136 ;
+    \$112  = \saturated$142 ;
     if (rst) begin
       \$112  = 1'h0;
     end
@@ -1759,7 +1793,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$139 ;
+    \$114  = \new$145 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
@@ -1773,14 +1807,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$140 ;
+    \$116  = \hold$146 ;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$139 ;
+    \$117  = \new$145 ;
     if (rst) begin
       \$117  = 16'h0000;
     end
@@ -1794,14 +1828,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$142 ;
+    \$119  = \gate$148 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$143 ;
+    \$120  = \saturated$149 ;
     if (rst) begin
       \$120  = 1'h0;
     end
@@ -1815,7 +1849,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \new$146 ;
+    \$122  = \new$152 ;
     if (rst) begin
       \$122  = 16'h0000;
     end
@@ -1829,14 +1863,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \hold$147 ;
+    \$124  = \hold$153 ;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \new$146 ;
+    \$125  = \new$152 ;
     if (rst) begin
       \$125  = 16'h0000;
     end
@@ -1850,14 +1884,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \gate$149 ;
+    \$127  = \gate$155 ;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \saturated$150 ;
+    \$128  = \saturated$156 ;
     if (rst) begin
       \$128  = 1'h0;
     end
@@ -1924,20 +1958,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign finalize4 = \port__en$55 ;
   assign w_data = entry;
   assign w_en = \port__en$55 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$103  = events__payload;
-  assign events__ready = \items__ready$104 ;
-  assign \items__valid$107  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$109  = events__payload;
+  assign events__ready = \items__ready$110 ;
+  assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$134  = \new$132 ;
-  assign \potential$138  = 16'h0000;
-  assign \out$141  = \new$139 ;
-  assign \potential$145  = 16'h0000;
-  assign \out$148  = \new$146 ;
-  assign \potential$152  = 16'h0000;
+  assign \out$140  = \new$138 ;
+  assign \potential$144  = 16'h0000;
+  assign \out$147  = \new$145 ;
+  assign \potential$151  = 16'h0000;
+  assign \out$154  = \new$152 ;
+  assign \potential$158  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[7:4];
   assign \items__payload.step_end  = items__payload[8];
@@ -2085,6 +2122,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[67:4];
+  assign \i__payload.value[0]  = i__payload[19:4];
+  assign \i__payload.value[1]  = i__payload[35:20];
+  assign \i__payload.value[2]  = i__payload[51:36];
+  assign \i__payload.value[3]  = i__payload[67:52];
+  assign \i__payload.group  = i__payload[69:68];
+  assign \i__payload.marker  = i__payload[70];
+  assign \i__payload.seq_end  = i__payload[71];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[67:4];
   assign \entries__payload.value[0]  = entries__payload[19:4];
@@ -2094,14 +2140,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[69:68];
   assign \entries__payload.marker  = entries__payload[70];
   assign \entries__payload.seq_end  = entries__payload[71];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[67:4];
+  assign \o__payload.value[0]  = entries__payload[19:4];
+  assign \o__payload.value[1]  = entries__payload[35:20];
+  assign \o__payload.value[2]  = entries__payload[51:36];
+  assign \o__payload.value[3]  = entries__payload[67:52];
+  assign \o__payload.group  = entries__payload[69:68];
+  assign \o__payload.marker  = entries__payload[70];
+  assign \o__payload.seq_end  = entries__payload[71];
   assign \events__payload.index  = events__payload[3:0];
   assign \events__payload.value  = events__payload[19:4];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$103.index  = events__payload[3:0];
-  assign \items__payload$103.value  = events__payload[19:4];
-  assign \items__payload$103.step_end  = events__payload[20];
-  assign \items__payload$103.seq_end  = events__payload[21];
+  assign \items__payload$109.index  = events__payload[3:0];
+  assign \items__payload$109.value  = events__payload[19:4];
+  assign \items__payload$109.step_end  = events__payload[20];
+  assign \items__payload$109.seq_end  = events__payload[21];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2114,23 +2169,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[22:19];
   assign \new.h  = \new ;
-  assign \new$132.h  = \new$132 ;
-  assign \new$139.h  = \new$139 ;
-  assign \new$146.h  = \new$146 ;
-  assign \trace$153.valid  = \trace$153 [0];
-  assign \trace$153.group  = \trace$153 [2:1];
-  assign \trace$153.step_end  = \trace$153 [3];
-  assign \trace$153.seq_end  = \trace$153 [4];
-  assign \trace$153.state  = \trace$153 [68:5];
-  assign \trace$153.state[0]  = \trace$153 [20:5];
-  assign \trace$153.state[1]  = \trace$153 [36:21];
-  assign \trace$153.state[2]  = \trace$153 [52:37];
-  assign \trace$153.state[3]  = \trace$153 [68:53];
-  assign \trace$153.gate  = \trace$153 [72:69];
-  assign \trace$153.gate[0]  = \trace$153 [69];
-  assign \trace$153.gate[1]  = \trace$153 [70];
-  assign \trace$153.gate[2]  = \trace$153 [71];
-  assign \trace$153.gate[3]  = \trace$153 [72];
+  assign \new$138.h  = \new$138 ;
+  assign \new$145.h  = \new$145 ;
+  assign \new$152.h  = \new$152 ;
+  assign \trace$159.valid  = \trace$159 [0];
+  assign \trace$159.group  = \trace$159 [2:1];
+  assign \trace$159.step_end  = \trace$159 [3];
+  assign \trace$159.seq_end  = \trace$159 [4];
+  assign \trace$159.state  = \trace$159 [68:5];
+  assign \trace$159.state[0]  = \trace$159 [20:5];
+  assign \trace$159.state[1]  = \trace$159 [36:21];
+  assign \trace$159.state[2]  = \trace$159 [52:37];
+  assign \trace$159.state[3]  = \trace$159 [68:53];
+  assign \trace$159.gate  = \trace$159 [72:69];
+  assign \trace$159.gate[0]  = \trace$159 [69];
+  assign \trace$159.gate[1]  = \trace$159 [70];
+  assign \trace$159.gate[2]  = \trace$159 [71];
+  assign \trace$159.gate[3]  = \trace$159 [72];
   assign entry[71] = slot_c4[13];
   assign entry[70] = \$41 ;
   assign entry[69:68] = slot_c4[2:1];
@@ -2222,7 +2277,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2404,8 +2459,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [71:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [71:0] \$8 ;
+  input clk;
+  wire clk;
+  input [71:0] i__payload;
+  wire [71:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [63:0] \i__payload.value ;
+  wire [15:0] \i__payload.value[0] ;
+  wire [15:0] \i__payload.value[1] ;
+  wire [15:0] \i__payload.value[2] ;
+  wire [15:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 72'h000000000000000000 *)
+  wire [71:0] main;
+  wire [1:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [63:0] \main.value ;
+  wire [15:0] \main.value[0] ;
+  wire [15:0] \main.value[1] ;
+  wire [15:0] \main.value[2] ;
+  wire [15:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [71:0] o__payload;
+  reg [71:0] o__payload = 72'h000000000000000000;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [63:0] \o__payload.value ;
+  wire [15:0] \o__payload.value[0] ;
+  wire [15:0] \o__payload.value[1] ;
+  wire [15:0] \o__payload.value[2] ;
+  wire [15:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [71:0] skid = 72'h000000000000000000;
+  wire [1:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [63:0] \skid.value ;
+  wire [15:0] \skid.value[0] ;
+  wire [15:0] \skid.value[1] ;
+  wire [15:0] \skid.value[2] ;
+  wire [15:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 72'h000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[67:4];
+  assign \o__payload.value[0]  = o__payload[19:4];
+  assign \o__payload.value[1]  = o__payload[35:20];
+  assign \o__payload.value[2]  = o__payload[51:36];
+  assign \o__payload.value[3]  = o__payload[67:52];
+  assign \o__payload.group  = o__payload[69:68];
+  assign \o__payload.marker  = o__payload[70];
+  assign \o__payload.seq_end  = o__payload[71];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[67:4];
+  assign \main.value[0]  = o__payload[19:4];
+  assign \main.value[1]  = o__payload[35:20];
+  assign \main.value[2]  = o__payload[51:36];
+  assign \main.value[3]  = o__payload[67:52];
+  assign \main.group  = o__payload[69:68];
+  assign \main.marker  = o__payload[70];
+  assign \main.seq_end  = o__payload[71];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[67:4];
+  assign \skid.value[0]  = skid[19:4];
+  assign \skid.value[1]  = skid[35:20];
+  assign \skid.value[2]  = skid[51:36];
+  assign \skid.value[3]  = skid[67:52];
+  assign \skid.group  = skid[69:68];
+  assign \skid.marker  = skid[70];
+  assign \skid.seq_end  = skid[71];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[67:4];
+  assign \i__payload.value[0]  = i__payload[19:4];
+  assign \i__payload.value[1]  = i__payload[35:20];
+  assign \i__payload.value[2]  = i__payload[51:36];
+  assign \i__payload.value[3]  = i__payload[67:52];
+  assign \i__payload.group  = i__payload[69:68];
+  assign \i__payload.marker  = i__payload[70];
+  assign \i__payload.seq_end  = i__payload[71];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2710,7 +2942,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2720,14 +2952,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2736,28 +2968,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2772,7 +3004,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2784,7 +3016,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2815,7 +3047,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2830,7 +3062,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2848,7 +3080,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2866,7 +3098,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2884,7 +3116,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2896,7 +3128,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -2908,7 +3140,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [22:1] = meta[22:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -2926,7 +3158,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2945,7 +3177,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2965,7 +3197,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2978,7 +3210,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2996,7 +3228,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3014,7 +3246,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3035,7 +3267,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3048,7 +3280,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3061,7 +3293,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3073,7 +3305,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3087,7 +3319,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3101,7 +3333,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3159,7 +3391,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [11:0] \$1 ;
   wire [11:0] \$10 ;
   wire [16:0] \$11 ;
@@ -3400,21 +3632,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[16:0];
     if (rst) begin
       \$32  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [16:0] = \$3 [16:0];
@@ -3431,245 +3663,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[33:17];
     if (rst) begin
       \$37  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[50:34];
     if (rst) begin
       \$41  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[67:51];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[84:68];
     if (rst) begin
       \$49  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[101:85];
     if (rst) begin
       \$53  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[118:102];
     if (rst) begin
       \$57  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[135:119];
     if (rst) begin
       \$61  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
@@ -3702,8 +3934,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3786,7 +4018,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -3797,7 +4029,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 22'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -3814,7 +4046,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3834,7 +4066,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3860,7 +4092,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -3897,94 +4129,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [6:0] \$6 ;
-  wire [6:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [17:0] abs_diff;
-  wire [17:0] abs_sum;
-  input [33:0] acc;
-  wire [33:0] acc;
-  wire [16:0] \acc.cand ;
-  wire [16:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [5:0] params;
-  wire [5:0] params;
-  wire [5:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
-  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[5], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[16], acc[33] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[16:0];
-  assign \acc.thr  = acc[33:17];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4072,7 +4216,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4160,7 +4304,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4248,8 +4392,96 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [6:0] \$6 ;
+  wire [6:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [17:0] abs_diff;
+  wire [17:0] abs_sum;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
+  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[5], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[16], acc[33] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4310,7 +4542,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4325,7 +4557,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4340,7 +4572,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4354,7 +4586,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4386,7 +4618,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4927,63 +5159,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -4993,63 +5225,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$83  = slot_c2a;
     if (rst) begin
       \$83  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$84  = slot_c2b;
     if (rst) begin
       \$84  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$85  = argmax_1_0_logit;
     if (rst) begin
       \$85  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$86  = argmax_1_0_lane;
     if (rst) begin
       \$86  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$87  = acc;
     if (rst) begin
       \$87  = 112'h0000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$88  = slot_c3;
     if (rst) begin
       \$88  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$89  = finalize;
     if (rst) begin
       \$89  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$90  = best_logit;
     if (\$71 ) begin
       \$90  = group_logit;
@@ -5059,7 +5291,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$91  = best_class;
     if (\$71 ) begin
       \$91  = \$52 [3:0];
@@ -5069,7 +5301,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$92  = \$74 [3:0];
     if (rst) begin
       \$92  = 4'h0;
@@ -5260,7 +5492,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -5568,7 +5800,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5578,14 +5810,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5594,28 +5826,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5630,7 +5862,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5642,7 +5874,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5673,7 +5905,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5688,7 +5920,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5706,7 +5938,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5724,7 +5956,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5742,7 +5974,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5754,7 +5986,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -5766,7 +5998,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64 [35:1] = meta[35:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5784,7 +6016,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5803,7 +6035,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5823,7 +6055,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5836,7 +6068,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5854,7 +6086,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5872,7 +6104,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5893,7 +6125,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5906,7 +6138,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5919,7 +6151,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5931,7 +6163,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -5945,7 +6177,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -5959,7 +6191,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6018,7 +6250,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire [23:0] \$1 ;
   wire [23:0] \$10 ;
   wire [27:0] \$11 ;
@@ -6159,70 +6391,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$20  = seeds[27:0];
     if (rst) begin
       \$20  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [27:0] = \$3 [27:0];
@@ -6235,84 +6467,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$25  = seeds[55:28];
     if (rst) begin
       \$25  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$29  = seeds[83:56];
     if (rst) begin
       \$29  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = seeds[111:84];
     if (rst) begin
       \$33  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 28'h0000000;
@@ -6334,7 +6566,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6462,7 +6694,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6472,7 +6704,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6482,7 +6714,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6495,7 +6727,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

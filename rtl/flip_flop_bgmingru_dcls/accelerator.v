@@ -285,7 +285,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$82 (events__ready),
+    .\items__ready$88 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -305,7 +305,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$117 (trace_0)
+    .\trace$123 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -602,7 +602,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$117 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -754,13 +754,23 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$113 ;
+  wire \gate$119 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$111 ;
+  wire \hold$117 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
+  wire [39:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [1:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [33:0] \i__payload.value ;
+  wire [16:0] \i__payload.value[0] ;
+  wire [16:0] \i__payload.value[1] ;
+  wire i__ready;
+  wire i__valid;
   input [15:0] items__payload;
   wire [15:0] items__payload;
   wire [15:0] \items__payload$1 ;
@@ -768,11 +778,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$81 ;
-  wire [2:0] \items__payload$81.index ;
-  wire \items__payload$81.seq_end ;
-  wire \items__payload$81.step_end ;
-  wire [16:0] \items__payload$81.value ;
+  wire [21:0] \items__payload$87 ;
+  wire [2:0] \items__payload$87.index ;
+  wire \items__payload$87.seq_end ;
+  wire \items__payload$87.step_end ;
+  wire [16:0] \items__payload$87.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -780,12 +790,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$82 ;
-  wire \items__ready$82 ;
+  input \items__ready$88 ;
+  wire \items__ready$88 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$85 ;
+  wire \items__valid$91 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -822,13 +832,23 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$110 ;
-  wire [15:0] \new$110.h ;
+  wire [15:0] \new$116 ;
+  wire [15:0] \new$116.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
   reg [15:0] new_c4_1 = 16'h0000;
   wire [15:0] \new_c4_1.h ;
+  wire [39:0] o__payload;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [1:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [33:0] \o__payload.value ;
+  wire [16:0] \o__payload.value[0] ;
+  wire [16:0] \o__payload.value[1] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$45 ;
   wire [15:0] \old$45.h ;
@@ -840,7 +860,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   reg [15:0] old_out_c4_0 = 16'h0000;
   reg [15:0] old_out_c4_1 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$112 ;
+  wire [15:0] \out$118 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   reg [15:0] out_c4_0 = 16'h0000;
@@ -861,8 +881,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   reg [1:0] \port__addr$34 ;
   wire [1:0] \port__addr$47 ;
   wire [31:0] port__data;
-  wire [13:0] \port__data$101 ;
-  wire [31:0] \port__data$102 ;
+  wire [13:0] \port__data$107 ;
+  wire [31:0] \port__data$108 ;
   wire [63:0] \port__data$12 ;
   wire [13:0] \port__data$15 ;
   wire [31:0] \port__data$29 ;
@@ -877,7 +897,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   reg \port__en$19 ;
   reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$116 ;
+  wire [15:0] \potential$122 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [39:0] r_data;
@@ -887,8 +907,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$107 ;
-  wire \saturated$114 ;
+  wire \saturated$113 ;
+  wire \saturated$120 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [83:0] seeds;
@@ -973,18 +993,18 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   wire [15:0] \state_c3[0] ;
   wire [15:0] \state_c3[1] ;
   wire [38:0] trace;
-  output [38:0] \trace$117 ;
-  reg [38:0] \trace$117  = 39'h0000000000;
-  wire [1:0] \trace$117.gate ;
-  wire \trace$117.gate[0] ;
-  wire \trace$117.gate[1] ;
-  wire [1:0] \trace$117.group ;
-  wire \trace$117.seq_end ;
-  wire [31:0] \trace$117.state ;
-  wire [15:0] \trace$117.state[0] ;
-  wire [15:0] \trace$117.state[1] ;
-  wire \trace$117.step_end ;
-  wire \trace$117.valid ;
+  output [38:0] \trace$123 ;
+  reg [38:0] \trace$123  = 39'h0000000000;
+  wire [1:0] \trace$123.gate ;
+  wire \trace$123.gate[0] ;
+  wire \trace$123.gate[1] ;
+  wire [1:0] \trace$123.group ;
+  wire \trace$123.seq_end ;
+  wire [31:0] \trace$123.state ;
+  wire [15:0] \trace$123.state[0] ;
+  wire [15:0] \trace$123.state[1] ;
+  wire \trace$123.step_end ;
+  wire \trace$123.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1031,26 +1051,26 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
     end
   end
   assign \port__data$31  = _0_;
-  reg [13:0] \params$130  [3:0];
+  reg [13:0] \params$136  [3:0];
   initial begin
-    \params$130 [0] = 14'h0000;
-    \params$130 [1] = 14'h007f;
-    \params$130 [2] = 14'h3fff;
-    \params$130 [3] = 14'h0000;
+    \params$136 [0] = 14'h0000;
+    \params$136 [1] = 14'h007f;
+    \params$136 [2] = 14'h3fff;
+    \params$136 [3] = 14'h0000;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$130 [\config [5:4]][6:0] <= \port__data$15 [6:0];
+      \params$136 [\config [5:4]][6:0] <= \port__data$15 [6:0];
     if (\$7 [1])
-      \params$130 [\config [5:4]][13:7] <= \port__data$15 [13:7];
+      \params$136 [\config [5:4]][13:7] <= \port__data$15 [13:7];
   end
   reg [13:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$130 [\port__addr$33 ];
+      _1_ <= \params$136 [\port__addr$33 ];
     end
   end
-  assign \port__data$101  = _1_;
+  assign \port__data$107  = _1_;
   reg [31:0] state [3:0];
   initial begin
     state[0] = 32'd0;
@@ -1068,44 +1088,44 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$102  = _2_;
-  reg [31:0] \weights$128  [19:0];
+  assign \port__data$108  = _2_;
+  reg [31:0] \weights$134  [19:0];
   initial begin
-    \weights$128 [0] = 32'd3340114585;
-    \weights$128 [1] = 32'd1204817704;
-    \weights$128 [2] = 32'd240957123;
-    \weights$128 [3] = 32'd2952223684;
-    \weights$128 [4] = 32'd2986636275;
-    \weights$128 [5] = 32'd3944904415;
-    \weights$128 [6] = 32'd2605165262;
-    \weights$128 [7] = 32'd2637913354;
-    \weights$128 [8] = 32'd3737314484;
-    \weights$128 [9] = 32'd3220324019;
-    \weights$128 [10] = 32'd1626543408;
-    \weights$128 [11] = 32'd3624641351;
-    \weights$128 [12] = 32'd1374581495;
-    \weights$128 [13] = 32'd3249999067;
-    \weights$128 [14] = 32'd230537442;
-    \weights$128 [15] = 32'd16762863;
-    \weights$128 [16] = 32'd1105469237;
-    \weights$128 [17] = 32'd3322862821;
-    \weights$128 [18] = 32'd3375580688;
-    \weights$128 [19] = 32'd38405963;
+    \weights$134 [0] = 32'd3340114585;
+    \weights$134 [1] = 32'd1204817704;
+    \weights$134 [2] = 32'd240957123;
+    \weights$134 [3] = 32'd2952223684;
+    \weights$134 [4] = 32'd2986636275;
+    \weights$134 [5] = 32'd3944904415;
+    \weights$134 [6] = 32'd2605165262;
+    \weights$134 [7] = 32'd2637913354;
+    \weights$134 [8] = 32'd3737314484;
+    \weights$134 [9] = 32'd3220324019;
+    \weights$134 [10] = 32'd1626543408;
+    \weights$134 [11] = 32'd3624641351;
+    \weights$134 [12] = 32'd1374581495;
+    \weights$134 [13] = 32'd3249999067;
+    \weights$134 [14] = 32'd230537442;
+    \weights$134 [15] = 32'd16762863;
+    \weights$134 [16] = 32'd1105469237;
+    \weights$134 [17] = 32'd3322862821;
+    \weights$134 [18] = 32'd3375580688;
+    \weights$134 [19] = 32'd38405963;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$128 [\config [8:4]][7:0] <= port__data[7:0];
+      \weights$134 [\config [8:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$128 [\config [8:4]][15:8] <= port__data[15:8];
+      \weights$134 [\config [8:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$128 [\config [8:4]][23:16] <= port__data[23:16];
+      \weights$134 [\config [8:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$128 [\config [8:4]][31:24] <= port__data[31:24];
+      \weights$134 [\config [8:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$128 [\$8 [4:0]];
+      _3_ <= \weights$134 [\$8 [4:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1163,7 +1183,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign \$53  = \$52  + saturated[1];
   assign \$54  = layer0_saturations + \$53 ;
   assign \$55  = reserved + starting;
-  assign \$56  = r_en & entries__valid;
+  assign \$56  = r_en & i__valid;
   assign \$57  = \$55  - \$56 ;
   always @(posedge clk)
     layer0_weights_reads <= \$58 ;
@@ -1234,7 +1254,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   always @(posedge clk)
     potential_c4_1 <= \$91 ;
   always @(posedge clk)
-    \trace$117  <= \$92 ;
+    \trace$123  <= \$92 ;
   always @(posedge clk)
     layer0_events <= \$93 ;
   always @(posedge clk)
@@ -1247,12 +1267,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign \$3  = \config [3:1] == 1'h1;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$49 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1283,10 +1313,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$82 ),
+    .items__ready(\items__ready$88 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1295,16 +1325,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
     .gate(gate),
     .hold(hold),
     .params(params_c3[6:0]),
-    .saturated(\saturated$107 ),
+    .saturated(\saturated$113 ),
     .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$43 ),
-    .gate(\gate$113 ),
-    .hold(\hold$111 ),
+    .gate(\gate$119 ),
+    .hold(\hold$117 ),
     .params(params_c3[13:7]),
-    .saturated(\saturated$114 ),
-    .u(\new$110 )
+    .saturated(\saturated$120 ),
+    .u(\new$116 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1444,14 +1474,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \port__data$101 ;
+    \$71  = \port__data$107 ;
     if (rst) begin
       \$71  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \port__data$102 ;
+    \$72  = \port__data$108 ;
     if (rst) begin
       \$72  = 32'd0;
     end
@@ -1521,7 +1551,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \saturated$107 ;
+    \$82  = \saturated$113 ;
     if (rst) begin
       \$82  = 1'h0;
     end
@@ -1535,7 +1565,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \new$110 ;
+    \$84  = \new$116 ;
     if (rst) begin
       \$84  = 16'h0000;
     end
@@ -1549,14 +1579,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \hold$111 ;
+    \$86  = \hold$117 ;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \new$110 ;
+    \$87  = \new$116 ;
     if (rst) begin
       \$87  = 16'h0000;
     end
@@ -1570,14 +1600,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \gate$113 ;
+    \$89  = \gate$119 ;
     if (rst) begin
       \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = \saturated$114 ;
+    \$90  = \saturated$120 ;
     if (rst) begin
       \$90  = 1'h0;
     end
@@ -1642,16 +1672,19 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign finalize4 = \port__en$49 ;
   assign w_data = entry;
   assign w_en = \port__en$49 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$81  = events__payload;
-  assign events__ready = \items__ready$82 ;
-  assign \items__valid$85  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$87  = events__payload;
+  assign events__ready = \items__ready$88 ;
+  assign \items__valid$91  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$112  = \new$110 ;
-  assign \potential$116  = 16'h0000;
+  assign \out$118  = \new$116 ;
+  assign \potential$122  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1765,6 +1798,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign \entry.seq_end  = entry[39];
   assign \new_c4_1.h  = new_c4_1;
   assign \old_c4_1.h  = old_c4_1;
+  assign \i__payload.mask  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[35:2];
+  assign \i__payload.value[0]  = i__payload[18:2];
+  assign \i__payload.value[1]  = i__payload[35:19];
+  assign \i__payload.group  = i__payload[37:36];
+  assign \i__payload.marker  = i__payload[38];
+  assign \i__payload.seq_end  = i__payload[39];
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[35:2];
   assign \entries__payload.value[0]  = entries__payload[18:2];
@@ -1772,14 +1812,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign \entries__payload.group  = entries__payload[37:36];
   assign \entries__payload.marker  = entries__payload[38];
   assign \entries__payload.seq_end  = entries__payload[39];
+  assign \o__payload.mask  = entries__payload[1:0];
+  assign \o__payload.value  = entries__payload[35:2];
+  assign \o__payload.value[0]  = entries__payload[18:2];
+  assign \o__payload.value[1]  = entries__payload[35:19];
+  assign \o__payload.group  = entries__payload[37:36];
+  assign \o__payload.marker  = entries__payload[38];
+  assign \o__payload.seq_end  = entries__payload[39];
   assign \events__payload.index  = events__payload[2:0];
   assign \events__payload.value  = events__payload[19:3];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$81.index  = events__payload[2:0];
-  assign \items__payload$81.value  = events__payload[19:3];
-  assign \items__payload$81.step_end  = events__payload[20];
-  assign \items__payload$81.seq_end  = events__payload[21];
+  assign \items__payload$87.index  = events__payload[2:0];
+  assign \items__payload$87.value  = events__payload[19:3];
+  assign \items__payload$87.step_end  = events__payload[20];
+  assign \items__payload$87.seq_end  = events__payload[21];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[7:3];
@@ -1792,17 +1839,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
   assign \slot_c2b.index  = slot_c2b[16:14];
   assign \slot_c2b.value  = slot_c2b[27:17];
   assign \new.h  = \new ;
-  assign \new$110.h  = \new$110 ;
-  assign \trace$117.valid  = \trace$117 [0];
-  assign \trace$117.group  = \trace$117 [2:1];
-  assign \trace$117.step_end  = \trace$117 [3];
-  assign \trace$117.seq_end  = \trace$117 [4];
-  assign \trace$117.state  = \trace$117 [36:5];
-  assign \trace$117.state[0]  = \trace$117 [20:5];
-  assign \trace$117.state[1]  = \trace$117 [36:21];
-  assign \trace$117.gate  = \trace$117 [38:37];
-  assign \trace$117.gate[0]  = \trace$117 [37];
-  assign \trace$117.gate[1]  = \trace$117 [38];
+  assign \new$116.h  = \new$116 ;
+  assign \trace$123.valid  = \trace$123 [0];
+  assign \trace$123.group  = \trace$123 [2:1];
+  assign \trace$123.step_end  = \trace$123 [3];
+  assign \trace$123.seq_end  = \trace$123 [4];
+  assign \trace$123.state  = \trace$123 [36:5];
+  assign \trace$123.state[0]  = \trace$123 [20:5];
+  assign \trace$123.state[1]  = \trace$123 [36:21];
+  assign \trace$123.gate  = \trace$123 [38:37];
+  assign \trace$123.gate[0]  = \trace$123 [37];
+  assign \trace$123.gate[1]  = \trace$123 [38];
   assign entry[39] = slot_c4[12];
   assign entry[38] = \$23 ;
   assign entry[37:36] = slot_c4[2:1];
@@ -1853,7 +1900,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$82 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2035,8 +2082,169 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [39:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [39:0] \$8 ;
+  input clk;
+  wire clk;
+  input [39:0] i__payload;
+  wire [39:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [1:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [33:0] \i__payload.value ;
+  wire [16:0] \i__payload.value[0] ;
+  wire [16:0] \i__payload.value[1] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 40'h0000000000 *)
+  wire [39:0] main;
+  wire [1:0] \main.group ;
+  wire \main.marker ;
+  wire [1:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [33:0] \main.value ;
+  wire [16:0] \main.value[0] ;
+  wire [16:0] \main.value[1] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [39:0] o__payload;
+  reg [39:0] o__payload = 40'h0000000000;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [1:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [33:0] \o__payload.value ;
+  wire [16:0] \o__payload.value[0] ;
+  wire [16:0] \o__payload.value[1] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [39:0] skid = 40'h0000000000;
+  wire [1:0] \skid.group ;
+  wire \skid.marker ;
+  wire [1:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [33:0] \skid.value ;
+  wire [16:0] \skid.value[0] ;
+  wire [16:0] \skid.value[1] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 40'h0000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[1:0];
+  assign \o__payload.value  = o__payload[35:2];
+  assign \o__payload.value[0]  = o__payload[18:2];
+  assign \o__payload.value[1]  = o__payload[35:19];
+  assign \o__payload.group  = o__payload[37:36];
+  assign \o__payload.marker  = o__payload[38];
+  assign \o__payload.seq_end  = o__payload[39];
+  assign \main.mask  = o__payload[1:0];
+  assign \main.value  = o__payload[35:2];
+  assign \main.value[0]  = o__payload[18:2];
+  assign \main.value[1]  = o__payload[35:19];
+  assign \main.group  = o__payload[37:36];
+  assign \main.marker  = o__payload[38];
+  assign \main.seq_end  = o__payload[39];
+  assign \skid.mask  = skid[1:0];
+  assign \skid.value  = skid[35:2];
+  assign \skid.value[0]  = skid[18:2];
+  assign \skid.value[1]  = skid[35:19];
+  assign \skid.group  = skid[37:36];
+  assign \skid.marker  = skid[38];
+  assign \skid.seq_end  = skid[39];
+  assign \i__payload.mask  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[35:2];
+  assign \i__payload.value[0]  = i__payload[18:2];
+  assign \i__payload.value[1]  = i__payload[35:19];
+  assign \i__payload.group  = i__payload[37:36];
+  assign \i__payload.marker  = i__payload[38];
+  assign \i__payload.seq_end  = i__payload[39];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2320,7 +2528,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$16  = meta[13] ? 3'h0 : rd__data[2:0];
   assign \$17  = meta[13] ? 11'h000 : rd__data[13:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2330,14 +2538,14 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$8 ) begin
       if (stored) begin
@@ -2346,28 +2554,28 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$14 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$51  = \$19 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$22 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = wcount;
     if (\$25 ) begin
       if (stored) begin
@@ -2382,7 +2590,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = layer0_item_overflows;
     if (\$25 ) begin
       if (\$28 ) begin
@@ -2394,7 +2602,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = full;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2425,7 +2633,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = bank0_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2440,7 +2648,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank1_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2458,7 +2666,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = first_of;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2476,7 +2684,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = end_of;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2494,7 +2702,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = next_first;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2506,7 +2714,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = wbank;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2518,7 +2726,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62 [27:1] = meta[27:1];
     \$62 [0] = issue;
     if (issue) begin
@@ -2536,7 +2744,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63  = drain;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2555,7 +2763,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = busy;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2575,7 +2783,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = n_items;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2588,7 +2796,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = group;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2606,7 +2814,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = base;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2624,7 +2832,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = slot;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2645,7 +2853,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = seq_first;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2658,7 +2866,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_end;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2671,7 +2879,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -2683,7 +2891,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -2697,7 +2905,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -2711,7 +2919,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -2768,7 +2976,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [18:0] \$1 ;
   wire [18:0] \$10 ;
   wire [20:0] \$11 ;
@@ -2909,70 +3117,70 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$20  = seeds[20:0];
     if (rst) begin
       \$20  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [20:0] = \$3 [20:0];
@@ -2985,84 +3193,84 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = seeds[41:21];
     if (rst) begin
       \$25  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = seeds[62:42];
     if (rst) begin
       \$29  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seeds[83:63];
     if (rst) begin
       \$33  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 21'h000000;
@@ -3083,8 +3291,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3161,7 +3369,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3172,7 +3380,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 22'h000000;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3189,7 +3397,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3209,7 +3417,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3235,7 +3443,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3409,7 +3617,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en, \config , items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire [3:0] \$10 ;
   wire \$100 ;
@@ -3996,7 +4204,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     .w_rdy(w_rdy)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$4  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4010,7 +4218,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     z_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4026,7 +4234,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     l_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4052,7 +4260,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4079,7 +4287,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__addr  = 5'h00;
     if (w_valid) begin
       \$signature__addr  = \$4 [4:0];
@@ -4107,7 +4315,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__data  = 12'h000;
     if (w_valid) begin
       \$signature__data [10:0] = \$6 [10:0];
@@ -4136,7 +4344,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__en  = 1'h0;
     if (w_valid) begin
       \$signature__en  = 1'h1;
@@ -4164,7 +4372,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__addr$25  = 5'h00;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4173,7 +4381,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__data$27  = 3'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4182,7 +4390,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__en$28  = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4191,7 +4399,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__addr = 2'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4220,7 +4428,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__data = 3'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4249,7 +4457,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__en = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4278,7 +4486,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4288,7 +4496,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     delay = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4300,7 +4508,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     target = 4'h0;
     casez (dcls_state)
       3'h0:
@@ -4312,7 +4520,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     z_rd__addr = 5'h00;
     casez (dcls_state)
       3'h0:
@@ -4328,7 +4536,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_rd__addr = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4355,7 +4563,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4365,7 +4573,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__addr$48  = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4379,7 +4587,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     n_now = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4391,7 +4599,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4403,7 +4611,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     l_rd__addr = 5'h00;
     casez (dcls_state)
       3'h0:
@@ -4429,7 +4637,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     w_data = 16'h0000;
     casez (dcls_state)
       3'h0:
@@ -4451,7 +4659,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     w_en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4467,63 +4675,63 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$123  = \$69 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$124  = \$72 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$125  = \$74 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$126  = \$77 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$127  = \$79 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$128  = \$82 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$129  = \$84 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$130  = \$87 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$131  = 1'h1;
     casez (dcls_state)
       3'h0:
@@ -4538,7 +4746,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$132  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4553,7 +4761,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$133  = clear_addr;
     casez (dcls_state)
       3'h0:
@@ -4569,7 +4777,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$134  = head;
     casez (dcls_state)
       3'h0:
@@ -4598,7 +4806,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$135  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4647,7 +4855,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$136  = w_slot;
     casez (dcls_state)
       3'h0:
@@ -4662,7 +4870,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$137  = w_channel;
     casez (dcls_state)
       3'h0:
@@ -4677,7 +4885,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$138  = w_weight;
     casez (dcls_state)
       3'h0:
@@ -4692,7 +4900,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$139  = w_value;
     casez (dcls_state)
       3'h0:
@@ -4707,7 +4915,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$140  = tap;
     casez (dcls_state)
       3'h0:
@@ -4729,7 +4937,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$141  = it_valid;
     casez (dcls_state)
       3'h0:
@@ -4753,7 +4961,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$142  = step_seen;
     casez (dcls_state)
       3'h0:
@@ -4773,7 +4981,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$143  = seq_end;
     casez (dcls_state)
       3'h0:
@@ -4788,7 +4996,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$144  = it_channel;
     casez (dcls_state)
       3'h0:
@@ -4805,7 +5013,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$145  = it_value;
     casez (dcls_state)
       3'h0:
@@ -4822,7 +5030,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$146  = send_first;
     casez (dcls_state)
       3'h0:
@@ -4839,7 +5047,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$147  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4869,7 +5077,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$148  = l_valid;
     casez (dcls_state)
       3'h0:
@@ -4886,7 +5094,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$149  = z_valid;
     casez (dcls_state)
       3'h0:
@@ -4903,7 +5111,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$150  = n_listed;
     casez (dcls_state)
       3'h0:
@@ -4926,7 +5134,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$151  = z_addr;
     casez (dcls_state)
       3'h0:
@@ -4943,7 +5151,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$152  = z_channel;
     casez (dcls_state)
       3'h0:
@@ -4960,7 +5168,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$153  = sweep;
     casez (dcls_state)
       3'h0:
@@ -4989,7 +5197,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$154  = \$122 [31:0];
     if (rst) begin
       \$154  = 32'd0;
@@ -5032,7 +5240,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$11 ;
@@ -5158,7 +5366,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [1:0];
@@ -5168,7 +5376,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [1:0];
@@ -5178,7 +5386,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [1:0];
@@ -5191,7 +5399,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -5212,7 +5420,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5273,7 +5481,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5288,7 +5496,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5303,7 +5511,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5317,7 +5525,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5350,7 +5558,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid
 , r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [26:0] \$11 ;
@@ -5806,14 +6014,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       (* full_case = 32'd1 *)
@@ -5824,7 +6032,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$15  = 1'h0;
     if (\$10 ) begin
       if (use_acc) begin
@@ -5833,63 +6041,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$53  = \$30 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$54  = \$33 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$55  = \$35 [31:0];
     if (rst) begin
       \$55  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$56  = \$38 [31:0];
     if (rst) begin
       \$56  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$57  = \$40 [31:0];
     if (rst) begin
       \$57  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$58  = \$43 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$59  = slot;
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$60  = use_acc;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$61  = readout_macs;
     if (\$47 ) begin
       \$61  = \$48 [31:0];
@@ -5899,63 +6107,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$62  = slot_c2;
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$63  = slot_c2a;
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$64  = slot_c2b;
     if (rst) begin
       \$64  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$65  = argmax_0_0_logit;
     if (rst) begin
       \$65  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$66  = argmax_0_0_lane;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$67  = acc;
     if (rst) begin
       \$67  = 54'h00000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$68  = slot_c3;
     if (rst) begin
       \$68  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$69  = finalize;
     if (rst) begin
       \$69  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$70  = best_logit;
     if (\$49 ) begin
       \$70  = group_logit;
@@ -5965,7 +6173,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$71  = best_class;
     if (\$49 ) begin
       \$71  = \$28 [0];
@@ -5975,7 +6183,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$72  = \$52 [3:0];
     if (rst) begin
       \$72  = 4'h0;
@@ -6128,7 +6336,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -6413,7 +6621,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$17  = meta[11] ? 3'h0 : rd__data[2:0];
   assign \$18  = meta[11] ? 17'h00000 : rd__data[19:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6423,14 +6631,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -6439,28 +6647,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$15 [3:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -6475,7 +6683,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$55  = readout_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -6487,7 +6695,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6518,7 +6726,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6533,7 +6741,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6551,7 +6759,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6569,7 +6777,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6587,7 +6795,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6599,7 +6807,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6611,7 +6819,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$63 [31:1] = meta[31:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -6629,7 +6837,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6648,7 +6856,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6668,7 +6876,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6681,7 +6889,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$67  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6699,7 +6907,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$68  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6720,7 +6928,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$69  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6733,7 +6941,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$70  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6746,7 +6954,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$71  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -6758,7 +6966,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$72  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -6772,7 +6980,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6786,7 +6994,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$74  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6847,7 +7055,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire [24:0] \$1 ;
   reg \$10 ;
   reg [16:0] \$11 ;
@@ -6938,70 +7146,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$14  = seeds[26:0];
     if (rst) begin
       \$14  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [26:0] = \$3 [26:0];
@@ -7012,28 +7220,28 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$19  = seeds[53:27];
     if (rst) begin
       \$19  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 27'h0000000;
@@ -7049,7 +7257,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -7177,7 +7385,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -7187,7 +7395,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -7197,7 +7405,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -7210,7 +7418,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

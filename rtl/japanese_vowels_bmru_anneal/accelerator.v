@@ -259,7 +259,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$121 (events__ready),
+    .\items__ready$127 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$174 (trace_0)
+    .\trace$180 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -801,21 +801,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$156 ;
-  wire \gate$163 ;
-  wire \gate$170 ;
+  wire \gate$162 ;
+  wire \gate$169 ;
+  wire \gate$176 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$154 ;
-  wire \hold$161 ;
-  wire \hold$168 ;
+  wire \hold$160 ;
+  wire \hold$167 ;
+  wire \hold$174 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [103:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -823,23 +835,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$120 ;
-  wire [3:0] \items__payload$120.index ;
-  wire \items__payload$120.seq_end ;
-  wire \items__payload$120.step_end ;
-  wire [23:0] \items__payload$120.value ;
+  wire [29:0] \items__payload$126 ;
+  wire [3:0] \items__payload$126.index ;
+  wire \items__payload$126.seq_end ;
+  wire \items__payload$126.step_end ;
+  wire [23:0] \items__payload$126.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$121 ;
-  wire \items__ready$121 ;
+  input \items__ready$127 ;
+  wire \items__ready$127 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$124 ;
+  wire \items__valid$130 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -881,12 +893,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$153 ;
-  wire [15:0] \new$153.h ;
-  wire [15:0] \new$160 ;
-  wire [15:0] \new$160.h ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
+  wire [15:0] \new$159 ;
+  wire [15:0] \new$159.h ;
+  wire [15:0] \new$166 ;
+  wire [15:0] \new$166.h ;
+  wire [15:0] \new$173 ;
+  wire [15:0] \new$173.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -896,6 +908,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [103:0] o__payload;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$47 ;
   wire [15:0] \old$47.h ;
@@ -921,9 +945,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$155 ;
-  wire [15:0] \out$162 ;
-  wire [15:0] \out$169 ;
+  wire [15:0] \out$161 ;
+  wire [15:0] \out$168 ;
+  wire [15:0] \out$175 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -970,10 +994,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$142 ;
-  wire [63:0] \port__data$143 ;
-  wire [95:0] \port__data$145 ;
+  wire [31:0] \port__data$148 ;
+  wire [63:0] \port__data$149 ;
   wire [31:0] \port__data$15 ;
+  wire [95:0] \port__data$151 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -990,9 +1014,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$159 ;
-  wire [15:0] \potential$166 ;
-  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$165 ;
+  wire [15:0] \potential$172 ;
+  wire [15:0] \potential$179 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1004,10 +1028,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$150 ;
-  wire \saturated$157 ;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
+  wire \saturated$156 ;
+  wire \saturated$163 ;
+  wire \saturated$170 ;
+  wire \saturated$177 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1100,22 +1124,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$174 ;
-  reg [72:0] \trace$174  = 73'h0000000000000000000;
-  wire [3:0] \trace$174.gate ;
-  wire \trace$174.gate[0] ;
-  wire \trace$174.gate[1] ;
-  wire \trace$174.gate[2] ;
-  wire \trace$174.gate[3] ;
-  wire [1:0] \trace$174.group ;
-  wire \trace$174.seq_end ;
-  wire [63:0] \trace$174.state ;
-  wire [15:0] \trace$174.state[0] ;
-  wire [15:0] \trace$174.state[1] ;
-  wire [15:0] \trace$174.state[2] ;
-  wire [15:0] \trace$174.state[3] ;
-  wire \trace$174.step_end ;
-  wire \trace$174.valid ;
+  output [72:0] \trace$180 ;
+  reg [72:0] \trace$180  = 73'h0000000000000000000;
+  wire [3:0] \trace$180.gate ;
+  wire \trace$180.gate[0] ;
+  wire \trace$180.gate[1] ;
+  wire \trace$180.gate[2] ;
+  wire \trace$180.gate[3] ;
+  wire [1:0] \trace$180.group ;
+  wire \trace$180.seq_end ;
+  wire [63:0] \trace$180.state ;
+  wire [15:0] \trace$180.state[0] ;
+  wire [15:0] \trace$180.state[1] ;
+  wire [15:0] \trace$180.state[2] ;
+  wire [15:0] \trace$180.state[3] ;
+  wire \trace$180.step_end ;
+  wire \trace$180.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1178,30 +1202,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$187  [3:0];
+  reg [31:0] \params$193  [3:0];
   initial begin
-    \params$187 [0] = 32'd1362448186;
-    \params$187 [1] = 32'd1077691697;
-    \params$187 [2] = 32'd1027557199;
-    \params$187 [3] = 32'd960708690;
+    \params$193 [0] = 32'd1362448186;
+    \params$193 [1] = 32'd1077691697;
+    \params$193 [2] = 32'd1027557199;
+    \params$193 [3] = 32'd960708690;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$187 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$193 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$187 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$193 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$187 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$193 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$187 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$193 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$187 [\port__addr$34 ];
+      _1_ <= \params$193 [\port__addr$34 ];
     end
   end
-  assign \port__data$142  = _1_;
+  assign \port__data$148  = _1_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1219,7 +1243,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$145  = _2_;
+  assign \port__data$151  = _2_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1237,80 +1261,80 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$143  = _3_;
-  reg [63:0] \weights$185  [47:0];
+  assign \port__data$149  = _3_;
+  reg [63:0] \weights$191  [47:0];
   initial begin
-    \weights$185 [0] = 64'h51f841e7ec8bf49d;
-    \weights$185 [1] = 64'hc84426094dbe2417;
-    \weights$185 [2] = 64'h175c142f33cfddfe;
-    \weights$185 [3] = 64'hb8430dcce0ef01c7;
-    \weights$185 [4] = 64'hf9eb0fd3bf2615f5;
-    \weights$185 [5] = 64'he5e607f2122caaeb;
-    \weights$185 [6] = 64'heffff4fab3c2eedf;
-    \weights$185 [7] = 64'hf39f040016e2e62c;
-    \weights$185 [8] = 64'h27ad08e5f433e2f4;
-    \weights$185 [9] = 64'hc7d922f4e51912da;
-    \weights$185 [10] = 64'hd32eebe916e529d2;
-    \weights$185 [11] = 64'h16f5e3d42e53e032;
-    \weights$185 [12] = 64'h6801213e161f9e12;
-    \weights$185 [13] = 64'hf103e32d05ff370e;
-    \weights$185 [14] = 64'he402a17f0dcce63f;
-    \weights$185 [15] = 64'hdfc52407da0af07a;
-    \weights$185 [16] = 64'hfeef28d2e908ea1f;
-    \weights$185 [17] = 64'heddb580a13f93afa;
-    \weights$185 [18] = 64'h48f104fae32a392a;
-    \weights$185 [19] = 64'hf8dd038cf3091d16;
-    \weights$185 [20] = 64'hde57e3c017060c01;
-    \weights$185 [21] = 64'h1c322332094bf8d2;
-    \weights$185 [22] = 64'hacd4d806e8ee02a1;
-    \weights$185 [23] = 64'hf6db0bbc0be42ef2;
-    \weights$185 [24] = 64'hb4dc35f0bbb8d65b;
-    \weights$185 [25] = 64'h0190ce59dc03b243;
-    \weights$185 [26] = 64'h1cfbe4fcf7adfc05;
-    \weights$185 [27] = 64'h32ffcffea4d33af7;
-    \weights$185 [28] = 64'h0a0e6bb907bc4434;
-    \weights$185 [29] = 64'h65d15aeeea130f73;
-    \weights$185 [30] = 64'h3931a0ca8b18dbfe;
-    \weights$185 [31] = 64'he24226f12e9fb7ee;
-    \weights$185 [32] = 64'hc4d82c2722faf3e3;
-    \weights$185 [33] = 64'hfa475fbc1a1bcdfc;
-    \weights$185 [34] = 64'hd82c3f001e1d0309;
-    \weights$185 [35] = 64'h69f847212be520d1;
-    \weights$185 [36] = 64'h0f0b28d52bf71403;
-    \weights$185 [37] = 64'h02de3cf274bd0ed8;
-    \weights$185 [38] = 64'h217e30f92818e8f6;
-    \weights$185 [39] = 64'hf80c13e0a4f9fafd;
-    \weights$185 [40] = 64'hc3f21f1dde03f8e8;
-    \weights$185 [41] = 64'hfc25f30ac8de10f4;
-    \weights$185 [42] = 64'ha81f0a09dbc7e0d3;
-    \weights$185 [43] = 64'h371f19252e9a19bb;
-    \weights$185 [44] = 64'h4aaa151190b0f0e1;
-    \weights$185 [45] = 64'hcdf94c0ab9f0ce14;
-    \weights$185 [46] = 64'h9920ff0dd5f1d624;
-    \weights$185 [47] = 64'h2e3ef1daf21924ea;
+    \weights$191 [0] = 64'h51f841e7ec8bf49d;
+    \weights$191 [1] = 64'hc84426094dbe2417;
+    \weights$191 [2] = 64'h175c142f33cfddfe;
+    \weights$191 [3] = 64'hb8430dcce0ef01c7;
+    \weights$191 [4] = 64'hf9eb0fd3bf2615f5;
+    \weights$191 [5] = 64'he5e607f2122caaeb;
+    \weights$191 [6] = 64'heffff4fab3c2eedf;
+    \weights$191 [7] = 64'hf39f040016e2e62c;
+    \weights$191 [8] = 64'h27ad08e5f433e2f4;
+    \weights$191 [9] = 64'hc7d922f4e51912da;
+    \weights$191 [10] = 64'hd32eebe916e529d2;
+    \weights$191 [11] = 64'h16f5e3d42e53e032;
+    \weights$191 [12] = 64'h6801213e161f9e12;
+    \weights$191 [13] = 64'hf103e32d05ff370e;
+    \weights$191 [14] = 64'he402a17f0dcce63f;
+    \weights$191 [15] = 64'hdfc52407da0af07a;
+    \weights$191 [16] = 64'hfeef28d2e908ea1f;
+    \weights$191 [17] = 64'heddb580a13f93afa;
+    \weights$191 [18] = 64'h48f104fae32a392a;
+    \weights$191 [19] = 64'hf8dd038cf3091d16;
+    \weights$191 [20] = 64'hde57e3c017060c01;
+    \weights$191 [21] = 64'h1c322332094bf8d2;
+    \weights$191 [22] = 64'hacd4d806e8ee02a1;
+    \weights$191 [23] = 64'hf6db0bbc0be42ef2;
+    \weights$191 [24] = 64'hb4dc35f0bbb8d65b;
+    \weights$191 [25] = 64'h0190ce59dc03b243;
+    \weights$191 [26] = 64'h1cfbe4fcf7adfc05;
+    \weights$191 [27] = 64'h32ffcffea4d33af7;
+    \weights$191 [28] = 64'h0a0e6bb907bc4434;
+    \weights$191 [29] = 64'h65d15aeeea130f73;
+    \weights$191 [30] = 64'h3931a0ca8b18dbfe;
+    \weights$191 [31] = 64'he24226f12e9fb7ee;
+    \weights$191 [32] = 64'hc4d82c2722faf3e3;
+    \weights$191 [33] = 64'hfa475fbc1a1bcdfc;
+    \weights$191 [34] = 64'hd82c3f001e1d0309;
+    \weights$191 [35] = 64'h69f847212be520d1;
+    \weights$191 [36] = 64'h0f0b28d52bf71403;
+    \weights$191 [37] = 64'h02de3cf274bd0ed8;
+    \weights$191 [38] = 64'h217e30f92818e8f6;
+    \weights$191 [39] = 64'hf80c13e0a4f9fafd;
+    \weights$191 [40] = 64'hc3f21f1dde03f8e8;
+    \weights$191 [41] = 64'hfc25f30ac8de10f4;
+    \weights$191 [42] = 64'ha81f0a09dbc7e0d3;
+    \weights$191 [43] = 64'h371f19252e9a19bb;
+    \weights$191 [44] = 64'h4aaa151190b0f0e1;
+    \weights$191 [45] = 64'hcdf94c0ab9f0ce14;
+    \weights$191 [46] = 64'h9920ff0dd5f1d624;
+    \weights$191 [47] = 64'h2e3ef1daf21924ea;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$185 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$191 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$185 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$191 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$185 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$191 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$185 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$191 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$185 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$191 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$185 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$191 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$185 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$191 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$185 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$191 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$185 [\$8 [5:0]];
+      _4_ <= \weights$191 [\$8 [5:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1451,7 +1475,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$132  = \$131  + saturated[3];
   assign \$133  = layer0_saturations + \$132 ;
   assign \$134  = reserved + starting;
-  assign \$135  = r_en & entries__valid;
+  assign \$135  = r_en & i__valid;
   assign \$136  = \$134  - \$135 ;
   always @(posedge clk)
     layer0_weights_reads <= \$137 ;
@@ -1568,7 +1592,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     old_pool_c4_3 <= \$193 ;
   always @(posedge clk)
-    \trace$174  <= \$194 ;
+    \trace$180  <= \$194 ;
   always @(posedge clk)
     layer0_events <= \$195 ;
   always @(posedge clk)
@@ -1577,12 +1601,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$197 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$57 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1613,10 +1647,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$121 ),
+    .items__ready(\items__ready$127 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1626,31 +1660,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .params(params_c3[7:0]),
-    .saturated(\saturated$150 )
+    .saturated(\saturated$156 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$156 ),
+    .abs_at_least(\gate$162 ),
     .acc(\acc$45 ),
-    .h_new(\new$153 ),
-    .hold(\hold$154 ),
+    .h_new(\new$159 ),
+    .hold(\hold$160 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$157 )
+    .saturated(\saturated$163 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$163 ),
+    .abs_at_least(\gate$169 ),
     .acc(\acc$48 ),
-    .h_new(\new$160 ),
-    .hold(\hold$161 ),
+    .h_new(\new$166 ),
+    .hold(\hold$167 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$164 )
+    .saturated(\saturated$170 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$170 ),
+    .abs_at_least(\gate$176 ),
     .acc(\acc$51 ),
-    .h_new(\new$167 ),
-    .hold(\hold$168 ),
+    .h_new(\new$173 ),
+    .hold(\hold$174 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$171 )
+    .saturated(\saturated$177 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1818,21 +1852,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \port__data$142 ;
+    \$152  = \port__data$148 ;
     if (rst) begin
       \$152  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$143 ;
+    \$153  = \port__data$149 ;
     if (rst) begin
       \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \port__data$145 ;
+    \$154  = \port__data$151 ;
     if (rst) begin
       \$154  = 96'h000000000000000000000000;
     end
@@ -1902,7 +1936,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \saturated$150 ;
+    \$164  = \saturated$156 ;
     if (rst) begin
       \$164  = 1'h0;
     end
@@ -1923,7 +1957,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \new$153 ;
+    \$167  = \new$159 ;
     if (rst) begin
       \$167  = 16'h0000;
     end
@@ -1937,14 +1971,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \hold$154 ;
+    \$169  = \hold$160 ;
     if (rst) begin
       \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$153 ;
+    \$170  = \new$159 ;
     if (rst) begin
       \$170  = 16'h0000;
     end
@@ -1958,14 +1992,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \gate$156 ;
+    \$172  = \gate$162 ;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \saturated$157 ;
+    \$173  = \saturated$163 ;
     if (rst) begin
       \$173  = 1'h0;
     end
@@ -1986,7 +2020,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \new$160 ;
+    \$176  = \new$166 ;
     if (rst) begin
       \$176  = 16'h0000;
     end
@@ -2000,14 +2034,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \hold$161 ;
+    \$178  = \hold$167 ;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \new$160 ;
+    \$179  = \new$166 ;
     if (rst) begin
       \$179  = 16'h0000;
     end
@@ -2021,14 +2055,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \gate$163 ;
+    \$181  = \gate$169 ;
     if (rst) begin
       \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \saturated$164 ;
+    \$182  = \saturated$170 ;
     if (rst) begin
       \$182  = 1'h0;
     end
@@ -2049,7 +2083,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \new$167 ;
+    \$185  = \new$173 ;
     if (rst) begin
       \$185  = 16'h0000;
     end
@@ -2063,14 +2097,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \hold$168 ;
+    \$187  = \hold$174 ;
     if (rst) begin
       \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \new$167 ;
+    \$188  = \new$173 ;
     if (rst) begin
       \$188  = 16'h0000;
     end
@@ -2084,14 +2118,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \gate$170 ;
+    \$190  = \gate$176 ;
     if (rst) begin
       \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \saturated$171 ;
+    \$191  = \saturated$177 ;
     if (rst) begin
       \$191  = 1'h0;
     end
@@ -2171,20 +2205,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign pool_3 = \$77 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$57 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$120  = events__payload;
-  assign events__ready = \items__ready$121 ;
-  assign \items__valid$124  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$126  = events__payload;
+  assign events__ready = \items__ready$127 ;
+  assign \items__valid$130  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$155  = \new$153 ;
-  assign \potential$159  = 16'h0000;
-  assign \out$162  = \new$160 ;
-  assign \potential$166  = 16'h0000;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
+  assign \out$161  = \new$159 ;
+  assign \potential$165  = 16'h0000;
+  assign \out$168  = \new$166 ;
+  assign \potential$172  = 16'h0000;
+  assign \out$175  = \new$173 ;
+  assign \potential$179  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2332,6 +2369,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[101:100];
+  assign \i__payload.marker  = i__payload[102];
+  assign \i__payload.seq_end  = i__payload[103];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -2341,14 +2387,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[101:100];
   assign \entries__payload.marker  = entries__payload[102];
   assign \entries__payload.seq_end  = entries__payload[103];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[99:4];
+  assign \o__payload.value[0]  = entries__payload[27:4];
+  assign \o__payload.value[1]  = entries__payload[51:28];
+  assign \o__payload.value[2]  = entries__payload[75:52];
+  assign \o__payload.value[3]  = entries__payload[99:76];
+  assign \o__payload.group  = entries__payload[101:100];
+  assign \o__payload.marker  = entries__payload[102];
+  assign \o__payload.seq_end  = entries__payload[103];
   assign \events__payload.index  = events__payload[3:0];
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$120.index  = events__payload[3:0];
-  assign \items__payload$120.value  = events__payload[27:4];
-  assign \items__payload$120.step_end  = events__payload[28];
-  assign \items__payload$120.seq_end  = events__payload[29];
+  assign \items__payload$126.index  = events__payload[3:0];
+  assign \items__payload$126.value  = events__payload[27:4];
+  assign \items__payload$126.step_end  = events__payload[28];
+  assign \items__payload$126.seq_end  = events__payload[29];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2365,23 +2420,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$153.h  = \new$153 ;
-  assign \new$160.h  = \new$160 ;
-  assign \new$167.h  = \new$167 ;
-  assign \trace$174.valid  = \trace$174 [0];
-  assign \trace$174.group  = \trace$174 [2:1];
-  assign \trace$174.step_end  = \trace$174 [3];
-  assign \trace$174.seq_end  = \trace$174 [4];
-  assign \trace$174.state  = \trace$174 [68:5];
-  assign \trace$174.state[0]  = \trace$174 [20:5];
-  assign \trace$174.state[1]  = \trace$174 [36:21];
-  assign \trace$174.state[2]  = \trace$174 [52:37];
-  assign \trace$174.state[3]  = \trace$174 [68:53];
-  assign \trace$174.gate  = \trace$174 [72:69];
-  assign \trace$174.gate[0]  = \trace$174 [69];
-  assign \trace$174.gate[1]  = \trace$174 [70];
-  assign \trace$174.gate[2]  = \trace$174 [71];
-  assign \trace$174.gate[3]  = \trace$174 [72];
+  assign \new$159.h  = \new$159 ;
+  assign \new$166.h  = \new$166 ;
+  assign \new$173.h  = \new$173 ;
+  assign \trace$180.valid  = \trace$180 [0];
+  assign \trace$180.group  = \trace$180 [2:1];
+  assign \trace$180.step_end  = \trace$180 [3];
+  assign \trace$180.seq_end  = \trace$180 [4];
+  assign \trace$180.state  = \trace$180 [68:5];
+  assign \trace$180.state[0]  = \trace$180 [20:5];
+  assign \trace$180.state[1]  = \trace$180 [36:21];
+  assign \trace$180.state[2]  = \trace$180 [52:37];
+  assign \trace$180.state[3]  = \trace$180 [68:53];
+  assign \trace$180.gate  = \trace$180 [72:69];
+  assign \trace$180.gate[0]  = \trace$180 [69];
+  assign \trace$180.gate[1]  = \trace$180 [70];
+  assign \trace$180.gate[2]  = \trace$180 [71];
+  assign \trace$180.gate[3]  = \trace$180 [72];
   assign entry[103] = slot_c4[13];
   assign entry[102] = \$89 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -2478,7 +2533,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2660,8 +2715,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [103:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [103:0] \$8 ;
+  input clk;
+  wire clk;
+  input [103:0] i__payload;
+  wire [103:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 104'h00000000000000000000000000 *)
+  wire [103:0] main;
+  wire [1:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [95:0] \main.value ;
+  wire [23:0] \main.value[0] ;
+  wire [23:0] \main.value[1] ;
+  wire [23:0] \main.value[2] ;
+  wire [23:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [103:0] o__payload;
+  reg [103:0] o__payload = 104'h00000000000000000000000000;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [103:0] skid = 104'h00000000000000000000000000;
+  wire [1:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [95:0] \skid.value ;
+  wire [23:0] \skid.value[0] ;
+  wire [23:0] \skid.value[1] ;
+  wire [23:0] \skid.value[2] ;
+  wire [23:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 104'h00000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 104'h00000000000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[99:4];
+  assign \o__payload.value[0]  = o__payload[27:4];
+  assign \o__payload.value[1]  = o__payload[51:28];
+  assign \o__payload.value[2]  = o__payload[75:52];
+  assign \o__payload.value[3]  = o__payload[99:76];
+  assign \o__payload.group  = o__payload[101:100];
+  assign \o__payload.marker  = o__payload[102];
+  assign \o__payload.seq_end  = o__payload[103];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[99:4];
+  assign \main.value[0]  = o__payload[27:4];
+  assign \main.value[1]  = o__payload[51:28];
+  assign \main.value[2]  = o__payload[75:52];
+  assign \main.value[3]  = o__payload[99:76];
+  assign \main.group  = o__payload[101:100];
+  assign \main.marker  = o__payload[102];
+  assign \main.seq_end  = o__payload[103];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[99:4];
+  assign \skid.value[0]  = skid[27:4];
+  assign \skid.value[1]  = skid[51:28];
+  assign \skid.value[2]  = skid[75:52];
+  assign \skid.value[3]  = skid[99:76];
+  assign \skid.group  = skid[101:100];
+  assign \skid.marker  = skid[102];
+  assign \skid.seq_end  = skid[103];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[101:100];
+  assign \i__payload.marker  = i__payload[102];
+  assign \i__payload.seq_end  = i__payload[103];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2960,7 +3192,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2970,14 +3202,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2986,28 +3218,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3022,7 +3254,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3034,7 +3266,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3065,7 +3297,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3080,7 +3312,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3098,7 +3330,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3116,7 +3348,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3134,7 +3366,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3146,7 +3378,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3158,7 +3390,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [26:1] = meta[26:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3176,7 +3408,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3195,7 +3427,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3215,7 +3447,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3228,7 +3460,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3246,7 +3478,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3264,7 +3496,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3285,7 +3517,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3298,7 +3530,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3311,7 +3543,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3323,7 +3555,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3337,7 +3569,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3351,7 +3583,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3409,7 +3641,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3650,21 +3882,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3681,245 +3913,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -3952,8 +4184,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4036,7 +4268,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4047,7 +4279,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4064,7 +4296,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4084,7 +4316,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4110,7 +4342,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4147,90 +4379,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (hold, saturated, acc, params, abs_at_least, h_new);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [9:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(1'h0) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4314,7 +4462,7 @@ module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
+module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4398,7 +4546,7 @@ module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
+module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4482,8 +4630,92 @@ module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4544,7 +4776,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4559,7 +4791,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4574,7 +4806,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4588,7 +4820,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4620,7 +4852,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5168,63 +5400,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -5234,63 +5466,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$89  = slot_c2a;
     if (rst) begin
       \$89  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$90  = slot_c2b;
     if (rst) begin
       \$90  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$91  = argmax_1_0_logit;
     if (rst) begin
       \$91  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$92  = argmax_1_0_lane;
     if (rst) begin
       \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$93  = acc;
     if (rst) begin
       \$93  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$94  = slot_c3;
     if (rst) begin
       \$94  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$95  = finalize;
     if (rst) begin
       \$95  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$96  = best_logit;
     if (\$77 ) begin
       \$96  = group_logit;
@@ -5300,7 +5532,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$97  = best_class;
     if (\$77 ) begin
       \$97  = \$58 [3:0];
@@ -5310,7 +5542,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$98  = \$80 [3:0];
     if (rst) begin
       \$98  = 4'h0;
@@ -5489,7 +5721,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -5797,7 +6029,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5807,14 +6039,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5823,28 +6055,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5859,7 +6091,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5871,7 +6103,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5902,7 +6134,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5917,7 +6149,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5935,7 +6167,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5953,7 +6185,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5971,7 +6203,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5983,7 +6215,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -5995,7 +6227,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6013,7 +6245,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6032,7 +6264,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6052,7 +6284,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6065,7 +6297,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6083,7 +6315,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6101,7 +6333,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6122,7 +6354,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6135,7 +6367,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6148,7 +6380,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6160,7 +6392,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6174,7 +6406,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6188,7 +6420,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6247,7 +6479,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [35:0] \$11 ;
@@ -6388,70 +6620,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$20  = seeds[35:0];
     if (rst) begin
       \$20  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [35:0] = \$3 [35:0];
@@ -6464,84 +6696,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$25  = seeds[71:36];
     if (rst) begin
       \$25  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$29  = seeds[107:72];
     if (rst) begin
       \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = seeds[143:108];
     if (rst) begin
       \$33  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 36'h000000000;
@@ -6563,7 +6795,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6691,7 +6923,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6701,7 +6933,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6711,7 +6943,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6724,7 +6956,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -362,7 +362,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$104 (events__ready),
+    .\items__ready$110 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -382,7 +382,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$153 (trace_0)
+    .\trace$159 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -401,7 +401,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\i__valid$37 ),
     .items__payload(\items__payload$27 ),
     .items__ready(o__ready),
-    .\items__ready$128 (\events__ready$35 ),
+    .\items__ready$134 (\events__ready$35 ),
     .items__valid(\items__valid$31 ),
     .layer1_acc_reads(layer1_acc_reads),
     .layer1_acc_writes(layer1_acc_writes),
@@ -425,7 +425,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$182 (trace_1)
+    .\trace$188 (trace_1)
   );
   \accelerator.layer1_slice  layer1_slice (
     .clk(clk),
@@ -772,7 +772,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$104 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$153 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -968,21 +968,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$135 ;
-  wire \gate$142 ;
-  wire \gate$149 ;
+  wire \gate$141 ;
+  wire \gate$148 ;
+  wire \gate$155 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$133 ;
-  wire \hold$140 ;
-  wire \hold$147 ;
+  wire \hold$139 ;
+  wire \hold$146 ;
+  wire \hold$153 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [75:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [67:0] \i__payload.value ;
+  wire [16:0] \i__payload.value[0] ;
+  wire [16:0] \i__payload.value[1] ;
+  wire [16:0] \i__payload.value[2] ;
+  wire [16:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -990,23 +1002,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$103 ;
-  wire [3:0] \items__payload$103.index ;
-  wire \items__payload$103.seq_end ;
-  wire \items__payload$103.step_end ;
-  wire [16:0] \items__payload$103.value ;
+  wire [22:0] \items__payload$109 ;
+  wire [3:0] \items__payload$109.index ;
+  wire \items__payload$109.seq_end ;
+  wire \items__payload$109.step_end ;
+  wire [16:0] \items__payload$109.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$104 ;
-  wire \items__ready$104 ;
+  input \items__ready$110 ;
+  wire \items__ready$110 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$107 ;
+  wire \items__valid$113 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -1044,12 +1056,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$132 ;
-  wire [15:0] \new$132.h ;
-  wire [15:0] \new$139 ;
-  wire [15:0] \new$139.h ;
-  wire [15:0] \new$146 ;
-  wire [15:0] \new$146.h ;
+  wire [15:0] \new$138 ;
+  wire [15:0] \new$138.h ;
+  wire [15:0] \new$145 ;
+  wire [15:0] \new$145.h ;
+  wire [15:0] \new$152 ;
+  wire [15:0] \new$152.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -1059,6 +1071,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [75:0] o__payload;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [67:0] \o__payload.value ;
+  wire [16:0] \o__payload.value[0] ;
+  wire [16:0] \o__payload.value[1] ;
+  wire [16:0] \o__payload.value[2] ;
+  wire [16:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$45 ;
   wire [15:0] \old$45.h ;
@@ -1080,9 +1104,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$134 ;
-  wire [15:0] \out$141 ;
-  wire [15:0] \out$148 ;
+  wire [15:0] \out$140 ;
+  wire [15:0] \out$147 ;
+  wire [15:0] \out$154 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1114,8 +1138,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$123 ;
-  wire [63:0] \port__data$124 ;
+  wire [31:0] \port__data$129 ;
+  wire [63:0] \port__data$130 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -1129,9 +1153,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$138 ;
-  wire [15:0] \potential$145 ;
-  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$144 ;
+  wire [15:0] \potential$151 ;
+  wire [15:0] \potential$158 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1143,10 +1167,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$129 ;
-  wire \saturated$136 ;
-  wire \saturated$143 ;
-  wire \saturated$150 ;
+  wire \saturated$135 ;
+  wire \saturated$142 ;
+  wire \saturated$149 ;
+  wire \saturated$156 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1239,22 +1263,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$153 ;
-  reg [72:0] \trace$153  = 73'h0000000000000000000;
-  wire [3:0] \trace$153.gate ;
-  wire \trace$153.gate[0] ;
-  wire \trace$153.gate[1] ;
-  wire \trace$153.gate[2] ;
-  wire \trace$153.gate[3] ;
-  wire [1:0] \trace$153.group ;
-  wire \trace$153.seq_end ;
-  wire [63:0] \trace$153.state ;
-  wire [15:0] \trace$153.state[0] ;
-  wire [15:0] \trace$153.state[1] ;
-  wire [15:0] \trace$153.state[2] ;
-  wire [15:0] \trace$153.state[3] ;
-  wire \trace$153.step_end ;
-  wire \trace$153.valid ;
+  output [72:0] \trace$159 ;
+  reg [72:0] \trace$159  = 73'h0000000000000000000;
+  wire [3:0] \trace$159.gate ;
+  wire \trace$159.gate[0] ;
+  wire \trace$159.gate[1] ;
+  wire \trace$159.gate[2] ;
+  wire \trace$159.gate[3] ;
+  wire [1:0] \trace$159.group ;
+  wire \trace$159.seq_end ;
+  wire [63:0] \trace$159.state ;
+  wire [15:0] \trace$159.state[0] ;
+  wire [15:0] \trace$159.state[1] ;
+  wire [15:0] \trace$159.state[2] ;
+  wire [15:0] \trace$159.state[3] ;
+  wire \trace$159.step_end ;
+  wire \trace$159.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1317,30 +1341,30 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$166  [3:0];
+  reg [31:0] \params$172  [3:0];
   initial begin
-    \params$166 [0] = 32'd1278888003;
-    \params$166 [1] = 32'd1431065406;
-    \params$166 [2] = 32'd1026964811;
-    \params$166 [3] = 32'd1011302220;
+    \params$172 [0] = 32'd1278888003;
+    \params$172 [1] = 32'd1431065406;
+    \params$172 [2] = 32'd1026964811;
+    \params$172 [3] = 32'd1011302220;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$166 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$172 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$166 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$172 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$166 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$172 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$166 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$172 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$166 [\port__addr$33 ];
+      _1_ <= \params$172 [\port__addr$33 ];
     end
   end
-  assign \port__data$123  = _1_;
+  assign \port__data$129  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1358,80 +1382,80 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$124  = _2_;
-  reg [63:0] \weights$164  [47:0];
+  assign \port__data$130  = _2_;
+  reg [63:0] \weights$170  [47:0];
   initial begin
-    \weights$164 [0] = 64'hfcd4d61bbdbc00d7;
-    \weights$164 [1] = 64'h9f5d384f5fb8fc13;
-    \weights$164 [2] = 64'h45381b660ac4ffc5;
-    \weights$164 [3] = 64'hb51cc7d910f400bc;
-    \weights$164 [4] = 64'h02ea14e7d0f70405;
-    \weights$164 [5] = 64'he0bbb21d0f33f80c;
-    \weights$164 [6] = 64'hb40cdcdebeb8f0f9;
-    \weights$164 [7] = 64'h00b71e3ae0f3fa12;
-    \weights$164 [8] = 64'h30d212dbe238f8ff;
-    \weights$164 [9] = 64'heccc4ad40c29f709;
-    \weights$164 [10] = 64'hb910e2ea3106fdfb;
-    \weights$164 [11] = 64'hf619f5ab0655f00d;
-    \weights$164 [12] = 64'h27fbeb16264fac8c;
-    \weights$164 [13] = 64'h0a1322110866cf2d;
-    \weights$164 [14] = 64'h25e3cf70f6f9db03;
-    \weights$164 [15] = 64'hd3c91859af22f537;
-    \weights$164 [16] = 64'he90f0effc00bc13d;
-    \weights$164 [17] = 64'hb9c640db15fb12f4;
-    \weights$164 [18] = 64'h1439fa0a11d22a1f;
-    \weights$164 [19] = 64'he951eeacbb3747e9;
-    \weights$164 [20] = 64'hff531ab1117cdd4b;
-    \weights$164 [21] = 64'hfb613751cd140613;
-    \weights$164 [22] = 64'he8edb12c02f1f1c3;
-    \weights$164 [23] = 64'he3bdf4873ae2fcb5;
-    \weights$164 [24] = 64'h08ee2944dd3c0b4f;
-    \weights$164 [25] = 64'hee0be903dde2f31d;
-    \weights$164 [26] = 64'h1023e0e3e1a11586;
-    \weights$164 [27] = 64'h04eabc44033ef3bb;
-    \weights$164 [28] = 64'hc6f061d608cf0b3e;
-    \weights$164 [29] = 64'h100d28001343fb42;
-    \weights$164 [30] = 64'h28f4fceb9e22c8e2;
-    \weights$164 [31] = 64'h192622a401d500f7;
-    \weights$164 [32] = 64'hec4318d058d40dca;
-    \weights$164 [33] = 64'h08f54ad2eafda61b;
-    \weights$164 [34] = 64'he7071aeb24581813;
-    \weights$164 [35] = 64'h2c0732ff461643e8;
-    \weights$164 [36] = 64'hd1c640ee2c41eca9;
-    \weights$164 [37] = 64'h27e156d449e506c6;
-    \weights$164 [38] = 64'hf45a254c00cce9d0;
-    \weights$164 [39] = 64'h0d003afda4d424d5;
-    \weights$164 [40] = 64'hed36303b90eae9c6;
-    \weights$164 [41] = 64'hff3c0be9ccf2258a;
-    \weights$164 [42] = 64'hf1236a9dd1c5c4bf;
-    \weights$164 [43] = 64'h12f3455e4caad7c0;
-    \weights$164 [44] = 64'h309408fded27f0ed;
-    \weights$164 [45] = 64'h0e50118dad47ca1d;
-    \weights$164 [46] = 64'hd62e3f11bed2b227;
-    \weights$164 [47] = 64'h442b23e118ef28cc;
+    \weights$170 [0] = 64'hfcd4d61bbdbc00d7;
+    \weights$170 [1] = 64'h9f5d384f5fb8fc13;
+    \weights$170 [2] = 64'h45381b660ac4ffc5;
+    \weights$170 [3] = 64'hb51cc7d910f400bc;
+    \weights$170 [4] = 64'h02ea14e7d0f70405;
+    \weights$170 [5] = 64'he0bbb21d0f33f80c;
+    \weights$170 [6] = 64'hb40cdcdebeb8f0f9;
+    \weights$170 [7] = 64'h00b71e3ae0f3fa12;
+    \weights$170 [8] = 64'h30d212dbe238f8ff;
+    \weights$170 [9] = 64'heccc4ad40c29f709;
+    \weights$170 [10] = 64'hb910e2ea3106fdfb;
+    \weights$170 [11] = 64'hf619f5ab0655f00d;
+    \weights$170 [12] = 64'h27fbeb16264fac8c;
+    \weights$170 [13] = 64'h0a1322110866cf2d;
+    \weights$170 [14] = 64'h25e3cf70f6f9db03;
+    \weights$170 [15] = 64'hd3c91859af22f537;
+    \weights$170 [16] = 64'he90f0effc00bc13d;
+    \weights$170 [17] = 64'hb9c640db15fb12f4;
+    \weights$170 [18] = 64'h1439fa0a11d22a1f;
+    \weights$170 [19] = 64'he951eeacbb3747e9;
+    \weights$170 [20] = 64'hff531ab1117cdd4b;
+    \weights$170 [21] = 64'hfb613751cd140613;
+    \weights$170 [22] = 64'he8edb12c02f1f1c3;
+    \weights$170 [23] = 64'he3bdf4873ae2fcb5;
+    \weights$170 [24] = 64'h08ee2944dd3c0b4f;
+    \weights$170 [25] = 64'hee0be903dde2f31d;
+    \weights$170 [26] = 64'h1023e0e3e1a11586;
+    \weights$170 [27] = 64'h04eabc44033ef3bb;
+    \weights$170 [28] = 64'hc6f061d608cf0b3e;
+    \weights$170 [29] = 64'h100d28001343fb42;
+    \weights$170 [30] = 64'h28f4fceb9e22c8e2;
+    \weights$170 [31] = 64'h192622a401d500f7;
+    \weights$170 [32] = 64'hec4318d058d40dca;
+    \weights$170 [33] = 64'h08f54ad2eafda61b;
+    \weights$170 [34] = 64'he7071aeb24581813;
+    \weights$170 [35] = 64'h2c0732ff461643e8;
+    \weights$170 [36] = 64'hd1c640ee2c41eca9;
+    \weights$170 [37] = 64'h27e156d449e506c6;
+    \weights$170 [38] = 64'hf45a254c00cce9d0;
+    \weights$170 [39] = 64'h0d003afda4d424d5;
+    \weights$170 [40] = 64'hed36303b90eae9c6;
+    \weights$170 [41] = 64'hff3c0be9ccf2258a;
+    \weights$170 [42] = 64'hf1236a9dd1c5c4bf;
+    \weights$170 [43] = 64'h12f3455e4caad7c0;
+    \weights$170 [44] = 64'h309408fded27f0ed;
+    \weights$170 [45] = 64'h0e50118dad47ca1d;
+    \weights$170 [46] = 64'hd62e3f11bed2b227;
+    \weights$170 [47] = 64'h442b23e118ef28cc;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$164 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$170 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$164 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$170 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$164 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$170 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$164 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$170 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$164 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$170 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$164 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$170 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$164 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$170 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$164 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$170 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$164 [\$8 [5:0]];
+      _3_ <= \weights$170 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1507,7 +1531,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$67  = \$66  + saturated[3];
   assign \$68  = layer0_saturations + \$67 ;
   assign \$69  = reserved + starting;
-  assign \$70  = r_en & entries__valid;
+  assign \$70  = r_en & i__valid;
   assign \$71  = \$69  - \$70 ;
   always @(posedge clk)
     layer0_weights_reads <= \$72 ;
@@ -1610,7 +1634,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     potential_c4_3 <= \$121 ;
   always @(posedge clk)
-    \trace$153  <= \$122 ;
+    \trace$159  <= \$122 ;
   always @(posedge clk)
     layer0_events <= \$123 ;
   always @(posedge clk)
@@ -1619,12 +1643,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$125 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$55 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1655,10 +1689,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$104 ),
+    .items__ready(\items__ready$110 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1669,34 +1703,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$129 )
+    .saturated(\saturated$135 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$135 ),
+    .abs_at_least(\gate$141 ),
     .acc(\acc$43 ),
-    .h_new(\new$132 ),
-    .hold(\hold$133 ),
+    .h_new(\new$138 ),
+    .hold(\hold$139 ),
     .old(\old$45 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$136 )
+    .saturated(\saturated$142 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$142 ),
+    .abs_at_least(\gate$148 ),
     .acc(\acc$46 ),
-    .h_new(\new$139 ),
-    .hold(\hold$140 ),
+    .h_new(\new$145 ),
+    .hold(\hold$146 ),
     .old(\old$48 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$143 )
+    .saturated(\saturated$149 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$149 ),
+    .abs_at_least(\gate$155 ),
     .acc(\acc$49 ),
-    .h_new(\new$146 ),
-    .hold(\hold$147 ),
+    .h_new(\new$152 ),
+    .hold(\hold$153 ),
     .old(\old$51 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$150 )
+    .saturated(\saturated$156 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1836,14 +1870,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \port__data$123 ;
+    \$85  = \port__data$129 ;
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \port__data$124 ;
+    \$86  = \port__data$130 ;
     if (rst) begin
       \$86  = 64'h0000000000000000;
     end
@@ -1913,7 +1947,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \saturated$129 ;
+    \$96  = \saturated$135 ;
     if (rst) begin
       \$96  = 1'h0;
     end
@@ -1927,7 +1961,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \new$132 ;
+    \$98  = \new$138 ;
     if (rst) begin
       \$98  = 16'h0000;
     end
@@ -1941,14 +1975,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \hold$133 ;
+    \$100  = \hold$139 ;
     if (rst) begin
       \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \new$132 ;
+    \$101  = \new$138 ;
     if (rst) begin
       \$101  = 16'h0000;
     end
@@ -1962,14 +1996,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \gate$135 ;
+    \$103  = \gate$141 ;
     if (rst) begin
       \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$136 ;
+    \$104  = \saturated$142 ;
     if (rst) begin
       \$104  = 1'h0;
     end
@@ -1983,7 +2017,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$139 ;
+    \$106  = \new$145 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
@@ -1997,14 +2031,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$140 ;
+    \$108  = \hold$146 ;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$139 ;
+    \$109  = \new$145 ;
     if (rst) begin
       \$109  = 16'h0000;
     end
@@ -2018,14 +2052,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$142 ;
+    \$111  = \gate$148 ;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$143 ;
+    \$112  = \saturated$149 ;
     if (rst) begin
       \$112  = 1'h0;
     end
@@ -2039,7 +2073,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$146 ;
+    \$114  = \new$152 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
@@ -2053,14 +2087,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$147 ;
+    \$116  = \hold$153 ;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$146 ;
+    \$117  = \new$152 ;
     if (rst) begin
       \$117  = 16'h0000;
     end
@@ -2074,14 +2108,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$149 ;
+    \$119  = \gate$155 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$150 ;
+    \$120  = \saturated$156 ;
     if (rst) begin
       \$120  = 1'h0;
     end
@@ -2148,20 +2182,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign finalize4 = \port__en$55 ;
   assign w_data = entry;
   assign w_en = \port__en$55 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$103  = events__payload;
-  assign events__ready = \items__ready$104 ;
-  assign \items__valid$107  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$109  = events__payload;
+  assign events__ready = \items__ready$110 ;
+  assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$134  = \new$132 ;
-  assign \potential$138  = 16'h0000;
-  assign \out$141  = \new$139 ;
-  assign \potential$145  = 16'h0000;
-  assign \out$148  = \new$146 ;
-  assign \potential$152  = 16'h0000;
+  assign \out$140  = \new$138 ;
+  assign \potential$144  = 16'h0000;
+  assign \out$147  = \new$145 ;
+  assign \potential$151  = 16'h0000;
+  assign \out$154  = \new$152 ;
+  assign \potential$158  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2309,6 +2346,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[71:4];
+  assign \i__payload.value[0]  = i__payload[20:4];
+  assign \i__payload.value[1]  = i__payload[37:21];
+  assign \i__payload.value[2]  = i__payload[54:38];
+  assign \i__payload.value[3]  = i__payload[71:55];
+  assign \i__payload.group  = i__payload[73:72];
+  assign \i__payload.marker  = i__payload[74];
+  assign \i__payload.seq_end  = i__payload[75];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[71:4];
   assign \entries__payload.value[0]  = entries__payload[20:4];
@@ -2318,14 +2364,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[73:72];
   assign \entries__payload.marker  = entries__payload[74];
   assign \entries__payload.seq_end  = entries__payload[75];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[71:4];
+  assign \o__payload.value[0]  = entries__payload[20:4];
+  assign \o__payload.value[1]  = entries__payload[37:21];
+  assign \o__payload.value[2]  = entries__payload[54:38];
+  assign \o__payload.value[3]  = entries__payload[71:55];
+  assign \o__payload.group  = entries__payload[73:72];
+  assign \o__payload.marker  = entries__payload[74];
+  assign \o__payload.seq_end  = entries__payload[75];
   assign \events__payload.index  = events__payload[3:0];
   assign \events__payload.value  = events__payload[20:4];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$103.index  = events__payload[3:0];
-  assign \items__payload$103.value  = events__payload[20:4];
-  assign \items__payload$103.step_end  = events__payload[21];
-  assign \items__payload$103.seq_end  = events__payload[22];
+  assign \items__payload$109.index  = events__payload[3:0];
+  assign \items__payload$109.value  = events__payload[20:4];
+  assign \items__payload$109.step_end  = events__payload[21];
+  assign \items__payload$109.seq_end  = events__payload[22];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2338,23 +2393,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[26:19];
   assign \new.h  = \new ;
-  assign \new$132.h  = \new$132 ;
-  assign \new$139.h  = \new$139 ;
-  assign \new$146.h  = \new$146 ;
-  assign \trace$153.valid  = \trace$153 [0];
-  assign \trace$153.group  = \trace$153 [2:1];
-  assign \trace$153.step_end  = \trace$153 [3];
-  assign \trace$153.seq_end  = \trace$153 [4];
-  assign \trace$153.state  = \trace$153 [68:5];
-  assign \trace$153.state[0]  = \trace$153 [20:5];
-  assign \trace$153.state[1]  = \trace$153 [36:21];
-  assign \trace$153.state[2]  = \trace$153 [52:37];
-  assign \trace$153.state[3]  = \trace$153 [68:53];
-  assign \trace$153.gate  = \trace$153 [72:69];
-  assign \trace$153.gate[0]  = \trace$153 [69];
-  assign \trace$153.gate[1]  = \trace$153 [70];
-  assign \trace$153.gate[2]  = \trace$153 [71];
-  assign \trace$153.gate[3]  = \trace$153 [72];
+  assign \new$138.h  = \new$138 ;
+  assign \new$145.h  = \new$145 ;
+  assign \new$152.h  = \new$152 ;
+  assign \trace$159.valid  = \trace$159 [0];
+  assign \trace$159.group  = \trace$159 [2:1];
+  assign \trace$159.step_end  = \trace$159 [3];
+  assign \trace$159.seq_end  = \trace$159 [4];
+  assign \trace$159.state  = \trace$159 [68:5];
+  assign \trace$159.state[0]  = \trace$159 [20:5];
+  assign \trace$159.state[1]  = \trace$159 [36:21];
+  assign \trace$159.state[2]  = \trace$159 [52:37];
+  assign \trace$159.state[3]  = \trace$159 [68:53];
+  assign \trace$159.gate  = \trace$159 [72:69];
+  assign \trace$159.gate[0]  = \trace$159 [69];
+  assign \trace$159.gate[1]  = \trace$159 [70];
+  assign \trace$159.gate[2]  = \trace$159 [71];
+  assign \trace$159.gate[3]  = \trace$159 [72];
   assign entry[75] = slot_c4[13];
   assign entry[74] = \$33 ;
   assign entry[73:72] = slot_c4[2:1];
@@ -2443,7 +2498,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2625,8 +2680,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [75:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [75:0] \$8 ;
+  input clk;
+  wire clk;
+  input [75:0] i__payload;
+  wire [75:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [67:0] \i__payload.value ;
+  wire [16:0] \i__payload.value[0] ;
+  wire [16:0] \i__payload.value[1] ;
+  wire [16:0] \i__payload.value[2] ;
+  wire [16:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 76'h0000000000000000000 *)
+  wire [75:0] main;
+  wire [1:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [67:0] \main.value ;
+  wire [16:0] \main.value[0] ;
+  wire [16:0] \main.value[1] ;
+  wire [16:0] \main.value[2] ;
+  wire [16:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [75:0] o__payload;
+  reg [75:0] o__payload = 76'h0000000000000000000;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [67:0] \o__payload.value ;
+  wire [16:0] \o__payload.value[0] ;
+  wire [16:0] \o__payload.value[1] ;
+  wire [16:0] \o__payload.value[2] ;
+  wire [16:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [75:0] skid = 76'h0000000000000000000;
+  wire [1:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [67:0] \skid.value ;
+  wire [16:0] \skid.value[0] ;
+  wire [16:0] \skid.value[1] ;
+  wire [16:0] \skid.value[2] ;
+  wire [16:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 76'h0000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[71:4];
+  assign \o__payload.value[0]  = o__payload[20:4];
+  assign \o__payload.value[1]  = o__payload[37:21];
+  assign \o__payload.value[2]  = o__payload[54:38];
+  assign \o__payload.value[3]  = o__payload[71:55];
+  assign \o__payload.group  = o__payload[73:72];
+  assign \o__payload.marker  = o__payload[74];
+  assign \o__payload.seq_end  = o__payload[75];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[71:4];
+  assign \main.value[0]  = o__payload[20:4];
+  assign \main.value[1]  = o__payload[37:21];
+  assign \main.value[2]  = o__payload[54:38];
+  assign \main.value[3]  = o__payload[71:55];
+  assign \main.group  = o__payload[73:72];
+  assign \main.marker  = o__payload[74];
+  assign \main.seq_end  = o__payload[75];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[71:4];
+  assign \skid.value[0]  = skid[20:4];
+  assign \skid.value[1]  = skid[37:21];
+  assign \skid.value[2]  = skid[54:38];
+  assign \skid.value[3]  = skid[71:55];
+  assign \skid.group  = skid[73:72];
+  assign \skid.marker  = skid[74];
+  assign \skid.seq_end  = skid[75];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[71:4];
+  assign \i__payload.value[0]  = i__payload[20:4];
+  assign \i__payload.value[1]  = i__payload[37:21];
+  assign \i__payload.value[2]  = i__payload[54:38];
+  assign \i__payload.value[3]  = i__payload[71:55];
+  assign \i__payload.group  = i__payload[73:72];
+  assign \i__payload.marker  = i__payload[74];
+  assign \i__payload.seq_end  = i__payload[75];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2925,7 +3157,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2935,14 +3167,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2951,28 +3183,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2987,7 +3219,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2999,7 +3231,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3030,7 +3262,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3045,7 +3277,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3063,7 +3295,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3081,7 +3313,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3099,7 +3331,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3111,7 +3343,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3123,7 +3355,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [26:1] = meta[26:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3141,7 +3373,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3160,7 +3392,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3180,7 +3412,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3193,7 +3425,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3211,7 +3443,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3229,7 +3461,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3250,7 +3482,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3263,7 +3495,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3276,7 +3508,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3288,7 +3520,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3302,7 +3534,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3316,7 +3548,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3374,7 +3606,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3615,21 +3847,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3646,245 +3878,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -3917,8 +4149,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4001,7 +4233,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4012,7 +4244,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 23'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4029,7 +4261,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4049,7 +4281,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4075,7 +4307,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4112,94 +4344,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4287,7 +4431,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4375,7 +4519,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4463,8 +4607,96 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4525,7 +4757,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4540,7 +4772,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4555,7 +4787,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4569,7 +4801,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4600,9 +4832,9 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$182 , layer1_events
+module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$188 , layer1_events
 , layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -4883,21 +5115,33 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$164 ;
-  wire \gate$171 ;
-  wire \gate$178 ;
+  wire \gate$170 ;
+  wire \gate$177 ;
+  wire \gate$184 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$162 ;
-  wire \hold$169 ;
-  wire \hold$176 ;
+  wire \hold$168 ;
+  wire \hold$175 ;
+  wire \hold$182 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [103:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [22:0] items__payload;
   wire [22:0] items__payload;
   wire [22:0] \items__payload$1 ;
@@ -4905,23 +5149,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [16:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$127 ;
-  wire [3:0] \items__payload$127.index ;
-  wire \items__payload$127.seq_end ;
-  wire \items__payload$127.step_end ;
-  wire [23:0] \items__payload$127.value ;
+  wire [29:0] \items__payload$133 ;
+  wire [3:0] \items__payload$133.index ;
+  wire \items__payload$133.seq_end ;
+  wire \items__payload$133.step_end ;
+  wire [23:0] \items__payload$133.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [16:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$128 ;
-  wire \items__ready$128 ;
+  input \items__ready$134 ;
+  wire \items__ready$134 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$131 ;
+  wire \items__valid$137 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer1_acc_reads;
@@ -4967,12 +5211,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   output [31:0] layer1_weights_writes;
   reg [31:0] layer1_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$161 ;
-  wire [15:0] \new$161.h ;
-  wire [15:0] \new$168 ;
-  wire [15:0] \new$168.h ;
-  wire [15:0] \new$175 ;
-  wire [15:0] \new$175.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
+  wire [15:0] \new$174 ;
+  wire [15:0] \new$174.h ;
+  wire [15:0] \new$181 ;
+  wire [15:0] \new$181.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -4982,6 +5226,18 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [103:0] o__payload;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$54 ;
   wire [15:0] \old$54.h ;
@@ -5007,9 +5263,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$163 ;
-  wire [15:0] \out$170 ;
-  wire [15:0] \out$177 ;
+  wire [15:0] \out$169 ;
+  wire [15:0] \out$176 ;
+  wire [15:0] \out$183 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -5059,9 +5315,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
-  wire [31:0] \port__data$150 ;
-  wire [63:0] \port__data$151 ;
-  wire [95:0] \port__data$153 ;
+  wire [31:0] \port__data$156 ;
+  wire [63:0] \port__data$157 ;
+  wire [95:0] \port__data$159 ;
   wire [63:0] \port__data$32 ;
   wire [127:0] \port__data$35 ;
   wire [223:0] \port__data$36 ;
@@ -5082,9 +5338,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   (* init = 1'h0 *)
   wire \port__en$67 ;
   wire [15:0] potential;
-  wire [15:0] \potential$167 ;
-  wire [15:0] \potential$174 ;
-  wire [15:0] \potential$181 ;
+  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$180 ;
+  wire [15:0] \potential$187 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -5096,10 +5352,10 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$158 ;
-  wire \saturated$165 ;
-  wire \saturated$172 ;
-  wire \saturated$179 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
+  wire \saturated$178 ;
+  wire \saturated$185 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -5192,22 +5448,22 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$182 ;
-  reg [72:0] \trace$182  = 73'h0000000000000000000;
-  wire [3:0] \trace$182.gate ;
-  wire \trace$182.gate[0] ;
-  wire \trace$182.gate[1] ;
-  wire \trace$182.gate[2] ;
-  wire \trace$182.gate[3] ;
-  wire [1:0] \trace$182.group ;
-  wire \trace$182.seq_end ;
-  wire [63:0] \trace$182.state ;
-  wire [15:0] \trace$182.state[0] ;
-  wire [15:0] \trace$182.state[1] ;
-  wire [15:0] \trace$182.state[2] ;
-  wire [15:0] \trace$182.state[3] ;
-  wire \trace$182.step_end ;
-  wire \trace$182.valid ;
+  output [72:0] \trace$188 ;
+  reg [72:0] \trace$188  = 73'h0000000000000000000;
+  wire [3:0] \trace$188.gate ;
+  wire \trace$188.gate[0] ;
+  wire \trace$188.gate[1] ;
+  wire \trace$188.gate[2] ;
+  wire \trace$188.gate[3] ;
+  wire [1:0] \trace$188.group ;
+  wire \trace$188.seq_end ;
+  wire [63:0] \trace$188.state ;
+  wire [15:0] \trace$188.state[0] ;
+  wire [15:0] \trace$188.state[1] ;
+  wire [15:0] \trace$188.state[2] ;
+  wire [15:0] \trace$188.state[3] ;
+  wire \trace$188.step_end ;
+  wire \trace$188.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -5238,21 +5494,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  reg [223:0] \acc$197  [3:0];
+  reg [223:0] \acc$203  [3:0];
   initial begin
-    \acc$197 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$197 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$197 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$197 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$203 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$203 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$203 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$203 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$197 [slot_c3[2:1]] <= \port__data$45 ;
+      \acc$203 [slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [223:0] _0_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _0_ <= \acc$197 [\port__addr$26 ];
+      _0_ <= \acc$203 [\port__addr$26 ];
     end
   end
   assign \port__data$36  = _0_;
@@ -5288,30 +5544,30 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   assign \port__data$35  = _1_;
-  reg [31:0] \params$195  [3:0];
+  reg [31:0] \params$201  [3:0];
   initial begin
-    \params$195 [0] = 32'd1010511169;
-    \params$195 [1] = 32'd725956668;
-    \params$195 [2] = 32'd960906304;
-    \params$195 [3] = 32'd1128217413;
+    \params$201 [0] = 32'd1010511169;
+    \params$201 [1] = 32'd725956668;
+    \params$201 [2] = 32'd960906304;
+    \params$201 [3] = 32'd1128217413;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$195 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$201 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$195 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$201 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$195 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$201 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$195 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$201 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _2_ <= \params$195 [\port__addr$38 ];
+      _2_ <= \params$201 [\port__addr$38 ];
     end
   end
-  assign \port__data$150  = _2_;
+  assign \port__data$156  = _2_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -5329,7 +5585,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
       _3_ <= pool[\port__addr$40 ];
     end
   end
-  assign \port__data$153  = _3_;
+  assign \port__data$159  = _3_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -5347,96 +5603,96 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
       _4_ <= state[\port__addr$39 ];
     end
   end
-  assign \port__data$151  = _4_;
-  reg [63:0] \weights$193  [63:0];
+  assign \port__data$157  = _4_;
+  reg [63:0] \weights$199  [63:0];
   initial begin
-    \weights$193 [0] = 64'he72335f1d3353609;
-    \weights$193 [1] = 64'hdb0ccc92da0b3a24;
-    \weights$193 [2] = 64'h021a02270edf3810;
-    \weights$193 [3] = 64'hf195d12c50f0d345;
-    \weights$193 [4] = 64'hc5d4e437e4123319;
-    \weights$193 [5] = 64'hf7c01a6820ca65ed;
-    \weights$193 [6] = 64'h43200dbd082e0705;
-    \weights$193 [7] = 64'hf72dd57bd3d2d253;
-    \weights$193 [8] = 64'h022ff5eca8ad361b;
-    \weights$193 [9] = 64'h38ecdf25c2c2c6bf;
-    \weights$193 [10] = 64'h0f20f1cb3bef08e0;
-    \weights$193 [11] = 64'hcecf3ce3ee2b2ae2;
-    \weights$193 [12] = 64'h07bbe4ad0ed207ea;
-    \weights$193 [13] = 64'hfe0a01f312370110;
-    \weights$193 [14] = 64'h98fdc81a1acadfd8;
-    \weights$193 [15] = 64'h0e142ed93814f912;
-    \weights$193 [16] = 64'h22f9c8f5caca3cd6;
-    \weights$193 [17] = 64'hf9efeef4dca74cf5;
-    \weights$193 [18] = 64'h2c42e0100b3502db;
-    \weights$193 [19] = 64'hec49a909edfb352d;
-    \weights$193 [20] = 64'h01d0d3e924d1dc0f;
-    \weights$193 [21] = 64'h1be219122560432c;
-    \weights$193 [22] = 64'h64b5103f412ca03f;
-    \weights$193 [23] = 64'hb21ef2b5b959dc5e;
-    \weights$193 [24] = 64'h03f1574830632bc6;
-    \weights$193 [25] = 64'hfce12ae9e7dc21e2;
-    \weights$193 [26] = 64'he6ebea223811caf4;
-    \weights$193 [27] = 64'hf103d7dcbe1b3f0d;
-    \weights$193 [28] = 64'h2aedd8bde3b71d5e;
-    \weights$193 [29] = 64'hcc18e1d22a15cdd3;
-    \weights$193 [30] = 64'h34b3f824fec20209;
-    \weights$193 [31] = 64'h16e9fee206262ff7;
-    \weights$193 [32] = 64'h4ab400d3fac8da06;
-    \weights$193 [33] = 64'hd82a2da200c22f45;
-    \weights$193 [34] = 64'h091d0209befddee6;
-    \weights$193 [35] = 64'h0710e0634801fe4c;
-    \weights$193 [36] = 64'hedc5e7d2f8da4ddd;
-    \weights$193 [37] = 64'h0642cbbfed440355;
-    \weights$193 [38] = 64'h172a39ddd6061097;
-    \weights$193 [39] = 64'he029b2e840d409d6;
-    \weights$193 [40] = 64'hed84f5e20b13ec17;
-    \weights$193 [41] = 64'h03edeee5361106e0;
-    \weights$193 [42] = 64'hfcde1f11fc2a0601;
-    \weights$193 [43] = 64'h1633c80b0533d4fb;
-    \weights$193 [44] = 64'h31d3354630df0eee;
-    \weights$193 [45] = 64'h31ea473504c60cf9;
-    \weights$193 [46] = 64'heb46130b190af861;
-    \weights$193 [47] = 64'hf1ebfcd33f2bfa07;
-    \weights$193 [48] = 64'h3b1107e5c1e8daec;
-    \weights$193 [49] = 64'h3356e51d13cebcff;
-    \weights$193 [50] = 64'h3de44e050c27cc0d;
-    \weights$193 [51] = 64'hf2eb4de23b7123b1;
-    \weights$193 [52] = 64'hcf01bcf02ec01120;
-    \weights$193 [53] = 64'h3f22af6526a71936;
-    \weights$193 [54] = 64'h2d1f61c540392404;
-    \weights$193 [55] = 64'h3fc5e13f3fe5d853;
-    \weights$193 [56] = 64'h365017fdf2f63616;
-    \weights$193 [57] = 64'hbc43c4f6f60153f8;
-    \weights$193 [58] = 64'h340bcd27bd0fe30b;
-    \weights$193 [59] = 64'hcb3628f3e4eb2d21;
-    \weights$193 [60] = 64'h57e01b1918eaf2c9;
-    \weights$193 [61] = 64'hd739c0cae4c9343c;
-    \weights$193 [62] = 64'haba7f3df69e9ef11;
-    \weights$193 [63] = 64'hfeedc6d51e2228a8;
+    \weights$199 [0] = 64'he72335f1d3353609;
+    \weights$199 [1] = 64'hdb0ccc92da0b3a24;
+    \weights$199 [2] = 64'h021a02270edf3810;
+    \weights$199 [3] = 64'hf195d12c50f0d345;
+    \weights$199 [4] = 64'hc5d4e437e4123319;
+    \weights$199 [5] = 64'hf7c01a6820ca65ed;
+    \weights$199 [6] = 64'h43200dbd082e0705;
+    \weights$199 [7] = 64'hf72dd57bd3d2d253;
+    \weights$199 [8] = 64'h022ff5eca8ad361b;
+    \weights$199 [9] = 64'h38ecdf25c2c2c6bf;
+    \weights$199 [10] = 64'h0f20f1cb3bef08e0;
+    \weights$199 [11] = 64'hcecf3ce3ee2b2ae2;
+    \weights$199 [12] = 64'h07bbe4ad0ed207ea;
+    \weights$199 [13] = 64'hfe0a01f312370110;
+    \weights$199 [14] = 64'h98fdc81a1acadfd8;
+    \weights$199 [15] = 64'h0e142ed93814f912;
+    \weights$199 [16] = 64'h22f9c8f5caca3cd6;
+    \weights$199 [17] = 64'hf9efeef4dca74cf5;
+    \weights$199 [18] = 64'h2c42e0100b3502db;
+    \weights$199 [19] = 64'hec49a909edfb352d;
+    \weights$199 [20] = 64'h01d0d3e924d1dc0f;
+    \weights$199 [21] = 64'h1be219122560432c;
+    \weights$199 [22] = 64'h64b5103f412ca03f;
+    \weights$199 [23] = 64'hb21ef2b5b959dc5e;
+    \weights$199 [24] = 64'h03f1574830632bc6;
+    \weights$199 [25] = 64'hfce12ae9e7dc21e2;
+    \weights$199 [26] = 64'he6ebea223811caf4;
+    \weights$199 [27] = 64'hf103d7dcbe1b3f0d;
+    \weights$199 [28] = 64'h2aedd8bde3b71d5e;
+    \weights$199 [29] = 64'hcc18e1d22a15cdd3;
+    \weights$199 [30] = 64'h34b3f824fec20209;
+    \weights$199 [31] = 64'h16e9fee206262ff7;
+    \weights$199 [32] = 64'h4ab400d3fac8da06;
+    \weights$199 [33] = 64'hd82a2da200c22f45;
+    \weights$199 [34] = 64'h091d0209befddee6;
+    \weights$199 [35] = 64'h0710e0634801fe4c;
+    \weights$199 [36] = 64'hedc5e7d2f8da4ddd;
+    \weights$199 [37] = 64'h0642cbbfed440355;
+    \weights$199 [38] = 64'h172a39ddd6061097;
+    \weights$199 [39] = 64'he029b2e840d409d6;
+    \weights$199 [40] = 64'hed84f5e20b13ec17;
+    \weights$199 [41] = 64'h03edeee5361106e0;
+    \weights$199 [42] = 64'hfcde1f11fc2a0601;
+    \weights$199 [43] = 64'h1633c80b0533d4fb;
+    \weights$199 [44] = 64'h31d3354630df0eee;
+    \weights$199 [45] = 64'h31ea473504c60cf9;
+    \weights$199 [46] = 64'heb46130b190af861;
+    \weights$199 [47] = 64'hf1ebfcd33f2bfa07;
+    \weights$199 [48] = 64'h3b1107e5c1e8daec;
+    \weights$199 [49] = 64'h3356e51d13cebcff;
+    \weights$199 [50] = 64'h3de44e050c27cc0d;
+    \weights$199 [51] = 64'hf2eb4de23b7123b1;
+    \weights$199 [52] = 64'hcf01bcf02ec01120;
+    \weights$199 [53] = 64'h3f22af6526a71936;
+    \weights$199 [54] = 64'h2d1f61c540392404;
+    \weights$199 [55] = 64'h3fc5e13f3fe5d853;
+    \weights$199 [56] = 64'h365017fdf2f63616;
+    \weights$199 [57] = 64'hbc43c4f6f60153f8;
+    \weights$199 [58] = 64'h340bcd27bd0fe30b;
+    \weights$199 [59] = 64'hcb3628f3e4eb2d21;
+    \weights$199 [60] = 64'h57e01b1918eaf2c9;
+    \weights$199 [61] = 64'hd739c0cae4c9343c;
+    \weights$199 [62] = 64'haba7f3df69e9ef11;
+    \weights$199 [63] = 64'hfeedc6d51e2228a8;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$193 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$199 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$193 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$199 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$193 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$199 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$193 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$199 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$193 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$199 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$193 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$199 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$193 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$199 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$193 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$199 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _5_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _5_ <= \weights$193 [\$8 [5:0]];
+      _5_ <= \weights$199 [\$8 [5:0]];
     end
   end
   assign \port__data$32  = _5_;
@@ -5590,7 +5846,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   assign \$145  = \$144  + saturated[3];
   assign \$146  = layer1_saturations + \$145 ;
   assign \$147  = reserved + starting;
-  assign \$148  = r_en & entries__valid;
+  assign \$148  = r_en & i__valid;
   assign \$149  = \$147  - \$148 ;
   always @(posedge clk)
     layer1_weights_reads <= \$150 ;
@@ -5711,7 +5967,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   always @(posedge clk)
     old_pool_c4_3 <= \$208 ;
   always @(posedge clk)
-    \trace$182  <= \$209 ;
+    \trace$188  <= \$209 ;
   always @(posedge clk)
     layer1_events <= \$210 ;
   always @(posedge clk)
@@ -5720,12 +5976,22 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     reserved <= \$212 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$64 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer1.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer1.issue  issue (
     .clk(clk),
@@ -5756,10 +6022,10 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   \accelerator.layer1.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$128 ),
+    .items__ready(\items__ready$134 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -5770,44 +6036,44 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$158 )
+    .saturated(\saturated$164 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .abs_at_least(\gate$164 ),
+    .abs_at_least(\gate$170 ),
     .acc(\acc$52 ),
-    .h_new(\new$161 ),
-    .hold(\hold$162 ),
+    .h_new(\new$167 ),
+    .hold(\hold$168 ),
     .old(\old$54 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$165 )
+    .saturated(\saturated$171 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .abs_at_least(\gate$171 ),
+    .abs_at_least(\gate$177 ),
     .acc(\acc$55 ),
-    .h_new(\new$168 ),
-    .hold(\hold$169 ),
+    .h_new(\new$174 ),
+    .hold(\hold$175 ),
     .old(\old$57 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$172 )
+    .saturated(\saturated$178 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .abs_at_least(\gate$178 ),
+    .abs_at_least(\gate$184 ),
     .acc(\acc$58 ),
-    .h_new(\new$175 ),
-    .hold(\hold$176 ),
+    .h_new(\new$181 ),
+    .hold(\hold$182 ),
     .old(\old$60 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$179 )
+    .saturated(\saturated$185 )
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$17  = 1'h0;
     if (\$11 ) begin
       (* full_case = 32'd1 *)
@@ -5818,21 +6084,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$18  = 1'h0;
     if (\$20 ) begin
       \port__en$18  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$19  = 1'h0;
     if (\$20 ) begin
       \port__en$19  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$20  = 1'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -5841,14 +6107,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$21  = 1'h0;
     if (\$20 ) begin
       \port__en$21  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__addr$26  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
@@ -5857,126 +6123,126 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__addr$38  = 2'h0;
     if (\$20 ) begin
       \port__addr$38  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__addr$39  = 2'h0;
     if (\$20 ) begin
       \port__addr$39  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__addr$40  = 2'h0;
     if (\$20 ) begin
       \port__addr$40  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$150  = \$99 [31:0];
     if (rst) begin
       \$150  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$151  = \$102 [31:0];
     if (rst) begin
       \$151  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$152  = \$104 [31:0];
     if (rst) begin
       \$152  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$153  = \$107 [31:0];
     if (rst) begin
       \$153  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$154  = \$109 [31:0];
     if (rst) begin
       \$154  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$155  = \$112 [31:0];
     if (rst) begin
       \$155  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$156  = \$114 [31:0];
     if (rst) begin
       \$156  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$157  = \$117 [31:0];
     if (rst) begin
       \$157  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$158  = \$119 [31:0];
     if (rst) begin
       \$158  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$159  = \$122 [31:0];
     if (rst) begin
       \$159  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$160  = \$124 [31:0];
     if (rst) begin
       \$160  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$161  = \$127 [31:0];
     if (rst) begin
       \$161  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$162  = slot;
     if (rst) begin
       \$162  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$163  = use_acc;
     if (rst) begin
       \$163  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$164  = layer1_macs;
     if (\$131 ) begin
       \$164  = \$132 [31:0];
@@ -5986,322 +6252,322 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$165  = slot_c2;
     if (rst) begin
       \$165  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$166  = slot_c2a;
     if (rst) begin
       \$166  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$167  = \port__data$150 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$167  = \port__data$156 ;
     if (rst) begin
       \$167  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$168  = \port__data$151 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$168  = \port__data$157 ;
     if (rst) begin
       \$168  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$169  = \port__data$153 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$169  = \port__data$159 ;
     if (rst) begin
       \$169  = 96'h000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$170  = slot_c2b;
     if (rst) begin
       \$170  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$171  = slot_c3;
     if (rst) begin
       \$171  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$172  = finalize;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$173  = \new ;
     if (rst) begin
       \$173  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$174  = old;
     if (rst) begin
       \$174  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$175  = hold;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$176  = \new ;
     if (rst) begin
       \$176  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$177  = old;
     if (rst) begin
       \$177  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$178  = gate;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$179  = \saturated$158 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$179  = \saturated$164 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$180  = 16'h0000;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$181  = \$133 ;
     if (rst) begin
       \$181  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$182  = \new$161 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$182  = \new$167 ;
     if (rst) begin
       \$182  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$183  = \old$54 ;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$184  = \hold$162 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$184  = \hold$168 ;
     if (rst) begin
       \$184  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$185  = \new$161 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$185  = \new$167 ;
     if (rst) begin
       \$185  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$186  = \old$54 ;
     if (rst) begin
       \$186  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$187  = \gate$164 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$187  = \gate$170 ;
     if (rst) begin
       \$187  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$188  = \saturated$165 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$188  = \saturated$171 ;
     if (rst) begin
       \$188  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$189  = 16'h0000;
     if (rst) begin
       \$189  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$190  = \$134 ;
     if (rst) begin
       \$190  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$191  = \new$168 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$191  = \new$174 ;
     if (rst) begin
       \$191  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$192  = \old$57 ;
     if (rst) begin
       \$192  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$193  = \hold$169 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$193  = \hold$175 ;
     if (rst) begin
       \$193  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$194  = \new$168 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$194  = \new$174 ;
     if (rst) begin
       \$194  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$195  = \old$57 ;
     if (rst) begin
       \$195  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$196  = \gate$171 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$196  = \gate$177 ;
     if (rst) begin
       \$196  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$197  = \saturated$172 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$197  = \saturated$178 ;
     if (rst) begin
       \$197  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$198  = 16'h0000;
     if (rst) begin
       \$198  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$199  = \$135 ;
     if (rst) begin
       \$199  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$200  = \new$175 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$200  = \new$181 ;
     if (rst) begin
       \$200  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$201  = \old$60 ;
     if (rst) begin
       \$201  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$202  = \hold$176 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$202  = \hold$182 ;
     if (rst) begin
       \$202  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$203  = \new$175 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$203  = \new$181 ;
     if (rst) begin
       \$203  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$204  = \old$60 ;
     if (rst) begin
       \$204  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$205  = \gate$178 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$205  = \gate$184 ;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$206  = \saturated$179 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$206  = \saturated$185 ;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$207  = 16'h0000;
     if (rst) begin
       \$207  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$208  = \$136 ;
     if (rst) begin
       \$208  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$209  = trace;
     if (rst) begin
       \$209  = 73'h0000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$210  = layer1_events;
     if (\port__en$64 ) begin
       \$210  = \$141 [31:0];
@@ -6311,7 +6577,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$211  = layer1_saturations;
     if (\port__en$64 ) begin
       \$211  = \$146 [31:0];
@@ -6321,7 +6587,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$212  = \$149 [3:0];
     if (rst) begin
       \$212  = 4'h0;
@@ -6355,20 +6621,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   assign pool_3 = \$85 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$64 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$127  = events__payload;
-  assign events__ready = \items__ready$128 ;
-  assign \items__valid$131  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$133  = events__payload;
+  assign events__ready = \items__ready$134 ;
+  assign \items__valid$137  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$163  = \new$161 ;
-  assign \potential$167  = 16'h0000;
-  assign \out$170  = \new$168 ;
-  assign \potential$174  = 16'h0000;
-  assign \out$177  = \new$175 ;
-  assign \potential$181  = 16'h0000;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
+  assign \out$176  = \new$174 ;
+  assign \potential$180  = 16'h0000;
+  assign \out$183  = \new$181 ;
+  assign \potential$187  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -6516,6 +6785,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[101:100];
+  assign \i__payload.marker  = i__payload[102];
+  assign \i__payload.seq_end  = i__payload[103];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -6525,14 +6803,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   assign \entries__payload.group  = entries__payload[101:100];
   assign \entries__payload.marker  = entries__payload[102];
   assign \entries__payload.seq_end  = entries__payload[103];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[99:4];
+  assign \o__payload.value[0]  = entries__payload[27:4];
+  assign \o__payload.value[1]  = entries__payload[51:28];
+  assign \o__payload.value[2]  = entries__payload[75:52];
+  assign \o__payload.value[3]  = entries__payload[99:76];
+  assign \o__payload.group  = entries__payload[101:100];
+  assign \o__payload.marker  = entries__payload[102];
+  assign \o__payload.seq_end  = entries__payload[103];
   assign \events__payload.index  = events__payload[3:0];
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$127.index  = events__payload[3:0];
-  assign \items__payload$127.value  = events__payload[27:4];
-  assign \items__payload$127.step_end  = events__payload[28];
-  assign \items__payload$127.seq_end  = events__payload[29];
+  assign \items__payload$133.index  = events__payload[3:0];
+  assign \items__payload$133.value  = events__payload[27:4];
+  assign \items__payload$133.step_end  = events__payload[28];
+  assign \items__payload$133.seq_end  = events__payload[29];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[9:3];
@@ -6549,23 +6836,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$161.h  = \new$161 ;
-  assign \new$168.h  = \new$168 ;
-  assign \new$175.h  = \new$175 ;
-  assign \trace$182.valid  = \trace$182 [0];
-  assign \trace$182.group  = \trace$182 [2:1];
-  assign \trace$182.step_end  = \trace$182 [3];
-  assign \trace$182.seq_end  = \trace$182 [4];
-  assign \trace$182.state  = \trace$182 [68:5];
-  assign \trace$182.state[0]  = \trace$182 [20:5];
-  assign \trace$182.state[1]  = \trace$182 [36:21];
-  assign \trace$182.state[2]  = \trace$182 [52:37];
-  assign \trace$182.state[3]  = \trace$182 [68:53];
-  assign \trace$182.gate  = \trace$182 [72:69];
-  assign \trace$182.gate[0]  = \trace$182 [69];
-  assign \trace$182.gate[1]  = \trace$182 [70];
-  assign \trace$182.gate[2]  = \trace$182 [71];
-  assign \trace$182.gate[3]  = \trace$182 [72];
+  assign \new$167.h  = \new$167 ;
+  assign \new$174.h  = \new$174 ;
+  assign \new$181.h  = \new$181 ;
+  assign \trace$188.valid  = \trace$188 [0];
+  assign \trace$188.group  = \trace$188 [2:1];
+  assign \trace$188.step_end  = \trace$188 [3];
+  assign \trace$188.seq_end  = \trace$188 [4];
+  assign \trace$188.state  = \trace$188 [68:5];
+  assign \trace$188.state[0]  = \trace$188 [20:5];
+  assign \trace$188.state[1]  = \trace$188 [36:21];
+  assign \trace$188.state[2]  = \trace$188 [52:37];
+  assign \trace$188.state[3]  = \trace$188 [68:53];
+  assign \trace$188.gate  = \trace$188 [72:69];
+  assign \trace$188.gate[0]  = \trace$188 [69];
+  assign \trace$188.gate[1]  = \trace$188 [70];
+  assign \trace$188.gate[2]  = \trace$188 [71];
+  assign \trace$188.gate[3]  = \trace$188 [72];
   assign entry[103] = slot_c4[14];
   assign entry[102] = \$97 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -6671,8 +6958,8 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$128 , \config , ite
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6800,7 +7087,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6810,7 +7097,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6820,7 +7107,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6833,7 +7120,7 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -6853,8 +7140,185 @@ module \accelerator.layer1.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
+module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [103:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [103:0] \$8 ;
+  input clk;
+  wire clk;
+  input [103:0] i__payload;
+  wire [103:0] i__payload;
+  wire [1:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 104'h00000000000000000000000000 *)
+  wire [103:0] main;
+  wire [1:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [95:0] \main.value ;
+  wire [23:0] \main.value[0] ;
+  wire [23:0] \main.value[1] ;
+  wire [23:0] \main.value[2] ;
+  wire [23:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [103:0] o__payload;
+  reg [103:0] o__payload = 104'h00000000000000000000000000;
+  wire [1:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [103:0] skid = 104'h00000000000000000000000000;
+  wire [1:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [95:0] \skid.value ;
+  wire [23:0] \skid.value[0] ;
+  wire [23:0] \skid.value[1] ;
+  wire [23:0] \skid.value[2] ;
+  wire [23:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 104'h00000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 104'h00000000000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[99:4];
+  assign \o__payload.value[0]  = o__payload[27:4];
+  assign \o__payload.value[1]  = o__payload[51:28];
+  assign \o__payload.value[2]  = o__payload[75:52];
+  assign \o__payload.value[3]  = o__payload[99:76];
+  assign \o__payload.group  = o__payload[101:100];
+  assign \o__payload.marker  = o__payload[102];
+  assign \o__payload.seq_end  = o__payload[103];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[99:4];
+  assign \main.value[0]  = o__payload[27:4];
+  assign \main.value[1]  = o__payload[51:28];
+  assign \main.value[2]  = o__payload[75:52];
+  assign \main.value[3]  = o__payload[99:76];
+  assign \main.group  = o__payload[101:100];
+  assign \main.marker  = o__payload[102];
+  assign \main.seq_end  = o__payload[103];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[99:4];
+  assign \skid.value[0]  = skid[27:4];
+  assign \skid.value[1]  = skid[51:28];
+  assign \skid.value[2]  = skid[75:52];
+  assign \skid.value[3]  = skid[99:76];
+  assign \skid.group  = skid[101:100];
+  assign \skid.marker  = skid[102];
+  assign \skid.seq_end  = skid[103];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[101:100];
+  assign \i__payload.marker  = i__payload[102];
+  assign \i__payload.seq_end  = i__payload[103];
+endmodule
+
+(* generator = "Amaranth" *)
 module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -7162,7 +7626,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -7172,14 +7636,14 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -7188,28 +7652,28 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -7224,7 +7688,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$56  = layer1_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -7236,7 +7700,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7267,7 +7731,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7282,7 +7746,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7300,7 +7764,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7318,7 +7782,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7336,7 +7800,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7348,7 +7812,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7360,7 +7824,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -7378,7 +7842,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7397,7 +7861,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7417,7 +7881,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7430,7 +7894,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7448,7 +7912,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7466,7 +7930,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7487,7 +7951,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7500,7 +7964,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7513,7 +7977,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$73  = layer1_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7525,7 +7989,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$74  = layer1_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7539,7 +8003,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -7553,7 +8017,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$76  = layer1_steps;
     if (issue) begin
       if (last_slot) begin
@@ -7612,7 +8076,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [24:0] \$1 ;
   wire [24:0] \$10 ;
   wire [27:0] \$11 ;
@@ -7853,21 +8317,21 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$32  = seeds[27:0];
     if (rst) begin
       \$32  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [27:0] = \$3 [27:0];
@@ -7884,245 +8348,245 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$37  = seeds[55:28];
     if (rst) begin
       \$37  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$41  = seeds[83:56];
     if (rst) begin
       \$41  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$45  = seeds[111:84];
     if (rst) begin
       \$45  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$49  = seeds[139:112];
     if (rst) begin
       \$49  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$53  = seeds[167:140];
     if (rst) begin
       \$53  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$57  = seeds[195:168];
     if (rst) begin
       \$57  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$61  = seeds[223:196];
     if (rst) begin
       \$61  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 25'h0000000;
@@ -8155,8 +8619,8 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -8239,7 +8703,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -8250,7 +8714,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -8267,7 +8731,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -8287,7 +8751,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -8313,7 +8777,7 @@ module \accelerator.layer1.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -8350,182 +8814,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [28:0] abs_diff;
-  wire [28:0] abs_sum;
-  input [55:0] acc;
-  wire [55:0] acc;
-  wire [27:0] \acc.cand ;
-  wire [27:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
-  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[27], acc[55] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[27:0];
-  assign \acc.thr  = acc[55:28];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [28:0] abs_diff;
-  wire [28:0] abs_sum;
-  input [55:0] acc;
-  wire [55:0] acc;
-  wire [27:0] \acc.cand ;
-  wire [27:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
-  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[27], acc[55] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[27:0];
-  assign \acc.thr  = acc[55:28];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8613,7 +8901,7 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8701,8 +8989,184 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
+  input [55:0] acc;
+  wire [55:0] acc;
+  wire [27:0] \acc.cand ;
+  wire [27:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[27:0];
+  assign \acc.thr  = acc[55:28];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [28:0] abs_diff;
+  wire [28:0] abs_sum;
+  input [55:0] acc;
+  wire [55:0] acc;
+  wire [27:0] \acc.cand ;
+  wire [27:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[27:0]) - $signed(acc[55:28]);
+  assign abs_sum = $signed(acc[27:0]) + $signed(acc[55:28]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[27:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[27], acc[55] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[27:0];
+  assign \acc.thr  = acc[55:28];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -8763,7 +9227,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -8778,7 +9242,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -8793,7 +9257,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -8807,7 +9271,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -8839,7 +9303,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -9387,63 +9851,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -9453,63 +9917,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$89  = slot_c2a;
     if (rst) begin
       \$89  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$90  = slot_c2b;
     if (rst) begin
       \$90  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$91  = argmax_1_0_logit;
     if (rst) begin
       \$91  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$92  = argmax_1_0_lane;
     if (rst) begin
       \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$93  = acc;
     if (rst) begin
       \$93  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$94  = slot_c3;
     if (rst) begin
       \$94  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$95  = finalize;
     if (rst) begin
       \$95  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$96  = best_logit;
     if (\$77 ) begin
       \$96  = group_logit;
@@ -9519,7 +9983,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$97  = best_class;
     if (\$77 ) begin
       \$97  = \$58 [3:0];
@@ -9529,7 +9993,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     \$98  = \$80 [3:0];
     if (rst) begin
       \$98  = 4'h0;
@@ -9708,7 +10172,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -10016,7 +10480,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -10026,14 +10490,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -10042,28 +10506,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -10078,7 +10542,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -10090,7 +10554,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10121,7 +10585,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10136,7 +10600,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10154,7 +10618,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10172,7 +10636,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10190,7 +10654,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10202,7 +10666,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10214,7 +10678,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -10232,7 +10696,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10251,7 +10715,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10271,7 +10735,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10284,7 +10748,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10302,7 +10766,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10320,7 +10784,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10341,7 +10805,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10354,7 +10818,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10367,7 +10831,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -10379,7 +10843,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -10393,7 +10857,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -10407,7 +10871,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -10466,7 +10930,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [35:0] \$11 ;
@@ -10607,70 +11071,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$20  = seeds[35:0];
     if (rst) begin
       \$20  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [35:0] = \$3 [35:0];
@@ -10683,84 +11147,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$25  = seeds[71:36];
     if (rst) begin
       \$25  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$29  = seeds[107:72];
     if (rst) begin
       \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$33  = seeds[143:108];
     if (rst) begin
       \$33  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 36'h000000000;
@@ -10782,7 +11246,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -10910,7 +11374,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -10920,7 +11384,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -10930,7 +11394,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -10943,7 +11407,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -259,7 +259,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$121 (events__ready),
+    .\items__ready$127 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$174 (trace_0)
+    .\trace$180 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -800,21 +800,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$156 ;
-  wire [6:0] \gate$163 ;
-  wire [6:0] \gate$170 ;
+  wire [6:0] \gate$162 ;
+  wire [6:0] \gate$169 ;
+  wire [6:0] \gate$176 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$154 ;
-  wire \hold$161 ;
-  wire \hold$168 ;
+  wire \hold$160 ;
+  wire \hold$167 ;
+  wire \hold$174 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [104:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -822,23 +834,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$120 ;
-  wire [4:0] \items__payload$120.index ;
-  wire \items__payload$120.seq_end ;
-  wire \items__payload$120.step_end ;
-  wire [23:0] \items__payload$120.value ;
+  wire [30:0] \items__payload$126 ;
+  wire [4:0] \items__payload$126.index ;
+  wire \items__payload$126.seq_end ;
+  wire \items__payload$126.step_end ;
+  wire [23:0] \items__payload$126.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$121 ;
-  wire \items__ready$121 ;
+  input \items__ready$127 ;
+  wire \items__ready$127 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$124 ;
+  wire \items__valid$130 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -880,12 +892,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$153 ;
-  wire [15:0] \new$153.h ;
-  wire [15:0] \new$160 ;
-  wire [15:0] \new$160.h ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
+  wire [15:0] \new$159 ;
+  wire [15:0] \new$159.h ;
+  wire [15:0] \new$166 ;
+  wire [15:0] \new$166.h ;
+  wire [15:0] \new$173 ;
+  wire [15:0] \new$173.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -895,6 +907,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [104:0] o__payload;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$47 ;
   wire [15:0] \old$47.h ;
@@ -920,9 +944,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$155 ;
-  wire [15:0] \out$162 ;
-  wire [15:0] \out$169 ;
+  wire [15:0] \out$161 ;
+  wire [15:0] \out$168 ;
+  wire [15:0] \out$175 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -977,10 +1001,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$59 ;
   wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [55:0] \port__data$142 ;
-  wire [63:0] \port__data$143 ;
-  wire [95:0] \port__data$145 ;
+  wire [55:0] \port__data$148 ;
+  wire [63:0] \port__data$149 ;
   wire [55:0] \port__data$15 ;
+  wire [95:0] \port__data$151 ;
   wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -997,9 +1021,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$159 ;
-  wire [15:0] \potential$166 ;
-  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$165 ;
+  wire [15:0] \potential$172 ;
+  wire [15:0] \potential$179 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1011,10 +1035,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$150 ;
-  wire \saturated$157 ;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
+  wire \saturated$156 ;
+  wire \saturated$163 ;
+  wire \saturated$170 ;
+  wire \saturated$177 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1107,22 +1131,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$174 ;
-  reg [97:0] \trace$174  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$174.gate ;
-  wire [6:0] \trace$174.gate[0] ;
-  wire [6:0] \trace$174.gate[1] ;
-  wire [6:0] \trace$174.gate[2] ;
-  wire [6:0] \trace$174.gate[3] ;
-  wire [2:0] \trace$174.group ;
-  wire \trace$174.seq_end ;
-  wire [63:0] \trace$174.state ;
-  wire [15:0] \trace$174.state[0] ;
-  wire [15:0] \trace$174.state[1] ;
-  wire [15:0] \trace$174.state[2] ;
-  wire [15:0] \trace$174.state[3] ;
-  wire \trace$174.step_end ;
-  wire \trace$174.valid ;
+  output [97:0] \trace$180 ;
+  reg [97:0] \trace$180  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$180.gate ;
+  wire [6:0] \trace$180.gate[0] ;
+  wire [6:0] \trace$180.gate[1] ;
+  wire [6:0] \trace$180.gate[2] ;
+  wire [6:0] \trace$180.gate[3] ;
+  wire [2:0] \trace$180.group ;
+  wire \trace$180.seq_end ;
+  wire [63:0] \trace$180.state ;
+  wire [15:0] \trace$180.state[0] ;
+  wire [15:0] \trace$180.state[1] ;
+  wire [15:0] \trace$180.state[2] ;
+  wire [15:0] \trace$180.state[3] ;
+  wire \trace$180.step_end ;
+  wire \trace$180.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1189,42 +1213,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$187  [7:0];
+  reg [55:0] \params$193  [7:0];
   initial begin
-    \params$187 [0] = 56'h07f41fd07f41fe;
-    \params$187 [1] = 56'h07f427d09f427d;
-    \params$187 [2] = 56'h07f41fd07f81fd;
-    \params$187 [3] = 56'h07f41fd07f41fd;
-    \params$187 [4] = 56'h07f81fd07f41fd;
-    \params$187 [5] = 56'h07f81fd07f41fd;
-    \params$187 [6] = 56'h07f41fd07f41fd;
-    \params$187 [7] = 56'h07f41fd07f41fd;
+    \params$193 [0] = 56'h07f41fd07f41fe;
+    \params$193 [1] = 56'h07f427d09f427d;
+    \params$193 [2] = 56'h07f41fd07f81fd;
+    \params$193 [3] = 56'h07f41fd07f41fd;
+    \params$193 [4] = 56'h07f81fd07f41fd;
+    \params$193 [5] = 56'h07f81fd07f41fd;
+    \params$193 [6] = 56'h07f41fd07f41fd;
+    \params$193 [7] = 56'h07f41fd07f41fd;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$187 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$193 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$187 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$193 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$187 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$193 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$187 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$193 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$187 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$193 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$187 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$193 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$187 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$193 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$187 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$193 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$187 [\port__addr$34 ];
+      _1_ <= \params$193 [\port__addr$34 ];
     end
   end
-  assign \port__data$142  = _1_;
+  assign \port__data$148  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1246,7 +1270,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$145  = _2_;
+  assign \port__data$151  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1268,128 +1292,128 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$143  = _3_;
-  reg [31:0] \weights$185  [95:0];
+  assign \port__data$149  = _3_;
+  reg [31:0] \weights$191  [95:0];
   initial begin
-    \weights$185 [0] = 32'd1555892491;
-    \weights$185 [1] = 32'd1184902148;
-    \weights$185 [2] = 32'd3306484222;
-    \weights$185 [3] = 32'd842740026;
-    \weights$185 [4] = 32'd282861568;
-    \weights$185 [5] = 32'd793587894;
-    \weights$185 [6] = 32'd3823099436;
-    \weights$185 [7] = 32'd4261538614;
-    \weights$185 [8] = 32'd3440259363;
-    \weights$185 [9] = 32'd201245694;
-    \weights$185 [10] = 32'd305066492;
-    \weights$185 [11] = 32'd3526214365;
-    \weights$185 [12] = 32'd3997077820;
-    \weights$185 [13] = 32'd569581920;
-    \weights$185 [14] = 32'd1069681365;
-    \weights$185 [15] = 32'd508580019;
-    \weights$185 [16] = 32'd1076863649;
-    \weights$185 [17] = 32'd3453738910;
-    \weights$185 [18] = 32'd24162917;
-    \weights$185 [19] = 32'd1071206749;
-    \weights$185 [20] = 32'd4122981135;
-    \weights$185 [21] = 32'd815944782;
-    \weights$185 [22] = 32'd205815116;
-    \weights$185 [23] = 32'd763232415;
-    \weights$185 [24] = 32'd4278514673;
-    \weights$185 [25] = 32'd566285315;
-    \weights$185 [26] = 32'd3318763017;
-    \weights$185 [27] = 32'd3204576540;
-    \weights$185 [28] = 32'd282861010;
-    \weights$185 [29] = 32'd3186676769;
-    \weights$185 [30] = 32'd1057764159;
-    \weights$185 [31] = 32'd101604110;
-    \weights$185 [32] = 32'd4093758797;
-    \weights$185 [33] = 32'd338419713;
-    \weights$185 [34] = 32'd852410636;
-    \weights$185 [35] = 32'd269546158;
-    \weights$185 [36] = 32'd3022787501;
-    \weights$185 [37] = 32'd1087556363;
-    \weights$185 [38] = 32'd572723716;
-    \weights$185 [39] = 32'd1109413649;
-    \weights$185 [40] = 32'd4079342078;
-    \weights$185 [41] = 32'd4064337738;
-    \weights$185 [42] = 32'd3455917034;
-    \weights$185 [43] = 32'd852839405;
-    \weights$185 [44] = 32'd4006739773;
-    \weights$185 [45] = 32'd3779842369;
-    \weights$185 [46] = 32'd842198819;
-    \weights$185 [47] = 32'd66982158;
-    \weights$185 [48] = 32'd4280995836;
-    \weights$185 [49] = 32'd1042240995;
-    \weights$185 [50] = 32'd3271822619;
-    \weights$185 [51] = 32'd1159586509;
-    \weights$185 [52] = 32'd3302949467;
-    \weights$185 [53] = 32'd62125280;
-    \weights$185 [54] = 32'd586297133;
-    \weights$185 [55] = 32'd3979202605;
-    \weights$185 [56] = 32'd1087234819;
-    \weights$185 [57] = 32'd3405779230;
-    \weights$185 [58] = 32'd3661566031;
-    \weights$185 [59] = 32'd4160696126;
-    \weights$185 [60] = 32'd1414787872;
-    \weights$185 [61] = 32'd1007631954;
-    \weights$185 [62] = 32'd787398127;
-    \weights$185 [63] = 32'd3975343872;
-    \weights$185 [64] = 32'd756412146;
-    \weights$185 [65] = 32'd151000574;
-    \weights$185 [66] = 32'd469577252;
-    \weights$185 [67] = 32'd384646622;
-    \weights$185 [68] = 32'd37616943;
-    \weights$185 [69] = 32'd354357793;
-    \weights$185 [70] = 32'd2940158956;
-    \weights$185 [71] = 32'd14545697;
-    \weights$185 [72] = 32'd3759349408;
-    \weights$185 [73] = 32'd4073861105;
-    \weights$185 [74] = 32'd321199152;
-    \weights$185 [75] = 32'd239288372;
-    \weights$185 [76] = 32'd821974000;
-    \weights$185 [77] = 32'd1826811167;
-    \weights$185 [78] = 32'd502259712;
-    \weights$185 [79] = 32'd3931227388;
-    \weights$185 [80] = 32'd4077121716;
-    \weights$185 [81] = 32'd4092465662;
-    \weights$185 [82] = 32'd4009508162;
-    \weights$185 [83] = 32'd3839884811;
-    \weights$185 [84] = 32'd2889486103;
-    \weights$185 [85] = 32'd1021117014;
-    \weights$185 [86] = 32'd458031350;
-    \weights$185 [87] = 32'd751973892;
-    \weights$185 [88] = 32'd901898989;
-    \weights$185 [89] = 32'd372433696;
-    \weights$185 [90] = 32'd4043439893;
-    \weights$185 [91] = 32'd50053621;
-    \weights$185 [92] = 32'd64962588;
-    \weights$185 [93] = 32'd3487379731;
-    \weights$185 [94] = 32'd3793694177;
-    \weights$185 [95] = 32'd114667615;
+    \weights$191 [0] = 32'd1555892491;
+    \weights$191 [1] = 32'd1184902148;
+    \weights$191 [2] = 32'd3306484222;
+    \weights$191 [3] = 32'd842740026;
+    \weights$191 [4] = 32'd282861568;
+    \weights$191 [5] = 32'd793587894;
+    \weights$191 [6] = 32'd3823099436;
+    \weights$191 [7] = 32'd4261538614;
+    \weights$191 [8] = 32'd3440259363;
+    \weights$191 [9] = 32'd201245694;
+    \weights$191 [10] = 32'd305066492;
+    \weights$191 [11] = 32'd3526214365;
+    \weights$191 [12] = 32'd3997077820;
+    \weights$191 [13] = 32'd569581920;
+    \weights$191 [14] = 32'd1069681365;
+    \weights$191 [15] = 32'd508580019;
+    \weights$191 [16] = 32'd1076863649;
+    \weights$191 [17] = 32'd3453738910;
+    \weights$191 [18] = 32'd24162917;
+    \weights$191 [19] = 32'd1071206749;
+    \weights$191 [20] = 32'd4122981135;
+    \weights$191 [21] = 32'd815944782;
+    \weights$191 [22] = 32'd205815116;
+    \weights$191 [23] = 32'd763232415;
+    \weights$191 [24] = 32'd4278514673;
+    \weights$191 [25] = 32'd566285315;
+    \weights$191 [26] = 32'd3318763017;
+    \weights$191 [27] = 32'd3204576540;
+    \weights$191 [28] = 32'd282861010;
+    \weights$191 [29] = 32'd3186676769;
+    \weights$191 [30] = 32'd1057764159;
+    \weights$191 [31] = 32'd101604110;
+    \weights$191 [32] = 32'd4093758797;
+    \weights$191 [33] = 32'd338419713;
+    \weights$191 [34] = 32'd852410636;
+    \weights$191 [35] = 32'd269546158;
+    \weights$191 [36] = 32'd3022787501;
+    \weights$191 [37] = 32'd1087556363;
+    \weights$191 [38] = 32'd572723716;
+    \weights$191 [39] = 32'd1109413649;
+    \weights$191 [40] = 32'd4079342078;
+    \weights$191 [41] = 32'd4064337738;
+    \weights$191 [42] = 32'd3455917034;
+    \weights$191 [43] = 32'd852839405;
+    \weights$191 [44] = 32'd4006739773;
+    \weights$191 [45] = 32'd3779842369;
+    \weights$191 [46] = 32'd842198819;
+    \weights$191 [47] = 32'd66982158;
+    \weights$191 [48] = 32'd4280995836;
+    \weights$191 [49] = 32'd1042240995;
+    \weights$191 [50] = 32'd3271822619;
+    \weights$191 [51] = 32'd1159586509;
+    \weights$191 [52] = 32'd3302949467;
+    \weights$191 [53] = 32'd62125280;
+    \weights$191 [54] = 32'd586297133;
+    \weights$191 [55] = 32'd3979202605;
+    \weights$191 [56] = 32'd1087234819;
+    \weights$191 [57] = 32'd3405779230;
+    \weights$191 [58] = 32'd3661566031;
+    \weights$191 [59] = 32'd4160696126;
+    \weights$191 [60] = 32'd1414787872;
+    \weights$191 [61] = 32'd1007631954;
+    \weights$191 [62] = 32'd787398127;
+    \weights$191 [63] = 32'd3975343872;
+    \weights$191 [64] = 32'd756412146;
+    \weights$191 [65] = 32'd151000574;
+    \weights$191 [66] = 32'd469577252;
+    \weights$191 [67] = 32'd384646622;
+    \weights$191 [68] = 32'd37616943;
+    \weights$191 [69] = 32'd354357793;
+    \weights$191 [70] = 32'd2940158956;
+    \weights$191 [71] = 32'd14545697;
+    \weights$191 [72] = 32'd3759349408;
+    \weights$191 [73] = 32'd4073861105;
+    \weights$191 [74] = 32'd321199152;
+    \weights$191 [75] = 32'd239288372;
+    \weights$191 [76] = 32'd821974000;
+    \weights$191 [77] = 32'd1826811167;
+    \weights$191 [78] = 32'd502259712;
+    \weights$191 [79] = 32'd3931227388;
+    \weights$191 [80] = 32'd4077121716;
+    \weights$191 [81] = 32'd4092465662;
+    \weights$191 [82] = 32'd4009508162;
+    \weights$191 [83] = 32'd3839884811;
+    \weights$191 [84] = 32'd2889486103;
+    \weights$191 [85] = 32'd1021117014;
+    \weights$191 [86] = 32'd458031350;
+    \weights$191 [87] = 32'd751973892;
+    \weights$191 [88] = 32'd901898989;
+    \weights$191 [89] = 32'd372433696;
+    \weights$191 [90] = 32'd4043439893;
+    \weights$191 [91] = 32'd50053621;
+    \weights$191 [92] = 32'd64962588;
+    \weights$191 [93] = 32'd3487379731;
+    \weights$191 [94] = 32'd3793694177;
+    \weights$191 [95] = 32'd114667615;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$185 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$191 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$185 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$191 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$185 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$191 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$185 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$191 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$185 [\config [10:4]][19:16] <= port__data[19:16];
+      \weights$191 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$185 [\config [10:4]][23:20] <= port__data[23:20];
+      \weights$191 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$185 [\config [10:4]][27:24] <= port__data[27:24];
+      \weights$191 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$185 [\config [10:4]][31:28] <= port__data[31:28];
+      \weights$191 [\config [10:4]][31:28] <= port__data[31:28];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$185 [\$7 [6:0]];
+      _4_ <= \weights$191 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1530,7 +1554,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$131  = \$130  + saturated[3];
   assign \$132  = layer0_saturations + \$131 ;
   assign \$133  = reserved + starting;
-  assign \$134  = r_en & entries__valid;
+  assign \$134  = r_en & i__valid;
   assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
     layer0_weights_reads <= \$136 ;
@@ -1647,7 +1671,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     old_pool_c4_3 <= \$192 ;
   always @(posedge clk)
-    \trace$174  <= \$193 ;
+    \trace$180  <= \$193 ;
   always @(posedge clk)
     layer0_events <= \$194 ;
   always @(posedge clk)
@@ -1656,12 +1680,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$196 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$57 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1692,10 +1726,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$121 ),
+    .items__ready(\items__ready$127 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1704,32 +1738,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$150 ),
+    .u_clipped(\saturated$156 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$45 ),
-    .\new (\new$153 ),
+    .\new (\new$159 ),
     .old(\old$47 ),
     .params(\params$46 ),
-    .u_clipped(\saturated$157 ),
-    .z(\gate$156 )
+    .u_clipped(\saturated$163 ),
+    .z(\gate$162 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$48 ),
-    .\new (\new$160 ),
+    .\new (\new$166 ),
     .old(\old$50 ),
     .params(\params$49 ),
-    .u_clipped(\saturated$164 ),
-    .z(\gate$163 )
+    .u_clipped(\saturated$170 ),
+    .z(\gate$169 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$51 ),
-    .\new (\new$167 ),
+    .\new (\new$173 ),
     .old(\old$53 ),
     .params(\params$52 ),
-    .u_clipped(\saturated$171 ),
-    .z(\gate$170 )
+    .u_clipped(\saturated$177 ),
+    .z(\gate$176 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1897,21 +1931,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \port__data$142 ;
+    \$151  = \port__data$148 ;
     if (rst) begin
       \$151  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \port__data$143 ;
+    \$152  = \port__data$149 ;
     if (rst) begin
       \$152  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$145 ;
+    \$153  = \port__data$151 ;
     if (rst) begin
       \$153  = 96'h000000000000000000000000;
     end
@@ -1981,7 +2015,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \saturated$150 ;
+    \$163  = \saturated$156 ;
     if (rst) begin
       \$163  = 1'h0;
     end
@@ -2002,7 +2036,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \new$153 ;
+    \$166  = \new$159 ;
     if (rst) begin
       \$166  = 16'h0000;
     end
@@ -2023,7 +2057,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \new$153 ;
+    \$169  = \new$159 ;
     if (rst) begin
       \$169  = 16'h0000;
     end
@@ -2037,14 +2071,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \gate$156 ;
+    \$171  = \gate$162 ;
     if (rst) begin
       \$171  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \saturated$157 ;
+    \$172  = \saturated$163 ;
     if (rst) begin
       \$172  = 1'h0;
     end
@@ -2065,7 +2099,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \new$160 ;
+    \$175  = \new$166 ;
     if (rst) begin
       \$175  = 16'h0000;
     end
@@ -2086,7 +2120,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \new$160 ;
+    \$178  = \new$166 ;
     if (rst) begin
       \$178  = 16'h0000;
     end
@@ -2100,14 +2134,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \gate$163 ;
+    \$180  = \gate$169 ;
     if (rst) begin
       \$180  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \saturated$164 ;
+    \$181  = \saturated$170 ;
     if (rst) begin
       \$181  = 1'h0;
     end
@@ -2128,7 +2162,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \new$167 ;
+    \$184  = \new$173 ;
     if (rst) begin
       \$184  = 16'h0000;
     end
@@ -2149,7 +2183,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \new$167 ;
+    \$187  = \new$173 ;
     if (rst) begin
       \$187  = 16'h0000;
     end
@@ -2163,14 +2197,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \gate$170 ;
+    \$189  = \gate$176 ;
     if (rst) begin
       \$189  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \saturated$171 ;
+    \$190  = \saturated$177 ;
     if (rst) begin
       \$190  = 1'h0;
     end
@@ -2245,24 +2279,27 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign pool_3 = \$76 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$57 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$120  = events__payload;
-  assign events__ready = \items__ready$121 ;
-  assign \items__valid$124  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$126  = events__payload;
+  assign events__ready = \items__ready$127 ;
+  assign \items__valid$130  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$154  = 1'h0;
-  assign \out$155  = \new$153 ;
-  assign \potential$159  = 16'h0000;
-  assign \hold$161  = 1'h0;
-  assign \out$162  = \new$160 ;
-  assign \potential$166  = 16'h0000;
-  assign \hold$168  = 1'h0;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
+  assign \hold$160  = 1'h0;
+  assign \out$161  = \new$159 ;
+  assign \potential$165  = 16'h0000;
+  assign \hold$167  = 1'h0;
+  assign \out$168  = \new$166 ;
+  assign \potential$172  = 16'h0000;
+  assign \hold$174  = 1'h0;
+  assign \out$175  = \new$173 ;
+  assign \potential$179  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2418,6 +2455,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[102:100];
+  assign \i__payload.marker  = i__payload[103];
+  assign \i__payload.seq_end  = i__payload[104];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -2427,14 +2473,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[102:100];
   assign \entries__payload.marker  = entries__payload[103];
   assign \entries__payload.seq_end  = entries__payload[104];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[99:4];
+  assign \o__payload.value[0]  = entries__payload[27:4];
+  assign \o__payload.value[1]  = entries__payload[51:28];
+  assign \o__payload.value[2]  = entries__payload[75:52];
+  assign \o__payload.value[3]  = entries__payload[99:76];
+  assign \o__payload.group  = entries__payload[102:100];
+  assign \o__payload.marker  = entries__payload[103];
+  assign \o__payload.seq_end  = entries__payload[104];
   assign \events__payload.index  = events__payload[4:0];
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$120.index  = events__payload[4:0];
-  assign \items__payload$120.value  = events__payload[28:5];
-  assign \items__payload$120.step_end  = events__payload[29];
-  assign \items__payload$120.seq_end  = events__payload[30];
+  assign \items__payload$126.index  = events__payload[4:0];
+  assign \items__payload$126.value  = events__payload[28:5];
+  assign \items__payload$126.step_end  = events__payload[29];
+  assign \items__payload$126.seq_end  = events__payload[30];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2451,23 +2506,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$153.h  = \new$153 ;
-  assign \new$160.h  = \new$160 ;
-  assign \new$167.h  = \new$167 ;
-  assign \trace$174.valid  = \trace$174 [0];
-  assign \trace$174.group  = \trace$174 [3:1];
-  assign \trace$174.step_end  = \trace$174 [4];
-  assign \trace$174.seq_end  = \trace$174 [5];
-  assign \trace$174.state  = \trace$174 [69:6];
-  assign \trace$174.state[0]  = \trace$174 [21:6];
-  assign \trace$174.state[1]  = \trace$174 [37:22];
-  assign \trace$174.state[2]  = \trace$174 [53:38];
-  assign \trace$174.state[3]  = \trace$174 [69:54];
-  assign \trace$174.gate  = \trace$174 [97:70];
-  assign \trace$174.gate[0]  = \trace$174 [76:70];
-  assign \trace$174.gate[1]  = \trace$174 [83:77];
-  assign \trace$174.gate[2]  = \trace$174 [90:84];
-  assign \trace$174.gate[3]  = \trace$174 [97:91];
+  assign \new$159.h  = \new$159 ;
+  assign \new$166.h  = \new$166 ;
+  assign \new$173.h  = \new$173 ;
+  assign \trace$180.valid  = \trace$180 [0];
+  assign \trace$180.group  = \trace$180 [3:1];
+  assign \trace$180.step_end  = \trace$180 [4];
+  assign \trace$180.seq_end  = \trace$180 [5];
+  assign \trace$180.state  = \trace$180 [69:6];
+  assign \trace$180.state[0]  = \trace$180 [21:6];
+  assign \trace$180.state[1]  = \trace$180 [37:22];
+  assign \trace$180.state[2]  = \trace$180 [53:38];
+  assign \trace$180.state[3]  = \trace$180 [69:54];
+  assign \trace$180.gate  = \trace$180 [97:70];
+  assign \trace$180.gate[0]  = \trace$180 [76:70];
+  assign \trace$180.gate[1]  = \trace$180 [83:77];
+  assign \trace$180.gate[2]  = \trace$180 [90:84];
+  assign \trace$180.gate[3]  = \trace$180 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -2576,7 +2631,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2758,8 +2813,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [104:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [104:0] \$8 ;
+  input clk;
+  wire clk;
+  input [104:0] i__payload;
+  wire [104:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 105'h000000000000000000000000000 *)
+  wire [104:0] main;
+  wire [2:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [95:0] \main.value ;
+  wire [23:0] \main.value[0] ;
+  wire [23:0] \main.value[1] ;
+  wire [23:0] \main.value[2] ;
+  wire [23:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [104:0] o__payload;
+  reg [104:0] o__payload = 105'h000000000000000000000000000;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [104:0] skid = 105'h000000000000000000000000000;
+  wire [2:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [95:0] \skid.value ;
+  wire [23:0] \skid.value[0] ;
+  wire [23:0] \skid.value[1] ;
+  wire [23:0] \skid.value[2] ;
+  wire [23:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 105'h000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 105'h000000000000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[99:4];
+  assign \o__payload.value[0]  = o__payload[27:4];
+  assign \o__payload.value[1]  = o__payload[51:28];
+  assign \o__payload.value[2]  = o__payload[75:52];
+  assign \o__payload.value[3]  = o__payload[99:76];
+  assign \o__payload.group  = o__payload[102:100];
+  assign \o__payload.marker  = o__payload[103];
+  assign \o__payload.seq_end  = o__payload[104];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[99:4];
+  assign \main.value[0]  = o__payload[27:4];
+  assign \main.value[1]  = o__payload[51:28];
+  assign \main.value[2]  = o__payload[75:52];
+  assign \main.value[3]  = o__payload[99:76];
+  assign \main.group  = o__payload[102:100];
+  assign \main.marker  = o__payload[103];
+  assign \main.seq_end  = o__payload[104];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[99:4];
+  assign \skid.value[0]  = skid[27:4];
+  assign \skid.value[1]  = skid[51:28];
+  assign \skid.value[2]  = skid[75:52];
+  assign \skid.value[3]  = skid[99:76];
+  assign \skid.group  = skid[102:100];
+  assign \skid.marker  = skid[103];
+  assign \skid.seq_end  = skid[104];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[102:100];
+  assign \i__payload.marker  = i__payload[103];
+  assign \i__payload.seq_end  = i__payload[104];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -3058,7 +3290,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3068,14 +3300,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3084,28 +3316,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3120,7 +3352,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3132,7 +3364,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3163,7 +3395,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3178,7 +3410,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3196,7 +3428,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3214,7 +3446,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3232,7 +3464,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3244,7 +3476,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3256,7 +3488,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3274,7 +3506,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3293,7 +3525,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3313,7 +3545,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3326,7 +3558,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3344,7 +3576,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3362,7 +3594,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3383,7 +3615,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3396,7 +3628,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3409,7 +3641,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3421,7 +3653,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3435,7 +3667,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3449,7 +3681,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3507,7 +3739,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [11:0] \$1 ;
   wire [11:0] \$10 ;
   wire [16:0] \$11 ;
@@ -3748,21 +3980,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[16:0];
     if (rst) begin
       \$32  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [16:0] = \$3 [16:0];
@@ -3779,245 +4011,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[7:4];
     if (rst) begin
       \$35  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[33:17];
     if (rst) begin
       \$37  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[11:8];
     if (rst) begin
       \$39  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[50:34];
     if (rst) begin
       \$41  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[15:12];
     if (rst) begin
       \$43  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[67:51];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[19:16];
     if (rst) begin
       \$47  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[84:68];
     if (rst) begin
       \$49  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[23:20];
     if (rst) begin
       \$51  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[101:85];
     if (rst) begin
       \$53  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[27:24];
     if (rst) begin
       \$55  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[118:102];
     if (rst) begin
       \$57  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[31:28];
     if (rst) begin
       \$59  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[135:119];
     if (rst) begin
       \$61  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[3:0];
     if (rst) begin
       \$30  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
@@ -4050,8 +4282,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4134,7 +4366,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4145,7 +4377,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 31'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4162,7 +4394,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4182,7 +4414,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4208,7 +4440,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4705,7 +4937,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4766,7 +4998,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4781,7 +5013,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4796,7 +5028,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4810,7 +5042,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4842,7 +5074,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5438,63 +5670,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$81  = \$60 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$82  = \$63 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$83  = \$65 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$84  = \$68 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$85  = slot;
     if (rst) begin
       \$85  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$86  = 1'h0;
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$87  = readout_macs;
     if (\$72 ) begin
       \$87  = \$76 [31:0];
@@ -5504,63 +5736,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$88  = slot_c2;
     if (rst) begin
       \$88  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$89  = slot_c2a;
     if (rst) begin
       \$89  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$90  = slot_c2b;
     if (rst) begin
       \$90  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$91  = argmax_1_0_logit;
     if (rst) begin
       \$91  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$92  = argmax_1_0_lane;
     if (rst) begin
       \$92  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$93  = acc;
     if (rst) begin
       \$93  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$94  = slot_c3;
     if (rst) begin
       \$94  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$95  = finalize;
     if (rst) begin
       \$95  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$96  = best_logit;
     if (\$77 ) begin
       \$96  = group_logit;
@@ -5570,7 +5802,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$97  = best_class;
     if (\$77 ) begin
       \$97  = \$58 [3:0];
@@ -5580,7 +5812,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$98  = \$80 [3:0];
     if (rst) begin
       \$98  = 4'h0;
@@ -5759,7 +5991,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -6099,7 +6331,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6109,14 +6341,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6125,28 +6357,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6161,7 +6393,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6173,7 +6405,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6204,7 +6436,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6219,7 +6451,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6237,7 +6469,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6255,7 +6487,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6273,7 +6505,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6285,7 +6517,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6297,7 +6529,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6315,7 +6547,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6334,7 +6566,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6354,7 +6586,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6367,7 +6599,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6385,7 +6617,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6403,7 +6635,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6424,7 +6656,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6437,7 +6669,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6450,7 +6682,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6462,7 +6694,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6476,7 +6708,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6490,7 +6722,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6549,7 +6781,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire [27:0] \$1 ;
   wire [27:0] \$10 ;
   wire [32:0] \$11 ;
@@ -6690,70 +6922,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$18  = weights[3:0];
     if (rst) begin
       \$18  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$20  = seeds[32:0];
     if (rst) begin
       \$20  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [32:0] = \$3 [32:0];
@@ -6766,84 +6998,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$23  = weights[7:4];
     if (rst) begin
       \$23  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$25  = seeds[65:33];
     if (rst) begin
       \$25  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$27  = weights[11:8];
     if (rst) begin
       \$27  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$29  = seeds[98:66];
     if (rst) begin
       \$29  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$31  = weights[15:12];
     if (rst) begin
       \$31  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$33  = seeds[131:99];
     if (rst) begin
       \$33  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 33'h000000000;
@@ -6865,7 +7097,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6993,7 +7225,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -7003,7 +7235,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -7013,7 +7245,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -7026,7 +7258,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -287,7 +287,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(\items__payload$19 ),
     .items__ready(outputs__ready),
-    .\items__ready$84 (events__ready),
+    .\items__ready$90 (events__ready),
     .items__valid(\items__valid$23 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -307,7 +307,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$117 (trace_0)
+    .\trace$123 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -604,7 +604,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$117 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -765,13 +765,23 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$114 ;
+  wire \gate$120 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$112 ;
+  wire \hold$118 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
+  wire [8:0] i__payload;
+  wire \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [1:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [3:0] \i__payload.value ;
+  wire [1:0] \i__payload.value[0] ;
+  wire [1:0] \i__payload.value[1] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -779,11 +789,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [5:0] \items__payload$83 ;
-  wire [1:0] \items__payload$83.index ;
-  wire \items__payload$83.seq_end ;
-  wire \items__payload$83.step_end ;
-  wire [1:0] \items__payload$83.value ;
+  wire [5:0] \items__payload$89 ;
+  wire [1:0] \items__payload$89.index ;
+  wire \items__payload$89.seq_end ;
+  wire \items__payload$89.step_end ;
+  wire [1:0] \items__payload$89.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -791,12 +801,12 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$84 ;
-  wire \items__ready$84 ;
+  input \items__ready$90 ;
+  wire \items__ready$90 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$87 ;
+  wire \items__valid$93 ;
   wire [1:0] lane_valid;
   output [31:0] layer0_bias_reads;
   reg [31:0] layer0_bias_reads = 32'd0;
@@ -833,9 +843,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [31:0] \new ;
-  wire [31:0] \new$111 ;
-  wire [15:0] \new$111.d ;
-  wire [15:0] \new$111.v ;
+  wire [31:0] \new$117 ;
+  wire [15:0] \new$117.d ;
+  wire [15:0] \new$117.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
   reg [31:0] new_c4_0 = 32'd0;
@@ -844,6 +854,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   reg [31:0] new_c4_1 = 32'd0;
   wire [15:0] \new_c4_1.d ;
   wire [15:0] \new_c4_1.v ;
+  wire [8:0] o__payload;
+  wire \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [1:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [3:0] \o__payload.value ;
+  wire [1:0] \o__payload.value[0] ;
+  wire [1:0] \o__payload.value[1] ;
+  wire o__ready;
+  wire o__valid;
   wire [31:0] old;
   wire [31:0] \old$45 ;
   wire [15:0] \old$45.d ;
@@ -859,7 +879,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   reg [1:0] old_out_c4_0 = 2'h0;
   reg [1:0] old_out_c4_1 = 2'h0;
   wire [1:0] out;
-  wire [1:0] \out$113 ;
+  wire [1:0] \out$119 ;
   wire [1:0] out_0;
   wire [1:0] out_1;
   reg [1:0] out_c4_0 = 2'h0;
@@ -884,8 +904,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   reg \port__addr$34 ;
   wire \port__addr$47 ;
   wire [15:0] port__data;
-  wire [63:0] \port__data$103 ;
-  wire [63:0] \port__data$104 ;
+  wire [63:0] \port__data$109 ;
+  wire [63:0] \port__data$110 ;
   wire [31:0] \port__data$12 ;
   wire [63:0] \port__data$15 ;
   wire [15:0] \port__data$29 ;
@@ -900,7 +920,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   reg \port__en$19 ;
   reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$116 ;
+  wire [15:0] \potential$122 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [8:0] r_data;
@@ -910,8 +930,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$109 ;
   wire \saturated$115 ;
+  wire \saturated$121 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [37:0] seeds;
@@ -996,21 +1016,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [41:0] trace;
-  output [41:0] \trace$117 ;
-  reg [41:0] \trace$117  = 42'h00000000000;
-  wire [1:0] \trace$117.gate ;
-  wire \trace$117.gate[0] ;
-  wire \trace$117.gate[1] ;
-  wire \trace$117.group ;
-  wire [31:0] \trace$117.potential ;
-  wire [15:0] \trace$117.potential[0] ;
-  wire [15:0] \trace$117.potential[1] ;
-  wire \trace$117.seq_end ;
-  wire [3:0] \trace$117.state ;
-  wire [1:0] \trace$117.state[0] ;
-  wire [1:0] \trace$117.state[1] ;
-  wire \trace$117.step_end ;
-  wire \trace$117.valid ;
+  output [41:0] \trace$123 ;
+  reg [41:0] \trace$123  = 42'h00000000000;
+  wire [1:0] \trace$123.gate ;
+  wire \trace$123.gate[0] ;
+  wire \trace$123.gate[1] ;
+  wire \trace$123.group ;
+  wire [31:0] \trace$123.potential ;
+  wire [15:0] \trace$123.potential[0] ;
+  wire [15:0] \trace$123.potential[1] ;
+  wire \trace$123.seq_end ;
+  wire [3:0] \trace$123.state ;
+  wire [1:0] \trace$123.state[0] ;
+  wire [1:0] \trace$123.state[1] ;
+  wire \trace$123.step_end ;
+  wire \trace$123.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1052,28 +1072,28 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
     end
   end
   assign \port__data$31  = _0_;
-  reg [63:0] \params$130  [1:0];
+  reg [63:0] \params$136  [1:0];
   initial begin
-    \params$130 [0] = 64'h09c8000104100003;
-    \params$130 [1] = 64'h04750002f4390001;
+    \params$136 [0] = 64'h09c8000104100003;
+    \params$136 [1] = 64'h04750002f4390001;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$130 [\config [4]][15:0] <= \port__data$15 [15:0];
+      \params$136 [\config [4]][15:0] <= \port__data$15 [15:0];
     if (\port__en$14 [1])
-      \params$130 [\config [4]][31:16] <= \port__data$15 [31:16];
+      \params$136 [\config [4]][31:16] <= \port__data$15 [31:16];
     if (\port__en$14 [2])
-      \params$130 [\config [4]][47:32] <= \port__data$15 [47:32];
+      \params$136 [\config [4]][47:32] <= \port__data$15 [47:32];
     if (\port__en$14 [3])
-      \params$130 [\config [4]][63:48] <= \port__data$15 [63:48];
+      \params$136 [\config [4]][63:48] <= \port__data$15 [63:48];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$130 [\port__addr$33 ];
+      _1_ <= \params$136 [\port__addr$33 ];
     end
   end
-  assign \port__data$103  = _1_;
+  assign \port__data$109  = _1_;
   reg [63:0] state [1:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1089,22 +1109,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$104  = _2_;
-  reg [15:0] \weights$128  [1:0];
+  assign \port__data$110  = _2_;
+  reg [15:0] \weights$134  [1:0];
   initial begin
-    \weights$128 [0] = 16'h4590;
-    \weights$128 [1] = 16'h78be;
+    \weights$134 [0] = 16'h4590;
+    \weights$134 [1] = 16'h78be;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$128 [\config [4]][7:0] <= port__data[7:0];
+      \weights$134 [\config [4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$128 [\config [4]][15:8] <= port__data[15:8];
+      \weights$134 [\config [4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$128 [\$9 [0]];
+      _3_ <= \weights$134 [\$9 [0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1173,7 +1193,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   assign \$64  = \$63  + saturated[1];
   assign \$65  = layer0_saturations + \$64 ;
   assign \$66  = reserved + starting;
-  assign \$67  = r_en & entries__valid;
+  assign \$67  = r_en & i__valid;
   assign \$68  = \$66  - \$67 ;
   always @(posedge clk)
     layer0_weights_reads <= \$69 ;
@@ -1244,7 +1264,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   always @(posedge clk)
     potential_c4_1 <= \$102 ;
   always @(posedge clk)
-    \trace$117  <= \$103 ;
+    \trace$123  <= \$103 ;
   always @(posedge clk)
     layer0_events <= \$104 ;
   always @(posedge clk)
@@ -1253,12 +1273,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
     reserved <= \$106 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$49 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1289,10 +1319,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$84 ),
+    .items__ready(\items__ready$90 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1304,17 +1334,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
     .\port$482$0 (\$107 ),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$109 )
+    .v_new_clipped(\saturated$115 )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$38 [37:19]),
-    .\new (\new$111 ),
+    .\new (\new$117 ),
     .old(\old$45 ),
     .params(\params$44 ),
     .\port$504$0 (\$108 ),
-    .spike(\gate$114 ),
-    .v_new(\potential$116 ),
-    .v_new_clipped(\saturated$115 )
+    .spike(\gate$120 ),
+    .v_new(\potential$122 ),
+    .v_new_clipped(\saturated$121 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1454,14 +1484,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \port__data$103 ;
+    \$82  = \port__data$109 ;
     if (rst) begin
       \$82  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \port__data$104 ;
+    \$83  = \port__data$110 ;
     if (rst) begin
       \$83  = 64'h0000000000000000;
     end
@@ -1531,7 +1561,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \saturated$109 ;
+    \$93  = \saturated$115 ;
     if (rst) begin
       \$93  = 1'h0;
     end
@@ -1545,7 +1575,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \new$111 ;
+    \$95  = \new$117 ;
     if (rst) begin
       \$95  = 32'd0;
     end
@@ -1580,21 +1610,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \gate$114 ;
+    \$100  = \gate$120 ;
     if (rst) begin
       \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \saturated$115 ;
+    \$101  = \saturated$121 ;
     if (rst) begin
       \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \potential$116 ;
+    \$102  = \potential$122 ;
     if (rst) begin
       \$102  = 16'h0000;
     end
@@ -1653,16 +1683,19 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   assign finalize4 = \port__en$49 ;
   assign w_data = entry;
   assign w_en = \port__en$49 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$83  = events__payload;
-  assign events__ready = \items__ready$84 ;
-  assign \items__valid$87  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$89  = events__payload;
+  assign events__ready = \items__ready$90 ;
+  assign \items__valid$93  = events__valid;
   assign hold = 1'h0;
   assign out = { 1'h0, \$107  };
-  assign \hold$112  = 1'h0;
-  assign \out$113  = { 1'h0, \$108  };
+  assign \hold$118  = 1'h0;
+  assign \out$119  = { 1'h0, \$108  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1783,6 +1816,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   assign \new_c4_1.d  = new_c4_1[31:16];
   assign \old_c4_1.v  = old_c4_1[15:0];
   assign \old_c4_1.d  = old_c4_1[31:16];
+  assign \i__payload.mask  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[5:2];
+  assign \i__payload.value[0]  = i__payload[3:2];
+  assign \i__payload.value[1]  = i__payload[5:4];
+  assign \i__payload.group  = i__payload[6];
+  assign \i__payload.marker  = i__payload[7];
+  assign \i__payload.seq_end  = i__payload[8];
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[5:2];
   assign \entries__payload.value[0]  = entries__payload[3:2];
@@ -1790,14 +1830,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   assign \entries__payload.group  = entries__payload[6];
   assign \entries__payload.marker  = entries__payload[7];
   assign \entries__payload.seq_end  = entries__payload[8];
+  assign \o__payload.mask  = entries__payload[1:0];
+  assign \o__payload.value  = entries__payload[5:2];
+  assign \o__payload.value[0]  = entries__payload[3:2];
+  assign \o__payload.value[1]  = entries__payload[5:4];
+  assign \o__payload.group  = entries__payload[6];
+  assign \o__payload.marker  = entries__payload[7];
+  assign \o__payload.seq_end  = entries__payload[8];
   assign \events__payload.index  = events__payload[1:0];
   assign \events__payload.value  = events__payload[3:2];
   assign \events__payload.step_end  = events__payload[4];
   assign \events__payload.seq_end  = events__payload[5];
-  assign \items__payload$83.index  = events__payload[1:0];
-  assign \items__payload$83.value  = events__payload[3:2];
-  assign \items__payload$83.step_end  = events__payload[4];
-  assign \items__payload$83.seq_end  = events__payload[5];
+  assign \items__payload$89.index  = events__payload[1:0];
+  assign \items__payload$89.value  = events__payload[3:2];
+  assign \items__payload$89.step_end  = events__payload[4];
+  assign \items__payload$89.seq_end  = events__payload[5];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[1];
   assign \slot_c2b.base  = slot_c2b[3:2];
@@ -1811,21 +1858,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
   assign \slot_c2b.value  = slot_c2b[21:11];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new$111.v  = \new$111 [15:0];
-  assign \new$111.d  = \new$111 [31:16];
-  assign \trace$117.valid  = \trace$117 [0];
-  assign \trace$117.group  = \trace$117 [1];
-  assign \trace$117.step_end  = \trace$117 [2];
-  assign \trace$117.seq_end  = \trace$117 [3];
-  assign \trace$117.state  = \trace$117 [7:4];
-  assign \trace$117.state[0]  = \trace$117 [5:4];
-  assign \trace$117.state[1]  = \trace$117 [7:6];
-  assign \trace$117.gate  = \trace$117 [9:8];
-  assign \trace$117.gate[0]  = \trace$117 [8];
-  assign \trace$117.gate[1]  = \trace$117 [9];
-  assign \trace$117.potential  = \trace$117 [41:10];
-  assign \trace$117.potential[0]  = \trace$117 [25:10];
-  assign \trace$117.potential[1]  = \trace$117 [41:26];
+  assign \new$117.v  = \new$117 [15:0];
+  assign \new$117.d  = \new$117 [31:16];
+  assign \trace$123.valid  = \trace$123 [0];
+  assign \trace$123.group  = \trace$123 [1];
+  assign \trace$123.step_end  = \trace$123 [2];
+  assign \trace$123.seq_end  = \trace$123 [3];
+  assign \trace$123.state  = \trace$123 [7:4];
+  assign \trace$123.state[0]  = \trace$123 [5:4];
+  assign \trace$123.state[1]  = \trace$123 [7:6];
+  assign \trace$123.gate  = \trace$123 [9:8];
+  assign \trace$123.gate[0]  = \trace$123 [8];
+  assign \trace$123.gate[1]  = \trace$123 [9];
+  assign \trace$123.potential  = \trace$123 [41:10];
+  assign \trace$123.potential[0]  = \trace$123 [25:10];
+  assign \trace$123.potential[1]  = \trace$123 [41:26];
   assign entry[8] = slot_c4[8];
   assign entry[7] = \$34 ;
   assign entry[6] = slot_c4[1];
@@ -1881,7 +1928,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$84 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2063,8 +2110,169 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [8:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [8:0] \$8 ;
+  input clk;
+  wire clk;
+  input [8:0] i__payload;
+  wire [8:0] i__payload;
+  wire \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [1:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [3:0] \i__payload.value ;
+  wire [1:0] \i__payload.value[0] ;
+  wire [1:0] \i__payload.value[1] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 9'h000 *)
+  wire [8:0] main;
+  wire \main.group ;
+  wire \main.marker ;
+  wire [1:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [3:0] \main.value ;
+  wire [1:0] \main.value[0] ;
+  wire [1:0] \main.value[1] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [8:0] o__payload;
+  reg [8:0] o__payload = 9'h000;
+  wire \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [1:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [3:0] \o__payload.value ;
+  wire [1:0] \o__payload.value[0] ;
+  wire [1:0] \o__payload.value[1] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [8:0] skid = 9'h000;
+  wire \skid.group ;
+  wire \skid.marker ;
+  wire [1:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [3:0] \skid.value ;
+  wire [1:0] \skid.value[0] ;
+  wire [1:0] \skid.value[1] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 9'h000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[1:0];
+  assign \o__payload.value  = o__payload[5:2];
+  assign \o__payload.value[0]  = o__payload[3:2];
+  assign \o__payload.value[1]  = o__payload[5:4];
+  assign \o__payload.group  = o__payload[6];
+  assign \o__payload.marker  = o__payload[7];
+  assign \o__payload.seq_end  = o__payload[8];
+  assign \main.mask  = o__payload[1:0];
+  assign \main.value  = o__payload[5:2];
+  assign \main.value[0]  = o__payload[3:2];
+  assign \main.value[1]  = o__payload[5:4];
+  assign \main.group  = o__payload[6];
+  assign \main.marker  = o__payload[7];
+  assign \main.seq_end  = o__payload[8];
+  assign \skid.mask  = skid[1:0];
+  assign \skid.value  = skid[5:2];
+  assign \skid.value[0]  = skid[3:2];
+  assign \skid.value[1]  = skid[5:4];
+  assign \skid.group  = skid[6];
+  assign \skid.marker  = skid[7];
+  assign \skid.seq_end  = skid[8];
+  assign \i__payload.mask  = i__payload[1:0];
+  assign \i__payload.value  = i__payload[5:2];
+  assign \i__payload.value[0]  = i__payload[3:2];
+  assign \i__payload.value[1]  = i__payload[5:4];
+  assign \i__payload.group  = i__payload[6];
+  assign \i__payload.marker  = i__payload[7];
+  assign \i__payload.seq_end  = i__payload[8];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -2337,7 +2545,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$15  = \$14  + slot;
   assign \$17  = meta[9] ? 1'h0 : rd__data[0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2347,14 +2555,14 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2363,28 +2571,28 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
       rd__addr = \$15 [0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2399,7 +2607,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2411,7 +2619,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2442,7 +2650,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2457,7 +2665,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2475,7 +2683,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2493,7 +2701,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2511,7 +2719,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2523,7 +2731,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2535,7 +2743,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [21:1] = meta[21:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -2553,7 +2761,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2572,7 +2780,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2592,7 +2800,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2605,7 +2813,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2623,7 +2831,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2641,7 +2849,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2662,7 +2870,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2675,7 +2883,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2688,7 +2896,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -2700,7 +2908,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -2714,7 +2922,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -2728,7 +2936,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -2790,7 +2998,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [18:0] \$1 ;
   reg \$10 ;
   reg [10:0] \$11 ;
@@ -2881,70 +3089,70 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$14  = seeds[18:0];
     if (rst) begin
       \$14  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [18:0] = \$3 [18:0];
@@ -2955,28 +3163,28 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$19  = seeds[37:19];
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 19'h00000;
@@ -2991,8 +3199,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3069,7 +3277,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3080,7 +3288,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 6'h00;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3097,7 +3305,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3117,7 +3325,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3143,7 +3351,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3365,7 +3573,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en, \config , items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$100 ;
@@ -3900,7 +4108,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     .w_rdy(w_rdy)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \port__en$4  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -3914,7 +4122,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     z_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -3930,7 +4138,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     l_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -3956,7 +4164,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_rd__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -3983,7 +4191,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__addr  = 1'h0;
     if (w_valid) begin
       \$signature__addr  = \$4 [0];
@@ -4011,7 +4219,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__data  = 12'h000;
     if (w_valid) begin
       \$signature__data [10:0] = \$6 [10:0];
@@ -4040,7 +4248,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__en  = 1'h0;
     if (w_valid) begin
       \$signature__en  = 1'h1;
@@ -4068,7 +4276,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__addr$25  = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4077,7 +4285,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__data$27  = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4086,7 +4294,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$signature__en$28  = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4095,7 +4303,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__addr = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4124,7 +4332,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__data = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4153,7 +4361,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_wr__en = 1'h0;
     if (w_valid) begin
       if (\$7 ) begin
@@ -4182,7 +4390,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4192,7 +4400,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     delay = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4204,7 +4412,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     target = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4216,7 +4424,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     z_rd__addr = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4232,7 +4440,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     c_rd__addr = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4259,7 +4467,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4269,7 +4477,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     n_now = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4281,7 +4489,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4293,7 +4501,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     l_rd__addr = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4319,7 +4527,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     w_data = 14'h0000;
     casez (dcls_state)
       3'h0:
@@ -4341,7 +4549,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     w_en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4357,63 +4565,63 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$123  = \$69 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$124  = \$72 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$125  = \$74 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$126  = \$77 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$127  = \$79 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$128  = \$82 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$129  = \$84 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$130  = \$87 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$131  = 1'h1;
     casez (dcls_state)
       3'h0:
@@ -4428,7 +4636,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$132  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4443,7 +4651,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$133  = clear_addr;
     casez (dcls_state)
       3'h0:
@@ -4459,7 +4667,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$134  = head;
     casez (dcls_state)
       3'h0:
@@ -4488,7 +4696,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$135  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4537,7 +4745,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$136  = w_slot;
     casez (dcls_state)
       3'h0:
@@ -4552,7 +4760,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$137  = w_weight;
     casez (dcls_state)
       3'h0:
@@ -4567,7 +4775,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$138  = w_value;
     casez (dcls_state)
       3'h0:
@@ -4582,7 +4790,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$139  = tap;
     casez (dcls_state)
       3'h0:
@@ -4604,7 +4812,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$140  = it_valid;
     casez (dcls_state)
       3'h0:
@@ -4628,7 +4836,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$141  = step_seen;
     casez (dcls_state)
       3'h0:
@@ -4648,7 +4856,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$142  = seq_end;
     casez (dcls_state)
       3'h0:
@@ -4663,7 +4871,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$143  = it_value;
     casez (dcls_state)
       3'h0:
@@ -4680,7 +4888,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$144  = send_first;
     casez (dcls_state)
       3'h0:
@@ -4697,7 +4905,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$145  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4727,7 +4935,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$146  = l_valid;
     casez (dcls_state)
       3'h0:
@@ -4744,7 +4952,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$147  = z_valid;
     casez (dcls_state)
       3'h0:
@@ -4761,7 +4969,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$148  = n_listed;
     casez (dcls_state)
       3'h0:
@@ -4784,7 +4992,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$149  = z_addr;
     casez (dcls_state)
       3'h0:
@@ -4801,7 +5009,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$150  = sweep;
     casez (dcls_state)
       3'h0:
@@ -4830,7 +5038,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$151  = \$122 [31:0];
     if (rst) begin
       \$151  = 32'd0;
@@ -4873,7 +5081,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$11 ;
@@ -4999,7 +5207,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [1:0];
@@ -5009,7 +5217,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [1:0];
@@ -5019,7 +5227,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [1:0];
@@ -5032,7 +5240,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -5053,7 +5261,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5114,7 +5322,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5129,7 +5337,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5144,7 +5352,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5158,7 +5366,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5190,7 +5398,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5597,63 +5805,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$46  = \$28 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$47  = \$31 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$48  = \$33 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$49  = \$36 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$50  = slot;
     if (rst) begin
       \$50  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$51  = 1'h0;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$52  = readout_macs;
     if (\$40 ) begin
       \$52  = \$41 [31:0];
@@ -5663,63 +5871,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$53  = slot_c2;
     if (rst) begin
       \$53  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$54  = slot_c2a;
     if (rst) begin
       \$54  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$55  = slot_c2b;
     if (rst) begin
       \$55  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$56  = argmax_0_0_logit;
     if (rst) begin
       \$56  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$57  = argmax_0_0_lane;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$58  = acc;
     if (rst) begin
       \$58  = 50'h0000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$59  = slot_c3;
     if (rst) begin
       \$59  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$60  = finalize;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$61  = best_logit;
     if (\$42 ) begin
       \$61  = group_logit;
@@ -5729,7 +5937,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$62  = best_class;
     if (\$42 ) begin
       \$62  = \$26 [0];
@@ -5739,7 +5947,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$63  = \$45 [3:0];
     if (rst) begin
       \$63  = 4'h0;
@@ -5889,7 +6097,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6167,7 +6375,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$17  = | n_items;
   assign \$18  = meta[10] ? 2'h0 : rd__data[1:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6177,14 +6385,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6193,28 +6401,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
       rd__addr = \$16 [2:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6229,7 +6437,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6241,7 +6449,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6272,7 +6480,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6287,7 +6495,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6305,7 +6513,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6323,7 +6531,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6341,7 +6549,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6353,7 +6561,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6365,7 +6573,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$64 [14:1] = meta[14:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6383,7 +6591,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6402,7 +6610,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6422,7 +6630,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6435,7 +6643,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$68  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6453,7 +6661,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$69  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6474,7 +6682,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$70  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6487,7 +6695,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$71  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6500,7 +6708,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$72  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6512,7 +6720,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$73  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6526,7 +6734,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6540,7 +6748,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$75  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6602,7 +6810,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire [9:0] \$1 ;
   reg \$10 ;
   reg [1:0] \$11 ;
@@ -6693,70 +6901,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 10'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$14  = seeds[24:0];
     if (rst) begin
       \$14  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [24:0] = \$3 [24:0];
@@ -6767,28 +6975,28 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 10'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$19  = seeds[49:25];
     if (rst) begin
       \$19  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 25'h0000000;
@@ -6804,7 +7012,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6932,7 +7140,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6942,7 +7150,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6952,7 +7160,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6965,7 +7173,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -255,7 +255,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$104 (events__ready),
+    .\items__ready$110 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -275,7 +275,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$153 (trace_0)
+    .\trace$159 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -523,7 +523,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$104 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$153 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -727,21 +727,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$135 ;
-  wire \gate$142 ;
-  wire \gate$149 ;
+  wire \gate$141 ;
+  wire \gate$148 ;
+  wire \gate$155 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$133 ;
-  wire \hold$140 ;
-  wire \hold$147 ;
+  wire \hold$139 ;
+  wire \hold$146 ;
+  wire \hold$153 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [72:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [63:0] \i__payload.value ;
+  wire [15:0] \i__payload.value[0] ;
+  wire [15:0] \i__payload.value[1] ;
+  wire [15:0] \i__payload.value[2] ;
+  wire [15:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -749,23 +761,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$103 ;
-  wire [4:0] \items__payload$103.index ;
-  wire \items__payload$103.seq_end ;
-  wire \items__payload$103.step_end ;
-  wire [15:0] \items__payload$103.value ;
+  wire [22:0] \items__payload$109 ;
+  wire [4:0] \items__payload$109.index ;
+  wire \items__payload$109.seq_end ;
+  wire \items__payload$109.step_end ;
+  wire [15:0] \items__payload$109.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$104 ;
-  wire \items__ready$104 ;
+  input \items__ready$110 ;
+  wire \items__ready$110 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$107 ;
+  wire \items__valid$113 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -803,12 +815,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$132 ;
-  wire [15:0] \new$132.h ;
-  wire [15:0] \new$139 ;
-  wire [15:0] \new$139.h ;
-  wire [15:0] \new$146 ;
-  wire [15:0] \new$146.h ;
+  wire [15:0] \new$138 ;
+  wire [15:0] \new$138.h ;
+  wire [15:0] \new$145 ;
+  wire [15:0] \new$145.h ;
+  wire [15:0] \new$152 ;
+  wire [15:0] \new$152.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -818,6 +830,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [72:0] o__payload;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [63:0] \o__payload.value ;
+  wire [15:0] \o__payload.value[0] ;
+  wire [15:0] \o__payload.value[1] ;
+  wire [15:0] \o__payload.value[2] ;
+  wire [15:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$45 ;
   wire [15:0] \old$45.h ;
@@ -839,9 +863,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$134 ;
-  wire [15:0] \out$141 ;
-  wire [15:0] \out$148 ;
+  wire [15:0] \out$140 ;
+  wire [15:0] \out$147 ;
+  wire [15:0] \out$154 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -873,8 +897,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$123 ;
-  wire [63:0] \port__data$124 ;
+  wire [31:0] \port__data$129 ;
+  wire [63:0] \port__data$130 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -888,9 +912,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$138 ;
-  wire [15:0] \potential$145 ;
-  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$144 ;
+  wire [15:0] \potential$151 ;
+  wire [15:0] \potential$158 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -902,10 +926,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$129 ;
-  wire \saturated$136 ;
-  wire \saturated$143 ;
-  wire \saturated$150 ;
+  wire \saturated$135 ;
+  wire \saturated$142 ;
+  wire \saturated$149 ;
+  wire \saturated$156 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -998,22 +1022,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [73:0] trace;
-  output [73:0] \trace$153 ;
-  reg [73:0] \trace$153  = 74'h0000000000000000000;
-  wire [3:0] \trace$153.gate ;
-  wire \trace$153.gate[0] ;
-  wire \trace$153.gate[1] ;
-  wire \trace$153.gate[2] ;
-  wire \trace$153.gate[3] ;
-  wire [2:0] \trace$153.group ;
-  wire \trace$153.seq_end ;
-  wire [63:0] \trace$153.state ;
-  wire [15:0] \trace$153.state[0] ;
-  wire [15:0] \trace$153.state[1] ;
-  wire [15:0] \trace$153.state[2] ;
-  wire [15:0] \trace$153.state[3] ;
-  wire \trace$153.step_end ;
-  wire \trace$153.valid ;
+  output [73:0] \trace$159 ;
+  reg [73:0] \trace$159  = 74'h0000000000000000000;
+  wire [3:0] \trace$159.gate ;
+  wire \trace$159.gate[0] ;
+  wire \trace$159.gate[1] ;
+  wire \trace$159.gate[2] ;
+  wire \trace$159.gate[3] ;
+  wire [2:0] \trace$159.group ;
+  wire \trace$159.seq_end ;
+  wire [63:0] \trace$159.state ;
+  wire [15:0] \trace$159.state[0] ;
+  wire [15:0] \trace$159.state[1] ;
+  wire [15:0] \trace$159.state[2] ;
+  wire [15:0] \trace$159.state[3] ;
+  wire \trace$159.step_end ;
+  wire \trace$159.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1080,34 +1104,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$166  [7:0];
+  reg [31:0] \params$172  [7:0];
   initial begin
-    \params$166 [0] = 32'd774648385;
-    \params$166 [1] = 32'd775171628;
-    \params$166 [2] = 32'd757870123;
-    \params$166 [3] = 32'd808267053;
-    \params$166 [4] = 32'd741417786;
-    \params$166 [5] = 32'd858925357;
-    \params$166 [6] = 32'd892414513;
-    \params$166 [7] = 32'd774844723;
+    \params$172 [0] = 32'd774648385;
+    \params$172 [1] = 32'd775171628;
+    \params$172 [2] = 32'd757870123;
+    \params$172 [3] = 32'd808267053;
+    \params$172 [4] = 32'd741417786;
+    \params$172 [5] = 32'd858925357;
+    \params$172 [6] = 32'd892414513;
+    \params$172 [7] = 32'd774844723;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$166 [\config [6:4]][7:0] <= \port__data$15 [7:0];
+      \params$172 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$166 [\config [6:4]][15:8] <= \port__data$15 [15:8];
+      \params$172 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$166 [\config [6:4]][23:16] <= \port__data$15 [23:16];
+      \params$172 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$166 [\config [6:4]][31:24] <= \port__data$15 [31:24];
+      \params$172 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$166 [\port__addr$33 ];
+      _1_ <= \params$172 [\port__addr$33 ];
     end
   end
-  assign \port__data$123  = _1_;
+  assign \port__data$129  = _1_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1129,136 +1153,136 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$124  = _2_;
-  reg [63:0] \weights$164  [103:0];
+  assign \port__data$130  = _2_;
+  reg [63:0] \weights$170  [103:0];
   initial begin
-    \weights$164 [0] = 64'h2404370502fadf03;
-    \weights$164 [1] = 64'h0af38cc5f3e2ae14;
-    \weights$164 [2] = 64'hedf6ab00c301f9ff;
-    \weights$164 [3] = 64'h0e3de1fc19ef19ae;
-    \weights$164 [4] = 64'h21fcdff448264ce8;
-    \weights$164 [5] = 64'h0cf435402ff7403b;
-    \weights$164 [6] = 64'hb7d8feead6d3e2c9;
-    \weights$164 [7] = 64'h0b59fb0cb1171818;
-    \weights$164 [8] = 64'he61bcbc7dd3428fb;
-    \weights$164 [9] = 64'hc1dd28ee05110013;
-    \weights$164 [10] = 64'hf4eff6ea2c1e0bfc;
-    \weights$164 [11] = 64'h150f17181bedecf1;
-    \weights$164 [12] = 64'h3c2a3728cb25e9e7;
-    \weights$164 [13] = 64'h450a160202fe9a12;
-    \weights$164 [14] = 64'he7490b01dce9f508;
-    \weights$164 [15] = 64'h1a0fe3ee27141a29;
-    \weights$164 [16] = 64'h1ed1f326e7f02019;
-    \weights$164 [17] = 64'hfddb1f1718023211;
-    \weights$164 [18] = 64'h1fef3cdb1ab8ced3;
-    \weights$164 [19] = 64'h361dcb0827d02dc7;
-    \weights$164 [20] = 64'habb6bbee372315df;
-    \weights$164 [21] = 64'hd9ececfe1810e10e;
-    \weights$164 [22] = 64'hb90b0b056d2f2207;
-    \weights$164 [23] = 64'hf6f515f8d8202312;
-    \weights$164 [24] = 64'hae03e1fbddf75e10;
-    \weights$164 [25] = 64'hd8d0fefce2d5fa0b;
-    \weights$164 [26] = 64'hdb0310fb46f946d7;
-    \weights$164 [27] = 64'hf0e06a01cf03b80e;
-    \weights$164 [28] = 64'h1aec0de7fcf707db;
-    \weights$164 [29] = 64'hff1406d34812f8cf;
-    \weights$164 [30] = 64'h2a2d1631fd00da0a;
-    \weights$164 [31] = 64'heff65114c2d41a35;
-    \weights$164 [32] = 64'h3cabdb140d5548e2;
-    \weights$164 [33] = 64'h6b1bdbdee1e62214;
-    \weights$164 [34] = 64'h5fd410f7ba0cc714;
-    \weights$164 [35] = 64'h82f70024fff6d32f;
-    \weights$164 [36] = 64'he53737265fd8e032;
-    \weights$164 [37] = 64'haf35170cd3e314d3;
-    \weights$164 [38] = 64'h1feab231fdf0efec;
-    \weights$164 [39] = 64'h30f70918fdf70008;
-    \weights$164 [40] = 64'h0ada110b2b23e821;
-    \weights$164 [41] = 64'hea0e3d0c4dd340f1;
-    \weights$164 [42] = 64'hd6b82023fa4aaaf3;
-    \weights$164 [43] = 64'hf2fee7073a34e50c;
-    \weights$164 [44] = 64'hbb27ed0821b43113;
-    \weights$164 [45] = 64'h1169edb3dcf60ae2;
-    \weights$164 [46] = 64'hedf5af441004acc5;
-    \weights$164 [47] = 64'h08e6e12ad6f94619;
-    \weights$164 [48] = 64'h34eb4a1b1c0ff3eb;
-    \weights$164 [49] = 64'hc5fd00e30df70fdd;
-    \weights$164 [50] = 64'hc7f8f8fdd9fd34ea;
-    \weights$164 [51] = 64'hf71c1bdd02f233dd;
-    \weights$164 [52] = 64'hb2f6fb104e0af610;
-    \weights$164 [53] = 64'h1d1113c5b501412d;
-    \weights$164 [54] = 64'hfcf8f30eda0c1edf;
-    \weights$164 [55] = 64'h23f854f511d21b1c;
-    \weights$164 [56] = 64'h331bde022012b20d;
-    \weights$164 [57] = 64'hde0fba3622e5cad7;
-    \weights$164 [58] = 64'h34d3200d34221ad8;
-    \weights$164 [59] = 64'hf0f4171ee00db1e1;
-    \weights$164 [60] = 64'h19d90b01080ae7fd;
-    \weights$164 [61] = 64'hfdb5c90844e421f6;
-    \weights$164 [62] = 64'h00e80e29d931ea3a;
-    \weights$164 [63] = 64'hf9fa35c31e1002dd;
-    \weights$164 [64] = 64'h34dac4feb81f08f3;
-    \weights$164 [65] = 64'he6fceaf6c815fbee;
-    \weights$164 [66] = 64'h10fe3b2b1bd16a09;
-    \weights$164 [67] = 64'h0af0c8e7dee2b823;
-    \weights$164 [68] = 64'hc9f3c703f61dfe07;
-    \weights$164 [69] = 64'hea0a37d926eaa705;
-    \weights$164 [70] = 64'h1f0eb5f46a259de7;
-    \weights$164 [71] = 64'h43f5c631c00c3002;
-    \weights$164 [72] = 64'h1dfe2df136fac21d;
-    \weights$164 [73] = 64'h0b223f19e1eb4f1b;
-    \weights$164 [74] = 64'h0e1ef0d3b7e5230d;
-    \weights$164 [75] = 64'h02fd1be9472af9d7;
-    \weights$164 [76] = 64'h17f046deb007efe4;
-    \weights$164 [77] = 64'h02ff1bfbe23befb3;
-    \weights$164 [78] = 64'hc523c00e08172507;
-    \weights$164 [79] = 64'hed229a1f0e07e8d7;
-    \weights$164 [80] = 64'hfc1cfff4f011a9fc;
-    \weights$164 [81] = 64'hee1028dc49097a07;
-    \weights$164 [82] = 64'h2df7264600f53d0d;
-    \weights$164 [83] = 64'h4ae9131215ead257;
-    \weights$164 [84] = 64'h451728c4e0f0cfdf;
-    \weights$164 [85] = 64'h0e8e35fd0d380cf4;
-    \weights$164 [86] = 64'hf70a16200c04eafc;
-    \weights$164 [87] = 64'h4bc5b0ea00fef10d;
-    \weights$164 [88] = 64'hfaf99ce3f8ed21e2;
-    \weights$164 [89] = 64'he2f1e7271003f110;
-    \weights$164 [90] = 64'h2f071117f5210e20;
-    \weights$164 [91] = 64'h0f1edafa010a0311;
-    \weights$164 [92] = 64'hb602f51ef325ae53;
-    \weights$164 [93] = 64'hb7cc10d5e90a6136;
-    \weights$164 [94] = 64'h135040e4471a20c6;
-    \weights$164 [95] = 64'hc7363f0d11cfb6d7;
-    \weights$164 [96] = 64'hd604630d37da58f1;
-    \weights$164 [97] = 64'hc5183fe50519eccb;
-    \weights$164 [98] = 64'h03e5f4debaf94907;
-    \weights$164 [99] = 64'hb8e51ed5b1481403;
-    \weights$164 [100] = 64'h2a2e4914bdf4f1f5;
-    \weights$164 [101] = 64'h551223140c0915d3;
-    \weights$164 [102] = 64'h37db2819f6c2ddfa;
-    \weights$164 [103] = 64'hd703f3e2f00015f3;
+    \weights$170 [0] = 64'h2404370502fadf03;
+    \weights$170 [1] = 64'h0af38cc5f3e2ae14;
+    \weights$170 [2] = 64'hedf6ab00c301f9ff;
+    \weights$170 [3] = 64'h0e3de1fc19ef19ae;
+    \weights$170 [4] = 64'h21fcdff448264ce8;
+    \weights$170 [5] = 64'h0cf435402ff7403b;
+    \weights$170 [6] = 64'hb7d8feead6d3e2c9;
+    \weights$170 [7] = 64'h0b59fb0cb1171818;
+    \weights$170 [8] = 64'he61bcbc7dd3428fb;
+    \weights$170 [9] = 64'hc1dd28ee05110013;
+    \weights$170 [10] = 64'hf4eff6ea2c1e0bfc;
+    \weights$170 [11] = 64'h150f17181bedecf1;
+    \weights$170 [12] = 64'h3c2a3728cb25e9e7;
+    \weights$170 [13] = 64'h450a160202fe9a12;
+    \weights$170 [14] = 64'he7490b01dce9f508;
+    \weights$170 [15] = 64'h1a0fe3ee27141a29;
+    \weights$170 [16] = 64'h1ed1f326e7f02019;
+    \weights$170 [17] = 64'hfddb1f1718023211;
+    \weights$170 [18] = 64'h1fef3cdb1ab8ced3;
+    \weights$170 [19] = 64'h361dcb0827d02dc7;
+    \weights$170 [20] = 64'habb6bbee372315df;
+    \weights$170 [21] = 64'hd9ececfe1810e10e;
+    \weights$170 [22] = 64'hb90b0b056d2f2207;
+    \weights$170 [23] = 64'hf6f515f8d8202312;
+    \weights$170 [24] = 64'hae03e1fbddf75e10;
+    \weights$170 [25] = 64'hd8d0fefce2d5fa0b;
+    \weights$170 [26] = 64'hdb0310fb46f946d7;
+    \weights$170 [27] = 64'hf0e06a01cf03b80e;
+    \weights$170 [28] = 64'h1aec0de7fcf707db;
+    \weights$170 [29] = 64'hff1406d34812f8cf;
+    \weights$170 [30] = 64'h2a2d1631fd00da0a;
+    \weights$170 [31] = 64'heff65114c2d41a35;
+    \weights$170 [32] = 64'h3cabdb140d5548e2;
+    \weights$170 [33] = 64'h6b1bdbdee1e62214;
+    \weights$170 [34] = 64'h5fd410f7ba0cc714;
+    \weights$170 [35] = 64'h82f70024fff6d32f;
+    \weights$170 [36] = 64'he53737265fd8e032;
+    \weights$170 [37] = 64'haf35170cd3e314d3;
+    \weights$170 [38] = 64'h1feab231fdf0efec;
+    \weights$170 [39] = 64'h30f70918fdf70008;
+    \weights$170 [40] = 64'h0ada110b2b23e821;
+    \weights$170 [41] = 64'hea0e3d0c4dd340f1;
+    \weights$170 [42] = 64'hd6b82023fa4aaaf3;
+    \weights$170 [43] = 64'hf2fee7073a34e50c;
+    \weights$170 [44] = 64'hbb27ed0821b43113;
+    \weights$170 [45] = 64'h1169edb3dcf60ae2;
+    \weights$170 [46] = 64'hedf5af441004acc5;
+    \weights$170 [47] = 64'h08e6e12ad6f94619;
+    \weights$170 [48] = 64'h34eb4a1b1c0ff3eb;
+    \weights$170 [49] = 64'hc5fd00e30df70fdd;
+    \weights$170 [50] = 64'hc7f8f8fdd9fd34ea;
+    \weights$170 [51] = 64'hf71c1bdd02f233dd;
+    \weights$170 [52] = 64'hb2f6fb104e0af610;
+    \weights$170 [53] = 64'h1d1113c5b501412d;
+    \weights$170 [54] = 64'hfcf8f30eda0c1edf;
+    \weights$170 [55] = 64'h23f854f511d21b1c;
+    \weights$170 [56] = 64'h331bde022012b20d;
+    \weights$170 [57] = 64'hde0fba3622e5cad7;
+    \weights$170 [58] = 64'h34d3200d34221ad8;
+    \weights$170 [59] = 64'hf0f4171ee00db1e1;
+    \weights$170 [60] = 64'h19d90b01080ae7fd;
+    \weights$170 [61] = 64'hfdb5c90844e421f6;
+    \weights$170 [62] = 64'h00e80e29d931ea3a;
+    \weights$170 [63] = 64'hf9fa35c31e1002dd;
+    \weights$170 [64] = 64'h34dac4feb81f08f3;
+    \weights$170 [65] = 64'he6fceaf6c815fbee;
+    \weights$170 [66] = 64'h10fe3b2b1bd16a09;
+    \weights$170 [67] = 64'h0af0c8e7dee2b823;
+    \weights$170 [68] = 64'hc9f3c703f61dfe07;
+    \weights$170 [69] = 64'hea0a37d926eaa705;
+    \weights$170 [70] = 64'h1f0eb5f46a259de7;
+    \weights$170 [71] = 64'h43f5c631c00c3002;
+    \weights$170 [72] = 64'h1dfe2df136fac21d;
+    \weights$170 [73] = 64'h0b223f19e1eb4f1b;
+    \weights$170 [74] = 64'h0e1ef0d3b7e5230d;
+    \weights$170 [75] = 64'h02fd1be9472af9d7;
+    \weights$170 [76] = 64'h17f046deb007efe4;
+    \weights$170 [77] = 64'h02ff1bfbe23befb3;
+    \weights$170 [78] = 64'hc523c00e08172507;
+    \weights$170 [79] = 64'hed229a1f0e07e8d7;
+    \weights$170 [80] = 64'hfc1cfff4f011a9fc;
+    \weights$170 [81] = 64'hee1028dc49097a07;
+    \weights$170 [82] = 64'h2df7264600f53d0d;
+    \weights$170 [83] = 64'h4ae9131215ead257;
+    \weights$170 [84] = 64'h451728c4e0f0cfdf;
+    \weights$170 [85] = 64'h0e8e35fd0d380cf4;
+    \weights$170 [86] = 64'hf70a16200c04eafc;
+    \weights$170 [87] = 64'h4bc5b0ea00fef10d;
+    \weights$170 [88] = 64'hfaf99ce3f8ed21e2;
+    \weights$170 [89] = 64'he2f1e7271003f110;
+    \weights$170 [90] = 64'h2f071117f5210e20;
+    \weights$170 [91] = 64'h0f1edafa010a0311;
+    \weights$170 [92] = 64'hb602f51ef325ae53;
+    \weights$170 [93] = 64'hb7cc10d5e90a6136;
+    \weights$170 [94] = 64'h135040e4471a20c6;
+    \weights$170 [95] = 64'hc7363f0d11cfb6d7;
+    \weights$170 [96] = 64'hd604630d37da58f1;
+    \weights$170 [97] = 64'hc5183fe50519eccb;
+    \weights$170 [98] = 64'h03e5f4debaf94907;
+    \weights$170 [99] = 64'hb8e51ed5b1481403;
+    \weights$170 [100] = 64'h2a2e4914bdf4f1f5;
+    \weights$170 [101] = 64'h551223140c0915d3;
+    \weights$170 [102] = 64'h37db2819f6c2ddfa;
+    \weights$170 [103] = 64'hd703f3e2f00015f3;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$164 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$170 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$164 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$170 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$164 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$170 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$164 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$170 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$164 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$170 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$164 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$170 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$164 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$170 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$164 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$170 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$164 [\$8 [6:0]];
+      _3_ <= \weights$170 [\$8 [6:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1339,7 +1363,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$75  = \$74  + saturated[3];
   assign \$76  = layer0_saturations + \$75 ;
   assign \$77  = reserved + starting;
-  assign \$78  = r_en & entries__valid;
+  assign \$78  = r_en & i__valid;
   assign \$79  = \$77  - \$78 ;
   always @(posedge clk)
     layer0_weights_reads <= \$80 ;
@@ -1442,7 +1466,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     potential_c4_3 <= \$129 ;
   always @(posedge clk)
-    \trace$153  <= \$130 ;
+    \trace$159  <= \$130 ;
   always @(posedge clk)
     layer0_events <= \$131 ;
   always @(posedge clk)
@@ -1451,12 +1475,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$133 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$55 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1487,10 +1521,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$104 ),
+    .items__ready(\items__ready$110 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1501,34 +1535,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$129 )
+    .saturated(\saturated$135 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$135 ),
+    .abs_at_least(\gate$141 ),
     .acc(\acc$43 ),
-    .h_new(\new$132 ),
-    .hold(\hold$133 ),
+    .h_new(\new$138 ),
+    .hold(\hold$139 ),
     .old(\old$45 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$136 )
+    .saturated(\saturated$142 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$142 ),
+    .abs_at_least(\gate$148 ),
     .acc(\acc$46 ),
-    .h_new(\new$139 ),
-    .hold(\hold$140 ),
+    .h_new(\new$145 ),
+    .hold(\hold$146 ),
     .old(\old$48 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$143 )
+    .saturated(\saturated$149 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$149 ),
+    .abs_at_least(\gate$155 ),
     .acc(\acc$49 ),
-    .h_new(\new$146 ),
-    .hold(\hold$147 ),
+    .h_new(\new$152 ),
+    .hold(\hold$153 ),
     .old(\old$51 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$150 )
+    .saturated(\saturated$156 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1668,14 +1702,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \port__data$123 ;
+    \$93  = \port__data$129 ;
     if (rst) begin
       \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \port__data$124 ;
+    \$94  = \port__data$130 ;
     if (rst) begin
       \$94  = 64'h0000000000000000;
     end
@@ -1745,7 +1779,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$129 ;
+    \$104  = \saturated$135 ;
     if (rst) begin
       \$104  = 1'h0;
     end
@@ -1759,7 +1793,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$132 ;
+    \$106  = \new$138 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
@@ -1773,14 +1807,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$133 ;
+    \$108  = \hold$139 ;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$132 ;
+    \$109  = \new$138 ;
     if (rst) begin
       \$109  = 16'h0000;
     end
@@ -1794,14 +1828,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$135 ;
+    \$111  = \gate$141 ;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$136 ;
+    \$112  = \saturated$142 ;
     if (rst) begin
       \$112  = 1'h0;
     end
@@ -1815,7 +1849,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$139 ;
+    \$114  = \new$145 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
@@ -1829,14 +1863,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$140 ;
+    \$116  = \hold$146 ;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$139 ;
+    \$117  = \new$145 ;
     if (rst) begin
       \$117  = 16'h0000;
     end
@@ -1850,14 +1884,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$142 ;
+    \$119  = \gate$148 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$143 ;
+    \$120  = \saturated$149 ;
     if (rst) begin
       \$120  = 1'h0;
     end
@@ -1871,7 +1905,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \new$146 ;
+    \$122  = \new$152 ;
     if (rst) begin
       \$122  = 16'h0000;
     end
@@ -1885,14 +1919,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \hold$147 ;
+    \$124  = \hold$153 ;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \new$146 ;
+    \$125  = \new$152 ;
     if (rst) begin
       \$125  = 16'h0000;
     end
@@ -1906,14 +1940,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \gate$149 ;
+    \$127  = \gate$155 ;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \saturated$150 ;
+    \$128  = \saturated$156 ;
     if (rst) begin
       \$128  = 1'h0;
     end
@@ -1980,20 +2014,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign finalize4 = \port__en$55 ;
   assign w_data = entry;
   assign w_en = \port__en$55 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$103  = events__payload;
-  assign events__ready = \items__ready$104 ;
-  assign \items__valid$107  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$109  = events__payload;
+  assign events__ready = \items__ready$110 ;
+  assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$134  = \new$132 ;
-  assign \potential$138  = 16'h0000;
-  assign \out$141  = \new$139 ;
-  assign \potential$145  = 16'h0000;
-  assign \out$148  = \new$146 ;
-  assign \potential$152  = 16'h0000;
+  assign \out$140  = \new$138 ;
+  assign \potential$144  = 16'h0000;
+  assign \out$147  = \new$145 ;
+  assign \potential$151  = 16'h0000;
+  assign \out$154  = \new$152 ;
+  assign \potential$158  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2141,6 +2178,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[67:4];
+  assign \i__payload.value[0]  = i__payload[19:4];
+  assign \i__payload.value[1]  = i__payload[35:20];
+  assign \i__payload.value[2]  = i__payload[51:36];
+  assign \i__payload.value[3]  = i__payload[67:52];
+  assign \i__payload.group  = i__payload[70:68];
+  assign \i__payload.marker  = i__payload[71];
+  assign \i__payload.seq_end  = i__payload[72];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[67:4];
   assign \entries__payload.value[0]  = entries__payload[19:4];
@@ -2150,14 +2196,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[70:68];
   assign \entries__payload.marker  = entries__payload[71];
   assign \entries__payload.seq_end  = entries__payload[72];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[67:4];
+  assign \o__payload.value[0]  = entries__payload[19:4];
+  assign \o__payload.value[1]  = entries__payload[35:20];
+  assign \o__payload.value[2]  = entries__payload[51:36];
+  assign \o__payload.value[3]  = entries__payload[67:52];
+  assign \o__payload.group  = entries__payload[70:68];
+  assign \o__payload.marker  = entries__payload[71];
+  assign \o__payload.seq_end  = entries__payload[72];
   assign \events__payload.index  = events__payload[4:0];
   assign \events__payload.value  = events__payload[20:5];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$103.index  = events__payload[4:0];
-  assign \items__payload$103.value  = events__payload[20:5];
-  assign \items__payload$103.step_end  = events__payload[21];
-  assign \items__payload$103.seq_end  = events__payload[22];
+  assign \items__payload$109.index  = events__payload[4:0];
+  assign \items__payload$109.value  = events__payload[20:5];
+  assign \items__payload$109.step_end  = events__payload[21];
+  assign \items__payload$109.seq_end  = events__payload[22];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2170,23 +2225,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[20:17];
   assign \slot_c2b.value  = slot_c2b[28:21];
   assign \new.h  = \new ;
-  assign \new$132.h  = \new$132 ;
-  assign \new$139.h  = \new$139 ;
-  assign \new$146.h  = \new$146 ;
-  assign \trace$153.valid  = \trace$153 [0];
-  assign \trace$153.group  = \trace$153 [3:1];
-  assign \trace$153.step_end  = \trace$153 [4];
-  assign \trace$153.seq_end  = \trace$153 [5];
-  assign \trace$153.state  = \trace$153 [69:6];
-  assign \trace$153.state[0]  = \trace$153 [21:6];
-  assign \trace$153.state[1]  = \trace$153 [37:22];
-  assign \trace$153.state[2]  = \trace$153 [53:38];
-  assign \trace$153.state[3]  = \trace$153 [69:54];
-  assign \trace$153.gate  = \trace$153 [73:70];
-  assign \trace$153.gate[0]  = \trace$153 [70];
-  assign \trace$153.gate[1]  = \trace$153 [71];
-  assign \trace$153.gate[2]  = \trace$153 [72];
-  assign \trace$153.gate[3]  = \trace$153 [73];
+  assign \new$138.h  = \new$138 ;
+  assign \new$145.h  = \new$145 ;
+  assign \new$152.h  = \new$152 ;
+  assign \trace$159.valid  = \trace$159 [0];
+  assign \trace$159.group  = \trace$159 [3:1];
+  assign \trace$159.step_end  = \trace$159 [4];
+  assign \trace$159.seq_end  = \trace$159 [5];
+  assign \trace$159.state  = \trace$159 [69:6];
+  assign \trace$159.state[0]  = \trace$159 [21:6];
+  assign \trace$159.state[1]  = \trace$159 [37:22];
+  assign \trace$159.state[2]  = \trace$159 [53:38];
+  assign \trace$159.state[3]  = \trace$159 [69:54];
+  assign \trace$159.gate  = \trace$159 [73:70];
+  assign \trace$159.gate[0]  = \trace$159 [70];
+  assign \trace$159.gate[1]  = \trace$159 [71];
+  assign \trace$159.gate[2]  = \trace$159 [72];
+  assign \trace$159.gate[3]  = \trace$159 [73];
   assign entry[72] = slot_c4[15];
   assign entry[71] = \$41 ;
   assign entry[70:68] = slot_c4[3:1];
@@ -2278,7 +2333,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2460,8 +2515,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [72:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [72:0] \$8 ;
+  input clk;
+  wire clk;
+  input [72:0] i__payload;
+  wire [72:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [63:0] \i__payload.value ;
+  wire [15:0] \i__payload.value[0] ;
+  wire [15:0] \i__payload.value[1] ;
+  wire [15:0] \i__payload.value[2] ;
+  wire [15:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] main;
+  wire [2:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [63:0] \main.value ;
+  wire [15:0] \main.value[0] ;
+  wire [15:0] \main.value[1] ;
+  wire [15:0] \main.value[2] ;
+  wire [15:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [63:0] \o__payload.value ;
+  wire [15:0] \o__payload.value[0] ;
+  wire [15:0] \o__payload.value[1] ;
+  wire [15:0] \o__payload.value[2] ;
+  wire [15:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [72:0] skid = 73'h0000000000000000000;
+  wire [2:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [63:0] \skid.value ;
+  wire [15:0] \skid.value[0] ;
+  wire [15:0] \skid.value[1] ;
+  wire [15:0] \skid.value[2] ;
+  wire [15:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 73'h0000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[67:4];
+  assign \o__payload.value[0]  = o__payload[19:4];
+  assign \o__payload.value[1]  = o__payload[35:20];
+  assign \o__payload.value[2]  = o__payload[51:36];
+  assign \o__payload.value[3]  = o__payload[67:52];
+  assign \o__payload.group  = o__payload[70:68];
+  assign \o__payload.marker  = o__payload[71];
+  assign \o__payload.seq_end  = o__payload[72];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[67:4];
+  assign \main.value[0]  = o__payload[19:4];
+  assign \main.value[1]  = o__payload[35:20];
+  assign \main.value[2]  = o__payload[51:36];
+  assign \main.value[3]  = o__payload[67:52];
+  assign \main.group  = o__payload[70:68];
+  assign \main.marker  = o__payload[71];
+  assign \main.seq_end  = o__payload[72];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[67:4];
+  assign \skid.value[0]  = skid[19:4];
+  assign \skid.value[1]  = skid[35:20];
+  assign \skid.value[2]  = skid[51:36];
+  assign \skid.value[3]  = skid[67:52];
+  assign \skid.group  = skid[70:68];
+  assign \skid.marker  = skid[71];
+  assign \skid.seq_end  = skid[72];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[67:4];
+  assign \i__payload.value[0]  = i__payload[19:4];
+  assign \i__payload.value[1]  = i__payload[35:20];
+  assign \i__payload.value[2]  = i__payload[51:36];
+  assign \i__payload.value[3]  = i__payload[67:52];
+  assign \i__payload.group  = i__payload[70:68];
+  assign \i__payload.marker  = i__payload[71];
+  assign \i__payload.seq_end  = i__payload[72];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2762,7 +2994,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2772,14 +3004,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2788,28 +3020,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2824,7 +3056,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2836,7 +3068,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2867,7 +3099,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2882,7 +3114,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2900,7 +3132,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2918,7 +3150,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2936,7 +3168,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2948,7 +3180,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2960,7 +3192,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -2978,7 +3210,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2997,7 +3229,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3017,7 +3249,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3030,7 +3262,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3048,7 +3280,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3066,7 +3298,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3087,7 +3319,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3100,7 +3332,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3113,7 +3345,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3125,7 +3357,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3139,7 +3371,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3153,7 +3385,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3211,7 +3443,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3452,21 +3684,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3483,245 +3715,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -3754,8 +3986,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3838,7 +4070,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -3849,7 +4081,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 23'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -3866,7 +4098,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3886,7 +4118,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3912,7 +4144,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -3949,94 +4181,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4124,7 +4268,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4212,7 +4356,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4300,8 +4444,96 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4362,7 +4594,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4377,7 +4609,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4392,7 +4624,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4406,7 +4638,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4438,7 +4670,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5010,63 +5242,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -5076,63 +5308,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$83  = slot_c2a;
     if (rst) begin
       \$83  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$84  = slot_c2b;
     if (rst) begin
       \$84  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$85  = argmax_1_0_logit;
     if (rst) begin
       \$85  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$86  = argmax_1_0_lane;
     if (rst) begin
       \$86  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$87  = acc;
     if (rst) begin
       \$87  = 116'h00000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$88  = slot_c3;
     if (rst) begin
       \$88  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$89  = finalize;
     if (rst) begin
       \$89  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$90  = best_logit;
     if (\$71 ) begin
       \$90  = group_logit;
@@ -5142,7 +5374,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$91  = best_class;
     if (\$71 ) begin
       \$91  = \$52 [3:0];
@@ -5152,7 +5384,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$92  = \$74 [3:0];
     if (rst) begin
       \$92  = 4'h0;
@@ -5343,7 +5575,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -5683,7 +5915,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5693,14 +5925,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -5709,28 +5941,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -5745,7 +5977,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -5757,7 +5989,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5788,7 +6020,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5803,7 +6035,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5821,7 +6053,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5839,7 +6071,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5857,7 +6089,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5869,7 +6101,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -5881,7 +6113,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -5899,7 +6131,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5918,7 +6150,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5938,7 +6170,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5951,7 +6183,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5969,7 +6201,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -5987,7 +6219,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6008,7 +6240,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6021,7 +6253,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6034,7 +6266,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6046,7 +6278,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6060,7 +6292,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6074,7 +6306,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6133,7 +6365,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire [23:0] \$1 ;
   wire [23:0] \$10 ;
   wire [28:0] \$11 ;
@@ -6274,70 +6506,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$20  = seeds[28:0];
     if (rst) begin
       \$20  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [28:0] = \$3 [28:0];
@@ -6350,84 +6582,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$25  = seeds[57:29];
     if (rst) begin
       \$25  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$29  = seeds[86:58];
     if (rst) begin
       \$29  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = seeds[115:87];
     if (rst) begin
       \$33  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 29'h00000000;
@@ -6449,7 +6681,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6577,7 +6809,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -6587,7 +6819,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -6597,7 +6829,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -6610,7 +6842,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

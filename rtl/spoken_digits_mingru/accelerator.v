@@ -259,7 +259,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$121 (events__ready),
+    .\items__ready$127 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$174 (trace_0)
+    .\trace$180 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$121 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$174 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -800,21 +800,33 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$156 ;
-  wire [6:0] \gate$163 ;
-  wire [6:0] \gate$170 ;
+  wire [6:0] \gate$162 ;
+  wire [6:0] \gate$169 ;
+  wire [6:0] \gate$176 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$154 ;
-  wire \hold$161 ;
-  wire \hold$168 ;
+  wire \hold$160 ;
+  wire \hold$167 ;
+  wire \hold$174 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
   reg hold_c4_3 = 1'h0;
+  wire [104:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  wire i__ready;
+  wire i__valid;
   input [13:0] items__payload;
   wire [13:0] items__payload;
   wire [13:0] \items__payload$1 ;
@@ -822,23 +834,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$120 ;
-  wire [4:0] \items__payload$120.index ;
-  wire \items__payload$120.seq_end ;
-  wire \items__payload$120.step_end ;
-  wire [23:0] \items__payload$120.value ;
+  wire [30:0] \items__payload$126 ;
+  wire [4:0] \items__payload$126.index ;
+  wire \items__payload$126.seq_end ;
+  wire \items__payload$126.step_end ;
+  wire [23:0] \items__payload$126.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$121 ;
-  wire \items__ready$121 ;
+  input \items__ready$127 ;
+  wire \items__ready$127 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$124 ;
+  wire \items__valid$130 ;
   wire \items__valid$5 ;
   wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
@@ -880,12 +892,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$153 ;
-  wire [15:0] \new$153.h ;
-  wire [15:0] \new$160 ;
-  wire [15:0] \new$160.h ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
+  wire [15:0] \new$159 ;
+  wire [15:0] \new$159.h ;
+  wire [15:0] \new$166 ;
+  wire [15:0] \new$166.h ;
+  wire [15:0] \new$173 ;
+  wire [15:0] \new$173.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -895,6 +907,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \new_c4_2.h ;
   reg [15:0] new_c4_3 = 16'h0000;
   wire [15:0] \new_c4_3.h ;
+  wire [104:0] o__payload;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  wire o__ready;
+  wire o__valid;
   wire [15:0] old;
   wire [15:0] \old$47 ;
   wire [15:0] \old$47.h ;
@@ -920,9 +944,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$155 ;
-  wire [15:0] \out$162 ;
-  wire [15:0] \out$169 ;
+  wire [15:0] \out$161 ;
+  wire [15:0] \out$168 ;
+  wire [15:0] \out$175 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -977,10 +1001,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [55:0] \port__data$142 ;
-  wire [63:0] \port__data$143 ;
-  wire [95:0] \port__data$145 ;
+  wire [55:0] \port__data$148 ;
+  wire [63:0] \port__data$149 ;
   wire [55:0] \port__data$15 ;
+  wire [95:0] \port__data$151 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -997,9 +1021,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$159 ;
-  wire [15:0] \potential$166 ;
-  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$165 ;
+  wire [15:0] \potential$172 ;
+  wire [15:0] \potential$179 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1011,10 +1035,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$150 ;
-  wire \saturated$157 ;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
+  wire \saturated$156 ;
+  wire \saturated$163 ;
+  wire \saturated$170 ;
+  wire \saturated$177 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1107,22 +1131,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$174 ;
-  reg [97:0] \trace$174  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$174.gate ;
-  wire [6:0] \trace$174.gate[0] ;
-  wire [6:0] \trace$174.gate[1] ;
-  wire [6:0] \trace$174.gate[2] ;
-  wire [6:0] \trace$174.gate[3] ;
-  wire [2:0] \trace$174.group ;
-  wire \trace$174.seq_end ;
-  wire [63:0] \trace$174.state ;
-  wire [15:0] \trace$174.state[0] ;
-  wire [15:0] \trace$174.state[1] ;
-  wire [15:0] \trace$174.state[2] ;
-  wire [15:0] \trace$174.state[3] ;
-  wire \trace$174.step_end ;
-  wire \trace$174.valid ;
+  output [97:0] \trace$180 ;
+  reg [97:0] \trace$180  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$180.gate ;
+  wire [6:0] \trace$180.gate[0] ;
+  wire [6:0] \trace$180.gate[1] ;
+  wire [6:0] \trace$180.gate[2] ;
+  wire [6:0] \trace$180.gate[3] ;
+  wire [2:0] \trace$180.group ;
+  wire \trace$180.seq_end ;
+  wire [63:0] \trace$180.state ;
+  wire [15:0] \trace$180.state[0] ;
+  wire [15:0] \trace$180.state[1] ;
+  wire [15:0] \trace$180.state[2] ;
+  wire [15:0] \trace$180.state[3] ;
+  wire \trace$180.step_end ;
+  wire \trace$180.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1189,42 +1213,42 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$187  [7:0];
+  reg [55:0] \params$193  [7:0];
   initial begin
-    \params$187 [0] = 56'h10084020e08382;
-    \params$187 [1] = 56'h0e043821008382;
-    \params$187 [2] = 56'h0e083820e08402;
-    \params$187 [3] = 56'h0e044020e08402;
-    \params$187 [4] = 56'h0e083821008381;
-    \params$187 [5] = 56'h10083820e08402;
-    \params$187 [6] = 56'h0e084020e04401;
-    \params$187 [7] = 56'h10044021008381;
+    \params$193 [0] = 56'h10084020e08382;
+    \params$193 [1] = 56'h0e043821008382;
+    \params$193 [2] = 56'h0e083820e08402;
+    \params$193 [3] = 56'h0e044020e08402;
+    \params$193 [4] = 56'h0e083821008381;
+    \params$193 [5] = 56'h10083820e08402;
+    \params$193 [6] = 56'h0e084020e04401;
+    \params$193 [7] = 56'h10044021008381;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$187 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$193 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$187 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$193 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$187 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$193 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$187 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$193 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$187 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$193 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$187 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$193 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$187 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$193 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$187 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$193 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$187 [\port__addr$34 ];
+      _1_ <= \params$193 [\port__addr$34 ];
     end
   end
-  assign \port__data$142  = _1_;
+  assign \port__data$148  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1246,7 +1270,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$145  = _2_;
+  assign \port__data$151  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1268,136 +1292,136 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$143  = _3_;
-  reg [63:0] \weights$185  [103:0];
+  assign \port__data$149  = _3_;
+  reg [63:0] \weights$191  [103:0];
   initial begin
-    \weights$185 [0] = 64'h170f0122ddefeaf7;
-    \weights$185 [1] = 64'h64f1d8efd30ec02c;
-    \weights$185 [2] = 64'h8ef4fed8f24b10ff;
-    \weights$185 [3] = 64'hd8251e1934420aa0;
-    \weights$185 [4] = 64'h39c606dd402c0bbe;
-    \weights$185 [5] = 64'h34c86157039bedcd;
-    \weights$185 [6] = 64'he809afcce7bad736;
-    \weights$185 [7] = 64'hf65222f9fae41171;
-    \weights$185 [8] = 64'h41ffc0b1ede32322;
-    \weights$185 [9] = 64'hf3e4418bf0cd4b0e;
-    \weights$185 [10] = 64'head618d91c0cf4af;
-    \weights$185 [11] = 64'h354470210ffadee6;
-    \weights$185 [12] = 64'h22533726f8aef2df;
-    \weights$185 [13] = 64'hd912db0dcff9bd20;
-    \weights$185 [14] = 64'h0f40e91818030441;
-    \weights$185 [15] = 64'h04f8fd9a21e22356;
-    \weights$185 [16] = 64'hb4eae956a4080b37;
-    \weights$185 [17] = 64'hd9cf513ef06a1d24;
-    \weights$185 [18] = 64'h09f240a908a121fe;
-    \weights$185 [19] = 64'h22fffcf7fec50cb6;
-    \weights$185 [20] = 64'h0bb3f5a154662807;
-    \weights$185 [21] = 64'hfbf1f8f120480025;
-    \weights$185 [22] = 64'h10181ac325321ffb;
-    \weights$185 [23] = 64'h2529050bc70ffef5;
-    \weights$185 [24] = 64'hffefd800fc0507e0;
-    \weights$185 [25] = 64'hffe503f6e5dffedb;
-    \weights$185 [26] = 64'he107e6fe0e1274e0;
-    \weights$185 [27] = 64'he7dd1bfedd20c96d;
-    \weights$185 [28] = 64'h1aa9ffcdffff01d4;
-    \weights$185 [29] = 64'h1221b9bc13de02b3;
-    \weights$185 [30] = 64'h1a31ca2721efc9d0;
-    \weights$185 [31] = 64'hcde1026342ebb9f6;
-    \weights$185 [32] = 64'h18f81710256422f7;
-    \weights$185 [33] = 64'h4ced0ee3cbff98b0;
-    \weights$185 [34] = 64'h168a0ac7c8badcf0;
-    \weights$185 [35] = 64'hf9310e4bfec5f201;
-    \weights$185 [36] = 64'h0461122910b80b27;
-    \weights$185 [37] = 64'hf36d0d5305184ec7;
-    \weights$185 [38] = 64'hfdccff49ecd1f609;
-    \weights$185 [39] = 64'hf6fa1a23f5f7d61e;
-    \weights$185 [40] = 64'he6ed01db475ac9da;
-    \weights$185 [41] = 64'h25164e14ece0c202;
-    \weights$185 [42] = 64'h1ee2e035c453eb41;
-    \weights$185 [43] = 64'h31ede61c0030bf25;
-    \weights$185 [44] = 64'hbdfd2303fe8e98f5;
-    \weights$185 [45] = 64'h06410fb3dbe1cfa2;
-    \weights$185 [46] = 64'h2e0cc6701dc2cee5;
-    \weights$185 [47] = 64'h16cdda000d0c7500;
-    \weights$185 [48] = 64'h07d333611af3f8b0;
-    \weights$185 [49] = 64'hde0cf9dd01af40fb;
-    \weights$185 [50] = 64'hfe132ef5efd8210c;
-    \weights$185 [51] = 64'h09320c0615023bee;
-    \weights$185 [52] = 64'hd9e6f801cc44ed05;
-    \weights$185 [53] = 64'heb07f48598c73916;
-    \weights$185 [54] = 64'he7d70a1a244ce5de;
-    \weights$185 [55] = 64'h23d353d3b0aded19;
-    \weights$185 [56] = 64'h421f2628f3d8ec20;
-    \weights$185 [57] = 64'hfd7de2564ec60c10;
-    \weights$185 [58] = 64'hc5021a5230c015e0;
-    \weights$185 [59] = 64'hc5c7f54c4134bd00;
-    \weights$185 [60] = 64'hfc9f08081edce000;
-    \weights$185 [61] = 64'h1ed5fd333fd620f1;
-    \weights$185 [62] = 64'h1952f6220c60040d;
-    \weights$185 [63] = 64'hec15fa11f2200eb1;
-    \weights$185 [64] = 64'h0d08ee3f0d3bf80d;
-    \weights$185 [65] = 64'hb1dcecedcb15e1f6;
-    \weights$185 [66] = 64'he5244310fba838ed;
-    \weights$185 [67] = 64'hc5afde0deff33012;
-    \weights$185 [68] = 64'h88a9c8a3bf3ae933;
-    \weights$185 [69] = 64'h1eba37c61dd49314;
-    \weights$185 [70] = 64'h4206fa3b413bc94b;
-    \weights$185 [71] = 64'h43fdd34ef4297100;
-    \weights$185 [72] = 64'h2322ece0f731e69a;
-    \weights$185 [73] = 64'hfc4d30d7f5e8c502;
-    \weights$185 [74] = 64'hfd2e0d3b0bfad22a;
-    \weights$185 [75] = 64'h06c9e2140b384dcf;
-    \weights$185 [76] = 64'hf9c208b306c454d5;
-    \weights$185 [77] = 64'hf1d30b1a15720499;
-    \weights$185 [78] = 64'hd232c22705230d0a;
-    \weights$185 [79] = 64'he900ba3c1b02f9f9;
-    \weights$185 [80] = 64'hf616e2dded13da04;
-    \weights$185 [81] = 64'h12353a863d25664d;
-    \weights$185 [82] = 64'hf710f64ff1c0c5dd;
-    \weights$185 [83] = 64'h1799391de3d5b2da;
-    \weights$185 [84] = 64'h4d0b37c9bcf3110a;
-    \weights$185 [85] = 64'h309bb80de8317410;
-    \weights$185 [86] = 64'hfbf2f53740f5e523;
-    \weights$185 [87] = 64'he6a4d14512e4d8ee;
-    \weights$185 [88] = 64'hf1bdeebf02fdf1fb;
-    \weights$185 [89] = 64'h02edfd320305b8f1;
-    \weights$185 [90] = 64'hdd37f541dc1940f0;
-    \weights$185 [91] = 64'he618abe2dd1fec18;
-    \weights$185 [92] = 64'h2e00d4d1164ce612;
-    \weights$185 [93] = 64'hfeefd9c6e5402f47;
-    \weights$185 [94] = 64'h520014e6c409bcdf;
-    \weights$185 [95] = 64'hb2fb0fcbcda5edf1;
-    \weights$185 [96] = 64'ha64b0e271d032521;
-    \weights$185 [97] = 64'hce35415a473702b6;
-    \weights$185 [98] = 64'hf2f025211e1a1908;
-    \weights$185 [99] = 64'hbeed2356f14a01e3;
-    \weights$185 [100] = 64'h2e303a43e31a01ff;
-    \weights$185 [101] = 64'h5ef62a6cdcf606de;
-    \weights$185 [102] = 64'h20ca113bd3a2fccd;
-    \weights$185 [103] = 64'h220b07c24520fe09;
+    \weights$191 [0] = 64'h170f0122ddefeaf7;
+    \weights$191 [1] = 64'h64f1d8efd30ec02c;
+    \weights$191 [2] = 64'h8ef4fed8f24b10ff;
+    \weights$191 [3] = 64'hd8251e1934420aa0;
+    \weights$191 [4] = 64'h39c606dd402c0bbe;
+    \weights$191 [5] = 64'h34c86157039bedcd;
+    \weights$191 [6] = 64'he809afcce7bad736;
+    \weights$191 [7] = 64'hf65222f9fae41171;
+    \weights$191 [8] = 64'h41ffc0b1ede32322;
+    \weights$191 [9] = 64'hf3e4418bf0cd4b0e;
+    \weights$191 [10] = 64'head618d91c0cf4af;
+    \weights$191 [11] = 64'h354470210ffadee6;
+    \weights$191 [12] = 64'h22533726f8aef2df;
+    \weights$191 [13] = 64'hd912db0dcff9bd20;
+    \weights$191 [14] = 64'h0f40e91818030441;
+    \weights$191 [15] = 64'h04f8fd9a21e22356;
+    \weights$191 [16] = 64'hb4eae956a4080b37;
+    \weights$191 [17] = 64'hd9cf513ef06a1d24;
+    \weights$191 [18] = 64'h09f240a908a121fe;
+    \weights$191 [19] = 64'h22fffcf7fec50cb6;
+    \weights$191 [20] = 64'h0bb3f5a154662807;
+    \weights$191 [21] = 64'hfbf1f8f120480025;
+    \weights$191 [22] = 64'h10181ac325321ffb;
+    \weights$191 [23] = 64'h2529050bc70ffef5;
+    \weights$191 [24] = 64'hffefd800fc0507e0;
+    \weights$191 [25] = 64'hffe503f6e5dffedb;
+    \weights$191 [26] = 64'he107e6fe0e1274e0;
+    \weights$191 [27] = 64'he7dd1bfedd20c96d;
+    \weights$191 [28] = 64'h1aa9ffcdffff01d4;
+    \weights$191 [29] = 64'h1221b9bc13de02b3;
+    \weights$191 [30] = 64'h1a31ca2721efc9d0;
+    \weights$191 [31] = 64'hcde1026342ebb9f6;
+    \weights$191 [32] = 64'h18f81710256422f7;
+    \weights$191 [33] = 64'h4ced0ee3cbff98b0;
+    \weights$191 [34] = 64'h168a0ac7c8badcf0;
+    \weights$191 [35] = 64'hf9310e4bfec5f201;
+    \weights$191 [36] = 64'h0461122910b80b27;
+    \weights$191 [37] = 64'hf36d0d5305184ec7;
+    \weights$191 [38] = 64'hfdccff49ecd1f609;
+    \weights$191 [39] = 64'hf6fa1a23f5f7d61e;
+    \weights$191 [40] = 64'he6ed01db475ac9da;
+    \weights$191 [41] = 64'h25164e14ece0c202;
+    \weights$191 [42] = 64'h1ee2e035c453eb41;
+    \weights$191 [43] = 64'h31ede61c0030bf25;
+    \weights$191 [44] = 64'hbdfd2303fe8e98f5;
+    \weights$191 [45] = 64'h06410fb3dbe1cfa2;
+    \weights$191 [46] = 64'h2e0cc6701dc2cee5;
+    \weights$191 [47] = 64'h16cdda000d0c7500;
+    \weights$191 [48] = 64'h07d333611af3f8b0;
+    \weights$191 [49] = 64'hde0cf9dd01af40fb;
+    \weights$191 [50] = 64'hfe132ef5efd8210c;
+    \weights$191 [51] = 64'h09320c0615023bee;
+    \weights$191 [52] = 64'hd9e6f801cc44ed05;
+    \weights$191 [53] = 64'heb07f48598c73916;
+    \weights$191 [54] = 64'he7d70a1a244ce5de;
+    \weights$191 [55] = 64'h23d353d3b0aded19;
+    \weights$191 [56] = 64'h421f2628f3d8ec20;
+    \weights$191 [57] = 64'hfd7de2564ec60c10;
+    \weights$191 [58] = 64'hc5021a5230c015e0;
+    \weights$191 [59] = 64'hc5c7f54c4134bd00;
+    \weights$191 [60] = 64'hfc9f08081edce000;
+    \weights$191 [61] = 64'h1ed5fd333fd620f1;
+    \weights$191 [62] = 64'h1952f6220c60040d;
+    \weights$191 [63] = 64'hec15fa11f2200eb1;
+    \weights$191 [64] = 64'h0d08ee3f0d3bf80d;
+    \weights$191 [65] = 64'hb1dcecedcb15e1f6;
+    \weights$191 [66] = 64'he5244310fba838ed;
+    \weights$191 [67] = 64'hc5afde0deff33012;
+    \weights$191 [68] = 64'h88a9c8a3bf3ae933;
+    \weights$191 [69] = 64'h1eba37c61dd49314;
+    \weights$191 [70] = 64'h4206fa3b413bc94b;
+    \weights$191 [71] = 64'h43fdd34ef4297100;
+    \weights$191 [72] = 64'h2322ece0f731e69a;
+    \weights$191 [73] = 64'hfc4d30d7f5e8c502;
+    \weights$191 [74] = 64'hfd2e0d3b0bfad22a;
+    \weights$191 [75] = 64'h06c9e2140b384dcf;
+    \weights$191 [76] = 64'hf9c208b306c454d5;
+    \weights$191 [77] = 64'hf1d30b1a15720499;
+    \weights$191 [78] = 64'hd232c22705230d0a;
+    \weights$191 [79] = 64'he900ba3c1b02f9f9;
+    \weights$191 [80] = 64'hf616e2dded13da04;
+    \weights$191 [81] = 64'h12353a863d25664d;
+    \weights$191 [82] = 64'hf710f64ff1c0c5dd;
+    \weights$191 [83] = 64'h1799391de3d5b2da;
+    \weights$191 [84] = 64'h4d0b37c9bcf3110a;
+    \weights$191 [85] = 64'h309bb80de8317410;
+    \weights$191 [86] = 64'hfbf2f53740f5e523;
+    \weights$191 [87] = 64'he6a4d14512e4d8ee;
+    \weights$191 [88] = 64'hf1bdeebf02fdf1fb;
+    \weights$191 [89] = 64'h02edfd320305b8f1;
+    \weights$191 [90] = 64'hdd37f541dc1940f0;
+    \weights$191 [91] = 64'he618abe2dd1fec18;
+    \weights$191 [92] = 64'h2e00d4d1164ce612;
+    \weights$191 [93] = 64'hfeefd9c6e5402f47;
+    \weights$191 [94] = 64'h520014e6c409bcdf;
+    \weights$191 [95] = 64'hb2fb0fcbcda5edf1;
+    \weights$191 [96] = 64'ha64b0e271d032521;
+    \weights$191 [97] = 64'hce35415a473702b6;
+    \weights$191 [98] = 64'hf2f025211e1a1908;
+    \weights$191 [99] = 64'hbeed2356f14a01e3;
+    \weights$191 [100] = 64'h2e303a43e31a01ff;
+    \weights$191 [101] = 64'h5ef62a6cdcf606de;
+    \weights$191 [102] = 64'h20ca113bd3a2fccd;
+    \weights$191 [103] = 64'h220b07c24520fe09;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$185 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$191 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$185 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$191 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$185 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$191 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$185 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$191 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$185 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$191 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$185 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$191 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$185 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$191 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$185 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$191 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$185 [\$7 [6:0]];
+      _4_ <= \weights$191 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1538,7 +1562,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$131  = \$130  + saturated[3];
   assign \$132  = layer0_saturations + \$131 ;
   assign \$133  = reserved + starting;
-  assign \$134  = r_en & entries__valid;
+  assign \$134  = r_en & i__valid;
   assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
     layer0_weights_reads <= \$136 ;
@@ -1655,7 +1679,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     old_pool_c4_3 <= \$192 ;
   always @(posedge clk)
-    \trace$174  <= \$193 ;
+    \trace$180  <= \$193 ;
   always @(posedge clk)
     layer0_events <= \$194 ;
   always @(posedge clk)
@@ -1664,12 +1688,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     reserved <= \$196 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(entries__payload),
+    .r_data(i__payload),
     .r_en(r_en),
-    .r_rdy(entries__valid),
+    .r_rdy(i__valid),
     .rst(rst),
     .w_en(\port__en$57 ),
     .w_port__data(entry)
+  );
+  \accelerator.layer0.entry_slice  entry_slice (
+    .clk(clk),
+    .i__payload(i__payload),
+    .i__ready(r_en),
+    .i__valid(i__valid),
+    .o__payload(entries__payload),
+    .o__ready(o__ready),
+    .o__valid(entries__valid),
+    .rst(rst)
   );
   \accelerator.layer0.issue  issue (
     .clk(clk),
@@ -1700,10 +1734,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
-    .entries__ready(r_en),
+    .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$121 ),
+    .items__ready(\items__ready$127 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1712,32 +1746,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$150 ),
+    .u_clipped(\saturated$156 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$45 ),
-    .\new (\new$153 ),
+    .\new (\new$159 ),
     .old(\old$47 ),
     .params(\params$46 ),
-    .u_clipped(\saturated$157 ),
-    .z(\gate$156 )
+    .u_clipped(\saturated$163 ),
+    .z(\gate$162 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$48 ),
-    .\new (\new$160 ),
+    .\new (\new$166 ),
     .old(\old$50 ),
     .params(\params$49 ),
-    .u_clipped(\saturated$164 ),
-    .z(\gate$163 )
+    .u_clipped(\saturated$170 ),
+    .z(\gate$169 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$51 ),
-    .\new (\new$167 ),
+    .\new (\new$173 ),
     .old(\old$53 ),
     .params(\params$52 ),
-    .u_clipped(\saturated$171 ),
-    .z(\gate$170 )
+    .u_clipped(\saturated$177 ),
+    .z(\gate$176 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1905,21 +1939,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \port__data$142 ;
+    \$151  = \port__data$148 ;
     if (rst) begin
       \$151  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \port__data$143 ;
+    \$152  = \port__data$149 ;
     if (rst) begin
       \$152  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$145 ;
+    \$153  = \port__data$151 ;
     if (rst) begin
       \$153  = 96'h000000000000000000000000;
     end
@@ -1989,7 +2023,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \saturated$150 ;
+    \$163  = \saturated$156 ;
     if (rst) begin
       \$163  = 1'h0;
     end
@@ -2010,7 +2044,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \new$153 ;
+    \$166  = \new$159 ;
     if (rst) begin
       \$166  = 16'h0000;
     end
@@ -2031,7 +2065,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \new$153 ;
+    \$169  = \new$159 ;
     if (rst) begin
       \$169  = 16'h0000;
     end
@@ -2045,14 +2079,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \gate$156 ;
+    \$171  = \gate$162 ;
     if (rst) begin
       \$171  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \saturated$157 ;
+    \$172  = \saturated$163 ;
     if (rst) begin
       \$172  = 1'h0;
     end
@@ -2073,7 +2107,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \new$160 ;
+    \$175  = \new$166 ;
     if (rst) begin
       \$175  = 16'h0000;
     end
@@ -2094,7 +2128,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \new$160 ;
+    \$178  = \new$166 ;
     if (rst) begin
       \$178  = 16'h0000;
     end
@@ -2108,14 +2142,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \gate$163 ;
+    \$180  = \gate$169 ;
     if (rst) begin
       \$180  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \saturated$164 ;
+    \$181  = \saturated$170 ;
     if (rst) begin
       \$181  = 1'h0;
     end
@@ -2136,7 +2170,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \new$167 ;
+    \$184  = \new$173 ;
     if (rst) begin
       \$184  = 16'h0000;
     end
@@ -2157,7 +2191,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \new$167 ;
+    \$187  = \new$173 ;
     if (rst) begin
       \$187  = 16'h0000;
     end
@@ -2171,14 +2205,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \gate$170 ;
+    \$189  = \gate$176 ;
     if (rst) begin
       \$189  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \saturated$171 ;
+    \$190  = \saturated$177 ;
     if (rst) begin
       \$190  = 1'h0;
     end
@@ -2253,24 +2287,27 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign pool_3 = \$76 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$57 ;
-  assign r_data = entries__payload;
-  assign r_rdy = entries__valid;
-  assign entries__ready = r_en;
-  assign \items__payload$120  = events__payload;
-  assign events__ready = \items__ready$121 ;
-  assign \items__valid$124  = events__valid;
+  assign r_data = i__payload;
+  assign r_rdy = i__valid;
+  assign i__ready = r_en;
+  assign o__payload = entries__payload;
+  assign entries__ready = o__ready;
+  assign o__valid = entries__valid;
+  assign \items__payload$126  = events__payload;
+  assign events__ready = \items__ready$127 ;
+  assign \items__valid$130  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$154  = 1'h0;
-  assign \out$155  = \new$153 ;
-  assign \potential$159  = 16'h0000;
-  assign \hold$161  = 1'h0;
-  assign \out$162  = \new$160 ;
-  assign \potential$166  = 16'h0000;
-  assign \hold$168  = 1'h0;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
+  assign \hold$160  = 1'h0;
+  assign \out$161  = \new$159 ;
+  assign \potential$165  = 16'h0000;
+  assign \hold$167  = 1'h0;
+  assign \out$168  = \new$166 ;
+  assign \potential$172  = 16'h0000;
+  assign \hold$174  = 1'h0;
+  assign \out$175  = \new$173 ;
+  assign \potential$179  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2426,6 +2463,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[102:100];
+  assign \i__payload.marker  = i__payload[103];
+  assign \i__payload.seq_end  = i__payload[104];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -2435,14 +2481,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \entries__payload.group  = entries__payload[102:100];
   assign \entries__payload.marker  = entries__payload[103];
   assign \entries__payload.seq_end  = entries__payload[104];
+  assign \o__payload.mask  = entries__payload[3:0];
+  assign \o__payload.value  = entries__payload[99:4];
+  assign \o__payload.value[0]  = entries__payload[27:4];
+  assign \o__payload.value[1]  = entries__payload[51:28];
+  assign \o__payload.value[2]  = entries__payload[75:52];
+  assign \o__payload.value[3]  = entries__payload[99:76];
+  assign \o__payload.group  = entries__payload[102:100];
+  assign \o__payload.marker  = entries__payload[103];
+  assign \o__payload.seq_end  = entries__payload[104];
   assign \events__payload.index  = events__payload[4:0];
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$120.index  = events__payload[4:0];
-  assign \items__payload$120.value  = events__payload[28:5];
-  assign \items__payload$120.step_end  = events__payload[29];
-  assign \items__payload$120.seq_end  = events__payload[30];
+  assign \items__payload$126.index  = events__payload[4:0];
+  assign \items__payload$126.value  = events__payload[28:5];
+  assign \items__payload$126.step_end  = events__payload[29];
+  assign \items__payload$126.seq_end  = events__payload[30];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2459,23 +2514,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$153.h  = \new$153 ;
-  assign \new$160.h  = \new$160 ;
-  assign \new$167.h  = \new$167 ;
-  assign \trace$174.valid  = \trace$174 [0];
-  assign \trace$174.group  = \trace$174 [3:1];
-  assign \trace$174.step_end  = \trace$174 [4];
-  assign \trace$174.seq_end  = \trace$174 [5];
-  assign \trace$174.state  = \trace$174 [69:6];
-  assign \trace$174.state[0]  = \trace$174 [21:6];
-  assign \trace$174.state[1]  = \trace$174 [37:22];
-  assign \trace$174.state[2]  = \trace$174 [53:38];
-  assign \trace$174.state[3]  = \trace$174 [69:54];
-  assign \trace$174.gate  = \trace$174 [97:70];
-  assign \trace$174.gate[0]  = \trace$174 [76:70];
-  assign \trace$174.gate[1]  = \trace$174 [83:77];
-  assign \trace$174.gate[2]  = \trace$174 [90:84];
-  assign \trace$174.gate[3]  = \trace$174 [97:91];
+  assign \new$159.h  = \new$159 ;
+  assign \new$166.h  = \new$166 ;
+  assign \new$173.h  = \new$173 ;
+  assign \trace$180.valid  = \trace$180 [0];
+  assign \trace$180.group  = \trace$180 [3:1];
+  assign \trace$180.step_end  = \trace$180 [4];
+  assign \trace$180.seq_end  = \trace$180 [5];
+  assign \trace$180.state  = \trace$180 [69:6];
+  assign \trace$180.state[0]  = \trace$180 [21:6];
+  assign \trace$180.state[1]  = \trace$180 [37:22];
+  assign \trace$180.state[2]  = \trace$180 [53:38];
+  assign \trace$180.state[3]  = \trace$180 [69:54];
+  assign \trace$180.gate  = \trace$180 [97:70];
+  assign \trace$180.gate[0]  = \trace$180 [76:70];
+  assign \trace$180.gate[1]  = \trace$180 [83:77];
+  assign \trace$180.gate[2]  = \trace$180 [90:84];
+  assign \trace$180.gate[3]  = \trace$180 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -2584,7 +2639,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en, clk);
+module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2766,8 +2821,185 @@ module \accelerator.layer0.entries (rst, r_data, w_port__data, w_en, r_rdy, r_en
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  reg [104:0] \$5 ;
+  reg \$6 ;
+  reg \$7 ;
+  reg [104:0] \$8 ;
+  input clk;
+  wire clk;
+  input [104:0] i__payload;
+  wire [104:0] i__payload;
+  wire [2:0] \i__payload.group ;
+  wire \i__payload.marker ;
+  wire [3:0] \i__payload.mask ;
+  wire \i__payload.seq_end ;
+  wire [95:0] \i__payload.value ;
+  wire [23:0] \i__payload.value[0] ;
+  wire [23:0] \i__payload.value[1] ;
+  wire [23:0] \i__payload.value[2] ;
+  wire [23:0] \i__payload.value[3] ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  (* init = 105'h000000000000000000000000000 *)
+  wire [104:0] main;
+  wire [2:0] \main.group ;
+  wire \main.marker ;
+  wire [3:0] \main.mask ;
+  wire \main.seq_end ;
+  wire [95:0] \main.value ;
+  wire [23:0] \main.value[0] ;
+  wire [23:0] \main.value[1] ;
+  wire [23:0] \main.value[2] ;
+  wire [23:0] \main.value[3] ;
+  (* init = 1'h0 *)
+  wire main_valid;
+  output [104:0] o__payload;
+  reg [104:0] o__payload = 105'h000000000000000000000000000;
+  wire [2:0] \o__payload.group ;
+  wire \o__payload.marker ;
+  wire [3:0] \o__payload.mask ;
+  wire \o__payload.seq_end ;
+  wire [95:0] \o__payload.value ;
+  wire [23:0] \o__payload.value[0] ;
+  wire [23:0] \o__payload.value[1] ;
+  wire [23:0] \o__payload.value[2] ;
+  wire [23:0] \o__payload.value[3] ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input rst;
+  wire rst;
+  reg [104:0] skid = 105'h000000000000000000000000000;
+  wire [2:0] \skid.group ;
+  wire \skid.marker ;
+  wire [3:0] \skid.mask ;
+  wire \skid.seq_end ;
+  wire [95:0] \skid.value ;
+  wire [23:0] \skid.value[0] ;
+  wire [23:0] \skid.value[1] ;
+  wire [23:0] \skid.value[2] ;
+  wire [23:0] \skid.value[3] ;
+  reg skid_valid = 1'h0;
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__ready | \$1 ;
+  assign \$3  = ~ skid_valid;
+  assign \$4  = i__valid & \$3 ;
+  always @(posedge clk)
+    o__payload <= \$5 ;
+  always @(posedge clk)
+    o__valid <= \$6 ;
+  always @(posedge clk)
+    skid_valid <= \$7 ;
+  always @(posedge clk)
+    skid <= \$8 ;
+  assign i__ready = ~ skid_valid;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$5  = o__payload;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$5  = skid;
+      end else begin
+        \$5  = i__payload;
+      end
+    end
+    if (rst) begin
+      \$5  = 105'h000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$6  = o__valid;
+    if (\$2 ) begin
+      (* full_case = 32'd1 *)
+      if (skid_valid) begin
+        \$6  = 1'h1;
+      end else begin
+        \$6  = i__valid;
+      end
+    end
+    if (rst) begin
+      \$6  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$7  = skid_valid;
+    if (\$2 ) begin
+      if (skid_valid) begin
+        \$7  = 1'h0;
+      end
+    end else if (\$4 ) begin
+      \$7  = 1'h1;
+    end
+    if (rst) begin
+      \$7  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$8  = skid;
+    if (\$2 ) begin
+    end else if (\$4 ) begin
+      \$8  = i__payload;
+    end
+    if (rst) begin
+      \$8  = 105'h000000000000000000000000000;
+    end
+  end
+  assign main_valid = o__valid;
+  assign main = o__payload;
+  assign \o__payload.mask  = o__payload[3:0];
+  assign \o__payload.value  = o__payload[99:4];
+  assign \o__payload.value[0]  = o__payload[27:4];
+  assign \o__payload.value[1]  = o__payload[51:28];
+  assign \o__payload.value[2]  = o__payload[75:52];
+  assign \o__payload.value[3]  = o__payload[99:76];
+  assign \o__payload.group  = o__payload[102:100];
+  assign \o__payload.marker  = o__payload[103];
+  assign \o__payload.seq_end  = o__payload[104];
+  assign \main.mask  = o__payload[3:0];
+  assign \main.value  = o__payload[99:4];
+  assign \main.value[0]  = o__payload[27:4];
+  assign \main.value[1]  = o__payload[51:28];
+  assign \main.value[2]  = o__payload[75:52];
+  assign \main.value[3]  = o__payload[99:76];
+  assign \main.group  = o__payload[102:100];
+  assign \main.marker  = o__payload[103];
+  assign \main.seq_end  = o__payload[104];
+  assign \skid.mask  = skid[3:0];
+  assign \skid.value  = skid[99:4];
+  assign \skid.value[0]  = skid[27:4];
+  assign \skid.value[1]  = skid[51:28];
+  assign \skid.value[2]  = skid[75:52];
+  assign \skid.value[3]  = skid[99:76];
+  assign \skid.group  = skid[102:100];
+  assign \skid.marker  = skid[103];
+  assign \skid.seq_end  = skid[104];
+  assign \i__payload.mask  = i__payload[3:0];
+  assign \i__payload.value  = i__payload[99:4];
+  assign \i__payload.value[0]  = i__payload[27:4];
+  assign \i__payload.value[1]  = i__payload[51:28];
+  assign \i__payload.value[2]  = i__payload[75:52];
+  assign \i__payload.value[3]  = i__payload[99:76];
+  assign \i__payload.group  = i__payload[102:100];
+  assign \i__payload.marker  = i__payload[103];
+  assign \i__payload.seq_end  = i__payload[104];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -3068,7 +3300,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3078,14 +3310,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3094,28 +3326,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3130,7 +3362,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3142,7 +3374,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = full;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3173,7 +3405,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3188,7 +3420,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3206,7 +3438,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = first_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3224,7 +3456,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = end_of;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3242,7 +3474,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3254,7 +3486,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3266,7 +3498,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3284,7 +3516,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3303,7 +3535,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3323,7 +3555,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3336,7 +3568,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3354,7 +3586,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3372,7 +3604,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3393,7 +3625,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3406,7 +3638,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3419,7 +3651,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3431,7 +3663,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3445,7 +3677,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3459,7 +3691,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3517,7 +3749,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3758,21 +3990,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3789,245 +4021,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -4060,8 +4292,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4144,7 +4376,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4155,7 +4387,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     items__payload = 31'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4172,7 +4404,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4192,7 +4424,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4218,7 +4450,7 @@ module \accelerator.layer0.serializer (rst, entries__payload, items__ready, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4715,7 +4947,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4776,7 +5008,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4791,7 +5023,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4806,7 +5038,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4820,7 +5052,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4852,7 +5084,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5424,63 +5656,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .w_port__data(beat)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$13  = 1'h0;
     if (\$9 ) begin
       \port__en$13  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \port__en$14  = 1'h0;
     if (\$10 ) begin
       \port__en$14  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$75  = \$54 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$76  = \$57 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$77  = \$59 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$78  = \$62 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$79  = slot;
     if (rst) begin
       \$79  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$80  = 1'h0;
     if (rst) begin
       \$80  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$81  = readout_macs;
     if (\$66 ) begin
       \$81  = \$70 [31:0];
@@ -5490,63 +5722,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$82  = slot_c2;
     if (rst) begin
       \$82  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$83  = slot_c2a;
     if (rst) begin
       \$83  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$84  = slot_c2b;
     if (rst) begin
       \$84  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$85  = argmax_1_0_logit;
     if (rst) begin
       \$85  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$86  = argmax_1_0_lane;
     if (rst) begin
       \$86  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$87  = acc;
     if (rst) begin
       \$87  = 148'h0000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$88  = slot_c3;
     if (rst) begin
       \$88  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$89  = finalize;
     if (rst) begin
       \$89  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$90  = best_logit;
     if (\$71 ) begin
       \$90  = group_logit;
@@ -5556,7 +5788,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$91  = best_class;
     if (\$71 ) begin
       \$91  = \$52 [3:0];
@@ -5566,7 +5798,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$92  = \$74 [3:0];
     if (rst) begin
       \$92  = 4'h0;
@@ -5757,7 +5989,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -6097,7 +6329,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6107,14 +6339,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6123,28 +6355,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6159,7 +6391,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6171,7 +6403,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$57  = full;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6202,7 +6434,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6217,7 +6449,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6235,7 +6467,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$60  = first_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6253,7 +6485,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$61  = end_of;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6271,7 +6503,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6283,7 +6515,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6295,7 +6527,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6313,7 +6545,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6332,7 +6564,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6352,7 +6584,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6365,7 +6597,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6383,7 +6615,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6401,7 +6633,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6422,7 +6654,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6435,7 +6667,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6448,7 +6680,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6460,7 +6692,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6474,7 +6706,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6488,7 +6720,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6547,7 +6779,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [36:0] \$11 ;
@@ -6688,70 +6920,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$20  = seeds[36:0];
     if (rst) begin
       \$20  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [36:0] = \$3 [36:0];
@@ -6764,84 +6996,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$25  = seeds[73:37];
     if (rst) begin
       \$25  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$29  = seeds[110:74];
     if (rst) begin
       \$29  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$33  = seeds[147:111];
     if (rst) begin
       \$33  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 37'h0000000000;
@@ -6863,7 +7095,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6991,7 +7223,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [2:0];
@@ -7001,7 +7233,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [2:0];
@@ -7011,7 +7243,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [2:0];
@@ -7024,7 +7256,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
