@@ -14,12 +14,13 @@ figures ``codesign report`` computes. Nothing here trains or quantizes by itself
   the bundle of the first seed (the accuracy columns cover every seed).
 
 The alphaCMRU is also exported a second time with ``alpha_bits = state_bits`` (``--wide-alpha``,
-same float runs): its export puts the state grid where the largest calibration ``|alpha|`` takes
-``state_bits - 1`` bits (``codesign.quant.stack``) and the datapath then saturates alpha at
-``alpha_bits``, so at the 8 bits the CMRU and BMRU use its updates are clipped to 127 LSB.
+same float runs), to show what a wider alpha buys: the export puts its state grid where the largest
+calibration ``|alpha|`` fits ``alpha_bits`` (no finer than the largest calibration state allows,
+``codesign.quant.stack``), so a wider alpha is a finer state grid.
 
 Everything is cached under ``--work`` (default ``OUT/work``): ``runs/`` and ``bundles/`` as
-``codesign explore`` keeps them (an interrupted training resumes from its last evaluation) and
+``codesign explore`` keeps them (an interrupted training resumes from its last evaluation; a
+bundle is re-exported when the code that makes and scores it, :func:`quant_code`, changed) and
 ``hw/<bundle hash>/`` (the build, its ``area/area.json`` and ``figures.json``), so a re-run only
 redoes what is missing. ``OUT`` gets ``report.md``, ``report.json``, ``commands.txt`` and
 ``accuracy_energy.png``, each written atomically.
@@ -224,12 +225,28 @@ def plan_variants(settings: CellsSettings, base, base_path: Path, root: Path) ->
     return variants
 
 
+def quant_code() -> str:
+    """Digest of the sources that make and score a bundle (``codesign/quant``, ``codesign/golden``).
+
+    ``codesign explore`` keys a bundle on its float run and quantization settings only, so a fix
+    to the export would otherwise leave the cached bundles (and their accuracies) as they were.
+    """
+    import hashlib
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "quant").glob("*.py"), *(package / "golden").glob("*.py")]):
+        digest.update(f"{path.relative_to(package).as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def train_and_export(variant: Variant, root: Path, say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Train (or find) the float run and the bundle of every seed of ``variant``."""
     from codesign.explore.space import bundle_key, run_key
-    from codesign.explore.trial import bundle_stage, train_stage
+    from codesign.explore.trial import bundle_stage, read_json, train_stage, write_json
     from codesign.train.trainer import SUMMARY
 
+    code = quant_code()
     out = []
     for trial in variant.trials:
         seed = trial["axes"]["seed"]
@@ -237,7 +254,11 @@ def train_and_export(variant: Variant, root: Path, say: Callable[[str], None]) -
         run_dir = root / "runs" / run_key(recipe)
         record_path = root / "bundles" / f"{bundle_key(trial['bundle'])}.json"
         run_cached = (run_dir / SUMMARY).is_file()
-        bundle_cached = record_path.is_file()
+        old = read_json(record_path)
+        bundle_cached = old is not None and old.get("quant_code") == code
+        if old is not None and not bundle_cached:
+            say(f"{variant.label} seed {seed}: the quantization code changed, re-exporting its bundle")
+            record_path.unlink()
         if not run_cached:
             say(
                 f"{variant.label} seed {seed}: training {recipe['train']['iterations']} iterations -> {run_dir}"
@@ -250,6 +271,9 @@ def train_and_export(variant: Variant, root: Path, say: Callable[[str], None]) -
                 f"float test accuracy {run['float_accuracy']:.4f}"
             )
         record = bundle_stage(trial["bundle"], str(root), run)
+        if not bundle_cached:
+            record["quant_code"] = code
+            write_json(record_path, record)
         if record["torch_vs_golden_mismatches"]:
             raise CodesignError(
                 f"{variant.label} seed {seed}: the quantized torch model and the golden model disagree on "
