@@ -60,44 +60,44 @@ class ReadoutEngine(wiring.Component):
             for i in range(p):
                 m.d.comb += acc_wr.data[i].eq(lanes.acc[i])
 
-        # argmax over the group's lanes (a balanced tree; on ties the lower lane wins)
+        # argmax over the group's lanes: a balanced tree, one registered level per cycle (on
+        # ties the lower lane wins); the slot, its flags and the logits travel beside it. A
+        # one-cycle tree was the ECP5's longest path from P = 4 on.
         last_lanes = front.last_lanes
         nodes = []
         for lane in range(p):
             exists = 1 if lane < last_lanes else (s3.group != groups - 1)
             nodes.append((exists, lanes.acc[lane], lane))
+        slot, fin, logits = s3, finalize, lanes.acc
         level = 0
-        while len(nodes) > 1:
+        while len(nodes) > 1 or level == 0:
             paired = []
-            for k, (left, right) in enumerate(zip(nodes[0::2], nodes[1::2], strict=False)):
-                valid = Signal(name=f"argmax_{level}_{k}_valid")
-                logit = Signal(signed(e.acc_bits), name=f"argmax_{level}_{k}_logit")
-                lane = Signal(range(p), name=f"argmax_{level}_{k}_lane")
-                take_right = right[0] & (~Mux(left[0], 1, 0) | (right[1] > left[1]))
-                m.d.comb += [
-                    valid.eq(Mux(left[0], 1, 0) | right[0]),
-                    logit.eq(Mux(take_right, right[1], left[1])),
-                    lane.eq(Mux(take_right, right[2], left[2])),
-                ]
+            for k in range(0, len(nodes), 2):
+                valid = Signal(name=f"argmax_{level}_{k // 2}_valid")
+                logit = Signal(signed(e.acc_bits), name=f"argmax_{level}_{k // 2}_logit")
+                lane = Signal(range(p), name=f"argmax_{level}_{k // 2}_lane")
+                left = nodes[k]
+                if k + 1 < len(nodes):
+                    right = nodes[k + 1]
+                    take_right = right[0] & (~Mux(left[0], 1, 0) | (right[1] > left[1]))
+                    m.d.sync += [
+                        valid.eq(Mux(left[0], 1, 0) | right[0]),
+                        logit.eq(Mux(take_right, right[1], left[1])),
+                        lane.eq(Mux(take_right, right[2], left[2])),
+                    ]
+                else:  # an odd node (or P = 1) waits a cycle with the others
+                    m.d.sync += [valid.eq(left[0]), logit.eq(left[1]), lane.eq(left[2])]
                 paired.append((valid, logit, lane))
-            if len(nodes) % 2:
-                paired.append(nodes[-1])
+            slot_next = Signal.like(s3, name=f"slot_argmax_{level}")
+            fin_next = Signal(name=f"finalize_argmax_{level}")
+            logits_next = Signal.like(lanes.acc, name=f"logits_argmax_{level}")
+            m.d.sync += [slot_next.eq(slot), fin_next.eq(fin), logits_next.eq(logits)]
+            slot, fin, logits = slot_next, fin_next, logits_next
             nodes = paired
             level += 1
-        # C4: the group's winner, its logits and the slot's flags come from registers, so the
-        # tree (C3) and the running comparison (C4) are each one stage of logic
-        group_logit = Signal(signed(e.acc_bits))
-        group_lane = Signal(range(p))
-        logits4 = Signal.like(lanes.acc, name="logits_c4")
-        s4 = Signal.like(s3, name="slot_c4")
-        finalize4 = Signal()
-        m.d.sync += [
-            group_logit.eq(nodes[0][1]),
-            group_lane.eq(nodes[0][2]),
-            logits4.eq(lanes.acc),
-            s4.eq(s3),
-            finalize4.eq(finalize),
-        ]
+        # the running comparison across groups, one stage after the tree
+        group_logit, group_lane = nodes[0][1], nodes[0][2]
+        logits4, s4, finalize4 = logits, slot, fin
         best_logit = Signal(signed(e.acc_bits))
         best_class = Signal(index_bits(e.size))
         take = Signal()

@@ -4621,31 +4621,42 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
+  reg \$100 ;
+  reg [111:0] \$101 ;
+  reg \$102 ;
+  reg [27:0] \$103 ;
+  reg [1:0] \$104 ;
+  reg [35:0] \$105 ;
+  reg \$106 ;
+  reg [111:0] \$107 ;
+  reg [27:0] \$108 ;
+  reg [3:0] \$109 ;
   wire \$11 ;
+  reg [3:0] \$110 ;
   wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
+  wire [5:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
   wire \$18 ;
-  wire \$19 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
+  wire [32:0] \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire [7:0] \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [2:0] \$31 ;
+  wire [3:0] \$32 ;
+  wire [32:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -4654,7 +4665,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$41 ;
+  wire [27:0] \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
@@ -4664,67 +4675,74 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
-  wire [5:0] \$51 ;
-  wire [5:0] \$52 ;
-  wire [1:0] \$53 ;
-  wire [32:0] \$54 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
-  wire [32:0] \$57 ;
-  wire [1:0] \$58 ;
-  wire [32:0] \$59 ;
+  wire \$56 ;
+  wire [27:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [7:0] \$6 ;
   wire \$60 ;
-  wire [1:0] \$61 ;
-  wire [32:0] \$62 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [1:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire [2:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire \$68 ;
+  wire \$69 ;
   wire [7:0] \$7 ;
-  wire [32:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
-  wire [4:0] \$72 ;
+  wire [27:0] \$72 ;
   wire \$73 ;
-  wire [5:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg [35:0] \$79 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [1:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [31:0] \$81 ;
-  reg [35:0] \$82 ;
-  reg [35:0] \$83 ;
-  reg [35:0] \$84 ;
-  reg [27:0] \$85 ;
-  reg [1:0] \$86 ;
-  reg [111:0] \$87 ;
-  reg [35:0] \$88 ;
-  reg \$89 ;
+  wire [4:0] \$80 ;
+  wire \$81 ;
+  wire [5:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg [31:0] \$84 ;
+  reg [31:0] \$85 ;
+  reg [31:0] \$86 ;
+  reg [35:0] \$87 ;
+  reg \$88 ;
+  reg [31:0] \$89 ;
   wire \$9 ;
-  reg [27:0] \$90 ;
-  reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [35:0] \$90 ;
+  reg [35:0] \$91 ;
+  reg [35:0] \$92 ;
+  reg \$93 ;
+  reg [27:0] \$94 ;
+  reg [1:0] \$95 ;
+  reg \$96 ;
+  reg [27:0] \$97 ;
+  reg [1:0] \$98 ;
+  reg [35:0] \$99 ;
   wire [111:0] acc;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
   wire [27:0] \acc[2] ;
   wire [27:0] \acc[3] ;
-  wire [1:0] argmax_0_0_lane;
-  wire [27:0] argmax_0_0_logit;
-  wire argmax_0_0_valid;
-  wire [1:0] argmax_0_1_lane;
-  wire [27:0] argmax_0_1_logit;
-  wire argmax_0_1_valid;
-  wire [1:0] argmax_1_0_lane;
-  wire [27:0] argmax_1_0_logit;
-  wire argmax_1_0_valid;
+  reg [1:0] argmax_0_0_lane = 2'h0;
+  reg [27:0] argmax_0_0_logit = 28'h0000000;
+  reg argmax_0_0_valid = 1'h0;
+  reg [1:0] argmax_0_1_lane = 2'h0;
+  reg [27:0] argmax_0_1_logit = 28'h0000000;
+  reg argmax_0_1_valid = 1'h0;
+  reg [1:0] argmax_1_0_lane = 2'h0;
+  reg [27:0] argmax_1_0_logit = 28'h0000000;
+  reg argmax_1_0_valid = 1'h0;
   wire [119:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
@@ -4749,11 +4767,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
-  wire finalize4;
+  wire finalize_argmax_1;
   wire first;
-  reg [1:0] group_lane = 2'h0;
-  reg [27:0] group_logit = 28'h0000000;
   input [21:0] items__payload;
   wire [21:0] items__payload;
   wire [21:0] \items__payload$1 ;
@@ -4771,11 +4788,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  reg [111:0] logits_c4 = 112'h0000000000000000000000000000;
-  wire [27:0] \logits_c4[0] ;
-  wire [27:0] \logits_c4[1] ;
-  wire [27:0] \logits_c4[2] ;
-  wire [27:0] \logits_c4[3] ;
+  reg [111:0] logits_argmax_0 = 112'h0000000000000000000000000000;
+  wire [27:0] \logits_argmax_0[0] ;
+  wire [27:0] \logits_argmax_0[1] ;
+  wire [27:0] \logits_argmax_0[2] ;
+  wire [27:0] \logits_argmax_0[3] ;
+  reg [111:0] logits_argmax_1 = 112'h0000000000000000000000000000;
+  wire [27:0] \logits_argmax_1[0] ;
+  wire [27:0] \logits_argmax_1[1] ;
+  wire [27:0] \logits_argmax_1[2] ;
+  wire [27:0] \logits_argmax_1[3] ;
   wire [5:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [5:0] \port__addr$15 ;
@@ -4848,6 +4870,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [15:0] \slot.value ;
+  reg [35:0] slot_argmax_0 = 36'h000000000;
+  wire [6:0] \slot_argmax_0.base ;
+  wire \slot_argmax_0.empty ;
+  wire \slot_argmax_0.first ;
+  wire [1:0] \slot_argmax_0.group ;
+  wire [3:0] \slot_argmax_0.index ;
+  wire \slot_argmax_0.last ;
+  wire \slot_argmax_0.seq_end ;
+  wire \slot_argmax_0.seq_first ;
+  wire \slot_argmax_0.step_last ;
+  wire \slot_argmax_0.valid ;
+  wire [15:0] \slot_argmax_0.value ;
+  reg [35:0] slot_argmax_1 = 36'h000000000;
+  wire [6:0] \slot_argmax_1.base ;
+  wire \slot_argmax_1.empty ;
+  wire \slot_argmax_1.first ;
+  wire [1:0] \slot_argmax_1.group ;
+  wire [3:0] \slot_argmax_1.index ;
+  wire \slot_argmax_1.last ;
+  wire \slot_argmax_1.seq_end ;
+  wire \slot_argmax_1.seq_first ;
+  wire \slot_argmax_1.step_last ;
+  wire \slot_argmax_1.valid ;
+  wire [15:0] \slot_argmax_1.value ;
   reg [35:0] slot_c2 = 36'h000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -4896,18 +4942,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [15:0] \slot_c3.value ;
-  reg [35:0] slot_c4 = 36'h000000000;
-  wire [6:0] \slot_c4.base ;
-  wire \slot_c4.empty ;
-  wire \slot_c4.first ;
-  wire [1:0] \slot_c4.group ;
-  wire [3:0] \slot_c4.index ;
-  wire \slot_c4.last ;
-  wire \slot_c4.seq_end ;
-  wire \slot_c4.seq_first ;
-  wire \slot_c4.step_last ;
-  wire \slot_c4.valid ;
-  wire [15:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -4945,177 +4979,90 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$77  [63:0];
+  reg [31:0] \weights$78  [63:0];
   initial begin
-    \weights$77 [0] = 32'd2549628388;
-    \weights$77 [1] = 32'd3896111092;
-    \weights$77 [2] = 32'd3551032092;
-    \weights$77 [3] = 32'd469728009;
-    \weights$77 [4] = 32'd3285303240;
-    \weights$77 [5] = 32'd456246003;
-    \weights$77 [6] = 32'd434762799;
-    \weights$77 [7] = 32'd3871336677;
-    \weights$77 [8] = 32'd1413087777;
-    \weights$77 [9] = 32'd635494900;
-    \weights$77 [10] = 32'd771677195;
-    \weights$77 [11] = 32'd739301541;
-    \weights$77 [12] = 32'd83819764;
-    \weights$77 [13] = 32'd3370974159;
-    \weights$77 [14] = 32'd3961185069;
-    \weights$77 [15] = 32'd772187379;
-    \weights$77 [16] = 32'd735955415;
-    \weights$77 [17] = 32'd3792389073;
-    \weights$77 [18] = 32'd1878337785;
-    \weights$77 [19] = 32'd3905503576;
-    \weights$77 [20] = 32'd2873799433;
-    \weights$77 [21] = 32'd4208335822;
-    \weights$77 [22] = 32'd757546987;
-    \weights$77 [23] = 32'd4061209356;
-    \weights$77 [24] = 32'd489197071;
-    \weights$77 [25] = 32'd842079754;
-    \weights$77 [26] = 32'd170839555;
-    \weights$77 [27] = 32'd785218868;
-    \weights$77 [28] = 32'd4026725425;
-    \weights$77 [29] = 32'd3340032042;
-    \weights$77 [30] = 32'd3405780198;
-    \weights$77 [31] = 32'd969075911;
-    \weights$77 [32] = 32'd1222845368;
-    \weights$77 [33] = 32'd471282449;
-    \weights$77 [34] = 32'd3962691903;
-    \weights$77 [35] = 32'd3273478637;
-    \weights$77 [36] = 32'd1188894447;
-    \weights$77 [37] = 32'd519763252;
-    \weights$77 [38] = 32'd421736174;
-    \weights$77 [39] = 32'd3186151196;
-    \weights$77 [40] = 32'd843845306;
-    \weights$77 [41] = 32'd3668581829;
-    \weights$77 [42] = 32'd66584346;
-    \weights$77 [43] = 32'd554891520;
-    \weights$77 [44] = 32'd4162712622;
-    \weights$77 [45] = 32'd4129042650;
-    \weights$77 [46] = 32'd3203713735;
-    \weights$77 [47] = 32'd831859956;
-    \weights$77 [48] = 32'd15145625;
-    \weights$77 [49] = 32'd14668291;
-    \weights$77 [50] = 32'd15059737;
-    \weights$77 [51] = 32'd10789152;
-    \weights$77 [52] = 32'd11976711;
-    \weights$77 [53] = 32'd16253193;
-    \weights$77 [54] = 32'd3945501;
-    \weights$77 [55] = 32'd15127001;
-    \weights$77 [56] = 32'd5913489;
-    \weights$77 [57] = 32'd3910040;
-    \weights$77 [58] = 32'd2093363;
-    \weights$77 [59] = 32'd10908609;
-    \weights$77 [60] = 32'd456726;
-    \weights$77 [61] = 32'd15071482;
-    \weights$77 [62] = 32'd13161248;
-    \weights$77 [63] = 32'd1718294;
+    \weights$78 [0] = 32'd2549628388;
+    \weights$78 [1] = 32'd3896111092;
+    \weights$78 [2] = 32'd3551032092;
+    \weights$78 [3] = 32'd469728009;
+    \weights$78 [4] = 32'd3285303240;
+    \weights$78 [5] = 32'd456246003;
+    \weights$78 [6] = 32'd434762799;
+    \weights$78 [7] = 32'd3871336677;
+    \weights$78 [8] = 32'd1413087777;
+    \weights$78 [9] = 32'd635494900;
+    \weights$78 [10] = 32'd771677195;
+    \weights$78 [11] = 32'd739301541;
+    \weights$78 [12] = 32'd83819764;
+    \weights$78 [13] = 32'd3370974159;
+    \weights$78 [14] = 32'd3961185069;
+    \weights$78 [15] = 32'd772187379;
+    \weights$78 [16] = 32'd735955415;
+    \weights$78 [17] = 32'd3792389073;
+    \weights$78 [18] = 32'd1878337785;
+    \weights$78 [19] = 32'd3905503576;
+    \weights$78 [20] = 32'd2873799433;
+    \weights$78 [21] = 32'd4208335822;
+    \weights$78 [22] = 32'd757546987;
+    \weights$78 [23] = 32'd4061209356;
+    \weights$78 [24] = 32'd489197071;
+    \weights$78 [25] = 32'd842079754;
+    \weights$78 [26] = 32'd170839555;
+    \weights$78 [27] = 32'd785218868;
+    \weights$78 [28] = 32'd4026725425;
+    \weights$78 [29] = 32'd3340032042;
+    \weights$78 [30] = 32'd3405780198;
+    \weights$78 [31] = 32'd969075911;
+    \weights$78 [32] = 32'd1222845368;
+    \weights$78 [33] = 32'd471282449;
+    \weights$78 [34] = 32'd3962691903;
+    \weights$78 [35] = 32'd3273478637;
+    \weights$78 [36] = 32'd1188894447;
+    \weights$78 [37] = 32'd519763252;
+    \weights$78 [38] = 32'd421736174;
+    \weights$78 [39] = 32'd3186151196;
+    \weights$78 [40] = 32'd843845306;
+    \weights$78 [41] = 32'd3668581829;
+    \weights$78 [42] = 32'd66584346;
+    \weights$78 [43] = 32'd554891520;
+    \weights$78 [44] = 32'd4162712622;
+    \weights$78 [45] = 32'd4129042650;
+    \weights$78 [46] = 32'd3203713735;
+    \weights$78 [47] = 32'd831859956;
+    \weights$78 [48] = 32'd15145625;
+    \weights$78 [49] = 32'd14668291;
+    \weights$78 [50] = 32'd15059737;
+    \weights$78 [51] = 32'd10789152;
+    \weights$78 [52] = 32'd11976711;
+    \weights$78 [53] = 32'd16253193;
+    \weights$78 [54] = 32'd3945501;
+    \weights$78 [55] = 32'd15127001;
+    \weights$78 [56] = 32'd5913489;
+    \weights$78 [57] = 32'd3910040;
+    \weights$78 [58] = 32'd2093363;
+    \weights$78 [59] = 32'd10908609;
+    \weights$78 [60] = 32'd456726;
+    \weights$78 [61] = 32'd15071482;
+    \weights$78 [62] = 32'd13161248;
+    \weights$78 [63] = 32'd1718294;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$77 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$78 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$77 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$78 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$77 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$78 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$77 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$78 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$77 [\$7 [5:0]];
+      _1_ <= \weights$78 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
-  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[11];
-  assign \$14  = $signed(acc[55:28]) > $signed(acc[27:0]);
-  assign argmax_0_0_logit = \$16  ? acc[55:28] : acc[27:0];
-  assign \$19  = $signed(acc[55:28]) > $signed(acc[27:0]);
-  assign \$22  = \$21  ? 1'h1 : 1'h0;
-  assign \$24  = slot_c3[2:1] != 2'h3;
-  assign \$25  = slot_c3[2:1] != 2'h3;
-  assign \$28  = $signed(acc[111:84]) > $signed(acc[83:56]);
-  assign \$30  = \$25  & \$29 ;
-  assign argmax_0_1_logit = \$30  ? acc[111:84] : acc[83:56];
-  assign \$31  = slot_c3[2:1] != 2'h3;
-  assign \$34  = $signed(acc[111:84]) > $signed(acc[83:56]);
-  assign \$36  = \$31  & \$35 ;
-  assign argmax_0_1_lane = \$36  ? 2'h3 : 2'h2;
-  assign \$40  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign argmax_1_0_logit = \$42  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$45  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign argmax_1_0_lane = \$47  ? argmax_0_1_lane : { 1'h0, \$22  };
-  assign \$48  = ! slot_c4[2:1];
-  assign \$49  = $signed(group_logit) > $signed(best_logit);
-  assign take = \$48  | \$49 ;
-  assign \$50  = slot_c4[2:1] * 3'h4;
-  assign \$51  = \$50  + group_lane;
-  assign \$52  = take ? \$51  : { 2'h0, best_class };
-  assign credit = reserved < 4'h8;
-  assign \$53  = 1'h0 + \port__en$13 ;
-  assign \$54  = readout_weights_reads + \$53 ;
-  assign \$55  = | \$3 [3:0];
-  assign \$56  = 1'h0 + \$55 ;
-  assign \$57  = readout_weights_writes + \$56 ;
-  assign \$58  = 1'h0 + \port__en$14 ;
-  assign \$59  = readout_bias_reads + \$58 ;
-  assign \$60  = | \$6 [3:0];
-  assign \$61  = 1'h0 + \$60 ;
-  assign \$62  = readout_bias_writes + \$61 ;
-  assign \$63  = ~ slot_c2[15];
-  assign \$64  = slot_c2[0] & \$63 ;
-  assign \$65  = | slot_c2[35:20];
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = slot_c2[2:1] == 2'h3;
-  assign \$68  = \$67  ? 3'h3 : 3'h4;
-  assign \$69  = \$68  * 1'h1;
-  assign \$70  = readout_macs + \$69 ;
-  assign \$71  = w_en & take;
-  assign \$72  = reserved + starting;
-  assign \$73  = r_en & results__valid;
-  assign \$74  = \$72  - \$73 ;
-  always @(posedge clk)
-    readout_weights_reads <= \$75 ;
-  always @(posedge clk)
-    readout_weights_writes <= \$76 ;
-  always @(posedge clk)
-    readout_bias_reads <= \$77 ;
-  always @(posedge clk)
-    readout_bias_writes <= \$78 ;
-  always @(posedge clk)
-    slot_c2 <= \$79 ;
-  always @(posedge clk)
-    use_acc2 <= \$80 ;
-  always @(posedge clk)
-    readout_macs <= \$81 ;
-  always @(posedge clk)
-    slot_c2a <= \$82 ;
-  always @(posedge clk)
-    slot_c2b <= \$83 ;
-  always @(posedge clk)
-    slot_c3 <= \$84 ;
-  always @(posedge clk)
-    group_logit <= \$85 ;
-  always @(posedge clk)
-    group_lane <= \$86 ;
-  always @(posedge clk)
-    logits_c4 <= \$87 ;
-  always @(posedge clk)
-    slot_c4 <= \$88 ;
-  always @(posedge clk)
-    w_en <= \$89 ;
-  always @(posedge clk)
-    best_logit <= \$90 ;
-  always @(posedge clk)
-    best_class <= \$91 ;
-  always @(posedge clk)
-    reserved <= \$92 ;
   assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [12:10];
@@ -5123,6 +5070,123 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
   assign \$7  = slot[9:3] + slot[19:16];
+  assign \$8  = ~ slot[15];
+  assign \$9  = slot[0] & \$8 ;
+  assign \$10  = slot[0] & slot[10];
+  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
+  assign finalize = slot_c3[0] & slot_c3[11];
+  assign \$11  = ! slot_argmax_1[2:1];
+  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$11  | \$12 ;
+  assign \$13  = slot_argmax_1[2:1] * 3'h4;
+  assign \$14  = \$13  + argmax_1_0_lane;
+  assign \$15  = take ? \$14  : { 2'h0, best_class };
+  assign credit = reserved < 4'h8;
+  assign \$16  = 1'h0 + \port__en$13 ;
+  assign \$17  = readout_weights_reads + \$16 ;
+  assign \$18  = | \$3 [3:0];
+  assign \$19  = 1'h0 + \$18 ;
+  assign \$20  = readout_weights_writes + \$19 ;
+  assign \$21  = 1'h0 + \port__en$14 ;
+  assign \$22  = readout_bias_reads + \$21 ;
+  assign \$23  = | \$6 [3:0];
+  assign \$24  = 1'h0 + \$23 ;
+  assign \$25  = readout_bias_writes + \$24 ;
+  assign \$26  = ~ slot_c2[15];
+  assign \$27  = slot_c2[0] & \$26 ;
+  assign \$28  = | slot_c2[35:20];
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = slot_c2[2:1] == 2'h3;
+  assign \$31  = \$30  ? 3'h3 : 3'h4;
+  assign \$32  = \$31  * 1'h1;
+  assign \$33  = readout_macs + \$32 ;
+  assign \$38  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$41  = \$40  ? acc[55:28] : acc[27:0];
+  assign \$44  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$47  = \$46  ? 1'h1 : 1'h0;
+  assign \$49  = slot_c3[2:1] != 2'h3;
+  assign \$51  = slot_c3[2:1] != 2'h3;
+  assign \$54  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$56  = \$51  & \$55 ;
+  assign \$57  = \$56  ? acc[111:84] : acc[83:56];
+  assign \$58  = slot_c3[2:1] != 2'h3;
+  assign \$61  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$63  = \$58  & \$62 ;
+  assign \$64  = \$63  ? 2'h3 : 2'h2;
+  assign \$65  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$66  = \$65  | argmax_0_1_valid;
+  assign \$67  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$70  = \$68  | \$69 ;
+  assign \$71  = argmax_0_1_valid & \$70 ;
+  assign \$72  = \$71  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$74  = ~ \$73 ;
+  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$76  = \$74  | \$75 ;
+  assign \$77  = argmax_0_1_valid & \$76 ;
+  assign \$78  = \$77  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$79  = w_en & take;
+  assign \$80  = reserved + starting;
+  assign \$81  = r_en & results__valid;
+  assign \$82  = \$80  - \$81 ;
+  always @(posedge clk)
+    readout_weights_reads <= \$83 ;
+  always @(posedge clk)
+    readout_weights_writes <= \$84 ;
+  always @(posedge clk)
+    readout_bias_reads <= \$85 ;
+  always @(posedge clk)
+    readout_bias_writes <= \$86 ;
+  always @(posedge clk)
+    slot_c2 <= \$87 ;
+  always @(posedge clk)
+    use_acc2 <= \$88 ;
+  always @(posedge clk)
+    readout_macs <= \$89 ;
+  always @(posedge clk)
+    slot_c2a <= \$90 ;
+  always @(posedge clk)
+    slot_c2b <= \$91 ;
+  always @(posedge clk)
+    slot_c3 <= \$92 ;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$93 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$94 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$95 ;
+  always @(posedge clk)
+    argmax_0_1_valid <= \$96 ;
+  always @(posedge clk)
+    argmax_0_1_logit <= \$97 ;
+  always @(posedge clk)
+    argmax_0_1_lane <= \$98 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$99 ;
+  always @(posedge clk)
+    finalize_argmax_0 <= \$100 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$101 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$102 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$103 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$104 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$105 ;
+  always @(posedge clk)
+    w_en <= \$106 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$107 ;
+  always @(posedge clk)
+    best_logit <= \$108 ;
+  always @(posedge clk)
+    best_class <= \$109 ;
+  always @(posedge clk)
+    reserved <= \$110 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5174,137 +5238,207 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$75  = \$54 [31:0];
+    \$83  = \$17 [31:0];
     if (rst) begin
-      \$75  = 32'd0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$76  = \$57 [31:0];
+    \$84  = \$20 [31:0];
     if (rst) begin
-      \$76  = 32'd0;
+      \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$77  = \$59 [31:0];
+    \$85  = \$22 [31:0];
     if (rst) begin
-      \$77  = 32'd0;
+      \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$78  = \$62 [31:0];
+    \$86  = \$25 [31:0];
     if (rst) begin
-      \$78  = 32'd0;
+      \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$79  = slot;
+    \$87  = slot;
     if (rst) begin
-      \$79  = 36'h000000000;
+      \$87  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$80  = 1'h0;
+    \$88  = 1'h0;
     if (rst) begin
-      \$80  = 1'h0;
+      \$88  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$81  = readout_macs;
-    if (\$66 ) begin
-      \$81  = \$70 [31:0];
+    \$89  = readout_macs;
+    if (\$29 ) begin
+      \$89  = \$33 [31:0];
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$89  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$82  = slot_c2;
+    \$90  = slot_c2;
     if (rst) begin
-      \$82  = 36'h000000000;
+      \$90  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$83  = slot_c2a;
+    \$91  = slot_c2a;
     if (rst) begin
-      \$83  = 36'h000000000;
+      \$91  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$84  = slot_c2b;
+    \$92  = slot_c2b;
     if (rst) begin
-      \$84  = 36'h000000000;
+      \$92  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$85  = argmax_1_0_logit;
+    \$93  = \$35 ;
     if (rst) begin
-      \$85  = 28'h0000000;
+      \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$86  = argmax_1_0_lane;
+    \$94  = \$41 ;
     if (rst) begin
-      \$86  = 2'h0;
+      \$94  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$87  = acc;
+    \$95  = { 1'h0, \$47  };
     if (rst) begin
-      \$87  = 112'h0000000000000000000000000000;
+      \$95  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$88  = slot_c3;
+    \$96  = \$50 ;
     if (rst) begin
-      \$88  = 36'h000000000;
+      \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = finalize;
+    \$97  = \$57 ;
     if (rst) begin
-      \$89  = 1'h0;
+      \$97  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = best_logit;
-    if (\$71 ) begin
-      \$90  = group_logit;
-    end
+    \$98  = \$64 ;
     if (rst) begin
-      \$90  = 28'h0000000;
+      \$98  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = best_class;
-    if (\$71 ) begin
-      \$91  = \$52 [3:0];
-    end
+    \$99  = slot_c3;
     if (rst) begin
-      \$91  = 4'h0;
+      \$99  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = \$74 [3:0];
+    \$100  = finalize;
     if (rst) begin
-      \$92  = 4'h0;
+      \$100  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$101  = acc;
+    if (rst) begin
+      \$101  = 112'h0000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$102  = \$66 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$103  = \$72 ;
+    if (rst) begin
+      \$103  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$104  = \$78 ;
+    if (rst) begin
+      \$104  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$105  = slot_argmax_0;
+    if (rst) begin
+      \$105  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$106  = finalize_argmax_0;
+    if (rst) begin
+      \$106  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$107  = logits_argmax_0;
+    if (rst) begin
+      \$107  = 112'h0000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$108  = best_logit;
+    if (\$79 ) begin
+      \$108  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$108  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$109  = best_class;
+    if (\$79 ) begin
+      \$109  = \$15 [3:0];
+    end
+    if (rst) begin
+      \$109  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$110  = \$82 [3:0];
+    if (rst) begin
+      \$110  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5320,10 +5454,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[35:20];
-  assign argmax_0_0_lane = { 1'h0, \$22  };
-  assign class_now = \$52 [3:0];
+  assign class_now = \$15 [3:0];
   assign w_data = beat;
-  assign finalize4 = w_en;
+  assign finalize_argmax_1 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -5381,21 +5514,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.empty  = slot_c3[15];
   assign \slot_c3.index  = slot_c3[19:16];
   assign \slot_c3.value  = slot_c3[35:20];
-  assign \acc[0]  = acc[27:0];
-  assign \acc[1]  = acc[55:28];
-  assign \acc[2]  = acc[83:56];
-  assign \acc[3]  = acc[111:84];
-  assign \slot_c4.valid  = slot_c4[0];
-  assign \slot_c4.group  = slot_c4[2:1];
-  assign \slot_c4.base  = slot_c4[9:3];
-  assign \slot_c4.first  = slot_c4[10];
-  assign \slot_c4.last  = slot_c4[11];
-  assign \slot_c4.step_last  = slot_c4[12];
-  assign \slot_c4.seq_first  = slot_c4[13];
-  assign \slot_c4.seq_end  = slot_c4[14];
-  assign \slot_c4.empty  = slot_c4[15];
-  assign \slot_c4.index  = slot_c4[19:16];
-  assign \slot_c4.value  = slot_c4[35:20];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[10];
+  assign \slot_argmax_1.last  = slot_argmax_1[11];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
+  assign \slot_argmax_1.empty  = slot_argmax_1[15];
+  assign \slot_argmax_1.index  = slot_argmax_1[19:16];
+  assign \slot_argmax_1.value  = slot_argmax_1[35:20];
   assign \beat.logits  = beat[111:0];
   assign \beat.logits[0]  = beat[27:0];
   assign \beat.logits[1]  = beat[55:28];
@@ -5405,10 +5534,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[114];
   assign \beat.class_index  = beat[118:115];
   assign \beat.seq_end  = beat[119];
-  assign \logits_c4[0]  = logits_c4[27:0];
-  assign \logits_c4[1]  = logits_c4[55:28];
-  assign \logits_c4[2]  = logits_c4[83:56];
-  assign \logits_c4[3]  = logits_c4[111:84];
+  assign \logits_argmax_1[0]  = logits_argmax_1[27:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[55:28];
+  assign \logits_argmax_1[2]  = logits_argmax_1[83:56];
+  assign \logits_argmax_1[3]  = logits_argmax_1[111:84];
   assign \results__payload.logits  = results__payload[111:0];
   assign \results__payload.logits[0]  = results__payload[27:0];
   assign \results__payload.logits[1]  = results__payload[55:28];
@@ -5440,14 +5569,33 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[15];
   assign \slot_c2b.index  = slot_c2b[19:16];
   assign \slot_c2b.value  = slot_c2b[35:20];
-  assign beat[119] = slot_c4[14];
-  assign beat[118:115] = \$52 [3:0];
-  assign beat[114] = slot_c4[12];
-  assign beat[113:112] = slot_c4[2:1];
-  assign beat[111:84] = logits_c4[111:84];
-  assign beat[83:56] = logits_c4[83:56];
-  assign beat[55:28] = logits_c4[55:28];
-  assign beat[27:0] = logits_c4[27:0];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[10];
+  assign \slot_argmax_0.last  = slot_argmax_0[11];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
+  assign \slot_argmax_0.empty  = slot_argmax_0[15];
+  assign \slot_argmax_0.index  = slot_argmax_0[19:16];
+  assign \slot_argmax_0.value  = slot_argmax_0[35:20];
+  assign \logits_argmax_0[0]  = logits_argmax_0[27:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[55:28];
+  assign \logits_argmax_0[2]  = logits_argmax_0[83:56];
+  assign \logits_argmax_0[3]  = logits_argmax_0[111:84];
+  assign beat[119] = slot_argmax_1[14];
+  assign beat[118:115] = \$15 [3:0];
+  assign beat[114] = slot_argmax_1[12];
+  assign beat[113:112] = slot_argmax_1[2:1];
+  assign beat[111:84] = logits_argmax_1[111:84];
+  assign beat[83:56] = logits_argmax_1[83:56];
+  assign beat[55:28] = logits_argmax_1[55:28];
+  assign beat[27:0] = logits_argmax_1[27:0];
   assign seeds[111:84] = { \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79:60] };
   assign seeds[83:56] = { \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59:40] };
   assign seeds[55:28] = { \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39:20] };
@@ -5460,34 +5608,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__data[23:16] = \config [20:13];
   assign port__data[15:8] = \config [20:13];
   assign port__data[7:0] = \config [20:13];
-  assign \$11  = 1'h1;
-  assign argmax_0_0_valid = 1'h1;
-  assign \$12  = 1'h1;
-  assign \$13  = 1'h0;
-  assign \$15  = \$14 ;
-  assign \$16  = \$14 ;
-  assign \$17  = 1'h1;
-  assign \$18  = 1'h0;
-  assign \$20  = \$19 ;
-  assign \$21  = \$19 ;
-  assign \$23  = 1'h1;
-  assign argmax_0_1_valid = 1'h1;
-  assign \$26  = 1'h1;
-  assign \$27  = 1'h0;
-  assign \$29  = \$28 ;
-  assign \$32  = 1'h1;
-  assign \$33  = 1'h0;
-  assign \$35  = \$34 ;
-  assign \$37  = 1'h1;
-  assign argmax_1_0_valid = 1'h1;
-  assign \$38  = 1'h1;
-  assign \$39  = 1'h0;
-  assign \$41  = \$40 ;
-  assign \$42  = \$40 ;
-  assign \$43  = 1'h1;
-  assign \$44  = 1'h0;
-  assign \$46  = \$45 ;
-  assign \$47  = \$45 ;
+  assign \$34  = 1'h1;
+  assign \$35  = 1'h1;
+  assign \$36  = 1'h1;
+  assign \$37  = 1'h0;
+  assign \$39  = \$38 ;
+  assign \$40  = \$38 ;
+  assign \$42  = 1'h1;
+  assign \$43  = 1'h0;
+  assign \$45  = \$44 ;
+  assign \$46  = \$44 ;
+  assign \$48  = 1'h1;
+  assign \$50  = 1'h1;
+  assign \$52  = 1'h1;
+  assign \$53  = 1'h0;
+  assign \$55  = \$54 ;
+  assign \$59  = 1'h1;
+  assign \$60  = 1'h0;
+  assign \$62  = \$61 ;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -5565,78 +5565,82 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [26:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire [2:0] \$15 ;
+  wire [3:0] \$16 ;
+  wire [3:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
-  wire [3:0] \$27 ;
-  wire [3:0] \$28 ;
-  wire [1:0] \$29 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire [3:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire [1:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire [1:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [1:0] \$39 ;
+  wire [32:0] \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire [1:0] \$42 ;
-  wire [32:0] \$43 ;
+  wire \$42 ;
+  wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
+  wire [26:0] \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire [32:0] \$48 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
-  wire [5:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [31:0] \$55 ;
+  wire \$52 ;
+  wire [4:0] \$53 ;
+  wire \$54 ;
+  wire [5:0] \$55 ;
   reg [31:0] \$56 ;
   reg [31:0] \$57 ;
   reg [31:0] \$58 ;
   reg [31:0] \$59 ;
   wire [3:0] \$6 ;
-  reg \$60 ;
+  reg [31:0] \$60 ;
   reg [31:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [31:0] \$63 ;
+  reg \$63 ;
   reg [31:0] \$64 ;
-  reg [26:0] \$65 ;
-  reg \$66 ;
-  reg [53:0] \$67 ;
-  reg [31:0] \$68 ;
-  reg \$69 ;
+  reg [31:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [31:0] \$67 ;
+  reg \$68 ;
+  reg [26:0] \$69 ;
   wire [4:0] \$7 ;
-  reg [26:0] \$70 ;
-  reg \$71 ;
-  reg [3:0] \$72 ;
+  reg \$70 ;
+  reg [31:0] \$71 ;
+  reg \$72 ;
+  reg [53:0] \$73 ;
+  reg [26:0] \$74 ;
+  reg \$75 ;
+  reg [3:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
   wire [26:0] \acc[0] ;
   wire [26:0] \acc[1] ;
-  wire argmax_0_0_lane;
-  wire [26:0] argmax_0_0_logit;
-  wire argmax_0_0_valid;
+  reg argmax_0_0_lane = 1'h0;
+  reg [26:0] argmax_0_0_logit = 27'h0000000;
+  reg argmax_0_0_valid = 1'h0;
   wire [57:0] beat;
   wire \beat.class_index ;
   wire \beat.final ;
@@ -5660,10 +5664,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire credit;
   wire finalize;
   (* init = 1'h0 *)
-  wire finalize4;
+  wire finalize_argmax_0;
   wire first;
-  reg group_lane = 1'h0;
-  reg [26:0] group_logit = 27'h0000000;
   input [21:0] items__payload;
   wire [21:0] items__payload;
   wire [21:0] \items__payload$1 ;
@@ -5681,9 +5683,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  reg [53:0] logits_c4 = 54'h00000000000000;
-  wire [26:0] \logits_c4[0] ;
-  wire [26:0] \logits_c4[1] ;
+  reg [53:0] logits_argmax_0 = 54'h00000000000000;
+  wire [26:0] \logits_argmax_0[0] ;
+  wire [26:0] \logits_argmax_0[1] ;
   wire [2:0] port__addr;
   wire [-1:0] \port__addr$10 ;
   wire [2:0] \port__addr$16 ;
@@ -5762,6 +5764,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [16:0] \slot.value ;
+  reg [31:0] slot_argmax_0 = 32'd0;
+  wire [3:0] \slot_argmax_0.base ;
+  wire \slot_argmax_0.empty ;
+  wire \slot_argmax_0.first ;
+  wire \slot_argmax_0.group ;
+  wire [2:0] \slot_argmax_0.index ;
+  wire \slot_argmax_0.last ;
+  wire \slot_argmax_0.seq_end ;
+  wire \slot_argmax_0.seq_first ;
+  wire \slot_argmax_0.step_last ;
+  wire \slot_argmax_0.valid ;
+  wire [16:0] \slot_argmax_0.value ;
   reg [31:0] slot_c2 = 32'd0;
   wire [3:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5810,18 +5824,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [16:0] \slot_c3.value ;
-  reg [31:0] slot_c4 = 32'd0;
-  wire [3:0] \slot_c4.base ;
-  wire \slot_c4.empty ;
-  wire \slot_c4.first ;
-  wire \slot_c4.group ;
-  wire [2:0] \slot_c4.index ;
-  wire \slot_c4.last ;
-  wire \slot_c4.seq_end ;
-  wire \slot_c4.seq_first ;
-  wire \slot_c4.step_last ;
-  wire \slot_c4.valid ;
-  wire [16:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -5833,18 +5835,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  reg [53:0] \acc$81  [0:0];
+  reg [53:0] \acc$79  [0:0];
   initial begin
-    \acc$81 [0] = 54'h00000000000000;
+    \acc$79 [0] = 54'h00000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$81 [1'h0] <= \port__data$35 ;
+      \acc$79 [1'h0] <= \port__data$35 ;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
     if (\port__en$15 ) begin
-      _0_ <= \acc$81 [1'h0];
+      _0_ <= \acc$79 [1'h0];
     end
   end
   assign \port__data$30  = _0_;
@@ -5865,101 +5867,98 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$29  = _1_;
-  reg [15:0] \weights$79  [7:0];
+  reg [15:0] \weights$77  [7:0];
   initial begin
-    \weights$79 [0] = 16'h51c4;
-    \weights$79 [1] = 16'h11d4;
-    \weights$79 [2] = 16'h648e;
-    \weights$79 [3] = 16'h33a4;
-    \weights$79 [4] = 16'h58a7;
-    \weights$79 [5] = 16'h5ccb;
-    \weights$79 [6] = 16'h3bd3;
-    \weights$79 [7] = 16'h25f5;
+    \weights$77 [0] = 16'h51c4;
+    \weights$77 [1] = 16'h11d4;
+    \weights$77 [2] = 16'h648e;
+    \weights$77 [3] = 16'h33a4;
+    \weights$77 [4] = 16'h58a7;
+    \weights$77 [5] = 16'h5ccb;
+    \weights$77 [6] = 16'h3bd3;
+    \weights$77 [7] = 16'h25f5;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$79 [\config [6:4]][7:0] <= port__data[7:0];
+      \weights$77 [\config [6:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$79 [\config [6:4]][15:8] <= port__data[15:8];
+      \weights$77 [\config [6:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _2_ <= \weights$79 [\$7 [2:0]];
+      _2_ <= \weights$77 [\$7 [2:0]];
     end
   end
   assign \port__data$26  = _2_;
-  assign argmax_0_0_lane = \$23  ? 1'h1 : 1'h0;
-  assign \$24  = ! slot_c4[1];
-  assign \$25  = $signed(group_logit) > $signed(best_logit);
-  assign take = \$24  | \$25 ;
-  assign \$26  = slot_c4[1] * 2'h2;
-  assign \$27  = \$26  + group_lane;
-  assign \$28  = take ? \$27  : { 3'h0, best_class };
-  assign credit = reserved < 4'h8;
-  assign \$29  = 1'h0 + \port__en$13 ;
-  assign \$30  = readout_weights_reads + \$29 ;
-  assign \$31  = | \$3 [1:0];
-  assign \$32  = 1'h0 + \$31 ;
-  assign \$33  = readout_weights_writes + \$32 ;
-  assign \$34  = 1'h0 + \port__en$14 ;
-  assign \$35  = readout_bias_reads + \$34 ;
-  assign \$36  = | \$6 [1:0];
-  assign \$37  = 1'h0 + \$36 ;
-  assign \$38  = readout_bias_writes + \$37 ;
-  assign \$39  = 1'h0 + \port__en$15 ;
-  assign \$40  = readout_acc_reads + \$39 ;
-  assign \$42  = 1'h0 + \$41 ;
-  assign \$43  = readout_acc_writes + \$42 ;
-  assign \$44  = ~ slot_c2[11];
-  assign \$45  = slot_c2[0] & \$44 ;
-  assign \$46  = | slot_c2[31:15];
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = readout_macs + 2'h2;
-  assign \$49  = w_en & take;
-  assign \$50  = reserved + starting;
-  assign \$51  = r_en & results__valid;
-  assign \$52  = \$50  - \$51 ;
+  assign \$19  = readout_weights_reads + \$18 ;
+  assign \$20  = | \$3 [1:0];
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = readout_weights_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$14 ;
+  assign \$24  = readout_bias_reads + \$23 ;
+  assign \$25  = | \$6 [1:0];
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = readout_bias_writes + \$26 ;
+  assign \$28  = 1'h0 + \port__en$15 ;
+  assign \$29  = readout_acc_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = readout_acc_writes + \$31 ;
+  assign \$33  = ~ slot_c2[11];
+  assign \$34  = slot_c2[0] & \$33 ;
+  assign \$35  = | slot_c2[31:15];
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = readout_macs + 2'h2;
+  assign \$42  = $signed(acc[53:27]) > $signed(acc[26:0]);
+  assign \$45  = \$44  ? acc[53:27] : acc[26:0];
+  assign \$48  = $signed(acc[53:27]) > $signed(acc[26:0]);
+  assign \$51  = \$50  ? 1'h1 : 1'h0;
+  assign \$52  = w_en & take;
+  assign \$53  = reserved + starting;
+  assign \$54  = r_en & results__valid;
+  assign \$55  = \$53  - \$54 ;
   always @(posedge clk)
-    readout_weights_reads <= \$53 ;
+    readout_weights_reads <= \$56 ;
   always @(posedge clk)
-    readout_weights_writes <= \$54 ;
+    readout_weights_writes <= \$57 ;
   always @(posedge clk)
-    readout_bias_reads <= \$55 ;
+    readout_bias_reads <= \$58 ;
   always @(posedge clk)
-    readout_bias_writes <= \$56 ;
+    readout_bias_writes <= \$59 ;
   always @(posedge clk)
-    readout_acc_reads <= \$57 ;
+    readout_acc_reads <= \$60 ;
   always @(posedge clk)
-    readout_acc_writes <= \$58 ;
+    readout_acc_writes <= \$61 ;
   always @(posedge clk)
-    slot_c2 <= \$59 ;
+    slot_c2 <= \$62 ;
   always @(posedge clk)
-    use_acc2 <= \$60 ;
+    use_acc2 <= \$63 ;
   always @(posedge clk)
-    readout_macs <= \$61 ;
+    readout_macs <= \$64 ;
   always @(posedge clk)
-    slot_c2a <= \$62 ;
+    slot_c2a <= \$65 ;
   always @(posedge clk)
-    slot_c2b <= \$63 ;
+    slot_c2b <= \$66 ;
   always @(posedge clk)
-    slot_c3 <= \$64 ;
+    slot_c3 <= \$67 ;
   always @(posedge clk)
-    group_logit <= \$65 ;
+    argmax_0_0_valid <= \$68 ;
   always @(posedge clk)
-    group_lane <= \$66 ;
+    argmax_0_0_logit <= \$69 ;
   always @(posedge clk)
-    logits_c4 <= \$67 ;
+    argmax_0_0_lane <= \$70 ;
   always @(posedge clk)
-    slot_c4 <= \$68 ;
+    slot_argmax_0 <= \$71 ;
   always @(posedge clk)
-    w_en <= \$69 ;
+    w_en <= \$72 ;
   always @(posedge clk)
-    best_logit <= \$70 ;
+    logits_argmax_0 <= \$73 ;
   always @(posedge clk)
-    best_class <= \$71 ;
+    best_logit <= \$74 ;
   always @(posedge clk)
-    reserved <= \$72 ;
+    best_class <= \$75 ;
+  always @(posedge clk)
+    reserved <= \$76 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [10:9];
@@ -5975,9 +5974,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$11  = use_acc2 ? \port__data$30 [26:0] : { \port__data$29 [23], \port__data$29 [23], \port__data$29 [23], \port__data$29 [23:0] };
   assign \$12  = use_acc2 ? \port__data$30 [53:27] : { \port__data$29 [47], \port__data$29 [47], \port__data$29 [47], \port__data$29 [47:24] };
   assign finalize = slot_c3[0] & slot_c3[7];
-  assign \$16  = $signed(acc[53:27]) > $signed(acc[26:0]);
-  assign argmax_0_0_logit = \$18  ? acc[53:27] : acc[26:0];
-  assign \$21  = $signed(acc[53:27]) > $signed(acc[26:0]);
+  assign \$13  = ! slot_argmax_0[1];
+  assign \$14  = $signed(argmax_0_0_logit) > $signed(best_logit);
+  assign take = \$13  | \$14 ;
+  assign \$15  = slot_argmax_0[1] * 2'h2;
+  assign \$16  = \$15  + argmax_0_0_lane;
+  assign \$17  = take ? \$16  : { 3'h0, best_class };
+  assign credit = reserved < 4'h8;
+  assign \$18  = 1'h0 + \port__en$13 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -6042,151 +6046,158 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$53  = \$30 [31:0];
-    if (rst) begin
-      \$53  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$54  = \$33 [31:0];
-    if (rst) begin
-      \$54  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$55  = \$35 [31:0];
-    if (rst) begin
-      \$55  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = \$38 [31:0];
+    \$56  = \$19 [31:0];
     if (rst) begin
       \$56  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = \$40 [31:0];
+    \$57  = \$22 [31:0];
     if (rst) begin
       \$57  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = \$43 [31:0];
+    \$58  = \$24 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = slot;
+    \$59  = \$27 [31:0];
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = use_acc;
+    \$60  = \$29 [31:0];
     if (rst) begin
-      \$60  = 1'h0;
+      \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = readout_macs;
-    if (\$47 ) begin
-      \$61  = \$48 [31:0];
-    end
+    \$61  = \$32 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = slot_c2;
+    \$62  = slot;
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = slot_c2a;
+    \$63  = use_acc;
     if (rst) begin
-      \$63  = 32'd0;
+      \$63  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = slot_c2b;
+    \$64  = readout_macs;
+    if (\$36 ) begin
+      \$64  = \$37 [31:0];
+    end
     if (rst) begin
       \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = argmax_0_0_logit;
+    \$65  = slot_c2;
     if (rst) begin
-      \$65  = 27'h0000000;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = argmax_0_0_lane;
+    \$66  = slot_c2a;
     if (rst) begin
-      \$66  = 1'h0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = acc;
+    \$67  = slot_c2b;
     if (rst) begin
-      \$67  = 54'h00000000000000;
+      \$67  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = slot_c3;
+    \$68  = \$39 ;
     if (rst) begin
-      \$68  = 32'd0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$69  = finalize;
+    \$69  = \$45 ;
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$70  = best_logit;
-    if (\$49 ) begin
-      \$70  = group_logit;
-    end
+    \$70  = \$51 ;
     if (rst) begin
-      \$70  = 27'h0000000;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$71  = best_class;
-    if (\$49 ) begin
-      \$71  = \$28 [0];
-    end
+    \$71  = slot_c3;
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$72  = \$52 [3:0];
+    \$72  = finalize;
     if (rst) begin
-      \$72  = 4'h0;
+      \$72  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$73  = acc;
+    if (rst) begin
+      \$73  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$74  = best_logit;
+    if (\$52 ) begin
+      \$74  = argmax_0_0_logit;
+    end
+    if (rst) begin
+      \$74  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$75  = best_class;
+    if (\$52 ) begin
+      \$75  = \$17 [0];
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$76  = \$55 [3:0];
+    if (rst) begin
+      \$76  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6200,9 +6211,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign first = slot_c2[6];
   assign value = slot_c2[31:15];
   assign \port__en$34  = finalize;
-  assign class_now = \$28 [0];
+  assign class_now = \$17 [0];
   assign w_data = beat;
-  assign finalize4 = w_en;
+  assign finalize_argmax_0 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -6258,17 +6269,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.value  = slot_c3[31:15];
   assign \acc[0]  = acc[26:0];
   assign \acc[1]  = acc[53:27];
-  assign \slot_c4.valid  = slot_c4[0];
-  assign \slot_c4.group  = slot_c4[1];
-  assign \slot_c4.base  = slot_c4[5:2];
-  assign \slot_c4.first  = slot_c4[6];
-  assign \slot_c4.last  = slot_c4[7];
-  assign \slot_c4.step_last  = slot_c4[8];
-  assign \slot_c4.seq_first  = slot_c4[9];
-  assign \slot_c4.seq_end  = slot_c4[10];
-  assign \slot_c4.empty  = slot_c4[11];
-  assign \slot_c4.index  = slot_c4[14:12];
-  assign \slot_c4.value  = slot_c4[31:15];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[1];
+  assign \slot_argmax_0.base  = slot_argmax_0[5:2];
+  assign \slot_argmax_0.first  = slot_argmax_0[6];
+  assign \slot_argmax_0.last  = slot_argmax_0[7];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[8];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[9];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[10];
+  assign \slot_argmax_0.empty  = slot_argmax_0[11];
+  assign \slot_argmax_0.index  = slot_argmax_0[14:12];
+  assign \slot_argmax_0.value  = slot_argmax_0[31:15];
   assign \beat.logits  = beat[53:0];
   assign \beat.logits[0]  = beat[26:0];
   assign \beat.logits[1]  = beat[53:27];
@@ -6276,8 +6287,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[55];
   assign \beat.class_index  = beat[56];
   assign \beat.seq_end  = beat[57];
-  assign \logits_c4[0]  = logits_c4[26:0];
-  assign \logits_c4[1]  = logits_c4[53:27];
+  assign \logits_argmax_0[0]  = logits_argmax_0[26:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[53:27];
   assign \results__payload.logits  = results__payload[53:0];
   assign \results__payload.logits[0]  = results__payload[26:0];
   assign \results__payload.logits[1]  = results__payload[53:27];
@@ -6307,12 +6318,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[11];
   assign \slot_c2b.index  = slot_c2b[14:12];
   assign \slot_c2b.value  = slot_c2b[31:15];
-  assign beat[57] = slot_c4[10];
-  assign beat[56] = \$28 [0];
-  assign beat[55] = slot_c4[8];
-  assign beat[54] = slot_c4[1];
-  assign beat[53:27] = logits_c4[53:27];
-  assign beat[26:0] = logits_c4[26:0];
+  assign beat[57] = slot_argmax_0[10];
+  assign beat[56] = \$17 [0];
+  assign beat[55] = slot_argmax_0[8];
+  assign beat[54] = slot_argmax_0[1];
+  assign beat[53:27] = logits_argmax_0[53:27];
+  assign beat[26:0] = logits_argmax_0[26:0];
   assign \port__data$35 [53:27] = acc[53:27];
   assign \port__data$35 [26:0] = acc[26:0];
   assign seeds[53:27] = \$12 ;
@@ -6321,17 +6332,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__data$12 [23:0] = \config [34:11];
   assign port__data[15:8] = \config [18:11];
   assign port__data[7:0] = \config [18:11];
-  assign \$13  = 1'h1;
-  assign argmax_0_0_valid = 1'h1;
-  assign \$14  = 1'h1;
-  assign \$15  = 1'h0;
-  assign \$17  = \$16 ;
-  assign \$18  = \$16 ;
-  assign \$19  = 1'h1;
-  assign \$20  = 1'h0;
-  assign \$22  = \$21 ;
-  assign \$23  = \$21 ;
-  assign \$41  = finalize;
+  assign \$30  = finalize;
+  assign \$38  = 1'h1;
+  assign \$39  = 1'h1;
+  assign \$40  = 1'h1;
+  assign \$41  = 1'h0;
+  assign \$43  = \$42 ;
+  assign \$44  = \$42 ;
+  assign \$46  = 1'h1;
+  assign \$47  = 1'h0;
+  assign \$49  = \$48 ;
+  assign \$50  = \$48 ;
 endmodule
 
 (* generator = "Amaranth" *)

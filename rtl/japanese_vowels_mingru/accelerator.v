@@ -5077,31 +5077,48 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
+  reg [32:0] \$100 ;
+  reg [1:0] \$101 ;
+  reg \$102 ;
+  reg [32:0] \$103 ;
+  reg [1:0] \$104 ;
+  reg [44:0] \$105 ;
+  reg \$106 ;
+  reg [131:0] \$107 ;
+  reg \$108 ;
+  reg [32:0] \$109 ;
   wire \$11 ;
+  reg [1:0] \$110 ;
+  reg [44:0] \$111 ;
+  reg \$112 ;
+  reg [131:0] \$113 ;
+  reg [32:0] \$114 ;
+  reg [3:0] \$115 ;
+  reg [3:0] \$116 ;
   wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
+  wire [5:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
   wire \$18 ;
-  wire \$19 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
+  wire [32:0] \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire [7:0] \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [2:0] \$31 ;
+  wire [3:0] \$32 ;
+  wire [32:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -5112,7 +5129,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
+  wire [32:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -5126,67 +5143,68 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire [5:0] \$57 ;
-  wire [5:0] \$58 ;
-  wire [1:0] \$59 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [7:0] \$6 ;
-  wire [32:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
-  wire [1:0] \$62 ;
-  wire [32:0] \$63 ;
-  wire [1:0] \$64 ;
-  wire [32:0] \$65 ;
+  wire [32:0] \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
   wire \$66 ;
-  wire [1:0] \$67 ;
-  wire [32:0] \$68 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire [7:0] \$7 ;
-  wire \$70 ;
+  wire [1:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [2:0] \$74 ;
-  wire [3:0] \$75 ;
-  wire [32:0] \$76 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [4:0] \$78 ;
+  wire [32:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [5:0] \$80 ;
-  reg [31:0] \$81 ;
-  reg [31:0] \$82 ;
-  reg [31:0] \$83 ;
-  reg [31:0] \$84 ;
-  reg [44:0] \$85 ;
-  reg \$86 ;
-  reg [31:0] \$87 ;
-  reg [44:0] \$88 ;
-  reg [44:0] \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire [1:0] \$84 ;
+  wire \$85 ;
+  wire [4:0] \$86 ;
+  wire \$87 ;
+  wire [5:0] \$88 ;
+  reg [31:0] \$89 ;
   wire \$9 ;
-  reg [44:0] \$90 ;
-  reg [32:0] \$91 ;
-  reg [1:0] \$92 ;
-  reg [131:0] \$93 ;
-  reg [44:0] \$94 ;
-  reg \$95 ;
-  reg [32:0] \$96 ;
-  reg [3:0] \$97 ;
-  reg [3:0] \$98 ;
+  reg [31:0] \$90 ;
+  reg [31:0] \$91 ;
+  reg [31:0] \$92 ;
+  reg [44:0] \$93 ;
+  reg \$94 ;
+  reg [31:0] \$95 ;
+  reg [44:0] \$96 ;
+  reg [44:0] \$97 ;
+  reg [44:0] \$98 ;
+  reg \$99 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
   wire [32:0] \acc[2] ;
   wire [32:0] \acc[3] ;
-  wire [1:0] argmax_0_0_lane;
-  wire [32:0] argmax_0_0_logit;
-  wire argmax_0_0_valid;
-  wire [1:0] argmax_0_1_lane;
-  wire [32:0] argmax_0_1_logit;
-  wire argmax_0_1_valid;
-  wire [1:0] argmax_1_0_lane;
-  wire [32:0] argmax_1_0_logit;
-  wire argmax_1_0_valid;
+  reg [1:0] argmax_0_0_lane = 2'h0;
+  reg [32:0] argmax_0_0_logit = 33'h000000000;
+  reg argmax_0_0_valid = 1'h0;
+  reg [1:0] argmax_0_1_lane = 2'h0;
+  reg [32:0] argmax_0_1_logit = 33'h000000000;
+  reg argmax_0_1_valid = 1'h0;
+  reg [1:0] argmax_1_0_lane = 2'h0;
+  reg [32:0] argmax_1_0_logit = 33'h000000000;
+  reg argmax_1_0_valid = 1'h0;
   wire [139:0] beat;
   wire [3:0] \beat.class_index ;
   wire \beat.final ;
@@ -5211,11 +5229,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [31:0] \config.value ;
   wire credit;
   wire finalize;
+  reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
-  wire finalize4;
+  wire finalize_argmax_1;
   wire first;
-  reg [1:0] group_lane = 2'h0;
-  reg [32:0] group_logit = 33'h000000000;
   input [30:0] items__payload;
   wire [30:0] items__payload;
   wire [30:0] \items__payload$1 ;
@@ -5233,11 +5250,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  reg [131:0] logits_c4 = 132'h000000000000000000000000000000000;
-  wire [32:0] \logits_c4[0] ;
-  wire [32:0] \logits_c4[1] ;
-  wire [32:0] \logits_c4[2] ;
-  wire [32:0] \logits_c4[3] ;
+  reg [131:0] logits_argmax_0 = 132'h000000000000000000000000000000000;
+  wire [32:0] \logits_argmax_0[0] ;
+  wire [32:0] \logits_argmax_0[1] ;
+  wire [32:0] \logits_argmax_0[2] ;
+  wire [32:0] \logits_argmax_0[3] ;
+  reg [131:0] logits_argmax_1 = 132'h000000000000000000000000000000000;
+  wire [32:0] \logits_argmax_1[0] ;
+  wire [32:0] \logits_argmax_1[1] ;
+  wire [32:0] \logits_argmax_1[2] ;
+  wire [32:0] \logits_argmax_1[3] ;
   wire [6:0] port__addr;
   wire [1:0] \port__addr$10 ;
   wire [6:0] \port__addr$15 ;
@@ -5310,6 +5332,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [23:0] \slot.value ;
+  reg [44:0] slot_argmax_0 = 45'h000000000000;
+  wire [6:0] \slot_argmax_0.base ;
+  wire \slot_argmax_0.empty ;
+  wire \slot_argmax_0.first ;
+  wire [1:0] \slot_argmax_0.group ;
+  wire [4:0] \slot_argmax_0.index ;
+  wire \slot_argmax_0.last ;
+  wire \slot_argmax_0.seq_end ;
+  wire \slot_argmax_0.seq_first ;
+  wire \slot_argmax_0.step_last ;
+  wire \slot_argmax_0.valid ;
+  wire [23:0] \slot_argmax_0.value ;
+  reg [44:0] slot_argmax_1 = 45'h000000000000;
+  wire [6:0] \slot_argmax_1.base ;
+  wire \slot_argmax_1.empty ;
+  wire \slot_argmax_1.first ;
+  wire [1:0] \slot_argmax_1.group ;
+  wire [4:0] \slot_argmax_1.index ;
+  wire \slot_argmax_1.last ;
+  wire \slot_argmax_1.seq_end ;
+  wire \slot_argmax_1.seq_first ;
+  wire \slot_argmax_1.step_last ;
+  wire \slot_argmax_1.valid ;
+  wire [23:0] \slot_argmax_1.value ;
   reg [44:0] slot_c2 = 45'h000000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5358,18 +5404,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [23:0] \slot_c3.value ;
-  reg [44:0] slot_c4 = 45'h000000000000;
-  wire [6:0] \slot_c4.base ;
-  wire \slot_c4.empty ;
-  wire \slot_c4.first ;
-  wire [1:0] \slot_c4.group ;
-  wire [4:0] \slot_c4.index ;
-  wire \slot_c4.last ;
-  wire \slot_c4.seq_end ;
-  wire \slot_c4.seq_first ;
-  wire \slot_c4.step_last ;
-  wire \slot_c4.valid ;
-  wire [23:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -5406,122 +5440,123 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$77  [95:0];
+  reg [15:0] \weights$78  [95:0];
   initial begin
-    \weights$77 [0] = 16'h3e10;
-    \weights$77 [1] = 16'h2ffd;
-    \weights$77 [2] = 16'h300f;
-    \weights$77 [3] = 16'hf0e1;
-    \weights$77 [4] = 16'hd220;
-    \weights$77 [5] = 16'h030e;
-    \weights$77 [6] = 16'h230f;
-    \weights$77 [7] = 16'h22e0;
-    \weights$77 [8] = 16'h12df;
-    \weights$77 [9] = 16'heff1;
-    \weights$77 [10] = 16'h2ef1;
-    \weights$77 [11] = 16'hfe03;
-    \weights$77 [12] = 16'h2030;
-    \weights$77 [13] = 16'hfd40;
-    \weights$77 [14] = 16'h1f02;
-    \weights$77 [15] = 16'hfe12;
-    \weights$77 [16] = 16'h02ee;
-    \weights$77 [17] = 16'h0fc0;
-    \weights$77 [18] = 16'hf30f;
-    \weights$77 [19] = 16'hff22;
-    \weights$77 [20] = 16'h001f;
-    \weights$77 [21] = 16'hed0d;
-    \weights$77 [22] = 16'hd021;
-    \weights$77 [23] = 16'he1df;
-    \weights$77 [24] = 16'hffd0;
-    \weights$77 [25] = 16'hdf3d;
-    \weights$77 [26] = 16'h1dd5;
-    \weights$77 [27] = 16'h222f;
-    \weights$77 [28] = 16'he1e3;
-    \weights$77 [29] = 16'hcd21;
-    \weights$77 [30] = 16'h211f;
-    \weights$77 [31] = 16'h3e4e;
-    \weights$77 [32] = 16'h12ed;
-    \weights$77 [33] = 16'h1ff1;
-    \weights$77 [34] = 16'h3e20;
-    \weights$77 [35] = 16'h211a;
-    \weights$77 [36] = 16'hff3c;
-    \weights$77 [37] = 16'h12d2;
-    \weights$77 [38] = 16'h1111;
-    \weights$77 [39] = 16'h22de;
-    \weights$77 [40] = 16'hd1f3;
-    \weights$77 [41] = 16'hef03;
-    \weights$77 [42] = 16'h1f02;
-    \weights$77 [43] = 16'hd1ee;
-    \weights$77 [44] = 16'h1b02;
-    \weights$77 [45] = 16'h1132;
-    \weights$77 [46] = 16'h20dd;
-    \weights$77 [47] = 16'h10f1;
-    \weights$77 [48] = 16'h11d1;
-    \weights$77 [49] = 16'h04e2;
-    \weights$77 [50] = 16'h112c;
-    \weights$77 [51] = 16'hff10;
-    \weights$77 [52] = 16'he11e;
-    \weights$77 [53] = 16'h0000;
-    \weights$77 [54] = 16'h2012;
-    \weights$77 [55] = 16'h000f;
-    \weights$77 [56] = 16'h4f21;
-    \weights$77 [57] = 16'h01ec;
-    \weights$77 [58] = 16'h0f1e;
-    \weights$77 [59] = 16'hf1f1;
-    \weights$77 [60] = 16'h2f3f;
-    \weights$77 [61] = 16'h42e1;
-    \weights$77 [62] = 16'h0ff0;
-    \weights$77 [63] = 16'hd301;
-    \weights$77 [64] = 16'h0000;
-    \weights$77 [65] = 16'h000e;
-    \weights$77 [66] = 16'h000e;
-    \weights$77 [67] = 16'h0000;
-    \weights$77 [68] = 16'h000e;
-    \weights$77 [69] = 16'h0003;
-    \weights$77 [70] = 16'h000c;
-    \weights$77 [71] = 16'h0000;
-    \weights$77 [72] = 16'h0000;
-    \weights$77 [73] = 16'h000f;
-    \weights$77 [74] = 16'h0000;
-    \weights$77 [75] = 16'h0000;
-    \weights$77 [76] = 16'h000e;
-    \weights$77 [77] = 16'h000e;
-    \weights$77 [78] = 16'h0001;
-    \weights$77 [79] = 16'h0002;
-    \weights$77 [80] = 16'h000c;
-    \weights$77 [81] = 16'h0001;
-    \weights$77 [82] = 16'h000d;
-    \weights$77 [83] = 16'h000f;
-    \weights$77 [84] = 16'h0001;
-    \weights$77 [85] = 16'h0000;
-    \weights$77 [86] = 16'h0000;
-    \weights$77 [87] = 16'h000f;
-    \weights$77 [88] = 16'h000d;
-    \weights$77 [89] = 16'h0002;
-    \weights$77 [90] = 16'h000e;
-    \weights$77 [91] = 16'h000c;
-    \weights$77 [92] = 16'h0003;
-    \weights$77 [93] = 16'h0000;
-    \weights$77 [94] = 16'h000e;
-    \weights$77 [95] = 16'h0001;
+    \weights$78 [0] = 16'h3e10;
+    \weights$78 [1] = 16'h2ffd;
+    \weights$78 [2] = 16'h300f;
+    \weights$78 [3] = 16'hf0e1;
+    \weights$78 [4] = 16'hd220;
+    \weights$78 [5] = 16'h030e;
+    \weights$78 [6] = 16'h230f;
+    \weights$78 [7] = 16'h22e0;
+    \weights$78 [8] = 16'h12df;
+    \weights$78 [9] = 16'heff1;
+    \weights$78 [10] = 16'h2ef1;
+    \weights$78 [11] = 16'hfe03;
+    \weights$78 [12] = 16'h2030;
+    \weights$78 [13] = 16'hfd40;
+    \weights$78 [14] = 16'h1f02;
+    \weights$78 [15] = 16'hfe12;
+    \weights$78 [16] = 16'h02ee;
+    \weights$78 [17] = 16'h0fc0;
+    \weights$78 [18] = 16'hf30f;
+    \weights$78 [19] = 16'hff22;
+    \weights$78 [20] = 16'h001f;
+    \weights$78 [21] = 16'hed0d;
+    \weights$78 [22] = 16'hd021;
+    \weights$78 [23] = 16'he1df;
+    \weights$78 [24] = 16'hffd0;
+    \weights$78 [25] = 16'hdf3d;
+    \weights$78 [26] = 16'h1dd5;
+    \weights$78 [27] = 16'h222f;
+    \weights$78 [28] = 16'he1e3;
+    \weights$78 [29] = 16'hcd21;
+    \weights$78 [30] = 16'h211f;
+    \weights$78 [31] = 16'h3e4e;
+    \weights$78 [32] = 16'h12ed;
+    \weights$78 [33] = 16'h1ff1;
+    \weights$78 [34] = 16'h3e20;
+    \weights$78 [35] = 16'h211a;
+    \weights$78 [36] = 16'hff3c;
+    \weights$78 [37] = 16'h12d2;
+    \weights$78 [38] = 16'h1111;
+    \weights$78 [39] = 16'h22de;
+    \weights$78 [40] = 16'hd1f3;
+    \weights$78 [41] = 16'hef03;
+    \weights$78 [42] = 16'h1f02;
+    \weights$78 [43] = 16'hd1ee;
+    \weights$78 [44] = 16'h1b02;
+    \weights$78 [45] = 16'h1132;
+    \weights$78 [46] = 16'h20dd;
+    \weights$78 [47] = 16'h10f1;
+    \weights$78 [48] = 16'h11d1;
+    \weights$78 [49] = 16'h04e2;
+    \weights$78 [50] = 16'h112c;
+    \weights$78 [51] = 16'hff10;
+    \weights$78 [52] = 16'he11e;
+    \weights$78 [53] = 16'h0000;
+    \weights$78 [54] = 16'h2012;
+    \weights$78 [55] = 16'h000f;
+    \weights$78 [56] = 16'h4f21;
+    \weights$78 [57] = 16'h01ec;
+    \weights$78 [58] = 16'h0f1e;
+    \weights$78 [59] = 16'hf1f1;
+    \weights$78 [60] = 16'h2f3f;
+    \weights$78 [61] = 16'h42e1;
+    \weights$78 [62] = 16'h0ff0;
+    \weights$78 [63] = 16'hd301;
+    \weights$78 [64] = 16'h0000;
+    \weights$78 [65] = 16'h000e;
+    \weights$78 [66] = 16'h000e;
+    \weights$78 [67] = 16'h0000;
+    \weights$78 [68] = 16'h000e;
+    \weights$78 [69] = 16'h0003;
+    \weights$78 [70] = 16'h000c;
+    \weights$78 [71] = 16'h0000;
+    \weights$78 [72] = 16'h0000;
+    \weights$78 [73] = 16'h000f;
+    \weights$78 [74] = 16'h0000;
+    \weights$78 [75] = 16'h0000;
+    \weights$78 [76] = 16'h000e;
+    \weights$78 [77] = 16'h000e;
+    \weights$78 [78] = 16'h0001;
+    \weights$78 [79] = 16'h0002;
+    \weights$78 [80] = 16'h000c;
+    \weights$78 [81] = 16'h0001;
+    \weights$78 [82] = 16'h000d;
+    \weights$78 [83] = 16'h000f;
+    \weights$78 [84] = 16'h0001;
+    \weights$78 [85] = 16'h0000;
+    \weights$78 [86] = 16'h0000;
+    \weights$78 [87] = 16'h000f;
+    \weights$78 [88] = 16'h000d;
+    \weights$78 [89] = 16'h0002;
+    \weights$78 [90] = 16'h000e;
+    \weights$78 [91] = 16'h000c;
+    \weights$78 [92] = 16'h0003;
+    \weights$78 [93] = 16'h0000;
+    \weights$78 [94] = 16'h000e;
+    \weights$78 [95] = 16'h0001;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$77 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$78 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$77 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$78 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$77 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$78 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$77 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$78 [\config [10:4]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$77 [\$7 [6:0]];
+      _1_ <= \weights$78 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$1  = \config [3:1] == 2'h3;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [13:11];
   assign \$4  = \config [3:1] == 3'h4;
@@ -5533,107 +5568,134 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$10  = slot[0] & slot[10];
   assign weights = slot_c2[15] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
-  assign \$12  = slot_c3[2:1] != 2'h2;
-  assign \$13  = slot_c3[2:1] != 2'h2;
-  assign \$16  = $signed(acc[65:33]) > $signed(acc[32:0]);
-  assign \$18  = \$13  & \$17 ;
-  assign argmax_0_0_logit = \$18  ? acc[65:33] : acc[32:0];
-  assign \$19  = slot_c3[2:1] != 2'h2;
-  assign \$22  = $signed(acc[65:33]) > $signed(acc[32:0]);
-  assign \$24  = \$19  & \$23 ;
-  assign \$25  = \$24  ? 1'h1 : 1'h0;
-  assign \$26  = slot_c3[2:1] != 2'h2;
-  assign \$27  = \$26  ? 1'h1 : 1'h0;
-  assign \$28  = slot_c3[2:1] != 2'h2;
-  assign argmax_0_1_valid = \$27  | \$28 ;
-  assign \$29  = slot_c3[2:1] != 2'h2;
-  assign \$30  = slot_c3[2:1] != 2'h2;
-  assign \$31  = \$30  ? 1'h1 : 1'h0;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = $signed(acc[131:99]) > $signed(acc[98:66]);
-  assign \$34  = \$32  | \$33 ;
-  assign \$35  = \$29  & \$34 ;
-  assign argmax_0_1_logit = \$35  ? acc[131:99] : acc[98:66];
-  assign \$36  = slot_c3[2:1] != 2'h2;
-  assign \$37  = slot_c3[2:1] != 2'h2;
-  assign \$38  = \$37  ? 1'h1 : 1'h0;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = $signed(acc[131:99]) > $signed(acc[98:66]);
-  assign \$41  = \$39  | \$40 ;
-  assign \$42  = \$36  & \$41 ;
-  assign argmax_0_1_lane = \$42  ? 2'h3 : 2'h2;
-  assign \$46  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$48  = argmax_0_1_valid & \$47 ;
-  assign argmax_1_0_logit = \$48  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$51  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$53  = argmax_0_1_valid & \$52 ;
-  assign argmax_1_0_lane = \$53  ? argmax_0_1_lane : { 1'h0, \$25  };
-  assign \$54  = ! slot_c4[2:1];
-  assign \$55  = $signed(group_logit) > $signed(best_logit);
-  assign take = \$54  | \$55 ;
-  assign \$56  = slot_c4[2:1] * 3'h4;
-  assign \$57  = \$56  + group_lane;
-  assign \$58  = take ? \$57  : { 2'h0, best_class };
+  assign \$11  = ! slot_argmax_1[2:1];
+  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$11  | \$12 ;
+  assign \$13  = slot_argmax_1[2:1] * 3'h4;
+  assign \$14  = \$13  + argmax_1_0_lane;
+  assign \$15  = take ? \$14  : { 2'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$59  = 1'h0 + \port__en$13 ;
-  assign \$60  = readout_weights_reads + \$59 ;
-  assign \$61  = | \$3 [3:0];
-  assign \$62  = 1'h0 + \$61 ;
-  assign \$63  = readout_weights_writes + \$62 ;
-  assign \$64  = 1'h0 + \port__en$14 ;
-  assign \$65  = readout_bias_reads + \$64 ;
-  assign \$66  = | \$6 [3:0];
-  assign \$67  = 1'h0 + \$66 ;
-  assign \$68  = readout_bias_writes + \$67 ;
-  assign \$69  = ~ slot_c2[15];
-  assign \$70  = slot_c2[0] & \$69 ;
-  assign \$71  = | slot_c2[44:21];
-  assign \$72  = \$70  & \$71 ;
-  assign \$73  = slot_c2[2:1] == 2'h2;
-  assign \$74  = \$73  ? 3'h1 : 3'h4;
-  assign \$75  = \$74  * 1'h1;
-  assign \$76  = readout_macs + \$75 ;
-  assign \$77  = w_en & take;
-  assign \$78  = reserved + starting;
-  assign \$79  = r_en & results__valid;
-  assign \$80  = \$78  - \$79 ;
+  assign \$16  = 1'h0 + \port__en$13 ;
+  assign \$17  = readout_weights_reads + \$16 ;
+  assign \$18  = | \$3 [3:0];
+  assign \$19  = 1'h0 + \$18 ;
+  assign \$20  = readout_weights_writes + \$19 ;
+  assign \$21  = 1'h0 + \port__en$14 ;
+  assign \$22  = readout_bias_reads + \$21 ;
+  assign \$23  = | \$6 [3:0];
+  assign \$24  = 1'h0 + \$23 ;
+  assign \$25  = readout_bias_writes + \$24 ;
+  assign \$26  = ~ slot_c2[15];
+  assign \$27  = slot_c2[0] & \$26 ;
+  assign \$28  = | slot_c2[44:21];
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = slot_c2[2:1] == 2'h2;
+  assign \$31  = \$30  ? 3'h1 : 3'h4;
+  assign \$32  = \$31  * 1'h1;
+  assign \$33  = readout_macs + \$32 ;
+  assign \$35  = slot_c3[2:1] != 2'h2;
+  assign \$37  = slot_c3[2:1] != 2'h2;
+  assign \$40  = $signed(acc[65:33]) > $signed(acc[32:0]);
+  assign \$42  = \$37  & \$41 ;
+  assign \$43  = \$42  ? acc[65:33] : acc[32:0];
+  assign \$44  = slot_c3[2:1] != 2'h2;
+  assign \$47  = $signed(acc[65:33]) > $signed(acc[32:0]);
+  assign \$49  = \$44  & \$48 ;
+  assign \$50  = \$49  ? 1'h1 : 1'h0;
+  assign \$51  = slot_c3[2:1] != 2'h2;
+  assign \$52  = \$51  ? 1'h1 : 1'h0;
+  assign \$53  = slot_c3[2:1] != 2'h2;
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = slot_c3[2:1] != 2'h2;
+  assign \$56  = slot_c3[2:1] != 2'h2;
+  assign \$57  = \$56  ? 1'h1 : 1'h0;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = $signed(acc[131:99]) > $signed(acc[98:66]);
+  assign \$60  = \$58  | \$59 ;
+  assign \$61  = \$55  & \$60 ;
+  assign \$62  = \$61  ? acc[131:99] : acc[98:66];
+  assign \$63  = slot_c3[2:1] != 2'h2;
+  assign \$64  = slot_c3[2:1] != 2'h2;
+  assign \$65  = \$64  ? 1'h1 : 1'h0;
+  assign \$66  = ~ \$65 ;
+  assign \$67  = $signed(acc[131:99]) > $signed(acc[98:66]);
+  assign \$68  = \$66  | \$67 ;
+  assign \$69  = \$63  & \$68 ;
+  assign \$70  = \$69  ? 2'h3 : 2'h2;
+  assign \$71  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$72  = \$71  | argmax_0_1_valid;
+  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$74  = ~ \$73 ;
+  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$76  = \$74  | \$75 ;
+  assign \$77  = argmax_0_1_valid & \$76 ;
+  assign \$78  = \$77  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$79  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$80  = ~ \$79 ;
+  assign \$81  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$82  = \$80  | \$81 ;
+  assign \$83  = argmax_0_1_valid & \$82 ;
+  assign \$84  = \$83  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$85  = w_en & take;
+  assign \$86  = reserved + starting;
+  assign \$87  = r_en & results__valid;
+  assign \$88  = \$86  - \$87 ;
   always @(posedge clk)
-    readout_weights_reads <= \$81 ;
+    readout_weights_reads <= \$89 ;
   always @(posedge clk)
-    readout_weights_writes <= \$82 ;
+    readout_weights_writes <= \$90 ;
   always @(posedge clk)
-    readout_bias_reads <= \$83 ;
+    readout_bias_reads <= \$91 ;
   always @(posedge clk)
-    readout_bias_writes <= \$84 ;
+    readout_bias_writes <= \$92 ;
   always @(posedge clk)
-    slot_c2 <= \$85 ;
+    slot_c2 <= \$93 ;
   always @(posedge clk)
-    use_acc2 <= \$86 ;
+    use_acc2 <= \$94 ;
   always @(posedge clk)
-    readout_macs <= \$87 ;
+    readout_macs <= \$95 ;
   always @(posedge clk)
-    slot_c2a <= \$88 ;
+    slot_c2a <= \$96 ;
   always @(posedge clk)
-    slot_c2b <= \$89 ;
+    slot_c2b <= \$97 ;
   always @(posedge clk)
-    slot_c3 <= \$90 ;
+    slot_c3 <= \$98 ;
   always @(posedge clk)
-    group_logit <= \$91 ;
+    argmax_0_0_valid <= \$99 ;
   always @(posedge clk)
-    group_lane <= \$92 ;
+    argmax_0_0_logit <= \$100 ;
   always @(posedge clk)
-    logits_c4 <= \$93 ;
+    argmax_0_0_lane <= \$101 ;
   always @(posedge clk)
-    slot_c4 <= \$94 ;
+    argmax_0_1_valid <= \$102 ;
   always @(posedge clk)
-    w_en <= \$95 ;
+    argmax_0_1_logit <= \$103 ;
   always @(posedge clk)
-    best_logit <= \$96 ;
+    argmax_0_1_lane <= \$104 ;
   always @(posedge clk)
-    best_class <= \$97 ;
+    slot_argmax_0 <= \$105 ;
   always @(posedge clk)
-    reserved <= \$98 ;
-  assign \$1  = \config [3:1] == 2'h3;
+    finalize_argmax_0 <= \$106 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$107 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$108 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$109 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$110 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$111 ;
+  always @(posedge clk)
+    w_en <= \$112 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$113 ;
+  always @(posedge clk)
+    best_logit <= \$114 ;
+  always @(posedge clk)
+    best_class <= \$115 ;
+  always @(posedge clk)
+    reserved <= \$116 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5685,137 +5747,207 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$81  = \$60 [31:0];
+    \$89  = \$17 [31:0];
     if (rst) begin
-      \$81  = 32'd0;
+      \$89  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$82  = \$63 [31:0];
+    \$90  = \$20 [31:0];
     if (rst) begin
-      \$82  = 32'd0;
+      \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$83  = \$65 [31:0];
+    \$91  = \$22 [31:0];
     if (rst) begin
-      \$83  = 32'd0;
+      \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$84  = \$68 [31:0];
+    \$92  = \$25 [31:0];
     if (rst) begin
-      \$84  = 32'd0;
+      \$92  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$85  = slot;
+    \$93  = slot;
     if (rst) begin
-      \$85  = 45'h000000000000;
+      \$93  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$86  = 1'h0;
+    \$94  = 1'h0;
     if (rst) begin
-      \$86  = 1'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$87  = readout_macs;
-    if (\$72 ) begin
-      \$87  = \$76 [31:0];
+    \$95  = readout_macs;
+    if (\$29 ) begin
+      \$95  = \$33 [31:0];
     end
     if (rst) begin
-      \$87  = 32'd0;
+      \$95  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$88  = slot_c2;
+    \$96  = slot_c2;
     if (rst) begin
-      \$88  = 45'h000000000000;
+      \$96  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$89  = slot_c2a;
+    \$97  = slot_c2a;
     if (rst) begin
-      \$89  = 45'h000000000000;
+      \$97  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$90  = slot_c2b;
+    \$98  = slot_c2b;
     if (rst) begin
-      \$90  = 45'h000000000000;
+      \$98  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$91  = argmax_1_0_logit;
+    \$99  = \$36 ;
     if (rst) begin
-      \$91  = 33'h000000000;
+      \$99  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$92  = argmax_1_0_lane;
+    \$100  = \$43 ;
     if (rst) begin
-      \$92  = 2'h0;
+      \$100  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$93  = acc;
+    \$101  = { 1'h0, \$50  };
     if (rst) begin
-      \$93  = 132'h000000000000000000000000000000000;
+      \$101  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$94  = slot_c3;
+    \$102  = \$54 ;
     if (rst) begin
-      \$94  = 45'h000000000000;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$95  = finalize;
+    \$103  = \$62 ;
     if (rst) begin
-      \$95  = 1'h0;
+      \$103  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$96  = best_logit;
-    if (\$77 ) begin
-      \$96  = group_logit;
-    end
+    \$104  = \$70 ;
     if (rst) begin
-      \$96  = 33'h000000000;
+      \$104  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$97  = best_class;
-    if (\$77 ) begin
-      \$97  = \$58 [3:0];
-    end
+    \$105  = slot_c3;
     if (rst) begin
-      \$97  = 4'h0;
+      \$105  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$98  = \$80 [3:0];
+    \$106  = finalize;
     if (rst) begin
-      \$98  = 4'h0;
+      \$106  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$107  = acc;
+    if (rst) begin
+      \$107  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$108  = \$72 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$109  = \$78 ;
+    if (rst) begin
+      \$109  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$110  = \$84 ;
+    if (rst) begin
+      \$110  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$111  = slot_argmax_0;
+    if (rst) begin
+      \$111  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$112  = finalize_argmax_0;
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$113  = logits_argmax_0;
+    if (rst) begin
+      \$113  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$114  = best_logit;
+    if (\$85 ) begin
+      \$114  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$114  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$115  = best_class;
+    if (\$85 ) begin
+      \$115  = \$15 [3:0];
+    end
+    if (rst) begin
+      \$115  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$116  = \$88 [3:0];
+    if (rst) begin
+      \$116  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5831,10 +5963,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[44:21];
-  assign argmax_0_0_lane = { 1'h0, \$25  };
-  assign class_now = \$58 [3:0];
+  assign class_now = \$15 [3:0];
   assign w_data = beat;
-  assign finalize4 = w_en;
+  assign finalize_argmax_1 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -5892,21 +6023,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.empty  = slot_c3[15];
   assign \slot_c3.index  = slot_c3[20:16];
   assign \slot_c3.value  = slot_c3[44:21];
-  assign \acc[0]  = acc[32:0];
-  assign \acc[1]  = acc[65:33];
-  assign \acc[2]  = acc[98:66];
-  assign \acc[3]  = acc[131:99];
-  assign \slot_c4.valid  = slot_c4[0];
-  assign \slot_c4.group  = slot_c4[2:1];
-  assign \slot_c4.base  = slot_c4[9:3];
-  assign \slot_c4.first  = slot_c4[10];
-  assign \slot_c4.last  = slot_c4[11];
-  assign \slot_c4.step_last  = slot_c4[12];
-  assign \slot_c4.seq_first  = slot_c4[13];
-  assign \slot_c4.seq_end  = slot_c4[14];
-  assign \slot_c4.empty  = slot_c4[15];
-  assign \slot_c4.index  = slot_c4[20:16];
-  assign \slot_c4.value  = slot_c4[44:21];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[10];
+  assign \slot_argmax_1.last  = slot_argmax_1[11];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
+  assign \slot_argmax_1.empty  = slot_argmax_1[15];
+  assign \slot_argmax_1.index  = slot_argmax_1[20:16];
+  assign \slot_argmax_1.value  = slot_argmax_1[44:21];
   assign \beat.logits  = beat[131:0];
   assign \beat.logits[0]  = beat[32:0];
   assign \beat.logits[1]  = beat[65:33];
@@ -5916,10 +6043,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[134];
   assign \beat.class_index  = beat[138:135];
   assign \beat.seq_end  = beat[139];
-  assign \logits_c4[0]  = logits_c4[32:0];
-  assign \logits_c4[1]  = logits_c4[65:33];
-  assign \logits_c4[2]  = logits_c4[98:66];
-  assign \logits_c4[3]  = logits_c4[131:99];
+  assign \logits_argmax_1[0]  = logits_argmax_1[32:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[65:33];
+  assign \logits_argmax_1[2]  = logits_argmax_1[98:66];
+  assign \logits_argmax_1[3]  = logits_argmax_1[131:99];
   assign \results__payload.logits  = results__payload[131:0];
   assign \results__payload.logits[0]  = results__payload[32:0];
   assign \results__payload.logits[1]  = results__payload[65:33];
@@ -5951,14 +6078,33 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[15];
   assign \slot_c2b.index  = slot_c2b[20:16];
   assign \slot_c2b.value  = slot_c2b[44:21];
-  assign beat[139] = slot_c4[14];
-  assign beat[138:135] = \$58 [3:0];
-  assign beat[134] = slot_c4[12];
-  assign beat[133:132] = slot_c4[2:1];
-  assign beat[131:99] = logits_c4[131:99];
-  assign beat[98:66] = logits_c4[98:66];
-  assign beat[65:33] = logits_c4[65:33];
-  assign beat[32:0] = logits_c4[32:0];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[10];
+  assign \slot_argmax_0.last  = slot_argmax_0[11];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
+  assign \slot_argmax_0.empty  = slot_argmax_0[15];
+  assign \slot_argmax_0.index  = slot_argmax_0[20:16];
+  assign \slot_argmax_0.value  = slot_argmax_0[44:21];
+  assign \logits_argmax_0[0]  = logits_argmax_0[32:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[65:33];
+  assign \logits_argmax_0[2]  = logits_argmax_0[98:66];
+  assign \logits_argmax_0[3]  = logits_argmax_0[131:99];
+  assign beat[139] = slot_argmax_1[14];
+  assign beat[138:135] = \$15 [3:0];
+  assign beat[134] = slot_argmax_1[12];
+  assign beat[133:132] = slot_argmax_1[2:1];
+  assign beat[131:99] = logits_argmax_1[131:99];
+  assign beat[98:66] = logits_argmax_1[98:66];
+  assign beat[65:33] = logits_argmax_1[65:33];
+  assign beat[32:0] = logits_argmax_1[32:0];
   assign seeds[131:99] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
   assign seeds[98:66] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
   assign seeds[65:33] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
@@ -5971,22 +6117,14 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign port__data[11:8] = \config [17:14];
   assign port__data[7:4] = \config [17:14];
   assign port__data[3:0] = \config [17:14];
-  assign \$11  = 1'h1;
-  assign argmax_0_0_valid = 1'h1;
-  assign \$14  = 1'h1;
-  assign \$15  = 1'h0;
-  assign \$17  = \$16 ;
-  assign \$20  = 1'h1;
-  assign \$21  = 1'h0;
-  assign \$23  = \$22 ;
-  assign \$43  = 1'h1;
-  assign argmax_1_0_valid = 1'h1;
-  assign \$44  = 1'h1;
-  assign \$45  = 1'h0;
-  assign \$47  = \$46 ;
-  assign \$49  = 1'h1;
-  assign \$50  = 1'h0;
-  assign \$52  = \$51 ;
+  assign \$34  = 1'h1;
+  assign \$36  = 1'h1;
+  assign \$38  = 1'h1;
+  assign \$39  = 1'h0;
+  assign \$41  = \$40 ;
+  assign \$45  = 1'h1;
+  assign \$46  = 1'h0;
+  assign \$48  = \$47 ;
 endmodule
 
 (* generator = "Amaranth" *)

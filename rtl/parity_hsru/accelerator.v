@@ -5403,71 +5403,75 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire [3:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
   wire \$18 ;
-  wire \$19 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
+  wire [32:0] \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
   wire \$23 ;
-  wire [2:0] \$24 ;
-  wire [3:0] \$25 ;
-  wire [3:0] \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
   wire \$29 ;
   wire [3:0] \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [1:0] \$32 ;
-  wire [32:0] \$33 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
   wire \$34 ;
-  wire [1:0] \$35 ;
-  wire [32:0] \$36 ;
+  wire \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [24:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [32:0] \$41 ;
+  wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
+  wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
-  reg [31:0] \$46 ;
-  reg [31:0] \$47 ;
-  reg [31:0] \$48 ;
+  wire \$45 ;
+  wire [4:0] \$46 ;
+  wire \$47 ;
+  wire [5:0] \$48 ;
   reg [31:0] \$49 ;
   wire \$5 ;
-  reg [14:0] \$50 ;
-  reg \$51 ;
+  reg [31:0] \$50 ;
+  reg [31:0] \$51 ;
   reg [31:0] \$52 ;
   reg [14:0] \$53 ;
-  reg [14:0] \$54 ;
-  reg [14:0] \$55 ;
-  reg [24:0] \$56 ;
-  reg \$57 ;
-  reg [49:0] \$58 ;
-  reg [14:0] \$59 ;
+  reg \$54 ;
+  reg [31:0] \$55 ;
+  reg [14:0] \$56 ;
+  reg [14:0] \$57 ;
+  reg [14:0] \$58 ;
+  reg \$59 ;
   wire [3:0] \$6 ;
-  reg \$60 ;
-  reg [24:0] \$61 ;
-  reg \$62 ;
-  reg [3:0] \$63 ;
+  reg [24:0] \$60 ;
+  reg \$61 ;
+  reg [14:0] \$62 ;
+  reg \$63 ;
+  reg [49:0] \$64 ;
+  reg [24:0] \$65 ;
+  reg \$66 ;
+  reg [3:0] \$67 ;
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire [49:0] acc;
   wire [24:0] \acc[0] ;
   wire [24:0] \acc[1] ;
-  wire argmax_0_0_lane;
-  wire [24:0] argmax_0_0_logit;
-  wire argmax_0_0_valid;
+  reg argmax_0_0_lane = 1'h0;
+  reg [24:0] argmax_0_0_logit = 25'h0000000;
+  reg argmax_0_0_valid = 1'h0;
   wire [53:0] beat;
   wire \beat.class_index ;
   wire \beat.final ;
@@ -5491,10 +5495,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire credit;
   wire finalize;
   (* init = 1'h0 *)
-  wire finalize4;
+  wire finalize_argmax_0;
   wire first;
-  reg group_lane = 1'h0;
-  reg [24:0] group_logit = 25'h0000000;
   input [5:0] items__payload;
   wire [5:0] items__payload;
   wire [5:0] \items__payload$1 ;
@@ -5512,9 +5514,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  reg [49:0] logits_c4 = 50'h0000000000000;
-  wire [24:0] \logits_c4[0] ;
-  wire [24:0] \logits_c4[1] ;
+  reg [49:0] logits_argmax_0 = 50'h0000000000000;
+  wire [24:0] \logits_argmax_0[0] ;
+  wire [24:0] \logits_argmax_0[1] ;
   wire [1:0] port__addr;
   wire [-1:0] \port__addr$10 ;
   wire [1:0] \port__addr$15 ;
@@ -5583,6 +5585,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [1:0] \slot.value ;
+  reg [14:0] slot_argmax_0 = 15'h0000;
+  wire [2:0] \slot_argmax_0.base ;
+  wire \slot_argmax_0.empty ;
+  wire \slot_argmax_0.first ;
+  wire \slot_argmax_0.group ;
+  wire [1:0] \slot_argmax_0.index ;
+  wire \slot_argmax_0.last ;
+  wire \slot_argmax_0.seq_end ;
+  wire \slot_argmax_0.seq_first ;
+  wire \slot_argmax_0.step_last ;
+  wire \slot_argmax_0.valid ;
+  wire [1:0] \slot_argmax_0.value ;
   reg [14:0] slot_c2 = 15'h0000;
   wire [2:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5631,18 +5645,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c3.step_last ;
   wire \slot_c3.valid ;
   wire [1:0] \slot_c3.value ;
-  reg [14:0] slot_c4 = 15'h0000;
-  wire [2:0] \slot_c4.base ;
-  wire \slot_c4.empty ;
-  wire \slot_c4.first ;
-  wire \slot_c4.group ;
-  wire [1:0] \slot_c4.index ;
-  wire \slot_c4.last ;
-  wire \slot_c4.seq_end ;
-  wire \slot_c4.seq_first ;
-  wire \slot_c4.step_last ;
-  wire \slot_c4.valid ;
-  wire [1:0] \slot_c4.value ;
   wire starting;
   wire take;
   wire use_acc;
@@ -5671,78 +5673,74 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$71  [3:0];
+  reg [15:0] \weights$69  [3:0];
   initial begin
-    \weights$71 [0] = 16'ha9cb;
-    \weights$71 [1] = 16'hfdd0;
-    \weights$71 [2] = 16'h263b;
-    \weights$71 [3] = 16'h6a4d;
+    \weights$69 [0] = 16'ha9cb;
+    \weights$69 [1] = 16'hfdd0;
+    \weights$69 [2] = 16'h263b;
+    \weights$69 [3] = 16'h6a4d;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$71 [\config [5:4]][7:0] <= port__data[7:0];
+      \weights$69 [\config [5:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$71 [\config [5:4]][15:8] <= port__data[15:8];
+      \weights$69 [\config [5:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$71 [\$7 [1:0]];
+      _1_ <= \weights$69 [\$7 [1:0]];
     end
   end
   assign \port__data$24  = _1_;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = readout_weights_writes + \$30 ;
-  assign \$32  = 1'h0 + \port__en$14 ;
-  assign \$33  = readout_bias_reads + \$32 ;
-  assign \$34  = | \$6 [1:0];
-  assign \$35  = 1'h0 + \$34 ;
-  assign \$36  = readout_bias_writes + \$35 ;
-  assign \$37  = ~ slot_c2[10];
-  assign \$38  = slot_c2[0] & \$37 ;
-  assign \$39  = | slot_c2[14:13];
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = readout_macs + 2'h2;
-  assign \$42  = w_en & take;
-  assign \$43  = reserved + starting;
-  assign \$44  = r_en & results__valid;
-  assign \$45  = \$43  - \$44 ;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = readout_macs + 2'h2;
+  assign \$35  = $signed(acc[49:25]) > $signed(acc[24:0]);
+  assign \$38  = \$37  ? acc[49:25] : acc[24:0];
+  assign \$41  = $signed(acc[49:25]) > $signed(acc[24:0]);
+  assign \$44  = \$43  ? 1'h1 : 1'h0;
+  assign \$45  = w_en & take;
+  assign \$46  = reserved + starting;
+  assign \$47  = r_en & results__valid;
+  assign \$48  = \$46  - \$47 ;
   always @(posedge clk)
-    readout_weights_reads <= \$46 ;
+    readout_weights_reads <= \$49 ;
   always @(posedge clk)
-    readout_weights_writes <= \$47 ;
+    readout_weights_writes <= \$50 ;
   always @(posedge clk)
-    readout_bias_reads <= \$48 ;
+    readout_bias_reads <= \$51 ;
   always @(posedge clk)
-    readout_bias_writes <= \$49 ;
+    readout_bias_writes <= \$52 ;
   always @(posedge clk)
-    slot_c2 <= \$50 ;
+    slot_c2 <= \$53 ;
   always @(posedge clk)
-    use_acc2 <= \$51 ;
+    use_acc2 <= \$54 ;
   always @(posedge clk)
-    readout_macs <= \$52 ;
+    readout_macs <= \$55 ;
   always @(posedge clk)
-    slot_c2a <= \$53 ;
+    slot_c2a <= \$56 ;
   always @(posedge clk)
-    slot_c2b <= \$54 ;
+    slot_c2b <= \$57 ;
   always @(posedge clk)
-    slot_c3 <= \$55 ;
+    slot_c3 <= \$58 ;
   always @(posedge clk)
-    group_logit <= \$56 ;
+    argmax_0_0_valid <= \$59 ;
   always @(posedge clk)
-    group_lane <= \$57 ;
+    argmax_0_0_logit <= \$60 ;
   always @(posedge clk)
-    logits_c4 <= \$58 ;
+    argmax_0_0_lane <= \$61 ;
   always @(posedge clk)
-    slot_c4 <= \$59 ;
+    slot_argmax_0 <= \$62 ;
   always @(posedge clk)
-    w_en <= \$60 ;
+    w_en <= \$63 ;
   always @(posedge clk)
-    best_logit <= \$61 ;
+    logits_argmax_0 <= \$64 ;
   always @(posedge clk)
-    best_class <= \$62 ;
+    best_logit <= \$65 ;
   always @(posedge clk)
-    reserved <= \$63 ;
+    best_class <= \$66 ;
+  always @(posedge clk)
+    reserved <= \$67 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [7:6];
@@ -5755,20 +5753,26 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$10  = slot[0] & slot[5];
   assign weights = slot_c2[10] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[6];
-  assign \$14  = $signed(acc[49:25]) > $signed(acc[24:0]);
-  assign argmax_0_0_logit = \$16  ? acc[49:25] : acc[24:0];
-  assign \$19  = $signed(acc[49:25]) > $signed(acc[24:0]);
-  assign argmax_0_0_lane = \$21  ? 1'h1 : 1'h0;
-  assign \$22  = ! slot_c4[1];
-  assign \$23  = $signed(group_logit) > $signed(best_logit);
-  assign take = \$22  | \$23 ;
-  assign \$24  = slot_c4[1] * 2'h2;
-  assign \$25  = \$24  + group_lane;
-  assign \$26  = take ? \$25  : { 3'h0, best_class };
+  assign \$11  = ! slot_argmax_0[1];
+  assign \$12  = $signed(argmax_0_0_logit) > $signed(best_logit);
+  assign take = \$11  | \$12 ;
+  assign \$13  = slot_argmax_0[1] * 2'h2;
+  assign \$14  = \$13  + argmax_0_0_lane;
+  assign \$15  = take ? \$14  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$27  = 1'h0 + \port__en$13 ;
-  assign \$28  = readout_weights_reads + \$27 ;
-  assign \$29  = | \$3 [1:0];
+  assign \$16  = 1'h0 + \port__en$13 ;
+  assign \$17  = readout_weights_reads + \$16 ;
+  assign \$18  = | \$3 [1:0];
+  assign \$19  = 1'h0 + \$18 ;
+  assign \$20  = readout_weights_writes + \$19 ;
+  assign \$21  = 1'h0 + \port__en$14 ;
+  assign \$22  = readout_bias_reads + \$21 ;
+  assign \$23  = | \$6 [1:0];
+  assign \$24  = 1'h0 + \$23 ;
+  assign \$25  = readout_bias_writes + \$24 ;
+  assign \$26  = ~ slot_c2[10];
+  assign \$27  = slot_c2[0] & \$26 ;
+  assign \$28  = | slot_c2[14:13];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5820,137 +5824,144 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$46  = \$28 [31:0];
-    if (rst) begin
-      \$46  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$47  = \$31 [31:0];
-    if (rst) begin
-      \$47  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$48  = \$33 [31:0];
-    if (rst) begin
-      \$48  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$49  = \$36 [31:0];
+    \$49  = \$17 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$50  = slot;
+    \$50  = \$20 [31:0];
     if (rst) begin
-      \$50  = 15'h0000;
+      \$50  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$51  = 1'h0;
+    \$51  = \$22 [31:0];
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$52  = readout_macs;
-    if (\$40 ) begin
-      \$52  = \$41 [31:0];
-    end
+    \$52  = \$25 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$53  = slot_c2;
+    \$53  = slot;
     if (rst) begin
       \$53  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$54  = slot_c2a;
+    \$54  = 1'h0;
     if (rst) begin
-      \$54  = 15'h0000;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$55  = slot_c2b;
+    \$55  = readout_macs;
+    if (\$29 ) begin
+      \$55  = \$30 [31:0];
+    end
     if (rst) begin
-      \$55  = 15'h0000;
+      \$55  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = argmax_0_0_logit;
+    \$56  = slot_c2;
     if (rst) begin
-      \$56  = 25'h0000000;
+      \$56  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = argmax_0_0_lane;
+    \$57  = slot_c2a;
     if (rst) begin
-      \$57  = 1'h0;
+      \$57  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = acc;
+    \$58  = slot_c2b;
     if (rst) begin
-      \$58  = 50'h0000000000000;
+      \$58  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = slot_c3;
+    \$59  = \$32 ;
     if (rst) begin
-      \$59  = 15'h0000;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = finalize;
+    \$60  = \$38 ;
     if (rst) begin
-      \$60  = 1'h0;
+      \$60  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = best_logit;
-    if (\$42 ) begin
-      \$61  = group_logit;
-    end
+    \$61  = \$44 ;
     if (rst) begin
-      \$61  = 25'h0000000;
+      \$61  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = best_class;
-    if (\$42 ) begin
-      \$62  = \$26 [0];
-    end
+    \$62  = slot_c3;
     if (rst) begin
-      \$62  = 1'h0;
+      \$62  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = \$45 [3:0];
+    \$63  = finalize;
     if (rst) begin
-      \$63  = 4'h0;
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$64  = acc;
+    if (rst) begin
+      \$64  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$65  = best_logit;
+    if (\$45 ) begin
+      \$65  = argmax_0_0_logit;
+    end
+    if (rst) begin
+      \$65  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$66  = best_class;
+    if (\$45 ) begin
+      \$66  = \$15 [0];
+    end
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$67  = \$48 [3:0];
+    if (rst) begin
+      \$67  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5964,9 +5975,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign valid = slot_c2[0];
   assign first = slot_c2[5];
   assign value = slot_c2[14:13];
-  assign class_now = \$26 [0];
+  assign class_now = \$15 [0];
   assign w_data = beat;
-  assign finalize4 = w_en;
+  assign finalize_argmax_0 = w_en;
   assign r_data = results__payload;
   assign r_rdy = results__valid;
   assign results__ready = r_en;
@@ -6020,19 +6031,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c3.empty  = slot_c3[10];
   assign \slot_c3.index  = slot_c3[12:11];
   assign \slot_c3.value  = slot_c3[14:13];
-  assign \acc[0]  = acc[24:0];
-  assign \acc[1]  = acc[49:25];
-  assign \slot_c4.valid  = slot_c4[0];
-  assign \slot_c4.group  = slot_c4[1];
-  assign \slot_c4.base  = slot_c4[4:2];
-  assign \slot_c4.first  = slot_c4[5];
-  assign \slot_c4.last  = slot_c4[6];
-  assign \slot_c4.step_last  = slot_c4[7];
-  assign \slot_c4.seq_first  = slot_c4[8];
-  assign \slot_c4.seq_end  = slot_c4[9];
-  assign \slot_c4.empty  = slot_c4[10];
-  assign \slot_c4.index  = slot_c4[12:11];
-  assign \slot_c4.value  = slot_c4[14:13];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[1];
+  assign \slot_argmax_0.base  = slot_argmax_0[4:2];
+  assign \slot_argmax_0.first  = slot_argmax_0[5];
+  assign \slot_argmax_0.last  = slot_argmax_0[6];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[7];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[8];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[9];
+  assign \slot_argmax_0.empty  = slot_argmax_0[10];
+  assign \slot_argmax_0.index  = slot_argmax_0[12:11];
+  assign \slot_argmax_0.value  = slot_argmax_0[14:13];
   assign \beat.logits  = beat[49:0];
   assign \beat.logits[0]  = beat[24:0];
   assign \beat.logits[1]  = beat[49:25];
@@ -6040,8 +6049,8 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \beat.final  = beat[51];
   assign \beat.class_index  = beat[52];
   assign \beat.seq_end  = beat[53];
-  assign \logits_c4[0]  = logits_c4[24:0];
-  assign \logits_c4[1]  = logits_c4[49:25];
+  assign \logits_argmax_0[0]  = logits_argmax_0[24:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[49:25];
   assign \results__payload.logits  = results__payload[49:0];
   assign \results__payload.logits[0]  = results__payload[24:0];
   assign \results__payload.logits[1]  = results__payload[49:25];
@@ -6071,28 +6080,30 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[10];
   assign \slot_c2b.index  = slot_c2b[12:11];
   assign \slot_c2b.value  = slot_c2b[14:13];
-  assign beat[53] = slot_c4[9];
-  assign beat[52] = \$26 [0];
-  assign beat[51] = slot_c4[7];
-  assign beat[50] = slot_c4[1];
-  assign beat[49:25] = logits_c4[49:25];
-  assign beat[24:0] = logits_c4[24:0];
+  assign \acc[0]  = acc[24:0];
+  assign \acc[1]  = acc[49:25];
+  assign beat[53] = slot_argmax_0[9];
+  assign beat[52] = \$15 [0];
+  assign beat[51] = slot_argmax_0[7];
+  assign beat[50] = slot_argmax_0[1];
+  assign beat[49:25] = logits_argmax_0[49:25];
+  assign beat[24:0] = logits_argmax_0[24:0];
   assign seeds[49:25] = { \port__data$26 [47], \port__data$26 [47:24] };
   assign seeds[24:0] = { \port__data$26 [23], \port__data$26 [23:0] };
   assign \port__data$12 [47:24] = \config [31:8];
   assign \port__data$12 [23:0] = \config [31:8];
   assign port__data[15:8] = \config [15:8];
   assign port__data[7:0] = \config [15:8];
-  assign \$11  = 1'h1;
-  assign argmax_0_0_valid = 1'h1;
-  assign \$12  = 1'h1;
-  assign \$13  = 1'h0;
-  assign \$15  = \$14 ;
-  assign \$16  = \$14 ;
-  assign \$17  = 1'h1;
-  assign \$18  = 1'h0;
-  assign \$20  = \$19 ;
-  assign \$21  = \$19 ;
+  assign \$31  = 1'h1;
+  assign \$32  = 1'h1;
+  assign \$33  = 1'h1;
+  assign \$34  = 1'h0;
+  assign \$36  = \$35 ;
+  assign \$37  = \$35 ;
+  assign \$39  = 1'h1;
+  assign \$40  = 1'h0;
+  assign \$42  = \$41 ;
+  assign \$43  = \$41 ;
 endmodule
 
 (* generator = "Amaranth" *)
