@@ -192,7 +192,7 @@ def test_markdown_of_a_made_up_report() -> None:
     }
     md = render_markdown(report, "x.png")
     assert "loses 48.0 points to quantization" in md
-    assert "saturates alpha at 8 bits (at most 127 LSB)" in md
+    assert "the narrow alpha clips or rounds away part of the learned step sizes" in md
     assert "with alpha_bits = 16 (same float runs) it scores 81.0 %" in md
     assert "+50 % parameter bits" in md and "+20 % ASIC area" in md
     assert "3.00 against 6.00 events per step" in md

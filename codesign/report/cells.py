@@ -634,16 +634,14 @@ def findings(report: dict[str, Any]) -> list[str]:
         if wq - nq > 0.01:
             out.append(
                 f"At the shared {n['alpha_bits']}-bit alpha the alphaCMRU loses {100 * (nf - nq):.1f} points "
-                f"to quantization (float {100 * nf:.1f} %, golden {100 * nq:.1f} %) because its export sets "
-                "the state grid so that the largest calibration |alpha| takes state_bits - 1 = "
-                f"{n['state_bits'] - 1} bits and the datapath then saturates alpha at {n['alpha_bits']} bits "
-                f"(at most {2 ** (n['alpha_bits'] - 1) - 1} LSB); with alpha_bits = {w['alpha_bits']} (same "
-                f"float runs) it scores {100 * wq:.1f} %, for {energy} dynamic energy."
+                f"to quantization (float {100 * nf:.1f} %, golden {100 * nq:.1f} %); with alpha_bits = "
+                f"{w['alpha_bits']} (same float runs) it scores {100 * wq:.1f} %, for {energy} dynamic energy: "
+                "the narrow alpha clips or rounds away part of the learned step sizes."
             )
         else:
             out.append(
-                f"Widening the alphaCMRU's alpha from {n['alpha_bits']} to {w['alpha_bits']} bits (same float "
-                f"runs) moves its golden accuracy from {100 * nq:.1f} % to {100 * wq:.1f} % here, for {energy} "
+                f"A {w['alpha_bits']}-bit alpha buys the alphaCMRU nothing over {n['alpha_bits']} bits here "
+                f"(golden {100 * wq:.1f} % against {100 * nq:.1f} %, same float runs) and costs {energy} "
                 "dynamic energy."
             )
     return out
