@@ -8,7 +8,7 @@ the other bank, so the producer fills step t+1 while this engine computes step t
 Walking a step: for every group ``g`` of ``P`` neurons, one *slot* per stored item (one slot with
 value 0 when the step has none: the neurons still update from their biases). A group may start
 only while ``credit`` is high (room downstream); within a group, slots issue back to back. After
-a step's last slot the stage waits ``DRAIN`` cycles so that the finalize stage has written the
+a step's last slot the stage waits :func:`drain_cycles` so that the update stage has written the
 step's states and accumulators before the next step reads them.
 
 ``slot`` is registered and aligned with the item memory's read data: one cycle after the
@@ -26,12 +26,23 @@ from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.plan import EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["DRAIN", "IssueStage", "SlotLayout"]
+__all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
 
 DRAIN = 3
-"""Idle cycles between steps, so that the next step's first slot reads (C1) the accumulators the
-last slot of this step writes in C3, 5 cycles behind the issue decision; states and pooled sums
-(written in C4) are read in C2b, later still."""
+"""The longest pause between steps: an event-driven engine (kept accumulators) with one group.
+
+The next step's first slot of a group reads the kept accumulators (C1) that the previous step's
+last slot of that group writes in C3, and reads the state and pooled sum (C2a) written in C4. From
+one step's last issue decision to the next step's first, the stage spends ``drain + 2`` cycles;
+between the two slots of one group lie ``groups - 1`` other slots besides. The reads see the
+writes (the memories' read ports are not transparent) when ``groups + drain + 1 >= 5`` with
+kept accumulators, ``>= 4`` without: see :func:`drain_cycles`."""
+
+
+def drain_cycles(e: EnginePlan) -> int:
+    """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups)."""
+    needed = 4 if "acc" in e.memories else 3
+    return max(0, needed - e.groups)
 
 
 class SlotLayout(data.StructLayout):
@@ -129,6 +140,7 @@ class IssueStage(wiring.Component):
         # ------------------------------------------------------------ scheduler
         rbank = Signal()
         busy = Signal()
+        pause = drain_cycles(e)
         drain = Signal(range(DRAIN + 1))
         group = Signal(range(e.groups))
         base = Signal(range(e.groups * e.inputs + 1))
@@ -180,7 +192,7 @@ class IssueStage(wiring.Component):
                         busy.eq(0),
                         full.bit_select(rbank, 1).eq(0),
                         rbank.eq(~rbank),
-                        drain.eq(DRAIN),
+                        drain.eq(pause),
                     ]
                     self.counters.count(m, f"{e.name}_steps", 1)
             with m.Else():

@@ -2,7 +2,8 @@
 
 Pipeline (one slot per cycle; ``docs/accelerator.md`` has the cycle model)::
 
-    C0 issue      the issue stage picks (group g, item s) and reads the item memory
+    C0 issue      the issue stage picks (group g, item s) and reads the item memory; the slot
+                  is registered
     C1 fetch      read the weight word of the item's input (and, on a group's first slot, the
                   biases, or the accumulators an event-driven layer keeps)
     C2 operands   the lane array registers the weight word, the value and the seeds
@@ -246,7 +247,10 @@ def _build_front(m, owner, e, images, counters):
     mems = e.memories
     m.submodules.issue = issue = self.issue
     wiring.connect(m, wiring.flipped(self.items), issue.items)
-    slot = issue.slot
+    # the slot is registered once more before the fetch: the item memory's output through the
+    # weight address adder into the weight memory was the ECP5's longest path at P = 2
+    slot = Signal(SlotLayout(e), name="slot_c1")
+    m.d.sync += slot.eq(issue.slot)
 
     # ------------------------------------------------------------ memories
     weights = ArrayMemory(m, "weights", mems["weights"], images.get(mems["weights"].name))

@@ -275,7 +275,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$159 (trace_0)
+    .\trace$160 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -523,48 +523,49 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$160 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [15:0] \$101 ;
+  reg [15:0] \$100 ;
+  reg \$101 ;
   reg [15:0] \$102 ;
-  reg \$103 ;
+  reg [15:0] \$103 ;
   reg \$104 ;
-  reg [15:0] \$105 ;
+  reg \$105 ;
   reg [15:0] \$106 ;
   reg [15:0] \$107 ;
-  reg \$108 ;
-  reg [15:0] \$109 ;
+  reg [15:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
   reg [15:0] \$110 ;
-  reg \$111 ;
+  reg [15:0] \$111 ;
   reg \$112 ;
-  reg [15:0] \$113 ;
+  reg \$113 ;
   reg [15:0] \$114 ;
   reg [15:0] \$115 ;
-  reg \$116 ;
-  reg [15:0] \$117 ;
+  reg [15:0] \$116 ;
+  reg \$117 ;
   reg [15:0] \$118 ;
-  reg \$119 ;
+  reg [15:0] \$119 ;
   wire \$12 ;
   reg \$120 ;
-  reg [15:0] \$121 ;
+  reg \$121 ;
   reg [15:0] \$122 ;
   reg [15:0] \$123 ;
-  reg \$124 ;
-  reg [15:0] \$125 ;
+  reg [15:0] \$124 ;
+  reg \$125 ;
   reg [15:0] \$126 ;
-  reg \$127 ;
+  reg [15:0] \$127 ;
   reg \$128 ;
-  reg [15:0] \$129 ;
+  reg \$129 ;
   wire [15:0] \$13 ;
-  reg [72:0] \$130 ;
-  reg [31:0] \$131 ;
+  reg [15:0] \$130 ;
+  reg [72:0] \$131 ;
   reg [31:0] \$132 ;
-  reg [3:0] \$133 ;
+  reg [31:0] \$133 ;
+  reg [3:0] \$134 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -638,7 +639,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$78 ;
   wire [5:0] \$79 ;
   wire [6:0] \$8 ;
-  reg [31:0] \$80 ;
+  reg [22:0] \$80 ;
   reg [31:0] \$81 ;
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
@@ -646,18 +647,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$85 ;
   reg [31:0] \$86 ;
   reg [31:0] \$87 ;
-  reg [22:0] \$88 ;
-  reg \$89 ;
+  reg [31:0] \$88 ;
+  reg [22:0] \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [22:0] \$91 ;
+  reg \$90 ;
+  reg [31:0] \$91 ;
   reg [22:0] \$92 ;
-  reg [23:0] \$93 ;
-  reg [63:0] \$94 ;
-  reg [22:0] \$95 ;
+  reg [22:0] \$93 ;
+  reg [23:0] \$94 ;
+  reg [63:0] \$95 ;
   reg [22:0] \$96 ;
-  reg \$97 ;
-  reg [15:0] \$98 ;
+  reg [22:0] \$97 ;
+  reg \$98 ;
   reg [15:0] \$99 ;
   wire [33:0] acc;
   wire [135:0] \acc$38 ;
@@ -727,17 +728,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$141 ;
-  wire \gate$148 ;
-  wire \gate$155 ;
+  wire \gate$142 ;
+  wire \gate$149 ;
+  wire \gate$156 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$139 ;
-  wire \hold$146 ;
-  wire \hold$153 ;
+  wire \hold$140 ;
+  wire \hold$147 ;
+  wire \hold$154 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -815,12 +816,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$138 ;
-  wire [15:0] \new$138.h ;
-  wire [15:0] \new$145 ;
-  wire [15:0] \new$145.h ;
-  wire [15:0] \new$152 ;
-  wire [15:0] \new$152.h ;
+  wire [15:0] \new$139 ;
+  wire [15:0] \new$139.h ;
+  wire [15:0] \new$146 ;
+  wire [15:0] \new$146.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -863,9 +864,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$140 ;
-  wire [15:0] \out$147 ;
-  wire [15:0] \out$154 ;
+  wire [15:0] \out$141 ;
+  wire [15:0] \out$148 ;
+  wire [15:0] \out$155 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -897,8 +898,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [23:0] \port__data$129 ;
-  wire [63:0] \port__data$130 ;
+  wire [23:0] \port__data$130 ;
+  wire [63:0] \port__data$131 ;
   wire [23:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -912,9 +913,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$144 ;
-  wire [15:0] \potential$151 ;
-  wire [15:0] \potential$158 ;
+  wire [15:0] \potential$145 ;
+  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$159 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -926,10 +927,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$135 ;
-  wire \saturated$142 ;
-  wire \saturated$149 ;
-  wire \saturated$156 ;
+  wire \saturated$136 ;
+  wire \saturated$143 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -955,6 +956,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [3:0] \slot.value ;
+  reg [22:0] slot_c1 = 23'h000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [3:0] \slot_c1.value ;
   reg [22:0] slot_c2 = 23'h000000;
   wire [5:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1022,22 +1035,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$159 ;
-  reg [72:0] \trace$159  = 73'h0000000000000000000;
-  wire [3:0] \trace$159.gate ;
-  wire \trace$159.gate[0] ;
-  wire \trace$159.gate[1] ;
-  wire \trace$159.gate[2] ;
-  wire \trace$159.gate[3] ;
-  wire [1:0] \trace$159.group ;
-  wire \trace$159.seq_end ;
-  wire [63:0] \trace$159.state ;
-  wire [15:0] \trace$159.state[0] ;
-  wire [15:0] \trace$159.state[1] ;
-  wire [15:0] \trace$159.state[2] ;
-  wire [15:0] \trace$159.state[3] ;
-  wire \trace$159.step_end ;
-  wire \trace$159.valid ;
+  output [72:0] \trace$160 ;
+  reg [72:0] \trace$160  = 73'h0000000000000000000;
+  wire [3:0] \trace$160.gate ;
+  wire \trace$160.gate[0] ;
+  wire \trace$160.gate[1] ;
+  wire \trace$160.gate[2] ;
+  wire \trace$160.gate[3] ;
+  wire [1:0] \trace$160.group ;
+  wire \trace$160.seq_end ;
+  wire [63:0] \trace$160.state ;
+  wire [15:0] \trace$160.state[0] ;
+  wire [15:0] \trace$160.state[1] ;
+  wire [15:0] \trace$160.state[2] ;
+  wire [15:0] \trace$160.state[3] ;
+  wire \trace$160.step_end ;
+  wire \trace$160.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1096,34 +1109,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [23:0] \params$172  [3:0];
+  reg [23:0] \params$173  [3:0];
   initial begin
-    \params$172 [0] = 24'h5533d4;
-    \params$172 [1] = 24'h38e393;
-    \params$172 [2] = 24'h54f4d4;
-    \params$172 [3] = 24'h4cf3cf;
+    \params$173 [0] = 24'h5533d4;
+    \params$173 [1] = 24'h38e393;
+    \params$173 [2] = 24'h54f4d4;
+    \params$173 [3] = 24'h4cf3cf;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$172 [\config [5:4]][5:0] <= \port__data$15 [5:0];
+      \params$173 [\config [5:4]][5:0] <= \port__data$15 [5:0];
     if (\$7 [1])
-      \params$172 [\config [5:4]][11:6] <= \port__data$15 [11:6];
+      \params$173 [\config [5:4]][11:6] <= \port__data$15 [11:6];
     if (\$7 [2])
-      \params$172 [\config [5:4]][17:12] <= \port__data$15 [17:12];
+      \params$173 [\config [5:4]][17:12] <= \port__data$15 [17:12];
     if (\$7 [3])
-      \params$172 [\config [5:4]][23:18] <= \port__data$15 [23:18];
+      \params$173 [\config [5:4]][23:18] <= \port__data$15 [23:18];
   end
   reg [23:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$172 [\port__addr$33 ];
+      _1_ <= \params$173 [\port__addr$33 ];
     end
   end
-  assign \port__data$129  = _1_;
+  assign \port__data$130  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1141,92 +1154,92 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$130  = _2_;
-  reg [63:0] \weights$170  [59:0];
+  assign \port__data$131  = _2_;
+  reg [63:0] \weights$171  [59:0];
   initial begin
-    \weights$170 [0] = 64'h1ff1f7f2c5e6abec;
-    \weights$170 [1] = 64'hcc67db78a4fc3953;
-    \weights$170 [2] = 64'h290dc5982c54bbee;
-    \weights$170 [3] = 64'h340ad2b2fca9148a;
-    \weights$170 [4] = 64'hcc3dd8d2dcb100c1;
-    \weights$170 [5] = 64'hdd5939e12c52f6ea;
-    \weights$170 [6] = 64'h510df9bcda3a12de;
-    \weights$170 [7] = 64'h18edc576e9c93a55;
-    \weights$170 [8] = 64'he0e3c74c264535c7;
-    \weights$170 [9] = 64'hcb5ed0ed2c291640;
-    \weights$170 [10] = 64'h1f021d2ef126eddf;
-    \weights$170 [11] = 64'hedd0c4d3e95b3a36;
-    \weights$170 [12] = 64'h15f3211736c43988;
-    \weights$170 [13] = 64'hdf94c2972a9f1410;
-    \weights$170 [14] = 64'hed9cd2c24ccdedd8;
-    \weights$170 [15] = 64'hc8f6ff3fc622b9f9;
-    \weights$170 [16] = 64'hc9d04cfe06cdcfea;
-    \weights$170 [17] = 64'h0098a0fe5bf429c1;
-    \weights$170 [18] = 64'h1af3200d002bd6e5;
-    \weights$170 [19] = 64'h592fe291e8a32c4c;
-    \weights$170 [20] = 64'h5f0ff8135de9fec0;
-    \weights$170 [21] = 64'hd75be03a06fe0e49;
-    \weights$170 [22] = 64'hb8f2fa331f18ddd4;
-    \weights$170 [23] = 64'hd871df9967ee221d;
-    \weights$170 [24] = 64'hd70401ffd6f1425f;
-    \weights$170 [25] = 64'h27c3e15fe0ec19d7;
-    \weights$170 [26] = 64'hd6b926265c1b4328;
-    \weights$170 [27] = 64'hd6dfc2e242fc3f3a;
-    \weights$170 [28] = 64'hd6d6e129db1bb209;
-    \weights$170 [29] = 64'hd510bfef28c49303;
-    \weights$170 [30] = 64'hd3c04accf0f7153c;
-    \weights$170 [31] = 64'he0befe92f6e621de;
-    \weights$170 [32] = 64'h2f09e1e3f6e03e14;
-    \weights$170 [33] = 64'h43e6ec63e742fa5b;
-    \weights$170 [34] = 64'hcb1dd41f2d3429af;
-    \weights$170 [35] = 64'hd378e1862b54ca9e;
-    \weights$170 [36] = 64'hd3b7ff681f531a18;
-    \weights$170 [37] = 64'hd13f1de5046c52fc;
-    \weights$170 [38] = 64'h2cf6ab132be3dfae;
-    \weights$170 [39] = 64'hb9dde2cd64f73fc7;
-    \weights$170 [40] = 64'h1f23e2ce2cb4092b;
-    \weights$170 [41] = 64'h4401efefc310fc3d;
-    \weights$170 [42] = 64'hd1aa3ff52cc7ca9c;
-    \weights$170 [43] = 64'hd3750d962cb2f331;
-    \weights$170 [44] = 64'hd290301b9dfed662;
-    \weights$170 [45] = 64'hf90dee29f7addbdd;
-    \weights$170 [46] = 64'hcd99ddea47deb9ca;
-    \weights$170 [47] = 64'h4212d4390ffe440c;
-    \weights$170 [48] = 64'h1b1be3f8f0a8ae00;
-    \weights$170 [49] = 64'h00c320013b26f151;
-    \weights$170 [50] = 64'h08e0393af1d894ec;
-    \weights$170 [51] = 64'h450455f9f15fd6d5;
-    \weights$170 [52] = 64'he5451cb9ef9e45c8;
-    \weights$170 [53] = 64'hff29f310efa7f800;
-    \weights$170 [54] = 64'hce4cec9b8e0368f9;
-    \weights$170 [55] = 64'hd19db211f0560756;
-    \weights$170 [56] = 64'hed54501b17f03ffc;
-    \weights$170 [57] = 64'h9d00fe4dd7430cdf;
-    \weights$170 [58] = 64'h5b191fe31722a6e5;
-    \weights$170 [59] = 64'he531fa9e08ec36c4;
+    \weights$171 [0] = 64'h1ff1f7f2c5e6abec;
+    \weights$171 [1] = 64'hcc67db78a4fc3953;
+    \weights$171 [2] = 64'h290dc5982c54bbee;
+    \weights$171 [3] = 64'h340ad2b2fca9148a;
+    \weights$171 [4] = 64'hcc3dd8d2dcb100c1;
+    \weights$171 [5] = 64'hdd5939e12c52f6ea;
+    \weights$171 [6] = 64'h510df9bcda3a12de;
+    \weights$171 [7] = 64'h18edc576e9c93a55;
+    \weights$171 [8] = 64'he0e3c74c264535c7;
+    \weights$171 [9] = 64'hcb5ed0ed2c291640;
+    \weights$171 [10] = 64'h1f021d2ef126eddf;
+    \weights$171 [11] = 64'hedd0c4d3e95b3a36;
+    \weights$171 [12] = 64'h15f3211736c43988;
+    \weights$171 [13] = 64'hdf94c2972a9f1410;
+    \weights$171 [14] = 64'hed9cd2c24ccdedd8;
+    \weights$171 [15] = 64'hc8f6ff3fc622b9f9;
+    \weights$171 [16] = 64'hc9d04cfe06cdcfea;
+    \weights$171 [17] = 64'h0098a0fe5bf429c1;
+    \weights$171 [18] = 64'h1af3200d002bd6e5;
+    \weights$171 [19] = 64'h592fe291e8a32c4c;
+    \weights$171 [20] = 64'h5f0ff8135de9fec0;
+    \weights$171 [21] = 64'hd75be03a06fe0e49;
+    \weights$171 [22] = 64'hb8f2fa331f18ddd4;
+    \weights$171 [23] = 64'hd871df9967ee221d;
+    \weights$171 [24] = 64'hd70401ffd6f1425f;
+    \weights$171 [25] = 64'h27c3e15fe0ec19d7;
+    \weights$171 [26] = 64'hd6b926265c1b4328;
+    \weights$171 [27] = 64'hd6dfc2e242fc3f3a;
+    \weights$171 [28] = 64'hd6d6e129db1bb209;
+    \weights$171 [29] = 64'hd510bfef28c49303;
+    \weights$171 [30] = 64'hd3c04accf0f7153c;
+    \weights$171 [31] = 64'he0befe92f6e621de;
+    \weights$171 [32] = 64'h2f09e1e3f6e03e14;
+    \weights$171 [33] = 64'h43e6ec63e742fa5b;
+    \weights$171 [34] = 64'hcb1dd41f2d3429af;
+    \weights$171 [35] = 64'hd378e1862b54ca9e;
+    \weights$171 [36] = 64'hd3b7ff681f531a18;
+    \weights$171 [37] = 64'hd13f1de5046c52fc;
+    \weights$171 [38] = 64'h2cf6ab132be3dfae;
+    \weights$171 [39] = 64'hb9dde2cd64f73fc7;
+    \weights$171 [40] = 64'h1f23e2ce2cb4092b;
+    \weights$171 [41] = 64'h4401efefc310fc3d;
+    \weights$171 [42] = 64'hd1aa3ff52cc7ca9c;
+    \weights$171 [43] = 64'hd3750d962cb2f331;
+    \weights$171 [44] = 64'hd290301b9dfed662;
+    \weights$171 [45] = 64'hf90dee29f7addbdd;
+    \weights$171 [46] = 64'hcd99ddea47deb9ca;
+    \weights$171 [47] = 64'h4212d4390ffe440c;
+    \weights$171 [48] = 64'h1b1be3f8f0a8ae00;
+    \weights$171 [49] = 64'h00c320013b26f151;
+    \weights$171 [50] = 64'h08e0393af1d894ec;
+    \weights$171 [51] = 64'h450455f9f15fd6d5;
+    \weights$171 [52] = 64'he5451cb9ef9e45c8;
+    \weights$171 [53] = 64'hff29f310efa7f800;
+    \weights$171 [54] = 64'hce4cec9b8e0368f9;
+    \weights$171 [55] = 64'hd19db211f0560756;
+    \weights$171 [56] = 64'hed54501b17f03ffc;
+    \weights$171 [57] = 64'h9d00fe4dd7430cdf;
+    \weights$171 [58] = 64'h5b191fe31722a6e5;
+    \weights$171 [59] = 64'he531fa9e08ec36c4;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$170 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$171 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$170 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$171 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$170 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$171 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$170 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$171 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$170 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$171 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$170 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$171 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$170 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$171 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$170 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$171 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$170 [\$8 [5:0]];
+      _3_ <= \weights$171 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1239,10 +1252,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[8:3] + slot[18:15];
-  assign \$9  = ~ slot[14];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign finalize = slot_c3[0] & slot_c3[10];
@@ -1310,113 +1323,115 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$78  = r_en & i__valid;
   assign \$79  = \$77  - \$78 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$80 ;
+    slot_c1 <= \$80 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$81 ;
+    layer0_weights_reads <= \$81 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$82 ;
+    layer0_weights_writes <= \$82 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$83 ;
+    layer0_bias_reads <= \$83 ;
   always @(posedge clk)
-    layer0_params_reads <= \$84 ;
+    layer0_bias_writes <= \$84 ;
   always @(posedge clk)
-    layer0_params_writes <= \$85 ;
+    layer0_params_reads <= \$85 ;
   always @(posedge clk)
-    layer0_state_reads <= \$86 ;
+    layer0_params_writes <= \$86 ;
   always @(posedge clk)
-    layer0_state_writes <= \$87 ;
+    layer0_state_reads <= \$87 ;
   always @(posedge clk)
-    slot_c2 <= \$88 ;
+    layer0_state_writes <= \$88 ;
   always @(posedge clk)
-    use_acc2 <= \$89 ;
+    slot_c2 <= \$89 ;
   always @(posedge clk)
-    layer0_macs <= \$90 ;
+    use_acc2 <= \$90 ;
   always @(posedge clk)
-    slot_c2a <= \$91 ;
+    layer0_macs <= \$91 ;
   always @(posedge clk)
-    slot_c2b <= \$92 ;
+    slot_c2a <= \$92 ;
   always @(posedge clk)
-    params_c3 <= \$93 ;
+    slot_c2b <= \$93 ;
   always @(posedge clk)
-    state_c3 <= \$94 ;
+    params_c3 <= \$94 ;
   always @(posedge clk)
-    slot_c3 <= \$95 ;
+    state_c3 <= \$95 ;
   always @(posedge clk)
-    slot_c4 <= \$96 ;
+    slot_c3 <= \$96 ;
   always @(posedge clk)
-    \port__en$55  <= \$97 ;
+    slot_c4 <= \$97 ;
   always @(posedge clk)
-    new_c4_0 <= \$98 ;
+    \port__en$55  <= \$98 ;
   always @(posedge clk)
-    old_c4_0 <= \$99 ;
+    new_c4_0 <= \$99 ;
   always @(posedge clk)
-    hold_c4_0 <= \$100 ;
+    old_c4_0 <= \$100 ;
   always @(posedge clk)
-    out_c4_0 <= \$101 ;
+    hold_c4_0 <= \$101 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$102 ;
+    out_c4_0 <= \$102 ;
   always @(posedge clk)
-    gate_c4_0 <= \$103 ;
+    old_out_c4_0 <= \$103 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$104 ;
+    gate_c4_0 <= \$104 ;
   always @(posedge clk)
-    potential_c4_0 <= \$105 ;
+    saturated_c4_0 <= \$105 ;
   always @(posedge clk)
-    new_c4_1 <= \$106 ;
+    potential_c4_0 <= \$106 ;
   always @(posedge clk)
-    old_c4_1 <= \$107 ;
+    new_c4_1 <= \$107 ;
   always @(posedge clk)
-    hold_c4_1 <= \$108 ;
+    old_c4_1 <= \$108 ;
   always @(posedge clk)
-    out_c4_1 <= \$109 ;
+    hold_c4_1 <= \$109 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$110 ;
+    out_c4_1 <= \$110 ;
   always @(posedge clk)
-    gate_c4_1 <= \$111 ;
+    old_out_c4_1 <= \$111 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$112 ;
+    gate_c4_1 <= \$112 ;
   always @(posedge clk)
-    potential_c4_1 <= \$113 ;
+    saturated_c4_1 <= \$113 ;
   always @(posedge clk)
-    new_c4_2 <= \$114 ;
+    potential_c4_1 <= \$114 ;
   always @(posedge clk)
-    old_c4_2 <= \$115 ;
+    new_c4_2 <= \$115 ;
   always @(posedge clk)
-    hold_c4_2 <= \$116 ;
+    old_c4_2 <= \$116 ;
   always @(posedge clk)
-    out_c4_2 <= \$117 ;
+    hold_c4_2 <= \$117 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$118 ;
+    out_c4_2 <= \$118 ;
   always @(posedge clk)
-    gate_c4_2 <= \$119 ;
+    old_out_c4_2 <= \$119 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$120 ;
+    gate_c4_2 <= \$120 ;
   always @(posedge clk)
-    potential_c4_2 <= \$121 ;
+    saturated_c4_2 <= \$121 ;
   always @(posedge clk)
-    new_c4_3 <= \$122 ;
+    potential_c4_2 <= \$122 ;
   always @(posedge clk)
-    old_c4_3 <= \$123 ;
+    new_c4_3 <= \$123 ;
   always @(posedge clk)
-    hold_c4_3 <= \$124 ;
+    old_c4_3 <= \$124 ;
   always @(posedge clk)
-    out_c4_3 <= \$125 ;
+    hold_c4_3 <= \$125 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$126 ;
+    out_c4_3 <= \$126 ;
   always @(posedge clk)
-    gate_c4_3 <= \$127 ;
+    old_out_c4_3 <= \$127 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$128 ;
+    gate_c4_3 <= \$128 ;
   always @(posedge clk)
-    potential_c4_3 <= \$129 ;
+    saturated_c4_3 <= \$129 ;
   always @(posedge clk)
-    \trace$159  <= \$130 ;
+    potential_c4_3 <= \$130 ;
   always @(posedge clk)
-    layer0_events <= \$131 ;
+    \trace$160  <= \$131 ;
   always @(posedge clk)
-    layer0_saturations <= \$132 ;
+    layer0_events <= \$132 ;
   always @(posedge clk)
-    reserved <= \$133 ;
+    layer0_saturations <= \$133 ;
+  always @(posedge clk)
+    reserved <= \$134 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1479,34 +1494,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[5:0]),
-    .saturated(\saturated$135 )
+    .saturated(\saturated$136 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$141 ),
+    .abs_at_least(\gate$142 ),
     .acc(\acc$43 ),
-    .h_new(\new$138 ),
-    .hold(\hold$139 ),
+    .h_new(\new$139 ),
+    .hold(\hold$140 ),
     .old(\old$45 ),
     .params(params_c3[11:6]),
-    .saturated(\saturated$142 )
+    .saturated(\saturated$143 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$148 ),
+    .abs_at_least(\gate$149 ),
     .acc(\acc$46 ),
-    .h_new(\new$145 ),
-    .hold(\hold$146 ),
+    .h_new(\new$146 ),
+    .hold(\hold$147 ),
     .old(\old$48 ),
     .params(params_c3[17:12]),
-    .saturated(\saturated$149 )
+    .saturated(\saturated$150 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$155 ),
+    .abs_at_least(\gate$156 ),
     .acc(\acc$49 ),
-    .h_new(\new$152 ),
-    .hold(\hold$153 ),
+    .h_new(\new$153 ),
+    .hold(\hold$154 ),
     .old(\old$51 ),
     .params(params_c3[23:18]),
-    .saturated(\saturated$156 )
+    .saturated(\saturated$157 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1552,379 +1567,376 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$43 [31:0];
+    \$80  = slot;
     if (rst) begin
-      \$80  = 32'd0;
+      \$80  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = \$46 [31:0];
+    \$81  = \$43 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \$48 [31:0];
+    \$82  = \$46 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \$51 [31:0];
+    \$83  = \$48 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \$53 [31:0];
+    \$84  = \$51 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \$56 [31:0];
+    \$85  = \$53 [31:0];
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \$58 [31:0];
+    \$86  = \$56 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \$61 [31:0];
+    \$87  = \$58 [31:0];
     if (rst) begin
       \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = slot;
+    \$88  = \$61 [31:0];
     if (rst) begin
-      \$88  = 23'h000000;
+      \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = 1'h0;
+    \$89  = slot_c1;
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = layer0_macs;
+    \$90  = 1'h0;
+    if (rst) begin
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = layer0_macs;
     if (\$65 ) begin
-      \$90  = \$66 [31:0];
+      \$91  = \$66 [31:0];
     end
     if (rst) begin
-      \$90  = 32'd0;
+      \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = slot_c2;
-    if (rst) begin
-      \$91  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = slot_c2a;
+    \$92  = slot_c2;
     if (rst) begin
       \$92  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \port__data$129 ;
+    \$93  = slot_c2a;
     if (rst) begin
-      \$93  = 24'h000000;
+      \$93  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$94  = \port__data$130 ;
     if (rst) begin
-      \$94  = 64'h0000000000000000;
+      \$94  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = slot_c2b;
+    \$95  = \port__data$131 ;
     if (rst) begin
-      \$95  = 23'h000000;
+      \$95  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = slot_c3;
+    \$96  = slot_c2b;
     if (rst) begin
       \$96  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = finalize;
+    \$97  = slot_c3;
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \new ;
+    \$98  = finalize;
     if (rst) begin
-      \$98  = 16'h0000;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = old;
+    \$99  = \new ;
     if (rst) begin
       \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = hold;
+    \$100  = old;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \new ;
+    \$101  = hold;
     if (rst) begin
-      \$101  = 16'h0000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = old;
+    \$102  = \new ;
     if (rst) begin
       \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = gate;
+    \$103  = old;
     if (rst) begin
-      \$103  = 1'h0;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$135 ;
+    \$104  = gate;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = 16'h0000;
+    \$105  = \saturated$136 ;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$105  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$138 ;
+    \$106  = 16'h0000;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \old$45 ;
+    \$107  = \new$139 ;
     if (rst) begin
       \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$139 ;
+    \$108  = \old$45 ;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$138 ;
+    \$109  = \hold$140 ;
     if (rst) begin
-      \$109  = 16'h0000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \old$45 ;
+    \$110  = \new$139 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$141 ;
+    \$111  = \old$45 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$142 ;
+    \$112  = \gate$142 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = 16'h0000;
+    \$113  = \saturated$143 ;
     if (rst) begin
-      \$113  = 16'h0000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$145 ;
+    \$114  = 16'h0000;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \old$48 ;
+    \$115  = \new$146 ;
     if (rst) begin
       \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$146 ;
+    \$116  = \old$48 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$145 ;
+    \$117  = \hold$147 ;
     if (rst) begin
-      \$117  = 16'h0000;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \old$48 ;
+    \$118  = \new$146 ;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$148 ;
+    \$119  = \old$48 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$149 ;
+    \$120  = \gate$149 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = 16'h0000;
+    \$121  = \saturated$150 ;
     if (rst) begin
-      \$121  = 16'h0000;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \new$152 ;
+    \$122  = 16'h0000;
     if (rst) begin
       \$122  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = \old$51 ;
+    \$123  = \new$153 ;
     if (rst) begin
       \$123  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \hold$153 ;
+    \$124  = \old$51 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \new$152 ;
+    \$125  = \hold$154 ;
     if (rst) begin
-      \$125  = 16'h0000;
+      \$125  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = \old$51 ;
+    \$126  = \new$153 ;
     if (rst) begin
       \$126  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \gate$155 ;
+    \$127  = \old$51 ;
     if (rst) begin
-      \$127  = 1'h0;
+      \$127  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \saturated$156 ;
+    \$128  = \gate$156 ;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = 16'h0000;
+    \$129  = \saturated$157 ;
     if (rst) begin
-      \$129  = 16'h0000;
+      \$129  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = trace;
+    \$130  = 16'h0000;
     if (rst) begin
-      \$130  = 73'h0000000000000000000;
+      \$130  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = layer0_events;
+    \$131  = trace;
+    if (rst) begin
+      \$131  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = layer0_events;
     if (\port__en$55 ) begin
-      \$131  = \$71 [31:0];
-    end
-    if (rst) begin
-      \$131  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = layer0_saturations;
-    if (\port__en$55 ) begin
-      \$132  = \$76 [31:0];
+      \$132  = \$71 [31:0];
     end
     if (rst) begin
       \$132  = 32'd0;
@@ -1932,9 +1944,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = \$79 [3:0];
+    \$133  = layer0_saturations;
+    if (\port__en$55 ) begin
+      \$133  = \$76 [31:0];
+    end
     if (rst) begin
-      \$133  = 4'h0;
+      \$133  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$134  = \$79 [3:0];
+    if (rst) begin
+      \$134  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1945,7 +1967,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
   assign \port__addr$20  = \$8 [5:0];
-  assign \port__addr$22  = slot[2:1];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -1969,12 +1991,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$140  = \new$138 ;
-  assign \potential$144  = 16'h0000;
-  assign \out$147  = \new$145 ;
-  assign \potential$151  = 16'h0000;
-  assign \out$154  = \new$152 ;
-  assign \potential$158  = 16'h0000;
+  assign \out$141  = \new$139 ;
+  assign \potential$145  = 16'h0000;
+  assign \out$148  = \new$146 ;
+  assign \potential$152  = 16'h0000;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[7:4];
   assign \items__payload.step_end  = items__payload[8];
@@ -1988,17 +2010,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[22:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[22:19];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[8:3];
@@ -2157,6 +2179,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$109.value  = events__payload[19:4];
   assign \items__payload$109.step_end  = events__payload[20];
   assign \items__payload$109.seq_end  = events__payload[21];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[22:19];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2169,23 +2202,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[22:19];
   assign \new.h  = \new ;
-  assign \new$138.h  = \new$138 ;
-  assign \new$145.h  = \new$145 ;
-  assign \new$152.h  = \new$152 ;
-  assign \trace$159.valid  = \trace$159 [0];
-  assign \trace$159.group  = \trace$159 [2:1];
-  assign \trace$159.step_end  = \trace$159 [3];
-  assign \trace$159.seq_end  = \trace$159 [4];
-  assign \trace$159.state  = \trace$159 [68:5];
-  assign \trace$159.state[0]  = \trace$159 [20:5];
-  assign \trace$159.state[1]  = \trace$159 [36:21];
-  assign \trace$159.state[2]  = \trace$159 [52:37];
-  assign \trace$159.state[3]  = \trace$159 [68:53];
-  assign \trace$159.gate  = \trace$159 [72:69];
-  assign \trace$159.gate[0]  = \trace$159 [69];
-  assign \trace$159.gate[1]  = \trace$159 [70];
-  assign \trace$159.gate[2]  = \trace$159 [71];
-  assign \trace$159.gate[3]  = \trace$159 [72];
+  assign \new$139.h  = \new$139 ;
+  assign \new$146.h  = \new$146 ;
+  assign \new$153.h  = \new$153 ;
+  assign \trace$160.valid  = \trace$160 [0];
+  assign \trace$160.group  = \trace$160 [2:1];
+  assign \trace$160.step_end  = \trace$160 [3];
+  assign \trace$160.seq_end  = \trace$160 [4];
+  assign \trace$160.state  = \trace$160 [68:5];
+  assign \trace$160.state[0]  = \trace$160 [20:5];
+  assign \trace$160.state[1]  = \trace$160 [36:21];
+  assign \trace$160.state[2]  = \trace$160 [52:37];
+  assign \trace$160.state[3]  = \trace$160 [68:53];
+  assign \trace$160.gate  = \trace$160 [72:69];
+  assign \trace$160.gate[0]  = \trace$160 [69];
+  assign \trace$160.gate[1]  = \trace$160 [70];
+  assign \trace$160.gate[2]  = \trace$160 [71];
+  assign \trace$160.gate[3]  = \trace$160 [72];
   assign entry[71] = slot_c4[13];
   assign entry[70] = \$41 ;
   assign entry[69:68] = slot_c4[2:1];
@@ -3168,7 +3201,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -4621,18 +4654,19 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [111:0] \$101 ;
-  reg \$102 ;
-  reg [27:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [35:0] \$105 ;
-  reg \$106 ;
-  reg [111:0] \$107 ;
-  reg [27:0] \$108 ;
-  reg [3:0] \$109 ;
+  reg [35:0] \$100 ;
+  reg \$101 ;
+  reg [111:0] \$102 ;
+  reg \$103 ;
+  reg [27:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [35:0] \$106 ;
+  reg \$107 ;
+  reg [111:0] \$108 ;
+  reg [27:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
+  reg [3:0] \$111 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -4711,24 +4745,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$80 ;
   wire \$81 ;
   wire [5:0] \$82 ;
-  reg [31:0] \$83 ;
+  reg [35:0] \$83 ;
   reg [31:0] \$84 ;
   reg [31:0] \$85 ;
   reg [31:0] \$86 ;
-  reg [35:0] \$87 ;
-  reg \$88 ;
-  reg [31:0] \$89 ;
+  reg [31:0] \$87 ;
+  reg [35:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [35:0] \$90 ;
+  reg [31:0] \$90 ;
   reg [35:0] \$91 ;
   reg [35:0] \$92 ;
-  reg \$93 ;
-  reg [27:0] \$94 ;
-  reg [1:0] \$95 ;
-  reg \$96 ;
-  reg [27:0] \$97 ;
-  reg [1:0] \$98 ;
-  reg [35:0] \$99 ;
+  reg [35:0] \$93 ;
+  reg \$94 ;
+  reg [27:0] \$95 ;
+  reg [1:0] \$96 ;
+  reg \$97 ;
+  reg [27:0] \$98 ;
+  reg [1:0] \$99 ;
   wire [111:0] acc;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
@@ -4894,6 +4928,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [15:0] \slot_argmax_1.value ;
+  reg [35:0] slot_c1 = 36'h000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [15:0] \slot_c1.value ;
   reg [35:0] slot_c2 = 36'h000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -4975,91 +5021,91 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [79:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$78  [63:0];
+  reg [31:0] \weights$79  [63:0];
   initial begin
-    \weights$78 [0] = 32'd2549628388;
-    \weights$78 [1] = 32'd3896111092;
-    \weights$78 [2] = 32'd3551032092;
-    \weights$78 [3] = 32'd469728009;
-    \weights$78 [4] = 32'd3285303240;
-    \weights$78 [5] = 32'd456246003;
-    \weights$78 [6] = 32'd434762799;
-    \weights$78 [7] = 32'd3871336677;
-    \weights$78 [8] = 32'd1413087777;
-    \weights$78 [9] = 32'd635494900;
-    \weights$78 [10] = 32'd771677195;
-    \weights$78 [11] = 32'd739301541;
-    \weights$78 [12] = 32'd83819764;
-    \weights$78 [13] = 32'd3370974159;
-    \weights$78 [14] = 32'd3961185069;
-    \weights$78 [15] = 32'd772187379;
-    \weights$78 [16] = 32'd735955415;
-    \weights$78 [17] = 32'd3792389073;
-    \weights$78 [18] = 32'd1878337785;
-    \weights$78 [19] = 32'd3905503576;
-    \weights$78 [20] = 32'd2873799433;
-    \weights$78 [21] = 32'd4208335822;
-    \weights$78 [22] = 32'd757546987;
-    \weights$78 [23] = 32'd4061209356;
-    \weights$78 [24] = 32'd489197071;
-    \weights$78 [25] = 32'd842079754;
-    \weights$78 [26] = 32'd170839555;
-    \weights$78 [27] = 32'd785218868;
-    \weights$78 [28] = 32'd4026725425;
-    \weights$78 [29] = 32'd3340032042;
-    \weights$78 [30] = 32'd3405780198;
-    \weights$78 [31] = 32'd969075911;
-    \weights$78 [32] = 32'd1222845368;
-    \weights$78 [33] = 32'd471282449;
-    \weights$78 [34] = 32'd3962691903;
-    \weights$78 [35] = 32'd3273478637;
-    \weights$78 [36] = 32'd1188894447;
-    \weights$78 [37] = 32'd519763252;
-    \weights$78 [38] = 32'd421736174;
-    \weights$78 [39] = 32'd3186151196;
-    \weights$78 [40] = 32'd843845306;
-    \weights$78 [41] = 32'd3668581829;
-    \weights$78 [42] = 32'd66584346;
-    \weights$78 [43] = 32'd554891520;
-    \weights$78 [44] = 32'd4162712622;
-    \weights$78 [45] = 32'd4129042650;
-    \weights$78 [46] = 32'd3203713735;
-    \weights$78 [47] = 32'd831859956;
-    \weights$78 [48] = 32'd15145625;
-    \weights$78 [49] = 32'd14668291;
-    \weights$78 [50] = 32'd15059737;
-    \weights$78 [51] = 32'd10789152;
-    \weights$78 [52] = 32'd11976711;
-    \weights$78 [53] = 32'd16253193;
-    \weights$78 [54] = 32'd3945501;
-    \weights$78 [55] = 32'd15127001;
-    \weights$78 [56] = 32'd5913489;
-    \weights$78 [57] = 32'd3910040;
-    \weights$78 [58] = 32'd2093363;
-    \weights$78 [59] = 32'd10908609;
-    \weights$78 [60] = 32'd456726;
-    \weights$78 [61] = 32'd15071482;
-    \weights$78 [62] = 32'd13161248;
-    \weights$78 [63] = 32'd1718294;
+    \weights$79 [0] = 32'd2549628388;
+    \weights$79 [1] = 32'd3896111092;
+    \weights$79 [2] = 32'd3551032092;
+    \weights$79 [3] = 32'd469728009;
+    \weights$79 [4] = 32'd3285303240;
+    \weights$79 [5] = 32'd456246003;
+    \weights$79 [6] = 32'd434762799;
+    \weights$79 [7] = 32'd3871336677;
+    \weights$79 [8] = 32'd1413087777;
+    \weights$79 [9] = 32'd635494900;
+    \weights$79 [10] = 32'd771677195;
+    \weights$79 [11] = 32'd739301541;
+    \weights$79 [12] = 32'd83819764;
+    \weights$79 [13] = 32'd3370974159;
+    \weights$79 [14] = 32'd3961185069;
+    \weights$79 [15] = 32'd772187379;
+    \weights$79 [16] = 32'd735955415;
+    \weights$79 [17] = 32'd3792389073;
+    \weights$79 [18] = 32'd1878337785;
+    \weights$79 [19] = 32'd3905503576;
+    \weights$79 [20] = 32'd2873799433;
+    \weights$79 [21] = 32'd4208335822;
+    \weights$79 [22] = 32'd757546987;
+    \weights$79 [23] = 32'd4061209356;
+    \weights$79 [24] = 32'd489197071;
+    \weights$79 [25] = 32'd842079754;
+    \weights$79 [26] = 32'd170839555;
+    \weights$79 [27] = 32'd785218868;
+    \weights$79 [28] = 32'd4026725425;
+    \weights$79 [29] = 32'd3340032042;
+    \weights$79 [30] = 32'd3405780198;
+    \weights$79 [31] = 32'd969075911;
+    \weights$79 [32] = 32'd1222845368;
+    \weights$79 [33] = 32'd471282449;
+    \weights$79 [34] = 32'd3962691903;
+    \weights$79 [35] = 32'd3273478637;
+    \weights$79 [36] = 32'd1188894447;
+    \weights$79 [37] = 32'd519763252;
+    \weights$79 [38] = 32'd421736174;
+    \weights$79 [39] = 32'd3186151196;
+    \weights$79 [40] = 32'd843845306;
+    \weights$79 [41] = 32'd3668581829;
+    \weights$79 [42] = 32'd66584346;
+    \weights$79 [43] = 32'd554891520;
+    \weights$79 [44] = 32'd4162712622;
+    \weights$79 [45] = 32'd4129042650;
+    \weights$79 [46] = 32'd3203713735;
+    \weights$79 [47] = 32'd831859956;
+    \weights$79 [48] = 32'd15145625;
+    \weights$79 [49] = 32'd14668291;
+    \weights$79 [50] = 32'd15059737;
+    \weights$79 [51] = 32'd10789152;
+    \weights$79 [52] = 32'd11976711;
+    \weights$79 [53] = 32'd16253193;
+    \weights$79 [54] = 32'd3945501;
+    \weights$79 [55] = 32'd15127001;
+    \weights$79 [56] = 32'd5913489;
+    \weights$79 [57] = 32'd3910040;
+    \weights$79 [58] = 32'd2093363;
+    \weights$79 [59] = 32'd10908609;
+    \weights$79 [60] = 32'd456726;
+    \weights$79 [61] = 32'd15071482;
+    \weights$79 [62] = 32'd13161248;
+    \weights$79 [63] = 32'd1718294;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$78 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$78 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [5:0]];
+      _1_ <= \weights$79 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -5069,10 +5115,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[9:3] + slot[19:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
+  assign \$7  = slot_c1[9:3] + slot_c1[19:16];
+  assign \$8  = ~ slot_c1[15];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -5132,61 +5178,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$81  = r_en & results__valid;
   assign \$82  = \$80  - \$81 ;
   always @(posedge clk)
-    readout_weights_reads <= \$83 ;
+    slot_c1 <= \$83 ;
   always @(posedge clk)
-    readout_weights_writes <= \$84 ;
+    readout_weights_reads <= \$84 ;
   always @(posedge clk)
-    readout_bias_reads <= \$85 ;
+    readout_weights_writes <= \$85 ;
   always @(posedge clk)
-    readout_bias_writes <= \$86 ;
+    readout_bias_reads <= \$86 ;
   always @(posedge clk)
-    slot_c2 <= \$87 ;
+    readout_bias_writes <= \$87 ;
   always @(posedge clk)
-    use_acc2 <= \$88 ;
+    slot_c2 <= \$88 ;
   always @(posedge clk)
-    readout_macs <= \$89 ;
+    use_acc2 <= \$89 ;
   always @(posedge clk)
-    slot_c2a <= \$90 ;
+    readout_macs <= \$90 ;
   always @(posedge clk)
-    slot_c2b <= \$91 ;
+    slot_c2a <= \$91 ;
   always @(posedge clk)
-    slot_c3 <= \$92 ;
+    slot_c2b <= \$92 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$93 ;
+    slot_c3 <= \$93 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$94 ;
+    argmax_0_0_valid <= \$94 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$95 ;
+    argmax_0_0_logit <= \$95 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$96 ;
+    argmax_0_0_lane <= \$96 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$97 ;
+    argmax_0_1_valid <= \$97 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$98 ;
+    argmax_0_1_logit <= \$98 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$99 ;
+    argmax_0_1_lane <= \$99 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$100 ;
+    slot_argmax_0 <= \$100 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$101 ;
+    finalize_argmax_0 <= \$101 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$102 ;
+    logits_argmax_0 <= \$102 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$103 ;
+    argmax_1_0_valid <= \$103 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$104 ;
+    argmax_1_0_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$105 ;
+    argmax_1_0_lane <= \$105 ;
   always @(posedge clk)
-    w_en <= \$106 ;
+    slot_argmax_1 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$107 ;
+    w_en <= \$107 ;
   always @(posedge clk)
-    best_logit <= \$108 ;
+    logits_argmax_1 <= \$108 ;
   always @(posedge clk)
-    best_class <= \$109 ;
+    best_logit <= \$109 ;
   always @(posedge clk)
-    reserved <= \$110 ;
+    best_class <= \$110 ;
+  always @(posedge clk)
+    reserved <= \$111 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5238,207 +5286,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$83  = \$17 [31:0];
+    \$83  = slot;
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$84  = \$20 [31:0];
+    \$84  = \$17 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$85  = \$22 [31:0];
+    \$85  = \$20 [31:0];
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$86  = \$25 [31:0];
+    \$86  = \$22 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$87  = slot;
+    \$87  = \$25 [31:0];
     if (rst) begin
-      \$87  = 36'h000000000;
+      \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$88  = 1'h0;
+    \$88  = slot_c1;
     if (rst) begin
-      \$88  = 1'h0;
+      \$88  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = readout_macs;
+    \$89  = 1'h0;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$90  = readout_macs;
     if (\$29 ) begin
-      \$89  = \$33 [31:0];
+      \$90  = \$33 [31:0];
     end
     if (rst) begin
-      \$89  = 32'd0;
+      \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = slot_c2;
-    if (rst) begin
-      \$90  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = slot_c2a;
+    \$91  = slot_c2;
     if (rst) begin
       \$91  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = slot_c2b;
+    \$92  = slot_c2a;
     if (rst) begin
       \$92  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$93  = \$35 ;
+    \$93  = slot_c2b;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$94  = \$41 ;
+    \$94  = \$35 ;
     if (rst) begin
-      \$94  = 28'h0000000;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$95  = { 1'h0, \$47  };
+    \$95  = \$41 ;
     if (rst) begin
-      \$95  = 2'h0;
+      \$95  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$96  = \$50 ;
+    \$96  = { 1'h0, \$47  };
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$97  = \$57 ;
+    \$97  = \$50 ;
     if (rst) begin
-      \$97  = 28'h0000000;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$98  = \$64 ;
+    \$98  = \$57 ;
     if (rst) begin
-      \$98  = 2'h0;
+      \$98  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$99  = slot_c3;
+    \$99  = \$64 ;
     if (rst) begin
-      \$99  = 36'h000000000;
+      \$99  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$100  = finalize;
+    \$100  = slot_c3;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$101  = acc;
+    \$101  = finalize;
     if (rst) begin
-      \$101  = 112'h0000000000000000000000000000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$102  = \$66 ;
+    \$102  = acc;
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 112'h0000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$103  = \$72 ;
+    \$103  = \$66 ;
     if (rst) begin
-      \$103  = 28'h0000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$104  = \$78 ;
+    \$104  = \$72 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$105  = slot_argmax_0;
+    \$105  = \$78 ;
     if (rst) begin
-      \$105  = 36'h000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$106  = finalize_argmax_0;
+    \$106  = slot_argmax_0;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$107  = logits_argmax_0;
+    \$107  = finalize_argmax_0;
     if (rst) begin
-      \$107  = 112'h0000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$108  = best_logit;
+    \$108  = logits_argmax_0;
+    if (rst) begin
+      \$108  = 112'h0000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$109  = best_logit;
     if (\$79 ) begin
-      \$108  = argmax_1_0_logit;
+      \$109  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$108  = 28'h0000000;
+      \$109  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$109  = best_class;
+    \$110  = best_class;
     if (\$79 ) begin
-      \$109  = \$15 [3:0];
+      \$110  = \$15 [3:0];
     end
-    if (rst) begin
-      \$109  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$110  = \$82 [3:0];
     if (rst) begin
       \$110  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$111  = \$82 [3:0];
+    if (rst) begin
+      \$111  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5449,7 +5504,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -5473,17 +5528,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[19:16];
-  assign \slot.value  = slot[35:20];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[19:16];
+  assign \slot_c1.value  = slot_c1[35:20];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[9:3];
@@ -5547,6 +5602,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[114];
   assign \results__payload.class_index  = results__payload[118:115];
   assign \results__payload.seq_end  = results__payload[119];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[35:20];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[9:3];
@@ -6164,7 +6230,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end

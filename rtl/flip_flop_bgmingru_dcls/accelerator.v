@@ -305,7 +305,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$123 (trace_0)
+    .\trace$124 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -602,7 +602,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$124 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -658,7 +658,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [4:0] \$55 ;
   wire \$56 ;
   wire [5:0] \$57 ;
-  reg [31:0] \$58 ;
+  reg [27:0] \$58 ;
   reg [31:0] \$59 ;
   wire \$6 ;
   reg [31:0] \$60 ;
@@ -667,39 +667,40 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg [31:0] \$63 ;
   reg [31:0] \$64 ;
   reg [31:0] \$65 ;
-  reg [27:0] \$66 ;
-  reg \$67 ;
-  reg [31:0] \$68 ;
-  reg [27:0] \$69 ;
+  reg [31:0] \$66 ;
+  reg [27:0] \$67 ;
+  reg \$68 ;
+  reg [31:0] \$69 ;
   wire [3:0] \$7 ;
   reg [27:0] \$70 ;
-  reg [13:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg [27:0] \$73 ;
+  reg [27:0] \$71 ;
+  reg [13:0] \$72 ;
+  reg [31:0] \$73 ;
   reg [27:0] \$74 ;
-  reg \$75 ;
-  reg [15:0] \$76 ;
+  reg [27:0] \$75 ;
+  reg \$76 ;
   reg [15:0] \$77 ;
-  reg \$78 ;
-  reg [15:0] \$79 ;
+  reg [15:0] \$78 ;
+  reg \$79 ;
   wire [5:0] \$8 ;
   reg [15:0] \$80 ;
-  reg \$81 ;
+  reg [15:0] \$81 ;
   reg \$82 ;
-  reg [15:0] \$83 ;
+  reg \$83 ;
   reg [15:0] \$84 ;
   reg [15:0] \$85 ;
-  reg \$86 ;
-  reg [15:0] \$87 ;
+  reg [15:0] \$86 ;
+  reg \$87 ;
   reg [15:0] \$88 ;
-  reg \$89 ;
+  reg [15:0] \$89 ;
   wire \$9 ;
   reg \$90 ;
-  reg [15:0] \$91 ;
-  reg [38:0] \$92 ;
-  reg [31:0] \$93 ;
+  reg \$91 ;
+  reg [15:0] \$92 ;
+  reg [38:0] \$93 ;
   reg [31:0] \$94 ;
-  reg [3:0] \$95 ;
+  reg [31:0] \$95 ;
+  reg [3:0] \$96 ;
   wire [41:0] acc;
   wire [83:0] \acc$38 ;
   wire [20:0] \acc$38[0] ;
@@ -754,11 +755,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$119 ;
+  wire \gate$120 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$117 ;
+  wire \hold$118 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [39:0] i__payload;
@@ -832,8 +833,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$116 ;
-  wire [15:0] \new$116.h ;
+  wire [15:0] \new$117 ;
+  wire [15:0] \new$117.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -860,7 +861,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg [15:0] old_out_c4_0 = 16'h0000;
   reg [15:0] old_out_c4_1 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$118 ;
+  wire [15:0] \out$119 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   reg [15:0] out_c4_0 = 16'h0000;
@@ -881,8 +882,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg [1:0] \port__addr$34 ;
   wire [1:0] \port__addr$47 ;
   wire [31:0] port__data;
-  wire [13:0] \port__data$107 ;
-  wire [31:0] \port__data$108 ;
+  wire [13:0] \port__data$108 ;
+  wire [31:0] \port__data$109 ;
   wire [63:0] \port__data$12 ;
   wire [13:0] \port__data$15 ;
   wire [31:0] \port__data$29 ;
@@ -897,7 +898,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg \port__en$19 ;
   reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$122 ;
+  wire [15:0] \potential$123 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [39:0] r_data;
@@ -907,8 +908,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$113 ;
-  wire \saturated$120 ;
+  wire \saturated$114 ;
+  wire \saturated$121 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [83:0] seeds;
@@ -928,6 +929,18 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [10:0] \slot.value ;
+  reg [27:0] slot_c1 = 28'h0000000;
+  wire [4:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [2:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [10:0] \slot_c1.value ;
   reg [27:0] slot_c2 = 28'h0000000;
   wire [4:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -993,18 +1006,18 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [15:0] \state_c3[0] ;
   wire [15:0] \state_c3[1] ;
   wire [38:0] trace;
-  output [38:0] \trace$123 ;
-  reg [38:0] \trace$123  = 39'h0000000000;
-  wire [1:0] \trace$123.gate ;
-  wire \trace$123.gate[0] ;
-  wire \trace$123.gate[1] ;
-  wire [1:0] \trace$123.group ;
-  wire \trace$123.seq_end ;
-  wire [31:0] \trace$123.state ;
-  wire [15:0] \trace$123.state[0] ;
-  wire [15:0] \trace$123.state[1] ;
-  wire \trace$123.step_end ;
-  wire \trace$123.valid ;
+  output [38:0] \trace$124 ;
+  reg [38:0] \trace$124  = 39'h0000000000;
+  wire [1:0] \trace$124.gate ;
+  wire \trace$124.gate[0] ;
+  wire \trace$124.gate[1] ;
+  wire [1:0] \trace$124.group ;
+  wire \trace$124.seq_end ;
+  wire [31:0] \trace$124.state ;
+  wire [15:0] \trace$124.state[0] ;
+  wire [15:0] \trace$124.state[1] ;
+  wire \trace$124.step_end ;
+  wire \trace$124.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1047,30 +1060,30 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg [63:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [13:0] \params$136  [3:0];
+  reg [13:0] \params$137  [3:0];
   initial begin
-    \params$136 [0] = 14'h0000;
-    \params$136 [1] = 14'h007f;
-    \params$136 [2] = 14'h3fff;
-    \params$136 [3] = 14'h0000;
+    \params$137 [0] = 14'h0000;
+    \params$137 [1] = 14'h007f;
+    \params$137 [2] = 14'h3fff;
+    \params$137 [3] = 14'h0000;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$136 [\config [5:4]][6:0] <= \port__data$15 [6:0];
+      \params$137 [\config [5:4]][6:0] <= \port__data$15 [6:0];
     if (\$7 [1])
-      \params$136 [\config [5:4]][13:7] <= \port__data$15 [13:7];
+      \params$137 [\config [5:4]][13:7] <= \port__data$15 [13:7];
   end
   reg [13:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$136 [\port__addr$33 ];
+      _1_ <= \params$137 [\port__addr$33 ];
     end
   end
-  assign \port__data$107  = _1_;
+  assign \port__data$108  = _1_;
   reg [31:0] state [3:0];
   initial begin
     state[0] = 32'd0;
@@ -1088,56 +1101,57 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$108  = _2_;
-  reg [31:0] \weights$134  [19:0];
+  assign \port__data$109  = _2_;
+  reg [31:0] \weights$135  [19:0];
   initial begin
-    \weights$134 [0] = 32'd3340114585;
-    \weights$134 [1] = 32'd1204817704;
-    \weights$134 [2] = 32'd240957123;
-    \weights$134 [3] = 32'd2952223684;
-    \weights$134 [4] = 32'd2986636275;
-    \weights$134 [5] = 32'd3944904415;
-    \weights$134 [6] = 32'd2605165262;
-    \weights$134 [7] = 32'd2637913354;
-    \weights$134 [8] = 32'd3737314484;
-    \weights$134 [9] = 32'd3220324019;
-    \weights$134 [10] = 32'd1626543408;
-    \weights$134 [11] = 32'd3624641351;
-    \weights$134 [12] = 32'd1374581495;
-    \weights$134 [13] = 32'd3249999067;
-    \weights$134 [14] = 32'd230537442;
-    \weights$134 [15] = 32'd16762863;
-    \weights$134 [16] = 32'd1105469237;
-    \weights$134 [17] = 32'd3322862821;
-    \weights$134 [18] = 32'd3375580688;
-    \weights$134 [19] = 32'd38405963;
+    \weights$135 [0] = 32'd3340114585;
+    \weights$135 [1] = 32'd1204817704;
+    \weights$135 [2] = 32'd240957123;
+    \weights$135 [3] = 32'd2952223684;
+    \weights$135 [4] = 32'd2986636275;
+    \weights$135 [5] = 32'd3944904415;
+    \weights$135 [6] = 32'd2605165262;
+    \weights$135 [7] = 32'd2637913354;
+    \weights$135 [8] = 32'd3737314484;
+    \weights$135 [9] = 32'd3220324019;
+    \weights$135 [10] = 32'd1626543408;
+    \weights$135 [11] = 32'd3624641351;
+    \weights$135 [12] = 32'd1374581495;
+    \weights$135 [13] = 32'd3249999067;
+    \weights$135 [14] = 32'd230537442;
+    \weights$135 [15] = 32'd16762863;
+    \weights$135 [16] = 32'd1105469237;
+    \weights$135 [17] = 32'd3322862821;
+    \weights$135 [18] = 32'd3375580688;
+    \weights$135 [19] = 32'd38405963;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$134 [\config [8:4]][7:0] <= port__data[7:0];
+      \weights$135 [\config [8:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$134 [\config [8:4]][15:8] <= port__data[15:8];
+      \weights$135 [\config [8:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$134 [\config [8:4]][23:16] <= port__data[23:16];
+      \weights$135 [\config [8:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$134 [\config [8:4]][31:24] <= port__data[31:24];
+      \weights$135 [\config [8:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$134 [\$8 [4:0]];
+      _3_ <= \weights$135 [\$8 [4:0]];
     end
   end
   assign \port__data$29  = _3_;
+  assign \$3  = \config [3:1] == 1'h1;
   assign \$4  = \config [0] & \$3 ;
   assign \port__en$11  = \$4  << \config [10:9];
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [10:9];
-  assign \$8  = slot[7:3] + slot[16:14];
-  assign \$9  = ~ slot[13];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[8];
+  assign \$8  = slot_c1[7:3] + slot_c1[16:14];
+  assign \$9  = ~ slot_c1[13];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[8];
   assign weights = slot_c2[13] ? 32'd0 : \port__data$29 ;
   assign \$12  = slot_c2a[0] & slot_c2a[9];
   assign finalize = slot_c3[0] & slot_c3[9];
@@ -1186,85 +1200,86 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \$56  = r_en & i__valid;
   assign \$57  = \$55  - \$56 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$58 ;
+    slot_c1 <= \$58 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$59 ;
+    layer0_weights_reads <= \$59 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$60 ;
+    layer0_weights_writes <= \$60 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$61 ;
+    layer0_bias_reads <= \$61 ;
   always @(posedge clk)
-    layer0_params_reads <= \$62 ;
+    layer0_bias_writes <= \$62 ;
   always @(posedge clk)
-    layer0_params_writes <= \$63 ;
+    layer0_params_reads <= \$63 ;
   always @(posedge clk)
-    layer0_state_reads <= \$64 ;
+    layer0_params_writes <= \$64 ;
   always @(posedge clk)
-    layer0_state_writes <= \$65 ;
+    layer0_state_reads <= \$65 ;
   always @(posedge clk)
-    slot_c2 <= \$66 ;
+    layer0_state_writes <= \$66 ;
   always @(posedge clk)
-    use_acc2 <= \$67 ;
+    slot_c2 <= \$67 ;
   always @(posedge clk)
-    layer0_macs <= \$68 ;
+    use_acc2 <= \$68 ;
   always @(posedge clk)
-    slot_c2a <= \$69 ;
+    layer0_macs <= \$69 ;
   always @(posedge clk)
-    slot_c2b <= \$70 ;
+    slot_c2a <= \$70 ;
   always @(posedge clk)
-    params_c3 <= \$71 ;
+    slot_c2b <= \$71 ;
   always @(posedge clk)
-    state_c3 <= \$72 ;
+    params_c3 <= \$72 ;
   always @(posedge clk)
-    slot_c3 <= \$73 ;
+    state_c3 <= \$73 ;
   always @(posedge clk)
-    slot_c4 <= \$74 ;
+    slot_c3 <= \$74 ;
   always @(posedge clk)
-    \port__en$49  <= \$75 ;
+    slot_c4 <= \$75 ;
   always @(posedge clk)
-    new_c4_0 <= \$76 ;
+    \port__en$49  <= \$76 ;
   always @(posedge clk)
-    old_c4_0 <= \$77 ;
+    new_c4_0 <= \$77 ;
   always @(posedge clk)
-    hold_c4_0 <= \$78 ;
+    old_c4_0 <= \$78 ;
   always @(posedge clk)
-    out_c4_0 <= \$79 ;
+    hold_c4_0 <= \$79 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$80 ;
+    out_c4_0 <= \$80 ;
   always @(posedge clk)
-    gate_c4_0 <= \$81 ;
+    old_out_c4_0 <= \$81 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$82 ;
+    gate_c4_0 <= \$82 ;
   always @(posedge clk)
-    potential_c4_0 <= \$83 ;
+    saturated_c4_0 <= \$83 ;
   always @(posedge clk)
-    new_c4_1 <= \$84 ;
+    potential_c4_0 <= \$84 ;
   always @(posedge clk)
-    old_c4_1 <= \$85 ;
+    new_c4_1 <= \$85 ;
   always @(posedge clk)
-    hold_c4_1 <= \$86 ;
+    old_c4_1 <= \$86 ;
   always @(posedge clk)
-    out_c4_1 <= \$87 ;
+    hold_c4_1 <= \$87 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$88 ;
+    out_c4_1 <= \$88 ;
   always @(posedge clk)
-    gate_c4_1 <= \$89 ;
+    old_out_c4_1 <= \$89 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$90 ;
+    gate_c4_1 <= \$90 ;
   always @(posedge clk)
-    potential_c4_1 <= \$91 ;
+    saturated_c4_1 <= \$91 ;
   always @(posedge clk)
-    \trace$123  <= \$92 ;
+    potential_c4_1 <= \$92 ;
   always @(posedge clk)
-    layer0_events <= \$93 ;
+    \trace$124  <= \$93 ;
   always @(posedge clk)
-    layer0_saturations <= \$94 ;
+    layer0_events <= \$94 ;
   always @(posedge clk)
-    reserved <= \$95 ;
+    layer0_saturations <= \$95 ;
+  always @(posedge clk)
+    reserved <= \$96 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [10:9];
-  assign \$3  = \config [3:1] == 1'h1;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1325,16 +1340,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
     .gate(gate),
     .hold(hold),
     .params(params_c3[6:0]),
-    .saturated(\saturated$113 ),
+    .saturated(\saturated$114 ),
     .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$43 ),
-    .gate(\gate$119 ),
-    .hold(\hold$117 ),
+    .gate(\gate$120 ),
+    .hold(\hold$118 ),
     .params(params_c3[13:7]),
-    .saturated(\saturated$120 ),
-    .u(\new$116 )
+    .saturated(\saturated$121 ),
+    .u(\new$117 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1380,267 +1395,264 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$58  = \$25 [31:0];
+    \$58  = slot;
     if (rst) begin
-      \$58  = 32'd0;
+      \$58  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$59  = \$28 [31:0];
+    \$59  = \$25 [31:0];
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$60  = \$30 [31:0];
+    \$60  = \$28 [31:0];
     if (rst) begin
       \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$61  = \$33 [31:0];
+    \$61  = \$30 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$62  = \$35 [31:0];
+    \$62  = \$33 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$63  = \$38 [31:0];
+    \$63  = \$35 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$64  = \$40 [31:0];
+    \$64  = \$38 [31:0];
     if (rst) begin
       \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$65  = \$43 [31:0];
+    \$65  = \$40 [31:0];
     if (rst) begin
       \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$66  = slot;
+    \$66  = \$43 [31:0];
     if (rst) begin
-      \$66  = 28'h0000000;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$67  = 1'h0;
+    \$67  = slot_c1;
     if (rst) begin
-      \$67  = 1'h0;
+      \$67  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$68  = layer0_macs;
+    \$68  = 1'h0;
+    if (rst) begin
+      \$68  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$69  = layer0_macs;
     if (\$47 ) begin
-      \$68  = \$48 [31:0];
+      \$69  = \$48 [31:0];
     end
     if (rst) begin
-      \$68  = 32'd0;
+      \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = slot_c2;
-    if (rst) begin
-      \$69  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = slot_c2a;
+    \$70  = slot_c2;
     if (rst) begin
       \$70  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \port__data$107 ;
+    \$71  = slot_c2a;
     if (rst) begin
-      \$71  = 14'h0000;
+      \$71  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$72  = \port__data$108 ;
     if (rst) begin
-      \$72  = 32'd0;
+      \$72  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = slot_c2b;
+    \$73  = \port__data$109 ;
     if (rst) begin
-      \$73  = 28'h0000000;
+      \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = slot_c3;
+    \$74  = slot_c2b;
     if (rst) begin
       \$74  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = finalize;
+    \$75  = slot_c3;
     if (rst) begin
-      \$75  = 1'h0;
+      \$75  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \new ;
+    \$76  = finalize;
     if (rst) begin
-      \$76  = 16'h0000;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = old;
+    \$77  = \new ;
     if (rst) begin
       \$77  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = hold;
+    \$78  = old;
     if (rst) begin
-      \$78  = 1'h0;
+      \$78  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = \new ;
+    \$79  = hold;
     if (rst) begin
-      \$79  = 16'h0000;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = old;
+    \$80  = \new ;
     if (rst) begin
       \$80  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = gate;
+    \$81  = old;
     if (rst) begin
-      \$81  = 1'h0;
+      \$81  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \saturated$113 ;
+    \$82  = gate;
     if (rst) begin
       \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = 16'h0000;
+    \$83  = \saturated$114 ;
     if (rst) begin
-      \$83  = 16'h0000;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \new$116 ;
+    \$84  = 16'h0000;
     if (rst) begin
       \$84  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \old$45 ;
+    \$85  = \new$117 ;
     if (rst) begin
       \$85  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \hold$117 ;
+    \$86  = \old$45 ;
     if (rst) begin
-      \$86  = 1'h0;
+      \$86  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \new$116 ;
+    \$87  = \hold$118 ;
     if (rst) begin
-      \$87  = 16'h0000;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = \old$45 ;
+    \$88  = \new$117 ;
     if (rst) begin
       \$88  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \gate$119 ;
+    \$89  = \old$45 ;
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = \saturated$120 ;
+    \$90  = \gate$120 ;
     if (rst) begin
       \$90  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = 16'h0000;
+    \$91  = \saturated$121 ;
     if (rst) begin
-      \$91  = 16'h0000;
+      \$91  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = trace;
+    \$92  = 16'h0000;
     if (rst) begin
-      \$92  = 39'h0000000000;
+      \$92  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = layer0_events;
+    \$93  = trace;
+    if (rst) begin
+      \$93  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = layer0_events;
     if (\port__en$49 ) begin
-      \$93  = \$51 [31:0];
-    end
-    if (rst) begin
-      \$93  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = layer0_saturations;
-    if (\port__en$49 ) begin
-      \$94  = \$54 [31:0];
+      \$94  = \$51 [31:0];
     end
     if (rst) begin
       \$94  = 32'd0;
@@ -1648,9 +1660,19 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \$57 [3:0];
+    \$95  = layer0_saturations;
+    if (\port__en$49 ) begin
+      \$95  = \$54 [31:0];
+    end
     if (rst) begin
-      \$95  = 4'h0;
+      \$95  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$96  = \$57 [3:0];
+    if (rst) begin
+      \$96  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1661,7 +1683,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [1:0];
   assign \port__addr$20  = \$8 [4:0];
-  assign \port__addr$22  = slot[2:1];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
@@ -1683,8 +1705,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \items__valid$91  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$118  = \new$116 ;
-  assign \potential$122  = 16'h0000;
+  assign \out$119  = \new$117 ;
+  assign \potential$123  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1698,17 +1720,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[7:3];
-  assign \slot.first  = slot[8];
-  assign \slot.last  = slot[9];
-  assign \slot.step_last  = slot[10];
-  assign \slot.seq_first  = slot[11];
-  assign \slot.seq_end  = slot[12];
-  assign \slot.empty  = slot[13];
-  assign \slot.index  = slot[16:14];
-  assign \slot.value  = slot[27:17];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[7:3];
+  assign \slot_c1.first  = slot_c1[8];
+  assign \slot_c1.last  = slot_c1[9];
+  assign \slot_c1.step_last  = slot_c1[10];
+  assign \slot_c1.seq_first  = slot_c1[11];
+  assign \slot_c1.seq_end  = slot_c1[12];
+  assign \slot_c1.empty  = slot_c1[13];
+  assign \slot_c1.index  = slot_c1[16:14];
+  assign \slot_c1.value  = slot_c1[27:17];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[7:3];
@@ -1827,6 +1849,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \items__payload$87.value  = events__payload[19:3];
   assign \items__payload$87.step_end  = events__payload[20];
   assign \items__payload$87.seq_end  = events__payload[21];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[7:3];
+  assign \slot.first  = slot[8];
+  assign \slot.last  = slot[9];
+  assign \slot.step_last  = slot[10];
+  assign \slot.seq_first  = slot[11];
+  assign \slot.seq_end  = slot[12];
+  assign \slot.empty  = slot[13];
+  assign \slot.index  = slot[16:14];
+  assign \slot.value  = slot[27:17];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[7:3];
@@ -1839,17 +1872,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \slot_c2b.index  = slot_c2b[16:14];
   assign \slot_c2b.value  = slot_c2b[27:17];
   assign \new.h  = \new ;
-  assign \new$116.h  = \new$116 ;
-  assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [2:1];
-  assign \trace$123.step_end  = \trace$123 [3];
-  assign \trace$123.seq_end  = \trace$123 [4];
-  assign \trace$123.state  = \trace$123 [36:5];
-  assign \trace$123.state[0]  = \trace$123 [20:5];
-  assign \trace$123.state[1]  = \trace$123 [36:21];
-  assign \trace$123.gate  = \trace$123 [38:37];
-  assign \trace$123.gate[0]  = \trace$123 [37];
-  assign \trace$123.gate[1]  = \trace$123 [38];
+  assign \new$117.h  = \new$117 ;
+  assign \trace$124.valid  = \trace$124 [0];
+  assign \trace$124.group  = \trace$124 [2:1];
+  assign \trace$124.step_end  = \trace$124 [3];
+  assign \trace$124.seq_end  = \trace$124 [4];
+  assign \trace$124.state  = \trace$124 [36:5];
+  assign \trace$124.state[0]  = \trace$124 [20:5];
+  assign \trace$124.state[1]  = \trace$124 [36:21];
+  assign \trace$124.gate  = \trace$124 [38:37];
+  assign \trace$124.gate[0]  = \trace$124 [37];
+  assign \trace$124.gate[1]  = \trace$124 [38];
   assign entry[39] = slot_c4[12];
   assign entry[38] = \$23 ;
   assign entry[37:36] = slot_c4[2:1];
@@ -2754,7 +2787,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     if (issue) begin
       if (last_slot) begin
         if (\$47 ) begin
-          \$63  = 2'h3;
+          \$63  = 2'h0;
         end
       end
     end
@@ -5618,21 +5651,22 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] \$60 ;
   reg [31:0] \$61 ;
   reg [31:0] \$62 ;
-  reg \$63 ;
-  reg [31:0] \$64 ;
+  reg [31:0] \$63 ;
+  reg \$64 ;
   reg [31:0] \$65 ;
   reg [31:0] \$66 ;
   reg [31:0] \$67 ;
-  reg \$68 ;
-  reg [26:0] \$69 ;
+  reg [31:0] \$68 ;
+  reg \$69 ;
   wire [4:0] \$7 ;
-  reg \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [53:0] \$73 ;
-  reg [26:0] \$74 ;
-  reg \$75 ;
-  reg [3:0] \$76 ;
+  reg [26:0] \$70 ;
+  reg \$71 ;
+  reg [31:0] \$72 ;
+  reg \$73 ;
+  reg [53:0] \$74 ;
+  reg [26:0] \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
@@ -5776,6 +5810,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_0.step_last ;
   wire \slot_argmax_0.valid ;
   wire [16:0] \slot_argmax_0.value ;
+  reg [31:0] slot_c1 = 32'd0;
+  wire [3:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire \slot_c1.group ;
+  wire [2:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [16:0] \slot_c1.value ;
   reg [31:0] slot_c2 = 32'd0;
   wire [3:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5835,18 +5881,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  reg [53:0] \acc$79  [0:0];
+  reg [53:0] \acc$80  [0:0];
   initial begin
-    \acc$79 [0] = 54'h00000000000000;
+    \acc$80 [0] = 54'h00000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$79 [1'h0] <= \port__data$35 ;
+      \acc$80 [1'h0] <= \port__data$35 ;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
     if (\port__en$15 ) begin
-      _0_ <= \acc$79 [1'h0];
+      _0_ <= \acc$80 [1'h0];
     end
   end
   assign \port__data$30  = _0_;
@@ -5867,30 +5913,31 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$29  = _1_;
-  reg [15:0] \weights$77  [7:0];
+  reg [15:0] \weights$78  [7:0];
   initial begin
-    \weights$77 [0] = 16'h51c4;
-    \weights$77 [1] = 16'h11d4;
-    \weights$77 [2] = 16'h648e;
-    \weights$77 [3] = 16'h33a4;
-    \weights$77 [4] = 16'h58a7;
-    \weights$77 [5] = 16'h5ccb;
-    \weights$77 [6] = 16'h3bd3;
-    \weights$77 [7] = 16'h25f5;
+    \weights$78 [0] = 16'h51c4;
+    \weights$78 [1] = 16'h11d4;
+    \weights$78 [2] = 16'h648e;
+    \weights$78 [3] = 16'h33a4;
+    \weights$78 [4] = 16'h58a7;
+    \weights$78 [5] = 16'h5ccb;
+    \weights$78 [6] = 16'h3bd3;
+    \weights$78 [7] = 16'h25f5;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$77 [\config [6:4]][7:0] <= port__data[7:0];
+      \weights$78 [\config [6:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$77 [\config [6:4]][15:8] <= port__data[15:8];
+      \weights$78 [\config [6:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _2_ <= \weights$77 [\$7 [2:0]];
+      _2_ <= \weights$78 [\$7 [2:0]];
     end
   end
   assign \port__data$26  = _2_;
+  assign \$18  = 1'h0 + \port__en$13 ;
   assign \$19  = readout_weights_reads + \$18 ;
   assign \$20  = | \$3 [1:0];
   assign \$21  = 1'h0 + \$20 ;
@@ -5918,58 +5965,60 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$54  = r_en & results__valid;
   assign \$55  = \$53  - \$54 ;
   always @(posedge clk)
-    readout_weights_reads <= \$56 ;
+    slot_c1 <= \$56 ;
   always @(posedge clk)
-    readout_weights_writes <= \$57 ;
+    readout_weights_reads <= \$57 ;
   always @(posedge clk)
-    readout_bias_reads <= \$58 ;
+    readout_weights_writes <= \$58 ;
   always @(posedge clk)
-    readout_bias_writes <= \$59 ;
+    readout_bias_reads <= \$59 ;
   always @(posedge clk)
-    readout_acc_reads <= \$60 ;
+    readout_bias_writes <= \$60 ;
   always @(posedge clk)
-    readout_acc_writes <= \$61 ;
+    readout_acc_reads <= \$61 ;
   always @(posedge clk)
-    slot_c2 <= \$62 ;
+    readout_acc_writes <= \$62 ;
   always @(posedge clk)
-    use_acc2 <= \$63 ;
+    slot_c2 <= \$63 ;
   always @(posedge clk)
-    readout_macs <= \$64 ;
+    use_acc2 <= \$64 ;
   always @(posedge clk)
-    slot_c2a <= \$65 ;
+    readout_macs <= \$65 ;
   always @(posedge clk)
-    slot_c2b <= \$66 ;
+    slot_c2a <= \$66 ;
   always @(posedge clk)
-    slot_c3 <= \$67 ;
+    slot_c2b <= \$67 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$68 ;
+    slot_c3 <= \$68 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$69 ;
+    argmax_0_0_valid <= \$69 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$70 ;
+    argmax_0_0_logit <= \$70 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$71 ;
+    argmax_0_0_lane <= \$71 ;
   always @(posedge clk)
-    w_en <= \$72 ;
+    slot_argmax_0 <= \$72 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$73 ;
+    w_en <= \$73 ;
   always @(posedge clk)
-    best_logit <= \$74 ;
+    logits_argmax_0 <= \$74 ;
   always @(posedge clk)
-    best_class <= \$75 ;
+    best_logit <= \$75 ;
   always @(posedge clk)
-    reserved <= \$76 ;
+    best_class <= \$76 ;
+  always @(posedge clk)
+    reserved <= \$77 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [10:9];
   assign \$4  = \config [3:1] == 3'h5;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [10:9];
-  assign \$7  = slot[5:2] + slot[14:12];
-  assign \$8  = ~ slot[11];
-  assign \$9  = slot[0] & \$8 ;
-  assign use_acc = ~ slot[9];
-  assign \$10  = slot[0] & slot[6];
+  assign \$7  = slot_c1[5:2] + slot_c1[14:12];
+  assign \$8  = ~ slot_c1[11];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign use_acc = ~ slot_c1[9];
+  assign \$10  = slot_c1[0] & slot_c1[6];
   assign weights = slot_c2[11] ? 16'h0000 : \port__data$26 ;
   assign \$11  = use_acc2 ? \port__data$30 [26:0] : { \port__data$29 [23], \port__data$29 [23], \port__data$29 [23], \port__data$29 [23:0] };
   assign \$12  = use_acc2 ? \port__data$30 [53:27] : { \port__data$29 [47], \port__data$29 [47], \port__data$29 [47], \port__data$29 [47:24] };
@@ -5981,7 +6030,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$16  = \$15  + argmax_0_0_lane;
   assign \$17  = take ? \$16  : { 3'h0, best_class };
   assign credit = reserved < 4'h8;
-  assign \$18  = 1'h0 + \port__en$13 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -6046,158 +6094,165 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = \$19 [31:0];
+    \$56  = slot;
     if (rst) begin
       \$56  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = \$22 [31:0];
+    \$57  = \$19 [31:0];
     if (rst) begin
       \$57  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = \$24 [31:0];
+    \$58  = \$22 [31:0];
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = \$27 [31:0];
+    \$59  = \$24 [31:0];
     if (rst) begin
       \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = \$29 [31:0];
+    \$60  = \$27 [31:0];
     if (rst) begin
       \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = \$32 [31:0];
+    \$61  = \$29 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = slot;
+    \$62  = \$32 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = use_acc;
+    \$63  = slot_c1;
     if (rst) begin
-      \$63  = 1'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = readout_macs;
+    \$64  = use_acc;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$65  = readout_macs;
     if (\$36 ) begin
-      \$64  = \$37 [31:0];
+      \$65  = \$37 [31:0];
     end
-    if (rst) begin
-      \$64  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = slot_c2;
     if (rst) begin
       \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = slot_c2a;
+    \$66  = slot_c2;
     if (rst) begin
       \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = slot_c2b;
+    \$67  = slot_c2a;
     if (rst) begin
       \$67  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = \$39 ;
+    \$68  = slot_c2b;
     if (rst) begin
-      \$68  = 1'h0;
+      \$68  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$69  = \$45 ;
+    \$69  = \$39 ;
     if (rst) begin
-      \$69  = 27'h0000000;
+      \$69  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$70  = \$51 ;
+    \$70  = \$45 ;
     if (rst) begin
-      \$70  = 1'h0;
+      \$70  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$71  = slot_c3;
+    \$71  = \$51 ;
     if (rst) begin
-      \$71  = 32'd0;
+      \$71  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$72  = finalize;
+    \$72  = slot_c3;
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$73  = acc;
+    \$73  = finalize;
     if (rst) begin
-      \$73  = 54'h00000000000000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$74  = best_logit;
+    \$74  = acc;
+    if (rst) begin
+      \$74  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$75  = best_logit;
     if (\$52 ) begin
-      \$74  = argmax_0_0_logit;
+      \$75  = argmax_0_0_logit;
     end
     if (rst) begin
-      \$74  = 27'h0000000;
+      \$75  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$75  = best_class;
+    \$76  = best_class;
     if (\$52 ) begin
-      \$75  = \$17 [0];
+      \$76  = \$17 [0];
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$76  = \$55 [3:0];
+    \$77  = \$55 [3:0];
     if (rst) begin
-      \$76  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6230,17 +6285,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [8:4];
   assign \config.elem  = \config [10:9];
   assign \config.value  = \config [42:11];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[1];
-  assign \slot.base  = slot[5:2];
-  assign \slot.first  = slot[6];
-  assign \slot.last  = slot[7];
-  assign \slot.step_last  = slot[8];
-  assign \slot.seq_first  = slot[9];
-  assign \slot.seq_end  = slot[10];
-  assign \slot.empty  = slot[11];
-  assign \slot.index  = slot[14:12];
-  assign \slot.value  = slot[31:15];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[1];
+  assign \slot_c1.base  = slot_c1[5:2];
+  assign \slot_c1.first  = slot_c1[6];
+  assign \slot_c1.last  = slot_c1[7];
+  assign \slot_c1.step_last  = slot_c1[8];
+  assign \slot_c1.seq_first  = slot_c1[9];
+  assign \slot_c1.seq_end  = slot_c1[10];
+  assign \slot_c1.empty  = slot_c1[11];
+  assign \slot_c1.index  = slot_c1[14:12];
+  assign \slot_c1.value  = slot_c1[31:15];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[1];
   assign \slot_c2.base  = slot_c2[5:2];
@@ -6296,6 +6351,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[55];
   assign \results__payload.class_index  = results__payload[56];
   assign \results__payload.seq_end  = results__payload[57];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[5:2];
+  assign \slot.first  = slot[6];
+  assign \slot.last  = slot[7];
+  assign \slot.step_last  = slot[8];
+  assign \slot.seq_first  = slot[9];
+  assign \slot.seq_end  = slot[10];
+  assign \slot.empty  = slot[11];
+  assign \slot.index  = slot[14:12];
+  assign \slot.value  = slot[31:15];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[1];
   assign \slot_c2a.base  = slot_c2a[5:2];

@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$180 (trace_0)
+    .\trace$181 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$181 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -578,7 +578,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [4:0] \$134 ;
   wire \$135 ;
   wire [5:0] \$136 ;
-  reg [31:0] \$137 ;
+  reg [26:0] \$137 ;
   reg [31:0] \$138 ;
   reg [31:0] \$139 ;
   wire [24:0] \$14 ;
@@ -589,62 +589,63 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$144 ;
   reg [31:0] \$145 ;
   reg [31:0] \$146 ;
-  reg [26:0] \$147 ;
-  reg \$148 ;
-  reg [31:0] \$149 ;
+  reg [31:0] \$147 ;
+  reg [26:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
-  reg [26:0] \$150 ;
+  reg [31:0] \$150 ;
   reg [26:0] \$151 ;
-  reg [31:0] \$152 ;
-  reg [63:0] \$153 ;
-  reg [95:0] \$154 ;
-  reg [26:0] \$155 ;
+  reg [26:0] \$152 ;
+  reg [31:0] \$153 ;
+  reg [63:0] \$154 ;
+  reg [95:0] \$155 ;
   reg [26:0] \$156 ;
-  reg \$157 ;
-  reg [15:0] \$158 ;
+  reg [26:0] \$157 ;
+  reg \$158 ;
   reg [15:0] \$159 ;
   wire [24:0] \$16 ;
-  reg \$160 ;
-  reg [15:0] \$161 ;
+  reg [15:0] \$160 ;
+  reg \$161 ;
   reg [15:0] \$162 ;
-  reg \$163 ;
+  reg [15:0] \$163 ;
   reg \$164 ;
-  reg [15:0] \$165 ;
-  reg [23:0] \$166 ;
-  reg [15:0] \$167 ;
+  reg \$165 ;
+  reg [15:0] \$166 ;
+  reg [23:0] \$167 ;
   reg [15:0] \$168 ;
-  reg \$169 ;
+  reg [15:0] \$169 ;
   wire \$17 ;
-  reg [15:0] \$170 ;
+  reg \$170 ;
   reg [15:0] \$171 ;
-  reg \$172 ;
+  reg [15:0] \$172 ;
   reg \$173 ;
-  reg [15:0] \$174 ;
-  reg [23:0] \$175 ;
-  reg [15:0] \$176 ;
+  reg \$174 ;
+  reg [15:0] \$175 ;
+  reg [23:0] \$176 ;
   reg [15:0] \$177 ;
-  reg \$178 ;
-  reg [15:0] \$179 ;
+  reg [15:0] \$178 ;
+  reg \$179 ;
   wire [24:0] \$18 ;
   reg [15:0] \$180 ;
-  reg \$181 ;
+  reg [15:0] \$181 ;
   reg \$182 ;
-  reg [15:0] \$183 ;
-  reg [23:0] \$184 ;
-  reg [15:0] \$185 ;
+  reg \$183 ;
+  reg [15:0] \$184 ;
+  reg [23:0] \$185 ;
   reg [15:0] \$186 ;
-  reg \$187 ;
-  reg [15:0] \$188 ;
+  reg [15:0] \$187 ;
+  reg \$188 ;
   reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg \$190 ;
+  reg [15:0] \$190 ;
   reg \$191 ;
-  reg [15:0] \$192 ;
-  reg [23:0] \$193 ;
-  reg [72:0] \$194 ;
-  reg [31:0] \$195 ;
+  reg \$192 ;
+  reg [15:0] \$193 ;
+  reg [23:0] \$194 ;
+  reg [72:0] \$195 ;
   reg [31:0] \$196 ;
-  reg [3:0] \$197 ;
+  reg [31:0] \$197 ;
+  reg [3:0] \$198 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
@@ -801,17 +802,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$162 ;
-  wire \gate$169 ;
-  wire \gate$176 ;
+  wire \gate$163 ;
+  wire \gate$170 ;
+  wire \gate$177 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$160 ;
-  wire \hold$167 ;
-  wire \hold$174 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
+  wire \hold$175 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -893,12 +894,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$159 ;
-  wire [15:0] \new$159.h ;
-  wire [15:0] \new$166 ;
-  wire [15:0] \new$166.h ;
-  wire [15:0] \new$173 ;
-  wire [15:0] \new$173.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
+  wire [15:0] \new$174 ;
+  wire [15:0] \new$174.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -945,9 +946,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$161 ;
-  wire [15:0] \out$168 ;
-  wire [15:0] \out$175 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
+  wire [15:0] \out$176 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -994,10 +995,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$148 ;
-  wire [63:0] \port__data$149 ;
+  wire [31:0] \port__data$149 ;
   wire [31:0] \port__data$15 ;
-  wire [95:0] \port__data$151 ;
+  wire [63:0] \port__data$150 ;
+  wire [95:0] \port__data$152 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -1014,9 +1015,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$165 ;
-  wire [15:0] \potential$172 ;
-  wire [15:0] \potential$179 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$180 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1028,10 +1029,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$156 ;
-  wire \saturated$163 ;
-  wire \saturated$170 ;
-  wire \saturated$177 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
+  wire \saturated$178 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1057,6 +1058,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
+  reg [26:0] slot_c1 = 27'h0000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
   reg [26:0] slot_c2 = 27'h0000000;
   wire [5:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1124,22 +1137,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$180 ;
-  reg [72:0] \trace$180  = 73'h0000000000000000000;
-  wire [3:0] \trace$180.gate ;
-  wire \trace$180.gate[0] ;
-  wire \trace$180.gate[1] ;
-  wire \trace$180.gate[2] ;
-  wire \trace$180.gate[3] ;
-  wire [1:0] \trace$180.group ;
-  wire \trace$180.seq_end ;
-  wire [63:0] \trace$180.state ;
-  wire [15:0] \trace$180.state[0] ;
-  wire [15:0] \trace$180.state[1] ;
-  wire [15:0] \trace$180.state[2] ;
-  wire [15:0] \trace$180.state[3] ;
-  wire \trace$180.step_end ;
-  wire \trace$180.valid ;
+  output [72:0] \trace$181 ;
+  reg [72:0] \trace$181  = 73'h0000000000000000000;
+  wire [3:0] \trace$181.gate ;
+  wire \trace$181.gate[0] ;
+  wire \trace$181.gate[1] ;
+  wire \trace$181.gate[2] ;
+  wire \trace$181.gate[3] ;
+  wire [1:0] \trace$181.group ;
+  wire \trace$181.seq_end ;
+  wire [63:0] \trace$181.state ;
+  wire [15:0] \trace$181.state[0] ;
+  wire [15:0] \trace$181.state[1] ;
+  wire [15:0] \trace$181.state[2] ;
+  wire [15:0] \trace$181.state[3] ;
+  wire \trace$181.step_end ;
+  wire \trace$181.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1198,34 +1211,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$32  = _0_;
-  reg [31:0] \params$193  [3:0];
+  reg [31:0] \params$194  [3:0];
   initial begin
-    \params$193 [0] = 32'd1362448186;
-    \params$193 [1] = 32'd1077691697;
-    \params$193 [2] = 32'd1027557199;
-    \params$193 [3] = 32'd960708690;
+    \params$194 [0] = 32'd1362448186;
+    \params$194 [1] = 32'd1077691697;
+    \params$194 [2] = 32'd1027557199;
+    \params$194 [3] = 32'd960708690;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$193 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$194 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$193 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$194 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$193 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$194 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$193 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$194 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$193 [\port__addr$34 ];
+      _1_ <= \params$194 [\port__addr$34 ];
     end
   end
-  assign \port__data$148  = _1_;
+  assign \port__data$149  = _1_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1243,7 +1256,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$151  = _2_;
+  assign \port__data$152  = _2_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1261,80 +1274,80 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$149  = _3_;
-  reg [63:0] \weights$191  [47:0];
+  assign \port__data$150  = _3_;
+  reg [63:0] \weights$192  [47:0];
   initial begin
-    \weights$191 [0] = 64'h51f841e7ec8bf49d;
-    \weights$191 [1] = 64'hc84426094dbe2417;
-    \weights$191 [2] = 64'h175c142f33cfddfe;
-    \weights$191 [3] = 64'hb8430dcce0ef01c7;
-    \weights$191 [4] = 64'hf9eb0fd3bf2615f5;
-    \weights$191 [5] = 64'he5e607f2122caaeb;
-    \weights$191 [6] = 64'heffff4fab3c2eedf;
-    \weights$191 [7] = 64'hf39f040016e2e62c;
-    \weights$191 [8] = 64'h27ad08e5f433e2f4;
-    \weights$191 [9] = 64'hc7d922f4e51912da;
-    \weights$191 [10] = 64'hd32eebe916e529d2;
-    \weights$191 [11] = 64'h16f5e3d42e53e032;
-    \weights$191 [12] = 64'h6801213e161f9e12;
-    \weights$191 [13] = 64'hf103e32d05ff370e;
-    \weights$191 [14] = 64'he402a17f0dcce63f;
-    \weights$191 [15] = 64'hdfc52407da0af07a;
-    \weights$191 [16] = 64'hfeef28d2e908ea1f;
-    \weights$191 [17] = 64'heddb580a13f93afa;
-    \weights$191 [18] = 64'h48f104fae32a392a;
-    \weights$191 [19] = 64'hf8dd038cf3091d16;
-    \weights$191 [20] = 64'hde57e3c017060c01;
-    \weights$191 [21] = 64'h1c322332094bf8d2;
-    \weights$191 [22] = 64'hacd4d806e8ee02a1;
-    \weights$191 [23] = 64'hf6db0bbc0be42ef2;
-    \weights$191 [24] = 64'hb4dc35f0bbb8d65b;
-    \weights$191 [25] = 64'h0190ce59dc03b243;
-    \weights$191 [26] = 64'h1cfbe4fcf7adfc05;
-    \weights$191 [27] = 64'h32ffcffea4d33af7;
-    \weights$191 [28] = 64'h0a0e6bb907bc4434;
-    \weights$191 [29] = 64'h65d15aeeea130f73;
-    \weights$191 [30] = 64'h3931a0ca8b18dbfe;
-    \weights$191 [31] = 64'he24226f12e9fb7ee;
-    \weights$191 [32] = 64'hc4d82c2722faf3e3;
-    \weights$191 [33] = 64'hfa475fbc1a1bcdfc;
-    \weights$191 [34] = 64'hd82c3f001e1d0309;
-    \weights$191 [35] = 64'h69f847212be520d1;
-    \weights$191 [36] = 64'h0f0b28d52bf71403;
-    \weights$191 [37] = 64'h02de3cf274bd0ed8;
-    \weights$191 [38] = 64'h217e30f92818e8f6;
-    \weights$191 [39] = 64'hf80c13e0a4f9fafd;
-    \weights$191 [40] = 64'hc3f21f1dde03f8e8;
-    \weights$191 [41] = 64'hfc25f30ac8de10f4;
-    \weights$191 [42] = 64'ha81f0a09dbc7e0d3;
-    \weights$191 [43] = 64'h371f19252e9a19bb;
-    \weights$191 [44] = 64'h4aaa151190b0f0e1;
-    \weights$191 [45] = 64'hcdf94c0ab9f0ce14;
-    \weights$191 [46] = 64'h9920ff0dd5f1d624;
-    \weights$191 [47] = 64'h2e3ef1daf21924ea;
+    \weights$192 [0] = 64'h51f841e7ec8bf49d;
+    \weights$192 [1] = 64'hc84426094dbe2417;
+    \weights$192 [2] = 64'h175c142f33cfddfe;
+    \weights$192 [3] = 64'hb8430dcce0ef01c7;
+    \weights$192 [4] = 64'hf9eb0fd3bf2615f5;
+    \weights$192 [5] = 64'he5e607f2122caaeb;
+    \weights$192 [6] = 64'heffff4fab3c2eedf;
+    \weights$192 [7] = 64'hf39f040016e2e62c;
+    \weights$192 [8] = 64'h27ad08e5f433e2f4;
+    \weights$192 [9] = 64'hc7d922f4e51912da;
+    \weights$192 [10] = 64'hd32eebe916e529d2;
+    \weights$192 [11] = 64'h16f5e3d42e53e032;
+    \weights$192 [12] = 64'h6801213e161f9e12;
+    \weights$192 [13] = 64'hf103e32d05ff370e;
+    \weights$192 [14] = 64'he402a17f0dcce63f;
+    \weights$192 [15] = 64'hdfc52407da0af07a;
+    \weights$192 [16] = 64'hfeef28d2e908ea1f;
+    \weights$192 [17] = 64'heddb580a13f93afa;
+    \weights$192 [18] = 64'h48f104fae32a392a;
+    \weights$192 [19] = 64'hf8dd038cf3091d16;
+    \weights$192 [20] = 64'hde57e3c017060c01;
+    \weights$192 [21] = 64'h1c322332094bf8d2;
+    \weights$192 [22] = 64'hacd4d806e8ee02a1;
+    \weights$192 [23] = 64'hf6db0bbc0be42ef2;
+    \weights$192 [24] = 64'hb4dc35f0bbb8d65b;
+    \weights$192 [25] = 64'h0190ce59dc03b243;
+    \weights$192 [26] = 64'h1cfbe4fcf7adfc05;
+    \weights$192 [27] = 64'h32ffcffea4d33af7;
+    \weights$192 [28] = 64'h0a0e6bb907bc4434;
+    \weights$192 [29] = 64'h65d15aeeea130f73;
+    \weights$192 [30] = 64'h3931a0ca8b18dbfe;
+    \weights$192 [31] = 64'he24226f12e9fb7ee;
+    \weights$192 [32] = 64'hc4d82c2722faf3e3;
+    \weights$192 [33] = 64'hfa475fbc1a1bcdfc;
+    \weights$192 [34] = 64'hd82c3f001e1d0309;
+    \weights$192 [35] = 64'h69f847212be520d1;
+    \weights$192 [36] = 64'h0f0b28d52bf71403;
+    \weights$192 [37] = 64'h02de3cf274bd0ed8;
+    \weights$192 [38] = 64'h217e30f92818e8f6;
+    \weights$192 [39] = 64'hf80c13e0a4f9fafd;
+    \weights$192 [40] = 64'hc3f21f1dde03f8e8;
+    \weights$192 [41] = 64'hfc25f30ac8de10f4;
+    \weights$192 [42] = 64'ha81f0a09dbc7e0d3;
+    \weights$192 [43] = 64'h371f19252e9a19bb;
+    \weights$192 [44] = 64'h4aaa151190b0f0e1;
+    \weights$192 [45] = 64'hcdf94c0ab9f0ce14;
+    \weights$192 [46] = 64'h9920ff0dd5f1d624;
+    \weights$192 [47] = 64'h2e3ef1daf21924ea;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$191 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$192 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$191 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$192 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$191 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$192 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$191 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$192 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$191 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$192 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$191 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$192 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$191 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$192 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$191 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$192 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$191 [\$8 [5:0]];
+      _4_ <= \weights$192 [\$8 [5:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1347,10 +1360,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[8:3] + slot[18:15];
-  assign \$9  = ~ slot[14];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$30 ;
   assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign finalize = slot_c3[0] & slot_c3[10];
@@ -1478,127 +1491,129 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$135  = r_en & i__valid;
   assign \$136  = \$134  - \$135 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$137 ;
+    slot_c1 <= \$137 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$138 ;
+    layer0_weights_reads <= \$138 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$139 ;
+    layer0_weights_writes <= \$139 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$140 ;
+    layer0_bias_reads <= \$140 ;
   always @(posedge clk)
-    layer0_params_reads <= \$141 ;
+    layer0_bias_writes <= \$141 ;
   always @(posedge clk)
-    layer0_params_writes <= \$142 ;
+    layer0_params_reads <= \$142 ;
   always @(posedge clk)
-    layer0_state_reads <= \$143 ;
+    layer0_params_writes <= \$143 ;
   always @(posedge clk)
-    layer0_state_writes <= \$144 ;
+    layer0_state_reads <= \$144 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$145 ;
+    layer0_state_writes <= \$145 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$146 ;
+    layer0_pool_reads <= \$146 ;
   always @(posedge clk)
-    slot_c2 <= \$147 ;
+    layer0_pool_writes <= \$147 ;
   always @(posedge clk)
-    use_acc2 <= \$148 ;
+    slot_c2 <= \$148 ;
   always @(posedge clk)
-    layer0_macs <= \$149 ;
+    use_acc2 <= \$149 ;
   always @(posedge clk)
-    slot_c2a <= \$150 ;
+    layer0_macs <= \$150 ;
   always @(posedge clk)
-    slot_c2b <= \$151 ;
+    slot_c2a <= \$151 ;
   always @(posedge clk)
-    params_c3 <= \$152 ;
+    slot_c2b <= \$152 ;
   always @(posedge clk)
-    state_c3 <= \$153 ;
+    params_c3 <= \$153 ;
   always @(posedge clk)
-    pool_c3 <= \$154 ;
+    state_c3 <= \$154 ;
   always @(posedge clk)
-    slot_c3 <= \$155 ;
+    pool_c3 <= \$155 ;
   always @(posedge clk)
-    slot_c4 <= \$156 ;
+    slot_c3 <= \$156 ;
   always @(posedge clk)
-    \port__en$57  <= \$157 ;
+    slot_c4 <= \$157 ;
   always @(posedge clk)
-    new_c4_0 <= \$158 ;
+    \port__en$57  <= \$158 ;
   always @(posedge clk)
-    old_c4_0 <= \$159 ;
+    new_c4_0 <= \$159 ;
   always @(posedge clk)
-    hold_c4_0 <= \$160 ;
+    old_c4_0 <= \$160 ;
   always @(posedge clk)
-    out_c4_0 <= \$161 ;
+    hold_c4_0 <= \$161 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$162 ;
+    out_c4_0 <= \$162 ;
   always @(posedge clk)
-    gate_c4_0 <= \$163 ;
+    old_out_c4_0 <= \$163 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$164 ;
+    gate_c4_0 <= \$164 ;
   always @(posedge clk)
-    potential_c4_0 <= \$165 ;
+    saturated_c4_0 <= \$165 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$166 ;
+    potential_c4_0 <= \$166 ;
   always @(posedge clk)
-    new_c4_1 <= \$167 ;
+    old_pool_c4_0 <= \$167 ;
   always @(posedge clk)
-    old_c4_1 <= \$168 ;
+    new_c4_1 <= \$168 ;
   always @(posedge clk)
-    hold_c4_1 <= \$169 ;
+    old_c4_1 <= \$169 ;
   always @(posedge clk)
-    out_c4_1 <= \$170 ;
+    hold_c4_1 <= \$170 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$171 ;
+    out_c4_1 <= \$171 ;
   always @(posedge clk)
-    gate_c4_1 <= \$172 ;
+    old_out_c4_1 <= \$172 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$173 ;
+    gate_c4_1 <= \$173 ;
   always @(posedge clk)
-    potential_c4_1 <= \$174 ;
+    saturated_c4_1 <= \$174 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$175 ;
+    potential_c4_1 <= \$175 ;
   always @(posedge clk)
-    new_c4_2 <= \$176 ;
+    old_pool_c4_1 <= \$176 ;
   always @(posedge clk)
-    old_c4_2 <= \$177 ;
+    new_c4_2 <= \$177 ;
   always @(posedge clk)
-    hold_c4_2 <= \$178 ;
+    old_c4_2 <= \$178 ;
   always @(posedge clk)
-    out_c4_2 <= \$179 ;
+    hold_c4_2 <= \$179 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$180 ;
+    out_c4_2 <= \$180 ;
   always @(posedge clk)
-    gate_c4_2 <= \$181 ;
+    old_out_c4_2 <= \$181 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$182 ;
+    gate_c4_2 <= \$182 ;
   always @(posedge clk)
-    potential_c4_2 <= \$183 ;
+    saturated_c4_2 <= \$183 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$184 ;
+    potential_c4_2 <= \$184 ;
   always @(posedge clk)
-    new_c4_3 <= \$185 ;
+    old_pool_c4_2 <= \$185 ;
   always @(posedge clk)
-    old_c4_3 <= \$186 ;
+    new_c4_3 <= \$186 ;
   always @(posedge clk)
-    hold_c4_3 <= \$187 ;
+    old_c4_3 <= \$187 ;
   always @(posedge clk)
-    out_c4_3 <= \$188 ;
+    hold_c4_3 <= \$188 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$189 ;
+    out_c4_3 <= \$189 ;
   always @(posedge clk)
-    gate_c4_3 <= \$190 ;
+    old_out_c4_3 <= \$190 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$191 ;
+    gate_c4_3 <= \$191 ;
   always @(posedge clk)
-    potential_c4_3 <= \$192 ;
+    saturated_c4_3 <= \$192 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$193 ;
+    potential_c4_3 <= \$193 ;
   always @(posedge clk)
-    \trace$180  <= \$194 ;
+    old_pool_c4_3 <= \$194 ;
   always @(posedge clk)
-    layer0_events <= \$195 ;
+    \trace$181  <= \$195 ;
   always @(posedge clk)
-    layer0_saturations <= \$196 ;
+    layer0_events <= \$196 ;
   always @(posedge clk)
-    reserved <= \$197 ;
+    layer0_saturations <= \$197 ;
+  always @(posedge clk)
+    reserved <= \$198 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1660,31 +1675,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .params(params_c3[7:0]),
-    .saturated(\saturated$156 )
+    .saturated(\saturated$157 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$162 ),
+    .abs_at_least(\gate$163 ),
     .acc(\acc$45 ),
-    .h_new(\new$159 ),
-    .hold(\hold$160 ),
+    .h_new(\new$160 ),
+    .hold(\hold$161 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$163 )
+    .saturated(\saturated$164 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$169 ),
+    .abs_at_least(\gate$170 ),
     .acc(\acc$48 ),
-    .h_new(\new$166 ),
-    .hold(\hold$167 ),
+    .h_new(\new$167 ),
+    .hold(\hold$168 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$170 )
+    .saturated(\saturated$171 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$176 ),
+    .abs_at_least(\gate$177 ),
     .acc(\acc$51 ),
-    .h_new(\new$173 ),
-    .hold(\hold$174 ),
+    .h_new(\new$174 ),
+    .hold(\hold$175 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$177 )
+    .saturated(\saturated$178 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1744,428 +1759,425 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = \$91 [31:0];
+    \$137  = slot;
     if (rst) begin
-      \$137  = 32'd0;
+      \$137  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$94 [31:0];
+    \$138  = \$91 [31:0];
     if (rst) begin
       \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = \$96 [31:0];
+    \$139  = \$94 [31:0];
     if (rst) begin
       \$139  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$99 [31:0];
+    \$140  = \$96 [31:0];
     if (rst) begin
       \$140  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = \$101 [31:0];
+    \$141  = \$99 [31:0];
     if (rst) begin
       \$141  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = \$104 [31:0];
+    \$142  = \$101 [31:0];
     if (rst) begin
       \$142  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = \$106 [31:0];
+    \$143  = \$104 [31:0];
     if (rst) begin
       \$143  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = \$109 [31:0];
+    \$144  = \$106 [31:0];
     if (rst) begin
       \$144  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = \$111 [31:0];
+    \$145  = \$109 [31:0];
     if (rst) begin
       \$145  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = \$114 [31:0];
+    \$146  = \$111 [31:0];
     if (rst) begin
       \$146  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = slot;
+    \$147  = \$114 [31:0];
     if (rst) begin
-      \$147  = 27'h0000000;
+      \$147  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = 1'h0;
+    \$148  = slot_c1;
     if (rst) begin
-      \$148  = 1'h0;
+      \$148  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = layer0_macs;
+    \$149  = 1'h0;
+    if (rst) begin
+      \$149  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$150  = layer0_macs;
     if (\$118 ) begin
-      \$149  = \$119 [31:0];
+      \$150  = \$119 [31:0];
     end
     if (rst) begin
-      \$149  = 32'd0;
+      \$150  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c2;
-    if (rst) begin
-      \$150  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = slot_c2a;
+    \$151  = slot_c2;
     if (rst) begin
       \$151  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \port__data$148 ;
+    \$152  = slot_c2a;
     if (rst) begin
-      \$152  = 32'd0;
+      \$152  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$153  = \port__data$149 ;
     if (rst) begin
-      \$153  = 64'h0000000000000000;
+      \$153  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \port__data$151 ;
+    \$154  = \port__data$150 ;
     if (rst) begin
-      \$154  = 96'h000000000000000000000000;
+      \$154  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = slot_c2b;
+    \$155  = \port__data$152 ;
     if (rst) begin
-      \$155  = 27'h0000000;
+      \$155  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = slot_c3;
+    \$156  = slot_c2b;
     if (rst) begin
       \$156  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = finalize;
+    \$157  = slot_c3;
     if (rst) begin
-      \$157  = 1'h0;
+      \$157  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = \new ;
+    \$158  = finalize;
     if (rst) begin
-      \$158  = 16'h0000;
+      \$158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = old;
+    \$159  = \new ;
     if (rst) begin
       \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = hold;
+    \$160  = old;
     if (rst) begin
-      \$160  = 1'h0;
+      \$160  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \new ;
+    \$161  = hold;
     if (rst) begin
-      \$161  = 16'h0000;
+      \$161  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = old;
+    \$162  = \new ;
     if (rst) begin
       \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = gate;
+    \$163  = old;
     if (rst) begin
-      \$163  = 1'h0;
+      \$163  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \saturated$156 ;
+    \$164  = gate;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = 16'h0000;
+    \$165  = \saturated$157 ;
     if (rst) begin
-      \$165  = 16'h0000;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \$120 ;
+    \$166  = 16'h0000;
     if (rst) begin
-      \$166  = 24'h000000;
+      \$166  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \new$159 ;
+    \$167  = \$120 ;
     if (rst) begin
-      \$167  = 16'h0000;
+      \$167  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \old$47 ;
+    \$168  = \new$160 ;
     if (rst) begin
       \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \hold$160 ;
+    \$169  = \old$47 ;
     if (rst) begin
-      \$169  = 1'h0;
+      \$169  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$159 ;
+    \$170  = \hold$161 ;
     if (rst) begin
-      \$170  = 16'h0000;
+      \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \old$47 ;
+    \$171  = \new$160 ;
     if (rst) begin
       \$171  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \gate$162 ;
+    \$172  = \old$47 ;
     if (rst) begin
-      \$172  = 1'h0;
+      \$172  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \saturated$163 ;
+    \$173  = \gate$163 ;
     if (rst) begin
       \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = 16'h0000;
+    \$174  = \saturated$164 ;
     if (rst) begin
-      \$174  = 16'h0000;
+      \$174  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \$121 ;
+    \$175  = 16'h0000;
     if (rst) begin
-      \$175  = 24'h000000;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \new$166 ;
+    \$176  = \$121 ;
     if (rst) begin
-      \$176  = 16'h0000;
+      \$176  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \old$50 ;
+    \$177  = \new$167 ;
     if (rst) begin
       \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \hold$167 ;
+    \$178  = \old$50 ;
     if (rst) begin
-      \$178  = 1'h0;
+      \$178  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \new$166 ;
+    \$179  = \hold$168 ;
     if (rst) begin
-      \$179  = 16'h0000;
+      \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \old$50 ;
+    \$180  = \new$167 ;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \gate$169 ;
+    \$181  = \old$50 ;
     if (rst) begin
-      \$181  = 1'h0;
+      \$181  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \saturated$170 ;
+    \$182  = \gate$170 ;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = 16'h0000;
+    \$183  = \saturated$171 ;
     if (rst) begin
-      \$183  = 16'h0000;
+      \$183  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \$122 ;
+    \$184  = 16'h0000;
     if (rst) begin
-      \$184  = 24'h000000;
+      \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \new$173 ;
+    \$185  = \$122 ;
     if (rst) begin
-      \$185  = 16'h0000;
+      \$185  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \old$53 ;
+    \$186  = \new$174 ;
     if (rst) begin
       \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \hold$174 ;
+    \$187  = \old$53 ;
     if (rst) begin
-      \$187  = 1'h0;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \new$173 ;
+    \$188  = \hold$175 ;
     if (rst) begin
-      \$188  = 16'h0000;
+      \$188  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \old$53 ;
+    \$189  = \new$174 ;
     if (rst) begin
       \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \gate$176 ;
+    \$190  = \old$53 ;
     if (rst) begin
-      \$190  = 1'h0;
+      \$190  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \saturated$177 ;
+    \$191  = \gate$177 ;
     if (rst) begin
       \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = 16'h0000;
+    \$192  = \saturated$178 ;
     if (rst) begin
-      \$192  = 16'h0000;
+      \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = \$123 ;
+    \$193  = 16'h0000;
     if (rst) begin
-      \$193  = 24'h000000;
+      \$193  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = trace;
+    \$194  = \$123 ;
     if (rst) begin
-      \$194  = 73'h0000000000000000000;
+      \$194  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = layer0_events;
+    \$195  = trace;
+    if (rst) begin
+      \$195  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$196  = layer0_events;
     if (\port__en$57 ) begin
-      \$195  = \$128 [31:0];
-    end
-    if (rst) begin
-      \$195  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = layer0_saturations;
-    if (\port__en$57 ) begin
-      \$196  = \$133 [31:0];
+      \$196  = \$128 [31:0];
     end
     if (rst) begin
       \$196  = 32'd0;
@@ -2173,9 +2185,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$197  = \$136 [3:0];
+    \$197  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$197  = \$133 [31:0];
+    end
     if (rst) begin
-      \$197  = 4'h0;
+      \$197  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$198  = \$136 [3:0];
+    if (rst) begin
+      \$198  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2186,7 +2208,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
   assign \port__addr$21  = \$8 [5:0];
-  assign \port__addr$23  = slot[2:1];
+  assign \port__addr$23  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -2216,12 +2238,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__valid$130  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$161  = \new$159 ;
-  assign \potential$165  = 16'h0000;
-  assign \out$168  = \new$166 ;
-  assign \potential$172  = 16'h0000;
-  assign \out$175  = \new$173 ;
-  assign \potential$179  = 16'h0000;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
+  assign \out$176  = \new$174 ;
+  assign \potential$180  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2235,17 +2257,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[26:19];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[8:3];
@@ -2404,6 +2426,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$126.value  = events__payload[27:4];
   assign \items__payload$126.step_end  = events__payload[28];
   assign \items__payload$126.seq_end  = events__payload[29];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2420,23 +2453,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$159.h  = \new$159 ;
-  assign \new$166.h  = \new$166 ;
-  assign \new$173.h  = \new$173 ;
-  assign \trace$180.valid  = \trace$180 [0];
-  assign \trace$180.group  = \trace$180 [2:1];
-  assign \trace$180.step_end  = \trace$180 [3];
-  assign \trace$180.seq_end  = \trace$180 [4];
-  assign \trace$180.state  = \trace$180 [68:5];
-  assign \trace$180.state[0]  = \trace$180 [20:5];
-  assign \trace$180.state[1]  = \trace$180 [36:21];
-  assign \trace$180.state[2]  = \trace$180 [52:37];
-  assign \trace$180.state[3]  = \trace$180 [68:53];
-  assign \trace$180.gate  = \trace$180 [72:69];
-  assign \trace$180.gate[0]  = \trace$180 [69];
-  assign \trace$180.gate[1]  = \trace$180 [70];
-  assign \trace$180.gate[2]  = \trace$180 [71];
-  assign \trace$180.gate[3]  = \trace$180 [72];
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \new$174.h  = \new$174 ;
+  assign \trace$181.valid  = \trace$181 [0];
+  assign \trace$181.group  = \trace$181 [2:1];
+  assign \trace$181.step_end  = \trace$181 [3];
+  assign \trace$181.seq_end  = \trace$181 [4];
+  assign \trace$181.state  = \trace$181 [68:5];
+  assign \trace$181.state[0]  = \trace$181 [20:5];
+  assign \trace$181.state[1]  = \trace$181 [36:21];
+  assign \trace$181.state[2]  = \trace$181 [52:37];
+  assign \trace$181.state[3]  = \trace$181 [68:53];
+  assign \trace$181.gate  = \trace$181 [72:69];
+  assign \trace$181.gate[0]  = \trace$181 [69];
+  assign \trace$181.gate[1]  = \trace$181 [70];
+  assign \trace$181.gate[2]  = \trace$181 [71];
+  assign \trace$181.gate[3]  = \trace$181 [72];
   assign entry[103] = slot_c4[13];
   assign entry[102] = \$89 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -3418,7 +3451,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -4855,24 +4888,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [35:0] \$100 ;
-  reg [1:0] \$101 ;
-  reg \$102 ;
-  reg [35:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [42:0] \$105 ;
-  reg \$106 ;
-  reg [143:0] \$107 ;
-  reg \$108 ;
-  reg [35:0] \$109 ;
+  reg \$100 ;
+  reg [35:0] \$101 ;
+  reg [1:0] \$102 ;
+  reg \$103 ;
+  reg [35:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [42:0] \$106 ;
+  reg \$107 ;
+  reg [143:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
-  reg [1:0] \$110 ;
-  reg [42:0] \$111 ;
-  reg \$112 ;
-  reg [143:0] \$113 ;
-  reg [35:0] \$114 ;
-  reg [3:0] \$115 ;
+  reg [35:0] \$110 ;
+  reg [1:0] \$111 ;
+  reg [42:0] \$112 ;
+  reg \$113 ;
+  reg [143:0] \$114 ;
+  reg [35:0] \$115 ;
   reg [3:0] \$116 ;
+  reg [3:0] \$117 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -4957,18 +4991,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$86 ;
   wire \$87 ;
   wire [5:0] \$88 ;
-  reg [31:0] \$89 ;
+  reg [42:0] \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
   reg [31:0] \$91 ;
   reg [31:0] \$92 ;
-  reg [42:0] \$93 ;
-  reg \$94 ;
-  reg [31:0] \$95 ;
-  reg [42:0] \$96 ;
+  reg [31:0] \$93 ;
+  reg [42:0] \$94 ;
+  reg \$95 ;
+  reg [31:0] \$96 ;
   reg [42:0] \$97 ;
   reg [42:0] \$98 ;
-  reg \$99 ;
+  reg [42:0] \$99 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -5134,6 +5168,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  reg [42:0] slot_c1 = 43'h00000000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [23:0] \slot_c1.value ;
   reg [42:0] slot_c2 = 43'h00000000000;
   wire [5:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5214,75 +5260,75 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$78  [47:0];
+  reg [31:0] \weights$79  [47:0];
   initial begin
-    \weights$78 [0] = 32'd755308271;
-    \weights$78 [1] = 32'd1425033143;
-    \weights$78 [2] = 32'd1107547647;
-    \weights$78 [3] = 32'd104067177;
-    \weights$78 [4] = 32'd3774806020;
-    \weights$78 [5] = 32'd3256992994;
-    \weights$78 [6] = 32'd4293198085;
-    \weights$78 [7] = 32'd1211753456;
-    \weights$78 [8] = 32'd4122978393;
-    \weights$78 [9] = 32'd253479069;
-    \weights$78 [10] = 32'd767351034;
-    \weights$78 [11] = 32'd3321246161;
-    \weights$78 [12] = 32'd3602504632;
-    \weights$78 [13] = 32'd317211656;
-    \weights$78 [14] = 32'd557706154;
-    \weights$78 [15] = 32'd383983645;
-    \weights$78 [16] = 32'd3958033368;
-    \weights$78 [17] = 32'd3559567379;
-    \weights$78 [18] = 32'd100479459;
-    \weights$78 [19] = 32'd1944939718;
-    \weights$78 [20] = 32'd3706771439;
-    \weights$78 [21] = 32'd3860596819;
-    \weights$78 [22] = 32'd3675222291;
-    \weights$78 [23] = 32'd4127512;
-    \weights$78 [24] = 32'd525226502;
-    \weights$78 [25] = 32'd17232640;
-    \weights$78 [26] = 32'd3943368692;
-    \weights$78 [27] = 32'd3922270203;
-    \weights$78 [28] = 32'd4255849059;
-    \weights$78 [29] = 32'd852893917;
-    \weights$78 [30] = 32'd4162904289;
-    \weights$78 [31] = 32'd4177078766;
-    \weights$78 [32] = 32'd243;
-    \weights$78 [33] = 32'd213;
-    \weights$78 [34] = 32'd240;
-    \weights$78 [35] = 32'd208;
-    \weights$78 [36] = 32'd244;
-    \weights$78 [37] = 32'd44;
-    \weights$78 [38] = 32'd182;
-    \weights$78 [39] = 32'd158;
-    \weights$78 [40] = 32'd53;
-    \weights$78 [41] = 32'd184;
-    \weights$78 [42] = 32'd251;
-    \weights$78 [43] = 32'd253;
-    \weights$78 [44] = 32'd182;
-    \weights$78 [45] = 32'd232;
-    \weights$78 [46] = 32'd44;
-    \weights$78 [47] = 32'd255;
+    \weights$79 [0] = 32'd755308271;
+    \weights$79 [1] = 32'd1425033143;
+    \weights$79 [2] = 32'd1107547647;
+    \weights$79 [3] = 32'd104067177;
+    \weights$79 [4] = 32'd3774806020;
+    \weights$79 [5] = 32'd3256992994;
+    \weights$79 [6] = 32'd4293198085;
+    \weights$79 [7] = 32'd1211753456;
+    \weights$79 [8] = 32'd4122978393;
+    \weights$79 [9] = 32'd253479069;
+    \weights$79 [10] = 32'd767351034;
+    \weights$79 [11] = 32'd3321246161;
+    \weights$79 [12] = 32'd3602504632;
+    \weights$79 [13] = 32'd317211656;
+    \weights$79 [14] = 32'd557706154;
+    \weights$79 [15] = 32'd383983645;
+    \weights$79 [16] = 32'd3958033368;
+    \weights$79 [17] = 32'd3559567379;
+    \weights$79 [18] = 32'd100479459;
+    \weights$79 [19] = 32'd1944939718;
+    \weights$79 [20] = 32'd3706771439;
+    \weights$79 [21] = 32'd3860596819;
+    \weights$79 [22] = 32'd3675222291;
+    \weights$79 [23] = 32'd4127512;
+    \weights$79 [24] = 32'd525226502;
+    \weights$79 [25] = 32'd17232640;
+    \weights$79 [26] = 32'd3943368692;
+    \weights$79 [27] = 32'd3922270203;
+    \weights$79 [28] = 32'd4255849059;
+    \weights$79 [29] = 32'd852893917;
+    \weights$79 [30] = 32'd4162904289;
+    \weights$79 [31] = 32'd4177078766;
+    \weights$79 [32] = 32'd243;
+    \weights$79 [33] = 32'd213;
+    \weights$79 [34] = 32'd240;
+    \weights$79 [35] = 32'd208;
+    \weights$79 [36] = 32'd244;
+    \weights$79 [37] = 32'd44;
+    \weights$79 [38] = 32'd182;
+    \weights$79 [39] = 32'd158;
+    \weights$79 [40] = 32'd53;
+    \weights$79 [41] = 32'd184;
+    \weights$79 [42] = 32'd251;
+    \weights$79 [43] = 32'd253;
+    \weights$79 [44] = 32'd182;
+    \weights$79 [45] = 32'd232;
+    \weights$79 [46] = 32'd44;
+    \weights$79 [47] = 32'd255;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$78 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$78 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [5:0]];
+      _1_ <= \weights$79 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -5292,10 +5338,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[9];
+  assign \$7  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$8  = ~ slot_c1[14];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[10];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -5371,61 +5417,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$87  = r_en & results__valid;
   assign \$88  = \$86  - \$87 ;
   always @(posedge clk)
-    readout_weights_reads <= \$89 ;
+    slot_c1 <= \$89 ;
   always @(posedge clk)
-    readout_weights_writes <= \$90 ;
+    readout_weights_reads <= \$90 ;
   always @(posedge clk)
-    readout_bias_reads <= \$91 ;
+    readout_weights_writes <= \$91 ;
   always @(posedge clk)
-    readout_bias_writes <= \$92 ;
+    readout_bias_reads <= \$92 ;
   always @(posedge clk)
-    slot_c2 <= \$93 ;
+    readout_bias_writes <= \$93 ;
   always @(posedge clk)
-    use_acc2 <= \$94 ;
+    slot_c2 <= \$94 ;
   always @(posedge clk)
-    readout_macs <= \$95 ;
+    use_acc2 <= \$95 ;
   always @(posedge clk)
-    slot_c2a <= \$96 ;
+    readout_macs <= \$96 ;
   always @(posedge clk)
-    slot_c2b <= \$97 ;
+    slot_c2a <= \$97 ;
   always @(posedge clk)
-    slot_c3 <= \$98 ;
+    slot_c2b <= \$98 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$99 ;
+    slot_c3 <= \$99 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$100 ;
+    argmax_0_0_valid <= \$100 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$101 ;
+    argmax_0_0_logit <= \$101 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$102 ;
+    argmax_0_0_lane <= \$102 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$103 ;
+    argmax_0_1_valid <= \$103 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$104 ;
+    argmax_0_1_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$105 ;
+    argmax_0_1_lane <= \$105 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$106 ;
+    slot_argmax_0 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$107 ;
+    finalize_argmax_0 <= \$107 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$108 ;
+    logits_argmax_0 <= \$108 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$109 ;
+    argmax_1_0_valid <= \$109 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$110 ;
+    argmax_1_0_logit <= \$110 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$111 ;
+    argmax_1_0_lane <= \$111 ;
   always @(posedge clk)
-    w_en <= \$112 ;
+    slot_argmax_1 <= \$112 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$113 ;
+    w_en <= \$113 ;
   always @(posedge clk)
-    best_logit <= \$114 ;
+    logits_argmax_1 <= \$114 ;
   always @(posedge clk)
-    best_class <= \$115 ;
+    best_logit <= \$115 ;
   always @(posedge clk)
-    reserved <= \$116 ;
+    best_class <= \$116 ;
+  always @(posedge clk)
+    reserved <= \$117 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5477,207 +5525,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = \$17 [31:0];
+    \$89  = slot;
     if (rst) begin
-      \$89  = 32'd0;
+      \$89  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = \$20 [31:0];
+    \$90  = \$17 [31:0];
     if (rst) begin
       \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = \$22 [31:0];
+    \$91  = \$20 [31:0];
     if (rst) begin
       \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = \$25 [31:0];
+    \$92  = \$22 [31:0];
     if (rst) begin
       \$92  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$93  = slot;
+    \$93  = \$25 [31:0];
     if (rst) begin
-      \$93  = 43'h00000000000;
+      \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$94  = 1'h0;
+    \$94  = slot_c1;
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$95  = readout_macs;
+    \$95  = 1'h0;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$96  = readout_macs;
     if (\$29 ) begin
-      \$95  = \$33 [31:0];
+      \$96  = \$33 [31:0];
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$96  = slot_c2;
-    if (rst) begin
-      \$96  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$97  = slot_c2a;
+    \$97  = slot_c2;
     if (rst) begin
       \$97  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$98  = slot_c2b;
+    \$98  = slot_c2a;
     if (rst) begin
       \$98  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$99  = \$36 ;
+    \$99  = slot_c2b;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$100  = \$43 ;
+    \$100  = \$36 ;
     if (rst) begin
-      \$100  = 36'h000000000;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$101  = { 1'h0, \$50  };
+    \$101  = \$43 ;
     if (rst) begin
-      \$101  = 2'h0;
+      \$101  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$102  = \$54 ;
+    \$102  = { 1'h0, \$50  };
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$103  = \$62 ;
+    \$103  = \$54 ;
     if (rst) begin
-      \$103  = 36'h000000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$104  = \$70 ;
+    \$104  = \$62 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$105  = slot_c3;
+    \$105  = \$70 ;
     if (rst) begin
-      \$105  = 43'h00000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$106  = finalize;
+    \$106  = slot_c3;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$107  = acc;
+    \$107  = finalize;
     if (rst) begin
-      \$107  = 144'h000000000000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$108  = \$72 ;
+    \$108  = acc;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$109  = \$78 ;
+    \$109  = \$72 ;
     if (rst) begin
-      \$109  = 36'h000000000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$110  = \$84 ;
+    \$110  = \$78 ;
     if (rst) begin
-      \$110  = 2'h0;
+      \$110  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$111  = slot_argmax_0;
+    \$111  = \$84 ;
     if (rst) begin
-      \$111  = 43'h00000000000;
+      \$111  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$112  = finalize_argmax_0;
+    \$112  = slot_argmax_0;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$113  = logits_argmax_0;
+    \$113  = finalize_argmax_0;
     if (rst) begin
-      \$113  = 144'h000000000000000000000000000000000000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$114  = best_logit;
+    \$114  = logits_argmax_0;
+    if (rst) begin
+      \$114  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$115  = best_logit;
     if (\$85 ) begin
-      \$114  = argmax_1_0_logit;
+      \$115  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$114  = 36'h000000000;
+      \$115  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$115  = best_class;
+    \$116  = best_class;
     if (\$85 ) begin
-      \$115  = \$15 [3:0];
+      \$116  = \$15 [3:0];
     end
-    if (rst) begin
-      \$115  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$116  = \$88 [3:0];
     if (rst) begin
       \$116  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$117  = \$88 [3:0];
+    if (rst) begin
+      \$117  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5688,7 +5743,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -5712,17 +5767,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[42:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[42:19];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[8:3];
@@ -5786,6 +5841,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[42:19];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[8:3];
@@ -6393,7 +6459,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end

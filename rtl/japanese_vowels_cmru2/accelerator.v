@@ -382,7 +382,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$159 (trace_0)
+    .\trace$160 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -425,7 +425,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$188 (trace_1)
+    .\trace$189 (trace_1)
   );
   \accelerator.layer1_slice  layer1_slice (
     .clk(clk),
@@ -772,39 +772,40 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$160 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [15:0] \$101 ;
+  reg [15:0] \$100 ;
+  reg \$101 ;
   reg [15:0] \$102 ;
-  reg \$103 ;
+  reg [15:0] \$103 ;
   reg \$104 ;
-  reg [15:0] \$105 ;
+  reg \$105 ;
   reg [15:0] \$106 ;
   reg [15:0] \$107 ;
-  reg \$108 ;
-  reg [15:0] \$109 ;
+  reg [15:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
   reg [15:0] \$110 ;
-  reg \$111 ;
+  reg [15:0] \$111 ;
   reg \$112 ;
-  reg [15:0] \$113 ;
+  reg \$113 ;
   reg [15:0] \$114 ;
   reg [15:0] \$115 ;
-  reg \$116 ;
-  reg [15:0] \$117 ;
+  reg [15:0] \$116 ;
+  reg \$117 ;
   reg [15:0] \$118 ;
-  reg \$119 ;
+  reg [15:0] \$119 ;
   wire \$12 ;
   reg \$120 ;
-  reg [15:0] \$121 ;
-  reg [72:0] \$122 ;
-  reg [31:0] \$123 ;
+  reg \$121 ;
+  reg [15:0] \$122 ;
+  reg [72:0] \$123 ;
   reg [31:0] \$124 ;
-  reg [3:0] \$125 ;
+  reg [31:0] \$125 ;
+  reg [3:0] \$126 ;
   wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
@@ -870,7 +871,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [7:0] \$7 ;
   wire \$70 ;
   wire [5:0] \$71 ;
-  reg [31:0] \$72 ;
+  reg [26:0] \$72 ;
   reg [31:0] \$73 ;
   reg [31:0] \$74 ;
   reg [31:0] \$75 ;
@@ -879,25 +880,25 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$78 ;
   reg [31:0] \$79 ;
   wire [6:0] \$8 ;
-  reg [26:0] \$80 ;
-  reg \$81 ;
-  reg [31:0] \$82 ;
-  reg [26:0] \$83 ;
+  reg [31:0] \$80 ;
+  reg [26:0] \$81 ;
+  reg \$82 ;
+  reg [31:0] \$83 ;
   reg [26:0] \$84 ;
-  reg [31:0] \$85 ;
-  reg [63:0] \$86 ;
-  reg [26:0] \$87 ;
+  reg [26:0] \$85 ;
+  reg [31:0] \$86 ;
+  reg [63:0] \$87 ;
   reg [26:0] \$88 ;
-  reg \$89 ;
+  reg [26:0] \$89 ;
   wire \$9 ;
-  reg [15:0] \$90 ;
+  reg \$90 ;
   reg [15:0] \$91 ;
-  reg \$92 ;
-  reg [15:0] \$93 ;
+  reg [15:0] \$92 ;
+  reg \$93 ;
   reg [15:0] \$94 ;
-  reg \$95 ;
+  reg [15:0] \$95 ;
   reg \$96 ;
-  reg [15:0] \$97 ;
+  reg \$97 ;
   reg [15:0] \$98 ;
   reg [15:0] \$99 ;
   wire [37:0] acc;
@@ -968,17 +969,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$141 ;
-  wire \gate$148 ;
-  wire \gate$155 ;
+  wire \gate$142 ;
+  wire \gate$149 ;
+  wire \gate$156 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$139 ;
-  wire \hold$146 ;
-  wire \hold$153 ;
+  wire \hold$140 ;
+  wire \hold$147 ;
+  wire \hold$154 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -1056,12 +1057,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$138 ;
-  wire [15:0] \new$138.h ;
-  wire [15:0] \new$145 ;
-  wire [15:0] \new$145.h ;
-  wire [15:0] \new$152 ;
-  wire [15:0] \new$152.h ;
+  wire [15:0] \new$139 ;
+  wire [15:0] \new$139.h ;
+  wire [15:0] \new$146 ;
+  wire [15:0] \new$146.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -1104,9 +1105,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$140 ;
-  wire [15:0] \out$147 ;
-  wire [15:0] \out$154 ;
+  wire [15:0] \out$141 ;
+  wire [15:0] \out$148 ;
+  wire [15:0] \out$155 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1138,8 +1139,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [1:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$129 ;
-  wire [63:0] \port__data$130 ;
+  wire [31:0] \port__data$130 ;
+  wire [63:0] \port__data$131 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -1153,9 +1154,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$144 ;
-  wire [15:0] \potential$151 ;
-  wire [15:0] \potential$158 ;
+  wire [15:0] \potential$145 ;
+  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$159 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1167,10 +1168,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$135 ;
-  wire \saturated$142 ;
-  wire \saturated$149 ;
-  wire \saturated$156 ;
+  wire \saturated$136 ;
+  wire \saturated$143 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1196,6 +1197,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
+  reg [26:0] slot_c1 = 27'h0000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
   reg [26:0] slot_c2 = 27'h0000000;
   wire [5:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1263,22 +1276,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$159 ;
-  reg [72:0] \trace$159  = 73'h0000000000000000000;
-  wire [3:0] \trace$159.gate ;
-  wire \trace$159.gate[0] ;
-  wire \trace$159.gate[1] ;
-  wire \trace$159.gate[2] ;
-  wire \trace$159.gate[3] ;
-  wire [1:0] \trace$159.group ;
-  wire \trace$159.seq_end ;
-  wire [63:0] \trace$159.state ;
-  wire [15:0] \trace$159.state[0] ;
-  wire [15:0] \trace$159.state[1] ;
-  wire [15:0] \trace$159.state[2] ;
-  wire [15:0] \trace$159.state[3] ;
-  wire \trace$159.step_end ;
-  wire \trace$159.valid ;
+  output [72:0] \trace$160 ;
+  reg [72:0] \trace$160  = 73'h0000000000000000000;
+  wire [3:0] \trace$160.gate ;
+  wire \trace$160.gate[0] ;
+  wire \trace$160.gate[1] ;
+  wire \trace$160.gate[2] ;
+  wire \trace$160.gate[3] ;
+  wire [1:0] \trace$160.group ;
+  wire \trace$160.seq_end ;
+  wire [63:0] \trace$160.state ;
+  wire [15:0] \trace$160.state[0] ;
+  wire [15:0] \trace$160.state[1] ;
+  wire [15:0] \trace$160.state[2] ;
+  wire [15:0] \trace$160.state[3] ;
+  wire \trace$160.step_end ;
+  wire \trace$160.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1337,34 +1350,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$172  [3:0];
+  reg [31:0] \params$173  [3:0];
   initial begin
-    \params$172 [0] = 32'd1278888003;
-    \params$172 [1] = 32'd1431065406;
-    \params$172 [2] = 32'd1026964811;
-    \params$172 [3] = 32'd1011302220;
+    \params$173 [0] = 32'd1278888003;
+    \params$173 [1] = 32'd1431065406;
+    \params$173 [2] = 32'd1026964811;
+    \params$173 [3] = 32'd1011302220;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$172 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$173 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$172 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$173 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$172 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$173 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$172 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$173 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$172 [\port__addr$33 ];
+      _1_ <= \params$173 [\port__addr$33 ];
     end
   end
-  assign \port__data$129  = _1_;
+  assign \port__data$130  = _1_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1382,80 +1395,80 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$130  = _2_;
-  reg [63:0] \weights$170  [47:0];
+  assign \port__data$131  = _2_;
+  reg [63:0] \weights$171  [47:0];
   initial begin
-    \weights$170 [0] = 64'hfcd4d61bbdbc00d7;
-    \weights$170 [1] = 64'h9f5d384f5fb8fc13;
-    \weights$170 [2] = 64'h45381b660ac4ffc5;
-    \weights$170 [3] = 64'hb51cc7d910f400bc;
-    \weights$170 [4] = 64'h02ea14e7d0f70405;
-    \weights$170 [5] = 64'he0bbb21d0f33f80c;
-    \weights$170 [6] = 64'hb40cdcdebeb8f0f9;
-    \weights$170 [7] = 64'h00b71e3ae0f3fa12;
-    \weights$170 [8] = 64'h30d212dbe238f8ff;
-    \weights$170 [9] = 64'heccc4ad40c29f709;
-    \weights$170 [10] = 64'hb910e2ea3106fdfb;
-    \weights$170 [11] = 64'hf619f5ab0655f00d;
-    \weights$170 [12] = 64'h27fbeb16264fac8c;
-    \weights$170 [13] = 64'h0a1322110866cf2d;
-    \weights$170 [14] = 64'h25e3cf70f6f9db03;
-    \weights$170 [15] = 64'hd3c91859af22f537;
-    \weights$170 [16] = 64'he90f0effc00bc13d;
-    \weights$170 [17] = 64'hb9c640db15fb12f4;
-    \weights$170 [18] = 64'h1439fa0a11d22a1f;
-    \weights$170 [19] = 64'he951eeacbb3747e9;
-    \weights$170 [20] = 64'hff531ab1117cdd4b;
-    \weights$170 [21] = 64'hfb613751cd140613;
-    \weights$170 [22] = 64'he8edb12c02f1f1c3;
-    \weights$170 [23] = 64'he3bdf4873ae2fcb5;
-    \weights$170 [24] = 64'h08ee2944dd3c0b4f;
-    \weights$170 [25] = 64'hee0be903dde2f31d;
-    \weights$170 [26] = 64'h1023e0e3e1a11586;
-    \weights$170 [27] = 64'h04eabc44033ef3bb;
-    \weights$170 [28] = 64'hc6f061d608cf0b3e;
-    \weights$170 [29] = 64'h100d28001343fb42;
-    \weights$170 [30] = 64'h28f4fceb9e22c8e2;
-    \weights$170 [31] = 64'h192622a401d500f7;
-    \weights$170 [32] = 64'hec4318d058d40dca;
-    \weights$170 [33] = 64'h08f54ad2eafda61b;
-    \weights$170 [34] = 64'he7071aeb24581813;
-    \weights$170 [35] = 64'h2c0732ff461643e8;
-    \weights$170 [36] = 64'hd1c640ee2c41eca9;
-    \weights$170 [37] = 64'h27e156d449e506c6;
-    \weights$170 [38] = 64'hf45a254c00cce9d0;
-    \weights$170 [39] = 64'h0d003afda4d424d5;
-    \weights$170 [40] = 64'hed36303b90eae9c6;
-    \weights$170 [41] = 64'hff3c0be9ccf2258a;
-    \weights$170 [42] = 64'hf1236a9dd1c5c4bf;
-    \weights$170 [43] = 64'h12f3455e4caad7c0;
-    \weights$170 [44] = 64'h309408fded27f0ed;
-    \weights$170 [45] = 64'h0e50118dad47ca1d;
-    \weights$170 [46] = 64'hd62e3f11bed2b227;
-    \weights$170 [47] = 64'h442b23e118ef28cc;
+    \weights$171 [0] = 64'hfcd4d61bbdbc00d7;
+    \weights$171 [1] = 64'h9f5d384f5fb8fc13;
+    \weights$171 [2] = 64'h45381b660ac4ffc5;
+    \weights$171 [3] = 64'hb51cc7d910f400bc;
+    \weights$171 [4] = 64'h02ea14e7d0f70405;
+    \weights$171 [5] = 64'he0bbb21d0f33f80c;
+    \weights$171 [6] = 64'hb40cdcdebeb8f0f9;
+    \weights$171 [7] = 64'h00b71e3ae0f3fa12;
+    \weights$171 [8] = 64'h30d212dbe238f8ff;
+    \weights$171 [9] = 64'heccc4ad40c29f709;
+    \weights$171 [10] = 64'hb910e2ea3106fdfb;
+    \weights$171 [11] = 64'hf619f5ab0655f00d;
+    \weights$171 [12] = 64'h27fbeb16264fac8c;
+    \weights$171 [13] = 64'h0a1322110866cf2d;
+    \weights$171 [14] = 64'h25e3cf70f6f9db03;
+    \weights$171 [15] = 64'hd3c91859af22f537;
+    \weights$171 [16] = 64'he90f0effc00bc13d;
+    \weights$171 [17] = 64'hb9c640db15fb12f4;
+    \weights$171 [18] = 64'h1439fa0a11d22a1f;
+    \weights$171 [19] = 64'he951eeacbb3747e9;
+    \weights$171 [20] = 64'hff531ab1117cdd4b;
+    \weights$171 [21] = 64'hfb613751cd140613;
+    \weights$171 [22] = 64'he8edb12c02f1f1c3;
+    \weights$171 [23] = 64'he3bdf4873ae2fcb5;
+    \weights$171 [24] = 64'h08ee2944dd3c0b4f;
+    \weights$171 [25] = 64'hee0be903dde2f31d;
+    \weights$171 [26] = 64'h1023e0e3e1a11586;
+    \weights$171 [27] = 64'h04eabc44033ef3bb;
+    \weights$171 [28] = 64'hc6f061d608cf0b3e;
+    \weights$171 [29] = 64'h100d28001343fb42;
+    \weights$171 [30] = 64'h28f4fceb9e22c8e2;
+    \weights$171 [31] = 64'h192622a401d500f7;
+    \weights$171 [32] = 64'hec4318d058d40dca;
+    \weights$171 [33] = 64'h08f54ad2eafda61b;
+    \weights$171 [34] = 64'he7071aeb24581813;
+    \weights$171 [35] = 64'h2c0732ff461643e8;
+    \weights$171 [36] = 64'hd1c640ee2c41eca9;
+    \weights$171 [37] = 64'h27e156d449e506c6;
+    \weights$171 [38] = 64'hf45a254c00cce9d0;
+    \weights$171 [39] = 64'h0d003afda4d424d5;
+    \weights$171 [40] = 64'hed36303b90eae9c6;
+    \weights$171 [41] = 64'hff3c0be9ccf2258a;
+    \weights$171 [42] = 64'hf1236a9dd1c5c4bf;
+    \weights$171 [43] = 64'h12f3455e4caad7c0;
+    \weights$171 [44] = 64'h309408fded27f0ed;
+    \weights$171 [45] = 64'h0e50118dad47ca1d;
+    \weights$171 [46] = 64'hd62e3f11bed2b227;
+    \weights$171 [47] = 64'h442b23e118ef28cc;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$170 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$171 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$170 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$171 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$170 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$171 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$170 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$171 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$170 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$171 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$170 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$171 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$170 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$171 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$170 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$171 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$170 [\$8 [5:0]];
+      _3_ <= \weights$171 [\$8 [5:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1468,10 +1481,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[8:3] + slot[18:15];
-  assign \$9  = ~ slot[14];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign finalize = slot_c3[0] & slot_c3[10];
@@ -1534,113 +1547,115 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$70  = r_en & i__valid;
   assign \$71  = \$69  - \$70 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$72 ;
+    slot_c1 <= \$72 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$73 ;
+    layer0_weights_reads <= \$73 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$74 ;
+    layer0_weights_writes <= \$74 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$75 ;
+    layer0_bias_reads <= \$75 ;
   always @(posedge clk)
-    layer0_params_reads <= \$76 ;
+    layer0_bias_writes <= \$76 ;
   always @(posedge clk)
-    layer0_params_writes <= \$77 ;
+    layer0_params_reads <= \$77 ;
   always @(posedge clk)
-    layer0_state_reads <= \$78 ;
+    layer0_params_writes <= \$78 ;
   always @(posedge clk)
-    layer0_state_writes <= \$79 ;
+    layer0_state_reads <= \$79 ;
   always @(posedge clk)
-    slot_c2 <= \$80 ;
+    layer0_state_writes <= \$80 ;
   always @(posedge clk)
-    use_acc2 <= \$81 ;
+    slot_c2 <= \$81 ;
   always @(posedge clk)
-    layer0_macs <= \$82 ;
+    use_acc2 <= \$82 ;
   always @(posedge clk)
-    slot_c2a <= \$83 ;
+    layer0_macs <= \$83 ;
   always @(posedge clk)
-    slot_c2b <= \$84 ;
+    slot_c2a <= \$84 ;
   always @(posedge clk)
-    params_c3 <= \$85 ;
+    slot_c2b <= \$85 ;
   always @(posedge clk)
-    state_c3 <= \$86 ;
+    params_c3 <= \$86 ;
   always @(posedge clk)
-    slot_c3 <= \$87 ;
+    state_c3 <= \$87 ;
   always @(posedge clk)
-    slot_c4 <= \$88 ;
+    slot_c3 <= \$88 ;
   always @(posedge clk)
-    \port__en$55  <= \$89 ;
+    slot_c4 <= \$89 ;
   always @(posedge clk)
-    new_c4_0 <= \$90 ;
+    \port__en$55  <= \$90 ;
   always @(posedge clk)
-    old_c4_0 <= \$91 ;
+    new_c4_0 <= \$91 ;
   always @(posedge clk)
-    hold_c4_0 <= \$92 ;
+    old_c4_0 <= \$92 ;
   always @(posedge clk)
-    out_c4_0 <= \$93 ;
+    hold_c4_0 <= \$93 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$94 ;
+    out_c4_0 <= \$94 ;
   always @(posedge clk)
-    gate_c4_0 <= \$95 ;
+    old_out_c4_0 <= \$95 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$96 ;
+    gate_c4_0 <= \$96 ;
   always @(posedge clk)
-    potential_c4_0 <= \$97 ;
+    saturated_c4_0 <= \$97 ;
   always @(posedge clk)
-    new_c4_1 <= \$98 ;
+    potential_c4_0 <= \$98 ;
   always @(posedge clk)
-    old_c4_1 <= \$99 ;
+    new_c4_1 <= \$99 ;
   always @(posedge clk)
-    hold_c4_1 <= \$100 ;
+    old_c4_1 <= \$100 ;
   always @(posedge clk)
-    out_c4_1 <= \$101 ;
+    hold_c4_1 <= \$101 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$102 ;
+    out_c4_1 <= \$102 ;
   always @(posedge clk)
-    gate_c4_1 <= \$103 ;
+    old_out_c4_1 <= \$103 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$104 ;
+    gate_c4_1 <= \$104 ;
   always @(posedge clk)
-    potential_c4_1 <= \$105 ;
+    saturated_c4_1 <= \$105 ;
   always @(posedge clk)
-    new_c4_2 <= \$106 ;
+    potential_c4_1 <= \$106 ;
   always @(posedge clk)
-    old_c4_2 <= \$107 ;
+    new_c4_2 <= \$107 ;
   always @(posedge clk)
-    hold_c4_2 <= \$108 ;
+    old_c4_2 <= \$108 ;
   always @(posedge clk)
-    out_c4_2 <= \$109 ;
+    hold_c4_2 <= \$109 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$110 ;
+    out_c4_2 <= \$110 ;
   always @(posedge clk)
-    gate_c4_2 <= \$111 ;
+    old_out_c4_2 <= \$111 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$112 ;
+    gate_c4_2 <= \$112 ;
   always @(posedge clk)
-    potential_c4_2 <= \$113 ;
+    saturated_c4_2 <= \$113 ;
   always @(posedge clk)
-    new_c4_3 <= \$114 ;
+    potential_c4_2 <= \$114 ;
   always @(posedge clk)
-    old_c4_3 <= \$115 ;
+    new_c4_3 <= \$115 ;
   always @(posedge clk)
-    hold_c4_3 <= \$116 ;
+    old_c4_3 <= \$116 ;
   always @(posedge clk)
-    out_c4_3 <= \$117 ;
+    hold_c4_3 <= \$117 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$118 ;
+    out_c4_3 <= \$118 ;
   always @(posedge clk)
-    gate_c4_3 <= \$119 ;
+    old_out_c4_3 <= \$119 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$120 ;
+    gate_c4_3 <= \$120 ;
   always @(posedge clk)
-    potential_c4_3 <= \$121 ;
+    saturated_c4_3 <= \$121 ;
   always @(posedge clk)
-    \trace$159  <= \$122 ;
+    potential_c4_3 <= \$122 ;
   always @(posedge clk)
-    layer0_events <= \$123 ;
+    \trace$160  <= \$123 ;
   always @(posedge clk)
-    layer0_saturations <= \$124 ;
+    layer0_events <= \$124 ;
   always @(posedge clk)
-    reserved <= \$125 ;
+    layer0_saturations <= \$125 ;
+  always @(posedge clk)
+    reserved <= \$126 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1703,34 +1718,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$135 )
+    .saturated(\saturated$136 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$141 ),
+    .abs_at_least(\gate$142 ),
     .acc(\acc$43 ),
-    .h_new(\new$138 ),
-    .hold(\hold$139 ),
+    .h_new(\new$139 ),
+    .hold(\hold$140 ),
     .old(\old$45 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$142 )
+    .saturated(\saturated$143 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$148 ),
+    .abs_at_least(\gate$149 ),
     .acc(\acc$46 ),
-    .h_new(\new$145 ),
-    .hold(\hold$146 ),
+    .h_new(\new$146 ),
+    .hold(\hold$147 ),
     .old(\old$48 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$149 )
+    .saturated(\saturated$150 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$155 ),
+    .abs_at_least(\gate$156 ),
     .acc(\acc$49 ),
-    .h_new(\new$152 ),
-    .hold(\hold$153 ),
+    .h_new(\new$153 ),
+    .hold(\hold$154 ),
     .old(\old$51 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$156 )
+    .saturated(\saturated$157 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1776,379 +1791,376 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$35 [31:0];
+    \$72  = slot;
     if (rst) begin
-      \$72  = 32'd0;
+      \$72  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$38 [31:0];
+    \$73  = \$35 [31:0];
     if (rst) begin
       \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$40 [31:0];
+    \$74  = \$38 [31:0];
     if (rst) begin
       \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \$43 [31:0];
+    \$75  = \$40 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \$45 [31:0];
+    \$76  = \$43 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \$48 [31:0];
+    \$77  = \$45 [31:0];
     if (rst) begin
       \$77  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = \$50 [31:0];
+    \$78  = \$48 [31:0];
     if (rst) begin
       \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = \$53 [31:0];
+    \$79  = \$50 [31:0];
     if (rst) begin
       \$79  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = slot;
+    \$80  = \$53 [31:0];
     if (rst) begin
-      \$80  = 27'h0000000;
+      \$80  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = 1'h0;
+    \$81  = slot_c1;
     if (rst) begin
-      \$81  = 1'h0;
+      \$81  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = layer0_macs;
+    \$82  = 1'h0;
+    if (rst) begin
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$83  = layer0_macs;
     if (\$57 ) begin
-      \$82  = \$58 [31:0];
+      \$83  = \$58 [31:0];
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = slot_c2;
-    if (rst) begin
-      \$83  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = slot_c2a;
+    \$84  = slot_c2;
     if (rst) begin
       \$84  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \port__data$129 ;
+    \$85  = slot_c2a;
     if (rst) begin
-      \$85  = 32'd0;
+      \$85  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$86  = \port__data$130 ;
     if (rst) begin
-      \$86  = 64'h0000000000000000;
+      \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = slot_c2b;
+    \$87  = \port__data$131 ;
     if (rst) begin
-      \$87  = 27'h0000000;
+      \$87  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = slot_c3;
+    \$88  = slot_c2b;
     if (rst) begin
       \$88  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = finalize;
+    \$89  = slot_c3;
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = \new ;
+    \$90  = finalize;
     if (rst) begin
-      \$90  = 16'h0000;
+      \$90  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = old;
+    \$91  = \new ;
     if (rst) begin
       \$91  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = hold;
+    \$92  = old;
     if (rst) begin
-      \$92  = 1'h0;
+      \$92  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \new ;
+    \$93  = hold;
     if (rst) begin
-      \$93  = 16'h0000;
+      \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = old;
+    \$94  = \new ;
     if (rst) begin
       \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = gate;
+    \$95  = old;
     if (rst) begin
-      \$95  = 1'h0;
+      \$95  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \saturated$135 ;
+    \$96  = gate;
     if (rst) begin
       \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = 16'h0000;
+    \$97  = \saturated$136 ;
     if (rst) begin
-      \$97  = 16'h0000;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \new$138 ;
+    \$98  = 16'h0000;
     if (rst) begin
       \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \old$45 ;
+    \$99  = \new$139 ;
     if (rst) begin
       \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \hold$139 ;
+    \$100  = \old$45 ;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \new$138 ;
+    \$101  = \hold$140 ;
     if (rst) begin
-      \$101  = 16'h0000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \old$45 ;
+    \$102  = \new$139 ;
     if (rst) begin
       \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \gate$141 ;
+    \$103  = \old$45 ;
     if (rst) begin
-      \$103  = 1'h0;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$142 ;
+    \$104  = \gate$142 ;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = 16'h0000;
+    \$105  = \saturated$143 ;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$105  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$145 ;
+    \$106  = 16'h0000;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \old$48 ;
+    \$107  = \new$146 ;
     if (rst) begin
       \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$146 ;
+    \$108  = \old$48 ;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$145 ;
+    \$109  = \hold$147 ;
     if (rst) begin
-      \$109  = 16'h0000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \old$48 ;
+    \$110  = \new$146 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$148 ;
+    \$111  = \old$48 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$149 ;
+    \$112  = \gate$149 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = 16'h0000;
+    \$113  = \saturated$150 ;
     if (rst) begin
-      \$113  = 16'h0000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$152 ;
+    \$114  = 16'h0000;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \old$51 ;
+    \$115  = \new$153 ;
     if (rst) begin
       \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$153 ;
+    \$116  = \old$51 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$152 ;
+    \$117  = \hold$154 ;
     if (rst) begin
-      \$117  = 16'h0000;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \old$51 ;
+    \$118  = \new$153 ;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$155 ;
+    \$119  = \old$51 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$156 ;
+    \$120  = \gate$156 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = 16'h0000;
+    \$121  = \saturated$157 ;
     if (rst) begin
-      \$121  = 16'h0000;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = trace;
+    \$122  = 16'h0000;
     if (rst) begin
-      \$122  = 73'h0000000000000000000;
+      \$122  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = layer0_events;
+    \$123  = trace;
+    if (rst) begin
+      \$123  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$124  = layer0_events;
     if (\port__en$55 ) begin
-      \$123  = \$63 [31:0];
-    end
-    if (rst) begin
-      \$123  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = layer0_saturations;
-    if (\port__en$55 ) begin
-      \$124  = \$68 [31:0];
+      \$124  = \$63 [31:0];
     end
     if (rst) begin
       \$124  = 32'd0;
@@ -2156,9 +2168,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \$71 [3:0];
+    \$125  = layer0_saturations;
+    if (\port__en$55 ) begin
+      \$125  = \$68 [31:0];
+    end
     if (rst) begin
-      \$125  = 4'h0;
+      \$125  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$126  = \$71 [3:0];
+    if (rst) begin
+      \$126  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2169,7 +2191,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
   assign \port__addr$20  = \$8 [5:0];
-  assign \port__addr$22  = slot[2:1];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -2193,12 +2215,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$140  = \new$138 ;
-  assign \potential$144  = 16'h0000;
-  assign \out$147  = \new$145 ;
-  assign \potential$151  = 16'h0000;
-  assign \out$154  = \new$152 ;
-  assign \potential$158  = 16'h0000;
+  assign \out$141  = \new$139 ;
+  assign \potential$145  = 16'h0000;
+  assign \out$148  = \new$146 ;
+  assign \potential$152  = 16'h0000;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2212,17 +2234,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[26:19];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[8:3];
@@ -2381,6 +2403,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$109.value  = events__payload[20:4];
   assign \items__payload$109.step_end  = events__payload[21];
   assign \items__payload$109.seq_end  = events__payload[22];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[8:3];
@@ -2393,23 +2426,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[26:19];
   assign \new.h  = \new ;
-  assign \new$138.h  = \new$138 ;
-  assign \new$145.h  = \new$145 ;
-  assign \new$152.h  = \new$152 ;
-  assign \trace$159.valid  = \trace$159 [0];
-  assign \trace$159.group  = \trace$159 [2:1];
-  assign \trace$159.step_end  = \trace$159 [3];
-  assign \trace$159.seq_end  = \trace$159 [4];
-  assign \trace$159.state  = \trace$159 [68:5];
-  assign \trace$159.state[0]  = \trace$159 [20:5];
-  assign \trace$159.state[1]  = \trace$159 [36:21];
-  assign \trace$159.state[2]  = \trace$159 [52:37];
-  assign \trace$159.state[3]  = \trace$159 [68:53];
-  assign \trace$159.gate  = \trace$159 [72:69];
-  assign \trace$159.gate[0]  = \trace$159 [69];
-  assign \trace$159.gate[1]  = \trace$159 [70];
-  assign \trace$159.gate[2]  = \trace$159 [71];
-  assign \trace$159.gate[3]  = \trace$159 [72];
+  assign \new$139.h  = \new$139 ;
+  assign \new$146.h  = \new$146 ;
+  assign \new$153.h  = \new$153 ;
+  assign \trace$160.valid  = \trace$160 [0];
+  assign \trace$160.group  = \trace$160 [2:1];
+  assign \trace$160.step_end  = \trace$160 [3];
+  assign \trace$160.seq_end  = \trace$160 [4];
+  assign \trace$160.state  = \trace$160 [68:5];
+  assign \trace$160.state[0]  = \trace$160 [20:5];
+  assign \trace$160.state[1]  = \trace$160 [36:21];
+  assign \trace$160.state[2]  = \trace$160 [52:37];
+  assign \trace$160.state[3]  = \trace$160 [68:53];
+  assign \trace$160.gate  = \trace$160 [72:69];
+  assign \trace$160.gate[0]  = \trace$160 [69];
+  assign \trace$160.gate[1]  = \trace$160 [70];
+  assign \trace$160.gate[2]  = \trace$160 [71];
+  assign \trace$160.gate[3]  = \trace$160 [72];
   assign entry[75] = slot_c4[13];
   assign entry[74] = \$33 ;
   assign entry[73:72] = slot_c4[2:1];
@@ -3383,7 +3416,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -4832,7 +4865,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$188 , layer1_events
+module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$189 , layer1_events
 , layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
@@ -4892,7 +4925,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \$148 ;
   wire [5:0] \$149 ;
   wire [27:0] \$15 ;
-  reg [31:0] \$150 ;
+  reg [36:0] \$150 ;
   reg [31:0] \$151 ;
   reg [31:0] \$152 ;
   reg [31:0] \$153 ;
@@ -4905,63 +4938,64 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [27:0] \$16 ;
   reg [31:0] \$160 ;
   reg [31:0] \$161 ;
-  reg [36:0] \$162 ;
-  reg \$163 ;
-  reg [31:0] \$164 ;
-  reg [36:0] \$165 ;
+  reg [31:0] \$162 ;
+  reg [36:0] \$163 ;
+  reg \$164 ;
+  reg [31:0] \$165 ;
   reg [36:0] \$166 ;
-  reg [31:0] \$167 ;
-  reg [63:0] \$168 ;
-  reg [95:0] \$169 ;
+  reg [36:0] \$167 ;
+  reg [31:0] \$168 ;
+  reg [63:0] \$169 ;
   wire [27:0] \$17 ;
-  reg [36:0] \$170 ;
+  reg [95:0] \$170 ;
   reg [36:0] \$171 ;
-  reg \$172 ;
-  reg [15:0] \$173 ;
+  reg [36:0] \$172 ;
+  reg \$173 ;
   reg [15:0] \$174 ;
-  reg \$175 ;
-  reg [15:0] \$176 ;
+  reg [15:0] \$175 ;
+  reg \$176 ;
   reg [15:0] \$177 ;
-  reg \$178 ;
+  reg [15:0] \$178 ;
   reg \$179 ;
   wire [27:0] \$18 ;
-  reg [15:0] \$180 ;
-  reg [23:0] \$181 ;
-  reg [15:0] \$182 ;
+  reg \$180 ;
+  reg [15:0] \$181 ;
+  reg [23:0] \$182 ;
   reg [15:0] \$183 ;
-  reg \$184 ;
-  reg [15:0] \$185 ;
+  reg [15:0] \$184 ;
+  reg \$185 ;
   reg [15:0] \$186 ;
-  reg \$187 ;
+  reg [15:0] \$187 ;
   reg \$188 ;
-  reg [15:0] \$189 ;
+  reg \$189 ;
   wire [27:0] \$19 ;
-  reg [23:0] \$190 ;
-  reg [15:0] \$191 ;
+  reg [15:0] \$190 ;
+  reg [23:0] \$191 ;
   reg [15:0] \$192 ;
-  reg \$193 ;
-  reg [15:0] \$194 ;
+  reg [15:0] \$193 ;
+  reg \$194 ;
   reg [15:0] \$195 ;
-  reg \$196 ;
+  reg [15:0] \$196 ;
   reg \$197 ;
-  reg [15:0] \$198 ;
-  reg [23:0] \$199 ;
+  reg \$198 ;
+  reg [15:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [15:0] \$200 ;
+  reg [23:0] \$200 ;
   reg [15:0] \$201 ;
-  reg \$202 ;
-  reg [15:0] \$203 ;
+  reg [15:0] \$202 ;
+  reg \$203 ;
   reg [15:0] \$204 ;
-  reg \$205 ;
+  reg [15:0] \$205 ;
   reg \$206 ;
-  reg [15:0] \$207 ;
-  reg [23:0] \$208 ;
-  reg [72:0] \$209 ;
+  reg \$207 ;
+  reg [15:0] \$208 ;
+  reg [23:0] \$209 ;
   wire [15:0] \$21 ;
-  reg [31:0] \$210 ;
+  reg [72:0] \$210 ;
   reg [31:0] \$211 ;
-  reg [3:0] \$212 ;
+  reg [31:0] \$212 ;
+  reg [3:0] \$213 ;
   wire [24:0] \$22 ;
   wire \$23 ;
   wire [24:0] \$24 ;
@@ -5115,17 +5149,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$170 ;
-  wire \gate$177 ;
-  wire \gate$184 ;
+  wire \gate$171 ;
+  wire \gate$178 ;
+  wire \gate$185 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$168 ;
-  wire \hold$175 ;
-  wire \hold$182 ;
+  wire \hold$169 ;
+  wire \hold$176 ;
+  wire \hold$183 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -5211,12 +5245,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   output [31:0] layer1_weights_writes;
   reg [31:0] layer1_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
-  wire [15:0] \new$174 ;
-  wire [15:0] \new$174.h ;
-  wire [15:0] \new$181 ;
-  wire [15:0] \new$181.h ;
+  wire [15:0] \new$168 ;
+  wire [15:0] \new$168.h ;
+  wire [15:0] \new$175 ;
+  wire [15:0] \new$175.h ;
+  wire [15:0] \new$182 ;
+  wire [15:0] \new$182.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -5263,9 +5297,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$169 ;
-  wire [15:0] \out$176 ;
-  wire [15:0] \out$183 ;
+  wire [15:0] \out$170 ;
+  wire [15:0] \out$177 ;
+  wire [15:0] \out$184 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -5315,9 +5349,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
   wire [31:0] \port__data$15 ;
-  wire [31:0] \port__data$156 ;
-  wire [63:0] \port__data$157 ;
-  wire [95:0] \port__data$159 ;
+  wire [31:0] \port__data$157 ;
+  wire [63:0] \port__data$158 ;
+  wire [95:0] \port__data$160 ;
   wire [63:0] \port__data$32 ;
   wire [127:0] \port__data$35 ;
   wire [223:0] \port__data$36 ;
@@ -5338,9 +5372,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   (* init = 1'h0 *)
   wire \port__en$67 ;
   wire [15:0] potential;
-  wire [15:0] \potential$173 ;
-  wire [15:0] \potential$180 ;
-  wire [15:0] \potential$187 ;
+  wire [15:0] \potential$174 ;
+  wire [15:0] \potential$181 ;
+  wire [15:0] \potential$188 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -5352,10 +5386,10 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
-  wire \saturated$178 ;
-  wire \saturated$185 ;
+  wire \saturated$165 ;
+  wire \saturated$172 ;
+  wire \saturated$179 ;
+  wire \saturated$186 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -5381,6 +5415,18 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [16:0] \slot.value ;
+  reg [36:0] slot_c1 = 37'h0000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [16:0] \slot_c1.value ;
   reg [36:0] slot_c2 = 37'h0000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5448,22 +5494,22 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [72:0] trace;
-  output [72:0] \trace$188 ;
-  reg [72:0] \trace$188  = 73'h0000000000000000000;
-  wire [3:0] \trace$188.gate ;
-  wire \trace$188.gate[0] ;
-  wire \trace$188.gate[1] ;
-  wire \trace$188.gate[2] ;
-  wire \trace$188.gate[3] ;
-  wire [1:0] \trace$188.group ;
-  wire \trace$188.seq_end ;
-  wire [63:0] \trace$188.state ;
-  wire [15:0] \trace$188.state[0] ;
-  wire [15:0] \trace$188.state[1] ;
-  wire [15:0] \trace$188.state[2] ;
-  wire [15:0] \trace$188.state[3] ;
-  wire \trace$188.step_end ;
-  wire \trace$188.valid ;
+  output [72:0] \trace$189 ;
+  reg [72:0] \trace$189  = 73'h0000000000000000000;
+  wire [3:0] \trace$189.gate ;
+  wire \trace$189.gate[0] ;
+  wire \trace$189.gate[1] ;
+  wire \trace$189.gate[2] ;
+  wire \trace$189.gate[3] ;
+  wire [1:0] \trace$189.group ;
+  wire \trace$189.seq_end ;
+  wire [63:0] \trace$189.state ;
+  wire [15:0] \trace$189.state[0] ;
+  wire [15:0] \trace$189.state[1] ;
+  wire [15:0] \trace$189.state[2] ;
+  wire [15:0] \trace$189.state[3] ;
+  wire \trace$189.step_end ;
+  wire \trace$189.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -5494,21 +5540,21 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [7:0] \weights[5] ;
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
-  reg [223:0] \acc$203  [3:0];
+  reg [223:0] \acc$204  [3:0];
   initial begin
-    \acc$203 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$203 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$203 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$203 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$204 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$204 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$204 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$204 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (finalize)
-      \acc$203 [slot_c3[2:1]] <= \port__data$45 ;
+      \acc$204 [slot_c3[2:1]] <= \port__data$45 ;
   end
   reg [223:0] _0_;
   always @(posedge clk) begin
     if (\port__en$20 ) begin
-      _0_ <= \acc$203 [\port__addr$26 ];
+      _0_ <= \acc$204 [\port__addr$26 ];
     end
   end
   assign \port__data$36  = _0_;
@@ -5540,34 +5586,34 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   reg [127:0] _1_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _1_ <= bias[slot[2:1]];
+      _1_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$35  = _1_;
-  reg [31:0] \params$201  [3:0];
+  reg [31:0] \params$202  [3:0];
   initial begin
-    \params$201 [0] = 32'd1010511169;
-    \params$201 [1] = 32'd725956668;
-    \params$201 [2] = 32'd960906304;
-    \params$201 [3] = 32'd1128217413;
+    \params$202 [0] = 32'd1010511169;
+    \params$202 [1] = 32'd725956668;
+    \params$202 [2] = 32'd960906304;
+    \params$202 [3] = 32'd1128217413;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$201 [\config [5:4]][7:0] <= \port__data$15 [7:0];
+      \params$202 [\config [5:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$201 [\config [5:4]][15:8] <= \port__data$15 [15:8];
+      \params$202 [\config [5:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$201 [\config [5:4]][23:16] <= \port__data$15 [23:16];
+      \params$202 [\config [5:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$201 [\config [5:4]][31:24] <= \port__data$15 [31:24];
+      \params$202 [\config [5:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _2_ <= \params$201 [\port__addr$38 ];
+      _2_ <= \params$202 [\port__addr$38 ];
     end
   end
-  assign \port__data$156  = _2_;
+  assign \port__data$157  = _2_;
   reg [95:0] pool [3:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -5585,7 +5631,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
       _3_ <= pool[\port__addr$40 ];
     end
   end
-  assign \port__data$159  = _3_;
+  assign \port__data$160  = _3_;
   reg [63:0] state [3:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -5603,96 +5649,96 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
       _4_ <= state[\port__addr$39 ];
     end
   end
-  assign \port__data$157  = _4_;
-  reg [63:0] \weights$199  [63:0];
+  assign \port__data$158  = _4_;
+  reg [63:0] \weights$200  [63:0];
   initial begin
-    \weights$199 [0] = 64'he72335f1d3353609;
-    \weights$199 [1] = 64'hdb0ccc92da0b3a24;
-    \weights$199 [2] = 64'h021a02270edf3810;
-    \weights$199 [3] = 64'hf195d12c50f0d345;
-    \weights$199 [4] = 64'hc5d4e437e4123319;
-    \weights$199 [5] = 64'hf7c01a6820ca65ed;
-    \weights$199 [6] = 64'h43200dbd082e0705;
-    \weights$199 [7] = 64'hf72dd57bd3d2d253;
-    \weights$199 [8] = 64'h022ff5eca8ad361b;
-    \weights$199 [9] = 64'h38ecdf25c2c2c6bf;
-    \weights$199 [10] = 64'h0f20f1cb3bef08e0;
-    \weights$199 [11] = 64'hcecf3ce3ee2b2ae2;
-    \weights$199 [12] = 64'h07bbe4ad0ed207ea;
-    \weights$199 [13] = 64'hfe0a01f312370110;
-    \weights$199 [14] = 64'h98fdc81a1acadfd8;
-    \weights$199 [15] = 64'h0e142ed93814f912;
-    \weights$199 [16] = 64'h22f9c8f5caca3cd6;
-    \weights$199 [17] = 64'hf9efeef4dca74cf5;
-    \weights$199 [18] = 64'h2c42e0100b3502db;
-    \weights$199 [19] = 64'hec49a909edfb352d;
-    \weights$199 [20] = 64'h01d0d3e924d1dc0f;
-    \weights$199 [21] = 64'h1be219122560432c;
-    \weights$199 [22] = 64'h64b5103f412ca03f;
-    \weights$199 [23] = 64'hb21ef2b5b959dc5e;
-    \weights$199 [24] = 64'h03f1574830632bc6;
-    \weights$199 [25] = 64'hfce12ae9e7dc21e2;
-    \weights$199 [26] = 64'he6ebea223811caf4;
-    \weights$199 [27] = 64'hf103d7dcbe1b3f0d;
-    \weights$199 [28] = 64'h2aedd8bde3b71d5e;
-    \weights$199 [29] = 64'hcc18e1d22a15cdd3;
-    \weights$199 [30] = 64'h34b3f824fec20209;
-    \weights$199 [31] = 64'h16e9fee206262ff7;
-    \weights$199 [32] = 64'h4ab400d3fac8da06;
-    \weights$199 [33] = 64'hd82a2da200c22f45;
-    \weights$199 [34] = 64'h091d0209befddee6;
-    \weights$199 [35] = 64'h0710e0634801fe4c;
-    \weights$199 [36] = 64'hedc5e7d2f8da4ddd;
-    \weights$199 [37] = 64'h0642cbbfed440355;
-    \weights$199 [38] = 64'h172a39ddd6061097;
-    \weights$199 [39] = 64'he029b2e840d409d6;
-    \weights$199 [40] = 64'hed84f5e20b13ec17;
-    \weights$199 [41] = 64'h03edeee5361106e0;
-    \weights$199 [42] = 64'hfcde1f11fc2a0601;
-    \weights$199 [43] = 64'h1633c80b0533d4fb;
-    \weights$199 [44] = 64'h31d3354630df0eee;
-    \weights$199 [45] = 64'h31ea473504c60cf9;
-    \weights$199 [46] = 64'heb46130b190af861;
-    \weights$199 [47] = 64'hf1ebfcd33f2bfa07;
-    \weights$199 [48] = 64'h3b1107e5c1e8daec;
-    \weights$199 [49] = 64'h3356e51d13cebcff;
-    \weights$199 [50] = 64'h3de44e050c27cc0d;
-    \weights$199 [51] = 64'hf2eb4de23b7123b1;
-    \weights$199 [52] = 64'hcf01bcf02ec01120;
-    \weights$199 [53] = 64'h3f22af6526a71936;
-    \weights$199 [54] = 64'h2d1f61c540392404;
-    \weights$199 [55] = 64'h3fc5e13f3fe5d853;
-    \weights$199 [56] = 64'h365017fdf2f63616;
-    \weights$199 [57] = 64'hbc43c4f6f60153f8;
-    \weights$199 [58] = 64'h340bcd27bd0fe30b;
-    \weights$199 [59] = 64'hcb3628f3e4eb2d21;
-    \weights$199 [60] = 64'h57e01b1918eaf2c9;
-    \weights$199 [61] = 64'hd739c0cae4c9343c;
-    \weights$199 [62] = 64'haba7f3df69e9ef11;
-    \weights$199 [63] = 64'hfeedc6d51e2228a8;
+    \weights$200 [0] = 64'he72335f1d3353609;
+    \weights$200 [1] = 64'hdb0ccc92da0b3a24;
+    \weights$200 [2] = 64'h021a02270edf3810;
+    \weights$200 [3] = 64'hf195d12c50f0d345;
+    \weights$200 [4] = 64'hc5d4e437e4123319;
+    \weights$200 [5] = 64'hf7c01a6820ca65ed;
+    \weights$200 [6] = 64'h43200dbd082e0705;
+    \weights$200 [7] = 64'hf72dd57bd3d2d253;
+    \weights$200 [8] = 64'h022ff5eca8ad361b;
+    \weights$200 [9] = 64'h38ecdf25c2c2c6bf;
+    \weights$200 [10] = 64'h0f20f1cb3bef08e0;
+    \weights$200 [11] = 64'hcecf3ce3ee2b2ae2;
+    \weights$200 [12] = 64'h07bbe4ad0ed207ea;
+    \weights$200 [13] = 64'hfe0a01f312370110;
+    \weights$200 [14] = 64'h98fdc81a1acadfd8;
+    \weights$200 [15] = 64'h0e142ed93814f912;
+    \weights$200 [16] = 64'h22f9c8f5caca3cd6;
+    \weights$200 [17] = 64'hf9efeef4dca74cf5;
+    \weights$200 [18] = 64'h2c42e0100b3502db;
+    \weights$200 [19] = 64'hec49a909edfb352d;
+    \weights$200 [20] = 64'h01d0d3e924d1dc0f;
+    \weights$200 [21] = 64'h1be219122560432c;
+    \weights$200 [22] = 64'h64b5103f412ca03f;
+    \weights$200 [23] = 64'hb21ef2b5b959dc5e;
+    \weights$200 [24] = 64'h03f1574830632bc6;
+    \weights$200 [25] = 64'hfce12ae9e7dc21e2;
+    \weights$200 [26] = 64'he6ebea223811caf4;
+    \weights$200 [27] = 64'hf103d7dcbe1b3f0d;
+    \weights$200 [28] = 64'h2aedd8bde3b71d5e;
+    \weights$200 [29] = 64'hcc18e1d22a15cdd3;
+    \weights$200 [30] = 64'h34b3f824fec20209;
+    \weights$200 [31] = 64'h16e9fee206262ff7;
+    \weights$200 [32] = 64'h4ab400d3fac8da06;
+    \weights$200 [33] = 64'hd82a2da200c22f45;
+    \weights$200 [34] = 64'h091d0209befddee6;
+    \weights$200 [35] = 64'h0710e0634801fe4c;
+    \weights$200 [36] = 64'hedc5e7d2f8da4ddd;
+    \weights$200 [37] = 64'h0642cbbfed440355;
+    \weights$200 [38] = 64'h172a39ddd6061097;
+    \weights$200 [39] = 64'he029b2e840d409d6;
+    \weights$200 [40] = 64'hed84f5e20b13ec17;
+    \weights$200 [41] = 64'h03edeee5361106e0;
+    \weights$200 [42] = 64'hfcde1f11fc2a0601;
+    \weights$200 [43] = 64'h1633c80b0533d4fb;
+    \weights$200 [44] = 64'h31d3354630df0eee;
+    \weights$200 [45] = 64'h31ea473504c60cf9;
+    \weights$200 [46] = 64'heb46130b190af861;
+    \weights$200 [47] = 64'hf1ebfcd33f2bfa07;
+    \weights$200 [48] = 64'h3b1107e5c1e8daec;
+    \weights$200 [49] = 64'h3356e51d13cebcff;
+    \weights$200 [50] = 64'h3de44e050c27cc0d;
+    \weights$200 [51] = 64'hf2eb4de23b7123b1;
+    \weights$200 [52] = 64'hcf01bcf02ec01120;
+    \weights$200 [53] = 64'h3f22af6526a71936;
+    \weights$200 [54] = 64'h2d1f61c540392404;
+    \weights$200 [55] = 64'h3fc5e13f3fe5d853;
+    \weights$200 [56] = 64'h365017fdf2f63616;
+    \weights$200 [57] = 64'hbc43c4f6f60153f8;
+    \weights$200 [58] = 64'h340bcd27bd0fe30b;
+    \weights$200 [59] = 64'hcb3628f3e4eb2d21;
+    \weights$200 [60] = 64'h57e01b1918eaf2c9;
+    \weights$200 [61] = 64'hd739c0cae4c9343c;
+    \weights$200 [62] = 64'haba7f3df69e9ef11;
+    \weights$200 [63] = 64'hfeedc6d51e2228a8;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$199 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$200 [\config [9:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$199 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$200 [\config [9:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$199 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$200 [\config [9:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$199 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$200 [\config [9:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$199 [\config [9:4]][39:32] <= port__data[39:32];
+      \weights$200 [\config [9:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$199 [\config [9:4]][47:40] <= port__data[47:40];
+      \weights$200 [\config [9:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$199 [\config [9:4]][55:48] <= port__data[55:48];
+      \weights$200 [\config [9:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$199 [\config [9:4]][63:56] <= port__data[63:56];
+      \weights$200 [\config [9:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _5_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _5_ <= \weights$199 [\$8 [5:0]];
+      _5_ <= \weights$200 [\$8 [5:0]];
     end
   end
   assign \port__data$32  = _5_;
@@ -5705,11 +5751,11 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$5  = \config [3:1] == 3'h5;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot[9:3] + slot[19:16];
-  assign \$9  = ~ slot[15];
-  assign \$10  = slot[0] & \$9 ;
-  assign use_acc = ~ slot[13];
-  assign \$11  = slot[0] & slot[10];
+  assign \$8  = slot_c1[9:3] + slot_c1[19:16];
+  assign \$9  = ~ slot_c1[15];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign use_acc = ~ slot_c1[13];
+  assign \$11  = slot_c1[0] & slot_c1[10];
   assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$32 ;
   assign \$12  = use_acc2 ? \port__data$36 [27:0] : { \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15:0] };
   assign \$13  = use_acc2 ? \port__data$36 [55:28] : { \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31:16] };
@@ -5849,131 +5895,133 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$148  = r_en & i__valid;
   assign \$149  = \$147  - \$148 ;
   always @(posedge clk)
-    layer1_weights_reads <= \$150 ;
+    slot_c1 <= \$150 ;
   always @(posedge clk)
-    layer1_weights_writes <= \$151 ;
+    layer1_weights_reads <= \$151 ;
   always @(posedge clk)
-    layer1_bias_reads <= \$152 ;
+    layer1_weights_writes <= \$152 ;
   always @(posedge clk)
-    layer1_bias_writes <= \$153 ;
+    layer1_bias_reads <= \$153 ;
   always @(posedge clk)
-    layer1_params_reads <= \$154 ;
+    layer1_bias_writes <= \$154 ;
   always @(posedge clk)
-    layer1_params_writes <= \$155 ;
+    layer1_params_reads <= \$155 ;
   always @(posedge clk)
-    layer1_state_reads <= \$156 ;
+    layer1_params_writes <= \$156 ;
   always @(posedge clk)
-    layer1_state_writes <= \$157 ;
+    layer1_state_reads <= \$157 ;
   always @(posedge clk)
-    layer1_acc_reads <= \$158 ;
+    layer1_state_writes <= \$158 ;
   always @(posedge clk)
-    layer1_acc_writes <= \$159 ;
+    layer1_acc_reads <= \$159 ;
   always @(posedge clk)
-    layer1_pool_reads <= \$160 ;
+    layer1_acc_writes <= \$160 ;
   always @(posedge clk)
-    layer1_pool_writes <= \$161 ;
+    layer1_pool_reads <= \$161 ;
   always @(posedge clk)
-    slot_c2 <= \$162 ;
+    layer1_pool_writes <= \$162 ;
   always @(posedge clk)
-    use_acc2 <= \$163 ;
+    slot_c2 <= \$163 ;
   always @(posedge clk)
-    layer1_macs <= \$164 ;
+    use_acc2 <= \$164 ;
   always @(posedge clk)
-    slot_c2a <= \$165 ;
+    layer1_macs <= \$165 ;
   always @(posedge clk)
-    slot_c2b <= \$166 ;
+    slot_c2a <= \$166 ;
   always @(posedge clk)
-    params_c3 <= \$167 ;
+    slot_c2b <= \$167 ;
   always @(posedge clk)
-    state_c3 <= \$168 ;
+    params_c3 <= \$168 ;
   always @(posedge clk)
-    pool_c3 <= \$169 ;
+    state_c3 <= \$169 ;
   always @(posedge clk)
-    slot_c3 <= \$170 ;
+    pool_c3 <= \$170 ;
   always @(posedge clk)
-    slot_c4 <= \$171 ;
+    slot_c3 <= \$171 ;
   always @(posedge clk)
-    \port__en$64  <= \$172 ;
+    slot_c4 <= \$172 ;
   always @(posedge clk)
-    new_c4_0 <= \$173 ;
+    \port__en$64  <= \$173 ;
   always @(posedge clk)
-    old_c4_0 <= \$174 ;
+    new_c4_0 <= \$174 ;
   always @(posedge clk)
-    hold_c4_0 <= \$175 ;
+    old_c4_0 <= \$175 ;
   always @(posedge clk)
-    out_c4_0 <= \$176 ;
+    hold_c4_0 <= \$176 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$177 ;
+    out_c4_0 <= \$177 ;
   always @(posedge clk)
-    gate_c4_0 <= \$178 ;
+    old_out_c4_0 <= \$178 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$179 ;
+    gate_c4_0 <= \$179 ;
   always @(posedge clk)
-    potential_c4_0 <= \$180 ;
+    saturated_c4_0 <= \$180 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$181 ;
+    potential_c4_0 <= \$181 ;
   always @(posedge clk)
-    new_c4_1 <= \$182 ;
+    old_pool_c4_0 <= \$182 ;
   always @(posedge clk)
-    old_c4_1 <= \$183 ;
+    new_c4_1 <= \$183 ;
   always @(posedge clk)
-    hold_c4_1 <= \$184 ;
+    old_c4_1 <= \$184 ;
   always @(posedge clk)
-    out_c4_1 <= \$185 ;
+    hold_c4_1 <= \$185 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$186 ;
+    out_c4_1 <= \$186 ;
   always @(posedge clk)
-    gate_c4_1 <= \$187 ;
+    old_out_c4_1 <= \$187 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$188 ;
+    gate_c4_1 <= \$188 ;
   always @(posedge clk)
-    potential_c4_1 <= \$189 ;
+    saturated_c4_1 <= \$189 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$190 ;
+    potential_c4_1 <= \$190 ;
   always @(posedge clk)
-    new_c4_2 <= \$191 ;
+    old_pool_c4_1 <= \$191 ;
   always @(posedge clk)
-    old_c4_2 <= \$192 ;
+    new_c4_2 <= \$192 ;
   always @(posedge clk)
-    hold_c4_2 <= \$193 ;
+    old_c4_2 <= \$193 ;
   always @(posedge clk)
-    out_c4_2 <= \$194 ;
+    hold_c4_2 <= \$194 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$195 ;
+    out_c4_2 <= \$195 ;
   always @(posedge clk)
-    gate_c4_2 <= \$196 ;
+    old_out_c4_2 <= \$196 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$197 ;
+    gate_c4_2 <= \$197 ;
   always @(posedge clk)
-    potential_c4_2 <= \$198 ;
+    saturated_c4_2 <= \$198 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$199 ;
+    potential_c4_2 <= \$199 ;
   always @(posedge clk)
-    new_c4_3 <= \$200 ;
+    old_pool_c4_2 <= \$200 ;
   always @(posedge clk)
-    old_c4_3 <= \$201 ;
+    new_c4_3 <= \$201 ;
   always @(posedge clk)
-    hold_c4_3 <= \$202 ;
+    old_c4_3 <= \$202 ;
   always @(posedge clk)
-    out_c4_3 <= \$203 ;
+    hold_c4_3 <= \$203 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$204 ;
+    out_c4_3 <= \$204 ;
   always @(posedge clk)
-    gate_c4_3 <= \$205 ;
+    old_out_c4_3 <= \$205 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$206 ;
+    gate_c4_3 <= \$206 ;
   always @(posedge clk)
-    potential_c4_3 <= \$207 ;
+    saturated_c4_3 <= \$207 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$208 ;
+    potential_c4_3 <= \$208 ;
   always @(posedge clk)
-    \trace$188  <= \$209 ;
+    old_pool_c4_3 <= \$209 ;
   always @(posedge clk)
-    layer1_events <= \$210 ;
+    \trace$189  <= \$210 ;
   always @(posedge clk)
-    layer1_saturations <= \$211 ;
+    layer1_events <= \$211 ;
   always @(posedge clk)
-    reserved <= \$212 ;
+    layer1_saturations <= \$212 ;
+  always @(posedge clk)
+    reserved <= \$213 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -6036,34 +6084,34 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$164 )
+    .saturated(\saturated$165 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .abs_at_least(\gate$170 ),
+    .abs_at_least(\gate$171 ),
     .acc(\acc$52 ),
-    .h_new(\new$167 ),
-    .hold(\hold$168 ),
+    .h_new(\new$168 ),
+    .hold(\hold$169 ),
     .old(\old$54 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$171 )
+    .saturated(\saturated$172 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .abs_at_least(\gate$177 ),
+    .abs_at_least(\gate$178 ),
     .acc(\acc$55 ),
-    .h_new(\new$174 ),
-    .hold(\hold$175 ),
+    .h_new(\new$175 ),
+    .hold(\hold$176 ),
     .old(\old$57 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$178 )
+    .saturated(\saturated$179 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .abs_at_least(\gate$184 ),
+    .abs_at_least(\gate$185 ),
     .acc(\acc$58 ),
-    .h_new(\new$181 ),
-    .hold(\hold$182 ),
+    .h_new(\new$182 ),
+    .hold(\hold$183 ),
     .old(\old$60 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$185 )
+    .saturated(\saturated$186 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
@@ -6118,7 +6166,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
     \port__addr$26  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
-        \port__addr$26  = slot[2:1];
+        \port__addr$26  = slot_c1[2:1];
       end
     end
   end
@@ -6145,442 +6193,439 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$150  = \$99 [31:0];
+    \$150  = slot;
     if (rst) begin
-      \$150  = 32'd0;
+      \$150  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$151  = \$102 [31:0];
+    \$151  = \$99 [31:0];
     if (rst) begin
       \$151  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$152  = \$104 [31:0];
+    \$152  = \$102 [31:0];
     if (rst) begin
       \$152  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$153  = \$107 [31:0];
+    \$153  = \$104 [31:0];
     if (rst) begin
       \$153  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$154  = \$109 [31:0];
+    \$154  = \$107 [31:0];
     if (rst) begin
       \$154  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$155  = \$112 [31:0];
+    \$155  = \$109 [31:0];
     if (rst) begin
       \$155  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$156  = \$114 [31:0];
+    \$156  = \$112 [31:0];
     if (rst) begin
       \$156  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$157  = \$117 [31:0];
+    \$157  = \$114 [31:0];
     if (rst) begin
       \$157  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$158  = \$119 [31:0];
+    \$158  = \$117 [31:0];
     if (rst) begin
       \$158  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$159  = \$122 [31:0];
+    \$159  = \$119 [31:0];
     if (rst) begin
       \$159  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$160  = \$124 [31:0];
+    \$160  = \$122 [31:0];
     if (rst) begin
       \$160  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$161  = \$127 [31:0];
+    \$161  = \$124 [31:0];
     if (rst) begin
       \$161  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$162  = slot;
+    \$162  = \$127 [31:0];
     if (rst) begin
-      \$162  = 37'h0000000000;
+      \$162  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$163  = use_acc;
+    \$163  = slot_c1;
     if (rst) begin
-      \$163  = 1'h0;
+      \$163  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$164  = layer1_macs;
+    \$164  = use_acc;
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$165  = layer1_macs;
     if (\$131 ) begin
-      \$164  = \$132 [31:0];
+      \$165  = \$132 [31:0];
     end
     if (rst) begin
-      \$164  = 32'd0;
+      \$165  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$165  = slot_c2;
-    if (rst) begin
-      \$165  = 37'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$166  = slot_c2a;
+    \$166  = slot_c2;
     if (rst) begin
       \$166  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$167  = \port__data$156 ;
+    \$167  = slot_c2a;
     if (rst) begin
-      \$167  = 32'd0;
+      \$167  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$168  = \port__data$157 ;
     if (rst) begin
-      \$168  = 64'h0000000000000000;
+      \$168  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$169  = \port__data$159 ;
+    \$169  = \port__data$158 ;
     if (rst) begin
-      \$169  = 96'h000000000000000000000000;
+      \$169  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$170  = slot_c2b;
+    \$170  = \port__data$160 ;
     if (rst) begin
-      \$170  = 37'h0000000000;
+      \$170  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$171  = slot_c3;
+    \$171  = slot_c2b;
     if (rst) begin
       \$171  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$172  = finalize;
+    \$172  = slot_c3;
     if (rst) begin
-      \$172  = 1'h0;
+      \$172  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$173  = \new ;
+    \$173  = finalize;
     if (rst) begin
-      \$173  = 16'h0000;
+      \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$174  = old;
+    \$174  = \new ;
     if (rst) begin
       \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$175  = hold;
+    \$175  = old;
     if (rst) begin
-      \$175  = 1'h0;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$176  = \new ;
+    \$176  = hold;
     if (rst) begin
-      \$176  = 16'h0000;
+      \$176  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$177  = old;
+    \$177  = \new ;
     if (rst) begin
       \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$178  = gate;
+    \$178  = old;
     if (rst) begin
-      \$178  = 1'h0;
+      \$178  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$179  = \saturated$164 ;
+    \$179  = gate;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$180  = 16'h0000;
+    \$180  = \saturated$165 ;
     if (rst) begin
-      \$180  = 16'h0000;
+      \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$181  = \$133 ;
+    \$181  = 16'h0000;
     if (rst) begin
-      \$181  = 24'h000000;
+      \$181  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$182  = \new$167 ;
+    \$182  = \$133 ;
     if (rst) begin
-      \$182  = 16'h0000;
+      \$182  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$183  = \old$54 ;
+    \$183  = \new$168 ;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$184  = \hold$168 ;
+    \$184  = \old$54 ;
     if (rst) begin
-      \$184  = 1'h0;
+      \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$185  = \new$167 ;
+    \$185  = \hold$169 ;
     if (rst) begin
-      \$185  = 16'h0000;
+      \$185  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$186  = \old$54 ;
+    \$186  = \new$168 ;
     if (rst) begin
       \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$187  = \gate$170 ;
+    \$187  = \old$54 ;
     if (rst) begin
-      \$187  = 1'h0;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$188  = \saturated$171 ;
+    \$188  = \gate$171 ;
     if (rst) begin
       \$188  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$189  = 16'h0000;
+    \$189  = \saturated$172 ;
     if (rst) begin
-      \$189  = 16'h0000;
+      \$189  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$190  = \$134 ;
+    \$190  = 16'h0000;
     if (rst) begin
-      \$190  = 24'h000000;
+      \$190  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$191  = \new$174 ;
+    \$191  = \$134 ;
     if (rst) begin
-      \$191  = 16'h0000;
+      \$191  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$192  = \old$57 ;
+    \$192  = \new$175 ;
     if (rst) begin
       \$192  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$193  = \hold$175 ;
+    \$193  = \old$57 ;
     if (rst) begin
-      \$193  = 1'h0;
+      \$193  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$194  = \new$174 ;
+    \$194  = \hold$176 ;
     if (rst) begin
-      \$194  = 16'h0000;
+      \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$195  = \old$57 ;
+    \$195  = \new$175 ;
     if (rst) begin
       \$195  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$196  = \gate$177 ;
+    \$196  = \old$57 ;
     if (rst) begin
-      \$196  = 1'h0;
+      \$196  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$197  = \saturated$178 ;
+    \$197  = \gate$178 ;
     if (rst) begin
       \$197  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$198  = 16'h0000;
+    \$198  = \saturated$179 ;
     if (rst) begin
-      \$198  = 16'h0000;
+      \$198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$199  = \$135 ;
+    \$199  = 16'h0000;
     if (rst) begin
-      \$199  = 24'h000000;
+      \$199  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$200  = \new$181 ;
+    \$200  = \$135 ;
     if (rst) begin
-      \$200  = 16'h0000;
+      \$200  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$201  = \old$60 ;
+    \$201  = \new$182 ;
     if (rst) begin
       \$201  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$202  = \hold$182 ;
+    \$202  = \old$60 ;
     if (rst) begin
-      \$202  = 1'h0;
+      \$202  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$203  = \new$181 ;
+    \$203  = \hold$183 ;
     if (rst) begin
-      \$203  = 16'h0000;
+      \$203  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$204  = \old$60 ;
+    \$204  = \new$182 ;
     if (rst) begin
       \$204  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$205  = \gate$184 ;
+    \$205  = \old$60 ;
     if (rst) begin
-      \$205  = 1'h0;
+      \$205  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$206  = \saturated$185 ;
+    \$206  = \gate$185 ;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$207  = 16'h0000;
+    \$207  = \saturated$186 ;
     if (rst) begin
-      \$207  = 16'h0000;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$208  = \$136 ;
+    \$208  = 16'h0000;
     if (rst) begin
-      \$208  = 24'h000000;
+      \$208  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$209  = trace;
+    \$209  = \$136 ;
     if (rst) begin
-      \$209  = 73'h0000000000000000000;
+      \$209  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$210  = layer1_events;
+    \$210  = trace;
+    if (rst) begin
+      \$210  = 73'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$211  = layer1_events;
     if (\port__en$64 ) begin
-      \$210  = \$141 [31:0];
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$211  = layer1_saturations;
-    if (\port__en$64 ) begin
-      \$211  = \$146 [31:0];
+      \$211  = \$141 [31:0];
     end
     if (rst) begin
       \$211  = 32'd0;
@@ -6588,9 +6633,19 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$212  = \$149 [3:0];
+    \$212  = layer1_saturations;
+    if (\port__en$64 ) begin
+      \$212  = \$146 [31:0];
+    end
     if (rst) begin
-      \$212  = 4'h0;
+      \$212  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$213  = \$149 [3:0];
+    if (rst) begin
+      \$213  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6601,7 +6656,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \port__addr$13  = \config [5:4];
   assign \port__en$14  = \$7 [3:0];
   assign \port__addr$22  = \$8 [5:0];
-  assign \port__addr$24  = slot[2:1];
+  assign \port__addr$24  = slot_c1[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
@@ -6632,12 +6687,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \items__valid$137  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
-  assign \out$176  = \new$174 ;
-  assign \potential$180  = 16'h0000;
-  assign \out$183  = \new$181 ;
-  assign \potential$187  = 16'h0000;
+  assign \out$170  = \new$168 ;
+  assign \potential$174  = 16'h0000;
+  assign \out$177  = \new$175 ;
+  assign \potential$181  = 16'h0000;
+  assign \out$184  = \new$182 ;
+  assign \potential$188  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -6651,17 +6706,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[19:16];
-  assign \slot.value  = slot[36:20];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[19:16];
+  assign \slot_c1.value  = slot_c1[36:20];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[9:3];
@@ -6820,6 +6875,17 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \items__payload$133.value  = events__payload[27:4];
   assign \items__payload$133.step_end  = events__payload[28];
   assign \items__payload$133.seq_end  = events__payload[29];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[36:20];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[2:1];
   assign \slot_c2b.base  = slot_c2b[9:3];
@@ -6836,23 +6902,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$167.h  = \new$167 ;
-  assign \new$174.h  = \new$174 ;
-  assign \new$181.h  = \new$181 ;
-  assign \trace$188.valid  = \trace$188 [0];
-  assign \trace$188.group  = \trace$188 [2:1];
-  assign \trace$188.step_end  = \trace$188 [3];
-  assign \trace$188.seq_end  = \trace$188 [4];
-  assign \trace$188.state  = \trace$188 [68:5];
-  assign \trace$188.state[0]  = \trace$188 [20:5];
-  assign \trace$188.state[1]  = \trace$188 [36:21];
-  assign \trace$188.state[2]  = \trace$188 [52:37];
-  assign \trace$188.state[3]  = \trace$188 [68:53];
-  assign \trace$188.gate  = \trace$188 [72:69];
-  assign \trace$188.gate[0]  = \trace$188 [69];
-  assign \trace$188.gate[1]  = \trace$188 [70];
-  assign \trace$188.gate[2]  = \trace$188 [71];
-  assign \trace$188.gate[3]  = \trace$188 [72];
+  assign \new$168.h  = \new$168 ;
+  assign \new$175.h  = \new$175 ;
+  assign \new$182.h  = \new$182 ;
+  assign \trace$189.valid  = \trace$189 [0];
+  assign \trace$189.group  = \trace$189 [2:1];
+  assign \trace$189.step_end  = \trace$189 [3];
+  assign \trace$189.seq_end  = \trace$189 [4];
+  assign \trace$189.state  = \trace$189 [68:5];
+  assign \trace$189.state[0]  = \trace$189 [20:5];
+  assign \trace$189.state[1]  = \trace$189 [36:21];
+  assign \trace$189.state[2]  = \trace$189 [52:37];
+  assign \trace$189.state[3]  = \trace$189 [68:53];
+  assign \trace$189.gate  = \trace$189 [72:69];
+  assign \trace$189.gate[0]  = \trace$189 [69];
+  assign \trace$189.gate[1]  = \trace$189 [70];
+  assign \trace$189.gate[2]  = \trace$189 [71];
+  assign \trace$189.gate[3]  = \trace$189 [72];
   assign entry[103] = slot_c4[14];
   assign entry[102] = \$97 ;
   assign entry[101:100] = slot_c4[2:1];
@@ -7852,7 +7918,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end
@@ -9306,24 +9372,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [35:0] \$100 ;
-  reg [1:0] \$101 ;
-  reg \$102 ;
-  reg [35:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [42:0] \$105 ;
-  reg \$106 ;
-  reg [143:0] \$107 ;
-  reg \$108 ;
-  reg [35:0] \$109 ;
+  reg \$100 ;
+  reg [35:0] \$101 ;
+  reg [1:0] \$102 ;
+  reg \$103 ;
+  reg [35:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [42:0] \$106 ;
+  reg \$107 ;
+  reg [143:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
-  reg [1:0] \$110 ;
-  reg [42:0] \$111 ;
-  reg \$112 ;
-  reg [143:0] \$113 ;
-  reg [35:0] \$114 ;
-  reg [3:0] \$115 ;
+  reg [35:0] \$110 ;
+  reg [1:0] \$111 ;
+  reg [42:0] \$112 ;
+  reg \$113 ;
+  reg [143:0] \$114 ;
+  reg [35:0] \$115 ;
   reg [3:0] \$116 ;
+  reg [3:0] \$117 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -9408,18 +9475,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$86 ;
   wire \$87 ;
   wire [5:0] \$88 ;
-  reg [31:0] \$89 ;
+  reg [42:0] \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
   reg [31:0] \$91 ;
   reg [31:0] \$92 ;
-  reg [42:0] \$93 ;
-  reg \$94 ;
-  reg [31:0] \$95 ;
-  reg [42:0] \$96 ;
+  reg [31:0] \$93 ;
+  reg [42:0] \$94 ;
+  reg \$95 ;
+  reg [31:0] \$96 ;
   reg [42:0] \$97 ;
   reg [42:0] \$98 ;
-  reg \$99 ;
+  reg [42:0] \$99 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -9585,6 +9652,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  reg [42:0] slot_c1 = 43'h00000000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [23:0] \slot_c1.value ;
   reg [42:0] slot_c2 = 43'h00000000000;
   wire [5:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -9665,75 +9744,75 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$78  [47:0];
+  reg [31:0] \weights$79  [47:0];
   initial begin
-    \weights$78 [0] = 32'd151126989;
-    \weights$78 [1] = 32'd3990939125;
-    \weights$78 [2] = 32'd33149243;
-    \weights$78 [3] = 32'd4043710421;
-    \weights$78 [4] = 32'd203938806;
-    \weights$78 [5] = 32'd3825389324;
-    \weights$78 [6] = 32'd3907912263;
-    \weights$78 [7] = 32'd217446650;
-    \weights$78 [8] = 32'd1191183375;
-    \weights$78 [9] = 32'd3704344890;
-    \weights$78 [10] = 32'd4162580251;
-    \weights$78 [11] = 32'd283112454;
-    \weights$78 [12] = 32'd570142256;
-    \weights$78 [13] = 32'd3894413083;
-    \weights$78 [14] = 32'd4160738544;
-    \weights$78 [15] = 32'd4208595962;
-    \weights$78 [16] = 32'd340255744;
-    \weights$78 [17] = 32'd3807317475;
-    \weights$78 [18] = 32'd4262253020;
-    \weights$78 [19] = 32'd4007452440;
-    \weights$78 [20] = 32'd3438678238;
-    \weights$78 [21] = 32'd4146728462;
-    \weights$78 [22] = 32'd1392064580;
-    \weights$78 [23] = 32'd3926129910;
-    \weights$78 [24] = 32'd753908980;
-    \weights$78 [25] = 32'd3017223384;
-    \weights$78 [26] = 32'd699853820;
-    \weights$78 [27] = 32'd3671447012;
-    \weights$78 [28] = 32'd19727632;
-    \weights$78 [29] = 32'd672744170;
-    \weights$78 [30] = 32'd3944976889;
-    \weights$78 [31] = 32'd3676243550;
-    \weights$78 [32] = 32'd233;
-    \weights$78 [33] = 32'd225;
-    \weights$78 [34] = 32'd42;
-    \weights$78 [35] = 32'd57;
-    \weights$78 [36] = 32'd227;
-    \weights$78 [37] = 32'd43;
-    \weights$78 [38] = 32'd52;
-    \weights$78 [39] = 32'd241;
-    \weights$78 [40] = 32'd250;
-    \weights$78 [41] = 32'd5;
-    \weights$78 [42] = 32'd224;
-    \weights$78 [43] = 32'd0;
-    \weights$78 [44] = 32'd23;
-    \weights$78 [45] = 32'd2;
-    \weights$78 [46] = 32'd33;
-    \weights$78 [47] = 32'd252;
+    \weights$79 [0] = 32'd151126989;
+    \weights$79 [1] = 32'd3990939125;
+    \weights$79 [2] = 32'd33149243;
+    \weights$79 [3] = 32'd4043710421;
+    \weights$79 [4] = 32'd203938806;
+    \weights$79 [5] = 32'd3825389324;
+    \weights$79 [6] = 32'd3907912263;
+    \weights$79 [7] = 32'd217446650;
+    \weights$79 [8] = 32'd1191183375;
+    \weights$79 [9] = 32'd3704344890;
+    \weights$79 [10] = 32'd4162580251;
+    \weights$79 [11] = 32'd283112454;
+    \weights$79 [12] = 32'd570142256;
+    \weights$79 [13] = 32'd3894413083;
+    \weights$79 [14] = 32'd4160738544;
+    \weights$79 [15] = 32'd4208595962;
+    \weights$79 [16] = 32'd340255744;
+    \weights$79 [17] = 32'd3807317475;
+    \weights$79 [18] = 32'd4262253020;
+    \weights$79 [19] = 32'd4007452440;
+    \weights$79 [20] = 32'd3438678238;
+    \weights$79 [21] = 32'd4146728462;
+    \weights$79 [22] = 32'd1392064580;
+    \weights$79 [23] = 32'd3926129910;
+    \weights$79 [24] = 32'd753908980;
+    \weights$79 [25] = 32'd3017223384;
+    \weights$79 [26] = 32'd699853820;
+    \weights$79 [27] = 32'd3671447012;
+    \weights$79 [28] = 32'd19727632;
+    \weights$79 [29] = 32'd672744170;
+    \weights$79 [30] = 32'd3944976889;
+    \weights$79 [31] = 32'd3676243550;
+    \weights$79 [32] = 32'd233;
+    \weights$79 [33] = 32'd225;
+    \weights$79 [34] = 32'd42;
+    \weights$79 [35] = 32'd57;
+    \weights$79 [36] = 32'd227;
+    \weights$79 [37] = 32'd43;
+    \weights$79 [38] = 32'd52;
+    \weights$79 [39] = 32'd241;
+    \weights$79 [40] = 32'd250;
+    \weights$79 [41] = 32'd5;
+    \weights$79 [42] = 32'd224;
+    \weights$79 [43] = 32'd0;
+    \weights$79 [44] = 32'd23;
+    \weights$79 [45] = 32'd2;
+    \weights$79 [46] = 32'd33;
+    \weights$79 [47] = 32'd252;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$78 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$78 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [5:0]];
+      _1_ <= \weights$79 [\$7 [5:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -9743,10 +9822,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h7;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [12:10];
-  assign \$7  = slot[8:3] + slot[18:15];
-  assign \$8  = ~ slot[14];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[9];
+  assign \$7  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$8  = ~ slot_c1[14];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[10];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -9822,61 +9901,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$87  = r_en & results__valid;
   assign \$88  = \$86  - \$87 ;
   always @(posedge clk)
-    readout_weights_reads <= \$89 ;
+    slot_c1 <= \$89 ;
   always @(posedge clk)
-    readout_weights_writes <= \$90 ;
+    readout_weights_reads <= \$90 ;
   always @(posedge clk)
-    readout_bias_reads <= \$91 ;
+    readout_weights_writes <= \$91 ;
   always @(posedge clk)
-    readout_bias_writes <= \$92 ;
+    readout_bias_reads <= \$92 ;
   always @(posedge clk)
-    slot_c2 <= \$93 ;
+    readout_bias_writes <= \$93 ;
   always @(posedge clk)
-    use_acc2 <= \$94 ;
+    slot_c2 <= \$94 ;
   always @(posedge clk)
-    readout_macs <= \$95 ;
+    use_acc2 <= \$95 ;
   always @(posedge clk)
-    slot_c2a <= \$96 ;
+    readout_macs <= \$96 ;
   always @(posedge clk)
-    slot_c2b <= \$97 ;
+    slot_c2a <= \$97 ;
   always @(posedge clk)
-    slot_c3 <= \$98 ;
+    slot_c2b <= \$98 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$99 ;
+    slot_c3 <= \$99 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$100 ;
+    argmax_0_0_valid <= \$100 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$101 ;
+    argmax_0_0_logit <= \$101 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$102 ;
+    argmax_0_0_lane <= \$102 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$103 ;
+    argmax_0_1_valid <= \$103 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$104 ;
+    argmax_0_1_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$105 ;
+    argmax_0_1_lane <= \$105 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$106 ;
+    slot_argmax_0 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$107 ;
+    finalize_argmax_0 <= \$107 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$108 ;
+    logits_argmax_0 <= \$108 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$109 ;
+    argmax_1_0_valid <= \$109 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$110 ;
+    argmax_1_0_logit <= \$110 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$111 ;
+    argmax_1_0_lane <= \$111 ;
   always @(posedge clk)
-    w_en <= \$112 ;
+    slot_argmax_1 <= \$112 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$113 ;
+    w_en <= \$113 ;
   always @(posedge clk)
-    best_logit <= \$114 ;
+    logits_argmax_1 <= \$114 ;
   always @(posedge clk)
-    best_class <= \$115 ;
+    best_logit <= \$115 ;
   always @(posedge clk)
-    reserved <= \$116 ;
+    best_class <= \$116 ;
+  always @(posedge clk)
+    reserved <= \$117 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -9928,207 +10009,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$89  = \$17 [31:0];
+    \$89  = slot;
     if (rst) begin
-      \$89  = 32'd0;
+      \$89  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$90  = \$20 [31:0];
+    \$90  = \$17 [31:0];
     if (rst) begin
       \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$91  = \$22 [31:0];
+    \$91  = \$20 [31:0];
     if (rst) begin
       \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$92  = \$25 [31:0];
+    \$92  = \$22 [31:0];
     if (rst) begin
       \$92  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$93  = slot;
+    \$93  = \$25 [31:0];
     if (rst) begin
-      \$93  = 43'h00000000000;
+      \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$94  = 1'h0;
+    \$94  = slot_c1;
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$95  = readout_macs;
+    \$95  = 1'h0;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$96  = readout_macs;
     if (\$29 ) begin
-      \$95  = \$33 [31:0];
+      \$96  = \$33 [31:0];
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$96  = slot_c2;
-    if (rst) begin
-      \$96  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$97  = slot_c2a;
+    \$97  = slot_c2;
     if (rst) begin
       \$97  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$98  = slot_c2b;
+    \$98  = slot_c2a;
     if (rst) begin
       \$98  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$99  = \$36 ;
+    \$99  = slot_c2b;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$100  = \$43 ;
+    \$100  = \$36 ;
     if (rst) begin
-      \$100  = 36'h000000000;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$101  = { 1'h0, \$50  };
+    \$101  = \$43 ;
     if (rst) begin
-      \$101  = 2'h0;
+      \$101  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$102  = \$54 ;
+    \$102  = { 1'h0, \$50  };
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$103  = \$62 ;
+    \$103  = \$54 ;
     if (rst) begin
-      \$103  = 36'h000000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$104  = \$70 ;
+    \$104  = \$62 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$105  = slot_c3;
+    \$105  = \$70 ;
     if (rst) begin
-      \$105  = 43'h00000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$106  = finalize;
+    \$106  = slot_c3;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$107  = acc;
+    \$107  = finalize;
     if (rst) begin
-      \$107  = 144'h000000000000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$108  = \$72 ;
+    \$108  = acc;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$109  = \$78 ;
+    \$109  = \$72 ;
     if (rst) begin
-      \$109  = 36'h000000000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$110  = \$84 ;
+    \$110  = \$78 ;
     if (rst) begin
-      \$110  = 2'h0;
+      \$110  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$111  = slot_argmax_0;
+    \$111  = \$84 ;
     if (rst) begin
-      \$111  = 43'h00000000000;
+      \$111  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$112  = finalize_argmax_0;
+    \$112  = slot_argmax_0;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$113  = logits_argmax_0;
+    \$113  = finalize_argmax_0;
     if (rst) begin
-      \$113  = 144'h000000000000000000000000000000000000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$114  = best_logit;
+    \$114  = logits_argmax_0;
+    if (rst) begin
+      \$114  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$115  = best_logit;
     if (\$85 ) begin
-      \$114  = argmax_1_0_logit;
+      \$115  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$114  = 36'h000000000;
+      \$115  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$115  = best_class;
+    \$116  = best_class;
     if (\$85 ) begin
-      \$115  = \$15 [3:0];
+      \$116  = \$15 [3:0];
     end
-    if (rst) begin
-      \$115  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$116  = \$88 [3:0];
     if (rst) begin
       \$116  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$117  = \$88 [3:0];
+    if (rst) begin
+      \$117  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -10139,7 +10227,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -10163,17 +10251,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [9:4];
   assign \config.elem  = \config [12:10];
   assign \config.value  = \config [44:13];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[42:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[42:19];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[8:3];
@@ -10237,6 +10325,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[146];
   assign \results__payload.class_index  = results__payload[150:147];
   assign \results__payload.seq_end  = results__payload[151];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[42:19];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[8:3];
@@ -10844,7 +10943,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end

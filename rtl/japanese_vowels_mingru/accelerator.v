@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$180 (trace_0)
+    .\trace$181 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$181 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -577,7 +577,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [4:0] \$133 ;
   wire \$134 ;
   wire [5:0] \$135 ;
-  reg [31:0] \$136 ;
+  reg [28:0] \$136 ;
   reg [31:0] \$137 ;
   reg [31:0] \$138 ;
   reg [31:0] \$139 ;
@@ -588,62 +588,63 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$143 ;
   reg [31:0] \$144 ;
   reg [31:0] \$145 ;
-  reg [28:0] \$146 ;
-  reg \$147 ;
-  reg [31:0] \$148 ;
-  reg [28:0] \$149 ;
+  reg [31:0] \$146 ;
+  reg [28:0] \$147 ;
+  reg \$148 ;
+  reg [31:0] \$149 ;
   wire [24:0] \$15 ;
   reg [28:0] \$150 ;
-  reg [55:0] \$151 ;
-  reg [63:0] \$152 ;
-  reg [95:0] \$153 ;
-  reg [28:0] \$154 ;
+  reg [28:0] \$151 ;
+  reg [55:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [95:0] \$154 ;
   reg [28:0] \$155 ;
-  reg \$156 ;
-  reg [15:0] \$157 ;
+  reg [28:0] \$156 ;
+  reg \$157 ;
   reg [15:0] \$158 ;
-  reg \$159 ;
+  reg [15:0] \$159 ;
   wire \$16 ;
-  reg [15:0] \$160 ;
+  reg \$160 ;
   reg [15:0] \$161 ;
-  reg [6:0] \$162 ;
-  reg \$163 ;
-  reg [15:0] \$164 ;
-  reg [23:0] \$165 ;
-  reg [15:0] \$166 ;
+  reg [15:0] \$162 ;
+  reg [6:0] \$163 ;
+  reg \$164 ;
+  reg [15:0] \$165 ;
+  reg [23:0] \$166 ;
   reg [15:0] \$167 ;
-  reg \$168 ;
-  reg [15:0] \$169 ;
+  reg [15:0] \$168 ;
+  reg \$169 ;
   wire [24:0] \$17 ;
   reg [15:0] \$170 ;
-  reg [6:0] \$171 ;
-  reg \$172 ;
-  reg [15:0] \$173 ;
-  reg [23:0] \$174 ;
-  reg [15:0] \$175 ;
+  reg [15:0] \$171 ;
+  reg [6:0] \$172 ;
+  reg \$173 ;
+  reg [15:0] \$174 ;
+  reg [23:0] \$175 ;
   reg [15:0] \$176 ;
-  reg \$177 ;
-  reg [15:0] \$178 ;
+  reg [15:0] \$177 ;
+  reg \$178 ;
   reg [15:0] \$179 ;
   wire [24:0] \$18 ;
-  reg [6:0] \$180 ;
-  reg \$181 ;
-  reg [15:0] \$182 ;
-  reg [23:0] \$183 ;
-  reg [15:0] \$184 ;
+  reg [15:0] \$180 ;
+  reg [6:0] \$181 ;
+  reg \$182 ;
+  reg [15:0] \$183 ;
+  reg [23:0] \$184 ;
   reg [15:0] \$185 ;
-  reg \$186 ;
-  reg [15:0] \$187 ;
+  reg [15:0] \$186 ;
+  reg \$187 ;
   reg [15:0] \$188 ;
-  reg [6:0] \$189 ;
+  reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg \$190 ;
-  reg [15:0] \$191 ;
-  reg [23:0] \$192 ;
-  reg [97:0] \$193 ;
-  reg [31:0] \$194 ;
+  reg [6:0] \$190 ;
+  reg \$191 ;
+  reg [15:0] \$192 ;
+  reg [23:0] \$193 ;
+  reg [97:0] \$194 ;
   reg [31:0] \$195 ;
-  reg [3:0] \$196 ;
+  reg [31:0] \$196 ;
+  reg [3:0] \$197 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -800,17 +801,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$162 ;
-  wire [6:0] \gate$169 ;
-  wire [6:0] \gate$176 ;
+  wire [6:0] \gate$163 ;
+  wire [6:0] \gate$170 ;
+  wire [6:0] \gate$177 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$160 ;
-  wire \hold$167 ;
-  wire \hold$174 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
+  wire \hold$175 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -892,12 +893,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$159 ;
-  wire [15:0] \new$159.h ;
-  wire [15:0] \new$166 ;
-  wire [15:0] \new$166.h ;
-  wire [15:0] \new$173 ;
-  wire [15:0] \new$173.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
+  wire [15:0] \new$174 ;
+  wire [15:0] \new$174.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -944,9 +945,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$161 ;
-  wire [15:0] \out$168 ;
-  wire [15:0] \out$175 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
+  wire [15:0] \out$176 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1001,10 +1002,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$59 ;
   wire [31:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [55:0] \port__data$148 ;
-  wire [63:0] \port__data$149 ;
+  wire [55:0] \port__data$149 ;
   wire [55:0] \port__data$15 ;
-  wire [95:0] \port__data$151 ;
+  wire [63:0] \port__data$150 ;
+  wire [95:0] \port__data$152 ;
   wire [31:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -1021,9 +1022,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$165 ;
-  wire [15:0] \potential$172 ;
-  wire [15:0] \potential$179 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$180 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1035,10 +1036,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$156 ;
-  wire \saturated$163 ;
-  wire \saturated$170 ;
-  wire \saturated$177 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
+  wire \saturated$178 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1064,6 +1065,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
+  reg [28:0] slot_c1 = 29'h00000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [2:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
   reg [28:0] slot_c2 = 29'h00000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1131,22 +1144,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$180 ;
-  reg [97:0] \trace$180  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$180.gate ;
-  wire [6:0] \trace$180.gate[0] ;
-  wire [6:0] \trace$180.gate[1] ;
-  wire [6:0] \trace$180.gate[2] ;
-  wire [6:0] \trace$180.gate[3] ;
-  wire [2:0] \trace$180.group ;
-  wire \trace$180.seq_end ;
-  wire [63:0] \trace$180.state ;
-  wire [15:0] \trace$180.state[0] ;
-  wire [15:0] \trace$180.state[1] ;
-  wire [15:0] \trace$180.state[2] ;
-  wire [15:0] \trace$180.state[3] ;
-  wire \trace$180.step_end ;
-  wire \trace$180.valid ;
+  output [97:0] \trace$181 ;
+  reg [97:0] \trace$181  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$181.gate ;
+  wire [6:0] \trace$181.gate[0] ;
+  wire [6:0] \trace$181.gate[1] ;
+  wire [6:0] \trace$181.gate[2] ;
+  wire [6:0] \trace$181.gate[3] ;
+  wire [2:0] \trace$181.group ;
+  wire \trace$181.seq_end ;
+  wire [63:0] \trace$181.state ;
+  wire [15:0] \trace$181.state[0] ;
+  wire [15:0] \trace$181.state[1] ;
+  wire [15:0] \trace$181.state[2] ;
+  wire [15:0] \trace$181.state[3] ;
+  wire \trace$181.step_end ;
+  wire \trace$181.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1209,46 +1222,46 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[3:1]];
+      _0_ <= bias[slot_c1[3:1]];
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$193  [7:0];
+  reg [55:0] \params$194  [7:0];
   initial begin
-    \params$193 [0] = 56'h07f41fd07f41fe;
-    \params$193 [1] = 56'h07f427d09f427d;
-    \params$193 [2] = 56'h07f41fd07f81fd;
-    \params$193 [3] = 56'h07f41fd07f41fd;
-    \params$193 [4] = 56'h07f81fd07f41fd;
-    \params$193 [5] = 56'h07f81fd07f41fd;
-    \params$193 [6] = 56'h07f41fd07f41fd;
-    \params$193 [7] = 56'h07f41fd07f41fd;
+    \params$194 [0] = 56'h07f41fd07f41fe;
+    \params$194 [1] = 56'h07f427d09f427d;
+    \params$194 [2] = 56'h07f41fd07f81fd;
+    \params$194 [3] = 56'h07f41fd07f41fd;
+    \params$194 [4] = 56'h07f81fd07f41fd;
+    \params$194 [5] = 56'h07f81fd07f41fd;
+    \params$194 [6] = 56'h07f41fd07f41fd;
+    \params$194 [7] = 56'h07f41fd07f41fd;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$193 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$194 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$193 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$194 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$193 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$194 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$193 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$194 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$193 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$194 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$193 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$194 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$193 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$194 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$193 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$194 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$193 [\port__addr$34 ];
+      _1_ <= \params$194 [\port__addr$34 ];
     end
   end
-  assign \port__data$148  = _1_;
+  assign \port__data$149  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1270,7 +1283,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$151  = _2_;
+  assign \port__data$152  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1292,128 +1305,128 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$149  = _3_;
-  reg [31:0] \weights$191  [95:0];
+  assign \port__data$150  = _3_;
+  reg [31:0] \weights$192  [95:0];
   initial begin
-    \weights$191 [0] = 32'd1555892491;
-    \weights$191 [1] = 32'd1184902148;
-    \weights$191 [2] = 32'd3306484222;
-    \weights$191 [3] = 32'd842740026;
-    \weights$191 [4] = 32'd282861568;
-    \weights$191 [5] = 32'd793587894;
-    \weights$191 [6] = 32'd3823099436;
-    \weights$191 [7] = 32'd4261538614;
-    \weights$191 [8] = 32'd3440259363;
-    \weights$191 [9] = 32'd201245694;
-    \weights$191 [10] = 32'd305066492;
-    \weights$191 [11] = 32'd3526214365;
-    \weights$191 [12] = 32'd3997077820;
-    \weights$191 [13] = 32'd569581920;
-    \weights$191 [14] = 32'd1069681365;
-    \weights$191 [15] = 32'd508580019;
-    \weights$191 [16] = 32'd1076863649;
-    \weights$191 [17] = 32'd3453738910;
-    \weights$191 [18] = 32'd24162917;
-    \weights$191 [19] = 32'd1071206749;
-    \weights$191 [20] = 32'd4122981135;
-    \weights$191 [21] = 32'd815944782;
-    \weights$191 [22] = 32'd205815116;
-    \weights$191 [23] = 32'd763232415;
-    \weights$191 [24] = 32'd4278514673;
-    \weights$191 [25] = 32'd566285315;
-    \weights$191 [26] = 32'd3318763017;
-    \weights$191 [27] = 32'd3204576540;
-    \weights$191 [28] = 32'd282861010;
-    \weights$191 [29] = 32'd3186676769;
-    \weights$191 [30] = 32'd1057764159;
-    \weights$191 [31] = 32'd101604110;
-    \weights$191 [32] = 32'd4093758797;
-    \weights$191 [33] = 32'd338419713;
-    \weights$191 [34] = 32'd852410636;
-    \weights$191 [35] = 32'd269546158;
-    \weights$191 [36] = 32'd3022787501;
-    \weights$191 [37] = 32'd1087556363;
-    \weights$191 [38] = 32'd572723716;
-    \weights$191 [39] = 32'd1109413649;
-    \weights$191 [40] = 32'd4079342078;
-    \weights$191 [41] = 32'd4064337738;
-    \weights$191 [42] = 32'd3455917034;
-    \weights$191 [43] = 32'd852839405;
-    \weights$191 [44] = 32'd4006739773;
-    \weights$191 [45] = 32'd3779842369;
-    \weights$191 [46] = 32'd842198819;
-    \weights$191 [47] = 32'd66982158;
-    \weights$191 [48] = 32'd4280995836;
-    \weights$191 [49] = 32'd1042240995;
-    \weights$191 [50] = 32'd3271822619;
-    \weights$191 [51] = 32'd1159586509;
-    \weights$191 [52] = 32'd3302949467;
-    \weights$191 [53] = 32'd62125280;
-    \weights$191 [54] = 32'd586297133;
-    \weights$191 [55] = 32'd3979202605;
-    \weights$191 [56] = 32'd1087234819;
-    \weights$191 [57] = 32'd3405779230;
-    \weights$191 [58] = 32'd3661566031;
-    \weights$191 [59] = 32'd4160696126;
-    \weights$191 [60] = 32'd1414787872;
-    \weights$191 [61] = 32'd1007631954;
-    \weights$191 [62] = 32'd787398127;
-    \weights$191 [63] = 32'd3975343872;
-    \weights$191 [64] = 32'd756412146;
-    \weights$191 [65] = 32'd151000574;
-    \weights$191 [66] = 32'd469577252;
-    \weights$191 [67] = 32'd384646622;
-    \weights$191 [68] = 32'd37616943;
-    \weights$191 [69] = 32'd354357793;
-    \weights$191 [70] = 32'd2940158956;
-    \weights$191 [71] = 32'd14545697;
-    \weights$191 [72] = 32'd3759349408;
-    \weights$191 [73] = 32'd4073861105;
-    \weights$191 [74] = 32'd321199152;
-    \weights$191 [75] = 32'd239288372;
-    \weights$191 [76] = 32'd821974000;
-    \weights$191 [77] = 32'd1826811167;
-    \weights$191 [78] = 32'd502259712;
-    \weights$191 [79] = 32'd3931227388;
-    \weights$191 [80] = 32'd4077121716;
-    \weights$191 [81] = 32'd4092465662;
-    \weights$191 [82] = 32'd4009508162;
-    \weights$191 [83] = 32'd3839884811;
-    \weights$191 [84] = 32'd2889486103;
-    \weights$191 [85] = 32'd1021117014;
-    \weights$191 [86] = 32'd458031350;
-    \weights$191 [87] = 32'd751973892;
-    \weights$191 [88] = 32'd901898989;
-    \weights$191 [89] = 32'd372433696;
-    \weights$191 [90] = 32'd4043439893;
-    \weights$191 [91] = 32'd50053621;
-    \weights$191 [92] = 32'd64962588;
-    \weights$191 [93] = 32'd3487379731;
-    \weights$191 [94] = 32'd3793694177;
-    \weights$191 [95] = 32'd114667615;
+    \weights$192 [0] = 32'd1555892491;
+    \weights$192 [1] = 32'd1184902148;
+    \weights$192 [2] = 32'd3306484222;
+    \weights$192 [3] = 32'd842740026;
+    \weights$192 [4] = 32'd282861568;
+    \weights$192 [5] = 32'd793587894;
+    \weights$192 [6] = 32'd3823099436;
+    \weights$192 [7] = 32'd4261538614;
+    \weights$192 [8] = 32'd3440259363;
+    \weights$192 [9] = 32'd201245694;
+    \weights$192 [10] = 32'd305066492;
+    \weights$192 [11] = 32'd3526214365;
+    \weights$192 [12] = 32'd3997077820;
+    \weights$192 [13] = 32'd569581920;
+    \weights$192 [14] = 32'd1069681365;
+    \weights$192 [15] = 32'd508580019;
+    \weights$192 [16] = 32'd1076863649;
+    \weights$192 [17] = 32'd3453738910;
+    \weights$192 [18] = 32'd24162917;
+    \weights$192 [19] = 32'd1071206749;
+    \weights$192 [20] = 32'd4122981135;
+    \weights$192 [21] = 32'd815944782;
+    \weights$192 [22] = 32'd205815116;
+    \weights$192 [23] = 32'd763232415;
+    \weights$192 [24] = 32'd4278514673;
+    \weights$192 [25] = 32'd566285315;
+    \weights$192 [26] = 32'd3318763017;
+    \weights$192 [27] = 32'd3204576540;
+    \weights$192 [28] = 32'd282861010;
+    \weights$192 [29] = 32'd3186676769;
+    \weights$192 [30] = 32'd1057764159;
+    \weights$192 [31] = 32'd101604110;
+    \weights$192 [32] = 32'd4093758797;
+    \weights$192 [33] = 32'd338419713;
+    \weights$192 [34] = 32'd852410636;
+    \weights$192 [35] = 32'd269546158;
+    \weights$192 [36] = 32'd3022787501;
+    \weights$192 [37] = 32'd1087556363;
+    \weights$192 [38] = 32'd572723716;
+    \weights$192 [39] = 32'd1109413649;
+    \weights$192 [40] = 32'd4079342078;
+    \weights$192 [41] = 32'd4064337738;
+    \weights$192 [42] = 32'd3455917034;
+    \weights$192 [43] = 32'd852839405;
+    \weights$192 [44] = 32'd4006739773;
+    \weights$192 [45] = 32'd3779842369;
+    \weights$192 [46] = 32'd842198819;
+    \weights$192 [47] = 32'd66982158;
+    \weights$192 [48] = 32'd4280995836;
+    \weights$192 [49] = 32'd1042240995;
+    \weights$192 [50] = 32'd3271822619;
+    \weights$192 [51] = 32'd1159586509;
+    \weights$192 [52] = 32'd3302949467;
+    \weights$192 [53] = 32'd62125280;
+    \weights$192 [54] = 32'd586297133;
+    \weights$192 [55] = 32'd3979202605;
+    \weights$192 [56] = 32'd1087234819;
+    \weights$192 [57] = 32'd3405779230;
+    \weights$192 [58] = 32'd3661566031;
+    \weights$192 [59] = 32'd4160696126;
+    \weights$192 [60] = 32'd1414787872;
+    \weights$192 [61] = 32'd1007631954;
+    \weights$192 [62] = 32'd787398127;
+    \weights$192 [63] = 32'd3975343872;
+    \weights$192 [64] = 32'd756412146;
+    \weights$192 [65] = 32'd151000574;
+    \weights$192 [66] = 32'd469577252;
+    \weights$192 [67] = 32'd384646622;
+    \weights$192 [68] = 32'd37616943;
+    \weights$192 [69] = 32'd354357793;
+    \weights$192 [70] = 32'd2940158956;
+    \weights$192 [71] = 32'd14545697;
+    \weights$192 [72] = 32'd3759349408;
+    \weights$192 [73] = 32'd4073861105;
+    \weights$192 [74] = 32'd321199152;
+    \weights$192 [75] = 32'd239288372;
+    \weights$192 [76] = 32'd821974000;
+    \weights$192 [77] = 32'd1826811167;
+    \weights$192 [78] = 32'd502259712;
+    \weights$192 [79] = 32'd3931227388;
+    \weights$192 [80] = 32'd4077121716;
+    \weights$192 [81] = 32'd4092465662;
+    \weights$192 [82] = 32'd4009508162;
+    \weights$192 [83] = 32'd3839884811;
+    \weights$192 [84] = 32'd2889486103;
+    \weights$192 [85] = 32'd1021117014;
+    \weights$192 [86] = 32'd458031350;
+    \weights$192 [87] = 32'd751973892;
+    \weights$192 [88] = 32'd901898989;
+    \weights$192 [89] = 32'd372433696;
+    \weights$192 [90] = 32'd4043439893;
+    \weights$192 [91] = 32'd50053621;
+    \weights$192 [92] = 32'd64962588;
+    \weights$192 [93] = 32'd3487379731;
+    \weights$192 [94] = 32'd3793694177;
+    \weights$192 [95] = 32'd114667615;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$191 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$192 [\config [10:4]][3:0] <= port__data[3:0];
     if (port__en[1])
-      \weights$191 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$192 [\config [10:4]][7:4] <= port__data[7:4];
     if (port__en[2])
-      \weights$191 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$192 [\config [10:4]][11:8] <= port__data[11:8];
     if (port__en[3])
-      \weights$191 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$192 [\config [10:4]][15:12] <= port__data[15:12];
     if (port__en[4])
-      \weights$191 [\config [10:4]][19:16] <= port__data[19:16];
+      \weights$192 [\config [10:4]][19:16] <= port__data[19:16];
     if (port__en[5])
-      \weights$191 [\config [10:4]][23:20] <= port__data[23:20];
+      \weights$192 [\config [10:4]][23:20] <= port__data[23:20];
     if (port__en[6])
-      \weights$191 [\config [10:4]][27:24] <= port__data[27:24];
+      \weights$192 [\config [10:4]][27:24] <= port__data[27:24];
     if (port__en[7])
-      \weights$191 [\config [10:4]][31:28] <= port__data[31:28];
+      \weights$192 [\config [10:4]][31:28] <= port__data[31:28];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$191 [\$7 [6:0]];
+      _4_ <= \weights$192 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1426,10 +1439,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \port__en$14  = \$6  << \config [13:11];
-  assign \$7  = slot[10:4] + slot[20:17];
-  assign \$8  = ~ slot[16];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[11];
+  assign \$7  = slot_c1[10:4] + slot_c1[20:17];
+  assign \$8  = ~ slot_c1[16];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[11];
   assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
   assign \$11  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
@@ -1557,127 +1570,129 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$134  = r_en & i__valid;
   assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$136 ;
+    slot_c1 <= \$136 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$137 ;
+    layer0_weights_reads <= \$137 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$138 ;
+    layer0_weights_writes <= \$138 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$139 ;
+    layer0_bias_reads <= \$139 ;
   always @(posedge clk)
-    layer0_params_reads <= \$140 ;
+    layer0_bias_writes <= \$140 ;
   always @(posedge clk)
-    layer0_params_writes <= \$141 ;
+    layer0_params_reads <= \$141 ;
   always @(posedge clk)
-    layer0_state_reads <= \$142 ;
+    layer0_params_writes <= \$142 ;
   always @(posedge clk)
-    layer0_state_writes <= \$143 ;
+    layer0_state_reads <= \$143 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$144 ;
+    layer0_state_writes <= \$144 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$145 ;
+    layer0_pool_reads <= \$145 ;
   always @(posedge clk)
-    slot_c2 <= \$146 ;
+    layer0_pool_writes <= \$146 ;
   always @(posedge clk)
-    use_acc2 <= \$147 ;
+    slot_c2 <= \$147 ;
   always @(posedge clk)
-    layer0_macs <= \$148 ;
+    use_acc2 <= \$148 ;
   always @(posedge clk)
-    slot_c2a <= \$149 ;
+    layer0_macs <= \$149 ;
   always @(posedge clk)
-    slot_c2b <= \$150 ;
+    slot_c2a <= \$150 ;
   always @(posedge clk)
-    params_c3 <= \$151 ;
+    slot_c2b <= \$151 ;
   always @(posedge clk)
-    state_c3 <= \$152 ;
+    params_c3 <= \$152 ;
   always @(posedge clk)
-    pool_c3 <= \$153 ;
+    state_c3 <= \$153 ;
   always @(posedge clk)
-    slot_c3 <= \$154 ;
+    pool_c3 <= \$154 ;
   always @(posedge clk)
-    slot_c4 <= \$155 ;
+    slot_c3 <= \$155 ;
   always @(posedge clk)
-    \port__en$57  <= \$156 ;
+    slot_c4 <= \$156 ;
   always @(posedge clk)
-    new_c4_0 <= \$157 ;
+    \port__en$57  <= \$157 ;
   always @(posedge clk)
-    old_c4_0 <= \$158 ;
+    new_c4_0 <= \$158 ;
   always @(posedge clk)
-    hold_c4_0 <= \$159 ;
+    old_c4_0 <= \$159 ;
   always @(posedge clk)
-    out_c4_0 <= \$160 ;
+    hold_c4_0 <= \$160 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$161 ;
+    out_c4_0 <= \$161 ;
   always @(posedge clk)
-    gate_c4_0 <= \$162 ;
+    old_out_c4_0 <= \$162 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$163 ;
+    gate_c4_0 <= \$163 ;
   always @(posedge clk)
-    potential_c4_0 <= \$164 ;
+    saturated_c4_0 <= \$164 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$165 ;
+    potential_c4_0 <= \$165 ;
   always @(posedge clk)
-    new_c4_1 <= \$166 ;
+    old_pool_c4_0 <= \$166 ;
   always @(posedge clk)
-    old_c4_1 <= \$167 ;
+    new_c4_1 <= \$167 ;
   always @(posedge clk)
-    hold_c4_1 <= \$168 ;
+    old_c4_1 <= \$168 ;
   always @(posedge clk)
-    out_c4_1 <= \$169 ;
+    hold_c4_1 <= \$169 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$170 ;
+    out_c4_1 <= \$170 ;
   always @(posedge clk)
-    gate_c4_1 <= \$171 ;
+    old_out_c4_1 <= \$171 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$172 ;
+    gate_c4_1 <= \$172 ;
   always @(posedge clk)
-    potential_c4_1 <= \$173 ;
+    saturated_c4_1 <= \$173 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$174 ;
+    potential_c4_1 <= \$174 ;
   always @(posedge clk)
-    new_c4_2 <= \$175 ;
+    old_pool_c4_1 <= \$175 ;
   always @(posedge clk)
-    old_c4_2 <= \$176 ;
+    new_c4_2 <= \$176 ;
   always @(posedge clk)
-    hold_c4_2 <= \$177 ;
+    old_c4_2 <= \$177 ;
   always @(posedge clk)
-    out_c4_2 <= \$178 ;
+    hold_c4_2 <= \$178 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$179 ;
+    out_c4_2 <= \$179 ;
   always @(posedge clk)
-    gate_c4_2 <= \$180 ;
+    old_out_c4_2 <= \$180 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$181 ;
+    gate_c4_2 <= \$181 ;
   always @(posedge clk)
-    potential_c4_2 <= \$182 ;
+    saturated_c4_2 <= \$182 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$183 ;
+    potential_c4_2 <= \$183 ;
   always @(posedge clk)
-    new_c4_3 <= \$184 ;
+    old_pool_c4_2 <= \$184 ;
   always @(posedge clk)
-    old_c4_3 <= \$185 ;
+    new_c4_3 <= \$185 ;
   always @(posedge clk)
-    hold_c4_3 <= \$186 ;
+    old_c4_3 <= \$186 ;
   always @(posedge clk)
-    out_c4_3 <= \$187 ;
+    hold_c4_3 <= \$187 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$188 ;
+    out_c4_3 <= \$188 ;
   always @(posedge clk)
-    gate_c4_3 <= \$189 ;
+    old_out_c4_3 <= \$189 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$190 ;
+    gate_c4_3 <= \$190 ;
   always @(posedge clk)
-    potential_c4_3 <= \$191 ;
+    saturated_c4_3 <= \$191 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$192 ;
+    potential_c4_3 <= \$192 ;
   always @(posedge clk)
-    \trace$180  <= \$193 ;
+    old_pool_c4_3 <= \$193 ;
   always @(posedge clk)
-    layer0_events <= \$194 ;
+    \trace$181  <= \$194 ;
   always @(posedge clk)
-    layer0_saturations <= \$195 ;
+    layer0_events <= \$195 ;
   always @(posedge clk)
-    reserved <= \$196 ;
+    layer0_saturations <= \$196 ;
+  always @(posedge clk)
+    reserved <= \$197 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1738,32 +1753,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$156 ),
+    .u_clipped(\saturated$157 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$45 ),
-    .\new (\new$159 ),
+    .\new (\new$160 ),
     .old(\old$47 ),
     .params(\params$46 ),
-    .u_clipped(\saturated$163 ),
-    .z(\gate$162 )
+    .u_clipped(\saturated$164 ),
+    .z(\gate$163 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$48 ),
-    .\new (\new$166 ),
+    .\new (\new$167 ),
     .old(\old$50 ),
     .params(\params$49 ),
-    .u_clipped(\saturated$170 ),
-    .z(\gate$169 )
+    .u_clipped(\saturated$171 ),
+    .z(\gate$170 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$51 ),
-    .\new (\new$173 ),
+    .\new (\new$174 ),
     .old(\old$53 ),
     .params(\params$52 ),
-    .u_clipped(\saturated$177 ),
-    .z(\gate$176 )
+    .u_clipped(\saturated$178 ),
+    .z(\gate$177 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1823,428 +1838,425 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = \$90 [31:0];
+    \$136  = slot;
     if (rst) begin
-      \$136  = 32'd0;
+      \$136  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = \$93 [31:0];
+    \$137  = \$90 [31:0];
     if (rst) begin
       \$137  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$95 [31:0];
+    \$138  = \$93 [31:0];
     if (rst) begin
       \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = \$98 [31:0];
+    \$139  = \$95 [31:0];
     if (rst) begin
       \$139  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$100 [31:0];
+    \$140  = \$98 [31:0];
     if (rst) begin
       \$140  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = \$103 [31:0];
+    \$141  = \$100 [31:0];
     if (rst) begin
       \$141  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = \$105 [31:0];
+    \$142  = \$103 [31:0];
     if (rst) begin
       \$142  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = \$108 [31:0];
+    \$143  = \$105 [31:0];
     if (rst) begin
       \$143  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = \$110 [31:0];
+    \$144  = \$108 [31:0];
     if (rst) begin
       \$144  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = \$113 [31:0];
+    \$145  = \$110 [31:0];
     if (rst) begin
       \$145  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = slot;
+    \$146  = \$113 [31:0];
     if (rst) begin
-      \$146  = 29'h00000000;
+      \$146  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = 1'h0;
+    \$147  = slot_c1;
     if (rst) begin
-      \$147  = 1'h0;
+      \$147  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = layer0_macs;
+    \$148  = 1'h0;
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$149  = layer0_macs;
     if (\$117 ) begin
-      \$148  = \$118 [31:0];
+      \$149  = \$118 [31:0];
     end
     if (rst) begin
-      \$148  = 32'd0;
+      \$149  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = slot_c2;
-    if (rst) begin
-      \$149  = 29'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c2a;
+    \$150  = slot_c2;
     if (rst) begin
       \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \port__data$148 ;
+    \$151  = slot_c2a;
     if (rst) begin
-      \$151  = 56'h00000000000000;
+      \$151  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$152  = \port__data$149 ;
     if (rst) begin
-      \$152  = 64'h0000000000000000;
+      \$152  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$151 ;
+    \$153  = \port__data$150 ;
     if (rst) begin
-      \$153  = 96'h000000000000000000000000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = slot_c2b;
+    \$154  = \port__data$152 ;
     if (rst) begin
-      \$154  = 29'h00000000;
+      \$154  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = slot_c3;
+    \$155  = slot_c2b;
     if (rst) begin
       \$155  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = finalize;
+    \$156  = slot_c3;
     if (rst) begin
-      \$156  = 1'h0;
+      \$156  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = \new ;
+    \$157  = finalize;
     if (rst) begin
-      \$157  = 16'h0000;
+      \$157  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = old;
+    \$158  = \new ;
     if (rst) begin
       \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 1'h0;
+    \$159  = old;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = \new ;
+    \$160  = 1'h0;
     if (rst) begin
-      \$160  = 16'h0000;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = old;
+    \$161  = \new ;
     if (rst) begin
       \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = gate;
+    \$162  = old;
     if (rst) begin
-      \$162  = 7'h00;
+      \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \saturated$156 ;
+    \$163  = gate;
     if (rst) begin
-      \$163  = 1'h0;
+      \$163  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = 16'h0000;
+    \$164  = \saturated$157 ;
     if (rst) begin
-      \$164  = 16'h0000;
+      \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \$119 ;
+    \$165  = 16'h0000;
     if (rst) begin
-      \$165  = 24'h000000;
+      \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \new$159 ;
+    \$166  = \$119 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$166  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \old$47 ;
+    \$167  = \new$160 ;
     if (rst) begin
       \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = 1'h0;
+    \$168  = \old$47 ;
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \new$159 ;
+    \$169  = 1'h0;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \old$47 ;
+    \$170  = \new$160 ;
     if (rst) begin
       \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \gate$162 ;
+    \$171  = \old$47 ;
     if (rst) begin
-      \$171  = 7'h00;
+      \$171  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \saturated$163 ;
+    \$172  = \gate$163 ;
     if (rst) begin
-      \$172  = 1'h0;
+      \$172  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = 16'h0000;
+    \$173  = \saturated$164 ;
     if (rst) begin
-      \$173  = 16'h0000;
+      \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \$120 ;
+    \$174  = 16'h0000;
     if (rst) begin
-      \$174  = 24'h000000;
+      \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \new$166 ;
+    \$175  = \$120 ;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$175  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \old$50 ;
+    \$176  = \new$167 ;
     if (rst) begin
       \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = 1'h0;
+    \$177  = \old$50 ;
     if (rst) begin
-      \$177  = 1'h0;
+      \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \new$166 ;
+    \$178  = 1'h0;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \old$50 ;
+    \$179  = \new$167 ;
     if (rst) begin
       \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \gate$169 ;
+    \$180  = \old$50 ;
     if (rst) begin
-      \$180  = 7'h00;
+      \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \saturated$170 ;
+    \$181  = \gate$170 ;
     if (rst) begin
-      \$181  = 1'h0;
+      \$181  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = 16'h0000;
+    \$182  = \saturated$171 ;
     if (rst) begin
-      \$182  = 16'h0000;
+      \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \$121 ;
+    \$183  = 16'h0000;
     if (rst) begin
-      \$183  = 24'h000000;
+      \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \new$173 ;
+    \$184  = \$121 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \old$53 ;
+    \$185  = \new$174 ;
     if (rst) begin
       \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = 1'h0;
+    \$186  = \old$53 ;
     if (rst) begin
-      \$186  = 1'h0;
+      \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \new$173 ;
+    \$187  = 1'h0;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \old$53 ;
+    \$188  = \new$174 ;
     if (rst) begin
       \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \gate$176 ;
+    \$189  = \old$53 ;
     if (rst) begin
-      \$189  = 7'h00;
+      \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \saturated$177 ;
+    \$190  = \gate$177 ;
     if (rst) begin
-      \$190  = 1'h0;
+      \$190  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = 16'h0000;
+    \$191  = \saturated$178 ;
     if (rst) begin
-      \$191  = 16'h0000;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = \$122 ;
+    \$192  = 16'h0000;
     if (rst) begin
-      \$192  = 24'h000000;
+      \$192  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = trace;
+    \$193  = \$122 ;
     if (rst) begin
-      \$193  = 98'h0000000000000000000000000;
+      \$193  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = layer0_events;
+    \$194  = trace;
+    if (rst) begin
+      \$194  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_events;
     if (\port__en$57 ) begin
-      \$194  = \$127 [31:0];
-    end
-    if (rst) begin
-      \$194  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = layer0_saturations;
-    if (\port__en$57 ) begin
-      \$195  = \$132 [31:0];
+      \$195  = \$127 [31:0];
     end
     if (rst) begin
       \$195  = 32'd0;
@@ -2252,9 +2264,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = \$135 [3:0];
+    \$196  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$196  = \$132 [31:0];
+    end
     if (rst) begin
-      \$196  = 4'h0;
+      \$196  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$197  = \$135 [3:0];
+    if (rst) begin
+      \$197  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2264,7 +2286,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$10  = \config [6:4];
   assign \port__addr$13  = \config [6:4];
   assign \port__addr$21  = \$7 [6:0];
-  assign \port__addr$23  = slot[3:1];
+  assign \port__addr$23  = slot_c1[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
@@ -2291,15 +2313,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$160  = 1'h0;
-  assign \out$161  = \new$159 ;
-  assign \potential$165  = 16'h0000;
-  assign \hold$167  = 1'h0;
-  assign \out$168  = \new$166 ;
-  assign \potential$172  = 16'h0000;
-  assign \hold$174  = 1'h0;
-  assign \out$175  = \new$173 ;
-  assign \potential$179  = 16'h0000;
+  assign \hold$161  = 1'h0;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \hold$168  = 1'h0;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
+  assign \hold$175  = 1'h0;
+  assign \out$176  = \new$174 ;
+  assign \potential$180  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2313,17 +2335,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[3:1];
-  assign \slot.base  = slot[10:4];
-  assign \slot.first  = slot[11];
-  assign \slot.last  = slot[12];
-  assign \slot.step_last  = slot[13];
-  assign \slot.seq_first  = slot[14];
-  assign \slot.seq_end  = slot[15];
-  assign \slot.empty  = slot[16];
-  assign \slot.index  = slot[20:17];
-  assign \slot.value  = slot[28:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[3:1];
+  assign \slot_c1.base  = slot_c1[10:4];
+  assign \slot_c1.first  = slot_c1[11];
+  assign \slot_c1.last  = slot_c1[12];
+  assign \slot_c1.step_last  = slot_c1[13];
+  assign \slot_c1.seq_first  = slot_c1[14];
+  assign \slot_c1.seq_end  = slot_c1[15];
+  assign \slot_c1.empty  = slot_c1[16];
+  assign \slot_c1.index  = slot_c1[20:17];
+  assign \slot_c1.value  = slot_c1[28:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[3:1];
   assign \slot_c2.base  = slot_c2[10:4];
@@ -2490,6 +2512,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$126.value  = events__payload[28:5];
   assign \items__payload$126.step_end  = events__payload[29];
   assign \items__payload$126.seq_end  = events__payload[30];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2506,23 +2539,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$159.h  = \new$159 ;
-  assign \new$166.h  = \new$166 ;
-  assign \new$173.h  = \new$173 ;
-  assign \trace$180.valid  = \trace$180 [0];
-  assign \trace$180.group  = \trace$180 [3:1];
-  assign \trace$180.step_end  = \trace$180 [4];
-  assign \trace$180.seq_end  = \trace$180 [5];
-  assign \trace$180.state  = \trace$180 [69:6];
-  assign \trace$180.state[0]  = \trace$180 [21:6];
-  assign \trace$180.state[1]  = \trace$180 [37:22];
-  assign \trace$180.state[2]  = \trace$180 [53:38];
-  assign \trace$180.state[3]  = \trace$180 [69:54];
-  assign \trace$180.gate  = \trace$180 [97:70];
-  assign \trace$180.gate[0]  = \trace$180 [76:70];
-  assign \trace$180.gate[1]  = \trace$180 [83:77];
-  assign \trace$180.gate[2]  = \trace$180 [90:84];
-  assign \trace$180.gate[3]  = \trace$180 [97:91];
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \new$174.h  = \new$174 ;
+  assign \trace$181.valid  = \trace$181 [0];
+  assign \trace$181.group  = \trace$181 [3:1];
+  assign \trace$181.step_end  = \trace$181 [4];
+  assign \trace$181.seq_end  = \trace$181 [5];
+  assign \trace$181.state  = \trace$181 [69:6];
+  assign \trace$181.state[0]  = \trace$181 [21:6];
+  assign \trace$181.state[1]  = \trace$181 [37:22];
+  assign \trace$181.state[2]  = \trace$181 [53:38];
+  assign \trace$181.state[3]  = \trace$181 [69:54];
+  assign \trace$181.gate  = \trace$181 [97:70];
+  assign \trace$181.gate[0]  = \trace$181 [76:70];
+  assign \trace$181.gate[1]  = \trace$181 [83:77];
+  assign \trace$181.gate[2]  = \trace$181 [90:84];
+  assign \trace$181.gate[3]  = \trace$181 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -3516,7 +3549,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -5077,24 +5110,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [32:0] \$100 ;
-  reg [1:0] \$101 ;
-  reg \$102 ;
-  reg [32:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [44:0] \$105 ;
-  reg \$106 ;
-  reg [131:0] \$107 ;
-  reg \$108 ;
-  reg [32:0] \$109 ;
+  reg \$100 ;
+  reg [32:0] \$101 ;
+  reg [1:0] \$102 ;
+  reg \$103 ;
+  reg [32:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [44:0] \$106 ;
+  reg \$107 ;
+  reg [131:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
-  reg [1:0] \$110 ;
-  reg [44:0] \$111 ;
-  reg \$112 ;
-  reg [131:0] \$113 ;
-  reg [32:0] \$114 ;
-  reg [3:0] \$115 ;
+  reg [32:0] \$110 ;
+  reg [1:0] \$111 ;
+  reg [44:0] \$112 ;
+  reg \$113 ;
+  reg [131:0] \$114 ;
+  reg [32:0] \$115 ;
   reg [3:0] \$116 ;
+  reg [3:0] \$117 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -5179,18 +5213,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$86 ;
   wire \$87 ;
   wire [5:0] \$88 ;
-  reg [31:0] \$89 ;
+  reg [44:0] \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
   reg [31:0] \$91 ;
   reg [31:0] \$92 ;
-  reg [44:0] \$93 ;
-  reg \$94 ;
-  reg [31:0] \$95 ;
-  reg [44:0] \$96 ;
+  reg [31:0] \$93 ;
+  reg [44:0] \$94 ;
+  reg \$95 ;
+  reg [31:0] \$96 ;
   reg [44:0] \$97 ;
   reg [44:0] \$98 ;
-  reg \$99 ;
+  reg [44:0] \$99 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
@@ -5356,6 +5390,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  reg [44:0] slot_c1 = 45'h000000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [4:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [23:0] \slot_c1.value ;
   reg [44:0] slot_c2 = 45'h000000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5436,123 +5482,123 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$78  [95:0];
+  reg [15:0] \weights$79  [95:0];
   initial begin
-    \weights$78 [0] = 16'h3e10;
-    \weights$78 [1] = 16'h2ffd;
-    \weights$78 [2] = 16'h300f;
-    \weights$78 [3] = 16'hf0e1;
-    \weights$78 [4] = 16'hd220;
-    \weights$78 [5] = 16'h030e;
-    \weights$78 [6] = 16'h230f;
-    \weights$78 [7] = 16'h22e0;
-    \weights$78 [8] = 16'h12df;
-    \weights$78 [9] = 16'heff1;
-    \weights$78 [10] = 16'h2ef1;
-    \weights$78 [11] = 16'hfe03;
-    \weights$78 [12] = 16'h2030;
-    \weights$78 [13] = 16'hfd40;
-    \weights$78 [14] = 16'h1f02;
-    \weights$78 [15] = 16'hfe12;
-    \weights$78 [16] = 16'h02ee;
-    \weights$78 [17] = 16'h0fc0;
-    \weights$78 [18] = 16'hf30f;
-    \weights$78 [19] = 16'hff22;
-    \weights$78 [20] = 16'h001f;
-    \weights$78 [21] = 16'hed0d;
-    \weights$78 [22] = 16'hd021;
-    \weights$78 [23] = 16'he1df;
-    \weights$78 [24] = 16'hffd0;
-    \weights$78 [25] = 16'hdf3d;
-    \weights$78 [26] = 16'h1dd5;
-    \weights$78 [27] = 16'h222f;
-    \weights$78 [28] = 16'he1e3;
-    \weights$78 [29] = 16'hcd21;
-    \weights$78 [30] = 16'h211f;
-    \weights$78 [31] = 16'h3e4e;
-    \weights$78 [32] = 16'h12ed;
-    \weights$78 [33] = 16'h1ff1;
-    \weights$78 [34] = 16'h3e20;
-    \weights$78 [35] = 16'h211a;
-    \weights$78 [36] = 16'hff3c;
-    \weights$78 [37] = 16'h12d2;
-    \weights$78 [38] = 16'h1111;
-    \weights$78 [39] = 16'h22de;
-    \weights$78 [40] = 16'hd1f3;
-    \weights$78 [41] = 16'hef03;
-    \weights$78 [42] = 16'h1f02;
-    \weights$78 [43] = 16'hd1ee;
-    \weights$78 [44] = 16'h1b02;
-    \weights$78 [45] = 16'h1132;
-    \weights$78 [46] = 16'h20dd;
-    \weights$78 [47] = 16'h10f1;
-    \weights$78 [48] = 16'h11d1;
-    \weights$78 [49] = 16'h04e2;
-    \weights$78 [50] = 16'h112c;
-    \weights$78 [51] = 16'hff10;
-    \weights$78 [52] = 16'he11e;
-    \weights$78 [53] = 16'h0000;
-    \weights$78 [54] = 16'h2012;
-    \weights$78 [55] = 16'h000f;
-    \weights$78 [56] = 16'h4f21;
-    \weights$78 [57] = 16'h01ec;
-    \weights$78 [58] = 16'h0f1e;
-    \weights$78 [59] = 16'hf1f1;
-    \weights$78 [60] = 16'h2f3f;
-    \weights$78 [61] = 16'h42e1;
-    \weights$78 [62] = 16'h0ff0;
-    \weights$78 [63] = 16'hd301;
-    \weights$78 [64] = 16'h0000;
-    \weights$78 [65] = 16'h000e;
-    \weights$78 [66] = 16'h000e;
-    \weights$78 [67] = 16'h0000;
-    \weights$78 [68] = 16'h000e;
-    \weights$78 [69] = 16'h0003;
-    \weights$78 [70] = 16'h000c;
-    \weights$78 [71] = 16'h0000;
-    \weights$78 [72] = 16'h0000;
-    \weights$78 [73] = 16'h000f;
-    \weights$78 [74] = 16'h0000;
-    \weights$78 [75] = 16'h0000;
-    \weights$78 [76] = 16'h000e;
-    \weights$78 [77] = 16'h000e;
-    \weights$78 [78] = 16'h0001;
-    \weights$78 [79] = 16'h0002;
-    \weights$78 [80] = 16'h000c;
-    \weights$78 [81] = 16'h0001;
-    \weights$78 [82] = 16'h000d;
-    \weights$78 [83] = 16'h000f;
-    \weights$78 [84] = 16'h0001;
-    \weights$78 [85] = 16'h0000;
-    \weights$78 [86] = 16'h0000;
-    \weights$78 [87] = 16'h000f;
-    \weights$78 [88] = 16'h000d;
-    \weights$78 [89] = 16'h0002;
-    \weights$78 [90] = 16'h000e;
-    \weights$78 [91] = 16'h000c;
-    \weights$78 [92] = 16'h0003;
-    \weights$78 [93] = 16'h0000;
-    \weights$78 [94] = 16'h000e;
-    \weights$78 [95] = 16'h0001;
+    \weights$79 [0] = 16'h3e10;
+    \weights$79 [1] = 16'h2ffd;
+    \weights$79 [2] = 16'h300f;
+    \weights$79 [3] = 16'hf0e1;
+    \weights$79 [4] = 16'hd220;
+    \weights$79 [5] = 16'h030e;
+    \weights$79 [6] = 16'h230f;
+    \weights$79 [7] = 16'h22e0;
+    \weights$79 [8] = 16'h12df;
+    \weights$79 [9] = 16'heff1;
+    \weights$79 [10] = 16'h2ef1;
+    \weights$79 [11] = 16'hfe03;
+    \weights$79 [12] = 16'h2030;
+    \weights$79 [13] = 16'hfd40;
+    \weights$79 [14] = 16'h1f02;
+    \weights$79 [15] = 16'hfe12;
+    \weights$79 [16] = 16'h02ee;
+    \weights$79 [17] = 16'h0fc0;
+    \weights$79 [18] = 16'hf30f;
+    \weights$79 [19] = 16'hff22;
+    \weights$79 [20] = 16'h001f;
+    \weights$79 [21] = 16'hed0d;
+    \weights$79 [22] = 16'hd021;
+    \weights$79 [23] = 16'he1df;
+    \weights$79 [24] = 16'hffd0;
+    \weights$79 [25] = 16'hdf3d;
+    \weights$79 [26] = 16'h1dd5;
+    \weights$79 [27] = 16'h222f;
+    \weights$79 [28] = 16'he1e3;
+    \weights$79 [29] = 16'hcd21;
+    \weights$79 [30] = 16'h211f;
+    \weights$79 [31] = 16'h3e4e;
+    \weights$79 [32] = 16'h12ed;
+    \weights$79 [33] = 16'h1ff1;
+    \weights$79 [34] = 16'h3e20;
+    \weights$79 [35] = 16'h211a;
+    \weights$79 [36] = 16'hff3c;
+    \weights$79 [37] = 16'h12d2;
+    \weights$79 [38] = 16'h1111;
+    \weights$79 [39] = 16'h22de;
+    \weights$79 [40] = 16'hd1f3;
+    \weights$79 [41] = 16'hef03;
+    \weights$79 [42] = 16'h1f02;
+    \weights$79 [43] = 16'hd1ee;
+    \weights$79 [44] = 16'h1b02;
+    \weights$79 [45] = 16'h1132;
+    \weights$79 [46] = 16'h20dd;
+    \weights$79 [47] = 16'h10f1;
+    \weights$79 [48] = 16'h11d1;
+    \weights$79 [49] = 16'h04e2;
+    \weights$79 [50] = 16'h112c;
+    \weights$79 [51] = 16'hff10;
+    \weights$79 [52] = 16'he11e;
+    \weights$79 [53] = 16'h0000;
+    \weights$79 [54] = 16'h2012;
+    \weights$79 [55] = 16'h000f;
+    \weights$79 [56] = 16'h4f21;
+    \weights$79 [57] = 16'h01ec;
+    \weights$79 [58] = 16'h0f1e;
+    \weights$79 [59] = 16'hf1f1;
+    \weights$79 [60] = 16'h2f3f;
+    \weights$79 [61] = 16'h42e1;
+    \weights$79 [62] = 16'h0ff0;
+    \weights$79 [63] = 16'hd301;
+    \weights$79 [64] = 16'h0000;
+    \weights$79 [65] = 16'h000e;
+    \weights$79 [66] = 16'h000e;
+    \weights$79 [67] = 16'h0000;
+    \weights$79 [68] = 16'h000e;
+    \weights$79 [69] = 16'h0003;
+    \weights$79 [70] = 16'h000c;
+    \weights$79 [71] = 16'h0000;
+    \weights$79 [72] = 16'h0000;
+    \weights$79 [73] = 16'h000f;
+    \weights$79 [74] = 16'h0000;
+    \weights$79 [75] = 16'h0000;
+    \weights$79 [76] = 16'h000e;
+    \weights$79 [77] = 16'h000e;
+    \weights$79 [78] = 16'h0001;
+    \weights$79 [79] = 16'h0002;
+    \weights$79 [80] = 16'h000c;
+    \weights$79 [81] = 16'h0001;
+    \weights$79 [82] = 16'h000d;
+    \weights$79 [83] = 16'h000f;
+    \weights$79 [84] = 16'h0001;
+    \weights$79 [85] = 16'h0000;
+    \weights$79 [86] = 16'h0000;
+    \weights$79 [87] = 16'h000f;
+    \weights$79 [88] = 16'h000d;
+    \weights$79 [89] = 16'h0002;
+    \weights$79 [90] = 16'h000e;
+    \weights$79 [91] = 16'h000c;
+    \weights$79 [92] = 16'h0003;
+    \weights$79 [93] = 16'h0000;
+    \weights$79 [94] = 16'h000e;
+    \weights$79 [95] = 16'h0001;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$79 [\config [10:4]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$78 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$79 [\config [10:4]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$78 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$79 [\config [10:4]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$78 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$79 [\config [10:4]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [6:0]];
+      _1_ <= \weights$79 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -5562,10 +5608,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
-  assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
+  assign \$7  = slot_c1[9:3] + slot_c1[20:16];
+  assign \$8  = ~ slot_c1[15];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[10];
   assign weights = slot_c2[15] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -5641,61 +5687,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$87  = r_en & results__valid;
   assign \$88  = \$86  - \$87 ;
   always @(posedge clk)
-    readout_weights_reads <= \$89 ;
+    slot_c1 <= \$89 ;
   always @(posedge clk)
-    readout_weights_writes <= \$90 ;
+    readout_weights_reads <= \$90 ;
   always @(posedge clk)
-    readout_bias_reads <= \$91 ;
+    readout_weights_writes <= \$91 ;
   always @(posedge clk)
-    readout_bias_writes <= \$92 ;
+    readout_bias_reads <= \$92 ;
   always @(posedge clk)
-    slot_c2 <= \$93 ;
+    readout_bias_writes <= \$93 ;
   always @(posedge clk)
-    use_acc2 <= \$94 ;
+    slot_c2 <= \$94 ;
   always @(posedge clk)
-    readout_macs <= \$95 ;
+    use_acc2 <= \$95 ;
   always @(posedge clk)
-    slot_c2a <= \$96 ;
+    readout_macs <= \$96 ;
   always @(posedge clk)
-    slot_c2b <= \$97 ;
+    slot_c2a <= \$97 ;
   always @(posedge clk)
-    slot_c3 <= \$98 ;
+    slot_c2b <= \$98 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$99 ;
+    slot_c3 <= \$99 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$100 ;
+    argmax_0_0_valid <= \$100 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$101 ;
+    argmax_0_0_logit <= \$101 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$102 ;
+    argmax_0_0_lane <= \$102 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$103 ;
+    argmax_0_1_valid <= \$103 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$104 ;
+    argmax_0_1_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$105 ;
+    argmax_0_1_lane <= \$105 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$106 ;
+    slot_argmax_0 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$107 ;
+    finalize_argmax_0 <= \$107 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$108 ;
+    logits_argmax_0 <= \$108 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$109 ;
+    argmax_1_0_valid <= \$109 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$110 ;
+    argmax_1_0_logit <= \$110 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$111 ;
+    argmax_1_0_lane <= \$111 ;
   always @(posedge clk)
-    w_en <= \$112 ;
+    slot_argmax_1 <= \$112 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$113 ;
+    w_en <= \$113 ;
   always @(posedge clk)
-    best_logit <= \$114 ;
+    logits_argmax_1 <= \$114 ;
   always @(posedge clk)
-    best_class <= \$115 ;
+    best_logit <= \$115 ;
   always @(posedge clk)
-    reserved <= \$116 ;
+    best_class <= \$116 ;
+  always @(posedge clk)
+    reserved <= \$117 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5747,207 +5795,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$89  = \$17 [31:0];
+    \$89  = slot;
     if (rst) begin
-      \$89  = 32'd0;
+      \$89  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$90  = \$20 [31:0];
+    \$90  = \$17 [31:0];
     if (rst) begin
       \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$91  = \$22 [31:0];
+    \$91  = \$20 [31:0];
     if (rst) begin
       \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$92  = \$25 [31:0];
+    \$92  = \$22 [31:0];
     if (rst) begin
       \$92  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$93  = slot;
+    \$93  = \$25 [31:0];
     if (rst) begin
-      \$93  = 45'h000000000000;
+      \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$94  = 1'h0;
+    \$94  = slot_c1;
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$95  = readout_macs;
+    \$95  = 1'h0;
+    if (rst) begin
+      \$95  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$96  = readout_macs;
     if (\$29 ) begin
-      \$95  = \$33 [31:0];
+      \$96  = \$33 [31:0];
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$96  = slot_c2;
-    if (rst) begin
-      \$96  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$97  = slot_c2a;
+    \$97  = slot_c2;
     if (rst) begin
       \$97  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$98  = slot_c2b;
+    \$98  = slot_c2a;
     if (rst) begin
       \$98  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$99  = \$36 ;
+    \$99  = slot_c2b;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$100  = \$43 ;
+    \$100  = \$36 ;
     if (rst) begin
-      \$100  = 33'h000000000;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$101  = { 1'h0, \$50  };
+    \$101  = \$43 ;
     if (rst) begin
-      \$101  = 2'h0;
+      \$101  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$102  = \$54 ;
+    \$102  = { 1'h0, \$50  };
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$103  = \$62 ;
+    \$103  = \$54 ;
     if (rst) begin
-      \$103  = 33'h000000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$104  = \$70 ;
+    \$104  = \$62 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$105  = slot_c3;
+    \$105  = \$70 ;
     if (rst) begin
-      \$105  = 45'h000000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$106  = finalize;
+    \$106  = slot_c3;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$107  = acc;
+    \$107  = finalize;
     if (rst) begin
-      \$107  = 132'h000000000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$108  = \$72 ;
+    \$108  = acc;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$109  = \$78 ;
+    \$109  = \$72 ;
     if (rst) begin
-      \$109  = 33'h000000000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$110  = \$84 ;
+    \$110  = \$78 ;
     if (rst) begin
-      \$110  = 2'h0;
+      \$110  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$111  = slot_argmax_0;
+    \$111  = \$84 ;
     if (rst) begin
-      \$111  = 45'h000000000000;
+      \$111  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$112  = finalize_argmax_0;
+    \$112  = slot_argmax_0;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$113  = logits_argmax_0;
+    \$113  = finalize_argmax_0;
     if (rst) begin
-      \$113  = 132'h000000000000000000000000000000000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$114  = best_logit;
+    \$114  = logits_argmax_0;
+    if (rst) begin
+      \$114  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$115  = best_logit;
     if (\$85 ) begin
-      \$114  = argmax_1_0_logit;
+      \$115  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$114  = 33'h000000000;
+      \$115  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$115  = best_class;
+    \$116  = best_class;
     if (\$85 ) begin
-      \$115  = \$15 [3:0];
+      \$116  = \$15 [3:0];
     end
-    if (rst) begin
-      \$115  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$116  = \$88 [3:0];
     if (rst) begin
       \$116  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$117  = \$88 [3:0];
+    if (rst) begin
+      \$117  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5958,7 +6013,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [6:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -5982,17 +6037,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[20:16];
-  assign \slot.value  = slot[44:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[20:16];
+  assign \slot_c1.value  = slot_c1[44:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[9:3];
@@ -6056,6 +6111,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[134];
   assign \results__payload.class_index  = results__payload[138:135];
   assign \results__payload.seq_end  = results__payload[139];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[44:21];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[9:3];
@@ -6695,7 +6761,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end

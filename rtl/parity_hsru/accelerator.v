@@ -307,7 +307,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$123 (trace_0)
+    .\trace$124 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -604,20 +604,21 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$123 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$124 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
+  reg [1:0] \$100 ;
   reg \$101 ;
-  reg [15:0] \$102 ;
-  reg [41:0] \$103 ;
-  reg [31:0] \$104 ;
+  reg \$102 ;
+  reg [15:0] \$103 ;
+  reg [41:0] \$104 ;
   reg [31:0] \$105 ;
-  reg [3:0] \$106 ;
-  wire \$107 ;
+  reg [31:0] \$106 ;
+  reg [3:0] \$107 ;
   wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -681,7 +682,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [4:0] \$66 ;
   wire \$67 ;
   wire [5:0] \$68 ;
-  reg [31:0] \$69 ;
+  reg [21:0] \$69 ;
   wire \$7 ;
   reg [31:0] \$70 ;
   reg [31:0] \$71 ;
@@ -690,30 +691,30 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg [31:0] \$74 ;
   reg [31:0] \$75 ;
   reg [31:0] \$76 ;
-  reg [21:0] \$77 ;
-  reg \$78 ;
-  reg [31:0] \$79 ;
+  reg [31:0] \$77 ;
+  reg [21:0] \$78 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [21:0] \$80 ;
+  reg [31:0] \$80 ;
   reg [21:0] \$81 ;
-  reg [63:0] \$82 ;
+  reg [21:0] \$82 ;
   reg [63:0] \$83 ;
-  reg [21:0] \$84 ;
+  reg [63:0] \$84 ;
   reg [21:0] \$85 ;
-  reg \$86 ;
-  reg [31:0] \$87 ;
+  reg [21:0] \$86 ;
+  reg \$87 ;
   reg [31:0] \$88 ;
-  reg \$89 ;
+  reg [31:0] \$89 ;
   wire [2:0] \$9 ;
-  reg [1:0] \$90 ;
+  reg \$90 ;
   reg [1:0] \$91 ;
-  reg \$92 ;
+  reg [1:0] \$92 ;
   reg \$93 ;
-  reg [15:0] \$94 ;
-  reg [31:0] \$95 ;
+  reg \$94 ;
+  reg [15:0] \$95 ;
   reg [31:0] \$96 ;
-  reg \$97 ;
-  reg [1:0] \$98 ;
+  reg [31:0] \$97 ;
+  reg \$98 ;
   reg [1:0] \$99 ;
   wire [18:0] acc;
   wire [37:0] \acc$38 ;
@@ -765,11 +766,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$120 ;
+  wire \gate$121 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$118 ;
+  wire \hold$119 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [8:0] i__payload;
@@ -843,9 +844,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [31:0] \new ;
-  wire [31:0] \new$117 ;
-  wire [15:0] \new$117.d ;
-  wire [15:0] \new$117.v ;
+  wire [31:0] \new$118 ;
+  wire [15:0] \new$118.d ;
+  wire [15:0] \new$118.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
   reg [31:0] new_c4_0 = 32'd0;
@@ -879,7 +880,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg [1:0] old_out_c4_0 = 2'h0;
   reg [1:0] old_out_c4_1 = 2'h0;
   wire [1:0] out;
-  wire [1:0] \out$119 ;
+  wire [1:0] \out$120 ;
   wire [1:0] out_0;
   wire [1:0] out_1;
   reg [1:0] out_c4_0 = 2'h0;
@@ -904,8 +905,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg \port__addr$34 ;
   wire \port__addr$47 ;
   wire [15:0] port__data;
-  wire [63:0] \port__data$109 ;
   wire [63:0] \port__data$110 ;
+  wire [63:0] \port__data$111 ;
   wire [31:0] \port__data$12 ;
   wire [63:0] \port__data$15 ;
   wire [15:0] \port__data$29 ;
@@ -920,7 +921,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg \port__en$19 ;
   reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$122 ;
+  wire [15:0] \potential$123 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [8:0] r_data;
@@ -930,8 +931,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$115 ;
-  wire \saturated$121 ;
+  wire \saturated$116 ;
+  wire \saturated$122 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [37:0] seeds;
@@ -949,6 +950,18 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [10:0] \slot.value ;
+  reg [21:0] slot_c1 = 22'h000000;
+  wire [1:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire \slot_c1.group ;
+  wire \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [10:0] \slot_c1.value ;
   reg [21:0] slot_c2 = 22'h000000;
   wire [1:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1016,21 +1029,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [41:0] trace;
-  output [41:0] \trace$123 ;
-  reg [41:0] \trace$123  = 42'h00000000000;
-  wire [1:0] \trace$123.gate ;
-  wire \trace$123.gate[0] ;
-  wire \trace$123.gate[1] ;
-  wire \trace$123.group ;
-  wire [31:0] \trace$123.potential ;
-  wire [15:0] \trace$123.potential[0] ;
-  wire [15:0] \trace$123.potential[1] ;
-  wire \trace$123.seq_end ;
-  wire [3:0] \trace$123.state ;
-  wire [1:0] \trace$123.state[0] ;
-  wire [1:0] \trace$123.state[1] ;
-  wire \trace$123.step_end ;
-  wire \trace$123.valid ;
+  output [41:0] \trace$124 ;
+  reg [41:0] \trace$124  = 42'h00000000000;
+  wire [1:0] \trace$124.gate ;
+  wire \trace$124.gate[0] ;
+  wire \trace$124.gate[1] ;
+  wire \trace$124.group ;
+  wire [31:0] \trace$124.potential ;
+  wire [15:0] \trace$124.potential[0] ;
+  wire [15:0] \trace$124.potential[1] ;
+  wire \trace$124.seq_end ;
+  wire [3:0] \trace$124.state ;
+  wire [1:0] \trace$124.state[0] ;
+  wire [1:0] \trace$124.state[1] ;
+  wire \trace$124.step_end ;
+  wire \trace$124.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1068,32 +1081,32 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg [31:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[1]];
+      _0_ <= bias[slot_c1[1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [63:0] \params$136  [1:0];
+  reg [63:0] \params$137  [1:0];
   initial begin
-    \params$136 [0] = 64'h09c8000104100003;
-    \params$136 [1] = 64'h04750002f4390001;
+    \params$137 [0] = 64'h09c8000104100003;
+    \params$137 [1] = 64'h04750002f4390001;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$136 [\config [4]][15:0] <= \port__data$15 [15:0];
+      \params$137 [\config [4]][15:0] <= \port__data$15 [15:0];
     if (\port__en$14 [1])
-      \params$136 [\config [4]][31:16] <= \port__data$15 [31:16];
+      \params$137 [\config [4]][31:16] <= \port__data$15 [31:16];
     if (\port__en$14 [2])
-      \params$136 [\config [4]][47:32] <= \port__data$15 [47:32];
+      \params$137 [\config [4]][47:32] <= \port__data$15 [47:32];
     if (\port__en$14 [3])
-      \params$136 [\config [4]][63:48] <= \port__data$15 [63:48];
+      \params$137 [\config [4]][63:48] <= \port__data$15 [63:48];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$136 [\port__addr$33 ];
+      _1_ <= \params$137 [\port__addr$33 ];
     end
   end
-  assign \port__data$109  = _1_;
+  assign \port__data$110  = _1_;
   reg [63:0] state [1:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1109,22 +1122,22 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$110  = _2_;
-  reg [15:0] \weights$134  [1:0];
+  assign \port__data$111  = _2_;
+  reg [15:0] \weights$135  [1:0];
   initial begin
-    \weights$134 [0] = 16'h4590;
-    \weights$134 [1] = 16'h78be;
+    \weights$135 [0] = 16'h4590;
+    \weights$135 [1] = 16'h78be;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$134 [\config [4]][7:0] <= port__data[7:0];
+      \weights$135 [\config [4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$134 [\config [4]][15:8] <= port__data[15:8];
+      \weights$135 [\config [4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$134 [\$9 [0]];
+      _3_ <= \weights$135 [\$9 [0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1137,10 +1150,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \$7  = \config [3:1] == 2'h2;
   assign \$8  = \config [0] & \$7 ;
   assign \port__en$14  = \$8  << \config [7:6];
-  assign \$9  = slot[3:2] + slot[10];
-  assign \$10  = ~ slot[9];
-  assign \$11  = slot[0] & \$10 ;
-  assign \$12  = slot[0] & slot[4];
+  assign \$9  = slot_c1[3:2] + slot_c1[10];
+  assign \$10  = ~ slot_c1[9];
+  assign \$11  = slot_c1[0] & \$10 ;
+  assign \$12  = slot_c1[0] & slot_c1[4];
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$29 ;
   assign \$13  = slot_c2a[0] & slot_c2a[5];
   assign finalize = slot_c3[0] & slot_c3[5];
@@ -1196,81 +1209,83 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \$67  = r_en & i__valid;
   assign \$68  = \$66  - \$67 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$69 ;
+    slot_c1 <= \$69 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$70 ;
+    layer0_weights_reads <= \$70 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$71 ;
+    layer0_weights_writes <= \$71 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$72 ;
+    layer0_bias_reads <= \$72 ;
   always @(posedge clk)
-    layer0_params_reads <= \$73 ;
+    layer0_bias_writes <= \$73 ;
   always @(posedge clk)
-    layer0_params_writes <= \$74 ;
+    layer0_params_reads <= \$74 ;
   always @(posedge clk)
-    layer0_state_reads <= \$75 ;
+    layer0_params_writes <= \$75 ;
   always @(posedge clk)
-    layer0_state_writes <= \$76 ;
+    layer0_state_reads <= \$76 ;
   always @(posedge clk)
-    slot_c2 <= \$77 ;
+    layer0_state_writes <= \$77 ;
   always @(posedge clk)
-    use_acc2 <= \$78 ;
+    slot_c2 <= \$78 ;
   always @(posedge clk)
-    layer0_macs <= \$79 ;
+    use_acc2 <= \$79 ;
   always @(posedge clk)
-    slot_c2a <= \$80 ;
+    layer0_macs <= \$80 ;
   always @(posedge clk)
-    slot_c2b <= \$81 ;
+    slot_c2a <= \$81 ;
   always @(posedge clk)
-    params_c3 <= \$82 ;
+    slot_c2b <= \$82 ;
   always @(posedge clk)
-    state_c3 <= \$83 ;
+    params_c3 <= \$83 ;
   always @(posedge clk)
-    slot_c3 <= \$84 ;
+    state_c3 <= \$84 ;
   always @(posedge clk)
-    slot_c4 <= \$85 ;
+    slot_c3 <= \$85 ;
   always @(posedge clk)
-    \port__en$49  <= \$86 ;
+    slot_c4 <= \$86 ;
   always @(posedge clk)
-    new_c4_0 <= \$87 ;
+    \port__en$49  <= \$87 ;
   always @(posedge clk)
-    old_c4_0 <= \$88 ;
+    new_c4_0 <= \$88 ;
   always @(posedge clk)
-    hold_c4_0 <= \$89 ;
+    old_c4_0 <= \$89 ;
   always @(posedge clk)
-    out_c4_0 <= \$90 ;
+    hold_c4_0 <= \$90 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$91 ;
+    out_c4_0 <= \$91 ;
   always @(posedge clk)
-    gate_c4_0 <= \$92 ;
+    old_out_c4_0 <= \$92 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$93 ;
+    gate_c4_0 <= \$93 ;
   always @(posedge clk)
-    potential_c4_0 <= \$94 ;
+    saturated_c4_0 <= \$94 ;
   always @(posedge clk)
-    new_c4_1 <= \$95 ;
+    potential_c4_0 <= \$95 ;
   always @(posedge clk)
-    old_c4_1 <= \$96 ;
+    new_c4_1 <= \$96 ;
   always @(posedge clk)
-    hold_c4_1 <= \$97 ;
+    old_c4_1 <= \$97 ;
   always @(posedge clk)
-    out_c4_1 <= \$98 ;
+    hold_c4_1 <= \$98 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$99 ;
+    out_c4_1 <= \$99 ;
   always @(posedge clk)
-    gate_c4_1 <= \$100 ;
+    old_out_c4_1 <= \$100 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$101 ;
+    gate_c4_1 <= \$101 ;
   always @(posedge clk)
-    potential_c4_1 <= \$102 ;
+    saturated_c4_1 <= \$102 ;
   always @(posedge clk)
-    \trace$123  <= \$103 ;
+    potential_c4_1 <= \$103 ;
   always @(posedge clk)
-    layer0_events <= \$104 ;
+    \trace$124  <= \$104 ;
   always @(posedge clk)
-    layer0_saturations <= \$105 ;
+    layer0_events <= \$105 ;
   always @(posedge clk)
-    reserved <= \$106 ;
+    layer0_saturations <= \$106 ;
+  always @(posedge clk)
+    reserved <= \$107 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1331,20 +1346,20 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$482$0 (\$107 ),
+    .\port$482$0 (\$108 ),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$115 )
+    .v_new_clipped(\saturated$116 )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$38 [37:19]),
-    .\new (\new$117 ),
+    .\new (\new$118 ),
     .old(\old$45 ),
     .params(\params$44 ),
-    .\port$504$0 (\$108 ),
-    .spike(\gate$120 ),
-    .v_new(\potential$122 ),
-    .v_new_clipped(\saturated$121 )
+    .\port$504$0 (\$109 ),
+    .spike(\gate$121 ),
+    .v_new(\potential$123 ),
+    .v_new_clipped(\saturated$122 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1390,103 +1405,103 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = \$36 [31:0];
+    \$69  = slot;
     if (rst) begin
-      \$69  = 32'd0;
+      \$69  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = \$39 [31:0];
+    \$70  = \$36 [31:0];
     if (rst) begin
       \$70  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$41 [31:0];
+    \$71  = \$39 [31:0];
     if (rst) begin
       \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$44 [31:0];
+    \$72  = \$41 [31:0];
     if (rst) begin
       \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$46 [31:0];
+    \$73  = \$44 [31:0];
     if (rst) begin
       \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$49 [31:0];
+    \$74  = \$46 [31:0];
     if (rst) begin
       \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \$51 [31:0];
+    \$75  = \$49 [31:0];
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \$54 [31:0];
+    \$76  = \$51 [31:0];
     if (rst) begin
       \$76  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = slot;
+    \$77  = \$54 [31:0];
     if (rst) begin
-      \$77  = 22'h000000;
+      \$77  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = 1'h0;
+    \$78  = slot_c1;
     if (rst) begin
-      \$78  = 1'h0;
+      \$78  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = layer0_macs;
+    \$79  = 1'h0;
+    if (rst) begin
+      \$79  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$80  = layer0_macs;
     if (\$58 ) begin
-      \$79  = \$59 [31:0];
+      \$80  = \$59 [31:0];
     end
     if (rst) begin
-      \$79  = 32'd0;
+      \$80  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = slot_c2;
-    if (rst) begin
-      \$80  = 22'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = slot_c2a;
+    \$81  = slot_c2;
     if (rst) begin
       \$81  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \port__data$109 ;
+    \$82  = slot_c2a;
     if (rst) begin
-      \$82  = 64'h0000000000000000;
+      \$82  = 22'h000000;
     end
   end
   always @* begin
@@ -1498,159 +1513,156 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = slot_c2b;
+    \$84  = \port__data$111 ;
     if (rst) begin
-      \$84  = 22'h000000;
+      \$84  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = slot_c3;
+    \$85  = slot_c2b;
     if (rst) begin
       \$85  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = finalize;
+    \$86  = slot_c3;
     if (rst) begin
-      \$86  = 1'h0;
+      \$86  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \new ;
+    \$87  = finalize;
     if (rst) begin
-      \$87  = 32'd0;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = old;
+    \$88  = \new ;
     if (rst) begin
       \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = 1'h0;
+    \$89  = old;
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = { 1'h0, \$107  };
+    \$90  = 1'h0;
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = { 1'h0, old[16] };
+    \$91  = { 1'h0, \$108  };
     if (rst) begin
       \$91  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = gate;
+    \$92  = { 1'h0, old[16] };
     if (rst) begin
-      \$92  = 1'h0;
+      \$92  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \saturated$115 ;
+    \$93  = gate;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = potential;
+    \$94  = \saturated$116 ;
     if (rst) begin
-      \$94  = 16'h0000;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \new$117 ;
+    \$95  = potential;
     if (rst) begin
-      \$95  = 32'd0;
+      \$95  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \old$45 ;
+    \$96  = \new$118 ;
     if (rst) begin
       \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = 1'h0;
+    \$97  = \old$45 ;
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = { 1'h0, \$108  };
+    \$98  = 1'h0;
     if (rst) begin
-      \$98  = 2'h0;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = { 1'h0, \old$45 [16] };
+    \$99  = { 1'h0, \$109  };
     if (rst) begin
       \$99  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \gate$120 ;
+    \$100  = { 1'h0, \old$45 [16] };
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \saturated$121 ;
+    \$101  = \gate$121 ;
     if (rst) begin
       \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \potential$122 ;
+    \$102  = \saturated$122 ;
     if (rst) begin
-      \$102  = 16'h0000;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = trace;
+    \$103  = \potential$123 ;
     if (rst) begin
-      \$103  = 42'h00000000000;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = layer0_events;
+    \$104  = trace;
+    if (rst) begin
+      \$104  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$105  = layer0_events;
     if (\port__en$49 ) begin
-      \$104  = \$62 [31:0];
-    end
-    if (rst) begin
-      \$104  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = layer0_saturations;
-    if (\port__en$49 ) begin
-      \$105  = \$65 [31:0];
+      \$105  = \$62 [31:0];
     end
     if (rst) begin
       \$105  = 32'd0;
@@ -1658,9 +1670,19 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \$68 [3:0];
+    \$106  = layer0_saturations;
+    if (\port__en$49 ) begin
+      \$106  = \$65 [31:0];
+    end
     if (rst) begin
-      \$106  = 4'h0;
+      \$106  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$107  = \$68 [3:0];
+    if (rst) begin
+      \$107  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1672,7 +1694,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \port__en$11  = \$6 [1:0];
   assign \port__addr$13  = \config [4];
   assign \port__addr$20  = \$9 [0];
-  assign \port__addr$22  = slot[1];
+  assign \port__addr$22  = slot_c1[1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
@@ -1693,9 +1715,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign events__ready = \items__ready$90 ;
   assign \items__valid$93  = events__valid;
   assign hold = 1'h0;
-  assign out = { 1'h0, \$107  };
-  assign \hold$118  = 1'h0;
-  assign \out$119  = { 1'h0, \$108  };
+  assign out = { 1'h0, \$108  };
+  assign \hold$119  = 1'h0;
+  assign \out$120  = { 1'h0, \$109  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1709,17 +1731,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \config.addr  = \config [5:4];
   assign \config.elem  = \config [7:6];
   assign \config.value  = \config [39:8];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[1];
-  assign \slot.base  = slot[3:2];
-  assign \slot.first  = slot[4];
-  assign \slot.last  = slot[5];
-  assign \slot.step_last  = slot[6];
-  assign \slot.seq_first  = slot[7];
-  assign \slot.seq_end  = slot[8];
-  assign \slot.empty  = slot[9];
-  assign \slot.index  = slot[10];
-  assign \slot.value  = slot[21:11];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[1];
+  assign \slot_c1.base  = slot_c1[3:2];
+  assign \slot_c1.first  = slot_c1[4];
+  assign \slot_c1.last  = slot_c1[5];
+  assign \slot_c1.step_last  = slot_c1[6];
+  assign \slot_c1.seq_first  = slot_c1[7];
+  assign \slot_c1.seq_end  = slot_c1[8];
+  assign \slot_c1.empty  = slot_c1[9];
+  assign \slot_c1.index  = slot_c1[10];
+  assign \slot_c1.value  = slot_c1[21:11];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[1];
   assign \slot_c2.base  = slot_c2[3:2];
@@ -1845,6 +1867,17 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \items__payload$89.value  = events__payload[3:2];
   assign \items__payload$89.step_end  = events__payload[4];
   assign \items__payload$89.seq_end  = events__payload[5];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[3:2];
+  assign \slot.first  = slot[4];
+  assign \slot.last  = slot[5];
+  assign \slot.step_last  = slot[6];
+  assign \slot.seq_first  = slot[7];
+  assign \slot.seq_end  = slot[8];
+  assign \slot.empty  = slot[9];
+  assign \slot.index  = slot[10];
+  assign \slot.value  = slot[21:11];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[1];
   assign \slot_c2b.base  = slot_c2b[3:2];
@@ -1858,21 +1891,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \slot_c2b.value  = slot_c2b[21:11];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new$117.v  = \new$117 [15:0];
-  assign \new$117.d  = \new$117 [31:16];
-  assign \trace$123.valid  = \trace$123 [0];
-  assign \trace$123.group  = \trace$123 [1];
-  assign \trace$123.step_end  = \trace$123 [2];
-  assign \trace$123.seq_end  = \trace$123 [3];
-  assign \trace$123.state  = \trace$123 [7:4];
-  assign \trace$123.state[0]  = \trace$123 [5:4];
-  assign \trace$123.state[1]  = \trace$123 [7:6];
-  assign \trace$123.gate  = \trace$123 [9:8];
-  assign \trace$123.gate[0]  = \trace$123 [8];
-  assign \trace$123.gate[1]  = \trace$123 [9];
-  assign \trace$123.potential  = \trace$123 [41:10];
-  assign \trace$123.potential[0]  = \trace$123 [25:10];
-  assign \trace$123.potential[1]  = \trace$123 [41:26];
+  assign \new$118.v  = \new$118 [15:0];
+  assign \new$118.d  = \new$118 [31:16];
+  assign \trace$124.valid  = \trace$124 [0];
+  assign \trace$124.group  = \trace$124 [1];
+  assign \trace$124.step_end  = \trace$124 [2];
+  assign \trace$124.seq_end  = \trace$124 [3];
+  assign \trace$124.state  = \trace$124 [7:4];
+  assign \trace$124.state[0]  = \trace$124 [5:4];
+  assign \trace$124.state[1]  = \trace$124 [7:6];
+  assign \trace$124.gate  = \trace$124 [9:8];
+  assign \trace$124.gate[0]  = \trace$124 [8];
+  assign \trace$124.gate[1]  = \trace$124 [9];
+  assign \trace$124.potential  = \trace$124 [41:10];
+  assign \trace$124.potential[0]  = \trace$124 [25:10];
+  assign \trace$124.potential[1]  = \trace$124 [41:26];
   assign entry[8] = slot_c4[8];
   assign entry[7] = \$34 ;
   assign entry[6] = slot_c4[1];
@@ -2771,7 +2804,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h1;
         end
       end
     end
@@ -5442,27 +5475,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$46 ;
   wire \$47 ;
   wire [5:0] \$48 ;
-  reg [31:0] \$49 ;
+  reg [14:0] \$49 ;
   wire \$5 ;
   reg [31:0] \$50 ;
   reg [31:0] \$51 ;
   reg [31:0] \$52 ;
-  reg [14:0] \$53 ;
-  reg \$54 ;
-  reg [31:0] \$55 ;
-  reg [14:0] \$56 ;
+  reg [31:0] \$53 ;
+  reg [14:0] \$54 ;
+  reg \$55 ;
+  reg [31:0] \$56 ;
   reg [14:0] \$57 ;
   reg [14:0] \$58 ;
-  reg \$59 ;
+  reg [14:0] \$59 ;
   wire [3:0] \$6 ;
-  reg [24:0] \$60 ;
-  reg \$61 ;
-  reg [14:0] \$62 ;
-  reg \$63 ;
-  reg [49:0] \$64 ;
-  reg [24:0] \$65 ;
-  reg \$66 ;
-  reg [3:0] \$67 ;
+  reg \$60 ;
+  reg [24:0] \$61 ;
+  reg \$62 ;
+  reg [14:0] \$63 ;
+  reg \$64 ;
+  reg [49:0] \$65 ;
+  reg [24:0] \$66 ;
+  reg \$67 ;
+  reg [3:0] \$68 ;
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -5597,6 +5631,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_0.step_last ;
   wire \slot_argmax_0.valid ;
   wire [1:0] \slot_argmax_0.value ;
+  reg [14:0] slot_c1 = 15'h0000;
+  wire [2:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire \slot_c1.group ;
+  wire [1:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [1:0] \slot_c1.value ;
   reg [14:0] slot_c2 = 15'h0000;
   wire [2:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5673,26 +5719,27 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     end
   end
   assign \port__data$26  = _0_;
-  reg [15:0] \weights$69  [3:0];
+  reg [15:0] \weights$70  [3:0];
   initial begin
-    \weights$69 [0] = 16'ha9cb;
-    \weights$69 [1] = 16'hfdd0;
-    \weights$69 [2] = 16'h263b;
-    \weights$69 [3] = 16'h6a4d;
+    \weights$70 [0] = 16'ha9cb;
+    \weights$70 [1] = 16'hfdd0;
+    \weights$70 [2] = 16'h263b;
+    \weights$70 [3] = 16'h6a4d;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$69 [\config [5:4]][7:0] <= port__data[7:0];
+      \weights$70 [\config [5:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$69 [\config [5:4]][15:8] <= port__data[15:8];
+      \weights$70 [\config [5:4]][15:8] <= port__data[15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$69 [\$7 [1:0]];
+      _1_ <= \weights$70 [\$7 [1:0]];
     end
   end
   assign \port__data$24  = _1_;
+  assign \$28  = | slot_c2[14:13];
   assign \$29  = \$27  & \$28 ;
   assign \$30  = readout_macs + 2'h2;
   assign \$35  = $signed(acc[49:25]) > $signed(acc[24:0]);
@@ -5704,53 +5751,55 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$47  = r_en & results__valid;
   assign \$48  = \$46  - \$47 ;
   always @(posedge clk)
-    readout_weights_reads <= \$49 ;
+    slot_c1 <= \$49 ;
   always @(posedge clk)
-    readout_weights_writes <= \$50 ;
+    readout_weights_reads <= \$50 ;
   always @(posedge clk)
-    readout_bias_reads <= \$51 ;
+    readout_weights_writes <= \$51 ;
   always @(posedge clk)
-    readout_bias_writes <= \$52 ;
+    readout_bias_reads <= \$52 ;
   always @(posedge clk)
-    slot_c2 <= \$53 ;
+    readout_bias_writes <= \$53 ;
   always @(posedge clk)
-    use_acc2 <= \$54 ;
+    slot_c2 <= \$54 ;
   always @(posedge clk)
-    readout_macs <= \$55 ;
+    use_acc2 <= \$55 ;
   always @(posedge clk)
-    slot_c2a <= \$56 ;
+    readout_macs <= \$56 ;
   always @(posedge clk)
-    slot_c2b <= \$57 ;
+    slot_c2a <= \$57 ;
   always @(posedge clk)
-    slot_c3 <= \$58 ;
+    slot_c2b <= \$58 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$59 ;
+    slot_c3 <= \$59 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$60 ;
+    argmax_0_0_valid <= \$60 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$61 ;
+    argmax_0_0_logit <= \$61 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$62 ;
+    argmax_0_0_lane <= \$62 ;
   always @(posedge clk)
-    w_en <= \$63 ;
+    slot_argmax_0 <= \$63 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$64 ;
+    w_en <= \$64 ;
   always @(posedge clk)
-    best_logit <= \$65 ;
+    logits_argmax_0 <= \$65 ;
   always @(posedge clk)
-    best_class <= \$66 ;
+    best_logit <= \$66 ;
   always @(posedge clk)
-    reserved <= \$67 ;
+    best_class <= \$67 ;
+  always @(posedge clk)
+    reserved <= \$68 ;
   assign \$1  = \config [3:1] == 3'h4;
   assign \$2  = \config [0] & \$1 ;
   assign \$3  = \$2  << \config [7:6];
   assign \$4  = \config [3:1] == 3'h5;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [7:6];
-  assign \$7  = slot[4:2] + slot[12:11];
-  assign \$8  = ~ slot[10];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[5];
+  assign \$7  = slot_c1[4:2] + slot_c1[12:11];
+  assign \$8  = ~ slot_c1[10];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[5];
   assign weights = slot_c2[10] ? 16'h0000 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[6];
   assign \$11  = ! slot_argmax_0[1];
@@ -5772,7 +5821,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$25  = readout_bias_writes + \$24 ;
   assign \$26  = ~ slot_c2[10];
   assign \$27  = slot_c2[0] & \$26 ;
-  assign \$28  = | slot_c2[14:13];
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5824,144 +5872,151 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$49  = \$17 [31:0];
+    \$49  = slot;
     if (rst) begin
-      \$49  = 32'd0;
+      \$49  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$50  = \$20 [31:0];
+    \$50  = \$17 [31:0];
     if (rst) begin
       \$50  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$51  = \$22 [31:0];
+    \$51  = \$20 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$52  = \$25 [31:0];
+    \$52  = \$22 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$53  = slot;
+    \$53  = \$25 [31:0];
     if (rst) begin
-      \$53  = 15'h0000;
+      \$53  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$54  = 1'h0;
+    \$54  = slot_c1;
     if (rst) begin
-      \$54  = 1'h0;
+      \$54  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$55  = readout_macs;
+    \$55  = 1'h0;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$56  = readout_macs;
     if (\$29 ) begin
-      \$55  = \$30 [31:0];
+      \$56  = \$30 [31:0];
     end
     if (rst) begin
-      \$55  = 32'd0;
+      \$56  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = slot_c2;
-    if (rst) begin
-      \$56  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = slot_c2a;
+    \$57  = slot_c2;
     if (rst) begin
       \$57  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = slot_c2b;
+    \$58  = slot_c2a;
     if (rst) begin
       \$58  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = \$32 ;
+    \$59  = slot_c2b;
     if (rst) begin
-      \$59  = 1'h0;
+      \$59  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = \$38 ;
+    \$60  = \$32 ;
     if (rst) begin
-      \$60  = 25'h0000000;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = \$44 ;
+    \$61  = \$38 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$61  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = slot_c3;
+    \$62  = \$44 ;
     if (rst) begin
-      \$62  = 15'h0000;
+      \$62  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = finalize;
+    \$63  = slot_c3;
     if (rst) begin
-      \$63  = 1'h0;
+      \$63  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = acc;
+    \$64  = finalize;
     if (rst) begin
-      \$64  = 50'h0000000000000;
+      \$64  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = best_logit;
+    \$65  = acc;
+    if (rst) begin
+      \$65  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$66  = best_logit;
     if (\$45 ) begin
-      \$65  = argmax_0_0_logit;
+      \$66  = argmax_0_0_logit;
     end
     if (rst) begin
-      \$65  = 25'h0000000;
+      \$66  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = best_class;
+    \$67  = best_class;
     if (\$45 ) begin
-      \$66  = \$15 [0];
+      \$67  = \$15 [0];
     end
     if (rst) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = \$48 [3:0];
+    \$68  = \$48 [3:0];
     if (rst) begin
-      \$67  = 4'h0;
+      \$68  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5994,17 +6049,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [5:4];
   assign \config.elem  = \config [7:6];
   assign \config.value  = \config [39:8];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[1];
-  assign \slot.base  = slot[4:2];
-  assign \slot.first  = slot[5];
-  assign \slot.last  = slot[6];
-  assign \slot.step_last  = slot[7];
-  assign \slot.seq_first  = slot[8];
-  assign \slot.seq_end  = slot[9];
-  assign \slot.empty  = slot[10];
-  assign \slot.index  = slot[12:11];
-  assign \slot.value  = slot[14:13];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[1];
+  assign \slot_c1.base  = slot_c1[4:2];
+  assign \slot_c1.first  = slot_c1[5];
+  assign \slot_c1.last  = slot_c1[6];
+  assign \slot_c1.step_last  = slot_c1[7];
+  assign \slot_c1.seq_first  = slot_c1[8];
+  assign \slot_c1.seq_end  = slot_c1[9];
+  assign \slot_c1.empty  = slot_c1[10];
+  assign \slot_c1.index  = slot_c1[12:11];
+  assign \slot_c1.value  = slot_c1[14:13];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[1];
   assign \slot_c2.base  = slot_c2[4:2];
@@ -6058,6 +6113,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[51];
   assign \results__payload.class_index  = results__payload[52];
   assign \results__payload.seq_end  = results__payload[53];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[4:2];
+  assign \slot.first  = slot[5];
+  assign \slot.last  = slot[6];
+  assign \slot.step_last  = slot[7];
+  assign \slot.seq_first  = slot[8];
+  assign \slot.seq_end  = slot[9];
+  assign \slot.empty  = slot[10];
+  assign \slot.index  = slot[12:11];
+  assign \slot.value  = slot[14:13];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[1];
   assign \slot_c2a.base  = slot_c2a[4:2];
@@ -6612,7 +6678,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h2;
         end
       end
     end

@@ -275,7 +275,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$159 (trace_0)
+    .\trace$160 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -523,48 +523,49 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$159 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$160 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
 , layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [15:0] \$101 ;
+  reg [15:0] \$100 ;
+  reg \$101 ;
   reg [15:0] \$102 ;
-  reg \$103 ;
+  reg [15:0] \$103 ;
   reg \$104 ;
-  reg [15:0] \$105 ;
+  reg \$105 ;
   reg [15:0] \$106 ;
   reg [15:0] \$107 ;
-  reg \$108 ;
-  reg [15:0] \$109 ;
+  reg [15:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
   reg [15:0] \$110 ;
-  reg \$111 ;
+  reg [15:0] \$111 ;
   reg \$112 ;
-  reg [15:0] \$113 ;
+  reg \$113 ;
   reg [15:0] \$114 ;
   reg [15:0] \$115 ;
-  reg \$116 ;
-  reg [15:0] \$117 ;
+  reg [15:0] \$116 ;
+  reg \$117 ;
   reg [15:0] \$118 ;
-  reg \$119 ;
+  reg [15:0] \$119 ;
   wire \$12 ;
   reg \$120 ;
-  reg [15:0] \$121 ;
+  reg \$121 ;
   reg [15:0] \$122 ;
   reg [15:0] \$123 ;
-  reg \$124 ;
-  reg [15:0] \$125 ;
+  reg [15:0] \$124 ;
+  reg \$125 ;
   reg [15:0] \$126 ;
-  reg \$127 ;
+  reg [15:0] \$127 ;
   reg \$128 ;
-  reg [15:0] \$129 ;
+  reg \$129 ;
   wire [15:0] \$13 ;
-  reg [73:0] \$130 ;
-  reg [31:0] \$131 ;
+  reg [15:0] \$130 ;
+  reg [73:0] \$131 ;
   reg [31:0] \$132 ;
-  reg [3:0] \$133 ;
+  reg [31:0] \$133 ;
+  reg [3:0] \$134 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -638,7 +639,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$78 ;
   wire [5:0] \$79 ;
   wire [7:0] \$8 ;
-  reg [31:0] \$80 ;
+  reg [28:0] \$80 ;
   reg [31:0] \$81 ;
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
@@ -646,18 +647,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$85 ;
   reg [31:0] \$86 ;
   reg [31:0] \$87 ;
-  reg [28:0] \$88 ;
-  reg \$89 ;
+  reg [31:0] \$88 ;
+  reg [28:0] \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [28:0] \$91 ;
+  reg \$90 ;
+  reg [31:0] \$91 ;
   reg [28:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [63:0] \$94 ;
-  reg [28:0] \$95 ;
+  reg [28:0] \$93 ;
+  reg [31:0] \$94 ;
+  reg [63:0] \$95 ;
   reg [28:0] \$96 ;
-  reg \$97 ;
-  reg [15:0] \$98 ;
+  reg [28:0] \$97 ;
+  reg \$98 ;
   reg [15:0] \$99 ;
   wire [37:0] acc;
   wire [151:0] \acc$38 ;
@@ -727,17 +728,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire gate;
-  wire \gate$141 ;
-  wire \gate$148 ;
-  wire \gate$155 ;
+  wire \gate$142 ;
+  wire \gate$149 ;
+  wire \gate$156 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$139 ;
-  wire \hold$146 ;
-  wire \hold$153 ;
+  wire \hold$140 ;
+  wire \hold$147 ;
+  wire \hold$154 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -815,12 +816,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$138 ;
-  wire [15:0] \new$138.h ;
-  wire [15:0] \new$145 ;
-  wire [15:0] \new$145.h ;
-  wire [15:0] \new$152 ;
-  wire [15:0] \new$152.h ;
+  wire [15:0] \new$139 ;
+  wire [15:0] \new$139.h ;
+  wire [15:0] \new$146 ;
+  wire [15:0] \new$146.h ;
+  wire [15:0] \new$153 ;
+  wire [15:0] \new$153.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -863,9 +864,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] old_out_c4_2 = 16'h0000;
   reg [15:0] old_out_c4_3 = 16'h0000;
   wire [15:0] out;
-  wire [15:0] \out$140 ;
-  wire [15:0] \out$147 ;
-  wire [15:0] \out$154 ;
+  wire [15:0] \out$141 ;
+  wire [15:0] \out$148 ;
+  wire [15:0] \out$155 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -897,8 +898,8 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$53 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$129 ;
-  wire [63:0] \port__data$130 ;
+  wire [31:0] \port__data$130 ;
+  wire [63:0] \port__data$131 ;
   wire [31:0] \port__data$15 ;
   wire [63:0] \port__data$29 ;
   wire [127:0] \port__data$31 ;
@@ -912,9 +913,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \port__en$19 ;
   reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$144 ;
-  wire [15:0] \potential$151 ;
-  wire [15:0] \potential$158 ;
+  wire [15:0] \potential$145 ;
+  wire [15:0] \potential$152 ;
+  wire [15:0] \potential$159 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -926,10 +927,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$135 ;
-  wire \saturated$142 ;
-  wire \saturated$149 ;
-  wire \saturated$156 ;
+  wire \saturated$136 ;
+  wire \saturated$143 ;
+  wire \saturated$150 ;
+  wire \saturated$157 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -955,6 +956,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
+  reg [28:0] slot_c1 = 29'h00000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [2:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
   reg [28:0] slot_c2 = 29'h00000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1022,22 +1035,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [73:0] trace;
-  output [73:0] \trace$159 ;
-  reg [73:0] \trace$159  = 74'h0000000000000000000;
-  wire [3:0] \trace$159.gate ;
-  wire \trace$159.gate[0] ;
-  wire \trace$159.gate[1] ;
-  wire \trace$159.gate[2] ;
-  wire \trace$159.gate[3] ;
-  wire [2:0] \trace$159.group ;
-  wire \trace$159.seq_end ;
-  wire [63:0] \trace$159.state ;
-  wire [15:0] \trace$159.state[0] ;
-  wire [15:0] \trace$159.state[1] ;
-  wire [15:0] \trace$159.state[2] ;
-  wire [15:0] \trace$159.state[3] ;
-  wire \trace$159.step_end ;
-  wire \trace$159.valid ;
+  output [73:0] \trace$160 ;
+  reg [73:0] \trace$160  = 74'h0000000000000000000;
+  wire [3:0] \trace$160.gate ;
+  wire \trace$160.gate[0] ;
+  wire \trace$160.gate[1] ;
+  wire \trace$160.gate[2] ;
+  wire \trace$160.gate[3] ;
+  wire [2:0] \trace$160.group ;
+  wire \trace$160.seq_end ;
+  wire [63:0] \trace$160.state ;
+  wire [15:0] \trace$160.state[0] ;
+  wire [15:0] \trace$160.state[1] ;
+  wire [15:0] \trace$160.state[2] ;
+  wire [15:0] \trace$160.state[3] ;
+  wire \trace$160.step_end ;
+  wire \trace$160.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1100,38 +1113,38 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[3:1]];
+      _0_ <= bias[slot_c1[3:1]];
     end
   end
   assign \port__data$31  = _0_;
-  reg [31:0] \params$172  [7:0];
+  reg [31:0] \params$173  [7:0];
   initial begin
-    \params$172 [0] = 32'd774648385;
-    \params$172 [1] = 32'd775171628;
-    \params$172 [2] = 32'd757870123;
-    \params$172 [3] = 32'd808267053;
-    \params$172 [4] = 32'd741417786;
-    \params$172 [5] = 32'd858925357;
-    \params$172 [6] = 32'd892414513;
-    \params$172 [7] = 32'd774844723;
+    \params$173 [0] = 32'd774648385;
+    \params$173 [1] = 32'd775171628;
+    \params$173 [2] = 32'd757870123;
+    \params$173 [3] = 32'd808267053;
+    \params$173 [4] = 32'd741417786;
+    \params$173 [5] = 32'd858925357;
+    \params$173 [6] = 32'd892414513;
+    \params$173 [7] = 32'd774844723;
   end
   always @(posedge clk) begin
     if (\$7 [0])
-      \params$172 [\config [6:4]][7:0] <= \port__data$15 [7:0];
+      \params$173 [\config [6:4]][7:0] <= \port__data$15 [7:0];
     if (\$7 [1])
-      \params$172 [\config [6:4]][15:8] <= \port__data$15 [15:8];
+      \params$173 [\config [6:4]][15:8] <= \port__data$15 [15:8];
     if (\$7 [2])
-      \params$172 [\config [6:4]][23:16] <= \port__data$15 [23:16];
+      \params$173 [\config [6:4]][23:16] <= \port__data$15 [23:16];
     if (\$7 [3])
-      \params$172 [\config [6:4]][31:24] <= \port__data$15 [31:24];
+      \params$173 [\config [6:4]][31:24] <= \port__data$15 [31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$172 [\port__addr$33 ];
+      _1_ <= \params$173 [\port__addr$33 ];
     end
   end
-  assign \port__data$129  = _1_;
+  assign \port__data$130  = _1_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1153,136 +1166,136 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= state[\port__addr$34 ];
     end
   end
-  assign \port__data$130  = _2_;
-  reg [63:0] \weights$170  [103:0];
+  assign \port__data$131  = _2_;
+  reg [63:0] \weights$171  [103:0];
   initial begin
-    \weights$170 [0] = 64'h2404370502fadf03;
-    \weights$170 [1] = 64'h0af38cc5f3e2ae14;
-    \weights$170 [2] = 64'hedf6ab00c301f9ff;
-    \weights$170 [3] = 64'h0e3de1fc19ef19ae;
-    \weights$170 [4] = 64'h21fcdff448264ce8;
-    \weights$170 [5] = 64'h0cf435402ff7403b;
-    \weights$170 [6] = 64'hb7d8feead6d3e2c9;
-    \weights$170 [7] = 64'h0b59fb0cb1171818;
-    \weights$170 [8] = 64'he61bcbc7dd3428fb;
-    \weights$170 [9] = 64'hc1dd28ee05110013;
-    \weights$170 [10] = 64'hf4eff6ea2c1e0bfc;
-    \weights$170 [11] = 64'h150f17181bedecf1;
-    \weights$170 [12] = 64'h3c2a3728cb25e9e7;
-    \weights$170 [13] = 64'h450a160202fe9a12;
-    \weights$170 [14] = 64'he7490b01dce9f508;
-    \weights$170 [15] = 64'h1a0fe3ee27141a29;
-    \weights$170 [16] = 64'h1ed1f326e7f02019;
-    \weights$170 [17] = 64'hfddb1f1718023211;
-    \weights$170 [18] = 64'h1fef3cdb1ab8ced3;
-    \weights$170 [19] = 64'h361dcb0827d02dc7;
-    \weights$170 [20] = 64'habb6bbee372315df;
-    \weights$170 [21] = 64'hd9ececfe1810e10e;
-    \weights$170 [22] = 64'hb90b0b056d2f2207;
-    \weights$170 [23] = 64'hf6f515f8d8202312;
-    \weights$170 [24] = 64'hae03e1fbddf75e10;
-    \weights$170 [25] = 64'hd8d0fefce2d5fa0b;
-    \weights$170 [26] = 64'hdb0310fb46f946d7;
-    \weights$170 [27] = 64'hf0e06a01cf03b80e;
-    \weights$170 [28] = 64'h1aec0de7fcf707db;
-    \weights$170 [29] = 64'hff1406d34812f8cf;
-    \weights$170 [30] = 64'h2a2d1631fd00da0a;
-    \weights$170 [31] = 64'heff65114c2d41a35;
-    \weights$170 [32] = 64'h3cabdb140d5548e2;
-    \weights$170 [33] = 64'h6b1bdbdee1e62214;
-    \weights$170 [34] = 64'h5fd410f7ba0cc714;
-    \weights$170 [35] = 64'h82f70024fff6d32f;
-    \weights$170 [36] = 64'he53737265fd8e032;
-    \weights$170 [37] = 64'haf35170cd3e314d3;
-    \weights$170 [38] = 64'h1feab231fdf0efec;
-    \weights$170 [39] = 64'h30f70918fdf70008;
-    \weights$170 [40] = 64'h0ada110b2b23e821;
-    \weights$170 [41] = 64'hea0e3d0c4dd340f1;
-    \weights$170 [42] = 64'hd6b82023fa4aaaf3;
-    \weights$170 [43] = 64'hf2fee7073a34e50c;
-    \weights$170 [44] = 64'hbb27ed0821b43113;
-    \weights$170 [45] = 64'h1169edb3dcf60ae2;
-    \weights$170 [46] = 64'hedf5af441004acc5;
-    \weights$170 [47] = 64'h08e6e12ad6f94619;
-    \weights$170 [48] = 64'h34eb4a1b1c0ff3eb;
-    \weights$170 [49] = 64'hc5fd00e30df70fdd;
-    \weights$170 [50] = 64'hc7f8f8fdd9fd34ea;
-    \weights$170 [51] = 64'hf71c1bdd02f233dd;
-    \weights$170 [52] = 64'hb2f6fb104e0af610;
-    \weights$170 [53] = 64'h1d1113c5b501412d;
-    \weights$170 [54] = 64'hfcf8f30eda0c1edf;
-    \weights$170 [55] = 64'h23f854f511d21b1c;
-    \weights$170 [56] = 64'h331bde022012b20d;
-    \weights$170 [57] = 64'hde0fba3622e5cad7;
-    \weights$170 [58] = 64'h34d3200d34221ad8;
-    \weights$170 [59] = 64'hf0f4171ee00db1e1;
-    \weights$170 [60] = 64'h19d90b01080ae7fd;
-    \weights$170 [61] = 64'hfdb5c90844e421f6;
-    \weights$170 [62] = 64'h00e80e29d931ea3a;
-    \weights$170 [63] = 64'hf9fa35c31e1002dd;
-    \weights$170 [64] = 64'h34dac4feb81f08f3;
-    \weights$170 [65] = 64'he6fceaf6c815fbee;
-    \weights$170 [66] = 64'h10fe3b2b1bd16a09;
-    \weights$170 [67] = 64'h0af0c8e7dee2b823;
-    \weights$170 [68] = 64'hc9f3c703f61dfe07;
-    \weights$170 [69] = 64'hea0a37d926eaa705;
-    \weights$170 [70] = 64'h1f0eb5f46a259de7;
-    \weights$170 [71] = 64'h43f5c631c00c3002;
-    \weights$170 [72] = 64'h1dfe2df136fac21d;
-    \weights$170 [73] = 64'h0b223f19e1eb4f1b;
-    \weights$170 [74] = 64'h0e1ef0d3b7e5230d;
-    \weights$170 [75] = 64'h02fd1be9472af9d7;
-    \weights$170 [76] = 64'h17f046deb007efe4;
-    \weights$170 [77] = 64'h02ff1bfbe23befb3;
-    \weights$170 [78] = 64'hc523c00e08172507;
-    \weights$170 [79] = 64'hed229a1f0e07e8d7;
-    \weights$170 [80] = 64'hfc1cfff4f011a9fc;
-    \weights$170 [81] = 64'hee1028dc49097a07;
-    \weights$170 [82] = 64'h2df7264600f53d0d;
-    \weights$170 [83] = 64'h4ae9131215ead257;
-    \weights$170 [84] = 64'h451728c4e0f0cfdf;
-    \weights$170 [85] = 64'h0e8e35fd0d380cf4;
-    \weights$170 [86] = 64'hf70a16200c04eafc;
-    \weights$170 [87] = 64'h4bc5b0ea00fef10d;
-    \weights$170 [88] = 64'hfaf99ce3f8ed21e2;
-    \weights$170 [89] = 64'he2f1e7271003f110;
-    \weights$170 [90] = 64'h2f071117f5210e20;
-    \weights$170 [91] = 64'h0f1edafa010a0311;
-    \weights$170 [92] = 64'hb602f51ef325ae53;
-    \weights$170 [93] = 64'hb7cc10d5e90a6136;
-    \weights$170 [94] = 64'h135040e4471a20c6;
-    \weights$170 [95] = 64'hc7363f0d11cfb6d7;
-    \weights$170 [96] = 64'hd604630d37da58f1;
-    \weights$170 [97] = 64'hc5183fe50519eccb;
-    \weights$170 [98] = 64'h03e5f4debaf94907;
-    \weights$170 [99] = 64'hb8e51ed5b1481403;
-    \weights$170 [100] = 64'h2a2e4914bdf4f1f5;
-    \weights$170 [101] = 64'h551223140c0915d3;
-    \weights$170 [102] = 64'h37db2819f6c2ddfa;
-    \weights$170 [103] = 64'hd703f3e2f00015f3;
+    \weights$171 [0] = 64'h2404370502fadf03;
+    \weights$171 [1] = 64'h0af38cc5f3e2ae14;
+    \weights$171 [2] = 64'hedf6ab00c301f9ff;
+    \weights$171 [3] = 64'h0e3de1fc19ef19ae;
+    \weights$171 [4] = 64'h21fcdff448264ce8;
+    \weights$171 [5] = 64'h0cf435402ff7403b;
+    \weights$171 [6] = 64'hb7d8feead6d3e2c9;
+    \weights$171 [7] = 64'h0b59fb0cb1171818;
+    \weights$171 [8] = 64'he61bcbc7dd3428fb;
+    \weights$171 [9] = 64'hc1dd28ee05110013;
+    \weights$171 [10] = 64'hf4eff6ea2c1e0bfc;
+    \weights$171 [11] = 64'h150f17181bedecf1;
+    \weights$171 [12] = 64'h3c2a3728cb25e9e7;
+    \weights$171 [13] = 64'h450a160202fe9a12;
+    \weights$171 [14] = 64'he7490b01dce9f508;
+    \weights$171 [15] = 64'h1a0fe3ee27141a29;
+    \weights$171 [16] = 64'h1ed1f326e7f02019;
+    \weights$171 [17] = 64'hfddb1f1718023211;
+    \weights$171 [18] = 64'h1fef3cdb1ab8ced3;
+    \weights$171 [19] = 64'h361dcb0827d02dc7;
+    \weights$171 [20] = 64'habb6bbee372315df;
+    \weights$171 [21] = 64'hd9ececfe1810e10e;
+    \weights$171 [22] = 64'hb90b0b056d2f2207;
+    \weights$171 [23] = 64'hf6f515f8d8202312;
+    \weights$171 [24] = 64'hae03e1fbddf75e10;
+    \weights$171 [25] = 64'hd8d0fefce2d5fa0b;
+    \weights$171 [26] = 64'hdb0310fb46f946d7;
+    \weights$171 [27] = 64'hf0e06a01cf03b80e;
+    \weights$171 [28] = 64'h1aec0de7fcf707db;
+    \weights$171 [29] = 64'hff1406d34812f8cf;
+    \weights$171 [30] = 64'h2a2d1631fd00da0a;
+    \weights$171 [31] = 64'heff65114c2d41a35;
+    \weights$171 [32] = 64'h3cabdb140d5548e2;
+    \weights$171 [33] = 64'h6b1bdbdee1e62214;
+    \weights$171 [34] = 64'h5fd410f7ba0cc714;
+    \weights$171 [35] = 64'h82f70024fff6d32f;
+    \weights$171 [36] = 64'he53737265fd8e032;
+    \weights$171 [37] = 64'haf35170cd3e314d3;
+    \weights$171 [38] = 64'h1feab231fdf0efec;
+    \weights$171 [39] = 64'h30f70918fdf70008;
+    \weights$171 [40] = 64'h0ada110b2b23e821;
+    \weights$171 [41] = 64'hea0e3d0c4dd340f1;
+    \weights$171 [42] = 64'hd6b82023fa4aaaf3;
+    \weights$171 [43] = 64'hf2fee7073a34e50c;
+    \weights$171 [44] = 64'hbb27ed0821b43113;
+    \weights$171 [45] = 64'h1169edb3dcf60ae2;
+    \weights$171 [46] = 64'hedf5af441004acc5;
+    \weights$171 [47] = 64'h08e6e12ad6f94619;
+    \weights$171 [48] = 64'h34eb4a1b1c0ff3eb;
+    \weights$171 [49] = 64'hc5fd00e30df70fdd;
+    \weights$171 [50] = 64'hc7f8f8fdd9fd34ea;
+    \weights$171 [51] = 64'hf71c1bdd02f233dd;
+    \weights$171 [52] = 64'hb2f6fb104e0af610;
+    \weights$171 [53] = 64'h1d1113c5b501412d;
+    \weights$171 [54] = 64'hfcf8f30eda0c1edf;
+    \weights$171 [55] = 64'h23f854f511d21b1c;
+    \weights$171 [56] = 64'h331bde022012b20d;
+    \weights$171 [57] = 64'hde0fba3622e5cad7;
+    \weights$171 [58] = 64'h34d3200d34221ad8;
+    \weights$171 [59] = 64'hf0f4171ee00db1e1;
+    \weights$171 [60] = 64'h19d90b01080ae7fd;
+    \weights$171 [61] = 64'hfdb5c90844e421f6;
+    \weights$171 [62] = 64'h00e80e29d931ea3a;
+    \weights$171 [63] = 64'hf9fa35c31e1002dd;
+    \weights$171 [64] = 64'h34dac4feb81f08f3;
+    \weights$171 [65] = 64'he6fceaf6c815fbee;
+    \weights$171 [66] = 64'h10fe3b2b1bd16a09;
+    \weights$171 [67] = 64'h0af0c8e7dee2b823;
+    \weights$171 [68] = 64'hc9f3c703f61dfe07;
+    \weights$171 [69] = 64'hea0a37d926eaa705;
+    \weights$171 [70] = 64'h1f0eb5f46a259de7;
+    \weights$171 [71] = 64'h43f5c631c00c3002;
+    \weights$171 [72] = 64'h1dfe2df136fac21d;
+    \weights$171 [73] = 64'h0b223f19e1eb4f1b;
+    \weights$171 [74] = 64'h0e1ef0d3b7e5230d;
+    \weights$171 [75] = 64'h02fd1be9472af9d7;
+    \weights$171 [76] = 64'h17f046deb007efe4;
+    \weights$171 [77] = 64'h02ff1bfbe23befb3;
+    \weights$171 [78] = 64'hc523c00e08172507;
+    \weights$171 [79] = 64'hed229a1f0e07e8d7;
+    \weights$171 [80] = 64'hfc1cfff4f011a9fc;
+    \weights$171 [81] = 64'hee1028dc49097a07;
+    \weights$171 [82] = 64'h2df7264600f53d0d;
+    \weights$171 [83] = 64'h4ae9131215ead257;
+    \weights$171 [84] = 64'h451728c4e0f0cfdf;
+    \weights$171 [85] = 64'h0e8e35fd0d380cf4;
+    \weights$171 [86] = 64'hf70a16200c04eafc;
+    \weights$171 [87] = 64'h4bc5b0ea00fef10d;
+    \weights$171 [88] = 64'hfaf99ce3f8ed21e2;
+    \weights$171 [89] = 64'he2f1e7271003f110;
+    \weights$171 [90] = 64'h2f071117f5210e20;
+    \weights$171 [91] = 64'h0f1edafa010a0311;
+    \weights$171 [92] = 64'hb602f51ef325ae53;
+    \weights$171 [93] = 64'hb7cc10d5e90a6136;
+    \weights$171 [94] = 64'h135040e4471a20c6;
+    \weights$171 [95] = 64'hc7363f0d11cfb6d7;
+    \weights$171 [96] = 64'hd604630d37da58f1;
+    \weights$171 [97] = 64'hc5183fe50519eccb;
+    \weights$171 [98] = 64'h03e5f4debaf94907;
+    \weights$171 [99] = 64'hb8e51ed5b1481403;
+    \weights$171 [100] = 64'h2a2e4914bdf4f1f5;
+    \weights$171 [101] = 64'h551223140c0915d3;
+    \weights$171 [102] = 64'h37db2819f6c2ddfa;
+    \weights$171 [103] = 64'hd703f3e2f00015f3;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$170 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$171 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$170 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$171 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$170 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$171 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$170 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$171 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$170 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$171 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$170 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$171 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$170 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$171 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$170 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$171 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _3_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _3_ <= \weights$170 [\$8 [6:0]];
+      _3_ <= \weights$171 [\$8 [6:0]];
     end
   end
   assign \port__data$29  = _3_;
@@ -1295,10 +1308,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \$7  = \$6  << \config [13:11];
-  assign \$8  = slot[10:4] + slot[20:17];
-  assign \$9  = ~ slot[16];
-  assign \$10  = slot[0] & \$9 ;
-  assign \$11  = slot[0] & slot[11];
+  assign \$8  = slot_c1[10:4] + slot_c1[20:17];
+  assign \$9  = ~ slot_c1[16];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[11];
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$29 ;
   assign \$12  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
@@ -1366,113 +1379,115 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$78  = r_en & i__valid;
   assign \$79  = \$77  - \$78 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$80 ;
+    slot_c1 <= \$80 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$81 ;
+    layer0_weights_reads <= \$81 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$82 ;
+    layer0_weights_writes <= \$82 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$83 ;
+    layer0_bias_reads <= \$83 ;
   always @(posedge clk)
-    layer0_params_reads <= \$84 ;
+    layer0_bias_writes <= \$84 ;
   always @(posedge clk)
-    layer0_params_writes <= \$85 ;
+    layer0_params_reads <= \$85 ;
   always @(posedge clk)
-    layer0_state_reads <= \$86 ;
+    layer0_params_writes <= \$86 ;
   always @(posedge clk)
-    layer0_state_writes <= \$87 ;
+    layer0_state_reads <= \$87 ;
   always @(posedge clk)
-    slot_c2 <= \$88 ;
+    layer0_state_writes <= \$88 ;
   always @(posedge clk)
-    use_acc2 <= \$89 ;
+    slot_c2 <= \$89 ;
   always @(posedge clk)
-    layer0_macs <= \$90 ;
+    use_acc2 <= \$90 ;
   always @(posedge clk)
-    slot_c2a <= \$91 ;
+    layer0_macs <= \$91 ;
   always @(posedge clk)
-    slot_c2b <= \$92 ;
+    slot_c2a <= \$92 ;
   always @(posedge clk)
-    params_c3 <= \$93 ;
+    slot_c2b <= \$93 ;
   always @(posedge clk)
-    state_c3 <= \$94 ;
+    params_c3 <= \$94 ;
   always @(posedge clk)
-    slot_c3 <= \$95 ;
+    state_c3 <= \$95 ;
   always @(posedge clk)
-    slot_c4 <= \$96 ;
+    slot_c3 <= \$96 ;
   always @(posedge clk)
-    \port__en$55  <= \$97 ;
+    slot_c4 <= \$97 ;
   always @(posedge clk)
-    new_c4_0 <= \$98 ;
+    \port__en$55  <= \$98 ;
   always @(posedge clk)
-    old_c4_0 <= \$99 ;
+    new_c4_0 <= \$99 ;
   always @(posedge clk)
-    hold_c4_0 <= \$100 ;
+    old_c4_0 <= \$100 ;
   always @(posedge clk)
-    out_c4_0 <= \$101 ;
+    hold_c4_0 <= \$101 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$102 ;
+    out_c4_0 <= \$102 ;
   always @(posedge clk)
-    gate_c4_0 <= \$103 ;
+    old_out_c4_0 <= \$103 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$104 ;
+    gate_c4_0 <= \$104 ;
   always @(posedge clk)
-    potential_c4_0 <= \$105 ;
+    saturated_c4_0 <= \$105 ;
   always @(posedge clk)
-    new_c4_1 <= \$106 ;
+    potential_c4_0 <= \$106 ;
   always @(posedge clk)
-    old_c4_1 <= \$107 ;
+    new_c4_1 <= \$107 ;
   always @(posedge clk)
-    hold_c4_1 <= \$108 ;
+    old_c4_1 <= \$108 ;
   always @(posedge clk)
-    out_c4_1 <= \$109 ;
+    hold_c4_1 <= \$109 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$110 ;
+    out_c4_1 <= \$110 ;
   always @(posedge clk)
-    gate_c4_1 <= \$111 ;
+    old_out_c4_1 <= \$111 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$112 ;
+    gate_c4_1 <= \$112 ;
   always @(posedge clk)
-    potential_c4_1 <= \$113 ;
+    saturated_c4_1 <= \$113 ;
   always @(posedge clk)
-    new_c4_2 <= \$114 ;
+    potential_c4_1 <= \$114 ;
   always @(posedge clk)
-    old_c4_2 <= \$115 ;
+    new_c4_2 <= \$115 ;
   always @(posedge clk)
-    hold_c4_2 <= \$116 ;
+    old_c4_2 <= \$116 ;
   always @(posedge clk)
-    out_c4_2 <= \$117 ;
+    hold_c4_2 <= \$117 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$118 ;
+    out_c4_2 <= \$118 ;
   always @(posedge clk)
-    gate_c4_2 <= \$119 ;
+    old_out_c4_2 <= \$119 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$120 ;
+    gate_c4_2 <= \$120 ;
   always @(posedge clk)
-    potential_c4_2 <= \$121 ;
+    saturated_c4_2 <= \$121 ;
   always @(posedge clk)
-    new_c4_3 <= \$122 ;
+    potential_c4_2 <= \$122 ;
   always @(posedge clk)
-    old_c4_3 <= \$123 ;
+    new_c4_3 <= \$123 ;
   always @(posedge clk)
-    hold_c4_3 <= \$124 ;
+    old_c4_3 <= \$124 ;
   always @(posedge clk)
-    out_c4_3 <= \$125 ;
+    hold_c4_3 <= \$125 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$126 ;
+    out_c4_3 <= \$126 ;
   always @(posedge clk)
-    gate_c4_3 <= \$127 ;
+    old_out_c4_3 <= \$127 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$128 ;
+    gate_c4_3 <= \$128 ;
   always @(posedge clk)
-    potential_c4_3 <= \$129 ;
+    saturated_c4_3 <= \$129 ;
   always @(posedge clk)
-    \trace$159  <= \$130 ;
+    potential_c4_3 <= \$130 ;
   always @(posedge clk)
-    layer0_events <= \$131 ;
+    \trace$160  <= \$131 ;
   always @(posedge clk)
-    layer0_saturations <= \$132 ;
+    layer0_events <= \$132 ;
   always @(posedge clk)
-    reserved <= \$133 ;
+    layer0_saturations <= \$133 ;
+  always @(posedge clk)
+    reserved <= \$134 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1535,34 +1550,34 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .hold(hold),
     .old(old),
     .params(params_c3[7:0]),
-    .saturated(\saturated$135 )
+    .saturated(\saturated$136 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$141 ),
+    .abs_at_least(\gate$142 ),
     .acc(\acc$43 ),
-    .h_new(\new$138 ),
-    .hold(\hold$139 ),
+    .h_new(\new$139 ),
+    .hold(\hold$140 ),
     .old(\old$45 ),
     .params(params_c3[15:8]),
-    .saturated(\saturated$142 )
+    .saturated(\saturated$143 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$148 ),
+    .abs_at_least(\gate$149 ),
     .acc(\acc$46 ),
-    .h_new(\new$145 ),
-    .hold(\hold$146 ),
+    .h_new(\new$146 ),
+    .hold(\hold$147 ),
     .old(\old$48 ),
     .params(params_c3[23:16]),
-    .saturated(\saturated$149 )
+    .saturated(\saturated$150 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$155 ),
+    .abs_at_least(\gate$156 ),
     .acc(\acc$49 ),
-    .h_new(\new$152 ),
-    .hold(\hold$153 ),
+    .h_new(\new$153 ),
+    .hold(\hold$154 ),
     .old(\old$51 ),
     .params(params_c3[31:24]),
-    .saturated(\saturated$156 )
+    .saturated(\saturated$157 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1608,379 +1623,376 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$43 [31:0];
+    \$80  = slot;
     if (rst) begin
-      \$80  = 32'd0;
+      \$80  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = \$46 [31:0];
+    \$81  = \$43 [31:0];
     if (rst) begin
       \$81  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \$48 [31:0];
+    \$82  = \$46 [31:0];
     if (rst) begin
       \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \$51 [31:0];
+    \$83  = \$48 [31:0];
     if (rst) begin
       \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \$53 [31:0];
+    \$84  = \$51 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \$56 [31:0];
+    \$85  = \$53 [31:0];
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \$58 [31:0];
+    \$86  = \$56 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \$61 [31:0];
+    \$87  = \$58 [31:0];
     if (rst) begin
       \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = slot;
+    \$88  = \$61 [31:0];
     if (rst) begin
-      \$88  = 29'h00000000;
+      \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = 1'h0;
+    \$89  = slot_c1;
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = layer0_macs;
+    \$90  = 1'h0;
+    if (rst) begin
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = layer0_macs;
     if (\$65 ) begin
-      \$90  = \$66 [31:0];
+      \$91  = \$66 [31:0];
     end
     if (rst) begin
-      \$90  = 32'd0;
+      \$91  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = slot_c2;
-    if (rst) begin
-      \$91  = 29'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = slot_c2a;
+    \$92  = slot_c2;
     if (rst) begin
       \$92  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \port__data$129 ;
+    \$93  = slot_c2a;
     if (rst) begin
-      \$93  = 32'd0;
+      \$93  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$94  = \port__data$130 ;
     if (rst) begin
-      \$94  = 64'h0000000000000000;
+      \$94  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = slot_c2b;
+    \$95  = \port__data$131 ;
     if (rst) begin
-      \$95  = 29'h00000000;
+      \$95  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = slot_c3;
+    \$96  = slot_c2b;
     if (rst) begin
       \$96  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = finalize;
+    \$97  = slot_c3;
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \new ;
+    \$98  = finalize;
     if (rst) begin
-      \$98  = 16'h0000;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = old;
+    \$99  = \new ;
     if (rst) begin
       \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = hold;
+    \$100  = old;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \new ;
+    \$101  = hold;
     if (rst) begin
-      \$101  = 16'h0000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = old;
+    \$102  = \new ;
     if (rst) begin
       \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = gate;
+    \$103  = old;
     if (rst) begin
-      \$103  = 1'h0;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$135 ;
+    \$104  = gate;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = 16'h0000;
+    \$105  = \saturated$136 ;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$105  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$138 ;
+    \$106  = 16'h0000;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \old$45 ;
+    \$107  = \new$139 ;
     if (rst) begin
       \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$139 ;
+    \$108  = \old$45 ;
     if (rst) begin
-      \$108  = 1'h0;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$138 ;
+    \$109  = \hold$140 ;
     if (rst) begin
-      \$109  = 16'h0000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \old$45 ;
+    \$110  = \new$139 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$141 ;
+    \$111  = \old$45 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$142 ;
+    \$112  = \gate$142 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = 16'h0000;
+    \$113  = \saturated$143 ;
     if (rst) begin
-      \$113  = 16'h0000;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \new$145 ;
+    \$114  = 16'h0000;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \old$48 ;
+    \$115  = \new$146 ;
     if (rst) begin
       \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \hold$146 ;
+    \$116  = \old$48 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \new$145 ;
+    \$117  = \hold$147 ;
     if (rst) begin
-      \$117  = 16'h0000;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \old$48 ;
+    \$118  = \new$146 ;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \gate$148 ;
+    \$119  = \old$48 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \saturated$149 ;
+    \$120  = \gate$149 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = 16'h0000;
+    \$121  = \saturated$150 ;
     if (rst) begin
-      \$121  = 16'h0000;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \new$152 ;
+    \$122  = 16'h0000;
     if (rst) begin
       \$122  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = \old$51 ;
+    \$123  = \new$153 ;
     if (rst) begin
       \$123  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \hold$153 ;
+    \$124  = \old$51 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \new$152 ;
+    \$125  = \hold$154 ;
     if (rst) begin
-      \$125  = 16'h0000;
+      \$125  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = \old$51 ;
+    \$126  = \new$153 ;
     if (rst) begin
       \$126  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \gate$155 ;
+    \$127  = \old$51 ;
     if (rst) begin
-      \$127  = 1'h0;
+      \$127  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \saturated$156 ;
+    \$128  = \gate$156 ;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = 16'h0000;
+    \$129  = \saturated$157 ;
     if (rst) begin
-      \$129  = 16'h0000;
+      \$129  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = trace;
+    \$130  = 16'h0000;
     if (rst) begin
-      \$130  = 74'h0000000000000000000;
+      \$130  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = layer0_events;
+    \$131  = trace;
+    if (rst) begin
+      \$131  = 74'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = layer0_events;
     if (\port__en$55 ) begin
-      \$131  = \$71 [31:0];
-    end
-    if (rst) begin
-      \$131  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = layer0_saturations;
-    if (\port__en$55 ) begin
-      \$132  = \$76 [31:0];
+      \$132  = \$71 [31:0];
     end
     if (rst) begin
       \$132  = 32'd0;
@@ -1988,9 +2000,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = \$79 [3:0];
+    \$133  = layer0_saturations;
+    if (\port__en$55 ) begin
+      \$133  = \$76 [31:0];
+    end
     if (rst) begin
-      \$133  = 4'h0;
+      \$133  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$134  = \$79 [3:0];
+    if (rst) begin
+      \$134  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2001,7 +2023,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$13  = \config [6:4];
   assign \port__en$14  = \$7 [3:0];
   assign \port__addr$20  = \$8 [6:0];
-  assign \port__addr$22  = slot[3:1];
+  assign \port__addr$22  = slot_c1[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
@@ -2025,12 +2047,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__valid$113  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$140  = \new$138 ;
-  assign \potential$144  = 16'h0000;
-  assign \out$147  = \new$145 ;
-  assign \potential$151  = 16'h0000;
-  assign \out$154  = \new$152 ;
-  assign \potential$158  = 16'h0000;
+  assign \out$141  = \new$139 ;
+  assign \potential$145  = 16'h0000;
+  assign \out$148  = \new$146 ;
+  assign \potential$152  = 16'h0000;
+  assign \out$155  = \new$153 ;
+  assign \potential$159  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2044,17 +2066,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[3:1];
-  assign \slot.base  = slot[10:4];
-  assign \slot.first  = slot[11];
-  assign \slot.last  = slot[12];
-  assign \slot.step_last  = slot[13];
-  assign \slot.seq_first  = slot[14];
-  assign \slot.seq_end  = slot[15];
-  assign \slot.empty  = slot[16];
-  assign \slot.index  = slot[20:17];
-  assign \slot.value  = slot[28:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[3:1];
+  assign \slot_c1.base  = slot_c1[10:4];
+  assign \slot_c1.first  = slot_c1[11];
+  assign \slot_c1.last  = slot_c1[12];
+  assign \slot_c1.step_last  = slot_c1[13];
+  assign \slot_c1.seq_first  = slot_c1[14];
+  assign \slot_c1.seq_end  = slot_c1[15];
+  assign \slot_c1.empty  = slot_c1[16];
+  assign \slot_c1.index  = slot_c1[20:17];
+  assign \slot_c1.value  = slot_c1[28:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[3:1];
   assign \slot_c2.base  = slot_c2[10:4];
@@ -2213,6 +2235,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$109.value  = events__payload[20:5];
   assign \items__payload$109.step_end  = events__payload[21];
   assign \items__payload$109.seq_end  = events__payload[22];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2225,23 +2258,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c2b.index  = slot_c2b[20:17];
   assign \slot_c2b.value  = slot_c2b[28:21];
   assign \new.h  = \new ;
-  assign \new$138.h  = \new$138 ;
-  assign \new$145.h  = \new$145 ;
-  assign \new$152.h  = \new$152 ;
-  assign \trace$159.valid  = \trace$159 [0];
-  assign \trace$159.group  = \trace$159 [3:1];
-  assign \trace$159.step_end  = \trace$159 [4];
-  assign \trace$159.seq_end  = \trace$159 [5];
-  assign \trace$159.state  = \trace$159 [69:6];
-  assign \trace$159.state[0]  = \trace$159 [21:6];
-  assign \trace$159.state[1]  = \trace$159 [37:22];
-  assign \trace$159.state[2]  = \trace$159 [53:38];
-  assign \trace$159.state[3]  = \trace$159 [69:54];
-  assign \trace$159.gate  = \trace$159 [73:70];
-  assign \trace$159.gate[0]  = \trace$159 [70];
-  assign \trace$159.gate[1]  = \trace$159 [71];
-  assign \trace$159.gate[2]  = \trace$159 [72];
-  assign \trace$159.gate[3]  = \trace$159 [73];
+  assign \new$139.h  = \new$139 ;
+  assign \new$146.h  = \new$146 ;
+  assign \new$153.h  = \new$153 ;
+  assign \trace$160.valid  = \trace$160 [0];
+  assign \trace$160.group  = \trace$160 [3:1];
+  assign \trace$160.step_end  = \trace$160 [4];
+  assign \trace$160.seq_end  = \trace$160 [5];
+  assign \trace$160.state  = \trace$160 [69:6];
+  assign \trace$160.state[0]  = \trace$160 [21:6];
+  assign \trace$160.state[1]  = \trace$160 [37:22];
+  assign \trace$160.state[2]  = \trace$160 [53:38];
+  assign \trace$160.state[3]  = \trace$160 [69:54];
+  assign \trace$160.gate  = \trace$160 [73:70];
+  assign \trace$160.gate[0]  = \trace$160 [70];
+  assign \trace$160.gate[1]  = \trace$160 [71];
+  assign \trace$160.gate[2]  = \trace$160 [72];
+  assign \trace$160.gate[3]  = \trace$160 [73];
   assign entry[72] = slot_c4[15];
   assign entry[71] = \$41 ;
   assign entry[70:68] = slot_c4[3:1];
@@ -3220,7 +3253,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -4673,18 +4706,19 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [115:0] \$101 ;
-  reg \$102 ;
-  reg [28:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [36:0] \$105 ;
-  reg \$106 ;
-  reg [115:0] \$107 ;
-  reg [28:0] \$108 ;
-  reg [3:0] \$109 ;
+  reg [36:0] \$100 ;
+  reg \$101 ;
+  reg [115:0] \$102 ;
+  reg \$103 ;
+  reg [28:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [36:0] \$106 ;
+  reg \$107 ;
+  reg [115:0] \$108 ;
+  reg [28:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
+  reg [3:0] \$111 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -4763,24 +4797,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$80 ;
   wire \$81 ;
   wire [5:0] \$82 ;
-  reg [31:0] \$83 ;
+  reg [36:0] \$83 ;
   reg [31:0] \$84 ;
   reg [31:0] \$85 ;
   reg [31:0] \$86 ;
-  reg [36:0] \$87 ;
-  reg \$88 ;
-  reg [31:0] \$89 ;
+  reg [31:0] \$87 ;
+  reg [36:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [36:0] \$90 ;
+  reg [31:0] \$90 ;
   reg [36:0] \$91 ;
   reg [36:0] \$92 ;
-  reg \$93 ;
-  reg [28:0] \$94 ;
-  reg [1:0] \$95 ;
-  reg \$96 ;
-  reg [28:0] \$97 ;
-  reg [1:0] \$98 ;
-  reg [36:0] \$99 ;
+  reg [36:0] \$93 ;
+  reg \$94 ;
+  reg [28:0] \$95 ;
+  reg [1:0] \$96 ;
+  reg \$97 ;
+  reg [28:0] \$98 ;
+  reg [1:0] \$99 ;
   wire [115:0] acc;
   wire [28:0] \acc[0] ;
   wire [28:0] \acc[1] ;
@@ -4946,6 +4980,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [15:0] \slot_argmax_1.value ;
+  reg [36:0] slot_c1 = 37'h0000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [4:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [15:0] \slot_c1.value ;
   reg [36:0] slot_c2 = 37'h0000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5026,123 +5072,123 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$78  [95:0];
+  reg [31:0] \weights$79  [95:0];
   initial begin
-    \weights$78 [0] = 32'd3723368420;
-    \weights$78 [1] = 32'd3710188034;
-    \weights$78 [2] = 32'd269947693;
-    \weights$78 [3] = 32'd3973314807;
-    \weights$78 [4] = 32'd3839098862;
-    \weights$78 [5] = 32'd4294380842;
-    \weights$78 [6] = 32'd668670227;
-    \weights$78 [7] = 32'd49222181;
-    \weights$78 [8] = 32'd4060808449;
-    \weights$78 [9] = 32'd3489854179;
-    \weights$78 [10] = 32'd4028367848;
-    \weights$78 [11] = 32'd3791320555;
-    \weights$78 [12] = 32'd4280679422;
-    \weights$78 [13] = 32'd285005598;
-    \weights$78 [14] = 32'd1637128;
-    \weights$78 [15] = 32'd4061594372;
-    \weights$78 [16] = 32'd4178439698;
-    \weights$78 [17] = 32'd791297;
-    \weights$78 [18] = 32'd671538692;
-    \weights$78 [19] = 32'd4245481236;
-    \weights$78 [20] = 32'd4192797923;
-    \weights$78 [21] = 32'd3974294005;
-    \weights$78 [22] = 32'd3825863687;
-    \weights$78 [23] = 32'd13568245;
-    \weights$78 [24] = 32'd334880541;
-    \weights$78 [25] = 32'd4076528110;
-    \weights$78 [26] = 32'd3471441119;
-    \weights$78 [27] = 32'd4043381775;
-    \weights$78 [28] = 32'd3976667658;
-    \weights$78 [29] = 32'd3523933964;
-    \weights$78 [30] = 32'd3977906963;
-    \weights$78 [31] = 32'd487383544;
-    \weights$78 [32] = 32'd3837406279;
-    \weights$78 [33] = 32'd4241487123;
-    \weights$78 [34] = 32'd4044225524;
-    \weights$78 [35] = 32'd203029494;
-    \weights$78 [36] = 32'd4141947125;
-    \weights$78 [37] = 32'd554826024;
-    \weights$78 [38] = 32'd3990884881;
-    \weights$78 [39] = 32'd4276491545;
-    \weights$78 [40] = 32'd320079598;
-    \weights$78 [41] = 32'd3990359287;
-    \weights$78 [42] = 32'd4109893120;
-    \weights$78 [43] = 32'd135458270;
-    \weights$78 [44] = 32'd554043126;
-    \weights$78 [45] = 32'd201392104;
-    \weights$78 [46] = 32'd15852247;
-    \weights$78 [47] = 32'd4161995047;
-    \weights$78 [48] = 32'd619514835;
-    \weights$78 [49] = 32'd251918850;
-    \weights$78 [50] = 32'd3925936875;
-    \weights$78 [51] = 32'd3722767339;
-    \weights$78 [52] = 32'd453899787;
-    \weights$78 [53] = 32'd34338301;
-    \weights$78 [54] = 32'd3403094298;
-    \weights$78 [55] = 32'd4144305659;
-    \weights$78 [56] = 32'd101260514;
-    \weights$78 [57] = 32'd4011251706;
-    \weights$78 [58] = 32'd14946302;
-    \weights$78 [59] = 32'd131655415;
-    \weights$78 [60] = 32'd386598418;
-    \weights$78 [61] = 32'd3771077382;
-    \weights$78 [62] = 32'd3955688452;
-    \weights$78 [63] = 32'd3791319260;
-    \weights$78 [64] = 32'd590537;
-    \weights$78 [65] = 32'd15527159;
-    \weights$78 [66] = 32'd15664137;
-    \weights$78 [67] = 32'd15865106;
-    \weights$78 [68] = 32'd15211238;
-    \weights$78 [69] = 32'd653350;
-    \weights$78 [70] = 32'd16259618;
-    \weights$78 [71] = 32'd393993;
-    \weights$78 [72] = 32'd596214;
-    \weights$78 [73] = 32'd1379055;
-    \weights$78 [74] = 32'd1114599;
-    \weights$78 [75] = 32'd193559;
-    \weights$78 [76] = 32'd201731;
-    \weights$78 [77] = 32'd125970;
-    \weights$78 [78] = 32'd4621;
-    \weights$78 [79] = 32'd649965;
-    \weights$78 [80] = 32'd9833984;
-    \weights$78 [81] = 32'd16191490;
-    \weights$78 [82] = 32'd3539482;
-    \weights$78 [83] = 32'd13756894;
-    \weights$78 [84] = 32'd15659765;
-    \weights$78 [85] = 32'd15787498;
-    \weights$78 [86] = 32'd16192519;
-    \weights$78 [87] = 32'd14166013;
-    \weights$78 [88] = 32'd15529987;
-    \weights$78 [89] = 32'd382716;
-    \weights$78 [90] = 32'd1638903;
-    \weights$78 [91] = 32'd12647627;
-    \weights$78 [92] = 32'd14751468;
-    \weights$78 [93] = 32'd15660522;
-    \weights$78 [94] = 32'd15594755;
-    \weights$78 [95] = 32'd15460838;
+    \weights$79 [0] = 32'd3723368420;
+    \weights$79 [1] = 32'd3710188034;
+    \weights$79 [2] = 32'd269947693;
+    \weights$79 [3] = 32'd3973314807;
+    \weights$79 [4] = 32'd3839098862;
+    \weights$79 [5] = 32'd4294380842;
+    \weights$79 [6] = 32'd668670227;
+    \weights$79 [7] = 32'd49222181;
+    \weights$79 [8] = 32'd4060808449;
+    \weights$79 [9] = 32'd3489854179;
+    \weights$79 [10] = 32'd4028367848;
+    \weights$79 [11] = 32'd3791320555;
+    \weights$79 [12] = 32'd4280679422;
+    \weights$79 [13] = 32'd285005598;
+    \weights$79 [14] = 32'd1637128;
+    \weights$79 [15] = 32'd4061594372;
+    \weights$79 [16] = 32'd4178439698;
+    \weights$79 [17] = 32'd791297;
+    \weights$79 [18] = 32'd671538692;
+    \weights$79 [19] = 32'd4245481236;
+    \weights$79 [20] = 32'd4192797923;
+    \weights$79 [21] = 32'd3974294005;
+    \weights$79 [22] = 32'd3825863687;
+    \weights$79 [23] = 32'd13568245;
+    \weights$79 [24] = 32'd334880541;
+    \weights$79 [25] = 32'd4076528110;
+    \weights$79 [26] = 32'd3471441119;
+    \weights$79 [27] = 32'd4043381775;
+    \weights$79 [28] = 32'd3976667658;
+    \weights$79 [29] = 32'd3523933964;
+    \weights$79 [30] = 32'd3977906963;
+    \weights$79 [31] = 32'd487383544;
+    \weights$79 [32] = 32'd3837406279;
+    \weights$79 [33] = 32'd4241487123;
+    \weights$79 [34] = 32'd4044225524;
+    \weights$79 [35] = 32'd203029494;
+    \weights$79 [36] = 32'd4141947125;
+    \weights$79 [37] = 32'd554826024;
+    \weights$79 [38] = 32'd3990884881;
+    \weights$79 [39] = 32'd4276491545;
+    \weights$79 [40] = 32'd320079598;
+    \weights$79 [41] = 32'd3990359287;
+    \weights$79 [42] = 32'd4109893120;
+    \weights$79 [43] = 32'd135458270;
+    \weights$79 [44] = 32'd554043126;
+    \weights$79 [45] = 32'd201392104;
+    \weights$79 [46] = 32'd15852247;
+    \weights$79 [47] = 32'd4161995047;
+    \weights$79 [48] = 32'd619514835;
+    \weights$79 [49] = 32'd251918850;
+    \weights$79 [50] = 32'd3925936875;
+    \weights$79 [51] = 32'd3722767339;
+    \weights$79 [52] = 32'd453899787;
+    \weights$79 [53] = 32'd34338301;
+    \weights$79 [54] = 32'd3403094298;
+    \weights$79 [55] = 32'd4144305659;
+    \weights$79 [56] = 32'd101260514;
+    \weights$79 [57] = 32'd4011251706;
+    \weights$79 [58] = 32'd14946302;
+    \weights$79 [59] = 32'd131655415;
+    \weights$79 [60] = 32'd386598418;
+    \weights$79 [61] = 32'd3771077382;
+    \weights$79 [62] = 32'd3955688452;
+    \weights$79 [63] = 32'd3791319260;
+    \weights$79 [64] = 32'd590537;
+    \weights$79 [65] = 32'd15527159;
+    \weights$79 [66] = 32'd15664137;
+    \weights$79 [67] = 32'd15865106;
+    \weights$79 [68] = 32'd15211238;
+    \weights$79 [69] = 32'd653350;
+    \weights$79 [70] = 32'd16259618;
+    \weights$79 [71] = 32'd393993;
+    \weights$79 [72] = 32'd596214;
+    \weights$79 [73] = 32'd1379055;
+    \weights$79 [74] = 32'd1114599;
+    \weights$79 [75] = 32'd193559;
+    \weights$79 [76] = 32'd201731;
+    \weights$79 [77] = 32'd125970;
+    \weights$79 [78] = 32'd4621;
+    \weights$79 [79] = 32'd649965;
+    \weights$79 [80] = 32'd9833984;
+    \weights$79 [81] = 32'd16191490;
+    \weights$79 [82] = 32'd3539482;
+    \weights$79 [83] = 32'd13756894;
+    \weights$79 [84] = 32'd15659765;
+    \weights$79 [85] = 32'd15787498;
+    \weights$79 [86] = 32'd16192519;
+    \weights$79 [87] = 32'd14166013;
+    \weights$79 [88] = 32'd15529987;
+    \weights$79 [89] = 32'd382716;
+    \weights$79 [90] = 32'd1638903;
+    \weights$79 [91] = 32'd12647627;
+    \weights$79 [92] = 32'd14751468;
+    \weights$79 [93] = 32'd15660522;
+    \weights$79 [94] = 32'd15594755;
+    \weights$79 [95] = 32'd15460838;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$78 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$79 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$78 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$79 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [6:0]];
+      _1_ <= \weights$79 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -5152,10 +5198,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
-  assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
+  assign \$7  = slot_c1[9:3] + slot_c1[20:16];
+  assign \$8  = ~ slot_c1[15];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -5215,61 +5261,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$81  = r_en & results__valid;
   assign \$82  = \$80  - \$81 ;
   always @(posedge clk)
-    readout_weights_reads <= \$83 ;
+    slot_c1 <= \$83 ;
   always @(posedge clk)
-    readout_weights_writes <= \$84 ;
+    readout_weights_reads <= \$84 ;
   always @(posedge clk)
-    readout_bias_reads <= \$85 ;
+    readout_weights_writes <= \$85 ;
   always @(posedge clk)
-    readout_bias_writes <= \$86 ;
+    readout_bias_reads <= \$86 ;
   always @(posedge clk)
-    slot_c2 <= \$87 ;
+    readout_bias_writes <= \$87 ;
   always @(posedge clk)
-    use_acc2 <= \$88 ;
+    slot_c2 <= \$88 ;
   always @(posedge clk)
-    readout_macs <= \$89 ;
+    use_acc2 <= \$89 ;
   always @(posedge clk)
-    slot_c2a <= \$90 ;
+    readout_macs <= \$90 ;
   always @(posedge clk)
-    slot_c2b <= \$91 ;
+    slot_c2a <= \$91 ;
   always @(posedge clk)
-    slot_c3 <= \$92 ;
+    slot_c2b <= \$92 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$93 ;
+    slot_c3 <= \$93 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$94 ;
+    argmax_0_0_valid <= \$94 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$95 ;
+    argmax_0_0_logit <= \$95 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$96 ;
+    argmax_0_0_lane <= \$96 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$97 ;
+    argmax_0_1_valid <= \$97 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$98 ;
+    argmax_0_1_logit <= \$98 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$99 ;
+    argmax_0_1_lane <= \$99 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$100 ;
+    slot_argmax_0 <= \$100 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$101 ;
+    finalize_argmax_0 <= \$101 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$102 ;
+    logits_argmax_0 <= \$102 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$103 ;
+    argmax_1_0_valid <= \$103 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$104 ;
+    argmax_1_0_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$105 ;
+    argmax_1_0_lane <= \$105 ;
   always @(posedge clk)
-    w_en <= \$106 ;
+    slot_argmax_1 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$107 ;
+    w_en <= \$107 ;
   always @(posedge clk)
-    best_logit <= \$108 ;
+    logits_argmax_1 <= \$108 ;
   always @(posedge clk)
-    best_class <= \$109 ;
+    best_logit <= \$109 ;
   always @(posedge clk)
-    reserved <= \$110 ;
+    best_class <= \$110 ;
+  always @(posedge clk)
+    reserved <= \$111 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5321,207 +5369,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$83  = \$17 [31:0];
+    \$83  = slot;
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$84  = \$20 [31:0];
+    \$84  = \$17 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$85  = \$22 [31:0];
+    \$85  = \$20 [31:0];
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$86  = \$25 [31:0];
+    \$86  = \$22 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$87  = slot;
+    \$87  = \$25 [31:0];
     if (rst) begin
-      \$87  = 37'h0000000000;
+      \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$88  = 1'h0;
+    \$88  = slot_c1;
     if (rst) begin
-      \$88  = 1'h0;
+      \$88  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = readout_macs;
+    \$89  = 1'h0;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$90  = readout_macs;
     if (\$29 ) begin
-      \$89  = \$33 [31:0];
+      \$90  = \$33 [31:0];
     end
     if (rst) begin
-      \$89  = 32'd0;
+      \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = slot_c2;
-    if (rst) begin
-      \$90  = 37'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = slot_c2a;
+    \$91  = slot_c2;
     if (rst) begin
       \$91  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = slot_c2b;
+    \$92  = slot_c2a;
     if (rst) begin
       \$92  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$93  = \$35 ;
+    \$93  = slot_c2b;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$94  = \$41 ;
+    \$94  = \$35 ;
     if (rst) begin
-      \$94  = 29'h00000000;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$95  = { 1'h0, \$47  };
+    \$95  = \$41 ;
     if (rst) begin
-      \$95  = 2'h0;
+      \$95  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$96  = \$50 ;
+    \$96  = { 1'h0, \$47  };
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$97  = \$57 ;
+    \$97  = \$50 ;
     if (rst) begin
-      \$97  = 29'h00000000;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$98  = \$64 ;
+    \$98  = \$57 ;
     if (rst) begin
-      \$98  = 2'h0;
+      \$98  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$99  = slot_c3;
+    \$99  = \$64 ;
     if (rst) begin
-      \$99  = 37'h0000000000;
+      \$99  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$100  = finalize;
+    \$100  = slot_c3;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$101  = acc;
+    \$101  = finalize;
     if (rst) begin
-      \$101  = 116'h00000000000000000000000000000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$102  = \$66 ;
+    \$102  = acc;
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 116'h00000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$103  = \$72 ;
+    \$103  = \$66 ;
     if (rst) begin
-      \$103  = 29'h00000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$104  = \$78 ;
+    \$104  = \$72 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$105  = slot_argmax_0;
+    \$105  = \$78 ;
     if (rst) begin
-      \$105  = 37'h0000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$106  = finalize_argmax_0;
+    \$106  = slot_argmax_0;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$107  = logits_argmax_0;
+    \$107  = finalize_argmax_0;
     if (rst) begin
-      \$107  = 116'h00000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$108  = best_logit;
+    \$108  = logits_argmax_0;
+    if (rst) begin
+      \$108  = 116'h00000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$109  = best_logit;
     if (\$79 ) begin
-      \$108  = argmax_1_0_logit;
+      \$109  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$108  = 29'h00000000;
+      \$109  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$109  = best_class;
+    \$110  = best_class;
     if (\$79 ) begin
-      \$109  = \$15 [3:0];
+      \$110  = \$15 [3:0];
     end
-    if (rst) begin
-      \$109  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$110  = \$82 [3:0];
     if (rst) begin
       \$110  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$111  = \$82 [3:0];
+    if (rst) begin
+      \$111  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5532,7 +5587,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [6:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -5556,17 +5611,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[20:16];
-  assign \slot.value  = slot[36:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[20:16];
+  assign \slot_c1.value  = slot_c1[36:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[9:3];
@@ -5630,6 +5685,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[118];
   assign \results__payload.class_index  = results__payload[122:119];
   assign \results__payload.seq_end  = results__payload[123];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[36:21];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[9:3];
@@ -6279,7 +6345,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end

@@ -281,7 +281,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$180 (trace_0)
+    .\trace$181 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -533,7 +533,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$180 , layer0_events, layer0_saturations, layer0_items_reads
+module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$181 , layer0_events, layer0_saturations, layer0_items_reads
 , layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -577,7 +577,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [4:0] \$133 ;
   wire \$134 ;
   wire [5:0] \$135 ;
-  reg [31:0] \$136 ;
+  reg [28:0] \$136 ;
   reg [31:0] \$137 ;
   reg [31:0] \$138 ;
   reg [31:0] \$139 ;
@@ -588,62 +588,63 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [31:0] \$143 ;
   reg [31:0] \$144 ;
   reg [31:0] \$145 ;
-  reg [28:0] \$146 ;
-  reg \$147 ;
-  reg [31:0] \$148 ;
-  reg [28:0] \$149 ;
+  reg [31:0] \$146 ;
+  reg [28:0] \$147 ;
+  reg \$148 ;
+  reg [31:0] \$149 ;
   wire [24:0] \$15 ;
   reg [28:0] \$150 ;
-  reg [55:0] \$151 ;
-  reg [63:0] \$152 ;
-  reg [95:0] \$153 ;
-  reg [28:0] \$154 ;
+  reg [28:0] \$151 ;
+  reg [55:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [95:0] \$154 ;
   reg [28:0] \$155 ;
-  reg \$156 ;
-  reg [15:0] \$157 ;
+  reg [28:0] \$156 ;
+  reg \$157 ;
   reg [15:0] \$158 ;
-  reg \$159 ;
+  reg [15:0] \$159 ;
   wire \$16 ;
-  reg [15:0] \$160 ;
+  reg \$160 ;
   reg [15:0] \$161 ;
-  reg [6:0] \$162 ;
-  reg \$163 ;
-  reg [15:0] \$164 ;
-  reg [23:0] \$165 ;
-  reg [15:0] \$166 ;
+  reg [15:0] \$162 ;
+  reg [6:0] \$163 ;
+  reg \$164 ;
+  reg [15:0] \$165 ;
+  reg [23:0] \$166 ;
   reg [15:0] \$167 ;
-  reg \$168 ;
-  reg [15:0] \$169 ;
+  reg [15:0] \$168 ;
+  reg \$169 ;
   wire [24:0] \$17 ;
   reg [15:0] \$170 ;
-  reg [6:0] \$171 ;
-  reg \$172 ;
-  reg [15:0] \$173 ;
-  reg [23:0] \$174 ;
-  reg [15:0] \$175 ;
+  reg [15:0] \$171 ;
+  reg [6:0] \$172 ;
+  reg \$173 ;
+  reg [15:0] \$174 ;
+  reg [23:0] \$175 ;
   reg [15:0] \$176 ;
-  reg \$177 ;
-  reg [15:0] \$178 ;
+  reg [15:0] \$177 ;
+  reg \$178 ;
   reg [15:0] \$179 ;
   wire [24:0] \$18 ;
-  reg [6:0] \$180 ;
-  reg \$181 ;
-  reg [15:0] \$182 ;
-  reg [23:0] \$183 ;
-  reg [15:0] \$184 ;
+  reg [15:0] \$180 ;
+  reg [6:0] \$181 ;
+  reg \$182 ;
+  reg [15:0] \$183 ;
+  reg [23:0] \$184 ;
   reg [15:0] \$185 ;
-  reg \$186 ;
-  reg [15:0] \$187 ;
+  reg [15:0] \$186 ;
+  reg \$187 ;
   reg [15:0] \$188 ;
-  reg [6:0] \$189 ;
+  reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg \$190 ;
-  reg [15:0] \$191 ;
-  reg [23:0] \$192 ;
-  reg [97:0] \$193 ;
-  reg [31:0] \$194 ;
+  reg [6:0] \$190 ;
+  reg \$191 ;
+  reg [15:0] \$192 ;
+  reg [23:0] \$193 ;
+  reg [97:0] \$194 ;
   reg [31:0] \$195 ;
-  reg [3:0] \$196 ;
+  reg [31:0] \$196 ;
+  reg [3:0] \$197 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -800,17 +801,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire finalize4;
   wire first;
   wire [6:0] gate;
-  wire [6:0] \gate$162 ;
-  wire [6:0] \gate$169 ;
-  wire [6:0] \gate$176 ;
+  wire [6:0] \gate$163 ;
+  wire [6:0] \gate$170 ;
+  wire [6:0] \gate$177 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$160 ;
-  wire \hold$167 ;
-  wire \hold$174 ;
+  wire \hold$161 ;
+  wire \hold$168 ;
+  wire \hold$175 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -892,12 +893,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_weights_writes;
   reg [31:0] layer0_weights_writes = 32'd0;
   wire [15:0] \new ;
-  wire [15:0] \new$159 ;
-  wire [15:0] \new$159.h ;
-  wire [15:0] \new$166 ;
-  wire [15:0] \new$166.h ;
-  wire [15:0] \new$173 ;
-  wire [15:0] \new$173.h ;
+  wire [15:0] \new$160 ;
+  wire [15:0] \new$160.h ;
+  wire [15:0] \new$167 ;
+  wire [15:0] \new$167.h ;
+  wire [15:0] \new$174 ;
+  wire [15:0] \new$174.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -944,9 +945,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$161 ;
-  wire [15:0] \out$168 ;
-  wire [15:0] \out$175 ;
+  wire [15:0] \out$162 ;
+  wire [15:0] \out$169 ;
+  wire [15:0] \out$176 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1001,10 +1002,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [2:0] \port__addr$59 ;
   wire [63:0] port__data;
   wire [127:0] \port__data$12 ;
-  wire [55:0] \port__data$148 ;
-  wire [63:0] \port__data$149 ;
+  wire [55:0] \port__data$149 ;
   wire [55:0] \port__data$15 ;
-  wire [95:0] \port__data$151 ;
+  wire [63:0] \port__data$150 ;
+  wire [95:0] \port__data$152 ;
   wire [63:0] \port__data$30 ;
   wire [127:0] \port__data$32 ;
   wire [63:0] \port__data$61 ;
@@ -1021,9 +1022,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 1'h0 *)
   wire \port__en$60 ;
   wire [15:0] potential;
-  wire [15:0] \potential$165 ;
-  wire [15:0] \potential$172 ;
-  wire [15:0] \potential$179 ;
+  wire [15:0] \potential$166 ;
+  wire [15:0] \potential$173 ;
+  wire [15:0] \potential$180 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -1035,10 +1036,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$156 ;
-  wire \saturated$163 ;
-  wire \saturated$170 ;
-  wire \saturated$177 ;
+  wire \saturated$157 ;
+  wire \saturated$164 ;
+  wire \saturated$171 ;
+  wire \saturated$178 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1064,6 +1065,18 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
+  reg [28:0] slot_c1 = 29'h00000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [2:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
   reg [28:0] slot_c2 = 29'h00000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -1131,22 +1144,22 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \state_c3[2] ;
   wire [15:0] \state_c3[3] ;
   wire [97:0] trace;
-  output [97:0] \trace$180 ;
-  reg [97:0] \trace$180  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$180.gate ;
-  wire [6:0] \trace$180.gate[0] ;
-  wire [6:0] \trace$180.gate[1] ;
-  wire [6:0] \trace$180.gate[2] ;
-  wire [6:0] \trace$180.gate[3] ;
-  wire [2:0] \trace$180.group ;
-  wire \trace$180.seq_end ;
-  wire [63:0] \trace$180.state ;
-  wire [15:0] \trace$180.state[0] ;
-  wire [15:0] \trace$180.state[1] ;
-  wire [15:0] \trace$180.state[2] ;
-  wire [15:0] \trace$180.state[3] ;
-  wire \trace$180.step_end ;
-  wire \trace$180.valid ;
+  output [97:0] \trace$181 ;
+  reg [97:0] \trace$181  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$181.gate ;
+  wire [6:0] \trace$181.gate[0] ;
+  wire [6:0] \trace$181.gate[1] ;
+  wire [6:0] \trace$181.gate[2] ;
+  wire [6:0] \trace$181.gate[3] ;
+  wire [2:0] \trace$181.group ;
+  wire \trace$181.seq_end ;
+  wire [63:0] \trace$181.state ;
+  wire [15:0] \trace$181.state[0] ;
+  wire [15:0] \trace$181.state[1] ;
+  wire [15:0] \trace$181.state[2] ;
+  wire [15:0] \trace$181.state[3] ;
+  wire \trace$181.step_end ;
+  wire \trace$181.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1209,46 +1222,46 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$17 ) begin
-      _0_ <= bias[slot[3:1]];
+      _0_ <= bias[slot_c1[3:1]];
     end
   end
   assign \port__data$32  = _0_;
-  reg [55:0] \params$193  [7:0];
+  reg [55:0] \params$194  [7:0];
   initial begin
-    \params$193 [0] = 56'h10084020e08382;
-    \params$193 [1] = 56'h0e043821008382;
-    \params$193 [2] = 56'h0e083820e08402;
-    \params$193 [3] = 56'h0e044020e08402;
-    \params$193 [4] = 56'h0e083821008381;
-    \params$193 [5] = 56'h10083820e08402;
-    \params$193 [6] = 56'h0e084020e04401;
-    \params$193 [7] = 56'h10044021008381;
+    \params$194 [0] = 56'h10084020e08382;
+    \params$194 [1] = 56'h0e043821008382;
+    \params$194 [2] = 56'h0e083820e08402;
+    \params$194 [3] = 56'h0e044020e08402;
+    \params$194 [4] = 56'h0e083821008381;
+    \params$194 [5] = 56'h10083820e08402;
+    \params$194 [6] = 56'h0e084020e04401;
+    \params$194 [7] = 56'h10044021008381;
   end
   always @(posedge clk) begin
     if (\port__en$14 [0])
-      \params$193 [\config [6:4]][6:0] <= \port__data$15 [6:0];
+      \params$194 [\config [6:4]][6:0] <= \port__data$15 [6:0];
     if (\port__en$14 [1])
-      \params$193 [\config [6:4]][13:7] <= \port__data$15 [13:7];
+      \params$194 [\config [6:4]][13:7] <= \port__data$15 [13:7];
     if (\port__en$14 [2])
-      \params$193 [\config [6:4]][20:14] <= \port__data$15 [20:14];
+      \params$194 [\config [6:4]][20:14] <= \port__data$15 [20:14];
     if (\port__en$14 [3])
-      \params$193 [\config [6:4]][27:21] <= \port__data$15 [27:21];
+      \params$194 [\config [6:4]][27:21] <= \port__data$15 [27:21];
     if (\port__en$14 [4])
-      \params$193 [\config [6:4]][34:28] <= \port__data$15 [34:28];
+      \params$194 [\config [6:4]][34:28] <= \port__data$15 [34:28];
     if (\port__en$14 [5])
-      \params$193 [\config [6:4]][41:35] <= \port__data$15 [41:35];
+      \params$194 [\config [6:4]][41:35] <= \port__data$15 [41:35];
     if (\port__en$14 [6])
-      \params$193 [\config [6:4]][48:42] <= \port__data$15 [48:42];
+      \params$194 [\config [6:4]][48:42] <= \port__data$15 [48:42];
     if (\port__en$14 [7])
-      \params$193 [\config [6:4]][55:49] <= \port__data$15 [55:49];
+      \params$194 [\config [6:4]][55:49] <= \port__data$15 [55:49];
   end
   reg [55:0] _1_;
   always @(posedge clk) begin
     if (\port__en$18 ) begin
-      _1_ <= \params$193 [\port__addr$34 ];
+      _1_ <= \params$194 [\port__addr$34 ];
     end
   end
-  assign \port__data$148  = _1_;
+  assign \port__data$149  = _1_;
   reg [95:0] pool [7:0];
   initial begin
     pool[0] = 96'h000000000000000000000000;
@@ -1270,7 +1283,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _2_ <= pool[\port__addr$36 ];
     end
   end
-  assign \port__data$151  = _2_;
+  assign \port__data$152  = _2_;
   reg [63:0] state [7:0];
   initial begin
     state[0] = 64'h0000000000000000;
@@ -1292,136 +1305,136 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
       _3_ <= state[\port__addr$35 ];
     end
   end
-  assign \port__data$149  = _3_;
-  reg [63:0] \weights$191  [103:0];
+  assign \port__data$150  = _3_;
+  reg [63:0] \weights$192  [103:0];
   initial begin
-    \weights$191 [0] = 64'h170f0122ddefeaf7;
-    \weights$191 [1] = 64'h64f1d8efd30ec02c;
-    \weights$191 [2] = 64'h8ef4fed8f24b10ff;
-    \weights$191 [3] = 64'hd8251e1934420aa0;
-    \weights$191 [4] = 64'h39c606dd402c0bbe;
-    \weights$191 [5] = 64'h34c86157039bedcd;
-    \weights$191 [6] = 64'he809afcce7bad736;
-    \weights$191 [7] = 64'hf65222f9fae41171;
-    \weights$191 [8] = 64'h41ffc0b1ede32322;
-    \weights$191 [9] = 64'hf3e4418bf0cd4b0e;
-    \weights$191 [10] = 64'head618d91c0cf4af;
-    \weights$191 [11] = 64'h354470210ffadee6;
-    \weights$191 [12] = 64'h22533726f8aef2df;
-    \weights$191 [13] = 64'hd912db0dcff9bd20;
-    \weights$191 [14] = 64'h0f40e91818030441;
-    \weights$191 [15] = 64'h04f8fd9a21e22356;
-    \weights$191 [16] = 64'hb4eae956a4080b37;
-    \weights$191 [17] = 64'hd9cf513ef06a1d24;
-    \weights$191 [18] = 64'h09f240a908a121fe;
-    \weights$191 [19] = 64'h22fffcf7fec50cb6;
-    \weights$191 [20] = 64'h0bb3f5a154662807;
-    \weights$191 [21] = 64'hfbf1f8f120480025;
-    \weights$191 [22] = 64'h10181ac325321ffb;
-    \weights$191 [23] = 64'h2529050bc70ffef5;
-    \weights$191 [24] = 64'hffefd800fc0507e0;
-    \weights$191 [25] = 64'hffe503f6e5dffedb;
-    \weights$191 [26] = 64'he107e6fe0e1274e0;
-    \weights$191 [27] = 64'he7dd1bfedd20c96d;
-    \weights$191 [28] = 64'h1aa9ffcdffff01d4;
-    \weights$191 [29] = 64'h1221b9bc13de02b3;
-    \weights$191 [30] = 64'h1a31ca2721efc9d0;
-    \weights$191 [31] = 64'hcde1026342ebb9f6;
-    \weights$191 [32] = 64'h18f81710256422f7;
-    \weights$191 [33] = 64'h4ced0ee3cbff98b0;
-    \weights$191 [34] = 64'h168a0ac7c8badcf0;
-    \weights$191 [35] = 64'hf9310e4bfec5f201;
-    \weights$191 [36] = 64'h0461122910b80b27;
-    \weights$191 [37] = 64'hf36d0d5305184ec7;
-    \weights$191 [38] = 64'hfdccff49ecd1f609;
-    \weights$191 [39] = 64'hf6fa1a23f5f7d61e;
-    \weights$191 [40] = 64'he6ed01db475ac9da;
-    \weights$191 [41] = 64'h25164e14ece0c202;
-    \weights$191 [42] = 64'h1ee2e035c453eb41;
-    \weights$191 [43] = 64'h31ede61c0030bf25;
-    \weights$191 [44] = 64'hbdfd2303fe8e98f5;
-    \weights$191 [45] = 64'h06410fb3dbe1cfa2;
-    \weights$191 [46] = 64'h2e0cc6701dc2cee5;
-    \weights$191 [47] = 64'h16cdda000d0c7500;
-    \weights$191 [48] = 64'h07d333611af3f8b0;
-    \weights$191 [49] = 64'hde0cf9dd01af40fb;
-    \weights$191 [50] = 64'hfe132ef5efd8210c;
-    \weights$191 [51] = 64'h09320c0615023bee;
-    \weights$191 [52] = 64'hd9e6f801cc44ed05;
-    \weights$191 [53] = 64'heb07f48598c73916;
-    \weights$191 [54] = 64'he7d70a1a244ce5de;
-    \weights$191 [55] = 64'h23d353d3b0aded19;
-    \weights$191 [56] = 64'h421f2628f3d8ec20;
-    \weights$191 [57] = 64'hfd7de2564ec60c10;
-    \weights$191 [58] = 64'hc5021a5230c015e0;
-    \weights$191 [59] = 64'hc5c7f54c4134bd00;
-    \weights$191 [60] = 64'hfc9f08081edce000;
-    \weights$191 [61] = 64'h1ed5fd333fd620f1;
-    \weights$191 [62] = 64'h1952f6220c60040d;
-    \weights$191 [63] = 64'hec15fa11f2200eb1;
-    \weights$191 [64] = 64'h0d08ee3f0d3bf80d;
-    \weights$191 [65] = 64'hb1dcecedcb15e1f6;
-    \weights$191 [66] = 64'he5244310fba838ed;
-    \weights$191 [67] = 64'hc5afde0deff33012;
-    \weights$191 [68] = 64'h88a9c8a3bf3ae933;
-    \weights$191 [69] = 64'h1eba37c61dd49314;
-    \weights$191 [70] = 64'h4206fa3b413bc94b;
-    \weights$191 [71] = 64'h43fdd34ef4297100;
-    \weights$191 [72] = 64'h2322ece0f731e69a;
-    \weights$191 [73] = 64'hfc4d30d7f5e8c502;
-    \weights$191 [74] = 64'hfd2e0d3b0bfad22a;
-    \weights$191 [75] = 64'h06c9e2140b384dcf;
-    \weights$191 [76] = 64'hf9c208b306c454d5;
-    \weights$191 [77] = 64'hf1d30b1a15720499;
-    \weights$191 [78] = 64'hd232c22705230d0a;
-    \weights$191 [79] = 64'he900ba3c1b02f9f9;
-    \weights$191 [80] = 64'hf616e2dded13da04;
-    \weights$191 [81] = 64'h12353a863d25664d;
-    \weights$191 [82] = 64'hf710f64ff1c0c5dd;
-    \weights$191 [83] = 64'h1799391de3d5b2da;
-    \weights$191 [84] = 64'h4d0b37c9bcf3110a;
-    \weights$191 [85] = 64'h309bb80de8317410;
-    \weights$191 [86] = 64'hfbf2f53740f5e523;
-    \weights$191 [87] = 64'he6a4d14512e4d8ee;
-    \weights$191 [88] = 64'hf1bdeebf02fdf1fb;
-    \weights$191 [89] = 64'h02edfd320305b8f1;
-    \weights$191 [90] = 64'hdd37f541dc1940f0;
-    \weights$191 [91] = 64'he618abe2dd1fec18;
-    \weights$191 [92] = 64'h2e00d4d1164ce612;
-    \weights$191 [93] = 64'hfeefd9c6e5402f47;
-    \weights$191 [94] = 64'h520014e6c409bcdf;
-    \weights$191 [95] = 64'hb2fb0fcbcda5edf1;
-    \weights$191 [96] = 64'ha64b0e271d032521;
-    \weights$191 [97] = 64'hce35415a473702b6;
-    \weights$191 [98] = 64'hf2f025211e1a1908;
-    \weights$191 [99] = 64'hbeed2356f14a01e3;
-    \weights$191 [100] = 64'h2e303a43e31a01ff;
-    \weights$191 [101] = 64'h5ef62a6cdcf606de;
-    \weights$191 [102] = 64'h20ca113bd3a2fccd;
-    \weights$191 [103] = 64'h220b07c24520fe09;
+    \weights$192 [0] = 64'h170f0122ddefeaf7;
+    \weights$192 [1] = 64'h64f1d8efd30ec02c;
+    \weights$192 [2] = 64'h8ef4fed8f24b10ff;
+    \weights$192 [3] = 64'hd8251e1934420aa0;
+    \weights$192 [4] = 64'h39c606dd402c0bbe;
+    \weights$192 [5] = 64'h34c86157039bedcd;
+    \weights$192 [6] = 64'he809afcce7bad736;
+    \weights$192 [7] = 64'hf65222f9fae41171;
+    \weights$192 [8] = 64'h41ffc0b1ede32322;
+    \weights$192 [9] = 64'hf3e4418bf0cd4b0e;
+    \weights$192 [10] = 64'head618d91c0cf4af;
+    \weights$192 [11] = 64'h354470210ffadee6;
+    \weights$192 [12] = 64'h22533726f8aef2df;
+    \weights$192 [13] = 64'hd912db0dcff9bd20;
+    \weights$192 [14] = 64'h0f40e91818030441;
+    \weights$192 [15] = 64'h04f8fd9a21e22356;
+    \weights$192 [16] = 64'hb4eae956a4080b37;
+    \weights$192 [17] = 64'hd9cf513ef06a1d24;
+    \weights$192 [18] = 64'h09f240a908a121fe;
+    \weights$192 [19] = 64'h22fffcf7fec50cb6;
+    \weights$192 [20] = 64'h0bb3f5a154662807;
+    \weights$192 [21] = 64'hfbf1f8f120480025;
+    \weights$192 [22] = 64'h10181ac325321ffb;
+    \weights$192 [23] = 64'h2529050bc70ffef5;
+    \weights$192 [24] = 64'hffefd800fc0507e0;
+    \weights$192 [25] = 64'hffe503f6e5dffedb;
+    \weights$192 [26] = 64'he107e6fe0e1274e0;
+    \weights$192 [27] = 64'he7dd1bfedd20c96d;
+    \weights$192 [28] = 64'h1aa9ffcdffff01d4;
+    \weights$192 [29] = 64'h1221b9bc13de02b3;
+    \weights$192 [30] = 64'h1a31ca2721efc9d0;
+    \weights$192 [31] = 64'hcde1026342ebb9f6;
+    \weights$192 [32] = 64'h18f81710256422f7;
+    \weights$192 [33] = 64'h4ced0ee3cbff98b0;
+    \weights$192 [34] = 64'h168a0ac7c8badcf0;
+    \weights$192 [35] = 64'hf9310e4bfec5f201;
+    \weights$192 [36] = 64'h0461122910b80b27;
+    \weights$192 [37] = 64'hf36d0d5305184ec7;
+    \weights$192 [38] = 64'hfdccff49ecd1f609;
+    \weights$192 [39] = 64'hf6fa1a23f5f7d61e;
+    \weights$192 [40] = 64'he6ed01db475ac9da;
+    \weights$192 [41] = 64'h25164e14ece0c202;
+    \weights$192 [42] = 64'h1ee2e035c453eb41;
+    \weights$192 [43] = 64'h31ede61c0030bf25;
+    \weights$192 [44] = 64'hbdfd2303fe8e98f5;
+    \weights$192 [45] = 64'h06410fb3dbe1cfa2;
+    \weights$192 [46] = 64'h2e0cc6701dc2cee5;
+    \weights$192 [47] = 64'h16cdda000d0c7500;
+    \weights$192 [48] = 64'h07d333611af3f8b0;
+    \weights$192 [49] = 64'hde0cf9dd01af40fb;
+    \weights$192 [50] = 64'hfe132ef5efd8210c;
+    \weights$192 [51] = 64'h09320c0615023bee;
+    \weights$192 [52] = 64'hd9e6f801cc44ed05;
+    \weights$192 [53] = 64'heb07f48598c73916;
+    \weights$192 [54] = 64'he7d70a1a244ce5de;
+    \weights$192 [55] = 64'h23d353d3b0aded19;
+    \weights$192 [56] = 64'h421f2628f3d8ec20;
+    \weights$192 [57] = 64'hfd7de2564ec60c10;
+    \weights$192 [58] = 64'hc5021a5230c015e0;
+    \weights$192 [59] = 64'hc5c7f54c4134bd00;
+    \weights$192 [60] = 64'hfc9f08081edce000;
+    \weights$192 [61] = 64'h1ed5fd333fd620f1;
+    \weights$192 [62] = 64'h1952f6220c60040d;
+    \weights$192 [63] = 64'hec15fa11f2200eb1;
+    \weights$192 [64] = 64'h0d08ee3f0d3bf80d;
+    \weights$192 [65] = 64'hb1dcecedcb15e1f6;
+    \weights$192 [66] = 64'he5244310fba838ed;
+    \weights$192 [67] = 64'hc5afde0deff33012;
+    \weights$192 [68] = 64'h88a9c8a3bf3ae933;
+    \weights$192 [69] = 64'h1eba37c61dd49314;
+    \weights$192 [70] = 64'h4206fa3b413bc94b;
+    \weights$192 [71] = 64'h43fdd34ef4297100;
+    \weights$192 [72] = 64'h2322ece0f731e69a;
+    \weights$192 [73] = 64'hfc4d30d7f5e8c502;
+    \weights$192 [74] = 64'hfd2e0d3b0bfad22a;
+    \weights$192 [75] = 64'h06c9e2140b384dcf;
+    \weights$192 [76] = 64'hf9c208b306c454d5;
+    \weights$192 [77] = 64'hf1d30b1a15720499;
+    \weights$192 [78] = 64'hd232c22705230d0a;
+    \weights$192 [79] = 64'he900ba3c1b02f9f9;
+    \weights$192 [80] = 64'hf616e2dded13da04;
+    \weights$192 [81] = 64'h12353a863d25664d;
+    \weights$192 [82] = 64'hf710f64ff1c0c5dd;
+    \weights$192 [83] = 64'h1799391de3d5b2da;
+    \weights$192 [84] = 64'h4d0b37c9bcf3110a;
+    \weights$192 [85] = 64'h309bb80de8317410;
+    \weights$192 [86] = 64'hfbf2f53740f5e523;
+    \weights$192 [87] = 64'he6a4d14512e4d8ee;
+    \weights$192 [88] = 64'hf1bdeebf02fdf1fb;
+    \weights$192 [89] = 64'h02edfd320305b8f1;
+    \weights$192 [90] = 64'hdd37f541dc1940f0;
+    \weights$192 [91] = 64'he618abe2dd1fec18;
+    \weights$192 [92] = 64'h2e00d4d1164ce612;
+    \weights$192 [93] = 64'hfeefd9c6e5402f47;
+    \weights$192 [94] = 64'h520014e6c409bcdf;
+    \weights$192 [95] = 64'hb2fb0fcbcda5edf1;
+    \weights$192 [96] = 64'ha64b0e271d032521;
+    \weights$192 [97] = 64'hce35415a473702b6;
+    \weights$192 [98] = 64'hf2f025211e1a1908;
+    \weights$192 [99] = 64'hbeed2356f14a01e3;
+    \weights$192 [100] = 64'h2e303a43e31a01ff;
+    \weights$192 [101] = 64'h5ef62a6cdcf606de;
+    \weights$192 [102] = 64'h20ca113bd3a2fccd;
+    \weights$192 [103] = 64'h220b07c24520fe09;
   end
   always @(posedge clk) begin
     if (port__en[0])
-      \weights$191 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$192 [\config [10:4]][7:0] <= port__data[7:0];
     if (port__en[1])
-      \weights$191 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$192 [\config [10:4]][15:8] <= port__data[15:8];
     if (port__en[2])
-      \weights$191 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$192 [\config [10:4]][23:16] <= port__data[23:16];
     if (port__en[3])
-      \weights$191 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$192 [\config [10:4]][31:24] <= port__data[31:24];
     if (port__en[4])
-      \weights$191 [\config [10:4]][39:32] <= port__data[39:32];
+      \weights$192 [\config [10:4]][39:32] <= port__data[39:32];
     if (port__en[5])
-      \weights$191 [\config [10:4]][47:40] <= port__data[47:40];
+      \weights$192 [\config [10:4]][47:40] <= port__data[47:40];
     if (port__en[6])
-      \weights$191 [\config [10:4]][55:48] <= port__data[55:48];
+      \weights$192 [\config [10:4]][55:48] <= port__data[55:48];
     if (port__en[7])
-      \weights$191 [\config [10:4]][63:56] <= port__data[63:56];
+      \weights$192 [\config [10:4]][63:56] <= port__data[63:56];
   end
   reg [63:0] _4_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _4_ <= \weights$191 [\$7 [6:0]];
+      _4_ <= \weights$192 [\$7 [6:0]];
     end
   end
   assign \port__data$30  = _4_;
@@ -1434,10 +1447,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
   assign \port__en$14  = \$6  << \config [13:11];
-  assign \$7  = slot[10:4] + slot[20:17];
-  assign \$8  = ~ slot[16];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[11];
+  assign \$7  = slot_c1[10:4] + slot_c1[20:17];
+  assign \$8  = ~ slot_c1[16];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[11];
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$30 ;
   assign \$11  = slot_c2a[0] & slot_c2a[12];
   assign finalize = slot_c3[0] & slot_c3[12];
@@ -1565,127 +1578,129 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$134  = r_en & i__valid;
   assign \$135  = \$133  - \$134 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$136 ;
+    slot_c1 <= \$136 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$137 ;
+    layer0_weights_reads <= \$137 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$138 ;
+    layer0_weights_writes <= \$138 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$139 ;
+    layer0_bias_reads <= \$139 ;
   always @(posedge clk)
-    layer0_params_reads <= \$140 ;
+    layer0_bias_writes <= \$140 ;
   always @(posedge clk)
-    layer0_params_writes <= \$141 ;
+    layer0_params_reads <= \$141 ;
   always @(posedge clk)
-    layer0_state_reads <= \$142 ;
+    layer0_params_writes <= \$142 ;
   always @(posedge clk)
-    layer0_state_writes <= \$143 ;
+    layer0_state_reads <= \$143 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$144 ;
+    layer0_state_writes <= \$144 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$145 ;
+    layer0_pool_reads <= \$145 ;
   always @(posedge clk)
-    slot_c2 <= \$146 ;
+    layer0_pool_writes <= \$146 ;
   always @(posedge clk)
-    use_acc2 <= \$147 ;
+    slot_c2 <= \$147 ;
   always @(posedge clk)
-    layer0_macs <= \$148 ;
+    use_acc2 <= \$148 ;
   always @(posedge clk)
-    slot_c2a <= \$149 ;
+    layer0_macs <= \$149 ;
   always @(posedge clk)
-    slot_c2b <= \$150 ;
+    slot_c2a <= \$150 ;
   always @(posedge clk)
-    params_c3 <= \$151 ;
+    slot_c2b <= \$151 ;
   always @(posedge clk)
-    state_c3 <= \$152 ;
+    params_c3 <= \$152 ;
   always @(posedge clk)
-    pool_c3 <= \$153 ;
+    state_c3 <= \$153 ;
   always @(posedge clk)
-    slot_c3 <= \$154 ;
+    pool_c3 <= \$154 ;
   always @(posedge clk)
-    slot_c4 <= \$155 ;
+    slot_c3 <= \$155 ;
   always @(posedge clk)
-    \port__en$57  <= \$156 ;
+    slot_c4 <= \$156 ;
   always @(posedge clk)
-    new_c4_0 <= \$157 ;
+    \port__en$57  <= \$157 ;
   always @(posedge clk)
-    old_c4_0 <= \$158 ;
+    new_c4_0 <= \$158 ;
   always @(posedge clk)
-    hold_c4_0 <= \$159 ;
+    old_c4_0 <= \$159 ;
   always @(posedge clk)
-    out_c4_0 <= \$160 ;
+    hold_c4_0 <= \$160 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$161 ;
+    out_c4_0 <= \$161 ;
   always @(posedge clk)
-    gate_c4_0 <= \$162 ;
+    old_out_c4_0 <= \$162 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$163 ;
+    gate_c4_0 <= \$163 ;
   always @(posedge clk)
-    potential_c4_0 <= \$164 ;
+    saturated_c4_0 <= \$164 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$165 ;
+    potential_c4_0 <= \$165 ;
   always @(posedge clk)
-    new_c4_1 <= \$166 ;
+    old_pool_c4_0 <= \$166 ;
   always @(posedge clk)
-    old_c4_1 <= \$167 ;
+    new_c4_1 <= \$167 ;
   always @(posedge clk)
-    hold_c4_1 <= \$168 ;
+    old_c4_1 <= \$168 ;
   always @(posedge clk)
-    out_c4_1 <= \$169 ;
+    hold_c4_1 <= \$169 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$170 ;
+    out_c4_1 <= \$170 ;
   always @(posedge clk)
-    gate_c4_1 <= \$171 ;
+    old_out_c4_1 <= \$171 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$172 ;
+    gate_c4_1 <= \$172 ;
   always @(posedge clk)
-    potential_c4_1 <= \$173 ;
+    saturated_c4_1 <= \$173 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$174 ;
+    potential_c4_1 <= \$174 ;
   always @(posedge clk)
-    new_c4_2 <= \$175 ;
+    old_pool_c4_1 <= \$175 ;
   always @(posedge clk)
-    old_c4_2 <= \$176 ;
+    new_c4_2 <= \$176 ;
   always @(posedge clk)
-    hold_c4_2 <= \$177 ;
+    old_c4_2 <= \$177 ;
   always @(posedge clk)
-    out_c4_2 <= \$178 ;
+    hold_c4_2 <= \$178 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$179 ;
+    out_c4_2 <= \$179 ;
   always @(posedge clk)
-    gate_c4_2 <= \$180 ;
+    old_out_c4_2 <= \$180 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$181 ;
+    gate_c4_2 <= \$181 ;
   always @(posedge clk)
-    potential_c4_2 <= \$182 ;
+    saturated_c4_2 <= \$182 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$183 ;
+    potential_c4_2 <= \$183 ;
   always @(posedge clk)
-    new_c4_3 <= \$184 ;
+    old_pool_c4_2 <= \$184 ;
   always @(posedge clk)
-    old_c4_3 <= \$185 ;
+    new_c4_3 <= \$185 ;
   always @(posedge clk)
-    hold_c4_3 <= \$186 ;
+    old_c4_3 <= \$186 ;
   always @(posedge clk)
-    out_c4_3 <= \$187 ;
+    hold_c4_3 <= \$187 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$188 ;
+    out_c4_3 <= \$188 ;
   always @(posedge clk)
-    gate_c4_3 <= \$189 ;
+    old_out_c4_3 <= \$189 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$190 ;
+    gate_c4_3 <= \$190 ;
   always @(posedge clk)
-    potential_c4_3 <= \$191 ;
+    saturated_c4_3 <= \$191 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$192 ;
+    potential_c4_3 <= \$192 ;
   always @(posedge clk)
-    \trace$180  <= \$193 ;
+    old_pool_c4_3 <= \$193 ;
   always @(posedge clk)
-    layer0_events <= \$194 ;
+    \trace$181  <= \$194 ;
   always @(posedge clk)
-    layer0_saturations <= \$195 ;
+    layer0_events <= \$195 ;
   always @(posedge clk)
-    reserved <= \$196 ;
+    layer0_saturations <= \$196 ;
+  always @(posedge clk)
+    reserved <= \$197 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1746,32 +1761,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$156 ),
+    .u_clipped(\saturated$157 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$45 ),
-    .\new (\new$159 ),
+    .\new (\new$160 ),
     .old(\old$47 ),
     .params(\params$46 ),
-    .u_clipped(\saturated$163 ),
-    .z(\gate$162 )
+    .u_clipped(\saturated$164 ),
+    .z(\gate$163 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$48 ),
-    .\new (\new$166 ),
+    .\new (\new$167 ),
     .old(\old$50 ),
     .params(\params$49 ),
-    .u_clipped(\saturated$170 ),
-    .z(\gate$169 )
+    .u_clipped(\saturated$171 ),
+    .z(\gate$170 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$51 ),
-    .\new (\new$173 ),
+    .\new (\new$174 ),
     .old(\old$53 ),
     .params(\params$52 ),
-    .u_clipped(\saturated$177 ),
-    .z(\gate$176 )
+    .u_clipped(\saturated$178 ),
+    .z(\gate$177 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1831,428 +1846,425 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = \$90 [31:0];
+    \$136  = slot;
     if (rst) begin
-      \$136  = 32'd0;
+      \$136  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = \$93 [31:0];
+    \$137  = \$90 [31:0];
     if (rst) begin
       \$137  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$95 [31:0];
+    \$138  = \$93 [31:0];
     if (rst) begin
       \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = \$98 [31:0];
+    \$139  = \$95 [31:0];
     if (rst) begin
       \$139  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$100 [31:0];
+    \$140  = \$98 [31:0];
     if (rst) begin
       \$140  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = \$103 [31:0];
+    \$141  = \$100 [31:0];
     if (rst) begin
       \$141  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = \$105 [31:0];
+    \$142  = \$103 [31:0];
     if (rst) begin
       \$142  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = \$108 [31:0];
+    \$143  = \$105 [31:0];
     if (rst) begin
       \$143  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = \$110 [31:0];
+    \$144  = \$108 [31:0];
     if (rst) begin
       \$144  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = \$113 [31:0];
+    \$145  = \$110 [31:0];
     if (rst) begin
       \$145  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = slot;
+    \$146  = \$113 [31:0];
     if (rst) begin
-      \$146  = 29'h00000000;
+      \$146  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = 1'h0;
+    \$147  = slot_c1;
     if (rst) begin
-      \$147  = 1'h0;
+      \$147  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = layer0_macs;
+    \$148  = 1'h0;
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$149  = layer0_macs;
     if (\$117 ) begin
-      \$148  = \$118 [31:0];
+      \$149  = \$118 [31:0];
     end
     if (rst) begin
-      \$148  = 32'd0;
+      \$149  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = slot_c2;
-    if (rst) begin
-      \$149  = 29'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c2a;
+    \$150  = slot_c2;
     if (rst) begin
       \$150  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = \port__data$148 ;
+    \$151  = slot_c2a;
     if (rst) begin
-      \$151  = 56'h00000000000000;
+      \$151  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$152  = \port__data$149 ;
     if (rst) begin
-      \$152  = 64'h0000000000000000;
+      \$152  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$151 ;
+    \$153  = \port__data$150 ;
     if (rst) begin
-      \$153  = 96'h000000000000000000000000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = slot_c2b;
+    \$154  = \port__data$152 ;
     if (rst) begin
-      \$154  = 29'h00000000;
+      \$154  = 96'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = slot_c3;
+    \$155  = slot_c2b;
     if (rst) begin
       \$155  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = finalize;
+    \$156  = slot_c3;
     if (rst) begin
-      \$156  = 1'h0;
+      \$156  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = \new ;
+    \$157  = finalize;
     if (rst) begin
-      \$157  = 16'h0000;
+      \$157  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = old;
+    \$158  = \new ;
     if (rst) begin
       \$158  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = 1'h0;
+    \$159  = old;
     if (rst) begin
-      \$159  = 1'h0;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = \new ;
+    \$160  = 1'h0;
     if (rst) begin
-      \$160  = 16'h0000;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = old;
+    \$161  = \new ;
     if (rst) begin
       \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = gate;
+    \$162  = old;
     if (rst) begin
-      \$162  = 7'h00;
+      \$162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \saturated$156 ;
+    \$163  = gate;
     if (rst) begin
-      \$163  = 1'h0;
+      \$163  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = 16'h0000;
+    \$164  = \saturated$157 ;
     if (rst) begin
-      \$164  = 16'h0000;
+      \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \$119 ;
+    \$165  = 16'h0000;
     if (rst) begin
-      \$165  = 24'h000000;
+      \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \new$159 ;
+    \$166  = \$119 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$166  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \old$47 ;
+    \$167  = \new$160 ;
     if (rst) begin
       \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = 1'h0;
+    \$168  = \old$47 ;
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \new$159 ;
+    \$169  = 1'h0;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \old$47 ;
+    \$170  = \new$160 ;
     if (rst) begin
       \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \gate$162 ;
+    \$171  = \old$47 ;
     if (rst) begin
-      \$171  = 7'h00;
+      \$171  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \saturated$163 ;
+    \$172  = \gate$163 ;
     if (rst) begin
-      \$172  = 1'h0;
+      \$172  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = 16'h0000;
+    \$173  = \saturated$164 ;
     if (rst) begin
-      \$173  = 16'h0000;
+      \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \$120 ;
+    \$174  = 16'h0000;
     if (rst) begin
-      \$174  = 24'h000000;
+      \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \new$166 ;
+    \$175  = \$120 ;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$175  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \old$50 ;
+    \$176  = \new$167 ;
     if (rst) begin
       \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = 1'h0;
+    \$177  = \old$50 ;
     if (rst) begin
-      \$177  = 1'h0;
+      \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \new$166 ;
+    \$178  = 1'h0;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \old$50 ;
+    \$179  = \new$167 ;
     if (rst) begin
       \$179  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \gate$169 ;
+    \$180  = \old$50 ;
     if (rst) begin
-      \$180  = 7'h00;
+      \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \saturated$170 ;
+    \$181  = \gate$170 ;
     if (rst) begin
-      \$181  = 1'h0;
+      \$181  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = 16'h0000;
+    \$182  = \saturated$171 ;
     if (rst) begin
-      \$182  = 16'h0000;
+      \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \$121 ;
+    \$183  = 16'h0000;
     if (rst) begin
-      \$183  = 24'h000000;
+      \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \new$173 ;
+    \$184  = \$121 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \old$53 ;
+    \$185  = \new$174 ;
     if (rst) begin
       \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = 1'h0;
+    \$186  = \old$53 ;
     if (rst) begin
-      \$186  = 1'h0;
+      \$186  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \new$173 ;
+    \$187  = 1'h0;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \old$53 ;
+    \$188  = \new$174 ;
     if (rst) begin
       \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \gate$176 ;
+    \$189  = \old$53 ;
     if (rst) begin
-      \$189  = 7'h00;
+      \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \saturated$177 ;
+    \$190  = \gate$177 ;
     if (rst) begin
-      \$190  = 1'h0;
+      \$190  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = 16'h0000;
+    \$191  = \saturated$178 ;
     if (rst) begin
-      \$191  = 16'h0000;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = \$122 ;
+    \$192  = 16'h0000;
     if (rst) begin
-      \$192  = 24'h000000;
+      \$192  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = trace;
+    \$193  = \$122 ;
     if (rst) begin
-      \$193  = 98'h0000000000000000000000000;
+      \$193  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = layer0_events;
+    \$194  = trace;
+    if (rst) begin
+      \$194  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$195  = layer0_events;
     if (\port__en$57 ) begin
-      \$194  = \$127 [31:0];
-    end
-    if (rst) begin
-      \$194  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = layer0_saturations;
-    if (\port__en$57 ) begin
-      \$195  = \$132 [31:0];
+      \$195  = \$127 [31:0];
     end
     if (rst) begin
       \$195  = 32'd0;
@@ -2260,9 +2272,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = \$135 [3:0];
+    \$196  = layer0_saturations;
+    if (\port__en$57 ) begin
+      \$196  = \$132 [31:0];
+    end
     if (rst) begin
-      \$196  = 4'h0;
+      \$196  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$197  = \$135 [3:0];
+    if (rst) begin
+      \$197  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2272,7 +2294,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \port__addr$10  = \config [6:4];
   assign \port__addr$13  = \config [6:4];
   assign \port__addr$21  = \$7 [6:0];
-  assign \port__addr$23  = slot[3:1];
+  assign \port__addr$23  = slot_c1[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
@@ -2299,15 +2321,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$160  = 1'h0;
-  assign \out$161  = \new$159 ;
-  assign \potential$165  = 16'h0000;
-  assign \hold$167  = 1'h0;
-  assign \out$168  = \new$166 ;
-  assign \potential$172  = 16'h0000;
-  assign \hold$174  = 1'h0;
-  assign \out$175  = \new$173 ;
-  assign \potential$179  = 16'h0000;
+  assign \hold$161  = 1'h0;
+  assign \out$162  = \new$160 ;
+  assign \potential$166  = 16'h0000;
+  assign \hold$168  = 1'h0;
+  assign \out$169  = \new$167 ;
+  assign \potential$173  = 16'h0000;
+  assign \hold$175  = 1'h0;
+  assign \out$176  = \new$174 ;
+  assign \potential$180  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2321,17 +2343,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[3:1];
-  assign \slot.base  = slot[10:4];
-  assign \slot.first  = slot[11];
-  assign \slot.last  = slot[12];
-  assign \slot.step_last  = slot[13];
-  assign \slot.seq_first  = slot[14];
-  assign \slot.seq_end  = slot[15];
-  assign \slot.empty  = slot[16];
-  assign \slot.index  = slot[20:17];
-  assign \slot.value  = slot[28:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[3:1];
+  assign \slot_c1.base  = slot_c1[10:4];
+  assign \slot_c1.first  = slot_c1[11];
+  assign \slot_c1.last  = slot_c1[12];
+  assign \slot_c1.step_last  = slot_c1[13];
+  assign \slot_c1.seq_first  = slot_c1[14];
+  assign \slot_c1.seq_end  = slot_c1[15];
+  assign \slot_c1.empty  = slot_c1[16];
+  assign \slot_c1.index  = slot_c1[20:17];
+  assign \slot_c1.value  = slot_c1[28:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[3:1];
   assign \slot_c2.base  = slot_c2[10:4];
@@ -2498,6 +2520,17 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$126.value  = events__payload[28:5];
   assign \items__payload$126.step_end  = events__payload[29];
   assign \items__payload$126.seq_end  = events__payload[30];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \slot_c2b.valid  = slot_c2b[0];
   assign \slot_c2b.group  = slot_c2b[3:1];
   assign \slot_c2b.base  = slot_c2b[10:4];
@@ -2514,23 +2547,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \pool_c3[2]  = pool_c3[71:48];
   assign \pool_c3[3]  = pool_c3[95:72];
   assign \new.h  = \new ;
-  assign \new$159.h  = \new$159 ;
-  assign \new$166.h  = \new$166 ;
-  assign \new$173.h  = \new$173 ;
-  assign \trace$180.valid  = \trace$180 [0];
-  assign \trace$180.group  = \trace$180 [3:1];
-  assign \trace$180.step_end  = \trace$180 [4];
-  assign \trace$180.seq_end  = \trace$180 [5];
-  assign \trace$180.state  = \trace$180 [69:6];
-  assign \trace$180.state[0]  = \trace$180 [21:6];
-  assign \trace$180.state[1]  = \trace$180 [37:22];
-  assign \trace$180.state[2]  = \trace$180 [53:38];
-  assign \trace$180.state[3]  = \trace$180 [69:54];
-  assign \trace$180.gate  = \trace$180 [97:70];
-  assign \trace$180.gate[0]  = \trace$180 [76:70];
-  assign \trace$180.gate[1]  = \trace$180 [83:77];
-  assign \trace$180.gate[2]  = \trace$180 [90:84];
-  assign \trace$180.gate[3]  = \trace$180 [97:91];
+  assign \new$160.h  = \new$160 ;
+  assign \new$167.h  = \new$167 ;
+  assign \new$174.h  = \new$174 ;
+  assign \trace$181.valid  = \trace$181 [0];
+  assign \trace$181.group  = \trace$181 [3:1];
+  assign \trace$181.step_end  = \trace$181 [4];
+  assign \trace$181.seq_end  = \trace$181 [5];
+  assign \trace$181.state  = \trace$181 [69:6];
+  assign \trace$181.state[0]  = \trace$181 [21:6];
+  assign \trace$181.state[1]  = \trace$181 [37:22];
+  assign \trace$181.state[2]  = \trace$181 [53:38];
+  assign \trace$181.state[3]  = \trace$181 [69:54];
+  assign \trace$181.gate  = \trace$181 [97:70];
+  assign \trace$181.gate[0]  = \trace$181 [76:70];
+  assign \trace$181.gate[1]  = \trace$181 [83:77];
+  assign \trace$181.gate[2]  = \trace$181 [90:84];
+  assign \trace$181.gate[3]  = \trace$181 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$88 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -3526,7 +3559,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 2'h0;
         end
       end
     end
@@ -5087,18 +5120,19 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [147:0] \$101 ;
-  reg \$102 ;
-  reg [36:0] \$103 ;
-  reg [1:0] \$104 ;
-  reg [44:0] \$105 ;
-  reg \$106 ;
-  reg [147:0] \$107 ;
-  reg [36:0] \$108 ;
-  reg [3:0] \$109 ;
+  reg [44:0] \$100 ;
+  reg \$101 ;
+  reg [147:0] \$102 ;
+  reg \$103 ;
+  reg [36:0] \$104 ;
+  reg [1:0] \$105 ;
+  reg [44:0] \$106 ;
+  reg \$107 ;
+  reg [147:0] \$108 ;
+  reg [36:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
+  reg [3:0] \$111 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -5177,24 +5211,24 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [4:0] \$80 ;
   wire \$81 ;
   wire [5:0] \$82 ;
-  reg [31:0] \$83 ;
+  reg [44:0] \$83 ;
   reg [31:0] \$84 ;
   reg [31:0] \$85 ;
   reg [31:0] \$86 ;
-  reg [44:0] \$87 ;
-  reg \$88 ;
-  reg [31:0] \$89 ;
+  reg [31:0] \$87 ;
+  reg [44:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [44:0] \$90 ;
+  reg [31:0] \$90 ;
   reg [44:0] \$91 ;
   reg [44:0] \$92 ;
-  reg \$93 ;
-  reg [36:0] \$94 ;
-  reg [1:0] \$95 ;
-  reg \$96 ;
-  reg [36:0] \$97 ;
-  reg [1:0] \$98 ;
-  reg [44:0] \$99 ;
+  reg [44:0] \$93 ;
+  reg \$94 ;
+  reg [36:0] \$95 ;
+  reg [1:0] \$96 ;
+  reg \$97 ;
+  reg [36:0] \$98 ;
+  reg [1:0] \$99 ;
   wire [147:0] acc;
   wire [36:0] \acc[0] ;
   wire [36:0] \acc[1] ;
@@ -5360,6 +5394,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  reg [44:0] slot_c1 = 45'h000000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [4:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [23:0] \slot_c1.value ;
   reg [44:0] slot_c2 = 45'h000000000000;
   wire [6:0] \slot_c2.base ;
   wire \slot_c2.empty ;
@@ -5440,123 +5486,123 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$14 ) begin
-      _0_ <= bias[slot[2:1]];
+      _0_ <= bias[slot_c1[2:1]];
     end
   end
   assign \port__data$26  = _0_;
-  reg [31:0] \weights$78  [95:0];
+  reg [31:0] \weights$79  [95:0];
   initial begin
-    \weights$78 [0] = 32'd81668324;
-    \weights$78 [1] = 32'd4210763758;
-    \weights$78 [2] = 32'd219545103;
-    \weights$78 [3] = 32'd98298891;
-    \weights$78 [4] = 32'd4025095426;
-    \weights$78 [5] = 32'd4228314917;
-    \weights$78 [6] = 32'd486544412;
-    \weights$78 [7] = 32'd4158656243;
-    \weights$78 [8] = 32'd4077262360;
-    \weights$78 [9] = 32'd4229619968;
-    \weights$78 [10] = 32'd720505347;
-    \weights$78 [11] = 32'd182838793;
-    \weights$78 [12] = 32'd4128241648;
-    \weights$78 [13] = 32'd454221297;
-    \weights$78 [14] = 32'd4109631252;
-    \weights$78 [15] = 32'd198974692;
-    \weights$78 [16] = 32'd384494823;
-    \weights$78 [17] = 32'd271185126;
-    \weights$78 [18] = 32'd720889320;
-    \weights$78 [19] = 32'd4062365713;
-    \weights$78 [20] = 32'd703198430;
-    \weights$78 [21] = 32'd3557550578;
-    \weights$78 [22] = 32'd3004827152;
-    \weights$78 [23] = 32'd234028269;
-    \weights$78 [24] = 32'd535946262;
-    \weights$78 [25] = 32'd132449267;
-    \weights$78 [26] = 32'd3371303902;
-    \weights$78 [27] = 32'd4025291043;
-    \weights$78 [28] = 32'd83690035;
-    \weights$78 [29] = 32'd4145606130;
-    \weights$78 [30] = 32'd185995541;
-    \weights$78 [31] = 32'd520424174;
-    \weights$78 [32] = 32'd4244439837;
-    \weights$78 [33] = 32'd49806549;
-    \weights$78 [34] = 32'd4227801835;
-    \weights$78 [35] = 32'd50395135;
-    \weights$78 [36] = 32'd4058508787;
-    \weights$78 [37] = 32'd387057647;
-    \weights$78 [38] = 32'd3739748621;
-    \weights$78 [39] = 32'd114043908;
-    \weights$78 [40] = 32'd134545180;
-    \weights$78 [41] = 32'd3907717360;
-    \weights$78 [42] = 32'd169016782;
-    \weights$78 [43] = 32'd117702141;
-    \weights$78 [44] = 32'd334765557;
-    \weights$78 [45] = 32'd265624841;
-    \weights$78 [46] = 32'd102429409;
-    \weights$78 [47] = 32'd51256085;
-    \weights$78 [48] = 32'd352457940;
-    \weights$78 [49] = 32'd756546805;
-    \weights$78 [50] = 32'd64438531;
-    \weights$78 [51] = 32'd4176411098;
-    \weights$78 [52] = 32'd268107770;
-    \weights$78 [53] = 32'd118682131;
-    \weights$78 [54] = 32'd4193584149;
-    \weights$78 [55] = 32'd3924629744;
-    \weights$78 [56] = 32'd485694946;
-    \weights$78 [57] = 32'd3741443080;
-    \weights$78 [58] = 32'd82318358;
-    \weights$78 [59] = 32'd4125355512;
-    \weights$78 [60] = 32'd472580379;
-    \weights$78 [61] = 32'd3907524101;
-    \weights$78 [62] = 32'd4158193890;
-    \weights$78 [63] = 32'd3792168694;
-    \weights$78 [64] = 32'd1109983;
-    \weights$78 [65] = 32'd14552319;
-    \weights$78 [66] = 32'd16249877;
-    \weights$78 [67] = 32'd135430;
-    \weights$78 [68] = 32'd336372;
-    \weights$78 [69] = 32'd588085;
-    \weights$78 [70] = 32'd1315829;
-    \weights$78 [71] = 32'd15670779;
-    \weights$78 [72] = 32'd15595997;
-    \weights$78 [73] = 32'd15928813;
-    \weights$78 [74] = 32'd15140844;
-    \weights$78 [75] = 32'd1300249;
-    \weights$78 [76] = 32'd658191;
-    \weights$78 [77] = 32'd15400971;
-    \weights$78 [78] = 32'd3081;
-    \weights$78 [79] = 32'd124950;
-    \weights$78 [80] = 32'd15864070;
-    \weights$78 [81] = 32'd16317161;
-    \weights$78 [82] = 32'd1903337;
-    \weights$78 [83] = 32'd15075560;
-    \weights$78 [84] = 32'd16644103;
-    \weights$78 [85] = 32'd15598053;
-    \weights$78 [86] = 32'd1575147;
-    \weights$78 [87] = 32'd14036213;
-    \weights$78 [88] = 32'd13959176;
-    \weights$78 [89] = 32'd15529743;
-    \weights$78 [90] = 32'd2032872;
-    \weights$78 [91] = 32'd16449776;
-    \weights$78 [92] = 32'd14415840;
-    \weights$78 [93] = 32'd15265019;
-    \weights$78 [94] = 32'd12259837;
-    \weights$78 [95] = 32'd1694199;
+    \weights$79 [0] = 32'd81668324;
+    \weights$79 [1] = 32'd4210763758;
+    \weights$79 [2] = 32'd219545103;
+    \weights$79 [3] = 32'd98298891;
+    \weights$79 [4] = 32'd4025095426;
+    \weights$79 [5] = 32'd4228314917;
+    \weights$79 [6] = 32'd486544412;
+    \weights$79 [7] = 32'd4158656243;
+    \weights$79 [8] = 32'd4077262360;
+    \weights$79 [9] = 32'd4229619968;
+    \weights$79 [10] = 32'd720505347;
+    \weights$79 [11] = 32'd182838793;
+    \weights$79 [12] = 32'd4128241648;
+    \weights$79 [13] = 32'd454221297;
+    \weights$79 [14] = 32'd4109631252;
+    \weights$79 [15] = 32'd198974692;
+    \weights$79 [16] = 32'd384494823;
+    \weights$79 [17] = 32'd271185126;
+    \weights$79 [18] = 32'd720889320;
+    \weights$79 [19] = 32'd4062365713;
+    \weights$79 [20] = 32'd703198430;
+    \weights$79 [21] = 32'd3557550578;
+    \weights$79 [22] = 32'd3004827152;
+    \weights$79 [23] = 32'd234028269;
+    \weights$79 [24] = 32'd535946262;
+    \weights$79 [25] = 32'd132449267;
+    \weights$79 [26] = 32'd3371303902;
+    \weights$79 [27] = 32'd4025291043;
+    \weights$79 [28] = 32'd83690035;
+    \weights$79 [29] = 32'd4145606130;
+    \weights$79 [30] = 32'd185995541;
+    \weights$79 [31] = 32'd520424174;
+    \weights$79 [32] = 32'd4244439837;
+    \weights$79 [33] = 32'd49806549;
+    \weights$79 [34] = 32'd4227801835;
+    \weights$79 [35] = 32'd50395135;
+    \weights$79 [36] = 32'd4058508787;
+    \weights$79 [37] = 32'd387057647;
+    \weights$79 [38] = 32'd3739748621;
+    \weights$79 [39] = 32'd114043908;
+    \weights$79 [40] = 32'd134545180;
+    \weights$79 [41] = 32'd3907717360;
+    \weights$79 [42] = 32'd169016782;
+    \weights$79 [43] = 32'd117702141;
+    \weights$79 [44] = 32'd334765557;
+    \weights$79 [45] = 32'd265624841;
+    \weights$79 [46] = 32'd102429409;
+    \weights$79 [47] = 32'd51256085;
+    \weights$79 [48] = 32'd352457940;
+    \weights$79 [49] = 32'd756546805;
+    \weights$79 [50] = 32'd64438531;
+    \weights$79 [51] = 32'd4176411098;
+    \weights$79 [52] = 32'd268107770;
+    \weights$79 [53] = 32'd118682131;
+    \weights$79 [54] = 32'd4193584149;
+    \weights$79 [55] = 32'd3924629744;
+    \weights$79 [56] = 32'd485694946;
+    \weights$79 [57] = 32'd3741443080;
+    \weights$79 [58] = 32'd82318358;
+    \weights$79 [59] = 32'd4125355512;
+    \weights$79 [60] = 32'd472580379;
+    \weights$79 [61] = 32'd3907524101;
+    \weights$79 [62] = 32'd4158193890;
+    \weights$79 [63] = 32'd3792168694;
+    \weights$79 [64] = 32'd1109983;
+    \weights$79 [65] = 32'd14552319;
+    \weights$79 [66] = 32'd16249877;
+    \weights$79 [67] = 32'd135430;
+    \weights$79 [68] = 32'd336372;
+    \weights$79 [69] = 32'd588085;
+    \weights$79 [70] = 32'd1315829;
+    \weights$79 [71] = 32'd15670779;
+    \weights$79 [72] = 32'd15595997;
+    \weights$79 [73] = 32'd15928813;
+    \weights$79 [74] = 32'd15140844;
+    \weights$79 [75] = 32'd1300249;
+    \weights$79 [76] = 32'd658191;
+    \weights$79 [77] = 32'd15400971;
+    \weights$79 [78] = 32'd3081;
+    \weights$79 [79] = 32'd124950;
+    \weights$79 [80] = 32'd15864070;
+    \weights$79 [81] = 32'd16317161;
+    \weights$79 [82] = 32'd1903337;
+    \weights$79 [83] = 32'd15075560;
+    \weights$79 [84] = 32'd16644103;
+    \weights$79 [85] = 32'd15598053;
+    \weights$79 [86] = 32'd1575147;
+    \weights$79 [87] = 32'd14036213;
+    \weights$79 [88] = 32'd13959176;
+    \weights$79 [89] = 32'd15529743;
+    \weights$79 [90] = 32'd2032872;
+    \weights$79 [91] = 32'd16449776;
+    \weights$79 [92] = 32'd14415840;
+    \weights$79 [93] = 32'd15265019;
+    \weights$79 [94] = 32'd12259837;
+    \weights$79 [95] = 32'd1694199;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [10:4]][7:0] <= port__data[7:0];
+      \weights$79 [\config [10:4]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [10:4]][15:8] <= port__data[15:8];
+      \weights$79 [\config [10:4]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$78 [\config [10:4]][23:16] <= port__data[23:16];
+      \weights$79 [\config [10:4]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$78 [\config [10:4]][31:24] <= port__data[31:24];
+      \weights$79 [\config [10:4]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
     if (\port__en$13 ) begin
-      _1_ <= \weights$78 [\$7 [6:0]];
+      _1_ <= \weights$79 [\$7 [6:0]];
     end
   end
   assign \port__data$24  = _1_;
@@ -5566,10 +5612,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$4  = \config [3:1] == 3'h4;
   assign \$5  = \config [0] & \$4 ;
   assign \$6  = \$5  << \config [13:11];
-  assign \$7  = slot[9:3] + slot[20:16];
-  assign \$8  = ~ slot[15];
-  assign \$9  = slot[0] & \$8 ;
-  assign \$10  = slot[0] & slot[10];
+  assign \$7  = slot_c1[9:3] + slot_c1[20:16];
+  assign \$8  = ~ slot_c1[15];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
   assign finalize = slot_c3[0] & slot_c3[11];
   assign \$11  = ! slot_argmax_1[2:1];
@@ -5629,61 +5675,63 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$81  = r_en & results__valid;
   assign \$82  = \$80  - \$81 ;
   always @(posedge clk)
-    readout_weights_reads <= \$83 ;
+    slot_c1 <= \$83 ;
   always @(posedge clk)
-    readout_weights_writes <= \$84 ;
+    readout_weights_reads <= \$84 ;
   always @(posedge clk)
-    readout_bias_reads <= \$85 ;
+    readout_weights_writes <= \$85 ;
   always @(posedge clk)
-    readout_bias_writes <= \$86 ;
+    readout_bias_reads <= \$86 ;
   always @(posedge clk)
-    slot_c2 <= \$87 ;
+    readout_bias_writes <= \$87 ;
   always @(posedge clk)
-    use_acc2 <= \$88 ;
+    slot_c2 <= \$88 ;
   always @(posedge clk)
-    readout_macs <= \$89 ;
+    use_acc2 <= \$89 ;
   always @(posedge clk)
-    slot_c2a <= \$90 ;
+    readout_macs <= \$90 ;
   always @(posedge clk)
-    slot_c2b <= \$91 ;
+    slot_c2a <= \$91 ;
   always @(posedge clk)
-    slot_c3 <= \$92 ;
+    slot_c2b <= \$92 ;
   always @(posedge clk)
-    argmax_0_0_valid <= \$93 ;
+    slot_c3 <= \$93 ;
   always @(posedge clk)
-    argmax_0_0_logit <= \$94 ;
+    argmax_0_0_valid <= \$94 ;
   always @(posedge clk)
-    argmax_0_0_lane <= \$95 ;
+    argmax_0_0_logit <= \$95 ;
   always @(posedge clk)
-    argmax_0_1_valid <= \$96 ;
+    argmax_0_0_lane <= \$96 ;
   always @(posedge clk)
-    argmax_0_1_logit <= \$97 ;
+    argmax_0_1_valid <= \$97 ;
   always @(posedge clk)
-    argmax_0_1_lane <= \$98 ;
+    argmax_0_1_logit <= \$98 ;
   always @(posedge clk)
-    slot_argmax_0 <= \$99 ;
+    argmax_0_1_lane <= \$99 ;
   always @(posedge clk)
-    finalize_argmax_0 <= \$100 ;
+    slot_argmax_0 <= \$100 ;
   always @(posedge clk)
-    logits_argmax_0 <= \$101 ;
+    finalize_argmax_0 <= \$101 ;
   always @(posedge clk)
-    argmax_1_0_valid <= \$102 ;
+    logits_argmax_0 <= \$102 ;
   always @(posedge clk)
-    argmax_1_0_logit <= \$103 ;
+    argmax_1_0_valid <= \$103 ;
   always @(posedge clk)
-    argmax_1_0_lane <= \$104 ;
+    argmax_1_0_logit <= \$104 ;
   always @(posedge clk)
-    slot_argmax_1 <= \$105 ;
+    argmax_1_0_lane <= \$105 ;
   always @(posedge clk)
-    w_en <= \$106 ;
+    slot_argmax_1 <= \$106 ;
   always @(posedge clk)
-    logits_argmax_1 <= \$107 ;
+    w_en <= \$107 ;
   always @(posedge clk)
-    best_logit <= \$108 ;
+    logits_argmax_1 <= \$108 ;
   always @(posedge clk)
-    best_class <= \$109 ;
+    best_logit <= \$109 ;
   always @(posedge clk)
-    reserved <= \$110 ;
+    best_class <= \$110 ;
+  always @(posedge clk)
+    reserved <= \$111 ;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5735,207 +5783,214 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$83  = \$17 [31:0];
+    \$83  = slot;
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$84  = \$20 [31:0];
+    \$84  = \$17 [31:0];
     if (rst) begin
       \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$85  = \$22 [31:0];
+    \$85  = \$20 [31:0];
     if (rst) begin
       \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$86  = \$25 [31:0];
+    \$86  = \$22 [31:0];
     if (rst) begin
       \$86  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$87  = slot;
+    \$87  = \$25 [31:0];
     if (rst) begin
-      \$87  = 45'h000000000000;
+      \$87  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$88  = 1'h0;
+    \$88  = slot_c1;
     if (rst) begin
-      \$88  = 1'h0;
+      \$88  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$89  = readout_macs;
+    \$89  = 1'h0;
+    if (rst) begin
+      \$89  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$90  = readout_macs;
     if (\$29 ) begin
-      \$89  = \$33 [31:0];
+      \$90  = \$33 [31:0];
     end
     if (rst) begin
-      \$89  = 32'd0;
+      \$90  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$90  = slot_c2;
-    if (rst) begin
-      \$90  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$91  = slot_c2a;
+    \$91  = slot_c2;
     if (rst) begin
       \$91  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$92  = slot_c2b;
+    \$92  = slot_c2a;
     if (rst) begin
       \$92  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$93  = \$35 ;
+    \$93  = slot_c2b;
     if (rst) begin
-      \$93  = 1'h0;
+      \$93  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$94  = \$41 ;
+    \$94  = \$35 ;
     if (rst) begin
-      \$94  = 37'h0000000000;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$95  = { 1'h0, \$47  };
+    \$95  = \$41 ;
     if (rst) begin
-      \$95  = 2'h0;
+      \$95  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$96  = \$50 ;
+    \$96  = { 1'h0, \$47  };
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$97  = \$57 ;
+    \$97  = \$50 ;
     if (rst) begin
-      \$97  = 37'h0000000000;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$98  = \$64 ;
+    \$98  = \$57 ;
     if (rst) begin
-      \$98  = 2'h0;
+      \$98  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$99  = slot_c3;
+    \$99  = \$64 ;
     if (rst) begin
-      \$99  = 45'h000000000000;
+      \$99  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$100  = finalize;
+    \$100  = slot_c3;
     if (rst) begin
-      \$100  = 1'h0;
+      \$100  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$101  = acc;
+    \$101  = finalize;
     if (rst) begin
-      \$101  = 148'h0000000000000000000000000000000000000;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$102  = \$66 ;
+    \$102  = acc;
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 148'h0000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$103  = \$72 ;
+    \$103  = \$66 ;
     if (rst) begin
-      \$103  = 37'h0000000000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$104  = \$78 ;
+    \$104  = \$72 ;
     if (rst) begin
-      \$104  = 2'h0;
+      \$104  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$105  = slot_argmax_0;
+    \$105  = \$78 ;
     if (rst) begin
-      \$105  = 45'h000000000000;
+      \$105  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$106  = finalize_argmax_0;
+    \$106  = slot_argmax_0;
     if (rst) begin
-      \$106  = 1'h0;
+      \$106  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$107  = logits_argmax_0;
+    \$107  = finalize_argmax_0;
     if (rst) begin
-      \$107  = 148'h0000000000000000000000000000000000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$108  = best_logit;
+    \$108  = logits_argmax_0;
+    if (rst) begin
+      \$108  = 148'h0000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$109  = best_logit;
     if (\$79 ) begin
-      \$108  = argmax_1_0_logit;
+      \$109  = argmax_1_0_logit;
     end
     if (rst) begin
-      \$108  = 37'h0000000000;
+      \$109  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$109  = best_class;
+    \$110  = best_class;
     if (\$79 ) begin
-      \$109  = \$15 [3:0];
+      \$110  = \$15 [3:0];
     end
-    if (rst) begin
-      \$109  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$110  = \$82 [3:0];
     if (rst) begin
       \$110  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$111  = \$82 [3:0];
+    if (rst) begin
+      \$111  = 4'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5946,7 +6001,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \port__addr$10  = \config [5:4];
   assign \port__en$11  = \$6 [3:0];
   assign \port__addr$15  = \$7 [6:0];
-  assign \port__addr$17  = slot[2:1];
+  assign \port__addr$17  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -5970,17 +6025,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \config.addr  = \config [10:4];
   assign \config.elem  = \config [13:11];
   assign \config.value  = \config [45:14];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[20:16];
-  assign \slot.value  = slot[44:21];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[20:16];
+  assign \slot_c1.value  = slot_c1[44:21];
   assign \slot_c2.valid  = slot_c2[0];
   assign \slot_c2.group  = slot_c2[2:1];
   assign \slot_c2.base  = slot_c2[9:3];
@@ -6044,6 +6099,17 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \results__payload.final  = results__payload[150];
   assign \results__payload.class_index  = results__payload[154:151];
   assign \results__payload.seq_end  = results__payload[155];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[44:21];
   assign \slot_c2a.valid  = slot_c2a[0];
   assign \slot_c2a.group  = slot_c2a[2:1];
   assign \slot_c2a.base  = slot_c2a[9:3];
@@ -6693,7 +6759,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h3;
+          \$65  = 2'h0;
         end
       end
     end
