@@ -565,7 +565,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [72:0] \$131 ;
   reg [31:0] \$132 ;
   reg [31:0] \$133 ;
-  reg [3:0] \$134 ;
+  reg [4:0] \$134 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -635,9 +635,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [3:0] \$74 ;
   wire [4:0] \$75 ;
   wire [32:0] \$76 ;
-  wire [4:0] \$77 ;
+  wire [5:0] \$77 ;
   wire \$78 ;
-  wire [5:0] \$79 ;
+  wire [6:0] \$79 ;
   wire [6:0] \$8 ;
   reg [22:0] \$80 ;
   reg [31:0] \$81 ;
@@ -923,7 +923,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [71:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
   wire [3:0] saturated;
@@ -1284,7 +1284,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$39  = | out_3;
   assign \$40  = \$38  & \$39 ;
   assign \$41  = slot_c4[11] & slot_c4[13];
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$42  = 1'h0 + \port__en$16 ;
   assign \$43  = layer0_weights_reads + \$42 ;
   assign \$44  = | port__en;
@@ -1954,9 +1954,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = \$79 [3:0];
+    \$134  = \$79 [4:0];
     if (rst) begin
-      \$134  = 4'h0;
+      \$134  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2314,15 +2314,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -2330,36 +2330,36 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [71:0] r_data;
   wire [71:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [71:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -2369,13 +2369,13 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire [71:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [71:0] w_port__data;
   wire [71:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [71:0] storage [6:0];
+  reg [71:0] storage [14:0];
   initial begin
     storage[0] = 72'h000000000000000000;
     storage[1] = 72'h000000000000000000;
@@ -2384,6 +2384,14 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     storage[4] = 72'h000000000000000000;
     storage[5] = 72'h000000000000000000;
     storage[6] = 72'h000000000000000000;
+    storage[7] = 72'h000000000000000000;
+    storage[8] = 72'h000000000000000000;
+    storage[9] = 72'h000000000000000000;
+    storage[10] = 72'h000000000000000000;
+    storage[11] = 72'h000000000000000000;
+    storage[12] = 72'h000000000000000000;
+    storage[13] = 72'h000000000000000000;
+    storage[14] = 72'h000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -2396,7 +2404,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -2404,15 +2412,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -2442,33 +2450,33 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
@@ -4666,7 +4674,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [27:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
-  reg [3:0] \$111 ;
+  reg [4:0] \$111 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -4742,9 +4750,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [4:0] \$80 ;
+  wire [5:0] \$80 ;
   wire \$81 ;
-  wire [5:0] \$82 ;
+  wire [6:0] \$82 ;
   reg [35:0] \$83 ;
   reg [31:0] \$84 ;
   reg [31:0] \$85 ;
@@ -4870,7 +4878,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   output [119:0] results__payload;
   wire [119:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -5127,7 +5135,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$13  = slot_argmax_1[2:1] * 3'h4;
   assign \$14  = \$13  + argmax_1_0_lane;
   assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$16  = 1'h0 + \port__en$13 ;
   assign \$17  = readout_weights_reads + \$16 ;
   assign \$18  = | \$3 [3:0];
@@ -5491,9 +5499,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$111  = \$82 [3:0];
+    \$111  = \$82 [4:0];
     if (rst) begin
-      \$111  = 4'h0;
+      \$111  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6773,15 +6781,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -6789,36 +6797,36 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [119:0] r_data;
   wire [119:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [119:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -6828,13 +6836,13 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire [119:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [119:0] w_port__data;
   wire [119:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [119:0] storage [6:0];
+  reg [119:0] storage [14:0];
   initial begin
     storage[0] = 120'h000000000000000000000000000000;
     storage[1] = 120'h000000000000000000000000000000;
@@ -6843,6 +6851,14 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     storage[4] = 120'h000000000000000000000000000000;
     storage[5] = 120'h000000000000000000000000000000;
     storage[6] = 120'h000000000000000000000000000000;
+    storage[7] = 120'h000000000000000000000000000000;
+    storage[8] = 120'h000000000000000000000000000000;
+    storage[9] = 120'h000000000000000000000000000000;
+    storage[10] = 120'h000000000000000000000000000000;
+    storage[11] = 120'h000000000000000000000000000000;
+    storage[12] = 120'h000000000000000000000000000000;
+    storage[13] = 120'h000000000000000000000000000000;
+    storage[14] = 120'h000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -6855,7 +6871,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -6863,15 +6879,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -6901,33 +6917,33 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin

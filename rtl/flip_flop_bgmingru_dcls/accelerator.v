@@ -655,9 +655,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [1:0] \$52 ;
   wire [2:0] \$53 ;
   wire [32:0] \$54 ;
-  wire [4:0] \$55 ;
+  wire [5:0] \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
+  wire [6:0] \$57 ;
   reg [27:0] \$58 ;
   reg [31:0] \$59 ;
   wire \$6 ;
@@ -700,7 +700,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg [38:0] \$93 ;
   reg [31:0] \$94 ;
   reg [31:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg [4:0] \$96 ;
   wire [41:0] acc;
   wire [83:0] \acc$38 ;
   wire [20:0] \acc$38[0] ;
@@ -904,7 +904,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [39:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
   wire [1:0] saturated;
@@ -1165,7 +1165,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
   assign \$19  = out_1 != old_out_c4_1;
   assign \$22  = $signed(out_1) - $signed(old_out_c4_1);
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$24  = 1'h0 + \port__en$16 ;
   assign \$25  = layer0_weights_reads + \$24 ;
   assign \$26  = | port__en;
@@ -1670,9 +1670,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \$57 [3:0];
+    \$96  = \$57 [4:0];
     if (rst) begin
-      \$96  = 4'h0;
+      \$96  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1937,15 +1937,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -1953,36 +1953,36 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [39:0] r_data;
   wire [39:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [39:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -1992,13 +1992,13 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire [39:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [39:0] w_port__data;
   wire [39:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [39:0] storage [6:0];
+  reg [39:0] storage [14:0];
   initial begin
     storage[0] = 40'h0000000000;
     storage[1] = 40'h0000000000;
@@ -2007,6 +2007,14 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     storage[4] = 40'h0000000000;
     storage[5] = 40'h0000000000;
     storage[6] = 40'h0000000000;
+    storage[7] = 40'h0000000000;
+    storage[8] = 40'h0000000000;
+    storage[9] = 40'h0000000000;
+    storage[10] = 40'h0000000000;
+    storage[11] = 40'h0000000000;
+    storage[12] = 40'h0000000000;
+    storage[13] = 40'h0000000000;
+    storage[14] = 40'h0000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -2019,7 +2027,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -2027,15 +2035,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -2065,33 +2073,33 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
@@ -5640,9 +5648,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [4:0] \$53 ;
+  wire [5:0] \$53 ;
   wire \$54 ;
-  wire [5:0] \$55 ;
+  wire [6:0] \$55 ;
   reg [31:0] \$56 ;
   reg [31:0] \$57 ;
   reg [31:0] \$58 ;
@@ -5666,7 +5674,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [53:0] \$74 ;
   reg [26:0] \$75 ;
   reg \$76 ;
-  reg [3:0] \$77 ;
+  reg [4:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
@@ -5768,7 +5776,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   output [57:0] results__payload;
   wire [57:0] results__payload;
   wire \results__payload.class_index ;
@@ -6029,7 +6037,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$15  = slot_argmax_0[1] * 2'h2;
   assign \$16  = \$15  + argmax_0_0_lane;
   assign \$17  = take ? \$16  : { 3'h0, best_class };
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   \accelerator.readout.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -6250,9 +6258,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$77  = \$55 [3:0];
+    \$77  = \$55 [4:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$77  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7337,15 +7345,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -7353,36 +7361,36 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [57:0] r_data;
   wire [57:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [57:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -7392,13 +7400,13 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire [57:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [57:0] w_port__data;
   wire [57:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [57:0] storage [6:0];
+  reg [57:0] storage [14:0];
   initial begin
     storage[0] = 58'h000000000000000;
     storage[1] = 58'h000000000000000;
@@ -7407,6 +7415,14 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     storage[4] = 58'h000000000000000;
     storage[5] = 58'h000000000000000;
     storage[6] = 58'h000000000000000;
+    storage[7] = 58'h000000000000000;
+    storage[8] = 58'h000000000000000;
+    storage[9] = 58'h000000000000000;
+    storage[10] = 58'h000000000000000;
+    storage[11] = 58'h000000000000000;
+    storage[12] = 58'h000000000000000;
+    storage[13] = 58'h000000000000000;
+    storage[14] = 58'h000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -7419,7 +7435,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -7427,15 +7443,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -7465,33 +7481,33 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin

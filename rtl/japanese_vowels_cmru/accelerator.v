@@ -575,9 +575,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [3:0] \$131 ;
   wire [4:0] \$132 ;
   wire [32:0] \$133 ;
-  wire [4:0] \$134 ;
+  wire [5:0] \$134 ;
   wire \$135 ;
-  wire [5:0] \$136 ;
+  wire [6:0] \$136 ;
   reg [28:0] \$137 ;
   reg [31:0] \$138 ;
   reg [31:0] \$139 ;
@@ -645,7 +645,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [73:0] \$195 ;
   reg [31:0] \$196 ;
   reg [31:0] \$197 ;
-  reg [3:0] \$198 ;
+  reg [4:0] \$198 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
@@ -1025,7 +1025,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [104:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
   wire [3:0] saturated;
@@ -1508,7 +1508,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$87  = | \$77 [23:0];
   assign \$88  = \$86  & \$87 ;
   assign \$89  = slot_c4[13] & slot_c4[15];
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$90  = 1'h0 + \port__en$16 ;
   assign \$91  = layer0_weights_reads + \$90 ;
   assign \$92  = | port__en;
@@ -2263,9 +2263,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$198  = \$136 [3:0];
+    \$198  = \$136 [4:0];
     if (rst) begin
-      \$198  = 4'h0;
+      \$198  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2638,15 +2638,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -2654,36 +2654,36 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [104:0] r_data;
   wire [104:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [104:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -2693,13 +2693,13 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire [104:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [104:0] w_port__data;
   wire [104:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [104:0] storage [6:0];
+  reg [104:0] storage [14:0];
   initial begin
     storage[0] = 105'h000000000000000000000000000;
     storage[1] = 105'h000000000000000000000000000;
@@ -2708,6 +2708,14 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     storage[4] = 105'h000000000000000000000000000;
     storage[5] = 105'h000000000000000000000000000;
     storage[6] = 105'h000000000000000000000000000;
+    storage[7] = 105'h000000000000000000000000000;
+    storage[8] = 105'h000000000000000000000000000;
+    storage[9] = 105'h000000000000000000000000000;
+    storage[10] = 105'h000000000000000000000000000;
+    storage[11] = 105'h000000000000000000000000000;
+    storage[12] = 105'h000000000000000000000000000;
+    storage[13] = 105'h000000000000000000000000000;
+    storage[14] = 105'h000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -2720,7 +2728,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -2728,15 +2736,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -2766,33 +2774,33 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
@@ -4990,7 +4998,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [131:0] \$114 ;
   reg [32:0] \$115 ;
   reg [3:0] \$116 ;
-  reg [3:0] \$117 ;
+  reg [4:0] \$117 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -5072,9 +5080,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$83 ;
   wire [1:0] \$84 ;
   wire \$85 ;
-  wire [4:0] \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
+  wire [6:0] \$88 ;
   reg [44:0] \$89 ;
   wire \$9 ;
   reg [31:0] \$90 ;
@@ -5194,7 +5202,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   output [139:0] results__payload;
   wire [139:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -5482,7 +5490,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$13  = slot_argmax_1[2:1] * 3'h4;
   assign \$14  = \$13  + argmax_1_0_lane;
   assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$16  = 1'h0 + \port__en$13 ;
   assign \$17  = readout_weights_reads + \$16 ;
   assign \$18  = | \$3 [3:0];
@@ -5862,9 +5870,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$117  = \$88 [3:0];
+    \$117  = \$88 [4:0];
     if (rst) begin
-      \$117  = 4'h0;
+      \$117  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7166,15 +7174,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -7182,36 +7190,36 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [139:0] r_data;
   wire [139:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [139:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -7221,13 +7229,13 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire [139:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [139:0] w_port__data;
   wire [139:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [139:0] storage [6:0];
+  reg [139:0] storage [14:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -7236,6 +7244,14 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
+    storage[7] = 140'h00000000000000000000000000000000000;
+    storage[8] = 140'h00000000000000000000000000000000000;
+    storage[9] = 140'h00000000000000000000000000000000000;
+    storage[10] = 140'h00000000000000000000000000000000000;
+    storage[11] = 140'h00000000000000000000000000000000000;
+    storage[12] = 140'h00000000000000000000000000000000000;
+    storage[13] = 140'h00000000000000000000000000000000000;
+    storage[14] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -7248,7 +7264,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -7256,15 +7272,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -7294,33 +7310,33 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin

@@ -616,7 +616,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg [41:0] \$104 ;
   reg [31:0] \$105 ;
   reg [31:0] \$106 ;
-  reg [3:0] \$107 ;
+  reg [4:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
@@ -679,9 +679,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [1:0] \$63 ;
   wire [2:0] \$64 ;
   wire [32:0] \$65 ;
-  wire [4:0] \$66 ;
+  wire [5:0] \$66 ;
   wire \$67 ;
-  wire [5:0] \$68 ;
+  wire [6:0] \$68 ;
   reg [21:0] \$69 ;
   wire \$7 ;
   reg [31:0] \$70 ;
@@ -927,7 +927,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [8:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
   wire [1:0] saturated;
@@ -1174,7 +1174,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \$32  = | out_1;
   assign \$33  = \$31  & \$32 ;
   assign \$34  = slot_c4[6] & slot_c4[8];
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$35  = 1'h0 + \port__en$16 ;
   assign \$36  = layer0_weights_reads + \$35 ;
   assign \$37  = | \$3 [1:0];
@@ -1680,9 +1680,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \$68 [3:0];
+    \$107  = \$68 [4:0];
     if (rst) begin
-      \$107  = 4'h0;
+      \$107  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1965,15 +1965,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -1981,36 +1981,36 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [8:0] r_data;
   wire [8:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [8:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -2020,13 +2020,13 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire [8:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [8:0] w_port__data;
   wire [8:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [8:0] storage [6:0];
+  reg [8:0] storage [14:0];
   initial begin
     storage[0] = 9'h000;
     storage[1] = 9'h000;
@@ -2035,6 +2035,14 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     storage[4] = 9'h000;
     storage[5] = 9'h000;
     storage[6] = 9'h000;
+    storage[7] = 9'h000;
+    storage[8] = 9'h000;
+    storage[9] = 9'h000;
+    storage[10] = 9'h000;
+    storage[11] = 9'h000;
+    storage[12] = 9'h000;
+    storage[13] = 9'h000;
+    storage[14] = 9'h000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -2047,7 +2055,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -2055,15 +2063,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -2093,33 +2101,33 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
@@ -5472,9 +5480,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [4:0] \$46 ;
+  wire [5:0] \$46 ;
   wire \$47 ;
-  wire [5:0] \$48 ;
+  wire [6:0] \$48 ;
   reg [14:0] \$49 ;
   wire \$5 ;
   reg [31:0] \$50 ;
@@ -5496,7 +5504,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [49:0] \$65 ;
   reg [24:0] \$66 ;
   reg \$67 ;
-  reg [3:0] \$68 ;
+  reg [4:0] \$68 ;
   wire [3:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -5589,7 +5597,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   output [53:0] results__payload;
   wire [53:0] results__payload;
   wire \results__payload.class_index ;
@@ -5808,7 +5816,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$13  = slot_argmax_0[1] * 2'h2;
   assign \$14  = \$13  + argmax_0_0_lane;
   assign \$15  = take ? \$14  : { 3'h0, best_class };
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$16  = 1'h0 + \port__en$13 ;
   assign \$17  = readout_weights_reads + \$16 ;
   assign \$18  = | \$3 [1:0];
@@ -6014,9 +6022,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = \$48 [3:0];
+    \$68  = \$48 [4:0];
     if (rst) begin
-      \$68  = 4'h0;
+      \$68  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7092,15 +7100,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -7108,36 +7116,36 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [53:0] r_data;
   wire [53:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [53:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -7147,13 +7155,13 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire [53:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [53:0] w_port__data;
   wire [53:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [53:0] storage [6:0];
+  reg [53:0] storage [14:0];
   initial begin
     storage[0] = 54'h00000000000000;
     storage[1] = 54'h00000000000000;
@@ -7162,6 +7170,14 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     storage[4] = 54'h00000000000000;
     storage[5] = 54'h00000000000000;
     storage[6] = 54'h00000000000000;
+    storage[7] = 54'h00000000000000;
+    storage[8] = 54'h00000000000000;
+    storage[9] = 54'h00000000000000;
+    storage[10] = 54'h00000000000000;
+    storage[11] = 54'h00000000000000;
+    storage[12] = 54'h00000000000000;
+    storage[13] = 54'h00000000000000;
+    storage[14] = 54'h00000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -7174,7 +7190,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -7182,15 +7198,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -7220,33 +7236,33 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin

@@ -574,9 +574,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [3:0] \$130 ;
   wire [4:0] \$131 ;
   wire [32:0] \$132 ;
-  wire [4:0] \$133 ;
+  wire [5:0] \$133 ;
   wire \$134 ;
-  wire [5:0] \$135 ;
+  wire [6:0] \$135 ;
   reg [28:0] \$136 ;
   reg [31:0] \$137 ;
   reg [31:0] \$138 ;
@@ -644,7 +644,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [97:0] \$194 ;
   reg [31:0] \$195 ;
   reg [31:0] \$196 ;
-  reg [3:0] \$197 ;
+  reg [4:0] \$197 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -1032,7 +1032,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [104:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
   wire [3:0] saturated;
@@ -1531,7 +1531,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$86  = | \$76 [23:0];
   assign \$87  = \$85  & \$86 ;
   assign \$88  = slot_c4[13] & slot_c4[15];
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$89  = 1'h0 + \port__en$16 ;
   assign \$90  = layer0_weights_reads + \$89 ;
   assign \$91  = | port__en;
@@ -2282,9 +2282,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$197  = \$135 [3:0];
+    \$197  = \$135 [4:0];
     if (rst) begin
-      \$197  = 4'h0;
+      \$197  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2676,15 +2676,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -2692,36 +2692,36 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [104:0] r_data;
   wire [104:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [104:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -2731,13 +2731,13 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   wire [104:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [104:0] w_port__data;
   wire [104:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [104:0] storage [6:0];
+  reg [104:0] storage [14:0];
   initial begin
     storage[0] = 105'h000000000000000000000000000;
     storage[1] = 105'h000000000000000000000000000;
@@ -2746,6 +2746,14 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     storage[4] = 105'h000000000000000000000000000;
     storage[5] = 105'h000000000000000000000000000;
     storage[6] = 105'h000000000000000000000000000;
+    storage[7] = 105'h000000000000000000000000000;
+    storage[8] = 105'h000000000000000000000000000;
+    storage[9] = 105'h000000000000000000000000000;
+    storage[10] = 105'h000000000000000000000000000;
+    storage[11] = 105'h000000000000000000000000000;
+    storage[12] = 105'h000000000000000000000000000;
+    storage[13] = 105'h000000000000000000000000000;
+    storage[14] = 105'h000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -2758,7 +2766,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -2766,15 +2774,15 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -2804,33 +2812,33 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
@@ -5132,7 +5140,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [36:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
-  reg [3:0] \$111 ;
+  reg [4:0] \$111 ;
   wire \$12 ;
   wire [4:0] \$13 ;
   wire [5:0] \$14 ;
@@ -5208,9 +5216,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [1:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [4:0] \$80 ;
+  wire [5:0] \$80 ;
   wire \$81 ;
-  wire [5:0] \$82 ;
+  wire [6:0] \$82 ;
   reg [44:0] \$83 ;
   reg [31:0] \$84 ;
   reg [31:0] \$85 ;
@@ -5336,7 +5344,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [3:0] reserved = 4'h0;
+  reg [4:0] reserved = 5'h00;
   output [155:0] results__payload;
   wire [155:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -5624,7 +5632,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \$13  = slot_argmax_1[2:1] * 3'h4;
   assign \$14  = \$13  + argmax_1_0_lane;
   assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 4'h8;
+  assign credit = reserved < 5'h10;
   assign \$16  = 1'h0 + \port__en$13 ;
   assign \$17  = readout_weights_reads + \$16 ;
   assign \$18  = | \$3 [3:0];
@@ -5988,9 +5996,9 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$111  = \$82 [3:0];
+    \$111  = \$82 [4:0];
     if (rst) begin
-      \$111  = 4'h0;
+      \$111  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7302,15 +7310,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$11 ;
-  wire [3:0] \$12 ;
+  wire [4:0] \$11 ;
+  wire [4:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire [4:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -7318,36 +7326,36 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [4:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [2:0] \$31 ;
-  reg [2:0] \$32 ;
+  reg [3:0] \$30 ;
+  reg [3:0] \$31 ;
+  reg [3:0] \$32 ;
   reg \$33 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   input clk;
   wire clk;
-  (* init = 3'h0 *)
-  wire [2:0] consume;
-  reg [2:0] inner_level = 3'h0;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
+  reg [3:0] inner_level = 4'h0;
   wire inner_r_rdy;
-  wire [3:0] level;
-  (* init = 3'h0 *)
-  wire [2:0] produce;
+  wire [4:0] level;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [155:0] r_data;
   wire [155:0] r_data;
   input r_en;
   wire r_en;
-  wire [3:0] r_level;
-  reg [2:0] r_port__addr = 3'h0;
+  wire [4:0] r_level;
+  reg [3:0] r_port__addr = 4'h0;
   wire [155:0] r_port__data;
   wire r_port__en;
   output r_rdy;
@@ -7357,13 +7365,13 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   wire [155:0] w_data;
   input w_en;
   wire w_en;
-  wire [3:0] w_level;
-  reg [2:0] w_port__addr = 3'h0;
+  wire [4:0] w_level;
+  reg [3:0] w_port__addr = 4'h0;
   input [155:0] w_port__data;
   wire [155:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [155:0] storage [6:0];
+  reg [155:0] storage [14:0];
   initial begin
     storage[0] = 156'h000000000000000000000000000000000000000;
     storage[1] = 156'h000000000000000000000000000000000000000;
@@ -7372,6 +7380,14 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     storage[4] = 156'h000000000000000000000000000000000000000;
     storage[5] = 156'h000000000000000000000000000000000000000;
     storage[6] = 156'h000000000000000000000000000000000000000;
+    storage[7] = 156'h000000000000000000000000000000000000000;
+    storage[8] = 156'h000000000000000000000000000000000000000;
+    storage[9] = 156'h000000000000000000000000000000000000000;
+    storage[10] = 156'h000000000000000000000000000000000000000;
+    storage[11] = 156'h000000000000000000000000000000000000000;
+    storage[12] = 156'h000000000000000000000000000000000000000;
+    storage[13] = 156'h000000000000000000000000000000000000000;
+    storage[14] = 156'h000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (w_port__en)
@@ -7384,7 +7400,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   assign r_data = _0_;
-  assign w_rdy = inner_level != 3'h7;
+  assign w_rdy = inner_level != 4'hf;
   assign inner_r_rdy = | inner_level;
   assign w_port__en = w_rdy & w_en;
   assign \$1  = ~ r_rdy;
@@ -7392,15 +7408,15 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   assign r_port__en = inner_r_rdy & \$2 ;
   assign w_level = inner_level + r_rdy;
   assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 3'h6;
+  assign \$4  = w_port__addr == 4'he;
   assign \$5  = w_port__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
   assign \$7  = ~ r_rdy;
   assign \$8  = \$7  | r_en;
   assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 3'h6;
+  assign \$10  = r_port__addr == 4'he;
   assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 4'h0 : \$11 ;
+  assign \$12  = \$10  ? 5'h00 : \$11 ;
   assign \$13  = w_rdy & w_en;
   assign \$14  = ~ r_rdy;
   assign \$15  = \$14  | r_en;
@@ -7430,33 +7446,33 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
-      \$30  = \$6 [2:0];
+      \$30  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 3'h0;
+      \$30  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
-      \$31  = \$12 [2:0];
+      \$31  = \$12 [3:0];
     end
     if (rst) begin
-      \$31  = 3'h0;
+      \$31  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
-      \$32  = \$19 [2:0];
+      \$32  = \$19 [3:0];
     end
     if (\$25 ) begin
-      \$32  = \$26 [2:0];
+      \$32  = \$26 [3:0];
     end
     if (rst) begin
-      \$32  = 3'h0;
+      \$32  = 4'h0;
     end
   end
   always @* begin
