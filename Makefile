@@ -52,7 +52,7 @@ fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (F
 REPORT_BUNDLES ?= $(notdir $(patsubst %/manifest.yaml,%,$(wildcard models/bundles/*/manifest.yaml)))
 REPORT_LANES ?= 1
 REPORT_AREA ?= 1
-REPORT_DEVICES ?=
+REPORT_DEVICES ?= up5k
 REPORT_ARGS ?= --step-rate 100 --sequences 2
 report: setup ## latency / energy / area report of the reference bundles in docs/reports/ (REPORT_BUNDLES, REPORT_LANES, REPORT_DEVICES)
 	@set -e; for b in $(REPORT_BUNDLES); do \
