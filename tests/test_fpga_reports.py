@@ -225,3 +225,16 @@ def test_memory_blocks_counts_ram_cells_per_memory():
         "accelerator.layer0.weights$94": 1,
         "rx_fifo.storage": 1,
     }
+
+
+def test_yosys_abc9_assertion_on_the_ecp5_is_retried_without_dffe() -> None:
+    """yosys 0.70's abc9 assertion (seen at P = 4 on the ECP5) gets one retry with -nodffe."""
+    from codesign.fpga.devices import get_device
+    from codesign.fpga.synth import _yosys_script, yosys_retry_flags
+
+    log = "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed in kernel/rtlil.cc:3091."
+    ecp5, up5k = get_device("ecp5-25k"), get_device("up5k")
+    assert yosys_retry_flags(ecp5, log) == " -nodffe"
+    assert yosys_retry_flags(up5k, log) is None  # synth_ice40 does not take -nodffe
+    assert yosys_retry_flags(ecp5, "ERROR: something else") is None  # a real failure stays one
+    assert "synth_ecp5 -top fpga_top -json netlist.json -nodffe" in _yosys_script(ecp5, extra=" -nodffe")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -32,9 +31,7 @@ TINY = [
 def test_tiny_report_and_its_cache(tmp_path) -> None:
     out, work = tmp_path / "report", tmp_path / "work"
     args = [*TINY, "--out", str(out), "--work", str(work)]
-    t0 = time.monotonic()
     first = CliRunner().invoke(app, args)
-    first_s = time.monotonic() - t0
     assert first.exit_code == 0, first.output
     for name in ("report.md", "report.json", "commands.txt", "accuracy_energy.png"):
         assert (out / name).is_file(), name
@@ -85,9 +82,7 @@ def test_tiny_report_and_its_cache(tmp_path) -> None:
         for c, b in bundles.items()
     }
 
-    t0 = time.monotonic()
     second = CliRunner().invoke(app, args)
-    second_s = time.monotonic() - t0
     assert second.exit_code == 0, second.output
     again = json.loads((out / "report.json").read_text())
     for r in again["rows"]:
@@ -95,7 +90,6 @@ def test_tiny_report_and_its_cache(tmp_path) -> None:
         path = work / "bundles" / r["seeds"][0]["bundle_dir"].split("/")[-1] / "weights.npz"
         assert path.stat().st_mtime_ns == stamps[r["cell"]]
     assert [r["hardware"] for r in again["rows"]] == [r["hardware"] for r in rows]
-    assert second_s < first_s / 2, (first_s, second_s)
 
     # one cell with the ASIC area: the bundle is reused, the hardware figures are remade with area
     area_args = [a for a in args if a != "--no-area"] + ["--cells", "bmru", "--area"]
