@@ -1,6 +1,6 @@
 """Inter-layer events: what a group of neurons sends downstream, one item per cycle.
 
-The finalize stage of a layer produces, per group of ``P`` neurons, an *entry*: a mask of the
+The write-back stage (C4) of a layer produces, per group of ``P`` neurons, an *entry*: a mask of the
 lanes that send something and their values (change events ``(neuron, delta)`` between layers, or
 the final vector ``(neuron, h or pooled sum)`` towards a last/sum readout), and whether the step
 (and the sequence) ends with this group. Entries wait in a small FIFO; the serializer turns each

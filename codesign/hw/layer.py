@@ -234,7 +234,7 @@ class MacFront:
     """Stages C0-C2 of an engine (issue, fetch, MAC), shared by the layers and the readout.
 
     Builds the issue stage, the weight/bias (and kept-accumulator) memories with their
-    configuration write ports, the lane array and the reads the finalize stage needs; ``s3`` is
+    configuration write ports, the lane array and the reads the update stage needs; ``s3`` is
     the slot as it reaches C3; ``params``, ``state`` and ``pool`` are the group's words as they
     reach C3 (registered), ``state_wr``, ``acc_wr`` and ``pool_wr`` the write ports.
     """

@@ -64,7 +64,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "hsru": ("in_shift", "theta"),
     "readout": (),
 }
-"""Per-neuron parameters the update unit reads at finalize (besides the biases)."""
+"""Per-neuron parameters the update unit reads in the update stage (besides the biases)."""
 
 STATE_FIELDS: dict[str, tuple[str, ...]] = {
     "hsru": ("v", "d"),
@@ -141,7 +141,7 @@ class EnginePlan:
     alpha_bits: int = 8
     gate_bits: int = 6
     leak_shift: int = 4
-    pool_bits: int | None = None  # sum pooling folded into the last layer's finalize
+    pool_bits: int | None = None  # sum pooling folded into the last layer's write-back stage
     gate_width: int = 1  # width of the gate the trace reports
     shift_lo: int = 0
     shift_hi: int = 63
