@@ -92,8 +92,8 @@ class LayerEngine(wiring.Component):
         # ------------------------------------------------------------ C3 update
         # One update unit per lane computes the new state from the accumulators, the parameters
         # and the old state; its results are registered, so C4 (write-back, events, pooled sum)
-        # starts from flip-flops. The issue stage's DRAIN keeps the next step's reads of a
-        # group behind C4's write of it.
+        # starts from flip-flops. The issue stage's pause between steps (``drain_cycles``) keeps
+        # the next step's reads of a group behind C4's write of it.
         finalize = Signal()
         m.d.comb += finalize.eq(s3.valid & s3.last)
         first = s3.seq_first
@@ -120,18 +120,15 @@ class LayerEngine(wiring.Component):
                 "old": Signal.like(unit.old, name=f"old_c4_{lane}"),
                 "hold": Signal(name=f"hold_c4_{lane}"),
                 "out": Signal.like(unit.out, name=f"out_c4_{lane}"),
-                "old_out": Signal(signed(e.output_bits), name=f"old_out_c4_{lane}"),
                 "gate": Signal.like(unit.gate, name=f"gate_c4_{lane}"),
                 "saturated": Signal(name=f"saturated_c4_{lane}"),
                 "potential": Signal.like(unit.potential, name=f"potential_c4_{lane}"),
             }
-            old_out = unit.old.d[0] if e.kind == "hsru" else unit.old.h
             m.d.sync += [
                 regs["new"].eq(unit.new),
                 regs["old"].eq(unit.old),
                 regs["hold"].eq(unit.hold),
                 regs["out"].eq(unit.out),
-                regs["old_out"].eq(old_out),
                 regs["gate"].eq(unit.gate),
                 regs["saturated"].eq(unit.saturated),
                 regs["potential"].eq(unit.potential),
@@ -158,7 +155,8 @@ class LayerEngine(wiring.Component):
             for k, name in enumerate(e.state_fields):
                 kept = Mux(hold, regs["old"][name], regs["new"][name])
                 m.d.comb += state_wr.data[lane * n_fields + k].eq(kept)
-            old_out = regs["old_out"]
+            old_out = Signal(signed(e.output_bits), name=f"old_out_{lane}")
+            m.d.comb += old_out.eq(regs["old"].d[0] if e.kind == "hsru" else regs["old"].h)
             out = Signal(signed(e.output_bits), name=f"out_{lane}")
             m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
             lane_sat = regs["saturated"]

@@ -684,23 +684,21 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   reg \$79 ;
   wire [5:0] \$8 ;
   reg [15:0] \$80 ;
-  reg [15:0] \$81 ;
+  reg \$81 ;
   reg \$82 ;
-  reg \$83 ;
+  reg [15:0] \$83 ;
   reg [15:0] \$84 ;
   reg [15:0] \$85 ;
-  reg [15:0] \$86 ;
-  reg \$87 ;
-  reg [15:0] \$88 ;
-  reg [15:0] \$89 ;
+  reg \$86 ;
+  reg [15:0] \$87 ;
+  reg \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg \$91 ;
-  reg [15:0] \$92 ;
-  reg [38:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg [4:0] \$96 ;
+  reg [15:0] \$90 ;
+  reg [38:0] \$91 ;
+  reg [31:0] \$92 ;
+  reg [31:0] \$93 ;
+  reg [4:0] \$94 ;
   wire [41:0] acc;
   wire [83:0] \acc$38 ;
   wire [20:0] \acc$38[0] ;
@@ -858,8 +856,10 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [15:0] \old_c4_0.h ;
   reg [15:0] old_c4_1 = 16'h0000;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
   wire [15:0] out;
   wire [15:0] \out$119 ;
   wire [15:0] out_0;
@@ -1142,8 +1142,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
     end
   end
   assign \port__data$29  = _3_;
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
   assign \port__en$11  = \$4  << \config [10:9];
   assign \$5  = \config [3:1] == 2'h2;
   assign \$6  = \config [0] & \$5 ;
@@ -1158,13 +1156,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign old = slot_c3[11] ? 16'h0000 : state_c3[15:0];
   assign \old$45  = slot_c3[11] ? 16'h0000 : state_c3[31:16];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_out_c4_0;
-  assign \$17  = $signed(out_0) - $signed(old_out_c4_0);
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_c4_0;
+  assign \$17  = $signed(out_0) - $signed(old_c4_0);
   assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
-  assign \$19  = out_1 != old_out_c4_1;
-  assign \$22  = $signed(out_1) - $signed(old_out_c4_1);
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
+  assign \$19  = out_1 != old_c4_1;
+  assign \$22  = $signed(out_1) - $signed(old_c4_1);
   assign credit = reserved < 5'h10;
   assign \$24  = 1'h0 + \port__en$16 ;
   assign \$25  = layer0_weights_reads + \$24 ;
@@ -1246,40 +1244,38 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   always @(posedge clk)
     out_c4_0 <= \$80 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$81 ;
+    gate_c4_0 <= \$81 ;
   always @(posedge clk)
-    gate_c4_0 <= \$82 ;
+    saturated_c4_0 <= \$82 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$83 ;
+    potential_c4_0 <= \$83 ;
   always @(posedge clk)
-    potential_c4_0 <= \$84 ;
+    new_c4_1 <= \$84 ;
   always @(posedge clk)
-    new_c4_1 <= \$85 ;
+    old_c4_1 <= \$85 ;
   always @(posedge clk)
-    old_c4_1 <= \$86 ;
+    hold_c4_1 <= \$86 ;
   always @(posedge clk)
-    hold_c4_1 <= \$87 ;
+    out_c4_1 <= \$87 ;
   always @(posedge clk)
-    out_c4_1 <= \$88 ;
+    gate_c4_1 <= \$88 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$89 ;
+    saturated_c4_1 <= \$89 ;
   always @(posedge clk)
-    gate_c4_1 <= \$90 ;
+    potential_c4_1 <= \$90 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$91 ;
+    \trace$124  <= \$91 ;
   always @(posedge clk)
-    potential_c4_1 <= \$92 ;
+    layer0_events <= \$92 ;
   always @(posedge clk)
-    \trace$124  <= \$93 ;
+    layer0_saturations <= \$93 ;
   always @(posedge clk)
-    layer0_events <= \$94 ;
-  always @(posedge clk)
-    layer0_saturations <= \$95 ;
-  always @(posedge clk)
-    reserved <= \$96 ;
+    reserved <= \$94 ;
   assign \$1  = ! \config [3:1];
   assign \$2  = \config [0] & \$1 ;
   assign port__en = \$2  << \config [10:9];
+  assign \$3  = \config [3:1] == 1'h1;
+  assign \$4  = \config [0] & \$3 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1559,120 +1555,106 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = old;
+    \$81  = gate;
     if (rst) begin
-      \$81  = 16'h0000;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = gate;
+    \$82  = \saturated$114 ;
     if (rst) begin
       \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \saturated$114 ;
+    \$83  = 16'h0000;
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = 16'h0000;
+    \$84  = \new$117 ;
     if (rst) begin
       \$84  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \new$117 ;
+    \$85  = \old$45 ;
     if (rst) begin
       \$85  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \old$45 ;
+    \$86  = \hold$118 ;
     if (rst) begin
-      \$86  = 16'h0000;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \hold$118 ;
+    \$87  = \new$117 ;
     if (rst) begin
-      \$87  = 1'h0;
+      \$87  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = \new$117 ;
+    \$88  = \gate$120 ;
     if (rst) begin
-      \$88  = 16'h0000;
+      \$88  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \old$45 ;
+    \$89  = \saturated$121 ;
     if (rst) begin
-      \$89  = 16'h0000;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = \gate$120 ;
+    \$90  = 16'h0000;
     if (rst) begin
-      \$90  = 1'h0;
+      \$90  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = \saturated$121 ;
+    \$91  = trace;
     if (rst) begin
-      \$91  = 1'h0;
+      \$91  = 39'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = 16'h0000;
-    if (rst) begin
-      \$92  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = trace;
-    if (rst) begin
-      \$93  = 39'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = layer0_events;
+    \$92  = layer0_events;
     if (\port__en$49 ) begin
-      \$94  = \$51 [31:0];
+      \$92  = \$51 [31:0];
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$92  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = layer0_saturations;
+    \$93  = layer0_saturations;
     if (\port__en$49 ) begin
-      \$95  = \$54 [31:0];
+      \$93  = \$54 [31:0];
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$93  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \$57 [4:0];
+    \$94  = \$57 [4:0];
     if (rst) begin
-      \$96  = 5'h00;
+      \$94  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1692,6 +1674,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \params$44  = params_c3[13:7];
   assign \port__addr$47  = slot_c4[2:1];
   assign finalize4 = \port__en$49 ;
+  assign old_out_0 = old_c4_0;
+  assign old_out_1 = old_c4_1;
   assign w_data = entry;
   assign w_en = \port__en$49 ;
   assign r_data = i__payload;

@@ -607,45 +607,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] \$160 ;
   reg \$161 ;
   reg [15:0] \$162 ;
-  reg [15:0] \$163 ;
+  reg \$163 ;
   reg \$164 ;
-  reg \$165 ;
-  reg [15:0] \$166 ;
-  reg [23:0] \$167 ;
+  reg [15:0] \$165 ;
+  reg [23:0] \$166 ;
+  reg [15:0] \$167 ;
   reg [15:0] \$168 ;
-  reg [15:0] \$169 ;
+  reg \$169 ;
   wire \$17 ;
-  reg \$170 ;
-  reg [15:0] \$171 ;
-  reg [15:0] \$172 ;
-  reg \$173 ;
-  reg \$174 ;
+  reg [15:0] \$170 ;
+  reg \$171 ;
+  reg \$172 ;
+  reg [15:0] \$173 ;
+  reg [23:0] \$174 ;
   reg [15:0] \$175 ;
-  reg [23:0] \$176 ;
-  reg [15:0] \$177 ;
+  reg [15:0] \$176 ;
+  reg \$177 ;
   reg [15:0] \$178 ;
   reg \$179 ;
   wire [24:0] \$18 ;
-  reg [15:0] \$180 ;
+  reg \$180 ;
   reg [15:0] \$181 ;
-  reg \$182 ;
-  reg \$183 ;
+  reg [23:0] \$182 ;
+  reg [15:0] \$183 ;
   reg [15:0] \$184 ;
-  reg [23:0] \$185 ;
+  reg \$185 ;
   reg [15:0] \$186 ;
-  reg [15:0] \$187 ;
+  reg \$187 ;
   reg \$188 ;
   reg [15:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [15:0] \$190 ;
-  reg \$191 ;
-  reg \$192 ;
-  reg [15:0] \$193 ;
-  reg [23:0] \$194 ;
-  reg [72:0] \$195 ;
-  reg [31:0] \$196 ;
-  reg [31:0] \$197 ;
-  reg [4:0] \$198 ;
+  reg [23:0] \$190 ;
+  reg [72:0] \$191 ;
+  reg [31:0] \$192 ;
+  reg [31:0] \$193 ;
+  reg [4:0] \$194 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire [24:0] \$21 ;
@@ -937,10 +933,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \old_c4_2.h ;
   reg [15:0] old_c4_3 = 16'h0000;
   wire [15:0] \old_c4_3.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
-  reg [15:0] old_out_c4_2 = 16'h0000;
-  reg [15:0] old_out_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_2;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_3;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
@@ -1372,7 +1372,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old$50  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
   assign \old$53  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
   assign \$14  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$15  = $signed(\$14 ) > $signed(24'h7fffff);
   assign \$16  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1385,12 +1385,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$23  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$24  = $signed(\$23 ) < $signed(24'h800000);
   assign pool_0_clipped = \$22  | \$24 ;
-  assign \$25  = out_0 != old_out_c4_0;
+  assign \$25  = out_0 != old_c4_0;
   assign \$27  = saturated_c4_0 | pool_0_clipped;
   assign \$30  = | \$20 [23:0];
   assign \$31  = \$29  & \$30 ;
   assign \$32  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
   assign \$33  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$34  = $signed(\$33 ) > $signed(24'h7fffff);
   assign \$35  = $signed(old_pool_c4_1) + $signed(out_1);
@@ -1403,12 +1403,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$42  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$43  = $signed(\$42 ) < $signed(24'h800000);
   assign pool_1_clipped = \$41  | \$43 ;
-  assign \$44  = out_1 != old_out_c4_1;
+  assign \$44  = out_1 != old_c4_1;
   assign \$46  = saturated_c4_1 | pool_1_clipped;
   assign \$49  = | \$39 [23:0];
   assign \$50  = \$48  & \$49 ;
   assign \$51  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
   assign \$52  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$53  = $signed(\$52 ) > $signed(24'h7fffff);
   assign \$54  = $signed(old_pool_c4_2) + $signed(out_2);
@@ -1421,12 +1421,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$61  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$62  = $signed(\$61 ) < $signed(24'h800000);
   assign pool_2_clipped = \$60  | \$62 ;
-  assign \$63  = out_2 != old_out_c4_2;
+  assign \$63  = out_2 != old_c4_2;
   assign \$65  = saturated_c4_2 | pool_2_clipped;
   assign \$68  = | \$58 [23:0];
   assign \$69  = \$67  & \$68 ;
   assign \$70  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
   assign \$71  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$72  = $signed(\$71 ) > $signed(24'h7fffff);
   assign \$73  = $signed(old_pool_c4_3) + $signed(out_3);
@@ -1439,7 +1439,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$80  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$81  = $signed(\$80 ) < $signed(24'h800000);
   assign pool_3_clipped = \$79  | \$81 ;
-  assign \$82  = out_3 != old_out_c4_3;
+  assign \$82  = out_3 != old_c4_3;
   assign \$84  = saturated_c4_3 | pool_3_clipped;
   assign \$87  = | \$77 [23:0];
   assign \$88  = \$86  & \$87 ;
@@ -1543,77 +1543,69 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     out_c4_0 <= \$162 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$163 ;
+    gate_c4_0 <= \$163 ;
   always @(posedge clk)
-    gate_c4_0 <= \$164 ;
+    saturated_c4_0 <= \$164 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$165 ;
+    potential_c4_0 <= \$165 ;
   always @(posedge clk)
-    potential_c4_0 <= \$166 ;
+    old_pool_c4_0 <= \$166 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$167 ;
+    new_c4_1 <= \$167 ;
   always @(posedge clk)
-    new_c4_1 <= \$168 ;
+    old_c4_1 <= \$168 ;
   always @(posedge clk)
-    old_c4_1 <= \$169 ;
+    hold_c4_1 <= \$169 ;
   always @(posedge clk)
-    hold_c4_1 <= \$170 ;
+    out_c4_1 <= \$170 ;
   always @(posedge clk)
-    out_c4_1 <= \$171 ;
+    gate_c4_1 <= \$171 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$172 ;
+    saturated_c4_1 <= \$172 ;
   always @(posedge clk)
-    gate_c4_1 <= \$173 ;
+    potential_c4_1 <= \$173 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$174 ;
+    old_pool_c4_1 <= \$174 ;
   always @(posedge clk)
-    potential_c4_1 <= \$175 ;
+    new_c4_2 <= \$175 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$176 ;
+    old_c4_2 <= \$176 ;
   always @(posedge clk)
-    new_c4_2 <= \$177 ;
+    hold_c4_2 <= \$177 ;
   always @(posedge clk)
-    old_c4_2 <= \$178 ;
+    out_c4_2 <= \$178 ;
   always @(posedge clk)
-    hold_c4_2 <= \$179 ;
+    gate_c4_2 <= \$179 ;
   always @(posedge clk)
-    out_c4_2 <= \$180 ;
+    saturated_c4_2 <= \$180 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$181 ;
+    potential_c4_2 <= \$181 ;
   always @(posedge clk)
-    gate_c4_2 <= \$182 ;
+    old_pool_c4_2 <= \$182 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$183 ;
+    new_c4_3 <= \$183 ;
   always @(posedge clk)
-    potential_c4_2 <= \$184 ;
+    old_c4_3 <= \$184 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$185 ;
+    hold_c4_3 <= \$185 ;
   always @(posedge clk)
-    new_c4_3 <= \$186 ;
+    out_c4_3 <= \$186 ;
   always @(posedge clk)
-    old_c4_3 <= \$187 ;
+    gate_c4_3 <= \$187 ;
   always @(posedge clk)
-    hold_c4_3 <= \$188 ;
+    saturated_c4_3 <= \$188 ;
   always @(posedge clk)
-    out_c4_3 <= \$189 ;
+    potential_c4_3 <= \$189 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$190 ;
+    old_pool_c4_3 <= \$190 ;
   always @(posedge clk)
-    gate_c4_3 <= \$191 ;
+    \trace$181  <= \$191 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$192 ;
+    layer0_events <= \$192 ;
   always @(posedge clk)
-    potential_c4_3 <= \$193 ;
+    layer0_saturations <= \$193 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$194 ;
-  always @(posedge clk)
-    \trace$181  <= \$195 ;
-  always @(posedge clk)
-    layer0_events <= \$196 ;
-  always @(posedge clk)
-    layer0_saturations <= \$197 ;
-  always @(posedge clk)
-    reserved <= \$198 ;
+    reserved <= \$194 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1944,163 +1936,163 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = old;
+    \$163  = gate;
     if (rst) begin
-      \$163  = 16'h0000;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = gate;
+    \$164  = \saturated$157 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \saturated$157 ;
+    \$165  = 16'h0000;
     if (rst) begin
-      \$165  = 1'h0;
+      \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = 16'h0000;
+    \$166  = \$120 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$166  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \$120 ;
+    \$167  = \new$160 ;
     if (rst) begin
-      \$167  = 24'h000000;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \new$160 ;
+    \$168  = \old$47 ;
     if (rst) begin
       \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \old$47 ;
+    \$169  = \hold$161 ;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \hold$161 ;
+    \$170  = \new$160 ;
     if (rst) begin
-      \$170  = 1'h0;
+      \$170  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \new$160 ;
+    \$171  = \gate$163 ;
     if (rst) begin
-      \$171  = 16'h0000;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \old$47 ;
+    \$172  = \saturated$164 ;
     if (rst) begin
-      \$172  = 16'h0000;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \gate$163 ;
+    \$173  = 16'h0000;
     if (rst) begin
-      \$173  = 1'h0;
+      \$173  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \saturated$164 ;
+    \$174  = \$121 ;
     if (rst) begin
-      \$174  = 1'h0;
+      \$174  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = 16'h0000;
+    \$175  = \new$167 ;
     if (rst) begin
       \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \$121 ;
+    \$176  = \old$50 ;
     if (rst) begin
-      \$176  = 24'h000000;
+      \$176  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \new$167 ;
+    \$177  = \hold$168 ;
     if (rst) begin
-      \$177  = 16'h0000;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \old$50 ;
+    \$178  = \new$167 ;
     if (rst) begin
       \$178  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \hold$168 ;
+    \$179  = \gate$170 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \new$167 ;
+    \$180  = \saturated$171 ;
     if (rst) begin
-      \$180  = 16'h0000;
+      \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \old$50 ;
+    \$181  = 16'h0000;
     if (rst) begin
       \$181  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \gate$170 ;
+    \$182  = \$122 ;
     if (rst) begin
-      \$182  = 1'h0;
+      \$182  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \saturated$171 ;
+    \$183  = \new$174 ;
     if (rst) begin
-      \$183  = 1'h0;
+      \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = 16'h0000;
+    \$184  = \old$53 ;
     if (rst) begin
       \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \$122 ;
+    \$185  = \hold$175 ;
     if (rst) begin
-      \$185  = 24'h000000;
+      \$185  = 1'h0;
     end
   end
   always @* begin
@@ -2112,92 +2104,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \old$53 ;
+    \$187  = \gate$177 ;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \hold$175 ;
+    \$188  = \saturated$178 ;
     if (rst) begin
       \$188  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \new$174 ;
+    \$189  = 16'h0000;
     if (rst) begin
       \$189  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \old$53 ;
+    \$190  = \$123 ;
     if (rst) begin
-      \$190  = 16'h0000;
+      \$190  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \gate$177 ;
+    \$191  = trace;
     if (rst) begin
-      \$191  = 1'h0;
+      \$191  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = \saturated$178 ;
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = 16'h0000;
-    if (rst) begin
-      \$193  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = \$123 ;
-    if (rst) begin
-      \$194  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = trace;
-    if (rst) begin
-      \$195  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = layer0_events;
+    \$192  = layer0_events;
     if (\port__en$57 ) begin
-      \$196  = \$128 [31:0];
+      \$192  = \$128 [31:0];
     end
     if (rst) begin
-      \$196  = 32'd0;
+      \$192  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$197  = layer0_saturations;
+    \$193  = layer0_saturations;
     if (\port__en$57 ) begin
-      \$197  = \$133 [31:0];
+      \$193  = \$133 [31:0];
     end
     if (rst) begin
-      \$197  = 32'd0;
+      \$193  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$198  = \$136 [4:0];
+    \$194  = \$136 [4:0];
     if (rst) begin
-      \$198  = 5'h00;
+      \$194  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2221,9 +2185,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign finalize4 = \port__en$57 ;
   assign \port__addr$59  = slot_c4[2:1];
   assign \port__en$60  = \port__en$57 ;
+  assign old_out_0 = old_c4_0;
   assign pool_0 = \$20 [23:0];
+  assign old_out_1 = old_c4_1;
   assign pool_1 = \$39 [23:0];
+  assign old_out_2 = old_c4_2;
   assign pool_2 = \$58 [23:0];
+  assign old_out_3 = old_c4_3;
   assign pool_3 = \$77 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$57 ;

@@ -777,35 +777,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [15:0] \$100 ;
-  reg \$101 ;
-  reg [15:0] \$102 ;
-  reg [15:0] \$103 ;
-  reg \$104 ;
-  reg \$105 ;
+  reg \$100 ;
+  reg [15:0] \$101 ;
+  reg \$102 ;
+  reg \$103 ;
+  reg [15:0] \$104 ;
+  reg [15:0] \$105 ;
   reg [15:0] \$106 ;
-  reg [15:0] \$107 ;
+  reg \$107 ;
   reg [15:0] \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg [15:0] \$110 ;
+  reg \$110 ;
   reg [15:0] \$111 ;
-  reg \$112 ;
-  reg \$113 ;
-  reg [15:0] \$114 ;
+  reg [15:0] \$112 ;
+  reg [15:0] \$113 ;
+  reg \$114 ;
   reg [15:0] \$115 ;
-  reg [15:0] \$116 ;
+  reg \$116 ;
   reg \$117 ;
   reg [15:0] \$118 ;
-  reg [15:0] \$119 ;
+  reg [72:0] \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg \$121 ;
-  reg [15:0] \$122 ;
-  reg [72:0] \$123 ;
-  reg [31:0] \$124 ;
-  reg [31:0] \$125 ;
-  reg [4:0] \$126 ;
+  reg [31:0] \$120 ;
+  reg [31:0] \$121 ;
+  reg [4:0] \$122 ;
   wire [15:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
@@ -896,9 +892,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] \$92 ;
   reg \$93 ;
   reg [15:0] \$94 ;
-  reg [15:0] \$95 ;
+  reg \$95 ;
   reg \$96 ;
-  reg \$97 ;
+  reg [15:0] \$97 ;
   reg [15:0] \$98 ;
   reg [15:0] \$99 ;
   wire [37:0] acc;
@@ -1100,10 +1096,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \old_c4_2.h ;
   reg [15:0] old_c4_3 = 16'h0000;
   wire [15:0] \old_c4_3.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
-  reg [15:0] old_out_c4_2 = 16'h0000;
-  reg [15:0] old_out_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_2;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_3;
   wire [15:0] out;
   wire [15:0] \out$141 ;
   wire [15:0] \out$148 ;
@@ -1493,21 +1493,21 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old$48  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
   assign \old$51  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_out_c4_0;
-  assign \$17  = $signed(out_0) - $signed(old_out_c4_0);
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_c4_0;
+  assign \$17  = $signed(out_0) - $signed(old_c4_0);
   assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
-  assign \$19  = out_1 != old_out_c4_1;
-  assign \$22  = $signed(out_1) - $signed(old_out_c4_1);
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
+  assign \$19  = out_1 != old_c4_1;
+  assign \$22  = $signed(out_1) - $signed(old_c4_1);
   assign \$23  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
-  assign \$24  = out_2 != old_out_c4_2;
-  assign \$27  = $signed(out_2) - $signed(old_out_c4_2);
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
+  assign \$24  = out_2 != old_c4_2;
+  assign \$27  = $signed(out_2) - $signed(old_c4_2);
   assign \$28  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
-  assign \$29  = out_3 != old_out_c4_3;
-  assign \$32  = $signed(out_3) - $signed(old_out_c4_3);
+  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
+  assign \$29  = out_3 != old_c4_3;
+  assign \$32  = $signed(out_3) - $signed(old_c4_3);
   assign credit = reserved < 5'h10;
   assign \$34  = 1'h0 + \port__en$16 ;
   assign \$35  = layer0_weights_reads + \$34 ;
@@ -1593,69 +1593,61 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     out_c4_0 <= \$94 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$95 ;
+    gate_c4_0 <= \$95 ;
   always @(posedge clk)
-    gate_c4_0 <= \$96 ;
+    saturated_c4_0 <= \$96 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$97 ;
+    potential_c4_0 <= \$97 ;
   always @(posedge clk)
-    potential_c4_0 <= \$98 ;
+    new_c4_1 <= \$98 ;
   always @(posedge clk)
-    new_c4_1 <= \$99 ;
+    old_c4_1 <= \$99 ;
   always @(posedge clk)
-    old_c4_1 <= \$100 ;
+    hold_c4_1 <= \$100 ;
   always @(posedge clk)
-    hold_c4_1 <= \$101 ;
+    out_c4_1 <= \$101 ;
   always @(posedge clk)
-    out_c4_1 <= \$102 ;
+    gate_c4_1 <= \$102 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$103 ;
+    saturated_c4_1 <= \$103 ;
   always @(posedge clk)
-    gate_c4_1 <= \$104 ;
+    potential_c4_1 <= \$104 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$105 ;
+    new_c4_2 <= \$105 ;
   always @(posedge clk)
-    potential_c4_1 <= \$106 ;
+    old_c4_2 <= \$106 ;
   always @(posedge clk)
-    new_c4_2 <= \$107 ;
+    hold_c4_2 <= \$107 ;
   always @(posedge clk)
-    old_c4_2 <= \$108 ;
+    out_c4_2 <= \$108 ;
   always @(posedge clk)
-    hold_c4_2 <= \$109 ;
+    gate_c4_2 <= \$109 ;
   always @(posedge clk)
-    out_c4_2 <= \$110 ;
+    saturated_c4_2 <= \$110 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$111 ;
+    potential_c4_2 <= \$111 ;
   always @(posedge clk)
-    gate_c4_2 <= \$112 ;
+    new_c4_3 <= \$112 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$113 ;
+    old_c4_3 <= \$113 ;
   always @(posedge clk)
-    potential_c4_2 <= \$114 ;
+    hold_c4_3 <= \$114 ;
   always @(posedge clk)
-    new_c4_3 <= \$115 ;
+    out_c4_3 <= \$115 ;
   always @(posedge clk)
-    old_c4_3 <= \$116 ;
+    gate_c4_3 <= \$116 ;
   always @(posedge clk)
-    hold_c4_3 <= \$117 ;
+    saturated_c4_3 <= \$117 ;
   always @(posedge clk)
-    out_c4_3 <= \$118 ;
+    potential_c4_3 <= \$118 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$119 ;
+    \trace$160  <= \$119 ;
   always @(posedge clk)
-    gate_c4_3 <= \$120 ;
+    layer0_events <= \$120 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$121 ;
+    layer0_saturations <= \$121 ;
   always @(posedge clk)
-    potential_c4_3 <= \$122 ;
-  always @(posedge clk)
-    \trace$160  <= \$123 ;
-  always @(posedge clk)
-    layer0_events <= \$124 ;
-  always @(posedge clk)
-    layer0_saturations <= \$125 ;
-  always @(posedge clk)
-    reserved <= \$126 ;
+    reserved <= \$122 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1955,142 +1947,142 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = old;
+    \$95  = gate;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = gate;
+    \$96  = \saturated$136 ;
     if (rst) begin
       \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \saturated$136 ;
+    \$97  = 16'h0000;
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = 16'h0000;
+    \$98  = \new$139 ;
     if (rst) begin
       \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \new$139 ;
+    \$99  = \old$45 ;
     if (rst) begin
       \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \old$45 ;
+    \$100  = \hold$140 ;
     if (rst) begin
-      \$100  = 16'h0000;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \hold$140 ;
+    \$101  = \new$139 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \new$139 ;
+    \$102  = \gate$142 ;
     if (rst) begin
-      \$102  = 16'h0000;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \old$45 ;
+    \$103  = \saturated$143 ;
     if (rst) begin
-      \$103  = 16'h0000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \gate$142 ;
+    \$104  = 16'h0000;
     if (rst) begin
-      \$104  = 1'h0;
+      \$104  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \saturated$143 ;
+    \$105  = \new$146 ;
     if (rst) begin
-      \$105  = 1'h0;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = 16'h0000;
+    \$106  = \old$48 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \new$146 ;
+    \$107  = \hold$147 ;
     if (rst) begin
-      \$107  = 16'h0000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \old$48 ;
+    \$108  = \new$146 ;
     if (rst) begin
       \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \hold$147 ;
+    \$109  = \gate$149 ;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$146 ;
+    \$110  = \saturated$150 ;
     if (rst) begin
-      \$110  = 16'h0000;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \old$48 ;
+    \$111  = 16'h0000;
     if (rst) begin
       \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \gate$149 ;
+    \$112  = \new$153 ;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \saturated$150 ;
+    \$113  = \old$51 ;
     if (rst) begin
-      \$113  = 1'h0;
+      \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = 16'h0000;
+    \$114  = \hold$154 ;
     if (rst) begin
-      \$114  = 16'h0000;
+      \$114  = 1'h0;
     end
   end
   always @* begin
@@ -2102,85 +2094,57 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \old$51 ;
+    \$116  = \gate$156 ;
     if (rst) begin
-      \$116  = 16'h0000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \hold$154 ;
+    \$117  = \saturated$157 ;
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \new$153 ;
+    \$118  = 16'h0000;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \old$51 ;
+    \$119  = trace;
     if (rst) begin
-      \$119  = 16'h0000;
+      \$119  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \gate$156 ;
-    if (rst) begin
-      \$120  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \saturated$157 ;
-    if (rst) begin
-      \$121  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = 16'h0000;
-    if (rst) begin
-      \$122  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = trace;
-    if (rst) begin
-      \$123  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = layer0_events;
+    \$120  = layer0_events;
     if (\port__en$55 ) begin
-      \$124  = \$63 [31:0];
+      \$120  = \$63 [31:0];
     end
     if (rst) begin
-      \$124  = 32'd0;
+      \$120  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = layer0_saturations;
+    \$121  = layer0_saturations;
     if (\port__en$55 ) begin
-      \$125  = \$68 [31:0];
+      \$121  = \$68 [31:0];
     end
     if (rst) begin
-      \$125  = 32'd0;
+      \$121  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = \$71 [4:0];
+    \$122  = \$71 [4:0];
     if (rst) begin
-      \$126  = 5'h00;
+      \$122  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2202,6 +2166,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \params$50  = params_c3[31:24];
   assign \port__addr$53  = slot_c4[2:1];
   assign finalize4 = \port__en$55 ;
+  assign old_out_0 = old_c4_0;
+  assign old_out_1 = old_c4_1;
+  assign old_out_2 = old_c4_2;
+  assign old_out_3 = old_c4_3;
   assign w_data = entry;
   assign w_en = \port__en$55 ;
   assign r_data = i__payload;
@@ -4963,47 +4931,43 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   reg [15:0] \$175 ;
   reg \$176 ;
   reg [15:0] \$177 ;
-  reg [15:0] \$178 ;
+  reg \$178 ;
   reg \$179 ;
   wire [27:0] \$18 ;
-  reg \$180 ;
-  reg [15:0] \$181 ;
-  reg [23:0] \$182 ;
+  reg [15:0] \$180 ;
+  reg [23:0] \$181 ;
+  reg [15:0] \$182 ;
   reg [15:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg \$185 ;
-  reg [15:0] \$186 ;
-  reg [15:0] \$187 ;
-  reg \$188 ;
-  reg \$189 ;
+  reg \$184 ;
+  reg [15:0] \$185 ;
+  reg \$186 ;
+  reg \$187 ;
+  reg [15:0] \$188 ;
+  reg [23:0] \$189 ;
   wire [27:0] \$19 ;
   reg [15:0] \$190 ;
-  reg [23:0] \$191 ;
-  reg [15:0] \$192 ;
+  reg [15:0] \$191 ;
+  reg \$192 ;
   reg [15:0] \$193 ;
   reg \$194 ;
-  reg [15:0] \$195 ;
+  reg \$195 ;
   reg [15:0] \$196 ;
-  reg \$197 ;
-  reg \$198 ;
+  reg [23:0] \$197 ;
+  reg [15:0] \$198 ;
   reg [15:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [23:0] \$200 ;
+  reg \$200 ;
   reg [15:0] \$201 ;
-  reg [15:0] \$202 ;
+  reg \$202 ;
   reg \$203 ;
   reg [15:0] \$204 ;
-  reg [15:0] \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg [15:0] \$208 ;
-  reg [23:0] \$209 ;
+  reg [23:0] \$205 ;
+  reg [72:0] \$206 ;
+  reg [31:0] \$207 ;
+  reg [31:0] \$208 ;
+  reg [4:0] \$209 ;
   wire [15:0] \$21 ;
-  reg [72:0] \$210 ;
-  reg [31:0] \$211 ;
-  reg [31:0] \$212 ;
-  reg [4:0] \$213 ;
   wire [24:0] \$22 ;
   wire \$23 ;
   wire [24:0] \$24 ;
@@ -5296,10 +5260,14 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [15:0] \old_c4_2.h ;
   reg [15:0] old_c4_3 = 16'h0000;
   wire [15:0] \old_c4_3.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
-  reg [15:0] old_out_c4_2 = 16'h0000;
-  reg [15:0] old_out_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_2;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_3;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
@@ -5780,7 +5748,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \old$57  = slot_c3[13] ? 16'h0000 : state_c3[47:32];
   assign \old$60  = slot_c3[13] ? 16'h0000 : state_c3[63:48];
   assign \$21  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
   assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$23  = $signed(\$22 ) > $signed(24'h7fffff);
   assign \$24  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -5793,12 +5761,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$31  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$32  = $signed(\$31 ) < $signed(24'h800000);
   assign pool_0_clipped = \$30  | \$32 ;
-  assign \$33  = out_0 != old_out_c4_0;
+  assign \$33  = out_0 != old_c4_0;
   assign \$35  = saturated_c4_0 | pool_0_clipped;
   assign \$38  = | \$28 [23:0];
   assign \$39  = \$37  & \$38 ;
   assign \$40  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
   assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$42  = $signed(\$41 ) > $signed(24'h7fffff);
   assign \$43  = $signed(old_pool_c4_1) + $signed(out_1);
@@ -5811,12 +5779,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$50  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$51  = $signed(\$50 ) < $signed(24'h800000);
   assign pool_1_clipped = \$49  | \$51 ;
-  assign \$52  = out_1 != old_out_c4_1;
+  assign \$52  = out_1 != old_c4_1;
   assign \$54  = saturated_c4_1 | pool_1_clipped;
   assign \$57  = | \$47 [23:0];
   assign \$58  = \$56  & \$57 ;
   assign \$59  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
   assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
   assign \$62  = $signed(old_pool_c4_2) + $signed(out_2);
@@ -5829,12 +5797,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$69  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$70  = $signed(\$69 ) < $signed(24'h800000);
   assign pool_2_clipped = \$68  | \$70 ;
-  assign \$71  = out_2 != old_out_c4_2;
+  assign \$71  = out_2 != old_c4_2;
   assign \$73  = saturated_c4_2 | pool_2_clipped;
   assign \$76  = | \$66 [23:0];
   assign \$77  = \$75  & \$76 ;
   assign \$78  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
   assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$80  = $signed(\$79 ) > $signed(24'h7fffff);
   assign \$81  = $signed(old_pool_c4_3) + $signed(out_3);
@@ -5847,7 +5815,7 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \$88  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$89  = $signed(\$88 ) < $signed(24'h800000);
   assign pool_3_clipped = \$87  | \$89 ;
-  assign \$90  = out_3 != old_out_c4_3;
+  assign \$90  = out_3 != old_c4_3;
   assign \$92  = saturated_c4_3 | pool_3_clipped;
   assign \$95  = | \$85 [23:0];
   assign \$96  = \$94  & \$95 ;
@@ -5959,77 +5927,69 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   always @(posedge clk)
     out_c4_0 <= \$177 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$178 ;
+    gate_c4_0 <= \$178 ;
   always @(posedge clk)
-    gate_c4_0 <= \$179 ;
+    saturated_c4_0 <= \$179 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$180 ;
+    potential_c4_0 <= \$180 ;
   always @(posedge clk)
-    potential_c4_0 <= \$181 ;
+    old_pool_c4_0 <= \$181 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$182 ;
+    new_c4_1 <= \$182 ;
   always @(posedge clk)
-    new_c4_1 <= \$183 ;
+    old_c4_1 <= \$183 ;
   always @(posedge clk)
-    old_c4_1 <= \$184 ;
+    hold_c4_1 <= \$184 ;
   always @(posedge clk)
-    hold_c4_1 <= \$185 ;
+    out_c4_1 <= \$185 ;
   always @(posedge clk)
-    out_c4_1 <= \$186 ;
+    gate_c4_1 <= \$186 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$187 ;
+    saturated_c4_1 <= \$187 ;
   always @(posedge clk)
-    gate_c4_1 <= \$188 ;
+    potential_c4_1 <= \$188 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$189 ;
+    old_pool_c4_1 <= \$189 ;
   always @(posedge clk)
-    potential_c4_1 <= \$190 ;
+    new_c4_2 <= \$190 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$191 ;
+    old_c4_2 <= \$191 ;
   always @(posedge clk)
-    new_c4_2 <= \$192 ;
+    hold_c4_2 <= \$192 ;
   always @(posedge clk)
-    old_c4_2 <= \$193 ;
+    out_c4_2 <= \$193 ;
   always @(posedge clk)
-    hold_c4_2 <= \$194 ;
+    gate_c4_2 <= \$194 ;
   always @(posedge clk)
-    out_c4_2 <= \$195 ;
+    saturated_c4_2 <= \$195 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$196 ;
+    potential_c4_2 <= \$196 ;
   always @(posedge clk)
-    gate_c4_2 <= \$197 ;
+    old_pool_c4_2 <= \$197 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$198 ;
+    new_c4_3 <= \$198 ;
   always @(posedge clk)
-    potential_c4_2 <= \$199 ;
+    old_c4_3 <= \$199 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$200 ;
+    hold_c4_3 <= \$200 ;
   always @(posedge clk)
-    new_c4_3 <= \$201 ;
+    out_c4_3 <= \$201 ;
   always @(posedge clk)
-    old_c4_3 <= \$202 ;
+    gate_c4_3 <= \$202 ;
   always @(posedge clk)
-    hold_c4_3 <= \$203 ;
+    saturated_c4_3 <= \$203 ;
   always @(posedge clk)
-    out_c4_3 <= \$204 ;
+    potential_c4_3 <= \$204 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$205 ;
+    old_pool_c4_3 <= \$205 ;
   always @(posedge clk)
-    gate_c4_3 <= \$206 ;
+    \trace$189  <= \$206 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$207 ;
+    layer1_events <= \$207 ;
   always @(posedge clk)
-    potential_c4_3 <= \$208 ;
+    layer1_saturations <= \$208 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$209 ;
-  always @(posedge clk)
-    \trace$189  <= \$210 ;
-  always @(posedge clk)
-    layer1_events <= \$211 ;
-  always @(posedge clk)
-    layer1_saturations <= \$212 ;
-  always @(posedge clk)
-    reserved <= \$213 ;
+    reserved <= \$209 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -6400,163 +6360,163 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$178  = old;
+    \$178  = gate;
     if (rst) begin
-      \$178  = 16'h0000;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$179  = gate;
+    \$179  = \saturated$165 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$180  = \saturated$165 ;
+    \$180  = 16'h0000;
     if (rst) begin
-      \$180  = 1'h0;
+      \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$181  = 16'h0000;
+    \$181  = \$133 ;
     if (rst) begin
-      \$181  = 16'h0000;
+      \$181  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$182  = \$133 ;
+    \$182  = \new$168 ;
     if (rst) begin
-      \$182  = 24'h000000;
+      \$182  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$183  = \new$168 ;
+    \$183  = \old$54 ;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$184  = \old$54 ;
+    \$184  = \hold$169 ;
     if (rst) begin
-      \$184  = 16'h0000;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$185  = \hold$169 ;
+    \$185  = \new$168 ;
     if (rst) begin
-      \$185  = 1'h0;
+      \$185  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$186  = \new$168 ;
+    \$186  = \gate$171 ;
     if (rst) begin
-      \$186  = 16'h0000;
+      \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$187  = \old$54 ;
+    \$187  = \saturated$172 ;
     if (rst) begin
-      \$187  = 16'h0000;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$188  = \gate$171 ;
+    \$188  = 16'h0000;
     if (rst) begin
-      \$188  = 1'h0;
+      \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$189  = \saturated$172 ;
+    \$189  = \$134 ;
     if (rst) begin
-      \$189  = 1'h0;
+      \$189  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$190  = 16'h0000;
+    \$190  = \new$175 ;
     if (rst) begin
       \$190  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$191  = \$134 ;
+    \$191  = \old$57 ;
     if (rst) begin
-      \$191  = 24'h000000;
+      \$191  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$192  = \new$175 ;
+    \$192  = \hold$176 ;
     if (rst) begin
-      \$192  = 16'h0000;
+      \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$193  = \old$57 ;
+    \$193  = \new$175 ;
     if (rst) begin
       \$193  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$194  = \hold$176 ;
+    \$194  = \gate$178 ;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$195  = \new$175 ;
+    \$195  = \saturated$179 ;
     if (rst) begin
-      \$195  = 16'h0000;
+      \$195  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$196  = \old$57 ;
+    \$196  = 16'h0000;
     if (rst) begin
       \$196  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$197  = \gate$178 ;
+    \$197  = \$135 ;
     if (rst) begin
-      \$197  = 1'h0;
+      \$197  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$198  = \saturated$179 ;
+    \$198  = \new$182 ;
     if (rst) begin
-      \$198  = 1'h0;
+      \$198  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$199  = 16'h0000;
+    \$199  = \old$60 ;
     if (rst) begin
       \$199  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$200  = \$135 ;
+    \$200  = \hold$183 ;
     if (rst) begin
-      \$200  = 24'h000000;
+      \$200  = 1'h0;
     end
   end
   always @* begin
@@ -6568,92 +6528,64 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$202  = \old$60 ;
+    \$202  = \gate$185 ;
     if (rst) begin
-      \$202  = 16'h0000;
+      \$202  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$203  = \hold$183 ;
+    \$203  = \saturated$186 ;
     if (rst) begin
       \$203  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$204  = \new$182 ;
+    \$204  = 16'h0000;
     if (rst) begin
       \$204  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$205  = \old$60 ;
+    \$205  = \$136 ;
     if (rst) begin
-      \$205  = 16'h0000;
+      \$205  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$206  = \gate$185 ;
+    \$206  = trace;
     if (rst) begin
-      \$206  = 1'h0;
+      \$206  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$207  = \saturated$186 ;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$208  = 16'h0000;
-    if (rst) begin
-      \$208  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$209  = \$136 ;
-    if (rst) begin
-      \$209  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$210  = trace;
-    if (rst) begin
-      \$210  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$211  = layer1_events;
+    \$207  = layer1_events;
     if (\port__en$64 ) begin
-      \$211  = \$141 [31:0];
+      \$207  = \$141 [31:0];
     end
     if (rst) begin
-      \$211  = 32'd0;
+      \$207  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$212  = layer1_saturations;
+    \$208  = layer1_saturations;
     if (\port__en$64 ) begin
-      \$212  = \$146 [31:0];
+      \$208  = \$146 [31:0];
     end
     if (rst) begin
-      \$212  = 32'd0;
+      \$208  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$213  = \$149 [4:0];
+    \$209  = \$149 [4:0];
     if (rst) begin
-      \$213  = 5'h00;
+      \$209  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6678,9 +6610,13 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign finalize4 = \port__en$64 ;
   assign \port__addr$66  = slot_c4[2:1];
   assign \port__en$67  = \port__en$64 ;
+  assign old_out_0 = old_c4_0;
   assign pool_0 = \$28 [23:0];
+  assign old_out_1 = old_c4_1;
   assign pool_1 = \$47 [23:0];
+  assign old_out_2 = old_c4_2;
   assign pool_2 = \$66 [23:0];
+  assign old_out_3 = old_c4_3;
   assign pool_3 = \$85 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$64 ;

@@ -609,16 +609,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [1:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
-  reg [15:0] \$103 ;
-  reg [41:0] \$104 ;
-  reg [31:0] \$105 ;
-  reg [31:0] \$106 ;
-  reg [4:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  reg \$100 ;
+  reg [15:0] \$101 ;
+  reg [41:0] \$102 ;
+  reg [31:0] \$103 ;
+  reg [31:0] \$104 ;
+  reg [4:0] \$105 ;
+  wire \$106 ;
+  wire \$107 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -708,14 +706,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [2:0] \$9 ;
   reg \$90 ;
   reg [1:0] \$91 ;
-  reg [1:0] \$92 ;
+  reg \$92 ;
   reg \$93 ;
-  reg \$94 ;
-  reg [15:0] \$95 ;
+  reg [15:0] \$94 ;
+  reg [31:0] \$95 ;
   reg [31:0] \$96 ;
-  reg [31:0] \$97 ;
-  reg \$98 ;
-  reg [1:0] \$99 ;
+  reg \$97 ;
+  reg [1:0] \$98 ;
+  reg \$99 ;
   wire [18:0] acc;
   wire [37:0] \acc$38 ;
   wire [18:0] \acc$38[0] ;
@@ -877,8 +875,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   reg [31:0] old_c4_1 = 32'd0;
   wire [15:0] \old_c4_1.d ;
   wire [15:0] \old_c4_1.v ;
-  reg [1:0] old_out_c4_0 = 2'h0;
-  reg [1:0] old_out_c4_1 = 2'h0;
+  wire [1:0] old_out_0;
+  wire [1:0] old_out_1;
   wire [1:0] out;
   wire [1:0] \out$120 ;
   wire [1:0] out_0;
@@ -1163,14 +1161,14 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \$17  = slot_c3[7] ? 16'h0000 : state_c3[63:48];
   assign \$18  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
   assign \$19  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
-  assign \$20  = out_0 != old_out_c4_0;
+  assign out_0 = hold_c4_0 ? { 1'h0, old_c4_0[16] } : out_c4_0;
+  assign \$20  = out_0 != old_c4_0[16];
   assign \$24  = | out_0;
   assign \$25  = \$23  & \$24 ;
   assign \$26  = hold_c4_1 ? old_c4_1[15:0] : new_c4_1[15:0];
   assign \$27  = hold_c4_1 ? old_c4_1[31:16] : new_c4_1[31:16];
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
-  assign \$28  = out_1 != old_out_c4_1;
+  assign out_1 = hold_c4_1 ? { 1'h0, old_c4_1[16] } : out_c4_1;
+  assign \$28  = out_1 != old_c4_1[16];
   assign \$32  = | out_1;
   assign \$33  = \$31  & \$32 ;
   assign \$34  = slot_c4[6] & slot_c4[8];
@@ -1255,37 +1253,33 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   always @(posedge clk)
     out_c4_0 <= \$91 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$92 ;
+    gate_c4_0 <= \$92 ;
   always @(posedge clk)
-    gate_c4_0 <= \$93 ;
+    saturated_c4_0 <= \$93 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$94 ;
+    potential_c4_0 <= \$94 ;
   always @(posedge clk)
-    potential_c4_0 <= \$95 ;
+    new_c4_1 <= \$95 ;
   always @(posedge clk)
-    new_c4_1 <= \$96 ;
+    old_c4_1 <= \$96 ;
   always @(posedge clk)
-    old_c4_1 <= \$97 ;
+    hold_c4_1 <= \$97 ;
   always @(posedge clk)
-    hold_c4_1 <= \$98 ;
+    out_c4_1 <= \$98 ;
   always @(posedge clk)
-    out_c4_1 <= \$99 ;
+    gate_c4_1 <= \$99 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$100 ;
+    saturated_c4_1 <= \$100 ;
   always @(posedge clk)
-    gate_c4_1 <= \$101 ;
+    potential_c4_1 <= \$101 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$102 ;
+    \trace$124  <= \$102 ;
   always @(posedge clk)
-    potential_c4_1 <= \$103 ;
+    layer0_events <= \$103 ;
   always @(posedge clk)
-    \trace$124  <= \$104 ;
+    layer0_saturations <= \$104 ;
   always @(posedge clk)
-    layer0_events <= \$105 ;
-  always @(posedge clk)
-    layer0_saturations <= \$106 ;
-  always @(posedge clk)
-    reserved <= \$107 ;
+    reserved <= \$105 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1346,7 +1340,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$482$0 (\$108 ),
+    .\port$482$0 (\$106 ),
     .spike(gate),
     .v_new(potential),
     .v_new_clipped(\saturated$116 )
@@ -1356,7 +1350,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
     .\new (\new$118 ),
     .old(\old$45 ),
     .params(\params$44 ),
-    .\port$504$0 (\$109 ),
+    .\port$504$0 (\$107 ),
     .spike(\gate$121 ),
     .v_new(\potential$123 ),
     .v_new_clipped(\saturated$122 )
@@ -1562,127 +1556,113 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = { 1'h0, \$108  };
+    \$91  = { 1'h0, \$106  };
     if (rst) begin
       \$91  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = { 1'h0, old[16] };
+    \$92  = gate;
     if (rst) begin
-      \$92  = 2'h0;
+      \$92  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = gate;
+    \$93  = \saturated$116 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \saturated$116 ;
+    \$94  = potential;
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = potential;
+    \$95  = \new$118 ;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$95  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \new$118 ;
+    \$96  = \old$45 ;
     if (rst) begin
       \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \old$45 ;
+    \$97  = 1'h0;
     if (rst) begin
-      \$97  = 32'd0;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = 1'h0;
+    \$98  = { 1'h0, \$107  };
     if (rst) begin
-      \$98  = 1'h0;
+      \$98  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = { 1'h0, \$109  };
+    \$99  = \gate$121 ;
     if (rst) begin
-      \$99  = 2'h0;
+      \$99  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = { 1'h0, \old$45 [16] };
+    \$100  = \saturated$122 ;
     if (rst) begin
-      \$100  = 2'h0;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \gate$121 ;
+    \$101  = \potential$123 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \saturated$122 ;
+    \$102  = trace;
     if (rst) begin
-      \$102  = 1'h0;
+      \$102  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \potential$123 ;
-    if (rst) begin
-      \$103  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = trace;
-    if (rst) begin
-      \$104  = 42'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = layer0_events;
+    \$103  = layer0_events;
     if (\port__en$49 ) begin
-      \$105  = \$62 [31:0];
+      \$103  = \$62 [31:0];
     end
     if (rst) begin
-      \$105  = 32'd0;
+      \$103  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = layer0_saturations;
+    \$104  = layer0_saturations;
     if (\port__en$49 ) begin
-      \$106  = \$65 [31:0];
+      \$104  = \$65 [31:0];
     end
     if (rst) begin
-      \$106  = 32'd0;
+      \$104  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \$68 [4:0];
+    \$105  = \$68 [4:0];
     if (rst) begin
-      \$107  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1703,6 +1683,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \acc$43  = \acc$38 [37:19];
   assign \port__addr$47  = slot_c4[1];
   assign finalize4 = \port__en$49 ;
+  assign old_out_0 = { 1'h0, old_c4_0[16] };
+  assign old_out_1 = { 1'h0, old_c4_1[16] };
   assign w_data = entry;
   assign w_en = \port__en$49 ;
   assign r_data = i__payload;
@@ -1715,9 +1697,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign events__ready = \items__ready$90 ;
   assign \items__valid$93  = events__valid;
   assign hold = 1'h0;
-  assign out = { 1'h0, \$108  };
+  assign out = { 1'h0, \$106  };
   assign \hold$119  = 1'h0;
-  assign \out$120  = { 1'h0, \$109  };
+  assign \out$120  = { 1'h0, \$107  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];

@@ -531,41 +531,37 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] \$100 ;
   reg \$101 ;
   reg [15:0] \$102 ;
-  reg [15:0] \$103 ;
+  reg \$103 ;
   reg \$104 ;
-  reg \$105 ;
+  reg [15:0] \$105 ;
   reg [15:0] \$106 ;
   reg [15:0] \$107 ;
-  reg [15:0] \$108 ;
-  reg \$109 ;
+  reg \$108 ;
+  reg [15:0] \$109 ;
   wire \$11 ;
-  reg [15:0] \$110 ;
-  reg [15:0] \$111 ;
-  reg \$112 ;
-  reg \$113 ;
+  reg \$110 ;
+  reg \$111 ;
+  reg [15:0] \$112 ;
+  reg [15:0] \$113 ;
   reg [15:0] \$114 ;
-  reg [15:0] \$115 ;
+  reg \$115 ;
   reg [15:0] \$116 ;
   reg \$117 ;
-  reg [15:0] \$118 ;
+  reg \$118 ;
   reg [15:0] \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg \$121 ;
-  reg [15:0] \$122 ;
+  reg [15:0] \$120 ;
+  reg [15:0] \$121 ;
+  reg \$122 ;
   reg [15:0] \$123 ;
-  reg [15:0] \$124 ;
+  reg \$124 ;
   reg \$125 ;
   reg [15:0] \$126 ;
-  reg [15:0] \$127 ;
-  reg \$128 ;
-  reg \$129 ;
+  reg [73:0] \$127 ;
+  reg [31:0] \$128 ;
+  reg [31:0] \$129 ;
   wire [15:0] \$13 ;
-  reg [15:0] \$130 ;
-  reg [73:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [4:0] \$134 ;
+  reg [4:0] \$130 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -859,10 +855,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \old_c4_2.h ;
   reg [15:0] old_c4_3 = 16'h0000;
   wire [15:0] \old_c4_3.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
-  reg [15:0] old_out_c4_2 = 16'h0000;
-  reg [15:0] old_out_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_2;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_3;
   wire [15:0] out;
   wire [15:0] \out$141 ;
   wire [15:0] \out$148 ;
@@ -1320,23 +1320,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old$48  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
   assign \old$51  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_out_c4_0;
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
+  assign \$14  = out_0 != old_c4_0;
   assign \$18  = | out_0;
   assign \$19  = \$17  & \$18 ;
   assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
-  assign \$21  = out_1 != old_out_c4_1;
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
+  assign \$21  = out_1 != old_c4_1;
   assign \$25  = | out_1;
   assign \$26  = \$24  & \$25 ;
   assign \$27  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
-  assign \$28  = out_2 != old_out_c4_2;
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
+  assign \$28  = out_2 != old_c4_2;
   assign \$32  = | out_2;
   assign \$33  = \$31  & \$32 ;
   assign \$34  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
-  assign \$35  = out_3 != old_out_c4_3;
+  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
+  assign \$35  = out_3 != old_c4_3;
   assign \$39  = | out_3;
   assign \$40  = \$38  & \$39 ;
   assign \$41  = slot_c4[13] & slot_c4[15];
@@ -1425,69 +1425,61 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     out_c4_0 <= \$102 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$103 ;
+    gate_c4_0 <= \$103 ;
   always @(posedge clk)
-    gate_c4_0 <= \$104 ;
+    saturated_c4_0 <= \$104 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$105 ;
+    potential_c4_0 <= \$105 ;
   always @(posedge clk)
-    potential_c4_0 <= \$106 ;
+    new_c4_1 <= \$106 ;
   always @(posedge clk)
-    new_c4_1 <= \$107 ;
+    old_c4_1 <= \$107 ;
   always @(posedge clk)
-    old_c4_1 <= \$108 ;
+    hold_c4_1 <= \$108 ;
   always @(posedge clk)
-    hold_c4_1 <= \$109 ;
+    out_c4_1 <= \$109 ;
   always @(posedge clk)
-    out_c4_1 <= \$110 ;
+    gate_c4_1 <= \$110 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$111 ;
+    saturated_c4_1 <= \$111 ;
   always @(posedge clk)
-    gate_c4_1 <= \$112 ;
+    potential_c4_1 <= \$112 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$113 ;
+    new_c4_2 <= \$113 ;
   always @(posedge clk)
-    potential_c4_1 <= \$114 ;
+    old_c4_2 <= \$114 ;
   always @(posedge clk)
-    new_c4_2 <= \$115 ;
+    hold_c4_2 <= \$115 ;
   always @(posedge clk)
-    old_c4_2 <= \$116 ;
+    out_c4_2 <= \$116 ;
   always @(posedge clk)
-    hold_c4_2 <= \$117 ;
+    gate_c4_2 <= \$117 ;
   always @(posedge clk)
-    out_c4_2 <= \$118 ;
+    saturated_c4_2 <= \$118 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$119 ;
+    potential_c4_2 <= \$119 ;
   always @(posedge clk)
-    gate_c4_2 <= \$120 ;
+    new_c4_3 <= \$120 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$121 ;
+    old_c4_3 <= \$121 ;
   always @(posedge clk)
-    potential_c4_2 <= \$122 ;
+    hold_c4_3 <= \$122 ;
   always @(posedge clk)
-    new_c4_3 <= \$123 ;
+    out_c4_3 <= \$123 ;
   always @(posedge clk)
-    old_c4_3 <= \$124 ;
+    gate_c4_3 <= \$124 ;
   always @(posedge clk)
-    hold_c4_3 <= \$125 ;
+    saturated_c4_3 <= \$125 ;
   always @(posedge clk)
-    out_c4_3 <= \$126 ;
+    potential_c4_3 <= \$126 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$127 ;
+    \trace$160  <= \$127 ;
   always @(posedge clk)
-    gate_c4_3 <= \$128 ;
+    layer0_events <= \$128 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$129 ;
+    layer0_saturations <= \$129 ;
   always @(posedge clk)
-    potential_c4_3 <= \$130 ;
-  always @(posedge clk)
-    \trace$160  <= \$131 ;
-  always @(posedge clk)
-    layer0_events <= \$132 ;
-  always @(posedge clk)
-    layer0_saturations <= \$133 ;
-  always @(posedge clk)
-    reserved <= \$134 ;
+    reserved <= \$130 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -1787,142 +1779,142 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = old;
+    \$103  = gate;
     if (rst) begin
-      \$103  = 16'h0000;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = gate;
+    \$104  = \saturated$136 ;
     if (rst) begin
       \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \saturated$136 ;
+    \$105  = 16'h0000;
     if (rst) begin
-      \$105  = 1'h0;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = 16'h0000;
+    \$106  = \new$139 ;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \new$139 ;
+    \$107  = \old$45 ;
     if (rst) begin
       \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \old$45 ;
+    \$108  = \hold$140 ;
     if (rst) begin
-      \$108  = 16'h0000;
+      \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \hold$140 ;
+    \$109  = \new$139 ;
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$139 ;
+    \$110  = \gate$142 ;
     if (rst) begin
-      \$110  = 16'h0000;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \old$45 ;
+    \$111  = \saturated$143 ;
     if (rst) begin
-      \$111  = 16'h0000;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \gate$142 ;
+    \$112  = 16'h0000;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \saturated$143 ;
+    \$113  = \new$146 ;
     if (rst) begin
-      \$113  = 1'h0;
+      \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = 16'h0000;
+    \$114  = \old$48 ;
     if (rst) begin
       \$114  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \new$146 ;
+    \$115  = \hold$147 ;
     if (rst) begin
-      \$115  = 16'h0000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \old$48 ;
+    \$116  = \new$146 ;
     if (rst) begin
       \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \hold$147 ;
+    \$117  = \gate$149 ;
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \new$146 ;
+    \$118  = \saturated$150 ;
     if (rst) begin
-      \$118  = 16'h0000;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \old$48 ;
+    \$119  = 16'h0000;
     if (rst) begin
       \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \gate$149 ;
+    \$120  = \new$153 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$120  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \saturated$150 ;
+    \$121  = \old$51 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$121  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = 16'h0000;
+    \$122  = \hold$154 ;
     if (rst) begin
-      \$122  = 16'h0000;
+      \$122  = 1'h0;
     end
   end
   always @* begin
@@ -1934,85 +1926,57 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \old$51 ;
+    \$124  = \gate$156 ;
     if (rst) begin
-      \$124  = 16'h0000;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \hold$154 ;
+    \$125  = \saturated$157 ;
     if (rst) begin
       \$125  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = \new$153 ;
+    \$126  = 16'h0000;
     if (rst) begin
       \$126  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \old$51 ;
+    \$127  = trace;
     if (rst) begin
-      \$127  = 16'h0000;
+      \$127  = 74'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \gate$156 ;
-    if (rst) begin
-      \$128  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = \saturated$157 ;
-    if (rst) begin
-      \$129  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = 16'h0000;
-    if (rst) begin
-      \$130  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = trace;
-    if (rst) begin
-      \$131  = 74'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = layer0_events;
+    \$128  = layer0_events;
     if (\port__en$55 ) begin
-      \$132  = \$71 [31:0];
+      \$128  = \$71 [31:0];
     end
     if (rst) begin
-      \$132  = 32'd0;
+      \$128  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = layer0_saturations;
+    \$129  = layer0_saturations;
     if (\port__en$55 ) begin
-      \$133  = \$76 [31:0];
+      \$129  = \$76 [31:0];
     end
     if (rst) begin
-      \$133  = 32'd0;
+      \$129  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = \$79 [4:0];
+    \$130  = \$79 [4:0];
     if (rst) begin
-      \$134  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2034,6 +1998,10 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \params$50  = params_c3[31:24];
   assign \port__addr$53  = slot_c4[3:1];
   assign finalize4 = \port__en$55 ;
+  assign old_out_0 = old_c4_0;
+  assign old_out_1 = old_c4_1;
+  assign old_out_2 = old_c4_2;
+  assign old_out_3 = old_c4_3;
   assign w_data = entry;
   assign w_en = \port__en$55 ;
   assign r_data = i__payload;

@@ -606,45 +606,41 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \$16 ;
   reg \$160 ;
   reg [15:0] \$161 ;
-  reg [15:0] \$162 ;
-  reg [6:0] \$163 ;
-  reg \$164 ;
-  reg [15:0] \$165 ;
-  reg [23:0] \$166 ;
+  reg [6:0] \$162 ;
+  reg \$163 ;
+  reg [15:0] \$164 ;
+  reg [23:0] \$165 ;
+  reg [15:0] \$166 ;
   reg [15:0] \$167 ;
-  reg [15:0] \$168 ;
-  reg \$169 ;
+  reg \$168 ;
+  reg [15:0] \$169 ;
   wire [24:0] \$17 ;
-  reg [15:0] \$170 ;
-  reg [15:0] \$171 ;
-  reg [6:0] \$172 ;
-  reg \$173 ;
+  reg [6:0] \$170 ;
+  reg \$171 ;
+  reg [15:0] \$172 ;
+  reg [23:0] \$173 ;
   reg [15:0] \$174 ;
-  reg [23:0] \$175 ;
-  reg [15:0] \$176 ;
+  reg [15:0] \$175 ;
+  reg \$176 ;
   reg [15:0] \$177 ;
-  reg \$178 ;
-  reg [15:0] \$179 ;
+  reg [6:0] \$178 ;
+  reg \$179 ;
   wire [24:0] \$18 ;
   reg [15:0] \$180 ;
-  reg [6:0] \$181 ;
-  reg \$182 ;
+  reg [23:0] \$181 ;
+  reg [15:0] \$182 ;
   reg [15:0] \$183 ;
-  reg [23:0] \$184 ;
+  reg \$184 ;
   reg [15:0] \$185 ;
-  reg [15:0] \$186 ;
+  reg [6:0] \$186 ;
   reg \$187 ;
   reg [15:0] \$188 ;
-  reg [15:0] \$189 ;
+  reg [23:0] \$189 ;
   wire [24:0] \$19 ;
-  reg [6:0] \$190 ;
-  reg \$191 ;
-  reg [15:0] \$192 ;
-  reg [23:0] \$193 ;
-  reg [97:0] \$194 ;
-  reg [31:0] \$195 ;
-  reg [31:0] \$196 ;
-  reg [4:0] \$197 ;
+  reg [97:0] \$190 ;
+  reg [31:0] \$191 ;
+  reg [31:0] \$192 ;
+  reg [4:0] \$193 ;
   wire \$2 ;
   wire [24:0] \$20 ;
   wire \$21 ;
@@ -936,10 +932,14 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \old_c4_2.h ;
   reg [15:0] old_c4_3 = 16'h0000;
   wire [15:0] \old_c4_3.h ;
-  reg [15:0] old_out_c4_0 = 16'h0000;
-  reg [15:0] old_out_c4_1 = 16'h0000;
-  reg [15:0] old_out_c4_2 = 16'h0000;
-  reg [15:0] old_out_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_0;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_1;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_2;
+  (* init = 16'h0000 *)
+  wire [15:0] old_out_3;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
@@ -1459,7 +1459,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old$50  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
   assign \old$53  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
   assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_out_c4_0 : out_c4_0;
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
   assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$14  = $signed(\$13 ) > $signed(24'h7fffff);
   assign \$15  = $signed(old_pool_c4_0) + $signed(out_0);
@@ -1472,12 +1472,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$23  = $signed(\$22 ) < $signed(24'h800000);
   assign pool_0_clipped = \$21  | \$23 ;
-  assign \$24  = out_0 != old_out_c4_0;
+  assign \$24  = out_0 != old_c4_0;
   assign \$26  = saturated_c4_0 | pool_0_clipped;
   assign \$29  = | \$19 [23:0];
   assign \$30  = \$28  & \$29 ;
   assign \$31  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_out_c4_1 : out_c4_1;
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
   assign \$32  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
   assign \$34  = $signed(old_pool_c4_1) + $signed(out_1);
@@ -1490,12 +1490,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$42  = $signed(\$41 ) < $signed(24'h800000);
   assign pool_1_clipped = \$40  | \$42 ;
-  assign \$43  = out_1 != old_out_c4_1;
+  assign \$43  = out_1 != old_c4_1;
   assign \$45  = saturated_c4_1 | pool_1_clipped;
   assign \$48  = | \$38 [23:0];
   assign \$49  = \$47  & \$48 ;
   assign \$50  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_out_c4_2 : out_c4_2;
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
   assign \$51  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$52  = $signed(\$51 ) > $signed(24'h7fffff);
   assign \$53  = $signed(old_pool_c4_2) + $signed(out_2);
@@ -1508,12 +1508,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
   assign \$61  = $signed(\$60 ) < $signed(24'h800000);
   assign pool_2_clipped = \$59  | \$61 ;
-  assign \$62  = out_2 != old_out_c4_2;
+  assign \$62  = out_2 != old_c4_2;
   assign \$64  = saturated_c4_2 | pool_2_clipped;
   assign \$67  = | \$57 [23:0];
   assign \$68  = \$66  & \$67 ;
   assign \$69  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_out_c4_3 : out_c4_3;
+  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
   assign \$70  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
   assign \$72  = $signed(old_pool_c4_3) + $signed(out_3);
@@ -1526,7 +1526,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
   assign \$80  = $signed(\$79 ) < $signed(24'h800000);
   assign pool_3_clipped = \$78  | \$80 ;
-  assign \$81  = out_3 != old_out_c4_3;
+  assign \$81  = out_3 != old_c4_3;
   assign \$83  = saturated_c4_3 | pool_3_clipped;
   assign \$86  = | \$76 [23:0];
   assign \$87  = \$85  & \$86 ;
@@ -1630,77 +1630,69 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   always @(posedge clk)
     out_c4_0 <= \$161 ;
   always @(posedge clk)
-    old_out_c4_0 <= \$162 ;
+    gate_c4_0 <= \$162 ;
   always @(posedge clk)
-    gate_c4_0 <= \$163 ;
+    saturated_c4_0 <= \$163 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$164 ;
+    potential_c4_0 <= \$164 ;
   always @(posedge clk)
-    potential_c4_0 <= \$165 ;
+    old_pool_c4_0 <= \$165 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$166 ;
+    new_c4_1 <= \$166 ;
   always @(posedge clk)
-    new_c4_1 <= \$167 ;
+    old_c4_1 <= \$167 ;
   always @(posedge clk)
-    old_c4_1 <= \$168 ;
+    hold_c4_1 <= \$168 ;
   always @(posedge clk)
-    hold_c4_1 <= \$169 ;
+    out_c4_1 <= \$169 ;
   always @(posedge clk)
-    out_c4_1 <= \$170 ;
+    gate_c4_1 <= \$170 ;
   always @(posedge clk)
-    old_out_c4_1 <= \$171 ;
+    saturated_c4_1 <= \$171 ;
   always @(posedge clk)
-    gate_c4_1 <= \$172 ;
+    potential_c4_1 <= \$172 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$173 ;
+    old_pool_c4_1 <= \$173 ;
   always @(posedge clk)
-    potential_c4_1 <= \$174 ;
+    new_c4_2 <= \$174 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$175 ;
+    old_c4_2 <= \$175 ;
   always @(posedge clk)
-    new_c4_2 <= \$176 ;
+    hold_c4_2 <= \$176 ;
   always @(posedge clk)
-    old_c4_2 <= \$177 ;
+    out_c4_2 <= \$177 ;
   always @(posedge clk)
-    hold_c4_2 <= \$178 ;
+    gate_c4_2 <= \$178 ;
   always @(posedge clk)
-    out_c4_2 <= \$179 ;
+    saturated_c4_2 <= \$179 ;
   always @(posedge clk)
-    old_out_c4_2 <= \$180 ;
+    potential_c4_2 <= \$180 ;
   always @(posedge clk)
-    gate_c4_2 <= \$181 ;
+    old_pool_c4_2 <= \$181 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$182 ;
+    new_c4_3 <= \$182 ;
   always @(posedge clk)
-    potential_c4_2 <= \$183 ;
+    old_c4_3 <= \$183 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$184 ;
+    hold_c4_3 <= \$184 ;
   always @(posedge clk)
-    new_c4_3 <= \$185 ;
+    out_c4_3 <= \$185 ;
   always @(posedge clk)
-    old_c4_3 <= \$186 ;
+    gate_c4_3 <= \$186 ;
   always @(posedge clk)
-    hold_c4_3 <= \$187 ;
+    saturated_c4_3 <= \$187 ;
   always @(posedge clk)
-    out_c4_3 <= \$188 ;
+    potential_c4_3 <= \$188 ;
   always @(posedge clk)
-    old_out_c4_3 <= \$189 ;
+    old_pool_c4_3 <= \$189 ;
   always @(posedge clk)
-    gate_c4_3 <= \$190 ;
+    \trace$181  <= \$190 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$191 ;
+    layer0_events <= \$191 ;
   always @(posedge clk)
-    potential_c4_3 <= \$192 ;
+    layer0_saturations <= \$192 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$193 ;
-  always @(posedge clk)
-    \trace$181  <= \$194 ;
-  always @(posedge clk)
-    layer0_events <= \$195 ;
-  always @(posedge clk)
-    layer0_saturations <= \$196 ;
-  always @(posedge clk)
-    reserved <= \$197 ;
+    reserved <= \$193 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .r_data(i__payload),
@@ -2031,163 +2023,163 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = old;
+    \$162  = gate;
     if (rst) begin
-      \$162  = 16'h0000;
+      \$162  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = gate;
+    \$163  = \saturated$157 ;
     if (rst) begin
-      \$163  = 7'h00;
+      \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \saturated$157 ;
+    \$164  = 16'h0000;
     if (rst) begin
-      \$164  = 1'h0;
+      \$164  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = 16'h0000;
+    \$165  = \$119 ;
     if (rst) begin
-      \$165  = 16'h0000;
+      \$165  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \$119 ;
+    \$166  = \new$160 ;
     if (rst) begin
-      \$166  = 24'h000000;
+      \$166  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \new$160 ;
+    \$167  = \old$47 ;
     if (rst) begin
       \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \old$47 ;
+    \$168  = 1'h0;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = 1'h0;
+    \$169  = \new$160 ;
     if (rst) begin
-      \$169  = 1'h0;
+      \$169  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$160 ;
+    \$170  = \gate$163 ;
     if (rst) begin
-      \$170  = 16'h0000;
+      \$170  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \old$47 ;
+    \$171  = \saturated$164 ;
     if (rst) begin
-      \$171  = 16'h0000;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \gate$163 ;
+    \$172  = 16'h0000;
     if (rst) begin
-      \$172  = 7'h00;
+      \$172  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \saturated$164 ;
+    \$173  = \$120 ;
     if (rst) begin
-      \$173  = 1'h0;
+      \$173  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = 16'h0000;
+    \$174  = \new$167 ;
     if (rst) begin
       \$174  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \$120 ;
+    \$175  = \old$50 ;
     if (rst) begin
-      \$175  = 24'h000000;
+      \$175  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \new$167 ;
+    \$176  = 1'h0;
     if (rst) begin
-      \$176  = 16'h0000;
+      \$176  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \old$50 ;
+    \$177  = \new$167 ;
     if (rst) begin
       \$177  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = 1'h0;
+    \$178  = \gate$170 ;
     if (rst) begin
-      \$178  = 1'h0;
+      \$178  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \new$167 ;
+    \$179  = \saturated$171 ;
     if (rst) begin
-      \$179  = 16'h0000;
+      \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \old$50 ;
+    \$180  = 16'h0000;
     if (rst) begin
       \$180  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \gate$170 ;
+    \$181  = \$121 ;
     if (rst) begin
-      \$181  = 7'h00;
+      \$181  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \saturated$171 ;
+    \$182  = \new$174 ;
     if (rst) begin
-      \$182  = 1'h0;
+      \$182  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = 16'h0000;
+    \$183  = \old$53 ;
     if (rst) begin
       \$183  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \$121 ;
+    \$184  = 1'h0;
     if (rst) begin
-      \$184  = 24'h000000;
+      \$184  = 1'h0;
     end
   end
   always @* begin
@@ -2199,92 +2191,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \old$53 ;
+    \$186  = \gate$177 ;
     if (rst) begin
-      \$186  = 16'h0000;
+      \$186  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = 1'h0;
+    \$187  = \saturated$178 ;
     if (rst) begin
       \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \new$174 ;
+    \$188  = 16'h0000;
     if (rst) begin
       \$188  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \old$53 ;
+    \$189  = \$122 ;
     if (rst) begin
-      \$189  = 16'h0000;
+      \$189  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \gate$177 ;
+    \$190  = trace;
     if (rst) begin
-      \$190  = 7'h00;
+      \$190  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = \saturated$178 ;
-    if (rst) begin
-      \$191  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = 16'h0000;
-    if (rst) begin
-      \$192  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = \$122 ;
-    if (rst) begin
-      \$193  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = trace;
-    if (rst) begin
-      \$194  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = layer0_events;
+    \$191  = layer0_events;
     if (\port__en$57 ) begin
-      \$195  = \$127 [31:0];
+      \$191  = \$127 [31:0];
     end
     if (rst) begin
-      \$195  = 32'd0;
+      \$191  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = layer0_saturations;
+    \$192  = layer0_saturations;
     if (\port__en$57 ) begin
-      \$196  = \$132 [31:0];
+      \$192  = \$132 [31:0];
     end
     if (rst) begin
-      \$196  = 32'd0;
+      \$192  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$197  = \$135 [4:0];
+    \$193  = \$135 [4:0];
     if (rst) begin
-      \$197  = 5'h00;
+      \$193  = 5'h00;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2303,9 +2267,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign finalize4 = \port__en$57 ;
   assign \port__addr$59  = slot_c4[3:1];
   assign \port__en$60  = \port__en$57 ;
+  assign old_out_0 = old_c4_0;
   assign pool_0 = \$19 [23:0];
+  assign old_out_1 = old_c4_1;
   assign pool_1 = \$38 [23:0];
+  assign old_out_2 = old_c4_2;
   assign pool_2 = \$57 [23:0];
+  assign old_out_3 = old_c4_3;
   assign pool_3 = \$76 [23:0];
   assign w_data = entry;
   assign w_en = \port__en$57 ;
