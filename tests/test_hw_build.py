@@ -9,7 +9,7 @@ import pytest
 from codesign.bundle.random import make_random_bundle
 from codesign.errors import CodesignError
 from codesign.hw.build import build_rtl
-from codesign.hw.plan import FAULTS
+from codesign.hw.faults import FAULTS
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 
 from codesign.bundle.random import make_random_network_bundle
 from codesign.hw.build import build_rtl
-from codesign.hw.plan import FAULTS
+from codesign.hw.faults import FAULTS
 from codesign.verify import run_sim
 
 VERIFICATION = Path(__file__).resolve().parents[1] / "verification"

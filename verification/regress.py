@@ -10,7 +10,7 @@ bundle with its real test inputs, directed corners, a mutation check, under Icar
 * **Reference bundles** (``models/bundles``): the first ``--reference-sequences`` sequences of
   their real test sets (quantized), with the RTL's accuracy on them.
 * **Long sequence**: one sequence of 10000 steps.
-* **Mutation check**: every fault of ``codesign.hw.plan.FAULTS`` built into a design it applies
+* **Mutation check**: every fault of ``codesign.hw.faults.FAULTS`` built into a design it applies
   to, run until the first mismatch; each must be caught, and the test that caught it is named.
 
 Jobs (a design under one simulator) run in parallel (``--jobs``, default 2); a line is printed
@@ -52,14 +52,16 @@ for p in (REPO, HERE):
 
 import tb_coverage  # noqa: E402
 
+from codesign.bundle.cells import CELL_NAMES  # noqa: E402
+from codesign.bundle.cells import CELLS as CELL_KINDS  # noqa: E402
 from codesign.bundle.io import load_bundle, save_bundle  # noqa: E402
 from codesign.bundle.random import random_network_manifest, random_network_weights  # noqa: E402
 from codesign.bundle.spec import Manifest  # noqa: E402
 from codesign.errors import CodesignError  # noqa: E402
-from codesign.hw.plan import FAULTS  # noqa: E402
+from codesign.hw.faults import FAULTS  # noqa: E402
 from codesign.verify.runner import SIMULATORS, kill_running, run_sim  # noqa: E402
 
-CELLS = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+CELLS = CELL_NAMES
 MAIN_TESTS = ("random_sequences", "directed_corners", "reset_mid_sequence")
 REFERENCES = REPO / "models" / "bundles"
 
@@ -73,8 +75,8 @@ def random_layer(rng: np.random.Generator, cell: str, index: int) -> dict:
         "bias_bits": int(rng.integers(4, 17)),
         "state_bits": int(rng.integers(3, 11)),
     }
-    if cell in ("cmru", "alphacmru"):
-        layer["eps"] = int(rng.choice([-1, 0, 1]))
+    if CELL_KINDS[cell].has_eps:
+        layer["eps"] = int(rng.choice(list(CELL_KINDS[cell].eps)))
     if cell in ("cmru", "bmru"):
         layer["alpha_bits"] = int(rng.integers(2, 9))
     if cell == "alphacmru":
@@ -374,30 +376,12 @@ first and a later layer, sum pooling that saturates, per-step logits, partial la
 
 
 def mutant_target(designs: list[Design], fault: str) -> Design | None:
-    """The first random design a fault can show in."""
-
-    def layers(d):
-        return d.info.get("shape", {}).get("layers", [])
-
-    def ok(d: Design) -> bool:
-        if d.kind != "random":
-            return False
-        ls, shape = layers(d), d.info["shape"]
-        if fault in ("sat_off_by_one", "sign0_flipped"):
-            return any(layer["cell"] in ("cmru", "bmru", "alphacmru") for layer in ls)
-        if fault == "eps_ignored":
-            return any(layer.get("eps", 0) != 0 for layer in ls)
-        if fault == "event_dropped":
-            return len(ls) > 1 or shape["per_step"]
-        if fault == "delay_off_by_one":
-            return any("dcls" in layer and layer["dcls"]["span"] > 1 for layer in ls)
-        if fault == "sum_wraps":
-            return shape["pooling"] == "sum" and not shape["per_step"]
-        if fault == "stalled_beat_lost":  # the inputs must reach layer 0's issue stage directly
-            return "dcls" not in ls[0]
-        return True
-
-    return next((d for d in designs if ok(d)), None)
+    """The first random design whose bundle shape exposes a fault (``codesign.hw.faults``)."""
+    exposed = FAULTS[fault].exposed_by
+    return next(
+        (d for d in designs if d.kind == "random" and exposed(load_bundle(d.bundle).manifest)),
+        None,
+    )
 
 
 def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
@@ -418,7 +402,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 vectors=target.vectors,
                 max_steps=target.max_steps,
                 faults=(fault,),
-                description=f"{FAULTS[fault]} in {target.name} ({target.description})",
+                description=f"{FAULTS[fault].description} in {target.name} ({target.description})",
                 info=target.info,
             )
         )

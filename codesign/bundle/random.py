@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from codesign.bundle import v1
+from codesign.bundle.cells import CELL_NAMES, CELLS
 from codesign.bundle.io import Bundle, save_bundle
 from codesign.bundle.spec import (
     FORMAT_VERSION,
@@ -188,7 +189,7 @@ def random_integer_inputs(
     return out
 
 
-FAMILY_CELLS = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+FAMILY_CELLS = CELL_NAMES
 
 
 def random_family_bundle(
@@ -215,8 +216,8 @@ def random_family_bundle(
             "gate_bits": int(rng.integers(1, 7)),
             "leak_shift": int(rng.integers(1, 5)),
         }
-        if cell in ("cmru", "alphacmru"):
-            layer["eps"] = int(rng.choice([-1, 0, 1]))
+        if CELLS[cell].has_eps:
+            layer["eps"] = int(rng.choice(list(CELLS[cell].eps)))
         if rng.random() < 0.35:
             layer["dcls"] = {
                 "taps": int(rng.integers(1, 4)),

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from codesign.bundle.cells import CELL_NAMES, CELLS
 from codesign.intmath import bits_for_magnitude
 
 FORMAT_VERSION = 2
@@ -19,8 +20,8 @@ READABLE_VERSIONS = (1, 2)
 MAX_DATAPATH_BITS = 53
 """Widest accumulator, logit or pooled sum: float64 represents every integer below 2**53 exactly."""
 
-CellKind = Literal["cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru"]
-CELL_KINDS: tuple[str, ...] = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
+CellName = Literal[CELL_NAMES]  # type: ignore[valid-type]  # the registry's kinds (codesign/bundle/cells.py)
+CELL_KINDS: tuple[str, ...] = CELL_NAMES
 
 
 class _Strict(BaseModel):
@@ -43,7 +44,7 @@ class DCLSSpec(_Strict):
 
 
 class LayerSpec(_Strict):
-    cell: CellKind
+    cell: CellName
     size: int = Field(ge=1, le=4096)
     eps: Literal[-1, 0, 1] = 0
     weight_bits: int = Field(default=8, ge=2, le=16)
@@ -57,16 +58,21 @@ class LayerSpec(_Strict):
 
     @model_validator(mode="after")
     def _eps_only_for_cmru(self) -> LayerSpec:
-        if self.cell == "bmru" and self.eps != 0:
-            raise ValueError(f"cell 'bmru' requires eps 0, got eps {self.eps}")
-        if self.cell not in ("cmru", "bmru", "alphacmru") and self.eps != 0:
-            raise ValueError(f"eps applies to cmru, bmru and alphacmru layers, not to {self.cell!r}")
+        allowed = CELLS[self.cell].eps
+        if self.eps not in allowed:
+            if len(allowed) == 1:
+                with_eps = ", ".join(n for n, k in CELLS.items() if k.has_eps)
+                raise ValueError(
+                    f"cell {self.cell!r} requires eps {allowed[0]}, got eps {self.eps} "
+                    f"(eps applies to {with_eps} layers)"
+                )
+            raise ValueError(f"cell {self.cell!r} allows eps {allowed}, got eps {self.eps}")
         return self
 
     @property
     def output_bits(self) -> int:
         """Width of what the layer passes on (its state; HSRU passes its 0/1 digital state)."""
-        return 2 if self.cell == "hsru" else self.state_bits
+        return 2 if CELLS[self.cell].binary_output else self.state_bits
 
 
 class ReadoutSpec(_Strict):
@@ -172,38 +178,15 @@ def array_table(manifest: Manifest) -> dict[str, tuple[tuple[int, ...], int]]:
         if layer.dcls is not None:
             table[p + "dcls_weight"] = ((m, layer.dcls.taps), layer.dcls.weight_bits)
             table[p + "dcls_delay"] = ((m, layer.dcls.taps), bits_for_magnitude(layer.dcls.span - 1))
-        if layer.cell in ("cmru", "bmru", "alphacmru"):
-            table |= {
-                p + "w_cand": ((d, m), wb),
-                p + "b_cand": ((d,), bb),
-                p + "w_thr": ((d, m), wb),
-                p + "b_thr": ((d,), bb),
-            }
-            if layer.cell == "alphacmru":
-                table |= {
-                    p + "w_alpha": ((d, m), wb),
-                    p + "b_alpha": ((d,), bb),
-                    p + "alpha_shift": ((d,), 7),
-                }
-            else:
-                table[p + "alpha"] = ((d,), layer.alpha_bits)
-        elif layer.cell in ("bgmingru", "mingru"):
-            table |= {
-                p + "w_cand": ((d, m), wb),
-                p + "b_cand": ((d,), bb),
-                p + "cand_shift": ((d,), 7),
-                p + "w_gate": ((d, m), wb),
-                p + "b_gate": ((d,), bb),
-            }
-            if layer.cell == "mingru":
-                table[p + "gate_shift"] = ((d,), 7)
-        elif layer.cell == "hsru":
-            table |= {
-                p + "w_in": ((d, m), wb),
-                p + "b_in": ((d,), bb),
-                p + "in_shift": ((d,), 7),
-                p + "theta": ((d,), layer.state_bits),
-            }
+        kind = CELLS[layer.cell]
+        for name in kind.matrices:
+            table[p + f"w_{name}"] = ((d, m), wb)
+            table[p + f"b_{name}"] = ((d,), bb)
+        for name, width in kind.params.items():
+            table[p + name] = (
+                (d,),
+                {"alpha_bits": layer.alpha_bits, "state_bits": layer.state_bits}.get(width, SHIFT_BITS),
+            )
     r, d_last = manifest.readout, manifest.layers[-1].size
     table |= {
         "readout.weight": ((r.classes, d_last), r.weight_bits),

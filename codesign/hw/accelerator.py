@@ -47,7 +47,7 @@ class Accelerator(wiring.Component):
     weights : ``"baked"`` or ``"runtime"``
         Whether the parameter memories start with the bundle's values or at zero.
     faults : set of str
-        Deliberate bugs (:data:`codesign.hw.plan.FAULTS`) for the regression's mutation check.
+        Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
 
     def __init__(

@@ -143,7 +143,7 @@ def build_rtl(
         Parameters as memory initial values, or zeros loaded at run time through ``config``
         (the Verilog then depends only on the bundle's shape and serves every bundle of it).
     faults : set of str
-        Deliberate bugs (:data:`codesign.hw.plan.FAULTS`) for the regression's mutation check;
+        Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check;
         recorded in ``build.json`` (``faults``).
 
     Returns

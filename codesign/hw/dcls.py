@@ -71,7 +71,7 @@ class DelayFrontEnd(wiring.Component):
         e, dc = self.engine, self.dcls
         mems = e.memories
         ch, k_taps, span = dc.channels, dc.taps, dc.span
-        late = int("delay_off_by_one" in self.plan.faults)
+        late = int(self.plan.faults.active("delay_off_by_one", e.index))
 
         taps_plan = mems["dcls_taps"]
         taps = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))

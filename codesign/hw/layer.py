@@ -61,7 +61,7 @@ class LayerEngine(wiring.Component):
         self.plan, self.engine = plan, e
         self.images = images or {}
         self.issue = IssueStage(
-            e, plan.counter_bits, lose_stalled="stalled_beat_lost" in plan.faults and e.index == 0
+            e, plan.counter_bits, lose_stalled=plan.faults.active("stalled_beat_lost", e.index)
         )
         value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
         self.value_bits = value_bits
@@ -161,7 +161,7 @@ class LayerEngine(wiring.Component):
             m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
             lane_sat = regs["saturated"]
             if pool_wr is not None:
-                if "sum_wraps" in self.plan.faults:
+                if self.plan.faults.active("sum_wraps", e.index):
                     pooled = Signal(signed(e.pool_bits), name=f"pool_{lane}")
                     m.d.comb += pooled.eq(regs["old_pool"] + out)
                     pool_clipped = 0
@@ -178,7 +178,7 @@ class LayerEngine(wiring.Component):
             if e.kind == "hsru":
                 m.d.comb += trace.potential[lane].eq(regs["potential"])
             if e.emit == "delta":
-                dropped = lane == 0 and "event_dropped" in self.plan.faults
+                dropped = lane == 0 and self.plan.faults.active("event_dropped", e.index)
                 m.d.comb += [
                     entry.mask[lane].eq(0 if dropped else changed[lane]),
                     entry.value[lane].eq(out - old_out),
@@ -317,7 +317,7 @@ def _build_front(m, owner, e, images, counters):
         # read register holds (never loaded after power-up: X in a 4-state simulator)
         lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
     ]
-    no_bias = e.kind == "readout" and "readout_bias_ignored" in owner.plan.faults
+    no_bias = owner.plan.faults.active("readout_bias_ignored", e.index)
     for i in range(p * n_mat):
         bias_seed = 0 if no_bias else b_rd.data[i]
         seed = bias_seed if acc_rd is None else Mux(use_acc2, acc_rd.data[i], bias_seed)

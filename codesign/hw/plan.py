@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from codesign.bundle.cells import CELLS
 from codesign.bundle.spec import (
     MAX_DATAPATH_BITS,
     SHIFT_BITS,
@@ -31,6 +32,7 @@ from codesign.bundle.spec import (
     shift_bounds,
 )
 from codesign.errors import CodesignError
+from codesign.hw.faults import FaultSet
 
 __all__ = [
     "AcceleratorPlan",
@@ -44,33 +46,20 @@ __all__ = [
     "MAX_SPAN_WORDS",
 ]
 
-MATRICES: dict[str, tuple[str, ...]] = {
-    "cmru": ("cand", "thr"),
-    "bmru": ("cand", "thr"),
-    "alphacmru": ("cand", "thr", "alpha"),
-    "bgmingru": ("cand", "gate"),
-    "mingru": ("cand", "gate"),
-    "hsru": ("in",),
-    "readout": ("logit",),
+MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
+    "readout": ("logit",)
 }
 """Weight matrices of each engine kind, in the order of the elements of a weight word."""
 
-PARAMS: dict[str, tuple[str, ...]] = {
-    "cmru": ("alpha",),
-    "bmru": ("alpha",),
-    "alphacmru": ("alpha_shift",),
-    "bgmingru": ("cand_shift",),
-    "mingru": ("cand_shift", "gate_shift"),
-    "hsru": ("in_shift", "theta"),
-    "readout": (),
+PARAMS: dict[str, tuple[str, ...]] = {name: tuple(kind.params) for name, kind in CELLS.items()} | {
+    "readout": ()
 }
 """Per-neuron parameters the update unit reads in the update stage (besides the biases)."""
 
-STATE_FIELDS: dict[str, tuple[str, ...]] = {
-    "hsru": ("v", "d"),
-    "readout": (),
+STATE_FIELDS: dict[str, tuple[str, ...]] = {name: kind.state_fields for name, kind in CELLS.items()} | {
+    "readout": ()
 }
-"""Per-neuron state kept in the state memory (``h`` for every other cell)."""
+"""Per-neuron state kept in the state memory."""
 
 MAX_SPAN_WORDS = 1 << 20
 """Largest DCLS delay line (channels x span words) the generator builds."""
@@ -169,7 +158,7 @@ class AcceleratorPlan:
     memories: tuple[MemoryPlan, ...]
     counters: tuple[str, ...]
     counter_bits: int = 32
-    faults: frozenset[str] = frozenset()
+    faults: FaultSet = field(default_factory=FaultSet)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -252,26 +241,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
     return mems
 
 
-FAULTS: dict[str, str] = {
-    "sat_off_by_one": "state saturation clips one below the upper bound",
-    "sign0_flipped": "sign(0) = -1 in the CMRU family",
-    "eps_ignored": "the CMRU family behaves as if eps were 0",
-    "event_dropped": "lane 0's change events never leave a layer",
-    "delay_off_by_one": "every DCLS tap reads one step further back",
-    "sum_wraps": "sum pooling wraps instead of saturating",
-    "readout_bias_ignored": "the readout starts from 0 instead of its biases",
-    "stalled_beat_lost": "an input beat offered while the issue stage is full is dropped",
-}
-"""Deliberate bugs the generator can build in (``faults=``): the regression must catch each."""
-
-
 def plan_accelerator(
-    manifest: Manifest, lanes: int, *, counter_bits: int = 32, faults: frozenset[str] | set[str] = frozenset()
+    manifest: Manifest,
+    lanes: int,
+    *,
+    counter_bits: int = 32,
+    faults: FaultSet | frozenset[str] | set[str] = frozenset(),
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit."""
-    unknown = sorted(set(faults) - set(FAULTS))
-    if unknown:
-        raise CodesignError(f"unknown fault(s) {unknown}; known: {', '.join(FAULTS)}")
+    fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
         raise CodesignError(f"lanes must be a positive integer, not {lanes!r}")
     widest = max(layer.size for layer in manifest.layers)
@@ -313,8 +291,10 @@ def plan_accelerator(
         emit: Literal["delta", "final"] = "delta" if (not last or r.per_step) else "final"
         output_bits = layer.output_bits
         params = {}
-        for name in PARAMS[layer.cell]:
-            params[name] = {"alpha": layer.alpha_bits, "theta": layer.state_bits}.get(name, SHIFT_BITS)
+        for name, width in CELLS[layer.cell].params.items():
+            params[name] = {"alpha_bits": layer.alpha_bits, "state_bits": layer.state_bits}.get(
+                width, SHIFT_BITS
+            )
         lo, hi = shift_bounds(acc)
         layer_lanes = min(lanes, layer.size)
         layers.append(
@@ -333,7 +313,7 @@ def plan_accelerator(
                 mode="events" if i > 0 else "scratch",
                 matrices=MATRICES[layer.cell],
                 params=params,
-                state_fields=STATE_FIELDS.get(layer.cell, ("h",)),
+                state_fields=STATE_FIELDS[layer.cell],
                 state_bits=layer.state_bits,
                 output_bits=output_bits,
                 delta_bits=output_bits + 1,
@@ -343,7 +323,7 @@ def plan_accelerator(
                 gate_bits=layer.gate_bits,
                 leak_shift=layer.leak_shift,
                 pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
-                gate_width=layer.gate_bits + 1 if layer.cell == "mingru" else 1,
+                gate_width=layer.gate_bits + 1 if CELLS[layer.cell].graded_gate else 1,
                 shift_lo=lo,
                 shift_hi=hi,
                 dcls=dcls,
@@ -410,5 +390,5 @@ def plan_accelerator(
         memories=memories,
         counters=tuple(counters),
         counter_bits=counter_bits,
-        faults=frozenset(faults),
+        faults=fault_set,
     )

@@ -19,6 +19,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from codesign.bundle.cells import CELLS
+from codesign.hw.faults import FaultSet
 from codesign.hw.plan import EnginePlan
 
 __all__ = ["UpdateSignature", "UpdateUnit", "abs_at_least", "make_update_unit", "saturate", "shift_floor"]
@@ -98,9 +100,9 @@ class UpdateSignature(wiring.Signature):
 class UpdateUnit(wiring.Component):
     """Base class: the update rule of one neuron, combinational."""
 
-    def __init__(self, e: EnginePlan, faults: frozenset[str] = frozenset()) -> None:
+    def __init__(self, e: EnginePlan, faults: FaultSet | None = None) -> None:
         self.engine = e
-        self.faults = faults
+        self.faults = faults if faults is not None else FaultSet()
         super().__init__(UpdateSignature(e))
 
     def elaborate(self, platform):  # pragma: no cover - abstract
@@ -119,13 +121,15 @@ class CMRUUpdate(UpdateUnit):
             alpha, _ = saturate(m, shifted, e.alpha_bits, "alpha")
         else:
             alpha = self.params.alpha
-        eps = 0 if "eps_ignored" in self.faults else e.eps
+        eps = 0 if self.faults.active("eps_ignored", e.index) else e.eps
         kept = {1: h, 0: 0, -1: -h}[eps]
-        positive = (c > 0) if "sign0_flipped" in self.faults else (c >= 0)
+        positive = (c > 0) if self.faults.active("sign0_flipped", e.index) else (c >= 0)
         total = Signal(signed(max(e.state_bits, e.alpha_bits) + 2))
         gate = abs_at_least(m, c, b)
         m.d.comb += total.eq(kept + Mux(positive, alpha, -alpha))
-        new, clipped = saturate(m, total, e.state_bits, "h_new", fault="sat_off_by_one" in self.faults)
+        new, clipped = saturate(
+            m, total, e.state_bits, "h_new", fault=self.faults.active("sat_off_by_one", e.index)
+        )
         m.d.comb += [
             self.new.h.eq(new),
             self.out.eq(new),
@@ -213,14 +217,13 @@ class HSRUUpdate(UpdateUnit):
 
 UNITS: dict[str, type[UpdateUnit]] = {
     "cmru": CMRUUpdate,
-    "bmru": CMRUUpdate,
-    "alphacmru": CMRUUpdate,
     "bgmingru": BGMinGRUUpdate,
     "mingru": MinGRUUpdate,
     "hsru": HSRUUpdate,
 }
+"""The update unit of each update rule (:attr:`codesign.bundle.cells.CellKind.rule`)."""
 
 
-def make_update_unit(e: EnginePlan, faults: frozenset[str] = frozenset()) -> UpdateUnit:
+def make_update_unit(e: EnginePlan, faults: FaultSet | None = None) -> UpdateUnit:
     """The update unit of a layer engine's cell."""
-    return UNITS[e.kind](e, faults)
+    return UNITS[CELLS[e.kind].rule](e, faults)
