@@ -255,7 +255,7 @@ def bench(
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), or accelerator cycles per step (rtl)."""
     if what == "rtl":
-        from codesign.hw.bench import DEFAULT_BUNDLES, run_bench
+        from codesign.verify.bench import DEFAULT_BUNDLES, run_bench
 
         root = Path(__file__).resolve().parents[1] / "models" / "bundles"
         paths = bundle or [root / name for name in DEFAULT_BUNDLES]

@@ -25,9 +25,8 @@ from codesign.atomic import write_text
 from codesign.bundle import Bundle, load_bundle
 from codesign.bundle.random import random_integer_inputs
 from codesign.golden import run_golden
-from codesign.golden.model import MATRICES
-from codesign.hw.plan import ceil_div
 from codesign.hw.pysim import simulate
+from codesign.verify.cycles import cycle_floor, target_per_step
 
 __all__ = ["bench_bundle", "floor_per_step", "run_bench"]
 
@@ -36,13 +35,10 @@ DENSITIES = {"dense": 1.0, "sparse10": 0.1}
 
 
 def floor_per_step(bundle: Bundle, xs: list[np.ndarray], lanes: int) -> float:
-    """Mean over all steps of ``sum_l ceil(d_l / P) x work_l`` (the golden model's work)."""
-    total, steps = 0.0, 0
+    """Mean over all steps of ``sum_l ceil(d_l / P) x work_l`` (:func:`codesign.verify.cycles.cycle_floor`)."""
+    total, steps = 0, 0
     for x in xs:
-        gold = run_golden(bundle, np.asarray(x)[None])
-        for layer, trace in zip(bundle.manifest.layers, gold.layers, strict=True):
-            work = trace.macs[0] / (layer.size * MATRICES[layer.cell])
-            total += float((ceil_div(layer.size, min(lanes, layer.size)) * work).sum())
+        total += int(cycle_floor(bundle.manifest, run_golden(bundle, np.asarray(x)[None]), lanes).sum())
         steps += len(x)
     return total / steps
 
@@ -65,7 +61,7 @@ def bench_bundle(
         if layer.dcls is not None:
             busy = max(busy, counters[f"layer{i}_dcls_cycles"] / total_steps)
         engines[f"layer{i}"] = round(busy, 2)
-    target = 1.1 * floor + 8 * n_layers
+    target = target_per_step(floor, n_layers)
     return {
         "lanes": lanes,
         "density": density,
