@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codesign.bundle.random import random_integer_inputs, make_random_network_bundle
+from codesign.bundle.random import make_random_network_bundle, random_integer_inputs
 from codesign.golden import run_golden
 from codesign.verify.bench import bench_bundle, floor_per_step
 from codesign.verify.cycles import cycle_floor, target_per_step
