@@ -76,6 +76,15 @@ def _register_report() -> None:
 _register_report()
 
 
+def _register_study() -> None:
+    from codesign.study.commands import register
+
+    register(app, user_errors)
+
+
+_register_study()
+
+
 @app.command()
 @user_errors
 def doctor() -> None:
@@ -549,3 +558,28 @@ def demo(
 
 if __name__ == "__main__":
     app()
+
+
+FLOW: dict[str, tuple[str, ...]] = {
+    "Start here": ("doctor", "demo"),
+    "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
+    "Hardware": ("rtl", "synth", "area", "analog"),
+    "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
+    "Analysis": ("report", "report-cells", "explore"),
+}
+"""``codesign --help`` lists the commands in the order of the flow, in these panels."""
+
+
+def _order_by_flow() -> None:
+    order = [name for names in FLOW.values() for name in names]
+    panel = {name: title for title, names in FLOW.items() for name in names}
+    for info in app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        if name not in panel:  # pragma: no cover - tests/test_cli.py checks every command is placed
+            raise RuntimeError(f"command {name!r} has no place in codesign.cli.FLOW")
+        info.name = name
+        info.rich_help_panel = panel[name]
+    app.registered_commands.sort(key=lambda info: order.index(info.name))
+
+
+_order_by_flow()

@@ -121,3 +121,15 @@ def test_train_export_round_trip(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "torch vs golden mismatches 0/64" in res.output
     manifest = yaml.safe_load((tmp_path / "bundle" / "manifest.yaml").read_text())
     assert manifest["provenance"]["torch_vs_golden_mismatches"] == 0
+
+
+def test_help_lists_commands_in_flow_panels() -> None:
+    from codesign.cli import FLOW
+
+    names = [info.name for info in app.registered_commands]
+    placed = [name for group in FLOW.values() for name in group]
+    assert set(names) <= set(placed)
+    assert names == [n for n in placed if n in names]  # in the flow's order
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    assert result.output.index("Model") < result.output.index("Hardware") < result.output.index("Analysis")

@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from codesign.energy import energy_add, energy_mult, energy_read
 from codesign.errors import CodesignError
-from codesign.explore.hardware import FIGURES, energy_add, energy_mult, energy_read, hardware_figures
+from codesign.explore.hardware import FIGURES, hardware_figures
 from codesign.explore.results import pareto_front
 from codesign.explore.space import expand, load_space
 

@@ -213,8 +213,9 @@ def test_event_serializer_sends_changed_lanes_lowest_first_with_markers() -> Non
 
 def test_issue_stage_walks_every_group_over_the_steps_items() -> None:
     manifest = random_network_manifest(inputs=5, layers=[{"cell": "cmru", "size": 7, "eps": 1}], classes=2)
-    e = plan_accelerator(manifest, 3).layers[0]  # 3 groups of 3 lanes
-    dut = IssueStage(e)
+    plan = plan_accelerator(manifest, 3)
+    e = plan.layers[0]  # 3 groups of 3 lanes
+    dut = IssueStage(plan, e)
     steps = [[(4, 3), (1, -2)], [], [(0, 7)]]  # (index, value) non-zero items
     beats = []
     for t, items in enumerate(steps):

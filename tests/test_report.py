@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from codesign.bundle.random import make_random_network_bundle
 from codesign.cli import app
+from codesign.energy import access_pj
 from codesign.hw.build import build_rtl
-from codesign.report.energy import access_pj
 from codesign.report.figures import build_figures
 
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codesign.cli import app
-from codesign.report.cells import CellsSettings, render_markdown
+from codesign.study.cells import CellsSettings, render_markdown
 
 TINY = [
     "report-cells",

@@ -6,8 +6,8 @@ import json
 
 import codesign.explore.trial as trial_mod
 import codesign.quant.export as export_mod
-from codesign.report import cells
-from codesign.report.cells import CellsSettings, plan_variants, resolve_task, train_and_export
+from codesign.study import cells
+from codesign.study.cells import CellsSettings, plan_variants, resolve_task, train_and_export
 
 
 def test_bundle_cache_keys_on_the_quantization_code(tmp_path, monkeypatch) -> None:

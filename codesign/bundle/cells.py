@@ -33,6 +33,10 @@ class CellKind:
     """Per-neuron parameters the update stage reads (besides the biases), with their widths."""
     state_fields: tuple[str, ...] = ("h",)
     """Per-neuron state kept in the state memory."""
+    output_field: str = "h"
+    """The state field the layer passes on."""
+    potential_field: str | None = None
+    """A state field the trace reports besides the output (HSRU's membrane potential)."""
     eps: tuple[int, ...] = (0,)
     """The ``eps`` values a layer of this kind may declare."""
     binary_output: bool = False
@@ -97,6 +101,8 @@ CELLS: dict[str, CellKind] = {
             ("in",),
             {"in_shift": "shift", "theta": "state_bits"},
             state_fields=("v", "d"),
+            output_field="d",
+            potential_field="v",
             binary_output=True,
             gate_bins=("spike", "no spike"),
             description="leaky potential V, spike V >= theta toggles the digital state D",

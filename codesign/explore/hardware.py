@@ -37,19 +37,11 @@ import numpy as np
 from codesign.bundle.inspect import memory_bits
 from codesign.bundle.io import Bundle, load_bundle
 from codesign.bundle.spec import accumulator_bits, front_end_bits, logit_bits, readout_input_bits
+from codesign.energy import energy_add, energy_mult, energy_read
 from codesign.errors import CodesignError
 from codesign.golden.model import MATRICES, GoldenResult, quantize_inputs, run_golden
 
-__all__ = ["ENERGY_PJ", "FIGURES", "energy_add", "energy_mult", "energy_read", "hardware_figures"]
-
-ENERGY_PJ = {
-    "add8": 0.03,
-    "add32": 0.1,
-    "mult8": 0.2,
-    "mult32": 3.1,
-    "sram_read64_8kb": 10.0,
-}
-"""Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm, 0.9 V (pJ per operation)."""
+__all__ = ["FIGURES", "hardware_figures"]
 
 FIGURES = {
     "memory_bits": "area proxy: weight arrays + state registers (bits)",
@@ -62,29 +54,6 @@ FIGURES = {
     "energy_pj_proxy": "proxy: counts x Horowitz 45 nm energy per operation (pJ per inference)",
 }
 """Every key :func:`hardware_figures` returns, with what it is (estimate, proxy or count)."""
-
-
-def _interp(x: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> float:
-    """Piecewise-linear through the points, extended with the last segment's slope."""
-    if x <= xs[-1]:
-        return float(np.interp(x, xs, ys))
-    slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-    return ys[-1] + slope * (x - xs[-1])
-
-
-def energy_add(bits: int) -> float:
-    """pJ of a ``bits``-wide add (0.03 pJ at 8 bits, 0.1 pJ at 32, linear)."""
-    return _interp(bits, (0, 8, 32), (0.0, ENERGY_PJ["add8"], ENERGY_PJ["add32"]))
-
-
-def energy_mult(a_bits: int, b_bits: int) -> float:
-    """pJ of an ``a x b``-bit multiply, linear in ``a * b`` (0.2 pJ at 8 x 8, 3.1 pJ at 32 x 32)."""
-    return _interp(a_bits * b_bits, (0, 64, 1024), (0.0, ENERGY_PJ["mult8"], ENERGY_PJ["mult32"]))
-
-
-def energy_read(bits: int) -> float:
-    """pJ of reading ``bits`` from a small SRAM (10 pJ per 64 bits)."""
-    return ENERGY_PJ["sram_read64_8kb"] * bits / 64
 
 
 @functools.lru_cache(maxsize=8)

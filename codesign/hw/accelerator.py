@@ -13,12 +13,12 @@ per-layer traces make the work observable.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from codesign.bundle import Bundle
 from codesign.errors import CodesignError
-from codesign.hw.config import ConfigWriteLayout
+from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.dcls import DelayFrontEnd
 from codesign.hw.images import memory_images
@@ -76,70 +76,62 @@ class Accelerator(wiring.Component):
             e.index: DelayFrontEnd(self.plan, e, images) for e in self.plan.layers if e.dcls is not None
         }
         self.readout = ReadoutEngine(self.plan, self.plan.readout, images)
-        self.top_counters = CounterBank(
-            "",
-            ["cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results"],
-            counter_bits,
-        )
+        self.top_counters = CounterBank(self.plan, "top")
         super().__init__(AcceleratorSignature(self.plan))
 
     @property
     def lanes(self) -> int:
         return self.plan.lanes
 
-    def all_counters(self) -> dict:
-        banks = [self.top_counters, self.readout.counters, self.readout.issue.counters]
-        for engine in self.layer_engines:
-            banks += [engine.counters, engine.issue.counters]
+    def counter_banks(self) -> list[CounterBank]:
+        """Every component's counters (each component keeps the ones the plan gives it)."""
+        banks = [self.top_counters]
+        for engine in (*self.layer_engines, self.readout):
+            banks += [engine.counters, engine.front.counters, engine.front.issue.counters]
         banks += [fe.counters for fe in self.front_ends.values()]
+        return banks
+
+    def all_counters(self) -> dict:
         out = {}
-        for bank in banks:
+        for bank in self.counter_banks():
             out.update(bank.signals)
         return out
 
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        config = Signal(ConfigWriteLayout(plan))
+        # the port's ready is tied high (a write lands in one cycle wherever it goes); inside, the
+        # configuration is an always-ready stream fanned out to every engine by wiring.connect
+        config = ConfigSignature(plan).create(path=("config_fanout",))
         m.d.comb += [
             self.config.ready.eq(1),
             config.valid.eq(self.config.valid),
-            config.target.eq(self.config.payload.target),
-            config.addr.eq(self.config.payload.addr),
-            config.elem.eq(self.config.payload.elem),
-            config.value.eq(self.config.payload.value),
+            config.payload.eq(self.config.payload),
         ]
+        consumers = []
         source = wiring.flipped(self.inputs)
         for engine in self.layer_engines:
             e = engine.engine
             if e.index in self.front_ends:
                 fe = self.front_ends[e.index]
                 m.submodules[f"{e.name}_dcls"] = fe
-                m.d.comb += fe.config.eq(config)
+                consumers.append(fe.config)
                 wiring.connect(m, source, fe.items)
                 source = fe.outputs
             m.submodules[e.name] = engine
-            m.d.comb += engine.config.eq(config)
+            consumers.append(engine.config)
             wiring.connect(m, source, engine.items)
             m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
             wiring.connect(m, engine.events, cut.i)
             source = cut.o
             m.d.comb += getattr(self, f"trace_{e.index}").eq(engine.trace)
         m.submodules.readout = self.readout
-        m.d.comb += self.readout.config.eq(config)
+        consumers.append(self.readout.config)
+        for consumer in consumers:  # one source, many always-ready sinks (no ready to merge)
+            wiring.connect(m, config, consumer)
         wiring.connect(m, source, self.readout.items)
         wiring.connect(m, self.readout.results, wiring.flipped(self.results))
-
-        top = self.top_counters
-        top.count(m, "cycles", 1)
-        top.count(m, "input_stall_cycles", self.inputs.valid & ~self.inputs.ready)
-        top.count(m, "result_stall_cycles", self.results.valid & ~self.results.ready)
-        top.count(m, "sequences", self.inputs.valid & self.inputs.ready & self.inputs.payload.seq_end)
-        top.count(
-            m,
-            "results",
-            self.results.valid & self.results.ready & self.results.payload.final,
-        )
+        self._count_ports(m)
         signals = self.all_counters()
         missing = set(plan.counters) - set(signals)
         if missing:  # pragma: no cover - a plan/component mismatch is a bug
@@ -147,3 +139,11 @@ class Accelerator(wiring.Component):
         for name in plan.counters:
             m.d.comb += self.counters[name].eq(signals[name])
         return m
+
+    def _count_ports(self, m: Module) -> None:
+        top = self.top_counters
+        top.count(m, "cycles", 1)
+        top.count(m, "input_stall_cycles", self.inputs.valid & ~self.inputs.ready)
+        top.count(m, "result_stall_cycles", self.results.valid & ~self.results.ready)
+        top.count(m, "sequences", self.inputs.valid & self.inputs.ready & self.inputs.payload.seq_end)
+        top.count(m, "results", self.results.valid & self.results.ready & self.results.payload.final)

@@ -1,47 +1,51 @@
-"""Free-running observability counters, kept by each component and gathered by the top level.
+"""Free-running observability counters, declared by the plan and kept by each component.
 
-A component creates its counters in ``__init__`` (so the top level can wire them to the
-``counters`` port before the component is elaborated) and increments them in ``elaborate``.
+The plan (:func:`codesign.hw.plan.plan_accelerator`) names every counter and the component that
+keeps it (``plan.counter_owners``). A component creates its bank from the plan in ``__init__`` (so
+the top level can wire the signals to the ``counters`` port before the component is elaborated)
+and increments them in ``elaborate``; incrementing a counter the plan did not give it is an error,
+so a counter cannot appear in one place and be missing from the port.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from amaranth.hdl import Module, Signal
 
-__all__ = ["CounterBank"]
+if TYPE_CHECKING:
+    from codesign.hw.plan import AcceleratorPlan
+
+__all__ = ["CounterBank", "count_memory"]
 
 
 class CounterBank:
-    """Named counters of one component (``counter_bits`` wide; they wrap)."""
+    """The counters of one component (``plan.counter_bits`` wide; they wrap)."""
 
-    def __init__(self, prefix: str, names: list[str], counter_bits: int = 32) -> None:
-        self.counter_bits = counter_bits
+    def __init__(self, plan: AcceleratorPlan, owner: str) -> None:
+        self.owner = owner
         self.signals: dict[str, Signal] = {
-            n: Signal(counter_bits, name=f"{prefix}_{n}" if prefix else n) for n in names
+            name: Signal(plan.counter_bits, name=name) for name in plan.counters_of(owner)
         }
-        self.prefix = prefix
 
-    def add(self, name: str) -> Signal:
-        if name not in self.signals:
-            self.signals[name] = Signal(
-                self.counter_bits, name=f"{self.prefix}_{name}" if self.prefix else name
-            )
-        return self.signals[name]
+    def __getitem__(self, name: str) -> Signal:
+        try:
+            return self.signals[name]
+        except KeyError:
+            raise KeyError(
+                f"counter {name!r} is not declared for {self.owner!r} by the plan "
+                f"(codesign/hw/plan.py, _plan_counters); it declares {sorted(self.signals)}"
+            ) from None
 
     def count(self, m: Module, name: str, amount) -> None:
         """Add ``amount`` (a 1-bit condition or a small unsigned value) every cycle."""
-        sig = self.add(name)
+        sig = self[name]
         m.d.sync += sig.eq(sig + amount)
-
-    def full_names(self) -> dict[str, Signal]:
-        return {(f"{self.prefix}_{n}" if self.prefix else n): s for n, s in self.signals.items()}
 
 
 def count_memory(m: Module, bank: CounterBank, name: str, read_ports=(), write_ports=()) -> None:
     """Count the reads (read enables) and writes (cycles with any write enable) of one memory."""
-    reads = bank.add(f"{name}_reads")
-    writes = bank.add(f"{name}_writes")
     if read_ports:
-        m.d.sync += reads.eq(reads + sum(p.en for p in read_ports))
+        bank.count(m, f"{name}_reads", sum(p.en for p in read_ports))
     if write_ports:
-        m.d.sync += writes.eq(writes + sum(p.en.any() for p in write_ports))
+        bank.count(m, f"{name}_writes", sum(p.en.any() for p in write_ports))

@@ -17,13 +17,15 @@ decision, it carries the item and where it belongs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.plan import EnginePlan, index_bits
+from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
@@ -64,24 +66,27 @@ class SlotLayout(data.StructLayout):
         )
 
 
+_META_FIELDS = ("valid", "group", "base", "first", "last", "step_last", "seq_first", "seq_end", "empty")
+"""Slot fields decided by the scheduler (``index`` and ``value`` come from the item memory)."""
+
+
+@dataclass
+class _Banks:
+    """What the receiver tells the scheduler about the two banks of the item memory."""
+
+    full: Signal  # bank b holds a complete step
+    counts: Array  # items stored in bank b
+    first_of: Signal  # bank b's step is its sequence's first
+    end_of: Signal  # bank b's step is its sequence's last
+
+
 class IssueStage(wiring.Component):
     """Double-banked item store and group/slot scheduler of one engine."""
 
-    def __init__(self, e: EnginePlan, counter_bits: int = 32, *, lose_stalled: bool = False) -> None:
+    def __init__(self, plan: AcceleratorPlan, e: EnginePlan, *, lose_stalled: bool = False) -> None:
         self.engine = e
         self.lose_stalled = lose_stalled  # fault: accept (and drop) beats while both banks are full
-        self.counters = CounterBank(
-            "",
-            [
-                f"{e.name}_steps",
-                f"{e.name}_busy_cycles",
-                f"{e.name}_stall_cycles",
-                f"{e.name}_item_overflows",
-                f"{e.memories['items'].name}_reads",
-                f"{e.memories['items'].name}_writes",
-            ],
-            counter_bits,
-        )
+        self.counters = CounterBank(plan, f"{e.name}.issue")
         super().__init__(
             {
                 "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
@@ -95,23 +100,33 @@ class IssueStage(wiring.Component):
         m = Module()
         e = self.engine
         cap = e.item_capacity
-        ib, vb = index_bits(e.inputs), e.item_bits
-        m.submodules.items = mem = Memory(shape=unsigned(ib + vb), depth=2 * cap, init=[])
+        m.submodules.items = mem = Memory(
+            shape=unsigned(index_bits(e.inputs) + e.item_bits), depth=2 * cap, init=[]
+        )
         wr = mem.write_port()
         rd = mem.read_port()
         m.d.comb += rd.en.eq(0)
         count_memory(m, self.counters, e.memories["items"].name, [rd], [wr])
+        banks = self._receiver(m, wr)
+        self._scheduler(m, rd, banks)
+        return m
 
-        # ------------------------------------------------------------ receiver
+    # ------------------------------------------------------------ receiver
+    def _receiver(self, m: Module, wr) -> _Banks:
+        """Store a step's non-zero items in the write bank; its marker closes the bank."""
+        e = self.engine
+        cap, ib = e.item_capacity, index_bits(e.inputs)
         wbank = Signal()
         wcount = Signal(range(cap + 1))
-        full = Signal(2)
-        counts = Array([Signal(range(cap + 1), name=f"bank{b}_count") for b in range(2)])
-        first_of = Signal(2)
-        end_of = Signal(2)
+        banks = _Banks(
+            full=Signal(2),
+            counts=Array([Signal(range(cap + 1), name=f"bank{b}_count") for b in range(2)]),
+            first_of=Signal(2),
+            end_of=Signal(2),
+        )
         next_first = Signal(init=1)
         beat = self.items.payload
-        free = ~full.bit_select(wbank, 1)
+        free = ~banks.full.bit_select(wbank, 1)
         m.d.comb += self.items.ready.eq(free | self.lose_stalled)
         nonzero = Signal()
         stored = Signal()
@@ -128,16 +143,21 @@ class IssueStage(wiring.Component):
                 self.counters.count(m, f"{e.name}_item_overflows", 1)
             with m.If(beat.step_end):
                 m.d.sync += [
-                    full.bit_select(wbank, 1).eq(1),
-                    counts[wbank].eq(wcount + stored),
-                    first_of.bit_select(wbank, 1).eq(next_first),
-                    end_of.bit_select(wbank, 1).eq(beat.seq_end),
+                    banks.full.bit_select(wbank, 1).eq(1),
+                    banks.counts[wbank].eq(wcount + stored),
+                    banks.first_of.bit_select(wbank, 1).eq(next_first),
+                    banks.end_of.bit_select(wbank, 1).eq(beat.seq_end),
                     next_first.eq(beat.seq_end),
                     wbank.eq(~wbank),
                     wcount.eq(0),
                 ]
+        return banks
 
-        # ------------------------------------------------------------ scheduler
+    # ------------------------------------------------------------ scheduler
+    def _scheduler(self, m: Module, rd, banks: _Banks) -> None:
+        """Walk the read bank once per group (a group starts only with credit), then drain."""
+        e = self.engine
+        cap, ib = e.item_capacity, index_bits(e.inputs)
         rbank = Signal()
         busy = Signal()
         pause = drain_cycles(e)
@@ -159,15 +179,15 @@ class IssueStage(wiring.Component):
         with m.If(~busy):
             with m.If(drain != 0):
                 m.d.sync += drain.eq(drain - 1)
-            with m.Elif(full.bit_select(rbank, 1)):
+            with m.Elif(banks.full.bit_select(rbank, 1)):
                 m.d.sync += [
                     busy.eq(1),
-                    n_items.eq(counts[rbank]),
+                    n_items.eq(banks.counts[rbank]),
                     group.eq(0),
                     base.eq(0),
                     slot.eq(0),
-                    seq_first.eq(first_of.bit_select(rbank, 1)),
-                    seq_end.eq(end_of.bit_select(rbank, 1)),
+                    seq_first.eq(banks.first_of.bit_select(rbank, 1)),
+                    seq_end.eq(banks.end_of.bit_select(rbank, 1)),
                 ]
         with m.Else():
             self.counters.count(m, f"{e.name}_busy_cycles", 1)
@@ -190,7 +210,7 @@ class IssueStage(wiring.Component):
                 with m.If(group == e.groups - 1):
                     m.d.sync += [
                         busy.eq(0),
-                        full.bit_select(rbank, 1).eq(0),
+                        banks.full.bit_select(rbank, 1).eq(0),
                         rbank.eq(~rbank),
                         drain.eq(pause),
                     ]
@@ -198,17 +218,9 @@ class IssueStage(wiring.Component):
             with m.Else():
                 m.d.sync += slot.eq(slot + 1)
 
+        # the slot leaves aligned with the item memory's read data
+        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in _META_FIELDS]
         m.d.comb += [
-            self.slot.valid.eq(meta.valid),
-            self.slot.group.eq(meta.group),
-            self.slot.base.eq(meta.base),
-            self.slot.first.eq(meta.first),
-            self.slot.last.eq(meta.last),
-            self.slot.step_last.eq(meta.step_last),
-            self.slot.seq_first.eq(meta.seq_first),
-            self.slot.seq_end.eq(meta.seq_end),
-            self.slot.empty.eq(meta.empty),
             self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
             self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),
         ]
-        return m

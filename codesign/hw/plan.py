@@ -156,13 +156,18 @@ class AcceleratorPlan:
     pooling: str
     per_step: bool
     memories: tuple[MemoryPlan, ...]
-    counters: tuple[str, ...]
+    counters: tuple[str, ...]  # in the order of the counters port
+    counter_owners: dict[str, str] = field(default_factory=dict)  # counter -> component keeping it
     counter_bits: int = 32
     faults: FaultSet = field(default_factory=FaultSet)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
         return (*self.layers, self.readout)
+
+    def counters_of(self, owner: str) -> tuple[str, ...]:
+        """The counters one component keeps (``top``, ``layer0``, ``layer0.issue``, ``readout.front``, ...)."""
+        return tuple(name for name in self.counters if self.counter_owners[name] == owner)
 
     def memory(self, name: str) -> MemoryPlan:
         for mem in self.memories:
@@ -241,6 +246,155 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
     return mems
 
 
+def _check_lanes(manifest: Manifest, lanes: int) -> None:
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+        raise CodesignError(f"lanes must be a positive integer, not {lanes!r}")
+    widest = max(layer.size for layer in manifest.layers)
+    if lanes > widest:
+        raise CodesignError(
+            f"lanes {lanes} is outside the allowed range 1..{widest} (1 up to the widest layer of "
+            f"bundle '{manifest.name}')"
+        )
+
+
+def _plan_dcls(manifest: Manifest, i: int) -> DCLSPlan | None:
+    """Layer ``i``'s delay front end: layer 0 sends values, later layers send changes."""
+    layer = manifest.layers[i]
+    if layer.dcls is None:
+        return None
+    m, in_bits = layer_input(manifest, i)
+    span_words = m * layer.dcls.span
+    if span_words > MAX_SPAN_WORDS:
+        raise CodesignError(
+            f"layers.{i}.dcls.span: {layer.dcls.span} x {m} channels = {span_words} delay-line "
+            f"words exceeds the hardware limit of {MAX_SPAN_WORDS}"
+        )
+    return DCLSPlan(
+        channels=m,
+        taps=layer.dcls.taps,
+        span=layer.dcls.span,
+        weight_bits=layer.dcls.weight_bits,
+        delay_bits=max(1, (layer.dcls.span - 1).bit_length()),
+        in_bits=in_bits,
+        # layer 0 sends values (z), later layers send changes (z(t) - z(t-1): one bit more)
+        z_bits=front_end_bits(manifest, i) + (0 if i == 0 else 1),
+        mode="absolute" if i == 0 else "delta",
+        item_bits=in_bits if i == 0 else in_bits + 1,
+    )
+
+
+def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
+    """Layer ``i`` as an engine: widths from the spec, matrices and parameters from the registry."""
+    layer, r = manifest.layers[i], manifest.readout
+    kind = CELLS[layer.cell]
+    m, in_bits = layer_input(manifest, i)
+    item_in_bits = in_bits if i == 0 else in_bits + 1  # later layers receive changes: one bit more
+    acc = accumulator_bits(manifest, i)
+    dcls = _plan_dcls(manifest, i)
+    last = i == len(manifest.layers) - 1
+    widths = {"alpha_bits": layer.alpha_bits, "state_bits": layer.state_bits}
+    lo, hi = shift_bounds(acc)
+    layer_lanes = min(lanes, layer.size)
+    return EnginePlan(
+        name=f"layer{i}",
+        kind=layer.cell,
+        index=i,
+        size=layer.size,
+        inputs=m,
+        lanes=layer_lanes,
+        groups=ceil_div(layer.size, layer_lanes),
+        item_bits=dcls.z_bits if dcls else item_in_bits,
+        acc_bits=acc,
+        weight_bits=layer.weight_bits,
+        bias_bits=layer.bias_bits,
+        mode="events" if i > 0 else "scratch",
+        matrices=kind.matrices,
+        params={name: widths.get(width, SHIFT_BITS) for name, width in kind.params.items()},
+        state_fields=kind.state_fields,
+        state_bits=layer.state_bits,
+        output_bits=layer.output_bits,
+        delta_bits=layer.output_bits + 1,
+        emit="delta" if (not last or r.per_step) else "final",
+        eps=layer.eps,
+        alpha_bits=layer.alpha_bits,
+        gate_bits=layer.gate_bits,
+        leak_shift=layer.leak_shift,
+        pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
+        gate_width=layer.gate_bits + 1 if kind.graded_gate else 1,
+        shift_lo=lo,
+        shift_hi=hi,
+        dcls=dcls,
+    )
+
+
+def _plan_readout(manifest: Manifest, last_layer: EnginePlan, lanes: int) -> EnginePlan:
+    """The readout as an engine whose lanes serve classes."""
+    r = manifest.readout
+    if r.per_step:
+        item_bits, mode = last_layer.delta_bits, "events"
+    else:
+        item_bits, mode = readout_input_bits(manifest), "scratch"
+    ro_lanes = min(lanes, r.classes)
+    lb = logit_bits(manifest)
+    return EnginePlan(
+        name="readout",
+        kind="readout",
+        index=-1,
+        size=r.classes,
+        inputs=last_layer.size,
+        lanes=ro_lanes,
+        groups=ceil_div(r.classes, ro_lanes),
+        item_bits=item_bits,
+        acc_bits=lb,
+        weight_bits=r.weight_bits,
+        bias_bits=r.bias_bits,
+        mode=mode,
+        matrices=MATRICES["readout"],
+        params={},
+        state_fields=(),
+        state_bits=lb,
+        output_bits=lb,
+        delta_bits=lb + 1,
+        emit="none",
+    )
+
+
+TOP_COUNTERS = ("cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results")
+"""Counters of the accelerator's own ports."""
+
+
+def _memory_owner(e: EnginePlan, key: str) -> str:
+    """The component whose ports count a memory's reads and writes."""
+    if key == "items":
+        return f"{e.name}.issue"
+    if key.startswith("dcls_"):
+        return f"{e.name}.dcls"
+    return f"{e.name}.front"
+
+
+def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
+    """Every counter (in port order) -> the component that keeps it (``top``, ``layer0.issue``, ...).
+
+    Components create their counters from this table (:class:`codesign.hw.counters.CounterBank`):
+    a counter one of them increments without a declaration here is an error.
+    """
+    owners = {name: "top" for name in TOP_COUNTERS}
+    for e in engines:
+        owners[f"{e.name}_macs"] = f"{e.name}.front"
+        for name in ("steps", "busy_cycles", "stall_cycles"):
+            owners[f"{e.name}_{name}"] = f"{e.name}.issue"
+        if e.kind != "readout":
+            owners[f"{e.name}_events"] = e.name
+            owners[f"{e.name}_saturations"] = e.name
+        if e.dcls is not None:
+            owners[f"{e.name}_dcls_cycles"] = f"{e.name}.dcls"
+        owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
+    for e in engines:
+        for key, mem in e.memories.items():
+            owners[f"{mem.name}_reads"] = owners[f"{mem.name}_writes"] = _memory_owner(e, key)
+    return owners
+
+
 def plan_accelerator(
     manifest: Manifest,
     lanes: int,
@@ -250,145 +404,32 @@ def plan_accelerator(
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit."""
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
-    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-        raise CodesignError(f"lanes must be a positive integer, not {lanes!r}")
-    widest = max(layer.size for layer in manifest.layers)
-    if lanes > widest:
-        raise CodesignError(
-            f"lanes {lanes} is outside the allowed range 1..{widest} (1 up to the widest layer of "
-            f"bundle '{manifest.name}')"
-        )
-    layers: list[EnginePlan] = []
+    _check_lanes(manifest, lanes)
+    layers = [_plan_layer(manifest, i, lanes) for i in range(len(manifest.layers))]
     next_id = [0]
-    n_layers = len(manifest.layers)
-    r = manifest.readout
-    for i, layer in enumerate(manifest.layers):
-        m, in_bits = layer_input(manifest, i)
-        prev_delta_bits = in_bits + 1  # a change of a value in_bits wide
-        item_in_bits = in_bits if i == 0 else prev_delta_bits
-        acc = accumulator_bits(manifest, i)
-        dcls = None
-        if layer.dcls is not None:
-            span_words = m * layer.dcls.span
-            if span_words > MAX_SPAN_WORDS:
-                raise CodesignError(
-                    f"layers.{i}.dcls.span: {layer.dcls.span} x {m} channels = {span_words} delay-line "
-                    f"words exceeds the hardware limit of {MAX_SPAN_WORDS}"
-                )
-            dcls = DCLSPlan(
-                channels=m,
-                taps=layer.dcls.taps,
-                span=layer.dcls.span,
-                weight_bits=layer.dcls.weight_bits,
-                delay_bits=max(1, (layer.dcls.span - 1).bit_length()),
-                in_bits=in_bits,
-                # layer 0 sends values (z), later layers send changes (z(t) - z(t-1): one bit more)
-                z_bits=front_end_bits(manifest, i) + (0 if i == 0 else 1),
-                mode="absolute" if i == 0 else "delta",
-                item_bits=item_in_bits,
-            )
-        last = i == n_layers - 1
-        emit: Literal["delta", "final"] = "delta" if (not last or r.per_step) else "final"
-        output_bits = layer.output_bits
-        params = {}
-        for name, width in CELLS[layer.cell].params.items():
-            params[name] = {"alpha_bits": layer.alpha_bits, "state_bits": layer.state_bits}.get(
-                width, SHIFT_BITS
-            )
-        lo, hi = shift_bounds(acc)
-        layer_lanes = min(lanes, layer.size)
-        layers.append(
-            EnginePlan(
-                name=f"layer{i}",
-                kind=layer.cell,
-                index=i,
-                size=layer.size,
-                inputs=m,
-                lanes=layer_lanes,
-                groups=ceil_div(layer.size, layer_lanes),
-                item_bits=dcls.z_bits if dcls else item_in_bits,
-                acc_bits=acc,
-                weight_bits=layer.weight_bits,
-                bias_bits=layer.bias_bits,
-                mode="events" if i > 0 else "scratch",
-                matrices=MATRICES[layer.cell],
-                params=params,
-                state_fields=STATE_FIELDS[layer.cell],
-                state_bits=layer.state_bits,
-                output_bits=output_bits,
-                delta_bits=output_bits + 1,
-                emit=emit,
-                eps=layer.eps,
-                alpha_bits=layer.alpha_bits,
-                gate_bits=layer.gate_bits,
-                leak_shift=layer.leak_shift,
-                pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
-                gate_width=layer.gate_bits + 1 if CELLS[layer.cell].graded_gate else 1,
-                shift_lo=lo,
-                shift_hi=hi,
-                dcls=dcls,
-            )
-        )
-    last_layer = layers[-1]
-    if r.per_step:
-        ro_item_bits, ro_mode = last_layer.delta_bits, "events"
-    else:
-        ro_item_bits, ro_mode = readout_input_bits(manifest), "scratch"
-    ro_lanes = min(lanes, r.classes)
-    lb = logit_bits(manifest)
-    readout = EnginePlan(
-        name="readout",
-        kind="readout",
-        index=-1,
-        size=r.classes,
-        inputs=last_layer.size,
-        lanes=ro_lanes,
-        groups=ceil_div(r.classes, ro_lanes),
-        item_bits=ro_item_bits,
-        acc_bits=lb,
-        weight_bits=r.weight_bits,
-        bias_bits=r.bias_bits,
-        mode=ro_mode,
-        matrices=MATRICES["readout"],
-        params={},
-        state_fields=(),
-        state_bits=lb,
-        output_bits=lb,
-        delta_bits=lb + 1,
-        emit="none",
-    )
-    engines = []
-    for e in (*layers, readout):
-        mems = _engine_memories(e, next_id)
-        engines.append(replace(e, memories=mems))
-    layers, readout = engines[:-1], engines[-1]
-    memories = tuple(mem for e in engines for mem in e.memories.values())
-    counters = ["cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results"]
-    for e in engines:
-        counters += [f"{e.name}_macs", f"{e.name}_steps", f"{e.name}_busy_cycles", f"{e.name}_stall_cycles"]
-        if e.kind != "readout":
-            counters += [f"{e.name}_events", f"{e.name}_saturations"]
-        if e.dcls is not None:
-            counters += [f"{e.name}_dcls_cycles"]
-        counters += [f"{e.name}_item_overflows"]
-    for mem in memories:
-        counters += [f"{mem.name}_reads", f"{mem.name}_writes"]
+    engines = [
+        replace(e, memories=_engine_memories(e, next_id))
+        for e in (*layers, _plan_readout(manifest, layers[-1], lanes))
+    ]
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
+    counters = _plan_counters(engines)
+    r = manifest.readout
     return AcceleratorPlan(
         manifest=manifest,
         lanes=lanes,
         input_size=manifest.input.size,
         input_bits=manifest.input.bits,
-        layers=tuple(layers),
-        readout=readout,
+        layers=tuple(engines[:-1]),
+        readout=engines[-1],
         classes=r.classes,
-        logit_bits=lb,
+        logit_bits=engines[-1].acc_bits,
         pooling=r.pooling,
         per_step=r.per_step,
-        memories=memories,
+        memories=tuple(mem for e in engines for mem in e.memories.values()),
         counters=tuple(counters),
+        counter_owners=counters,
         counter_bits=counter_bits,
         faults=fault_set,
     )

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from codesign.hw.config import ConfigWriteLayout
+from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
-from codesign.hw.issue import IssueStage
-from codesign.hw.layer import ENTRY_FIFO_DEPTH, MacFront
+from codesign.hw.front import MacFront
+from codesign.hw.layer import ENTRY_FIFO_DEPTH
 from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout, ResultLayout
 
 __all__ = ["ReadoutEngine"]
@@ -32,43 +32,49 @@ __all__ = ["ReadoutEngine"]
 class ReadoutEngine(wiring.Component):
     def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
         self.plan, self.engine = plan, e
-        self.images = images or {}
-        self.issue = IssueStage(e, plan.counter_bits)
-        names = [f"{e.name}_macs"]
-        for key, mem in e.memories.items():
-            if key != "items":
-                names += [f"{mem.name}_reads", f"{mem.name}_writes"]
-        self.counters = CounterBank("", names, plan.counter_bits)
+        self.front = MacFront(plan, e, images)
+        self.counters = CounterBank(plan, e.name)
         super().__init__(
             {
                 "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
                 "results": Out(stream.Signature(ResultLayout(e))),
-                "config": In(ConfigWriteLayout(plan)),
+                "config": In(ConfigSignature(plan)),
             }
         )
 
     def elaborate(self, platform):
         m = Module()
         e = self.engine
-        p, groups = e.lanes, e.groups
-        front = MacFront(m, self, e, self.images, self.counters)
-        lanes, s3, acc_wr = front.lanes, front.s3, front.acc_wr
+        m.submodules.front = front = self.front
+        wiring.connect(m, wiring.flipped(self.items), front.items)
+        wiring.connect(m, wiring.flipped(self.config), front.config)
+        s3 = front.slot
         finalize = Signal()
         m.d.comb += finalize.eq(s3.valid & s3.last)
-        if acc_wr is not None:
-            m.d.comb += [acc_wr.addr.eq(s3.group), acc_wr.en.eq(finalize)]
-            for i in range(p):
-                m.d.comb += acc_wr.data[i].eq(lanes.acc[i])
+        if "acc" in e.memories:  # per-step logits are kept and updated by events
+            m.d.comb += [
+                front.acc_write.addr.eq(s3.group),
+                front.acc_write.en.eq(finalize),
+                front.acc_write.data.eq(front.acc),
+            ]
+        (group_logit, group_lane), s4, finalize4, logits4 = self._argmax_tree(m, s3, finalize, front.acc)
+        class_now = self._running_best(m, s4, finalize4, group_logit, group_lane)
+        self._results_out(m, front, s4, finalize4, logits4, class_now)
+        return m
 
-        # argmax over the group's lanes: a balanced tree, one registered level per cycle (on
-        # ties the lower lane wins); the slot, its flags and the logits travel beside it. A
-        # one-cycle tree was the ECP5's longest path from P = 4 on.
-        last_lanes = front.last_lanes
+    # ------------------------------------------------------------ argmax within a group
+    def _argmax_tree(self, m: Module, s3, finalize, acc):
+        """A balanced tree over the group's lanes, one registered level per cycle (on ties the
+        lower lane wins); the slot, its flags and the logits travel beside it. A one-cycle tree
+        was the ECP5's longest path from P = 4 on."""
+        e = self.engine
+        p, groups = e.lanes, e.groups
+        last_lanes = e.size - (groups - 1) * p
         nodes = []
         for lane in range(p):
             exists = 1 if lane < last_lanes else (s3.group != groups - 1)
-            nodes.append((exists, lanes.acc[lane], lane))
-        slot, fin, logits = s3, finalize, lanes.acc
+            nodes.append((exists, acc[lane], lane))
+        slot, fin, logits = s3, finalize, acc
         level = 0
         while len(nodes) > 1 or level == 0:
             paired = []
@@ -90,27 +96,35 @@ class ReadoutEngine(wiring.Component):
                 paired.append((valid, logit, lane))
             slot_next = Signal.like(s3, name=f"slot_argmax_{level}")
             fin_next = Signal(name=f"finalize_argmax_{level}")
-            logits_next = Signal.like(lanes.acc, name=f"logits_argmax_{level}")
+            logits_next = Signal.like(acc, name=f"logits_argmax_{level}")
             m.d.sync += [slot_next.eq(slot), fin_next.eq(fin), logits_next.eq(logits)]
             slot, fin, logits = slot_next, fin_next, logits_next
             nodes = paired
             level += 1
-        # the running comparison across groups, one stage after the tree
-        group_logit, group_lane = nodes[0][1], nodes[0][2]
-        logits4, s4, finalize4 = logits, slot, fin
+        return (nodes[0][1], nodes[0][2]), slot, fin, logits
+
+    # ------------------------------------------------------------ argmax across groups
+    def _running_best(self, m: Module, s4, finalize4, group_logit, group_lane):
+        """The running comparison across groups, one stage after the tree: the class so far."""
+        e = self.engine
         best_logit = Signal(signed(e.acc_bits))
         best_class = Signal(index_bits(e.size))
         take = Signal()
         class_now = Signal(index_bits(e.size))
         m.d.comb += [
             take.eq((s4.group == 0) | (group_logit > best_logit)),
-            class_now.eq(Mux(take, s4.group * p + group_lane, best_class)),
+            class_now.eq(Mux(take, s4.group * e.lanes + group_lane, best_class)),
         ]
         with m.If(finalize4 & take):
             m.d.sync += [best_logit.eq(group_logit), best_class.eq(class_now)]
+        return class_now
 
+    # ------------------------------------------------------------ results out
+    def _results_out(self, m: Module, front: MacFront, s4, finalize4, logits4, class_now) -> None:
+        """One result beat per class group into the queue (room reserved when the group started)."""
+        e = self.engine
         beat = Signal(ResultLayout(e))
-        for lane in range(p):
+        for lane in range(e.lanes):
             m.d.comb += beat.logits[lane].eq(logits4[lane])
         m.d.comb += [
             beat.group.eq(s4.group),
@@ -118,15 +132,11 @@ class ReadoutEngine(wiring.Component):
             beat.class_index.eq(class_now),
             beat.seq_end.eq(s4.seq_end),
         ]
-        m.submodules.results = fifo = SyncFIFOBuffered(width=len(beat.as_value()), depth=ENTRY_FIFO_DEPTH)
-        m.d.comb += [fifo.w_data.eq(beat.as_value()), fifo.w_en.eq(finalize4)]
+        m.submodules.results = queue = CreditFIFO(ResultLayout(e), ENTRY_FIFO_DEPTH)
         m.d.comb += [
-            self.results.payload.eq(fifo.r_data),
-            self.results.valid.eq(fifo.r_rdy),
-            fifo.r_en.eq(self.results.ready),
+            queue.w.payload.eq(beat),
+            queue.w.valid.eq(finalize4),
+            queue.reserve.eq(front.starting),
+            front.credit.eq(queue.credit),
         ]
-        reserved = Signal(range(ENTRY_FIFO_DEPTH + 2))
-        popped = fifo.r_en & fifo.r_rdy
-        m.d.sync += reserved.eq(reserved + front.issue.starting - popped)
-        m.d.comb += front.issue.credit.eq(reserved < ENTRY_FIFO_DEPTH)
-        return m
+        wiring.connect(m, queue.r, wiring.flipped(self.results))

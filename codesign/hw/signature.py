@@ -11,6 +11,7 @@ from amaranth.hdl import signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from codesign.bundle.cells import CELLS
 from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 
 __all__ = [
@@ -95,7 +96,7 @@ class TraceLayout(data.StructLayout):
             "state": data.ArrayLayout(signed(engine.output_bits), engine.lanes),
             "gate": data.ArrayLayout(unsigned(engine.gate_width), engine.lanes),
         }
-        if engine.kind == "hsru":
+        if engine.kind in CELLS and CELLS[engine.kind].potential_field is not None:
             fields["potential"] = data.ArrayLayout(signed(engine.state_bits), engine.lanes)
         super().__init__(fields)
 

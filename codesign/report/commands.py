@@ -112,7 +112,4 @@ def report(
 
 
 def register(app: typer.Typer, wrap: Callable) -> None:
-    from codesign.report.cells import report_cells
-
     app.command("report")(wrap(report))
-    app.command("report-cells")(wrap(report_cells))

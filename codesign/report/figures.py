@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codesign.bundle.io import load_bundle
+from codesign.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.errors import CodesignError
 from codesign.report.analog import CACHE_DIR, analog_power, not_measured, side_by_side
-from codesign.report.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
 from codesign.report.references import REFERENCES
 
@@ -183,7 +183,7 @@ def build_figures(
         "energy": {
             **e,
             "table_pj": ENERGY_PJ,
-            "table_source": "Horowitz, ISSCC 2014, 45 nm (codesign.explore.hardware.ENERGY_PJ); scaling in codesign/report/energy.py",
+            "table_source": "Horowitz, ISSCC 2014, 45 nm (codesign.energy.ENERGY_PJ); scaling in codesign/energy.py",
             "leak_nw_per_um2": leak_nw_per_um2 if area else None,
             "leak_note": (
                 f"assumption: {leak_nw_per_um2:g} nW/um^2 x {area['total_um2']:.0f} um^2 (codesign area)"

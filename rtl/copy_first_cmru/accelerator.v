@@ -24,26 +24,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [44:0] \config ;
-  wire [44:0] \config$14 ;
-  wire [5:0] \config$14.addr ;
-  wire [2:0] \config$14.elem ;
-  wire [2:0] \config$14.target ;
-  wire \config$14.valid ;
-  wire [31:0] \config$14.value ;
-  wire [44:0] \config$25 ;
-  wire [5:0] \config$25.addr ;
-  wire [2:0] \config$25.elem ;
-  wire [2:0] \config$25.target ;
-  wire \config$25.valid ;
-  wire [31:0] \config$25.value ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [43:0] config__payload;
   wire [43:0] config__payload;
+  wire [43:0] \config__payload$25 ;
+  wire [5:0] \config__payload$25.addr ;
+  wire [2:0] \config__payload$25.elem ;
+  wire [2:0] \config__payload$25.target ;
+  wire [31:0] \config__payload$25.value ;
+  wire [43:0] \config__payload$27 ;
+  wire [5:0] \config__payload$27.addr ;
+  wire [2:0] \config__payload$27.elem ;
+  wire [2:0] \config__payload$27.target ;
+  wire [31:0] \config__payload$27.value ;
   wire [5:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -52,6 +44,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$26 ;
+  wire \config__valid$28 ;
+  wire [43:0] config_fanout__payload;
+  wire [5:0] \config_fanout__payload.addr ;
+  wire [2:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1055:0] counters;
   wire [1055:0] counters;
   wire [31:0] \counters.cycles ;
@@ -114,19 +114,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [9:0] items__payload;
-  wire [21:0] \items__payload$26 ;
-  wire [3:0] \items__payload$26.index ;
-  wire \items__payload$26.seq_end ;
-  wire \items__payload$26.step_end ;
-  wire [15:0] \items__payload$26.value ;
+  wire [21:0] \items__payload$29 ;
+  wire [3:0] \items__payload$29.index ;
+  wire \items__payload$29.seq_end ;
+  wire \items__payload$29.step_end ;
+  wire [15:0] \items__payload$29.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [3:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$29 ;
+  wire \items__ready$32 ;
   wire items__valid;
-  wire \items__valid$30 ;
+  wire \items__valid$33 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -166,16 +166,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [119:0] results__payload;
   wire [119:0] results__payload;
-  wire [119:0] \results__payload$32 ;
-  wire [3:0] \results__payload$32.class_index ;
-  wire \results__payload$32.final ;
-  wire [1:0] \results__payload$32.group ;
-  wire [111:0] \results__payload$32.logits ;
-  wire [27:0] \results__payload$32.logits[0] ;
-  wire [27:0] \results__payload$32.logits[1] ;
-  wire [27:0] \results__payload$32.logits[2] ;
-  wire [27:0] \results__payload$32.logits[3] ;
-  wire \results__payload$32.seq_end ;
+  wire [119:0] \results__payload$35 ;
+  wire [3:0] \results__payload$35.class_index ;
+  wire \results__payload$35.final ;
+  wire [1:0] \results__payload$35.group ;
+  wire [111:0] \results__payload$35.logits ;
+  wire [27:0] \results__payload$35.logits[0] ;
+  wire [27:0] \results__payload$35.logits[1] ;
+  wire [27:0] \results__payload$35.logits[2] ;
+  wire [27:0] \results__payload$35.logits[3] ;
+  wire \results__payload$35.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -187,10 +187,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$33 ;
+  wire \results__ready$36 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$34 ;
+  wire \results__valid$37 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -250,12 +250,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$110 (events__ready),
+    .\items__ready$86 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -275,25 +276,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$160 (trace_0)
+    .\trace$120 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$26 ),
+    .o__payload(\items__payload$29 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$30 ),
+    .o__valid(\items__valid$33 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$26 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$29 ),
     .items__ready(o__ready),
-    .items__valid(\items__valid$30 ),
-    .r_en(results__ready),
+    .items__valid(\items__valid$33 ),
+    .r__ready(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
     .readout_busy_cycles(readout_busy_cycles),
@@ -344,7 +346,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$14  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
@@ -352,13 +355,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$25  = \config ;
-  assign o__payload = \items__payload$26 ;
-  assign \items__ready$29  = o__ready;
-  assign o__valid = \items__valid$30 ;
-  assign \results__payload$32  = results__payload;
-  assign \results__ready$33  = results__ready;
-  assign \results__valid$34  = results__valid;
+  assign \config__payload$25  = config__payload;
+  assign \config__valid$26  = config__valid;
+  assign \config__payload$27  = config__payload;
+  assign \config__valid$28  = config__valid;
+  assign o__payload = \items__payload$29 ;
+  assign \items__ready$32  = o__ready;
+  assign o__valid = \items__valid$33 ;
+  assign \results__payload$35  = results__payload;
+  assign \results__ready$36  = results__ready;
+  assign \results__valid$37  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[7:4];
@@ -424,16 +430,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_0.gate[1]  = trace_0[70];
   assign \trace_0.gate[2]  = trace_0[71];
   assign \trace_0.gate[3]  = trace_0[72];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \config$14.valid  = \config [0];
-  assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [9:4];
-  assign \config$14.elem  = \config [12:10];
-  assign \config$14.value  = \config [44:13];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[8:3];
+  assign \config_fanout__payload.elem  = config__payload[11:9];
+  assign \config_fanout__payload.value  = config__payload[43:12];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[7:4];
   assign \items__payload.step_end  = inputs__payload[8];
@@ -460,28 +460,31 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[70];
   assign \trace.gate[2]  = trace_0[71];
   assign \trace.gate[3]  = trace_0[72];
-  assign \config$25.valid  = \config [0];
-  assign \config$25.target  = \config [3:1];
-  assign \config$25.addr  = \config [9:4];
-  assign \config$25.elem  = \config [12:10];
-  assign \config$25.value  = \config [44:13];
-  assign \items__payload$26.index  = \items__payload$26 [3:0];
-  assign \items__payload$26.value  = \items__payload$26 [19:4];
-  assign \items__payload$26.step_end  = \items__payload$26 [20];
-  assign \items__payload$26.seq_end  = \items__payload$26 [21];
-  assign \o__payload.index  = \items__payload$26 [3:0];
-  assign \o__payload.value  = \items__payload$26 [19:4];
-  assign \o__payload.step_end  = \items__payload$26 [20];
-  assign \o__payload.seq_end  = \items__payload$26 [21];
-  assign \results__payload$32.logits  = results__payload[111:0];
-  assign \results__payload$32.logits[0]  = results__payload[27:0];
-  assign \results__payload$32.logits[1]  = results__payload[55:28];
-  assign \results__payload$32.logits[2]  = results__payload[83:56];
-  assign \results__payload$32.logits[3]  = results__payload[111:84];
-  assign \results__payload$32.group  = results__payload[113:112];
-  assign \results__payload$32.final  = results__payload[114];
-  assign \results__payload$32.class_index  = results__payload[118:115];
-  assign \results__payload$32.seq_end  = results__payload[119];
+  assign \config__payload$25.target  = config__payload[2:0];
+  assign \config__payload$25.addr  = config__payload[8:3];
+  assign \config__payload$25.elem  = config__payload[11:9];
+  assign \config__payload$25.value  = config__payload[43:12];
+  assign \config__payload$27.target  = config__payload[2:0];
+  assign \config__payload$27.addr  = config__payload[8:3];
+  assign \config__payload$27.elem  = config__payload[11:9];
+  assign \config__payload$27.value  = config__payload[43:12];
+  assign \items__payload$29.index  = \items__payload$29 [3:0];
+  assign \items__payload$29.value  = \items__payload$29 [19:4];
+  assign \items__payload$29.step_end  = \items__payload$29 [20];
+  assign \items__payload$29.seq_end  = \items__payload$29 [21];
+  assign \o__payload.index  = \items__payload$29 [3:0];
+  assign \o__payload.value  = \items__payload$29 [19:4];
+  assign \o__payload.step_end  = \items__payload$29 [20];
+  assign \o__payload.seq_end  = \items__payload$29 [21];
+  assign \results__payload$35.logits  = results__payload[111:0];
+  assign \results__payload$35.logits[0]  = results__payload[27:0];
+  assign \results__payload$35.logits[1]  = results__payload[55:28];
+  assign \results__payload$35.logits[2]  = results__payload[83:56];
+  assign \results__payload$35.logits[3]  = results__payload[111:84];
+  assign \results__payload$35.group  = results__payload[113:112];
+  assign \results__payload$35.final  = results__payload[114];
+  assign \results__payload$35.class_index  = results__payload[118:115];
+  assign \results__payload$35.seq_end  = results__payload[119];
   assign counters[1055:1024] = readout_items_writes;
   assign counters[1023:992] = readout_items_reads;
   assign counters[991:960] = readout_bias_writes;
@@ -515,179 +518,124 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [44:13] = config__payload[43:12];
-  assign \config [12:10] = config__payload[11:9];
-  assign \config [9:4] = config__payload[8:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$160 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
-, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
-  reg [15:0] \$100 ;
-  reg \$101 ;
-  reg [15:0] \$102 ;
-  reg \$103 ;
-  reg \$104 ;
-  reg [15:0] \$105 ;
-  reg [15:0] \$106 ;
-  reg [15:0] \$107 ;
-  reg \$108 ;
-  reg [15:0] \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg [15:0] \$112 ;
-  reg [15:0] \$113 ;
-  reg [15:0] \$114 ;
-  reg \$115 ;
-  reg [15:0] \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [15:0] \$119 ;
   wire \$12 ;
-  reg [15:0] \$120 ;
-  reg [15:0] \$121 ;
-  reg \$122 ;
-  reg [15:0] \$123 ;
-  reg \$124 ;
-  reg \$125 ;
-  reg [15:0] \$126 ;
-  reg [72:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg [31:0] \$129 ;
-  wire [15:0] \$13 ;
-  reg [4:0] \$130 ;
+  wire \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [15:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [15:0] \$20 ;
+  wire \$20 ;
   wire \$21 ;
-  wire \$22 ;
+  wire [15:0] \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
-  wire [15:0] \$27 ;
+  wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire [15:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [1:0] \$30 ;
+  wire [2:0] \$31 ;
+  wire [3:0] \$32 ;
+  wire [4:0] \$33 ;
+  wire [32:0] \$34 ;
+  wire [1:0] \$35 ;
+  wire [2:0] \$36 ;
+  wire [3:0] \$37 ;
+  wire [4:0] \$38 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire [1:0] \$42 ;
-  wire [32:0] \$43 ;
-  wire \$44 ;
-  wire [1:0] \$45 ;
-  wire [32:0] \$46 ;
-  wire [1:0] \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  reg [22:0] \$40 ;
+  reg \$41 ;
+  reg [15:0] \$42 ;
+  reg [15:0] \$43 ;
+  reg \$44 ;
+  reg [15:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg [15:0] \$48 ;
+  reg [15:0] \$49 ;
   wire \$5 ;
-  wire [1:0] \$50 ;
-  wire [32:0] \$51 ;
-  wire [1:0] \$52 ;
-  wire [32:0] \$53 ;
-  wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [32:0] \$56 ;
-  wire [1:0] \$57 ;
-  wire [32:0] \$58 ;
-  wire \$59 ;
+  reg [15:0] \$50 ;
+  reg \$51 ;
+  reg [15:0] \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg [15:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg [15:0] \$57 ;
+  reg \$58 ;
+  reg [15:0] \$59 ;
   wire \$6 ;
-  wire [1:0] \$60 ;
-  wire [32:0] \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [32:0] \$66 ;
-  wire [1:0] \$67 ;
-  wire [2:0] \$68 ;
-  wire [3:0] \$69 ;
-  wire [7:0] \$7 ;
-  wire [4:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire [1:0] \$72 ;
-  wire [2:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire [4:0] \$75 ;
-  wire [32:0] \$76 ;
-  wire [5:0] \$77 ;
-  wire \$78 ;
-  wire [6:0] \$79 ;
-  wire [6:0] \$8 ;
-  reg [22:0] \$80 ;
-  reg [31:0] \$81 ;
-  reg [31:0] \$82 ;
-  reg [31:0] \$83 ;
-  reg [31:0] \$84 ;
-  reg [31:0] \$85 ;
-  reg [31:0] \$86 ;
-  reg [31:0] \$87 ;
-  reg [31:0] \$88 ;
-  reg [22:0] \$89 ;
+  reg \$60 ;
+  reg \$61 ;
+  reg [15:0] \$62 ;
+  reg [15:0] \$63 ;
+  reg [15:0] \$64 ;
+  reg \$65 ;
+  reg [15:0] \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg [15:0] \$69 ;
+  wire \$7 ;
+  reg [72:0] \$70 ;
+  reg [31:0] \$71 ;
+  reg [31:0] \$72 ;
+  wire [15:0] \$8 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [31:0] \$91 ;
-  reg [22:0] \$92 ;
-  reg [22:0] \$93 ;
-  reg [23:0] \$94 ;
-  reg [63:0] \$95 ;
-  reg [22:0] \$96 ;
-  reg [22:0] \$97 ;
-  reg \$98 ;
-  reg [15:0] \$99 ;
   wire [33:0] acc;
-  wire [135:0] \acc$38 ;
-  wire [16:0] \acc$38[0] ;
-  wire [16:0] \acc$38[1] ;
-  wire [16:0] \acc$38[2] ;
-  wire [16:0] \acc$38[3] ;
-  wire [16:0] \acc$38[4] ;
-  wire [16:0] \acc$38[5] ;
-  wire [16:0] \acc$38[6] ;
-  wire [16:0] \acc$38[7] ;
-  wire [33:0] \acc$43 ;
-  wire [16:0] \acc$43.cand ;
-  wire [16:0] \acc$43.thr ;
-  wire [33:0] \acc$46 ;
-  wire [16:0] \acc$46.cand ;
-  wire [16:0] \acc$46.thr ;
-  wire [33:0] \acc$49 ;
-  wire [16:0] \acc$49.cand ;
-  wire [16:0] \acc$49.thr ;
+  wire [135:0] \acc$13 ;
+  wire [16:0] \acc$13[0] ;
+  wire [16:0] \acc$13[1] ;
+  wire [16:0] \acc$13[2] ;
+  wire [16:0] \acc$13[3] ;
+  wire [16:0] \acc$13[4] ;
+  wire [16:0] \acc$13[5] ;
+  wire [16:0] \acc$13[6] ;
+  wire [16:0] \acc$13[7] ;
+  wire [33:0] \acc$18 ;
+  wire [16:0] \acc$18.cand ;
+  wire [16:0] \acc$18.thr ;
+  wire [33:0] \acc$21 ;
+  wire [16:0] \acc$21.cand ;
+  wire [16:0] \acc$21.thr ;
+  wire [33:0] \acc$24 ;
+  wire [16:0] \acc$24.cand ;
+  wire [16:0] \acc$24.thr ;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.thr ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$71 ;
   wire [71:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -720,21 +668,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$142 ;
-  wire \gate$149 ;
-  wire \gate$156 ;
+  wire \gate$102 ;
+  wire \gate$109 ;
+  wire \gate$116 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$140 ;
-  wire \hold$147 ;
-  wire \hold$154 ;
+  wire \hold$100 ;
+  wire \hold$107 ;
+  wire \hold$114 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -758,29 +704,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [3:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$109 ;
-  wire [3:0] \items__payload$109.index ;
-  wire \items__payload$109.seq_end ;
-  wire \items__payload$109.step_end ;
-  wire [15:0] \items__payload$109.value ;
+  wire [21:0] \items__payload$85 ;
+  wire [3:0] \items__payload$85.index ;
+  wire \items__payload$85.seq_end ;
+  wire \items__payload$85.step_end ;
+  wire [15:0] \items__payload$85.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [3:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$110 ;
-  wire \items__ready$110 ;
   wire \items__ready$3 ;
+  input \items__ready$86 ;
+  wire \items__ready$86 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$113 ;
   wire \items__valid$5 ;
-  wire [3:0] lane_valid;
+  wire \items__valid$89 ;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -792,32 +737,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$139 ;
-  wire [15:0] \new$139.h ;
-  wire [15:0] \new$146 ;
-  wire [15:0] \new$146.h ;
-  wire [15:0] \new$153 ;
-  wire [15:0] \new$153.h ;
+  wire [15:0] \new$106 ;
+  wire [15:0] \new$106.h ;
+  wire [15:0] \new$113 ;
+  wire [15:0] \new$113.h ;
+  wire [15:0] \new$99 ;
+  wire [15:0] \new$99.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -840,12 +785,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$45 ;
-  wire [15:0] \old$45.h ;
-  wire [15:0] \old$48 ;
-  wire [15:0] \old$48.h ;
-  wire [15:0] \old$51 ;
-  wire [15:0] \old$51.h ;
+  wire [15:0] \old$20 ;
+  wire [15:0] \old$20.h ;
+  wire [15:0] \old$23 ;
+  wire [15:0] \old$23.h ;
+  wire [15:0] \old$26 ;
+  wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -864,9 +809,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 16'h0000 *)
   wire [15:0] old_out_3;
   wire [15:0] out;
-  wire [15:0] \out$141 ;
-  wire [15:0] \out$148 ;
-  wire [15:0] \out$155 ;
+  wire [15:0] \out$101 ;
+  wire [15:0] \out$108 ;
+  wire [15:0] \out$115 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -876,74 +821,50 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [5:0] params;
-  wire [5:0] \params$44 ;
-  wire [5:0] \params$44.alpha ;
-  wire [5:0] \params$47 ;
-  wire [5:0] \params$47.alpha ;
-  wire [5:0] \params$50 ;
-  wire [5:0] \params$50.alpha ;
+  wire [23:0] \params$15 ;
+  wire [5:0] \params$15[0] ;
+  wire [5:0] \params$15[1] ;
+  wire [5:0] \params$15[2] ;
+  wire [5:0] \params$15[3] ;
+  wire [5:0] \params$19 ;
+  wire [5:0] \params$19.alpha ;
+  wire [5:0] \params$22 ;
+  wire [5:0] \params$22.alpha ;
+  wire [5:0] \params$25 ;
+  wire [5:0] \params$25.alpha ;
   wire [5:0] \params.alpha ;
-  reg [23:0] params_c3 = 24'h000000;
-  wire [5:0] \params_c3[0] ;
-  wire [5:0] \params_c3[1] ;
-  wire [5:0] \params_c3[2] ;
-  wire [5:0] \params_c3[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$33 ;
-  reg [1:0] \port__addr$34 ;
-  wire [1:0] \port__addr$53 ;
-  wire [63:0] port__data;
-  wire [127:0] \port__data$12 ;
-  wire [23:0] \port__data$130 ;
-  wire [63:0] \port__data$131 ;
-  wire [23:0] \port__data$15 ;
-  wire [63:0] \port__data$29 ;
-  wire [127:0] \port__data$31 ;
-  wire [63:0] \port__data$57 ;
-  wire [7:0] port__en;
-  wire [7:0] \port__en$11 ;
-  wire [3:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$145 ;
-  wire [15:0] \potential$152 ;
-  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$105 ;
+  wire [15:0] \potential$112 ;
+  wire [15:0] \potential$119 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
   reg [15:0] potential_c4_3 = 16'h0000;
-  wire [71:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [71:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [63:0] \r__payload.value ;
+  wire [15:0] \r__payload.value[0] ;
+  wire [15:0] \r__payload.value[1] ;
+  wire [15:0] \r__payload.value[2] ;
+  wire [15:0] \r__payload.value[3] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$136 ;
-  wire \saturated$143 ;
-  wire \saturated$150 ;
-  wire \saturated$157 ;
+  wire \saturated$103 ;
+  wire \saturated$110 ;
+  wire \saturated$117 ;
+  wire \saturated$96 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
   reg saturated_c4_3 = 1'h0;
-  wire [135:0] seeds;
-  wire [16:0] \seeds[0] ;
-  wire [16:0] \seeds[1] ;
-  wire [16:0] \seeds[2] ;
-  wire [16:0] \seeds[3] ;
-  wire [16:0] \seeds[4] ;
-  wire [16:0] \seeds[5] ;
-  wire [16:0] \seeds[6] ;
-  wire [16:0] \seeds[7] ;
   wire [22:0] slot;
   wire [5:0] \slot.base ;
   wire \slot.empty ;
@@ -956,66 +877,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [3:0] \slot.value ;
-  reg [22:0] slot_c1 = 23'h000000;
-  wire [5:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [1:0] \slot_c1.group ;
-  wire [3:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [3:0] \slot_c1.value ;
-  reg [22:0] slot_c2 = 23'h000000;
-  wire [5:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [3:0] \slot_c2.value ;
-  reg [22:0] slot_c2a = 23'h000000;
-  wire [5:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [1:0] \slot_c2a.group ;
-  wire [3:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [3:0] \slot_c2a.value ;
-  reg [22:0] slot_c2b = 23'h000000;
-  wire [5:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [1:0] \slot_c2b.group ;
-  wire [3:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [3:0] \slot_c2b.value ;
-  reg [22:0] slot_c3 = 23'h000000;
-  wire [5:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [3:0] \slot_c3.value ;
   reg [22:0] slot_c4 = 23'h000000;
   wire [5:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1029,28 +890,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [3:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [72:0] trace;
-  output [72:0] \trace$160 ;
-  reg [72:0] \trace$160  = 73'h0000000000000000000;
-  wire [3:0] \trace$160.gate ;
-  wire \trace$160.gate[0] ;
-  wire \trace$160.gate[1] ;
-  wire \trace$160.gate[2] ;
-  wire \trace$160.gate[3] ;
-  wire [1:0] \trace$160.group ;
-  wire \trace$160.seq_end ;
-  wire [63:0] \trace$160.state ;
-  wire [15:0] \trace$160.state[0] ;
-  wire [15:0] \trace$160.state[1] ;
-  wire [15:0] \trace$160.state[2] ;
-  wire [15:0] \trace$160.state[3] ;
-  wire \trace$160.step_end ;
-  wire \trace$160.valid ;
+  output [72:0] \trace$120 ;
+  reg [72:0] \trace$120  = 73'h0000000000000000000;
+  wire [3:0] \trace$120.gate ;
+  wire \trace$120.gate[0] ;
+  wire \trace$120.gate[1] ;
+  wire \trace$120.gate[2] ;
+  wire \trace$120.gate[3] ;
+  wire [1:0] \trace$120.group ;
+  wire \trace$120.seq_end ;
+  wire [63:0] \trace$120.state ;
+  wire [15:0] \trace$120.state[0] ;
+  wire [15:0] \trace$120.state[1] ;
+  wire [15:0] \trace$120.state[2] ;
+  wire [15:0] \trace$120.state[3] ;
+  wire \trace$120.step_end ;
+  wire \trace$120.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1065,409 +934,171 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [3:0] value;
-  wire [71:0] w_data;
+  wire [71:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [63:0] \w__payload.value ;
+  wire [15:0] \w__payload.value[0] ;
+  wire [15:0] \w__payload.value[1] ;
+  wire [15:0] \w__payload.value[2] ;
+  wire [15:0] \w__payload.value[3] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  reg [127:0] bias [3:0];
-  initial begin
-    bias[0] = 128'h0034fff6003bffecffd50026ffc60013;
-    bias[1] = 128'h0029ffda0020001f0032ffd0ffbd001d;
-    bias[2] = 128'h002dfffd001fffeaffd5fffd0036000a;
-    bias[3] = 128'h0032fff1ffdeffea000ffff2ffdc0023;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
-    if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
-    if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
-    if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
-    if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
-  end
-  reg [127:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[2:1]];
-    end
-  end
-  assign \port__data$31  = _0_;
-  reg [23:0] \params$173  [3:0];
-  initial begin
-    \params$173 [0] = 24'h5533d4;
-    \params$173 [1] = 24'h38e393;
-    \params$173 [2] = 24'h54f4d4;
-    \params$173 [3] = 24'h4cf3cf;
-  end
-  always @(posedge clk) begin
-    if (\$7 [0])
-      \params$173 [\config [5:4]][5:0] <= \port__data$15 [5:0];
-    if (\$7 [1])
-      \params$173 [\config [5:4]][11:6] <= \port__data$15 [11:6];
-    if (\$7 [2])
-      \params$173 [\config [5:4]][17:12] <= \port__data$15 [17:12];
-    if (\$7 [3])
-      \params$173 [\config [5:4]][23:18] <= \port__data$15 [23:18];
-  end
-  reg [23:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$173 [\port__addr$33 ];
-    end
-  end
-  assign \port__data$130  = _1_;
-  reg [63:0] state [3:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-    state[2] = 64'h0000000000000000;
-    state[3] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$55 )
-      state[slot_c4[2:1]] <= \port__data$57 ;
-  end
-  reg [63:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$34 ];
-    end
-  end
-  assign \port__data$131  = _2_;
-  reg [63:0] \weights$171  [59:0];
-  initial begin
-    \weights$171 [0] = 64'h1ff1f7f2c5e6abec;
-    \weights$171 [1] = 64'hcc67db78a4fc3953;
-    \weights$171 [2] = 64'h290dc5982c54bbee;
-    \weights$171 [3] = 64'h340ad2b2fca9148a;
-    \weights$171 [4] = 64'hcc3dd8d2dcb100c1;
-    \weights$171 [5] = 64'hdd5939e12c52f6ea;
-    \weights$171 [6] = 64'h510df9bcda3a12de;
-    \weights$171 [7] = 64'h18edc576e9c93a55;
-    \weights$171 [8] = 64'he0e3c74c264535c7;
-    \weights$171 [9] = 64'hcb5ed0ed2c291640;
-    \weights$171 [10] = 64'h1f021d2ef126eddf;
-    \weights$171 [11] = 64'hedd0c4d3e95b3a36;
-    \weights$171 [12] = 64'h15f3211736c43988;
-    \weights$171 [13] = 64'hdf94c2972a9f1410;
-    \weights$171 [14] = 64'hed9cd2c24ccdedd8;
-    \weights$171 [15] = 64'hc8f6ff3fc622b9f9;
-    \weights$171 [16] = 64'hc9d04cfe06cdcfea;
-    \weights$171 [17] = 64'h0098a0fe5bf429c1;
-    \weights$171 [18] = 64'h1af3200d002bd6e5;
-    \weights$171 [19] = 64'h592fe291e8a32c4c;
-    \weights$171 [20] = 64'h5f0ff8135de9fec0;
-    \weights$171 [21] = 64'hd75be03a06fe0e49;
-    \weights$171 [22] = 64'hb8f2fa331f18ddd4;
-    \weights$171 [23] = 64'hd871df9967ee221d;
-    \weights$171 [24] = 64'hd70401ffd6f1425f;
-    \weights$171 [25] = 64'h27c3e15fe0ec19d7;
-    \weights$171 [26] = 64'hd6b926265c1b4328;
-    \weights$171 [27] = 64'hd6dfc2e242fc3f3a;
-    \weights$171 [28] = 64'hd6d6e129db1bb209;
-    \weights$171 [29] = 64'hd510bfef28c49303;
-    \weights$171 [30] = 64'hd3c04accf0f7153c;
-    \weights$171 [31] = 64'he0befe92f6e621de;
-    \weights$171 [32] = 64'h2f09e1e3f6e03e14;
-    \weights$171 [33] = 64'h43e6ec63e742fa5b;
-    \weights$171 [34] = 64'hcb1dd41f2d3429af;
-    \weights$171 [35] = 64'hd378e1862b54ca9e;
-    \weights$171 [36] = 64'hd3b7ff681f531a18;
-    \weights$171 [37] = 64'hd13f1de5046c52fc;
-    \weights$171 [38] = 64'h2cf6ab132be3dfae;
-    \weights$171 [39] = 64'hb9dde2cd64f73fc7;
-    \weights$171 [40] = 64'h1f23e2ce2cb4092b;
-    \weights$171 [41] = 64'h4401efefc310fc3d;
-    \weights$171 [42] = 64'hd1aa3ff52cc7ca9c;
-    \weights$171 [43] = 64'hd3750d962cb2f331;
-    \weights$171 [44] = 64'hd290301b9dfed662;
-    \weights$171 [45] = 64'hf90dee29f7addbdd;
-    \weights$171 [46] = 64'hcd99ddea47deb9ca;
-    \weights$171 [47] = 64'h4212d4390ffe440c;
-    \weights$171 [48] = 64'h1b1be3f8f0a8ae00;
-    \weights$171 [49] = 64'h00c320013b26f151;
-    \weights$171 [50] = 64'h08e0393af1d894ec;
-    \weights$171 [51] = 64'h450455f9f15fd6d5;
-    \weights$171 [52] = 64'he5451cb9ef9e45c8;
-    \weights$171 [53] = 64'hff29f310efa7f800;
-    \weights$171 [54] = 64'hce4cec9b8e0368f9;
-    \weights$171 [55] = 64'hd19db211f0560756;
-    \weights$171 [56] = 64'hed54501b17f03ffc;
-    \weights$171 [57] = 64'h9d00fe4dd7430cdf;
-    \weights$171 [58] = 64'h5b191fe31722a6e5;
-    \weights$171 [59] = 64'he531fa9e08ec36c4;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$171 [\config [9:4]][7:0] <= port__data[7:0];
-    if (port__en[1])
-      \weights$171 [\config [9:4]][15:8] <= port__data[15:8];
-    if (port__en[2])
-      \weights$171 [\config [9:4]][23:16] <= port__data[23:16];
-    if (port__en[3])
-      \weights$171 [\config [9:4]][31:24] <= port__data[31:24];
-    if (port__en[4])
-      \weights$171 [\config [9:4]][39:32] <= port__data[39:32];
-    if (port__en[5])
-      \weights$171 [\config [9:4]][47:40] <= port__data[47:40];
-    if (port__en[6])
-      \weights$171 [\config [9:4]][55:48] <= port__data[55:48];
-    if (port__en[7])
-      \weights$171 [\config [9:4]][63:56] <= port__data[63:56];
-  end
-  reg [63:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _3_ <= \weights$171 [\$8 [5:0]];
-    end
-  end
-  assign \port__data$29  = _3_;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
-  assign \$9  = ~ slot_c1[14];
-  assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[9];
-  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[10];
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : state_c3[15:0];
-  assign \old$45  = slot_c3[12] ? 16'h0000 : state_c3[31:16];
-  assign \old$48  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
-  assign \old$51  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
-  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_c4_0;
-  assign \$18  = | out_0;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$21  = out_1 != old_c4_1;
-  assign \$25  = | out_1;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$28  = out_2 != old_c4_2;
-  assign \$32  = | out_2;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  wire w__valid;
+  assign \$20  = | out_2;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$35  = out_3 != old_c4_3;
-  assign \$39  = | out_3;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = slot_c4[11] & slot_c4[13];
-  assign credit = reserved < 5'h10;
-  assign \$42  = 1'h0 + \port__en$16 ;
-  assign \$43  = layer0_weights_reads + \$42 ;
-  assign \$44  = | port__en;
-  assign \$45  = 1'h0 + \$44 ;
-  assign \$46  = layer0_weights_writes + \$45 ;
-  assign \$47  = 1'h0 + \port__en$17 ;
-  assign \$48  = layer0_bias_reads + \$47 ;
-  assign \$49  = | \port__en$11 ;
-  assign \$50  = 1'h0 + \$49 ;
-  assign \$51  = layer0_bias_writes + \$50 ;
-  assign \$52  = 1'h0 + \port__en$18 ;
-  assign \$53  = layer0_params_reads + \$52 ;
-  assign \$54  = | \$7 [3:0];
-  assign \$55  = 1'h0 + \$54 ;
-  assign \$56  = layer0_params_writes + \$55 ;
-  assign \$57  = 1'h0 + \port__en$19 ;
-  assign \$58  = layer0_state_reads + \$57 ;
-  assign \$60  = 1'h0 + \$59 ;
-  assign \$61  = layer0_state_writes + \$60 ;
-  assign \$62  = ~ slot_c2[14];
-  assign \$63  = slot_c2[0] & \$62 ;
-  assign \$64  = | slot_c2[22:19];
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = layer0_macs + 4'h8;
-  assign \$67  = 1'h0 + changed[0];
-  assign \$68  = \$67  + changed[1];
-  assign \$69  = \$68  + changed[2];
-  assign \$70  = \$69  + changed[3];
-  assign \$71  = layer0_events + \$70 ;
-  assign \$72  = 1'h0 + saturated[0];
-  assign \$73  = \$72  + saturated[1];
-  assign \$74  = \$73  + saturated[2];
-  assign \$75  = \$74  + saturated[3];
-  assign \$76  = layer0_saturations + \$75 ;
-  assign \$77  = reserved + starting;
-  assign \$78  = r_en & i__valid;
-  assign \$79  = \$77  - \$78 ;
+  assign \$23  = out_3 != old_c4_3;
+  assign \$27  = | out_3;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = slot_c4[11] & slot_c4[13];
+  assign \$30  = 1'h0 + changed[0];
+  assign \$31  = \$30  + changed[1];
+  assign \$32  = \$31  + changed[2];
+  assign \$33  = \$32  + changed[3];
+  assign \$34  = layer0_events + \$33 ;
+  assign \$35  = 1'h0 + saturated[0];
+  assign \$36  = \$35  + saturated[1];
+  assign \$37  = \$36  + saturated[2];
+  assign \$38  = \$37  + saturated[3];
+  assign \$39  = layer0_saturations + \$38 ;
   always @(posedge clk)
-    slot_c1 <= \$80 ;
+    slot_c4 <= \$40 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$81 ;
+    finalize4 <= \$41 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$82 ;
+    new_c4_0 <= \$42 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$83 ;
+    old_c4_0 <= \$43 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$84 ;
+    hold_c4_0 <= \$44 ;
   always @(posedge clk)
-    layer0_params_reads <= \$85 ;
+    out_c4_0 <= \$45 ;
   always @(posedge clk)
-    layer0_params_writes <= \$86 ;
+    gate_c4_0 <= \$46 ;
   always @(posedge clk)
-    layer0_state_reads <= \$87 ;
+    saturated_c4_0 <= \$47 ;
   always @(posedge clk)
-    layer0_state_writes <= \$88 ;
+    potential_c4_0 <= \$48 ;
   always @(posedge clk)
-    slot_c2 <= \$89 ;
+    new_c4_1 <= \$49 ;
   always @(posedge clk)
-    use_acc2 <= \$90 ;
+    old_c4_1 <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$91 ;
+    hold_c4_1 <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$92 ;
+    out_c4_1 <= \$52 ;
   always @(posedge clk)
-    slot_c2b <= \$93 ;
+    gate_c4_1 <= \$53 ;
   always @(posedge clk)
-    params_c3 <= \$94 ;
+    saturated_c4_1 <= \$54 ;
   always @(posedge clk)
-    state_c3 <= \$95 ;
+    potential_c4_1 <= \$55 ;
   always @(posedge clk)
-    slot_c3 <= \$96 ;
+    new_c4_2 <= \$56 ;
   always @(posedge clk)
-    slot_c4 <= \$97 ;
+    old_c4_2 <= \$57 ;
   always @(posedge clk)
-    \port__en$55  <= \$98 ;
+    hold_c4_2 <= \$58 ;
   always @(posedge clk)
-    new_c4_0 <= \$99 ;
+    out_c4_2 <= \$59 ;
   always @(posedge clk)
-    old_c4_0 <= \$100 ;
+    gate_c4_2 <= \$60 ;
   always @(posedge clk)
-    hold_c4_0 <= \$101 ;
+    saturated_c4_2 <= \$61 ;
   always @(posedge clk)
-    out_c4_0 <= \$102 ;
+    potential_c4_2 <= \$62 ;
   always @(posedge clk)
-    gate_c4_0 <= \$103 ;
+    new_c4_3 <= \$63 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$104 ;
+    old_c4_3 <= \$64 ;
   always @(posedge clk)
-    potential_c4_0 <= \$105 ;
+    hold_c4_3 <= \$65 ;
   always @(posedge clk)
-    new_c4_1 <= \$106 ;
+    out_c4_3 <= \$66 ;
   always @(posedge clk)
-    old_c4_1 <= \$107 ;
+    gate_c4_3 <= \$67 ;
   always @(posedge clk)
-    hold_c4_1 <= \$108 ;
+    saturated_c4_3 <= \$68 ;
   always @(posedge clk)
-    out_c4_1 <= \$109 ;
+    potential_c4_3 <= \$69 ;
   always @(posedge clk)
-    gate_c4_1 <= \$110 ;
+    \trace$120  <= \$70 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$111 ;
+    layer0_events <= \$71 ;
   always @(posedge clk)
-    potential_c4_1 <= \$112 ;
-  always @(posedge clk)
-    new_c4_2 <= \$113 ;
-  always @(posedge clk)
-    old_c4_2 <= \$114 ;
-  always @(posedge clk)
-    hold_c4_2 <= \$115 ;
-  always @(posedge clk)
-    out_c4_2 <= \$116 ;
-  always @(posedge clk)
-    gate_c4_2 <= \$117 ;
-  always @(posedge clk)
-    saturated_c4_2 <= \$118 ;
-  always @(posedge clk)
-    potential_c4_2 <= \$119 ;
-  always @(posedge clk)
-    new_c4_3 <= \$120 ;
-  always @(posedge clk)
-    old_c4_3 <= \$121 ;
-  always @(posedge clk)
-    hold_c4_3 <= \$122 ;
-  always @(posedge clk)
-    out_c4_3 <= \$123 ;
-  always @(posedge clk)
-    gate_c4_3 <= \$124 ;
-  always @(posedge clk)
-    saturated_c4_3 <= \$125 ;
-  always @(posedge clk)
-    potential_c4_3 <= \$126 ;
-  always @(posedge clk)
-    \trace$160  <= \$127 ;
-  always @(posedge clk)
-    layer0_events <= \$128 ;
-  always @(posedge clk)
-    layer0_saturations <= \$129 ;
-  always @(posedge clk)
-    reserved <= \$130 ;
+    layer0_saturations <= \$72 ;
+  assign finalize = slot[0] & slot[10];
+  assign old = slot[12] ? 16'h0000 : state[15:0];
+  assign \old$20  = slot[12] ? 16'h0000 : state[31:16];
+  assign \old$23  = slot[12] ? 16'h0000 : state[47:32];
+  assign \old$26  = slot[12] ? 16'h0000 : state[63:48];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
+  assign \$2  = out_0 != old_c4_0;
+  assign \$6  = | out_0;
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
+  assign \$9  = out_1 != old_c4_1;
+  assign \$13  = | out_1;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
+  assign \$16  = out_2 != old_c4_2;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$55 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$38 ),
-    .clk(clk),
-    .first(slot_c2[9]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[22:19]),
-    .weights(weights)
+    .\slot$64 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1475,7 +1106,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$110 ),
+    .items__ready(\items__ready$86 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1485,486 +1116,307 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(params_c3[5:0]),
-    .saturated(\saturated$136 )
+    .params(\params$15 [5:0]),
+    .saturated(\saturated$96 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$142 ),
-    .acc(\acc$43 ),
-    .h_new(\new$139 ),
-    .hold(\hold$140 ),
-    .old(\old$45 ),
-    .params(params_c3[11:6]),
-    .saturated(\saturated$143 )
+    .abs_at_least(\gate$102 ),
+    .acc(\acc$18 ),
+    .h_new(\new$99 ),
+    .hold(\hold$100 ),
+    .old(\old$20 ),
+    .params(\params$15 [11:6]),
+    .saturated(\saturated$103 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$149 ),
-    .acc(\acc$46 ),
-    .h_new(\new$146 ),
-    .hold(\hold$147 ),
-    .old(\old$48 ),
-    .params(params_c3[17:12]),
-    .saturated(\saturated$150 )
+    .abs_at_least(\gate$109 ),
+    .acc(\acc$21 ),
+    .h_new(\new$106 ),
+    .hold(\hold$107 ),
+    .old(\old$23 ),
+    .params(\params$15 [17:12]),
+    .saturated(\saturated$110 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$156 ),
-    .acc(\acc$49 ),
-    .h_new(\new$153 ),
-    .hold(\hold$154 ),
-    .old(\old$51 ),
-    .params(params_c3[23:18]),
-    .saturated(\saturated$157 )
+    .abs_at_least(\gate$116 ),
+    .acc(\acc$24 ),
+    .h_new(\new$113 ),
+    .hold(\hold$114 ),
+    .old(\old$26 ),
+    .params(\params$15 [23:18]),
+    .saturated(\saturated$117 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$10 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$11 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$12 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$12 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$33  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$34  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = slot;
+    \$40  = slot;
     if (rst) begin
-      \$80  = 23'h000000;
+      \$40  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = \$43 [31:0];
+    \$41  = finalize;
     if (rst) begin
-      \$81  = 32'd0;
+      \$41  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \$46 [31:0];
+    \$42  = \new ;
     if (rst) begin
-      \$82  = 32'd0;
+      \$42  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \$48 [31:0];
+    \$43  = old;
     if (rst) begin
-      \$83  = 32'd0;
+      \$43  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \$51 [31:0];
+    \$44  = hold;
     if (rst) begin
-      \$84  = 32'd0;
+      \$44  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \$53 [31:0];
+    \$45  = \new ;
     if (rst) begin
-      \$85  = 32'd0;
+      \$45  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \$56 [31:0];
+    \$46  = gate;
     if (rst) begin
-      \$86  = 32'd0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \$58 [31:0];
+    \$47  = \saturated$96 ;
     if (rst) begin
-      \$87  = 32'd0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = \$61 [31:0];
+    \$48  = 16'h0000;
     if (rst) begin
-      \$88  = 32'd0;
+      \$48  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = slot_c1;
+    \$49  = \new$99 ;
     if (rst) begin
-      \$89  = 23'h000000;
+      \$49  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = 1'h0;
+    \$50  = \old$20 ;
     if (rst) begin
-      \$90  = 1'h0;
+      \$50  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = layer0_macs;
-    if (\$65 ) begin
-      \$91  = \$66 [31:0];
-    end
+    \$51  = \hold$100 ;
     if (rst) begin
-      \$91  = 32'd0;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = slot_c2;
+    \$52  = \new$99 ;
     if (rst) begin
-      \$92  = 23'h000000;
+      \$52  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = slot_c2a;
+    \$53  = \gate$102 ;
     if (rst) begin
-      \$93  = 23'h000000;
+      \$53  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \port__data$130 ;
+    \$54  = \saturated$103 ;
     if (rst) begin
-      \$94  = 24'h000000;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \port__data$131 ;
+    \$55  = 16'h0000;
     if (rst) begin
-      \$95  = 64'h0000000000000000;
+      \$55  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = slot_c2b;
+    \$56  = \new$106 ;
     if (rst) begin
-      \$96  = 23'h000000;
+      \$56  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = slot_c3;
+    \$57  = \old$23 ;
     if (rst) begin
-      \$97  = 23'h000000;
+      \$57  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = finalize;
+    \$58  = \hold$107 ;
     if (rst) begin
-      \$98  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \new ;
+    \$59  = \new$106 ;
     if (rst) begin
-      \$99  = 16'h0000;
+      \$59  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = old;
+    \$60  = \gate$109 ;
     if (rst) begin
-      \$100  = 16'h0000;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = hold;
+    \$61  = \saturated$110 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$61  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \new ;
+    \$62  = 16'h0000;
     if (rst) begin
-      \$102  = 16'h0000;
+      \$62  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = gate;
+    \$63  = \new$113 ;
     if (rst) begin
-      \$103  = 1'h0;
+      \$63  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \saturated$136 ;
+    \$64  = \old$26 ;
     if (rst) begin
-      \$104  = 1'h0;
+      \$64  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = 16'h0000;
+    \$65  = \hold$114 ;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$139 ;
+    \$66  = \new$113 ;
     if (rst) begin
-      \$106  = 16'h0000;
+      \$66  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \old$45 ;
+    \$67  = \gate$116 ;
     if (rst) begin
-      \$107  = 16'h0000;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \hold$140 ;
+    \$68  = \saturated$117 ;
     if (rst) begin
-      \$108  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \new$139 ;
+    \$69  = 16'h0000;
     if (rst) begin
-      \$109  = 16'h0000;
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \gate$142 ;
+    \$70  = trace;
     if (rst) begin
-      \$110  = 1'h0;
+      \$70  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \saturated$143 ;
-    if (rst) begin
-      \$111  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = 16'h0000;
-    if (rst) begin
-      \$112  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \new$146 ;
-    if (rst) begin
-      \$113  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \old$48 ;
-    if (rst) begin
-      \$114  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \hold$147 ;
-    if (rst) begin
-      \$115  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \new$146 ;
-    if (rst) begin
-      \$116  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \gate$149 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \saturated$150 ;
-    if (rst) begin
-      \$118  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = 16'h0000;
-    if (rst) begin
-      \$119  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \new$153 ;
-    if (rst) begin
-      \$120  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \old$51 ;
-    if (rst) begin
-      \$121  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \hold$154 ;
-    if (rst) begin
-      \$122  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = \new$153 ;
-    if (rst) begin
-      \$123  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \gate$156 ;
-    if (rst) begin
-      \$124  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \saturated$157 ;
-    if (rst) begin
-      \$125  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = 16'h0000;
-    if (rst) begin
-      \$126  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = trace;
-    if (rst) begin
-      \$127  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = layer0_events;
-    if (\port__en$55 ) begin
-      \$128  = \$71 [31:0];
+    \$71  = layer0_events;
+    if (finalize4) begin
+      \$71  = \$34 [31:0];
     end
     if (rst) begin
-      \$128  = 32'd0;
+      \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = layer0_saturations;
-    if (\port__en$55 ) begin
-      \$129  = \$76 [31:0];
+    \$72  = layer0_saturations;
+    if (finalize4) begin
+      \$72  = \$39 [31:0];
     end
     if (rst) begin
-      \$129  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = \$79 [4:0];
-    if (rst) begin
-      \$130  = 5'h00;
+      \$72  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
-  assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$20  = \$8 [5:0];
-  assign \port__addr$22  = slot_c1[2:1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[22:19];
-  assign params = params_c3[5:0];
-  assign \params$44  = params_c3[11:6];
-  assign \params$47  = params_c3[17:12];
-  assign \params$50  = params_c3[23:18];
-  assign \port__addr$53  = slot_c4[2:1];
-  assign finalize4 = \port__en$55 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign params = \params$15 [5:0];
+  assign \params$19  = \params$15 [11:6];
+  assign \params$22  = \params$15 [17:12];
+  assign \params$25  = \params$15 [23:18];
   assign old_out_0 = old_c4_0;
   assign old_out_1 = old_c4_1;
   assign old_out_2 = old_c4_2;
   assign old_out_3 = old_c4_3;
-  assign w_data = entry;
-  assign w_en = \port__en$55 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$71  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$109  = events__payload;
-  assign events__ready = \items__ready$110 ;
-  assign \items__valid$113  = events__valid;
+  assign \items__payload$85  = events__payload;
+  assign events__ready = \items__ready$86 ;
+  assign \items__valid$89  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$141  = \new$139 ;
-  assign \potential$145  = 16'h0000;
-  assign \out$148  = \new$146 ;
-  assign \potential$152  = 16'h0000;
-  assign \out$155  = \new$153 ;
-  assign \potential$159  = 16'h0000;
+  assign \out$101  = \new$99 ;
+  assign \potential$105  = 16'h0000;
+  assign \out$108  = \new$106 ;
+  assign \potential$112  = 16'h0000;
+  assign \out$115  = \new$113 ;
+  assign \potential$119  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[7:4];
   assign \items__payload.step_end  = items__payload[8];
@@ -1973,103 +1425,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.value  = items__payload[7:4];
   assign \items__payload$1.step_end  = items__payload[8];
   assign \items__payload$1.seq_end  = items__payload[9];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[2:1];
-  assign \slot_c1.base  = slot_c1[8:3];
-  assign \slot_c1.first  = slot_c1[9];
-  assign \slot_c1.last  = slot_c1[10];
-  assign \slot_c1.step_last  = slot_c1[11];
-  assign \slot_c1.seq_first  = slot_c1[12];
-  assign \slot_c1.seq_end  = slot_c1[13];
-  assign \slot_c1.empty  = slot_c1[14];
-  assign \slot_c1.index  = slot_c1[18:15];
-  assign \slot_c1.value  = slot_c1[22:19];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[22:19];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
-  assign \seeds[0]  = seeds[16:0];
-  assign \seeds[1]  = seeds[33:17];
-  assign \seeds[2]  = seeds[50:34];
-  assign \seeds[3]  = seeds[67:51];
-  assign \seeds[4]  = seeds[84:68];
-  assign \seeds[5]  = seeds[101:85];
-  assign \seeds[6]  = seeds[118:102];
-  assign \seeds[7]  = seeds[135:119];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[2:1];
-  assign \slot_c2a.base  = slot_c2a[8:3];
-  assign \slot_c2a.first  = slot_c2a[9];
-  assign \slot_c2a.last  = slot_c2a[10];
-  assign \slot_c2a.step_last  = slot_c2a[11];
-  assign \slot_c2a.seq_first  = slot_c2a[12];
-  assign \slot_c2a.seq_end  = slot_c2a[13];
-  assign \slot_c2a.empty  = slot_c2a[14];
-  assign \slot_c2a.index  = slot_c2a[18:15];
-  assign \slot_c2a.value  = slot_c2a[22:19];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[22:19];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[22:19];
   assign \acc.cand  = acc[16:0];
   assign \acc.thr  = acc[33:17];
-  assign \acc$38[0]  = \acc$38 [16:0];
-  assign \acc$38[1]  = \acc$38 [33:17];
-  assign \acc$38[2]  = \acc$38 [50:34];
-  assign \acc$38[3]  = \acc$38 [67:51];
-  assign \acc$38[4]  = \acc$38 [84:68];
-  assign \acc$38[5]  = \acc$38 [101:85];
-  assign \acc$38[6]  = \acc$38 [118:102];
-  assign \acc$38[7]  = \acc$38 [135:119];
-  assign \params.alpha  = params_c3[5:0];
-  assign \params_c3[0]  = params_c3[5:0];
-  assign \params_c3[1]  = params_c3[11:6];
-  assign \params_c3[2]  = params_c3[17:12];
-  assign \params_c3[3]  = params_c3[23:18];
+  assign \acc$13[0]  = \acc$13 [16:0];
+  assign \acc$13[1]  = \acc$13 [33:17];
+  assign \acc$13[2]  = \acc$13 [50:34];
+  assign \acc$13[3]  = \acc$13 [67:51];
+  assign \acc$13[4]  = \acc$13 [84:68];
+  assign \acc$13[5]  = \acc$13 [101:85];
+  assign \acc$13[6]  = \acc$13 [118:102];
+  assign \acc$13[7]  = \acc$13 [135:119];
+  assign \params.alpha  = \params$15 [5:0];
+  assign \params$15[0]  = \params$15 [5:0];
+  assign \params$15[1]  = \params$15 [11:6];
+  assign \params$15[2]  = \params$15 [17:12];
+  assign \params$15[3]  = \params$15 [23:18];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$43.cand  = \acc$43 [16:0];
-  assign \acc$43.thr  = \acc$43 [33:17];
-  assign \params$44.alpha  = params_c3[11:6];
-  assign \old$45.h  = \old$45 ;
-  assign \acc$46.cand  = \acc$46 [16:0];
-  assign \acc$46.thr  = \acc$46 [33:17];
-  assign \params$47.alpha  = params_c3[17:12];
-  assign \old$48.h  = \old$48 ;
-  assign \acc$49.cand  = \acc$49 [16:0];
-  assign \acc$49.thr  = \acc$49 [33:17];
-  assign \params$50.alpha  = params_c3[23:18];
-  assign \old$51.h  = \old$51 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$18.cand  = \acc$18 [16:0];
+  assign \acc$18.thr  = \acc$18 [33:17];
+  assign \params$19.alpha  = \params$15 [11:6];
+  assign \old$20.h  = \old$20 ;
+  assign \acc$21.cand  = \acc$21 [16:0];
+  assign \acc$21.thr  = \acc$21 [33:17];
+  assign \params$22.alpha  = \params$15 [17:12];
+  assign \old$23.h  = \old$23 ;
+  assign \acc$24.cand  = \acc$24 [16:0];
+  assign \acc$24.thr  = \acc$24 [33:17];
+  assign \params$25.alpha  = \params$15 [23:18];
+  assign \old$26.h  = \old$26 ;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[8:3];
@@ -2112,6 +1525,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \w__payload.mask  = entry[3:0];
+  assign \w__payload.value  = entry[67:4];
+  assign \w__payload.value[0]  = entry[19:4];
+  assign \w__payload.value[1]  = entry[35:20];
+  assign \w__payload.value[2]  = entry[51:36];
+  assign \w__payload.value[3]  = entry[67:52];
+  assign \w__payload.group  = entry[69:68];
+  assign \w__payload.marker  = entry[70];
+  assign \w__payload.seq_end  = entry[71];
   assign \i__payload.mask  = i__payload[3:0];
   assign \i__payload.value  = i__payload[67:4];
   assign \i__payload.value[0]  = i__payload[19:4];
@@ -2121,6 +1543,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \i__payload.group  = i__payload[69:68];
   assign \i__payload.marker  = i__payload[70];
   assign \i__payload.seq_end  = i__payload[71];
+  assign \r__payload.mask  = i__payload[3:0];
+  assign \r__payload.value  = i__payload[67:4];
+  assign \r__payload.value[0]  = i__payload[19:4];
+  assign \r__payload.value[1]  = i__payload[35:20];
+  assign \r__payload.value[2]  = i__payload[51:36];
+  assign \r__payload.value[3]  = i__payload[67:52];
+  assign \r__payload.group  = i__payload[69:68];
+  assign \r__payload.marker  = i__payload[70];
+  assign \r__payload.seq_end  = i__payload[71];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[67:4];
   assign \entries__payload.value[0]  = entries__payload[19:4];
@@ -2143,65 +1574,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[19:4];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$109.index  = events__payload[3:0];
-  assign \items__payload$109.value  = events__payload[19:4];
-  assign \items__payload$109.step_end  = events__payload[20];
-  assign \items__payload$109.seq_end  = events__payload[21];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[22:19];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[2:1];
-  assign \slot_c2b.base  = slot_c2b[8:3];
-  assign \slot_c2b.first  = slot_c2b[9];
-  assign \slot_c2b.last  = slot_c2b[10];
-  assign \slot_c2b.step_last  = slot_c2b[11];
-  assign \slot_c2b.seq_first  = slot_c2b[12];
-  assign \slot_c2b.seq_end  = slot_c2b[13];
-  assign \slot_c2b.empty  = slot_c2b[14];
-  assign \slot_c2b.index  = slot_c2b[18:15];
-  assign \slot_c2b.value  = slot_c2b[22:19];
+  assign \items__payload$85.index  = events__payload[3:0];
+  assign \items__payload$85.value  = events__payload[19:4];
+  assign \items__payload$85.step_end  = events__payload[20];
+  assign \items__payload$85.seq_end  = events__payload[21];
   assign \new.h  = \new ;
-  assign \new$139.h  = \new$139 ;
-  assign \new$146.h  = \new$146 ;
-  assign \new$153.h  = \new$153 ;
-  assign \trace$160.valid  = \trace$160 [0];
-  assign \trace$160.group  = \trace$160 [2:1];
-  assign \trace$160.step_end  = \trace$160 [3];
-  assign \trace$160.seq_end  = \trace$160 [4];
-  assign \trace$160.state  = \trace$160 [68:5];
-  assign \trace$160.state[0]  = \trace$160 [20:5];
-  assign \trace$160.state[1]  = \trace$160 [36:21];
-  assign \trace$160.state[2]  = \trace$160 [52:37];
-  assign \trace$160.state[3]  = \trace$160 [68:53];
-  assign \trace$160.gate  = \trace$160 [72:69];
-  assign \trace$160.gate[0]  = \trace$160 [69];
-  assign \trace$160.gate[1]  = \trace$160 [70];
-  assign \trace$160.gate[2]  = \trace$160 [71];
-  assign \trace$160.gate[3]  = \trace$160 [72];
+  assign \new$99.h  = \new$99 ;
+  assign \new$106.h  = \new$106 ;
+  assign \new$113.h  = \new$113 ;
+  assign \trace$120.valid  = \trace$120 [0];
+  assign \trace$120.group  = \trace$120 [2:1];
+  assign \trace$120.step_end  = \trace$120 [3];
+  assign \trace$120.seq_end  = \trace$120 [4];
+  assign \trace$120.state  = \trace$120 [68:5];
+  assign \trace$120.state[0]  = \trace$120 [20:5];
+  assign \trace$120.state[1]  = \trace$120 [36:21];
+  assign \trace$120.state[2]  = \trace$120 [52:37];
+  assign \trace$120.state[3]  = \trace$120 [68:53];
+  assign \trace$120.gate  = \trace$120 [72:69];
+  assign \trace$120.gate[0]  = \trace$120 [69];
+  assign \trace$120.gate[1]  = \trace$120 [70];
+  assign \trace$120.gate[2]  = \trace$120 [71];
+  assign \trace$120.gate[3]  = \trace$120 [72];
   assign entry[71] = slot_c4[13];
-  assign entry[70] = \$41 ;
+  assign entry[70] = \$29 ;
   assign entry[69:68] = slot_c4[2:1];
   assign entry[67:52] = out_3;
-  assign entry[3] = \$40 ;
+  assign entry[3] = \$28 ;
   assign entry[51:36] = out_2;
-  assign entry[2] = \$33 ;
+  assign entry[2] = \$21 ;
   assign entry[35:20] = out_1;
-  assign entry[1] = \$26 ;
+  assign entry[1] = \$14 ;
   assign entry[19:4] = out_0;
-  assign entry[0] = \$19 ;
+  assign entry[0] = \$7 ;
   assign trace[4] = slot_c4[13];
   assign trace[3] = slot_c4[11];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$55 ;
+  assign trace[0] = finalize4;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -2210,76 +1619,145 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[36:21] = out_1;
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[3] = \$37 ;
-  assign saturated[2] = \$30 ;
-  assign saturated[1] = \$23 ;
-  assign saturated[0] = \$16 ;
-  assign changed[3] = \$36 ;
-  assign changed[2] = \$29 ;
-  assign changed[1] = \$22 ;
-  assign changed[0] = \$15 ;
-  assign \port__data$57 [63:48] = \$34 ;
-  assign \port__data$57 [47:32] = \$27 ;
-  assign \port__data$57 [31:16] = \$20 ;
-  assign \port__data$57 [15:0] = \$13 ;
-  assign lane_valid[3] = 1'h1;
-  assign lane_valid[2] = 1'h1;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \acc$49 [33:17] = \acc$38 [135:119];
-  assign \acc$49 [16:0] = \acc$38 [118:102];
-  assign \acc$46 [33:17] = \acc$38 [101:85];
-  assign \acc$46 [16:0] = \acc$38 [84:68];
-  assign \acc$43 [33:17] = \acc$38 [67:51];
-  assign \acc$43 [16:0] = \acc$38 [50:34];
-  assign acc[33:17] = \acc$38 [33:17];
-  assign acc[16:0] = \acc$38 [16:0];
-  assign seeds[135:119] = { \port__data$31 [127], \port__data$31 [127:112] };
-  assign seeds[118:102] = { \port__data$31 [111], \port__data$31 [111:96] };
-  assign seeds[101:85] = { \port__data$31 [95], \port__data$31 [95:80] };
-  assign seeds[84:68] = { \port__data$31 [79], \port__data$31 [79:64] };
-  assign seeds[67:51] = { \port__data$31 [63], \port__data$31 [63:48] };
-  assign seeds[50:34] = { \port__data$31 [47], \port__data$31 [47:32] };
-  assign seeds[33:17] = { \port__data$31 [31], \port__data$31 [31:16] };
-  assign seeds[16:0] = { \port__data$31 [15], \port__data$31 [15:0] };
-  assign \port__data$15 [23:18] = \config [18:13];
-  assign \port__data$15 [17:12] = \config [18:13];
-  assign \port__data$15 [11:6] = \config [18:13];
-  assign \port__data$15 [5:0] = \config [18:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$15  = \$14 ;
-  assign \$16  = saturated_c4_0;
-  assign \$17  = slot_c4[13];
-  assign \$22  = \$21 ;
-  assign \$23  = saturated_c4_1;
-  assign \$24  = slot_c4[13];
-  assign \$29  = \$28 ;
-  assign \$30  = saturated_c4_2;
-  assign \$31  = slot_c4[13];
-  assign \$36  = \$35 ;
-  assign \$37  = saturated_c4_3;
-  assign \$38  = slot_c4[13];
-  assign \$59  = \port__en$55 ;
+  assign saturated[3] = \$25 ;
+  assign saturated[2] = \$18 ;
+  assign saturated[1] = \$11 ;
+  assign saturated[0] = \$4 ;
+  assign changed[3] = \$24 ;
+  assign changed[2] = \$17 ;
+  assign changed[1] = \$10 ;
+  assign changed[0] = \$3 ;
+  assign state_write[66:51] = \$22 ;
+  assign state_write[50:35] = \$15 ;
+  assign state_write[34:19] = \$8 ;
+  assign state_write[18:3] = \$1 ;
+  assign state_write[2] = finalize4;
+  assign state_write[1:0] = slot_c4[2:1];
+  assign \acc$24 [33:17] = \acc$13 [135:119];
+  assign \acc$24 [16:0] = \acc$13 [118:102];
+  assign \acc$21 [33:17] = \acc$13 [101:85];
+  assign \acc$21 [16:0] = \acc$13 [84:68];
+  assign \acc$18 [33:17] = \acc$13 [67:51];
+  assign \acc$18 [16:0] = \acc$13 [50:34];
+  assign acc[33:17] = \acc$13 [33:17];
+  assign acc[16:0] = \acc$13 [16:0];
+  assign \$3  = \$2 ;
+  assign \$4  = saturated_c4_0;
+  assign \$5  = slot_c4[13];
+  assign \$10  = \$9 ;
+  assign \$11  = saturated_c4_1;
+  assign \$12  = slot_c4[13];
+  assign \$17  = \$16 ;
+  assign \$18  = saturated_c4_2;
+  assign \$19  = slot_c4[13];
+  assign \$24  = \$23 ;
+  assign \$25  = saturated_c4_3;
+  assign \$26  = slot_c4[13];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [71:0] r__payload;
+  wire [71:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [63:0] \r__payload.value ;
+  wire [15:0] \r__payload.value[0] ;
+  wire [15:0] \r__payload.value[1] ;
+  wire [15:0] \r__payload.value[2] ;
+  wire [15:0] \r__payload.value[3] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [71:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [71:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [63:0] \w__payload.value ;
+  wire [15:0] \w__payload.value[0] ;
+  wire [15:0] \w__payload.value[1] ;
+  wire [15:0] \w__payload.value[2] ;
+  wire [15:0] \w__payload.value[3] ;
+  wire w__valid;
+  input [71:0] w_data;
+  wire [71:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[3:0];
+  assign \w__payload.value  = w_data[67:4];
+  assign \w__payload.value[0]  = w_data[19:4];
+  assign \w__payload.value[1]  = w_data[35:20];
+  assign \w__payload.value[2]  = w_data[51:36];
+  assign \w__payload.value[3]  = w_data[67:52];
+  assign \w__payload.group  = w_data[69:68];
+  assign \w__payload.marker  = w_data[70];
+  assign \w__payload.seq_end  = w_data[71];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[67:4];
+  assign \r__payload.value[0]  = r__payload[19:4];
+  assign \r__payload.value[1]  = r__payload[35:20];
+  assign \r__payload.value[2]  = r__payload[51:36];
+  assign \r__payload.value[3]  = r__payload[67:52];
+  assign \r__payload.group  = r__payload[69:68];
+  assign \r__payload.marker  = r__payload[70];
+  assign \r__payload.seq_end  = r__payload[71];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2415,7 +1893,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2425,7 +1903,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2435,7 +1913,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2448,7 +1926,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2468,8 +1946,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2550,7 +2028,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2565,7 +2043,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2580,7 +2058,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2594,7 +2072,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2645,8 +2123,891 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  reg [22:0] \$38 ;
+  reg [31:0] \$39 ;
+  wire \$4 ;
+  reg [31:0] \$40 ;
+  reg [31:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [22:0] \$47 ;
+  reg \$48 ;
+  reg [31:0] \$49 ;
+  wire \$5 ;
+  reg [22:0] \$50 ;
+  reg [23:0] \$51 ;
+  reg [63:0] \$52 ;
+  reg [22:0] \$53 ;
+  reg [22:0] \$54 ;
+  wire \$6 ;
+  wire [7:0] \$7 ;
+  wire [6:0] \$8 ;
+  wire \$9 ;
+  output [135:0] acc;
+  wire [135:0] acc;
+  wire [135:0] \acc$40 ;
+  wire [16:0] \acc$40[0] ;
+  wire [16:0] \acc$40[1] ;
+  wire [16:0] \acc$40[2] ;
+  wire [16:0] \acc$40[3] ;
+  wire [16:0] \acc$40[4] ;
+  wire [16:0] \acc$40[5] ;
+  wire [16:0] \acc$40[6] ;
+  wire [16:0] \acc$40[7] ;
+  wire [16:0] \acc[0] ;
+  wire [16:0] \acc[1] ;
+  wire [16:0] \acc[2] ;
+  wire [16:0] \acc[3] ;
+  wire [16:0] \acc[4] ;
+  wire [16:0] \acc[5] ;
+  wire [16:0] \acc[6] ;
+  wire [16:0] \acc[7] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [9:0] items__payload;
+  wire [9:0] items__payload;
+  wire [9:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [3:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [3:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [23:0] params;
+  reg [23:0] params = 24'h000000;
+  wire [5:0] \params[0] ;
+  wire [5:0] \params[1] ;
+  wire [5:0] \params[2] ;
+  wire [5:0] \params[3] ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$21 ;
+  wire [1:0] \port__addr$25 ;
+  wire [5:0] \port__addr$29 ;
+  wire [1:0] \port__addr$31 ;
+  reg [1:0] \port__addr$44 ;
+  reg [1:0] \port__addr$45 ;
+  wire [63:0] port__data;
+  wire [127:0] \port__data$19 ;
+  wire [23:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [63:0] \port__data$38 ;
+  wire [127:0] \port__data$42 ;
+  wire [23:0] \port__data$60 ;
+  wire [63:0] \port__data$62 ;
+  reg port__en;
+  wire [7:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [7:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [3:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  input rst;
+  wire rst;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
+  wire [22:0] slot;
+  output [22:0] \slot$64 ;
+  reg [22:0] \slot$64  = 23'h000000;
+  wire [5:0] \slot$64.base ;
+  wire \slot$64.empty ;
+  wire \slot$64.first ;
+  wire [1:0] \slot$64.group ;
+  wire [3:0] \slot$64.index ;
+  wire \slot$64.last ;
+  wire \slot$64.seq_end ;
+  wire \slot$64.seq_first ;
+  wire \slot$64.step_last ;
+  wire \slot$64.valid ;
+  wire [3:0] \slot$64.value ;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [3:0] \slot.value ;
+  reg [22:0] slot_c1 = 23'h000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [3:0] \slot_c1.value ;
+  reg [22:0] slot_c2 = 23'h000000;
+  wire [5:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [3:0] \slot_c2.value ;
+  reg [22:0] slot_c2a = 23'h000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [3:0] \slot_c2a.value ;
+  reg [22:0] slot_c2b = 23'h000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [3:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [66:0] state_write;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [3:0] value;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  reg [127:0] bias [3:0];
+  initial begin
+    bias[0] = 128'h0034fff6003bffecffd50026ffc60013;
+    bias[1] = 128'h0029ffda0020001f0032ffd0ffbd001d;
+    bias[2] = 128'h002dfffd001fffeaffd5fffd0036000a;
+    bias[3] = 128'h0032fff1ffdeffea000ffff2ffdc0023;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[4:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[4:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[4:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[4:3]][63:48] <= \port__data$19 [63:48];
+    if (\port__en$18 [4])
+      bias[config__payload[4:3]][79:64] <= \port__data$19 [79:64];
+    if (\port__en$18 [5])
+      bias[config__payload[4:3]][95:80] <= \port__data$19 [95:80];
+    if (\port__en$18 [6])
+      bias[config__payload[4:3]][111:96] <= \port__data$19 [111:96];
+    if (\port__en$18 [7])
+      bias[config__payload[4:3]][127:112] <= \port__data$19 [127:112];
+  end
+  reg [127:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[2:1]];
+    end
+  end
+  assign \port__data$42  = _0_;
+  reg [23:0] \params$74  [3:0];
+  initial begin
+    \params$74 [0] = 24'h5533d4;
+    \params$74 [1] = 24'h38e393;
+    \params$74 [2] = 24'h54f4d4;
+    \params$74 [3] = 24'h4cf3cf;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$74 [config__payload[4:3]][5:0] <= \port__data$23 [5:0];
+    if (\$7 [1])
+      \params$74 [config__payload[4:3]][11:6] <= \port__data$23 [11:6];
+    if (\$7 [2])
+      \params$74 [config__payload[4:3]][17:12] <= \port__data$23 [17:12];
+    if (\$7 [3])
+      \params$74 [config__payload[4:3]][23:18] <= \port__data$23 [23:18];
+  end
+  reg [23:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$74 [\port__addr$44 ];
+    end
+  end
+  assign \port__data$60  = _1_;
+  reg [63:0] \state$75  [3:0];
+  initial begin
+    \state$75 [0] = 64'h0000000000000000;
+    \state$75 [1] = 64'h0000000000000000;
+    \state$75 [2] = 64'h0000000000000000;
+    \state$75 [3] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[2])
+      \state$75 [state_write[1:0]] <= state_write[66:3];
+  end
+  reg [63:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _2_ <= \state$75 [\port__addr$45 ];
+    end
+  end
+  assign \port__data$62  = _2_;
+  reg [63:0] \weights$72  [59:0];
+  initial begin
+    \weights$72 [0] = 64'h1ff1f7f2c5e6abec;
+    \weights$72 [1] = 64'hcc67db78a4fc3953;
+    \weights$72 [2] = 64'h290dc5982c54bbee;
+    \weights$72 [3] = 64'h340ad2b2fca9148a;
+    \weights$72 [4] = 64'hcc3dd8d2dcb100c1;
+    \weights$72 [5] = 64'hdd5939e12c52f6ea;
+    \weights$72 [6] = 64'h510df9bcda3a12de;
+    \weights$72 [7] = 64'h18edc576e9c93a55;
+    \weights$72 [8] = 64'he0e3c74c264535c7;
+    \weights$72 [9] = 64'hcb5ed0ed2c291640;
+    \weights$72 [10] = 64'h1f021d2ef126eddf;
+    \weights$72 [11] = 64'hedd0c4d3e95b3a36;
+    \weights$72 [12] = 64'h15f3211736c43988;
+    \weights$72 [13] = 64'hdf94c2972a9f1410;
+    \weights$72 [14] = 64'hed9cd2c24ccdedd8;
+    \weights$72 [15] = 64'hc8f6ff3fc622b9f9;
+    \weights$72 [16] = 64'hc9d04cfe06cdcfea;
+    \weights$72 [17] = 64'h0098a0fe5bf429c1;
+    \weights$72 [18] = 64'h1af3200d002bd6e5;
+    \weights$72 [19] = 64'h592fe291e8a32c4c;
+    \weights$72 [20] = 64'h5f0ff8135de9fec0;
+    \weights$72 [21] = 64'hd75be03a06fe0e49;
+    \weights$72 [22] = 64'hb8f2fa331f18ddd4;
+    \weights$72 [23] = 64'hd871df9967ee221d;
+    \weights$72 [24] = 64'hd70401ffd6f1425f;
+    \weights$72 [25] = 64'h27c3e15fe0ec19d7;
+    \weights$72 [26] = 64'hd6b926265c1b4328;
+    \weights$72 [27] = 64'hd6dfc2e242fc3f3a;
+    \weights$72 [28] = 64'hd6d6e129db1bb209;
+    \weights$72 [29] = 64'hd510bfef28c49303;
+    \weights$72 [30] = 64'hd3c04accf0f7153c;
+    \weights$72 [31] = 64'he0befe92f6e621de;
+    \weights$72 [32] = 64'h2f09e1e3f6e03e14;
+    \weights$72 [33] = 64'h43e6ec63e742fa5b;
+    \weights$72 [34] = 64'hcb1dd41f2d3429af;
+    \weights$72 [35] = 64'hd378e1862b54ca9e;
+    \weights$72 [36] = 64'hd3b7ff681f531a18;
+    \weights$72 [37] = 64'hd13f1de5046c52fc;
+    \weights$72 [38] = 64'h2cf6ab132be3dfae;
+    \weights$72 [39] = 64'hb9dde2cd64f73fc7;
+    \weights$72 [40] = 64'h1f23e2ce2cb4092b;
+    \weights$72 [41] = 64'h4401efefc310fc3d;
+    \weights$72 [42] = 64'hd1aa3ff52cc7ca9c;
+    \weights$72 [43] = 64'hd3750d962cb2f331;
+    \weights$72 [44] = 64'hd290301b9dfed662;
+    \weights$72 [45] = 64'hf90dee29f7addbdd;
+    \weights$72 [46] = 64'hcd99ddea47deb9ca;
+    \weights$72 [47] = 64'h4212d4390ffe440c;
+    \weights$72 [48] = 64'h1b1be3f8f0a8ae00;
+    \weights$72 [49] = 64'h00c320013b26f151;
+    \weights$72 [50] = 64'h08e0393af1d894ec;
+    \weights$72 [51] = 64'h450455f9f15fd6d5;
+    \weights$72 [52] = 64'he5451cb9ef9e45c8;
+    \weights$72 [53] = 64'hff29f310efa7f800;
+    \weights$72 [54] = 64'hce4cec9b8e0368f9;
+    \weights$72 [55] = 64'hd19db211f0560756;
+    \weights$72 [56] = 64'hed54501b17f03ffc;
+    \weights$72 [57] = 64'h9d00fe4dd7430cdf;
+    \weights$72 [58] = 64'h5b191fe31722a6e5;
+    \weights$72 [59] = 64'he531fa9e08ec36c4;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$72 [config__payload[8:3]][7:0] <= port__data[7:0];
+    if (\port__en$13 [1])
+      \weights$72 [config__payload[8:3]][15:8] <= port__data[15:8];
+    if (\port__en$13 [2])
+      \weights$72 [config__payload[8:3]][23:16] <= port__data[23:16];
+    if (\port__en$13 [3])
+      \weights$72 [config__payload[8:3]][31:24] <= port__data[31:24];
+    if (\port__en$13 [4])
+      \weights$72 [config__payload[8:3]][39:32] <= port__data[39:32];
+    if (\port__en$13 [5])
+      \weights$72 [config__payload[8:3]][47:40] <= port__data[47:40];
+    if (\port__en$13 [6])
+      \weights$72 [config__payload[8:3]][55:48] <= port__data[55:48];
+    if (\port__en$13 [7])
+      \weights$72 [config__payload[8:3]][63:56] <= port__data[63:56];
+  end
+  reg [63:0] _3_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _3_ <= \weights$72 [\$8 [5:0]];
+    end
+  end
+  assign \port__data$38  = _3_;
+  always @(posedge clk)
+    slot_c1 <= \$38 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$39 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$40 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$41 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$42 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$43 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$44 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$45 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$46 ;
+  always @(posedge clk)
+    slot_c2 <= \$47 ;
+  always @(posedge clk)
+    use_acc2 <= \$48 ;
+  always @(posedge clk)
+    layer0_macs <= \$49 ;
+  always @(posedge clk)
+    slot_c2a <= \$50 ;
+  always @(posedge clk)
+    params <= \$51 ;
+  always @(posedge clk)
+    state <= \$52 ;
+  always @(posedge clk)
+    slot_c2b <= \$53 ;
+  always @(posedge clk)
+    \slot$64  <= \$54 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[11:9];
+  assign \$3  = config__payload[2:0] == 1'h1;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[11:9];
+  assign \$5  = config__payload[2:0] == 2'h2;
+  assign \$6  = config__valid & \$5 ;
+  assign \$7  = \$6  << config__payload[11:9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
+  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$38 ;
+  assign \$12  = slot_c2a[0] & slot_c2a[10];
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = layer0_weights_reads + \$13 ;
+  assign \$15  = | \port__en$13 ;
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = layer0_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = layer0_bias_reads + \$18 ;
+  assign \$20  = | \port__en$18 ;
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = layer0_bias_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$20 ;
+  assign \$24  = layer0_params_reads + \$23 ;
+  assign \$25  = | \$7 [3:0];
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_params_writes + \$26 ;
+  assign \$28  = 1'h0 + \port__en$24 ;
+  assign \$29  = layer0_state_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = layer0_state_writes + \$31 ;
+  assign \$33  = ~ slot_c2[14];
+  assign \$34  = slot_c2[0] & \$33 ;
+  assign \$35  = | slot_c2[22:19];
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = layer0_macs + 4'h8;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[9]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[22:19]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$10 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$11 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$12 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$12 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$44  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$44  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$45  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$45  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$38  = slot;
+    if (rst) begin
+      \$38  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$39  = \$14 [31:0];
+    if (rst) begin
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$40  = \$17 [31:0];
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$41  = \$19 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$42  = \$22 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = \$24 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$27 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$29 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$32 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = slot_c1;
+    if (rst) begin
+      \$47  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = 1'h0;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = layer0_macs;
+    if (\$36 ) begin
+      \$49  = \$37 [31:0];
+    end
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = slot_c2;
+    if (rst) begin
+      \$50  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = \port__data$60 ;
+    if (rst) begin
+      \$51  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \port__data$62 ;
+    if (rst) begin
+      \$52  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = slot_c2a;
+    if (rst) begin
+      \$53  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = slot_c2b;
+    if (rst) begin
+      \$54  = 23'h000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__addr$21  = config__payload[4:3];
+  assign \port__en$22  = \$7 [3:0];
+  assign \port__addr$25  = state_write[1:0];
+  assign \port__en$27  = state_write[2];
+  assign \port__data$28  = state_write[66:3];
+  assign \port__addr$29  = \$8 [5:0];
+  assign \port__addr$31  = slot_c1[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[9];
+  assign value = slot_c2[22:19];
+  assign \acc$40  = acc;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[7:4];
+  assign \items__payload.step_end  = items__payload[8];
+  assign \items__payload.seq_end  = items__payload[9];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[7:4];
+  assign \items__payload$1.step_end  = items__payload[8];
+  assign \items__payload$1.seq_end  = items__payload[9];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[22:19];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[8:3];
+  assign \slot_c2.first  = slot_c2[9];
+  assign \slot_c2.last  = slot_c2[10];
+  assign \slot_c2.step_last  = slot_c2[11];
+  assign \slot_c2.seq_first  = slot_c2[12];
+  assign \slot_c2.seq_end  = slot_c2[13];
+  assign \slot_c2.empty  = slot_c2[14];
+  assign \slot_c2.index  = slot_c2[18:15];
+  assign \slot_c2.value  = slot_c2[22:19];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
+  assign \acc$40[0]  = acc[16:0];
+  assign \acc$40[1]  = acc[33:17];
+  assign \acc$40[2]  = acc[50:34];
+  assign \acc$40[3]  = acc[67:51];
+  assign \acc$40[4]  = acc[84:68];
+  assign \acc$40[5]  = acc[101:85];
+  assign \acc$40[6]  = acc[118:102];
+  assign \acc$40[7]  = acc[135:119];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[22:19];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[22:19];
+  assign \params[0]  = params[5:0];
+  assign \params[1]  = params[11:6];
+  assign \params[2]  = params[17:12];
+  assign \params[3]  = params[23:18];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[22:19];
+  assign \slot$64.valid  = \slot$64 [0];
+  assign \slot$64.group  = \slot$64 [2:1];
+  assign \slot$64.base  = \slot$64 [8:3];
+  assign \slot$64.first  = \slot$64 [9];
+  assign \slot$64.last  = \slot$64 [10];
+  assign \slot$64.step_last  = \slot$64 [11];
+  assign \slot$64.seq_first  = \slot$64 [12];
+  assign \slot$64.seq_end  = \slot$64 [13];
+  assign \slot$64.empty  = \slot$64 [14];
+  assign \slot$64.index  = \slot$64 [18:15];
+  assign \slot$64.value  = \slot$64 [22:19];
+  assign seeds[135:119] = { \port__data$42 [127], \port__data$42 [127:112] };
+  assign seeds[118:102] = { \port__data$42 [111], \port__data$42 [111:96] };
+  assign seeds[101:85] = { \port__data$42 [95], \port__data$42 [95:80] };
+  assign seeds[84:68] = { \port__data$42 [79], \port__data$42 [79:64] };
+  assign seeds[67:51] = { \port__data$42 [63], \port__data$42 [63:48] };
+  assign seeds[50:34] = { \port__data$42 [47], \port__data$42 [47:32] };
+  assign seeds[33:17] = { \port__data$42 [31], \port__data$42 [31:16] };
+  assign seeds[16:0] = { \port__data$42 [15], \port__data$42 [15:0] };
+  assign \port__data$23 [23:18] = config__payload[17:12];
+  assign \port__data$23 [17:12] = config__payload[17:12];
+  assign \port__data$23 [11:6] = config__payload[17:12];
+  assign \port__data$23 [5:0] = config__payload[17:12];
+  assign \port__data$19 [127:112] = config__payload[27:12];
+  assign \port__data$19 [111:96] = config__payload[27:12];
+  assign \port__data$19 [95:80] = config__payload[27:12];
+  assign \port__data$19 [79:64] = config__payload[27:12];
+  assign \port__data$19 [63:48] = config__payload[27:12];
+  assign \port__data$19 [47:32] = config__payload[27:12];
+  assign \port__data$19 [31:16] = config__payload[27:12];
+  assign \port__data$19 [15:0] = config__payload[27:12];
+  assign port__data[63:56] = config__payload[19:12];
+  assign port__data[55:48] = config__payload[19:12];
+  assign port__data[47:40] = config__payload[19:12];
+  assign port__data[39:32] = config__payload[19:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
+  assign \$30  = state_write[2];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2722,6 +3083,9 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
   reg [5:0] base = 6'h00;
@@ -2731,9 +3095,6 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [9:0] items__payload;
@@ -2853,7 +3214,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -2864,10 +3225,10 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = layer0_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
@@ -2889,15 +3250,15 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   always @(posedge clk)
     layer0_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -2928,7 +3289,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     rbank <= \$74 ;
   always @(posedge clk)
     layer0_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[7:4];
   assign \$3  = wcount < 4'hf;
@@ -2936,7 +3297,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$4  = wbank ? 4'hf : 4'h0;
   assign wr__addr = \$4  + wcount;
   assign \$6  = { 7'h00, items__payload[3:0] } | \$5 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -2951,7 +3312,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2961,14 +3322,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2977,28 +3338,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3013,7 +3374,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3025,8 +3386,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
@@ -3056,7 +3417,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -3071,7 +3432,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -3089,8 +3450,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
@@ -3107,8 +3468,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
@@ -3125,7 +3486,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -3137,7 +3498,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[8]) begin
@@ -3149,7 +3510,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63 [22:1] = meta[22:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3167,7 +3528,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3186,7 +3547,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3206,7 +3567,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3219,7 +3580,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3237,7 +3598,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3255,7 +3616,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3276,7 +3637,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3289,7 +3650,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3302,7 +3663,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3314,7 +3675,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3328,7 +3689,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3342,7 +3703,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3399,8 +3760,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [11:0] \$1 ;
   wire [11:0] \$10 ;
   wire [16:0] \$11 ;
@@ -3641,21 +4002,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$32  = seeds[16:0];
     if (rst) begin
       \$32  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [16:0] = \$3 [16:0];
@@ -3672,245 +4033,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$37  = seeds[33:17];
     if (rst) begin
       \$37  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$41  = seeds[50:34];
     if (rst) begin
       \$41  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$45  = seeds[67:51];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$49  = seeds[84:68];
     if (rst) begin
       \$49  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$53  = seeds[101:85];
     if (rst) begin
       \$53  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = seeds[118:102];
     if (rst) begin
       \$57  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = seeds[135:119];
     if (rst) begin
       \$61  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
@@ -3943,8 +4304,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4027,7 +4388,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4038,7 +4399,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 22'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4055,7 +4416,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4075,7 +4436,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4101,7 +4462,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4138,182 +4499,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [6:0] \$6 ;
-  wire [6:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [17:0] abs_diff;
-  wire [17:0] abs_sum;
-  input [33:0] acc;
-  wire [33:0] acc;
-  wire [16:0] \acc.cand ;
-  wire [16:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [5:0] params;
-  wire [5:0] params;
-  wire [5:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
-  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[5], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[16], acc[33] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[16:0];
-  assign \acc.thr  = acc[33:17];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [6:0] \$6 ;
-  wire [6:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [17:0] abs_diff;
-  wire [17:0] abs_sum;
-  input [33:0] acc;
-  wire [33:0] acc;
-  wire [16:0] \acc.cand ;
-  wire [16:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [5:0] params;
-  wire [5:0] params;
-  wire [5:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
-  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[5], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[16], acc[33] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[16:0];
-  assign \acc.thr  = acc[33:17];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4401,7 +4586,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4489,8 +4674,184 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [6:0] \$6 ;
+  wire [6:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [17:0] abs_diff;
+  wire [17:0] abs_sum;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
+  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[5], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[16], acc[33] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [6:0] \$6 ;
+  wire [6:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [17:0] abs_diff;
+  wire [17:0] abs_sum;
+  input [33:0] acc;
+  wire [33:0] acc;
+  wire [16:0] \acc.cand ;
+  wire [16:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [5:0] params;
+  wire [5:0] params;
+  wire [5:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[16:0]) - $signed(acc[33:17]);
+  assign abs_sum = $signed(acc[16:0]) + $signed(acc[33:17]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[16:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[5], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[16], acc[33] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[16:0];
+  assign \acc.thr  = acc[33:17];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4551,7 +4912,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4566,7 +4927,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4581,7 +4942,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4595,7 +4956,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4626,119 +4987,77 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg [35:0] \$100 ;
-  reg \$101 ;
-  reg [111:0] \$102 ;
-  reg \$103 ;
-  reg [27:0] \$104 ;
-  reg [1:0] \$105 ;
-  reg [35:0] \$106 ;
-  reg \$107 ;
-  reg [111:0] \$108 ;
-  reg [27:0] \$109 ;
   wire \$11 ;
-  reg [3:0] \$110 ;
-  reg [4:0] \$111 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
-  wire [5:0] \$14 ;
-  wire [5:0] \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire [27:0] \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [1:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
+  wire \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire \$29 ;
-  wire [7:0] \$3 ;
+  wire [27:0] \$29 ;
+  wire [4:0] \$3 ;
   wire \$30 ;
-  wire [2:0] \$31 ;
-  wire [3:0] \$32 ;
-  wire [32:0] \$33 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
+  wire [1:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
-  wire [27:0] \$41 ;
+  wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [27:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
+  wire [5:0] \$5 ;
+  wire [1:0] \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire [27:0] \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [7:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire [1:0] \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire [7:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [27:0] \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [1:0] \$78 ;
-  wire \$79 ;
+  reg \$52 ;
+  reg [27:0] \$53 ;
+  reg [1:0] \$54 ;
+  reg \$55 ;
+  reg [27:0] \$56 ;
+  reg [1:0] \$57 ;
+  reg [35:0] \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg [111:0] \$60 ;
+  reg \$61 ;
+  reg [27:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [35:0] \$64 ;
+  reg \$65 ;
+  reg [111:0] \$66 ;
+  reg [27:0] \$67 ;
+  reg [3:0] \$68 ;
+  wire \$7 ;
   wire \$8 ;
-  wire [5:0] \$80 ;
-  wire \$81 ;
-  wire [6:0] \$82 ;
-  reg [35:0] \$83 ;
-  reg [31:0] \$84 ;
-  reg [31:0] \$85 ;
-  reg [31:0] \$86 ;
-  reg [31:0] \$87 ;
-  reg [35:0] \$88 ;
-  reg \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [35:0] \$91 ;
-  reg [35:0] \$92 ;
-  reg [35:0] \$93 ;
-  reg \$94 ;
-  reg [27:0] \$95 ;
-  reg [1:0] \$96 ;
-  reg \$97 ;
-  reg [27:0] \$98 ;
-  reg [1:0] \$99 ;
   wire [111:0] acc;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
@@ -4768,19 +5087,26 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$27 ;
   wire finalize;
   reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
   wire finalize_argmax_1;
-  wire first;
   input [21:0] items__payload;
   wire [21:0] items__payload;
   wire [21:0] \items__payload$1 ;
@@ -4808,26 +5134,23 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [27:0] \logits_argmax_1[1] ;
   wire [27:0] \logits_argmax_1[2] ;
   wire [27:0] \logits_argmax_1[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [5:0] \port__addr$15 ;
-  wire [1:0] \port__addr$17 ;
-  wire [31:0] port__data;
-  wire [79:0] \port__data$12 ;
-  wire [31:0] \port__data$24 ;
-  wire [79:0] \port__data$26 ;
-  wire [3:0] port__en;
-  wire [3:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  wire [119:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [119:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [111:0] \r__payload.logits ;
+  wire [27:0] \r__payload.logits[0] ;
+  wire [27:0] \r__payload.logits[1] ;
+  wire [27:0] \r__payload.logits[2] ;
+  wire [27:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
   output [31:0] readout_bias_reads;
-  reg [31:0] readout_bias_reads = 32'd0;
+  wire [31:0] readout_bias_reads;
   output [31:0] readout_bias_writes;
-  reg [31:0] readout_bias_writes = 32'd0;
+  wire [31:0] readout_bias_writes;
   output [31:0] readout_busy_cycles;
   wire [31:0] readout_busy_cycles;
   output [31:0] readout_item_overflows;
@@ -4837,16 +5160,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_items_writes;
   wire [31:0] readout_items_writes;
   output [31:0] readout_macs;
-  reg [31:0] readout_macs = 32'd0;
+  wire [31:0] readout_macs;
   output [31:0] readout_stall_cycles;
   wire [31:0] readout_stall_cycles;
   output [31:0] readout_steps;
   wire [31:0] readout_steps;
   output [31:0] readout_weights_reads;
-  reg [31:0] readout_weights_reads = 32'd0;
+  wire [31:0] readout_weights_reads;
   output [31:0] readout_weights_writes;
-  reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
   output [119:0] results__payload;
   wire [119:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -4863,11 +5186,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire results__valid;
   input rst;
   wire rst;
-  wire [111:0] seeds;
-  wire [27:0] \seeds[0] ;
-  wire [27:0] \seeds[1] ;
-  wire [27:0] \seeds[2] ;
-  wire [27:0] \seeds[3] ;
   wire [35:0] slot;
   wire [6:0] \slot.base ;
   wire \slot.empty ;
@@ -4904,6 +5222,537 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [15:0] \slot_argmax_1.value ;
+  wire starting;
+  wire take;
+  wire [119:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [111:0] \w__payload.logits ;
+  wire [27:0] \w__payload.logits[0] ;
+  wire [27:0] \w__payload.logits[1] ;
+  wire [27:0] \w__payload.logits[2] ;
+  wire [27:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign \$30  = slot[2:1] != 2'h3;
+  assign \$33  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$35  = \$30  & \$34 ;
+  assign \$36  = \$35  ? 2'h3 : 2'h2;
+  assign \$37  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$38  = \$37  | argmax_0_1_valid;
+  assign \$39  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$42  = \$40  | \$41 ;
+  assign \$43  = argmax_0_1_valid & \$42 ;
+  assign \$44  = \$43  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$45  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$46  = ~ \$45 ;
+  assign \$47  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = argmax_0_1_valid & \$48 ;
+  assign \$50  = \$49  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$51  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$52 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$53 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$54 ;
+  always @(posedge clk)
+    argmax_0_1_valid <= \$55 ;
+  always @(posedge clk)
+    argmax_0_1_logit <= \$56 ;
+  always @(posedge clk)
+    argmax_0_1_lane <= \$57 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$58 ;
+  always @(posedge clk)
+    finalize_argmax_0 <= \$59 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$60 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$61 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$62 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$63 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$64 ;
+  always @(posedge clk)
+    w__valid <= \$65 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$66 ;
+  always @(posedge clk)
+    best_logit <= \$67 ;
+  always @(posedge clk)
+    best_class <= \$68 ;
+  assign finalize = slot[0] & slot[11];
+  assign \$1  = ! slot_argmax_1[2:1];
+  assign \$2  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_1[2:1] * 3'h4;
+  assign \$4  = \$3  + argmax_1_0_lane;
+  assign \$5  = take ? \$4  : { 2'h0, best_class };
+  assign \$10  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$13  = \$12  ? acc[55:28] : acc[27:0];
+  assign \$16  = $signed(acc[55:28]) > $signed(acc[27:0]);
+  assign \$19  = \$18  ? 1'h1 : 1'h0;
+  assign \$21  = slot[2:1] != 2'h3;
+  assign \$23  = slot[2:1] != 2'h3;
+  assign \$26  = $signed(acc[111:84]) > $signed(acc[83:56]);
+  assign \$28  = \$23  & \$27 ;
+  assign \$29  = \$28  ? acc[111:84] : acc[83:56];
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$45 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$52  = \$7 ;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$53  = \$13 ;
+    if (rst) begin
+      \$53  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$54  = { 1'h0, \$19  };
+    if (rst) begin
+      \$54  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$55  = \$22 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$56  = \$29 ;
+    if (rst) begin
+      \$56  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$57  = \$36 ;
+    if (rst) begin
+      \$57  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$58  = slot;
+    if (rst) begin
+      \$58  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$59  = finalize;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$60  = acc;
+    if (rst) begin
+      \$60  = 112'h0000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$61  = \$38 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$62  = \$44 ;
+    if (rst) begin
+      \$62  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$63  = \$50 ;
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$64  = slot_argmax_0;
+    if (rst) begin
+      \$64  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$65  = finalize_argmax_0;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$66  = logits_argmax_0;
+    if (rst) begin
+      \$66  = 112'h0000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$67  = best_logit;
+    if (\$51 ) begin
+      \$67  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$67  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$68  = best_class;
+    if (\$51 ) begin
+      \$68  = \$5 [3:0];
+    end
+    if (rst) begin
+      \$68  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [3:0];
+  assign w__payload = beat;
+  assign finalize_argmax_1 = w__valid;
+  assign starting = reserve;
+  assign \credit$27  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[19:4];
+  assign \items__payload.step_end  = items__payload[20];
+  assign \items__payload.seq_end  = items__payload[21];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[19:4];
+  assign \items__payload$1.step_end  = items__payload[20];
+  assign \items__payload$1.seq_end  = items__payload[21];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[35:20];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[10];
+  assign \slot_argmax_1.last  = slot_argmax_1[11];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
+  assign \slot_argmax_1.empty  = slot_argmax_1[15];
+  assign \slot_argmax_1.index  = slot_argmax_1[19:16];
+  assign \slot_argmax_1.value  = slot_argmax_1[35:20];
+  assign \beat.logits  = beat[111:0];
+  assign \beat.logits[0]  = beat[27:0];
+  assign \beat.logits[1]  = beat[55:28];
+  assign \beat.logits[2]  = beat[83:56];
+  assign \beat.logits[3]  = beat[111:84];
+  assign \beat.group  = beat[113:112];
+  assign \beat.final  = beat[114];
+  assign \beat.class_index  = beat[118:115];
+  assign \beat.seq_end  = beat[119];
+  assign \logits_argmax_1[0]  = logits_argmax_1[27:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[55:28];
+  assign \logits_argmax_1[2]  = logits_argmax_1[83:56];
+  assign \logits_argmax_1[3]  = logits_argmax_1[111:84];
+  assign \w__payload.logits  = beat[111:0];
+  assign \w__payload.logits[0]  = beat[27:0];
+  assign \w__payload.logits[1]  = beat[55:28];
+  assign \w__payload.logits[2]  = beat[83:56];
+  assign \w__payload.logits[3]  = beat[111:84];
+  assign \w__payload.group  = beat[113:112];
+  assign \w__payload.final  = beat[114];
+  assign \w__payload.class_index  = beat[118:115];
+  assign \w__payload.seq_end  = beat[119];
+  assign \results__payload.logits  = results__payload[111:0];
+  assign \results__payload.logits[0]  = results__payload[27:0];
+  assign \results__payload.logits[1]  = results__payload[55:28];
+  assign \results__payload.logits[2]  = results__payload[83:56];
+  assign \results__payload.logits[3]  = results__payload[111:84];
+  assign \results__payload.group  = results__payload[113:112];
+  assign \results__payload.final  = results__payload[114];
+  assign \results__payload.class_index  = results__payload[118:115];
+  assign \results__payload.seq_end  = results__payload[119];
+  assign \r__payload.logits  = results__payload[111:0];
+  assign \r__payload.logits[0]  = results__payload[27:0];
+  assign \r__payload.logits[1]  = results__payload[55:28];
+  assign \r__payload.logits[2]  = results__payload[83:56];
+  assign \r__payload.logits[3]  = results__payload[111:84];
+  assign \r__payload.group  = results__payload[113:112];
+  assign \r__payload.final  = results__payload[114];
+  assign \r__payload.class_index  = results__payload[118:115];
+  assign \r__payload.seq_end  = results__payload[119];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[10];
+  assign \slot_argmax_0.last  = slot_argmax_0[11];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
+  assign \slot_argmax_0.empty  = slot_argmax_0[15];
+  assign \slot_argmax_0.index  = slot_argmax_0[19:16];
+  assign \slot_argmax_0.value  = slot_argmax_0[35:20];
+  assign \logits_argmax_0[0]  = logits_argmax_0[27:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[55:28];
+  assign \logits_argmax_0[2]  = logits_argmax_0[83:56];
+  assign \logits_argmax_0[3]  = logits_argmax_0[111:84];
+  assign beat[119] = slot_argmax_1[14];
+  assign beat[118:115] = \$5 [3:0];
+  assign beat[114] = slot_argmax_1[12];
+  assign beat[113:112] = slot_argmax_1[2:1];
+  assign beat[111:84] = logits_argmax_1[111:84];
+  assign beat[83:56] = logits_argmax_1[83:56];
+  assign beat[55:28] = logits_argmax_1[55:28];
+  assign beat[27:0] = logits_argmax_1[27:0];
+  assign \$6  = 1'h1;
+  assign \$7  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$9  = 1'h0;
+  assign \$11  = \$10 ;
+  assign \$12  = \$10 ;
+  assign \$14  = 1'h1;
+  assign \$15  = 1'h0;
+  assign \$17  = \$16 ;
+  assign \$18  = \$16 ;
+  assign \$20  = 1'h1;
+  assign \$22  = 1'h1;
+  assign \$24  = 1'h1;
+  assign \$25  = 1'h0;
+  assign \$27  = \$26 ;
+  assign \$31  = 1'h1;
+  assign \$32  = 1'h0;
+  assign \$34  = \$33 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [1:0] \$11 ;
+  wire [32:0] \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire [3:0] \$27 ;
+  wire [32:0] \$28 ;
+  reg [35:0] \$29 ;
+  wire [7:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [35:0] \$34 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
+  reg [35:0] \$37 ;
+  reg [35:0] \$38 ;
+  reg [35:0] \$39 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [7:0] \$6 ;
+  wire [7:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [111:0] acc;
+  wire [111:0] acc;
+  wire [111:0] \acc$31 ;
+  wire [27:0] \acc$31[0] ;
+  wire [27:0] \acc$31[1] ;
+  wire [27:0] \acc$31[2] ;
+  wire [27:0] \acc$31[3] ;
+  wire [27:0] \acc[0] ;
+  wire [27:0] \acc[1] ;
+  wire [27:0] \acc[2] ;
+  wire [27:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [21:0] items__payload;
+  wire [21:0] items__payload;
+  wire [21:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [15:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [15:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [5:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  wire [31:0] port__data;
+  wire [79:0] \port__data$19 ;
+  wire [31:0] \port__data$29 ;
+  wire [79:0] \port__data$33 ;
+  reg port__en;
+  wire [3:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [3:0] \port__en$18 ;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  input rst;
+  wire rst;
+  wire [111:0] seeds;
+  wire [27:0] \seeds[0] ;
+  wire [27:0] \seeds[1] ;
+  wire [27:0] \seeds[2] ;
+  wire [27:0] \seeds[3] ;
+  wire [35:0] slot;
+  output [35:0] \slot$45 ;
+  reg [35:0] \slot$45  = 36'h000000000;
+  wire [6:0] \slot$45.base ;
+  wire \slot$45.empty ;
+  wire \slot$45.first ;
+  wire [1:0] \slot$45.group ;
+  wire [3:0] \slot$45.index ;
+  wire \slot$45.last ;
+  wire \slot$45.seq_end ;
+  wire \slot$45.seq_first ;
+  wire \slot$45.step_last ;
+  wire \slot$45.valid ;
+  wire [15:0] \slot$45.value ;
+  wire [6:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [15:0] \slot.value ;
   reg [35:0] slot_c1 = 36'h000000000;
   wire [6:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -4952,26 +5801,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [15:0] \slot_c2b.value ;
-  reg [35:0] slot_c3 = 36'h000000000;
-  wire [6:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [15:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [15:0] value;
-  wire [119:0] w_data;
-  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -4986,232 +5822,157 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[\config [5:4]][19:0] <= \port__data$12 [19:0];
+      bias[config__payload[4:3]][19:0] <= \port__data$19 [19:0];
     if (\$6 [1])
-      bias[\config [5:4]][39:20] <= \port__data$12 [39:20];
+      bias[config__payload[4:3]][39:20] <= \port__data$19 [39:20];
     if (\$6 [2])
-      bias[\config [5:4]][59:40] <= \port__data$12 [59:40];
+      bias[config__payload[4:3]][59:40] <= \port__data$19 [59:40];
     if (\$6 [3])
-      bias[\config [5:4]][79:60] <= \port__data$12 [79:60];
+      bias[config__payload[4:3]][79:60] <= \port__data$19 [79:60];
   end
   reg [79:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _0_ <= bias[slot_c1[2:1]];
     end
   end
-  assign \port__data$26  = _0_;
-  reg [31:0] \weights$79  [63:0];
+  assign \port__data$33  = _0_;
+  reg [31:0] \weights$53  [63:0];
   initial begin
-    \weights$79 [0] = 32'd2549628388;
-    \weights$79 [1] = 32'd3896111092;
-    \weights$79 [2] = 32'd3551032092;
-    \weights$79 [3] = 32'd469728009;
-    \weights$79 [4] = 32'd3285303240;
-    \weights$79 [5] = 32'd456246003;
-    \weights$79 [6] = 32'd434762799;
-    \weights$79 [7] = 32'd3871336677;
-    \weights$79 [8] = 32'd1413087777;
-    \weights$79 [9] = 32'd635494900;
-    \weights$79 [10] = 32'd771677195;
-    \weights$79 [11] = 32'd739301541;
-    \weights$79 [12] = 32'd83819764;
-    \weights$79 [13] = 32'd3370974159;
-    \weights$79 [14] = 32'd3961185069;
-    \weights$79 [15] = 32'd772187379;
-    \weights$79 [16] = 32'd735955415;
-    \weights$79 [17] = 32'd3792389073;
-    \weights$79 [18] = 32'd1878337785;
-    \weights$79 [19] = 32'd3905503576;
-    \weights$79 [20] = 32'd2873799433;
-    \weights$79 [21] = 32'd4208335822;
-    \weights$79 [22] = 32'd757546987;
-    \weights$79 [23] = 32'd4061209356;
-    \weights$79 [24] = 32'd489197071;
-    \weights$79 [25] = 32'd842079754;
-    \weights$79 [26] = 32'd170839555;
-    \weights$79 [27] = 32'd785218868;
-    \weights$79 [28] = 32'd4026725425;
-    \weights$79 [29] = 32'd3340032042;
-    \weights$79 [30] = 32'd3405780198;
-    \weights$79 [31] = 32'd969075911;
-    \weights$79 [32] = 32'd1222845368;
-    \weights$79 [33] = 32'd471282449;
-    \weights$79 [34] = 32'd3962691903;
-    \weights$79 [35] = 32'd3273478637;
-    \weights$79 [36] = 32'd1188894447;
-    \weights$79 [37] = 32'd519763252;
-    \weights$79 [38] = 32'd421736174;
-    \weights$79 [39] = 32'd3186151196;
-    \weights$79 [40] = 32'd843845306;
-    \weights$79 [41] = 32'd3668581829;
-    \weights$79 [42] = 32'd66584346;
-    \weights$79 [43] = 32'd554891520;
-    \weights$79 [44] = 32'd4162712622;
-    \weights$79 [45] = 32'd4129042650;
-    \weights$79 [46] = 32'd3203713735;
-    \weights$79 [47] = 32'd831859956;
-    \weights$79 [48] = 32'd15145625;
-    \weights$79 [49] = 32'd14668291;
-    \weights$79 [50] = 32'd15059737;
-    \weights$79 [51] = 32'd10789152;
-    \weights$79 [52] = 32'd11976711;
-    \weights$79 [53] = 32'd16253193;
-    \weights$79 [54] = 32'd3945501;
-    \weights$79 [55] = 32'd15127001;
-    \weights$79 [56] = 32'd5913489;
-    \weights$79 [57] = 32'd3910040;
-    \weights$79 [58] = 32'd2093363;
-    \weights$79 [59] = 32'd10908609;
-    \weights$79 [60] = 32'd456726;
-    \weights$79 [61] = 32'd15071482;
-    \weights$79 [62] = 32'd13161248;
-    \weights$79 [63] = 32'd1718294;
+    \weights$53 [0] = 32'd2549628388;
+    \weights$53 [1] = 32'd3896111092;
+    \weights$53 [2] = 32'd3551032092;
+    \weights$53 [3] = 32'd469728009;
+    \weights$53 [4] = 32'd3285303240;
+    \weights$53 [5] = 32'd456246003;
+    \weights$53 [6] = 32'd434762799;
+    \weights$53 [7] = 32'd3871336677;
+    \weights$53 [8] = 32'd1413087777;
+    \weights$53 [9] = 32'd635494900;
+    \weights$53 [10] = 32'd771677195;
+    \weights$53 [11] = 32'd739301541;
+    \weights$53 [12] = 32'd83819764;
+    \weights$53 [13] = 32'd3370974159;
+    \weights$53 [14] = 32'd3961185069;
+    \weights$53 [15] = 32'd772187379;
+    \weights$53 [16] = 32'd735955415;
+    \weights$53 [17] = 32'd3792389073;
+    \weights$53 [18] = 32'd1878337785;
+    \weights$53 [19] = 32'd3905503576;
+    \weights$53 [20] = 32'd2873799433;
+    \weights$53 [21] = 32'd4208335822;
+    \weights$53 [22] = 32'd757546987;
+    \weights$53 [23] = 32'd4061209356;
+    \weights$53 [24] = 32'd489197071;
+    \weights$53 [25] = 32'd842079754;
+    \weights$53 [26] = 32'd170839555;
+    \weights$53 [27] = 32'd785218868;
+    \weights$53 [28] = 32'd4026725425;
+    \weights$53 [29] = 32'd3340032042;
+    \weights$53 [30] = 32'd3405780198;
+    \weights$53 [31] = 32'd969075911;
+    \weights$53 [32] = 32'd1222845368;
+    \weights$53 [33] = 32'd471282449;
+    \weights$53 [34] = 32'd3962691903;
+    \weights$53 [35] = 32'd3273478637;
+    \weights$53 [36] = 32'd1188894447;
+    \weights$53 [37] = 32'd519763252;
+    \weights$53 [38] = 32'd421736174;
+    \weights$53 [39] = 32'd3186151196;
+    \weights$53 [40] = 32'd843845306;
+    \weights$53 [41] = 32'd3668581829;
+    \weights$53 [42] = 32'd66584346;
+    \weights$53 [43] = 32'd554891520;
+    \weights$53 [44] = 32'd4162712622;
+    \weights$53 [45] = 32'd4129042650;
+    \weights$53 [46] = 32'd3203713735;
+    \weights$53 [47] = 32'd831859956;
+    \weights$53 [48] = 32'd15145625;
+    \weights$53 [49] = 32'd14668291;
+    \weights$53 [50] = 32'd15059737;
+    \weights$53 [51] = 32'd10789152;
+    \weights$53 [52] = 32'd11976711;
+    \weights$53 [53] = 32'd16253193;
+    \weights$53 [54] = 32'd3945501;
+    \weights$53 [55] = 32'd15127001;
+    \weights$53 [56] = 32'd5913489;
+    \weights$53 [57] = 32'd3910040;
+    \weights$53 [58] = 32'd2093363;
+    \weights$53 [59] = 32'd10908609;
+    \weights$53 [60] = 32'd456726;
+    \weights$53 [61] = 32'd15071482;
+    \weights$53 [62] = 32'd13161248;
+    \weights$53 [63] = 32'd1718294;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$53 [config__payload[8:3]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$53 [config__payload[8:3]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$53 [config__payload[8:3]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$53 [config__payload[8:3]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _1_ <= \weights$79 [\$7 [5:0]];
+    if (port__en) begin
+      _1_ <= \weights$53 [\$7 [5:0]];
     end
   end
-  assign \port__data$24  = _1_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
-  assign \$4  = \config [3:1] == 3'h4;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
+  assign \port__data$29  = _1_;
+  always @(posedge clk)
+    \slot$45  <= \$39 ;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[11:9];
+  assign \$4  = config__payload[2:0] == 3'h4;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[11:9];
   assign \$7  = slot_c1[9:3] + slot_c1[19:16];
   assign \$8  = ~ slot_c1[15];
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$10  = slot_c1[0] & slot_c1[10];
-  assign weights = slot_c2[15] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[11];
-  assign \$11  = ! slot_argmax_1[2:1];
-  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
-  assign take = \$11  | \$12 ;
-  assign \$13  = slot_argmax_1[2:1] * 3'h4;
-  assign \$14  = \$13  + argmax_1_0_lane;
-  assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 5'h10;
-  assign \$16  = 1'h0 + \port__en$13 ;
-  assign \$17  = readout_weights_reads + \$16 ;
-  assign \$18  = | \$3 [3:0];
+  assign weights = slot_c2[15] ? 32'd0 : \port__data$29 ;
+  assign \$11  = 1'h0 + port__en;
+  assign \$12  = readout_weights_reads + \$11 ;
+  assign \$13  = | \$3 [3:0];
+  assign \$14  = 1'h0 + \$13 ;
+  assign \$15  = readout_weights_writes + \$14 ;
+  assign \$16  = 1'h0 + \port__en$16 ;
+  assign \$17  = readout_bias_reads + \$16 ;
+  assign \$18  = | \$6 [3:0];
   assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$14 ;
-  assign \$22  = readout_bias_reads + \$21 ;
-  assign \$23  = | \$6 [3:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = readout_bias_writes + \$24 ;
-  assign \$26  = ~ slot_c2[15];
-  assign \$27  = slot_c2[0] & \$26 ;
-  assign \$28  = | slot_c2[35:20];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = slot_c2[2:1] == 2'h3;
-  assign \$31  = \$30  ? 3'h3 : 3'h4;
-  assign \$32  = \$31  * 1'h1;
-  assign \$33  = readout_macs + \$32 ;
-  assign \$38  = $signed(acc[55:28]) > $signed(acc[27:0]);
-  assign \$41  = \$40  ? acc[55:28] : acc[27:0];
-  assign \$44  = $signed(acc[55:28]) > $signed(acc[27:0]);
-  assign \$47  = \$46  ? 1'h1 : 1'h0;
-  assign \$49  = slot_c3[2:1] != 2'h3;
-  assign \$51  = slot_c3[2:1] != 2'h3;
-  assign \$54  = $signed(acc[111:84]) > $signed(acc[83:56]);
-  assign \$56  = \$51  & \$55 ;
-  assign \$57  = \$56  ? acc[111:84] : acc[83:56];
-  assign \$58  = slot_c3[2:1] != 2'h3;
-  assign \$61  = $signed(acc[111:84]) > $signed(acc[83:56]);
-  assign \$63  = \$58  & \$62 ;
-  assign \$64  = \$63  ? 2'h3 : 2'h2;
-  assign \$65  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$66  = \$65  | argmax_0_1_valid;
-  assign \$67  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$68  = ~ \$67 ;
-  assign \$69  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$70  = \$68  | \$69 ;
-  assign \$71  = argmax_0_1_valid & \$70 ;
-  assign \$72  = \$71  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$74  = ~ \$73 ;
-  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = argmax_0_1_valid & \$76 ;
-  assign \$78  = \$77  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$79  = w_en & take;
-  assign \$80  = reserved + starting;
-  assign \$81  = r_en & results__valid;
-  assign \$82  = \$80  - \$81 ;
+  assign \$20  = readout_bias_writes + \$19 ;
+  assign \$21  = ~ slot_c2[15];
+  assign \$22  = slot_c2[0] & \$21 ;
+  assign \$23  = | slot_c2[35:20];
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = slot_c2[2:1] == 2'h3;
+  assign \$26  = \$25  ? 3'h3 : 3'h4;
+  assign \$27  = \$26  * 1'h1;
+  assign \$28  = readout_macs + \$27 ;
   always @(posedge clk)
-    slot_c1 <= \$83 ;
+    slot_c1 <= \$29 ;
   always @(posedge clk)
-    readout_weights_reads <= \$84 ;
+    readout_weights_reads <= \$30 ;
   always @(posedge clk)
-    readout_weights_writes <= \$85 ;
+    readout_weights_writes <= \$31 ;
   always @(posedge clk)
-    readout_bias_reads <= \$86 ;
+    readout_bias_reads <= \$32 ;
   always @(posedge clk)
-    readout_bias_writes <= \$87 ;
+    readout_bias_writes <= \$33 ;
   always @(posedge clk)
-    slot_c2 <= \$88 ;
+    slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$89 ;
+    use_acc2 <= \$35 ;
   always @(posedge clk)
-    readout_macs <= \$90 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
-    slot_c2a <= \$91 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    slot_c2b <= \$92 ;
-  always @(posedge clk)
-    slot_c3 <= \$93 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$94 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$95 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$96 ;
-  always @(posedge clk)
-    argmax_0_1_valid <= \$97 ;
-  always @(posedge clk)
-    argmax_0_1_logit <= \$98 ;
-  always @(posedge clk)
-    argmax_0_1_lane <= \$99 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$100 ;
-  always @(posedge clk)
-    finalize_argmax_0 <= \$101 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$102 ;
-  always @(posedge clk)
-    argmax_1_0_valid <= \$103 ;
-  always @(posedge clk)
-    argmax_1_0_logit <= \$104 ;
-  always @(posedge clk)
-    argmax_1_0_lane <= \$105 ;
-  always @(posedge clk)
-    slot_argmax_1 <= \$106 ;
-  always @(posedge clk)
-    w_en <= \$107 ;
-  always @(posedge clk)
-    logits_argmax_1 <= \$108 ;
-  always @(posedge clk)
-    best_logit <= \$109 ;
-  always @(posedge clk)
-    best_class <= \$110 ;
-  always @(posedge clk)
-    reserved <= \$111 ;
-  \accelerator.readout.issue  issue (
+    slot_c2b <= \$38 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -5227,7 +5988,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -5237,260 +5998,116 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[35:20]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$13  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$39  = slot_c2b;
+    if (rst) begin
+      \$39  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    port__en = 1'h0;
     if (\$9 ) begin
-      \port__en$13  = 1'h1;
+      port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \port__en$14  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$83  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$29  = slot;
     if (rst) begin
-      \$83  = 36'h000000000;
+      \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$84  = \$17 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$30  = \$12 [31:0];
     if (rst) begin
-      \$84  = 32'd0;
+      \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$85  = \$20 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$31  = \$15 [31:0];
     if (rst) begin
-      \$85  = 32'd0;
+      \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$86  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$32  = \$17 [31:0];
     if (rst) begin
-      \$86  = 32'd0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$87  = \$25 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$33  = \$20 [31:0];
     if (rst) begin
-      \$87  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$88  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$34  = slot_c1;
     if (rst) begin
-      \$88  = 36'h000000000;
+      \$34  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$35  = 1'h0;
     if (rst) begin
-      \$89  = 1'h0;
+      \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = readout_macs;
-    if (\$29 ) begin
-      \$90  = \$33 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$36  = readout_macs;
+    if (\$24 ) begin
+      \$36  = \$28 [31:0];
     end
     if (rst) begin
-      \$90  = 32'd0;
+      \$36  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$37  = slot_c2;
     if (rst) begin
-      \$91  = 36'h000000000;
+      \$37  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$38  = slot_c2a;
     if (rst) begin
-      \$92  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$93  = slot_c2b;
-    if (rst) begin
-      \$93  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$94  = \$35 ;
-    if (rst) begin
-      \$94  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$95  = \$41 ;
-    if (rst) begin
-      \$95  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$96  = { 1'h0, \$47  };
-    if (rst) begin
-      \$96  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$97  = \$50 ;
-    if (rst) begin
-      \$97  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$98  = \$57 ;
-    if (rst) begin
-      \$98  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$99  = \$64 ;
-    if (rst) begin
-      \$99  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$100  = slot_c3;
-    if (rst) begin
-      \$100  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$101  = finalize;
-    if (rst) begin
-      \$101  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$102  = acc;
-    if (rst) begin
-      \$102  = 112'h0000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$103  = \$66 ;
-    if (rst) begin
-      \$103  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$104  = \$72 ;
-    if (rst) begin
-      \$104  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$105  = \$78 ;
-    if (rst) begin
-      \$105  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$106  = slot_argmax_0;
-    if (rst) begin
-      \$106  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$107  = finalize_argmax_0;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$108  = logits_argmax_0;
-    if (rst) begin
-      \$108  = 112'h0000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$109  = best_logit;
-    if (\$79 ) begin
-      \$109  = argmax_1_0_logit;
-    end
-    if (rst) begin
-      \$109  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$110  = best_class;
-    if (\$79 ) begin
-      \$110  = \$15 [3:0];
-    end
-    if (rst) begin
-      \$110  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$111  = \$82 [4:0];
-    if (rst) begin
-      \$111  = 5'h00;
+      \$38  = 36'h000000000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign port__en = \$3 [3:0];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot_c1[2:1];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__en$13  = \$3 [3:0];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__en$18  = \$6 [3:0];
+  assign \port__addr$20  = \$7 [5:0];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[35:20];
-  assign class_now = \$15 [3:0];
-  assign w_data = beat;
-  assign finalize_argmax_1 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$31  = acc;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[19:4];
   assign \items__payload.step_end  = items__payload[20];
@@ -5499,11 +6116,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[19:4];
   assign \items__payload$1.step_end  = items__payload[20];
   assign \items__payload$1.seq_end  = items__payload[21];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[2:1];
   assign \slot_c1.base  = slot_c1[9:3];
@@ -5530,54 +6146,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \acc$31[0]  = acc[27:0];
+  assign \acc$31[1]  = acc[55:28];
+  assign \acc$31[2]  = acc[83:56];
+  assign \acc$31[3]  = acc[111:84];
   assign \seeds[0]  = seeds[27:0];
   assign \seeds[1]  = seeds[55:28];
   assign \seeds[2]  = seeds[83:56];
   assign \seeds[3]  = seeds[111:84];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[9:3];
-  assign \slot_c3.first  = slot_c3[10];
-  assign \slot_c3.last  = slot_c3[11];
-  assign \slot_c3.step_last  = slot_c3[12];
-  assign \slot_c3.seq_first  = slot_c3[13];
-  assign \slot_c3.seq_end  = slot_c3[14];
-  assign \slot_c3.empty  = slot_c3[15];
-  assign \slot_c3.index  = slot_c3[19:16];
-  assign \slot_c3.value  = slot_c3[35:20];
-  assign \slot_argmax_1.valid  = slot_argmax_1[0];
-  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
-  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
-  assign \slot_argmax_1.first  = slot_argmax_1[10];
-  assign \slot_argmax_1.last  = slot_argmax_1[11];
-  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
-  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
-  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
-  assign \slot_argmax_1.empty  = slot_argmax_1[15];
-  assign \slot_argmax_1.index  = slot_argmax_1[19:16];
-  assign \slot_argmax_1.value  = slot_argmax_1[35:20];
-  assign \beat.logits  = beat[111:0];
-  assign \beat.logits[0]  = beat[27:0];
-  assign \beat.logits[1]  = beat[55:28];
-  assign \beat.logits[2]  = beat[83:56];
-  assign \beat.logits[3]  = beat[111:84];
-  assign \beat.group  = beat[113:112];
-  assign \beat.final  = beat[114];
-  assign \beat.class_index  = beat[118:115];
-  assign \beat.seq_end  = beat[119];
-  assign \logits_argmax_1[0]  = logits_argmax_1[27:0];
-  assign \logits_argmax_1[1]  = logits_argmax_1[55:28];
-  assign \logits_argmax_1[2]  = logits_argmax_1[83:56];
-  assign \logits_argmax_1[3]  = logits_argmax_1[111:84];
-  assign \results__payload.logits  = results__payload[111:0];
-  assign \results__payload.logits[0]  = results__payload[27:0];
-  assign \results__payload.logits[1]  = results__payload[55:28];
-  assign \results__payload.logits[2]  = results__payload[83:56];
-  assign \results__payload.logits[3]  = results__payload[111:84];
-  assign \results__payload.group  = results__payload[113:112];
-  assign \results__payload.final  = results__payload[114];
-  assign \results__payload.class_index  = results__payload[118:115];
-  assign \results__payload.seq_end  = results__payload[119];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[9:3];
@@ -5611,68 +6191,34 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[15];
   assign \slot_c2b.index  = slot_c2b[19:16];
   assign \slot_c2b.value  = slot_c2b[35:20];
-  assign \acc[0]  = acc[27:0];
-  assign \acc[1]  = acc[55:28];
-  assign \acc[2]  = acc[83:56];
-  assign \acc[3]  = acc[111:84];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
-  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
-  assign \slot_argmax_0.first  = slot_argmax_0[10];
-  assign \slot_argmax_0.last  = slot_argmax_0[11];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
-  assign \slot_argmax_0.empty  = slot_argmax_0[15];
-  assign \slot_argmax_0.index  = slot_argmax_0[19:16];
-  assign \slot_argmax_0.value  = slot_argmax_0[35:20];
-  assign \logits_argmax_0[0]  = logits_argmax_0[27:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[55:28];
-  assign \logits_argmax_0[2]  = logits_argmax_0[83:56];
-  assign \logits_argmax_0[3]  = logits_argmax_0[111:84];
-  assign beat[119] = slot_argmax_1[14];
-  assign beat[118:115] = \$15 [3:0];
-  assign beat[114] = slot_argmax_1[12];
-  assign beat[113:112] = slot_argmax_1[2:1];
-  assign beat[111:84] = logits_argmax_1[111:84];
-  assign beat[83:56] = logits_argmax_1[83:56];
-  assign beat[55:28] = logits_argmax_1[55:28];
-  assign beat[27:0] = logits_argmax_1[27:0];
-  assign seeds[111:84] = { \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79], \port__data$26 [79:60] };
-  assign seeds[83:56] = { \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59], \port__data$26 [59:40] };
-  assign seeds[55:28] = { \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39], \port__data$26 [39:20] };
-  assign seeds[27:0] = { \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19], \port__data$26 [19:0] };
-  assign \port__data$12 [79:60] = \config [32:13];
-  assign \port__data$12 [59:40] = \config [32:13];
-  assign \port__data$12 [39:20] = \config [32:13];
-  assign \port__data$12 [19:0] = \config [32:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$34  = 1'h1;
-  assign \$35  = 1'h1;
-  assign \$36  = 1'h1;
-  assign \$37  = 1'h0;
-  assign \$39  = \$38 ;
-  assign \$40  = \$38 ;
-  assign \$42  = 1'h1;
-  assign \$43  = 1'h0;
-  assign \$45  = \$44 ;
-  assign \$46  = \$44 ;
-  assign \$48  = 1'h1;
-  assign \$50  = 1'h1;
-  assign \$52  = 1'h1;
-  assign \$53  = 1'h0;
-  assign \$55  = \$54 ;
-  assign \$59  = 1'h1;
-  assign \$60  = 1'h0;
-  assign \$62  = \$61 ;
+  assign \slot$45.valid  = \slot$45 [0];
+  assign \slot$45.group  = \slot$45 [2:1];
+  assign \slot$45.base  = \slot$45 [9:3];
+  assign \slot$45.first  = \slot$45 [10];
+  assign \slot$45.last  = \slot$45 [11];
+  assign \slot$45.step_last  = \slot$45 [12];
+  assign \slot$45.seq_first  = \slot$45 [13];
+  assign \slot$45.seq_end  = \slot$45 [14];
+  assign \slot$45.empty  = \slot$45 [15];
+  assign \slot$45.index  = \slot$45 [19:16];
+  assign \slot$45.value  = \slot$45 [35:20];
+  assign seeds[111:84] = { \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79], \port__data$33 [79:60] };
+  assign seeds[83:56] = { \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59], \port__data$33 [59:40] };
+  assign seeds[55:28] = { \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39], \port__data$33 [39:20] };
+  assign seeds[27:0] = { \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19], \port__data$33 [19:0] };
+  assign \port__data$19 [79:60] = config__payload[31:12];
+  assign \port__data$19 [59:40] = config__payload[31:12];
+  assign \port__data$19 [39:20] = config__payload[31:12];
+  assign \port__data$19 [19:0] = config__payload[31:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -5749,6 +6295,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [6:0] base = 7'h00;
@@ -5758,9 +6307,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [21:0] items__payload;
@@ -5883,7 +6429,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -5894,10 +6440,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = readout_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = readout_stall_cycles + 1'h1;
@@ -5919,15 +6465,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -5958,7 +6504,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$75 ;
   always @(posedge clk)
     readout_steps <= \$76 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:4];
   assign \$3  = wcount < 5'h10;
@@ -5966,7 +6512,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 5'h10 : 5'h00;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 19'h00000, items__payload[3:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -5980,7 +6526,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -5990,14 +6536,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6006,28 +6552,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6042,7 +6588,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6054,8 +6600,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6085,7 +6631,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -6100,7 +6646,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -6118,8 +6664,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6136,8 +6682,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6154,7 +6700,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -6166,7 +6712,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[20]) begin
@@ -6178,7 +6724,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$64 [35:1] = meta[35:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6196,7 +6742,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6215,7 +6761,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6235,7 +6781,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6248,7 +6794,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6266,7 +6812,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6284,7 +6830,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6305,7 +6851,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6318,7 +6864,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6331,7 +6877,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6343,7 +6889,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6357,7 +6903,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6371,7 +6917,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6429,8 +6975,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire [23:0] \$1 ;
   wire [23:0] \$10 ;
   wire [27:0] \$11 ;
@@ -6571,70 +7117,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$20  = seeds[27:0];
     if (rst) begin
       \$20  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [27:0] = \$3 [27:0];
@@ -6647,84 +7193,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$25  = seeds[55:28];
     if (rst) begin
       \$25  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$29  = seeds[83:56];
     if (rst) begin
       \$29  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$33  = seeds[111:84];
     if (rst) begin
       \$33  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 28'h0000000;
@@ -6745,8 +7291,108 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [119:0] r__payload;
+  wire [119:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [111:0] \r__payload.logits ;
+  wire [27:0] \r__payload.logits[0] ;
+  wire [27:0] \r__payload.logits[1] ;
+  wire [27:0] \r__payload.logits[2] ;
+  wire [27:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [119:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [119:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [111:0] \w__payload.logits ;
+  wire [27:0] \w__payload.logits[0] ;
+  wire [27:0] \w__payload.logits[1] ;
+  wire [27:0] \w__payload.logits[2] ;
+  wire [27:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [119:0] w_data;
+  wire [119:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[111:0];
+  assign \w__payload.logits[0]  = w_data[27:0];
+  assign \w__payload.logits[1]  = w_data[55:28];
+  assign \w__payload.logits[2]  = w_data[83:56];
+  assign \w__payload.logits[3]  = w_data[111:84];
+  assign \w__payload.group  = w_data[113:112];
+  assign \w__payload.final  = w_data[114];
+  assign \w__payload.class_index  = w_data[118:115];
+  assign \w__payload.seq_end  = w_data[119];
+  assign \r__payload.logits  = r__payload[111:0];
+  assign \r__payload.logits[0]  = r__payload[27:0];
+  assign \r__payload.logits[1]  = r__payload[55:28];
+  assign \r__payload.logits[2]  = r__payload[83:56];
+  assign \r__payload.logits[3]  = r__payload[111:84];
+  assign \r__payload.group  = r__payload[113:112];
+  assign \r__payload.final  = r__payload[114];
+  assign \r__payload.class_index  = r__payload[118:115];
+  assign \r__payload.seq_end  = r__payload[119];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -6882,7 +7528,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -6892,7 +7538,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -6902,7 +7548,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -6915,7 +7561,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -24,32 +24,23 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [42:0] \config ;
-  wire [42:0] \config$14 ;
-  wire [4:0] \config$14.addr ;
-  wire [1:0] \config$14.elem ;
-  wire [2:0] \config$14.target ;
-  wire \config$14.valid ;
-  wire [31:0] \config$14.value ;
-  wire [42:0] \config$18 ;
-  wire [4:0] \config$18.addr ;
-  wire [1:0] \config$18.elem ;
-  wire [2:0] \config$18.target ;
-  wire \config$18.valid ;
-  wire [31:0] \config$18.value ;
-  wire [42:0] \config$32 ;
-  wire [4:0] \config$32.addr ;
-  wire [1:0] \config$32.elem ;
-  wire [2:0] \config$32.target ;
-  wire \config$32.valid ;
-  wire [31:0] \config$32.value ;
-  wire [4:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [41:0] config__payload;
   wire [41:0] config__payload;
+  wire [41:0] \config__payload$31 ;
+  wire [4:0] \config__payload$31.addr ;
+  wire [1:0] \config__payload$31.elem ;
+  wire [2:0] \config__payload$31.target ;
+  wire [31:0] \config__payload$31.value ;
+  wire [41:0] \config__payload$33 ;
+  wire [4:0] \config__payload$33.addr ;
+  wire [1:0] \config__payload$33.elem ;
+  wire [2:0] \config__payload$33.target ;
+  wire [31:0] \config__payload$33.value ;
+  wire [41:0] \config__payload$35 ;
+  wire [4:0] \config__payload$35.addr ;
+  wire [1:0] \config__payload$35.elem ;
+  wire [2:0] \config__payload$35.target ;
+  wire [31:0] \config__payload$35.value ;
   wire [4:0] \config__payload.addr ;
   wire [1:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -58,6 +49,15 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$32 ;
+  wire \config__valid$34 ;
+  wire \config__valid$36 ;
+  wire [41:0] config_fanout__payload;
+  wire [4:0] \config_fanout__payload.addr ;
+  wire [1:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1407:0] counters;
   wire [1407:0] counters;
   wire [31:0] \counters.cycles ;
@@ -131,26 +131,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [6:0] items__payload;
-  wire [15:0] \items__payload$19 ;
-  wire [2:0] \items__payload$19.index ;
-  wire \items__payload$19.seq_end ;
-  wire \items__payload$19.step_end ;
-  wire [10:0] \items__payload$19.value ;
-  wire [21:0] \items__payload$33 ;
-  wire [2:0] \items__payload$33.index ;
-  wire \items__payload$33.seq_end ;
-  wire \items__payload$33.step_end ;
-  wire [16:0] \items__payload$33.value ;
+  wire [15:0] \items__payload$18 ;
+  wire [2:0] \items__payload$18.index ;
+  wire \items__payload$18.seq_end ;
+  wire \items__payload$18.step_end ;
+  wire [10:0] \items__payload$18.value ;
+  wire [21:0] \items__payload$37 ;
+  wire [2:0] \items__payload$37.index ;
+  wire \items__payload$37.seq_end ;
+  wire \items__payload$37.step_end ;
+  wire [16:0] \items__payload$37.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [1:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$22 ;
-  wire \items__ready$36 ;
+  wire \items__ready$21 ;
+  wire \items__ready$40 ;
   wire items__valid;
-  wire \items__valid$23 ;
-  wire \items__valid$37 ;
+  wire \items__valid$22 ;
+  wire \items__valid$41 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -208,14 +208,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [57:0] results__payload;
   wire [57:0] results__payload;
-  wire [57:0] \results__payload$39 ;
-  wire \results__payload$39.class_index ;
-  wire \results__payload$39.final ;
-  wire \results__payload$39.group ;
-  wire [53:0] \results__payload$39.logits ;
-  wire [26:0] \results__payload$39.logits[0] ;
-  wire [26:0] \results__payload$39.logits[1] ;
-  wire \results__payload$39.seq_end ;
+  wire [57:0] \results__payload$43 ;
+  wire \results__payload$43.class_index ;
+  wire \results__payload$43.final ;
+  wire \results__payload$43.group ;
+  wire [53:0] \results__payload$43.logits ;
+  wire [26:0] \results__payload$43.logits[0] ;
+  wire [26:0] \results__payload$43.logits[1] ;
+  wire \results__payload$43.seq_end ;
   wire \results__payload.class_index ;
   wire \results__payload.final ;
   wire \results__payload.group ;
@@ -225,10 +225,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$40 ;
+  wire \results__ready$44 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$41 ;
+  wire \results__valid$45 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -280,13 +280,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
-    .items__payload(\items__payload$19 ),
+    .items__payload(\items__payload$18 ),
     .items__ready(outputs__ready),
-    .\items__ready$88 (events__ready),
-    .items__valid(\items__valid$23 ),
+    .\items__ready$64 (events__ready),
+    .items__valid(\items__valid$22 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
@@ -305,11 +306,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$124 (trace_0)
+    .\trace$84 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
     .items__valid(inputs__valid),
@@ -322,9 +324,9 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_dcls_taps_writes(layer0_dcls_taps_writes),
     .layer0_dcls_zbuf_reads(layer0_dcls_zbuf_reads),
     .layer0_dcls_zbuf_writes(layer0_dcls_zbuf_writes),
-    .outputs__payload(\items__payload$19 ),
-    .outputs__valid(\items__valid$23 ),
-    .r_en(outputs__ready),
+    .outputs__payload(\items__payload$18 ),
+    .outputs__valid(\items__valid$22 ),
+    .r__ready(outputs__ready),
     .rst(rst)
   );
   \accelerator.layer0_slice  layer0_slice (
@@ -332,18 +334,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$33 ),
+    .o__payload(\items__payload$37 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$37 ),
+    .o__valid(\items__valid$41 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$33 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$37 ),
     .items__ready(o__ready),
-    .items__valid(\items__valid$37 ),
-    .r_en(results__ready),
+    .items__valid(\items__valid$41 ),
+    .r__ready(results__ready),
     .readout_acc_reads(readout_acc_reads),
     .readout_acc_writes(readout_acc_writes),
     .readout_bias_reads(readout_bias_reads),
@@ -396,25 +399,30 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$14  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
-  assign \config$18  = \config ;
-  assign outputs__payload = \items__payload$19 ;
-  assign \items__ready$22  = outputs__ready;
-  assign outputs__valid = \items__valid$23 ;
+  assign outputs__payload = \items__payload$18 ;
+  assign \items__ready$21  = outputs__ready;
+  assign outputs__valid = \items__valid$22 ;
   assign events__payload = i__payload;
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$32  = \config ;
-  assign o__payload = \items__payload$33 ;
-  assign \items__ready$36  = o__ready;
-  assign o__valid = \items__valid$37 ;
-  assign \results__payload$39  = results__payload;
-  assign \results__ready$40  = results__ready;
-  assign \results__valid$41  = results__valid;
+  assign \config__payload$31  = config__payload;
+  assign \config__valid$32  = config__valid;
+  assign \config__payload$33  = config__payload;
+  assign \config__valid$34  = config__valid;
+  assign \config__payload$35  = config__payload;
+  assign \config__valid$36  = config__valid;
+  assign o__payload = \items__payload$37 ;
+  assign \items__ready$40  = o__ready;
+  assign o__valid = \items__valid$41 ;
+  assign \results__payload$43  = results__payload;
+  assign \results__ready$44  = results__ready;
+  assign \results__valid$45  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[2:0];
   assign \inputs__payload.value  = inputs__payload[4:3];
@@ -485,33 +493,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_0.gate  = trace_0[38:37];
   assign \trace_0.gate[0]  = trace_0[37];
   assign \trace_0.gate[1]  = trace_0[38];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [8:4];
-  assign \config.elem  = \config [10:9];
-  assign \config.value  = \config [42:11];
-  assign \config$14.valid  = \config [0];
-  assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [8:4];
-  assign \config$14.elem  = \config [10:9];
-  assign \config$14.value  = \config [42:11];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[7:3];
+  assign \config_fanout__payload.elem  = config__payload[9:8];
+  assign \config_fanout__payload.value  = config__payload[41:10];
   assign \items__payload.index  = inputs__payload[2:0];
   assign \items__payload.value  = inputs__payload[4:3];
   assign \items__payload.step_end  = inputs__payload[5];
   assign \items__payload.seq_end  = inputs__payload[6];
-  assign \config$18.valid  = \config [0];
-  assign \config$18.target  = \config [3:1];
-  assign \config$18.addr  = \config [8:4];
-  assign \config$18.elem  = \config [10:9];
-  assign \config$18.value  = \config [42:11];
-  assign \items__payload$19.index  = \items__payload$19 [2:0];
-  assign \items__payload$19.value  = \items__payload$19 [13:3];
-  assign \items__payload$19.step_end  = \items__payload$19 [14];
-  assign \items__payload$19.seq_end  = \items__payload$19 [15];
-  assign \outputs__payload.index  = \items__payload$19 [2:0];
-  assign \outputs__payload.value  = \items__payload$19 [13:3];
-  assign \outputs__payload.step_end  = \items__payload$19 [14];
-  assign \outputs__payload.seq_end  = \items__payload$19 [15];
+  assign \items__payload$18.index  = \items__payload$18 [2:0];
+  assign \items__payload$18.value  = \items__payload$18 [13:3];
+  assign \items__payload$18.step_end  = \items__payload$18 [14];
+  assign \items__payload$18.seq_end  = \items__payload$18 [15];
+  assign \outputs__payload.index  = \items__payload$18 [2:0];
+  assign \outputs__payload.value  = \items__payload$18 [13:3];
+  assign \outputs__payload.step_end  = \items__payload$18 [14];
+  assign \outputs__payload.seq_end  = \items__payload$18 [15];
   assign \i__payload.index  = i__payload[2:0];
   assign \i__payload.value  = i__payload[19:3];
   assign \i__payload.step_end  = i__payload[20];
@@ -530,26 +527,33 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate  = trace_0[38:37];
   assign \trace.gate[0]  = trace_0[37];
   assign \trace.gate[1]  = trace_0[38];
-  assign \config$32.valid  = \config [0];
-  assign \config$32.target  = \config [3:1];
-  assign \config$32.addr  = \config [8:4];
-  assign \config$32.elem  = \config [10:9];
-  assign \config$32.value  = \config [42:11];
-  assign \items__payload$33.index  = \items__payload$33 [2:0];
-  assign \items__payload$33.value  = \items__payload$33 [19:3];
-  assign \items__payload$33.step_end  = \items__payload$33 [20];
-  assign \items__payload$33.seq_end  = \items__payload$33 [21];
-  assign \o__payload.index  = \items__payload$33 [2:0];
-  assign \o__payload.value  = \items__payload$33 [19:3];
-  assign \o__payload.step_end  = \items__payload$33 [20];
-  assign \o__payload.seq_end  = \items__payload$33 [21];
-  assign \results__payload$39.logits  = results__payload[53:0];
-  assign \results__payload$39.logits[0]  = results__payload[26:0];
-  assign \results__payload$39.logits[1]  = results__payload[53:27];
-  assign \results__payload$39.group  = results__payload[54];
-  assign \results__payload$39.final  = results__payload[55];
-  assign \results__payload$39.class_index  = results__payload[56];
-  assign \results__payload$39.seq_end  = results__payload[57];
+  assign \config__payload$31.target  = config__payload[2:0];
+  assign \config__payload$31.addr  = config__payload[7:3];
+  assign \config__payload$31.elem  = config__payload[9:8];
+  assign \config__payload$31.value  = config__payload[41:10];
+  assign \config__payload$33.target  = config__payload[2:0];
+  assign \config__payload$33.addr  = config__payload[7:3];
+  assign \config__payload$33.elem  = config__payload[9:8];
+  assign \config__payload$33.value  = config__payload[41:10];
+  assign \config__payload$35.target  = config__payload[2:0];
+  assign \config__payload$35.addr  = config__payload[7:3];
+  assign \config__payload$35.elem  = config__payload[9:8];
+  assign \config__payload$35.value  = config__payload[41:10];
+  assign \items__payload$37.index  = \items__payload$37 [2:0];
+  assign \items__payload$37.value  = \items__payload$37 [19:3];
+  assign \items__payload$37.step_end  = \items__payload$37 [20];
+  assign \items__payload$37.seq_end  = \items__payload$37 [21];
+  assign \o__payload.index  = \items__payload$37 [2:0];
+  assign \o__payload.value  = \items__payload$37 [19:3];
+  assign \o__payload.step_end  = \items__payload$37 [20];
+  assign \o__payload.seq_end  = \items__payload$37 [21];
+  assign \results__payload$43.logits  = results__payload[53:0];
+  assign \results__payload$43.logits[0]  = results__payload[26:0];
+  assign \results__payload$43.logits[1]  = results__payload[53:27];
+  assign \results__payload$43.group  = results__payload[54];
+  assign \results__payload$43.final  = results__payload[55];
+  assign \results__payload$43.class_index  = results__payload[56];
+  assign \results__payload$43.seq_end  = results__payload[57];
   assign counters[1407:1376] = readout_acc_writes;
   assign counters[1375:1344] = readout_acc_reads;
   assign counters[1343:1312] = readout_items_writes;
@@ -594,133 +598,78 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [42:11] = config__payload[41:10];
-  assign \config [10:9] = config__payload[9:8];
-  assign \config [8:4] = config__payload[7:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$124 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
-, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
+module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$64 , items__valid, \trace$84 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
-  wire \$10 ;
+  wire [15:0] \$1 ;
+  wire [16:0] \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire [15:0] \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [16:0] \$17 ;
-  wire [15:0] \$18 ;
-  wire \$19 ;
+  wire [1:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire [1:0] \$15 ;
+  wire [2:0] \$16 ;
+  wire [32:0] \$17 ;
+  reg [27:0] \$18 ;
+  reg \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire [16:0] \$22 ;
-  wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
-  wire [1:0] \$29 ;
+  reg [15:0] \$20 ;
+  reg [15:0] \$21 ;
+  reg \$22 ;
+  reg [15:0] \$23 ;
+  reg \$24 ;
+  reg \$25 ;
+  reg [15:0] \$26 ;
+  reg [15:0] \$27 ;
+  reg [15:0] \$28 ;
+  reg \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire [1:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire [1:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [1:0] \$39 ;
+  reg [15:0] \$30 ;
+  reg \$31 ;
+  reg \$32 ;
+  reg [15:0] \$33 ;
+  reg [38:0] \$34 ;
+  reg [31:0] \$35 ;
+  reg [31:0] \$36 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [1:0] \$42 ;
-  wire [32:0] \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [32:0] \$48 ;
-  wire [1:0] \$49 ;
-  wire \$5 ;
-  wire [2:0] \$50 ;
-  wire [32:0] \$51 ;
-  wire [1:0] \$52 ;
-  wire [2:0] \$53 ;
-  wire [32:0] \$54 ;
-  wire [5:0] \$55 ;
-  wire \$56 ;
-  wire [6:0] \$57 ;
-  reg [27:0] \$58 ;
-  reg [31:0] \$59 ;
-  wire \$6 ;
-  reg [31:0] \$60 ;
-  reg [31:0] \$61 ;
-  reg [31:0] \$62 ;
-  reg [31:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg [27:0] \$67 ;
-  reg \$68 ;
-  reg [31:0] \$69 ;
-  wire [3:0] \$7 ;
-  reg [27:0] \$70 ;
-  reg [27:0] \$71 ;
-  reg [13:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg [27:0] \$74 ;
-  reg [27:0] \$75 ;
-  reg \$76 ;
-  reg [15:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
-  wire [5:0] \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [15:0] \$83 ;
-  reg [15:0] \$84 ;
-  reg [15:0] \$85 ;
-  reg \$86 ;
-  reg [15:0] \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire [16:0] \$5 ;
+  wire [15:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
   wire \$9 ;
-  reg [15:0] \$90 ;
-  reg [38:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [4:0] \$94 ;
   wire [41:0] acc;
-  wire [83:0] \acc$38 ;
-  wire [20:0] \acc$38[0] ;
-  wire [20:0] \acc$38[1] ;
-  wire [20:0] \acc$38[2] ;
-  wire [20:0] \acc$38[3] ;
-  wire [41:0] \acc$43 ;
-  wire [20:0] \acc$43.cand ;
-  wire [20:0] \acc$43.gate ;
+  wire [83:0] \acc$13 ;
+  wire [20:0] \acc$13[0] ;
+  wire [20:0] \acc$13[1] ;
+  wire [20:0] \acc$13[2] ;
+  wire [20:0] \acc$13[3] ;
+  wire [41:0] \acc$18 ;
+  wire [20:0] \acc$18.cand ;
+  wire [20:0] \acc$18.gate ;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
   wire [1:0] changed;
   input clk;
   wire clk;
-  input [42:0] \config ;
-  wire [42:0] \config ;
-  wire [4:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [41:0] config__payload;
+  wire [41:0] config__payload;
+  wire [41:0] \config__payload$7 ;
+  wire [4:0] \config__payload$7.addr ;
+  wire [1:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [4:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$49 ;
   wire [39:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -749,15 +698,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$120 ;
+  wire \gate$80 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$118 ;
+  wire \hold$78 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [39:0] i__payload;
@@ -777,11 +724,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [21:0] \items__payload$87 ;
-  wire [2:0] \items__payload$87.index ;
-  wire \items__payload$87.seq_end ;
-  wire \items__payload$87.step_end ;
-  wire [16:0] \items__payload$87.value ;
+  wire [21:0] \items__payload$63 ;
+  wire [2:0] \items__payload$63.index ;
+  wire \items__payload$63.seq_end ;
+  wire \items__payload$63.step_end ;
+  wire [16:0] \items__payload$63.value ;
   wire [2:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -789,17 +736,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$88 ;
-  wire \items__ready$88 ;
+  input \items__ready$64 ;
+  wire \items__ready$64 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$91 ;
-  wire [1:0] lane_valid;
+  wire \items__valid$67 ;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -811,28 +757,28 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$117 ;
-  wire [15:0] \new$117.h ;
+  wire [15:0] \new$77 ;
+  wire [15:0] \new$77.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -849,8 +795,8 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$45 ;
-  wire [15:0] \old$45.h ;
+  wire [15:0] \old$20 ;
+  wire [15:0] \old$20.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -861,62 +807,40 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   (* init = 16'h0000 *)
   wire [15:0] old_out_1;
   wire [15:0] out;
-  wire [15:0] \out$119 ;
+  wire [15:0] \out$79 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   reg [15:0] out_c4_0 = 16'h0000;
   reg [15:0] out_c4_1 = 16'h0000;
   wire [6:0] params;
-  wire [6:0] \params$44 ;
-  wire [6:0] \params$44.cand_shift ;
+  wire [13:0] \params$15 ;
+  wire [6:0] \params$15[0] ;
+  wire [6:0] \params$15[1] ;
+  wire [6:0] \params$19 ;
+  wire [6:0] \params$19.cand_shift ;
   wire [6:0] \params.cand_shift ;
-  reg [13:0] params_c3 = 14'h0000;
-  wire [6:0] \params_c3[0] ;
-  wire [6:0] \params_c3[1] ;
-  wire [4:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [4:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$33 ;
-  reg [1:0] \port__addr$34 ;
-  wire [1:0] \port__addr$47 ;
-  wire [31:0] port__data;
-  wire [13:0] \port__data$108 ;
-  wire [31:0] \port__data$109 ;
-  wire [63:0] \port__data$12 ;
-  wire [13:0] \port__data$15 ;
-  wire [31:0] \port__data$29 ;
-  wire [63:0] \port__data$31 ;
-  wire [31:0] \port__data$51 ;
-  wire [3:0] port__en;
-  wire [3:0] \port__en$11 ;
-  wire [1:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$123 ;
+  wire [15:0] \potential$83 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
-  wire [39:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [39:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [1:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [33:0] \r__payload.value ;
+  wire [16:0] \r__payload.value[0] ;
+  wire [16:0] \r__payload.value[1] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$114 ;
-  wire \saturated$121 ;
+  wire \saturated$74 ;
+  wire \saturated$81 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
-  wire [83:0] seeds;
-  wire [20:0] \seeds[0] ;
-  wire [20:0] \seeds[1] ;
-  wire [20:0] \seeds[2] ;
-  wire [20:0] \seeds[3] ;
   wire [27:0] slot;
   wire [4:0] \slot.base ;
   wire \slot.empty ;
@@ -929,66 +853,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [10:0] \slot.value ;
-  reg [27:0] slot_c1 = 28'h0000000;
-  wire [4:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [1:0] \slot_c1.group ;
-  wire [2:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [10:0] \slot_c1.value ;
-  reg [27:0] slot_c2 = 28'h0000000;
-  wire [4:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
-  wire [2:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [10:0] \slot_c2.value ;
-  reg [27:0] slot_c2a = 28'h0000000;
-  wire [4:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [1:0] \slot_c2a.group ;
-  wire [2:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [10:0] \slot_c2a.value ;
-  reg [27:0] slot_c2b = 28'h0000000;
-  wire [4:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [1:0] \slot_c2b.group ;
-  wire [2:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [10:0] \slot_c2b.value ;
-  reg [27:0] slot_c3 = 28'h0000000;
-  wire [4:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [2:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [10:0] \slot_c3.value ;
   reg [27:0] slot_c4 = 28'h0000000;
   wire [4:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1002,22 +866,28 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
   wire starting;
-  reg [31:0] state_c3 = 32'd0;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
+  wire [31:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [34:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [31:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire \state_write.en ;
   wire [38:0] trace;
-  output [38:0] \trace$124 ;
-  reg [38:0] \trace$124  = 39'h0000000000;
-  wire [1:0] \trace$124.gate ;
-  wire \trace$124.gate[0] ;
-  wire \trace$124.gate[1] ;
-  wire [1:0] \trace$124.group ;
-  wire \trace$124.seq_end ;
-  wire [31:0] \trace$124.state ;
-  wire [15:0] \trace$124.state[0] ;
-  wire [15:0] \trace$124.state[1] ;
-  wire \trace$124.step_end ;
-  wire \trace$124.valid ;
+  output [38:0] \trace$84 ;
+  reg [38:0] \trace$84  = 39'h0000000000;
+  wire [1:0] \trace$84.gate ;
+  wire \trace$84.gate[0] ;
+  wire \trace$84.gate[1] ;
+  wire [1:0] \trace$84.group ;
+  wire \trace$84.seq_end ;
+  wire [31:0] \trace$84.state ;
+  wire [15:0] \trace$84.state[0] ;
+  wire [15:0] \trace$84.state[1] ;
+  wire \trace$84.step_end ;
+  wire \trace$84.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1028,298 +898,122 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   wire [15:0] \trace.state[1] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [10:0] value;
-  wire [39:0] w_data;
+  wire [39:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [1:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [33:0] \w__payload.value ;
+  wire [16:0] \w__payload.value[0] ;
+  wire [16:0] \w__payload.value[1] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [31:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  reg [63:0] bias [3:0];
-  initial begin
-    bias[0] = 64'hfe7ffe51fcd7f974;
-    bias[1] = 64'hfcb60552fc5b0004;
-    bias[2] = 64'hfef702a3fcf603c4;
-    bias[3] = 64'hf9d0fa0ff6590089;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
-  end
-  reg [63:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[2:1]];
-    end
-  end
-  assign \port__data$31  = _0_;
-  reg [13:0] \params$137  [3:0];
-  initial begin
-    \params$137 [0] = 14'h0000;
-    \params$137 [1] = 14'h007f;
-    \params$137 [2] = 14'h3fff;
-    \params$137 [3] = 14'h0000;
-  end
-  always @(posedge clk) begin
-    if (\$7 [0])
-      \params$137 [\config [5:4]][6:0] <= \port__data$15 [6:0];
-    if (\$7 [1])
-      \params$137 [\config [5:4]][13:7] <= \port__data$15 [13:7];
-  end
-  reg [13:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$137 [\port__addr$33 ];
-    end
-  end
-  assign \port__data$108  = _1_;
-  reg [31:0] state [3:0];
-  initial begin
-    state[0] = 32'd0;
-    state[1] = 32'd0;
-    state[2] = 32'd0;
-    state[3] = 32'd0;
-  end
-  always @(posedge clk) begin
-    if (\port__en$49 )
-      state[slot_c4[2:1]] <= \port__data$51 ;
-  end
-  reg [31:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$34 ];
-    end
-  end
-  assign \port__data$109  = _2_;
-  reg [31:0] \weights$135  [19:0];
-  initial begin
-    \weights$135 [0] = 32'd3340114585;
-    \weights$135 [1] = 32'd1204817704;
-    \weights$135 [2] = 32'd240957123;
-    \weights$135 [3] = 32'd2952223684;
-    \weights$135 [4] = 32'd2986636275;
-    \weights$135 [5] = 32'd3944904415;
-    \weights$135 [6] = 32'd2605165262;
-    \weights$135 [7] = 32'd2637913354;
-    \weights$135 [8] = 32'd3737314484;
-    \weights$135 [9] = 32'd3220324019;
-    \weights$135 [10] = 32'd1626543408;
-    \weights$135 [11] = 32'd3624641351;
-    \weights$135 [12] = 32'd1374581495;
-    \weights$135 [13] = 32'd3249999067;
-    \weights$135 [14] = 32'd230537442;
-    \weights$135 [15] = 32'd16762863;
-    \weights$135 [16] = 32'd1105469237;
-    \weights$135 [17] = 32'd3322862821;
-    \weights$135 [18] = 32'd3375580688;
-    \weights$135 [19] = 32'd38405963;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$135 [\config [8:4]][7:0] <= port__data[7:0];
-    if (port__en[1])
-      \weights$135 [\config [8:4]][15:8] <= port__data[15:8];
-    if (port__en[2])
-      \weights$135 [\config [8:4]][23:16] <= port__data[23:16];
-    if (port__en[3])
-      \weights$135 [\config [8:4]][31:24] <= port__data[31:24];
-  end
-  reg [31:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _3_ <= \weights$135 [\$8 [4:0]];
-    end
-  end
-  assign \port__data$29  = _3_;
-  assign \port__en$11  = \$4  << \config [10:9];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [10:9];
-  assign \$8  = slot_c1[7:3] + slot_c1[16:14];
-  assign \$9  = ~ slot_c1[13];
-  assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[8];
-  assign weights = slot_c2[13] ? 32'd0 : \port__data$29 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[9];
-  assign finalize = slot_c3[0] & slot_c3[9];
-  assign old = slot_c3[11] ? 16'h0000 : state_c3[15:0];
-  assign \old$45  = slot_c3[11] ? 16'h0000 : state_c3[31:16];
-  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  wire w__valid;
+  always @(posedge clk)
+    layer0_events <= \$35 ;
+  always @(posedge clk)
+    layer0_saturations <= \$36 ;
+  assign finalize = slot[0] & slot[9];
+  assign old = slot[11] ? 16'h0000 : state[15:0];
+  assign \old$20  = slot[11] ? 16'h0000 : state[31:16];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_c4_0;
-  assign \$17  = $signed(out_0) - $signed(old_c4_0);
-  assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$2  = out_0 != old_c4_0;
+  assign \$5  = $signed(out_0) - $signed(old_c4_0);
+  assign \$6  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$19  = out_1 != old_c4_1;
-  assign \$22  = $signed(out_1) - $signed(old_c4_1);
-  assign credit = reserved < 5'h10;
-  assign \$24  = 1'h0 + \port__en$16 ;
-  assign \$25  = layer0_weights_reads + \$24 ;
-  assign \$26  = | port__en;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = layer0_weights_writes + \$27 ;
-  assign \$29  = 1'h0 + \port__en$17 ;
-  assign \$30  = layer0_bias_reads + \$29 ;
-  assign \$31  = | \port__en$11 ;
-  assign \$32  = 1'h0 + \$31 ;
-  assign \$33  = layer0_bias_writes + \$32 ;
-  assign \$34  = 1'h0 + \port__en$18 ;
-  assign \$35  = layer0_params_reads + \$34 ;
-  assign \$36  = | \$7 [1:0];
-  assign \$37  = 1'h0 + \$36 ;
-  assign \$38  = layer0_params_writes + \$37 ;
-  assign \$39  = 1'h0 + \port__en$19 ;
-  assign \$40  = layer0_state_reads + \$39 ;
-  assign \$42  = 1'h0 + \$41 ;
-  assign \$43  = layer0_state_writes + \$42 ;
-  assign \$44  = ~ slot_c2[13];
-  assign \$45  = slot_c2[0] & \$44 ;
-  assign \$46  = | slot_c2[27:17];
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = layer0_macs + 3'h4;
-  assign \$49  = 1'h0 + changed[0];
-  assign \$50  = \$49  + changed[1];
-  assign \$51  = layer0_events + \$50 ;
-  assign \$52  = 1'h0 + saturated[0];
-  assign \$53  = \$52  + saturated[1];
-  assign \$54  = layer0_saturations + \$53 ;
-  assign \$55  = reserved + starting;
-  assign \$56  = r_en & i__valid;
-  assign \$57  = \$55  - \$56 ;
+  assign \$7  = out_1 != old_c4_1;
+  assign \$10  = $signed(out_1) - $signed(old_c4_1);
+  assign \$12  = 1'h0 + changed[0];
+  assign \$13  = \$12  + changed[1];
+  assign \$14  = layer0_events + \$13 ;
+  assign \$15  = 1'h0 + saturated[0];
+  assign \$16  = \$15  + saturated[1];
+  assign \$17  = layer0_saturations + \$16 ;
   always @(posedge clk)
-    slot_c1 <= \$58 ;
+    slot_c4 <= \$18 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$59 ;
+    finalize4 <= \$19 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$60 ;
+    new_c4_0 <= \$20 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$61 ;
+    old_c4_0 <= \$21 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$62 ;
+    hold_c4_0 <= \$22 ;
   always @(posedge clk)
-    layer0_params_reads <= \$63 ;
+    out_c4_0 <= \$23 ;
   always @(posedge clk)
-    layer0_params_writes <= \$64 ;
+    gate_c4_0 <= \$24 ;
   always @(posedge clk)
-    layer0_state_reads <= \$65 ;
+    saturated_c4_0 <= \$25 ;
   always @(posedge clk)
-    layer0_state_writes <= \$66 ;
+    potential_c4_0 <= \$26 ;
   always @(posedge clk)
-    slot_c2 <= \$67 ;
+    new_c4_1 <= \$27 ;
   always @(posedge clk)
-    use_acc2 <= \$68 ;
+    old_c4_1 <= \$28 ;
   always @(posedge clk)
-    layer0_macs <= \$69 ;
+    hold_c4_1 <= \$29 ;
   always @(posedge clk)
-    slot_c2a <= \$70 ;
+    out_c4_1 <= \$30 ;
   always @(posedge clk)
-    slot_c2b <= \$71 ;
+    gate_c4_1 <= \$31 ;
   always @(posedge clk)
-    params_c3 <= \$72 ;
+    saturated_c4_1 <= \$32 ;
   always @(posedge clk)
-    state_c3 <= \$73 ;
+    potential_c4_1 <= \$33 ;
   always @(posedge clk)
-    slot_c3 <= \$74 ;
-  always @(posedge clk)
-    slot_c4 <= \$75 ;
-  always @(posedge clk)
-    \port__en$49  <= \$76 ;
-  always @(posedge clk)
-    new_c4_0 <= \$77 ;
-  always @(posedge clk)
-    old_c4_0 <= \$78 ;
-  always @(posedge clk)
-    hold_c4_0 <= \$79 ;
-  always @(posedge clk)
-    out_c4_0 <= \$80 ;
-  always @(posedge clk)
-    gate_c4_0 <= \$81 ;
-  always @(posedge clk)
-    saturated_c4_0 <= \$82 ;
-  always @(posedge clk)
-    potential_c4_0 <= \$83 ;
-  always @(posedge clk)
-    new_c4_1 <= \$84 ;
-  always @(posedge clk)
-    old_c4_1 <= \$85 ;
-  always @(posedge clk)
-    hold_c4_1 <= \$86 ;
-  always @(posedge clk)
-    out_c4_1 <= \$87 ;
-  always @(posedge clk)
-    gate_c4_1 <= \$88 ;
-  always @(posedge clk)
-    saturated_c4_1 <= \$89 ;
-  always @(posedge clk)
-    potential_c4_1 <= \$90 ;
-  always @(posedge clk)
-    \trace$124  <= \$91 ;
-  always @(posedge clk)
-    layer0_events <= \$92 ;
-  always @(posedge clk)
-    layer0_saturations <= \$93 ;
-  always @(posedge clk)
-    reserved <= \$94 ;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [10:9];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
+    \trace$84  <= \$34 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$49 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$38 ),
-    .clk(clk),
-    .first(slot_c2[8]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[27:17]),
-    .weights(weights)
+    .\slot$64 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1327,7 +1021,7 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$88 ),
+    .items__ready(\items__ready$64 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1335,362 +1029,183 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
     .acc(acc),
     .gate(gate),
     .hold(hold),
-    .params(params_c3[6:0]),
-    .saturated(\saturated$114 ),
+    .params(\params$15 [6:0]),
+    .saturated(\saturated$74 ),
     .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$43 ),
-    .gate(\gate$120 ),
-    .hold(\hold$118 ),
-    .params(params_c3[13:7]),
-    .saturated(\saturated$121 ),
-    .u(\new$117 )
+    .acc(\acc$18 ),
+    .gate(\gate$80 ),
+    .hold(\hold$78 ),
+    .params(\params$15 [13:7]),
+    .saturated(\saturated$81 ),
+    .u(\new$77 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$10 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$11 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$12 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$12 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$33  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$34  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$58  = slot;
-    if (rst) begin
-      \$58  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$61  = \$30 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$62  = \$33 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$63  = \$35 [31:0];
-    if (rst) begin
-      \$63  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$64  = \$38 [31:0];
-    if (rst) begin
-      \$64  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$65  = \$40 [31:0];
-    if (rst) begin
-      \$65  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$66  = \$43 [31:0];
-    if (rst) begin
-      \$66  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$67  = slot_c1;
-    if (rst) begin
-      \$67  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$68  = 1'h0;
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = layer0_macs;
-    if (\$47 ) begin
-      \$69  = \$48 [31:0];
+    \$35  = layer0_events;
+    if (finalize4) begin
+      \$35  = \$14 [31:0];
     end
     if (rst) begin
-      \$69  = 32'd0;
+      \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = slot_c2;
+    \$36  = layer0_saturations;
+    if (finalize4) begin
+      \$36  = \$17 [31:0];
+    end
     if (rst) begin
-      \$70  = 28'h0000000;
+      \$36  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = slot_c2a;
+    \$18  = slot;
     if (rst) begin
-      \$71  = 28'h0000000;
+      \$18  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \port__data$108 ;
+    \$19  = finalize;
     if (rst) begin
-      \$72  = 14'h0000;
+      \$19  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \port__data$109 ;
+    \$20  = \new ;
     if (rst) begin
-      \$73  = 32'd0;
+      \$20  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = slot_c2b;
+    \$21  = old;
     if (rst) begin
-      \$74  = 28'h0000000;
+      \$21  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = slot_c3;
+    \$22  = hold;
     if (rst) begin
-      \$75  = 28'h0000000;
+      \$22  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = finalize;
+    \$23  = \new ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$23  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \new ;
+    \$24  = gate;
     if (rst) begin
-      \$77  = 16'h0000;
+      \$24  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = old;
+    \$25  = \saturated$74 ;
     if (rst) begin
-      \$78  = 16'h0000;
+      \$25  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = hold;
+    \$26  = 16'h0000;
     if (rst) begin
-      \$79  = 1'h0;
+      \$26  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \new ;
+    \$27  = \new$77 ;
     if (rst) begin
-      \$80  = 16'h0000;
+      \$27  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = gate;
+    \$28  = \old$20 ;
     if (rst) begin
-      \$81  = 1'h0;
+      \$28  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = \saturated$114 ;
+    \$29  = \hold$78 ;
     if (rst) begin
-      \$82  = 1'h0;
+      \$29  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = 16'h0000;
+    \$30  = \new$77 ;
     if (rst) begin
-      \$83  = 16'h0000;
+      \$30  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \new$117 ;
+    \$31  = \gate$80 ;
     if (rst) begin
-      \$84  = 16'h0000;
+      \$31  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = \old$45 ;
+    \$32  = \saturated$81 ;
     if (rst) begin
-      \$85  = 16'h0000;
+      \$32  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \hold$118 ;
+    \$33  = 16'h0000;
     if (rst) begin
-      \$86  = 1'h0;
+      \$33  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \new$117 ;
+    \$34  = trace;
     if (rst) begin
-      \$87  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = \gate$120 ;
-    if (rst) begin
-      \$88  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \saturated$121 ;
-    if (rst) begin
-      \$89  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = 16'h0000;
-    if (rst) begin
-      \$90  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = trace;
-    if (rst) begin
-      \$91  = 39'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = layer0_events;
-    if (\port__en$49 ) begin
-      \$92  = \$51 [31:0];
-    end
-    if (rst) begin
-      \$92  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = layer0_saturations;
-    if (\port__en$49 ) begin
-      \$93  = \$54 [31:0];
-    end
-    if (rst) begin
-      \$93  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \$57 [4:0];
-    if (rst) begin
-      \$94  = 5'h00;
+      \$34  = 39'h0000000000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [8:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
-  assign \port__en$14  = \$7 [1:0];
-  assign \port__addr$20  = \$8 [4:0];
-  assign \port__addr$22  = slot_c1[2:1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[8];
-  assign value = slot_c2[27:17];
-  assign params = params_c3[6:0];
-  assign \params$44  = params_c3[13:7];
-  assign \port__addr$47  = slot_c4[2:1];
-  assign finalize4 = \port__en$49 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign params = \params$15 [6:0];
+  assign \params$19  = \params$15 [13:7];
   assign old_out_0 = old_c4_0;
   assign old_out_1 = old_c4_1;
-  assign w_data = entry;
-  assign w_en = \port__en$49 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$49  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$87  = events__payload;
-  assign events__ready = \items__ready$88 ;
-  assign \items__valid$91  = events__valid;
+  assign \items__payload$63  = events__payload;
+  assign events__ready = \items__ready$64 ;
+  assign \items__valid$67  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$119  = \new$117 ;
-  assign \potential$123  = 16'h0000;
+  assign \out$79  = \new$77 ;
+  assign \potential$83  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1699,79 +1214,46 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \items__payload$1.value  = items__payload[13:3];
   assign \items__payload$1.step_end  = items__payload[14];
   assign \items__payload$1.seq_end  = items__payload[15];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [8:4];
-  assign \config.elem  = \config [10:9];
-  assign \config.value  = \config [42:11];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[2:1];
-  assign \slot_c1.base  = slot_c1[7:3];
-  assign \slot_c1.first  = slot_c1[8];
-  assign \slot_c1.last  = slot_c1[9];
-  assign \slot_c1.step_last  = slot_c1[10];
-  assign \slot_c1.seq_first  = slot_c1[11];
-  assign \slot_c1.seq_end  = slot_c1[12];
-  assign \slot_c1.empty  = slot_c1[13];
-  assign \slot_c1.index  = slot_c1[16:14];
-  assign \slot_c1.value  = slot_c1[27:17];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[7:3];
-  assign \slot_c2.first  = slot_c2[8];
-  assign \slot_c2.last  = slot_c2[9];
-  assign \slot_c2.step_last  = slot_c2[10];
-  assign \slot_c2.seq_first  = slot_c2[11];
-  assign \slot_c2.seq_end  = slot_c2[12];
-  assign \slot_c2.empty  = slot_c2[13];
-  assign \slot_c2.index  = slot_c2[16:14];
-  assign \slot_c2.value  = slot_c2[27:17];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \seeds[0]  = seeds[20:0];
-  assign \seeds[1]  = seeds[41:21];
-  assign \seeds[2]  = seeds[62:42];
-  assign \seeds[3]  = seeds[83:63];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[2:1];
-  assign \slot_c2a.base  = slot_c2a[7:3];
-  assign \slot_c2a.first  = slot_c2a[8];
-  assign \slot_c2a.last  = slot_c2a[9];
-  assign \slot_c2a.step_last  = slot_c2a[10];
-  assign \slot_c2a.seq_first  = slot_c2a[11];
-  assign \slot_c2a.seq_end  = slot_c2a[12];
-  assign \slot_c2a.empty  = slot_c2a[13];
-  assign \slot_c2a.index  = slot_c2a[16:14];
-  assign \slot_c2a.value  = slot_c2a[27:17];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[7:3];
-  assign \slot_c3.first  = slot_c3[8];
-  assign \slot_c3.last  = slot_c3[9];
-  assign \slot_c3.step_last  = slot_c3[10];
-  assign \slot_c3.seq_first  = slot_c3[11];
-  assign \slot_c3.seq_end  = slot_c3[12];
-  assign \slot_c3.empty  = slot_c3[13];
-  assign \slot_c3.index  = slot_c3[16:14];
-  assign \slot_c3.value  = slot_c3[27:17];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[7:3];
+  assign \config__payload.elem  = config__payload[9:8];
+  assign \config__payload.value  = config__payload[41:10];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[7:3];
+  assign \config__payload$7.elem  = config__payload[9:8];
+  assign \config__payload$7.value  = config__payload[41:10];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[7:3];
+  assign \slot.first  = slot[8];
+  assign \slot.last  = slot[9];
+  assign \slot.step_last  = slot[10];
+  assign \slot.seq_first  = slot[11];
+  assign \slot.seq_end  = slot[12];
+  assign \slot.empty  = slot[13];
+  assign \slot.index  = slot[16:14];
+  assign \slot.value  = slot[27:17];
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \acc$38[0]  = \acc$38 [20:0];
-  assign \acc$38[1]  = \acc$38 [41:21];
-  assign \acc$38[2]  = \acc$38 [62:42];
-  assign \acc$38[3]  = \acc$38 [83:63];
-  assign \params.cand_shift  = params_c3[6:0];
-  assign \params_c3[0]  = params_c3[6:0];
-  assign \params_c3[1]  = params_c3[13:7];
+  assign \acc$13[0]  = \acc$13 [20:0];
+  assign \acc$13[1]  = \acc$13 [41:21];
+  assign \acc$13[2]  = \acc$13 [62:42];
+  assign \acc$13[3]  = \acc$13 [83:63];
+  assign \params.cand_shift  = \params$15 [6:0];
+  assign \params$15[0]  = \params$15 [6:0];
+  assign \params$15[1]  = \params$15 [13:7];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \acc$43.cand  = \acc$43 [20:0];
-  assign \acc$43.gate  = \acc$43 [41:21];
-  assign \params$44.cand_shift  = params_c3[13:7];
-  assign \old$45.h  = \old$45 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \acc$18.cand  = \acc$18 [20:0];
+  assign \acc$18.gate  = \acc$18 [41:21];
+  assign \params$19.cand_shift  = \params$15 [13:7];
+  assign \old$20.h  = \old$20 ;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[34:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[7:3];
@@ -1804,6 +1286,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \entry.seq_end  = entry[39];
   assign \new_c4_1.h  = new_c4_1;
   assign \old_c4_1.h  = old_c4_1;
+  assign \w__payload.mask  = entry[1:0];
+  assign \w__payload.value  = entry[35:2];
+  assign \w__payload.value[0]  = entry[18:2];
+  assign \w__payload.value[1]  = entry[35:19];
+  assign \w__payload.group  = entry[37:36];
+  assign \w__payload.marker  = entry[38];
+  assign \w__payload.seq_end  = entry[39];
   assign \i__payload.mask  = i__payload[1:0];
   assign \i__payload.value  = i__payload[35:2];
   assign \i__payload.value[0]  = i__payload[18:2];
@@ -1811,6 +1300,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \i__payload.group  = i__payload[37:36];
   assign \i__payload.marker  = i__payload[38];
   assign \i__payload.seq_end  = i__payload[39];
+  assign \r__payload.mask  = i__payload[1:0];
+  assign \r__payload.value  = i__payload[35:2];
+  assign \r__payload.value[0]  = i__payload[18:2];
+  assign \r__payload.value[1]  = i__payload[35:19];
+  assign \r__payload.group  = i__payload[37:36];
+  assign \r__payload.marker  = i__payload[38];
+  assign \r__payload.seq_end  = i__payload[39];
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[35:2];
   assign \entries__payload.value[0]  = entries__payload[18:2];
@@ -1829,96 +1325,151 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$88 
   assign \events__payload.value  = events__payload[19:3];
   assign \events__payload.step_end  = events__payload[20];
   assign \events__payload.seq_end  = events__payload[21];
-  assign \items__payload$87.index  = events__payload[2:0];
-  assign \items__payload$87.value  = events__payload[19:3];
-  assign \items__payload$87.step_end  = events__payload[20];
-  assign \items__payload$87.seq_end  = events__payload[21];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[7:3];
-  assign \slot.first  = slot[8];
-  assign \slot.last  = slot[9];
-  assign \slot.step_last  = slot[10];
-  assign \slot.seq_first  = slot[11];
-  assign \slot.seq_end  = slot[12];
-  assign \slot.empty  = slot[13];
-  assign \slot.index  = slot[16:14];
-  assign \slot.value  = slot[27:17];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[2:1];
-  assign \slot_c2b.base  = slot_c2b[7:3];
-  assign \slot_c2b.first  = slot_c2b[8];
-  assign \slot_c2b.last  = slot_c2b[9];
-  assign \slot_c2b.step_last  = slot_c2b[10];
-  assign \slot_c2b.seq_first  = slot_c2b[11];
-  assign \slot_c2b.seq_end  = slot_c2b[12];
-  assign \slot_c2b.empty  = slot_c2b[13];
-  assign \slot_c2b.index  = slot_c2b[16:14];
-  assign \slot_c2b.value  = slot_c2b[27:17];
+  assign \items__payload$63.index  = events__payload[2:0];
+  assign \items__payload$63.value  = events__payload[19:3];
+  assign \items__payload$63.step_end  = events__payload[20];
+  assign \items__payload$63.seq_end  = events__payload[21];
   assign \new.h  = \new ;
-  assign \new$117.h  = \new$117 ;
-  assign \trace$124.valid  = \trace$124 [0];
-  assign \trace$124.group  = \trace$124 [2:1];
-  assign \trace$124.step_end  = \trace$124 [3];
-  assign \trace$124.seq_end  = \trace$124 [4];
-  assign \trace$124.state  = \trace$124 [36:5];
-  assign \trace$124.state[0]  = \trace$124 [20:5];
-  assign \trace$124.state[1]  = \trace$124 [36:21];
-  assign \trace$124.gate  = \trace$124 [38:37];
-  assign \trace$124.gate[0]  = \trace$124 [37];
-  assign \trace$124.gate[1]  = \trace$124 [38];
+  assign \new$77.h  = \new$77 ;
+  assign \trace$84.valid  = \trace$84 [0];
+  assign \trace$84.group  = \trace$84 [2:1];
+  assign \trace$84.step_end  = \trace$84 [3];
+  assign \trace$84.seq_end  = \trace$84 [4];
+  assign \trace$84.state  = \trace$84 [36:5];
+  assign \trace$84.state[0]  = \trace$84 [20:5];
+  assign \trace$84.state[1]  = \trace$84 [36:21];
+  assign \trace$84.gate  = \trace$84 [38:37];
+  assign \trace$84.gate[0]  = \trace$84 [37];
+  assign \trace$84.gate[1]  = \trace$84 [38];
   assign entry[39] = slot_c4[12];
-  assign entry[38] = \$23 ;
+  assign entry[38] = \$11 ;
   assign entry[37:36] = slot_c4[2:1];
-  assign entry[35:19] = \$22 ;
+  assign entry[35:19] = \$10 ;
   assign entry[1] = changed[1];
-  assign entry[18:2] = \$17 ;
+  assign entry[18:2] = \$5 ;
   assign entry[0] = changed[0];
   assign trace[4] = slot_c4[12];
   assign trace[3] = slot_c4[10];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$49 ;
+  assign trace[0] = finalize4;
   assign trace[38] = gate_c4_1;
   assign trace[36:21] = out_1;
   assign trace[37] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[1] = \$21 ;
-  assign saturated[0] = \$16 ;
-  assign changed[1] = \$20 ;
-  assign changed[0] = \$15 ;
-  assign \port__data$51 [31:16] = \$18 ;
-  assign \port__data$51 [15:0] = \$13 ;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \acc$43 [41:21] = \acc$38 [83:63];
-  assign \acc$43 [20:0] = \acc$38 [62:42];
-  assign acc[41:21] = \acc$38 [41:21];
-  assign acc[20:0] = \acc$38 [20:0];
-  assign seeds[83:63] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
-  assign seeds[62:42] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
-  assign seeds[41:21] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
-  assign seeds[20:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
-  assign \port__data$15 [13:7] = \config [17:11];
-  assign \port__data$15 [6:0] = \config [17:11];
-  assign \port__data$12 [63:48] = \config [26:11];
-  assign \port__data$12 [47:32] = \config [26:11];
-  assign \port__data$12 [31:16] = \config [26:11];
-  assign \port__data$12 [15:0] = \config [26:11];
-  assign port__data[31:24] = \config [18:11];
-  assign port__data[23:16] = \config [18:11];
-  assign port__data[15:8] = \config [18:11];
-  assign port__data[7:0] = \config [18:11];
-  assign \$15  = \$14 ;
-  assign \$16  = saturated_c4_0;
-  assign \$20  = \$19 ;
-  assign \$21  = saturated_c4_1;
-  assign \$23  = slot_c4[10];
-  assign \$41  = \port__en$49 ;
+  assign saturated[1] = \$9 ;
+  assign saturated[0] = \$4 ;
+  assign changed[1] = \$8 ;
+  assign changed[0] = \$3 ;
+  assign state_write[34:19] = \$6 ;
+  assign state_write[18:3] = \$1 ;
+  assign state_write[2] = finalize4;
+  assign state_write[1:0] = slot_c4[2:1];
+  assign \acc$18 [41:21] = \acc$13 [83:63];
+  assign \acc$18 [20:0] = \acc$13 [62:42];
+  assign acc[41:21] = \acc$13 [41:21];
+  assign acc[20:0] = \acc$13 [20:0];
+  assign \$3  = \$2 ;
+  assign \$4  = saturated_c4_0;
+  assign \$8  = \$7 ;
+  assign \$9  = saturated_c4_1;
+  assign \$11  = slot_c4[10];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [39:0] r__payload;
+  wire [39:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [1:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [33:0] \r__payload.value ;
+  wire [16:0] \r__payload.value[0] ;
+  wire [16:0] \r__payload.value[1] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [39:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [39:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [1:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [33:0] \w__payload.value ;
+  wire [16:0] \w__payload.value[0] ;
+  wire [16:0] \w__payload.value[1] ;
+  wire w__valid;
+  input [39:0] w_data;
+  wire [39:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[1:0];
+  assign \w__payload.value  = w_data[35:2];
+  assign \w__payload.value[0]  = w_data[18:2];
+  assign \w__payload.value[1]  = w_data[35:19];
+  assign \w__payload.group  = w_data[37:36];
+  assign \w__payload.marker  = w_data[38];
+  assign \w__payload.seq_end  = w_data[39];
+  assign \r__payload.mask  = r__payload[1:0];
+  assign \r__payload.value  = r__payload[35:2];
+  assign \r__payload.value[0]  = r__payload[18:2];
+  assign \r__payload.value[1]  = r__payload[35:19];
+  assign \r__payload.group  = r__payload[37:36];
+  assign \r__payload.marker  = r__payload[38];
+  assign \r__payload.seq_end  = r__payload[39];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2054,7 +1605,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2064,7 +1615,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2074,7 +1625,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2087,7 +1638,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2107,8 +1658,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2181,7 +1732,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2196,7 +1747,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2211,7 +1762,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2225,7 +1776,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2268,8 +1819,773 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  reg [27:0] \$38 ;
+  reg [31:0] \$39 ;
+  wire \$4 ;
+  reg [31:0] \$40 ;
+  reg [31:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [27:0] \$47 ;
+  reg \$48 ;
+  reg [31:0] \$49 ;
+  wire \$5 ;
+  reg [27:0] \$50 ;
+  reg [13:0] \$51 ;
+  reg [31:0] \$52 ;
+  reg [27:0] \$53 ;
+  reg [27:0] \$54 ;
+  wire \$6 ;
+  wire [3:0] \$7 ;
+  wire [5:0] \$8 ;
+  wire \$9 ;
+  output [83:0] acc;
+  wire [83:0] acc;
+  wire [83:0] \acc$40 ;
+  wire [20:0] \acc$40[0] ;
+  wire [20:0] \acc$40[1] ;
+  wire [20:0] \acc$40[2] ;
+  wire [20:0] \acc$40[3] ;
+  wire [20:0] \acc[0] ;
+  wire [20:0] \acc[1] ;
+  wire [20:0] \acc[2] ;
+  wire [20:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input [41:0] config__payload;
+  wire [41:0] config__payload;
+  wire [4:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [15:0] items__payload;
+  wire [15:0] items__payload;
+  wire [15:0] \items__payload$1 ;
+  wire [2:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [10:0] \items__payload$1.value ;
+  wire [2:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [10:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [13:0] params;
+  reg [13:0] params = 14'h0000;
+  wire [6:0] \params[0] ;
+  wire [6:0] \params[1] ;
+  wire [4:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$21 ;
+  wire [1:0] \port__addr$25 ;
+  wire [4:0] \port__addr$29 ;
+  wire [1:0] \port__addr$31 ;
+  reg [1:0] \port__addr$44 ;
+  reg [1:0] \port__addr$45 ;
+  wire [31:0] port__data;
+  wire [63:0] \port__data$19 ;
+  wire [13:0] \port__data$23 ;
+  wire [31:0] \port__data$28 ;
+  wire [31:0] \port__data$38 ;
+  wire [63:0] \port__data$42 ;
+  wire [13:0] \port__data$60 ;
+  wire [31:0] \port__data$62 ;
+  reg port__en;
+  wire [3:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [3:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [1:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  input rst;
+  wire rst;
+  wire [83:0] seeds;
+  wire [20:0] \seeds[0] ;
+  wire [20:0] \seeds[1] ;
+  wire [20:0] \seeds[2] ;
+  wire [20:0] \seeds[3] ;
+  wire [27:0] slot;
+  output [27:0] \slot$64 ;
+  reg [27:0] \slot$64  = 28'h0000000;
+  wire [4:0] \slot$64.base ;
+  wire \slot$64.empty ;
+  wire \slot$64.first ;
+  wire [1:0] \slot$64.group ;
+  wire [2:0] \slot$64.index ;
+  wire \slot$64.last ;
+  wire \slot$64.seq_end ;
+  wire \slot$64.seq_first ;
+  wire \slot$64.step_last ;
+  wire \slot$64.valid ;
+  wire [10:0] \slot$64.value ;
+  wire [4:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [2:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [10:0] \slot.value ;
+  reg [27:0] slot_c1 = 28'h0000000;
+  wire [4:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [2:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [10:0] \slot_c1.value ;
+  reg [27:0] slot_c2 = 28'h0000000;
+  wire [4:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [2:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [10:0] \slot_c2.value ;
+  reg [27:0] slot_c2a = 28'h0000000;
+  wire [4:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [2:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [10:0] \slot_c2a.value ;
+  reg [27:0] slot_c2b = 28'h0000000;
+  wire [4:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [2:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [10:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [31:0] state;
+  reg [31:0] state = 32'd0;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  input [34:0] state_write;
+  wire [34:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [31:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [10:0] value;
+  wire [31:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  reg [63:0] bias [3:0];
+  initial begin
+    bias[0] = 64'hfe7ffe51fcd7f974;
+    bias[1] = 64'hfcb60552fc5b0004;
+    bias[2] = 64'hfef702a3fcf603c4;
+    bias[3] = 64'hf9d0fa0ff6590089;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[4:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[4:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[4:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[4:3]][63:48] <= \port__data$19 [63:48];
+  end
+  reg [63:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[2:1]];
+    end
+  end
+  assign \port__data$42  = _0_;
+  reg [13:0] \params$74  [3:0];
+  initial begin
+    \params$74 [0] = 14'h0000;
+    \params$74 [1] = 14'h007f;
+    \params$74 [2] = 14'h3fff;
+    \params$74 [3] = 14'h0000;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$74 [config__payload[4:3]][6:0] <= \port__data$23 [6:0];
+    if (\$7 [1])
+      \params$74 [config__payload[4:3]][13:7] <= \port__data$23 [13:7];
+  end
+  reg [13:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$74 [\port__addr$44 ];
+    end
+  end
+  assign \port__data$60  = _1_;
+  reg [31:0] \state$75  [3:0];
+  initial begin
+    \state$75 [0] = 32'd0;
+    \state$75 [1] = 32'd0;
+    \state$75 [2] = 32'd0;
+    \state$75 [3] = 32'd0;
+  end
+  always @(posedge clk) begin
+    if (state_write[2])
+      \state$75 [state_write[1:0]] <= state_write[34:3];
+  end
+  reg [31:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _2_ <= \state$75 [\port__addr$45 ];
+    end
+  end
+  assign \port__data$62  = _2_;
+  reg [31:0] \weights$72  [19:0];
+  initial begin
+    \weights$72 [0] = 32'd3340114585;
+    \weights$72 [1] = 32'd1204817704;
+    \weights$72 [2] = 32'd240957123;
+    \weights$72 [3] = 32'd2952223684;
+    \weights$72 [4] = 32'd2986636275;
+    \weights$72 [5] = 32'd3944904415;
+    \weights$72 [6] = 32'd2605165262;
+    \weights$72 [7] = 32'd2637913354;
+    \weights$72 [8] = 32'd3737314484;
+    \weights$72 [9] = 32'd3220324019;
+    \weights$72 [10] = 32'd1626543408;
+    \weights$72 [11] = 32'd3624641351;
+    \weights$72 [12] = 32'd1374581495;
+    \weights$72 [13] = 32'd3249999067;
+    \weights$72 [14] = 32'd230537442;
+    \weights$72 [15] = 32'd16762863;
+    \weights$72 [16] = 32'd1105469237;
+    \weights$72 [17] = 32'd3322862821;
+    \weights$72 [18] = 32'd3375580688;
+    \weights$72 [19] = 32'd38405963;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$72 [config__payload[7:3]][7:0] <= port__data[7:0];
+    if (\port__en$13 [1])
+      \weights$72 [config__payload[7:3]][15:8] <= port__data[15:8];
+    if (\port__en$13 [2])
+      \weights$72 [config__payload[7:3]][23:16] <= port__data[23:16];
+    if (\port__en$13 [3])
+      \weights$72 [config__payload[7:3]][31:24] <= port__data[31:24];
+  end
+  reg [31:0] _3_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _3_ <= \weights$72 [\$8 [4:0]];
+    end
+  end
+  assign \port__data$38  = _3_;
+  always @(posedge clk)
+    slot_c1 <= \$38 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$39 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$40 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$41 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$42 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$43 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$44 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$45 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$46 ;
+  always @(posedge clk)
+    slot_c2 <= \$47 ;
+  always @(posedge clk)
+    use_acc2 <= \$48 ;
+  always @(posedge clk)
+    layer0_macs <= \$49 ;
+  always @(posedge clk)
+    slot_c2a <= \$50 ;
+  always @(posedge clk)
+    params <= \$51 ;
+  always @(posedge clk)
+    state <= \$52 ;
+  always @(posedge clk)
+    slot_c2b <= \$53 ;
+  always @(posedge clk)
+    \slot$64  <= \$54 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[9:8];
+  assign \$3  = config__payload[2:0] == 1'h1;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[9:8];
+  assign \$5  = config__payload[2:0] == 2'h2;
+  assign \$6  = config__valid & \$5 ;
+  assign \$7  = \$6  << config__payload[9:8];
+  assign \$8  = slot_c1[7:3] + slot_c1[16:14];
+  assign \$9  = ~ slot_c1[13];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[8];
+  assign weights = slot_c2[13] ? 32'd0 : \port__data$38 ;
+  assign \$12  = slot_c2a[0] & slot_c2a[9];
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = layer0_weights_reads + \$13 ;
+  assign \$15  = | \port__en$13 ;
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = layer0_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = layer0_bias_reads + \$18 ;
+  assign \$20  = | \port__en$18 ;
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = layer0_bias_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$20 ;
+  assign \$24  = layer0_params_reads + \$23 ;
+  assign \$25  = | \$7 [1:0];
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_params_writes + \$26 ;
+  assign \$28  = 1'h0 + \port__en$24 ;
+  assign \$29  = layer0_state_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = layer0_state_writes + \$31 ;
+  assign \$33  = ~ slot_c2[13];
+  assign \$34  = slot_c2[0] & \$33 ;
+  assign \$35  = | slot_c2[27:17];
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = layer0_macs + 3'h4;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[8]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[27:17]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$10 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$11 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$12 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$12 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$44  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$44  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$45  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$45  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$38  = slot;
+    if (rst) begin
+      \$38  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$39  = \$14 [31:0];
+    if (rst) begin
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$40  = \$17 [31:0];
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$41  = \$19 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$42  = \$22 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = \$24 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$27 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$29 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$32 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = slot_c1;
+    if (rst) begin
+      \$47  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = 1'h0;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = layer0_macs;
+    if (\$36 ) begin
+      \$49  = \$37 [31:0];
+    end
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = slot_c2;
+    if (rst) begin
+      \$50  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = \port__data$60 ;
+    if (rst) begin
+      \$51  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \port__data$62 ;
+    if (rst) begin
+      \$52  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = slot_c2a;
+    if (rst) begin
+      \$53  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = slot_c2b;
+    if (rst) begin
+      \$54  = 28'h0000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[7:3];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__addr$21  = config__payload[4:3];
+  assign \port__en$22  = \$7 [1:0];
+  assign \port__addr$25  = state_write[1:0];
+  assign \port__en$27  = state_write[2];
+  assign \port__data$28  = state_write[34:3];
+  assign \port__addr$29  = \$8 [4:0];
+  assign \port__addr$31  = slot_c1[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[8];
+  assign value = slot_c2[27:17];
+  assign \acc$40  = acc;
+  assign \items__payload.index  = items__payload[2:0];
+  assign \items__payload.value  = items__payload[13:3];
+  assign \items__payload.step_end  = items__payload[14];
+  assign \items__payload.seq_end  = items__payload[15];
+  assign \items__payload$1.index  = items__payload[2:0];
+  assign \items__payload$1.value  = items__payload[13:3];
+  assign \items__payload$1.step_end  = items__payload[14];
+  assign \items__payload$1.seq_end  = items__payload[15];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[7:3];
+  assign \config__payload.elem  = config__payload[9:8];
+  assign \config__payload.value  = config__payload[41:10];
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[34:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[7:3];
+  assign \slot_c1.first  = slot_c1[8];
+  assign \slot_c1.last  = slot_c1[9];
+  assign \slot_c1.step_last  = slot_c1[10];
+  assign \slot_c1.seq_first  = slot_c1[11];
+  assign \slot_c1.seq_end  = slot_c1[12];
+  assign \slot_c1.empty  = slot_c1[13];
+  assign \slot_c1.index  = slot_c1[16:14];
+  assign \slot_c1.value  = slot_c1[27:17];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[7:3];
+  assign \slot_c2.first  = slot_c2[8];
+  assign \slot_c2.last  = slot_c2[9];
+  assign \slot_c2.step_last  = slot_c2[10];
+  assign \slot_c2.seq_first  = slot_c2[11];
+  assign \slot_c2.seq_end  = slot_c2[12];
+  assign \slot_c2.empty  = slot_c2[13];
+  assign \slot_c2.index  = slot_c2[16:14];
+  assign \slot_c2.value  = slot_c2[27:17];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \acc[0]  = acc[20:0];
+  assign \acc[1]  = acc[41:21];
+  assign \acc[2]  = acc[62:42];
+  assign \acc[3]  = acc[83:63];
+  assign \acc$40[0]  = acc[20:0];
+  assign \acc$40[1]  = acc[41:21];
+  assign \acc$40[2]  = acc[62:42];
+  assign \acc$40[3]  = acc[83:63];
+  assign \seeds[0]  = seeds[20:0];
+  assign \seeds[1]  = seeds[41:21];
+  assign \seeds[2]  = seeds[62:42];
+  assign \seeds[3]  = seeds[83:63];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[7:3];
+  assign \slot_c2a.first  = slot_c2a[8];
+  assign \slot_c2a.last  = slot_c2a[9];
+  assign \slot_c2a.step_last  = slot_c2a[10];
+  assign \slot_c2a.seq_first  = slot_c2a[11];
+  assign \slot_c2a.seq_end  = slot_c2a[12];
+  assign \slot_c2a.empty  = slot_c2a[13];
+  assign \slot_c2a.index  = slot_c2a[16:14];
+  assign \slot_c2a.value  = slot_c2a[27:17];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[7:3];
+  assign \slot.first  = slot[8];
+  assign \slot.last  = slot[9];
+  assign \slot.step_last  = slot[10];
+  assign \slot.seq_first  = slot[11];
+  assign \slot.seq_end  = slot[12];
+  assign \slot.empty  = slot[13];
+  assign \slot.index  = slot[16:14];
+  assign \slot.value  = slot[27:17];
+  assign \params[0]  = params[6:0];
+  assign \params[1]  = params[13:7];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[7:3];
+  assign \slot_c2b.first  = slot_c2b[8];
+  assign \slot_c2b.last  = slot_c2b[9];
+  assign \slot_c2b.step_last  = slot_c2b[10];
+  assign \slot_c2b.seq_first  = slot_c2b[11];
+  assign \slot_c2b.seq_end  = slot_c2b[12];
+  assign \slot_c2b.empty  = slot_c2b[13];
+  assign \slot_c2b.index  = slot_c2b[16:14];
+  assign \slot_c2b.value  = slot_c2b[27:17];
+  assign \slot$64.valid  = \slot$64 [0];
+  assign \slot$64.group  = \slot$64 [2:1];
+  assign \slot$64.base  = \slot$64 [7:3];
+  assign \slot$64.first  = \slot$64 [8];
+  assign \slot$64.last  = \slot$64 [9];
+  assign \slot$64.step_last  = \slot$64 [10];
+  assign \slot$64.seq_first  = \slot$64 [11];
+  assign \slot$64.seq_end  = \slot$64 [12];
+  assign \slot$64.empty  = \slot$64 [13];
+  assign \slot$64.index  = \slot$64 [16:14];
+  assign \slot$64.value  = \slot$64 [27:17];
+  assign seeds[83:63] = { \port__data$42 [63], \port__data$42 [63], \port__data$42 [63], \port__data$42 [63], \port__data$42 [63], \port__data$42 [63:48] };
+  assign seeds[62:42] = { \port__data$42 [47], \port__data$42 [47], \port__data$42 [47], \port__data$42 [47], \port__data$42 [47], \port__data$42 [47:32] };
+  assign seeds[41:21] = { \port__data$42 [31], \port__data$42 [31], \port__data$42 [31], \port__data$42 [31], \port__data$42 [31], \port__data$42 [31:16] };
+  assign seeds[20:0] = { \port__data$42 [15], \port__data$42 [15], \port__data$42 [15], \port__data$42 [15], \port__data$42 [15], \port__data$42 [15:0] };
+  assign \port__data$23 [13:7] = config__payload[16:10];
+  assign \port__data$23 [6:0] = config__payload[16:10];
+  assign \port__data$19 [63:48] = config__payload[25:10];
+  assign \port__data$19 [47:32] = config__payload[25:10];
+  assign \port__data$19 [31:16] = config__payload[25:10];
+  assign \port__data$19 [15:0] = config__payload[25:10];
+  assign port__data[31:24] = config__payload[17:10];
+  assign port__data[23:16] = config__payload[17:10];
+  assign port__data[15:8] = config__payload[17:10];
+  assign port__data[7:0] = config__payload[17:10];
+  assign \$30  = state_write[2];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2344,6 +2660,9 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   reg [31:0] \$74 ;
   wire \$8 ;
   wire [3:0] \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [2:0] bank0_count = 3'h0;
   reg [2:0] bank1_count = 3'h0;
   reg [4:0] base = 5'h00;
@@ -2353,9 +2672,6 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [15:0] items__payload;
@@ -2454,7 +2770,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$19  = layer0_items_reads + \$18 ;
   assign \$21  = 1'h0 + \$20 ;
   assign \$22  = layer0_items_writes + \$21 ;
-  assign \$23  = full >> wbank;
+  assign \$23  = \$signal  >> wbank;
   assign \$24  = ~ \$23 ;
   assign \$25  = items__valid & \$24 ;
   assign \$26  = wcount + 1'h1;
@@ -2465,10 +2781,10 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$31  = ~ wbank;
   assign \$32  = ~ busy;
   assign \$33  = | drain;
-  assign \$34  = full >> rbank;
+  assign \$34  = \$signal  >> rbank;
   assign \$35  = drain - 1'h1;
-  assign \$37  = first_of >> rbank;
-  assign \$38  = end_of >> rbank;
+  assign \$37  = \$signal$31  >> rbank;
+  assign \$38  = \$signal$33  >> rbank;
   assign \$39  = layer0_busy_cycles + 1'h1;
   assign \$40  = ~ issue;
   assign \$41  = layer0_stall_cycles + 1'h1;
@@ -2490,15 +2806,15 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   always @(posedge clk)
     layer0_item_overflows <= \$54 ;
   always @(posedge clk)
-    full <= \$55 ;
+    \$signal  <= \$55 ;
   always @(posedge clk)
     bank0_count <= \$56 ;
   always @(posedge clk)
     bank1_count <= \$57 ;
   always @(posedge clk)
-    first_of <= \$58 ;
+    \$signal$31  <= \$58 ;
   always @(posedge clk)
-    end_of <= \$59 ;
+    \$signal$33  <= \$59 ;
   always @(posedge clk)
     next_first <= \$60 ;
   always @(posedge clk)
@@ -2529,7 +2845,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     rbank <= \$73 ;
   always @(posedge clk)
     layer0_steps <= \$74 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[13:3];
   assign \$3  = wcount < 3'h5;
@@ -2537,7 +2853,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$4  = wbank ? 3'h5 : 3'h0;
   assign wr__addr = \$4  + wcount;
   assign wr__data = { 11'h000, items__payload[2:0] } | \$5 ;
-  assign \$6  = full >> wbank;
+  assign \$6  = \$signal  >> wbank;
   assign \$7  = ~ \$6 ;
   assign \$8  = items__valid & \$7 ;
   assign \$9  = slot + 1'h1;
@@ -2553,7 +2869,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$16  = meta[13] ? 3'h0 : rd__data[2:0];
   assign \$17  = meta[13] ? 11'h000 : rd__data[13:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2563,14 +2879,14 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$8 ) begin
       if (stored) begin
@@ -2579,28 +2895,28 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$14 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$51  = \$19 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$22 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = wcount;
     if (\$25 ) begin
       if (stored) begin
@@ -2615,7 +2931,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = layer0_item_overflows;
     if (\$25 ) begin
       if (\$28 ) begin
@@ -2627,8 +2943,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$55  = \$signal ;
     if (\$25 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
@@ -2658,7 +2974,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$56  = bank0_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2673,7 +2989,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank1_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2691,8 +3007,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$58  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$58  = \$signal$31 ;
     if (\$25 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
@@ -2709,8 +3025,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$33 ;
     if (\$25 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
@@ -2727,7 +3043,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$60  = next_first;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2739,7 +3055,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = wbank;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2751,7 +3067,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62 [27:1] = meta[27:1];
     \$62 [0] = issue;
     if (issue) begin
@@ -2769,7 +3085,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63  = drain;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2788,7 +3104,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = busy;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2808,7 +3124,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = n_items;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2821,7 +3137,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = group;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2839,7 +3155,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = base;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2857,7 +3173,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = slot;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2878,7 +3194,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = seq_first;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2891,7 +3207,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_end;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -2904,7 +3220,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -2916,7 +3232,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -2930,7 +3246,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -2944,7 +3260,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3000,8 +3316,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [18:0] \$1 ;
   wire [18:0] \$10 ;
   wire [20:0] \$11 ;
@@ -3142,70 +3458,70 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$20  = seeds[20:0];
     if (rst) begin
       \$20  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [20:0] = \$3 [20:0];
@@ -3218,84 +3534,84 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$25  = seeds[41:21];
     if (rst) begin
       \$25  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$29  = seeds[62:42];
     if (rst) begin
       \$29  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$33  = seeds[83:63];
     if (rst) begin
       \$33  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 21'h000000;
@@ -3316,8 +3632,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3394,7 +3710,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3405,7 +3721,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 22'h000000;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3422,7 +3738,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3442,7 +3758,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3468,7 +3784,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3641,35 +3957,35 @@ module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en, \config , items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire [5:0] \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
-  wire \$106 ;
-  wire [3:0] \$107 ;
-  wire [4:0] \$108 ;
-  wire [5:0] \$109 ;
-  wire \$11 ;
+  wire [3:0] \$106 ;
+  wire [4:0] \$107 ;
+  wire [5:0] \$108 ;
+  wire \$109 ;
+  wire [3:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire \$115 ;
+  wire [2:0] \$115 ;
   wire [2:0] \$116 ;
-  wire [2:0] \$117 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [3:0] \$119 ;
   wire \$12 ;
   wire [3:0] \$120 ;
-  wire [3:0] \$121 ;
-  wire [32:0] \$122 ;
+  wire [32:0] \$121 ;
+  reg [31:0] \$122 ;
   reg [31:0] \$123 ;
   reg [31:0] \$124 ;
   reg [31:0] \$125 ;
@@ -3678,36 +3994,35 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] \$128 ;
   reg [31:0] \$129 ;
   wire [3:0] \$13 ;
-  reg [31:0] \$130 ;
+  reg \$130 ;
   reg \$131 ;
-  reg \$132 ;
-  reg [4:0] \$133 ;
-  reg [1:0] \$134 ;
-  reg [2:0] \$135 ;
-  reg [1:0] \$136 ;
-  reg [2:0] \$137 ;
-  reg [7:0] \$138 ;
+  reg [4:0] \$132 ;
+  reg [1:0] \$133 ;
+  reg [2:0] \$134 ;
+  reg [1:0] \$135 ;
+  reg [2:0] \$136 ;
+  reg [7:0] \$137 ;
+  reg [1:0] \$138 ;
   reg [1:0] \$139 ;
   wire [4:0] \$14 ;
-  reg [1:0] \$140 ;
+  reg \$140 ;
   reg \$141 ;
   reg \$142 ;
-  reg \$143 ;
-  reg [2:0] \$144 ;
-  reg [1:0] \$145 ;
-  reg \$146 ;
-  reg [2:0] \$147 ;
+  reg [2:0] \$143 ;
+  reg [1:0] \$144 ;
+  reg \$145 ;
+  reg [2:0] \$146 ;
+  reg \$147 ;
   reg \$148 ;
-  reg \$149 ;
+  reg [2:0] \$149 ;
   wire [7:0] \$15 ;
-  reg [2:0] \$150 ;
-  reg [4:0] \$151 ;
+  reg [4:0] \$150 ;
+  reg [2:0] \$151 ;
   reg [2:0] \$152 ;
-  reg [2:0] \$153 ;
-  reg [31:0] \$154 ;
+  reg [31:0] \$153 ;
   wire [2:0] \$16 ;
+  wire [8:0] \$169 ;
   wire [3:0] \$17 ;
-  wire [8:0] \$170 ;
   wire \$18 ;
   wire [4:0] \$19 ;
   wire \$2 ;
@@ -3716,13 +4031,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire [8:0] \$22 ;
   wire \$23 ;
   wire [4:0] \$24 ;
+  wire [7:0] \$249 ;
   wire [4:0] \$25 ;
-  wire [7:0] \$251 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
-  wire [4:0] \$3 ;
+  wire \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
@@ -3733,29 +4048,29 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$37 ;
   wire [2:0] \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
-  wire [1:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [4:0] \$44 ;
-  wire [5:0] \$45 ;
-  wire [4:0] \$46 ;
-  wire [5:0] \$47 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire [4:0] \$41 ;
+  wire [5:0] \$42 ;
+  wire [4:0] \$43 ;
+  wire [5:0] \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [9:0] \$5 ;
+  wire [5:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire [5:0] \$56 ;
-  wire [6:0] \$57 ;
-  wire [5:0] \$58 ;
-  wire [6:0] \$59 ;
-  wire [11:0] \$6 ;
+  wire [5:0] \$55 ;
+  wire [6:0] \$56 ;
+  wire [5:0] \$57 ;
+  wire [6:0] \$58 ;
+  wire \$59 ;
+  wire [9:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -3763,67 +4078,78 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
-  wire [1:0] \$68 ;
-  wire [32:0] \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire [1:0] \$71 ;
-  wire [32:0] \$72 ;
-  wire [1:0] \$73 ;
-  wire [32:0] \$74 ;
-  wire \$75 ;
-  wire [1:0] \$76 ;
-  wire [32:0] \$77 ;
-  wire [1:0] \$78 ;
-  wire [32:0] \$79 ;
-  wire [4:0] \$8 ;
-  wire \$80 ;
-  wire [1:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire [1:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire [1:0] \$86 ;
-  wire [32:0] \$87 ;
-  wire [5:0] \$88 ;
+  wire [1:0] \$67 ;
+  wire [32:0] \$68 ;
+  wire \$69 ;
+  wire [11:0] \$7 ;
+  wire [1:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire [1:0] \$72 ;
+  wire [32:0] \$73 ;
+  wire \$74 ;
+  wire [1:0] \$75 ;
+  wire [32:0] \$76 ;
+  wire [1:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire \$79 ;
+  wire \$8 ;
+  wire [1:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [5:0] \$87 ;
+  wire \$88 ;
   wire \$89 ;
-  wire [5:0] \$9 ;
-  wire \$90 ;
+  wire [4:0] \$9 ;
+  wire [4:0] \$90 ;
   wire [4:0] \$91 ;
-  wire [4:0] \$92 ;
-  wire [3:0] \$93 ;
-  wire [7:0] \$94 ;
-  wire [2:0] \$95 ;
+  wire [3:0] \$92 ;
+  wire [7:0] \$93 ;
+  wire [2:0] \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg [4:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$25 ;
+  reg [4:0] \$signature__addr$29 ;
+  reg [4:0] \$signature__addr$40 ;
+  reg [1:0] \$signature__addr$42 ;
+  reg [4:0] \$signature__addr$55 ;
   reg [11:0] \$signature__data ;
-  reg [2:0] \$signature__data$27 ;
+  wire [11:0] \$signature__data$26 ;
+  wire \$signature__data$26.listed ;
+  wire [10:0] \$signature__data$26.z ;
+  wire [2:0] \$signature__data$30 ;
+  reg [2:0] \$signature__data$31 ;
+  wire [2:0] \$signature__data$57 ;
   wire \$signature__data.listed ;
   wire [10:0] \$signature__data.z ;
   reg \$signature__en ;
-  reg \$signature__en$28 ;
+  reg \$signature__en$19 ;
+  reg \$signature__en$32 ;
+  reg \$signature__en$7 ;
+  reg \$signature__en$8 ;
   reg busy = 1'h0;
-  reg [1:0] c_rd__addr;
-  wire [2:0] c_rd__data;
-  reg c_rd__en;
   reg [1:0] c_wr__addr;
   reg [2:0] c_wr__data;
   reg c_wr__en;
+  reg cancel;
   reg [4:0] clear_addr = 5'h00;
   input clk;
   wire clk;
-  input [42:0] \config ;
-  wire [42:0] \config ;
-  wire [4:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [41:0] config__payload;
+  wire [41:0] config__payload;
+  wire [4:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire credit;
   reg [2:0] dcls_state = 3'h0;
   reg [1:0] delay;
   reg [1:0] head = 2'h0;
@@ -3842,9 +4168,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg items__ready;
   input items__valid;
   wire items__valid;
-  reg [4:0] l_rd__addr;
-  wire [2:0] l_rd__data;
-  reg l_rd__en;
   reg l_valid = 1'h0;
   reg last_tap;
   output [31:0] layer0_dcls_counts_reads;
@@ -3865,14 +4188,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
   output [31:0] layer0_dcls_zbuf_writes;
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
-  wire [2:0] level;
   reg [2:0] n_listed = 3'h0;
   reg [2:0] n_now;
-  wire [15:0] out_item;
-  wire [2:0] \out_item.index ;
-  wire \out_item.seq_end ;
-  wire \out_item.step_end ;
-  wire [10:0] \out_item.value ;
   output [15:0] outputs__payload;
   wire [15:0] outputs__payload;
   wire [2:0] \outputs__payload.index ;
@@ -3883,15 +4200,20 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   output outputs__valid;
   wire outputs__valid;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$48 ;
+  reg [2:0] \port__addr$47 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$38 ;
+  wire [31:0] \port__data$37 ;
   wire [3:0] port__en;
-  reg \port__en$4 ;
-  wire [15:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg \port__en$5 ;
+  wire [15:0] r__payload;
+  wire [2:0] \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
+  reg reserve;
   input rst;
   wire rst;
   reg send_first = 1'h0;
@@ -3900,21 +4222,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [2:0] sweep = 3'h0;
   reg [1:0] tap = 2'h0;
   reg [3:0] target;
+  reg [15:0] w__payload;
+  wire [2:0] \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  reg w__valid;
   reg [2:0] w_channel = 3'h0;
-  reg [15:0] w_data;
-  reg w_en;
-  wire w_rdy;
   reg [1:0] w_slot = 2'h0;
   reg w_valid = 1'h0;
   reg [1:0] w_value = 2'h0;
   reg [7:0] w_weight = 8'h00;
   reg [4:0] z_addr = 5'h00;
   reg [2:0] z_channel = 3'h0;
-  reg [4:0] z_rd__addr;
-  wire [11:0] z_rd__data;
-  wire \z_rd__data.listed ;
-  wire [10:0] \z_rd__data.z ;
-  reg z_rd__en;
   reg z_valid = 1'h0;
   reg [2:0] counts [3:0];
   initial begin
@@ -3929,13 +4249,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   reg [2:0] _0_;
   always @(posedge clk) begin
-    if (c_rd__en) begin
-      _0_ <= counts[c_rd__addr];
-      if (c_wr__en && c_rd__addr == c_wr__addr)
+    if (\$signature__en$8 ) begin
+      _0_ <= counts[\$signature__addr$42 ];
+      if (c_wr__en && \$signature__addr$42  == c_wr__addr)
         _0_ <= c_wr__data;
     end
   end
-  assign c_rd__data = _0_;
+  assign \$signature__data$30  = _0_;
   reg [2:0] lists [19:0];
   initial begin
     lists[0] = 3'h0;
@@ -3960,16 +4280,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     lists[19] = 3'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$28 )
-      lists[\$signature__addr$25 ] <= \$signature__data$27 ;
+    if (\$signature__en$32 )
+      lists[\$signature__addr$29 ] <= \$signature__data$31 ;
   end
   reg [2:0] _1_;
   always @(posedge clk) begin
-    if (l_rd__en) begin
-      _1_ <= lists[l_rd__addr];
+    if (\$signature__en$7 ) begin
+      _1_ <= lists[\$signature__addr$55 ];
     end
   end
-  assign l_rd__data = _1_;
+  assign \$signature__data$57  = _1_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -3980,21 +4300,21 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   always @(posedge clk) begin
     if (port__en[0])
-      taps[\config [6:4]][7:0] <= port__data[7:0];
+      taps[config__payload[5:3]][7:0] <= port__data[7:0];
     if (port__en[1])
-      taps[\config [6:4]][15:8] <= port__data[15:8];
+      taps[config__payload[5:3]][15:8] <= port__data[15:8];
     if (port__en[2])
-      taps[\config [6:4]][23:16] <= port__data[23:16];
+      taps[config__payload[5:3]][23:16] <= port__data[23:16];
     if (port__en[3])
-      taps[\config [6:4]][31:24] <= port__data[31:24];
+      taps[config__payload[5:3]][31:24] <= port__data[31:24];
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (\port__en$4 ) begin
-      _2_ <= taps[\port__addr$48 ];
+    if (\port__en$5 ) begin
+      _2_ <= taps[\port__addr$47 ];
     end
   end
-  assign \port__data$38  = _2_;
+  assign \port__data$37  = _2_;
   reg [11:0] zbuf [19:0];
   initial begin
     zbuf[0] = 12'h000;
@@ -4019,35 +4339,35 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     zbuf[19] = 12'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en )
+    if (\$signature__en$19 )
       zbuf[\$signature__addr ] <= \$signature__data ;
   end
   reg [11:0] _3_;
   always @(posedge clk) begin
-    if (z_rd__en) begin
-      _3_ <= zbuf[z_rd__addr];
-      if (\$signature__en  && z_rd__addr == \$signature__addr )
+    if (\$signature__en ) begin
+      _3_ <= zbuf[\$signature__addr$40 ];
+      if (\$signature__en$19  && \$signature__addr$40  == \$signature__addr )
         _3_ <= \$signature__data ;
     end
   end
-  assign z_rd__data = _3_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [10:9];
-  assign \$3  = w_slot * 3'h5;
-  assign \$4  = \$3  + w_channel;
-  assign \$5  = $signed(w_weight) * $signed(w_value);
-  assign \$6  = $signed(z_rd__data[10:0]) + $signed(\$5 );
-  assign \$7  = ~ z_rd__data[11];
-  assign \$8  = w_slot * 3'h5;
-  assign \$9  = \$8  + c_rd__data;
-  assign \$10  = c_rd__data + 1'h1;
-  assign \$11  = clear_addr < 3'h4;
+  assign \$signature__data$26  = _3_;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign port__en = \$2  << config__payload[9:8];
+  assign \$3  = clear_addr < 3'h4;
+  assign \$4  = w_slot * 3'h5;
+  assign \$5  = \$4  + w_channel;
+  assign \$6  = $signed(w_weight) * $signed(w_value);
+  assign \$7  = $signed(\$signature__data$26 [10:0]) + $signed(\$6 );
+  assign \$8  = ~ \$signature__data$26 [11];
+  assign \$9  = w_slot * 3'h5;
+  assign \$10  = \$9  + \$signature__data$30 ;
+  assign \$11  = \$signature__data$30  + 1'h1;
   assign \$12  = tap == 1'h1;
   assign \$13  = 2'h2 * tap;
   assign \$14  = \$13  + 1'h1;
-  assign \$170  = \$14  * 4'h8;
-  assign \$15  = \port__data$38  >> \$170 ;
+  assign \$169  = \$14  * 4'h8;
+  assign \$15  = \port__data$37  >> \$169 ;
   assign \$16  = head + delay;
   assign \$17  = \$16  + 1'h0;
   assign \$18  = target >= 3'h4;
@@ -4070,197 +4390,197 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$35  = | items__payload[4:3];
   assign \$36  = ~ it_valid;
   assign \$37  = step_seen & \$36 ;
-  assign \$38  = send_first ? c_rd__data : n_listed;
+  assign \$38  = send_first ? \$signature__data$30  : n_listed;
   assign \$39  = index != n_now;
-  assign \$40  = l_valid + z_valid;
-  assign \$41  = level + \$40 ;
-  assign \$42  = \$41  < 3'h4;
-  assign \$43  = \$39  & \$42 ;
-  assign \$44  = head * 3'h5;
-  assign \$45  = \$44  + index;
-  assign \$46  = head * 3'h5;
-  assign \$47  = \$46  + l_rd__data;
-  assign \$48  = | z_rd__data[10:0];
-  assign \$49  = index == n_now;
-  assign \$50  = ~ l_valid;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = ~ z_valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = sweep == 3'h4;
-  assign \$55  = index == n_listed;
-  assign \$56  = sweep * 3'h5;
-  assign \$57  = \$56  + index;
-  assign \$58  = sweep * 3'h5;
-  assign \$59  = \$58  + l_rd__data;
-  assign \$60  = ! dcls_state;
-  assign \$61  = dcls_state == 1'h1;
-  assign \$62  = dcls_state == 2'h2;
-  assign \$63  = dcls_state == 2'h3;
-  assign \$64  = dcls_state == 3'h4;
-  assign \$65  = dcls_state == 3'h5;
-  assign \$66  = dcls_state == 3'h6;
-  assign \$67  = dcls_state == 3'h7;
-  assign \$68  = 1'h0 + \port__en$4 ;
-  assign \$69  = layer0_dcls_taps_reads + \$68 ;
-  assign \$70  = | port__en;
-  assign \$71  = 1'h0 + \$70 ;
-  assign \$72  = layer0_dcls_taps_writes + \$71 ;
-  assign \$73  = 1'h0 + z_rd__en;
-  assign \$74  = layer0_dcls_zbuf_reads + \$73 ;
-  assign \$76  = 1'h0 + \$75 ;
-  assign \$77  = layer0_dcls_zbuf_writes + \$76 ;
-  assign \$78  = 1'h0 + l_rd__en;
-  assign \$79  = layer0_dcls_lists_reads + \$78 ;
-  assign \$81  = 1'h0 + \$80 ;
-  assign \$82  = layer0_dcls_lists_writes + \$81 ;
-  assign \$83  = 1'h0 + c_rd__en;
-  assign \$84  = layer0_dcls_counts_reads + \$83 ;
-  assign \$86  = 1'h0 + \$85 ;
-  assign \$87  = layer0_dcls_counts_writes + \$86 ;
-  assign \$88  = clear_addr + 1'h1;
-  assign \$89  = clear_addr == 5'h13;
-  assign \$90  = target >= 3'h4;
-  assign \$91  = target - 3'h4;
-  assign \$92  = \$90  ? \$91  : { 1'h0, target };
-  assign \$93  = 2'h2 * tap;
-  assign \$251  = \$93  * 4'h8;
-  assign \$94  = \port__data$38  >> \$251 ;
-  assign \$95  = tap + 1'h1;
-  assign \$96  = ~ step_seen;
-  assign \$97  = ~ it_valid;
-  assign \$98  = \$97  | last_tap;
-  assign \$99  = \$96  & \$98 ;
-  assign \$100  = \$99  & items__valid;
-  assign \$101  = | items__payload[4:3];
-  assign \$102  = ~ items__valid;
-  assign \$103  = ~ it_valid;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = ~ it_valid;
-  assign \$106  = step_seen & \$105 ;
-  assign \$107  = index + 1'h1;
-  assign \$108  = head * 3'h5;
-  assign \$109  = \$108  + l_rd__data;
-  assign \$110  = index == n_now;
-  assign \$111  = ~ l_valid;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = ~ z_valid;
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = head == 2'h3;
-  assign \$116  = head + 1'h1;
-  assign \$117  = \$115  ? 3'h0 : \$116 ;
-  assign \$118  = sweep == 3'h4;
-  assign \$119  = index == n_listed;
-  assign \$120  = sweep + 1'h1;
-  assign \$121  = index + 1'h1;
-  assign \$122  = layer0_dcls_cycles + busy;
+  assign \$40  = \$39  & credit;
+  assign \$41  = head * 3'h5;
+  assign \$42  = \$41  + index;
+  assign \$43  = head * 3'h5;
+  assign \$44  = \$43  + \$signature__data$57 ;
+  assign \$45  = | \$signature__data$26 [10:0];
+  assign \$46  = | \$signature__data$26 [10:0];
+  assign \$47  = ~ \$46 ;
+  assign \$48  = index == n_now;
+  assign \$49  = ~ l_valid;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = ~ z_valid;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = sweep == 3'h4;
+  assign \$54  = index == n_listed;
+  assign \$55  = sweep * 3'h5;
+  assign \$56  = \$55  + index;
+  assign \$57  = sweep * 3'h5;
+  assign \$58  = \$57  + \$signature__data$57 ;
+  assign \$59  = ! dcls_state;
+  assign \$60  = dcls_state == 1'h1;
+  assign \$61  = dcls_state == 2'h2;
+  assign \$62  = dcls_state == 2'h3;
+  assign \$63  = dcls_state == 3'h4;
+  assign \$64  = dcls_state == 3'h5;
+  assign \$65  = dcls_state == 3'h6;
+  assign \$66  = dcls_state == 3'h7;
+  assign \$67  = 1'h0 + \port__en$5 ;
+  assign \$68  = layer0_dcls_taps_reads + \$67 ;
+  assign \$69  = | port__en;
+  assign \$70  = 1'h0 + \$69 ;
+  assign \$71  = layer0_dcls_taps_writes + \$70 ;
+  assign \$72  = 1'h0 + \$signature__en ;
+  assign \$73  = layer0_dcls_zbuf_reads + \$72 ;
+  assign \$75  = 1'h0 + \$74 ;
+  assign \$76  = layer0_dcls_zbuf_writes + \$75 ;
+  assign \$77  = 1'h0 + \$signature__en$7 ;
+  assign \$78  = layer0_dcls_lists_reads + \$77 ;
+  assign \$80  = 1'h0 + \$79 ;
+  assign \$81  = layer0_dcls_lists_writes + \$80 ;
+  assign \$82  = 1'h0 + \$signature__en$8 ;
+  assign \$83  = layer0_dcls_counts_reads + \$82 ;
+  assign \$85  = 1'h0 + \$84 ;
+  assign \$86  = layer0_dcls_counts_writes + \$85 ;
+  assign \$87  = clear_addr + 1'h1;
+  assign \$88  = clear_addr == 5'h13;
+  assign \$89  = target >= 3'h4;
+  assign \$90  = target - 3'h4;
+  assign \$91  = \$89  ? \$90  : { 1'h0, target };
+  assign \$92  = 2'h2 * tap;
+  assign \$249  = \$92  * 4'h8;
+  assign \$93  = \port__data$37  >> \$249 ;
+  assign \$94  = tap + 1'h1;
+  assign \$95  = ~ step_seen;
+  assign \$96  = ~ it_valid;
+  assign \$97  = \$96  | last_tap;
+  assign \$98  = \$95  & \$97 ;
+  assign \$99  = \$98  & items__valid;
+  assign \$100  = | items__payload[4:3];
+  assign \$101  = ~ items__valid;
+  assign \$102  = ~ it_valid;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = ~ it_valid;
+  assign \$105  = step_seen & \$104 ;
+  assign \$106  = index + 1'h1;
+  assign \$107  = head * 3'h5;
+  assign \$108  = \$107  + \$signature__data$57 ;
+  assign \$109  = index == n_now;
+  assign \$110  = ~ l_valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ z_valid;
+  assign \$113  = \$111  & \$112 ;
+  assign \$114  = head == 2'h3;
+  assign \$115  = head + 1'h1;
+  assign \$116  = \$114  ? 3'h0 : \$115 ;
+  assign \$117  = sweep == 3'h4;
+  assign \$118  = index == n_listed;
+  assign \$119  = sweep + 1'h1;
+  assign \$120  = index + 1'h1;
+  assign \$121  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$123 ;
+    layer0_dcls_taps_reads <= \$122 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$124 ;
+    layer0_dcls_taps_writes <= \$123 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$125 ;
+    layer0_dcls_zbuf_reads <= \$124 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$126 ;
+    layer0_dcls_zbuf_writes <= \$125 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$127 ;
+    layer0_dcls_lists_reads <= \$126 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$128 ;
+    layer0_dcls_lists_writes <= \$127 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$129 ;
+    layer0_dcls_counts_reads <= \$128 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$130 ;
+    layer0_dcls_counts_writes <= \$129 ;
   always @(posedge clk)
-    busy <= \$131 ;
+    busy <= \$130 ;
   always @(posedge clk)
-    w_valid <= \$132 ;
+    w_valid <= \$131 ;
   always @(posedge clk)
-    clear_addr <= \$133 ;
+    clear_addr <= \$132 ;
   always @(posedge clk)
-    head <= \$134 ;
+    head <= \$133 ;
   always @(posedge clk)
-    dcls_state <= \$135 ;
+    dcls_state <= \$134 ;
   always @(posedge clk)
-    w_slot <= \$136 ;
+    w_slot <= \$135 ;
   always @(posedge clk)
-    w_channel <= \$137 ;
+    w_channel <= \$136 ;
   always @(posedge clk)
-    w_weight <= \$138 ;
+    w_weight <= \$137 ;
   always @(posedge clk)
-    w_value <= \$139 ;
+    w_value <= \$138 ;
   always @(posedge clk)
-    tap <= \$140 ;
+    tap <= \$139 ;
   always @(posedge clk)
-    it_valid <= \$141 ;
+    it_valid <= \$140 ;
   always @(posedge clk)
-    step_seen <= \$142 ;
+    step_seen <= \$141 ;
   always @(posedge clk)
-    seq_end <= \$143 ;
+    seq_end <= \$142 ;
   always @(posedge clk)
-    it_channel <= \$144 ;
+    it_channel <= \$143 ;
   always @(posedge clk)
-    it_value <= \$145 ;
+    it_value <= \$144 ;
   always @(posedge clk)
-    send_first <= \$146 ;
+    send_first <= \$145 ;
   always @(posedge clk)
-    index <= \$147 ;
+    index <= \$146 ;
   always @(posedge clk)
-    l_valid <= \$148 ;
+    l_valid <= \$147 ;
   always @(posedge clk)
-    z_valid <= \$149 ;
+    z_valid <= \$148 ;
   always @(posedge clk)
-    n_listed <= \$150 ;
+    n_listed <= \$149 ;
   always @(posedge clk)
-    z_addr <= \$151 ;
+    z_addr <= \$150 ;
   always @(posedge clk)
-    z_channel <= \$152 ;
+    z_channel <= \$151 ;
   always @(posedge clk)
-    sweep <= \$153 ;
+    sweep <= \$152 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$154 ;
+    layer0_dcls_cycles <= \$153 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
+    .cancel(cancel),
     .clk(clk),
-    .r_data(outputs__payload),
-    .r_en(r_en),
-    .r_rdy(outputs__valid),
+    .credit(credit),
+    .r__payload(outputs__payload),
+    .r__valid(outputs__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(w_en),
-    .w_level(level),
-    .w_port__data(w_data),
-    .w_rdy(w_rdy)
+    .w_data(w__payload),
+    .w_en(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \port__en$4  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
-              \port__en$4  = 1'h1;
+              \port__en$5  = 1'h1;
             end
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    z_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            z_rd__en = 1'h1;
+            \$signature__en  = 1'h1;
           end
       3'h2:
           if (l_valid) begin
-            z_rd__en = 1'h1;
+            \$signature__en  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    l_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$7  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4268,7 +4588,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (issue) begin
-            l_rd__en = 1'h1;
+            \$signature__en$7  = 1'h1;
           end
       3'h3:
           /* empty */;
@@ -4278,25 +4598,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
-            l_rd__en = 1'h1;
+            \$signature__en$7  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    c_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$8  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (it_valid) begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
           if (\$37 ) begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
         end
       3'h2:
@@ -4305,24 +4625,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$53 ) begin
           end else begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$signature__addr  = 5'h00;
-    if (w_valid) begin
-      \$signature__addr  = \$4 [4:0];
-    end
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           \$signature__addr  = clear_addr;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__addr  = \$5 [4:0];
+          end
       3'h2:
           if (z_valid) begin
             \$signature__addr  = z_addr;
@@ -4336,22 +4655,21 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h6:
           /* empty */;
       3'h7:
-          \$signature__addr  = \$59 [4:0];
+          \$signature__addr  = \$58 [4:0];
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$signature__data  = 12'h000;
-    if (w_valid) begin
-      \$signature__data [10:0] = \$6 [10:0];
-      \$signature__data [11] = 1'h1;
-    end
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           \$signature__data  = 12'h000;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__data [10:0] = \$7 [10:0];
+            \$signature__data [11] = 1'h1;
+          end
       3'h2:
           if (z_valid) begin
             \$signature__data  = 12'h000;
@@ -4369,20 +4687,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en  = 1'h0;
-    if (w_valid) begin
-      \$signature__en  = 1'h1;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$19  = 1'h0;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
-          \$signature__en  = 1'h1;
+          \$signature__en$19  = 1'h1;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__en$19  = 1'h1;
+          end
       3'h2:
           if (z_valid) begin
-            \$signature__en  = 1'h1;
+            \$signature__en$19  = 1'h1;
           end
       3'h3:
           /* empty */;
@@ -4393,51 +4710,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h6:
           /* empty */;
       3'h7:
-          \$signature__en  = 1'h1;
+          \$signature__en$19  = 1'h1;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__addr$25  = 5'h00;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__addr$25  = \$9 [4:0];
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__data$27  = 3'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__data$27  = w_channel;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en$28  = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__en$28  = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__addr = 2'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__addr = w_slot;
-      end
-    end
     casez (dcls_state)
       3'h0:
           c_wr__addr = clear_addr[1:0];
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__addr = w_slot;
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__addr = head;
           end
       3'h3:
@@ -4447,26 +4736,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__addr = sweep[1:0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__data = 3'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__data = \$10 [2:0];
-      end
-    end
     casez (dcls_state)
       3'h0:
           c_wr__data = 3'h0;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__data = \$11 [2:0];
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__data = 3'h0;
           end
       3'h3:
@@ -4476,26 +4764,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__data = 3'h0;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__en = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__en = 1'h1;
-      end
-    end
     casez (dcls_state)
       3'h0:
-          c_wr__en = \$11 ;
+          c_wr__en = \$3 ;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__en = 1'h1;
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__en = 1'h1;
           end
       3'h3:
@@ -4505,13 +4792,55 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__en = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$29  = 5'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__addr$29  = \$10 [4:0];
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__data$31  = 3'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__data$31  = w_channel;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$32  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__en$32  = 1'h1;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4521,7 +4850,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     delay = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4533,7 +4862,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     target = 4'h0;
     casez (dcls_state)
       3'h0:
@@ -4545,34 +4874,34 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    z_rd__addr = 5'h00;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$40  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            z_rd__addr = \$22 [4:0];
+            \$signature__addr$40  = \$22 [4:0];
           end
       3'h2:
           if (l_valid) begin
-            z_rd__addr = \$47 [4:0];
+            \$signature__addr$40  = \$44 [4:0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    c_rd__addr = 2'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$42  = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (it_valid) begin
-            c_rd__addr = \$25 [1:0];
+            \$signature__addr$42  = \$25 [1:0];
           end
           if (\$37 ) begin
-            c_rd__addr = head;
+            \$signature__addr$42  = head;
           end
         end
       3'h2:
@@ -4581,14 +4910,14 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$53 ) begin
           end else begin
-            c_rd__addr = sweep[1:0];
+            \$signature__addr$42  = sweep[1:0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4598,21 +4927,21 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \port__addr$48  = 3'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \port__addr$47  = 3'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
-              \port__addr$48  = items__payload[2:0];
+              \port__addr$47  = items__payload[2:0];
             end
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     n_now = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4624,7 +4953,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4632,12 +4961,26 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$43 ;
+          issue = \$40 ;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    l_rd__addr = 5'h00;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    reserve = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          reserve = issue;
+      3'h3:
+          reserve = credit;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$55  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4645,7 +4988,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (issue) begin
-            l_rd__addr = \$45 [4:0];
+            \$signature__addr$55  = \$42 [4:0];
           end
       3'h3:
           /* empty */;
@@ -4655,15 +4998,15 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
-            l_rd__addr = \$57 [4:0];
+            \$signature__addr$55  = \$56 [4:0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    w_data = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    w__payload = 16'h0000;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4671,21 +5014,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (z_valid) begin
-            w_data[2:0] = z_channel;
-            w_data[13:3] = z_rd__data[10:0];
+            w__payload[2:0] = z_channel;
+            w__payload[13:3] = \$signature__data$26 [10:0];
           end
       3'h3:
         begin
-          w_data[2:0] = 3'h0;
-          w_data[13:3] = 11'h000;
-          w_data[14] = 1'h1;
-          w_data[15] = seq_end;
+          w__payload[14] = 1'h1;
+          w__payload[15] = seq_end;
         end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    w_en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    w__valid = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4693,77 +5034,106 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (z_valid) begin
-            w_en = \$48 ;
+            w__valid = \$45 ;
           end
       3'h3:
-          w_en = 1'h1;
+          w__valid = credit;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$123  = \$69 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    cancel = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (z_valid) begin
+            cancel = \$47 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$122  = \$68 [31:0];
+    if (rst) begin
+      \$122  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$123  = \$71 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$124  = \$72 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$124  = \$73 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$125  = \$74 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$125  = \$76 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$126  = \$77 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$126  = \$78 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$127  = \$79 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$127  = \$81 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$128  = \$82 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$128  = \$83 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$129  = \$84 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$129  = \$86 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$130  = \$87 [31:0];
-    if (rst) begin
-      \$130  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$131  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$130  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$104 ) begin
-            \$131  = 1'h0;
+          if (\$103 ) begin
+            \$130  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$131  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$131  = 1'h1;
           end
     endcase
     if (rst) begin
@@ -4771,199 +5141,184 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$132  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$132  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$132  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$133  = clear_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$132  = clear_addr;
     casez (dcls_state)
       3'h0:
         begin
-          \$133  = \$88 [4:0];
-          if (\$89 ) begin
-            \$133  = 5'h00;
+          \$132  = \$87 [4:0];
+          if (\$88 ) begin
+            \$132  = 5'h00;
           end
         end
     endcase
     if (rst) begin
-      \$133  = 5'h00;
+      \$132  = 5'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$134  = head;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$133  = head;
     casez (dcls_state)
       3'h0:
-          if (\$89 ) begin
-            \$134  = 2'h0;
+          if (\$88 ) begin
+            \$133  = 2'h0;
           end
       3'h1:
           /* empty */;
       3'h2:
           /* empty */;
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$134  = \$117 [1:0];
+              \$133  = \$116 [1:0];
             end
           end
       3'h4:
-          if (\$118 ) begin
-            \$134  = 2'h0;
+          if (\$117 ) begin
+            \$133  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$134  = 2'h0;
+      \$133  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$135  = dcls_state;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$134  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
-          if (\$89 ) begin
-            \$135  = 3'h1;
+          if (\$88 ) begin
+            \$134  = 3'h1;
           end
       3'h1:
-          if (\$106 ) begin
-            \$135  = 3'h2;
+          if (\$105 ) begin
+            \$134  = 3'h2;
           end
       3'h2:
-          if (\$114 ) begin
-            \$135  = 3'h3;
+          if (\$113 ) begin
+            \$134  = 3'h3;
           end
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
-              \$135  = 3'h4;
+              \$134  = 3'h4;
             end else begin
-              \$135  = 3'h1;
+              \$134  = 3'h1;
             end
           end
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$118 ) begin
-            \$135  = 3'h1;
+          if (\$117 ) begin
+            \$134  = 3'h1;
           end else begin
-            \$135  = 3'h5;
+            \$134  = 3'h5;
           end
       3'h5:
-          \$135  = 3'h6;
+          \$134  = 3'h6;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$119 ) begin
-            \$135  = 3'h4;
+          if (\$118 ) begin
+            \$134  = 3'h4;
           end else begin
-            \$135  = 3'h7;
+            \$134  = 3'h7;
           end
       3'h7:
-          \$135  = 3'h6;
+          \$134  = 3'h6;
     endcase
     if (rst) begin
-      \$135  = 3'h0;
+      \$134  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$136  = w_slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$135  = w_slot;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$136  = \$92 [1:0];
+            \$135  = \$91 [1:0];
           end
     endcase
     if (rst) begin
-      \$136  = 2'h0;
+      \$135  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$137  = w_channel;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$136  = w_channel;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$137  = it_channel;
+            \$136  = it_channel;
           end
     endcase
     if (rst) begin
-      \$137  = 3'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$138  = w_weight;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$137  = w_weight;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$138  = \$94 ;
+            \$137  = \$93 ;
           end
     endcase
     if (rst) begin
-      \$138  = 8'h00;
+      \$137  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$139  = w_value;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$138  = w_value;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$139  = it_value;
+            \$138  = it_value;
           end
+    endcase
+    if (rst) begin
+      \$138  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$139  = tap;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (it_valid) begin
+            \$139  = \$94 [1:0];
+          end
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$139  = 2'h0;
+            end
+          end
+        end
     endcase
     if (rst) begin
       \$139  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$140  = tap;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            \$140  = \$95 [1:0];
-          end
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$140  = 2'h0;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$140  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$141  = it_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$140  = it_valid;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4971,13 +5326,33 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
         begin
           if (it_valid) begin
             if (last_tap) begin
-              \$141  = 1'h0;
+              \$140  = 1'h0;
             end
           end
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$141  = 1'h1;
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$140  = 1'h1;
             end
+          end
+        end
+    endcase
+    if (rst) begin
+      \$140  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$141  = step_seen;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (\$99 ) begin
+            \$141  = items__payload[5];
+          end
+          if (\$105 ) begin
+            \$141  = 1'h0;
           end
         end
     endcase
@@ -4986,158 +5361,138 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$142  = step_seen;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$142  = seq_end;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-        begin
-          if (\$100 ) begin
-            \$142  = items__payload[5];
+          if (\$99 ) begin
+            \$142  = items__payload[6];
           end
-          if (\$106 ) begin
-            \$142  = 1'h0;
-          end
-        end
     endcase
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$143  = seq_end;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$143  = it_channel;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$100 ) begin
-            \$143  = items__payload[6];
-          end
-    endcase
-    if (rst) begin
-      \$143  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$144  = it_channel;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$144  = items__payload[2:0];
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$143  = items__payload[2:0];
             end
           end
     endcase
     if (rst) begin
-      \$144  = 3'h0;
+      \$143  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$145  = it_value;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$144  = it_value;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$145  = items__payload[4:3];
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$144  = items__payload[4:3];
             end
           end
     endcase
     if (rst) begin
-      \$145  = 2'h0;
+      \$144  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$146  = send_first;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$145  = send_first;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            \$146  = 1'h1;
+          if (\$105 ) begin
+            \$145  = 1'h1;
           end
       3'h2:
-          \$146  = 1'h0;
+          \$145  = 1'h0;
     endcase
     if (rst) begin
-      \$146  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$147  = index;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$146  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            \$147  = 3'h0;
+          if (\$105 ) begin
+            \$146  = 3'h0;
           end
       3'h2:
           if (issue) begin
-            \$147  = \$107 [2:0];
+            \$146  = \$106 [2:0];
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$147  = 3'h0;
+          \$146  = 3'h0;
       3'h6:
           /* empty */;
       3'h7:
-          \$147  = \$121 [2:0];
+          \$146  = \$120 [2:0];
     endcase
     if (rst) begin
-      \$147  = 3'h0;
+      \$146  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$148  = l_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$147  = l_valid;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
+          if (\$105 ) begin
+            \$147  = 1'h0;
+          end
+      3'h2:
+          \$147  = issue;
+    endcase
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$148  = z_valid;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$105 ) begin
             \$148  = 1'h0;
           end
       3'h2:
-          \$148  = issue;
+          \$148  = l_valid;
     endcase
     if (rst) begin
       \$148  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$149  = z_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$106 ) begin
-            \$149  = 1'h0;
-          end
-      3'h2:
-          \$149  = l_valid;
-    endcase
-    if (rst) begin
-      \$149  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$150  = n_listed;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$149  = n_listed;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5145,22 +5500,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (send_first) begin
-            \$150  = c_rd__data;
+            \$149  = \$signature__data$30 ;
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$150  = c_rd__data;
+          \$149  = \$signature__data$30 ;
     endcase
     if (rst) begin
-      \$150  = 3'h0;
+      \$149  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$151  = z_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$150  = z_addr;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5168,16 +5523,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (l_valid) begin
-            \$151  = \$109 [4:0];
+            \$150  = \$108 [4:0];
           end
     endcase
     if (rst) begin
-      \$151  = 5'h00;
+      \$150  = 5'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$152  = z_channel;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$151  = z_channel;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5185,16 +5540,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (l_valid) begin
-            \$152  = l_rd__data;
+            \$151  = \$signature__data$57 ;
           end
     endcase
     if (rst) begin
-      \$152  = 3'h0;
+      \$151  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$153  = sweep;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$152  = sweep;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5203,9 +5558,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h2:
           /* empty */;
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             if (seq_end) begin
-              \$153  = 3'h0;
+              \$152  = 3'h0;
             end
           end
       3'h4:
@@ -5213,59 +5568,141 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$119 ) begin
-            \$153  = \$120 [2:0];
+          if (\$118 ) begin
+            \$152  = \$119 [2:0];
           end
     endcase
     if (rst) begin
-      \$153  = 3'h0;
+      \$152  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$154  = \$122 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$153  = \$121 [31:0];
     if (rst) begin
-      \$154  = 32'd0;
+      \$153  = 32'd0;
     end
   end
-  assign port__addr = \config [6:4];
-  assign out_item = w_data;
-  assign r_data = outputs__payload;
-  assign r_rdy = outputs__valid;
-  assign outputs__ready = r_en;
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [8:4];
-  assign \config.elem  = \config [10:9];
-  assign \config.value  = \config [42:11];
-  assign \out_item.index  = w_data[2:0];
-  assign \out_item.value  = w_data[13:3];
-  assign \out_item.step_end  = w_data[14];
-  assign \out_item.seq_end  = w_data[15];
+  assign port__addr = config__payload[5:3];
+  assign r__payload = outputs__payload;
+  assign outputs__ready = r__ready;
+  assign r__valid = outputs__valid;
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[7:3];
+  assign \config__payload.elem  = config__payload[9:8];
+  assign \config__payload.value  = config__payload[41:10];
   assign \outputs__payload.index  = outputs__payload[2:0];
   assign \outputs__payload.value  = outputs__payload[13:3];
   assign \outputs__payload.step_end  = outputs__payload[14];
   assign \outputs__payload.seq_end  = outputs__payload[15];
+  assign \r__payload.index  = outputs__payload[2:0];
+  assign \r__payload.value  = outputs__payload[13:3];
+  assign \r__payload.step_end  = outputs__payload[14];
+  assign \r__payload.seq_end  = outputs__payload[15];
   assign \$signature__data.z  = \$signature__data [10:0];
   assign \$signature__data.listed  = \$signature__data [11];
-  assign \z_rd__data.z  = z_rd__data[10:0];
-  assign \z_rd__data.listed  = z_rd__data[11];
+  assign \$signature__data$26.z  = \$signature__data$26 [10:0];
+  assign \$signature__data$26.listed  = \$signature__data$26 [11];
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[4:3];
   assign \items__payload.step_end  = items__payload[5];
   assign \items__payload.seq_end  = items__payload[6];
-  assign port__data[31:24] = \config [18:11];
-  assign port__data[23:16] = \config [18:11];
-  assign port__data[15:8] = \config [18:11];
-  assign port__data[7:0] = \config [18:11];
-  assign \$75  = \$signature__en ;
-  assign \$80  = \$signature__en$28 ;
-  assign \$85  = c_wr__en;
+  assign \w__payload.index  = w__payload[2:0];
+  assign \w__payload.value  = w__payload[13:3];
+  assign \w__payload.step_end  = w__payload[14];
+  assign \w__payload.seq_end  = w__payload[15];
+  assign port__data[31:24] = config__payload[17:10];
+  assign port__data[23:16] = config__payload[17:10];
+  assign port__data[15:8] = config__payload[17:10];
+  assign port__data[7:0] = config__payload[17:10];
+  assign \$74  = \$signature__en$19 ;
+  assign \$79  = \$signature__en$32 ;
+  assign \$84  = c_wr__en;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r_en, reserve, w_data, w_en, cancel, r__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire [3:0] \$1 ;
+  wire \$2 ;
+  wire [4:0] \$3 ;
+  wire [5:0] \$4 ;
+  reg [2:0] \$5 ;
+  input cancel;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [15:0] r__payload;
+  wire [15:0] r__payload;
+  wire [2:0] \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [15:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [2:0] reserved = 3'h0;
+  input rst;
+  wire rst;
+  wire [15:0] w__payload;
+  wire [2:0] \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  wire w__valid;
+  input [15:0] w_data;
+  wire [15:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed({ 1'h0, cancel });
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 3'h4;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0_dcls.out_fifo.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = \$4 [2:0];
+    if (rst) begin
+      \$5  = 3'h0;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign \w__payload.index  = w_data[2:0];
+  assign \w__payload.value  = w_data[13:3];
+  assign \w__payload.step_end  = w_data[14];
+  assign \w__payload.seq_end  = w_data[15];
+  assign \r__payload.index  = r__payload[2:0];
+  assign \r__payload.value  = r__payload[13:3];
+  assign \r__payload.step_end  = r__payload[14];
+  assign \r__payload.seq_end  = r__payload[15];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$11 ;
@@ -5323,13 +5760,11 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   wire [15:0] w_data;
   input w_en;
   wire w_en;
-  output [2:0] w_level;
   wire [2:0] w_level;
   reg [1:0] w_port__addr = 2'h0;
   input [15:0] w_port__data;
   wire [15:0] w_port__data;
   wire w_port__en;
-  output w_rdy;
   wire w_rdy;
   reg [15:0] storage [2:0];
   initial begin
@@ -5391,7 +5826,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [1:0];
@@ -5401,7 +5836,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [1:0];
@@ -5411,7 +5846,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [1:0];
@@ -5424,7 +5859,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -5445,7 +5880,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5506,7 +5941,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5521,7 +5956,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5536,7 +5971,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5550,7 +5985,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5581,89 +6016,46 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid
-, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps
+, results__valid, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [26:0] \$11 ;
-  wire [26:0] \$12 ;
-  wire \$13 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [26:0] \$13 ;
   wire \$14 ;
-  wire [2:0] \$15 ;
-  wire [3:0] \$16 ;
-  wire [3:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
-  wire [3:0] \$3 ;
-  wire \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [32:0] \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire [26:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire [5:0] \$53 ;
-  wire \$54 ;
-  wire [6:0] \$55 ;
-  reg [31:0] \$56 ;
-  reg [31:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg [31:0] \$59 ;
-  wire [3:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [31:0] \$61 ;
-  reg [31:0] \$62 ;
-  reg [31:0] \$63 ;
-  reg \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg [31:0] \$67 ;
-  reg [31:0] \$68 ;
-  reg \$69 ;
-  wire [4:0] \$7 ;
-  reg [26:0] \$70 ;
-  reg \$71 ;
-  reg [31:0] \$72 ;
-  reg \$73 ;
-  reg [53:0] \$74 ;
-  reg [26:0] \$75 ;
-  reg \$76 ;
-  reg [4:0] \$77 ;
+  reg \$21 ;
+  reg [26:0] \$22 ;
+  reg \$23 ;
+  reg [31:0] \$24 ;
+  reg \$25 ;
+  reg [53:0] \$26 ;
+  reg [26:0] \$27 ;
+  reg \$28 ;
+  wire [2:0] \$3 ;
+  wire [3:0] \$4 ;
+  wire [3:0] \$5 ;
+  wire \$6 ;
+  wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire [53:0] acc;
   wire [26:0] \acc[0] ;
   wire [26:0] \acc[1] ;
+  wire [55:0] acc_write;
+  wire \acc_write.addr ;
+  wire [53:0] \acc_write.data ;
+  wire [26:0] \acc_write.data[0] ;
+  wire [26:0] \acc_write.data[1] ;
+  wire \acc_write.en ;
   reg argmax_0_0_lane = 1'h0;
   reg [26:0] argmax_0_0_logit = 27'h0000000;
   reg argmax_0_0_valid = 1'h0;
@@ -5680,18 +6072,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire class_now;
   input clk;
   wire clk;
-  input [42:0] \config ;
-  wire [42:0] \config ;
-  wire [4:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [41:0] config__payload;
+  wire [41:0] config__payload;
+  wire [41:0] \config__payload$7 ;
+  wire [4:0] \config__payload$7.addr ;
+  wire [1:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [4:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$29 ;
   wire finalize;
   (* init = 1'h0 *)
   wire finalize_argmax_0;
-  wire first;
   input [21:0] items__payload;
   wire [21:0] items__payload;
   wire [21:0] \items__payload$1 ;
@@ -5712,28 +6111,442 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [53:0] logits_argmax_0 = 54'h00000000000000;
   wire [26:0] \logits_argmax_0[0] ;
   wire [26:0] \logits_argmax_0[1] ;
+  wire [57:0] r__payload;
+  wire \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire \r__payload.group ;
+  wire [53:0] \r__payload.logits ;
+  wire [26:0] \r__payload.logits[0] ;
+  wire [26:0] \r__payload.logits[1] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
+  output [31:0] readout_acc_reads;
+  wire [31:0] readout_acc_reads;
+  output [31:0] readout_acc_writes;
+  wire [31:0] readout_acc_writes;
+  output [31:0] readout_bias_reads;
+  wire [31:0] readout_bias_reads;
+  output [31:0] readout_bias_writes;
+  wire [31:0] readout_bias_writes;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  wire [31:0] readout_macs;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  wire [31:0] readout_weights_reads;
+  output [31:0] readout_weights_writes;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
+  output [57:0] results__payload;
+  wire [57:0] results__payload;
+  wire \results__payload.class_index ;
+  wire \results__payload.final ;
+  wire \results__payload.group ;
+  wire [53:0] \results__payload.logits ;
+  wire [26:0] \results__payload.logits[0] ;
+  wire [26:0] \results__payload.logits[1] ;
+  wire \results__payload.seq_end ;
+  wire results__ready;
+  output results__valid;
+  wire results__valid;
+  input rst;
+  wire rst;
+  wire [31:0] slot;
+  wire [3:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire \slot.group ;
+  wire [2:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [16:0] \slot.value ;
+  reg [31:0] slot_argmax_0 = 32'd0;
+  wire [3:0] \slot_argmax_0.base ;
+  wire \slot_argmax_0.empty ;
+  wire \slot_argmax_0.first ;
+  wire \slot_argmax_0.group ;
+  wire [2:0] \slot_argmax_0.index ;
+  wire \slot_argmax_0.last ;
+  wire \slot_argmax_0.seq_end ;
+  wire \slot_argmax_0.seq_first ;
+  wire \slot_argmax_0.step_last ;
+  wire \slot_argmax_0.valid ;
+  wire [16:0] \slot_argmax_0.value ;
+  wire starting;
+  wire take;
+  wire [57:0] w__payload;
+  wire \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire \w__payload.group ;
+  wire [53:0] \w__payload.logits ;
+  wire [26:0] \w__payload.logits[0] ;
+  wire [26:0] \w__payload.logits[1] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign finalize = slot[0] & slot[7];
+  assign \$1  = ! slot_argmax_0[1];
+  assign \$2  = $signed(argmax_0_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_0[1] * 2'h2;
+  assign \$4  = \$3  + argmax_0_0_lane;
+  assign \$5  = take ? \$4  : { 3'h0, best_class };
+  assign \$10  = $signed(acc[53:27]) > $signed(acc[26:0]);
+  assign \$13  = \$12  ? acc[53:27] : acc[26:0];
+  assign \$16  = $signed(acc[53:27]) > $signed(acc[26:0]);
+  assign \$19  = \$18  ? 1'h1 : 1'h0;
+  assign \$20  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$21 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$22 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$23 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$24 ;
+  always @(posedge clk)
+    w__valid <= \$25 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$26 ;
+  always @(posedge clk)
+    best_logit <= \$27 ;
+  always @(posedge clk)
+    best_class <= \$28 ;
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .acc_write(acc_write),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_acc_reads(readout_acc_reads),
+    .readout_acc_writes(readout_acc_writes),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$54 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$21  = \$7 ;
+    if (rst) begin
+      \$21  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$22  = \$13 ;
+    if (rst) begin
+      \$22  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$23  = \$19 ;
+    if (rst) begin
+      \$23  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$24  = slot;
+    if (rst) begin
+      \$24  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$25  = finalize;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$26  = acc;
+    if (rst) begin
+      \$26  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$27  = best_logit;
+    if (\$20 ) begin
+      \$27  = argmax_0_0_logit;
+    end
+    if (rst) begin
+      \$27  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$28  = best_class;
+    if (\$20 ) begin
+      \$28  = \$5 [0];
+    end
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [0];
+  assign w__payload = beat;
+  assign finalize_argmax_0 = w__valid;
+  assign starting = reserve;
+  assign \credit$29  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[2:0];
+  assign \items__payload.value  = items__payload[19:3];
+  assign \items__payload.step_end  = items__payload[20];
+  assign \items__payload.seq_end  = items__payload[21];
+  assign \items__payload$1.index  = items__payload[2:0];
+  assign \items__payload$1.value  = items__payload[19:3];
+  assign \items__payload$1.step_end  = items__payload[20];
+  assign \items__payload$1.seq_end  = items__payload[21];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[7:3];
+  assign \config__payload.elem  = config__payload[9:8];
+  assign \config__payload.value  = config__payload[41:10];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[7:3];
+  assign \config__payload$7.elem  = config__payload[9:8];
+  assign \config__payload$7.value  = config__payload[41:10];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[5:2];
+  assign \slot.first  = slot[6];
+  assign \slot.last  = slot[7];
+  assign \slot.step_last  = slot[8];
+  assign \slot.seq_first  = slot[9];
+  assign \slot.seq_end  = slot[10];
+  assign \slot.empty  = slot[11];
+  assign \slot.index  = slot[14:12];
+  assign \slot.value  = slot[31:15];
+  assign \acc_write.addr  = acc_write[0];
+  assign \acc_write.en  = acc_write[1];
+  assign \acc_write.data  = acc_write[55:2];
+  assign \acc_write.data[0]  = acc_write[28:2];
+  assign \acc_write.data[1]  = acc_write[55:29];
+  assign \acc[0]  = acc[26:0];
+  assign \acc[1]  = acc[53:27];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[1];
+  assign \slot_argmax_0.base  = slot_argmax_0[5:2];
+  assign \slot_argmax_0.first  = slot_argmax_0[6];
+  assign \slot_argmax_0.last  = slot_argmax_0[7];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[8];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[9];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[10];
+  assign \slot_argmax_0.empty  = slot_argmax_0[11];
+  assign \slot_argmax_0.index  = slot_argmax_0[14:12];
+  assign \slot_argmax_0.value  = slot_argmax_0[31:15];
+  assign \beat.logits  = beat[53:0];
+  assign \beat.logits[0]  = beat[26:0];
+  assign \beat.logits[1]  = beat[53:27];
+  assign \beat.group  = beat[54];
+  assign \beat.final  = beat[55];
+  assign \beat.class_index  = beat[56];
+  assign \beat.seq_end  = beat[57];
+  assign \logits_argmax_0[0]  = logits_argmax_0[26:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[53:27];
+  assign \w__payload.logits  = beat[53:0];
+  assign \w__payload.logits[0]  = beat[26:0];
+  assign \w__payload.logits[1]  = beat[53:27];
+  assign \w__payload.group  = beat[54];
+  assign \w__payload.final  = beat[55];
+  assign \w__payload.class_index  = beat[56];
+  assign \w__payload.seq_end  = beat[57];
+  assign \results__payload.logits  = results__payload[53:0];
+  assign \results__payload.logits[0]  = results__payload[26:0];
+  assign \results__payload.logits[1]  = results__payload[53:27];
+  assign \results__payload.group  = results__payload[54];
+  assign \results__payload.final  = results__payload[55];
+  assign \results__payload.class_index  = results__payload[56];
+  assign \results__payload.seq_end  = results__payload[57];
+  assign \r__payload.logits  = results__payload[53:0];
+  assign \r__payload.logits[0]  = results__payload[26:0];
+  assign \r__payload.logits[1]  = results__payload[53:27];
+  assign \r__payload.group  = results__payload[54];
+  assign \r__payload.final  = results__payload[55];
+  assign \r__payload.class_index  = results__payload[56];
+  assign \r__payload.seq_end  = results__payload[57];
+  assign beat[57] = slot_argmax_0[10];
+  assign beat[56] = \$5 [0];
+  assign beat[55] = slot_argmax_0[8];
+  assign beat[54] = slot_argmax_0[1];
+  assign beat[53:27] = logits_argmax_0[53:27];
+  assign beat[26:0] = logits_argmax_0[26:0];
+  assign acc_write[55:2] = acc;
+  assign acc_write[1] = finalize;
+  assign acc_write[0] = slot[1];
+  assign \$6  = 1'h1;
+  assign \$7  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$9  = 1'h0;
+  assign \$11  = \$10 ;
+  assign \$12  = \$10 ;
+  assign \$14  = 1'h1;
+  assign \$15  = 1'h0;
+  assign \$17  = \$16 ;
+  assign \$18  = \$16 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, \slot$54 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles
+, readout_stall_cycles, readout_steps, acc, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [26:0] \$11 ;
+  wire [26:0] \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire [3:0] \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire [32:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [31:0] \$34 ;
+  reg [31:0] \$35 ;
+  reg [31:0] \$36 ;
+  reg [31:0] \$37 ;
+  reg [31:0] \$38 ;
+  reg [31:0] \$39 ;
+  wire \$4 ;
+  reg [31:0] \$40 ;
+  reg \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  wire \$5 ;
+  wire [3:0] \$6 ;
+  wire [4:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [53:0] acc;
+  wire [53:0] acc;
+  wire [53:0] \acc$37 ;
+  wire [26:0] \acc$37[0] ;
+  wire [26:0] \acc$37[1] ;
+  wire [26:0] \acc[0] ;
+  wire [26:0] \acc[1] ;
+  input [55:0] acc_write;
+  wire [55:0] acc_write;
+  wire \acc_write.addr ;
+  wire [53:0] \acc_write.data ;
+  wire [26:0] \acc_write.data[0] ;
+  wire [26:0] \acc_write.data[1] ;
+  wire \acc_write.en ;
+  input clk;
+  wire clk;
+  input [41:0] config__payload;
+  wire [41:0] config__payload;
+  wire [4:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [21:0] items__payload;
+  wire [21:0] items__payload;
+  wire [21:0] \items__payload$1 ;
+  wire [2:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [16:0] \items__payload$1.value ;
+  wire [2:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [16:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
   wire [2:0] port__addr;
-  wire [-1:0] \port__addr$10 ;
-  wire [2:0] \port__addr$16 ;
-  wire [-1:0] \port__addr$18 ;
-  wire [-1:0] \port__addr$20 ;
-  wire [-1:0] \port__addr$33 ;
+  wire [-1:0] \port__addr$17 ;
+  wire [-1:0] \port__addr$21 ;
+  wire [2:0] \port__addr$25 ;
+  wire [-1:0] \port__addr$27 ;
+  wire [-1:0] \port__addr$29 ;
   wire [15:0] port__data;
-  wire [47:0] \port__data$12 ;
-  wire [15:0] \port__data$26 ;
-  wire [47:0] \port__data$29 ;
-  wire [53:0] \port__data$30 ;
-  wire [53:0] \port__data$35 ;
-  wire [1:0] port__en;
-  wire [1:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  reg \port__en$15 ;
-  wire \port__en$34 ;
-  wire [57:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [47:0] \port__data$19 ;
+  wire [53:0] \port__data$24 ;
+  wire [15:0] \port__data$35 ;
+  wire [47:0] \port__data$40 ;
+  wire [53:0] \port__data$41 ;
+  reg port__en;
+  wire [1:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [1:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire \port__en$23 ;
   output [31:0] readout_acc_reads;
   reg [31:0] readout_acc_reads = 32'd0;
   output [31:0] readout_acc_writes;
@@ -5760,25 +6573,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [31:0] readout_weights_reads = 32'd0;
   output [31:0] readout_weights_writes;
   reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
-  output [57:0] results__payload;
-  wire [57:0] results__payload;
-  wire \results__payload.class_index ;
-  wire \results__payload.final ;
-  wire \results__payload.group ;
-  wire [53:0] \results__payload.logits ;
-  wire [26:0] \results__payload.logits[0] ;
-  wire [26:0] \results__payload.logits[1] ;
-  wire \results__payload.seq_end ;
-  wire results__ready;
-  output results__valid;
-  wire results__valid;
   input rst;
   wire rst;
   wire [53:0] seeds;
   wire [26:0] \seeds[0] ;
   wire [26:0] \seeds[1] ;
   wire [31:0] slot;
+  output [31:0] \slot$54 ;
+  reg [31:0] \slot$54  = 32'd0;
+  wire [3:0] \slot$54.base ;
+  wire \slot$54.empty ;
+  wire \slot$54.first ;
+  wire \slot$54.group ;
+  wire [2:0] \slot$54.index ;
+  wire \slot$54.last ;
+  wire \slot$54.seq_end ;
+  wire \slot$54.seq_first ;
+  wire \slot$54.step_last ;
+  wire \slot$54.valid ;
+  wire [16:0] \slot$54.value ;
   wire [3:0] \slot.base ;
   wire \slot.empty ;
   wire \slot.first ;
@@ -5790,18 +6603,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [16:0] \slot.value ;
-  reg [31:0] slot_argmax_0 = 32'd0;
-  wire [3:0] \slot_argmax_0.base ;
-  wire \slot_argmax_0.empty ;
-  wire \slot_argmax_0.first ;
-  wire \slot_argmax_0.group ;
-  wire [2:0] \slot_argmax_0.index ;
-  wire \slot_argmax_0.last ;
-  wire \slot_argmax_0.seq_end ;
-  wire \slot_argmax_0.seq_first ;
-  wire \slot_argmax_0.step_last ;
-  wire \slot_argmax_0.valid ;
-  wire [16:0] \slot_argmax_0.value ;
   reg [31:0] slot_c1 = 32'd0;
   wire [3:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -5850,179 +6651,132 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [16:0] \slot_c2b.value ;
-  reg [31:0] slot_c3 = 32'd0;
-  wire [3:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire \slot_c3.group ;
-  wire [2:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [16:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [16:0] value;
-  wire [57:0] w_data;
-  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
-  reg [53:0] \acc$80  [0:0];
+  reg [53:0] \acc$64  [0:0];
   initial begin
-    \acc$80 [0] = 54'h00000000000000;
+    \acc$64 [0] = 54'h00000000000000;
   end
   always @(posedge clk) begin
-    if (finalize)
-      \acc$80 [1'h0] <= \port__data$35 ;
+    if (acc_write[1])
+      \acc$64 [1'h0] <= acc_write[55:2];
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$15 ) begin
-      _0_ <= \acc$80 [1'h0];
+    if (\port__en$20 ) begin
+      _0_ <= \acc$64 [1'h0];
     end
   end
-  assign \port__data$30  = _0_;
+  assign \port__data$41  = _0_;
   reg [47:0] bias [0:0];
   initial begin
     bias[0] = 48'hffb33102c7d5;
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[1'h0][23:0] <= \port__data$12 [23:0];
+      bias[1'h0][23:0] <= \port__data$19 [23:0];
     if (\$6 [1])
-      bias[1'h0][47:24] <= \port__data$12 [47:24];
+      bias[1'h0][47:24] <= \port__data$19 [47:24];
   end
   reg [47:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _1_ <= bias[1'h0];
     end
   end
-  assign \port__data$29  = _1_;
-  reg [15:0] \weights$78  [7:0];
+  assign \port__data$40  = _1_;
+  reg [15:0] \weights$62  [7:0];
   initial begin
-    \weights$78 [0] = 16'h51c4;
-    \weights$78 [1] = 16'h11d4;
-    \weights$78 [2] = 16'h648e;
-    \weights$78 [3] = 16'h33a4;
-    \weights$78 [4] = 16'h58a7;
-    \weights$78 [5] = 16'h5ccb;
-    \weights$78 [6] = 16'h3bd3;
-    \weights$78 [7] = 16'h25f5;
+    \weights$62 [0] = 16'h51c4;
+    \weights$62 [1] = 16'h11d4;
+    \weights$62 [2] = 16'h648e;
+    \weights$62 [3] = 16'h33a4;
+    \weights$62 [4] = 16'h58a7;
+    \weights$62 [5] = 16'h5ccb;
+    \weights$62 [6] = 16'h3bd3;
+    \weights$62 [7] = 16'h25f5;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$78 [\config [6:4]][7:0] <= port__data[7:0];
+      \weights$62 [config__payload[5:3]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$78 [\config [6:4]][15:8] <= port__data[15:8];
+      \weights$62 [config__payload[5:3]][15:8] <= port__data[15:8];
   end
   reg [15:0] _2_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _2_ <= \weights$78 [\$7 [2:0]];
+    if (port__en) begin
+      _2_ <= \weights$62 [\$7 [2:0]];
     end
   end
-  assign \port__data$26  = _2_;
-  assign \$18  = 1'h0 + \port__en$13 ;
-  assign \$19  = readout_weights_reads + \$18 ;
-  assign \$20  = | \$3 [1:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_weights_writes + \$21 ;
-  assign \$23  = 1'h0 + \port__en$14 ;
-  assign \$24  = readout_bias_reads + \$23 ;
-  assign \$25  = | \$6 [1:0];
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = readout_bias_writes + \$26 ;
-  assign \$28  = 1'h0 + \port__en$15 ;
-  assign \$29  = readout_acc_reads + \$28 ;
-  assign \$31  = 1'h0 + \$30 ;
-  assign \$32  = readout_acc_writes + \$31 ;
-  assign \$33  = ~ slot_c2[11];
-  assign \$34  = slot_c2[0] & \$33 ;
-  assign \$35  = | slot_c2[31:15];
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = readout_macs + 2'h2;
-  assign \$42  = $signed(acc[53:27]) > $signed(acc[26:0]);
-  assign \$45  = \$44  ? acc[53:27] : acc[26:0];
-  assign \$48  = $signed(acc[53:27]) > $signed(acc[26:0]);
-  assign \$51  = \$50  ? 1'h1 : 1'h0;
-  assign \$52  = w_en & take;
-  assign \$53  = reserved + starting;
-  assign \$54  = r_en & results__valid;
-  assign \$55  = \$53  - \$54 ;
+  assign \port__data$35  = _2_;
   always @(posedge clk)
-    slot_c1 <= \$56 ;
+    readout_weights_writes <= \$35 ;
   always @(posedge clk)
-    readout_weights_reads <= \$57 ;
+    readout_bias_reads <= \$36 ;
   always @(posedge clk)
-    readout_weights_writes <= \$58 ;
+    readout_bias_writes <= \$37 ;
   always @(posedge clk)
-    readout_bias_reads <= \$59 ;
+    readout_acc_reads <= \$38 ;
   always @(posedge clk)
-    readout_bias_writes <= \$60 ;
+    readout_acc_writes <= \$39 ;
   always @(posedge clk)
-    readout_acc_reads <= \$61 ;
+    slot_c2 <= \$40 ;
   always @(posedge clk)
-    readout_acc_writes <= \$62 ;
+    use_acc2 <= \$41 ;
   always @(posedge clk)
-    slot_c2 <= \$63 ;
+    readout_macs <= \$42 ;
   always @(posedge clk)
-    use_acc2 <= \$64 ;
+    slot_c2a <= \$43 ;
   always @(posedge clk)
-    readout_macs <= \$65 ;
+    slot_c2b <= \$44 ;
   always @(posedge clk)
-    slot_c2a <= \$66 ;
-  always @(posedge clk)
-    slot_c2b <= \$67 ;
-  always @(posedge clk)
-    slot_c3 <= \$68 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$69 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$70 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$71 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$72 ;
-  always @(posedge clk)
-    w_en <= \$73 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$74 ;
-  always @(posedge clk)
-    best_logit <= \$75 ;
-  always @(posedge clk)
-    best_class <= \$76 ;
-  always @(posedge clk)
-    reserved <= \$77 ;
-  assign \$1  = \config [3:1] == 3'h4;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [10:9];
-  assign \$4  = \config [3:1] == 3'h5;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [10:9];
+    \slot$54  <= \$45 ;
+  assign \$1  = config__payload[2:0] == 3'h4;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[9:8];
+  assign \$4  = config__payload[2:0] == 3'h5;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[9:8];
   assign \$7  = slot_c1[5:2] + slot_c1[14:12];
   assign \$8  = ~ slot_c1[11];
   assign \$9  = slot_c1[0] & \$8 ;
   assign use_acc = ~ slot_c1[9];
   assign \$10  = slot_c1[0] & slot_c1[6];
-  assign weights = slot_c2[11] ? 16'h0000 : \port__data$26 ;
-  assign \$11  = use_acc2 ? \port__data$30 [26:0] : { \port__data$29 [23], \port__data$29 [23], \port__data$29 [23], \port__data$29 [23:0] };
-  assign \$12  = use_acc2 ? \port__data$30 [53:27] : { \port__data$29 [47], \port__data$29 [47], \port__data$29 [47], \port__data$29 [47:24] };
-  assign finalize = slot_c3[0] & slot_c3[7];
-  assign \$13  = ! slot_argmax_0[1];
-  assign \$14  = $signed(argmax_0_0_logit) > $signed(best_logit);
-  assign take = \$13  | \$14 ;
-  assign \$15  = slot_argmax_0[1] * 2'h2;
-  assign \$16  = \$15  + argmax_0_0_lane;
-  assign \$17  = take ? \$16  : { 3'h0, best_class };
-  assign credit = reserved < 5'h10;
-  \accelerator.readout.issue  issue (
+  assign weights = slot_c2[11] ? 16'h0000 : \port__data$35 ;
+  assign \$11  = use_acc2 ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
+  assign \$12  = use_acc2 ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = readout_weights_reads + \$13 ;
+  assign \$15  = | \$3 [1:0];
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = readout_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = readout_bias_reads + \$18 ;
+  assign \$20  = | \$6 [1:0];
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = readout_bias_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$20 ;
+  assign \$24  = readout_acc_reads + \$23 ;
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = readout_acc_writes + \$26 ;
+  assign \$28  = ~ slot_c2[11];
+  assign \$29  = slot_c2[0] & \$28 ;
+  assign \$30  = | slot_c2[31:15];
+  assign \$31  = \$29  & \$30 ;
+  assign \$32  = readout_macs + 2'h2;
+  always @(posedge clk)
+    slot_c1 <= \$33 ;
+  always @(posedge clk)
+    readout_weights_reads <= \$34 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -6038,7 +6792,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[6]),
@@ -6048,222 +6802,142 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[31:15]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__en$13  = 1'h0;
-    if (\$9 ) begin
-      \port__en$13  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$36  = \$19 [31:0];
+    if (rst) begin
+      \$36  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$37  = \$22 [31:0];
+    if (rst) begin
+      \$37  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$38  = \$24 [31:0];
+    if (rst) begin
+      \$38  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$39  = \$27 [31:0];
+    if (rst) begin
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$40  = slot_c1;
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$41  = use_acc;
+    if (rst) begin
+      \$41  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$42  = readout_macs;
+    if (\$31 ) begin
+      \$42  = \$32 [31:0];
+    end
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$43  = slot_c2;
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$44  = slot_c2a;
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$45  = slot_c2b;
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    port__en = 1'h0;
+    if (\$9 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
       (* full_case = 32'd1 *)
       if (use_acc) begin
       end else begin
-        \port__en$14  = 1'h1;
+        \port__en$16  = 1'h1;
       end
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__en$15  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \port__en$20  = 1'h0;
     if (\$10 ) begin
       if (use_acc) begin
-        \port__en$15  = 1'h1;
+        \port__en$20  = 1'h1;
       end
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$33  = slot;
     if (rst) begin
-      \$56  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = \$19 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$34  = \$14 [31:0];
     if (rst) begin
-      \$57  = 32'd0;
+      \$34  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$35  = \$17 [31:0];
     if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = \$24 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = \$27 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = \$29 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = \$32 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = slot_c1;
-    if (rst) begin
-      \$63  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = use_acc;
-    if (rst) begin
-      \$64  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = readout_macs;
-    if (\$36 ) begin
-      \$65  = \$37 [31:0];
-    end
-    if (rst) begin
-      \$65  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = slot_c2;
-    if (rst) begin
-      \$66  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = slot_c2a;
-    if (rst) begin
-      \$67  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = slot_c2b;
-    if (rst) begin
-      \$68  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$69  = \$39 ;
-    if (rst) begin
-      \$69  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$70  = \$45 ;
-    if (rst) begin
-      \$70  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$71  = \$51 ;
-    if (rst) begin
-      \$71  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$72  = slot_c3;
-    if (rst) begin
-      \$72  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$73  = finalize;
-    if (rst) begin
-      \$73  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$74  = acc;
-    if (rst) begin
-      \$74  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$75  = best_logit;
-    if (\$52 ) begin
-      \$75  = argmax_0_0_logit;
-    end
-    if (rst) begin
-      \$75  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$76  = best_class;
-    if (\$52 ) begin
-      \$76  = \$17 [0];
-    end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$77  = \$55 [4:0];
-    if (rst) begin
-      \$77  = 5'h00;
+      \$35  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [6:4];
-  assign port__en = \$3 [1:0];
-  assign \port__en$11  = \$6 [1:0];
-  assign \port__addr$16  = \$7 [2:0];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[5:3];
+  assign \port__en$13  = \$3 [1:0];
+  assign \port__en$18  = \$6 [1:0];
+  assign \port__en$23  = acc_write[1];
+  assign \port__data$24  = acc_write[55:2];
+  assign \port__addr$25  = \$7 [2:0];
   assign valid = slot_c2[0];
   assign first = slot_c2[6];
   assign value = slot_c2[31:15];
-  assign \port__en$34  = finalize;
-  assign class_now = \$17 [0];
-  assign w_data = beat;
-  assign finalize_argmax_0 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$37  = acc;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[19:3];
   assign \items__payload.step_end  = items__payload[20];
@@ -6272,11 +6946,15 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[19:3];
   assign \items__payload$1.step_end  = items__payload[20];
   assign \items__payload$1.seq_end  = items__payload[21];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [8:4];
-  assign \config.elem  = \config [10:9];
-  assign \config.value  = \config [42:11];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[7:3];
+  assign \config__payload.elem  = config__payload[9:8];
+  assign \config__payload.value  = config__payload[41:10];
+  assign \acc_write.addr  = acc_write[0];
+  assign \acc_write.en  = acc_write[1];
+  assign \acc_write.data  = acc_write[55:2];
+  assign \acc_write.data[0]  = acc_write[28:2];
+  assign \acc_write.data[1]  = acc_write[55:29];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[1];
   assign \slot_c1.base  = slot_c1[5:2];
@@ -6301,48 +6979,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2.value  = slot_c2[31:15];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
-  assign \seeds[0]  = seeds[26:0];
-  assign \seeds[1]  = seeds[53:27];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[1];
-  assign \slot_c3.base  = slot_c3[5:2];
-  assign \slot_c3.first  = slot_c3[6];
-  assign \slot_c3.last  = slot_c3[7];
-  assign \slot_c3.step_last  = slot_c3[8];
-  assign \slot_c3.seq_first  = slot_c3[9];
-  assign \slot_c3.seq_end  = slot_c3[10];
-  assign \slot_c3.empty  = slot_c3[11];
-  assign \slot_c3.index  = slot_c3[14:12];
-  assign \slot_c3.value  = slot_c3[31:15];
   assign \acc[0]  = acc[26:0];
   assign \acc[1]  = acc[53:27];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[1];
-  assign \slot_argmax_0.base  = slot_argmax_0[5:2];
-  assign \slot_argmax_0.first  = slot_argmax_0[6];
-  assign \slot_argmax_0.last  = slot_argmax_0[7];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[8];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[9];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[10];
-  assign \slot_argmax_0.empty  = slot_argmax_0[11];
-  assign \slot_argmax_0.index  = slot_argmax_0[14:12];
-  assign \slot_argmax_0.value  = slot_argmax_0[31:15];
-  assign \beat.logits  = beat[53:0];
-  assign \beat.logits[0]  = beat[26:0];
-  assign \beat.logits[1]  = beat[53:27];
-  assign \beat.group  = beat[54];
-  assign \beat.final  = beat[55];
-  assign \beat.class_index  = beat[56];
-  assign \beat.seq_end  = beat[57];
-  assign \logits_argmax_0[0]  = logits_argmax_0[26:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[53:27];
-  assign \results__payload.logits  = results__payload[53:0];
-  assign \results__payload.logits[0]  = results__payload[26:0];
-  assign \results__payload.logits[1]  = results__payload[53:27];
-  assign \results__payload.group  = results__payload[54];
-  assign \results__payload.final  = results__payload[55];
-  assign \results__payload.class_index  = results__payload[56];
-  assign \results__payload.seq_end  = results__payload[57];
+  assign \acc$37[0]  = acc[26:0];
+  assign \acc$37[1]  = acc[53:27];
+  assign \seeds[0]  = seeds[26:0];
+  assign \seeds[1]  = seeds[53:27];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[1];
   assign \slot.base  = slot[5:2];
@@ -6376,36 +7018,29 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[11];
   assign \slot_c2b.index  = slot_c2b[14:12];
   assign \slot_c2b.value  = slot_c2b[31:15];
-  assign beat[57] = slot_argmax_0[10];
-  assign beat[56] = \$17 [0];
-  assign beat[55] = slot_argmax_0[8];
-  assign beat[54] = slot_argmax_0[1];
-  assign beat[53:27] = logits_argmax_0[53:27];
-  assign beat[26:0] = logits_argmax_0[26:0];
-  assign \port__data$35 [53:27] = acc[53:27];
-  assign \port__data$35 [26:0] = acc[26:0];
+  assign \slot$54.valid  = \slot$54 [0];
+  assign \slot$54.group  = \slot$54 [1];
+  assign \slot$54.base  = \slot$54 [5:2];
+  assign \slot$54.first  = \slot$54 [6];
+  assign \slot$54.last  = \slot$54 [7];
+  assign \slot$54.step_last  = \slot$54 [8];
+  assign \slot$54.seq_first  = \slot$54 [9];
+  assign \slot$54.seq_end  = \slot$54 [10];
+  assign \slot$54.empty  = \slot$54 [11];
+  assign \slot$54.index  = \slot$54 [14:12];
+  assign \slot$54.value  = \slot$54 [31:15];
   assign seeds[53:27] = \$12 ;
   assign seeds[26:0] = \$11 ;
-  assign \port__data$12 [47:24] = \config [34:11];
-  assign \port__data$12 [23:0] = \config [34:11];
-  assign port__data[15:8] = \config [18:11];
-  assign port__data[7:0] = \config [18:11];
-  assign \$30  = finalize;
-  assign \$38  = 1'h1;
-  assign \$39  = 1'h1;
-  assign \$40  = 1'h1;
-  assign \$41  = 1'h0;
-  assign \$43  = \$42 ;
-  assign \$44  = \$42 ;
-  assign \$46  = 1'h1;
-  assign \$47  = 1'h0;
-  assign \$49  = \$48 ;
-  assign \$50  = \$48 ;
+  assign \port__data$19 [47:24] = config__payload[33:10];
+  assign \port__data$19 [23:0] = config__payload[33:10];
+  assign port__data[15:8] = config__payload[17:10];
+  assign port__data[7:0] = config__payload[17:10];
+  assign \$25  = acc_write[1];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -6480,6 +7115,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$74 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
   reg [3:0] base = 4'h0;
@@ -6489,9 +7127,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   wire [-1:0] group;
   wire issue;
   input [21:0] items__payload;
@@ -6596,7 +7231,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$20  = readout_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = readout_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -6607,10 +7242,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = readout_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = readout_stall_cycles + 1'h1;
@@ -6629,15 +7264,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -6666,7 +7301,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$73 ;
   always @(posedge clk)
     readout_steps <= \$74 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:3];
   assign \$3  = wcount < 4'h8;
@@ -6674,7 +7309,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 4'h8 : 4'h0;
   assign \$5  = \$4  + wcount;
   assign wr__data = { 17'h00000, items__payload[2:0] } | \$6 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -6690,7 +7325,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$17  = meta[11] ? 3'h0 : rd__data[2:0];
   assign \$18  = meta[11] ? 17'h00000 : rd__data[19:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6700,14 +7335,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -6716,28 +7351,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$15 [3:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -6752,7 +7387,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$55  = readout_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -6764,8 +7399,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6795,7 +7430,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6810,7 +7445,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6828,8 +7463,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6846,8 +7481,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
@@ -6864,7 +7499,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6876,7 +7511,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[20]) begin
@@ -6888,7 +7523,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$63 [31:1] = meta[31:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -6906,7 +7541,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6925,7 +7560,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6945,7 +7580,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6958,7 +7593,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$67  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6976,7 +7611,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$68  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -6997,7 +7632,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$69  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -7010,7 +7645,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$70  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -7023,7 +7658,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$71  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -7035,7 +7670,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$72  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -7049,7 +7684,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -7063,7 +7698,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$74  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -7123,8 +7758,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [24:0] \$1 ;
   reg \$10 ;
   reg [16:0] \$11 ;
@@ -7215,70 +7850,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$14  = seeds[26:0];
     if (rst) begin
       \$14  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [26:0] = \$3 [26:0];
@@ -7289,28 +7924,28 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$19  = seeds[53:27];
     if (rst) begin
       \$19  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 27'h0000000;
@@ -7325,8 +7960,100 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [57:0] r__payload;
+  wire [57:0] r__payload;
+  wire \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire \r__payload.group ;
+  wire [53:0] \r__payload.logits ;
+  wire [26:0] \r__payload.logits[0] ;
+  wire [26:0] \r__payload.logits[1] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [57:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [57:0] w__payload;
+  wire \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire \w__payload.group ;
+  wire [53:0] \w__payload.logits ;
+  wire [26:0] \w__payload.logits[0] ;
+  wire [26:0] \w__payload.logits[1] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [57:0] w_data;
+  wire [57:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[53:0];
+  assign \w__payload.logits[0]  = w_data[26:0];
+  assign \w__payload.logits[1]  = w_data[53:27];
+  assign \w__payload.group  = w_data[54];
+  assign \w__payload.final  = w_data[55];
+  assign \w__payload.class_index  = w_data[56];
+  assign \w__payload.seq_end  = w_data[57];
+  assign \r__payload.logits  = r__payload[53:0];
+  assign \r__payload.logits[0]  = r__payload[26:0];
+  assign \r__payload.logits[1]  = r__payload[53:27];
+  assign \r__payload.group  = r__payload[54];
+  assign \r__payload.final  = r__payload[55];
+  assign \r__payload.class_index  = r__payload[56];
+  assign \r__payload.seq_end  = r__payload[57];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -7462,7 +8189,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -7472,7 +8199,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -7482,7 +8209,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -7495,7 +8222,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -24,26 +24,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [44:0] \config ;
-  wire [44:0] \config$14 ;
-  wire [5:0] \config$14.addr ;
-  wire [2:0] \config$14.elem ;
-  wire [2:0] \config$14.target ;
-  wire \config$14.valid ;
-  wire [31:0] \config$14.value ;
-  wire [44:0] \config$25 ;
-  wire [5:0] \config$25.addr ;
-  wire [2:0] \config$25.elem ;
-  wire [2:0] \config$25.target ;
-  wire \config$25.valid ;
-  wire [31:0] \config$25.value ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [43:0] config__payload;
   wire [43:0] config__payload;
+  wire [43:0] \config__payload$25 ;
+  wire [5:0] \config__payload$25.addr ;
+  wire [2:0] \config__payload$25.elem ;
+  wire [2:0] \config__payload$25.target ;
+  wire [31:0] \config__payload$25.value ;
+  wire [43:0] \config__payload$27 ;
+  wire [5:0] \config__payload$27.addr ;
+  wire [2:0] \config__payload$27.elem ;
+  wire [2:0] \config__payload$27.target ;
+  wire [31:0] \config__payload$27.value ;
   wire [5:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -52,6 +44,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$26 ;
+  wire \config__valid$28 ;
+  wire [43:0] config_fanout__payload;
+  wire [5:0] \config_fanout__payload.addr ;
+  wire [2:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1119:0] counters;
   wire [1119:0] counters;
   wire [31:0] \counters.cycles ;
@@ -116,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [29:0] \items__payload$26 ;
-  wire [3:0] \items__payload$26.index ;
-  wire \items__payload$26.seq_end ;
-  wire \items__payload$26.step_end ;
-  wire [23:0] \items__payload$26.value ;
+  wire [29:0] \items__payload$29 ;
+  wire [3:0] \items__payload$29.index ;
+  wire \items__payload$29.seq_end ;
+  wire \items__payload$29.step_end ;
+  wire [23:0] \items__payload$29.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$29 ;
+  wire \items__ready$32 ;
   wire items__valid;
-  wire \items__valid$30 ;
+  wire \items__valid$33 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -170,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [151:0] results__payload;
   wire [151:0] results__payload;
-  wire [151:0] \results__payload$32 ;
-  wire [3:0] \results__payload$32.class_index ;
-  wire \results__payload$32.final ;
-  wire [1:0] \results__payload$32.group ;
-  wire [143:0] \results__payload$32.logits ;
-  wire [35:0] \results__payload$32.logits[0] ;
-  wire [35:0] \results__payload$32.logits[1] ;
-  wire [35:0] \results__payload$32.logits[2] ;
-  wire [35:0] \results__payload$32.logits[3] ;
-  wire \results__payload$32.seq_end ;
+  wire [151:0] \results__payload$35 ;
+  wire [3:0] \results__payload$35.class_index ;
+  wire \results__payload$35.final ;
+  wire [1:0] \results__payload$35.group ;
+  wire [143:0] \results__payload$35.logits ;
+  wire [35:0] \results__payload$35.logits[0] ;
+  wire [35:0] \results__payload$35.logits[1] ;
+  wire [35:0] \results__payload$35.logits[2] ;
+  wire [35:0] \results__payload$35.logits[3] ;
+  wire \results__payload$35.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -191,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$33 ;
+  wire \results__ready$36 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$34 ;
+  wire \results__valid$37 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -254,12 +254,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$127 (events__ready),
+    .\items__ready$99 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -281,25 +282,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$181 (trace_0)
+    .\trace$134 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$26 ),
+    .o__payload(\items__payload$29 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$30 ),
+    .o__valid(\items__valid$33 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$26 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$29 ),
     .items__ready(o__ready),
-    .items__valid(\items__valid$30 ),
-    .r_en(results__ready),
+    .items__valid(\items__valid$33 ),
+    .r__ready(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
     .readout_busy_cycles(readout_busy_cycles),
@@ -350,7 +352,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$14  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
@@ -358,13 +361,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$25  = \config ;
-  assign o__payload = \items__payload$26 ;
-  assign \items__ready$29  = o__ready;
-  assign o__valid = \items__valid$30 ;
-  assign \results__payload$32  = results__payload;
-  assign \results__ready$33  = results__ready;
-  assign \results__valid$34  = results__valid;
+  assign \config__payload$25  = config__payload;
+  assign \config__valid$26  = config__valid;
+  assign \config__payload$27  = config__payload;
+  assign \config__valid$28  = config__valid;
+  assign o__payload = \items__payload$29 ;
+  assign \items__ready$32  = o__ready;
+  assign o__valid = \items__valid$33 ;
+  assign \results__payload$35  = results__payload;
+  assign \results__ready$36  = results__ready;
+  assign \results__valid$37  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -432,16 +438,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_0.gate[1]  = trace_0[70];
   assign \trace_0.gate[2]  = trace_0[71];
   assign \trace_0.gate[3]  = trace_0[72];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \config$14.valid  = \config [0];
-  assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [9:4];
-  assign \config$14.elem  = \config [12:10];
-  assign \config$14.value  = \config [44:13];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[8:3];
+  assign \config_fanout__payload.elem  = config__payload[11:9];
+  assign \config_fanout__payload.value  = config__payload[43:12];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
@@ -468,28 +468,31 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[70];
   assign \trace.gate[2]  = trace_0[71];
   assign \trace.gate[3]  = trace_0[72];
-  assign \config$25.valid  = \config [0];
-  assign \config$25.target  = \config [3:1];
-  assign \config$25.addr  = \config [9:4];
-  assign \config$25.elem  = \config [12:10];
-  assign \config$25.value  = \config [44:13];
-  assign \items__payload$26.index  = \items__payload$26 [3:0];
-  assign \items__payload$26.value  = \items__payload$26 [27:4];
-  assign \items__payload$26.step_end  = \items__payload$26 [28];
-  assign \items__payload$26.seq_end  = \items__payload$26 [29];
-  assign \o__payload.index  = \items__payload$26 [3:0];
-  assign \o__payload.value  = \items__payload$26 [27:4];
-  assign \o__payload.step_end  = \items__payload$26 [28];
-  assign \o__payload.seq_end  = \items__payload$26 [29];
-  assign \results__payload$32.logits  = results__payload[143:0];
-  assign \results__payload$32.logits[0]  = results__payload[35:0];
-  assign \results__payload$32.logits[1]  = results__payload[71:36];
-  assign \results__payload$32.logits[2]  = results__payload[107:72];
-  assign \results__payload$32.logits[3]  = results__payload[143:108];
-  assign \results__payload$32.group  = results__payload[145:144];
-  assign \results__payload$32.final  = results__payload[146];
-  assign \results__payload$32.class_index  = results__payload[150:147];
-  assign \results__payload$32.seq_end  = results__payload[151];
+  assign \config__payload$25.target  = config__payload[2:0];
+  assign \config__payload$25.addr  = config__payload[8:3];
+  assign \config__payload$25.elem  = config__payload[11:9];
+  assign \config__payload$25.value  = config__payload[43:12];
+  assign \config__payload$27.target  = config__payload[2:0];
+  assign \config__payload$27.addr  = config__payload[8:3];
+  assign \config__payload$27.elem  = config__payload[11:9];
+  assign \config__payload$27.value  = config__payload[43:12];
+  assign \items__payload$29.index  = \items__payload$29 [3:0];
+  assign \items__payload$29.value  = \items__payload$29 [27:4];
+  assign \items__payload$29.step_end  = \items__payload$29 [28];
+  assign \items__payload$29.seq_end  = \items__payload$29 [29];
+  assign \o__payload.index  = \items__payload$29 [3:0];
+  assign \o__payload.value  = \items__payload$29 [27:4];
+  assign \o__payload.step_end  = \items__payload$29 [28];
+  assign \o__payload.seq_end  = \items__payload$29 [29];
+  assign \results__payload$35.logits  = results__payload[143:0];
+  assign \results__payload$35.logits[0]  = results__payload[35:0];
+  assign \results__payload$35.logits[1]  = results__payload[71:36];
+  assign \results__payload$35.logits[2]  = results__payload[107:72];
+  assign \results__payload$35.logits[3]  = results__payload[143:108];
+  assign \results__payload$35.group  = results__payload[145:144];
+  assign \results__payload$35.final  = results__payload[146];
+  assign \results__payload$35.class_index  = results__payload[150:147];
+  assign \results__payload$35.seq_end  = results__payload[151];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -525,243 +528,180 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [44:13] = config__payload[43:12];
-  assign \config [12:10] = config__payload[11:9];
-  assign \config [9:4] = config__payload[8:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$181 , layer0_events, layer0_saturations, layer0_items_reads
-, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$99 , \trace$134 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
-  wire [1:0] \$100 ;
-  wire [32:0] \$101 ;
-  wire \$102 ;
-  wire [1:0] \$103 ;
-  wire [32:0] \$104 ;
-  wire [1:0] \$105 ;
-  wire [32:0] \$106 ;
-  wire \$107 ;
-  wire [1:0] \$108 ;
-  wire [32:0] \$109 ;
-  wire \$11 ;
-  wire [1:0] \$110 ;
-  wire [32:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [32:0] \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire [32:0] \$119 ;
+  reg [15:0] \$100 ;
+  reg [23:0] \$101 ;
+  reg [15:0] \$102 ;
+  reg [15:0] \$103 ;
+  reg \$104 ;
+  reg [15:0] \$105 ;
+  reg \$106 ;
+  reg \$107 ;
+  reg [15:0] \$108 ;
+  reg [23:0] \$109 ;
+  wire [24:0] \$11 ;
+  reg [15:0] \$110 ;
+  reg [15:0] \$111 ;
+  reg \$112 ;
+  reg [15:0] \$113 ;
+  reg \$114 ;
+  reg \$115 ;
+  reg [15:0] \$116 ;
+  reg [23:0] \$117 ;
+  reg [15:0] \$118 ;
+  reg [15:0] \$119 ;
   wire \$12 ;
-  wire [23:0] \$120 ;
-  wire [23:0] \$121 ;
-  wire [23:0] \$122 ;
-  wire [23:0] \$123 ;
-  wire [1:0] \$124 ;
-  wire [2:0] \$125 ;
-  wire [3:0] \$126 ;
-  wire [4:0] \$127 ;
-  wire [32:0] \$128 ;
-  wire [1:0] \$129 ;
-  wire [15:0] \$13 ;
-  wire [2:0] \$130 ;
-  wire [3:0] \$131 ;
-  wire [4:0] \$132 ;
-  wire [32:0] \$133 ;
-  wire [5:0] \$134 ;
-  wire \$135 ;
-  wire [6:0] \$136 ;
-  reg [26:0] \$137 ;
-  reg [31:0] \$138 ;
-  reg [31:0] \$139 ;
-  wire [24:0] \$14 ;
-  reg [31:0] \$140 ;
-  reg [31:0] \$141 ;
-  reg [31:0] \$142 ;
-  reg [31:0] \$143 ;
-  reg [31:0] \$144 ;
-  reg [31:0] \$145 ;
-  reg [31:0] \$146 ;
-  reg [31:0] \$147 ;
-  reg [26:0] \$148 ;
-  reg \$149 ;
+  reg \$120 ;
+  reg [15:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
+  reg [15:0] \$124 ;
+  reg [23:0] \$125 ;
+  reg [72:0] \$126 ;
+  reg [31:0] \$127 ;
+  reg [31:0] \$128 ;
+  wire \$13 ;
+  wire \$14 ;
   wire \$15 ;
-  reg [31:0] \$150 ;
-  reg [26:0] \$151 ;
-  reg [26:0] \$152 ;
-  reg [31:0] \$153 ;
-  reg [63:0] \$154 ;
-  reg [95:0] \$155 ;
-  reg [26:0] \$156 ;
-  reg [26:0] \$157 ;
-  reg \$158 ;
-  reg [15:0] \$159 ;
-  wire [24:0] \$16 ;
-  reg [15:0] \$160 ;
-  reg \$161 ;
-  reg [15:0] \$162 ;
-  reg \$163 ;
-  reg \$164 ;
-  reg [15:0] \$165 ;
-  reg [23:0] \$166 ;
-  reg [15:0] \$167 ;
-  reg [15:0] \$168 ;
-  reg \$169 ;
+  wire \$16 ;
   wire \$17 ;
-  reg [15:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg [15:0] \$173 ;
-  reg [23:0] \$174 ;
-  reg [15:0] \$175 ;
-  reg [15:0] \$176 ;
-  reg \$177 ;
-  reg [15:0] \$178 ;
-  reg \$179 ;
-  wire [24:0] \$18 ;
-  reg \$180 ;
-  reg [15:0] \$181 ;
-  reg [23:0] \$182 ;
-  reg [15:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg \$185 ;
-  reg [15:0] \$186 ;
-  reg \$187 ;
-  reg \$188 ;
-  reg [15:0] \$189 ;
-  wire [24:0] \$19 ;
-  reg [23:0] \$190 ;
-  reg [72:0] \$191 ;
-  reg [31:0] \$192 ;
-  reg [31:0] \$193 ;
-  reg [4:0] \$194 ;
-  wire \$2 ;
-  wire [24:0] \$20 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire [24:0] \$2 ;
+  wire [15:0] \$20 ;
   wire [24:0] \$21 ;
   wire \$22 ;
   wire [24:0] \$23 ;
   wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
+  wire [24:0] \$25 ;
+  wire [24:0] \$26 ;
+  wire [24:0] \$27 ;
+  wire [24:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
+  wire [24:0] \$30 ;
   wire \$31 ;
-  wire [15:0] \$32 ;
-  wire [24:0] \$33 ;
+  wire \$32 ;
+  wire \$33 ;
   wire \$34 ;
-  wire [24:0] \$35 ;
+  wire \$35 ;
   wire \$36 ;
-  wire [24:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [24:0] \$39 ;
-  wire \$4 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [15:0] \$39 ;
+  wire [24:0] \$4 ;
   wire [24:0] \$40 ;
   wire \$41 ;
   wire [24:0] \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [24:0] \$44 ;
+  wire [24:0] \$45 ;
+  wire [24:0] \$46 ;
+  wire [24:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [24:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [15:0] \$51 ;
-  wire [24:0] \$52 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
-  wire [24:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
-  wire [24:0] \$56 ;
-  wire [24:0] \$57 ;
-  wire [24:0] \$58 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [15:0] \$58 ;
   wire [24:0] \$59 ;
-  wire \$6 ;
+  wire [24:0] \$6 ;
   wire \$60 ;
   wire [24:0] \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
+  wire [24:0] \$63 ;
+  wire [24:0] \$64 ;
+  wire [24:0] \$65 ;
+  wire [24:0] \$66 ;
   wire \$67 ;
-  wire \$68 ;
+  wire [24:0] \$68 ;
   wire \$69 ;
-  wire [7:0] \$7 ;
-  wire [15:0] \$70 ;
-  wire [24:0] \$71 ;
+  wire [24:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
   wire \$72 ;
-  wire [24:0] \$73 ;
+  wire \$73 ;
   wire \$74 ;
-  wire [24:0] \$75 ;
-  wire [24:0] \$76 ;
-  wire [24:0] \$77 ;
-  wire [24:0] \$78 ;
-  wire \$79 ;
-  wire [6:0] \$8 ;
-  wire [24:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire [1:0] \$90 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [23:0] \$78 ;
+  wire [23:0] \$79 ;
+  wire [24:0] \$8 ;
+  wire [23:0] \$80 ;
+  wire [23:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [2:0] \$83 ;
+  wire [3:0] \$84 ;
+  wire [4:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [2:0] \$88 ;
+  wire [3:0] \$89 ;
+  wire [24:0] \$9 ;
+  wire [4:0] \$90 ;
   wire [32:0] \$91 ;
-  wire \$92 ;
-  wire [1:0] \$93 ;
-  wire [32:0] \$94 ;
-  wire [1:0] \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
-  wire [32:0] \$99 ;
+  reg [26:0] \$92 ;
+  reg \$93 ;
+  reg [15:0] \$94 ;
+  reg [15:0] \$95 ;
+  reg \$96 ;
+  reg [15:0] \$97 ;
+  reg \$98 ;
+  reg \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$40 ;
-  wire [18:0] \acc$40[0] ;
-  wire [18:0] \acc$40[1] ;
-  wire [18:0] \acc$40[2] ;
-  wire [18:0] \acc$40[3] ;
-  wire [18:0] \acc$40[4] ;
-  wire [18:0] \acc$40[5] ;
-  wire [18:0] \acc$40[6] ;
-  wire [18:0] \acc$40[7] ;
-  wire [37:0] \acc$45 ;
-  wire [18:0] \acc$45.cand ;
-  wire [18:0] \acc$45.thr ;
-  wire [37:0] \acc$48 ;
-  wire [18:0] \acc$48.cand ;
-  wire [18:0] \acc$48.thr ;
-  wire [37:0] \acc$51 ;
-  wire [18:0] \acc$51.cand ;
-  wire [18:0] \acc$51.thr ;
+  wire [151:0] \acc$13 ;
+  wire [18:0] \acc$13[0] ;
+  wire [18:0] \acc$13[1] ;
+  wire [18:0] \acc$13[2] ;
+  wire [18:0] \acc$13[3] ;
+  wire [18:0] \acc$13[4] ;
+  wire [18:0] \acc$13[5] ;
+  wire [18:0] \acc$13[6] ;
+  wire [18:0] \acc$13[7] ;
+  wire [37:0] \acc$18 ;
+  wire [18:0] \acc$18.cand ;
+  wire [18:0] \acc$18.thr ;
+  wire [37:0] \acc$21 ;
+  wire [18:0] \acc$21.cand ;
+  wire [18:0] \acc$21.thr ;
+  wire [37:0] \acc$24 ;
+  wire [18:0] \acc$24.cand ;
+  wire [18:0] \acc$24.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$84 ;
   wire [103:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -794,21 +734,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$163 ;
-  wire \gate$170 ;
-  wire \gate$177 ;
+  wire \gate$116 ;
+  wire \gate$123 ;
+  wire \gate$130 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$161 ;
-  wire \hold$168 ;
-  wire \hold$175 ;
+  wire \hold$114 ;
+  wire \hold$121 ;
+  wire \hold$128 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -832,29 +770,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$126 ;
-  wire [3:0] \items__payload$126.index ;
-  wire \items__payload$126.seq_end ;
-  wire \items__payload$126.step_end ;
-  wire [23:0] \items__payload$126.value ;
+  wire [29:0] \items__payload$98 ;
+  wire [3:0] \items__payload$98.index ;
+  wire \items__payload$98.seq_end ;
+  wire \items__payload$98.step_end ;
+  wire [23:0] \items__payload$98.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$127 ;
-  wire \items__ready$127 ;
   wire \items__ready$3 ;
+  input \items__ready$99 ;
+  wire \items__ready$99 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$130 ;
+  wire \items__valid$102 ;
   wire \items__valid$5 ;
-  wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -866,36 +803,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_pool_reads;
-  reg [31:0] layer0_pool_reads = 32'd0;
+  wire [31:0] layer0_pool_reads;
   output [31:0] layer0_pool_writes;
-  reg [31:0] layer0_pool_writes = 32'd0;
+  wire [31:0] layer0_pool_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$160 ;
-  wire [15:0] \new$160.h ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
-  wire [15:0] \new$174 ;
-  wire [15:0] \new$174.h ;
+  wire [15:0] \new$113 ;
+  wire [15:0] \new$113.h ;
+  wire [15:0] \new$120 ;
+  wire [15:0] \new$120.h ;
+  wire [15:0] \new$127 ;
+  wire [15:0] \new$127.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -918,12 +855,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$47 ;
-  wire [15:0] \old$47.h ;
-  wire [15:0] \old$50 ;
-  wire [15:0] \old$50.h ;
-  wire [15:0] \old$53 ;
-  wire [15:0] \old$53.h ;
+  wire [15:0] \old$20 ;
+  wire [15:0] \old$20.h ;
+  wire [15:0] \old$23 ;
+  wire [15:0] \old$23.h ;
+  wire [15:0] \old$26 ;
+  wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -946,9 +883,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$162 ;
-  wire [15:0] \out$169 ;
-  wire [15:0] \out$176 ;
+  wire [15:0] \out$115 ;
+  wire [15:0] \out$122 ;
+  wire [15:0] \out$129 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -958,18 +895,23 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$46 ;
-  wire [7:0] \params$46.alpha ;
-  wire [7:0] \params$49 ;
-  wire [7:0] \params$49.alpha ;
-  wire [7:0] \params$52 ;
-  wire [7:0] \params$52.alpha ;
+  wire [31:0] \params$15 ;
+  wire [7:0] \params$15[0] ;
+  wire [7:0] \params$15[1] ;
+  wire [7:0] \params$15[2] ;
+  wire [7:0] \params$15[3] ;
+  wire [7:0] \params$19 ;
+  wire [7:0] \params$19.alpha ;
+  wire [7:0] \params$22 ;
+  wire [7:0] \params$22.alpha ;
+  wire [7:0] \params$25 ;
+  wire [7:0] \params$25.alpha ;
   wire [7:0] \params.alpha ;
-  reg [31:0] params_c3 = 32'd0;
-  wire [7:0] \params_c3[0] ;
-  wire [7:0] \params_c3[1] ;
-  wire [7:0] \params_c3[2] ;
-  wire [7:0] \params_c3[3] ;
+  wire [95:0] pool;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -978,74 +920,46 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  reg [95:0] pool_c3 = 96'h000000000000000000000000;
-  wire [23:0] \pool_c3[0] ;
-  wire [23:0] \pool_c3[1] ;
-  wire [23:0] \pool_c3[2] ;
-  wire [23:0] \pool_c3[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$21 ;
-  wire [1:0] \port__addr$23 ;
-  reg [1:0] \port__addr$34 ;
-  reg [1:0] \port__addr$35 ;
-  reg [1:0] \port__addr$36 ;
-  wire [1:0] \port__addr$55 ;
-  wire [1:0] \port__addr$59 ;
-  wire [63:0] port__data;
-  wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$149 ;
-  wire [31:0] \port__data$15 ;
-  wire [63:0] \port__data$150 ;
-  wire [95:0] \port__data$152 ;
-  wire [63:0] \port__data$30 ;
-  wire [127:0] \port__data$32 ;
-  wire [63:0] \port__data$61 ;
-  wire [95:0] \port__data$71 ;
-  wire [7:0] port__en;
-  wire [7:0] \port__en$11 ;
-  wire [3:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$20 ;
-  reg \port__en$57  = 1'h0;
-  (* init = 1'h0 *)
-  wire \port__en$60 ;
+  wire [98:0] pool_write;
+  wire [1:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$166 ;
-  wire [15:0] \potential$173 ;
-  wire [15:0] \potential$180 ;
+  wire [15:0] \potential$119 ;
+  wire [15:0] \potential$126 ;
+  wire [15:0] \potential$133 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
   reg [15:0] potential_c4_3 = 16'h0000;
-  wire [103:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [103:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$157 ;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
-  wire \saturated$178 ;
+  wire \saturated$109 ;
+  wire \saturated$117 ;
+  wire \saturated$124 ;
+  wire \saturated$131 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
   reg saturated_c4_3 = 1'h0;
-  wire [151:0] seeds;
-  wire [18:0] \seeds[0] ;
-  wire [18:0] \seeds[1] ;
-  wire [18:0] \seeds[2] ;
-  wire [18:0] \seeds[3] ;
-  wire [18:0] \seeds[4] ;
-  wire [18:0] \seeds[5] ;
-  wire [18:0] \seeds[6] ;
-  wire [18:0] \seeds[7] ;
   wire [26:0] slot;
   wire [5:0] \slot.base ;
   wire \slot.empty ;
@@ -1058,66 +972,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
-  reg [26:0] slot_c1 = 27'h0000000;
-  wire [5:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [1:0] \slot_c1.group ;
-  wire [3:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [7:0] \slot_c1.value ;
-  reg [26:0] slot_c2 = 27'h0000000;
-  wire [5:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [7:0] \slot_c2.value ;
-  reg [26:0] slot_c2a = 27'h0000000;
-  wire [5:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [1:0] \slot_c2a.group ;
-  wire [3:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [7:0] \slot_c2a.value ;
-  reg [26:0] slot_c2b = 27'h0000000;
-  wire [5:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [1:0] \slot_c2b.group ;
-  wire [3:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [7:0] \slot_c2b.value ;
-  reg [26:0] slot_c3 = 27'h0000000;
-  wire [5:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [7:0] \slot_c3.value ;
   reg [26:0] slot_c4 = 27'h0000000;
   wire [5:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1131,28 +985,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [72:0] trace;
-  output [72:0] \trace$181 ;
-  reg [72:0] \trace$181  = 73'h0000000000000000000;
-  wire [3:0] \trace$181.gate ;
-  wire \trace$181.gate[0] ;
-  wire \trace$181.gate[1] ;
-  wire \trace$181.gate[2] ;
-  wire \trace$181.gate[3] ;
-  wire [1:0] \trace$181.group ;
-  wire \trace$181.seq_end ;
-  wire [63:0] \trace$181.state ;
-  wire [15:0] \trace$181.state[0] ;
-  wire [15:0] \trace$181.state[1] ;
-  wire [15:0] \trace$181.state[2] ;
-  wire [15:0] \trace$181.state[3] ;
-  wire \trace$181.step_end ;
-  wire \trace$181.valid ;
+  output [72:0] \trace$134 ;
+  reg [72:0] \trace$134  = 73'h0000000000000000000;
+  wire [3:0] \trace$134.gate ;
+  wire \trace$134.gate[0] ;
+  wire \trace$134.gate[1] ;
+  wire \trace$134.gate[2] ;
+  wire \trace$134.gate[3] ;
+  wire [1:0] \trace$134.group ;
+  wire \trace$134.seq_end ;
+  wire [63:0] \trace$134.state ;
+  wire [15:0] \trace$134.state[0] ;
+  wire [15:0] \trace$134.state[1] ;
+  wire [15:0] \trace$134.state[2] ;
+  wire [15:0] \trace$134.state[3] ;
+  wire \trace$134.step_end ;
+  wire \trace$134.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1167,489 +1029,239 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [7:0] value;
-  wire [103:0] w_data;
+  wire [103:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  reg [127:0] bias [3:0];
-  initial begin
-    bias[0] = 128'h0afbfcd0fecafeae0348fee1044afb7a;
-    bias[1] = 128'h06dfff8805d3f9aafe82018f0176fe38;
-    bias[2] = 128'hfccdfc31fb2dfa72039903a7f9870239;
-    bias[3] = 128'hfc6d04a7facaff5a0269057404d1fe58;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
-    if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
-    if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
-    if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
-    if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
-  end
-  reg [127:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[2:1]];
-    end
-  end
-  assign \port__data$32  = _0_;
-  reg [31:0] \params$194  [3:0];
-  initial begin
-    \params$194 [0] = 32'd1362448186;
-    \params$194 [1] = 32'd1077691697;
-    \params$194 [2] = 32'd1027557199;
-    \params$194 [3] = 32'd960708690;
-  end
-  always @(posedge clk) begin
-    if (\$7 [0])
-      \params$194 [\config [5:4]][7:0] <= \port__data$15 [7:0];
-    if (\$7 [1])
-      \params$194 [\config [5:4]][15:8] <= \port__data$15 [15:8];
-    if (\$7 [2])
-      \params$194 [\config [5:4]][23:16] <= \port__data$15 [23:16];
-    if (\$7 [3])
-      \params$194 [\config [5:4]][31:24] <= \port__data$15 [31:24];
-  end
-  reg [31:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$194 [\port__addr$34 ];
-    end
-  end
-  assign \port__data$149  = _1_;
-  reg [95:0] pool [3:0];
-  initial begin
-    pool[0] = 96'h000000000000000000000000;
-    pool[1] = 96'h000000000000000000000000;
-    pool[2] = 96'h000000000000000000000000;
-    pool[3] = 96'h000000000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$57 )
-      pool[slot_c4[2:1]] <= \port__data$71 ;
-  end
-  reg [95:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$36 ];
-    end
-  end
-  assign \port__data$152  = _2_;
-  reg [63:0] state [3:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-    state[2] = 64'h0000000000000000;
-    state[3] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$57 )
-      state[slot_c4[2:1]] <= \port__data$61 ;
-  end
-  reg [63:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$35 ];
-    end
-  end
-  assign \port__data$150  = _3_;
-  reg [63:0] \weights$192  [47:0];
-  initial begin
-    \weights$192 [0] = 64'h51f841e7ec8bf49d;
-    \weights$192 [1] = 64'hc84426094dbe2417;
-    \weights$192 [2] = 64'h175c142f33cfddfe;
-    \weights$192 [3] = 64'hb8430dcce0ef01c7;
-    \weights$192 [4] = 64'hf9eb0fd3bf2615f5;
-    \weights$192 [5] = 64'he5e607f2122caaeb;
-    \weights$192 [6] = 64'heffff4fab3c2eedf;
-    \weights$192 [7] = 64'hf39f040016e2e62c;
-    \weights$192 [8] = 64'h27ad08e5f433e2f4;
-    \weights$192 [9] = 64'hc7d922f4e51912da;
-    \weights$192 [10] = 64'hd32eebe916e529d2;
-    \weights$192 [11] = 64'h16f5e3d42e53e032;
-    \weights$192 [12] = 64'h6801213e161f9e12;
-    \weights$192 [13] = 64'hf103e32d05ff370e;
-    \weights$192 [14] = 64'he402a17f0dcce63f;
-    \weights$192 [15] = 64'hdfc52407da0af07a;
-    \weights$192 [16] = 64'hfeef28d2e908ea1f;
-    \weights$192 [17] = 64'heddb580a13f93afa;
-    \weights$192 [18] = 64'h48f104fae32a392a;
-    \weights$192 [19] = 64'hf8dd038cf3091d16;
-    \weights$192 [20] = 64'hde57e3c017060c01;
-    \weights$192 [21] = 64'h1c322332094bf8d2;
-    \weights$192 [22] = 64'hacd4d806e8ee02a1;
-    \weights$192 [23] = 64'hf6db0bbc0be42ef2;
-    \weights$192 [24] = 64'hb4dc35f0bbb8d65b;
-    \weights$192 [25] = 64'h0190ce59dc03b243;
-    \weights$192 [26] = 64'h1cfbe4fcf7adfc05;
-    \weights$192 [27] = 64'h32ffcffea4d33af7;
-    \weights$192 [28] = 64'h0a0e6bb907bc4434;
-    \weights$192 [29] = 64'h65d15aeeea130f73;
-    \weights$192 [30] = 64'h3931a0ca8b18dbfe;
-    \weights$192 [31] = 64'he24226f12e9fb7ee;
-    \weights$192 [32] = 64'hc4d82c2722faf3e3;
-    \weights$192 [33] = 64'hfa475fbc1a1bcdfc;
-    \weights$192 [34] = 64'hd82c3f001e1d0309;
-    \weights$192 [35] = 64'h69f847212be520d1;
-    \weights$192 [36] = 64'h0f0b28d52bf71403;
-    \weights$192 [37] = 64'h02de3cf274bd0ed8;
-    \weights$192 [38] = 64'h217e30f92818e8f6;
-    \weights$192 [39] = 64'hf80c13e0a4f9fafd;
-    \weights$192 [40] = 64'hc3f21f1dde03f8e8;
-    \weights$192 [41] = 64'hfc25f30ac8de10f4;
-    \weights$192 [42] = 64'ha81f0a09dbc7e0d3;
-    \weights$192 [43] = 64'h371f19252e9a19bb;
-    \weights$192 [44] = 64'h4aaa151190b0f0e1;
-    \weights$192 [45] = 64'hcdf94c0ab9f0ce14;
-    \weights$192 [46] = 64'h9920ff0dd5f1d624;
-    \weights$192 [47] = 64'h2e3ef1daf21924ea;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$192 [\config [9:4]][7:0] <= port__data[7:0];
-    if (port__en[1])
-      \weights$192 [\config [9:4]][15:8] <= port__data[15:8];
-    if (port__en[2])
-      \weights$192 [\config [9:4]][23:16] <= port__data[23:16];
-    if (port__en[3])
-      \weights$192 [\config [9:4]][31:24] <= port__data[31:24];
-    if (port__en[4])
-      \weights$192 [\config [9:4]][39:32] <= port__data[39:32];
-    if (port__en[5])
-      \weights$192 [\config [9:4]][47:40] <= port__data[47:40];
-    if (port__en[6])
-      \weights$192 [\config [9:4]][55:48] <= port__data[55:48];
-    if (port__en[7])
-      \weights$192 [\config [9:4]][63:56] <= port__data[63:56];
-  end
-  reg [63:0] _4_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _4_ <= \weights$192 [\$8 [5:0]];
-    end
-  end
-  assign \port__data$30  = _4_;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
-  assign \$9  = ~ slot_c1[14];
-  assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[9];
-  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$30 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[10];
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : state_c3[15:0];
-  assign \old$47  = slot_c3[12] ? 16'h0000 : state_c3[31:16];
-  assign \old$50  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
-  assign \old$53  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
-  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  wire w__valid;
+  assign finalize = slot[0] & slot[10];
+  assign old = slot[12] ? 16'h0000 : state[15:0];
+  assign \old$20  = slot[12] ? 16'h0000 : state[31:16];
+  assign \old$23  = slot[12] ? 16'h0000 : state[47:32];
+  assign \old$26  = slot[12] ? 16'h0000 : state[63:48];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$14  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$15  = $signed(\$14 ) > $signed(24'h7fffff);
-  assign \$16  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$17  = $signed(\$16 ) < $signed(24'h800000);
-  assign \$18  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$19  = \$17  ? 25'h1800000 : \$18 ;
-  assign \$20  = \$15  ? 25'h07fffff : \$19 ;
-  assign \$21  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
-  assign \$23  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$22  | \$24 ;
-  assign \$25  = out_0 != old_c4_0;
-  assign \$27  = saturated_c4_0 | pool_0_clipped;
-  assign \$30  = | \$20 [23:0];
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$3  = $signed(\$2 ) > $signed(24'h7fffff);
+  assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$5  = $signed(\$4 ) < $signed(24'h800000);
+  assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$7  = \$5  ? 25'h1800000 : \$6 ;
+  assign \$8  = \$3  ? 25'h07fffff : \$7 ;
+  assign \$9  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$10  = $signed(\$9 ) > $signed(24'h7fffff);
+  assign \$11  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$12  = $signed(\$11 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$10  | \$12 ;
+  assign \$13  = out_0 != old_c4_0;
+  assign \$15  = saturated_c4_0 | pool_0_clipped;
+  assign \$18  = | \$8 [23:0];
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$33  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$34  = $signed(\$33 ) > $signed(24'h7fffff);
-  assign \$35  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$36  = $signed(\$35 ) < $signed(24'h800000);
-  assign \$37  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$38  = \$36  ? 25'h1800000 : \$37 ;
-  assign \$39  = \$34  ? 25'h07fffff : \$38 ;
-  assign \$40  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
-  assign \$42  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$41  | \$43 ;
-  assign \$44  = out_1 != old_c4_1;
-  assign \$46  = saturated_c4_1 | pool_1_clipped;
-  assign \$49  = | \$39 [23:0];
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$21  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
+  assign \$25  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$26  = \$24  ? 25'h1800000 : \$25 ;
+  assign \$27  = \$22  ? 25'h07fffff : \$26 ;
+  assign \$28  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$29  = $signed(\$28 ) > $signed(24'h7fffff);
+  assign \$30  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$31  = $signed(\$30 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$29  | \$31 ;
+  assign \$32  = out_1 != old_c4_1;
+  assign \$34  = saturated_c4_1 | pool_1_clipped;
+  assign \$37  = | \$27 [23:0];
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$52  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$53  = $signed(\$52 ) > $signed(24'h7fffff);
-  assign \$54  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$55  = $signed(\$54 ) < $signed(24'h800000);
-  assign \$56  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$57  = \$55  ? 25'h1800000 : \$56 ;
-  assign \$58  = \$53  ? 25'h07fffff : \$57 ;
-  assign \$59  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
-  assign \$61  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$60  | \$62 ;
-  assign \$63  = out_2 != old_c4_2;
-  assign \$65  = saturated_c4_2 | pool_2_clipped;
-  assign \$68  = | \$58 [23:0];
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$40  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
+  assign \$42  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
+  assign \$44  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$45  = \$43  ? 25'h1800000 : \$44 ;
+  assign \$46  = \$41  ? 25'h07fffff : \$45 ;
+  assign \$47  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
+  assign \$49  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$48  | \$50 ;
+  assign \$51  = out_2 != old_c4_2;
+  assign \$53  = saturated_c4_2 | pool_2_clipped;
+  assign \$56  = | \$46 [23:0];
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$71  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$72  = $signed(\$71 ) > $signed(24'h7fffff);
-  assign \$73  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$74  = $signed(\$73 ) < $signed(24'h800000);
-  assign \$75  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$76  = \$74  ? 25'h1800000 : \$75 ;
-  assign \$77  = \$72  ? 25'h07fffff : \$76 ;
-  assign \$78  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$79  = $signed(\$78 ) > $signed(24'h7fffff);
-  assign \$80  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$81  = $signed(\$80 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$79  | \$81 ;
-  assign \$82  = out_3 != old_c4_3;
-  assign \$84  = saturated_c4_3 | pool_3_clipped;
-  assign \$87  = | \$77 [23:0];
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = slot_c4[11] & slot_c4[13];
-  assign credit = reserved < 5'h10;
-  assign \$90  = 1'h0 + \port__en$16 ;
-  assign \$91  = layer0_weights_reads + \$90 ;
-  assign \$92  = | port__en;
-  assign \$93  = 1'h0 + \$92 ;
-  assign \$94  = layer0_weights_writes + \$93 ;
-  assign \$95  = 1'h0 + \port__en$17 ;
-  assign \$96  = layer0_bias_reads + \$95 ;
-  assign \$97  = | \port__en$11 ;
-  assign \$98  = 1'h0 + \$97 ;
-  assign \$99  = layer0_bias_writes + \$98 ;
-  assign \$100  = 1'h0 + \port__en$18 ;
-  assign \$101  = layer0_params_reads + \$100 ;
-  assign \$102  = | \$7 [3:0];
-  assign \$103  = 1'h0 + \$102 ;
-  assign \$104  = layer0_params_writes + \$103 ;
-  assign \$105  = 1'h0 + \port__en$19 ;
-  assign \$106  = layer0_state_reads + \$105 ;
-  assign \$108  = 1'h0 + \$107 ;
-  assign \$109  = layer0_state_writes + \$108 ;
-  assign \$110  = 1'h0 + \port__en$20 ;
-  assign \$111  = layer0_pool_reads + \$110 ;
-  assign \$113  = 1'h0 + \$112 ;
-  assign \$114  = layer0_pool_writes + \$113 ;
-  assign \$115  = ~ slot_c2[14];
-  assign \$116  = slot_c2[0] & \$115 ;
-  assign \$117  = | slot_c2[26:19];
-  assign \$118  = \$116  & \$117 ;
-  assign \$119  = layer0_macs + 4'h8;
-  assign \$120  = slot_c3[12] ? 24'h000000 : pool_c3[23:0];
-  assign \$121  = slot_c3[12] ? 24'h000000 : pool_c3[47:24];
-  assign \$122  = slot_c3[12] ? 24'h000000 : pool_c3[71:48];
-  assign \$123  = slot_c3[12] ? 24'h000000 : pool_c3[95:72];
-  assign \$124  = 1'h0 + changed[0];
-  assign \$125  = \$124  + changed[1];
-  assign \$126  = \$125  + changed[2];
-  assign \$127  = \$126  + changed[3];
-  assign \$128  = layer0_events + \$127 ;
-  assign \$129  = 1'h0 + saturated[0];
-  assign \$130  = \$129  + saturated[1];
-  assign \$131  = \$130  + saturated[2];
-  assign \$132  = \$131  + saturated[3];
-  assign \$133  = layer0_saturations + \$132 ;
-  assign \$134  = reserved + starting;
-  assign \$135  = r_en & i__valid;
-  assign \$136  = \$134  - \$135 ;
+  assign \$59  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
+  assign \$61  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
+  assign \$63  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$64  = \$62  ? 25'h1800000 : \$63 ;
+  assign \$65  = \$60  ? 25'h07fffff : \$64 ;
+  assign \$66  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$67  = $signed(\$66 ) > $signed(24'h7fffff);
+  assign \$68  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$69  = $signed(\$68 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$67  | \$69 ;
+  assign \$70  = out_3 != old_c4_3;
+  assign \$72  = saturated_c4_3 | pool_3_clipped;
+  assign \$75  = | \$65 [23:0];
+  assign \$76  = \$74  & \$75 ;
+  assign \$77  = slot_c4[11] & slot_c4[13];
+  assign \$78  = slot[12] ? 24'h000000 : pool[23:0];
+  assign \$79  = slot[12] ? 24'h000000 : pool[47:24];
+  assign \$80  = slot[12] ? 24'h000000 : pool[71:48];
+  assign \$81  = slot[12] ? 24'h000000 : pool[95:72];
+  assign \$82  = 1'h0 + changed[0];
+  assign \$83  = \$82  + changed[1];
+  assign \$84  = \$83  + changed[2];
+  assign \$85  = \$84  + changed[3];
+  assign \$86  = layer0_events + \$85 ;
+  assign \$87  = 1'h0 + saturated[0];
+  assign \$88  = \$87  + saturated[1];
+  assign \$89  = \$88  + saturated[2];
+  assign \$90  = \$89  + saturated[3];
+  assign \$91  = layer0_saturations + \$90 ;
   always @(posedge clk)
-    slot_c1 <= \$137 ;
+    slot_c4 <= \$92 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$138 ;
+    finalize4 <= \$93 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$139 ;
+    new_c4_0 <= \$94 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$140 ;
+    old_c4_0 <= \$95 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$141 ;
+    hold_c4_0 <= \$96 ;
   always @(posedge clk)
-    layer0_params_reads <= \$142 ;
+    out_c4_0 <= \$97 ;
   always @(posedge clk)
-    layer0_params_writes <= \$143 ;
+    gate_c4_0 <= \$98 ;
   always @(posedge clk)
-    layer0_state_reads <= \$144 ;
+    saturated_c4_0 <= \$99 ;
   always @(posedge clk)
-    layer0_state_writes <= \$145 ;
+    potential_c4_0 <= \$100 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$146 ;
+    old_pool_c4_0 <= \$101 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$147 ;
+    new_c4_1 <= \$102 ;
   always @(posedge clk)
-    slot_c2 <= \$148 ;
+    old_c4_1 <= \$103 ;
   always @(posedge clk)
-    use_acc2 <= \$149 ;
+    hold_c4_1 <= \$104 ;
   always @(posedge clk)
-    layer0_macs <= \$150 ;
+    out_c4_1 <= \$105 ;
   always @(posedge clk)
-    slot_c2a <= \$151 ;
+    gate_c4_1 <= \$106 ;
   always @(posedge clk)
-    slot_c2b <= \$152 ;
+    saturated_c4_1 <= \$107 ;
   always @(posedge clk)
-    params_c3 <= \$153 ;
+    potential_c4_1 <= \$108 ;
   always @(posedge clk)
-    state_c3 <= \$154 ;
+    old_pool_c4_1 <= \$109 ;
   always @(posedge clk)
-    pool_c3 <= \$155 ;
+    new_c4_2 <= \$110 ;
   always @(posedge clk)
-    slot_c3 <= \$156 ;
+    old_c4_2 <= \$111 ;
   always @(posedge clk)
-    slot_c4 <= \$157 ;
+    hold_c4_2 <= \$112 ;
   always @(posedge clk)
-    \port__en$57  <= \$158 ;
+    out_c4_2 <= \$113 ;
   always @(posedge clk)
-    new_c4_0 <= \$159 ;
+    gate_c4_2 <= \$114 ;
   always @(posedge clk)
-    old_c4_0 <= \$160 ;
+    saturated_c4_2 <= \$115 ;
   always @(posedge clk)
-    hold_c4_0 <= \$161 ;
+    potential_c4_2 <= \$116 ;
   always @(posedge clk)
-    out_c4_0 <= \$162 ;
+    old_pool_c4_2 <= \$117 ;
   always @(posedge clk)
-    gate_c4_0 <= \$163 ;
+    new_c4_3 <= \$118 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$164 ;
+    old_c4_3 <= \$119 ;
   always @(posedge clk)
-    potential_c4_0 <= \$165 ;
+    hold_c4_3 <= \$120 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$166 ;
+    out_c4_3 <= \$121 ;
   always @(posedge clk)
-    new_c4_1 <= \$167 ;
+    gate_c4_3 <= \$122 ;
   always @(posedge clk)
-    old_c4_1 <= \$168 ;
+    saturated_c4_3 <= \$123 ;
   always @(posedge clk)
-    hold_c4_1 <= \$169 ;
+    potential_c4_3 <= \$124 ;
   always @(posedge clk)
-    out_c4_1 <= \$170 ;
+    old_pool_c4_3 <= \$125 ;
   always @(posedge clk)
-    gate_c4_1 <= \$171 ;
+    \trace$134  <= \$126 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$172 ;
+    layer0_events <= \$127 ;
   always @(posedge clk)
-    potential_c4_1 <= \$173 ;
-  always @(posedge clk)
-    old_pool_c4_1 <= \$174 ;
-  always @(posedge clk)
-    new_c4_2 <= \$175 ;
-  always @(posedge clk)
-    old_c4_2 <= \$176 ;
-  always @(posedge clk)
-    hold_c4_2 <= \$177 ;
-  always @(posedge clk)
-    out_c4_2 <= \$178 ;
-  always @(posedge clk)
-    gate_c4_2 <= \$179 ;
-  always @(posedge clk)
-    saturated_c4_2 <= \$180 ;
-  always @(posedge clk)
-    potential_c4_2 <= \$181 ;
-  always @(posedge clk)
-    old_pool_c4_2 <= \$182 ;
-  always @(posedge clk)
-    new_c4_3 <= \$183 ;
-  always @(posedge clk)
-    old_c4_3 <= \$184 ;
-  always @(posedge clk)
-    hold_c4_3 <= \$185 ;
-  always @(posedge clk)
-    out_c4_3 <= \$186 ;
-  always @(posedge clk)
-    gate_c4_3 <= \$187 ;
-  always @(posedge clk)
-    saturated_c4_3 <= \$188 ;
-  always @(posedge clk)
-    potential_c4_3 <= \$189 ;
-  always @(posedge clk)
-    old_pool_c4_3 <= \$190 ;
-  always @(posedge clk)
-    \trace$181  <= \$191 ;
-  always @(posedge clk)
-    layer0_events <= \$192 ;
-  always @(posedge clk)
-    layer0_saturations <= \$193 ;
-  always @(posedge clk)
-    reserved <= \$194 ;
+    layer0_saturations <= \$128 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$57 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
+    .layer0_pool_reads(layer0_pool_reads),
+    .layer0_pool_writes(layer0_pool_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
+    .pool(pool),
+    .pool_write(pool_write),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
-    .clk(clk),
-    .first(slot_c2[9]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[26:19]),
-    .weights(weights)
+    .\slot$74 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1657,7 +1269,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$127 ),
+    .items__ready(\items__ready$99 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1666,552 +1278,336 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .acc(acc),
     .h_new(\new ),
     .hold(hold),
-    .params(params_c3[7:0]),
-    .saturated(\saturated$157 )
+    .params(\params$15 [7:0]),
+    .saturated(\saturated$109 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$163 ),
-    .acc(\acc$45 ),
-    .h_new(\new$160 ),
-    .hold(\hold$161 ),
-    .params(params_c3[15:8]),
-    .saturated(\saturated$164 )
+    .abs_at_least(\gate$116 ),
+    .acc(\acc$18 ),
+    .h_new(\new$113 ),
+    .hold(\hold$114 ),
+    .params(\params$15 [15:8]),
+    .saturated(\saturated$117 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$170 ),
-    .acc(\acc$48 ),
-    .h_new(\new$167 ),
-    .hold(\hold$168 ),
-    .params(params_c3[23:16]),
-    .saturated(\saturated$171 )
+    .abs_at_least(\gate$123 ),
+    .acc(\acc$21 ),
+    .h_new(\new$120 ),
+    .hold(\hold$121 ),
+    .params(\params$15 [23:16]),
+    .saturated(\saturated$124 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$177 ),
-    .acc(\acc$51 ),
-    .h_new(\new$174 ),
-    .hold(\hold$175 ),
-    .params(params_c3[31:24]),
-    .saturated(\saturated$178 )
+    .abs_at_least(\gate$130 ),
+    .acc(\acc$24 ),
+    .h_new(\new$127 ),
+    .hold(\hold$128 ),
+    .params(\params$15 [31:24]),
+    .saturated(\saturated$131 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$10 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$11 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$12 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$12 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$20  = 1'h0;
-    if (\$12 ) begin
-      \port__en$20  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$34  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$35  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$35  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$36  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$36  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = slot;
+    \$92  = slot;
     if (rst) begin
-      \$137  = 27'h0000000;
+      \$92  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$91 [31:0];
+    \$93  = finalize;
     if (rst) begin
-      \$138  = 32'd0;
+      \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = \$94 [31:0];
+    \$94  = \new ;
     if (rst) begin
-      \$139  = 32'd0;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$96 [31:0];
+    \$95  = old;
     if (rst) begin
-      \$140  = 32'd0;
+      \$95  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = \$99 [31:0];
+    \$96  = hold;
     if (rst) begin
-      \$141  = 32'd0;
+      \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = \$101 [31:0];
+    \$97  = \new ;
     if (rst) begin
-      \$142  = 32'd0;
+      \$97  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = \$104 [31:0];
+    \$98  = gate;
     if (rst) begin
-      \$143  = 32'd0;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = \$106 [31:0];
+    \$99  = \saturated$109 ;
     if (rst) begin
-      \$144  = 32'd0;
+      \$99  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = \$109 [31:0];
+    \$100  = 16'h0000;
     if (rst) begin
-      \$145  = 32'd0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = \$111 [31:0];
+    \$101  = \$78 ;
     if (rst) begin
-      \$146  = 32'd0;
+      \$101  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = \$114 [31:0];
+    \$102  = \new$113 ;
     if (rst) begin
-      \$147  = 32'd0;
+      \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = slot_c1;
+    \$103  = \old$20 ;
     if (rst) begin
-      \$148  = 27'h0000000;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = 1'h0;
+    \$104  = \hold$114 ;
     if (rst) begin
-      \$149  = 1'h0;
+      \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = layer0_macs;
-    if (\$118 ) begin
-      \$150  = \$119 [31:0];
-    end
+    \$105  = \new$113 ;
     if (rst) begin
-      \$150  = 32'd0;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = slot_c2;
+    \$106  = \gate$116 ;
     if (rst) begin
-      \$151  = 27'h0000000;
+      \$106  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = slot_c2a;
+    \$107  = \saturated$117 ;
     if (rst) begin
-      \$152  = 27'h0000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$149 ;
+    \$108  = 16'h0000;
     if (rst) begin
-      \$153  = 32'd0;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \port__data$150 ;
+    \$109  = \$79 ;
     if (rst) begin
-      \$154  = 64'h0000000000000000;
+      \$109  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = \port__data$152 ;
+    \$110  = \new$120 ;
     if (rst) begin
-      \$155  = 96'h000000000000000000000000;
+      \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = slot_c2b;
+    \$111  = \old$23 ;
     if (rst) begin
-      \$156  = 27'h0000000;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = slot_c3;
+    \$112  = \hold$121 ;
     if (rst) begin
-      \$157  = 27'h0000000;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = finalize;
+    \$113  = \new$120 ;
     if (rst) begin
-      \$158  = 1'h0;
+      \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = \new ;
+    \$114  = \gate$123 ;
     if (rst) begin
-      \$159  = 16'h0000;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = old;
+    \$115  = \saturated$124 ;
     if (rst) begin
-      \$160  = 16'h0000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = hold;
+    \$116  = 16'h0000;
     if (rst) begin
-      \$161  = 1'h0;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = \new ;
+    \$117  = \$80 ;
     if (rst) begin
-      \$162  = 16'h0000;
+      \$117  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = gate;
+    \$118  = \new$127 ;
     if (rst) begin
-      \$163  = 1'h0;
+      \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = \saturated$157 ;
+    \$119  = \old$26 ;
     if (rst) begin
-      \$164  = 1'h0;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = 16'h0000;
+    \$120  = \hold$128 ;
     if (rst) begin
-      \$165  = 16'h0000;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \$120 ;
+    \$121  = \new$127 ;
     if (rst) begin
-      \$166  = 24'h000000;
+      \$121  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \new$160 ;
+    \$122  = \gate$130 ;
     if (rst) begin
-      \$167  = 16'h0000;
+      \$122  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = \old$47 ;
+    \$123  = \saturated$131 ;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \hold$161 ;
+    \$124  = 16'h0000;
     if (rst) begin
-      \$169  = 1'h0;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \new$160 ;
+    \$125  = \$81 ;
     if (rst) begin
-      \$170  = 16'h0000;
+      \$125  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \gate$163 ;
+    \$126  = trace;
     if (rst) begin
-      \$171  = 1'h0;
+      \$126  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = \saturated$164 ;
-    if (rst) begin
-      \$172  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = 16'h0000;
-    if (rst) begin
-      \$173  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \$121 ;
-    if (rst) begin
-      \$174  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \new$167 ;
-    if (rst) begin
-      \$175  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = \old$50 ;
-    if (rst) begin
-      \$176  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \hold$168 ;
-    if (rst) begin
-      \$177  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \new$167 ;
-    if (rst) begin
-      \$178  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \gate$170 ;
-    if (rst) begin
-      \$179  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \saturated$171 ;
-    if (rst) begin
-      \$180  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = 16'h0000;
-    if (rst) begin
-      \$181  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \$122 ;
-    if (rst) begin
-      \$182  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \new$174 ;
-    if (rst) begin
-      \$183  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = \old$53 ;
-    if (rst) begin
-      \$184  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \hold$175 ;
-    if (rst) begin
-      \$185  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \new$174 ;
-    if (rst) begin
-      \$186  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \gate$177 ;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \saturated$178 ;
-    if (rst) begin
-      \$188  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = 16'h0000;
-    if (rst) begin
-      \$189  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = \$123 ;
-    if (rst) begin
-      \$190  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = trace;
-    if (rst) begin
-      \$191  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = layer0_events;
-    if (\port__en$57 ) begin
-      \$192  = \$128 [31:0];
+    \$127  = layer0_events;
+    if (finalize4) begin
+      \$127  = \$86 [31:0];
     end
     if (rst) begin
-      \$192  = 32'd0;
+      \$127  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = layer0_saturations;
-    if (\port__en$57 ) begin
-      \$193  = \$133 [31:0];
+    \$128  = layer0_saturations;
+    if (finalize4) begin
+      \$128  = \$91 [31:0];
     end
     if (rst) begin
-      \$193  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = \$136 [4:0];
-    if (rst) begin
-      \$194  = 5'h00;
+      \$128  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
-  assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$21  = \$8 [5:0];
-  assign \port__addr$23  = slot_c1[2:1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[26:19];
-  assign params = params_c3[7:0];
-  assign \params$46  = params_c3[15:8];
-  assign \params$49  = params_c3[23:16];
-  assign \params$52  = params_c3[31:24];
-  assign \port__addr$55  = slot_c4[2:1];
-  assign finalize4 = \port__en$57 ;
-  assign \port__addr$59  = slot_c4[2:1];
-  assign \port__en$60  = \port__en$57 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign params = \params$15 [7:0];
+  assign \params$19  = \params$15 [15:8];
+  assign \params$22  = \params$15 [23:16];
+  assign \params$25  = \params$15 [31:24];
   assign old_out_0 = old_c4_0;
-  assign pool_0 = \$20 [23:0];
+  assign pool_0 = \$8 [23:0];
   assign old_out_1 = old_c4_1;
-  assign pool_1 = \$39 [23:0];
+  assign pool_1 = \$27 [23:0];
   assign old_out_2 = old_c4_2;
-  assign pool_2 = \$58 [23:0];
+  assign pool_2 = \$46 [23:0];
   assign old_out_3 = old_c4_3;
-  assign pool_3 = \$77 [23:0];
-  assign w_data = entry;
-  assign w_en = \port__en$57 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign pool_3 = \$65 [23:0];
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$84  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$126  = events__payload;
-  assign events__ready = \items__ready$127 ;
-  assign \items__valid$130  = events__valid;
+  assign \items__payload$98  = events__payload;
+  assign events__ready = \items__ready$99 ;
+  assign \items__valid$102  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$162  = \new$160 ;
-  assign \potential$166  = 16'h0000;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
-  assign \out$176  = \new$174 ;
-  assign \potential$180  = 16'h0000;
+  assign \out$115  = \new$113 ;
+  assign \potential$119  = 16'h0000;
+  assign \out$122  = \new$120 ;
+  assign \potential$126  = 16'h0000;
+  assign \out$129  = \new$127 ;
+  assign \potential$133  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2220,103 +1616,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.value  = items__payload[11:4];
   assign \items__payload$1.step_end  = items__payload[12];
   assign \items__payload$1.seq_end  = items__payload[13];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[2:1];
-  assign \slot_c1.base  = slot_c1[8:3];
-  assign \slot_c1.first  = slot_c1[9];
-  assign \slot_c1.last  = slot_c1[10];
-  assign \slot_c1.step_last  = slot_c1[11];
-  assign \slot_c1.seq_first  = slot_c1[12];
-  assign \slot_c1.seq_end  = slot_c1[13];
-  assign \slot_c1.empty  = slot_c1[14];
-  assign \slot_c1.index  = slot_c1[18:15];
-  assign \slot_c1.value  = slot_c1[26:19];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[26:19];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[2:1];
-  assign \slot_c2a.base  = slot_c2a[8:3];
-  assign \slot_c2a.first  = slot_c2a[9];
-  assign \slot_c2a.last  = slot_c2a[10];
-  assign \slot_c2a.step_last  = slot_c2a[11];
-  assign \slot_c2a.seq_first  = slot_c2a[12];
-  assign \slot_c2a.seq_end  = slot_c2a[13];
-  assign \slot_c2a.empty  = slot_c2a[14];
-  assign \slot_c2a.index  = slot_c2a[18:15];
-  assign \slot_c2a.value  = slot_c2a[26:19];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[26:19];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$40[0]  = \acc$40 [18:0];
-  assign \acc$40[1]  = \acc$40 [37:19];
-  assign \acc$40[2]  = \acc$40 [56:38];
-  assign \acc$40[3]  = \acc$40 [75:57];
-  assign \acc$40[4]  = \acc$40 [94:76];
-  assign \acc$40[5]  = \acc$40 [113:95];
-  assign \acc$40[6]  = \acc$40 [132:114];
-  assign \acc$40[7]  = \acc$40 [151:133];
-  assign \params.alpha  = params_c3[7:0];
-  assign \params_c3[0]  = params_c3[7:0];
-  assign \params_c3[1]  = params_c3[15:8];
-  assign \params_c3[2]  = params_c3[23:16];
-  assign \params_c3[3]  = params_c3[31:24];
+  assign \acc$13[0]  = \acc$13 [18:0];
+  assign \acc$13[1]  = \acc$13 [37:19];
+  assign \acc$13[2]  = \acc$13 [56:38];
+  assign \acc$13[3]  = \acc$13 [75:57];
+  assign \acc$13[4]  = \acc$13 [94:76];
+  assign \acc$13[5]  = \acc$13 [113:95];
+  assign \acc$13[6]  = \acc$13 [132:114];
+  assign \acc$13[7]  = \acc$13 [151:133];
+  assign \params.alpha  = \params$15 [7:0];
+  assign \params$15[0]  = \params$15 [7:0];
+  assign \params$15[1]  = \params$15 [15:8];
+  assign \params$15[2]  = \params$15 [23:16];
+  assign \params$15[3]  = \params$15 [31:24];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$45.cand  = \acc$45 [18:0];
-  assign \acc$45.thr  = \acc$45 [37:19];
-  assign \params$46.alpha  = params_c3[15:8];
-  assign \old$47.h  = \old$47 ;
-  assign \acc$48.cand  = \acc$48 [18:0];
-  assign \acc$48.thr  = \acc$48 [37:19];
-  assign \params$49.alpha  = params_c3[23:16];
-  assign \old$50.h  = \old$50 ;
-  assign \acc$51.cand  = \acc$51 [18:0];
-  assign \acc$51.thr  = \acc$51 [37:19];
-  assign \params$52.alpha  = params_c3[31:24];
-  assign \old$53.h  = \old$53 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$18.cand  = \acc$18 [18:0];
+  assign \acc$18.thr  = \acc$18 [37:19];
+  assign \params$19.alpha  = \params$15 [15:8];
+  assign \old$20.h  = \old$20 ;
+  assign \acc$21.cand  = \acc$21 [18:0];
+  assign \acc$21.thr  = \acc$21 [37:19];
+  assign \params$22.alpha  = \params$15 [23:16];
+  assign \old$23.h  = \old$23 ;
+  assign \acc$24.cand  = \acc$24 [18:0];
+  assign \acc$24.thr  = \acc$24 [37:19];
+  assign \params$25.alpha  = \params$15 [31:24];
+  assign \old$26.h  = \old$26 ;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[8:3];
@@ -2328,6 +1685,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c4.empty  = slot_c4[14];
   assign \slot_c4.index  = slot_c4[18:15];
   assign \slot_c4.value  = slot_c4[26:19];
+  assign \pool_write.addr  = pool_write[1:0];
+  assign \pool_write.en  = pool_write[2];
+  assign \pool_write.data  = pool_write[98:3];
+  assign \pool_write.data[0]  = pool_write[26:3];
+  assign \pool_write.data[1]  = pool_write[50:27];
+  assign \pool_write.data[2]  = pool_write[74:51];
+  assign \pool_write.data[3]  = pool_write[98:75];
   assign \new_c4_0.h  = new_c4_0;
   assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
@@ -2359,6 +1723,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \w__payload.mask  = entry[3:0];
+  assign \w__payload.value  = entry[99:4];
+  assign \w__payload.value[0]  = entry[27:4];
+  assign \w__payload.value[1]  = entry[51:28];
+  assign \w__payload.value[2]  = entry[75:52];
+  assign \w__payload.value[3]  = entry[99:76];
+  assign \w__payload.group  = entry[101:100];
+  assign \w__payload.marker  = entry[102];
+  assign \w__payload.seq_end  = entry[103];
   assign \i__payload.mask  = i__payload[3:0];
   assign \i__payload.value  = i__payload[99:4];
   assign \i__payload.value[0]  = i__payload[27:4];
@@ -2368,6 +1741,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \i__payload.group  = i__payload[101:100];
   assign \i__payload.marker  = i__payload[102];
   assign \i__payload.seq_end  = i__payload[103];
+  assign \r__payload.mask  = i__payload[3:0];
+  assign \r__payload.value  = i__payload[99:4];
+  assign \r__payload.value[0]  = i__payload[27:4];
+  assign \r__payload.value[1]  = i__payload[51:28];
+  assign \r__payload.value[2]  = i__payload[75:52];
+  assign \r__payload.value[3]  = i__payload[99:76];
+  assign \r__payload.group  = i__payload[101:100];
+  assign \r__payload.marker  = i__payload[102];
+  assign \r__payload.seq_end  = i__payload[103];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -2390,69 +1772,47 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$126.index  = events__payload[3:0];
-  assign \items__payload$126.value  = events__payload[27:4];
-  assign \items__payload$126.step_end  = events__payload[28];
-  assign \items__payload$126.seq_end  = events__payload[29];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[2:1];
-  assign \slot_c2b.base  = slot_c2b[8:3];
-  assign \slot_c2b.first  = slot_c2b[9];
-  assign \slot_c2b.last  = slot_c2b[10];
-  assign \slot_c2b.step_last  = slot_c2b[11];
-  assign \slot_c2b.seq_first  = slot_c2b[12];
-  assign \slot_c2b.seq_end  = slot_c2b[13];
-  assign \slot_c2b.empty  = slot_c2b[14];
-  assign \slot_c2b.index  = slot_c2b[18:15];
-  assign \slot_c2b.value  = slot_c2b[26:19];
-  assign \pool_c3[0]  = pool_c3[23:0];
-  assign \pool_c3[1]  = pool_c3[47:24];
-  assign \pool_c3[2]  = pool_c3[71:48];
-  assign \pool_c3[3]  = pool_c3[95:72];
+  assign \items__payload$98.index  = events__payload[3:0];
+  assign \items__payload$98.value  = events__payload[27:4];
+  assign \items__payload$98.step_end  = events__payload[28];
+  assign \items__payload$98.seq_end  = events__payload[29];
   assign \new.h  = \new ;
-  assign \new$160.h  = \new$160 ;
-  assign \new$167.h  = \new$167 ;
-  assign \new$174.h  = \new$174 ;
-  assign \trace$181.valid  = \trace$181 [0];
-  assign \trace$181.group  = \trace$181 [2:1];
-  assign \trace$181.step_end  = \trace$181 [3];
-  assign \trace$181.seq_end  = \trace$181 [4];
-  assign \trace$181.state  = \trace$181 [68:5];
-  assign \trace$181.state[0]  = \trace$181 [20:5];
-  assign \trace$181.state[1]  = \trace$181 [36:21];
-  assign \trace$181.state[2]  = \trace$181 [52:37];
-  assign \trace$181.state[3]  = \trace$181 [68:53];
-  assign \trace$181.gate  = \trace$181 [72:69];
-  assign \trace$181.gate[0]  = \trace$181 [69];
-  assign \trace$181.gate[1]  = \trace$181 [70];
-  assign \trace$181.gate[2]  = \trace$181 [71];
-  assign \trace$181.gate[3]  = \trace$181 [72];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \new$113.h  = \new$113 ;
+  assign \new$120.h  = \new$120 ;
+  assign \new$127.h  = \new$127 ;
+  assign \trace$134.valid  = \trace$134 [0];
+  assign \trace$134.group  = \trace$134 [2:1];
+  assign \trace$134.step_end  = \trace$134 [3];
+  assign \trace$134.seq_end  = \trace$134 [4];
+  assign \trace$134.state  = \trace$134 [68:5];
+  assign \trace$134.state[0]  = \trace$134 [20:5];
+  assign \trace$134.state[1]  = \trace$134 [36:21];
+  assign \trace$134.state[2]  = \trace$134 [52:37];
+  assign \trace$134.state[3]  = \trace$134 [68:53];
+  assign \trace$134.gate  = \trace$134 [72:69];
+  assign \trace$134.gate[0]  = \trace$134 [69];
+  assign \trace$134.gate[1]  = \trace$134 [70];
+  assign \trace$134.gate[2]  = \trace$134 [71];
+  assign \trace$134.gate[3]  = \trace$134 [72];
   assign entry[103] = slot_c4[13];
-  assign entry[102] = \$89 ;
+  assign entry[102] = \$77 ;
   assign entry[101:100] = slot_c4[2:1];
-  assign entry[99:76] = \$77 [23:0];
-  assign entry[3] = \$88 ;
-  assign entry[75:52] = \$58 [23:0];
-  assign entry[2] = \$69 ;
-  assign entry[51:28] = \$39 [23:0];
-  assign entry[1] = \$50 ;
-  assign entry[27:4] = \$20 [23:0];
-  assign entry[0] = \$31 ;
+  assign entry[99:76] = \$65 [23:0];
+  assign entry[3] = \$76 ;
+  assign entry[75:52] = \$46 [23:0];
+  assign entry[2] = \$57 ;
+  assign entry[51:28] = \$27 [23:0];
+  assign entry[1] = \$38 ;
+  assign entry[27:4] = \$8 [23:0];
+  assign entry[0] = \$19 ;
   assign trace[4] = slot_c4[13];
   assign trace[3] = slot_c4[11];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$57 ;
+  assign trace[0] = finalize4;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -2461,81 +1821,151 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[36:21] = out_1;
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[3] = \$85 ;
-  assign saturated[2] = \$66 ;
-  assign saturated[1] = \$47 ;
-  assign saturated[0] = \$28 ;
-  assign changed[3] = \$83 ;
-  assign changed[2] = \$64 ;
-  assign changed[1] = \$45 ;
-  assign changed[0] = \$26 ;
-  assign \port__data$71 [95:72] = \$77 [23:0];
-  assign \port__data$71 [71:48] = \$58 [23:0];
-  assign \port__data$71 [47:24] = \$39 [23:0];
-  assign \port__data$71 [23:0] = \$20 [23:0];
-  assign \port__data$61 [63:48] = \$70 ;
-  assign \port__data$61 [47:32] = \$51 ;
-  assign \port__data$61 [31:16] = \$32 ;
-  assign \port__data$61 [15:0] = \$13 ;
-  assign lane_valid[3] = 1'h1;
-  assign lane_valid[2] = 1'h1;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \acc$51 [37:19] = \acc$40 [151:133];
-  assign \acc$51 [18:0] = \acc$40 [132:114];
-  assign \acc$48 [37:19] = \acc$40 [113:95];
-  assign \acc$48 [18:0] = \acc$40 [94:76];
-  assign \acc$45 [37:19] = \acc$40 [75:57];
-  assign \acc$45 [18:0] = \acc$40 [56:38];
-  assign acc[37:19] = \acc$40 [37:19];
-  assign acc[18:0] = \acc$40 [18:0];
-  assign seeds[151:133] = { \port__data$32 [127], \port__data$32 [127], \port__data$32 [127], \port__data$32 [127:112] };
-  assign seeds[132:114] = { \port__data$32 [111], \port__data$32 [111], \port__data$32 [111], \port__data$32 [111:96] };
-  assign seeds[113:95] = { \port__data$32 [95], \port__data$32 [95], \port__data$32 [95], \port__data$32 [95:80] };
-  assign seeds[94:76] = { \port__data$32 [79], \port__data$32 [79], \port__data$32 [79], \port__data$32 [79:64] };
-  assign seeds[75:57] = { \port__data$32 [63], \port__data$32 [63], \port__data$32 [63], \port__data$32 [63:48] };
-  assign seeds[56:38] = { \port__data$32 [47], \port__data$32 [47], \port__data$32 [47], \port__data$32 [47:32] };
-  assign seeds[37:19] = { \port__data$32 [31], \port__data$32 [31], \port__data$32 [31], \port__data$32 [31:16] };
-  assign seeds[18:0] = { \port__data$32 [15], \port__data$32 [15], \port__data$32 [15], \port__data$32 [15:0] };
-  assign \port__data$15 [31:24] = \config [20:13];
-  assign \port__data$15 [23:16] = \config [20:13];
-  assign \port__data$15 [15:8] = \config [20:13];
-  assign \port__data$15 [7:0] = \config [20:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$26  = \$25 ;
-  assign \$28  = \$27 ;
-  assign \$29  = slot_c4[13];
-  assign \$45  = \$44 ;
-  assign \$47  = \$46 ;
-  assign \$48  = slot_c4[13];
-  assign \$64  = \$63 ;
-  assign \$66  = \$65 ;
-  assign \$67  = slot_c4[13];
-  assign \$83  = \$82 ;
-  assign \$85  = \$84 ;
-  assign \$86  = slot_c4[13];
-  assign \$107  = \port__en$57 ;
-  assign \$112  = \port__en$57 ;
+  assign saturated[3] = \$73 ;
+  assign saturated[2] = \$54 ;
+  assign saturated[1] = \$35 ;
+  assign saturated[0] = \$16 ;
+  assign changed[3] = \$71 ;
+  assign changed[2] = \$52 ;
+  assign changed[1] = \$33 ;
+  assign changed[0] = \$14 ;
+  assign pool_write[98:75] = \$65 [23:0];
+  assign pool_write[74:51] = \$46 [23:0];
+  assign pool_write[50:27] = \$27 [23:0];
+  assign pool_write[26:3] = \$8 [23:0];
+  assign pool_write[2] = finalize4;
+  assign pool_write[1:0] = slot_c4[2:1];
+  assign state_write[66:51] = \$58 ;
+  assign state_write[50:35] = \$39 ;
+  assign state_write[34:19] = \$20 ;
+  assign state_write[18:3] = \$1 ;
+  assign state_write[2] = finalize4;
+  assign state_write[1:0] = slot_c4[2:1];
+  assign \acc$24 [37:19] = \acc$13 [151:133];
+  assign \acc$24 [18:0] = \acc$13 [132:114];
+  assign \acc$21 [37:19] = \acc$13 [113:95];
+  assign \acc$21 [18:0] = \acc$13 [94:76];
+  assign \acc$18 [37:19] = \acc$13 [75:57];
+  assign \acc$18 [18:0] = \acc$13 [56:38];
+  assign acc[37:19] = \acc$13 [37:19];
+  assign acc[18:0] = \acc$13 [18:0];
+  assign \$14  = \$13 ;
+  assign \$16  = \$15 ;
+  assign \$17  = slot_c4[13];
+  assign \$33  = \$32 ;
+  assign \$35  = \$34 ;
+  assign \$36  = slot_c4[13];
+  assign \$52  = \$51 ;
+  assign \$54  = \$53 ;
+  assign \$55  = slot_c4[13];
+  assign \$71  = \$70 ;
+  assign \$73  = \$72 ;
+  assign \$74  = slot_c4[13];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [103:0] r__payload;
+  wire [103:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [103:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [103:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
+  wire w__valid;
+  input [103:0] w_data;
+  wire [103:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[3:0];
+  assign \w__payload.value  = w_data[99:4];
+  assign \w__payload.value[0]  = w_data[27:4];
+  assign \w__payload.value[1]  = w_data[51:28];
+  assign \w__payload.value[2]  = w_data[75:52];
+  assign \w__payload.value[3]  = w_data[99:76];
+  assign \w__payload.group  = w_data[101:100];
+  assign \w__payload.marker  = w_data[102];
+  assign \w__payload.seq_end  = w_data[103];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[99:4];
+  assign \r__payload.value[0]  = r__payload[27:4];
+  assign \r__payload.value[1]  = r__payload[51:28];
+  assign \r__payload.value[2]  = r__payload[75:52];
+  assign \r__payload.value[3]  = r__payload[99:76];
+  assign \r__payload.group  = r__payload[101:100];
+  assign \r__payload.marker  = r__payload[102];
+  assign \r__payload.seq_end  = r__payload[103];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2671,7 +2101,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2681,7 +2111,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2691,7 +2121,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2704,7 +2134,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2724,8 +2154,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2806,7 +2236,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2821,7 +2251,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2836,7 +2266,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2850,7 +2280,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2901,8 +2331,990 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+, params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire [1:0] \$33 ;
+  wire [32:0] \$34 ;
+  wire \$35 ;
+  wire [1:0] \$36 ;
+  wire [32:0] \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire [32:0] \$42 ;
+  reg [26:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
+  reg [31:0] \$49 ;
+  wire \$5 ;
+  reg [31:0] \$50 ;
+  reg [31:0] \$51 ;
+  reg [31:0] \$52 ;
+  reg [31:0] \$53 ;
+  reg [26:0] \$54 ;
+  reg \$55 ;
+  reg [31:0] \$56 ;
+  reg [26:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [63:0] \$59 ;
+  wire \$6 ;
+  reg [95:0] \$60 ;
+  reg [26:0] \$61 ;
+  reg [26:0] \$62 ;
+  wire [7:0] \$7 ;
+  wire [6:0] \$8 ;
+  wire \$9 ;
+  output [151:0] acc;
+  wire [151:0] acc;
+  wire [151:0] \acc$45 ;
+  wire [18:0] \acc$45[0] ;
+  wire [18:0] \acc$45[1] ;
+  wire [18:0] \acc$45[2] ;
+  wire [18:0] \acc$45[3] ;
+  wire [18:0] \acc$45[4] ;
+  wire [18:0] \acc$45[5] ;
+  wire [18:0] \acc$45[6] ;
+  wire [18:0] \acc$45[7] ;
+  wire [18:0] \acc[0] ;
+  wire [18:0] \acc[1] ;
+  wire [18:0] \acc[2] ;
+  wire [18:0] \acc[3] ;
+  wire [18:0] \acc[4] ;
+  wire [18:0] \acc[5] ;
+  wire [18:0] \acc[6] ;
+  wire [18:0] \acc[7] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [13:0] items__payload;
+  wire [13:0] items__payload;
+  wire [13:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [7:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [7:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_pool_reads;
+  reg [31:0] layer0_pool_reads = 32'd0;
+  output [31:0] layer0_pool_writes;
+  reg [31:0] layer0_pool_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [31:0] params;
+  reg [31:0] params = 32'd0;
+  wire [7:0] \params[0] ;
+  wire [7:0] \params[1] ;
+  wire [7:0] \params[2] ;
+  wire [7:0] \params[3] ;
+  output [95:0] pool;
+  reg [95:0] pool = 96'h000000000000000000000000;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
+  input [98:0] pool_write;
+  wire [98:0] pool_write;
+  wire [1:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$21 ;
+  wire [1:0] \port__addr$25 ;
+  wire [1:0] \port__addr$30 ;
+  wire [5:0] \port__addr$34 ;
+  wire [1:0] \port__addr$36 ;
+  reg [1:0] \port__addr$49 ;
+  reg [1:0] \port__addr$50 ;
+  reg [1:0] \port__addr$51 ;
+  wire [63:0] port__data;
+  wire [127:0] \port__data$19 ;
+  wire [31:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [95:0] \port__data$33 ;
+  wire [63:0] \port__data$43 ;
+  wire [127:0] \port__data$47 ;
+  wire [31:0] \port__data$68 ;
+  wire [63:0] \port__data$70 ;
+  wire [95:0] \port__data$72 ;
+  reg port__en;
+  wire [7:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [7:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [3:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  reg \port__en$29 ;
+  wire \port__en$32 ;
+  input rst;
+  wire rst;
+  wire [151:0] seeds;
+  wire [18:0] \seeds[0] ;
+  wire [18:0] \seeds[1] ;
+  wire [18:0] \seeds[2] ;
+  wire [18:0] \seeds[3] ;
+  wire [18:0] \seeds[4] ;
+  wire [18:0] \seeds[5] ;
+  wire [18:0] \seeds[6] ;
+  wire [18:0] \seeds[7] ;
+  wire [26:0] slot;
+  output [26:0] \slot$74 ;
+  reg [26:0] \slot$74  = 27'h0000000;
+  wire [5:0] \slot$74.base ;
+  wire \slot$74.empty ;
+  wire \slot$74.first ;
+  wire [1:0] \slot$74.group ;
+  wire [3:0] \slot$74.index ;
+  wire \slot$74.last ;
+  wire \slot$74.seq_end ;
+  wire \slot$74.seq_first ;
+  wire \slot$74.step_last ;
+  wire \slot$74.valid ;
+  wire [7:0] \slot$74.value ;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [7:0] \slot.value ;
+  reg [26:0] slot_c1 = 27'h0000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
+  reg [26:0] slot_c2 = 27'h0000000;
+  wire [5:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [7:0] \slot_c2.value ;
+  reg [26:0] slot_c2a = 27'h0000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [26:0] slot_c2b = 27'h0000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [66:0] state_write;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [7:0] value;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  reg [127:0] bias [3:0];
+  initial begin
+    bias[0] = 128'h0afbfcd0fecafeae0348fee1044afb7a;
+    bias[1] = 128'h06dfff8805d3f9aafe82018f0176fe38;
+    bias[2] = 128'hfccdfc31fb2dfa72039903a7f9870239;
+    bias[3] = 128'hfc6d04a7facaff5a0269057404d1fe58;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[4:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[4:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[4:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[4:3]][63:48] <= \port__data$19 [63:48];
+    if (\port__en$18 [4])
+      bias[config__payload[4:3]][79:64] <= \port__data$19 [79:64];
+    if (\port__en$18 [5])
+      bias[config__payload[4:3]][95:80] <= \port__data$19 [95:80];
+    if (\port__en$18 [6])
+      bias[config__payload[4:3]][111:96] <= \port__data$19 [111:96];
+    if (\port__en$18 [7])
+      bias[config__payload[4:3]][127:112] <= \port__data$19 [127:112];
+  end
+  reg [127:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[2:1]];
+    end
+  end
+  assign \port__data$47  = _0_;
+  reg [31:0] \params$84  [3:0];
+  initial begin
+    \params$84 [0] = 32'd1362448186;
+    \params$84 [1] = 32'd1077691697;
+    \params$84 [2] = 32'd1027557199;
+    \params$84 [3] = 32'd960708690;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$84 [config__payload[4:3]][7:0] <= \port__data$23 [7:0];
+    if (\$7 [1])
+      \params$84 [config__payload[4:3]][15:8] <= \port__data$23 [15:8];
+    if (\$7 [2])
+      \params$84 [config__payload[4:3]][23:16] <= \port__data$23 [23:16];
+    if (\$7 [3])
+      \params$84 [config__payload[4:3]][31:24] <= \port__data$23 [31:24];
+  end
+  reg [31:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$84 [\port__addr$49 ];
+    end
+  end
+  assign \port__data$68  = _1_;
+  reg [95:0] \pool$86  [3:0];
+  initial begin
+    \pool$86 [0] = 96'h000000000000000000000000;
+    \pool$86 [1] = 96'h000000000000000000000000;
+    \pool$86 [2] = 96'h000000000000000000000000;
+    \pool$86 [3] = 96'h000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (pool_write[2])
+      \pool$86 [pool_write[1:0]] <= pool_write[98:3];
+  end
+  reg [95:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$29 ) begin
+      _2_ <= \pool$86 [\port__addr$51 ];
+    end
+  end
+  assign \port__data$72  = _2_;
+  reg [63:0] \state$85  [3:0];
+  initial begin
+    \state$85 [0] = 64'h0000000000000000;
+    \state$85 [1] = 64'h0000000000000000;
+    \state$85 [2] = 64'h0000000000000000;
+    \state$85 [3] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[2])
+      \state$85 [state_write[1:0]] <= state_write[66:3];
+  end
+  reg [63:0] _3_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _3_ <= \state$85 [\port__addr$50 ];
+    end
+  end
+  assign \port__data$70  = _3_;
+  reg [63:0] \weights$82  [47:0];
+  initial begin
+    \weights$82 [0] = 64'h51f841e7ec8bf49d;
+    \weights$82 [1] = 64'hc84426094dbe2417;
+    \weights$82 [2] = 64'h175c142f33cfddfe;
+    \weights$82 [3] = 64'hb8430dcce0ef01c7;
+    \weights$82 [4] = 64'hf9eb0fd3bf2615f5;
+    \weights$82 [5] = 64'he5e607f2122caaeb;
+    \weights$82 [6] = 64'heffff4fab3c2eedf;
+    \weights$82 [7] = 64'hf39f040016e2e62c;
+    \weights$82 [8] = 64'h27ad08e5f433e2f4;
+    \weights$82 [9] = 64'hc7d922f4e51912da;
+    \weights$82 [10] = 64'hd32eebe916e529d2;
+    \weights$82 [11] = 64'h16f5e3d42e53e032;
+    \weights$82 [12] = 64'h6801213e161f9e12;
+    \weights$82 [13] = 64'hf103e32d05ff370e;
+    \weights$82 [14] = 64'he402a17f0dcce63f;
+    \weights$82 [15] = 64'hdfc52407da0af07a;
+    \weights$82 [16] = 64'hfeef28d2e908ea1f;
+    \weights$82 [17] = 64'heddb580a13f93afa;
+    \weights$82 [18] = 64'h48f104fae32a392a;
+    \weights$82 [19] = 64'hf8dd038cf3091d16;
+    \weights$82 [20] = 64'hde57e3c017060c01;
+    \weights$82 [21] = 64'h1c322332094bf8d2;
+    \weights$82 [22] = 64'hacd4d806e8ee02a1;
+    \weights$82 [23] = 64'hf6db0bbc0be42ef2;
+    \weights$82 [24] = 64'hb4dc35f0bbb8d65b;
+    \weights$82 [25] = 64'h0190ce59dc03b243;
+    \weights$82 [26] = 64'h1cfbe4fcf7adfc05;
+    \weights$82 [27] = 64'h32ffcffea4d33af7;
+    \weights$82 [28] = 64'h0a0e6bb907bc4434;
+    \weights$82 [29] = 64'h65d15aeeea130f73;
+    \weights$82 [30] = 64'h3931a0ca8b18dbfe;
+    \weights$82 [31] = 64'he24226f12e9fb7ee;
+    \weights$82 [32] = 64'hc4d82c2722faf3e3;
+    \weights$82 [33] = 64'hfa475fbc1a1bcdfc;
+    \weights$82 [34] = 64'hd82c3f001e1d0309;
+    \weights$82 [35] = 64'h69f847212be520d1;
+    \weights$82 [36] = 64'h0f0b28d52bf71403;
+    \weights$82 [37] = 64'h02de3cf274bd0ed8;
+    \weights$82 [38] = 64'h217e30f92818e8f6;
+    \weights$82 [39] = 64'hf80c13e0a4f9fafd;
+    \weights$82 [40] = 64'hc3f21f1dde03f8e8;
+    \weights$82 [41] = 64'hfc25f30ac8de10f4;
+    \weights$82 [42] = 64'ha81f0a09dbc7e0d3;
+    \weights$82 [43] = 64'h371f19252e9a19bb;
+    \weights$82 [44] = 64'h4aaa151190b0f0e1;
+    \weights$82 [45] = 64'hcdf94c0ab9f0ce14;
+    \weights$82 [46] = 64'h9920ff0dd5f1d624;
+    \weights$82 [47] = 64'h2e3ef1daf21924ea;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$82 [config__payload[8:3]][7:0] <= port__data[7:0];
+    if (\port__en$13 [1])
+      \weights$82 [config__payload[8:3]][15:8] <= port__data[15:8];
+    if (\port__en$13 [2])
+      \weights$82 [config__payload[8:3]][23:16] <= port__data[23:16];
+    if (\port__en$13 [3])
+      \weights$82 [config__payload[8:3]][31:24] <= port__data[31:24];
+    if (\port__en$13 [4])
+      \weights$82 [config__payload[8:3]][39:32] <= port__data[39:32];
+    if (\port__en$13 [5])
+      \weights$82 [config__payload[8:3]][47:40] <= port__data[47:40];
+    if (\port__en$13 [6])
+      \weights$82 [config__payload[8:3]][55:48] <= port__data[55:48];
+    if (\port__en$13 [7])
+      \weights$82 [config__payload[8:3]][63:56] <= port__data[63:56];
+  end
+  reg [63:0] _4_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _4_ <= \weights$82 [\$8 [5:0]];
+    end
+  end
+  assign \port__data$43  = _4_;
+  assign \$36  = 1'h0 + \$35 ;
+  assign \$37  = layer0_pool_writes + \$36 ;
+  assign \$38  = ~ slot_c2[14];
+  assign \$39  = slot_c2[0] & \$38 ;
+  assign \$40  = | slot_c2[26:19];
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = layer0_macs + 4'h8;
+  always @(posedge clk)
+    slot_c1 <= \$43 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$44 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$45 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$46 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$47 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$48 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$49 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$50 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$51 ;
+  always @(posedge clk)
+    layer0_pool_reads <= \$52 ;
+  always @(posedge clk)
+    layer0_pool_writes <= \$53 ;
+  always @(posedge clk)
+    slot_c2 <= \$54 ;
+  always @(posedge clk)
+    use_acc2 <= \$55 ;
+  always @(posedge clk)
+    layer0_macs <= \$56 ;
+  always @(posedge clk)
+    slot_c2a <= \$57 ;
+  always @(posedge clk)
+    params <= \$58 ;
+  always @(posedge clk)
+    state <= \$59 ;
+  always @(posedge clk)
+    pool <= \$60 ;
+  always @(posedge clk)
+    slot_c2b <= \$61 ;
+  always @(posedge clk)
+    \slot$74  <= \$62 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[11:9];
+  assign \$3  = config__payload[2:0] == 1'h1;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[11:9];
+  assign \$5  = config__payload[2:0] == 2'h2;
+  assign \$6  = config__valid & \$5 ;
+  assign \$7  = \$6  << config__payload[11:9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
+  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$43 ;
+  assign \$12  = slot_c2a[0] & slot_c2a[10];
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = layer0_weights_reads + \$13 ;
+  assign \$15  = | \port__en$13 ;
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = layer0_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = layer0_bias_reads + \$18 ;
+  assign \$20  = | \port__en$18 ;
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = layer0_bias_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$20 ;
+  assign \$24  = layer0_params_reads + \$23 ;
+  assign \$25  = | \$7 [3:0];
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_params_writes + \$26 ;
+  assign \$28  = 1'h0 + \port__en$24 ;
+  assign \$29  = layer0_state_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = layer0_state_writes + \$31 ;
+  assign \$33  = 1'h0 + \port__en$29 ;
+  assign \$34  = layer0_pool_reads + \$33 ;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[9]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[26:19]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$10 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$11 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$12 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$12 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$29  = 1'h0;
+    if (\$12 ) begin
+      \port__en$29  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$49  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$49  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$50  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$50  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$51  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$51  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = slot;
+    if (rst) begin
+      \$43  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$14 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$17 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$19 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = \$22 [31:0];
+    if (rst) begin
+      \$47  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = \$24 [31:0];
+    if (rst) begin
+      \$48  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = \$27 [31:0];
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = \$29 [31:0];
+    if (rst) begin
+      \$50  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = \$32 [31:0];
+    if (rst) begin
+      \$51  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \$34 [31:0];
+    if (rst) begin
+      \$52  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = \$37 [31:0];
+    if (rst) begin
+      \$53  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = slot_c1;
+    if (rst) begin
+      \$54  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$55  = 1'h0;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$56  = layer0_macs;
+    if (\$41 ) begin
+      \$56  = \$42 [31:0];
+    end
+    if (rst) begin
+      \$56  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$57  = slot_c2;
+    if (rst) begin
+      \$57  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$58  = \port__data$68 ;
+    if (rst) begin
+      \$58  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$59  = \port__data$70 ;
+    if (rst) begin
+      \$59  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$60  = \port__data$72 ;
+    if (rst) begin
+      \$60  = 96'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$61  = slot_c2a;
+    if (rst) begin
+      \$61  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$62  = slot_c2b;
+    if (rst) begin
+      \$62  = 27'h0000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__addr$21  = config__payload[4:3];
+  assign \port__en$22  = \$7 [3:0];
+  assign \port__addr$25  = state_write[1:0];
+  assign \port__en$27  = state_write[2];
+  assign \port__data$28  = state_write[66:3];
+  assign \port__addr$30  = pool_write[1:0];
+  assign \port__en$32  = pool_write[2];
+  assign \port__data$33  = pool_write[98:3];
+  assign \port__addr$34  = \$8 [5:0];
+  assign \port__addr$36  = slot_c1[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[9];
+  assign value = slot_c2[26:19];
+  assign \acc$45  = acc;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[11:4];
+  assign \items__payload.step_end  = items__payload[12];
+  assign \items__payload.seq_end  = items__payload[13];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[11:4];
+  assign \items__payload$1.step_end  = items__payload[12];
+  assign \items__payload$1.seq_end  = items__payload[13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
+  assign \pool_write.addr  = pool_write[1:0];
+  assign \pool_write.en  = pool_write[2];
+  assign \pool_write.data  = pool_write[98:3];
+  assign \pool_write.data[0]  = pool_write[26:3];
+  assign \pool_write.data[1]  = pool_write[50:27];
+  assign \pool_write.data[2]  = pool_write[74:51];
+  assign \pool_write.data[3]  = pool_write[98:75];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[26:19];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[8:3];
+  assign \slot_c2.first  = slot_c2[9];
+  assign \slot_c2.last  = slot_c2[10];
+  assign \slot_c2.step_last  = slot_c2[11];
+  assign \slot_c2.seq_first  = slot_c2[12];
+  assign \slot_c2.seq_end  = slot_c2[13];
+  assign \slot_c2.empty  = slot_c2[14];
+  assign \slot_c2.index  = slot_c2[18:15];
+  assign \slot_c2.value  = slot_c2[26:19];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
+  assign \acc$45[0]  = acc[18:0];
+  assign \acc$45[1]  = acc[37:19];
+  assign \acc$45[2]  = acc[56:38];
+  assign \acc$45[3]  = acc[75:57];
+  assign \acc$45[4]  = acc[94:76];
+  assign \acc$45[5]  = acc[113:95];
+  assign \acc$45[6]  = acc[132:114];
+  assign \acc$45[7]  = acc[151:133];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[26:19];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
+  assign \params[0]  = params[7:0];
+  assign \params[1]  = params[15:8];
+  assign \params[2]  = params[23:16];
+  assign \params[3]  = params[31:24];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[26:19];
+  assign \slot$74.valid  = \slot$74 [0];
+  assign \slot$74.group  = \slot$74 [2:1];
+  assign \slot$74.base  = \slot$74 [8:3];
+  assign \slot$74.first  = \slot$74 [9];
+  assign \slot$74.last  = \slot$74 [10];
+  assign \slot$74.step_last  = \slot$74 [11];
+  assign \slot$74.seq_first  = \slot$74 [12];
+  assign \slot$74.seq_end  = \slot$74 [13];
+  assign \slot$74.empty  = \slot$74 [14];
+  assign \slot$74.index  = \slot$74 [18:15];
+  assign \slot$74.value  = \slot$74 [26:19];
+  assign seeds[151:133] = { \port__data$47 [127], \port__data$47 [127], \port__data$47 [127], \port__data$47 [127:112] };
+  assign seeds[132:114] = { \port__data$47 [111], \port__data$47 [111], \port__data$47 [111], \port__data$47 [111:96] };
+  assign seeds[113:95] = { \port__data$47 [95], \port__data$47 [95], \port__data$47 [95], \port__data$47 [95:80] };
+  assign seeds[94:76] = { \port__data$47 [79], \port__data$47 [79], \port__data$47 [79], \port__data$47 [79:64] };
+  assign seeds[75:57] = { \port__data$47 [63], \port__data$47 [63], \port__data$47 [63], \port__data$47 [63:48] };
+  assign seeds[56:38] = { \port__data$47 [47], \port__data$47 [47], \port__data$47 [47], \port__data$47 [47:32] };
+  assign seeds[37:19] = { \port__data$47 [31], \port__data$47 [31], \port__data$47 [31], \port__data$47 [31:16] };
+  assign seeds[18:0] = { \port__data$47 [15], \port__data$47 [15], \port__data$47 [15], \port__data$47 [15:0] };
+  assign \port__data$23 [31:24] = config__payload[19:12];
+  assign \port__data$23 [23:16] = config__payload[19:12];
+  assign \port__data$23 [15:8] = config__payload[19:12];
+  assign \port__data$23 [7:0] = config__payload[19:12];
+  assign \port__data$19 [127:112] = config__payload[27:12];
+  assign \port__data$19 [111:96] = config__payload[27:12];
+  assign \port__data$19 [95:80] = config__payload[27:12];
+  assign \port__data$19 [79:64] = config__payload[27:12];
+  assign \port__data$19 [63:48] = config__payload[27:12];
+  assign \port__data$19 [47:32] = config__payload[27:12];
+  assign \port__data$19 [31:16] = config__payload[27:12];
+  assign \port__data$19 [15:0] = config__payload[27:12];
+  assign port__data[63:56] = config__payload[19:12];
+  assign port__data[55:48] = config__payload[19:12];
+  assign port__data[47:40] = config__payload[19:12];
+  assign port__data[39:32] = config__payload[19:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
+  assign \$30  = state_write[2];
+  assign \$35  = pool_write[2];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2978,6 +3390,9 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
   reg [5:0] base = 6'h00;
@@ -2987,9 +3402,6 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3103,7 +3515,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -3114,10 +3526,10 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = layer0_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
@@ -3139,15 +3551,15 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   always @(posedge clk)
     layer0_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -3178,7 +3590,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     rbank <= \$74 ;
   always @(posedge clk)
     layer0_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
   assign \$3  = wcount < 4'hc;
@@ -3186,7 +3598,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$4  = wbank ? 4'hc : 4'h0;
   assign wr__addr = \$4  + wcount;
   assign \$6  = { 11'h000, items__payload[3:0] } | \$5 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -3201,7 +3613,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3211,14 +3623,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3227,28 +3639,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3263,7 +3675,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3275,8 +3687,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3306,7 +3718,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3321,7 +3733,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3339,8 +3751,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3357,8 +3769,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3375,7 +3787,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3387,7 +3799,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3399,7 +3811,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63 [26:1] = meta[26:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3417,7 +3829,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3436,7 +3848,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3456,7 +3868,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3469,7 +3881,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3487,7 +3899,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3505,7 +3917,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3526,7 +3938,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3539,7 +3951,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3552,7 +3964,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3564,7 +3976,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3578,7 +3990,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3592,7 +4004,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3649,8 +4061,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3891,21 +4303,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3922,245 +4334,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -4193,8 +4605,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4277,7 +4689,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4288,7 +4700,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4305,7 +4717,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4325,7 +4737,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4351,7 +4763,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4388,174 +4800,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (hold, saturated, acc, params, abs_at_least, h_new);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [9:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(1'h0) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [9:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(1'h0) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4639,7 +4883,7 @@ module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
+module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4723,8 +4967,176 @@ module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4785,7 +5197,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4800,7 +5212,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4815,7 +5227,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4829,7 +5241,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4860,125 +5272,83 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [35:0] \$101 ;
-  reg [1:0] \$102 ;
-  reg \$103 ;
-  reg [35:0] \$104 ;
-  reg [1:0] \$105 ;
-  reg [42:0] \$106 ;
-  reg \$107 ;
-  reg [143:0] \$108 ;
-  reg \$109 ;
   wire \$11 ;
-  reg [35:0] \$110 ;
-  reg [1:0] \$111 ;
-  reg [42:0] \$112 ;
-  reg \$113 ;
-  reg [143:0] \$114 ;
-  reg [35:0] \$115 ;
-  reg [3:0] \$116 ;
-  reg [4:0] \$117 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
-  wire [5:0] \$14 ;
-  wire [5:0] \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [35:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [1:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
+  wire \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
-  wire [7:0] \$3 ;
+  wire [4:0] \$3 ;
   wire \$30 ;
-  wire [2:0] \$31 ;
-  wire [3:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [35:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [35:0] \$43 ;
+  wire [1:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
+  wire [5:0] \$5 ;
+  wire [35:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [1:0] \$56 ;
   wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [7:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire [35:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire [6:0] \$7 ;
-  wire [1:0] \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [35:0] \$78 ;
-  wire \$79 ;
+  reg \$58 ;
+  reg [35:0] \$59 ;
+  wire \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg [35:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [42:0] \$64 ;
+  reg \$65 ;
+  reg [143:0] \$66 ;
+  reg \$67 ;
+  reg [35:0] \$68 ;
+  reg [1:0] \$69 ;
+  wire \$7 ;
+  reg [42:0] \$70 ;
+  reg \$71 ;
+  reg [143:0] \$72 ;
+  reg [35:0] \$73 ;
+  reg [3:0] \$74 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire [1:0] \$84 ;
-  wire \$85 ;
-  wire [5:0] \$86 ;
-  wire \$87 ;
-  wire [6:0] \$88 ;
-  reg [42:0] \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [31:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [42:0] \$94 ;
-  reg \$95 ;
-  reg [31:0] \$96 ;
-  reg [42:0] \$97 ;
-  reg [42:0] \$98 ;
-  reg [42:0] \$99 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -5008,19 +5378,26 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$27 ;
   wire finalize;
   reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
   wire finalize_argmax_1;
-  wire first;
   input [29:0] items__payload;
   wire [29:0] items__payload;
   wire [29:0] \items__payload$1 ;
@@ -5048,26 +5425,23 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [35:0] \logits_argmax_1[1] ;
   wire [35:0] \logits_argmax_1[2] ;
   wire [35:0] \logits_argmax_1[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [5:0] \port__addr$15 ;
-  wire [1:0] \port__addr$17 ;
-  wire [31:0] port__data;
-  wire [95:0] \port__data$12 ;
-  wire [31:0] \port__data$24 ;
-  wire [95:0] \port__data$26 ;
-  wire [3:0] port__en;
-  wire [3:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  wire [151:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [151:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [143:0] \r__payload.logits ;
+  wire [35:0] \r__payload.logits[0] ;
+  wire [35:0] \r__payload.logits[1] ;
+  wire [35:0] \r__payload.logits[2] ;
+  wire [35:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
   output [31:0] readout_bias_reads;
-  reg [31:0] readout_bias_reads = 32'd0;
+  wire [31:0] readout_bias_reads;
   output [31:0] readout_bias_writes;
-  reg [31:0] readout_bias_writes = 32'd0;
+  wire [31:0] readout_bias_writes;
   output [31:0] readout_busy_cycles;
   wire [31:0] readout_busy_cycles;
   output [31:0] readout_item_overflows;
@@ -5077,16 +5451,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_items_writes;
   wire [31:0] readout_items_writes;
   output [31:0] readout_macs;
-  reg [31:0] readout_macs = 32'd0;
+  wire [31:0] readout_macs;
   output [31:0] readout_stall_cycles;
   wire [31:0] readout_stall_cycles;
   output [31:0] readout_steps;
   wire [31:0] readout_steps;
   output [31:0] readout_weights_reads;
-  reg [31:0] readout_weights_reads = 32'd0;
+  wire [31:0] readout_weights_reads;
   output [31:0] readout_weights_writes;
-  reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
   output [151:0] results__payload;
   wire [151:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -5103,11 +5477,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire results__valid;
   input rst;
   wire rst;
-  wire [143:0] seeds;
-  wire [35:0] \seeds[0] ;
-  wire [35:0] \seeds[1] ;
-  wire [35:0] \seeds[2] ;
-  wire [35:0] \seeds[3] ;
   wire [42:0] slot;
   wire [5:0] \slot.base ;
   wire \slot.empty ;
@@ -5144,6 +5513,543 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  wire starting;
+  wire take;
+  wire [151:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [143:0] \w__payload.logits ;
+  wire [35:0] \w__payload.logits[0] ;
+  wire [35:0] \w__payload.logits[1] ;
+  wire [35:0] \w__payload.logits[2] ;
+  wire [35:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign \$24  = \$23  ? 1'h1 : 1'h0;
+  assign \$25  = slot[2:1] != 2'h2;
+  assign \$26  = \$24  | \$25 ;
+  assign \$27  = slot[2:1] != 2'h2;
+  assign \$28  = slot[2:1] != 2'h2;
+  assign \$29  = \$28  ? 1'h1 : 1'h0;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$32  = \$30  | \$31 ;
+  assign \$33  = \$27  & \$32 ;
+  assign \$34  = \$33  ? acc[143:108] : acc[107:72];
+  assign \$35  = slot[2:1] != 2'h2;
+  assign \$36  = slot[2:1] != 2'h2;
+  assign \$37  = \$36  ? 1'h1 : 1'h0;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = \$35  & \$40 ;
+  assign \$42  = \$41  ? 2'h3 : 2'h2;
+  assign \$43  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$44  = \$43  | argmax_0_1_valid;
+  assign \$45  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$46  = ~ \$45 ;
+  assign \$47  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = argmax_0_1_valid & \$48 ;
+  assign \$50  = \$49  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$51  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$52  = ~ \$51 ;
+  assign \$53  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = argmax_0_1_valid & \$54 ;
+  assign \$56  = \$55  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$57  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$58 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$59 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$60 ;
+  always @(posedge clk)
+    argmax_0_1_valid <= \$61 ;
+  always @(posedge clk)
+    argmax_0_1_logit <= \$62 ;
+  always @(posedge clk)
+    argmax_0_1_lane <= \$63 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$64 ;
+  always @(posedge clk)
+    finalize_argmax_0 <= \$65 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$66 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$67 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$68 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$69 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$70 ;
+  always @(posedge clk)
+    w__valid <= \$71 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$72 ;
+  always @(posedge clk)
+    best_logit <= \$73 ;
+  always @(posedge clk)
+    best_class <= \$74 ;
+  assign finalize = slot[0] & slot[10];
+  assign \$1  = ! slot_argmax_1[2:1];
+  assign \$2  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_1[2:1] * 3'h4;
+  assign \$4  = \$3  + argmax_1_0_lane;
+  assign \$5  = take ? \$4  : { 2'h0, best_class };
+  assign \$7  = slot[2:1] != 2'h2;
+  assign \$9  = slot[2:1] != 2'h2;
+  assign \$12  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$14  = \$9  & \$13 ;
+  assign \$15  = \$14  ? acc[71:36] : acc[35:0];
+  assign \$16  = slot[2:1] != 2'h2;
+  assign \$19  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$21  = \$16  & \$20 ;
+  assign \$22  = \$21  ? 1'h1 : 1'h0;
+  assign \$23  = slot[2:1] != 2'h2;
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$45 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$58  = \$8 ;
+    if (rst) begin
+      \$58  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$59  = \$15 ;
+    if (rst) begin
+      \$59  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$60  = { 1'h0, \$22  };
+    if (rst) begin
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$61  = \$26 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$62  = \$34 ;
+    if (rst) begin
+      \$62  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$63  = \$42 ;
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$64  = slot;
+    if (rst) begin
+      \$64  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$65  = finalize;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$66  = acc;
+    if (rst) begin
+      \$66  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$67  = \$44 ;
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$68  = \$50 ;
+    if (rst) begin
+      \$68  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$69  = \$56 ;
+    if (rst) begin
+      \$69  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$70  = slot_argmax_0;
+    if (rst) begin
+      \$70  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$71  = finalize_argmax_0;
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$72  = logits_argmax_0;
+    if (rst) begin
+      \$72  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$73  = best_logit;
+    if (\$57 ) begin
+      \$73  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$73  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$74  = best_class;
+    if (\$57 ) begin
+      \$74  = \$5 [3:0];
+    end
+    if (rst) begin
+      \$74  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [3:0];
+  assign w__payload = beat;
+  assign finalize_argmax_1 = w__valid;
+  assign starting = reserve;
+  assign \credit$27  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[27:4];
+  assign \items__payload.step_end  = items__payload[28];
+  assign \items__payload.seq_end  = items__payload[29];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[27:4];
+  assign \items__payload$1.step_end  = items__payload[28];
+  assign \items__payload$1.seq_end  = items__payload[29];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[42:19];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[8:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[9];
+  assign \slot_argmax_1.last  = slot_argmax_1[10];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[11];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[13];
+  assign \slot_argmax_1.empty  = slot_argmax_1[14];
+  assign \slot_argmax_1.index  = slot_argmax_1[18:15];
+  assign \slot_argmax_1.value  = slot_argmax_1[42:19];
+  assign \beat.logits  = beat[143:0];
+  assign \beat.logits[0]  = beat[35:0];
+  assign \beat.logits[1]  = beat[71:36];
+  assign \beat.logits[2]  = beat[107:72];
+  assign \beat.logits[3]  = beat[143:108];
+  assign \beat.group  = beat[145:144];
+  assign \beat.final  = beat[146];
+  assign \beat.class_index  = beat[150:147];
+  assign \beat.seq_end  = beat[151];
+  assign \logits_argmax_1[0]  = logits_argmax_1[35:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[71:36];
+  assign \logits_argmax_1[2]  = logits_argmax_1[107:72];
+  assign \logits_argmax_1[3]  = logits_argmax_1[143:108];
+  assign \w__payload.logits  = beat[143:0];
+  assign \w__payload.logits[0]  = beat[35:0];
+  assign \w__payload.logits[1]  = beat[71:36];
+  assign \w__payload.logits[2]  = beat[107:72];
+  assign \w__payload.logits[3]  = beat[143:108];
+  assign \w__payload.group  = beat[145:144];
+  assign \w__payload.final  = beat[146];
+  assign \w__payload.class_index  = beat[150:147];
+  assign \w__payload.seq_end  = beat[151];
+  assign \results__payload.logits  = results__payload[143:0];
+  assign \results__payload.logits[0]  = results__payload[35:0];
+  assign \results__payload.logits[1]  = results__payload[71:36];
+  assign \results__payload.logits[2]  = results__payload[107:72];
+  assign \results__payload.logits[3]  = results__payload[143:108];
+  assign \results__payload.group  = results__payload[145:144];
+  assign \results__payload.final  = results__payload[146];
+  assign \results__payload.class_index  = results__payload[150:147];
+  assign \results__payload.seq_end  = results__payload[151];
+  assign \r__payload.logits  = results__payload[143:0];
+  assign \r__payload.logits[0]  = results__payload[35:0];
+  assign \r__payload.logits[1]  = results__payload[71:36];
+  assign \r__payload.logits[2]  = results__payload[107:72];
+  assign \r__payload.logits[3]  = results__payload[143:108];
+  assign \r__payload.group  = results__payload[145:144];
+  assign \r__payload.final  = results__payload[146];
+  assign \r__payload.class_index  = results__payload[150:147];
+  assign \r__payload.seq_end  = results__payload[151];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[8:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[9];
+  assign \slot_argmax_0.last  = slot_argmax_0[10];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[11];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[13];
+  assign \slot_argmax_0.empty  = slot_argmax_0[14];
+  assign \slot_argmax_0.index  = slot_argmax_0[18:15];
+  assign \slot_argmax_0.value  = slot_argmax_0[42:19];
+  assign \logits_argmax_0[0]  = logits_argmax_0[35:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[71:36];
+  assign \logits_argmax_0[2]  = logits_argmax_0[107:72];
+  assign \logits_argmax_0[3]  = logits_argmax_0[143:108];
+  assign beat[151] = slot_argmax_1[13];
+  assign beat[150:147] = \$5 [3:0];
+  assign beat[146] = slot_argmax_1[11];
+  assign beat[145:144] = slot_argmax_1[2:1];
+  assign beat[143:108] = logits_argmax_1[143:108];
+  assign beat[107:72] = logits_argmax_1[107:72];
+  assign beat[71:36] = logits_argmax_1[71:36];
+  assign beat[35:0] = logits_argmax_1[35:0];
+  assign \$6  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$10  = 1'h1;
+  assign \$11  = 1'h0;
+  assign \$13  = \$12 ;
+  assign \$17  = 1'h1;
+  assign \$18  = 1'h0;
+  assign \$20  = \$19 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [1:0] \$11 ;
+  wire [32:0] \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire [3:0] \$27 ;
+  wire [32:0] \$28 ;
+  reg [42:0] \$29 ;
+  wire [7:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [42:0] \$34 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
+  reg [42:0] \$37 ;
+  reg [42:0] \$38 ;
+  reg [42:0] \$39 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [7:0] \$6 ;
+  wire [6:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [143:0] acc;
+  wire [143:0] acc;
+  wire [143:0] \acc$31 ;
+  wire [35:0] \acc$31[0] ;
+  wire [35:0] \acc$31[1] ;
+  wire [35:0] \acc$31[2] ;
+  wire [35:0] \acc$31[3] ;
+  wire [35:0] \acc[0] ;
+  wire [35:0] \acc[1] ;
+  wire [35:0] \acc[2] ;
+  wire [35:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [29:0] items__payload;
+  wire [29:0] items__payload;
+  wire [29:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [23:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [23:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [5:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  wire [31:0] port__data;
+  wire [95:0] \port__data$19 ;
+  wire [31:0] \port__data$29 ;
+  wire [95:0] \port__data$33 ;
+  reg port__en;
+  wire [3:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [3:0] \port__en$18 ;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  input rst;
+  wire rst;
+  wire [143:0] seeds;
+  wire [35:0] \seeds[0] ;
+  wire [35:0] \seeds[1] ;
+  wire [35:0] \seeds[2] ;
+  wire [35:0] \seeds[3] ;
+  wire [42:0] slot;
+  output [42:0] \slot$45 ;
+  reg [42:0] \slot$45  = 43'h00000000000;
+  wire [5:0] \slot$45.base ;
+  wire \slot$45.empty ;
+  wire \slot$45.first ;
+  wire [1:0] \slot$45.group ;
+  wire [3:0] \slot$45.index ;
+  wire \slot$45.last ;
+  wire \slot$45.seq_end ;
+  wire \slot$45.seq_first ;
+  wire \slot$45.step_last ;
+  wire \slot$45.valid ;
+  wire [23:0] \slot$45.value ;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [23:0] \slot.value ;
   reg [42:0] slot_c1 = 43'h00000000000;
   wire [5:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -5192,26 +6098,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [23:0] \slot_c2b.value ;
-  reg [42:0] slot_c3 = 43'h00000000000;
-  wire [5:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [23:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [23:0] value;
-  wire [151:0] w_data;
-  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -5225,232 +6118,141 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[\config [5:4]][23:0] <= \port__data$12 [23:0];
+      bias[config__payload[4:3]][23:0] <= \port__data$19 [23:0];
     if (\$6 [1])
-      bias[\config [5:4]][47:24] <= \port__data$12 [47:24];
+      bias[config__payload[4:3]][47:24] <= \port__data$19 [47:24];
     if (\$6 [2])
-      bias[\config [5:4]][71:48] <= \port__data$12 [71:48];
+      bias[config__payload[4:3]][71:48] <= \port__data$19 [71:48];
     if (\$6 [3])
-      bias[\config [5:4]][95:72] <= \port__data$12 [95:72];
+      bias[config__payload[4:3]][95:72] <= \port__data$19 [95:72];
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _0_ <= bias[slot_c1[2:1]];
     end
   end
-  assign \port__data$26  = _0_;
-  reg [31:0] \weights$79  [47:0];
+  assign \port__data$33  = _0_;
+  reg [31:0] \weights$53  [47:0];
   initial begin
-    \weights$79 [0] = 32'd755308271;
-    \weights$79 [1] = 32'd1425033143;
-    \weights$79 [2] = 32'd1107547647;
-    \weights$79 [3] = 32'd104067177;
-    \weights$79 [4] = 32'd3774806020;
-    \weights$79 [5] = 32'd3256992994;
-    \weights$79 [6] = 32'd4293198085;
-    \weights$79 [7] = 32'd1211753456;
-    \weights$79 [8] = 32'd4122978393;
-    \weights$79 [9] = 32'd253479069;
-    \weights$79 [10] = 32'd767351034;
-    \weights$79 [11] = 32'd3321246161;
-    \weights$79 [12] = 32'd3602504632;
-    \weights$79 [13] = 32'd317211656;
-    \weights$79 [14] = 32'd557706154;
-    \weights$79 [15] = 32'd383983645;
-    \weights$79 [16] = 32'd3958033368;
-    \weights$79 [17] = 32'd3559567379;
-    \weights$79 [18] = 32'd100479459;
-    \weights$79 [19] = 32'd1944939718;
-    \weights$79 [20] = 32'd3706771439;
-    \weights$79 [21] = 32'd3860596819;
-    \weights$79 [22] = 32'd3675222291;
-    \weights$79 [23] = 32'd4127512;
-    \weights$79 [24] = 32'd525226502;
-    \weights$79 [25] = 32'd17232640;
-    \weights$79 [26] = 32'd3943368692;
-    \weights$79 [27] = 32'd3922270203;
-    \weights$79 [28] = 32'd4255849059;
-    \weights$79 [29] = 32'd852893917;
-    \weights$79 [30] = 32'd4162904289;
-    \weights$79 [31] = 32'd4177078766;
-    \weights$79 [32] = 32'd243;
-    \weights$79 [33] = 32'd213;
-    \weights$79 [34] = 32'd240;
-    \weights$79 [35] = 32'd208;
-    \weights$79 [36] = 32'd244;
-    \weights$79 [37] = 32'd44;
-    \weights$79 [38] = 32'd182;
-    \weights$79 [39] = 32'd158;
-    \weights$79 [40] = 32'd53;
-    \weights$79 [41] = 32'd184;
-    \weights$79 [42] = 32'd251;
-    \weights$79 [43] = 32'd253;
-    \weights$79 [44] = 32'd182;
-    \weights$79 [45] = 32'd232;
-    \weights$79 [46] = 32'd44;
-    \weights$79 [47] = 32'd255;
+    \weights$53 [0] = 32'd755308271;
+    \weights$53 [1] = 32'd1425033143;
+    \weights$53 [2] = 32'd1107547647;
+    \weights$53 [3] = 32'd104067177;
+    \weights$53 [4] = 32'd3774806020;
+    \weights$53 [5] = 32'd3256992994;
+    \weights$53 [6] = 32'd4293198085;
+    \weights$53 [7] = 32'd1211753456;
+    \weights$53 [8] = 32'd4122978393;
+    \weights$53 [9] = 32'd253479069;
+    \weights$53 [10] = 32'd767351034;
+    \weights$53 [11] = 32'd3321246161;
+    \weights$53 [12] = 32'd3602504632;
+    \weights$53 [13] = 32'd317211656;
+    \weights$53 [14] = 32'd557706154;
+    \weights$53 [15] = 32'd383983645;
+    \weights$53 [16] = 32'd3958033368;
+    \weights$53 [17] = 32'd3559567379;
+    \weights$53 [18] = 32'd100479459;
+    \weights$53 [19] = 32'd1944939718;
+    \weights$53 [20] = 32'd3706771439;
+    \weights$53 [21] = 32'd3860596819;
+    \weights$53 [22] = 32'd3675222291;
+    \weights$53 [23] = 32'd4127512;
+    \weights$53 [24] = 32'd525226502;
+    \weights$53 [25] = 32'd17232640;
+    \weights$53 [26] = 32'd3943368692;
+    \weights$53 [27] = 32'd3922270203;
+    \weights$53 [28] = 32'd4255849059;
+    \weights$53 [29] = 32'd852893917;
+    \weights$53 [30] = 32'd4162904289;
+    \weights$53 [31] = 32'd4177078766;
+    \weights$53 [32] = 32'd243;
+    \weights$53 [33] = 32'd213;
+    \weights$53 [34] = 32'd240;
+    \weights$53 [35] = 32'd208;
+    \weights$53 [36] = 32'd244;
+    \weights$53 [37] = 32'd44;
+    \weights$53 [38] = 32'd182;
+    \weights$53 [39] = 32'd158;
+    \weights$53 [40] = 32'd53;
+    \weights$53 [41] = 32'd184;
+    \weights$53 [42] = 32'd251;
+    \weights$53 [43] = 32'd253;
+    \weights$53 [44] = 32'd182;
+    \weights$53 [45] = 32'd232;
+    \weights$53 [46] = 32'd44;
+    \weights$53 [47] = 32'd255;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$53 [config__payload[8:3]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$53 [config__payload[8:3]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$53 [config__payload[8:3]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$53 [config__payload[8:3]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _1_ <= \weights$79 [\$7 [5:0]];
+    if (port__en) begin
+      _1_ <= \weights$53 [\$7 [5:0]];
     end
   end
-  assign \port__data$24  = _1_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
-  assign \$4  = \config [3:1] == 3'h4;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
+  assign \port__data$29  = _1_;
+  always @(posedge clk)
+    \slot$45  <= \$39 ;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[11:9];
+  assign \$4  = config__payload[2:0] == 3'h4;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[11:9];
   assign \$7  = slot_c1[8:3] + slot_c1[18:15];
   assign \$8  = ~ slot_c1[14];
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$10  = slot_c1[0] & slot_c1[9];
-  assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign \$11  = ! slot_argmax_1[2:1];
-  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
-  assign take = \$11  | \$12 ;
-  assign \$13  = slot_argmax_1[2:1] * 3'h4;
-  assign \$14  = \$13  + argmax_1_0_lane;
-  assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 5'h10;
-  assign \$16  = 1'h0 + \port__en$13 ;
-  assign \$17  = readout_weights_reads + \$16 ;
-  assign \$18  = | \$3 [3:0];
+  assign weights = slot_c2[14] ? 32'd0 : \port__data$29 ;
+  assign \$11  = 1'h0 + port__en;
+  assign \$12  = readout_weights_reads + \$11 ;
+  assign \$13  = | \$3 [3:0];
+  assign \$14  = 1'h0 + \$13 ;
+  assign \$15  = readout_weights_writes + \$14 ;
+  assign \$16  = 1'h0 + \port__en$16 ;
+  assign \$17  = readout_bias_reads + \$16 ;
+  assign \$18  = | \$6 [3:0];
   assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$14 ;
-  assign \$22  = readout_bias_reads + \$21 ;
-  assign \$23  = | \$6 [3:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = readout_bias_writes + \$24 ;
-  assign \$26  = ~ slot_c2[14];
-  assign \$27  = slot_c2[0] & \$26 ;
-  assign \$28  = | slot_c2[42:19];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = slot_c2[2:1] == 2'h2;
-  assign \$31  = \$30  ? 3'h1 : 3'h4;
-  assign \$32  = \$31  * 1'h1;
-  assign \$33  = readout_macs + \$32 ;
-  assign \$35  = slot_c3[2:1] != 2'h2;
-  assign \$37  = slot_c3[2:1] != 2'h2;
-  assign \$40  = $signed(acc[71:36]) > $signed(acc[35:0]);
-  assign \$42  = \$37  & \$41 ;
-  assign \$43  = \$42  ? acc[71:36] : acc[35:0];
-  assign \$44  = slot_c3[2:1] != 2'h2;
-  assign \$47  = $signed(acc[71:36]) > $signed(acc[35:0]);
-  assign \$49  = \$44  & \$48 ;
-  assign \$50  = \$49  ? 1'h1 : 1'h0;
-  assign \$51  = slot_c3[2:1] != 2'h2;
-  assign \$52  = \$51  ? 1'h1 : 1'h0;
-  assign \$53  = slot_c3[2:1] != 2'h2;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = slot_c3[2:1] != 2'h2;
-  assign \$56  = slot_c3[2:1] != 2'h2;
-  assign \$57  = \$56  ? 1'h1 : 1'h0;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = $signed(acc[143:108]) > $signed(acc[107:72]);
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = \$61  ? acc[143:108] : acc[107:72];
-  assign \$63  = slot_c3[2:1] != 2'h2;
-  assign \$64  = slot_c3[2:1] != 2'h2;
-  assign \$65  = \$64  ? 1'h1 : 1'h0;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = $signed(acc[143:108]) > $signed(acc[107:72]);
-  assign \$68  = \$66  | \$67 ;
-  assign \$69  = \$63  & \$68 ;
-  assign \$70  = \$69  ? 2'h3 : 2'h2;
-  assign \$71  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$72  = \$71  | argmax_0_1_valid;
-  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$74  = ~ \$73 ;
-  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = argmax_0_1_valid & \$76 ;
-  assign \$78  = \$77  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$79  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$82  = \$80  | \$81 ;
-  assign \$83  = argmax_0_1_valid & \$82 ;
-  assign \$84  = \$83  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$85  = w_en & take;
-  assign \$86  = reserved + starting;
-  assign \$87  = r_en & results__valid;
-  assign \$88  = \$86  - \$87 ;
+  assign \$20  = readout_bias_writes + \$19 ;
+  assign \$21  = ~ slot_c2[14];
+  assign \$22  = slot_c2[0] & \$21 ;
+  assign \$23  = | slot_c2[42:19];
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = slot_c2[2:1] == 2'h2;
+  assign \$26  = \$25  ? 3'h1 : 3'h4;
+  assign \$27  = \$26  * 1'h1;
+  assign \$28  = readout_macs + \$27 ;
   always @(posedge clk)
-    slot_c1 <= \$89 ;
+    slot_c1 <= \$29 ;
   always @(posedge clk)
-    readout_weights_reads <= \$90 ;
+    readout_weights_reads <= \$30 ;
   always @(posedge clk)
-    readout_weights_writes <= \$91 ;
+    readout_weights_writes <= \$31 ;
   always @(posedge clk)
-    readout_bias_reads <= \$92 ;
+    readout_bias_reads <= \$32 ;
   always @(posedge clk)
-    readout_bias_writes <= \$93 ;
+    readout_bias_writes <= \$33 ;
   always @(posedge clk)
-    slot_c2 <= \$94 ;
+    slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$95 ;
+    use_acc2 <= \$35 ;
   always @(posedge clk)
-    readout_macs <= \$96 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
-    slot_c2a <= \$97 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    slot_c2b <= \$98 ;
-  always @(posedge clk)
-    slot_c3 <= \$99 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$100 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$101 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$102 ;
-  always @(posedge clk)
-    argmax_0_1_valid <= \$103 ;
-  always @(posedge clk)
-    argmax_0_1_logit <= \$104 ;
-  always @(posedge clk)
-    argmax_0_1_lane <= \$105 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$106 ;
-  always @(posedge clk)
-    finalize_argmax_0 <= \$107 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$108 ;
-  always @(posedge clk)
-    argmax_1_0_valid <= \$109 ;
-  always @(posedge clk)
-    argmax_1_0_logit <= \$110 ;
-  always @(posedge clk)
-    argmax_1_0_lane <= \$111 ;
-  always @(posedge clk)
-    slot_argmax_1 <= \$112 ;
-  always @(posedge clk)
-    w_en <= \$113 ;
-  always @(posedge clk)
-    logits_argmax_1 <= \$114 ;
-  always @(posedge clk)
-    best_logit <= \$115 ;
-  always @(posedge clk)
-    best_class <= \$116 ;
-  always @(posedge clk)
-    reserved <= \$117 ;
-  \accelerator.readout.issue  issue (
+    slot_c2b <= \$38 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -5466,7 +6268,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -5476,260 +6278,116 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[42:19]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$13  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$39  = slot_c2b;
+    if (rst) begin
+      \$39  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    port__en = 1'h0;
     if (\$9 ) begin
-      \port__en$13  = 1'h1;
+      port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \port__en$14  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$89  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$29  = slot;
     if (rst) begin
-      \$89  = 43'h00000000000;
+      \$29  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$90  = \$17 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$30  = \$12 [31:0];
     if (rst) begin
-      \$90  = 32'd0;
+      \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$91  = \$20 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$31  = \$15 [31:0];
     if (rst) begin
-      \$91  = 32'd0;
+      \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$92  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$32  = \$17 [31:0];
     if (rst) begin
-      \$92  = 32'd0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$93  = \$25 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$33  = \$20 [31:0];
     if (rst) begin
-      \$93  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$94  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$34  = slot_c1;
     if (rst) begin
-      \$94  = 43'h00000000000;
+      \$34  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$95  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$35  = 1'h0;
     if (rst) begin
-      \$95  = 1'h0;
+      \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$96  = readout_macs;
-    if (\$29 ) begin
-      \$96  = \$33 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$36  = readout_macs;
+    if (\$24 ) begin
+      \$36  = \$28 [31:0];
     end
     if (rst) begin
-      \$96  = 32'd0;
+      \$36  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$97  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$37  = slot_c2;
     if (rst) begin
-      \$97  = 43'h00000000000;
+      \$37  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$98  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$38  = slot_c2a;
     if (rst) begin
-      \$98  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$99  = slot_c2b;
-    if (rst) begin
-      \$99  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$100  = \$36 ;
-    if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$101  = \$43 ;
-    if (rst) begin
-      \$101  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$102  = { 1'h0, \$50  };
-    if (rst) begin
-      \$102  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$103  = \$54 ;
-    if (rst) begin
-      \$103  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$104  = \$62 ;
-    if (rst) begin
-      \$104  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$105  = \$70 ;
-    if (rst) begin
-      \$105  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$106  = slot_c3;
-    if (rst) begin
-      \$106  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$107  = finalize;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$108  = acc;
-    if (rst) begin
-      \$108  = 144'h000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$109  = \$72 ;
-    if (rst) begin
-      \$109  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$110  = \$78 ;
-    if (rst) begin
-      \$110  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$111  = \$84 ;
-    if (rst) begin
-      \$111  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$112  = slot_argmax_0;
-    if (rst) begin
-      \$112  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$113  = finalize_argmax_0;
-    if (rst) begin
-      \$113  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$114  = logits_argmax_0;
-    if (rst) begin
-      \$114  = 144'h000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$115  = best_logit;
-    if (\$85 ) begin
-      \$115  = argmax_1_0_logit;
-    end
-    if (rst) begin
-      \$115  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$116  = best_class;
-    if (\$85 ) begin
-      \$116  = \$15 [3:0];
-    end
-    if (rst) begin
-      \$116  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$117  = \$88 [4:0];
-    if (rst) begin
-      \$117  = 5'h00;
+      \$38  = 43'h00000000000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign port__en = \$3 [3:0];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot_c1[2:1];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__en$13  = \$3 [3:0];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__en$18  = \$6 [3:0];
+  assign \port__addr$20  = \$7 [5:0];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
-  assign class_now = \$15 [3:0];
-  assign w_data = beat;
-  assign finalize_argmax_1 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$31  = acc;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[27:4];
   assign \items__payload.step_end  = items__payload[28];
@@ -5738,11 +6396,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[27:4];
   assign \items__payload$1.step_end  = items__payload[28];
   assign \items__payload$1.seq_end  = items__payload[29];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[2:1];
   assign \slot_c1.base  = slot_c1[8:3];
@@ -5769,54 +6426,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
+  assign \acc$31[0]  = acc[35:0];
+  assign \acc$31[1]  = acc[71:36];
+  assign \acc$31[2]  = acc[107:72];
+  assign \acc$31[3]  = acc[143:108];
   assign \seeds[0]  = seeds[35:0];
   assign \seeds[1]  = seeds[71:36];
   assign \seeds[2]  = seeds[107:72];
   assign \seeds[3]  = seeds[143:108];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[42:19];
-  assign \slot_argmax_1.valid  = slot_argmax_1[0];
-  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
-  assign \slot_argmax_1.base  = slot_argmax_1[8:3];
-  assign \slot_argmax_1.first  = slot_argmax_1[9];
-  assign \slot_argmax_1.last  = slot_argmax_1[10];
-  assign \slot_argmax_1.step_last  = slot_argmax_1[11];
-  assign \slot_argmax_1.seq_first  = slot_argmax_1[12];
-  assign \slot_argmax_1.seq_end  = slot_argmax_1[13];
-  assign \slot_argmax_1.empty  = slot_argmax_1[14];
-  assign \slot_argmax_1.index  = slot_argmax_1[18:15];
-  assign \slot_argmax_1.value  = slot_argmax_1[42:19];
-  assign \beat.logits  = beat[143:0];
-  assign \beat.logits[0]  = beat[35:0];
-  assign \beat.logits[1]  = beat[71:36];
-  assign \beat.logits[2]  = beat[107:72];
-  assign \beat.logits[3]  = beat[143:108];
-  assign \beat.group  = beat[145:144];
-  assign \beat.final  = beat[146];
-  assign \beat.class_index  = beat[150:147];
-  assign \beat.seq_end  = beat[151];
-  assign \logits_argmax_1[0]  = logits_argmax_1[35:0];
-  assign \logits_argmax_1[1]  = logits_argmax_1[71:36];
-  assign \logits_argmax_1[2]  = logits_argmax_1[107:72];
-  assign \logits_argmax_1[3]  = logits_argmax_1[143:108];
-  assign \results__payload.logits  = results__payload[143:0];
-  assign \results__payload.logits[0]  = results__payload[35:0];
-  assign \results__payload.logits[1]  = results__payload[71:36];
-  assign \results__payload.logits[2]  = results__payload[107:72];
-  assign \results__payload.logits[3]  = results__payload[143:108];
-  assign \results__payload.group  = results__payload[145:144];
-  assign \results__payload.final  = results__payload[146];
-  assign \results__payload.class_index  = results__payload[150:147];
-  assign \results__payload.seq_end  = results__payload[151];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -5850,58 +6471,34 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[14];
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[42:19];
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
-  assign \slot_argmax_0.base  = slot_argmax_0[8:3];
-  assign \slot_argmax_0.first  = slot_argmax_0[9];
-  assign \slot_argmax_0.last  = slot_argmax_0[10];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[11];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[12];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[13];
-  assign \slot_argmax_0.empty  = slot_argmax_0[14];
-  assign \slot_argmax_0.index  = slot_argmax_0[18:15];
-  assign \slot_argmax_0.value  = slot_argmax_0[42:19];
-  assign \logits_argmax_0[0]  = logits_argmax_0[35:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[71:36];
-  assign \logits_argmax_0[2]  = logits_argmax_0[107:72];
-  assign \logits_argmax_0[3]  = logits_argmax_0[143:108];
-  assign beat[151] = slot_argmax_1[13];
-  assign beat[150:147] = \$15 [3:0];
-  assign beat[146] = slot_argmax_1[11];
-  assign beat[145:144] = slot_argmax_1[2:1];
-  assign beat[143:108] = logits_argmax_1[143:108];
-  assign beat[107:72] = logits_argmax_1[107:72];
-  assign beat[71:36] = logits_argmax_1[71:36];
-  assign beat[35:0] = logits_argmax_1[35:0];
-  assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
-  assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
-  assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[35:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [95:72] = \config [36:13];
-  assign \port__data$12 [71:48] = \config [36:13];
-  assign \port__data$12 [47:24] = \config [36:13];
-  assign \port__data$12 [23:0] = \config [36:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$34  = 1'h1;
-  assign \$36  = 1'h1;
-  assign \$38  = 1'h1;
-  assign \$39  = 1'h0;
-  assign \$41  = \$40 ;
-  assign \$45  = 1'h1;
-  assign \$46  = 1'h0;
-  assign \$48  = \$47 ;
+  assign \slot$45.valid  = \slot$45 [0];
+  assign \slot$45.group  = \slot$45 [2:1];
+  assign \slot$45.base  = \slot$45 [8:3];
+  assign \slot$45.first  = \slot$45 [9];
+  assign \slot$45.last  = \slot$45 [10];
+  assign \slot$45.step_last  = \slot$45 [11];
+  assign \slot$45.seq_first  = \slot$45 [12];
+  assign \slot$45.seq_end  = \slot$45 [13];
+  assign \slot$45.empty  = \slot$45 [14];
+  assign \slot$45.index  = \slot$45 [18:15];
+  assign \slot$45.value  = \slot$45 [42:19];
+  assign seeds[143:108] = { \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95:72] };
+  assign seeds[107:72] = { \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71:48] };
+  assign seeds[71:36] = { \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47:24] };
+  assign seeds[35:0] = { \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23:0] };
+  assign \port__data$19 [95:72] = config__payload[35:12];
+  assign \port__data$19 [71:48] = config__payload[35:12];
+  assign \port__data$19 [47:24] = config__payload[35:12];
+  assign \port__data$19 [23:0] = config__payload[35:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -5978,6 +6575,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [5:0] base = 6'h00;
@@ -5987,9 +6587,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [29:0] items__payload;
@@ -6112,7 +6709,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -6123,10 +6720,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = readout_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = readout_stall_cycles + 1'h1;
@@ -6148,15 +6745,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -6187,7 +6784,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$75 ;
   always @(posedge clk)
     readout_steps <= \$76 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[27:4];
   assign \$3  = wcount < 5'h10;
@@ -6195,7 +6792,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 5'h10 : 5'h00;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 27'h0000000, items__payload[3:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -6209,7 +6806,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6219,14 +6816,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6235,28 +6832,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6271,7 +6868,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6283,8 +6880,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -6314,7 +6911,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6329,7 +6926,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6347,8 +6944,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -6365,8 +6962,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -6383,7 +6980,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6395,7 +6992,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6407,7 +7004,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6425,7 +7022,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6444,7 +7041,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6464,7 +7061,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6477,7 +7074,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6495,7 +7092,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6513,7 +7110,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6534,7 +7131,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6547,7 +7144,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6560,7 +7157,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6572,7 +7169,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6586,7 +7183,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6600,7 +7197,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6658,8 +7255,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [35:0] \$11 ;
@@ -6800,70 +7397,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$20  = seeds[35:0];
     if (rst) begin
       \$20  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [35:0] = \$3 [35:0];
@@ -6876,84 +7473,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$25  = seeds[71:36];
     if (rst) begin
       \$25  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$29  = seeds[107:72];
     if (rst) begin
       \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$33  = seeds[143:108];
     if (rst) begin
       \$33  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 36'h000000000;
@@ -6974,8 +7571,108 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [151:0] r__payload;
+  wire [151:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [143:0] \r__payload.logits ;
+  wire [35:0] \r__payload.logits[0] ;
+  wire [35:0] \r__payload.logits[1] ;
+  wire [35:0] \r__payload.logits[2] ;
+  wire [35:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [151:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [151:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [143:0] \w__payload.logits ;
+  wire [35:0] \w__payload.logits[0] ;
+  wire [35:0] \w__payload.logits[1] ;
+  wire [35:0] \w__payload.logits[2] ;
+  wire [35:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [151:0] w_data;
+  wire [151:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[143:0];
+  assign \w__payload.logits[0]  = w_data[35:0];
+  assign \w__payload.logits[1]  = w_data[71:36];
+  assign \w__payload.logits[2]  = w_data[107:72];
+  assign \w__payload.logits[3]  = w_data[143:108];
+  assign \w__payload.group  = w_data[145:144];
+  assign \w__payload.final  = w_data[146];
+  assign \w__payload.class_index  = w_data[150:147];
+  assign \w__payload.seq_end  = w_data[151];
+  assign \r__payload.logits  = r__payload[143:0];
+  assign \r__payload.logits[0]  = r__payload[35:0];
+  assign \r__payload.logits[1]  = r__payload[71:36];
+  assign \r__payload.logits[2]  = r__payload[107:72];
+  assign \r__payload.logits[3]  = r__payload[143:108];
+  assign \r__payload.group  = r__payload[145:144];
+  assign \r__payload.final  = r__payload[146];
+  assign \r__payload.class_index  = r__payload[150:147];
+  assign \r__payload.seq_end  = r__payload[151];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -7111,7 +7808,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -7121,7 +7818,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -7131,7 +7828,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -7144,7 +7841,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

@@ -24,32 +24,23 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [44:0] \config ;
-  wire [44:0] \config$15 ;
-  wire [5:0] \config$15.addr ;
-  wire [2:0] \config$15.elem ;
-  wire [2:0] \config$15.target ;
-  wire \config$15.valid ;
-  wire [31:0] \config$15.value ;
-  wire [44:0] \config$26 ;
-  wire [5:0] \config$26.addr ;
-  wire [2:0] \config$26.elem ;
-  wire [2:0] \config$26.target ;
-  wire \config$26.valid ;
-  wire [31:0] \config$26.value ;
-  wire [44:0] \config$40 ;
-  wire [5:0] \config$40.addr ;
-  wire [2:0] \config$40.elem ;
-  wire [2:0] \config$40.target ;
-  wire \config$40.valid ;
-  wire [31:0] \config$40.value ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [43:0] config__payload;
   wire [43:0] config__payload;
+  wire [43:0] \config__payload$39 ;
+  wire [5:0] \config__payload$39.addr ;
+  wire [2:0] \config__payload$39.elem ;
+  wire [2:0] \config__payload$39.target ;
+  wire [31:0] \config__payload$39.value ;
+  wire [43:0] \config__payload$41 ;
+  wire [5:0] \config__payload$41.addr ;
+  wire [2:0] \config__payload$41.elem ;
+  wire [2:0] \config__payload$41.target ;
+  wire [31:0] \config__payload$41.value ;
+  wire [43:0] \config__payload$43 ;
+  wire [5:0] \config__payload$43.addr ;
+  wire [2:0] \config__payload$43.elem ;
+  wire [2:0] \config__payload$43.target ;
+  wire [31:0] \config__payload$43.value ;
   wire [5:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -58,6 +49,15 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$40 ;
+  wire \config__valid$42 ;
+  wire \config__valid$44 ;
+  wire [43:0] config_fanout__payload;
+  wire [5:0] \config_fanout__payload.addr ;
+  wire [2:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1727:0] counters;
   wire [1727:0] counters;
   wire [31:0] \counters.cycles ;
@@ -116,33 +116,33 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.sequences ;
   reg [31:0] cycles = 32'd0;
   wire [22:0] events__payload;
-  wire [29:0] \events__payload$34 ;
-  wire [3:0] \events__payload$34.index ;
-  wire \events__payload$34.seq_end ;
-  wire \events__payload$34.step_end ;
-  wire [23:0] \events__payload$34.value ;
+  wire [29:0] \events__payload$33 ;
+  wire [3:0] \events__payload$33.index ;
+  wire \events__payload$33.seq_end ;
+  wire \events__payload$33.step_end ;
+  wire [23:0] \events__payload$33.value ;
   wire [3:0] \events__payload.index ;
   wire \events__payload.seq_end ;
   wire \events__payload.step_end ;
   wire [16:0] \events__payload.value ;
   wire events__ready;
-  wire \events__ready$35 ;
+  wire \events__ready$34 ;
   wire events__valid;
-  wire \events__valid$38 ;
+  wire \events__valid$37 ;
   wire [22:0] i__payload;
-  wire [29:0] \i__payload$33 ;
-  wire [3:0] \i__payload$33.index ;
-  wire \i__payload$33.seq_end ;
-  wire \i__payload$33.step_end ;
-  wire [23:0] \i__payload$33.value ;
+  wire [29:0] \i__payload$32 ;
+  wire [3:0] \i__payload$32.index ;
+  wire \i__payload$32.seq_end ;
+  wire \i__payload$32.step_end ;
+  wire [23:0] \i__payload$32.value ;
   wire [3:0] \i__payload.index ;
   wire \i__payload.seq_end ;
   wire \i__payload.step_end ;
   wire [16:0] \i__payload.value ;
   wire i__ready;
-  wire \i__ready$36 ;
+  wire \i__ready$35 ;
   wire i__valid;
-  wire \i__valid$37 ;
+  wire \i__valid$36 ;
   reg [31:0] input_stall_cycles = 32'd0;
   input [13:0] inputs__payload;
   wire [13:0] inputs__payload;
@@ -155,26 +155,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [22:0] \items__payload$27 ;
-  wire [3:0] \items__payload$27.index ;
-  wire \items__payload$27.seq_end ;
-  wire \items__payload$27.step_end ;
-  wire [16:0] \items__payload$27.value ;
-  wire [29:0] \items__payload$41 ;
-  wire [3:0] \items__payload$41.index ;
-  wire \items__payload$41.seq_end ;
-  wire \items__payload$41.step_end ;
-  wire [23:0] \items__payload$41.value ;
+  wire [22:0] \items__payload$26 ;
+  wire [3:0] \items__payload$26.index ;
+  wire \items__payload$26.seq_end ;
+  wire \items__payload$26.step_end ;
+  wire [16:0] \items__payload$26.value ;
+  wire [29:0] \items__payload$45 ;
+  wire [3:0] \items__payload$45.index ;
+  wire \items__payload$45.seq_end ;
+  wire \items__payload$45.step_end ;
+  wire [23:0] \items__payload$45.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$30 ;
-  wire \items__ready$44 ;
+  wire \items__ready$29 ;
+  wire \items__ready$48 ;
   wire items__valid;
-  wire \items__valid$31 ;
-  wire \items__valid$45 ;
+  wire \items__valid$30 ;
+  wire \items__valid$49 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -214,19 +214,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer1_weights_reads;
   wire [31:0] layer1_weights_writes;
   wire [22:0] o__payload;
-  wire [29:0] \o__payload$42 ;
-  wire [3:0] \o__payload$42.index ;
-  wire \o__payload$42.seq_end ;
-  wire \o__payload$42.step_end ;
-  wire [23:0] \o__payload$42.value ;
+  wire [29:0] \o__payload$46 ;
+  wire [3:0] \o__payload$46.index ;
+  wire \o__payload$46.seq_end ;
+  wire \o__payload$46.step_end ;
+  wire [23:0] \o__payload$46.value ;
   wire [3:0] \o__payload.index ;
   wire \o__payload.seq_end ;
   wire \o__payload.step_end ;
   wire [16:0] \o__payload.value ;
   wire o__ready;
-  wire \o__ready$43 ;
+  wire \o__ready$47 ;
   wire o__valid;
-  wire \o__valid$46 ;
+  wire \o__valid$50 ;
   wire [31:0] readout_bias_reads;
   wire [31:0] readout_bias_writes;
   wire [31:0] readout_busy_cycles;
@@ -242,16 +242,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [151:0] results__payload;
   wire [151:0] results__payload;
-  wire [151:0] \results__payload$47 ;
-  wire [3:0] \results__payload$47.class_index ;
-  wire \results__payload$47.final ;
-  wire [1:0] \results__payload$47.group ;
-  wire [143:0] \results__payload$47.logits ;
-  wire [35:0] \results__payload$47.logits[0] ;
-  wire [35:0] \results__payload$47.logits[1] ;
-  wire [35:0] \results__payload$47.logits[2] ;
-  wire [35:0] \results__payload$47.logits[3] ;
-  wire \results__payload$47.seq_end ;
+  wire [151:0] \results__payload$51 ;
+  wire [3:0] \results__payload$51.class_index ;
+  wire \results__payload$51.final ;
+  wire [1:0] \results__payload$51.group ;
+  wire [143:0] \results__payload$51.logits ;
+  wire [35:0] \results__payload$51.logits[0] ;
+  wire [35:0] \results__payload$51.logits[1] ;
+  wire [35:0] \results__payload$51.logits[2] ;
+  wire [35:0] \results__payload$51.logits[3] ;
+  wire \results__payload$51.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -263,29 +263,29 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$48 ;
+  wire \results__ready$52 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$49 ;
+  wire \results__valid$53 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
   wire [72:0] trace;
-  wire [72:0] \trace$39 ;
-  wire [3:0] \trace$39.gate ;
-  wire \trace$39.gate[0] ;
-  wire \trace$39.gate[1] ;
-  wire \trace$39.gate[2] ;
-  wire \trace$39.gate[3] ;
-  wire [1:0] \trace$39.group ;
-  wire \trace$39.seq_end ;
-  wire [63:0] \trace$39.state ;
-  wire [15:0] \trace$39.state[0] ;
-  wire [15:0] \trace$39.state[1] ;
-  wire [15:0] \trace$39.state[2] ;
-  wire [15:0] \trace$39.state[3] ;
-  wire \trace$39.step_end ;
-  wire \trace$39.valid ;
+  wire [72:0] \trace$38 ;
+  wire [3:0] \trace$38.gate ;
+  wire \trace$38.gate[0] ;
+  wire \trace$38.gate[1] ;
+  wire \trace$38.gate[2] ;
+  wire \trace$38.gate[3] ;
+  wire [1:0] \trace$38.group ;
+  wire \trace$38.seq_end ;
+  wire [63:0] \trace$38.state ;
+  wire [15:0] \trace$38.state[0] ;
+  wire [15:0] \trace$38.state[1] ;
+  wire [15:0] \trace$38.state[2] ;
+  wire [15:0] \trace$38.state[3] ;
+  wire \trace$38.step_end ;
+  wire \trace$38.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -357,12 +357,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$110 (events__ready),
+    .\items__ready$86 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -382,27 +383,28 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$160 (trace_0)
+    .\trace$120 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$27 ),
+    .o__payload(\items__payload$26 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$31 ),
+    .o__valid(\items__valid$30 ),
     .rst(rst)
   );
   \accelerator.layer1  layer1 (
     .clk(clk),
-    .\config (\config ),
-    .events__payload(\i__payload$33 ),
-    .events__valid(\i__valid$37 ),
-    .items__payload(\items__payload$27 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .events__payload(\i__payload$32 ),
+    .events__valid(\i__valid$36 ),
+    .items__payload(\items__payload$26 ),
     .items__ready(o__ready),
-    .\items__ready$134 (\events__ready$35 ),
-    .items__valid(\items__valid$31 ),
+    .\items__ready$100 (\events__ready$34 ),
+    .items__valid(\items__valid$30 ),
     .layer1_acc_reads(layer1_acc_reads),
     .layer1_acc_writes(layer1_acc_writes),
     .layer1_bias_reads(layer1_bias_reads),
@@ -425,25 +427,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$189 (trace_1)
+    .\trace$135 (trace_1)
   );
   \accelerator.layer1_slice  layer1_slice (
     .clk(clk),
-    .i__payload(\i__payload$33 ),
-    .i__ready(\events__ready$35 ),
-    .i__valid(\i__valid$37 ),
-    .o__payload(\items__payload$41 ),
-    .o__ready(\o__ready$43 ),
-    .o__valid(\items__valid$45 ),
+    .i__payload(\i__payload$32 ),
+    .i__ready(\events__ready$34 ),
+    .i__valid(\i__valid$36 ),
+    .o__payload(\items__payload$45 ),
+    .o__ready(\o__ready$47 ),
+    .o__valid(\items__valid$49 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$41 ),
-    .items__ready(\o__ready$43 ),
-    .items__valid(\items__valid$45 ),
-    .r_en(results__ready),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$45 ),
+    .items__ready(\o__ready$47 ),
+    .items__valid(\items__valid$49 ),
+    .r__ready(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
     .readout_busy_cycles(readout_busy_cycles),
@@ -494,7 +497,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$15  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
@@ -502,21 +506,25 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$26  = \config ;
-  assign o__payload = \items__payload$27 ;
-  assign \items__ready$30  = o__ready;
-  assign o__valid = \items__valid$31 ;
-  assign \events__payload$34  = \i__payload$33 ;
-  assign \i__ready$36  = \events__ready$35 ;
-  assign \events__valid$38  = \i__valid$37 ;
-  assign \trace$39  = trace_1;
-  assign \config$40  = \config ;
-  assign \o__payload$42  = \items__payload$41 ;
-  assign \items__ready$44  = \o__ready$43 ;
-  assign \o__valid$46  = \items__valid$45 ;
-  assign \results__payload$47  = results__payload;
-  assign \results__ready$48  = results__ready;
-  assign \results__valid$49  = results__valid;
+  assign o__payload = \items__payload$26 ;
+  assign \items__ready$29  = o__ready;
+  assign o__valid = \items__valid$30 ;
+  assign \events__payload$33  = \i__payload$32 ;
+  assign \i__ready$35  = \events__ready$34 ;
+  assign \events__valid$37  = \i__valid$36 ;
+  assign \trace$38  = trace_1;
+  assign \config__payload$39  = config__payload;
+  assign \config__valid$40  = config__valid;
+  assign \config__payload$41  = config__payload;
+  assign \config__valid$42  = config__valid;
+  assign \config__payload$43  = config__payload;
+  assign \config__valid$44  = config__valid;
+  assign \o__payload$46  = \items__payload$45 ;
+  assign \items__ready$48  = \o__ready$47 ;
+  assign \o__valid$50  = \items__valid$49 ;
+  assign \results__payload$51  = results__payload;
+  assign \results__ready$52  = results__ready;
+  assign \results__valid$53  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -617,16 +625,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_1.gate[1]  = trace_1[70];
   assign \trace_1.gate[2]  = trace_1[71];
   assign \trace_1.gate[3]  = trace_1[72];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \config$15.valid  = \config [0];
-  assign \config$15.target  = \config [3:1];
-  assign \config$15.addr  = \config [9:4];
-  assign \config$15.elem  = \config [12:10];
-  assign \config$15.value  = \config [44:13];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[8:3];
+  assign \config_fanout__payload.elem  = config__payload[11:9];
+  assign \config_fanout__payload.value  = config__payload[43:12];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
@@ -653,63 +655,65 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[70];
   assign \trace.gate[2]  = trace_0[71];
   assign \trace.gate[3]  = trace_0[72];
-  assign \config$26.valid  = \config [0];
-  assign \config$26.target  = \config [3:1];
-  assign \config$26.addr  = \config [9:4];
-  assign \config$26.elem  = \config [12:10];
-  assign \config$26.value  = \config [44:13];
-  assign \items__payload$27.index  = \items__payload$27 [3:0];
-  assign \items__payload$27.value  = \items__payload$27 [20:4];
-  assign \items__payload$27.step_end  = \items__payload$27 [21];
-  assign \items__payload$27.seq_end  = \items__payload$27 [22];
-  assign \o__payload.index  = \items__payload$27 [3:0];
-  assign \o__payload.value  = \items__payload$27 [20:4];
-  assign \o__payload.step_end  = \items__payload$27 [21];
-  assign \o__payload.seq_end  = \items__payload$27 [22];
-  assign \i__payload$33.index  = \i__payload$33 [3:0];
-  assign \i__payload$33.value  = \i__payload$33 [27:4];
-  assign \i__payload$33.step_end  = \i__payload$33 [28];
-  assign \i__payload$33.seq_end  = \i__payload$33 [29];
-  assign \events__payload$34.index  = \i__payload$33 [3:0];
-  assign \events__payload$34.value  = \i__payload$33 [27:4];
-  assign \events__payload$34.step_end  = \i__payload$33 [28];
-  assign \events__payload$34.seq_end  = \i__payload$33 [29];
-  assign \trace$39.valid  = trace_1[0];
-  assign \trace$39.group  = trace_1[2:1];
-  assign \trace$39.step_end  = trace_1[3];
-  assign \trace$39.seq_end  = trace_1[4];
-  assign \trace$39.state  = trace_1[68:5];
-  assign \trace$39.state[0]  = trace_1[20:5];
-  assign \trace$39.state[1]  = trace_1[36:21];
-  assign \trace$39.state[2]  = trace_1[52:37];
-  assign \trace$39.state[3]  = trace_1[68:53];
-  assign \trace$39.gate  = trace_1[72:69];
-  assign \trace$39.gate[0]  = trace_1[69];
-  assign \trace$39.gate[1]  = trace_1[70];
-  assign \trace$39.gate[2]  = trace_1[71];
-  assign \trace$39.gate[3]  = trace_1[72];
-  assign \config$40.valid  = \config [0];
-  assign \config$40.target  = \config [3:1];
-  assign \config$40.addr  = \config [9:4];
-  assign \config$40.elem  = \config [12:10];
-  assign \config$40.value  = \config [44:13];
-  assign \items__payload$41.index  = \items__payload$41 [3:0];
-  assign \items__payload$41.value  = \items__payload$41 [27:4];
-  assign \items__payload$41.step_end  = \items__payload$41 [28];
-  assign \items__payload$41.seq_end  = \items__payload$41 [29];
-  assign \o__payload$42.index  = \items__payload$41 [3:0];
-  assign \o__payload$42.value  = \items__payload$41 [27:4];
-  assign \o__payload$42.step_end  = \items__payload$41 [28];
-  assign \o__payload$42.seq_end  = \items__payload$41 [29];
-  assign \results__payload$47.logits  = results__payload[143:0];
-  assign \results__payload$47.logits[0]  = results__payload[35:0];
-  assign \results__payload$47.logits[1]  = results__payload[71:36];
-  assign \results__payload$47.logits[2]  = results__payload[107:72];
-  assign \results__payload$47.logits[3]  = results__payload[143:108];
-  assign \results__payload$47.group  = results__payload[145:144];
-  assign \results__payload$47.final  = results__payload[146];
-  assign \results__payload$47.class_index  = results__payload[150:147];
-  assign \results__payload$47.seq_end  = results__payload[151];
+  assign \items__payload$26.index  = \items__payload$26 [3:0];
+  assign \items__payload$26.value  = \items__payload$26 [20:4];
+  assign \items__payload$26.step_end  = \items__payload$26 [21];
+  assign \items__payload$26.seq_end  = \items__payload$26 [22];
+  assign \o__payload.index  = \items__payload$26 [3:0];
+  assign \o__payload.value  = \items__payload$26 [20:4];
+  assign \o__payload.step_end  = \items__payload$26 [21];
+  assign \o__payload.seq_end  = \items__payload$26 [22];
+  assign \i__payload$32.index  = \i__payload$32 [3:0];
+  assign \i__payload$32.value  = \i__payload$32 [27:4];
+  assign \i__payload$32.step_end  = \i__payload$32 [28];
+  assign \i__payload$32.seq_end  = \i__payload$32 [29];
+  assign \events__payload$33.index  = \i__payload$32 [3:0];
+  assign \events__payload$33.value  = \i__payload$32 [27:4];
+  assign \events__payload$33.step_end  = \i__payload$32 [28];
+  assign \events__payload$33.seq_end  = \i__payload$32 [29];
+  assign \trace$38.valid  = trace_1[0];
+  assign \trace$38.group  = trace_1[2:1];
+  assign \trace$38.step_end  = trace_1[3];
+  assign \trace$38.seq_end  = trace_1[4];
+  assign \trace$38.state  = trace_1[68:5];
+  assign \trace$38.state[0]  = trace_1[20:5];
+  assign \trace$38.state[1]  = trace_1[36:21];
+  assign \trace$38.state[2]  = trace_1[52:37];
+  assign \trace$38.state[3]  = trace_1[68:53];
+  assign \trace$38.gate  = trace_1[72:69];
+  assign \trace$38.gate[0]  = trace_1[69];
+  assign \trace$38.gate[1]  = trace_1[70];
+  assign \trace$38.gate[2]  = trace_1[71];
+  assign \trace$38.gate[3]  = trace_1[72];
+  assign \config__payload$39.target  = config__payload[2:0];
+  assign \config__payload$39.addr  = config__payload[8:3];
+  assign \config__payload$39.elem  = config__payload[11:9];
+  assign \config__payload$39.value  = config__payload[43:12];
+  assign \config__payload$41.target  = config__payload[2:0];
+  assign \config__payload$41.addr  = config__payload[8:3];
+  assign \config__payload$41.elem  = config__payload[11:9];
+  assign \config__payload$41.value  = config__payload[43:12];
+  assign \config__payload$43.target  = config__payload[2:0];
+  assign \config__payload$43.addr  = config__payload[8:3];
+  assign \config__payload$43.elem  = config__payload[11:9];
+  assign \config__payload$43.value  = config__payload[43:12];
+  assign \items__payload$45.index  = \items__payload$45 [3:0];
+  assign \items__payload$45.value  = \items__payload$45 [27:4];
+  assign \items__payload$45.step_end  = \items__payload$45 [28];
+  assign \items__payload$45.seq_end  = \items__payload$45 [29];
+  assign \o__payload$46.index  = \items__payload$45 [3:0];
+  assign \o__payload$46.value  = \items__payload$45 [27:4];
+  assign \o__payload$46.step_end  = \items__payload$45 [28];
+  assign \o__payload$46.seq_end  = \items__payload$45 [29];
+  assign \results__payload$51.logits  = results__payload[143:0];
+  assign \results__payload$51.logits[0]  = results__payload[35:0];
+  assign \results__payload$51.logits[1]  = results__payload[71:36];
+  assign \results__payload$51.logits[2]  = results__payload[107:72];
+  assign \results__payload$51.logits[3]  = results__payload[143:108];
+  assign \results__payload$51.group  = results__payload[145:144];
+  assign \results__payload$51.final  = results__payload[146];
+  assign \results__payload$51.class_index  = results__payload[150:147];
+  assign \results__payload$51.seq_end  = results__payload[151];
   assign counters[1727:1696] = readout_items_writes;
   assign counters[1695:1664] = readout_items_reads;
   assign counters[1663:1632] = readout_bias_writes;
@@ -764,171 +768,116 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [44:13] = config__payload[43:12];
-  assign \config [12:10] = config__payload[11:9];
-  assign \config [9:4] = config__payload[8:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$110 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$160 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
-, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  reg \$100 ;
-  reg [15:0] \$101 ;
-  reg \$102 ;
-  reg \$103 ;
-  reg [15:0] \$104 ;
-  reg [15:0] \$105 ;
-  reg [15:0] \$106 ;
-  reg \$107 ;
-  reg [15:0] \$108 ;
-  reg \$109 ;
-  wire \$11 ;
-  reg \$110 ;
-  reg [15:0] \$111 ;
-  reg [15:0] \$112 ;
-  reg [15:0] \$113 ;
-  reg \$114 ;
-  reg [15:0] \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg [15:0] \$118 ;
-  reg [72:0] \$119 ;
+  wire [15:0] \$1 ;
+  wire [16:0] \$10 ;
+  wire [15:0] \$11 ;
   wire \$12 ;
-  reg [31:0] \$120 ;
-  reg [31:0] \$121 ;
-  reg [4:0] \$122 ;
-  wire [15:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [16:0] \$17 ;
-  wire [15:0] \$18 ;
+  wire [16:0] \$15 ;
+  wire [15:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
+  wire [16:0] \$20 ;
   wire \$21 ;
-  wire [16:0] \$22 ;
-  wire [15:0] \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire [16:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire \$29 ;
+  wire [1:0] \$22 ;
+  wire [2:0] \$23 ;
+  wire [3:0] \$24 ;
+  wire [4:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [2:0] \$28 ;
+  wire [3:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [16:0] \$32 ;
-  wire \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire [1:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [1:0] \$39 ;
+  wire [4:0] \$30 ;
+  wire [32:0] \$31 ;
+  reg [26:0] \$32 ;
+  reg \$33 ;
+  reg [15:0] \$34 ;
+  reg [15:0] \$35 ;
+  reg \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [1:0] \$42 ;
-  wire [32:0] \$43 ;
-  wire [1:0] \$44 ;
-  wire [32:0] \$45 ;
-  wire \$46 ;
-  wire [1:0] \$47 ;
-  wire [32:0] \$48 ;
-  wire [1:0] \$49 ;
-  wire \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
-  wire [1:0] \$52 ;
-  wire [32:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire [32:0] \$58 ;
-  wire [1:0] \$59 ;
-  wire \$6 ;
-  wire [2:0] \$60 ;
-  wire [3:0] \$61 ;
-  wire [4:0] \$62 ;
-  wire [32:0] \$63 ;
-  wire [1:0] \$64 ;
-  wire [2:0] \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [32:0] \$68 ;
-  wire [5:0] \$69 ;
-  wire [7:0] \$7 ;
-  wire \$70 ;
-  wire [6:0] \$71 ;
-  reg [26:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
-  wire [6:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [26:0] \$81 ;
-  reg \$82 ;
-  reg [31:0] \$83 ;
-  reg [26:0] \$84 ;
-  reg [26:0] \$85 ;
-  reg [31:0] \$86 ;
-  reg [63:0] \$87 ;
-  reg [26:0] \$88 ;
-  reg [26:0] \$89 ;
+  reg [15:0] \$40 ;
+  reg [15:0] \$41 ;
+  reg [15:0] \$42 ;
+  reg \$43 ;
+  reg [15:0] \$44 ;
+  reg \$45 ;
+  reg \$46 ;
+  reg [15:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [15:0] \$49 ;
+  wire [16:0] \$5 ;
+  reg \$50 ;
+  reg [15:0] \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg [15:0] \$54 ;
+  reg [15:0] \$55 ;
+  reg [15:0] \$56 ;
+  reg \$57 ;
+  reg [15:0] \$58 ;
+  reg \$59 ;
+  wire [15:0] \$6 ;
+  reg \$60 ;
+  reg [15:0] \$61 ;
+  reg [72:0] \$62 ;
+  reg [31:0] \$63 ;
+  reg [31:0] \$64 ;
+  wire \$7 ;
+  wire \$8 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [15:0] \$91 ;
-  reg [15:0] \$92 ;
-  reg \$93 ;
-  reg [15:0] \$94 ;
-  reg \$95 ;
-  reg \$96 ;
-  reg [15:0] \$97 ;
-  reg [15:0] \$98 ;
-  reg [15:0] \$99 ;
   wire [37:0] acc;
-  wire [151:0] \acc$38 ;
-  wire [18:0] \acc$38[0] ;
-  wire [18:0] \acc$38[1] ;
-  wire [18:0] \acc$38[2] ;
-  wire [18:0] \acc$38[3] ;
-  wire [18:0] \acc$38[4] ;
-  wire [18:0] \acc$38[5] ;
-  wire [18:0] \acc$38[6] ;
-  wire [18:0] \acc$38[7] ;
-  wire [37:0] \acc$43 ;
-  wire [18:0] \acc$43.cand ;
-  wire [18:0] \acc$43.thr ;
-  wire [37:0] \acc$46 ;
-  wire [18:0] \acc$46.cand ;
-  wire [18:0] \acc$46.thr ;
-  wire [37:0] \acc$49 ;
-  wire [18:0] \acc$49.cand ;
-  wire [18:0] \acc$49.thr ;
+  wire [151:0] \acc$13 ;
+  wire [18:0] \acc$13[0] ;
+  wire [18:0] \acc$13[1] ;
+  wire [18:0] \acc$13[2] ;
+  wire [18:0] \acc$13[3] ;
+  wire [18:0] \acc$13[4] ;
+  wire [18:0] \acc$13[5] ;
+  wire [18:0] \acc$13[6] ;
+  wire [18:0] \acc$13[7] ;
+  wire [37:0] \acc$18 ;
+  wire [18:0] \acc$18.cand ;
+  wire [18:0] \acc$18.thr ;
+  wire [37:0] \acc$21 ;
+  wire [18:0] \acc$21.cand ;
+  wire [18:0] \acc$21.thr ;
+  wire [37:0] \acc$24 ;
+  wire [18:0] \acc$24.cand ;
+  wire [18:0] \acc$24.thr ;
   wire [18:0] \acc.cand ;
   wire [18:0] \acc.thr ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$71 ;
   wire [75:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -961,21 +910,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$142 ;
-  wire \gate$149 ;
-  wire \gate$156 ;
+  wire \gate$102 ;
+  wire \gate$109 ;
+  wire \gate$116 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$140 ;
-  wire \hold$147 ;
-  wire \hold$154 ;
+  wire \hold$100 ;
+  wire \hold$107 ;
+  wire \hold$114 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -999,29 +946,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [22:0] \items__payload$109 ;
-  wire [3:0] \items__payload$109.index ;
-  wire \items__payload$109.seq_end ;
-  wire \items__payload$109.step_end ;
-  wire [16:0] \items__payload$109.value ;
+  wire [22:0] \items__payload$85 ;
+  wire [3:0] \items__payload$85.index ;
+  wire \items__payload$85.seq_end ;
+  wire \items__payload$85.step_end ;
+  wire [16:0] \items__payload$85.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$110 ;
-  wire \items__ready$110 ;
   wire \items__ready$3 ;
+  input \items__ready$86 ;
+  wire \items__ready$86 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$113 ;
   wire \items__valid$5 ;
-  wire [3:0] lane_valid;
+  wire \items__valid$89 ;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -1033,32 +979,32 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$139 ;
-  wire [15:0] \new$139.h ;
-  wire [15:0] \new$146 ;
-  wire [15:0] \new$146.h ;
-  wire [15:0] \new$153 ;
-  wire [15:0] \new$153.h ;
+  wire [15:0] \new$106 ;
+  wire [15:0] \new$106.h ;
+  wire [15:0] \new$113 ;
+  wire [15:0] \new$113.h ;
+  wire [15:0] \new$99 ;
+  wire [15:0] \new$99.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -1081,12 +1027,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$45 ;
-  wire [15:0] \old$45.h ;
-  wire [15:0] \old$48 ;
-  wire [15:0] \old$48.h ;
-  wire [15:0] \old$51 ;
-  wire [15:0] \old$51.h ;
+  wire [15:0] \old$20 ;
+  wire [15:0] \old$20.h ;
+  wire [15:0] \old$23 ;
+  wire [15:0] \old$23.h ;
+  wire [15:0] \old$26 ;
+  wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -1105,9 +1051,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   (* init = 16'h0000 *)
   wire [15:0] old_out_3;
   wire [15:0] out;
-  wire [15:0] \out$141 ;
-  wire [15:0] \out$148 ;
-  wire [15:0] \out$155 ;
+  wire [15:0] \out$101 ;
+  wire [15:0] \out$108 ;
+  wire [15:0] \out$115 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -1117,74 +1063,50 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$44 ;
-  wire [7:0] \params$44.alpha ;
-  wire [7:0] \params$47 ;
-  wire [7:0] \params$47.alpha ;
-  wire [7:0] \params$50 ;
-  wire [7:0] \params$50.alpha ;
+  wire [31:0] \params$15 ;
+  wire [7:0] \params$15[0] ;
+  wire [7:0] \params$15[1] ;
+  wire [7:0] \params$15[2] ;
+  wire [7:0] \params$15[3] ;
+  wire [7:0] \params$19 ;
+  wire [7:0] \params$19.alpha ;
+  wire [7:0] \params$22 ;
+  wire [7:0] \params$22.alpha ;
+  wire [7:0] \params$25 ;
+  wire [7:0] \params$25.alpha ;
   wire [7:0] \params.alpha ;
-  reg [31:0] params_c3 = 32'd0;
-  wire [7:0] \params_c3[0] ;
-  wire [7:0] \params_c3[1] ;
-  wire [7:0] \params_c3[2] ;
-  wire [7:0] \params_c3[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
-  reg [1:0] \port__addr$33 ;
-  reg [1:0] \port__addr$34 ;
-  wire [1:0] \port__addr$53 ;
-  wire [63:0] port__data;
-  wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$130 ;
-  wire [63:0] \port__data$131 ;
-  wire [31:0] \port__data$15 ;
-  wire [63:0] \port__data$29 ;
-  wire [127:0] \port__data$31 ;
-  wire [63:0] \port__data$57 ;
-  wire [7:0] port__en;
-  wire [7:0] \port__en$11 ;
-  wire [3:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$55  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$145 ;
-  wire [15:0] \potential$152 ;
-  wire [15:0] \potential$159 ;
+  wire [15:0] \potential$105 ;
+  wire [15:0] \potential$112 ;
+  wire [15:0] \potential$119 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
   reg [15:0] potential_c4_3 = 16'h0000;
-  wire [75:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [75:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [67:0] \r__payload.value ;
+  wire [16:0] \r__payload.value[0] ;
+  wire [16:0] \r__payload.value[1] ;
+  wire [16:0] \r__payload.value[2] ;
+  wire [16:0] \r__payload.value[3] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$136 ;
-  wire \saturated$143 ;
-  wire \saturated$150 ;
-  wire \saturated$157 ;
+  wire \saturated$103 ;
+  wire \saturated$110 ;
+  wire \saturated$117 ;
+  wire \saturated$96 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
   reg saturated_c4_3 = 1'h0;
-  wire [151:0] seeds;
-  wire [18:0] \seeds[0] ;
-  wire [18:0] \seeds[1] ;
-  wire [18:0] \seeds[2] ;
-  wire [18:0] \seeds[3] ;
-  wire [18:0] \seeds[4] ;
-  wire [18:0] \seeds[5] ;
-  wire [18:0] \seeds[6] ;
-  wire [18:0] \seeds[7] ;
   wire [26:0] slot;
   wire [5:0] \slot.base ;
   wire \slot.empty ;
@@ -1197,66 +1119,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
-  reg [26:0] slot_c1 = 27'h0000000;
-  wire [5:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [1:0] \slot_c1.group ;
-  wire [3:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [7:0] \slot_c1.value ;
-  reg [26:0] slot_c2 = 27'h0000000;
-  wire [5:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [7:0] \slot_c2.value ;
-  reg [26:0] slot_c2a = 27'h0000000;
-  wire [5:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [1:0] \slot_c2a.group ;
-  wire [3:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [7:0] \slot_c2a.value ;
-  reg [26:0] slot_c2b = 27'h0000000;
-  wire [5:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [1:0] \slot_c2b.group ;
-  wire [3:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [7:0] \slot_c2b.value ;
-  reg [26:0] slot_c3 = 27'h0000000;
-  wire [5:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [7:0] \slot_c3.value ;
   reg [26:0] slot_c4 = 27'h0000000;
   wire [5:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1270,28 +1132,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [72:0] trace;
-  output [72:0] \trace$160 ;
-  reg [72:0] \trace$160  = 73'h0000000000000000000;
-  wire [3:0] \trace$160.gate ;
-  wire \trace$160.gate[0] ;
-  wire \trace$160.gate[1] ;
-  wire \trace$160.gate[2] ;
-  wire \trace$160.gate[3] ;
-  wire [1:0] \trace$160.group ;
-  wire \trace$160.seq_end ;
-  wire [63:0] \trace$160.state ;
-  wire [15:0] \trace$160.state[0] ;
-  wire [15:0] \trace$160.state[1] ;
-  wire [15:0] \trace$160.state[2] ;
-  wire [15:0] \trace$160.state[3] ;
-  wire \trace$160.step_end ;
-  wire \trace$160.valid ;
+  output [72:0] \trace$120 ;
+  reg [72:0] \trace$120  = 73'h0000000000000000000;
+  wire [3:0] \trace$120.gate ;
+  wire \trace$120.gate[0] ;
+  wire \trace$120.gate[1] ;
+  wire \trace$120.gate[2] ;
+  wire \trace$120.gate[3] ;
+  wire [1:0] \trace$120.group ;
+  wire \trace$120.seq_end ;
+  wire [63:0] \trace$120.state ;
+  wire [15:0] \trace$120.state[0] ;
+  wire [15:0] \trace$120.state[1] ;
+  wire [15:0] \trace$120.state[2] ;
+  wire [15:0] \trace$120.state[3] ;
+  wire \trace$120.step_end ;
+  wire \trace$120.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1306,392 +1176,166 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [7:0] value;
-  wire [75:0] w_data;
+  wire [75:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [67:0] \w__payload.value ;
+  wire [16:0] \w__payload.value[0] ;
+  wire [16:0] \w__payload.value[1] ;
+  wire [16:0] \w__payload.value[2] ;
+  wire [16:0] \w__payload.value[3] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  reg [127:0] bias [3:0];
-  initial begin
-    bias[0] = 128'h0b04fd23fb56fbbb054dff8402a5fc98;
-    bias[1] = 128'h0afcfff70855f9c7f797021b04cffcf2;
-    bias[2] = 128'hfe9ffddafb00fb45048b04f4f7f3003f;
-    bias[3] = 128'hfabd0596f804fe18fda905a30733fa66;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
-    if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
-    if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
-    if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
-    if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
-  end
-  reg [127:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[2:1]];
-    end
-  end
-  assign \port__data$31  = _0_;
-  reg [31:0] \params$173  [3:0];
-  initial begin
-    \params$173 [0] = 32'd1278888003;
-    \params$173 [1] = 32'd1431065406;
-    \params$173 [2] = 32'd1026964811;
-    \params$173 [3] = 32'd1011302220;
-  end
-  always @(posedge clk) begin
-    if (\$7 [0])
-      \params$173 [\config [5:4]][7:0] <= \port__data$15 [7:0];
-    if (\$7 [1])
-      \params$173 [\config [5:4]][15:8] <= \port__data$15 [15:8];
-    if (\$7 [2])
-      \params$173 [\config [5:4]][23:16] <= \port__data$15 [23:16];
-    if (\$7 [3])
-      \params$173 [\config [5:4]][31:24] <= \port__data$15 [31:24];
-  end
-  reg [31:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$173 [\port__addr$33 ];
-    end
-  end
-  assign \port__data$130  = _1_;
-  reg [63:0] state [3:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-    state[2] = 64'h0000000000000000;
-    state[3] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$55 )
-      state[slot_c4[2:1]] <= \port__data$57 ;
-  end
-  reg [63:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$34 ];
-    end
-  end
-  assign \port__data$131  = _2_;
-  reg [63:0] \weights$171  [47:0];
-  initial begin
-    \weights$171 [0] = 64'hfcd4d61bbdbc00d7;
-    \weights$171 [1] = 64'h9f5d384f5fb8fc13;
-    \weights$171 [2] = 64'h45381b660ac4ffc5;
-    \weights$171 [3] = 64'hb51cc7d910f400bc;
-    \weights$171 [4] = 64'h02ea14e7d0f70405;
-    \weights$171 [5] = 64'he0bbb21d0f33f80c;
-    \weights$171 [6] = 64'hb40cdcdebeb8f0f9;
-    \weights$171 [7] = 64'h00b71e3ae0f3fa12;
-    \weights$171 [8] = 64'h30d212dbe238f8ff;
-    \weights$171 [9] = 64'heccc4ad40c29f709;
-    \weights$171 [10] = 64'hb910e2ea3106fdfb;
-    \weights$171 [11] = 64'hf619f5ab0655f00d;
-    \weights$171 [12] = 64'h27fbeb16264fac8c;
-    \weights$171 [13] = 64'h0a1322110866cf2d;
-    \weights$171 [14] = 64'h25e3cf70f6f9db03;
-    \weights$171 [15] = 64'hd3c91859af22f537;
-    \weights$171 [16] = 64'he90f0effc00bc13d;
-    \weights$171 [17] = 64'hb9c640db15fb12f4;
-    \weights$171 [18] = 64'h1439fa0a11d22a1f;
-    \weights$171 [19] = 64'he951eeacbb3747e9;
-    \weights$171 [20] = 64'hff531ab1117cdd4b;
-    \weights$171 [21] = 64'hfb613751cd140613;
-    \weights$171 [22] = 64'he8edb12c02f1f1c3;
-    \weights$171 [23] = 64'he3bdf4873ae2fcb5;
-    \weights$171 [24] = 64'h08ee2944dd3c0b4f;
-    \weights$171 [25] = 64'hee0be903dde2f31d;
-    \weights$171 [26] = 64'h1023e0e3e1a11586;
-    \weights$171 [27] = 64'h04eabc44033ef3bb;
-    \weights$171 [28] = 64'hc6f061d608cf0b3e;
-    \weights$171 [29] = 64'h100d28001343fb42;
-    \weights$171 [30] = 64'h28f4fceb9e22c8e2;
-    \weights$171 [31] = 64'h192622a401d500f7;
-    \weights$171 [32] = 64'hec4318d058d40dca;
-    \weights$171 [33] = 64'h08f54ad2eafda61b;
-    \weights$171 [34] = 64'he7071aeb24581813;
-    \weights$171 [35] = 64'h2c0732ff461643e8;
-    \weights$171 [36] = 64'hd1c640ee2c41eca9;
-    \weights$171 [37] = 64'h27e156d449e506c6;
-    \weights$171 [38] = 64'hf45a254c00cce9d0;
-    \weights$171 [39] = 64'h0d003afda4d424d5;
-    \weights$171 [40] = 64'hed36303b90eae9c6;
-    \weights$171 [41] = 64'hff3c0be9ccf2258a;
-    \weights$171 [42] = 64'hf1236a9dd1c5c4bf;
-    \weights$171 [43] = 64'h12f3455e4caad7c0;
-    \weights$171 [44] = 64'h309408fded27f0ed;
-    \weights$171 [45] = 64'h0e50118dad47ca1d;
-    \weights$171 [46] = 64'hd62e3f11bed2b227;
-    \weights$171 [47] = 64'h442b23e118ef28cc;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$171 [\config [9:4]][7:0] <= port__data[7:0];
-    if (port__en[1])
-      \weights$171 [\config [9:4]][15:8] <= port__data[15:8];
-    if (port__en[2])
-      \weights$171 [\config [9:4]][23:16] <= port__data[23:16];
-    if (port__en[3])
-      \weights$171 [\config [9:4]][31:24] <= port__data[31:24];
-    if (port__en[4])
-      \weights$171 [\config [9:4]][39:32] <= port__data[39:32];
-    if (port__en[5])
-      \weights$171 [\config [9:4]][47:40] <= port__data[47:40];
-    if (port__en[6])
-      \weights$171 [\config [9:4]][55:48] <= port__data[55:48];
-    if (port__en[7])
-      \weights$171 [\config [9:4]][63:56] <= port__data[63:56];
-  end
-  reg [63:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _3_ <= \weights$171 [\$8 [5:0]];
-    end
-  end
-  assign \port__data$29  = _3_;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
-  assign \$9  = ~ slot_c1[14];
-  assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[9];
-  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$29 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[10];
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign old = slot_c3[12] ? 16'h0000 : state_c3[15:0];
-  assign \old$45  = slot_c3[12] ? 16'h0000 : state_c3[31:16];
-  assign \old$48  = slot_c3[12] ? 16'h0000 : state_c3[47:32];
-  assign \old$51  = slot_c3[12] ? 16'h0000 : state_c3[63:48];
-  assign \$13  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  wire w__valid;
+  assign \$27  = 1'h0 + saturated[0];
+  assign \$28  = \$27  + saturated[1];
+  assign \$29  = \$28  + saturated[2];
+  assign \$30  = \$29  + saturated[3];
+  assign \$31  = layer0_saturations + \$30 ;
+  always @(posedge clk)
+    slot_c4 <= \$32 ;
+  always @(posedge clk)
+    finalize4 <= \$33 ;
+  always @(posedge clk)
+    new_c4_0 <= \$34 ;
+  always @(posedge clk)
+    old_c4_0 <= \$35 ;
+  always @(posedge clk)
+    hold_c4_0 <= \$36 ;
+  always @(posedge clk)
+    out_c4_0 <= \$37 ;
+  always @(posedge clk)
+    gate_c4_0 <= \$38 ;
+  always @(posedge clk)
+    saturated_c4_0 <= \$39 ;
+  always @(posedge clk)
+    potential_c4_0 <= \$40 ;
+  always @(posedge clk)
+    new_c4_1 <= \$41 ;
+  always @(posedge clk)
+    old_c4_1 <= \$42 ;
+  always @(posedge clk)
+    hold_c4_1 <= \$43 ;
+  always @(posedge clk)
+    out_c4_1 <= \$44 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$45 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$46 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$47 ;
+  always @(posedge clk)
+    new_c4_2 <= \$48 ;
+  always @(posedge clk)
+    old_c4_2 <= \$49 ;
+  always @(posedge clk)
+    hold_c4_2 <= \$50 ;
+  always @(posedge clk)
+    out_c4_2 <= \$51 ;
+  always @(posedge clk)
+    gate_c4_2 <= \$52 ;
+  always @(posedge clk)
+    saturated_c4_2 <= \$53 ;
+  always @(posedge clk)
+    potential_c4_2 <= \$54 ;
+  always @(posedge clk)
+    new_c4_3 <= \$55 ;
+  always @(posedge clk)
+    old_c4_3 <= \$56 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$57 ;
+  always @(posedge clk)
+    out_c4_3 <= \$58 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$59 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$60 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$61 ;
+  always @(posedge clk)
+    \trace$120  <= \$62 ;
+  always @(posedge clk)
+    layer0_events <= \$63 ;
+  always @(posedge clk)
+    layer0_saturations <= \$64 ;
+  assign finalize = slot[0] & slot[10];
+  assign old = slot[12] ? 16'h0000 : state[15:0];
+  assign \old$20  = slot[12] ? 16'h0000 : state[31:16];
+  assign \old$23  = slot[12] ? 16'h0000 : state[47:32];
+  assign \old$26  = slot[12] ? 16'h0000 : state[63:48];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$14  = out_0 != old_c4_0;
-  assign \$17  = $signed(out_0) - $signed(old_c4_0);
-  assign \$18  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$2  = out_0 != old_c4_0;
+  assign \$5  = $signed(out_0) - $signed(old_c4_0);
+  assign \$6  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$19  = out_1 != old_c4_1;
-  assign \$22  = $signed(out_1) - $signed(old_c4_1);
-  assign \$23  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$7  = out_1 != old_c4_1;
+  assign \$10  = $signed(out_1) - $signed(old_c4_1);
+  assign \$11  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$24  = out_2 != old_c4_2;
-  assign \$27  = $signed(out_2) - $signed(old_c4_2);
-  assign \$28  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$12  = out_2 != old_c4_2;
+  assign \$15  = $signed(out_2) - $signed(old_c4_2);
+  assign \$16  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$29  = out_3 != old_c4_3;
-  assign \$32  = $signed(out_3) - $signed(old_c4_3);
-  assign credit = reserved < 5'h10;
-  assign \$34  = 1'h0 + \port__en$16 ;
-  assign \$35  = layer0_weights_reads + \$34 ;
-  assign \$36  = | port__en;
-  assign \$37  = 1'h0 + \$36 ;
-  assign \$38  = layer0_weights_writes + \$37 ;
-  assign \$39  = 1'h0 + \port__en$17 ;
-  assign \$40  = layer0_bias_reads + \$39 ;
-  assign \$41  = | \port__en$11 ;
-  assign \$42  = 1'h0 + \$41 ;
-  assign \$43  = layer0_bias_writes + \$42 ;
-  assign \$44  = 1'h0 + \port__en$18 ;
-  assign \$45  = layer0_params_reads + \$44 ;
-  assign \$46  = | \$7 [3:0];
-  assign \$47  = 1'h0 + \$46 ;
-  assign \$48  = layer0_params_writes + \$47 ;
-  assign \$49  = 1'h0 + \port__en$19 ;
-  assign \$50  = layer0_state_reads + \$49 ;
-  assign \$52  = 1'h0 + \$51 ;
-  assign \$53  = layer0_state_writes + \$52 ;
-  assign \$54  = ~ slot_c2[14];
-  assign \$55  = slot_c2[0] & \$54 ;
-  assign \$56  = | slot_c2[26:19];
-  assign \$57  = \$55  & \$56 ;
-  assign \$58  = layer0_macs + 4'h8;
-  assign \$59  = 1'h0 + changed[0];
-  assign \$60  = \$59  + changed[1];
-  assign \$61  = \$60  + changed[2];
-  assign \$62  = \$61  + changed[3];
-  assign \$63  = layer0_events + \$62 ;
-  assign \$64  = 1'h0 + saturated[0];
-  assign \$65  = \$64  + saturated[1];
-  assign \$66  = \$65  + saturated[2];
-  assign \$67  = \$66  + saturated[3];
-  assign \$68  = layer0_saturations + \$67 ;
-  assign \$69  = reserved + starting;
-  assign \$70  = r_en & i__valid;
-  assign \$71  = \$69  - \$70 ;
-  always @(posedge clk)
-    slot_c1 <= \$72 ;
-  always @(posedge clk)
-    layer0_weights_reads <= \$73 ;
-  always @(posedge clk)
-    layer0_weights_writes <= \$74 ;
-  always @(posedge clk)
-    layer0_bias_reads <= \$75 ;
-  always @(posedge clk)
-    layer0_bias_writes <= \$76 ;
-  always @(posedge clk)
-    layer0_params_reads <= \$77 ;
-  always @(posedge clk)
-    layer0_params_writes <= \$78 ;
-  always @(posedge clk)
-    layer0_state_reads <= \$79 ;
-  always @(posedge clk)
-    layer0_state_writes <= \$80 ;
-  always @(posedge clk)
-    slot_c2 <= \$81 ;
-  always @(posedge clk)
-    use_acc2 <= \$82 ;
-  always @(posedge clk)
-    layer0_macs <= \$83 ;
-  always @(posedge clk)
-    slot_c2a <= \$84 ;
-  always @(posedge clk)
-    slot_c2b <= \$85 ;
-  always @(posedge clk)
-    params_c3 <= \$86 ;
-  always @(posedge clk)
-    state_c3 <= \$87 ;
-  always @(posedge clk)
-    slot_c3 <= \$88 ;
-  always @(posedge clk)
-    slot_c4 <= \$89 ;
-  always @(posedge clk)
-    \port__en$55  <= \$90 ;
-  always @(posedge clk)
-    new_c4_0 <= \$91 ;
-  always @(posedge clk)
-    old_c4_0 <= \$92 ;
-  always @(posedge clk)
-    hold_c4_0 <= \$93 ;
-  always @(posedge clk)
-    out_c4_0 <= \$94 ;
-  always @(posedge clk)
-    gate_c4_0 <= \$95 ;
-  always @(posedge clk)
-    saturated_c4_0 <= \$96 ;
-  always @(posedge clk)
-    potential_c4_0 <= \$97 ;
-  always @(posedge clk)
-    new_c4_1 <= \$98 ;
-  always @(posedge clk)
-    old_c4_1 <= \$99 ;
-  always @(posedge clk)
-    hold_c4_1 <= \$100 ;
-  always @(posedge clk)
-    out_c4_1 <= \$101 ;
-  always @(posedge clk)
-    gate_c4_1 <= \$102 ;
-  always @(posedge clk)
-    saturated_c4_1 <= \$103 ;
-  always @(posedge clk)
-    potential_c4_1 <= \$104 ;
-  always @(posedge clk)
-    new_c4_2 <= \$105 ;
-  always @(posedge clk)
-    old_c4_2 <= \$106 ;
-  always @(posedge clk)
-    hold_c4_2 <= \$107 ;
-  always @(posedge clk)
-    out_c4_2 <= \$108 ;
-  always @(posedge clk)
-    gate_c4_2 <= \$109 ;
-  always @(posedge clk)
-    saturated_c4_2 <= \$110 ;
-  always @(posedge clk)
-    potential_c4_2 <= \$111 ;
-  always @(posedge clk)
-    new_c4_3 <= \$112 ;
-  always @(posedge clk)
-    old_c4_3 <= \$113 ;
-  always @(posedge clk)
-    hold_c4_3 <= \$114 ;
-  always @(posedge clk)
-    out_c4_3 <= \$115 ;
-  always @(posedge clk)
-    gate_c4_3 <= \$116 ;
-  always @(posedge clk)
-    saturated_c4_3 <= \$117 ;
-  always @(posedge clk)
-    potential_c4_3 <= \$118 ;
-  always @(posedge clk)
-    \trace$160  <= \$119 ;
-  always @(posedge clk)
-    layer0_events <= \$120 ;
-  always @(posedge clk)
-    layer0_saturations <= \$121 ;
-  always @(posedge clk)
-    reserved <= \$122 ;
+  assign \$17  = out_3 != old_c4_3;
+  assign \$20  = $signed(out_3) - $signed(old_c4_3);
+  assign \$22  = 1'h0 + changed[0];
+  assign \$23  = \$22  + changed[1];
+  assign \$24  = \$23  + changed[2];
+  assign \$25  = \$24  + changed[3];
+  assign \$26  = layer0_events + \$25 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$55 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$38 ),
-    .clk(clk),
-    .first(slot_c2[9]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[26:19]),
-    .weights(weights)
+    .\slot$64 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1699,7 +1343,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$110 ),
+    .items__ready(\items__ready$86 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1709,486 +1353,307 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(params_c3[7:0]),
-    .saturated(\saturated$136 )
+    .params(\params$15 [7:0]),
+    .saturated(\saturated$96 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .abs_at_least(\gate$142 ),
-    .acc(\acc$43 ),
-    .h_new(\new$139 ),
-    .hold(\hold$140 ),
-    .old(\old$45 ),
-    .params(params_c3[15:8]),
-    .saturated(\saturated$143 )
+    .abs_at_least(\gate$102 ),
+    .acc(\acc$18 ),
+    .h_new(\new$99 ),
+    .hold(\hold$100 ),
+    .old(\old$20 ),
+    .params(\params$15 [15:8]),
+    .saturated(\saturated$103 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .abs_at_least(\gate$149 ),
-    .acc(\acc$46 ),
-    .h_new(\new$146 ),
-    .hold(\hold$147 ),
-    .old(\old$48 ),
-    .params(params_c3[23:16]),
-    .saturated(\saturated$150 )
+    .abs_at_least(\gate$109 ),
+    .acc(\acc$21 ),
+    .h_new(\new$106 ),
+    .hold(\hold$107 ),
+    .old(\old$23 ),
+    .params(\params$15 [23:16]),
+    .saturated(\saturated$110 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .abs_at_least(\gate$156 ),
-    .acc(\acc$49 ),
-    .h_new(\new$153 ),
-    .hold(\hold$154 ),
-    .old(\old$51 ),
-    .params(params_c3[31:24]),
-    .saturated(\saturated$157 )
+    .abs_at_least(\gate$116 ),
+    .acc(\acc$24 ),
+    .h_new(\new$113 ),
+    .hold(\hold$114 ),
+    .old(\old$26 ),
+    .params(\params$15 [31:24]),
+    .saturated(\saturated$117 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$10 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$11 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$12 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$12 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$33  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 2'h0;
-    if (\$12 ) begin
-      \port__addr$34  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = slot;
+    \$32  = slot;
     if (rst) begin
-      \$72  = 27'h0000000;
+      \$32  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$35 [31:0];
+    \$33  = finalize;
     if (rst) begin
-      \$73  = 32'd0;
+      \$33  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$38 [31:0];
+    \$34  = \new ;
     if (rst) begin
-      \$74  = 32'd0;
+      \$34  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \$40 [31:0];
+    \$35  = old;
     if (rst) begin
-      \$75  = 32'd0;
+      \$35  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \$43 [31:0];
+    \$36  = hold;
     if (rst) begin
-      \$76  = 32'd0;
+      \$36  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \$45 [31:0];
+    \$37  = \new ;
     if (rst) begin
-      \$77  = 32'd0;
+      \$37  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = \$48 [31:0];
+    \$38  = gate;
     if (rst) begin
-      \$78  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = \$50 [31:0];
+    \$39  = \saturated$96 ;
     if (rst) begin
-      \$79  = 32'd0;
+      \$39  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$53 [31:0];
+    \$40  = 16'h0000;
     if (rst) begin
-      \$80  = 32'd0;
+      \$40  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = slot_c1;
+    \$41  = \new$99 ;
     if (rst) begin
-      \$81  = 27'h0000000;
+      \$41  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = 1'h0;
+    \$42  = \old$20 ;
     if (rst) begin
-      \$82  = 1'h0;
+      \$42  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = layer0_macs;
-    if (\$57 ) begin
-      \$83  = \$58 [31:0];
-    end
+    \$43  = \hold$100 ;
     if (rst) begin
-      \$83  = 32'd0;
+      \$43  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = slot_c2;
+    \$44  = \new$99 ;
     if (rst) begin
-      \$84  = 27'h0000000;
+      \$44  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = slot_c2a;
+    \$45  = \gate$102 ;
     if (rst) begin
-      \$85  = 27'h0000000;
+      \$45  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = \port__data$130 ;
+    \$46  = \saturated$103 ;
     if (rst) begin
-      \$86  = 32'd0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = \port__data$131 ;
+    \$47  = 16'h0000;
     if (rst) begin
-      \$87  = 64'h0000000000000000;
+      \$47  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = slot_c2b;
+    \$48  = \new$106 ;
     if (rst) begin
-      \$88  = 27'h0000000;
+      \$48  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = slot_c3;
+    \$49  = \old$23 ;
     if (rst) begin
-      \$89  = 27'h0000000;
+      \$49  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = finalize;
+    \$50  = \hold$107 ;
     if (rst) begin
-      \$90  = 1'h0;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = \new ;
+    \$51  = \new$106 ;
     if (rst) begin
-      \$91  = 16'h0000;
+      \$51  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = old;
+    \$52  = \gate$109 ;
     if (rst) begin
-      \$92  = 16'h0000;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = hold;
+    \$53  = \saturated$110 ;
     if (rst) begin
-      \$93  = 1'h0;
+      \$53  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \new ;
+    \$54  = 16'h0000;
     if (rst) begin
-      \$94  = 16'h0000;
+      \$54  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = gate;
+    \$55  = \new$113 ;
     if (rst) begin
-      \$95  = 1'h0;
+      \$55  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \saturated$136 ;
+    \$56  = \old$26 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$56  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = 16'h0000;
+    \$57  = \hold$114 ;
     if (rst) begin
-      \$97  = 16'h0000;
+      \$57  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \new$139 ;
+    \$58  = \new$113 ;
     if (rst) begin
-      \$98  = 16'h0000;
+      \$58  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \old$45 ;
+    \$59  = \gate$116 ;
     if (rst) begin
-      \$99  = 16'h0000;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \hold$140 ;
+    \$60  = \saturated$117 ;
     if (rst) begin
-      \$100  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \new$139 ;
+    \$61  = 16'h0000;
     if (rst) begin
-      \$101  = 16'h0000;
+      \$61  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \gate$142 ;
+    \$62  = trace;
     if (rst) begin
-      \$102  = 1'h0;
+      \$62  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \saturated$143 ;
-    if (rst) begin
-      \$103  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = 16'h0000;
-    if (rst) begin
-      \$104  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \new$146 ;
-    if (rst) begin
-      \$105  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \old$48 ;
-    if (rst) begin
-      \$106  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \hold$147 ;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \new$146 ;
-    if (rst) begin
-      \$108  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \gate$149 ;
-    if (rst) begin
-      \$109  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \saturated$150 ;
-    if (rst) begin
-      \$110  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = 16'h0000;
-    if (rst) begin
-      \$111  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \new$153 ;
-    if (rst) begin
-      \$112  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \old$51 ;
-    if (rst) begin
-      \$113  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \hold$154 ;
-    if (rst) begin
-      \$114  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \new$153 ;
-    if (rst) begin
-      \$115  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \gate$156 ;
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \saturated$157 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = 16'h0000;
-    if (rst) begin
-      \$118  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = trace;
-    if (rst) begin
-      \$119  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = layer0_events;
-    if (\port__en$55 ) begin
-      \$120  = \$63 [31:0];
+    \$63  = layer0_events;
+    if (finalize4) begin
+      \$63  = \$26 [31:0];
     end
     if (rst) begin
-      \$120  = 32'd0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = layer0_saturations;
-    if (\port__en$55 ) begin
-      \$121  = \$68 [31:0];
+    \$64  = layer0_saturations;
+    if (finalize4) begin
+      \$64  = \$31 [31:0];
     end
     if (rst) begin
-      \$121  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \$71 [4:0];
-    if (rst) begin
-      \$122  = 5'h00;
+      \$64  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
-  assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$20  = \$8 [5:0];
-  assign \port__addr$22  = slot_c1[2:1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[9];
-  assign value = slot_c2[26:19];
-  assign params = params_c3[7:0];
-  assign \params$44  = params_c3[15:8];
-  assign \params$47  = params_c3[23:16];
-  assign \params$50  = params_c3[31:24];
-  assign \port__addr$53  = slot_c4[2:1];
-  assign finalize4 = \port__en$55 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign params = \params$15 [7:0];
+  assign \params$19  = \params$15 [15:8];
+  assign \params$22  = \params$15 [23:16];
+  assign \params$25  = \params$15 [31:24];
   assign old_out_0 = old_c4_0;
   assign old_out_1 = old_c4_1;
   assign old_out_2 = old_c4_2;
   assign old_out_3 = old_c4_3;
-  assign w_data = entry;
-  assign w_en = \port__en$55 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$71  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$109  = events__payload;
-  assign events__ready = \items__ready$110 ;
-  assign \items__valid$113  = events__valid;
+  assign \items__payload$85  = events__payload;
+  assign events__ready = \items__ready$86 ;
+  assign \items__valid$89  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$141  = \new$139 ;
-  assign \potential$145  = 16'h0000;
-  assign \out$148  = \new$146 ;
-  assign \potential$152  = 16'h0000;
-  assign \out$155  = \new$153 ;
-  assign \potential$159  = 16'h0000;
+  assign \out$101  = \new$99 ;
+  assign \potential$105  = 16'h0000;
+  assign \out$108  = \new$106 ;
+  assign \potential$112  = 16'h0000;
+  assign \out$115  = \new$113 ;
+  assign \potential$119  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2197,103 +1662,64 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.value  = items__payload[11:4];
   assign \items__payload$1.step_end  = items__payload[12];
   assign \items__payload$1.seq_end  = items__payload[13];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[2:1];
-  assign \slot_c1.base  = slot_c1[8:3];
-  assign \slot_c1.first  = slot_c1[9];
-  assign \slot_c1.last  = slot_c1[10];
-  assign \slot_c1.step_last  = slot_c1[11];
-  assign \slot_c1.seq_first  = slot_c1[12];
-  assign \slot_c1.seq_end  = slot_c1[13];
-  assign \slot_c1.empty  = slot_c1[14];
-  assign \slot_c1.index  = slot_c1[18:15];
-  assign \slot_c1.value  = slot_c1[26:19];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[8:3];
-  assign \slot_c2.first  = slot_c2[9];
-  assign \slot_c2.last  = slot_c2[10];
-  assign \slot_c2.step_last  = slot_c2[11];
-  assign \slot_c2.seq_first  = slot_c2[12];
-  assign \slot_c2.seq_end  = slot_c2[13];
-  assign \slot_c2.empty  = slot_c2[14];
-  assign \slot_c2.index  = slot_c2[18:15];
-  assign \slot_c2.value  = slot_c2[26:19];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \seeds[2]  = seeds[56:38];
-  assign \seeds[3]  = seeds[75:57];
-  assign \seeds[4]  = seeds[94:76];
-  assign \seeds[5]  = seeds[113:95];
-  assign \seeds[6]  = seeds[132:114];
-  assign \seeds[7]  = seeds[151:133];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[2:1];
-  assign \slot_c2a.base  = slot_c2a[8:3];
-  assign \slot_c2a.first  = slot_c2a[9];
-  assign \slot_c2a.last  = slot_c2a[10];
-  assign \slot_c2a.step_last  = slot_c2a[11];
-  assign \slot_c2a.seq_first  = slot_c2a[12];
-  assign \slot_c2a.seq_end  = slot_c2a[13];
-  assign \slot_c2a.empty  = slot_c2a[14];
-  assign \slot_c2a.index  = slot_c2a[18:15];
-  assign \slot_c2a.value  = slot_c2a[26:19];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[26:19];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
   assign \acc.cand  = acc[18:0];
   assign \acc.thr  = acc[37:19];
-  assign \acc$38[0]  = \acc$38 [18:0];
-  assign \acc$38[1]  = \acc$38 [37:19];
-  assign \acc$38[2]  = \acc$38 [56:38];
-  assign \acc$38[3]  = \acc$38 [75:57];
-  assign \acc$38[4]  = \acc$38 [94:76];
-  assign \acc$38[5]  = \acc$38 [113:95];
-  assign \acc$38[6]  = \acc$38 [132:114];
-  assign \acc$38[7]  = \acc$38 [151:133];
-  assign \params.alpha  = params_c3[7:0];
-  assign \params_c3[0]  = params_c3[7:0];
-  assign \params_c3[1]  = params_c3[15:8];
-  assign \params_c3[2]  = params_c3[23:16];
-  assign \params_c3[3]  = params_c3[31:24];
+  assign \acc$13[0]  = \acc$13 [18:0];
+  assign \acc$13[1]  = \acc$13 [37:19];
+  assign \acc$13[2]  = \acc$13 [56:38];
+  assign \acc$13[3]  = \acc$13 [75:57];
+  assign \acc$13[4]  = \acc$13 [94:76];
+  assign \acc$13[5]  = \acc$13 [113:95];
+  assign \acc$13[6]  = \acc$13 [132:114];
+  assign \acc$13[7]  = \acc$13 [151:133];
+  assign \params.alpha  = \params$15 [7:0];
+  assign \params$15[0]  = \params$15 [7:0];
+  assign \params$15[1]  = \params$15 [15:8];
+  assign \params$15[2]  = \params$15 [23:16];
+  assign \params$15[3]  = \params$15 [31:24];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$43.cand  = \acc$43 [18:0];
-  assign \acc$43.thr  = \acc$43 [37:19];
-  assign \params$44.alpha  = params_c3[15:8];
-  assign \old$45.h  = \old$45 ;
-  assign \acc$46.cand  = \acc$46 [18:0];
-  assign \acc$46.thr  = \acc$46 [37:19];
-  assign \params$47.alpha  = params_c3[23:16];
-  assign \old$48.h  = \old$48 ;
-  assign \acc$49.cand  = \acc$49 [18:0];
-  assign \acc$49.thr  = \acc$49 [37:19];
-  assign \params$50.alpha  = params_c3[31:24];
-  assign \old$51.h  = \old$51 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$18.cand  = \acc$18 [18:0];
+  assign \acc$18.thr  = \acc$18 [37:19];
+  assign \params$19.alpha  = \params$15 [15:8];
+  assign \old$20.h  = \old$20 ;
+  assign \acc$21.cand  = \acc$21 [18:0];
+  assign \acc$21.thr  = \acc$21 [37:19];
+  assign \params$22.alpha  = \params$15 [23:16];
+  assign \old$23.h  = \old$23 ;
+  assign \acc$24.cand  = \acc$24 [18:0];
+  assign \acc$24.thr  = \acc$24 [37:19];
+  assign \params$25.alpha  = \params$15 [31:24];
+  assign \old$26.h  = \old$26 ;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[8:3];
@@ -2336,6 +1762,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \w__payload.mask  = entry[3:0];
+  assign \w__payload.value  = entry[71:4];
+  assign \w__payload.value[0]  = entry[20:4];
+  assign \w__payload.value[1]  = entry[37:21];
+  assign \w__payload.value[2]  = entry[54:38];
+  assign \w__payload.value[3]  = entry[71:55];
+  assign \w__payload.group  = entry[73:72];
+  assign \w__payload.marker  = entry[74];
+  assign \w__payload.seq_end  = entry[75];
   assign \i__payload.mask  = i__payload[3:0];
   assign \i__payload.value  = i__payload[71:4];
   assign \i__payload.value[0]  = i__payload[20:4];
@@ -2345,6 +1780,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \i__payload.group  = i__payload[73:72];
   assign \i__payload.marker  = i__payload[74];
   assign \i__payload.seq_end  = i__payload[75];
+  assign \r__payload.mask  = i__payload[3:0];
+  assign \r__payload.value  = i__payload[71:4];
+  assign \r__payload.value[0]  = i__payload[20:4];
+  assign \r__payload.value[1]  = i__payload[37:21];
+  assign \r__payload.value[2]  = i__payload[54:38];
+  assign \r__payload.value[3]  = i__payload[71:55];
+  assign \r__payload.group  = i__payload[73:72];
+  assign \r__payload.marker  = i__payload[74];
+  assign \r__payload.seq_end  = i__payload[75];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[71:4];
   assign \entries__payload.value[0]  = entries__payload[20:4];
@@ -2367,65 +1811,43 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[20:4];
   assign \events__payload.step_end  = events__payload[21];
   assign \events__payload.seq_end  = events__payload[22];
-  assign \items__payload$109.index  = events__payload[3:0];
-  assign \items__payload$109.value  = events__payload[20:4];
-  assign \items__payload$109.step_end  = events__payload[21];
-  assign \items__payload$109.seq_end  = events__payload[22];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[8:3];
-  assign \slot.first  = slot[9];
-  assign \slot.last  = slot[10];
-  assign \slot.step_last  = slot[11];
-  assign \slot.seq_first  = slot[12];
-  assign \slot.seq_end  = slot[13];
-  assign \slot.empty  = slot[14];
-  assign \slot.index  = slot[18:15];
-  assign \slot.value  = slot[26:19];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[2:1];
-  assign \slot_c2b.base  = slot_c2b[8:3];
-  assign \slot_c2b.first  = slot_c2b[9];
-  assign \slot_c2b.last  = slot_c2b[10];
-  assign \slot_c2b.step_last  = slot_c2b[11];
-  assign \slot_c2b.seq_first  = slot_c2b[12];
-  assign \slot_c2b.seq_end  = slot_c2b[13];
-  assign \slot_c2b.empty  = slot_c2b[14];
-  assign \slot_c2b.index  = slot_c2b[18:15];
-  assign \slot_c2b.value  = slot_c2b[26:19];
+  assign \items__payload$85.index  = events__payload[3:0];
+  assign \items__payload$85.value  = events__payload[20:4];
+  assign \items__payload$85.step_end  = events__payload[21];
+  assign \items__payload$85.seq_end  = events__payload[22];
   assign \new.h  = \new ;
-  assign \new$139.h  = \new$139 ;
-  assign \new$146.h  = \new$146 ;
-  assign \new$153.h  = \new$153 ;
-  assign \trace$160.valid  = \trace$160 [0];
-  assign \trace$160.group  = \trace$160 [2:1];
-  assign \trace$160.step_end  = \trace$160 [3];
-  assign \trace$160.seq_end  = \trace$160 [4];
-  assign \trace$160.state  = \trace$160 [68:5];
-  assign \trace$160.state[0]  = \trace$160 [20:5];
-  assign \trace$160.state[1]  = \trace$160 [36:21];
-  assign \trace$160.state[2]  = \trace$160 [52:37];
-  assign \trace$160.state[3]  = \trace$160 [68:53];
-  assign \trace$160.gate  = \trace$160 [72:69];
-  assign \trace$160.gate[0]  = \trace$160 [69];
-  assign \trace$160.gate[1]  = \trace$160 [70];
-  assign \trace$160.gate[2]  = \trace$160 [71];
-  assign \trace$160.gate[3]  = \trace$160 [72];
+  assign \new$99.h  = \new$99 ;
+  assign \new$106.h  = \new$106 ;
+  assign \new$113.h  = \new$113 ;
+  assign \trace$120.valid  = \trace$120 [0];
+  assign \trace$120.group  = \trace$120 [2:1];
+  assign \trace$120.step_end  = \trace$120 [3];
+  assign \trace$120.seq_end  = \trace$120 [4];
+  assign \trace$120.state  = \trace$120 [68:5];
+  assign \trace$120.state[0]  = \trace$120 [20:5];
+  assign \trace$120.state[1]  = \trace$120 [36:21];
+  assign \trace$120.state[2]  = \trace$120 [52:37];
+  assign \trace$120.state[3]  = \trace$120 [68:53];
+  assign \trace$120.gate  = \trace$120 [72:69];
+  assign \trace$120.gate[0]  = \trace$120 [69];
+  assign \trace$120.gate[1]  = \trace$120 [70];
+  assign \trace$120.gate[2]  = \trace$120 [71];
+  assign \trace$120.gate[3]  = \trace$120 [72];
   assign entry[75] = slot_c4[13];
-  assign entry[74] = \$33 ;
+  assign entry[74] = \$21 ;
   assign entry[73:72] = slot_c4[2:1];
-  assign entry[71:55] = \$32 ;
+  assign entry[71:55] = \$20 ;
   assign entry[3] = changed[3];
-  assign entry[54:38] = \$27 ;
+  assign entry[54:38] = \$15 ;
   assign entry[2] = changed[2];
-  assign entry[37:21] = \$22 ;
+  assign entry[37:21] = \$10 ;
   assign entry[1] = changed[1];
-  assign entry[20:4] = \$17 ;
+  assign entry[20:4] = \$5 ;
   assign entry[0] = changed[0];
   assign trace[4] = slot_c4[13];
   assign trace[3] = slot_c4[11];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$55 ;
+  assign trace[0] = finalize4;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -2434,73 +1856,142 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[36:21] = out_1;
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[3] = \$31 ;
-  assign saturated[2] = \$26 ;
-  assign saturated[1] = \$21 ;
-  assign saturated[0] = \$16 ;
-  assign changed[3] = \$30 ;
-  assign changed[2] = \$25 ;
-  assign changed[1] = \$20 ;
-  assign changed[0] = \$15 ;
-  assign \port__data$57 [63:48] = \$28 ;
-  assign \port__data$57 [47:32] = \$23 ;
-  assign \port__data$57 [31:16] = \$18 ;
-  assign \port__data$57 [15:0] = \$13 ;
-  assign lane_valid[3] = 1'h1;
-  assign lane_valid[2] = 1'h1;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \acc$49 [37:19] = \acc$38 [151:133];
-  assign \acc$49 [18:0] = \acc$38 [132:114];
-  assign \acc$46 [37:19] = \acc$38 [113:95];
-  assign \acc$46 [18:0] = \acc$38 [94:76];
-  assign \acc$43 [37:19] = \acc$38 [75:57];
-  assign \acc$43 [18:0] = \acc$38 [56:38];
-  assign acc[37:19] = \acc$38 [37:19];
-  assign acc[18:0] = \acc$38 [18:0];
-  assign seeds[151:133] = { \port__data$31 [127], \port__data$31 [127], \port__data$31 [127], \port__data$31 [127:112] };
-  assign seeds[132:114] = { \port__data$31 [111], \port__data$31 [111], \port__data$31 [111], \port__data$31 [111:96] };
-  assign seeds[113:95] = { \port__data$31 [95], \port__data$31 [95], \port__data$31 [95], \port__data$31 [95:80] };
-  assign seeds[94:76] = { \port__data$31 [79], \port__data$31 [79], \port__data$31 [79], \port__data$31 [79:64] };
-  assign seeds[75:57] = { \port__data$31 [63], \port__data$31 [63], \port__data$31 [63], \port__data$31 [63:48] };
-  assign seeds[56:38] = { \port__data$31 [47], \port__data$31 [47], \port__data$31 [47], \port__data$31 [47:32] };
-  assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
-  assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
-  assign \port__data$15 [31:24] = \config [20:13];
-  assign \port__data$15 [23:16] = \config [20:13];
-  assign \port__data$15 [15:8] = \config [20:13];
-  assign \port__data$15 [7:0] = \config [20:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$15  = \$14 ;
-  assign \$16  = saturated_c4_0;
-  assign \$20  = \$19 ;
-  assign \$21  = saturated_c4_1;
-  assign \$25  = \$24 ;
-  assign \$26  = saturated_c4_2;
-  assign \$30  = \$29 ;
-  assign \$31  = saturated_c4_3;
-  assign \$33  = slot_c4[11];
-  assign \$51  = \port__en$55 ;
+  assign saturated[3] = \$19 ;
+  assign saturated[2] = \$14 ;
+  assign saturated[1] = \$9 ;
+  assign saturated[0] = \$4 ;
+  assign changed[3] = \$18 ;
+  assign changed[2] = \$13 ;
+  assign changed[1] = \$8 ;
+  assign changed[0] = \$3 ;
+  assign state_write[66:51] = \$16 ;
+  assign state_write[50:35] = \$11 ;
+  assign state_write[34:19] = \$6 ;
+  assign state_write[18:3] = \$1 ;
+  assign state_write[2] = finalize4;
+  assign state_write[1:0] = slot_c4[2:1];
+  assign \acc$24 [37:19] = \acc$13 [151:133];
+  assign \acc$24 [18:0] = \acc$13 [132:114];
+  assign \acc$21 [37:19] = \acc$13 [113:95];
+  assign \acc$21 [18:0] = \acc$13 [94:76];
+  assign \acc$18 [37:19] = \acc$13 [75:57];
+  assign \acc$18 [18:0] = \acc$13 [56:38];
+  assign acc[37:19] = \acc$13 [37:19];
+  assign acc[18:0] = \acc$13 [18:0];
+  assign \$3  = \$2 ;
+  assign \$4  = saturated_c4_0;
+  assign \$8  = \$7 ;
+  assign \$9  = saturated_c4_1;
+  assign \$13  = \$12 ;
+  assign \$14  = saturated_c4_2;
+  assign \$18  = \$17 ;
+  assign \$19  = saturated_c4_3;
+  assign \$21  = slot_c4[11];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [75:0] r__payload;
+  wire [75:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [67:0] \r__payload.value ;
+  wire [16:0] \r__payload.value[0] ;
+  wire [16:0] \r__payload.value[1] ;
+  wire [16:0] \r__payload.value[2] ;
+  wire [16:0] \r__payload.value[3] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [75:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [75:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [67:0] \w__payload.value ;
+  wire [16:0] \w__payload.value[0] ;
+  wire [16:0] \w__payload.value[1] ;
+  wire [16:0] \w__payload.value[2] ;
+  wire [16:0] \w__payload.value[3] ;
+  wire w__valid;
+  input [75:0] w_data;
+  wire [75:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[3:0];
+  assign \w__payload.value  = w_data[71:4];
+  assign \w__payload.value[0]  = w_data[20:4];
+  assign \w__payload.value[1]  = w_data[37:21];
+  assign \w__payload.value[2]  = w_data[54:38];
+  assign \w__payload.value[3]  = w_data[71:55];
+  assign \w__payload.group  = w_data[73:72];
+  assign \w__payload.marker  = w_data[74];
+  assign \w__payload.seq_end  = w_data[75];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[71:4];
+  assign \r__payload.value[0]  = r__payload[20:4];
+  assign \r__payload.value[1]  = r__payload[37:21];
+  assign \r__payload.value[2]  = r__payload[54:38];
+  assign \r__payload.value[3]  = r__payload[71:55];
+  assign \r__payload.group  = r__payload[73:72];
+  assign \r__payload.marker  = r__payload[74];
+  assign \r__payload.seq_end  = r__payload[75];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2636,7 +2127,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2646,7 +2137,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2656,7 +2147,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2669,7 +2160,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2689,8 +2180,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2771,7 +2262,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2786,7 +2277,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2801,7 +2292,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2815,7 +2306,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2866,8 +2357,879 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  reg [26:0] \$38 ;
+  reg [31:0] \$39 ;
+  wire \$4 ;
+  reg [31:0] \$40 ;
+  reg [31:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [26:0] \$47 ;
+  reg \$48 ;
+  reg [31:0] \$49 ;
+  wire \$5 ;
+  reg [26:0] \$50 ;
+  reg [31:0] \$51 ;
+  reg [63:0] \$52 ;
+  reg [26:0] \$53 ;
+  reg [26:0] \$54 ;
+  wire \$6 ;
+  wire [7:0] \$7 ;
+  wire [6:0] \$8 ;
+  wire \$9 ;
+  output [151:0] acc;
+  wire [151:0] acc;
+  wire [151:0] \acc$40 ;
+  wire [18:0] \acc$40[0] ;
+  wire [18:0] \acc$40[1] ;
+  wire [18:0] \acc$40[2] ;
+  wire [18:0] \acc$40[3] ;
+  wire [18:0] \acc$40[4] ;
+  wire [18:0] \acc$40[5] ;
+  wire [18:0] \acc$40[6] ;
+  wire [18:0] \acc$40[7] ;
+  wire [18:0] \acc[0] ;
+  wire [18:0] \acc[1] ;
+  wire [18:0] \acc[2] ;
+  wire [18:0] \acc[3] ;
+  wire [18:0] \acc[4] ;
+  wire [18:0] \acc[5] ;
+  wire [18:0] \acc[6] ;
+  wire [18:0] \acc[7] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [13:0] items__payload;
+  wire [13:0] items__payload;
+  wire [13:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [7:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [7:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [31:0] params;
+  reg [31:0] params = 32'd0;
+  wire [7:0] \params[0] ;
+  wire [7:0] \params[1] ;
+  wire [7:0] \params[2] ;
+  wire [7:0] \params[3] ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$21 ;
+  wire [1:0] \port__addr$25 ;
+  wire [5:0] \port__addr$29 ;
+  wire [1:0] \port__addr$31 ;
+  reg [1:0] \port__addr$44 ;
+  reg [1:0] \port__addr$45 ;
+  wire [63:0] port__data;
+  wire [127:0] \port__data$19 ;
+  wire [31:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [63:0] \port__data$38 ;
+  wire [127:0] \port__data$42 ;
+  wire [31:0] \port__data$60 ;
+  wire [63:0] \port__data$62 ;
+  reg port__en;
+  wire [7:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [7:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [3:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  input rst;
+  wire rst;
+  wire [151:0] seeds;
+  wire [18:0] \seeds[0] ;
+  wire [18:0] \seeds[1] ;
+  wire [18:0] \seeds[2] ;
+  wire [18:0] \seeds[3] ;
+  wire [18:0] \seeds[4] ;
+  wire [18:0] \seeds[5] ;
+  wire [18:0] \seeds[6] ;
+  wire [18:0] \seeds[7] ;
+  wire [26:0] slot;
+  output [26:0] \slot$64 ;
+  reg [26:0] \slot$64  = 27'h0000000;
+  wire [5:0] \slot$64.base ;
+  wire \slot$64.empty ;
+  wire \slot$64.first ;
+  wire [1:0] \slot$64.group ;
+  wire [3:0] \slot$64.index ;
+  wire \slot$64.last ;
+  wire \slot$64.seq_end ;
+  wire \slot$64.seq_first ;
+  wire \slot$64.step_last ;
+  wire \slot$64.valid ;
+  wire [7:0] \slot$64.value ;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [7:0] \slot.value ;
+  reg [26:0] slot_c1 = 27'h0000000;
+  wire [5:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
+  reg [26:0] slot_c2 = 27'h0000000;
+  wire [5:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [7:0] \slot_c2.value ;
+  reg [26:0] slot_c2a = 27'h0000000;
+  wire [5:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [26:0] slot_c2b = 27'h0000000;
+  wire [5:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [66:0] state_write;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [7:0] value;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  reg [127:0] bias [3:0];
+  initial begin
+    bias[0] = 128'h0b04fd23fb56fbbb054dff8402a5fc98;
+    bias[1] = 128'h0afcfff70855f9c7f797021b04cffcf2;
+    bias[2] = 128'hfe9ffddafb00fb45048b04f4f7f3003f;
+    bias[3] = 128'hfabd0596f804fe18fda905a30733fa66;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[4:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[4:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[4:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[4:3]][63:48] <= \port__data$19 [63:48];
+    if (\port__en$18 [4])
+      bias[config__payload[4:3]][79:64] <= \port__data$19 [79:64];
+    if (\port__en$18 [5])
+      bias[config__payload[4:3]][95:80] <= \port__data$19 [95:80];
+    if (\port__en$18 [6])
+      bias[config__payload[4:3]][111:96] <= \port__data$19 [111:96];
+    if (\port__en$18 [7])
+      bias[config__payload[4:3]][127:112] <= \port__data$19 [127:112];
+  end
+  reg [127:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[2:1]];
+    end
+  end
+  assign \port__data$42  = _0_;
+  reg [31:0] \params$74  [3:0];
+  initial begin
+    \params$74 [0] = 32'd1278888003;
+    \params$74 [1] = 32'd1431065406;
+    \params$74 [2] = 32'd1026964811;
+    \params$74 [3] = 32'd1011302220;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$74 [config__payload[4:3]][7:0] <= \port__data$23 [7:0];
+    if (\$7 [1])
+      \params$74 [config__payload[4:3]][15:8] <= \port__data$23 [15:8];
+    if (\$7 [2])
+      \params$74 [config__payload[4:3]][23:16] <= \port__data$23 [23:16];
+    if (\$7 [3])
+      \params$74 [config__payload[4:3]][31:24] <= \port__data$23 [31:24];
+  end
+  reg [31:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$74 [\port__addr$44 ];
+    end
+  end
+  assign \port__data$60  = _1_;
+  reg [63:0] \state$75  [3:0];
+  initial begin
+    \state$75 [0] = 64'h0000000000000000;
+    \state$75 [1] = 64'h0000000000000000;
+    \state$75 [2] = 64'h0000000000000000;
+    \state$75 [3] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[2])
+      \state$75 [state_write[1:0]] <= state_write[66:3];
+  end
+  reg [63:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _2_ <= \state$75 [\port__addr$45 ];
+    end
+  end
+  assign \port__data$62  = _2_;
+  reg [63:0] \weights$72  [47:0];
+  initial begin
+    \weights$72 [0] = 64'hfcd4d61bbdbc00d7;
+    \weights$72 [1] = 64'h9f5d384f5fb8fc13;
+    \weights$72 [2] = 64'h45381b660ac4ffc5;
+    \weights$72 [3] = 64'hb51cc7d910f400bc;
+    \weights$72 [4] = 64'h02ea14e7d0f70405;
+    \weights$72 [5] = 64'he0bbb21d0f33f80c;
+    \weights$72 [6] = 64'hb40cdcdebeb8f0f9;
+    \weights$72 [7] = 64'h00b71e3ae0f3fa12;
+    \weights$72 [8] = 64'h30d212dbe238f8ff;
+    \weights$72 [9] = 64'heccc4ad40c29f709;
+    \weights$72 [10] = 64'hb910e2ea3106fdfb;
+    \weights$72 [11] = 64'hf619f5ab0655f00d;
+    \weights$72 [12] = 64'h27fbeb16264fac8c;
+    \weights$72 [13] = 64'h0a1322110866cf2d;
+    \weights$72 [14] = 64'h25e3cf70f6f9db03;
+    \weights$72 [15] = 64'hd3c91859af22f537;
+    \weights$72 [16] = 64'he90f0effc00bc13d;
+    \weights$72 [17] = 64'hb9c640db15fb12f4;
+    \weights$72 [18] = 64'h1439fa0a11d22a1f;
+    \weights$72 [19] = 64'he951eeacbb3747e9;
+    \weights$72 [20] = 64'hff531ab1117cdd4b;
+    \weights$72 [21] = 64'hfb613751cd140613;
+    \weights$72 [22] = 64'he8edb12c02f1f1c3;
+    \weights$72 [23] = 64'he3bdf4873ae2fcb5;
+    \weights$72 [24] = 64'h08ee2944dd3c0b4f;
+    \weights$72 [25] = 64'hee0be903dde2f31d;
+    \weights$72 [26] = 64'h1023e0e3e1a11586;
+    \weights$72 [27] = 64'h04eabc44033ef3bb;
+    \weights$72 [28] = 64'hc6f061d608cf0b3e;
+    \weights$72 [29] = 64'h100d28001343fb42;
+    \weights$72 [30] = 64'h28f4fceb9e22c8e2;
+    \weights$72 [31] = 64'h192622a401d500f7;
+    \weights$72 [32] = 64'hec4318d058d40dca;
+    \weights$72 [33] = 64'h08f54ad2eafda61b;
+    \weights$72 [34] = 64'he7071aeb24581813;
+    \weights$72 [35] = 64'h2c0732ff461643e8;
+    \weights$72 [36] = 64'hd1c640ee2c41eca9;
+    \weights$72 [37] = 64'h27e156d449e506c6;
+    \weights$72 [38] = 64'hf45a254c00cce9d0;
+    \weights$72 [39] = 64'h0d003afda4d424d5;
+    \weights$72 [40] = 64'hed36303b90eae9c6;
+    \weights$72 [41] = 64'hff3c0be9ccf2258a;
+    \weights$72 [42] = 64'hf1236a9dd1c5c4bf;
+    \weights$72 [43] = 64'h12f3455e4caad7c0;
+    \weights$72 [44] = 64'h309408fded27f0ed;
+    \weights$72 [45] = 64'h0e50118dad47ca1d;
+    \weights$72 [46] = 64'hd62e3f11bed2b227;
+    \weights$72 [47] = 64'h442b23e118ef28cc;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$72 [config__payload[8:3]][7:0] <= port__data[7:0];
+    if (\port__en$13 [1])
+      \weights$72 [config__payload[8:3]][15:8] <= port__data[15:8];
+    if (\port__en$13 [2])
+      \weights$72 [config__payload[8:3]][23:16] <= port__data[23:16];
+    if (\port__en$13 [3])
+      \weights$72 [config__payload[8:3]][31:24] <= port__data[31:24];
+    if (\port__en$13 [4])
+      \weights$72 [config__payload[8:3]][39:32] <= port__data[39:32];
+    if (\port__en$13 [5])
+      \weights$72 [config__payload[8:3]][47:40] <= port__data[47:40];
+    if (\port__en$13 [6])
+      \weights$72 [config__payload[8:3]][55:48] <= port__data[55:48];
+    if (\port__en$13 [7])
+      \weights$72 [config__payload[8:3]][63:56] <= port__data[63:56];
+  end
+  reg [63:0] _3_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _3_ <= \weights$72 [\$8 [5:0]];
+    end
+  end
+  assign \port__data$38  = _3_;
+  always @(posedge clk)
+    slot_c1 <= \$38 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$39 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$40 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$41 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$42 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$43 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$44 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$45 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$46 ;
+  always @(posedge clk)
+    slot_c2 <= \$47 ;
+  always @(posedge clk)
+    use_acc2 <= \$48 ;
+  always @(posedge clk)
+    layer0_macs <= \$49 ;
+  always @(posedge clk)
+    slot_c2a <= \$50 ;
+  always @(posedge clk)
+    params <= \$51 ;
+  always @(posedge clk)
+    state <= \$52 ;
+  always @(posedge clk)
+    slot_c2b <= \$53 ;
+  always @(posedge clk)
+    \slot$64  <= \$54 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[11:9];
+  assign \$3  = config__payload[2:0] == 1'h1;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[11:9];
+  assign \$5  = config__payload[2:0] == 2'h2;
+  assign \$6  = config__valid & \$5 ;
+  assign \$7  = \$6  << config__payload[11:9];
+  assign \$8  = slot_c1[8:3] + slot_c1[18:15];
+  assign \$9  = ~ slot_c1[14];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign \$11  = slot_c1[0] & slot_c1[9];
+  assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$38 ;
+  assign \$12  = slot_c2a[0] & slot_c2a[10];
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = layer0_weights_reads + \$13 ;
+  assign \$15  = | \port__en$13 ;
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = layer0_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = layer0_bias_reads + \$18 ;
+  assign \$20  = | \port__en$18 ;
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = layer0_bias_writes + \$21 ;
+  assign \$23  = 1'h0 + \port__en$20 ;
+  assign \$24  = layer0_params_reads + \$23 ;
+  assign \$25  = | \$7 [3:0];
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_params_writes + \$26 ;
+  assign \$28  = 1'h0 + \port__en$24 ;
+  assign \$29  = layer0_state_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = layer0_state_writes + \$31 ;
+  assign \$33  = ~ slot_c2[14];
+  assign \$34  = slot_c2[0] & \$33 ;
+  assign \$35  = | slot_c2[26:19];
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = layer0_macs + 4'h8;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[9]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[26:19]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$10 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$11 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$12 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$12 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$44  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$44  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$45  = 2'h0;
+    if (\$12 ) begin
+      \port__addr$45  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$38  = slot;
+    if (rst) begin
+      \$38  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$39  = \$14 [31:0];
+    if (rst) begin
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$40  = \$17 [31:0];
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$41  = \$19 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$42  = \$22 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = \$24 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$27 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$29 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$32 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = slot_c1;
+    if (rst) begin
+      \$47  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = 1'h0;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = layer0_macs;
+    if (\$36 ) begin
+      \$49  = \$37 [31:0];
+    end
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = slot_c2;
+    if (rst) begin
+      \$50  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = \port__data$60 ;
+    if (rst) begin
+      \$51  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \port__data$62 ;
+    if (rst) begin
+      \$52  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = slot_c2a;
+    if (rst) begin
+      \$53  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = slot_c2b;
+    if (rst) begin
+      \$54  = 27'h0000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__addr$21  = config__payload[4:3];
+  assign \port__en$22  = \$7 [3:0];
+  assign \port__addr$25  = state_write[1:0];
+  assign \port__en$27  = state_write[2];
+  assign \port__data$28  = state_write[66:3];
+  assign \port__addr$29  = \$8 [5:0];
+  assign \port__addr$31  = slot_c1[2:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[9];
+  assign value = slot_c2[26:19];
+  assign \acc$40  = acc;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[11:4];
+  assign \items__payload.step_end  = items__payload[12];
+  assign \items__payload.seq_end  = items__payload[13];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[11:4];
+  assign \items__payload$1.step_end  = items__payload[12];
+  assign \items__payload$1.seq_end  = items__payload[13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[8:3];
+  assign \slot_c1.first  = slot_c1[9];
+  assign \slot_c1.last  = slot_c1[10];
+  assign \slot_c1.step_last  = slot_c1[11];
+  assign \slot_c1.seq_first  = slot_c1[12];
+  assign \slot_c1.seq_end  = slot_c1[13];
+  assign \slot_c1.empty  = slot_c1[14];
+  assign \slot_c1.index  = slot_c1[18:15];
+  assign \slot_c1.value  = slot_c1[26:19];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[8:3];
+  assign \slot_c2.first  = slot_c2[9];
+  assign \slot_c2.last  = slot_c2[10];
+  assign \slot_c2.step_last  = slot_c2[11];
+  assign \slot_c2.seq_first  = slot_c2[12];
+  assign \slot_c2.seq_end  = slot_c2[13];
+  assign \slot_c2.empty  = slot_c2[14];
+  assign \slot_c2.index  = slot_c2[18:15];
+  assign \slot_c2.value  = slot_c2[26:19];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc[2]  = acc[56:38];
+  assign \acc[3]  = acc[75:57];
+  assign \acc[4]  = acc[94:76];
+  assign \acc[5]  = acc[113:95];
+  assign \acc[6]  = acc[132:114];
+  assign \acc[7]  = acc[151:133];
+  assign \acc$40[0]  = acc[18:0];
+  assign \acc$40[1]  = acc[37:19];
+  assign \acc$40[2]  = acc[56:38];
+  assign \acc$40[3]  = acc[75:57];
+  assign \acc$40[4]  = acc[94:76];
+  assign \acc$40[5]  = acc[113:95];
+  assign \acc$40[6]  = acc[132:114];
+  assign \acc$40[7]  = acc[151:133];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \seeds[2]  = seeds[56:38];
+  assign \seeds[3]  = seeds[75:57];
+  assign \seeds[4]  = seeds[94:76];
+  assign \seeds[5]  = seeds[113:95];
+  assign \seeds[6]  = seeds[132:114];
+  assign \seeds[7]  = seeds[151:133];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[8:3];
+  assign \slot_c2a.first  = slot_c2a[9];
+  assign \slot_c2a.last  = slot_c2a[10];
+  assign \slot_c2a.step_last  = slot_c2a[11];
+  assign \slot_c2a.seq_first  = slot_c2a[12];
+  assign \slot_c2a.seq_end  = slot_c2a[13];
+  assign \slot_c2a.empty  = slot_c2a[14];
+  assign \slot_c2a.index  = slot_c2a[18:15];
+  assign \slot_c2a.value  = slot_c2a[26:19];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[26:19];
+  assign \params[0]  = params[7:0];
+  assign \params[1]  = params[15:8];
+  assign \params[2]  = params[23:16];
+  assign \params[3]  = params[31:24];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[8:3];
+  assign \slot_c2b.first  = slot_c2b[9];
+  assign \slot_c2b.last  = slot_c2b[10];
+  assign \slot_c2b.step_last  = slot_c2b[11];
+  assign \slot_c2b.seq_first  = slot_c2b[12];
+  assign \slot_c2b.seq_end  = slot_c2b[13];
+  assign \slot_c2b.empty  = slot_c2b[14];
+  assign \slot_c2b.index  = slot_c2b[18:15];
+  assign \slot_c2b.value  = slot_c2b[26:19];
+  assign \slot$64.valid  = \slot$64 [0];
+  assign \slot$64.group  = \slot$64 [2:1];
+  assign \slot$64.base  = \slot$64 [8:3];
+  assign \slot$64.first  = \slot$64 [9];
+  assign \slot$64.last  = \slot$64 [10];
+  assign \slot$64.step_last  = \slot$64 [11];
+  assign \slot$64.seq_first  = \slot$64 [12];
+  assign \slot$64.seq_end  = \slot$64 [13];
+  assign \slot$64.empty  = \slot$64 [14];
+  assign \slot$64.index  = \slot$64 [18:15];
+  assign \slot$64.value  = \slot$64 [26:19];
+  assign seeds[151:133] = { \port__data$42 [127], \port__data$42 [127], \port__data$42 [127], \port__data$42 [127:112] };
+  assign seeds[132:114] = { \port__data$42 [111], \port__data$42 [111], \port__data$42 [111], \port__data$42 [111:96] };
+  assign seeds[113:95] = { \port__data$42 [95], \port__data$42 [95], \port__data$42 [95], \port__data$42 [95:80] };
+  assign seeds[94:76] = { \port__data$42 [79], \port__data$42 [79], \port__data$42 [79], \port__data$42 [79:64] };
+  assign seeds[75:57] = { \port__data$42 [63], \port__data$42 [63], \port__data$42 [63], \port__data$42 [63:48] };
+  assign seeds[56:38] = { \port__data$42 [47], \port__data$42 [47], \port__data$42 [47], \port__data$42 [47:32] };
+  assign seeds[37:19] = { \port__data$42 [31], \port__data$42 [31], \port__data$42 [31], \port__data$42 [31:16] };
+  assign seeds[18:0] = { \port__data$42 [15], \port__data$42 [15], \port__data$42 [15], \port__data$42 [15:0] };
+  assign \port__data$23 [31:24] = config__payload[19:12];
+  assign \port__data$23 [23:16] = config__payload[19:12];
+  assign \port__data$23 [15:8] = config__payload[19:12];
+  assign \port__data$23 [7:0] = config__payload[19:12];
+  assign \port__data$19 [127:112] = config__payload[27:12];
+  assign \port__data$19 [111:96] = config__payload[27:12];
+  assign \port__data$19 [95:80] = config__payload[27:12];
+  assign \port__data$19 [79:64] = config__payload[27:12];
+  assign \port__data$19 [63:48] = config__payload[27:12];
+  assign \port__data$19 [47:32] = config__payload[27:12];
+  assign \port__data$19 [31:16] = config__payload[27:12];
+  assign \port__data$19 [15:0] = config__payload[27:12];
+  assign port__data[63:56] = config__payload[19:12];
+  assign port__data[55:48] = config__payload[19:12];
+  assign port__data[47:40] = config__payload[19:12];
+  assign port__data[39:32] = config__payload[19:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
+  assign \$30  = state_write[2];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -2943,6 +3305,9 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
   reg [5:0] base = 6'h00;
@@ -2952,9 +3317,6 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3068,7 +3430,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -3079,10 +3441,10 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = layer0_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
@@ -3104,15 +3466,15 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   always @(posedge clk)
     layer0_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -3143,7 +3505,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     rbank <= \$74 ;
   always @(posedge clk)
     layer0_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
   assign \$3  = wcount < 4'hc;
@@ -3151,7 +3513,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$4  = wbank ? 4'hc : 4'h0;
   assign wr__addr = \$4  + wcount;
   assign \$6  = { 11'h000, items__payload[3:0] } | \$5 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -3166,7 +3528,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3176,14 +3538,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3192,28 +3554,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3228,7 +3590,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3240,8 +3602,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3271,7 +3633,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3286,7 +3648,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3304,8 +3666,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3322,8 +3684,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3340,7 +3702,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3352,7 +3714,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3364,7 +3726,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63 [26:1] = meta[26:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3382,7 +3744,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3401,7 +3763,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3421,7 +3783,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3434,7 +3796,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3452,7 +3814,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3470,7 +3832,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3491,7 +3853,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3504,7 +3866,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3517,7 +3879,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3529,7 +3891,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3543,7 +3905,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3557,7 +3919,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3614,8 +3976,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -3856,21 +4218,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -3887,245 +4249,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -4158,8 +4520,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4242,7 +4604,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4253,7 +4615,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 23'h000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4270,7 +4632,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4290,7 +4652,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4316,7 +4678,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4353,182 +4715,6 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [16:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  input [15:0] old;
-  wire [15:0] old;
-  wire [15:0] \old.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [16], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \old.h  = old;
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4616,7 +4802,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4704,8 +4890,184 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [16:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  input [15:0] old;
+  wire [15:0] old;
+  wire [15:0] \old.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(old) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [16], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \old.h  = old;
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -4766,7 +5128,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4781,7 +5143,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -4796,7 +5158,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -4810,7 +5172,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -4841,144 +5203,63 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , items__payload, items__valid, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads, layer1_pool_writes, layer1_macs, \trace$189 , layer1_events
-, layer1_saturations, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
-  wire \$1 ;
+module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$100 , items__payload, items__valid, \trace$135 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
+, layer1_pool_writes, layer1_macs, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire [15:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [1:0] \$101 ;
-  wire [32:0] \$102 ;
-  wire [1:0] \$103 ;
-  wire [32:0] \$104 ;
-  wire \$105 ;
-  wire [1:0] \$106 ;
-  wire [32:0] \$107 ;
-  wire [1:0] \$108 ;
-  wire [32:0] \$109 ;
-  wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [32:0] \$112 ;
-  wire [1:0] \$113 ;
-  wire [32:0] \$114 ;
-  wire \$115 ;
-  wire [1:0] \$116 ;
-  wire [32:0] \$117 ;
-  wire [1:0] \$118 ;
-  wire [32:0] \$119 ;
-  wire [27:0] \$12 ;
-  wire \$120 ;
-  wire [1:0] \$121 ;
-  wire [32:0] \$122 ;
-  wire [1:0] \$123 ;
-  wire [32:0] \$124 ;
-  wire \$125 ;
-  wire [1:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire \$128 ;
-  wire \$129 ;
-  wire [27:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire [32:0] \$132 ;
-  wire [23:0] \$133 ;
-  wire [23:0] \$134 ;
-  wire [23:0] \$135 ;
-  wire [23:0] \$136 ;
-  wire [1:0] \$137 ;
-  wire [2:0] \$138 ;
-  wire [3:0] \$139 ;
-  wire [27:0] \$14 ;
-  wire [4:0] \$140 ;
-  wire [32:0] \$141 ;
-  wire [1:0] \$142 ;
-  wire [2:0] \$143 ;
-  wire [3:0] \$144 ;
-  wire [4:0] \$145 ;
-  wire [32:0] \$146 ;
-  wire [5:0] \$147 ;
-  wire \$148 ;
-  wire [6:0] \$149 ;
-  wire [27:0] \$15 ;
-  reg [36:0] \$150 ;
-  reg [31:0] \$151 ;
-  reg [31:0] \$152 ;
-  reg [31:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [31:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [31:0] \$157 ;
-  reg [31:0] \$158 ;
-  reg [31:0] \$159 ;
-  wire [27:0] \$16 ;
-  reg [31:0] \$160 ;
-  reg [31:0] \$161 ;
-  reg [31:0] \$162 ;
-  reg [36:0] \$163 ;
-  reg \$164 ;
-  reg [31:0] \$165 ;
-  reg [36:0] \$166 ;
-  reg [36:0] \$167 ;
-  reg [31:0] \$168 ;
-  reg [63:0] \$169 ;
-  wire [27:0] \$17 ;
-  reg [95:0] \$170 ;
-  reg [36:0] \$171 ;
-  reg [36:0] \$172 ;
-  reg \$173 ;
-  reg [15:0] \$174 ;
-  reg [15:0] \$175 ;
-  reg \$176 ;
-  reg [15:0] \$177 ;
-  reg \$178 ;
-  reg \$179 ;
-  wire [27:0] \$18 ;
-  reg [15:0] \$180 ;
-  reg [23:0] \$181 ;
-  reg [15:0] \$182 ;
-  reg [15:0] \$183 ;
-  reg \$184 ;
-  reg [15:0] \$185 ;
-  reg \$186 ;
-  reg \$187 ;
-  reg [15:0] \$188 ;
-  reg [23:0] \$189 ;
-  wire [27:0] \$19 ;
-  reg [15:0] \$190 ;
-  reg [15:0] \$191 ;
-  reg \$192 ;
-  reg [15:0] \$193 ;
-  reg \$194 ;
-  reg \$195 ;
-  reg [15:0] \$196 ;
-  reg [23:0] \$197 ;
-  reg [15:0] \$198 ;
-  reg [15:0] \$199 ;
-  wire \$2 ;
-  wire \$20 ;
-  reg \$200 ;
-  reg [15:0] \$201 ;
-  reg \$202 ;
-  reg \$203 ;
-  reg [15:0] \$204 ;
-  reg [23:0] \$205 ;
-  reg [72:0] \$206 ;
-  reg [31:0] \$207 ;
-  reg [31:0] \$208 ;
-  reg [4:0] \$209 ;
-  wire [15:0] \$21 ;
-  wire [24:0] \$22 ;
-  wire \$23 ;
-  wire [24:0] \$24 ;
-  wire \$25 ;
+  reg [15:0] \$100 ;
+  reg [23:0] \$101 ;
+  reg [15:0] \$102 ;
+  reg [15:0] \$103 ;
+  reg \$104 ;
+  reg [15:0] \$105 ;
+  reg \$106 ;
+  reg \$107 ;
+  reg [15:0] \$108 ;
+  reg [23:0] \$109 ;
+  wire [24:0] \$11 ;
+  reg [15:0] \$110 ;
+  reg [15:0] \$111 ;
+  reg \$112 ;
+  reg [15:0] \$113 ;
+  reg \$114 ;
+  reg \$115 ;
+  reg [15:0] \$116 ;
+  reg [23:0] \$117 ;
+  reg [15:0] \$118 ;
+  reg [15:0] \$119 ;
+  wire \$12 ;
+  reg \$120 ;
+  reg [15:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
+  reg [15:0] \$124 ;
+  reg [23:0] \$125 ;
+  reg [72:0] \$126 ;
+  reg [31:0] \$127 ;
+  reg [31:0] \$128 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire [24:0] \$2 ;
+  wire [15:0] \$20 ;
+  wire [24:0] \$21 ;
+  wire \$22 ;
+  wire [24:0] \$23 ;
+  wire \$24 ;
+  wire [24:0] \$25 ;
   wire [24:0] \$26 ;
   wire [24:0] \$27 ;
   wire [24:0] \$28 ;
-  wire [24:0] \$29 ;
+  wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [24:0] \$31 ;
+  wire [24:0] \$30 ;
+  wire \$31 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -4986,20 +5267,20 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire [15:0] \$40 ;
-  wire [24:0] \$41 ;
-  wire \$42 ;
-  wire [24:0] \$43 ;
-  wire \$44 ;
+  wire [15:0] \$39 ;
+  wire [24:0] \$4 ;
+  wire [24:0] \$40 ;
+  wire \$41 ;
+  wire [24:0] \$42 ;
+  wire \$43 ;
+  wire [24:0] \$44 ;
   wire [24:0] \$45 ;
   wire [24:0] \$46 ;
   wire [24:0] \$47 ;
-  wire [24:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [24:0] \$49 ;
   wire \$5 ;
-  wire [24:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -5007,20 +5288,20 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
-  wire [15:0] \$59 ;
-  wire \$6 ;
-  wire [24:0] \$60 ;
-  wire \$61 ;
-  wire [24:0] \$62 ;
-  wire \$63 ;
+  wire [15:0] \$58 ;
+  wire [24:0] \$59 ;
+  wire [24:0] \$6 ;
+  wire \$60 ;
+  wire [24:0] \$61 ;
+  wire \$62 ;
+  wire [24:0] \$63 ;
   wire [24:0] \$64 ;
   wire [24:0] \$65 ;
   wire [24:0] \$66 ;
-  wire [24:0] \$67 ;
-  wire \$68 ;
-  wire [24:0] \$69 ;
-  wire [7:0] \$7 ;
+  wire \$67 ;
+  wire [24:0] \$68 ;
+  wire \$69 ;
+  wire [24:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
@@ -5029,43 +5310,43 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [24:0] \$79 ;
-  wire [7:0] \$8 ;
-  wire \$80 ;
-  wire [24:0] \$81 ;
-  wire \$82 ;
-  wire [24:0] \$83 ;
-  wire [24:0] \$84 ;
-  wire [24:0] \$85 ;
-  wire [24:0] \$86 ;
-  wire \$87 ;
-  wire [24:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
-  wire [32:0] \$99 ;
+  wire [23:0] \$78 ;
+  wire [23:0] \$79 ;
+  wire [24:0] \$8 ;
+  wire [23:0] \$80 ;
+  wire [23:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [2:0] \$83 ;
+  wire [3:0] \$84 ;
+  wire [4:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [2:0] \$88 ;
+  wire [3:0] \$89 ;
+  wire [24:0] \$9 ;
+  wire [4:0] \$90 ;
+  wire [32:0] \$91 ;
+  reg [36:0] \$92 ;
+  reg \$93 ;
+  reg [15:0] \$94 ;
+  reg [15:0] \$95 ;
+  reg \$96 ;
+  reg [15:0] \$97 ;
+  reg \$98 ;
+  reg \$99 ;
   wire [223:0] acc;
-  wire [55:0] \acc$47 ;
-  wire [27:0] \acc$47.cand ;
-  wire [27:0] \acc$47.thr ;
-  wire [55:0] \acc$52 ;
-  wire [27:0] \acc$52.cand ;
-  wire [27:0] \acc$52.thr ;
-  wire [55:0] \acc$55 ;
-  wire [27:0] \acc$55.cand ;
-  wire [27:0] \acc$55.thr ;
-  wire [55:0] \acc$58 ;
-  wire [27:0] \acc$58.cand ;
-  wire [27:0] \acc$58.thr ;
+  wire [55:0] \acc$14 ;
+  wire [27:0] \acc$14.cand ;
+  wire [27:0] \acc$14.thr ;
+  wire [55:0] \acc$19 ;
+  wire [27:0] \acc$19.cand ;
+  wire [27:0] \acc$19.thr ;
+  wire [55:0] \acc$22 ;
+  wire [27:0] \acc$22.cand ;
+  wire [27:0] \acc$22.thr ;
+  wire [55:0] \acc$25 ;
+  wire [27:0] \acc$25.cand ;
+  wire [27:0] \acc$25.thr ;
   wire [27:0] \acc[0] ;
   wire [27:0] \acc[1] ;
   wire [27:0] \acc[2] ;
@@ -5074,17 +5355,37 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [27:0] \acc[5] ;
   wire [27:0] \acc[6] ;
   wire [27:0] \acc[7] ;
+  wire [226:0] acc_write;
+  wire [1:0] \acc_write.addr ;
+  wire [223:0] \acc_write.data ;
+  wire [27:0] \acc_write.data[0] ;
+  wire [27:0] \acc_write.data[1] ;
+  wire [27:0] \acc_write.data[2] ;
+  wire [27:0] \acc_write.data[3] ;
+  wire [27:0] \acc_write.data[4] ;
+  wire [27:0] \acc_write.data[5] ;
+  wire [27:0] \acc_write.data[6] ;
+  wire [27:0] \acc_write.data[7] ;
+  wire \acc_write.en ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$85 ;
   wire [103:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -5117,21 +5418,19 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$171 ;
-  wire \gate$178 ;
-  wire \gate$185 ;
+  wire \gate$117 ;
+  wire \gate$124 ;
+  wire \gate$131 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$169 ;
-  wire \hold$176 ;
-  wire \hold$183 ;
+  wire \hold$115 ;
+  wire \hold$122 ;
+  wire \hold$129 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -5155,33 +5454,32 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [16:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$133 ;
-  wire [3:0] \items__payload$133.index ;
-  wire \items__payload$133.seq_end ;
-  wire \items__payload$133.step_end ;
-  wire [23:0] \items__payload$133.value ;
+  wire [29:0] \items__payload$99 ;
+  wire [3:0] \items__payload$99.index ;
+  wire \items__payload$99.seq_end ;
+  wire \items__payload$99.step_end ;
+  wire [23:0] \items__payload$99.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [16:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$134 ;
-  wire \items__ready$134 ;
+  input \items__ready$100 ;
+  wire \items__ready$100 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$137 ;
+  wire \items__valid$103 ;
   wire \items__valid$5 ;
-  wire [3:0] lane_valid;
   output [31:0] layer1_acc_reads;
-  reg [31:0] layer1_acc_reads = 32'd0;
+  wire [31:0] layer1_acc_reads;
   output [31:0] layer1_acc_writes;
-  reg [31:0] layer1_acc_writes = 32'd0;
+  wire [31:0] layer1_acc_writes;
   output [31:0] layer1_bias_reads;
-  reg [31:0] layer1_bias_reads = 32'd0;
+  wire [31:0] layer1_bias_reads;
   output [31:0] layer1_bias_writes;
-  reg [31:0] layer1_bias_writes = 32'd0;
+  wire [31:0] layer1_bias_writes;
   output [31:0] layer1_busy_cycles;
   wire [31:0] layer1_busy_cycles;
   output [31:0] layer1_events;
@@ -5193,36 +5491,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   output [31:0] layer1_items_writes;
   wire [31:0] layer1_items_writes;
   output [31:0] layer1_macs;
-  reg [31:0] layer1_macs = 32'd0;
+  wire [31:0] layer1_macs;
   output [31:0] layer1_params_reads;
-  reg [31:0] layer1_params_reads = 32'd0;
+  wire [31:0] layer1_params_reads;
   output [31:0] layer1_params_writes;
-  reg [31:0] layer1_params_writes = 32'd0;
+  wire [31:0] layer1_params_writes;
   output [31:0] layer1_pool_reads;
-  reg [31:0] layer1_pool_reads = 32'd0;
+  wire [31:0] layer1_pool_reads;
   output [31:0] layer1_pool_writes;
-  reg [31:0] layer1_pool_writes = 32'd0;
+  wire [31:0] layer1_pool_writes;
   output [31:0] layer1_saturations;
   reg [31:0] layer1_saturations = 32'd0;
   output [31:0] layer1_stall_cycles;
   wire [31:0] layer1_stall_cycles;
   output [31:0] layer1_state_reads;
-  reg [31:0] layer1_state_reads = 32'd0;
+  wire [31:0] layer1_state_reads;
   output [31:0] layer1_state_writes;
-  reg [31:0] layer1_state_writes = 32'd0;
+  wire [31:0] layer1_state_writes;
   output [31:0] layer1_steps;
   wire [31:0] layer1_steps;
   output [31:0] layer1_weights_reads;
-  reg [31:0] layer1_weights_reads = 32'd0;
+  wire [31:0] layer1_weights_reads;
   output [31:0] layer1_weights_writes;
-  reg [31:0] layer1_weights_writes = 32'd0;
+  wire [31:0] layer1_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$168 ;
-  wire [15:0] \new$168.h ;
-  wire [15:0] \new$175 ;
-  wire [15:0] \new$175.h ;
-  wire [15:0] \new$182 ;
-  wire [15:0] \new$182.h ;
+  wire [15:0] \new$114 ;
+  wire [15:0] \new$114.h ;
+  wire [15:0] \new$121 ;
+  wire [15:0] \new$121.h ;
+  wire [15:0] \new$128 ;
+  wire [15:0] \new$128.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -5245,12 +5543,12 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$54 ;
-  wire [15:0] \old$54.h ;
-  wire [15:0] \old$57 ;
-  wire [15:0] \old$57.h ;
-  wire [15:0] \old$60 ;
-  wire [15:0] \old$60.h ;
+  wire [15:0] \old$21 ;
+  wire [15:0] \old$21.h ;
+  wire [15:0] \old$24 ;
+  wire [15:0] \old$24.h ;
+  wire [15:0] \old$27 ;
+  wire [15:0] \old$27.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -5273,9 +5571,9 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$170 ;
-  wire [15:0] \out$177 ;
-  wire [15:0] \out$184 ;
+  wire [15:0] \out$116 ;
+  wire [15:0] \out$123 ;
+  wire [15:0] \out$130 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -5285,18 +5583,23 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [7:0] params;
-  wire [7:0] \params$53 ;
-  wire [7:0] \params$53.alpha ;
-  wire [7:0] \params$56 ;
-  wire [7:0] \params$56.alpha ;
-  wire [7:0] \params$59 ;
-  wire [7:0] \params$59.alpha ;
+  wire [31:0] \params$16 ;
+  wire [7:0] \params$16[0] ;
+  wire [7:0] \params$16[1] ;
+  wire [7:0] \params$16[2] ;
+  wire [7:0] \params$16[3] ;
+  wire [7:0] \params$20 ;
+  wire [7:0] \params$20.alpha ;
+  wire [7:0] \params$23 ;
+  wire [7:0] \params$23.alpha ;
+  wire [7:0] \params$26 ;
+  wire [7:0] \params$26.alpha ;
   wire [7:0] \params.alpha ;
-  reg [31:0] params_c3 = 32'd0;
-  wire [7:0] \params_c3[0] ;
-  wire [7:0] \params_c3[1] ;
-  wire [7:0] \params_c3[2] ;
-  wire [7:0] \params_c3[3] ;
+  wire [95:0] pool;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -5305,80 +5608,46 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  reg [95:0] pool_c3 = 96'h000000000000000000000000;
-  wire [23:0] \pool_c3[0] ;
-  wire [23:0] \pool_c3[1] ;
-  wire [23:0] \pool_c3[2] ;
-  wire [23:0] \pool_c3[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$13 ;
-  wire [5:0] \port__addr$22 ;
-  wire [1:0] \port__addr$24 ;
-  reg [1:0] \port__addr$26 ;
-  reg [1:0] \port__addr$38 ;
-  reg [1:0] \port__addr$39 ;
-  reg [1:0] \port__addr$40 ;
-  wire [1:0] \port__addr$43 ;
-  wire [1:0] \port__addr$62 ;
-  wire [1:0] \port__addr$66 ;
-  wire [63:0] port__data;
-  wire [127:0] \port__data$12 ;
-  wire [31:0] \port__data$15 ;
-  wire [31:0] \port__data$157 ;
-  wire [63:0] \port__data$158 ;
-  wire [95:0] \port__data$160 ;
-  wire [63:0] \port__data$32 ;
-  wire [127:0] \port__data$35 ;
-  wire [223:0] \port__data$36 ;
-  wire [223:0] \port__data$45 ;
-  wire [63:0] \port__data$68 ;
-  wire [95:0] \port__data$78 ;
-  wire [7:0] port__en;
-  wire [7:0] \port__en$11 ;
-  wire [3:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$20 ;
-  reg \port__en$21 ;
-  wire \port__en$44 ;
-  reg \port__en$64  = 1'h0;
-  (* init = 1'h0 *)
-  wire \port__en$67 ;
+  wire [98:0] pool_write;
+  wire [1:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$174 ;
-  wire [15:0] \potential$181 ;
-  wire [15:0] \potential$188 ;
+  wire [15:0] \potential$120 ;
+  wire [15:0] \potential$127 ;
+  wire [15:0] \potential$134 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
   reg [15:0] potential_c4_3 = 16'h0000;
-  wire [103:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [103:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$165 ;
-  wire \saturated$172 ;
-  wire \saturated$179 ;
-  wire \saturated$186 ;
+  wire \saturated$110 ;
+  wire \saturated$118 ;
+  wire \saturated$125 ;
+  wire \saturated$132 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
   reg saturated_c4_3 = 1'h0;
-  wire [223:0] seeds;
-  wire [27:0] \seeds[0] ;
-  wire [27:0] \seeds[1] ;
-  wire [27:0] \seeds[2] ;
-  wire [27:0] \seeds[3] ;
-  wire [27:0] \seeds[4] ;
-  wire [27:0] \seeds[5] ;
-  wire [27:0] \seeds[6] ;
-  wire [27:0] \seeds[7] ;
   wire [36:0] slot;
   wire [6:0] \slot.base ;
   wire \slot.empty ;
@@ -5391,66 +5660,6 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [16:0] \slot.value ;
-  reg [36:0] slot_c1 = 37'h0000000000;
-  wire [6:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [1:0] \slot_c1.group ;
-  wire [3:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [16:0] \slot_c1.value ;
-  reg [36:0] slot_c2 = 37'h0000000000;
-  wire [6:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [1:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [16:0] \slot_c2.value ;
-  reg [36:0] slot_c2a = 37'h0000000000;
-  wire [6:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [1:0] \slot_c2a.group ;
-  wire [3:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [16:0] \slot_c2a.value ;
-  reg [36:0] slot_c2b = 37'h0000000000;
-  wire [6:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [1:0] \slot_c2b.group ;
-  wire [3:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [16:0] \slot_c2b.value ;
-  reg [36:0] slot_c3 = 37'h0000000000;
-  wire [6:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [16:0] \slot_c3.value ;
   reg [36:0] slot_c4 = 37'h0000000000;
   wire [6:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -5464,28 +5673,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire \slot_c4.valid ;
   wire [16:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [72:0] trace;
-  output [72:0] \trace$189 ;
-  reg [72:0] \trace$189  = 73'h0000000000000000000;
-  wire [3:0] \trace$189.gate ;
-  wire \trace$189.gate[0] ;
-  wire \trace$189.gate[1] ;
-  wire \trace$189.gate[2] ;
-  wire \trace$189.gate[3] ;
-  wire [1:0] \trace$189.group ;
-  wire \trace$189.seq_end ;
-  wire [63:0] \trace$189.state ;
-  wire [15:0] \trace$189.state[0] ;
-  wire [15:0] \trace$189.state[1] ;
-  wire [15:0] \trace$189.state[2] ;
-  wire [15:0] \trace$189.state[3] ;
-  wire \trace$189.step_end ;
-  wire \trace$189.valid ;
+  output [72:0] \trace$135 ;
+  reg [72:0] \trace$135  = 73'h0000000000000000000;
+  wire [3:0] \trace$135.gate ;
+  wire \trace$135.gate[0] ;
+  wire \trace$135.gate[1] ;
+  wire \trace$135.gate[2] ;
+  wire \trace$135.gate[3] ;
+  wire [1:0] \trace$135.group ;
+  wire \trace$135.seq_end ;
+  wire [63:0] \trace$135.state ;
+  wire [15:0] \trace$135.state[0] ;
+  wire [15:0] \trace$135.state[1] ;
+  wire [15:0] \trace$135.state[2] ;
+  wire [15:0] \trace$135.state[3] ;
+  wire \trace$135.step_end ;
+  wire \trace$135.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -5500,540 +5717,242 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [16:0] value;
-  wire [103:0] w_data;
+  wire [103:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [63:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  wire [7:0] \weights[2] ;
-  wire [7:0] \weights[3] ;
-  wire [7:0] \weights[4] ;
-  wire [7:0] \weights[5] ;
-  wire [7:0] \weights[6] ;
-  wire [7:0] \weights[7] ;
-  reg [223:0] \acc$204  [3:0];
-  initial begin
-    \acc$204 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$204 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$204 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
-    \acc$204 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (finalize)
-      \acc$204 [slot_c3[2:1]] <= \port__data$45 ;
-  end
-  reg [223:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$20 ) begin
-      _0_ <= \acc$204 [\port__addr$26 ];
-    end
-  end
-  assign \port__data$36  = _0_;
-  reg [127:0] bias [3:0];
-  initial begin
-    bias[0] = 128'hf2bd096fe92d0872fe5905b6ee7cfb8d;
-    bias[1] = 128'hf71fff2bfe3e0c43fd20fce202d0ff9e;
-    bias[2] = 128'h05d9021a0cb40259f6d6efbcf9690e08;
-    bias[3] = 128'hf88defcc02b8003cf8ab0c1b066f0571;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [5:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [5:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [5:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [5:4]][63:48] <= \port__data$12 [63:48];
-    if (\port__en$11 [4])
-      bias[\config [5:4]][79:64] <= \port__data$12 [79:64];
-    if (\port__en$11 [5])
-      bias[\config [5:4]][95:80] <= \port__data$12 [95:80];
-    if (\port__en$11 [6])
-      bias[\config [5:4]][111:96] <= \port__data$12 [111:96];
-    if (\port__en$11 [7])
-      bias[\config [5:4]][127:112] <= \port__data$12 [127:112];
-  end
-  reg [127:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _1_ <= bias[slot_c1[2:1]];
-    end
-  end
-  assign \port__data$35  = _1_;
-  reg [31:0] \params$202  [3:0];
-  initial begin
-    \params$202 [0] = 32'd1010511169;
-    \params$202 [1] = 32'd725956668;
-    \params$202 [2] = 32'd960906304;
-    \params$202 [3] = 32'd1128217413;
-  end
-  always @(posedge clk) begin
-    if (\$7 [0])
-      \params$202 [\config [5:4]][7:0] <= \port__data$15 [7:0];
-    if (\$7 [1])
-      \params$202 [\config [5:4]][15:8] <= \port__data$15 [15:8];
-    if (\$7 [2])
-      \params$202 [\config [5:4]][23:16] <= \port__data$15 [23:16];
-    if (\$7 [3])
-      \params$202 [\config [5:4]][31:24] <= \port__data$15 [31:24];
-  end
-  reg [31:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _2_ <= \params$202 [\port__addr$38 ];
-    end
-  end
-  assign \port__data$157  = _2_;
-  reg [95:0] pool [3:0];
-  initial begin
-    pool[0] = 96'h000000000000000000000000;
-    pool[1] = 96'h000000000000000000000000;
-    pool[2] = 96'h000000000000000000000000;
-    pool[3] = 96'h000000000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$64 )
-      pool[slot_c4[2:1]] <= \port__data$78 ;
-  end
-  reg [95:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$21 ) begin
-      _3_ <= pool[\port__addr$40 ];
-    end
-  end
-  assign \port__data$160  = _3_;
-  reg [63:0] state [3:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-    state[2] = 64'h0000000000000000;
-    state[3] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$64 )
-      state[slot_c4[2:1]] <= \port__data$68 ;
-  end
-  reg [63:0] _4_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _4_ <= state[\port__addr$39 ];
-    end
-  end
-  assign \port__data$158  = _4_;
-  reg [63:0] \weights$200  [63:0];
-  initial begin
-    \weights$200 [0] = 64'he72335f1d3353609;
-    \weights$200 [1] = 64'hdb0ccc92da0b3a24;
-    \weights$200 [2] = 64'h021a02270edf3810;
-    \weights$200 [3] = 64'hf195d12c50f0d345;
-    \weights$200 [4] = 64'hc5d4e437e4123319;
-    \weights$200 [5] = 64'hf7c01a6820ca65ed;
-    \weights$200 [6] = 64'h43200dbd082e0705;
-    \weights$200 [7] = 64'hf72dd57bd3d2d253;
-    \weights$200 [8] = 64'h022ff5eca8ad361b;
-    \weights$200 [9] = 64'h38ecdf25c2c2c6bf;
-    \weights$200 [10] = 64'h0f20f1cb3bef08e0;
-    \weights$200 [11] = 64'hcecf3ce3ee2b2ae2;
-    \weights$200 [12] = 64'h07bbe4ad0ed207ea;
-    \weights$200 [13] = 64'hfe0a01f312370110;
-    \weights$200 [14] = 64'h98fdc81a1acadfd8;
-    \weights$200 [15] = 64'h0e142ed93814f912;
-    \weights$200 [16] = 64'h22f9c8f5caca3cd6;
-    \weights$200 [17] = 64'hf9efeef4dca74cf5;
-    \weights$200 [18] = 64'h2c42e0100b3502db;
-    \weights$200 [19] = 64'hec49a909edfb352d;
-    \weights$200 [20] = 64'h01d0d3e924d1dc0f;
-    \weights$200 [21] = 64'h1be219122560432c;
-    \weights$200 [22] = 64'h64b5103f412ca03f;
-    \weights$200 [23] = 64'hb21ef2b5b959dc5e;
-    \weights$200 [24] = 64'h03f1574830632bc6;
-    \weights$200 [25] = 64'hfce12ae9e7dc21e2;
-    \weights$200 [26] = 64'he6ebea223811caf4;
-    \weights$200 [27] = 64'hf103d7dcbe1b3f0d;
-    \weights$200 [28] = 64'h2aedd8bde3b71d5e;
-    \weights$200 [29] = 64'hcc18e1d22a15cdd3;
-    \weights$200 [30] = 64'h34b3f824fec20209;
-    \weights$200 [31] = 64'h16e9fee206262ff7;
-    \weights$200 [32] = 64'h4ab400d3fac8da06;
-    \weights$200 [33] = 64'hd82a2da200c22f45;
-    \weights$200 [34] = 64'h091d0209befddee6;
-    \weights$200 [35] = 64'h0710e0634801fe4c;
-    \weights$200 [36] = 64'hedc5e7d2f8da4ddd;
-    \weights$200 [37] = 64'h0642cbbfed440355;
-    \weights$200 [38] = 64'h172a39ddd6061097;
-    \weights$200 [39] = 64'he029b2e840d409d6;
-    \weights$200 [40] = 64'hed84f5e20b13ec17;
-    \weights$200 [41] = 64'h03edeee5361106e0;
-    \weights$200 [42] = 64'hfcde1f11fc2a0601;
-    \weights$200 [43] = 64'h1633c80b0533d4fb;
-    \weights$200 [44] = 64'h31d3354630df0eee;
-    \weights$200 [45] = 64'h31ea473504c60cf9;
-    \weights$200 [46] = 64'heb46130b190af861;
-    \weights$200 [47] = 64'hf1ebfcd33f2bfa07;
-    \weights$200 [48] = 64'h3b1107e5c1e8daec;
-    \weights$200 [49] = 64'h3356e51d13cebcff;
-    \weights$200 [50] = 64'h3de44e050c27cc0d;
-    \weights$200 [51] = 64'hf2eb4de23b7123b1;
-    \weights$200 [52] = 64'hcf01bcf02ec01120;
-    \weights$200 [53] = 64'h3f22af6526a71936;
-    \weights$200 [54] = 64'h2d1f61c540392404;
-    \weights$200 [55] = 64'h3fc5e13f3fe5d853;
-    \weights$200 [56] = 64'h365017fdf2f63616;
-    \weights$200 [57] = 64'hbc43c4f6f60153f8;
-    \weights$200 [58] = 64'h340bcd27bd0fe30b;
-    \weights$200 [59] = 64'hcb3628f3e4eb2d21;
-    \weights$200 [60] = 64'h57e01b1918eaf2c9;
-    \weights$200 [61] = 64'hd739c0cae4c9343c;
-    \weights$200 [62] = 64'haba7f3df69e9ef11;
-    \weights$200 [63] = 64'hfeedc6d51e2228a8;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$200 [\config [9:4]][7:0] <= port__data[7:0];
-    if (port__en[1])
-      \weights$200 [\config [9:4]][15:8] <= port__data[15:8];
-    if (port__en[2])
-      \weights$200 [\config [9:4]][23:16] <= port__data[23:16];
-    if (port__en[3])
-      \weights$200 [\config [9:4]][31:24] <= port__data[31:24];
-    if (port__en[4])
-      \weights$200 [\config [9:4]][39:32] <= port__data[39:32];
-    if (port__en[5])
-      \weights$200 [\config [9:4]][47:40] <= port__data[47:40];
-    if (port__en[6])
-      \weights$200 [\config [9:4]][55:48] <= port__data[55:48];
-    if (port__en[7])
-      \weights$200 [\config [9:4]][63:56] <= port__data[63:56];
-  end
-  reg [63:0] _5_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _5_ <= \weights$200 [\$8 [5:0]];
-    end
-  end
-  assign \port__data$32  = _5_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [12:10];
-  assign \$3  = \config [3:1] == 3'h4;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [12:10];
-  assign \$5  = \config [3:1] == 3'h5;
-  assign \$6  = \config [0] & \$5 ;
-  assign \$7  = \$6  << \config [12:10];
-  assign \$8  = slot_c1[9:3] + slot_c1[19:16];
-  assign \$9  = ~ slot_c1[15];
-  assign \$10  = slot_c1[0] & \$9 ;
-  assign use_acc = ~ slot_c1[13];
-  assign \$11  = slot_c1[0] & slot_c1[10];
-  assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$32 ;
-  assign \$12  = use_acc2 ? \port__data$36 [27:0] : { \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15], \port__data$35 [15:0] };
-  assign \$13  = use_acc2 ? \port__data$36 [55:28] : { \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31], \port__data$35 [31:16] };
-  assign \$14  = use_acc2 ? \port__data$36 [83:56] : { \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47], \port__data$35 [47:32] };
-  assign \$15  = use_acc2 ? \port__data$36 [111:84] : { \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63], \port__data$35 [63:48] };
-  assign \$16  = use_acc2 ? \port__data$36 [139:112] : { \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79], \port__data$35 [79:64] };
-  assign \$17  = use_acc2 ? \port__data$36 [167:140] : { \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95], \port__data$35 [95:80] };
-  assign \$18  = use_acc2 ? \port__data$36 [195:168] : { \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111], \port__data$35 [111:96] };
-  assign \$19  = use_acc2 ? \port__data$36 [223:196] : { \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127], \port__data$35 [127:112] };
-  assign \$20  = slot_c2a[0] & slot_c2a[11];
-  assign finalize = slot_c3[0] & slot_c3[11];
-  assign old = slot_c3[13] ? 16'h0000 : state_c3[15:0];
-  assign \old$54  = slot_c3[13] ? 16'h0000 : state_c3[31:16];
-  assign \old$57  = slot_c3[13] ? 16'h0000 : state_c3[47:32];
-  assign \old$60  = slot_c3[13] ? 16'h0000 : state_c3[63:48];
-  assign \$21  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  wire w__valid;
+  assign finalize = slot[0] & slot[11];
+  assign old = slot[13] ? 16'h0000 : state[15:0];
+  assign \old$21  = slot[13] ? 16'h0000 : state[31:16];
+  assign \old$24  = slot[13] ? 16'h0000 : state[47:32];
+  assign \old$27  = slot[13] ? 16'h0000 : state[63:48];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$23  = $signed(\$22 ) > $signed(24'h7fffff);
-  assign \$24  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$25  = $signed(\$24 ) < $signed(24'h800000);
-  assign \$26  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$27  = \$25  ? 25'h1800000 : \$26 ;
-  assign \$28  = \$23  ? 25'h07fffff : \$27 ;
-  assign \$29  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$30  = $signed(\$29 ) > $signed(24'h7fffff);
-  assign \$31  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$32  = $signed(\$31 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$30  | \$32 ;
-  assign \$33  = out_0 != old_c4_0;
-  assign \$35  = saturated_c4_0 | pool_0_clipped;
-  assign \$38  = | \$28 [23:0];
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$3  = $signed(\$2 ) > $signed(24'h7fffff);
+  assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$5  = $signed(\$4 ) < $signed(24'h800000);
+  assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$7  = \$5  ? 25'h1800000 : \$6 ;
+  assign \$8  = \$3  ? 25'h07fffff : \$7 ;
+  assign \$9  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$10  = $signed(\$9 ) > $signed(24'h7fffff);
+  assign \$11  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$12  = $signed(\$11 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$10  | \$12 ;
+  assign \$13  = out_0 != old_c4_0;
+  assign \$15  = saturated_c4_0 | pool_0_clipped;
+  assign \$18  = | \$8 [23:0];
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$42  = $signed(\$41 ) > $signed(24'h7fffff);
-  assign \$43  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$44  = $signed(\$43 ) < $signed(24'h800000);
-  assign \$45  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$46  = \$44  ? 25'h1800000 : \$45 ;
-  assign \$47  = \$42  ? 25'h07fffff : \$46 ;
-  assign \$48  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$49  = $signed(\$48 ) > $signed(24'h7fffff);
-  assign \$50  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$51  = $signed(\$50 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$49  | \$51 ;
-  assign \$52  = out_1 != old_c4_1;
-  assign \$54  = saturated_c4_1 | pool_1_clipped;
-  assign \$57  = | \$47 [23:0];
-  assign \$58  = \$56  & \$57 ;
-  assign \$59  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$21  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
+  assign \$25  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$26  = \$24  ? 25'h1800000 : \$25 ;
+  assign \$27  = \$22  ? 25'h07fffff : \$26 ;
+  assign \$28  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$29  = $signed(\$28 ) > $signed(24'h7fffff);
+  assign \$30  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$31  = $signed(\$30 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$29  | \$31 ;
+  assign \$32  = out_1 != old_c4_1;
+  assign \$34  = saturated_c4_1 | pool_1_clipped;
+  assign \$37  = | \$27 [23:0];
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$61  = $signed(\$60 ) > $signed(24'h7fffff);
-  assign \$62  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$63  = $signed(\$62 ) < $signed(24'h800000);
-  assign \$64  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$65  = \$63  ? 25'h1800000 : \$64 ;
-  assign \$66  = \$61  ? 25'h07fffff : \$65 ;
-  assign \$67  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$68  = $signed(\$67 ) > $signed(24'h7fffff);
-  assign \$69  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$70  = $signed(\$69 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$68  | \$70 ;
-  assign \$71  = out_2 != old_c4_2;
-  assign \$73  = saturated_c4_2 | pool_2_clipped;
-  assign \$76  = | \$66 [23:0];
-  assign \$77  = \$75  & \$76 ;
-  assign \$78  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$40  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
+  assign \$42  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
+  assign \$44  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$45  = \$43  ? 25'h1800000 : \$44 ;
+  assign \$46  = \$41  ? 25'h07fffff : \$45 ;
+  assign \$47  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
+  assign \$49  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$48  | \$50 ;
+  assign \$51  = out_2 != old_c4_2;
+  assign \$53  = saturated_c4_2 | pool_2_clipped;
+  assign \$56  = | \$46 [23:0];
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$80  = $signed(\$79 ) > $signed(24'h7fffff);
-  assign \$81  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$82  = $signed(\$81 ) < $signed(24'h800000);
-  assign \$83  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$84  = \$82  ? 25'h1800000 : \$83 ;
-  assign \$85  = \$80  ? 25'h07fffff : \$84 ;
-  assign \$86  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$87  = $signed(\$86 ) > $signed(24'h7fffff);
-  assign \$88  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$89  = $signed(\$88 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$87  | \$89 ;
-  assign \$90  = out_3 != old_c4_3;
-  assign \$92  = saturated_c4_3 | pool_3_clipped;
-  assign \$95  = | \$85 [23:0];
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = slot_c4[12] & slot_c4[14];
-  assign credit = reserved < 5'h10;
-  assign \$98  = 1'h0 + \port__en$16 ;
-  assign \$99  = layer1_weights_reads + \$98 ;
-  assign \$100  = | port__en;
-  assign \$101  = 1'h0 + \$100 ;
-  assign \$102  = layer1_weights_writes + \$101 ;
-  assign \$103  = 1'h0 + \port__en$17 ;
-  assign \$104  = layer1_bias_reads + \$103 ;
-  assign \$105  = | \port__en$11 ;
-  assign \$106  = 1'h0 + \$105 ;
-  assign \$107  = layer1_bias_writes + \$106 ;
-  assign \$108  = 1'h0 + \port__en$18 ;
-  assign \$109  = layer1_params_reads + \$108 ;
-  assign \$110  = | \$7 [3:0];
-  assign \$111  = 1'h0 + \$110 ;
-  assign \$112  = layer1_params_writes + \$111 ;
-  assign \$113  = 1'h0 + \port__en$19 ;
-  assign \$114  = layer1_state_reads + \$113 ;
-  assign \$116  = 1'h0 + \$115 ;
-  assign \$117  = layer1_state_writes + \$116 ;
-  assign \$118  = 1'h0 + \port__en$20 ;
-  assign \$119  = layer1_acc_reads + \$118 ;
-  assign \$121  = 1'h0 + \$120 ;
-  assign \$122  = layer1_acc_writes + \$121 ;
-  assign \$123  = 1'h0 + \port__en$21 ;
-  assign \$124  = layer1_pool_reads + \$123 ;
-  assign \$126  = 1'h0 + \$125 ;
-  assign \$127  = layer1_pool_writes + \$126 ;
-  assign \$128  = ~ slot_c2[15];
-  assign \$129  = slot_c2[0] & \$128 ;
-  assign \$130  = | slot_c2[36:20];
-  assign \$131  = \$129  & \$130 ;
-  assign \$132  = layer1_macs + 4'h8;
-  assign \$133  = slot_c3[13] ? 24'h000000 : pool_c3[23:0];
-  assign \$134  = slot_c3[13] ? 24'h000000 : pool_c3[47:24];
-  assign \$135  = slot_c3[13] ? 24'h000000 : pool_c3[71:48];
-  assign \$136  = slot_c3[13] ? 24'h000000 : pool_c3[95:72];
-  assign \$137  = 1'h0 + changed[0];
-  assign \$138  = \$137  + changed[1];
-  assign \$139  = \$138  + changed[2];
-  assign \$140  = \$139  + changed[3];
-  assign \$141  = layer1_events + \$140 ;
-  assign \$142  = 1'h0 + saturated[0];
-  assign \$143  = \$142  + saturated[1];
-  assign \$144  = \$143  + saturated[2];
-  assign \$145  = \$144  + saturated[3];
-  assign \$146  = layer1_saturations + \$145 ;
-  assign \$147  = reserved + starting;
-  assign \$148  = r_en & i__valid;
-  assign \$149  = \$147  - \$148 ;
+  assign \$59  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
+  assign \$61  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
+  assign \$63  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$64  = \$62  ? 25'h1800000 : \$63 ;
+  assign \$65  = \$60  ? 25'h07fffff : \$64 ;
+  assign \$66  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$67  = $signed(\$66 ) > $signed(24'h7fffff);
+  assign \$68  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$69  = $signed(\$68 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$67  | \$69 ;
+  assign \$70  = out_3 != old_c4_3;
+  assign \$72  = saturated_c4_3 | pool_3_clipped;
+  assign \$75  = | \$65 [23:0];
+  assign \$76  = \$74  & \$75 ;
+  assign \$77  = slot_c4[12] & slot_c4[14];
+  assign \$78  = slot[13] ? 24'h000000 : pool[23:0];
+  assign \$79  = slot[13] ? 24'h000000 : pool[47:24];
+  assign \$80  = slot[13] ? 24'h000000 : pool[71:48];
+  assign \$81  = slot[13] ? 24'h000000 : pool[95:72];
+  assign \$82  = 1'h0 + changed[0];
+  assign \$83  = \$82  + changed[1];
+  assign \$84  = \$83  + changed[2];
+  assign \$85  = \$84  + changed[3];
+  assign \$86  = layer1_events + \$85 ;
+  assign \$87  = 1'h0 + saturated[0];
+  assign \$88  = \$87  + saturated[1];
+  assign \$89  = \$88  + saturated[2];
+  assign \$90  = \$89  + saturated[3];
+  assign \$91  = layer1_saturations + \$90 ;
   always @(posedge clk)
-    slot_c1 <= \$150 ;
+    slot_c4 <= \$92 ;
   always @(posedge clk)
-    layer1_weights_reads <= \$151 ;
+    finalize4 <= \$93 ;
   always @(posedge clk)
-    layer1_weights_writes <= \$152 ;
+    new_c4_0 <= \$94 ;
   always @(posedge clk)
-    layer1_bias_reads <= \$153 ;
+    old_c4_0 <= \$95 ;
   always @(posedge clk)
-    layer1_bias_writes <= \$154 ;
+    hold_c4_0 <= \$96 ;
   always @(posedge clk)
-    layer1_params_reads <= \$155 ;
+    out_c4_0 <= \$97 ;
   always @(posedge clk)
-    layer1_params_writes <= \$156 ;
+    gate_c4_0 <= \$98 ;
   always @(posedge clk)
-    layer1_state_reads <= \$157 ;
+    saturated_c4_0 <= \$99 ;
   always @(posedge clk)
-    layer1_state_writes <= \$158 ;
+    potential_c4_0 <= \$100 ;
   always @(posedge clk)
-    layer1_acc_reads <= \$159 ;
+    old_pool_c4_0 <= \$101 ;
   always @(posedge clk)
-    layer1_acc_writes <= \$160 ;
+    new_c4_1 <= \$102 ;
   always @(posedge clk)
-    layer1_pool_reads <= \$161 ;
+    old_c4_1 <= \$103 ;
   always @(posedge clk)
-    layer1_pool_writes <= \$162 ;
+    hold_c4_1 <= \$104 ;
   always @(posedge clk)
-    slot_c2 <= \$163 ;
+    out_c4_1 <= \$105 ;
   always @(posedge clk)
-    use_acc2 <= \$164 ;
+    gate_c4_1 <= \$106 ;
   always @(posedge clk)
-    layer1_macs <= \$165 ;
+    saturated_c4_1 <= \$107 ;
   always @(posedge clk)
-    slot_c2a <= \$166 ;
+    potential_c4_1 <= \$108 ;
   always @(posedge clk)
-    slot_c2b <= \$167 ;
+    old_pool_c4_1 <= \$109 ;
   always @(posedge clk)
-    params_c3 <= \$168 ;
+    new_c4_2 <= \$110 ;
   always @(posedge clk)
-    state_c3 <= \$169 ;
+    old_c4_2 <= \$111 ;
   always @(posedge clk)
-    pool_c3 <= \$170 ;
+    hold_c4_2 <= \$112 ;
   always @(posedge clk)
-    slot_c3 <= \$171 ;
+    out_c4_2 <= \$113 ;
   always @(posedge clk)
-    slot_c4 <= \$172 ;
+    gate_c4_2 <= \$114 ;
   always @(posedge clk)
-    \port__en$64  <= \$173 ;
+    saturated_c4_2 <= \$115 ;
   always @(posedge clk)
-    new_c4_0 <= \$174 ;
+    potential_c4_2 <= \$116 ;
   always @(posedge clk)
-    old_c4_0 <= \$175 ;
+    old_pool_c4_2 <= \$117 ;
   always @(posedge clk)
-    hold_c4_0 <= \$176 ;
+    new_c4_3 <= \$118 ;
   always @(posedge clk)
-    out_c4_0 <= \$177 ;
+    old_c4_3 <= \$119 ;
   always @(posedge clk)
-    gate_c4_0 <= \$178 ;
+    hold_c4_3 <= \$120 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$179 ;
+    out_c4_3 <= \$121 ;
   always @(posedge clk)
-    potential_c4_0 <= \$180 ;
+    gate_c4_3 <= \$122 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$181 ;
+    saturated_c4_3 <= \$123 ;
   always @(posedge clk)
-    new_c4_1 <= \$182 ;
+    potential_c4_3 <= \$124 ;
   always @(posedge clk)
-    old_c4_1 <= \$183 ;
+    old_pool_c4_3 <= \$125 ;
   always @(posedge clk)
-    hold_c4_1 <= \$184 ;
+    \trace$135  <= \$126 ;
   always @(posedge clk)
-    out_c4_1 <= \$185 ;
+    layer1_events <= \$127 ;
   always @(posedge clk)
-    gate_c4_1 <= \$186 ;
-  always @(posedge clk)
-    saturated_c4_1 <= \$187 ;
-  always @(posedge clk)
-    potential_c4_1 <= \$188 ;
-  always @(posedge clk)
-    old_pool_c4_1 <= \$189 ;
-  always @(posedge clk)
-    new_c4_2 <= \$190 ;
-  always @(posedge clk)
-    old_c4_2 <= \$191 ;
-  always @(posedge clk)
-    hold_c4_2 <= \$192 ;
-  always @(posedge clk)
-    out_c4_2 <= \$193 ;
-  always @(posedge clk)
-    gate_c4_2 <= \$194 ;
-  always @(posedge clk)
-    saturated_c4_2 <= \$195 ;
-  always @(posedge clk)
-    potential_c4_2 <= \$196 ;
-  always @(posedge clk)
-    old_pool_c4_2 <= \$197 ;
-  always @(posedge clk)
-    new_c4_3 <= \$198 ;
-  always @(posedge clk)
-    old_c4_3 <= \$199 ;
-  always @(posedge clk)
-    hold_c4_3 <= \$200 ;
-  always @(posedge clk)
-    out_c4_3 <= \$201 ;
-  always @(posedge clk)
-    gate_c4_3 <= \$202 ;
-  always @(posedge clk)
-    saturated_c4_3 <= \$203 ;
-  always @(posedge clk)
-    potential_c4_3 <= \$204 ;
-  always @(posedge clk)
-    old_pool_c4_3 <= \$205 ;
-  always @(posedge clk)
-    \trace$189  <= \$206 ;
-  always @(posedge clk)
-    layer1_events <= \$207 ;
-  always @(posedge clk)
-    layer1_saturations <= \$208 ;
-  always @(posedge clk)
-    reserved <= \$209 ;
+    layer1_saturations <= \$128 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$64 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer1.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer1.issue  issue (
+  \accelerator.layer1.front  front (
+    .acc(acc),
+    .acc_write(acc_write),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer1_acc_reads(layer1_acc_reads),
+    .layer1_acc_writes(layer1_acc_writes),
+    .layer1_bias_reads(layer1_bias_reads),
+    .layer1_bias_writes(layer1_bias_writes),
     .layer1_busy_cycles(layer1_busy_cycles),
     .layer1_item_overflows(layer1_item_overflows),
     .layer1_items_reads(layer1_items_reads),
     .layer1_items_writes(layer1_items_writes),
+    .layer1_macs(layer1_macs),
+    .layer1_params_reads(layer1_params_reads),
+    .layer1_params_writes(layer1_params_writes),
+    .layer1_pool_reads(layer1_pool_reads),
+    .layer1_pool_writes(layer1_pool_writes),
     .layer1_stall_cycles(layer1_stall_cycles),
+    .layer1_state_reads(layer1_state_reads),
+    .layer1_state_writes(layer1_state_writes),
     .layer1_steps(layer1_steps),
+    .layer1_weights_reads(layer1_weights_reads),
+    .layer1_weights_writes(layer1_weights_writes),
+    .params(\params$16 ),
+    .pool(pool),
+    .pool_write(pool_write),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer1.lanes  lanes (
-    .acc(acc),
-    .clk(clk),
-    .first(slot_c2[10]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[36:20]),
-    .weights(weights)
+    .\slot$83 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer1.serializer  serializer (
     .clk(clk),
@@ -6041,602 +5960,349 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$134 ),
+    .items__ready(\items__ready$100 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer1.update_0  update_0 (
     .abs_at_least(gate),
-    .acc(\acc$47 ),
+    .acc(\acc$14 ),
     .h_new(\new ),
     .hold(hold),
     .old(old),
-    .params(params_c3[7:0]),
-    .saturated(\saturated$165 )
+    .params(\params$16 [7:0]),
+    .saturated(\saturated$110 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .abs_at_least(\gate$171 ),
-    .acc(\acc$52 ),
-    .h_new(\new$168 ),
-    .hold(\hold$169 ),
-    .old(\old$54 ),
-    .params(params_c3[15:8]),
-    .saturated(\saturated$172 )
+    .abs_at_least(\gate$117 ),
+    .acc(\acc$19 ),
+    .h_new(\new$114 ),
+    .hold(\hold$115 ),
+    .old(\old$21 ),
+    .params(\params$16 [15:8]),
+    .saturated(\saturated$118 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .abs_at_least(\gate$178 ),
-    .acc(\acc$55 ),
-    .h_new(\new$175 ),
-    .hold(\hold$176 ),
-    .old(\old$57 ),
-    .params(params_c3[23:16]),
-    .saturated(\saturated$179 )
+    .abs_at_least(\gate$124 ),
+    .acc(\acc$22 ),
+    .h_new(\new$121 ),
+    .hold(\hold$122 ),
+    .old(\old$24 ),
+    .params(\params$16 [23:16]),
+    .saturated(\saturated$125 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .abs_at_least(\gate$185 ),
-    .acc(\acc$58 ),
-    .h_new(\new$182 ),
-    .hold(\hold$183 ),
-    .old(\old$60 ),
-    .params(params_c3[31:24]),
-    .saturated(\saturated$186 )
+    .abs_at_least(\gate$131 ),
+    .acc(\acc$25 ),
+    .h_new(\new$128 ),
+    .hold(\hold$129 ),
+    .old(\old$27 ),
+    .params(\params$16 [31:24]),
+    .saturated(\saturated$132 )
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$10 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$11 ) begin
-      (* full_case = 32'd1 *)
-      if (use_acc) begin
-      end else begin
-        \port__en$17  = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$20 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$20 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$20  = 1'h0;
-    if (\$11 ) begin
-      if (use_acc) begin
-        \port__en$20  = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__en$21  = 1'h0;
-    if (\$20 ) begin
-      \port__en$21  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__addr$26  = 2'h0;
-    if (\$11 ) begin
-      if (use_acc) begin
-        \port__addr$26  = slot_c1[2:1];
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__addr$38  = 2'h0;
-    if (\$20 ) begin
-      \port__addr$38  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__addr$39  = 2'h0;
-    if (\$20 ) begin
-      \port__addr$39  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \port__addr$40  = 2'h0;
-    if (\$20 ) begin
-      \port__addr$40  = slot_c2a[2:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$150  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$92  = slot;
     if (rst) begin
-      \$150  = 37'h0000000000;
+      \$92  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$151  = \$99 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$93  = finalize;
     if (rst) begin
-      \$151  = 32'd0;
+      \$93  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$152  = \$102 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$94  = \new ;
     if (rst) begin
-      \$152  = 32'd0;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$153  = \$104 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$95  = old;
     if (rst) begin
-      \$153  = 32'd0;
+      \$95  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$154  = \$107 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$96  = hold;
     if (rst) begin
-      \$154  = 32'd0;
+      \$96  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$155  = \$109 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$97  = \new ;
     if (rst) begin
-      \$155  = 32'd0;
+      \$97  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$156  = \$112 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$98  = gate;
     if (rst) begin
-      \$156  = 32'd0;
+      \$98  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$157  = \$114 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$99  = \saturated$110 ;
     if (rst) begin
-      \$157  = 32'd0;
+      \$99  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$158  = \$117 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$100  = 16'h0000;
     if (rst) begin
-      \$158  = 32'd0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$159  = \$119 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$101  = \$78 ;
     if (rst) begin
-      \$159  = 32'd0;
+      \$101  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$160  = \$122 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$102  = \new$114 ;
     if (rst) begin
-      \$160  = 32'd0;
+      \$102  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$161  = \$124 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$103  = \old$21 ;
     if (rst) begin
-      \$161  = 32'd0;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$162  = \$127 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$104  = \hold$115 ;
     if (rst) begin
-      \$162  = 32'd0;
+      \$104  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$163  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$105  = \new$114 ;
     if (rst) begin
-      \$163  = 37'h0000000000;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$164  = use_acc;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$106  = \gate$117 ;
     if (rst) begin
-      \$164  = 1'h0;
+      \$106  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$165  = layer1_macs;
-    if (\$131 ) begin
-      \$165  = \$132 [31:0];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$107  = \saturated$118 ;
     if (rst) begin
-      \$165  = 32'd0;
+      \$107  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$166  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$108  = 16'h0000;
     if (rst) begin
-      \$166  = 37'h0000000000;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$167  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$109  = \$79 ;
     if (rst) begin
-      \$167  = 37'h0000000000;
+      \$109  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$168  = \port__data$157 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$110  = \new$121 ;
     if (rst) begin
-      \$168  = 32'd0;
+      \$110  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$169  = \port__data$158 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$111  = \old$24 ;
     if (rst) begin
-      \$169  = 64'h0000000000000000;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$170  = \port__data$160 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$112  = \hold$122 ;
     if (rst) begin
-      \$170  = 96'h000000000000000000000000;
+      \$112  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$171  = slot_c2b;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$113  = \new$121 ;
     if (rst) begin
-      \$171  = 37'h0000000000;
+      \$113  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$172  = slot_c3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$114  = \gate$124 ;
     if (rst) begin
-      \$172  = 37'h0000000000;
+      \$114  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$173  = finalize;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$115  = \saturated$125 ;
     if (rst) begin
-      \$173  = 1'h0;
+      \$115  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$174  = \new ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$116  = 16'h0000;
     if (rst) begin
-      \$174  = 16'h0000;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$175  = old;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$117  = \$80 ;
     if (rst) begin
-      \$175  = 16'h0000;
+      \$117  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$176  = hold;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$118  = \new$128 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$118  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$177  = \new ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$119  = \old$27 ;
     if (rst) begin
-      \$177  = 16'h0000;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$178  = gate;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$120  = \hold$129 ;
     if (rst) begin
-      \$178  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$179  = \saturated$165 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$121  = \new$128 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$121  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$180  = 16'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$122  = \gate$131 ;
     if (rst) begin
-      \$180  = 16'h0000;
+      \$122  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$181  = \$133 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$123  = \saturated$132 ;
     if (rst) begin
-      \$181  = 24'h000000;
+      \$123  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$182  = \new$168 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$124  = 16'h0000;
     if (rst) begin
-      \$182  = 16'h0000;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$183  = \old$54 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$125  = \$81 ;
     if (rst) begin
-      \$183  = 16'h0000;
+      \$125  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$184  = \hold$169 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$126  = trace;
     if (rst) begin
-      \$184  = 1'h0;
+      \$126  = 73'h0000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$185  = \new$168 ;
-    if (rst) begin
-      \$185  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$186  = \gate$171 ;
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$187  = \saturated$172 ;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$188  = 16'h0000;
-    if (rst) begin
-      \$188  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$189  = \$134 ;
-    if (rst) begin
-      \$189  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$190  = \new$175 ;
-    if (rst) begin
-      \$190  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$191  = \old$57 ;
-    if (rst) begin
-      \$191  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$192  = \hold$176 ;
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$193  = \new$175 ;
-    if (rst) begin
-      \$193  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$194  = \gate$178 ;
-    if (rst) begin
-      \$194  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$195  = \saturated$179 ;
-    if (rst) begin
-      \$195  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$196  = 16'h0000;
-    if (rst) begin
-      \$196  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$197  = \$135 ;
-    if (rst) begin
-      \$197  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$198  = \new$182 ;
-    if (rst) begin
-      \$198  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$199  = \old$60 ;
-    if (rst) begin
-      \$199  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$200  = \hold$183 ;
-    if (rst) begin
-      \$200  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$201  = \new$182 ;
-    if (rst) begin
-      \$201  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$202  = \gate$185 ;
-    if (rst) begin
-      \$202  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$203  = \saturated$186 ;
-    if (rst) begin
-      \$203  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$204  = 16'h0000;
-    if (rst) begin
-      \$204  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$205  = \$136 ;
-    if (rst) begin
-      \$205  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$206  = trace;
-    if (rst) begin
-      \$206  = 73'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$207  = layer1_events;
-    if (\port__en$64 ) begin
-      \$207  = \$141 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$127  = layer1_events;
+    if (finalize4) begin
+      \$127  = \$86 [31:0];
     end
     if (rst) begin
-      \$207  = 32'd0;
+      \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$208  = layer1_saturations;
-    if (\port__en$64 ) begin
-      \$208  = \$146 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$128  = layer1_saturations;
+    if (finalize4) begin
+      \$128  = \$91 [31:0];
     end
     if (rst) begin
-      \$208  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    \$209  = \$149 [4:0];
-    if (rst) begin
-      \$209  = 5'h00;
+      \$128  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__addr$13  = \config [5:4];
-  assign \port__en$14  = \$7 [3:0];
-  assign \port__addr$22  = \$8 [5:0];
-  assign \port__addr$24  = slot_c1[2:1];
-  assign valid = slot_c2[0];
-  assign first = slot_c2[10];
-  assign value = slot_c2[36:20];
-  assign \port__addr$43  = slot_c3[2:1];
-  assign \port__en$44  = finalize;
-  assign params = params_c3[7:0];
-  assign \params$53  = params_c3[15:8];
-  assign \params$56  = params_c3[23:16];
-  assign \params$59  = params_c3[31:24];
-  assign \port__addr$62  = slot_c4[2:1];
-  assign finalize4 = \port__en$64 ;
-  assign \port__addr$66  = slot_c4[2:1];
-  assign \port__en$67  = \port__en$64 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign params = \params$16 [7:0];
+  assign \params$20  = \params$16 [15:8];
+  assign \params$23  = \params$16 [23:16];
+  assign \params$26  = \params$16 [31:24];
   assign old_out_0 = old_c4_0;
-  assign pool_0 = \$28 [23:0];
+  assign pool_0 = \$8 [23:0];
   assign old_out_1 = old_c4_1;
-  assign pool_1 = \$47 [23:0];
+  assign pool_1 = \$27 [23:0];
   assign old_out_2 = old_c4_2;
-  assign pool_2 = \$66 [23:0];
+  assign pool_2 = \$46 [23:0];
   assign old_out_3 = old_c4_3;
-  assign pool_3 = \$85 [23:0];
-  assign w_data = entry;
-  assign w_en = \port__en$64 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign pool_3 = \$65 [23:0];
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$85  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$133  = events__payload;
-  assign events__ready = \items__ready$134 ;
-  assign \items__valid$137  = events__valid;
+  assign \items__payload$99  = events__payload;
+  assign events__ready = \items__ready$100 ;
+  assign \items__valid$103  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$170  = \new$168 ;
-  assign \potential$174  = 16'h0000;
-  assign \out$177  = \new$175 ;
-  assign \potential$181  = 16'h0000;
-  assign \out$184  = \new$182 ;
-  assign \potential$188  = 16'h0000;
+  assign \out$116  = \new$114 ;
+  assign \potential$120  = 16'h0000;
+  assign \out$123  = \new$121 ;
+  assign \potential$127  = 16'h0000;
+  assign \out$130  = \new$128 ;
+  assign \potential$134  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -6645,71 +6311,36 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \items__payload$1.value  = items__payload[20:4];
   assign \items__payload$1.step_end  = items__payload[21];
   assign \items__payload$1.seq_end  = items__payload[22];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[2:1];
-  assign \slot_c1.base  = slot_c1[9:3];
-  assign \slot_c1.first  = slot_c1[10];
-  assign \slot_c1.last  = slot_c1[11];
-  assign \slot_c1.step_last  = slot_c1[12];
-  assign \slot_c1.seq_first  = slot_c1[13];
-  assign \slot_c1.seq_end  = slot_c1[14];
-  assign \slot_c1.empty  = slot_c1[15];
-  assign \slot_c1.index  = slot_c1[19:16];
-  assign \slot_c1.value  = slot_c1[36:20];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[2:1];
-  assign \slot_c2.base  = slot_c2[9:3];
-  assign \slot_c2.first  = slot_c2[10];
-  assign \slot_c2.last  = slot_c2[11];
-  assign \slot_c2.step_last  = slot_c2[12];
-  assign \slot_c2.seq_first  = slot_c2[13];
-  assign \slot_c2.seq_end  = slot_c2[14];
-  assign \slot_c2.empty  = slot_c2[15];
-  assign \slot_c2.index  = slot_c2[19:16];
-  assign \slot_c2.value  = slot_c2[36:20];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \weights[2]  = weights[23:16];
-  assign \weights[3]  = weights[31:24];
-  assign \weights[4]  = weights[39:32];
-  assign \weights[5]  = weights[47:40];
-  assign \weights[6]  = weights[55:48];
-  assign \weights[7]  = weights[63:56];
-  assign \seeds[0]  = seeds[27:0];
-  assign \seeds[1]  = seeds[55:28];
-  assign \seeds[2]  = seeds[83:56];
-  assign \seeds[3]  = seeds[111:84];
-  assign \seeds[4]  = seeds[139:112];
-  assign \seeds[5]  = seeds[167:140];
-  assign \seeds[6]  = seeds[195:168];
-  assign \seeds[7]  = seeds[223:196];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[2:1];
-  assign \slot_c2a.base  = slot_c2a[9:3];
-  assign \slot_c2a.first  = slot_c2a[10];
-  assign \slot_c2a.last  = slot_c2a[11];
-  assign \slot_c2a.step_last  = slot_c2a[12];
-  assign \slot_c2a.seq_first  = slot_c2a[13];
-  assign \slot_c2a.seq_end  = slot_c2a[14];
-  assign \slot_c2a.empty  = slot_c2a[15];
-  assign \slot_c2a.index  = slot_c2a[19:16];
-  assign \slot_c2a.value  = slot_c2a[36:20];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[9:3];
-  assign \slot_c3.first  = slot_c3[10];
-  assign \slot_c3.last  = slot_c3[11];
-  assign \slot_c3.step_last  = slot_c3[12];
-  assign \slot_c3.seq_first  = slot_c3[13];
-  assign \slot_c3.seq_end  = slot_c3[14];
-  assign \slot_c3.empty  = slot_c3[15];
-  assign \slot_c3.index  = slot_c3[19:16];
-  assign \slot_c3.value  = slot_c3[36:20];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[36:20];
+  assign \acc_write.addr  = acc_write[1:0];
+  assign \acc_write.en  = acc_write[2];
+  assign \acc_write.data  = acc_write[226:3];
+  assign \acc_write.data[0]  = acc_write[30:3];
+  assign \acc_write.data[1]  = acc_write[58:31];
+  assign \acc_write.data[2]  = acc_write[86:59];
+  assign \acc_write.data[3]  = acc_write[114:87];
+  assign \acc_write.data[4]  = acc_write[142:115];
+  assign \acc_write.data[5]  = acc_write[170:143];
+  assign \acc_write.data[6]  = acc_write[198:171];
+  assign \acc_write.data[7]  = acc_write[226:199];
   assign \acc[0]  = acc[27:0];
   assign \acc[1]  = acc[55:28];
   assign \acc[2]  = acc[83:56];
@@ -6718,30 +6349,37 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \acc[5]  = acc[167:140];
   assign \acc[6]  = acc[195:168];
   assign \acc[7]  = acc[223:196];
-  assign \acc$47.cand  = \acc$47 [27:0];
-  assign \acc$47.thr  = \acc$47 [55:28];
-  assign \params.alpha  = params_c3[7:0];
-  assign \params_c3[0]  = params_c3[7:0];
-  assign \params_c3[1]  = params_c3[15:8];
-  assign \params_c3[2]  = params_c3[23:16];
-  assign \params_c3[3]  = params_c3[31:24];
+  assign \acc$14.cand  = \acc$14 [27:0];
+  assign \acc$14.thr  = \acc$14 [55:28];
+  assign \params.alpha  = \params$16 [7:0];
+  assign \params$16[0]  = \params$16 [7:0];
+  assign \params$16[1]  = \params$16 [15:8];
+  assign \params$16[2]  = \params$16 [23:16];
+  assign \params$16[3]  = \params$16 [31:24];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$52.cand  = \acc$52 [27:0];
-  assign \acc$52.thr  = \acc$52 [55:28];
-  assign \params$53.alpha  = params_c3[15:8];
-  assign \old$54.h  = \old$54 ;
-  assign \acc$55.cand  = \acc$55 [27:0];
-  assign \acc$55.thr  = \acc$55 [55:28];
-  assign \params$56.alpha  = params_c3[23:16];
-  assign \old$57.h  = \old$57 ;
-  assign \acc$58.cand  = \acc$58 [27:0];
-  assign \acc$58.thr  = \acc$58 [55:28];
-  assign \params$59.alpha  = params_c3[31:24];
-  assign \old$60.h  = \old$60 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$19.cand  = \acc$19 [27:0];
+  assign \acc$19.thr  = \acc$19 [55:28];
+  assign \params$20.alpha  = \params$16 [15:8];
+  assign \old$21.h  = \old$21 ;
+  assign \acc$22.cand  = \acc$22 [27:0];
+  assign \acc$22.thr  = \acc$22 [55:28];
+  assign \params$23.alpha  = \params$16 [23:16];
+  assign \old$24.h  = \old$24 ;
+  assign \acc$25.cand  = \acc$25 [27:0];
+  assign \acc$25.thr  = \acc$25 [55:28];
+  assign \params$26.alpha  = \params$16 [31:24];
+  assign \old$27.h  = \old$27 ;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[2:1];
   assign \slot_c4.base  = slot_c4[9:3];
@@ -6753,6 +6391,13 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \slot_c4.empty  = slot_c4[15];
   assign \slot_c4.index  = slot_c4[19:16];
   assign \slot_c4.value  = slot_c4[36:20];
+  assign \pool_write.addr  = pool_write[1:0];
+  assign \pool_write.en  = pool_write[2];
+  assign \pool_write.data  = pool_write[98:3];
+  assign \pool_write.data[0]  = pool_write[26:3];
+  assign \pool_write.data[1]  = pool_write[50:27];
+  assign \pool_write.data[2]  = pool_write[74:51];
+  assign \pool_write.data[3]  = pool_write[98:75];
   assign \new_c4_0.h  = new_c4_0;
   assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
@@ -6784,6 +6429,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \w__payload.mask  = entry[3:0];
+  assign \w__payload.value  = entry[99:4];
+  assign \w__payload.value[0]  = entry[27:4];
+  assign \w__payload.value[1]  = entry[51:28];
+  assign \w__payload.value[2]  = entry[75:52];
+  assign \w__payload.value[3]  = entry[99:76];
+  assign \w__payload.group  = entry[101:100];
+  assign \w__payload.marker  = entry[102];
+  assign \w__payload.seq_end  = entry[103];
   assign \i__payload.mask  = i__payload[3:0];
   assign \i__payload.value  = i__payload[99:4];
   assign \i__payload.value[0]  = i__payload[27:4];
@@ -6793,6 +6447,15 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \i__payload.group  = i__payload[101:100];
   assign \i__payload.marker  = i__payload[102];
   assign \i__payload.seq_end  = i__payload[103];
+  assign \r__payload.mask  = i__payload[3:0];
+  assign \r__payload.value  = i__payload[99:4];
+  assign \r__payload.value[0]  = i__payload[27:4];
+  assign \r__payload.value[1]  = i__payload[51:28];
+  assign \r__payload.value[2]  = i__payload[75:52];
+  assign \r__payload.value[3]  = i__payload[99:76];
+  assign \r__payload.group  = i__payload[101:100];
+  assign \r__payload.marker  = i__payload[102];
+  assign \r__payload.seq_end  = i__payload[103];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -6815,69 +6478,47 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$133.index  = events__payload[3:0];
-  assign \items__payload$133.value  = events__payload[27:4];
-  assign \items__payload$133.step_end  = events__payload[28];
-  assign \items__payload$133.seq_end  = events__payload[29];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[2:1];
-  assign \slot.base  = slot[9:3];
-  assign \slot.first  = slot[10];
-  assign \slot.last  = slot[11];
-  assign \slot.step_last  = slot[12];
-  assign \slot.seq_first  = slot[13];
-  assign \slot.seq_end  = slot[14];
-  assign \slot.empty  = slot[15];
-  assign \slot.index  = slot[19:16];
-  assign \slot.value  = slot[36:20];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[2:1];
-  assign \slot_c2b.base  = slot_c2b[9:3];
-  assign \slot_c2b.first  = slot_c2b[10];
-  assign \slot_c2b.last  = slot_c2b[11];
-  assign \slot_c2b.step_last  = slot_c2b[12];
-  assign \slot_c2b.seq_first  = slot_c2b[13];
-  assign \slot_c2b.seq_end  = slot_c2b[14];
-  assign \slot_c2b.empty  = slot_c2b[15];
-  assign \slot_c2b.index  = slot_c2b[19:16];
-  assign \slot_c2b.value  = slot_c2b[36:20];
-  assign \pool_c3[0]  = pool_c3[23:0];
-  assign \pool_c3[1]  = pool_c3[47:24];
-  assign \pool_c3[2]  = pool_c3[71:48];
-  assign \pool_c3[3]  = pool_c3[95:72];
+  assign \items__payload$99.index  = events__payload[3:0];
+  assign \items__payload$99.value  = events__payload[27:4];
+  assign \items__payload$99.step_end  = events__payload[28];
+  assign \items__payload$99.seq_end  = events__payload[29];
   assign \new.h  = \new ;
-  assign \new$168.h  = \new$168 ;
-  assign \new$175.h  = \new$175 ;
-  assign \new$182.h  = \new$182 ;
-  assign \trace$189.valid  = \trace$189 [0];
-  assign \trace$189.group  = \trace$189 [2:1];
-  assign \trace$189.step_end  = \trace$189 [3];
-  assign \trace$189.seq_end  = \trace$189 [4];
-  assign \trace$189.state  = \trace$189 [68:5];
-  assign \trace$189.state[0]  = \trace$189 [20:5];
-  assign \trace$189.state[1]  = \trace$189 [36:21];
-  assign \trace$189.state[2]  = \trace$189 [52:37];
-  assign \trace$189.state[3]  = \trace$189 [68:53];
-  assign \trace$189.gate  = \trace$189 [72:69];
-  assign \trace$189.gate[0]  = \trace$189 [69];
-  assign \trace$189.gate[1]  = \trace$189 [70];
-  assign \trace$189.gate[2]  = \trace$189 [71];
-  assign \trace$189.gate[3]  = \trace$189 [72];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \new$114.h  = \new$114 ;
+  assign \new$121.h  = \new$121 ;
+  assign \new$128.h  = \new$128 ;
+  assign \trace$135.valid  = \trace$135 [0];
+  assign \trace$135.group  = \trace$135 [2:1];
+  assign \trace$135.step_end  = \trace$135 [3];
+  assign \trace$135.seq_end  = \trace$135 [4];
+  assign \trace$135.state  = \trace$135 [68:5];
+  assign \trace$135.state[0]  = \trace$135 [20:5];
+  assign \trace$135.state[1]  = \trace$135 [36:21];
+  assign \trace$135.state[2]  = \trace$135 [52:37];
+  assign \trace$135.state[3]  = \trace$135 [68:53];
+  assign \trace$135.gate  = \trace$135 [72:69];
+  assign \trace$135.gate[0]  = \trace$135 [69];
+  assign \trace$135.gate[1]  = \trace$135 [70];
+  assign \trace$135.gate[2]  = \trace$135 [71];
+  assign \trace$135.gate[3]  = \trace$135 [72];
   assign entry[103] = slot_c4[14];
-  assign entry[102] = \$97 ;
+  assign entry[102] = \$77 ;
   assign entry[101:100] = slot_c4[2:1];
-  assign entry[99:76] = \$85 [23:0];
-  assign entry[3] = \$96 ;
-  assign entry[75:52] = \$66 [23:0];
-  assign entry[2] = \$77 ;
-  assign entry[51:28] = \$47 [23:0];
-  assign entry[1] = \$58 ;
-  assign entry[27:4] = \$28 [23:0];
-  assign entry[0] = \$39 ;
+  assign entry[99:76] = \$65 [23:0];
+  assign entry[3] = \$76 ;
+  assign entry[75:52] = \$46 [23:0];
+  assign entry[2] = \$57 ;
+  assign entry[51:28] = \$27 [23:0];
+  assign entry[1] = \$38 ;
+  assign entry[27:4] = \$8 [23:0];
+  assign entry[0] = \$19 ;
   assign trace[4] = slot_c4[14];
   assign trace[3] = slot_c4[12];
   assign trace[2:1] = slot_c4[2:1];
-  assign trace[0] = \port__en$64 ;
+  assign trace[0] = finalize4;
   assign trace[72] = gate_c4_3;
   assign trace[68:53] = out_3;
   assign trace[71] = gate_c4_2;
@@ -6886,90 +6527,154 @@ module \accelerator.layer1 (rst, items__ready, \items__ready$134 , \config , ite
   assign trace[36:21] = out_1;
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[3] = \$93 ;
-  assign saturated[2] = \$74 ;
-  assign saturated[1] = \$55 ;
-  assign saturated[0] = \$36 ;
-  assign changed[3] = \$91 ;
-  assign changed[2] = \$72 ;
-  assign changed[1] = \$53 ;
-  assign changed[0] = \$34 ;
-  assign \port__data$78 [95:72] = \$85 [23:0];
-  assign \port__data$78 [71:48] = \$66 [23:0];
-  assign \port__data$78 [47:24] = \$47 [23:0];
-  assign \port__data$78 [23:0] = \$28 [23:0];
-  assign \port__data$68 [63:48] = \$78 ;
-  assign \port__data$68 [47:32] = \$59 ;
-  assign \port__data$68 [31:16] = \$40 ;
-  assign \port__data$68 [15:0] = \$21 ;
-  assign lane_valid[3] = 1'h1;
-  assign lane_valid[2] = 1'h1;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \acc$58 [55:28] = acc[223:196];
-  assign \acc$58 [27:0] = acc[195:168];
-  assign \acc$55 [55:28] = acc[167:140];
-  assign \acc$55 [27:0] = acc[139:112];
-  assign \acc$52 [55:28] = acc[111:84];
-  assign \acc$52 [27:0] = acc[83:56];
-  assign \acc$47 [55:28] = acc[55:28];
-  assign \acc$47 [27:0] = acc[27:0];
-  assign \port__data$45 [223:196] = acc[223:196];
-  assign \port__data$45 [195:168] = acc[195:168];
-  assign \port__data$45 [167:140] = acc[167:140];
-  assign \port__data$45 [139:112] = acc[139:112];
-  assign \port__data$45 [111:84] = acc[111:84];
-  assign \port__data$45 [83:56] = acc[83:56];
-  assign \port__data$45 [55:28] = acc[55:28];
-  assign \port__data$45 [27:0] = acc[27:0];
-  assign seeds[223:196] = \$19 ;
-  assign seeds[195:168] = \$18 ;
-  assign seeds[167:140] = \$17 ;
-  assign seeds[139:112] = \$16 ;
-  assign seeds[111:84] = \$15 ;
-  assign seeds[83:56] = \$14 ;
-  assign seeds[55:28] = \$13 ;
-  assign seeds[27:0] = \$12 ;
-  assign \port__data$15 [31:24] = \config [20:13];
-  assign \port__data$15 [23:16] = \config [20:13];
-  assign \port__data$15 [15:8] = \config [20:13];
-  assign \port__data$15 [7:0] = \config [20:13];
-  assign \port__data$12 [127:112] = \config [28:13];
-  assign \port__data$12 [111:96] = \config [28:13];
-  assign \port__data$12 [95:80] = \config [28:13];
-  assign \port__data$12 [79:64] = \config [28:13];
-  assign \port__data$12 [63:48] = \config [28:13];
-  assign \port__data$12 [47:32] = \config [28:13];
-  assign \port__data$12 [31:16] = \config [28:13];
-  assign \port__data$12 [15:0] = \config [28:13];
-  assign port__data[63:56] = \config [20:13];
-  assign port__data[55:48] = \config [20:13];
-  assign port__data[47:40] = \config [20:13];
-  assign port__data[39:32] = \config [20:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$34  = \$33 ;
-  assign \$36  = \$35 ;
-  assign \$37  = slot_c4[14];
-  assign \$53  = \$52 ;
-  assign \$55  = \$54 ;
-  assign \$56  = slot_c4[14];
-  assign \$72  = \$71 ;
-  assign \$74  = \$73 ;
-  assign \$75  = slot_c4[14];
-  assign \$91  = \$90 ;
-  assign \$93  = \$92 ;
-  assign \$94  = slot_c4[14];
-  assign \$115  = \port__en$64 ;
-  assign \$120  = finalize;
-  assign \$125  = \port__en$64 ;
+  assign saturated[3] = \$73 ;
+  assign saturated[2] = \$54 ;
+  assign saturated[1] = \$35 ;
+  assign saturated[0] = \$16 ;
+  assign changed[3] = \$71 ;
+  assign changed[2] = \$52 ;
+  assign changed[1] = \$33 ;
+  assign changed[0] = \$14 ;
+  assign pool_write[98:75] = \$65 [23:0];
+  assign pool_write[74:51] = \$46 [23:0];
+  assign pool_write[50:27] = \$27 [23:0];
+  assign pool_write[26:3] = \$8 [23:0];
+  assign pool_write[2] = finalize4;
+  assign pool_write[1:0] = slot_c4[2:1];
+  assign state_write[66:51] = \$58 ;
+  assign state_write[50:35] = \$39 ;
+  assign state_write[34:19] = \$20 ;
+  assign state_write[18:3] = \$1 ;
+  assign state_write[2] = finalize4;
+  assign state_write[1:0] = slot_c4[2:1];
+  assign \acc$25 [55:28] = acc[223:196];
+  assign \acc$25 [27:0] = acc[195:168];
+  assign \acc$22 [55:28] = acc[167:140];
+  assign \acc$22 [27:0] = acc[139:112];
+  assign \acc$19 [55:28] = acc[111:84];
+  assign \acc$19 [27:0] = acc[83:56];
+  assign \acc$14 [55:28] = acc[55:28];
+  assign \acc$14 [27:0] = acc[27:0];
+  assign acc_write[226:3] = acc;
+  assign acc_write[2] = finalize;
+  assign acc_write[1:0] = slot[2:1];
+  assign \$14  = \$13 ;
+  assign \$16  = \$15 ;
+  assign \$17  = slot_c4[14];
+  assign \$33  = \$32 ;
+  assign \$35  = \$34 ;
+  assign \$36  = slot_c4[14];
+  assign \$52  = \$51 ;
+  assign \$54  = \$53 ;
+  assign \$55  = slot_c4[14];
+  assign \$71  = \$70 ;
+  assign \$73  = \$72 ;
+  assign \$74  = slot_c4[14];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+module \accelerator.layer1.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [103:0] r__payload;
+  wire [103:0] r__payload;
+  wire [1:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [103:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [103:0] w__payload;
+  wire [1:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
+  wire w__valid;
+  input [103:0] w_data;
+  wire [103:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer1.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[3:0];
+  assign \w__payload.value  = w_data[99:4];
+  assign \w__payload.value[0]  = w_data[27:4];
+  assign \w__payload.value[1]  = w_data[51:28];
+  assign \w__payload.value[2]  = w_data[75:52];
+  assign \w__payload.value[3]  = w_data[99:76];
+  assign \w__payload.group  = w_data[101:100];
+  assign \w__payload.marker  = w_data[102];
+  assign \w__payload.seq_end  = w_data[103];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[99:4];
+  assign \r__payload.value[0]  = r__payload[27:4];
+  assign \r__payload.value[1]  = r__payload[51:28];
+  assign \r__payload.value[2]  = r__payload[75:52];
+  assign \r__payload.value[3]  = r__payload[99:76];
+  assign \r__payload.group  = r__payload[101:100];
+  assign \r__payload.marker  = r__payload[102];
+  assign \r__payload.seq_end  = r__payload[103];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -7105,7 +6810,7 @@ module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -7115,7 +6820,7 @@ module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -7125,7 +6830,7 @@ module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -7138,7 +6843,7 @@ module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -7158,8 +6863,8 @@ module \accelerator.layer1.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -7240,7 +6945,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -7255,7 +6960,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -7270,7 +6975,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -7284,7 +6989,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -7335,8 +7040,1129 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+module \accelerator.layer1.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, state_write, pool_write, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes
+, layer1_pool_reads, layer1_pool_writes, layer1_macs, params, state, pool, \slot$83 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, acc, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [27:0] \$12 ;
+  wire [27:0] \$13 ;
+  wire [27:0] \$14 ;
+  wire [27:0] \$15 ;
+  wire [27:0] \$16 ;
+  wire [27:0] \$17 ;
+  wire [27:0] \$18 ;
+  wire [27:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire \$28 ;
+  wire [1:0] \$29 ;
+  wire \$3 ;
+  wire [32:0] \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire [1:0] \$34 ;
+  wire [32:0] \$35 ;
+  wire [1:0] \$36 ;
+  wire [32:0] \$37 ;
+  wire \$38 ;
+  wire [1:0] \$39 ;
+  wire \$4 ;
+  wire [32:0] \$40 ;
+  wire [1:0] \$41 ;
+  wire [32:0] \$42 ;
+  wire \$43 ;
+  wire [1:0] \$44 ;
+  wire [32:0] \$45 ;
+  wire [1:0] \$46 ;
+  wire [32:0] \$47 ;
+  wire \$48 ;
+  wire [1:0] \$49 ;
+  wire \$5 ;
+  wire [32:0] \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [32:0] \$55 ;
+  reg [36:0] \$56 ;
+  reg [31:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [31:0] \$59 ;
+  wire \$6 ;
+  reg [31:0] \$60 ;
+  reg [31:0] \$61 ;
+  reg [31:0] \$62 ;
+  reg [31:0] \$63 ;
+  reg [31:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [31:0] \$67 ;
+  reg [31:0] \$68 ;
+  reg [36:0] \$69 ;
+  wire [7:0] \$7 ;
+  reg \$70 ;
+  reg [31:0] \$71 ;
+  reg [36:0] \$72 ;
+  reg [31:0] \$73 ;
+  reg [63:0] \$74 ;
+  reg [95:0] \$75 ;
+  reg [36:0] \$76 ;
+  reg [36:0] \$77 ;
+  wire [7:0] \$8 ;
+  wire \$9 ;
+  output [223:0] acc;
+  wire [223:0] acc;
+  wire [223:0] \acc$51 ;
+  wire [27:0] \acc$51[0] ;
+  wire [27:0] \acc$51[1] ;
+  wire [27:0] \acc$51[2] ;
+  wire [27:0] \acc$51[3] ;
+  wire [27:0] \acc$51[4] ;
+  wire [27:0] \acc$51[5] ;
+  wire [27:0] \acc$51[6] ;
+  wire [27:0] \acc$51[7] ;
+  wire [27:0] \acc[0] ;
+  wire [27:0] \acc[1] ;
+  wire [27:0] \acc[2] ;
+  wire [27:0] \acc[3] ;
+  wire [27:0] \acc[4] ;
+  wire [27:0] \acc[5] ;
+  wire [27:0] \acc[6] ;
+  wire [27:0] \acc[7] ;
+  input [226:0] acc_write;
+  wire [226:0] acc_write;
+  wire [1:0] \acc_write.addr ;
+  wire [223:0] \acc_write.data ;
+  wire [27:0] \acc_write.data[0] ;
+  wire [27:0] \acc_write.data[1] ;
+  wire [27:0] \acc_write.data[2] ;
+  wire [27:0] \acc_write.data[3] ;
+  wire [27:0] \acc_write.data[4] ;
+  wire [27:0] \acc_write.data[5] ;
+  wire [27:0] \acc_write.data[6] ;
+  wire [27:0] \acc_write.data[7] ;
+  wire \acc_write.en ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [22:0] items__payload;
+  wire [22:0] items__payload;
+  wire [22:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [16:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [16:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer1_acc_reads;
+  reg [31:0] layer1_acc_reads = 32'd0;
+  output [31:0] layer1_acc_writes;
+  reg [31:0] layer1_acc_writes = 32'd0;
+  output [31:0] layer1_bias_reads;
+  reg [31:0] layer1_bias_reads = 32'd0;
+  output [31:0] layer1_bias_writes;
+  reg [31:0] layer1_bias_writes = 32'd0;
+  output [31:0] layer1_busy_cycles;
+  wire [31:0] layer1_busy_cycles;
+  output [31:0] layer1_item_overflows;
+  wire [31:0] layer1_item_overflows;
+  output [31:0] layer1_items_reads;
+  wire [31:0] layer1_items_reads;
+  output [31:0] layer1_items_writes;
+  wire [31:0] layer1_items_writes;
+  output [31:0] layer1_macs;
+  reg [31:0] layer1_macs = 32'd0;
+  output [31:0] layer1_params_reads;
+  reg [31:0] layer1_params_reads = 32'd0;
+  output [31:0] layer1_params_writes;
+  reg [31:0] layer1_params_writes = 32'd0;
+  output [31:0] layer1_pool_reads;
+  reg [31:0] layer1_pool_reads = 32'd0;
+  output [31:0] layer1_pool_writes;
+  reg [31:0] layer1_pool_writes = 32'd0;
+  output [31:0] layer1_stall_cycles;
+  wire [31:0] layer1_stall_cycles;
+  output [31:0] layer1_state_reads;
+  reg [31:0] layer1_state_reads = 32'd0;
+  output [31:0] layer1_state_writes;
+  reg [31:0] layer1_state_writes = 32'd0;
+  output [31:0] layer1_steps;
+  wire [31:0] layer1_steps;
+  output [31:0] layer1_weights_reads;
+  reg [31:0] layer1_weights_reads = 32'd0;
+  output [31:0] layer1_weights_writes;
+  reg [31:0] layer1_weights_writes = 32'd0;
+  output [31:0] params;
+  reg [31:0] params = 32'd0;
+  wire [7:0] \params[0] ;
+  wire [7:0] \params[1] ;
+  wire [7:0] \params[2] ;
+  wire [7:0] \params[3] ;
+  output [95:0] pool;
+  reg [95:0] pool = 96'h000000000000000000000000;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
+  input [98:0] pool_write;
+  wire [98:0] pool_write;
+  wire [1:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$21 ;
+  wire [1:0] \port__addr$25 ;
+  wire [1:0] \port__addr$30 ;
+  wire [1:0] \port__addr$35 ;
+  wire [5:0] \port__addr$39 ;
+  wire [1:0] \port__addr$41 ;
+  reg [1:0] \port__addr$43 ;
+  reg [1:0] \port__addr$57 ;
+  reg [1:0] \port__addr$58 ;
+  reg [1:0] \port__addr$59 ;
+  wire [63:0] port__data;
+  wire [127:0] \port__data$19 ;
+  wire [31:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [223:0] \port__data$33 ;
+  wire [95:0] \port__data$38 ;
+  wire [63:0] \port__data$49 ;
+  wire [127:0] \port__data$54 ;
+  wire [223:0] \port__data$55 ;
+  wire [31:0] \port__data$77 ;
+  wire [63:0] \port__data$79 ;
+  wire [95:0] \port__data$81 ;
+  reg port__en;
+  wire [7:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [7:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [3:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  reg \port__en$29 ;
+  wire \port__en$32 ;
+  reg \port__en$34 ;
+  wire \port__en$37 ;
+  input rst;
+  wire rst;
+  wire [223:0] seeds;
+  wire [27:0] \seeds[0] ;
+  wire [27:0] \seeds[1] ;
+  wire [27:0] \seeds[2] ;
+  wire [27:0] \seeds[3] ;
+  wire [27:0] \seeds[4] ;
+  wire [27:0] \seeds[5] ;
+  wire [27:0] \seeds[6] ;
+  wire [27:0] \seeds[7] ;
+  wire [36:0] slot;
+  output [36:0] \slot$83 ;
+  reg [36:0] \slot$83  = 37'h0000000000;
+  wire [6:0] \slot$83.base ;
+  wire \slot$83.empty ;
+  wire \slot$83.first ;
+  wire [1:0] \slot$83.group ;
+  wire [3:0] \slot$83.index ;
+  wire \slot$83.last ;
+  wire \slot$83.seq_end ;
+  wire \slot$83.seq_first ;
+  wire \slot$83.step_last ;
+  wire \slot$83.valid ;
+  wire [16:0] \slot$83.value ;
+  wire [6:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [16:0] \slot.value ;
+  reg [36:0] slot_c1 = 37'h0000000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [1:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [16:0] \slot_c1.value ;
+  reg [36:0] slot_c2 = 37'h0000000000;
+  wire [6:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [1:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [16:0] \slot_c2.value ;
+  reg [36:0] slot_c2a = 37'h0000000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [1:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [16:0] \slot_c2a.value ;
+  reg [36:0] slot_c2b = 37'h0000000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [1:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [16:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [66:0] state_write;
+  wire [66:0] state_write;
+  wire [1:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [16:0] value;
+  wire [63:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  wire [7:0] \weights[2] ;
+  wire [7:0] \weights[3] ;
+  wire [7:0] \weights[4] ;
+  wire [7:0] \weights[5] ;
+  wire [7:0] \weights[6] ;
+  wire [7:0] \weights[7] ;
+  reg [223:0] \acc$95  [3:0];
+  initial begin
+    \acc$95 [0] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$95 [1] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$95 [2] = 224'h00000000000000000000000000000000000000000000000000000000;
+    \acc$95 [3] = 224'h00000000000000000000000000000000000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (acc_write[2])
+      \acc$95 [acc_write[1:0]] <= acc_write[226:3];
+  end
+  reg [223:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$29 ) begin
+      _0_ <= \acc$95 [\port__addr$43 ];
+    end
+  end
+  assign \port__data$55  = _0_;
+  reg [127:0] bias [3:0];
+  initial begin
+    bias[0] = 128'hf2bd096fe92d0872fe5905b6ee7cfb8d;
+    bias[1] = 128'hf71fff2bfe3e0c43fd20fce202d0ff9e;
+    bias[2] = 128'h05d9021a0cb40259f6d6efbcf9690e08;
+    bias[3] = 128'hf88defcc02b8003cf8ab0c1b066f0571;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[4:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[4:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[4:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[4:3]][63:48] <= \port__data$19 [63:48];
+    if (\port__en$18 [4])
+      bias[config__payload[4:3]][79:64] <= \port__data$19 [79:64];
+    if (\port__en$18 [5])
+      bias[config__payload[4:3]][95:80] <= \port__data$19 [95:80];
+    if (\port__en$18 [6])
+      bias[config__payload[4:3]][111:96] <= \port__data$19 [111:96];
+    if (\port__en$18 [7])
+      bias[config__payload[4:3]][127:112] <= \port__data$19 [127:112];
+  end
+  reg [127:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _1_ <= bias[slot_c1[2:1]];
+    end
+  end
+  assign \port__data$54  = _1_;
+  reg [31:0] \params$93  [3:0];
+  initial begin
+    \params$93 [0] = 32'd1010511169;
+    \params$93 [1] = 32'd725956668;
+    \params$93 [2] = 32'd960906304;
+    \params$93 [3] = 32'd1128217413;
+  end
+  always @(posedge clk) begin
+    if (\$7 [0])
+      \params$93 [config__payload[4:3]][7:0] <= \port__data$23 [7:0];
+    if (\$7 [1])
+      \params$93 [config__payload[4:3]][15:8] <= \port__data$23 [15:8];
+    if (\$7 [2])
+      \params$93 [config__payload[4:3]][23:16] <= \port__data$23 [23:16];
+    if (\$7 [3])
+      \params$93 [config__payload[4:3]][31:24] <= \port__data$23 [31:24];
+  end
+  reg [31:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _2_ <= \params$93 [\port__addr$57 ];
+    end
+  end
+  assign \port__data$77  = _2_;
+  reg [95:0] \pool$96  [3:0];
+  initial begin
+    \pool$96 [0] = 96'h000000000000000000000000;
+    \pool$96 [1] = 96'h000000000000000000000000;
+    \pool$96 [2] = 96'h000000000000000000000000;
+    \pool$96 [3] = 96'h000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (pool_write[2])
+      \pool$96 [pool_write[1:0]] <= pool_write[98:3];
+  end
+  reg [95:0] _3_;
+  always @(posedge clk) begin
+    if (\port__en$34 ) begin
+      _3_ <= \pool$96 [\port__addr$59 ];
+    end
+  end
+  assign \port__data$81  = _3_;
+  reg [63:0] \state$94  [3:0];
+  initial begin
+    \state$94 [0] = 64'h0000000000000000;
+    \state$94 [1] = 64'h0000000000000000;
+    \state$94 [2] = 64'h0000000000000000;
+    \state$94 [3] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[2])
+      \state$94 [state_write[1:0]] <= state_write[66:3];
+  end
+  reg [63:0] _4_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _4_ <= \state$94 [\port__addr$58 ];
+    end
+  end
+  assign \port__data$79  = _4_;
+  reg [63:0] \weights$91  [63:0];
+  initial begin
+    \weights$91 [0] = 64'he72335f1d3353609;
+    \weights$91 [1] = 64'hdb0ccc92da0b3a24;
+    \weights$91 [2] = 64'h021a02270edf3810;
+    \weights$91 [3] = 64'hf195d12c50f0d345;
+    \weights$91 [4] = 64'hc5d4e437e4123319;
+    \weights$91 [5] = 64'hf7c01a6820ca65ed;
+    \weights$91 [6] = 64'h43200dbd082e0705;
+    \weights$91 [7] = 64'hf72dd57bd3d2d253;
+    \weights$91 [8] = 64'h022ff5eca8ad361b;
+    \weights$91 [9] = 64'h38ecdf25c2c2c6bf;
+    \weights$91 [10] = 64'h0f20f1cb3bef08e0;
+    \weights$91 [11] = 64'hcecf3ce3ee2b2ae2;
+    \weights$91 [12] = 64'h07bbe4ad0ed207ea;
+    \weights$91 [13] = 64'hfe0a01f312370110;
+    \weights$91 [14] = 64'h98fdc81a1acadfd8;
+    \weights$91 [15] = 64'h0e142ed93814f912;
+    \weights$91 [16] = 64'h22f9c8f5caca3cd6;
+    \weights$91 [17] = 64'hf9efeef4dca74cf5;
+    \weights$91 [18] = 64'h2c42e0100b3502db;
+    \weights$91 [19] = 64'hec49a909edfb352d;
+    \weights$91 [20] = 64'h01d0d3e924d1dc0f;
+    \weights$91 [21] = 64'h1be219122560432c;
+    \weights$91 [22] = 64'h64b5103f412ca03f;
+    \weights$91 [23] = 64'hb21ef2b5b959dc5e;
+    \weights$91 [24] = 64'h03f1574830632bc6;
+    \weights$91 [25] = 64'hfce12ae9e7dc21e2;
+    \weights$91 [26] = 64'he6ebea223811caf4;
+    \weights$91 [27] = 64'hf103d7dcbe1b3f0d;
+    \weights$91 [28] = 64'h2aedd8bde3b71d5e;
+    \weights$91 [29] = 64'hcc18e1d22a15cdd3;
+    \weights$91 [30] = 64'h34b3f824fec20209;
+    \weights$91 [31] = 64'h16e9fee206262ff7;
+    \weights$91 [32] = 64'h4ab400d3fac8da06;
+    \weights$91 [33] = 64'hd82a2da200c22f45;
+    \weights$91 [34] = 64'h091d0209befddee6;
+    \weights$91 [35] = 64'h0710e0634801fe4c;
+    \weights$91 [36] = 64'hedc5e7d2f8da4ddd;
+    \weights$91 [37] = 64'h0642cbbfed440355;
+    \weights$91 [38] = 64'h172a39ddd6061097;
+    \weights$91 [39] = 64'he029b2e840d409d6;
+    \weights$91 [40] = 64'hed84f5e20b13ec17;
+    \weights$91 [41] = 64'h03edeee5361106e0;
+    \weights$91 [42] = 64'hfcde1f11fc2a0601;
+    \weights$91 [43] = 64'h1633c80b0533d4fb;
+    \weights$91 [44] = 64'h31d3354630df0eee;
+    \weights$91 [45] = 64'h31ea473504c60cf9;
+    \weights$91 [46] = 64'heb46130b190af861;
+    \weights$91 [47] = 64'hf1ebfcd33f2bfa07;
+    \weights$91 [48] = 64'h3b1107e5c1e8daec;
+    \weights$91 [49] = 64'h3356e51d13cebcff;
+    \weights$91 [50] = 64'h3de44e050c27cc0d;
+    \weights$91 [51] = 64'hf2eb4de23b7123b1;
+    \weights$91 [52] = 64'hcf01bcf02ec01120;
+    \weights$91 [53] = 64'h3f22af6526a71936;
+    \weights$91 [54] = 64'h2d1f61c540392404;
+    \weights$91 [55] = 64'h3fc5e13f3fe5d853;
+    \weights$91 [56] = 64'h365017fdf2f63616;
+    \weights$91 [57] = 64'hbc43c4f6f60153f8;
+    \weights$91 [58] = 64'h340bcd27bd0fe30b;
+    \weights$91 [59] = 64'hcb3628f3e4eb2d21;
+    \weights$91 [60] = 64'h57e01b1918eaf2c9;
+    \weights$91 [61] = 64'hd739c0cae4c9343c;
+    \weights$91 [62] = 64'haba7f3df69e9ef11;
+    \weights$91 [63] = 64'hfeedc6d51e2228a8;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$91 [config__payload[8:3]][7:0] <= port__data[7:0];
+    if (\port__en$13 [1])
+      \weights$91 [config__payload[8:3]][15:8] <= port__data[15:8];
+    if (\port__en$13 [2])
+      \weights$91 [config__payload[8:3]][23:16] <= port__data[23:16];
+    if (\port__en$13 [3])
+      \weights$91 [config__payload[8:3]][31:24] <= port__data[31:24];
+    if (\port__en$13 [4])
+      \weights$91 [config__payload[8:3]][39:32] <= port__data[39:32];
+    if (\port__en$13 [5])
+      \weights$91 [config__payload[8:3]][47:40] <= port__data[47:40];
+    if (\port__en$13 [6])
+      \weights$91 [config__payload[8:3]][55:48] <= port__data[55:48];
+    if (\port__en$13 [7])
+      \weights$91 [config__payload[8:3]][63:56] <= port__data[63:56];
+  end
+  reg [63:0] _5_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _5_ <= \weights$91 [\$8 [5:0]];
+    end
+  end
+  assign \port__data$49  = _5_;
+  assign \$19  = use_acc2 ? \port__data$55 [223:196] : { \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127:112] };
+  assign \$20  = slot_c2a[0] & slot_c2a[11];
+  assign \$21  = 1'h0 + port__en;
+  assign \$22  = layer1_weights_reads + \$21 ;
+  assign \$23  = | \port__en$13 ;
+  assign \$24  = 1'h0 + \$23 ;
+  assign \$25  = layer1_weights_writes + \$24 ;
+  assign \$26  = 1'h0 + \port__en$16 ;
+  assign \$27  = layer1_bias_reads + \$26 ;
+  assign \$28  = | \port__en$18 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = layer1_bias_writes + \$29 ;
+  assign \$31  = 1'h0 + \port__en$20 ;
+  assign \$32  = layer1_params_reads + \$31 ;
+  assign \$33  = | \$7 [3:0];
+  assign \$34  = 1'h0 + \$33 ;
+  assign \$35  = layer1_params_writes + \$34 ;
+  assign \$36  = 1'h0 + \port__en$24 ;
+  assign \$37  = layer1_state_reads + \$36 ;
+  assign \$39  = 1'h0 + \$38 ;
+  assign \$40  = layer1_state_writes + \$39 ;
+  assign \$41  = 1'h0 + \port__en$29 ;
+  assign \$42  = layer1_acc_reads + \$41 ;
+  assign \$44  = 1'h0 + \$43 ;
+  assign \$45  = layer1_acc_writes + \$44 ;
+  assign \$46  = 1'h0 + \port__en$34 ;
+  assign \$47  = layer1_pool_reads + \$46 ;
+  assign \$49  = 1'h0 + \$48 ;
+  assign \$50  = layer1_pool_writes + \$49 ;
+  assign \$51  = ~ slot_c2[15];
+  assign \$52  = slot_c2[0] & \$51 ;
+  assign \$53  = | slot_c2[36:20];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = layer1_macs + 4'h8;
+  always @(posedge clk)
+    slot_c1 <= \$56 ;
+  always @(posedge clk)
+    layer1_weights_reads <= \$57 ;
+  always @(posedge clk)
+    layer1_weights_writes <= \$58 ;
+  always @(posedge clk)
+    layer1_bias_reads <= \$59 ;
+  always @(posedge clk)
+    layer1_bias_writes <= \$60 ;
+  always @(posedge clk)
+    layer1_params_reads <= \$61 ;
+  always @(posedge clk)
+    layer1_params_writes <= \$62 ;
+  always @(posedge clk)
+    layer1_state_reads <= \$63 ;
+  always @(posedge clk)
+    layer1_state_writes <= \$64 ;
+  always @(posedge clk)
+    layer1_acc_reads <= \$65 ;
+  always @(posedge clk)
+    layer1_acc_writes <= \$66 ;
+  always @(posedge clk)
+    layer1_pool_reads <= \$67 ;
+  always @(posedge clk)
+    layer1_pool_writes <= \$68 ;
+  always @(posedge clk)
+    slot_c2 <= \$69 ;
+  always @(posedge clk)
+    use_acc2 <= \$70 ;
+  always @(posedge clk)
+    layer1_macs <= \$71 ;
+  always @(posedge clk)
+    slot_c2a <= \$72 ;
+  always @(posedge clk)
+    params <= \$73 ;
+  always @(posedge clk)
+    state <= \$74 ;
+  always @(posedge clk)
+    pool <= \$75 ;
+  always @(posedge clk)
+    slot_c2b <= \$76 ;
+  always @(posedge clk)
+    \slot$83  <= \$77 ;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[11:9];
+  assign \$3  = config__payload[2:0] == 3'h4;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[11:9];
+  assign \$5  = config__payload[2:0] == 3'h5;
+  assign \$6  = config__valid & \$5 ;
+  assign \$7  = \$6  << config__payload[11:9];
+  assign \$8  = slot_c1[9:3] + slot_c1[19:16];
+  assign \$9  = ~ slot_c1[15];
+  assign \$10  = slot_c1[0] & \$9 ;
+  assign use_acc = ~ slot_c1[13];
+  assign \$11  = slot_c1[0] & slot_c1[10];
+  assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$49 ;
+  assign \$12  = use_acc2 ? \port__data$55 [27:0] : { \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15:0] };
+  assign \$13  = use_acc2 ? \port__data$55 [55:28] : { \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31:16] };
+  assign \$14  = use_acc2 ? \port__data$55 [83:56] : { \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47:32] };
+  assign \$15  = use_acc2 ? \port__data$55 [111:84] : { \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63:48] };
+  assign \$16  = use_acc2 ? \port__data$55 [139:112] : { \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79:64] };
+  assign \$17  = use_acc2 ? \port__data$55 [167:140] : { \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95:80] };
+  assign \$18  = use_acc2 ? \port__data$55 [195:168] : { \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111:96] };
+  \accelerator.layer1.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer1_busy_cycles(layer1_busy_cycles),
+    .layer1_item_overflows(layer1_item_overflows),
+    .layer1_items_reads(layer1_items_reads),
+    .layer1_items_writes(layer1_items_writes),
+    .layer1_stall_cycles(layer1_stall_cycles),
+    .layer1_steps(layer1_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer1.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[10]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[36:20]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    port__en = 1'h0;
+    if (\$10 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$11 ) begin
+      (* full_case = 32'd1 *)
+      if (use_acc) begin
+      end else begin
+        \port__en$16  = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$20 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$20 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__en$29  = 1'h0;
+    if (\$11 ) begin
+      if (use_acc) begin
+        \port__en$29  = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__en$34  = 1'h0;
+    if (\$20 ) begin
+      \port__en$34  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__addr$43  = 2'h0;
+    if (\$11 ) begin
+      if (use_acc) begin
+        \port__addr$43  = slot_c1[2:1];
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__addr$57  = 2'h0;
+    if (\$20 ) begin
+      \port__addr$57  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__addr$58  = 2'h0;
+    if (\$20 ) begin
+      \port__addr$58  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \port__addr$59  = 2'h0;
+    if (\$20 ) begin
+      \port__addr$59  = slot_c2a[2:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$56  = slot;
+    if (rst) begin
+      \$56  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$57  = \$22 [31:0];
+    if (rst) begin
+      \$57  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$58  = \$25 [31:0];
+    if (rst) begin
+      \$58  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$59  = \$27 [31:0];
+    if (rst) begin
+      \$59  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$60  = \$30 [31:0];
+    if (rst) begin
+      \$60  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$61  = \$32 [31:0];
+    if (rst) begin
+      \$61  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$62  = \$35 [31:0];
+    if (rst) begin
+      \$62  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$63  = \$37 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$64  = \$40 [31:0];
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$65  = \$42 [31:0];
+    if (rst) begin
+      \$65  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$66  = \$45 [31:0];
+    if (rst) begin
+      \$66  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$67  = \$47 [31:0];
+    if (rst) begin
+      \$67  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$68  = \$50 [31:0];
+    if (rst) begin
+      \$68  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$69  = slot_c1;
+    if (rst) begin
+      \$69  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$70  = use_acc;
+    if (rst) begin
+      \$70  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$71  = layer1_macs;
+    if (\$54 ) begin
+      \$71  = \$55 [31:0];
+    end
+    if (rst) begin
+      \$71  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$72  = slot_c2;
+    if (rst) begin
+      \$72  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$73  = \port__data$77 ;
+    if (rst) begin
+      \$73  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$74  = \port__data$79 ;
+    if (rst) begin
+      \$74  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$75  = \port__data$81 ;
+    if (rst) begin
+      \$75  = 96'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$76  = slot_c2a;
+    if (rst) begin
+      \$76  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$77  = slot_c2b;
+    if (rst) begin
+      \$77  = 37'h0000000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__addr$21  = config__payload[4:3];
+  assign \port__en$22  = \$7 [3:0];
+  assign \port__addr$25  = state_write[1:0];
+  assign \port__en$27  = state_write[2];
+  assign \port__data$28  = state_write[66:3];
+  assign \port__addr$30  = acc_write[1:0];
+  assign \port__en$32  = acc_write[2];
+  assign \port__data$33  = acc_write[226:3];
+  assign \port__addr$35  = pool_write[1:0];
+  assign \port__en$37  = pool_write[2];
+  assign \port__data$38  = pool_write[98:3];
+  assign \port__addr$39  = \$8 [5:0];
+  assign \port__addr$41  = slot_c1[2:1];
+  assign valid = slot_c2[0];
+  assign first = slot_c2[10];
+  assign value = slot_c2[36:20];
+  assign \acc$51  = acc;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[20:4];
+  assign \items__payload.step_end  = items__payload[21];
+  assign \items__payload.seq_end  = items__payload[22];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[20:4];
+  assign \items__payload$1.step_end  = items__payload[21];
+  assign \items__payload$1.seq_end  = items__payload[22];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
+  assign \acc_write.addr  = acc_write[1:0];
+  assign \acc_write.en  = acc_write[2];
+  assign \acc_write.data  = acc_write[226:3];
+  assign \acc_write.data[0]  = acc_write[30:3];
+  assign \acc_write.data[1]  = acc_write[58:31];
+  assign \acc_write.data[2]  = acc_write[86:59];
+  assign \acc_write.data[3]  = acc_write[114:87];
+  assign \acc_write.data[4]  = acc_write[142:115];
+  assign \acc_write.data[5]  = acc_write[170:143];
+  assign \acc_write.data[6]  = acc_write[198:171];
+  assign \acc_write.data[7]  = acc_write[226:199];
+  assign \pool_write.addr  = pool_write[1:0];
+  assign \pool_write.en  = pool_write[2];
+  assign \pool_write.data  = pool_write[98:3];
+  assign \pool_write.data[0]  = pool_write[26:3];
+  assign \pool_write.data[1]  = pool_write[50:27];
+  assign \pool_write.data[2]  = pool_write[74:51];
+  assign \pool_write.data[3]  = pool_write[98:75];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[2:1];
+  assign \slot_c1.base  = slot_c1[9:3];
+  assign \slot_c1.first  = slot_c1[10];
+  assign \slot_c1.last  = slot_c1[11];
+  assign \slot_c1.step_last  = slot_c1[12];
+  assign \slot_c1.seq_first  = slot_c1[13];
+  assign \slot_c1.seq_end  = slot_c1[14];
+  assign \slot_c1.empty  = slot_c1[15];
+  assign \slot_c1.index  = slot_c1[19:16];
+  assign \slot_c1.value  = slot_c1[36:20];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[2:1];
+  assign \slot_c2.base  = slot_c2[9:3];
+  assign \slot_c2.first  = slot_c2[10];
+  assign \slot_c2.last  = slot_c2[11];
+  assign \slot_c2.step_last  = slot_c2[12];
+  assign \slot_c2.seq_first  = slot_c2[13];
+  assign \slot_c2.seq_end  = slot_c2[14];
+  assign \slot_c2.empty  = slot_c2[15];
+  assign \slot_c2.index  = slot_c2[19:16];
+  assign \slot_c2.value  = slot_c2[36:20];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \weights[2]  = weights[23:16];
+  assign \weights[3]  = weights[31:24];
+  assign \weights[4]  = weights[39:32];
+  assign \weights[5]  = weights[47:40];
+  assign \weights[6]  = weights[55:48];
+  assign \weights[7]  = weights[63:56];
+  assign \acc[0]  = acc[27:0];
+  assign \acc[1]  = acc[55:28];
+  assign \acc[2]  = acc[83:56];
+  assign \acc[3]  = acc[111:84];
+  assign \acc[4]  = acc[139:112];
+  assign \acc[5]  = acc[167:140];
+  assign \acc[6]  = acc[195:168];
+  assign \acc[7]  = acc[223:196];
+  assign \acc$51[0]  = acc[27:0];
+  assign \acc$51[1]  = acc[55:28];
+  assign \acc$51[2]  = acc[83:56];
+  assign \acc$51[3]  = acc[111:84];
+  assign \acc$51[4]  = acc[139:112];
+  assign \acc$51[5]  = acc[167:140];
+  assign \acc$51[6]  = acc[195:168];
+  assign \acc$51[7]  = acc[223:196];
+  assign \seeds[0]  = seeds[27:0];
+  assign \seeds[1]  = seeds[55:28];
+  assign \seeds[2]  = seeds[83:56];
+  assign \seeds[3]  = seeds[111:84];
+  assign \seeds[4]  = seeds[139:112];
+  assign \seeds[5]  = seeds[167:140];
+  assign \seeds[6]  = seeds[195:168];
+  assign \seeds[7]  = seeds[223:196];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[2:1];
+  assign \slot_c2a.base  = slot_c2a[9:3];
+  assign \slot_c2a.first  = slot_c2a[10];
+  assign \slot_c2a.last  = slot_c2a[11];
+  assign \slot_c2a.step_last  = slot_c2a[12];
+  assign \slot_c2a.seq_first  = slot_c2a[13];
+  assign \slot_c2a.seq_end  = slot_c2a[14];
+  assign \slot_c2a.empty  = slot_c2a[15];
+  assign \slot_c2a.index  = slot_c2a[19:16];
+  assign \slot_c2a.value  = slot_c2a[36:20];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[19:16];
+  assign \slot.value  = slot[36:20];
+  assign \params[0]  = params[7:0];
+  assign \params[1]  = params[15:8];
+  assign \params[2]  = params[23:16];
+  assign \params[3]  = params[31:24];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[2:1];
+  assign \slot_c2b.base  = slot_c2b[9:3];
+  assign \slot_c2b.first  = slot_c2b[10];
+  assign \slot_c2b.last  = slot_c2b[11];
+  assign \slot_c2b.step_last  = slot_c2b[12];
+  assign \slot_c2b.seq_first  = slot_c2b[13];
+  assign \slot_c2b.seq_end  = slot_c2b[14];
+  assign \slot_c2b.empty  = slot_c2b[15];
+  assign \slot_c2b.index  = slot_c2b[19:16];
+  assign \slot_c2b.value  = slot_c2b[36:20];
+  assign \slot$83.valid  = \slot$83 [0];
+  assign \slot$83.group  = \slot$83 [2:1];
+  assign \slot$83.base  = \slot$83 [9:3];
+  assign \slot$83.first  = \slot$83 [10];
+  assign \slot$83.last  = \slot$83 [11];
+  assign \slot$83.step_last  = \slot$83 [12];
+  assign \slot$83.seq_first  = \slot$83 [13];
+  assign \slot$83.seq_end  = \slot$83 [14];
+  assign \slot$83.empty  = \slot$83 [15];
+  assign \slot$83.index  = \slot$83 [19:16];
+  assign \slot$83.value  = \slot$83 [36:20];
+  assign seeds[223:196] = \$19 ;
+  assign seeds[195:168] = \$18 ;
+  assign seeds[167:140] = \$17 ;
+  assign seeds[139:112] = \$16 ;
+  assign seeds[111:84] = \$15 ;
+  assign seeds[83:56] = \$14 ;
+  assign seeds[55:28] = \$13 ;
+  assign seeds[27:0] = \$12 ;
+  assign \port__data$23 [31:24] = config__payload[19:12];
+  assign \port__data$23 [23:16] = config__payload[19:12];
+  assign \port__data$23 [15:8] = config__payload[19:12];
+  assign \port__data$23 [7:0] = config__payload[19:12];
+  assign \port__data$19 [127:112] = config__payload[27:12];
+  assign \port__data$19 [111:96] = config__payload[27:12];
+  assign \port__data$19 [95:80] = config__payload[27:12];
+  assign \port__data$19 [79:64] = config__payload[27:12];
+  assign \port__data$19 [63:48] = config__payload[27:12];
+  assign \port__data$19 [47:32] = config__payload[27:12];
+  assign \port__data$19 [31:16] = config__payload[27:12];
+  assign \port__data$19 [15:0] = config__payload[27:12];
+  assign port__data[63:56] = config__payload[19:12];
+  assign port__data[55:48] = config__payload[19:12];
+  assign port__data[47:40] = config__payload[19:12];
+  assign port__data[39:32] = config__payload[19:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
+  assign \$38  = state_write[2];
+  assign \$43  = acc_write[2];
+  assign \$48  = pool_write[2];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -7413,6 +8239,9 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [6:0] base = 7'h00;
@@ -7422,9 +8251,6 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [22:0] items__payload;
@@ -7547,7 +8373,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   assign \$21  = layer1_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = layer1_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -7558,10 +8384,10 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = layer1_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = layer1_stall_cycles + 1'h1;
@@ -7583,15 +8409,15 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   always @(posedge clk)
     layer1_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -7622,7 +8448,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     rbank <= \$75 ;
   always @(posedge clk)
     layer1_steps <= \$76 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[20:4];
   assign \$3  = wcount < 5'h10;
@@ -7630,7 +8456,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   assign \$4  = wbank ? 5'h10 : 5'h00;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 20'h00000, items__payload[3:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -7644,7 +8470,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -7654,14 +8480,14 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -7670,28 +8496,28 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -7706,7 +8532,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$56  = layer1_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -7718,8 +8544,8 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
@@ -7749,7 +8575,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7764,7 +8590,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7782,8 +8608,8 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
@@ -7800,8 +8626,8 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
@@ -7818,7 +8644,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7830,7 +8656,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[21]) begin
@@ -7842,7 +8668,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$64 [36:1] = meta[36:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -7860,7 +8686,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7879,7 +8705,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7899,7 +8725,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7912,7 +8738,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7930,7 +8756,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7948,7 +8774,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7969,7 +8795,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7982,7 +8808,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7995,7 +8821,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$73  = layer1_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -8007,7 +8833,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$74  = layer1_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -8021,7 +8847,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -8035,7 +8861,7 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$76  = layer1_steps;
     if (issue) begin
       if (last_slot) begin
@@ -8093,8 +8919,8 @@ module \accelerator.layer1.issue (rst, credit, items__ready, starting, items__pa
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
+module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
   wire [24:0] \$1 ;
   wire [24:0] \$10 ;
   wire [27:0] \$11 ;
@@ -8335,21 +9161,21 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$32  = seeds[27:0];
     if (rst) begin
       \$32  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [27:0] = \$3 [27:0];
@@ -8366,245 +9192,245 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$37  = seeds[55:28];
     if (rst) begin
       \$37  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$41  = seeds[83:56];
     if (rst) begin
       \$41  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$45  = seeds[111:84];
     if (rst) begin
       \$45  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$49  = seeds[139:112];
     if (rst) begin
       \$49  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$53  = seeds[167:140];
     if (rst) begin
       \$53  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$57  = seeds[195:168];
     if (rst) begin
       \$57  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$61  = seeds[223:196];
     if (rst) begin
       \$61  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 25'h0000000;
@@ -8637,8 +9463,8 @@ module \accelerator.layer1.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+module \accelerator.layer1.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -8721,7 +9547,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -8732,7 +9558,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -8749,7 +9575,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -8769,7 +9595,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -8795,7 +9621,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -8832,7 +9658,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$11 ;
@@ -8893,7 +9719,7 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     (* full_case = 32'd1 *)
     casez ({ acc[27], acc[55] })
       2'h0:
@@ -8920,7 +9746,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$11 ;
@@ -8981,7 +9807,7 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     (* full_case = 32'd1 *)
     casez ({ acc[27], acc[55] })
       2'h0:
@@ -9008,7 +9834,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$11 ;
@@ -9069,7 +9895,7 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
     (* full_case = 32'd1 *)
     casez ({ acc[27], acc[55] })
       2'h0:
@@ -9096,7 +9922,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
-  reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$11 ;
@@ -9157,7 +9983,7 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
     (* full_case = 32'd1 *)
     casez ({ acc[27], acc[55] })
       2'h0:
@@ -9184,7 +10010,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -9245,7 +10071,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -9260,7 +10086,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -9275,7 +10101,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -9289,7 +10115,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -9320,125 +10146,83 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+);
+  reg \$auto$verilog_backend.cc:2355:dump_module$28  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [35:0] \$101 ;
-  reg [1:0] \$102 ;
-  reg \$103 ;
-  reg [35:0] \$104 ;
-  reg [1:0] \$105 ;
-  reg [42:0] \$106 ;
-  reg \$107 ;
-  reg [143:0] \$108 ;
-  reg \$109 ;
   wire \$11 ;
-  reg [35:0] \$110 ;
-  reg [1:0] \$111 ;
-  reg [42:0] \$112 ;
-  reg \$113 ;
-  reg [143:0] \$114 ;
-  reg [35:0] \$115 ;
-  reg [3:0] \$116 ;
-  reg [4:0] \$117 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
-  wire [5:0] \$14 ;
-  wire [5:0] \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [35:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [1:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
+  wire \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
-  wire [7:0] \$3 ;
+  wire [4:0] \$3 ;
   wire \$30 ;
-  wire [2:0] \$31 ;
-  wire [3:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [35:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [35:0] \$43 ;
+  wire [1:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
+  wire [5:0] \$5 ;
+  wire [35:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [1:0] \$56 ;
   wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [7:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire [35:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire [6:0] \$7 ;
-  wire [1:0] \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [35:0] \$78 ;
-  wire \$79 ;
+  reg \$58 ;
+  reg [35:0] \$59 ;
+  wire \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg [35:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [42:0] \$64 ;
+  reg \$65 ;
+  reg [143:0] \$66 ;
+  reg \$67 ;
+  reg [35:0] \$68 ;
+  reg [1:0] \$69 ;
+  wire \$7 ;
+  reg [42:0] \$70 ;
+  reg \$71 ;
+  reg [143:0] \$72 ;
+  reg [35:0] \$73 ;
+  reg [3:0] \$74 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire [1:0] \$84 ;
-  wire \$85 ;
-  wire [5:0] \$86 ;
-  wire \$87 ;
-  wire [6:0] \$88 ;
-  reg [42:0] \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [31:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [42:0] \$94 ;
-  reg \$95 ;
-  reg [31:0] \$96 ;
-  reg [42:0] \$97 ;
-  reg [42:0] \$98 ;
-  reg [42:0] \$99 ;
   wire [143:0] acc;
   wire [35:0] \acc[0] ;
   wire [35:0] \acc[1] ;
@@ -9468,19 +10252,26 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [44:0] \config ;
-  wire [44:0] \config ;
-  wire [5:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [43:0] \config__payload$7 ;
+  wire [5:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$27 ;
   wire finalize;
   reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
   wire finalize_argmax_1;
-  wire first;
   input [29:0] items__payload;
   wire [29:0] items__payload;
   wire [29:0] \items__payload$1 ;
@@ -9508,26 +10299,23 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [35:0] \logits_argmax_1[1] ;
   wire [35:0] \logits_argmax_1[2] ;
   wire [35:0] \logits_argmax_1[3] ;
-  wire [5:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [5:0] \port__addr$15 ;
-  wire [1:0] \port__addr$17 ;
-  wire [31:0] port__data;
-  wire [95:0] \port__data$12 ;
-  wire [31:0] \port__data$24 ;
-  wire [95:0] \port__data$26 ;
-  wire [3:0] port__en;
-  wire [3:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  wire [151:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [151:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [143:0] \r__payload.logits ;
+  wire [35:0] \r__payload.logits[0] ;
+  wire [35:0] \r__payload.logits[1] ;
+  wire [35:0] \r__payload.logits[2] ;
+  wire [35:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
   output [31:0] readout_bias_reads;
-  reg [31:0] readout_bias_reads = 32'd0;
+  wire [31:0] readout_bias_reads;
   output [31:0] readout_bias_writes;
-  reg [31:0] readout_bias_writes = 32'd0;
+  wire [31:0] readout_bias_writes;
   output [31:0] readout_busy_cycles;
   wire [31:0] readout_busy_cycles;
   output [31:0] readout_item_overflows;
@@ -9537,16 +10325,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_items_writes;
   wire [31:0] readout_items_writes;
   output [31:0] readout_macs;
-  reg [31:0] readout_macs = 32'd0;
+  wire [31:0] readout_macs;
   output [31:0] readout_stall_cycles;
   wire [31:0] readout_stall_cycles;
   output [31:0] readout_steps;
   wire [31:0] readout_steps;
   output [31:0] readout_weights_reads;
-  reg [31:0] readout_weights_reads = 32'd0;
+  wire [31:0] readout_weights_reads;
   output [31:0] readout_weights_writes;
-  reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
   output [151:0] results__payload;
   wire [151:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -9563,11 +10351,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire results__valid;
   input rst;
   wire rst;
-  wire [143:0] seeds;
-  wire [35:0] \seeds[0] ;
-  wire [35:0] \seeds[1] ;
-  wire [35:0] \seeds[2] ;
-  wire [35:0] \seeds[3] ;
   wire [42:0] slot;
   wire [5:0] \slot.base ;
   wire \slot.empty ;
@@ -9604,6 +10387,543 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  wire starting;
+  wire take;
+  wire [151:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [143:0] \w__payload.logits ;
+  wire [35:0] \w__payload.logits[0] ;
+  wire [35:0] \w__payload.logits[1] ;
+  wire [35:0] \w__payload.logits[2] ;
+  wire [35:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign \$24  = \$23  ? 1'h1 : 1'h0;
+  assign \$25  = slot[2:1] != 2'h2;
+  assign \$26  = \$24  | \$25 ;
+  assign \$27  = slot[2:1] != 2'h2;
+  assign \$28  = slot[2:1] != 2'h2;
+  assign \$29  = \$28  ? 1'h1 : 1'h0;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$32  = \$30  | \$31 ;
+  assign \$33  = \$27  & \$32 ;
+  assign \$34  = \$33  ? acc[143:108] : acc[107:72];
+  assign \$35  = slot[2:1] != 2'h2;
+  assign \$36  = slot[2:1] != 2'h2;
+  assign \$37  = \$36  ? 1'h1 : 1'h0;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = $signed(acc[143:108]) > $signed(acc[107:72]);
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = \$35  & \$40 ;
+  assign \$42  = \$41  ? 2'h3 : 2'h2;
+  assign \$43  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$44  = \$43  | argmax_0_1_valid;
+  assign \$45  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$46  = ~ \$45 ;
+  assign \$47  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = argmax_0_1_valid & \$48 ;
+  assign \$50  = \$49  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$51  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$52  = ~ \$51 ;
+  assign \$53  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = argmax_0_1_valid & \$54 ;
+  assign \$56  = \$55  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$57  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$58 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$59 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$60 ;
+  always @(posedge clk)
+    argmax_0_1_valid <= \$61 ;
+  always @(posedge clk)
+    argmax_0_1_logit <= \$62 ;
+  always @(posedge clk)
+    argmax_0_1_lane <= \$63 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$64 ;
+  always @(posedge clk)
+    finalize_argmax_0 <= \$65 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$66 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$67 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$68 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$69 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$70 ;
+  always @(posedge clk)
+    w__valid <= \$71 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$72 ;
+  always @(posedge clk)
+    best_logit <= \$73 ;
+  always @(posedge clk)
+    best_class <= \$74 ;
+  assign finalize = slot[0] & slot[10];
+  assign \$1  = ! slot_argmax_1[2:1];
+  assign \$2  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_1[2:1] * 3'h4;
+  assign \$4  = \$3  + argmax_1_0_lane;
+  assign \$5  = take ? \$4  : { 2'h0, best_class };
+  assign \$7  = slot[2:1] != 2'h2;
+  assign \$9  = slot[2:1] != 2'h2;
+  assign \$12  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$14  = \$9  & \$13 ;
+  assign \$15  = \$14  ? acc[71:36] : acc[35:0];
+  assign \$16  = slot[2:1] != 2'h2;
+  assign \$19  = $signed(acc[71:36]) > $signed(acc[35:0]);
+  assign \$21  = \$16  & \$20 ;
+  assign \$22  = \$21  ? 1'h1 : 1'h0;
+  assign \$23  = slot[2:1] != 2'h2;
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$45 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$58  = \$8 ;
+    if (rst) begin
+      \$58  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$59  = \$15 ;
+    if (rst) begin
+      \$59  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$60  = { 1'h0, \$22  };
+    if (rst) begin
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$61  = \$26 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$62  = \$34 ;
+    if (rst) begin
+      \$62  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$63  = \$42 ;
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$64  = slot;
+    if (rst) begin
+      \$64  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$65  = finalize;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$66  = acc;
+    if (rst) begin
+      \$66  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$67  = \$44 ;
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$68  = \$50 ;
+    if (rst) begin
+      \$68  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$69  = \$56 ;
+    if (rst) begin
+      \$69  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$70  = slot_argmax_0;
+    if (rst) begin
+      \$70  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$71  = finalize_argmax_0;
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$72  = logits_argmax_0;
+    if (rst) begin
+      \$72  = 144'h000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$73  = best_logit;
+    if (\$57 ) begin
+      \$73  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$73  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$74  = best_class;
+    if (\$57 ) begin
+      \$74  = \$5 [3:0];
+    end
+    if (rst) begin
+      \$74  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [3:0];
+  assign w__payload = beat;
+  assign finalize_argmax_1 = w__valid;
+  assign starting = reserve;
+  assign \credit$27  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[27:4];
+  assign \items__payload.step_end  = items__payload[28];
+  assign \items__payload.seq_end  = items__payload[29];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[27:4];
+  assign \items__payload$1.step_end  = items__payload[28];
+  assign \items__payload$1.seq_end  = items__payload[29];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[8:3];
+  assign \config__payload$7.elem  = config__payload[11:9];
+  assign \config__payload$7.value  = config__payload[43:12];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[8:3];
+  assign \slot.first  = slot[9];
+  assign \slot.last  = slot[10];
+  assign \slot.step_last  = slot[11];
+  assign \slot.seq_first  = slot[12];
+  assign \slot.seq_end  = slot[13];
+  assign \slot.empty  = slot[14];
+  assign \slot.index  = slot[18:15];
+  assign \slot.value  = slot[42:19];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[8:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[9];
+  assign \slot_argmax_1.last  = slot_argmax_1[10];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[11];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[13];
+  assign \slot_argmax_1.empty  = slot_argmax_1[14];
+  assign \slot_argmax_1.index  = slot_argmax_1[18:15];
+  assign \slot_argmax_1.value  = slot_argmax_1[42:19];
+  assign \beat.logits  = beat[143:0];
+  assign \beat.logits[0]  = beat[35:0];
+  assign \beat.logits[1]  = beat[71:36];
+  assign \beat.logits[2]  = beat[107:72];
+  assign \beat.logits[3]  = beat[143:108];
+  assign \beat.group  = beat[145:144];
+  assign \beat.final  = beat[146];
+  assign \beat.class_index  = beat[150:147];
+  assign \beat.seq_end  = beat[151];
+  assign \logits_argmax_1[0]  = logits_argmax_1[35:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[71:36];
+  assign \logits_argmax_1[2]  = logits_argmax_1[107:72];
+  assign \logits_argmax_1[3]  = logits_argmax_1[143:108];
+  assign \w__payload.logits  = beat[143:0];
+  assign \w__payload.logits[0]  = beat[35:0];
+  assign \w__payload.logits[1]  = beat[71:36];
+  assign \w__payload.logits[2]  = beat[107:72];
+  assign \w__payload.logits[3]  = beat[143:108];
+  assign \w__payload.group  = beat[145:144];
+  assign \w__payload.final  = beat[146];
+  assign \w__payload.class_index  = beat[150:147];
+  assign \w__payload.seq_end  = beat[151];
+  assign \results__payload.logits  = results__payload[143:0];
+  assign \results__payload.logits[0]  = results__payload[35:0];
+  assign \results__payload.logits[1]  = results__payload[71:36];
+  assign \results__payload.logits[2]  = results__payload[107:72];
+  assign \results__payload.logits[3]  = results__payload[143:108];
+  assign \results__payload.group  = results__payload[145:144];
+  assign \results__payload.final  = results__payload[146];
+  assign \results__payload.class_index  = results__payload[150:147];
+  assign \results__payload.seq_end  = results__payload[151];
+  assign \r__payload.logits  = results__payload[143:0];
+  assign \r__payload.logits[0]  = results__payload[35:0];
+  assign \r__payload.logits[1]  = results__payload[71:36];
+  assign \r__payload.logits[2]  = results__payload[107:72];
+  assign \r__payload.logits[3]  = results__payload[143:108];
+  assign \r__payload.group  = results__payload[145:144];
+  assign \r__payload.final  = results__payload[146];
+  assign \r__payload.class_index  = results__payload[150:147];
+  assign \r__payload.seq_end  = results__payload[151];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[8:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[9];
+  assign \slot_argmax_0.last  = slot_argmax_0[10];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[11];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[13];
+  assign \slot_argmax_0.empty  = slot_argmax_0[14];
+  assign \slot_argmax_0.index  = slot_argmax_0[18:15];
+  assign \slot_argmax_0.value  = slot_argmax_0[42:19];
+  assign \logits_argmax_0[0]  = logits_argmax_0[35:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[71:36];
+  assign \logits_argmax_0[2]  = logits_argmax_0[107:72];
+  assign \logits_argmax_0[3]  = logits_argmax_0[143:108];
+  assign beat[151] = slot_argmax_1[13];
+  assign beat[150:147] = \$5 [3:0];
+  assign beat[146] = slot_argmax_1[11];
+  assign beat[145:144] = slot_argmax_1[2:1];
+  assign beat[143:108] = logits_argmax_1[143:108];
+  assign beat[107:72] = logits_argmax_1[107:72];
+  assign beat[71:36] = logits_argmax_1[71:36];
+  assign beat[35:0] = logits_argmax_1[35:0];
+  assign \$6  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$10  = 1'h1;
+  assign \$11  = 1'h0;
+  assign \$13  = \$12 ;
+  assign \$17  = 1'h1;
+  assign \$18  = 1'h0;
+  assign \$20  = \$19 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$29  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [1:0] \$11 ;
+  wire [32:0] \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire [3:0] \$27 ;
+  wire [32:0] \$28 ;
+  reg [42:0] \$29 ;
+  wire [7:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [42:0] \$34 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
+  reg [42:0] \$37 ;
+  reg [42:0] \$38 ;
+  reg [42:0] \$39 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [7:0] \$6 ;
+  wire [6:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [143:0] acc;
+  wire [143:0] acc;
+  wire [143:0] \acc$31 ;
+  wire [35:0] \acc$31[0] ;
+  wire [35:0] \acc$31[1] ;
+  wire [35:0] \acc$31[2] ;
+  wire [35:0] \acc$31[3] ;
+  wire [35:0] \acc[0] ;
+  wire [35:0] \acc[1] ;
+  wire [35:0] \acc[2] ;
+  wire [35:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input [43:0] config__payload;
+  wire [43:0] config__payload;
+  wire [5:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [29:0] items__payload;
+  wire [29:0] items__payload;
+  wire [29:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [23:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [23:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [5:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [5:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  wire [31:0] port__data;
+  wire [95:0] \port__data$19 ;
+  wire [31:0] \port__data$29 ;
+  wire [95:0] \port__data$33 ;
+  reg port__en;
+  wire [3:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [3:0] \port__en$18 ;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  input rst;
+  wire rst;
+  wire [143:0] seeds;
+  wire [35:0] \seeds[0] ;
+  wire [35:0] \seeds[1] ;
+  wire [35:0] \seeds[2] ;
+  wire [35:0] \seeds[3] ;
+  wire [42:0] slot;
+  output [42:0] \slot$45 ;
+  reg [42:0] \slot$45  = 43'h00000000000;
+  wire [5:0] \slot$45.base ;
+  wire \slot$45.empty ;
+  wire \slot$45.first ;
+  wire [1:0] \slot$45.group ;
+  wire [3:0] \slot$45.index ;
+  wire \slot$45.last ;
+  wire \slot$45.seq_end ;
+  wire \slot$45.seq_first ;
+  wire \slot$45.step_last ;
+  wire \slot$45.valid ;
+  wire [23:0] \slot$45.value ;
+  wire [5:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [23:0] \slot.value ;
   reg [42:0] slot_c1 = 43'h00000000000;
   wire [5:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -9652,26 +10972,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [23:0] \slot_c2b.value ;
-  reg [42:0] slot_c3 = 43'h00000000000;
-  wire [5:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [23:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [23:0] value;
-  wire [151:0] w_data;
-  reg w_en = 1'h0;
   wire [31:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -9685,232 +10992,141 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[\config [5:4]][23:0] <= \port__data$12 [23:0];
+      bias[config__payload[4:3]][23:0] <= \port__data$19 [23:0];
     if (\$6 [1])
-      bias[\config [5:4]][47:24] <= \port__data$12 [47:24];
+      bias[config__payload[4:3]][47:24] <= \port__data$19 [47:24];
     if (\$6 [2])
-      bias[\config [5:4]][71:48] <= \port__data$12 [71:48];
+      bias[config__payload[4:3]][71:48] <= \port__data$19 [71:48];
     if (\$6 [3])
-      bias[\config [5:4]][95:72] <= \port__data$12 [95:72];
+      bias[config__payload[4:3]][95:72] <= \port__data$19 [95:72];
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _0_ <= bias[slot_c1[2:1]];
     end
   end
-  assign \port__data$26  = _0_;
-  reg [31:0] \weights$79  [47:0];
+  assign \port__data$33  = _0_;
+  reg [31:0] \weights$53  [47:0];
   initial begin
-    \weights$79 [0] = 32'd151126989;
-    \weights$79 [1] = 32'd3990939125;
-    \weights$79 [2] = 32'd33149243;
-    \weights$79 [3] = 32'd4043710421;
-    \weights$79 [4] = 32'd203938806;
-    \weights$79 [5] = 32'd3825389324;
-    \weights$79 [6] = 32'd3907912263;
-    \weights$79 [7] = 32'd217446650;
-    \weights$79 [8] = 32'd1191183375;
-    \weights$79 [9] = 32'd3704344890;
-    \weights$79 [10] = 32'd4162580251;
-    \weights$79 [11] = 32'd283112454;
-    \weights$79 [12] = 32'd570142256;
-    \weights$79 [13] = 32'd3894413083;
-    \weights$79 [14] = 32'd4160738544;
-    \weights$79 [15] = 32'd4208595962;
-    \weights$79 [16] = 32'd340255744;
-    \weights$79 [17] = 32'd3807317475;
-    \weights$79 [18] = 32'd4262253020;
-    \weights$79 [19] = 32'd4007452440;
-    \weights$79 [20] = 32'd3438678238;
-    \weights$79 [21] = 32'd4146728462;
-    \weights$79 [22] = 32'd1392064580;
-    \weights$79 [23] = 32'd3926129910;
-    \weights$79 [24] = 32'd753908980;
-    \weights$79 [25] = 32'd3017223384;
-    \weights$79 [26] = 32'd699853820;
-    \weights$79 [27] = 32'd3671447012;
-    \weights$79 [28] = 32'd19727632;
-    \weights$79 [29] = 32'd672744170;
-    \weights$79 [30] = 32'd3944976889;
-    \weights$79 [31] = 32'd3676243550;
-    \weights$79 [32] = 32'd233;
-    \weights$79 [33] = 32'd225;
-    \weights$79 [34] = 32'd42;
-    \weights$79 [35] = 32'd57;
-    \weights$79 [36] = 32'd227;
-    \weights$79 [37] = 32'd43;
-    \weights$79 [38] = 32'd52;
-    \weights$79 [39] = 32'd241;
-    \weights$79 [40] = 32'd250;
-    \weights$79 [41] = 32'd5;
-    \weights$79 [42] = 32'd224;
-    \weights$79 [43] = 32'd0;
-    \weights$79 [44] = 32'd23;
-    \weights$79 [45] = 32'd2;
-    \weights$79 [46] = 32'd33;
-    \weights$79 [47] = 32'd252;
+    \weights$53 [0] = 32'd151126989;
+    \weights$53 [1] = 32'd3990939125;
+    \weights$53 [2] = 32'd33149243;
+    \weights$53 [3] = 32'd4043710421;
+    \weights$53 [4] = 32'd203938806;
+    \weights$53 [5] = 32'd3825389324;
+    \weights$53 [6] = 32'd3907912263;
+    \weights$53 [7] = 32'd217446650;
+    \weights$53 [8] = 32'd1191183375;
+    \weights$53 [9] = 32'd3704344890;
+    \weights$53 [10] = 32'd4162580251;
+    \weights$53 [11] = 32'd283112454;
+    \weights$53 [12] = 32'd570142256;
+    \weights$53 [13] = 32'd3894413083;
+    \weights$53 [14] = 32'd4160738544;
+    \weights$53 [15] = 32'd4208595962;
+    \weights$53 [16] = 32'd340255744;
+    \weights$53 [17] = 32'd3807317475;
+    \weights$53 [18] = 32'd4262253020;
+    \weights$53 [19] = 32'd4007452440;
+    \weights$53 [20] = 32'd3438678238;
+    \weights$53 [21] = 32'd4146728462;
+    \weights$53 [22] = 32'd1392064580;
+    \weights$53 [23] = 32'd3926129910;
+    \weights$53 [24] = 32'd753908980;
+    \weights$53 [25] = 32'd3017223384;
+    \weights$53 [26] = 32'd699853820;
+    \weights$53 [27] = 32'd3671447012;
+    \weights$53 [28] = 32'd19727632;
+    \weights$53 [29] = 32'd672744170;
+    \weights$53 [30] = 32'd3944976889;
+    \weights$53 [31] = 32'd3676243550;
+    \weights$53 [32] = 32'd233;
+    \weights$53 [33] = 32'd225;
+    \weights$53 [34] = 32'd42;
+    \weights$53 [35] = 32'd57;
+    \weights$53 [36] = 32'd227;
+    \weights$53 [37] = 32'd43;
+    \weights$53 [38] = 32'd52;
+    \weights$53 [39] = 32'd241;
+    \weights$53 [40] = 32'd250;
+    \weights$53 [41] = 32'd5;
+    \weights$53 [42] = 32'd224;
+    \weights$53 [43] = 32'd0;
+    \weights$53 [44] = 32'd23;
+    \weights$53 [45] = 32'd2;
+    \weights$53 [46] = 32'd33;
+    \weights$53 [47] = 32'd252;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$79 [\config [9:4]][7:0] <= port__data[7:0];
+      \weights$53 [config__payload[8:3]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$79 [\config [9:4]][15:8] <= port__data[15:8];
+      \weights$53 [config__payload[8:3]][15:8] <= port__data[15:8];
     if (\$3 [2])
-      \weights$79 [\config [9:4]][23:16] <= port__data[23:16];
+      \weights$53 [config__payload[8:3]][23:16] <= port__data[23:16];
     if (\$3 [3])
-      \weights$79 [\config [9:4]][31:24] <= port__data[31:24];
+      \weights$53 [config__payload[8:3]][31:24] <= port__data[31:24];
   end
   reg [31:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _1_ <= \weights$79 [\$7 [5:0]];
+    if (port__en) begin
+      _1_ <= \weights$53 [\$7 [5:0]];
     end
   end
-  assign \port__data$24  = _1_;
-  assign \$1  = \config [3:1] == 3'h6;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [12:10];
-  assign \$4  = \config [3:1] == 3'h7;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [12:10];
+  assign \port__data$29  = _1_;
+  always @(posedge clk)
+    \slot$45  <= \$39 ;
+  assign \$1  = config__payload[2:0] == 3'h6;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[11:9];
+  assign \$4  = config__payload[2:0] == 3'h7;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[11:9];
   assign \$7  = slot_c1[8:3] + slot_c1[18:15];
   assign \$8  = ~ slot_c1[14];
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$10  = slot_c1[0] & slot_c1[9];
-  assign weights = slot_c2[14] ? 32'd0 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[10];
-  assign \$11  = ! slot_argmax_1[2:1];
-  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
-  assign take = \$11  | \$12 ;
-  assign \$13  = slot_argmax_1[2:1] * 3'h4;
-  assign \$14  = \$13  + argmax_1_0_lane;
-  assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 5'h10;
-  assign \$16  = 1'h0 + \port__en$13 ;
-  assign \$17  = readout_weights_reads + \$16 ;
-  assign \$18  = | \$3 [3:0];
+  assign weights = slot_c2[14] ? 32'd0 : \port__data$29 ;
+  assign \$11  = 1'h0 + port__en;
+  assign \$12  = readout_weights_reads + \$11 ;
+  assign \$13  = | \$3 [3:0];
+  assign \$14  = 1'h0 + \$13 ;
+  assign \$15  = readout_weights_writes + \$14 ;
+  assign \$16  = 1'h0 + \port__en$16 ;
+  assign \$17  = readout_bias_reads + \$16 ;
+  assign \$18  = | \$6 [3:0];
   assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$14 ;
-  assign \$22  = readout_bias_reads + \$21 ;
-  assign \$23  = | \$6 [3:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = readout_bias_writes + \$24 ;
-  assign \$26  = ~ slot_c2[14];
-  assign \$27  = slot_c2[0] & \$26 ;
-  assign \$28  = | slot_c2[42:19];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = slot_c2[2:1] == 2'h2;
-  assign \$31  = \$30  ? 3'h1 : 3'h4;
-  assign \$32  = \$31  * 1'h1;
-  assign \$33  = readout_macs + \$32 ;
-  assign \$35  = slot_c3[2:1] != 2'h2;
-  assign \$37  = slot_c3[2:1] != 2'h2;
-  assign \$40  = $signed(acc[71:36]) > $signed(acc[35:0]);
-  assign \$42  = \$37  & \$41 ;
-  assign \$43  = \$42  ? acc[71:36] : acc[35:0];
-  assign \$44  = slot_c3[2:1] != 2'h2;
-  assign \$47  = $signed(acc[71:36]) > $signed(acc[35:0]);
-  assign \$49  = \$44  & \$48 ;
-  assign \$50  = \$49  ? 1'h1 : 1'h0;
-  assign \$51  = slot_c3[2:1] != 2'h2;
-  assign \$52  = \$51  ? 1'h1 : 1'h0;
-  assign \$53  = slot_c3[2:1] != 2'h2;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = slot_c3[2:1] != 2'h2;
-  assign \$56  = slot_c3[2:1] != 2'h2;
-  assign \$57  = \$56  ? 1'h1 : 1'h0;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = $signed(acc[143:108]) > $signed(acc[107:72]);
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = \$61  ? acc[143:108] : acc[107:72];
-  assign \$63  = slot_c3[2:1] != 2'h2;
-  assign \$64  = slot_c3[2:1] != 2'h2;
-  assign \$65  = \$64  ? 1'h1 : 1'h0;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = $signed(acc[143:108]) > $signed(acc[107:72]);
-  assign \$68  = \$66  | \$67 ;
-  assign \$69  = \$63  & \$68 ;
-  assign \$70  = \$69  ? 2'h3 : 2'h2;
-  assign \$71  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$72  = \$71  | argmax_0_1_valid;
-  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$74  = ~ \$73 ;
-  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = argmax_0_1_valid & \$76 ;
-  assign \$78  = \$77  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$79  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$82  = \$80  | \$81 ;
-  assign \$83  = argmax_0_1_valid & \$82 ;
-  assign \$84  = \$83  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$85  = w_en & take;
-  assign \$86  = reserved + starting;
-  assign \$87  = r_en & results__valid;
-  assign \$88  = \$86  - \$87 ;
+  assign \$20  = readout_bias_writes + \$19 ;
+  assign \$21  = ~ slot_c2[14];
+  assign \$22  = slot_c2[0] & \$21 ;
+  assign \$23  = | slot_c2[42:19];
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = slot_c2[2:1] == 2'h2;
+  assign \$26  = \$25  ? 3'h1 : 3'h4;
+  assign \$27  = \$26  * 1'h1;
+  assign \$28  = readout_macs + \$27 ;
   always @(posedge clk)
-    slot_c1 <= \$89 ;
+    slot_c1 <= \$29 ;
   always @(posedge clk)
-    readout_weights_reads <= \$90 ;
+    readout_weights_reads <= \$30 ;
   always @(posedge clk)
-    readout_weights_writes <= \$91 ;
+    readout_weights_writes <= \$31 ;
   always @(posedge clk)
-    readout_bias_reads <= \$92 ;
+    readout_bias_reads <= \$32 ;
   always @(posedge clk)
-    readout_bias_writes <= \$93 ;
+    readout_bias_writes <= \$33 ;
   always @(posedge clk)
-    slot_c2 <= \$94 ;
+    slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$95 ;
+    use_acc2 <= \$35 ;
   always @(posedge clk)
-    readout_macs <= \$96 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
-    slot_c2a <= \$97 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    slot_c2b <= \$98 ;
-  always @(posedge clk)
-    slot_c3 <= \$99 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$100 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$101 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$102 ;
-  always @(posedge clk)
-    argmax_0_1_valid <= \$103 ;
-  always @(posedge clk)
-    argmax_0_1_logit <= \$104 ;
-  always @(posedge clk)
-    argmax_0_1_lane <= \$105 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$106 ;
-  always @(posedge clk)
-    finalize_argmax_0 <= \$107 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$108 ;
-  always @(posedge clk)
-    argmax_1_0_valid <= \$109 ;
-  always @(posedge clk)
-    argmax_1_0_logit <= \$110 ;
-  always @(posedge clk)
-    argmax_1_0_lane <= \$111 ;
-  always @(posedge clk)
-    slot_argmax_1 <= \$112 ;
-  always @(posedge clk)
-    w_en <= \$113 ;
-  always @(posedge clk)
-    logits_argmax_1 <= \$114 ;
-  always @(posedge clk)
-    best_logit <= \$115 ;
-  always @(posedge clk)
-    best_class <= \$116 ;
-  always @(posedge clk)
-    reserved <= \$117 ;
-  \accelerator.readout.issue  issue (
+    slot_c2b <= \$38 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -9926,7 +11142,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -9936,260 +11152,116 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[42:19]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \port__en$13  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$39  = slot_c2b;
+    if (rst) begin
+      \$39  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    port__en = 1'h0;
     if (\$9 ) begin
-      \port__en$13  = 1'h1;
+      port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \port__en$14  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$89  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$29  = slot;
     if (rst) begin
-      \$89  = 43'h00000000000;
+      \$29  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$90  = \$17 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$30  = \$12 [31:0];
     if (rst) begin
-      \$90  = 32'd0;
+      \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$91  = \$20 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$31  = \$15 [31:0];
     if (rst) begin
-      \$91  = 32'd0;
+      \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$92  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$32  = \$17 [31:0];
     if (rst) begin
-      \$92  = 32'd0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$93  = \$25 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$33  = \$20 [31:0];
     if (rst) begin
-      \$93  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$94  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$34  = slot_c1;
     if (rst) begin
-      \$94  = 43'h00000000000;
+      \$34  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$95  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$35  = 1'h0;
     if (rst) begin
-      \$95  = 1'h0;
+      \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$96  = readout_macs;
-    if (\$29 ) begin
-      \$96  = \$33 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$36  = readout_macs;
+    if (\$24 ) begin
+      \$36  = \$28 [31:0];
     end
     if (rst) begin
-      \$96  = 32'd0;
+      \$36  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$97  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$37  = slot_c2;
     if (rst) begin
-      \$97  = 43'h00000000000;
+      \$37  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$98  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$38  = slot_c2a;
     if (rst) begin
-      \$98  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$99  = slot_c2b;
-    if (rst) begin
-      \$99  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$100  = \$36 ;
-    if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$101  = \$43 ;
-    if (rst) begin
-      \$101  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$102  = { 1'h0, \$50  };
-    if (rst) begin
-      \$102  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$103  = \$54 ;
-    if (rst) begin
-      \$103  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$104  = \$62 ;
-    if (rst) begin
-      \$104  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$105  = \$70 ;
-    if (rst) begin
-      \$105  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$106  = slot_c3;
-    if (rst) begin
-      \$106  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$107  = finalize;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$108  = acc;
-    if (rst) begin
-      \$108  = 144'h000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$109  = \$72 ;
-    if (rst) begin
-      \$109  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$110  = \$78 ;
-    if (rst) begin
-      \$110  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$111  = \$84 ;
-    if (rst) begin
-      \$111  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$112  = slot_argmax_0;
-    if (rst) begin
-      \$112  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$113  = finalize_argmax_0;
-    if (rst) begin
-      \$113  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$114  = logits_argmax_0;
-    if (rst) begin
-      \$114  = 144'h000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$115  = best_logit;
-    if (\$85 ) begin
-      \$115  = argmax_1_0_logit;
-    end
-    if (rst) begin
-      \$115  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$116  = best_class;
-    if (\$85 ) begin
-      \$116  = \$15 [3:0];
-    end
-    if (rst) begin
-      \$116  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$117  = \$88 [4:0];
-    if (rst) begin
-      \$117  = 5'h00;
+      \$38  = 43'h00000000000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [9:4];
-  assign port__en = \$3 [3:0];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [5:0];
-  assign \port__addr$17  = slot_c1[2:1];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[8:3];
+  assign \port__en$13  = \$3 [3:0];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__en$18  = \$6 [3:0];
+  assign \port__addr$20  = \$7 [5:0];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
-  assign class_now = \$15 [3:0];
-  assign w_data = beat;
-  assign finalize_argmax_1 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$31  = acc;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[27:4];
   assign \items__payload.step_end  = items__payload[28];
@@ -10198,11 +11270,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[27:4];
   assign \items__payload$1.step_end  = items__payload[28];
   assign \items__payload$1.seq_end  = items__payload[29];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [9:4];
-  assign \config.elem  = \config [12:10];
-  assign \config.value  = \config [44:13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[8:3];
+  assign \config__payload.elem  = config__payload[11:9];
+  assign \config__payload.value  = config__payload[43:12];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[2:1];
   assign \slot_c1.base  = slot_c1[8:3];
@@ -10229,54 +11300,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[15:8];
   assign \weights[2]  = weights[23:16];
   assign \weights[3]  = weights[31:24];
+  assign \acc[0]  = acc[35:0];
+  assign \acc[1]  = acc[71:36];
+  assign \acc[2]  = acc[107:72];
+  assign \acc[3]  = acc[143:108];
+  assign \acc$31[0]  = acc[35:0];
+  assign \acc$31[1]  = acc[71:36];
+  assign \acc$31[2]  = acc[107:72];
+  assign \acc$31[3]  = acc[143:108];
   assign \seeds[0]  = seeds[35:0];
   assign \seeds[1]  = seeds[71:36];
   assign \seeds[2]  = seeds[107:72];
   assign \seeds[3]  = seeds[143:108];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[8:3];
-  assign \slot_c3.first  = slot_c3[9];
-  assign \slot_c3.last  = slot_c3[10];
-  assign \slot_c3.step_last  = slot_c3[11];
-  assign \slot_c3.seq_first  = slot_c3[12];
-  assign \slot_c3.seq_end  = slot_c3[13];
-  assign \slot_c3.empty  = slot_c3[14];
-  assign \slot_c3.index  = slot_c3[18:15];
-  assign \slot_c3.value  = slot_c3[42:19];
-  assign \slot_argmax_1.valid  = slot_argmax_1[0];
-  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
-  assign \slot_argmax_1.base  = slot_argmax_1[8:3];
-  assign \slot_argmax_1.first  = slot_argmax_1[9];
-  assign \slot_argmax_1.last  = slot_argmax_1[10];
-  assign \slot_argmax_1.step_last  = slot_argmax_1[11];
-  assign \slot_argmax_1.seq_first  = slot_argmax_1[12];
-  assign \slot_argmax_1.seq_end  = slot_argmax_1[13];
-  assign \slot_argmax_1.empty  = slot_argmax_1[14];
-  assign \slot_argmax_1.index  = slot_argmax_1[18:15];
-  assign \slot_argmax_1.value  = slot_argmax_1[42:19];
-  assign \beat.logits  = beat[143:0];
-  assign \beat.logits[0]  = beat[35:0];
-  assign \beat.logits[1]  = beat[71:36];
-  assign \beat.logits[2]  = beat[107:72];
-  assign \beat.logits[3]  = beat[143:108];
-  assign \beat.group  = beat[145:144];
-  assign \beat.final  = beat[146];
-  assign \beat.class_index  = beat[150:147];
-  assign \beat.seq_end  = beat[151];
-  assign \logits_argmax_1[0]  = logits_argmax_1[35:0];
-  assign \logits_argmax_1[1]  = logits_argmax_1[71:36];
-  assign \logits_argmax_1[2]  = logits_argmax_1[107:72];
-  assign \logits_argmax_1[3]  = logits_argmax_1[143:108];
-  assign \results__payload.logits  = results__payload[143:0];
-  assign \results__payload.logits[0]  = results__payload[35:0];
-  assign \results__payload.logits[1]  = results__payload[71:36];
-  assign \results__payload.logits[2]  = results__payload[107:72];
-  assign \results__payload.logits[3]  = results__payload[143:108];
-  assign \results__payload.group  = results__payload[145:144];
-  assign \results__payload.final  = results__payload[146];
-  assign \results__payload.class_index  = results__payload[150:147];
-  assign \results__payload.seq_end  = results__payload[151];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[8:3];
@@ -10310,58 +11345,34 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[14];
   assign \slot_c2b.index  = slot_c2b[18:15];
   assign \slot_c2b.value  = slot_c2b[42:19];
-  assign \acc[0]  = acc[35:0];
-  assign \acc[1]  = acc[71:36];
-  assign \acc[2]  = acc[107:72];
-  assign \acc[3]  = acc[143:108];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
-  assign \slot_argmax_0.base  = slot_argmax_0[8:3];
-  assign \slot_argmax_0.first  = slot_argmax_0[9];
-  assign \slot_argmax_0.last  = slot_argmax_0[10];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[11];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[12];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[13];
-  assign \slot_argmax_0.empty  = slot_argmax_0[14];
-  assign \slot_argmax_0.index  = slot_argmax_0[18:15];
-  assign \slot_argmax_0.value  = slot_argmax_0[42:19];
-  assign \logits_argmax_0[0]  = logits_argmax_0[35:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[71:36];
-  assign \logits_argmax_0[2]  = logits_argmax_0[107:72];
-  assign \logits_argmax_0[3]  = logits_argmax_0[143:108];
-  assign beat[151] = slot_argmax_1[13];
-  assign beat[150:147] = \$15 [3:0];
-  assign beat[146] = slot_argmax_1[11];
-  assign beat[145:144] = slot_argmax_1[2:1];
-  assign beat[143:108] = logits_argmax_1[143:108];
-  assign beat[107:72] = logits_argmax_1[107:72];
-  assign beat[71:36] = logits_argmax_1[71:36];
-  assign beat[35:0] = logits_argmax_1[35:0];
-  assign seeds[143:108] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
-  assign seeds[107:72] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
-  assign seeds[71:36] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[35:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [95:72] = \config [36:13];
-  assign \port__data$12 [71:48] = \config [36:13];
-  assign \port__data$12 [47:24] = \config [36:13];
-  assign \port__data$12 [23:0] = \config [36:13];
-  assign port__data[31:24] = \config [20:13];
-  assign port__data[23:16] = \config [20:13];
-  assign port__data[15:8] = \config [20:13];
-  assign port__data[7:0] = \config [20:13];
-  assign \$34  = 1'h1;
-  assign \$36  = 1'h1;
-  assign \$38  = 1'h1;
-  assign \$39  = 1'h0;
-  assign \$41  = \$40 ;
-  assign \$45  = 1'h1;
-  assign \$46  = 1'h0;
-  assign \$48  = \$47 ;
+  assign \slot$45.valid  = \slot$45 [0];
+  assign \slot$45.group  = \slot$45 [2:1];
+  assign \slot$45.base  = \slot$45 [8:3];
+  assign \slot$45.first  = \slot$45 [9];
+  assign \slot$45.last  = \slot$45 [10];
+  assign \slot$45.step_last  = \slot$45 [11];
+  assign \slot$45.seq_first  = \slot$45 [12];
+  assign \slot$45.seq_end  = \slot$45 [13];
+  assign \slot$45.empty  = \slot$45 [14];
+  assign \slot$45.index  = \slot$45 [18:15];
+  assign \slot$45.value  = \slot$45 [42:19];
+  assign seeds[143:108] = { \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95:72] };
+  assign seeds[107:72] = { \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71:48] };
+  assign seeds[71:36] = { \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47:24] };
+  assign seeds[35:0] = { \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23:0] };
+  assign \port__data$19 [95:72] = config__payload[35:12];
+  assign \port__data$19 [71:48] = config__payload[35:12];
+  assign \port__data$19 [47:24] = config__payload[35:12];
+  assign \port__data$19 [23:0] = config__payload[35:12];
+  assign port__data[31:24] = config__payload[19:12];
+  assign port__data[23:16] = config__payload[19:12];
+  assign port__data[15:8] = config__payload[19:12];
+  assign port__data[7:0] = config__payload[19:12];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$30  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -10438,6 +11449,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [5:0] base = 6'h00;
@@ -10447,9 +11461,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [29:0] items__payload;
@@ -10572,7 +11583,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -10583,10 +11594,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = readout_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = readout_stall_cycles + 1'h1;
@@ -10608,15 +11619,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -10647,7 +11658,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$75 ;
   always @(posedge clk)
     readout_steps <= \$76 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[27:4];
   assign \$3  = wcount < 5'h10;
@@ -10655,7 +11666,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 5'h10 : 5'h00;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 27'h0000000, items__payload[3:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -10669,7 +11680,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -10679,14 +11690,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -10695,28 +11706,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -10731,7 +11742,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -10743,8 +11754,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -10774,7 +11785,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10789,7 +11800,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10807,8 +11818,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -10825,8 +11836,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
@@ -10843,7 +11854,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10855,7 +11866,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -10867,7 +11878,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -10885,7 +11896,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10904,7 +11915,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10924,7 +11935,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10937,7 +11948,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10955,7 +11966,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10973,7 +11984,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -10994,7 +12005,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -11007,7 +12018,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -11020,7 +12031,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -11032,7 +12043,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -11046,7 +12057,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -11060,7 +12071,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$25 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$30 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -11118,8 +12129,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$31  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [35:0] \$11 ;
@@ -11260,70 +12271,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$20  = seeds[35:0];
     if (rst) begin
       \$20  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [35:0] = \$3 [35:0];
@@ -11336,84 +12347,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$25  = seeds[71:36];
     if (rst) begin
       \$25  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$29  = seeds[107:72];
     if (rst) begin
       \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$33  = seeds[143:108];
     if (rst) begin
       \$33  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$26 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$31 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 36'h000000000;
@@ -11434,8 +12445,108 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$32  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [151:0] r__payload;
+  wire [151:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [143:0] \r__payload.logits ;
+  wire [35:0] \r__payload.logits[0] ;
+  wire [35:0] \r__payload.logits[1] ;
+  wire [35:0] \r__payload.logits[2] ;
+  wire [35:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [151:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [151:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [143:0] \w__payload.logits ;
+  wire [35:0] \w__payload.logits[0] ;
+  wire [35:0] \w__payload.logits[1] ;
+  wire [35:0] \w__payload.logits[2] ;
+  wire [35:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [151:0] w_data;
+  wire [151:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$32 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[143:0];
+  assign \w__payload.logits[0]  = w_data[35:0];
+  assign \w__payload.logits[1]  = w_data[71:36];
+  assign \w__payload.logits[2]  = w_data[107:72];
+  assign \w__payload.logits[3]  = w_data[143:108];
+  assign \w__payload.group  = w_data[145:144];
+  assign \w__payload.final  = w_data[146];
+  assign \w__payload.class_index  = w_data[150:147];
+  assign \w__payload.seq_end  = w_data[151];
+  assign \r__payload.logits  = r__payload[143:0];
+  assign \r__payload.logits[0]  = r__payload[35:0];
+  assign \r__payload.logits[1]  = r__payload[71:36];
+  assign \r__payload.logits[2]  = r__payload[107:72];
+  assign \r__payload.logits[3]  = r__payload[143:108];
+  assign \r__payload.group  = r__payload[145:144];
+  assign \r__payload.final  = r__payload[146];
+  assign \r__payload.class_index  = r__payload[150:147];
+  assign \r__payload.seq_end  = r__payload[151];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$33  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -11571,7 +12682,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$33 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -11581,7 +12692,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$33 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -11591,7 +12702,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$33 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -11604,7 +12715,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$33 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

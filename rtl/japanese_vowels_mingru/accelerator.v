@@ -24,26 +24,18 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [45:0] \config ;
-  wire [45:0] \config$14 ;
-  wire [6:0] \config$14.addr ;
-  wire [2:0] \config$14.elem ;
-  wire [2:0] \config$14.target ;
-  wire \config$14.valid ;
-  wire [31:0] \config$14.value ;
-  wire [45:0] \config$25 ;
-  wire [6:0] \config$25.addr ;
-  wire [2:0] \config$25.elem ;
-  wire [2:0] \config$25.target ;
-  wire \config$25.valid ;
-  wire [31:0] \config$25.value ;
-  wire [6:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [44:0] config__payload;
   wire [44:0] config__payload;
+  wire [44:0] \config__payload$25 ;
+  wire [6:0] \config__payload$25.addr ;
+  wire [2:0] \config__payload$25.elem ;
+  wire [2:0] \config__payload$25.target ;
+  wire [31:0] \config__payload$25.value ;
+  wire [44:0] \config__payload$27 ;
+  wire [6:0] \config__payload$27.addr ;
+  wire [2:0] \config__payload$27.elem ;
+  wire [2:0] \config__payload$27.target ;
+  wire [31:0] \config__payload$27.value ;
   wire [6:0] \config__payload.addr ;
   wire [2:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -52,6 +44,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$26 ;
+  wire \config__valid$28 ;
+  wire [44:0] config_fanout__payload;
+  wire [6:0] \config_fanout__payload.addr ;
+  wire [2:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1119:0] counters;
   wire [1119:0] counters;
   wire [31:0] \counters.cycles ;
@@ -116,19 +116,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [13:0] items__payload;
-  wire [30:0] \items__payload$26 ;
-  wire [4:0] \items__payload$26.index ;
-  wire \items__payload$26.seq_end ;
-  wire \items__payload$26.step_end ;
-  wire [23:0] \items__payload$26.value ;
+  wire [30:0] \items__payload$29 ;
+  wire [4:0] \items__payload$29.index ;
+  wire \items__payload$29.seq_end ;
+  wire \items__payload$29.step_end ;
+  wire [23:0] \items__payload$29.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$29 ;
+  wire \items__ready$32 ;
   wire items__valid;
-  wire \items__valid$30 ;
+  wire \items__valid$33 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -170,16 +170,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [139:0] results__payload;
   wire [139:0] results__payload;
-  wire [139:0] \results__payload$32 ;
-  wire [3:0] \results__payload$32.class_index ;
-  wire \results__payload$32.final ;
-  wire [1:0] \results__payload$32.group ;
-  wire [131:0] \results__payload$32.logits ;
-  wire [32:0] \results__payload$32.logits[0] ;
-  wire [32:0] \results__payload$32.logits[1] ;
-  wire [32:0] \results__payload$32.logits[2] ;
-  wire [32:0] \results__payload$32.logits[3] ;
-  wire \results__payload$32.seq_end ;
+  wire [139:0] \results__payload$35 ;
+  wire [3:0] \results__payload$35.class_index ;
+  wire \results__payload$35.final ;
+  wire [1:0] \results__payload$35.group ;
+  wire [131:0] \results__payload$35.logits ;
+  wire [32:0] \results__payload$35.logits[0] ;
+  wire [32:0] \results__payload$35.logits[1] ;
+  wire [32:0] \results__payload$35.logits[2] ;
+  wire [32:0] \results__payload$35.logits[3] ;
+  wire \results__payload$35.seq_end ;
   wire [3:0] \results__payload.class_index ;
   wire \results__payload.final ;
   wire [1:0] \results__payload.group ;
@@ -191,10 +191,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$33 ;
+  wire \results__ready$36 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$34 ;
+  wire \results__valid$37 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -254,12 +254,13 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$127 (events__ready),
+    .\items__ready$99 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -281,25 +282,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$181 (trace_0)
+    .\trace$134 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$26 ),
+    .o__payload(\items__payload$29 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$30 ),
+    .o__valid(\items__valid$33 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$26 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$29 ),
     .items__ready(o__ready),
-    .items__valid(\items__valid$30 ),
-    .r_en(results__ready),
+    .items__valid(\items__valid$33 ),
+    .r__ready(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
     .readout_busy_cycles(readout_busy_cycles),
@@ -350,7 +352,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$14  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
@@ -358,13 +361,16 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$25  = \config ;
-  assign o__payload = \items__payload$26 ;
-  assign \items__ready$29  = o__ready;
-  assign o__valid = \items__valid$30 ;
-  assign \results__payload$32  = results__payload;
-  assign \results__ready$33  = results__ready;
-  assign \results__valid$34  = results__valid;
+  assign \config__payload$25  = config__payload;
+  assign \config__valid$26  = config__valid;
+  assign \config__payload$27  = config__payload;
+  assign \config__valid$28  = config__valid;
+  assign o__payload = \items__payload$29 ;
+  assign \items__ready$32  = o__ready;
+  assign o__valid = \items__valid$33 ;
+  assign \results__payload$35  = results__payload;
+  assign \results__ready$36  = results__ready;
+  assign \results__valid$37  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[3:0];
   assign \inputs__payload.value  = inputs__payload[11:4];
@@ -432,16 +438,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_0.gate[1]  = trace_0[83:77];
   assign \trace_0.gate[2]  = trace_0[90:84];
   assign \trace_0.gate[3]  = trace_0[97:91];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [10:4];
-  assign \config.elem  = \config [13:11];
-  assign \config.value  = \config [45:14];
-  assign \config$14.valid  = \config [0];
-  assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [10:4];
-  assign \config$14.elem  = \config [13:11];
-  assign \config$14.value  = \config [45:14];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[9:3];
+  assign \config_fanout__payload.elem  = config__payload[12:10];
+  assign \config_fanout__payload.value  = config__payload[44:13];
   assign \items__payload.index  = inputs__payload[3:0];
   assign \items__payload.value  = inputs__payload[11:4];
   assign \items__payload.step_end  = inputs__payload[12];
@@ -468,28 +468,31 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.gate[1]  = trace_0[83:77];
   assign \trace.gate[2]  = trace_0[90:84];
   assign \trace.gate[3]  = trace_0[97:91];
-  assign \config$25.valid  = \config [0];
-  assign \config$25.target  = \config [3:1];
-  assign \config$25.addr  = \config [10:4];
-  assign \config$25.elem  = \config [13:11];
-  assign \config$25.value  = \config [45:14];
-  assign \items__payload$26.index  = \items__payload$26 [4:0];
-  assign \items__payload$26.value  = \items__payload$26 [28:5];
-  assign \items__payload$26.step_end  = \items__payload$26 [29];
-  assign \items__payload$26.seq_end  = \items__payload$26 [30];
-  assign \o__payload.index  = \items__payload$26 [4:0];
-  assign \o__payload.value  = \items__payload$26 [28:5];
-  assign \o__payload.step_end  = \items__payload$26 [29];
-  assign \o__payload.seq_end  = \items__payload$26 [30];
-  assign \results__payload$32.logits  = results__payload[131:0];
-  assign \results__payload$32.logits[0]  = results__payload[32:0];
-  assign \results__payload$32.logits[1]  = results__payload[65:33];
-  assign \results__payload$32.logits[2]  = results__payload[98:66];
-  assign \results__payload$32.logits[3]  = results__payload[131:99];
-  assign \results__payload$32.group  = results__payload[133:132];
-  assign \results__payload$32.final  = results__payload[134];
-  assign \results__payload$32.class_index  = results__payload[138:135];
-  assign \results__payload$32.seq_end  = results__payload[139];
+  assign \config__payload$25.target  = config__payload[2:0];
+  assign \config__payload$25.addr  = config__payload[9:3];
+  assign \config__payload$25.elem  = config__payload[12:10];
+  assign \config__payload$25.value  = config__payload[44:13];
+  assign \config__payload$27.target  = config__payload[2:0];
+  assign \config__payload$27.addr  = config__payload[9:3];
+  assign \config__payload$27.elem  = config__payload[12:10];
+  assign \config__payload$27.value  = config__payload[44:13];
+  assign \items__payload$29.index  = \items__payload$29 [4:0];
+  assign \items__payload$29.value  = \items__payload$29 [28:5];
+  assign \items__payload$29.step_end  = \items__payload$29 [29];
+  assign \items__payload$29.seq_end  = \items__payload$29 [30];
+  assign \o__payload.index  = \items__payload$29 [4:0];
+  assign \o__payload.value  = \items__payload$29 [28:5];
+  assign \o__payload.step_end  = \items__payload$29 [29];
+  assign \o__payload.seq_end  = \items__payload$29 [30];
+  assign \results__payload$35.logits  = results__payload[131:0];
+  assign \results__payload$35.logits[0]  = results__payload[32:0];
+  assign \results__payload$35.logits[1]  = results__payload[65:33];
+  assign \results__payload$35.logits[2]  = results__payload[98:66];
+  assign \results__payload$35.logits[3]  = results__payload[131:99];
+  assign \results__payload$35.group  = results__payload[133:132];
+  assign \results__payload$35.final  = results__payload[134];
+  assign \results__payload$35.class_index  = results__payload[138:135];
+  assign \results__payload$35.seq_end  = results__payload[139];
   assign counters[1119:1088] = readout_items_writes;
   assign counters[1087:1056] = readout_items_reads;
   assign counters[1055:1024] = readout_bias_writes;
@@ -525,242 +528,180 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [45:14] = config__payload[44:13];
-  assign \config [13:11] = config__payload[12:10];
-  assign \config [10:4] = config__payload[9:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$127 , \config , layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs, \trace$181 , layer0_events, layer0_saturations, layer0_items_reads
-, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$99 , \trace$134 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire \$101 ;
-  wire [1:0] \$102 ;
-  wire [32:0] \$103 ;
-  wire [1:0] \$104 ;
-  wire [32:0] \$105 ;
-  wire \$106 ;
-  wire [1:0] \$107 ;
-  wire [32:0] \$108 ;
-  wire [1:0] \$109 ;
-  wire \$11 ;
-  wire [32:0] \$110 ;
-  wire \$111 ;
-  wire [1:0] \$112 ;
-  wire [32:0] \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire [32:0] \$118 ;
-  wire [23:0] \$119 ;
-  wire [15:0] \$12 ;
-  wire [23:0] \$120 ;
-  wire [23:0] \$121 ;
-  wire [23:0] \$122 ;
-  wire [1:0] \$123 ;
-  wire [2:0] \$124 ;
-  wire [3:0] \$125 ;
-  wire [4:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire [1:0] \$128 ;
-  wire [2:0] \$129 ;
-  wire [24:0] \$13 ;
-  wire [3:0] \$130 ;
-  wire [4:0] \$131 ;
-  wire [32:0] \$132 ;
-  wire [5:0] \$133 ;
-  wire \$134 ;
-  wire [6:0] \$135 ;
-  reg [28:0] \$136 ;
-  reg [31:0] \$137 ;
-  reg [31:0] \$138 ;
-  reg [31:0] \$139 ;
+  reg [15:0] \$100 ;
+  reg [23:0] \$101 ;
+  reg [15:0] \$102 ;
+  reg [15:0] \$103 ;
+  reg \$104 ;
+  reg [15:0] \$105 ;
+  reg [6:0] \$106 ;
+  reg \$107 ;
+  reg [15:0] \$108 ;
+  reg [23:0] \$109 ;
+  wire [24:0] \$11 ;
+  reg [15:0] \$110 ;
+  reg [15:0] \$111 ;
+  reg \$112 ;
+  reg [15:0] \$113 ;
+  reg [6:0] \$114 ;
+  reg \$115 ;
+  reg [15:0] \$116 ;
+  reg [23:0] \$117 ;
+  reg [15:0] \$118 ;
+  reg [15:0] \$119 ;
+  wire \$12 ;
+  reg \$120 ;
+  reg [15:0] \$121 ;
+  reg [6:0] \$122 ;
+  reg \$123 ;
+  reg [15:0] \$124 ;
+  reg [23:0] \$125 ;
+  reg [97:0] \$126 ;
+  reg [31:0] \$127 ;
+  reg [31:0] \$128 ;
+  wire \$13 ;
   wire \$14 ;
-  reg [31:0] \$140 ;
-  reg [31:0] \$141 ;
-  reg [31:0] \$142 ;
-  reg [31:0] \$143 ;
-  reg [31:0] \$144 ;
-  reg [31:0] \$145 ;
-  reg [31:0] \$146 ;
-  reg [28:0] \$147 ;
-  reg \$148 ;
-  reg [31:0] \$149 ;
-  wire [24:0] \$15 ;
-  reg [28:0] \$150 ;
-  reg [28:0] \$151 ;
-  reg [55:0] \$152 ;
-  reg [63:0] \$153 ;
-  reg [95:0] \$154 ;
-  reg [28:0] \$155 ;
-  reg [28:0] \$156 ;
-  reg \$157 ;
-  reg [15:0] \$158 ;
-  reg [15:0] \$159 ;
+  wire \$15 ;
   wire \$16 ;
-  reg \$160 ;
-  reg [15:0] \$161 ;
-  reg [6:0] \$162 ;
-  reg \$163 ;
-  reg [15:0] \$164 ;
-  reg [23:0] \$165 ;
-  reg [15:0] \$166 ;
-  reg [15:0] \$167 ;
-  reg \$168 ;
-  reg [15:0] \$169 ;
-  wire [24:0] \$17 ;
-  reg [6:0] \$170 ;
-  reg \$171 ;
-  reg [15:0] \$172 ;
-  reg [23:0] \$173 ;
-  reg [15:0] \$174 ;
-  reg [15:0] \$175 ;
-  reg \$176 ;
-  reg [15:0] \$177 ;
-  reg [6:0] \$178 ;
-  reg \$179 ;
-  wire [24:0] \$18 ;
-  reg [15:0] \$180 ;
-  reg [23:0] \$181 ;
-  reg [15:0] \$182 ;
-  reg [15:0] \$183 ;
-  reg \$184 ;
-  reg [15:0] \$185 ;
-  reg [6:0] \$186 ;
-  reg \$187 ;
-  reg [15:0] \$188 ;
-  reg [23:0] \$189 ;
-  wire [24:0] \$19 ;
-  reg [97:0] \$190 ;
-  reg [31:0] \$191 ;
-  reg [31:0] \$192 ;
-  reg [4:0] \$193 ;
-  wire \$2 ;
-  wire [24:0] \$20 ;
-  wire \$21 ;
-  wire [24:0] \$22 ;
-  wire \$23 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire [24:0] \$2 ;
+  wire [15:0] \$20 ;
+  wire [24:0] \$21 ;
+  wire \$22 ;
+  wire [24:0] \$23 ;
   wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
+  wire [24:0] \$25 ;
+  wire [24:0] \$26 ;
+  wire [24:0] \$27 ;
+  wire [24:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [15:0] \$31 ;
-  wire [24:0] \$32 ;
+  wire [24:0] \$30 ;
+  wire \$31 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [24:0] \$34 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [24:0] \$36 ;
-  wire [24:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [24:0] \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire [24:0] \$41 ;
-  wire \$42 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [15:0] \$39 ;
+  wire [24:0] \$4 ;
+  wire [24:0] \$40 ;
+  wire \$41 ;
+  wire [24:0] \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [24:0] \$44 ;
+  wire [24:0] \$45 ;
+  wire [24:0] \$46 ;
+  wire [24:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [24:0] \$49 ;
   wire \$5 ;
-  wire [15:0] \$50 ;
-  wire [24:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
   wire \$52 ;
-  wire [24:0] \$53 ;
+  wire \$53 ;
   wire \$54 ;
-  wire [24:0] \$55 ;
-  wire [24:0] \$56 ;
-  wire [24:0] \$57 ;
-  wire [24:0] \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire [24:0] \$60 ;
-  wire \$61 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [15:0] \$58 ;
+  wire [24:0] \$59 ;
+  wire [24:0] \$6 ;
+  wire \$60 ;
+  wire [24:0] \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
+  wire [24:0] \$63 ;
+  wire [24:0] \$64 ;
+  wire [24:0] \$65 ;
+  wire [24:0] \$66 ;
   wire \$67 ;
-  wire \$68 ;
-  wire [15:0] \$69 ;
-  wire [7:0] \$7 ;
-  wire [24:0] \$70 ;
+  wire [24:0] \$68 ;
+  wire \$69 ;
+  wire [24:0] \$7 ;
+  wire \$70 ;
   wire \$71 ;
-  wire [24:0] \$72 ;
+  wire \$72 ;
   wire \$73 ;
-  wire [24:0] \$74 ;
-  wire [24:0] \$75 ;
-  wire [24:0] \$76 ;
-  wire [24:0] \$77 ;
-  wire \$78 ;
-  wire [24:0] \$79 ;
-  wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire [1:0] \$89 ;
-  wire \$9 ;
-  wire [32:0] \$90 ;
-  wire \$91 ;
-  wire [1:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire [1:0] \$94 ;
-  wire [32:0] \$95 ;
-  wire \$96 ;
-  wire [1:0] \$97 ;
-  wire [32:0] \$98 ;
-  wire [1:0] \$99 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [23:0] \$78 ;
+  wire [23:0] \$79 ;
+  wire [24:0] \$8 ;
+  wire [23:0] \$80 ;
+  wire [23:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [2:0] \$83 ;
+  wire [3:0] \$84 ;
+  wire [4:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [2:0] \$88 ;
+  wire [3:0] \$89 ;
+  wire [24:0] \$9 ;
+  wire [4:0] \$90 ;
+  wire [32:0] \$91 ;
+  reg [28:0] \$92 ;
+  reg \$93 ;
+  reg [15:0] \$94 ;
+  reg [15:0] \$95 ;
+  reg \$96 ;
+  reg [15:0] \$97 ;
+  reg [6:0] \$98 ;
+  reg \$99 ;
   wire [33:0] acc;
-  wire [135:0] \acc$40 ;
-  wire [16:0] \acc$40[0] ;
-  wire [16:0] \acc$40[1] ;
-  wire [16:0] \acc$40[2] ;
-  wire [16:0] \acc$40[3] ;
-  wire [16:0] \acc$40[4] ;
-  wire [16:0] \acc$40[5] ;
-  wire [16:0] \acc$40[6] ;
-  wire [16:0] \acc$40[7] ;
-  wire [33:0] \acc$45 ;
-  wire [16:0] \acc$45.cand ;
-  wire [16:0] \acc$45.gate ;
-  wire [33:0] \acc$48 ;
-  wire [16:0] \acc$48.cand ;
-  wire [16:0] \acc$48.gate ;
-  wire [33:0] \acc$51 ;
-  wire [16:0] \acc$51.cand ;
-  wire [16:0] \acc$51.gate ;
+  wire [135:0] \acc$13 ;
+  wire [16:0] \acc$13[0] ;
+  wire [16:0] \acc$13[1] ;
+  wire [16:0] \acc$13[2] ;
+  wire [16:0] \acc$13[3] ;
+  wire [16:0] \acc$13[4] ;
+  wire [16:0] \acc$13[5] ;
+  wire [16:0] \acc$13[6] ;
+  wire [16:0] \acc$13[7] ;
+  wire [33:0] \acc$18 ;
+  wire [16:0] \acc$18.cand ;
+  wire [16:0] \acc$18.gate ;
+  wire [33:0] \acc$21 ;
+  wire [16:0] \acc$21.cand ;
+  wire [16:0] \acc$21.gate ;
+  wire [33:0] \acc$24 ;
+  wire [16:0] \acc$24.cand ;
+  wire [16:0] \acc$24.gate ;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
   wire [3:0] changed;
   input clk;
   wire clk;
-  input [45:0] \config ;
-  wire [45:0] \config ;
-  wire [6:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [44:0] \config__payload$7 ;
+  wire [6:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [6:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$84 ;
   wire [104:0] entries__payload;
   wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -793,21 +734,19 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire [6:0] gate;
-  wire [6:0] \gate$163 ;
-  wire [6:0] \gate$170 ;
-  wire [6:0] \gate$177 ;
+  wire [6:0] \gate$116 ;
+  wire [6:0] \gate$123 ;
+  wire [6:0] \gate$130 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$161 ;
-  wire \hold$168 ;
-  wire \hold$175 ;
+  wire \hold$114 ;
+  wire \hold$121 ;
+  wire \hold$128 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -831,29 +770,28 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$126 ;
-  wire [4:0] \items__payload$126.index ;
-  wire \items__payload$126.seq_end ;
-  wire \items__payload$126.step_end ;
-  wire [23:0] \items__payload$126.value ;
+  wire [30:0] \items__payload$98 ;
+  wire [4:0] \items__payload$98.index ;
+  wire \items__payload$98.seq_end ;
+  wire \items__payload$98.step_end ;
+  wire [23:0] \items__payload$98.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$127 ;
-  wire \items__ready$127 ;
   wire \items__ready$3 ;
+  input \items__ready$99 ;
+  wire \items__ready$99 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$130 ;
+  wire \items__valid$102 ;
   wire \items__valid$5 ;
-  wire [3:0] lane_valid;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -865,36 +803,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_pool_reads;
-  reg [31:0] layer0_pool_reads = 32'd0;
+  wire [31:0] layer0_pool_reads;
   output [31:0] layer0_pool_writes;
-  reg [31:0] layer0_pool_writes = 32'd0;
+  wire [31:0] layer0_pool_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$160 ;
-  wire [15:0] \new$160.h ;
-  wire [15:0] \new$167 ;
-  wire [15:0] \new$167.h ;
-  wire [15:0] \new$174 ;
-  wire [15:0] \new$174.h ;
+  wire [15:0] \new$113 ;
+  wire [15:0] \new$113.h ;
+  wire [15:0] \new$120 ;
+  wire [15:0] \new$120.h ;
+  wire [15:0] \new$127 ;
+  wire [15:0] \new$127.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -917,12 +855,12 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire o__ready;
   wire o__valid;
   wire [15:0] old;
-  wire [15:0] \old$47 ;
-  wire [15:0] \old$47.h ;
-  wire [15:0] \old$50 ;
-  wire [15:0] \old$50.h ;
-  wire [15:0] \old$53 ;
-  wire [15:0] \old$53.h ;
+  wire [15:0] \old$20 ;
+  wire [15:0] \old$20.h ;
+  wire [15:0] \old$23 ;
+  wire [15:0] \old$23.h ;
+  wire [15:0] \old$26 ;
+  wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
@@ -945,9 +883,9 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$162 ;
-  wire [15:0] \out$169 ;
-  wire [15:0] \out$176 ;
+  wire [15:0] \out$115 ;
+  wire [15:0] \out$122 ;
+  wire [15:0] \out$129 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -957,26 +895,31 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   reg [15:0] out_c4_2 = 16'h0000;
   reg [15:0] out_c4_3 = 16'h0000;
   wire [13:0] params;
-  wire [13:0] \params$46 ;
-  wire [6:0] \params$46.cand_shift ;
-  wire [6:0] \params$46.gate_shift ;
-  wire [13:0] \params$49 ;
-  wire [6:0] \params$49.cand_shift ;
-  wire [6:0] \params$49.gate_shift ;
-  wire [13:0] \params$52 ;
-  wire [6:0] \params$52.cand_shift ;
-  wire [6:0] \params$52.gate_shift ;
+  wire [55:0] \params$15 ;
+  wire [6:0] \params$15[0] ;
+  wire [6:0] \params$15[1] ;
+  wire [6:0] \params$15[2] ;
+  wire [6:0] \params$15[3] ;
+  wire [6:0] \params$15[4] ;
+  wire [6:0] \params$15[5] ;
+  wire [6:0] \params$15[6] ;
+  wire [6:0] \params$15[7] ;
+  wire [13:0] \params$19 ;
+  wire [6:0] \params$19.cand_shift ;
+  wire [6:0] \params$19.gate_shift ;
+  wire [13:0] \params$22 ;
+  wire [6:0] \params$22.cand_shift ;
+  wire [6:0] \params$22.gate_shift ;
+  wire [13:0] \params$25 ;
+  wire [6:0] \params$25.cand_shift ;
+  wire [6:0] \params$25.gate_shift ;
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
-  reg [55:0] params_c3 = 56'h00000000000000;
-  wire [6:0] \params_c3[0] ;
-  wire [6:0] \params_c3[1] ;
-  wire [6:0] \params_c3[2] ;
-  wire [6:0] \params_c3[3] ;
-  wire [6:0] \params_c3[4] ;
-  wire [6:0] \params_c3[5] ;
-  wire [6:0] \params_c3[6] ;
-  wire [6:0] \params_c3[7] ;
+  wire [95:0] pool;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
   wire [23:0] pool_1;
@@ -985,74 +928,46 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire pool_2_clipped;
   wire [23:0] pool_3;
   wire pool_3_clipped;
-  reg [95:0] pool_c3 = 96'h000000000000000000000000;
-  wire [23:0] \pool_c3[0] ;
-  wire [23:0] \pool_c3[1] ;
-  wire [23:0] \pool_c3[2] ;
-  wire [23:0] \pool_c3[3] ;
-  wire [6:0] port__addr;
-  wire [2:0] \port__addr$10 ;
-  wire [2:0] \port__addr$13 ;
-  wire [6:0] \port__addr$21 ;
-  wire [2:0] \port__addr$23 ;
-  reg [2:0] \port__addr$34 ;
-  reg [2:0] \port__addr$35 ;
-  reg [2:0] \port__addr$36 ;
-  wire [2:0] \port__addr$55 ;
-  wire [2:0] \port__addr$59 ;
-  wire [31:0] port__data;
-  wire [127:0] \port__data$12 ;
-  wire [55:0] \port__data$149 ;
-  wire [55:0] \port__data$15 ;
-  wire [63:0] \port__data$150 ;
-  wire [95:0] \port__data$152 ;
-  wire [31:0] \port__data$30 ;
-  wire [127:0] \port__data$32 ;
-  wire [63:0] \port__data$61 ;
-  wire [95:0] \port__data$71 ;
-  wire [7:0] port__en;
-  wire [7:0] \port__en$11 ;
-  wire [7:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$20 ;
-  reg \port__en$57  = 1'h0;
-  (* init = 1'h0 *)
-  wire \port__en$60 ;
+  wire [99:0] pool_write;
+  wire [2:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$166 ;
-  wire [15:0] \potential$173 ;
-  wire [15:0] \potential$180 ;
+  wire [15:0] \potential$119 ;
+  wire [15:0] \potential$126 ;
+  wire [15:0] \potential$133 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
   reg [15:0] potential_c4_3 = 16'h0000;
-  wire [104:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [104:0] r__payload;
+  wire [2:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$157 ;
-  wire \saturated$164 ;
-  wire \saturated$171 ;
-  wire \saturated$178 ;
+  wire \saturated$109 ;
+  wire \saturated$117 ;
+  wire \saturated$124 ;
+  wire \saturated$131 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
   reg saturated_c4_3 = 1'h0;
-  wire [135:0] seeds;
-  wire [16:0] \seeds[0] ;
-  wire [16:0] \seeds[1] ;
-  wire [16:0] \seeds[2] ;
-  wire [16:0] \seeds[3] ;
-  wire [16:0] \seeds[4] ;
-  wire [16:0] \seeds[5] ;
-  wire [16:0] \seeds[6] ;
-  wire [16:0] \seeds[7] ;
   wire [28:0] slot;
   wire [6:0] \slot.base ;
   wire \slot.empty ;
@@ -1065,66 +980,6 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [7:0] \slot.value ;
-  reg [28:0] slot_c1 = 29'h00000000;
-  wire [6:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire [2:0] \slot_c1.group ;
-  wire [3:0] \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [7:0] \slot_c1.value ;
-  reg [28:0] slot_c2 = 29'h00000000;
-  wire [6:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire [2:0] \slot_c2.group ;
-  wire [3:0] \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [7:0] \slot_c2.value ;
-  reg [28:0] slot_c2a = 29'h00000000;
-  wire [6:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire [2:0] \slot_c2a.group ;
-  wire [3:0] \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [7:0] \slot_c2a.value ;
-  reg [28:0] slot_c2b = 29'h00000000;
-  wire [6:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire [2:0] \slot_c2b.group ;
-  wire [3:0] \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [7:0] \slot_c2b.value ;
-  reg [28:0] slot_c3 = 29'h00000000;
-  wire [6:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [2:0] \slot_c3.group ;
-  wire [3:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [7:0] \slot_c3.value ;
   reg [28:0] slot_c4 = 29'h00000000;
   wire [6:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1138,28 +993,36 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [67:0] state_write;
+  wire [2:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [97:0] trace;
-  output [97:0] \trace$181 ;
-  reg [97:0] \trace$181  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$181.gate ;
-  wire [6:0] \trace$181.gate[0] ;
-  wire [6:0] \trace$181.gate[1] ;
-  wire [6:0] \trace$181.gate[2] ;
-  wire [6:0] \trace$181.gate[3] ;
-  wire [2:0] \trace$181.group ;
-  wire \trace$181.seq_end ;
-  wire [63:0] \trace$181.state ;
-  wire [15:0] \trace$181.state[0] ;
-  wire [15:0] \trace$181.state[1] ;
-  wire [15:0] \trace$181.state[2] ;
-  wire [15:0] \trace$181.state[3] ;
-  wire \trace$181.step_end ;
-  wire \trace$181.valid ;
+  output [97:0] \trace$134 ;
+  reg [97:0] \trace$134  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$134.gate ;
+  wire [6:0] \trace$134.gate[0] ;
+  wire [6:0] \trace$134.gate[1] ;
+  wire [6:0] \trace$134.gate[2] ;
+  wire [6:0] \trace$134.gate[3] ;
+  wire [2:0] \trace$134.group ;
+  wire \trace$134.seq_end ;
+  wire [63:0] \trace$134.state ;
+  wire [15:0] \trace$134.state[0] ;
+  wire [15:0] \trace$134.state[1] ;
+  wire [15:0] \trace$134.state[2] ;
+  wire [15:0] \trace$134.state[3] ;
+  wire \trace$134.step_end ;
+  wire \trace$134.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1174,561 +1037,239 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   wire [15:0] \trace.state[3] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [7:0] value;
-  wire [104:0] w_data;
+  wire [104:0] w__payload;
+  wire [2:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [31:0] weights;
-  wire [3:0] \weights[0] ;
-  wire [3:0] \weights[1] ;
-  wire [3:0] \weights[2] ;
-  wire [3:0] \weights[3] ;
-  wire [3:0] \weights[4] ;
-  wire [3:0] \weights[5] ;
-  wire [3:0] \weights[6] ;
-  wire [3:0] \weights[7] ;
-  reg [127:0] bias [7:0];
-  initial begin
-    bias[0] = 128'hff85004f00730044ff9a007e00430044;
-    bias[1] = 128'hff96fff70146ffff01330044fffcffd7;
-    bias[2] = 128'hff8d0021ffceffb20009ff59000dffb6;
-    bias[3] = 128'h00650052004fffc8ffa5fff00031004e;
-    bias[4] = 128'h002c0090ffcbffda006a0000ffed0065;
-    bias[5] = 128'hff6000c100710071ff87ffa400740019;
-    bias[6] = 128'hffd0ffe1ffdaffc2fff6003bffdfffe9;
-    bias[7] = 128'hffbbffb7005effb1ffd300090048006d;
-  end
-  always @(posedge clk) begin
-    if (\port__en$11 [0])
-      bias[\config [6:4]][15:0] <= \port__data$12 [15:0];
-    if (\port__en$11 [1])
-      bias[\config [6:4]][31:16] <= \port__data$12 [31:16];
-    if (\port__en$11 [2])
-      bias[\config [6:4]][47:32] <= \port__data$12 [47:32];
-    if (\port__en$11 [3])
-      bias[\config [6:4]][63:48] <= \port__data$12 [63:48];
-    if (\port__en$11 [4])
-      bias[\config [6:4]][79:64] <= \port__data$12 [79:64];
-    if (\port__en$11 [5])
-      bias[\config [6:4]][95:80] <= \port__data$12 [95:80];
-    if (\port__en$11 [6])
-      bias[\config [6:4]][111:96] <= \port__data$12 [111:96];
-    if (\port__en$11 [7])
-      bias[\config [6:4]][127:112] <= \port__data$12 [127:112];
-  end
-  reg [127:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[3:1]];
-    end
-  end
-  assign \port__data$32  = _0_;
-  reg [55:0] \params$194  [7:0];
-  initial begin
-    \params$194 [0] = 56'h07f41fd07f41fe;
-    \params$194 [1] = 56'h07f427d09f427d;
-    \params$194 [2] = 56'h07f41fd07f81fd;
-    \params$194 [3] = 56'h07f41fd07f41fd;
-    \params$194 [4] = 56'h07f81fd07f41fd;
-    \params$194 [5] = 56'h07f81fd07f41fd;
-    \params$194 [6] = 56'h07f41fd07f41fd;
-    \params$194 [7] = 56'h07f41fd07f41fd;
-  end
-  always @(posedge clk) begin
-    if (\port__en$14 [0])
-      \params$194 [\config [6:4]][6:0] <= \port__data$15 [6:0];
-    if (\port__en$14 [1])
-      \params$194 [\config [6:4]][13:7] <= \port__data$15 [13:7];
-    if (\port__en$14 [2])
-      \params$194 [\config [6:4]][20:14] <= \port__data$15 [20:14];
-    if (\port__en$14 [3])
-      \params$194 [\config [6:4]][27:21] <= \port__data$15 [27:21];
-    if (\port__en$14 [4])
-      \params$194 [\config [6:4]][34:28] <= \port__data$15 [34:28];
-    if (\port__en$14 [5])
-      \params$194 [\config [6:4]][41:35] <= \port__data$15 [41:35];
-    if (\port__en$14 [6])
-      \params$194 [\config [6:4]][48:42] <= \port__data$15 [48:42];
-    if (\port__en$14 [7])
-      \params$194 [\config [6:4]][55:49] <= \port__data$15 [55:49];
-  end
-  reg [55:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$194 [\port__addr$34 ];
-    end
-  end
-  assign \port__data$149  = _1_;
-  reg [95:0] pool [7:0];
-  initial begin
-    pool[0] = 96'h000000000000000000000000;
-    pool[1] = 96'h000000000000000000000000;
-    pool[2] = 96'h000000000000000000000000;
-    pool[3] = 96'h000000000000000000000000;
-    pool[4] = 96'h000000000000000000000000;
-    pool[5] = 96'h000000000000000000000000;
-    pool[6] = 96'h000000000000000000000000;
-    pool[7] = 96'h000000000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$57 )
-      pool[slot_c4[3:1]] <= \port__data$71 ;
-  end
-  reg [95:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$20 ) begin
-      _2_ <= pool[\port__addr$36 ];
-    end
-  end
-  assign \port__data$152  = _2_;
-  reg [63:0] state [7:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-    state[2] = 64'h0000000000000000;
-    state[3] = 64'h0000000000000000;
-    state[4] = 64'h0000000000000000;
-    state[5] = 64'h0000000000000000;
-    state[6] = 64'h0000000000000000;
-    state[7] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$57 )
-      state[slot_c4[3:1]] <= \port__data$61 ;
-  end
-  reg [63:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _3_ <= state[\port__addr$35 ];
-    end
-  end
-  assign \port__data$150  = _3_;
-  reg [31:0] \weights$192  [95:0];
-  initial begin
-    \weights$192 [0] = 32'd1555892491;
-    \weights$192 [1] = 32'd1184902148;
-    \weights$192 [2] = 32'd3306484222;
-    \weights$192 [3] = 32'd842740026;
-    \weights$192 [4] = 32'd282861568;
-    \weights$192 [5] = 32'd793587894;
-    \weights$192 [6] = 32'd3823099436;
-    \weights$192 [7] = 32'd4261538614;
-    \weights$192 [8] = 32'd3440259363;
-    \weights$192 [9] = 32'd201245694;
-    \weights$192 [10] = 32'd305066492;
-    \weights$192 [11] = 32'd3526214365;
-    \weights$192 [12] = 32'd3997077820;
-    \weights$192 [13] = 32'd569581920;
-    \weights$192 [14] = 32'd1069681365;
-    \weights$192 [15] = 32'd508580019;
-    \weights$192 [16] = 32'd1076863649;
-    \weights$192 [17] = 32'd3453738910;
-    \weights$192 [18] = 32'd24162917;
-    \weights$192 [19] = 32'd1071206749;
-    \weights$192 [20] = 32'd4122981135;
-    \weights$192 [21] = 32'd815944782;
-    \weights$192 [22] = 32'd205815116;
-    \weights$192 [23] = 32'd763232415;
-    \weights$192 [24] = 32'd4278514673;
-    \weights$192 [25] = 32'd566285315;
-    \weights$192 [26] = 32'd3318763017;
-    \weights$192 [27] = 32'd3204576540;
-    \weights$192 [28] = 32'd282861010;
-    \weights$192 [29] = 32'd3186676769;
-    \weights$192 [30] = 32'd1057764159;
-    \weights$192 [31] = 32'd101604110;
-    \weights$192 [32] = 32'd4093758797;
-    \weights$192 [33] = 32'd338419713;
-    \weights$192 [34] = 32'd852410636;
-    \weights$192 [35] = 32'd269546158;
-    \weights$192 [36] = 32'd3022787501;
-    \weights$192 [37] = 32'd1087556363;
-    \weights$192 [38] = 32'd572723716;
-    \weights$192 [39] = 32'd1109413649;
-    \weights$192 [40] = 32'd4079342078;
-    \weights$192 [41] = 32'd4064337738;
-    \weights$192 [42] = 32'd3455917034;
-    \weights$192 [43] = 32'd852839405;
-    \weights$192 [44] = 32'd4006739773;
-    \weights$192 [45] = 32'd3779842369;
-    \weights$192 [46] = 32'd842198819;
-    \weights$192 [47] = 32'd66982158;
-    \weights$192 [48] = 32'd4280995836;
-    \weights$192 [49] = 32'd1042240995;
-    \weights$192 [50] = 32'd3271822619;
-    \weights$192 [51] = 32'd1159586509;
-    \weights$192 [52] = 32'd3302949467;
-    \weights$192 [53] = 32'd62125280;
-    \weights$192 [54] = 32'd586297133;
-    \weights$192 [55] = 32'd3979202605;
-    \weights$192 [56] = 32'd1087234819;
-    \weights$192 [57] = 32'd3405779230;
-    \weights$192 [58] = 32'd3661566031;
-    \weights$192 [59] = 32'd4160696126;
-    \weights$192 [60] = 32'd1414787872;
-    \weights$192 [61] = 32'd1007631954;
-    \weights$192 [62] = 32'd787398127;
-    \weights$192 [63] = 32'd3975343872;
-    \weights$192 [64] = 32'd756412146;
-    \weights$192 [65] = 32'd151000574;
-    \weights$192 [66] = 32'd469577252;
-    \weights$192 [67] = 32'd384646622;
-    \weights$192 [68] = 32'd37616943;
-    \weights$192 [69] = 32'd354357793;
-    \weights$192 [70] = 32'd2940158956;
-    \weights$192 [71] = 32'd14545697;
-    \weights$192 [72] = 32'd3759349408;
-    \weights$192 [73] = 32'd4073861105;
-    \weights$192 [74] = 32'd321199152;
-    \weights$192 [75] = 32'd239288372;
-    \weights$192 [76] = 32'd821974000;
-    \weights$192 [77] = 32'd1826811167;
-    \weights$192 [78] = 32'd502259712;
-    \weights$192 [79] = 32'd3931227388;
-    \weights$192 [80] = 32'd4077121716;
-    \weights$192 [81] = 32'd4092465662;
-    \weights$192 [82] = 32'd4009508162;
-    \weights$192 [83] = 32'd3839884811;
-    \weights$192 [84] = 32'd2889486103;
-    \weights$192 [85] = 32'd1021117014;
-    \weights$192 [86] = 32'd458031350;
-    \weights$192 [87] = 32'd751973892;
-    \weights$192 [88] = 32'd901898989;
-    \weights$192 [89] = 32'd372433696;
-    \weights$192 [90] = 32'd4043439893;
-    \weights$192 [91] = 32'd50053621;
-    \weights$192 [92] = 32'd64962588;
-    \weights$192 [93] = 32'd3487379731;
-    \weights$192 [94] = 32'd3793694177;
-    \weights$192 [95] = 32'd114667615;
-  end
-  always @(posedge clk) begin
-    if (port__en[0])
-      \weights$192 [\config [10:4]][3:0] <= port__data[3:0];
-    if (port__en[1])
-      \weights$192 [\config [10:4]][7:4] <= port__data[7:4];
-    if (port__en[2])
-      \weights$192 [\config [10:4]][11:8] <= port__data[11:8];
-    if (port__en[3])
-      \weights$192 [\config [10:4]][15:12] <= port__data[15:12];
-    if (port__en[4])
-      \weights$192 [\config [10:4]][19:16] <= port__data[19:16];
-    if (port__en[5])
-      \weights$192 [\config [10:4]][23:20] <= port__data[23:20];
-    if (port__en[6])
-      \weights$192 [\config [10:4]][27:24] <= port__data[27:24];
-    if (port__en[7])
-      \weights$192 [\config [10:4]][31:28] <= port__data[31:28];
-  end
-  reg [31:0] _4_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _4_ <= \weights$192 [\$7 [6:0]];
-    end
-  end
-  assign \port__data$30  = _4_;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [13:11];
-  assign \$3  = \config [3:1] == 1'h1;
-  assign \$4  = \config [0] & \$3 ;
-  assign \port__en$11  = \$4  << \config [13:11];
-  assign \$5  = \config [3:1] == 2'h2;
-  assign \$6  = \config [0] & \$5 ;
-  assign \port__en$14  = \$6  << \config [13:11];
-  assign \$7  = slot_c1[10:4] + slot_c1[20:17];
-  assign \$8  = ~ slot_c1[16];
-  assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[11];
-  assign weights = slot_c2[16] ? 32'd0 : \port__data$30 ;
-  assign \$11  = slot_c2a[0] & slot_c2a[12];
-  assign finalize = slot_c3[0] & slot_c3[12];
-  assign old = slot_c3[14] ? 16'h0000 : state_c3[15:0];
-  assign \old$47  = slot_c3[14] ? 16'h0000 : state_c3[31:16];
-  assign \old$50  = slot_c3[14] ? 16'h0000 : state_c3[47:32];
-  assign \old$53  = slot_c3[14] ? 16'h0000 : state_c3[63:48];
-  assign \$12  = hold_c4_0 ? old_c4_0 : new_c4_0;
+  wire w__valid;
+  assign finalize = slot[0] & slot[12];
+  assign old = slot[14] ? 16'h0000 : state[15:0];
+  assign \old$20  = slot[14] ? 16'h0000 : state[31:16];
+  assign \old$23  = slot[14] ? 16'h0000 : state[47:32];
+  assign \old$26  = slot[14] ? 16'h0000 : state[63:48];
+  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$13  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$14  = $signed(\$13 ) > $signed(24'h7fffff);
-  assign \$15  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$16  = $signed(\$15 ) < $signed(24'h800000);
-  assign \$17  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$18  = \$16  ? 25'h1800000 : \$17 ;
-  assign \$19  = \$14  ? 25'h07fffff : \$18 ;
-  assign \$20  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$21  = $signed(\$20 ) > $signed(24'h7fffff);
-  assign \$22  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$23  = $signed(\$22 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$21  | \$23 ;
-  assign \$24  = out_0 != old_c4_0;
-  assign \$26  = saturated_c4_0 | pool_0_clipped;
-  assign \$29  = | \$19 [23:0];
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$3  = $signed(\$2 ) > $signed(24'h7fffff);
+  assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$5  = $signed(\$4 ) < $signed(24'h800000);
+  assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$7  = \$5  ? 25'h1800000 : \$6 ;
+  assign \$8  = \$3  ? 25'h07fffff : \$7 ;
+  assign \$9  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$10  = $signed(\$9 ) > $signed(24'h7fffff);
+  assign \$11  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$12  = $signed(\$11 ) < $signed(24'h800000);
+  assign pool_0_clipped = \$10  | \$12 ;
+  assign \$13  = out_0 != old_c4_0;
+  assign \$15  = saturated_c4_0 | pool_0_clipped;
+  assign \$18  = | \$8 [23:0];
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$32  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$33  = $signed(\$32 ) > $signed(24'h7fffff);
-  assign \$34  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$35  = $signed(\$34 ) < $signed(24'h800000);
-  assign \$36  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$37  = \$35  ? 25'h1800000 : \$36 ;
-  assign \$38  = \$33  ? 25'h07fffff : \$37 ;
-  assign \$39  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$40  = $signed(\$39 ) > $signed(24'h7fffff);
-  assign \$41  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$42  = $signed(\$41 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$40  | \$42 ;
-  assign \$43  = out_1 != old_c4_1;
-  assign \$45  = saturated_c4_1 | pool_1_clipped;
-  assign \$48  = | \$38 [23:0];
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$21  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
+  assign \$25  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$26  = \$24  ? 25'h1800000 : \$25 ;
+  assign \$27  = \$22  ? 25'h07fffff : \$26 ;
+  assign \$28  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$29  = $signed(\$28 ) > $signed(24'h7fffff);
+  assign \$30  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$31  = $signed(\$30 ) < $signed(24'h800000);
+  assign pool_1_clipped = \$29  | \$31 ;
+  assign \$32  = out_1 != old_c4_1;
+  assign \$34  = saturated_c4_1 | pool_1_clipped;
+  assign \$37  = | \$27 [23:0];
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$51  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$52  = $signed(\$51 ) > $signed(24'h7fffff);
-  assign \$53  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$54  = $signed(\$53 ) < $signed(24'h800000);
-  assign \$55  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$56  = \$54  ? 25'h1800000 : \$55 ;
-  assign \$57  = \$52  ? 25'h07fffff : \$56 ;
-  assign \$58  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$59  = $signed(\$58 ) > $signed(24'h7fffff);
-  assign \$60  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$61  = $signed(\$60 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$59  | \$61 ;
-  assign \$62  = out_2 != old_c4_2;
-  assign \$64  = saturated_c4_2 | pool_2_clipped;
-  assign \$67  = | \$57 [23:0];
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$40  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
+  assign \$42  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
+  assign \$44  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$45  = \$43  ? 25'h1800000 : \$44 ;
+  assign \$46  = \$41  ? 25'h07fffff : \$45 ;
+  assign \$47  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
+  assign \$49  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
+  assign pool_2_clipped = \$48  | \$50 ;
+  assign \$51  = out_2 != old_c4_2;
+  assign \$53  = saturated_c4_2 | pool_2_clipped;
+  assign \$56  = | \$46 [23:0];
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$70  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$71  = $signed(\$70 ) > $signed(24'h7fffff);
-  assign \$72  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$73  = $signed(\$72 ) < $signed(24'h800000);
-  assign \$74  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$75  = \$73  ? 25'h1800000 : \$74 ;
-  assign \$76  = \$71  ? 25'h07fffff : \$75 ;
-  assign \$77  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$78  = $signed(\$77 ) > $signed(24'h7fffff);
-  assign \$79  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$80  = $signed(\$79 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$78  | \$80 ;
-  assign \$81  = out_3 != old_c4_3;
-  assign \$83  = saturated_c4_3 | pool_3_clipped;
-  assign \$86  = | \$76 [23:0];
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = slot_c4[13] & slot_c4[15];
-  assign credit = reserved < 5'h10;
-  assign \$89  = 1'h0 + \port__en$16 ;
-  assign \$90  = layer0_weights_reads + \$89 ;
-  assign \$91  = | port__en;
-  assign \$92  = 1'h0 + \$91 ;
-  assign \$93  = layer0_weights_writes + \$92 ;
-  assign \$94  = 1'h0 + \port__en$17 ;
-  assign \$95  = layer0_bias_reads + \$94 ;
-  assign \$96  = | \port__en$11 ;
-  assign \$97  = 1'h0 + \$96 ;
-  assign \$98  = layer0_bias_writes + \$97 ;
-  assign \$99  = 1'h0 + \port__en$18 ;
-  assign \$100  = layer0_params_reads + \$99 ;
-  assign \$101  = | \port__en$14 ;
-  assign \$102  = 1'h0 + \$101 ;
-  assign \$103  = layer0_params_writes + \$102 ;
-  assign \$104  = 1'h0 + \port__en$19 ;
-  assign \$105  = layer0_state_reads + \$104 ;
-  assign \$107  = 1'h0 + \$106 ;
-  assign \$108  = layer0_state_writes + \$107 ;
-  assign \$109  = 1'h0 + \port__en$20 ;
-  assign \$110  = layer0_pool_reads + \$109 ;
-  assign \$112  = 1'h0 + \$111 ;
-  assign \$113  = layer0_pool_writes + \$112 ;
-  assign \$114  = ~ slot_c2[16];
-  assign \$115  = slot_c2[0] & \$114 ;
-  assign \$116  = | slot_c2[28:21];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = layer0_macs + 4'h8;
-  assign \$119  = slot_c3[14] ? 24'h000000 : pool_c3[23:0];
-  assign \$120  = slot_c3[14] ? 24'h000000 : pool_c3[47:24];
-  assign \$121  = slot_c3[14] ? 24'h000000 : pool_c3[71:48];
-  assign \$122  = slot_c3[14] ? 24'h000000 : pool_c3[95:72];
-  assign \$123  = 1'h0 + changed[0];
-  assign \$124  = \$123  + changed[1];
-  assign \$125  = \$124  + changed[2];
-  assign \$126  = \$125  + changed[3];
-  assign \$127  = layer0_events + \$126 ;
-  assign \$128  = 1'h0 + saturated[0];
-  assign \$129  = \$128  + saturated[1];
-  assign \$130  = \$129  + saturated[2];
-  assign \$131  = \$130  + saturated[3];
-  assign \$132  = layer0_saturations + \$131 ;
-  assign \$133  = reserved + starting;
-  assign \$134  = r_en & i__valid;
-  assign \$135  = \$133  - \$134 ;
+  assign \$59  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
+  assign \$61  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
+  assign \$63  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$64  = \$62  ? 25'h1800000 : \$63 ;
+  assign \$65  = \$60  ? 25'h07fffff : \$64 ;
+  assign \$66  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$67  = $signed(\$66 ) > $signed(24'h7fffff);
+  assign \$68  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$69  = $signed(\$68 ) < $signed(24'h800000);
+  assign pool_3_clipped = \$67  | \$69 ;
+  assign \$70  = out_3 != old_c4_3;
+  assign \$72  = saturated_c4_3 | pool_3_clipped;
+  assign \$75  = | \$65 [23:0];
+  assign \$76  = \$74  & \$75 ;
+  assign \$77  = slot_c4[13] & slot_c4[15];
+  assign \$78  = slot[14] ? 24'h000000 : pool[23:0];
+  assign \$79  = slot[14] ? 24'h000000 : pool[47:24];
+  assign \$80  = slot[14] ? 24'h000000 : pool[71:48];
+  assign \$81  = slot[14] ? 24'h000000 : pool[95:72];
+  assign \$82  = 1'h0 + changed[0];
+  assign \$83  = \$82  + changed[1];
+  assign \$84  = \$83  + changed[2];
+  assign \$85  = \$84  + changed[3];
+  assign \$86  = layer0_events + \$85 ;
+  assign \$87  = 1'h0 + saturated[0];
+  assign \$88  = \$87  + saturated[1];
+  assign \$89  = \$88  + saturated[2];
+  assign \$90  = \$89  + saturated[3];
+  assign \$91  = layer0_saturations + \$90 ;
   always @(posedge clk)
-    slot_c1 <= \$136 ;
+    slot_c4 <= \$92 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$137 ;
+    finalize4 <= \$93 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$138 ;
+    new_c4_0 <= \$94 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$139 ;
+    old_c4_0 <= \$95 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$140 ;
+    hold_c4_0 <= \$96 ;
   always @(posedge clk)
-    layer0_params_reads <= \$141 ;
+    out_c4_0 <= \$97 ;
   always @(posedge clk)
-    layer0_params_writes <= \$142 ;
+    gate_c4_0 <= \$98 ;
   always @(posedge clk)
-    layer0_state_reads <= \$143 ;
+    saturated_c4_0 <= \$99 ;
   always @(posedge clk)
-    layer0_state_writes <= \$144 ;
+    potential_c4_0 <= \$100 ;
   always @(posedge clk)
-    layer0_pool_reads <= \$145 ;
+    old_pool_c4_0 <= \$101 ;
   always @(posedge clk)
-    layer0_pool_writes <= \$146 ;
+    new_c4_1 <= \$102 ;
   always @(posedge clk)
-    slot_c2 <= \$147 ;
+    old_c4_1 <= \$103 ;
   always @(posedge clk)
-    use_acc2 <= \$148 ;
+    hold_c4_1 <= \$104 ;
   always @(posedge clk)
-    layer0_macs <= \$149 ;
+    out_c4_1 <= \$105 ;
   always @(posedge clk)
-    slot_c2a <= \$150 ;
+    gate_c4_1 <= \$106 ;
   always @(posedge clk)
-    slot_c2b <= \$151 ;
+    saturated_c4_1 <= \$107 ;
   always @(posedge clk)
-    params_c3 <= \$152 ;
+    potential_c4_1 <= \$108 ;
   always @(posedge clk)
-    state_c3 <= \$153 ;
+    old_pool_c4_1 <= \$109 ;
   always @(posedge clk)
-    pool_c3 <= \$154 ;
+    new_c4_2 <= \$110 ;
   always @(posedge clk)
-    slot_c3 <= \$155 ;
+    old_c4_2 <= \$111 ;
   always @(posedge clk)
-    slot_c4 <= \$156 ;
+    hold_c4_2 <= \$112 ;
   always @(posedge clk)
-    \port__en$57  <= \$157 ;
+    out_c4_2 <= \$113 ;
   always @(posedge clk)
-    new_c4_0 <= \$158 ;
+    gate_c4_2 <= \$114 ;
   always @(posedge clk)
-    old_c4_0 <= \$159 ;
+    saturated_c4_2 <= \$115 ;
   always @(posedge clk)
-    hold_c4_0 <= \$160 ;
+    potential_c4_2 <= \$116 ;
   always @(posedge clk)
-    out_c4_0 <= \$161 ;
+    old_pool_c4_2 <= \$117 ;
   always @(posedge clk)
-    gate_c4_0 <= \$162 ;
+    new_c4_3 <= \$118 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$163 ;
+    old_c4_3 <= \$119 ;
   always @(posedge clk)
-    potential_c4_0 <= \$164 ;
+    hold_c4_3 <= \$120 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$165 ;
+    out_c4_3 <= \$121 ;
   always @(posedge clk)
-    new_c4_1 <= \$166 ;
+    gate_c4_3 <= \$122 ;
   always @(posedge clk)
-    old_c4_1 <= \$167 ;
+    saturated_c4_3 <= \$123 ;
   always @(posedge clk)
-    hold_c4_1 <= \$168 ;
+    potential_c4_3 <= \$124 ;
   always @(posedge clk)
-    out_c4_1 <= \$169 ;
+    old_pool_c4_3 <= \$125 ;
   always @(posedge clk)
-    gate_c4_1 <= \$170 ;
+    \trace$134  <= \$126 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$171 ;
+    layer0_events <= \$127 ;
   always @(posedge clk)
-    potential_c4_1 <= \$172 ;
-  always @(posedge clk)
-    old_pool_c4_1 <= \$173 ;
-  always @(posedge clk)
-    new_c4_2 <= \$174 ;
-  always @(posedge clk)
-    old_c4_2 <= \$175 ;
-  always @(posedge clk)
-    hold_c4_2 <= \$176 ;
-  always @(posedge clk)
-    out_c4_2 <= \$177 ;
-  always @(posedge clk)
-    gate_c4_2 <= \$178 ;
-  always @(posedge clk)
-    saturated_c4_2 <= \$179 ;
-  always @(posedge clk)
-    potential_c4_2 <= \$180 ;
-  always @(posedge clk)
-    old_pool_c4_2 <= \$181 ;
-  always @(posedge clk)
-    new_c4_3 <= \$182 ;
-  always @(posedge clk)
-    old_c4_3 <= \$183 ;
-  always @(posedge clk)
-    hold_c4_3 <= \$184 ;
-  always @(posedge clk)
-    out_c4_3 <= \$185 ;
-  always @(posedge clk)
-    gate_c4_3 <= \$186 ;
-  always @(posedge clk)
-    saturated_c4_3 <= \$187 ;
-  always @(posedge clk)
-    potential_c4_3 <= \$188 ;
-  always @(posedge clk)
-    old_pool_c4_3 <= \$189 ;
-  always @(posedge clk)
-    \trace$181  <= \$190 ;
-  always @(posedge clk)
-    layer0_events <= \$191 ;
-  always @(posedge clk)
-    layer0_saturations <= \$192 ;
-  always @(posedge clk)
-    reserved <= \$193 ;
+    layer0_saturations <= \$128 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$57 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
+    .layer0_pool_reads(layer0_pool_reads),
+    .layer0_pool_writes(layer0_pool_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
+    .pool(pool),
+    .pool_write(pool_write),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$40 ),
-    .clk(clk),
-    .first(slot_c2[11]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[28:21]),
-    .weights(weights)
+    .\slot$74 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1736,7 +1277,7 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$127 ),
+    .items__ready(\items__ready$99 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1745,551 +1286,336 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$157 ),
+    .u_clipped(\saturated$109 ),
     .z(gate)
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$45 ),
-    .\new (\new$160 ),
-    .old(\old$47 ),
-    .params(\params$46 ),
-    .u_clipped(\saturated$164 ),
-    .z(\gate$163 )
+    .acc(\acc$18 ),
+    .\new (\new$113 ),
+    .old(\old$20 ),
+    .params(\params$19 ),
+    .u_clipped(\saturated$117 ),
+    .z(\gate$116 )
   );
   \accelerator.layer0.update_2  update_2 (
-    .acc(\acc$48 ),
-    .\new (\new$167 ),
-    .old(\old$50 ),
-    .params(\params$49 ),
-    .u_clipped(\saturated$171 ),
-    .z(\gate$170 )
+    .acc(\acc$21 ),
+    .\new (\new$120 ),
+    .old(\old$23 ),
+    .params(\params$22 ),
+    .u_clipped(\saturated$124 ),
+    .z(\gate$123 )
   );
   \accelerator.layer0.update_3  update_3 (
-    .acc(\acc$51 ),
-    .\new (\new$174 ),
-    .old(\old$53 ),
-    .params(\params$52 ),
-    .u_clipped(\saturated$178 ),
-    .z(\gate$177 )
+    .acc(\acc$24 ),
+    .\new (\new$127 ),
+    .old(\old$26 ),
+    .params(\params$25 ),
+    .u_clipped(\saturated$131 ),
+    .z(\gate$130 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$9 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$10 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$11 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$11 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$20  = 1'h0;
-    if (\$11 ) begin
-      \port__en$20  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 3'h0;
-    if (\$11 ) begin
-      \port__addr$34  = slot_c2a[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$35  = 3'h0;
-    if (\$11 ) begin
-      \port__addr$35  = slot_c2a[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$36  = 3'h0;
-    if (\$11 ) begin
-      \port__addr$36  = slot_c2a[3:1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = slot;
+    \$92  = slot;
     if (rst) begin
-      \$136  = 29'h00000000;
+      \$92  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = \$90 [31:0];
+    \$93  = finalize;
     if (rst) begin
-      \$137  = 32'd0;
+      \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$93 [31:0];
+    \$94  = \new ;
     if (rst) begin
-      \$138  = 32'd0;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = \$95 [31:0];
+    \$95  = old;
     if (rst) begin
-      \$139  = 32'd0;
+      \$95  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$98 [31:0];
+    \$96  = 1'h0;
     if (rst) begin
-      \$140  = 32'd0;
+      \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = \$100 [31:0];
+    \$97  = \new ;
     if (rst) begin
-      \$141  = 32'd0;
+      \$97  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = \$103 [31:0];
+    \$98  = gate;
     if (rst) begin
-      \$142  = 32'd0;
+      \$98  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = \$105 [31:0];
+    \$99  = \saturated$109 ;
     if (rst) begin
-      \$143  = 32'd0;
+      \$99  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = \$108 [31:0];
+    \$100  = 16'h0000;
     if (rst) begin
-      \$144  = 32'd0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = \$110 [31:0];
+    \$101  = \$78 ;
     if (rst) begin
-      \$145  = 32'd0;
+      \$101  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = \$113 [31:0];
+    \$102  = \new$113 ;
     if (rst) begin
-      \$146  = 32'd0;
+      \$102  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = slot_c1;
+    \$103  = \old$20 ;
     if (rst) begin
-      \$147  = 29'h00000000;
+      \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = 1'h0;
+    \$104  = 1'h0;
     if (rst) begin
-      \$148  = 1'h0;
+      \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = layer0_macs;
-    if (\$117 ) begin
-      \$149  = \$118 [31:0];
-    end
+    \$105  = \new$113 ;
     if (rst) begin
-      \$149  = 32'd0;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = slot_c2;
+    \$106  = \gate$116 ;
     if (rst) begin
-      \$150  = 29'h00000000;
+      \$106  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = slot_c2a;
+    \$107  = \saturated$117 ;
     if (rst) begin
-      \$151  = 29'h00000000;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = \port__data$149 ;
+    \$108  = 16'h0000;
     if (rst) begin
-      \$152  = 56'h00000000000000;
+      \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$153  = \port__data$150 ;
+    \$109  = \$79 ;
     if (rst) begin
-      \$153  = 64'h0000000000000000;
+      \$109  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$154  = \port__data$152 ;
+    \$110  = \new$120 ;
     if (rst) begin
-      \$154  = 96'h000000000000000000000000;
+      \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$155  = slot_c2b;
+    \$111  = \old$23 ;
     if (rst) begin
-      \$155  = 29'h00000000;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$156  = slot_c3;
+    \$112  = 1'h0;
     if (rst) begin
-      \$156  = 29'h00000000;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$157  = finalize;
+    \$113  = \new$120 ;
     if (rst) begin
-      \$157  = 1'h0;
+      \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$158  = \new ;
+    \$114  = \gate$123 ;
     if (rst) begin
-      \$158  = 16'h0000;
+      \$114  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$159  = old;
+    \$115  = \saturated$124 ;
     if (rst) begin
-      \$159  = 16'h0000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$160  = 1'h0;
+    \$116  = 16'h0000;
     if (rst) begin
-      \$160  = 1'h0;
+      \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$161  = \new ;
+    \$117  = \$80 ;
     if (rst) begin
-      \$161  = 16'h0000;
+      \$117  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$162  = gate;
+    \$118  = \new$127 ;
     if (rst) begin
-      \$162  = 7'h00;
+      \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$163  = \saturated$157 ;
+    \$119  = \old$26 ;
     if (rst) begin
-      \$163  = 1'h0;
+      \$119  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$164  = 16'h0000;
+    \$120  = 1'h0;
     if (rst) begin
-      \$164  = 16'h0000;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$165  = \$119 ;
+    \$121  = \new$127 ;
     if (rst) begin
-      \$165  = 24'h000000;
+      \$121  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$166  = \new$160 ;
+    \$122  = \gate$130 ;
     if (rst) begin
-      \$166  = 16'h0000;
+      \$122  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$167  = \old$47 ;
+    \$123  = \saturated$131 ;
     if (rst) begin
-      \$167  = 16'h0000;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = 1'h0;
+    \$124  = 16'h0000;
     if (rst) begin
-      \$168  = 1'h0;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = \new$160 ;
+    \$125  = \$81 ;
     if (rst) begin
-      \$169  = 16'h0000;
+      \$125  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = \gate$163 ;
+    \$126  = trace;
     if (rst) begin
-      \$170  = 7'h00;
+      \$126  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = \saturated$164 ;
-    if (rst) begin
-      \$171  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = 16'h0000;
-    if (rst) begin
-      \$172  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = \$120 ;
-    if (rst) begin
-      \$173  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = \new$167 ;
-    if (rst) begin
-      \$174  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = \old$50 ;
-    if (rst) begin
-      \$175  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = 1'h0;
-    if (rst) begin
-      \$176  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = \new$167 ;
-    if (rst) begin
-      \$177  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \gate$170 ;
-    if (rst) begin
-      \$178  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \saturated$171 ;
-    if (rst) begin
-      \$179  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = 16'h0000;
-    if (rst) begin
-      \$180  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$181  = \$121 ;
-    if (rst) begin
-      \$181  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \new$174 ;
-    if (rst) begin
-      \$182  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$183  = \old$53 ;
-    if (rst) begin
-      \$183  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$184  = 1'h0;
-    if (rst) begin
-      \$184  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$185  = \new$174 ;
-    if (rst) begin
-      \$185  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \gate$177 ;
-    if (rst) begin
-      \$186  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = \saturated$178 ;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = 16'h0000;
-    if (rst) begin
-      \$188  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = \$122 ;
-    if (rst) begin
-      \$189  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = trace;
-    if (rst) begin
-      \$190  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = layer0_events;
-    if (\port__en$57 ) begin
-      \$191  = \$127 [31:0];
+    \$127  = layer0_events;
+    if (finalize4) begin
+      \$127  = \$86 [31:0];
     end
     if (rst) begin
-      \$191  = 32'd0;
+      \$127  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = layer0_saturations;
-    if (\port__en$57 ) begin
-      \$192  = \$132 [31:0];
+    \$128  = layer0_saturations;
+    if (finalize4) begin
+      \$128  = \$91 [31:0];
     end
     if (rst) begin
-      \$192  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = \$135 [4:0];
-    if (rst) begin
-      \$193  = 5'h00;
+      \$128  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [10:4];
-  assign \port__addr$10  = \config [6:4];
-  assign \port__addr$13  = \config [6:4];
-  assign \port__addr$21  = \$7 [6:0];
-  assign \port__addr$23  = slot_c1[3:1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[11];
-  assign value = slot_c2[28:21];
-  assign \port__addr$55  = slot_c4[3:1];
-  assign finalize4 = \port__en$57 ;
-  assign \port__addr$59  = slot_c4[3:1];
-  assign \port__en$60  = \port__en$57 ;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
   assign old_out_0 = old_c4_0;
-  assign pool_0 = \$19 [23:0];
+  assign pool_0 = \$8 [23:0];
   assign old_out_1 = old_c4_1;
-  assign pool_1 = \$38 [23:0];
+  assign pool_1 = \$27 [23:0];
   assign old_out_2 = old_c4_2;
-  assign pool_2 = \$57 [23:0];
+  assign pool_2 = \$46 [23:0];
   assign old_out_3 = old_c4_3;
-  assign pool_3 = \$76 [23:0];
-  assign w_data = entry;
-  assign w_en = \port__en$57 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign pool_3 = \$65 [23:0];
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$84  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$126  = events__payload;
-  assign events__ready = \items__ready$127 ;
-  assign \items__valid$130  = events__valid;
+  assign \items__payload$98  = events__payload;
+  assign events__ready = \items__ready$99 ;
+  assign \items__valid$102  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$161  = 1'h0;
-  assign \out$162  = \new$160 ;
-  assign \potential$166  = 16'h0000;
-  assign \hold$168  = 1'h0;
-  assign \out$169  = \new$167 ;
-  assign \potential$173  = 16'h0000;
-  assign \hold$175  = 1'h0;
-  assign \out$176  = \new$174 ;
-  assign \potential$180  = 16'h0000;
+  assign \hold$114  = 1'h0;
+  assign \out$115  = \new$113 ;
+  assign \potential$119  = 16'h0000;
+  assign \hold$121  = 1'h0;
+  assign \out$122  = \new$120 ;
+  assign \potential$126  = 16'h0000;
+  assign \hold$128  = 1'h0;
+  assign \out$129  = \new$127 ;
+  assign \potential$133  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -2298,111 +1624,72 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \items__payload$1.value  = items__payload[11:4];
   assign \items__payload$1.step_end  = items__payload[12];
   assign \items__payload$1.seq_end  = items__payload[13];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [10:4];
-  assign \config.elem  = \config [13:11];
-  assign \config.value  = \config [45:14];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[3:1];
-  assign \slot_c1.base  = slot_c1[10:4];
-  assign \slot_c1.first  = slot_c1[11];
-  assign \slot_c1.last  = slot_c1[12];
-  assign \slot_c1.step_last  = slot_c1[13];
-  assign \slot_c1.seq_first  = slot_c1[14];
-  assign \slot_c1.seq_end  = slot_c1[15];
-  assign \slot_c1.empty  = slot_c1[16];
-  assign \slot_c1.index  = slot_c1[20:17];
-  assign \slot_c1.value  = slot_c1[28:21];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[3:1];
-  assign \slot_c2.base  = slot_c2[10:4];
-  assign \slot_c2.first  = slot_c2[11];
-  assign \slot_c2.last  = slot_c2[12];
-  assign \slot_c2.step_last  = slot_c2[13];
-  assign \slot_c2.seq_first  = slot_c2[14];
-  assign \slot_c2.seq_end  = slot_c2[15];
-  assign \slot_c2.empty  = slot_c2[16];
-  assign \slot_c2.index  = slot_c2[20:17];
-  assign \slot_c2.value  = slot_c2[28:21];
-  assign \weights[0]  = weights[3:0];
-  assign \weights[1]  = weights[7:4];
-  assign \weights[2]  = weights[11:8];
-  assign \weights[3]  = weights[15:12];
-  assign \weights[4]  = weights[19:16];
-  assign \weights[5]  = weights[23:20];
-  assign \weights[6]  = weights[27:24];
-  assign \weights[7]  = weights[31:28];
-  assign \seeds[0]  = seeds[16:0];
-  assign \seeds[1]  = seeds[33:17];
-  assign \seeds[2]  = seeds[50:34];
-  assign \seeds[3]  = seeds[67:51];
-  assign \seeds[4]  = seeds[84:68];
-  assign \seeds[5]  = seeds[101:85];
-  assign \seeds[6]  = seeds[118:102];
-  assign \seeds[7]  = seeds[135:119];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[3:1];
-  assign \slot_c2a.base  = slot_c2a[10:4];
-  assign \slot_c2a.first  = slot_c2a[11];
-  assign \slot_c2a.last  = slot_c2a[12];
-  assign \slot_c2a.step_last  = slot_c2a[13];
-  assign \slot_c2a.seq_first  = slot_c2a[14];
-  assign \slot_c2a.seq_end  = slot_c2a[15];
-  assign \slot_c2a.empty  = slot_c2a[16];
-  assign \slot_c2a.index  = slot_c2a[20:17];
-  assign \slot_c2a.value  = slot_c2a[28:21];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[3:1];
-  assign \slot_c3.base  = slot_c3[10:4];
-  assign \slot_c3.first  = slot_c3[11];
-  assign \slot_c3.last  = slot_c3[12];
-  assign \slot_c3.step_last  = slot_c3[13];
-  assign \slot_c3.seq_first  = slot_c3[14];
-  assign \slot_c3.seq_end  = slot_c3[15];
-  assign \slot_c3.empty  = slot_c3[16];
-  assign \slot_c3.index  = slot_c3[20:17];
-  assign \slot_c3.value  = slot_c3[28:21];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[9:3];
+  assign \config__payload$7.elem  = config__payload[12:10];
+  assign \config__payload$7.value  = config__payload[44:13];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \acc$40[0]  = \acc$40 [16:0];
-  assign \acc$40[1]  = \acc$40 [33:17];
-  assign \acc$40[2]  = \acc$40 [50:34];
-  assign \acc$40[3]  = \acc$40 [67:51];
-  assign \acc$40[4]  = \acc$40 [84:68];
-  assign \acc$40[5]  = \acc$40 [101:85];
-  assign \acc$40[6]  = \acc$40 [118:102];
-  assign \acc$40[7]  = \acc$40 [135:119];
+  assign \acc$13[0]  = \acc$13 [16:0];
+  assign \acc$13[1]  = \acc$13 [33:17];
+  assign \acc$13[2]  = \acc$13 [50:34];
+  assign \acc$13[3]  = \acc$13 [67:51];
+  assign \acc$13[4]  = \acc$13 [84:68];
+  assign \acc$13[5]  = \acc$13 [101:85];
+  assign \acc$13[6]  = \acc$13 [118:102];
+  assign \acc$13[7]  = \acc$13 [135:119];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
-  assign \params_c3[0]  = params_c3[6:0];
-  assign \params_c3[1]  = params_c3[13:7];
-  assign \params_c3[2]  = params_c3[20:14];
-  assign \params_c3[3]  = params_c3[27:21];
-  assign \params_c3[4]  = params_c3[34:28];
-  assign \params_c3[5]  = params_c3[41:35];
-  assign \params_c3[6]  = params_c3[48:42];
-  assign \params_c3[7]  = params_c3[55:49];
+  assign \params$15[0]  = \params$15 [6:0];
+  assign \params$15[1]  = \params$15 [13:7];
+  assign \params$15[2]  = \params$15 [20:14];
+  assign \params$15[3]  = \params$15 [27:21];
+  assign \params$15[4]  = \params$15 [34:28];
+  assign \params$15[5]  = \params$15 [41:35];
+  assign \params$15[6]  = \params$15 [48:42];
+  assign \params$15[7]  = \params$15 [55:49];
   assign \old.h  = old;
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$45.cand  = \acc$45 [16:0];
-  assign \acc$45.gate  = \acc$45 [33:17];
-  assign \params$46.cand_shift  = \params$46 [6:0];
-  assign \params$46.gate_shift  = \params$46 [13:7];
-  assign \old$47.h  = \old$47 ;
-  assign \acc$48.cand  = \acc$48 [16:0];
-  assign \acc$48.gate  = \acc$48 [33:17];
-  assign \params$49.cand_shift  = \params$49 [6:0];
-  assign \params$49.gate_shift  = \params$49 [13:7];
-  assign \old$50.h  = \old$50 ;
-  assign \acc$51.cand  = \acc$51 [16:0];
-  assign \acc$51.gate  = \acc$51 [33:17];
-  assign \params$52.cand_shift  = \params$52 [6:0];
-  assign \params$52.gate_shift  = \params$52 [13:7];
-  assign \old$53.h  = \old$53 ;
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$18.cand  = \acc$18 [16:0];
+  assign \acc$18.gate  = \acc$18 [33:17];
+  assign \params$19.cand_shift  = \params$19 [6:0];
+  assign \params$19.gate_shift  = \params$19 [13:7];
+  assign \old$20.h  = \old$20 ;
+  assign \acc$21.cand  = \acc$21 [16:0];
+  assign \acc$21.gate  = \acc$21 [33:17];
+  assign \params$22.cand_shift  = \params$22 [6:0];
+  assign \params$22.gate_shift  = \params$22 [13:7];
+  assign \old$23.h  = \old$23 ;
+  assign \acc$24.cand  = \acc$24 [16:0];
+  assign \acc$24.gate  = \acc$24 [33:17];
+  assign \params$25.cand_shift  = \params$25 [6:0];
+  assign \params$25.gate_shift  = \params$25 [13:7];
+  assign \old$26.h  = \old$26 ;
+  assign \state_write.addr  = state_write[2:0];
+  assign \state_write.en  = state_write[3];
+  assign \state_write.data  = state_write[67:4];
+  assign \state_write.data[0]  = state_write[19:4];
+  assign \state_write.data[1]  = state_write[35:20];
+  assign \state_write.data[2]  = state_write[51:36];
+  assign \state_write.data[3]  = state_write[67:52];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[3:1];
   assign \slot_c4.base  = slot_c4[10:4];
@@ -2414,6 +1701,13 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \slot_c4.empty  = slot_c4[16];
   assign \slot_c4.index  = slot_c4[20:17];
   assign \slot_c4.value  = slot_c4[28:21];
+  assign \pool_write.addr  = pool_write[2:0];
+  assign \pool_write.en  = pool_write[3];
+  assign \pool_write.data  = pool_write[99:4];
+  assign \pool_write.data[0]  = pool_write[27:4];
+  assign \pool_write.data[1]  = pool_write[51:28];
+  assign \pool_write.data[2]  = pool_write[75:52];
+  assign \pool_write.data[3]  = pool_write[99:76];
   assign \new_c4_0.h  = new_c4_0;
   assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
@@ -2445,6 +1739,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
   assign \old_c4_3.h  = old_c4_3;
+  assign \w__payload.mask  = entry[3:0];
+  assign \w__payload.value  = entry[99:4];
+  assign \w__payload.value[0]  = entry[27:4];
+  assign \w__payload.value[1]  = entry[51:28];
+  assign \w__payload.value[2]  = entry[75:52];
+  assign \w__payload.value[3]  = entry[99:76];
+  assign \w__payload.group  = entry[102:100];
+  assign \w__payload.marker  = entry[103];
+  assign \w__payload.seq_end  = entry[104];
   assign \i__payload.mask  = i__payload[3:0];
   assign \i__payload.value  = i__payload[99:4];
   assign \i__payload.value[0]  = i__payload[27:4];
@@ -2454,6 +1757,15 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \i__payload.group  = i__payload[102:100];
   assign \i__payload.marker  = i__payload[103];
   assign \i__payload.seq_end  = i__payload[104];
+  assign \r__payload.mask  = i__payload[3:0];
+  assign \r__payload.value  = i__payload[99:4];
+  assign \r__payload.value[0]  = i__payload[27:4];
+  assign \r__payload.value[1]  = i__payload[51:28];
+  assign \r__payload.value[2]  = i__payload[75:52];
+  assign \r__payload.value[3]  = i__payload[99:76];
+  assign \r__payload.group  = i__payload[102:100];
+  assign \r__payload.marker  = i__payload[103];
+  assign \r__payload.seq_end  = i__payload[104];
   assign \entries__payload.mask  = entries__payload[3:0];
   assign \entries__payload.value  = entries__payload[99:4];
   assign \entries__payload.value[0]  = entries__payload[27:4];
@@ -2476,69 +1788,47 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$126.index  = events__payload[4:0];
-  assign \items__payload$126.value  = events__payload[28:5];
-  assign \items__payload$126.step_end  = events__payload[29];
-  assign \items__payload$126.seq_end  = events__payload[30];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[3:1];
-  assign \slot.base  = slot[10:4];
-  assign \slot.first  = slot[11];
-  assign \slot.last  = slot[12];
-  assign \slot.step_last  = slot[13];
-  assign \slot.seq_first  = slot[14];
-  assign \slot.seq_end  = slot[15];
-  assign \slot.empty  = slot[16];
-  assign \slot.index  = slot[20:17];
-  assign \slot.value  = slot[28:21];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[3:1];
-  assign \slot_c2b.base  = slot_c2b[10:4];
-  assign \slot_c2b.first  = slot_c2b[11];
-  assign \slot_c2b.last  = slot_c2b[12];
-  assign \slot_c2b.step_last  = slot_c2b[13];
-  assign \slot_c2b.seq_first  = slot_c2b[14];
-  assign \slot_c2b.seq_end  = slot_c2b[15];
-  assign \slot_c2b.empty  = slot_c2b[16];
-  assign \slot_c2b.index  = slot_c2b[20:17];
-  assign \slot_c2b.value  = slot_c2b[28:21];
-  assign \pool_c3[0]  = pool_c3[23:0];
-  assign \pool_c3[1]  = pool_c3[47:24];
-  assign \pool_c3[2]  = pool_c3[71:48];
-  assign \pool_c3[3]  = pool_c3[95:72];
+  assign \items__payload$98.index  = events__payload[4:0];
+  assign \items__payload$98.value  = events__payload[28:5];
+  assign \items__payload$98.step_end  = events__payload[29];
+  assign \items__payload$98.seq_end  = events__payload[30];
   assign \new.h  = \new ;
-  assign \new$160.h  = \new$160 ;
-  assign \new$167.h  = \new$167 ;
-  assign \new$174.h  = \new$174 ;
-  assign \trace$181.valid  = \trace$181 [0];
-  assign \trace$181.group  = \trace$181 [3:1];
-  assign \trace$181.step_end  = \trace$181 [4];
-  assign \trace$181.seq_end  = \trace$181 [5];
-  assign \trace$181.state  = \trace$181 [69:6];
-  assign \trace$181.state[0]  = \trace$181 [21:6];
-  assign \trace$181.state[1]  = \trace$181 [37:22];
-  assign \trace$181.state[2]  = \trace$181 [53:38];
-  assign \trace$181.state[3]  = \trace$181 [69:54];
-  assign \trace$181.gate  = \trace$181 [97:70];
-  assign \trace$181.gate[0]  = \trace$181 [76:70];
-  assign \trace$181.gate[1]  = \trace$181 [83:77];
-  assign \trace$181.gate[2]  = \trace$181 [90:84];
-  assign \trace$181.gate[3]  = \trace$181 [97:91];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \new$113.h  = \new$113 ;
+  assign \new$120.h  = \new$120 ;
+  assign \new$127.h  = \new$127 ;
+  assign \trace$134.valid  = \trace$134 [0];
+  assign \trace$134.group  = \trace$134 [3:1];
+  assign \trace$134.step_end  = \trace$134 [4];
+  assign \trace$134.seq_end  = \trace$134 [5];
+  assign \trace$134.state  = \trace$134 [69:6];
+  assign \trace$134.state[0]  = \trace$134 [21:6];
+  assign \trace$134.state[1]  = \trace$134 [37:22];
+  assign \trace$134.state[2]  = \trace$134 [53:38];
+  assign \trace$134.state[3]  = \trace$134 [69:54];
+  assign \trace$134.gate  = \trace$134 [97:70];
+  assign \trace$134.gate[0]  = \trace$134 [76:70];
+  assign \trace$134.gate[1]  = \trace$134 [83:77];
+  assign \trace$134.gate[2]  = \trace$134 [90:84];
+  assign \trace$134.gate[3]  = \trace$134 [97:91];
   assign entry[104] = slot_c4[15];
-  assign entry[103] = \$88 ;
+  assign entry[103] = \$77 ;
   assign entry[102:100] = slot_c4[3:1];
-  assign entry[99:76] = \$76 [23:0];
-  assign entry[3] = \$87 ;
-  assign entry[75:52] = \$57 [23:0];
-  assign entry[2] = \$68 ;
-  assign entry[51:28] = \$38 [23:0];
-  assign entry[1] = \$49 ;
-  assign entry[27:4] = \$19 [23:0];
-  assign entry[0] = \$30 ;
+  assign entry[99:76] = \$65 [23:0];
+  assign entry[3] = \$76 ;
+  assign entry[75:52] = \$46 [23:0];
+  assign entry[2] = \$57 ;
+  assign entry[51:28] = \$27 [23:0];
+  assign entry[1] = \$38 ;
+  assign entry[27:4] = \$8 [23:0];
+  assign entry[0] = \$19 ;
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
-  assign trace[0] = \port__en$57 ;
+  assign trace[0] = finalize4;
   assign trace[97:91] = gate_c4_3;
   assign trace[69:54] = out_3;
   assign trace[90:84] = gate_c4_2;
@@ -2547,93 +1837,159 @@ module \accelerator.layer0 (items__valid, clk, rst, items__ready, \items__ready$
   assign trace[37:22] = out_1;
   assign trace[76:70] = gate_c4_0;
   assign trace[21:6] = out_0;
-  assign saturated[3] = \$84 ;
-  assign saturated[2] = \$65 ;
-  assign saturated[1] = \$46 ;
-  assign saturated[0] = \$27 ;
-  assign changed[3] = \$82 ;
-  assign changed[2] = \$63 ;
-  assign changed[1] = \$44 ;
-  assign changed[0] = \$25 ;
-  assign \port__data$71 [95:72] = \$76 [23:0];
-  assign \port__data$71 [71:48] = \$57 [23:0];
-  assign \port__data$71 [47:24] = \$38 [23:0];
-  assign \port__data$71 [23:0] = \$19 [23:0];
-  assign \port__data$61 [63:48] = \$69 ;
-  assign \port__data$61 [47:32] = \$50 ;
-  assign \port__data$61 [31:16] = \$31 ;
-  assign \port__data$61 [15:0] = \$12 ;
-  assign lane_valid[3] = 1'h1;
-  assign lane_valid[2] = 1'h1;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \params$52 [13:7] = params_c3[55:49];
-  assign \params$52 [6:0] = params_c3[48:42];
-  assign \acc$51 [33:17] = \acc$40 [135:119];
-  assign \acc$51 [16:0] = \acc$40 [118:102];
-  assign \params$49 [13:7] = params_c3[41:35];
-  assign \params$49 [6:0] = params_c3[34:28];
-  assign \acc$48 [33:17] = \acc$40 [101:85];
-  assign \acc$48 [16:0] = \acc$40 [84:68];
-  assign \params$46 [13:7] = params_c3[27:21];
-  assign \params$46 [6:0] = params_c3[20:14];
-  assign \acc$45 [33:17] = \acc$40 [67:51];
-  assign \acc$45 [16:0] = \acc$40 [50:34];
-  assign params[13:7] = params_c3[13:7];
-  assign params[6:0] = params_c3[6:0];
-  assign acc[33:17] = \acc$40 [33:17];
-  assign acc[16:0] = \acc$40 [16:0];
-  assign seeds[135:119] = { \port__data$32 [127], \port__data$32 [127:112] };
-  assign seeds[118:102] = { \port__data$32 [111], \port__data$32 [111:96] };
-  assign seeds[101:85] = { \port__data$32 [95], \port__data$32 [95:80] };
-  assign seeds[84:68] = { \port__data$32 [79], \port__data$32 [79:64] };
-  assign seeds[67:51] = { \port__data$32 [63], \port__data$32 [63:48] };
-  assign seeds[50:34] = { \port__data$32 [47], \port__data$32 [47:32] };
-  assign seeds[33:17] = { \port__data$32 [31], \port__data$32 [31:16] };
-  assign seeds[16:0] = { \port__data$32 [15], \port__data$32 [15:0] };
-  assign \port__data$15 [55:49] = \config [20:14];
-  assign \port__data$15 [48:42] = \config [20:14];
-  assign \port__data$15 [41:35] = \config [20:14];
-  assign \port__data$15 [34:28] = \config [20:14];
-  assign \port__data$15 [27:21] = \config [20:14];
-  assign \port__data$15 [20:14] = \config [20:14];
-  assign \port__data$15 [13:7] = \config [20:14];
-  assign \port__data$15 [6:0] = \config [20:14];
-  assign \port__data$12 [127:112] = \config [29:14];
-  assign \port__data$12 [111:96] = \config [29:14];
-  assign \port__data$12 [95:80] = \config [29:14];
-  assign \port__data$12 [79:64] = \config [29:14];
-  assign \port__data$12 [63:48] = \config [29:14];
-  assign \port__data$12 [47:32] = \config [29:14];
-  assign \port__data$12 [31:16] = \config [29:14];
-  assign \port__data$12 [15:0] = \config [29:14];
-  assign port__data[31:28] = \config [17:14];
-  assign port__data[27:24] = \config [17:14];
-  assign port__data[23:20] = \config [17:14];
-  assign port__data[19:16] = \config [17:14];
-  assign port__data[15:12] = \config [17:14];
-  assign port__data[11:8] = \config [17:14];
-  assign port__data[7:4] = \config [17:14];
-  assign port__data[3:0] = \config [17:14];
-  assign \$25  = \$24 ;
-  assign \$27  = \$26 ;
-  assign \$28  = slot_c4[15];
-  assign \$44  = \$43 ;
-  assign \$46  = \$45 ;
-  assign \$47  = slot_c4[15];
-  assign \$63  = \$62 ;
-  assign \$65  = \$64 ;
-  assign \$66  = slot_c4[15];
-  assign \$82  = \$81 ;
-  assign \$84  = \$83 ;
-  assign \$85  = slot_c4[15];
-  assign \$106  = \port__en$57 ;
-  assign \$111  = \port__en$57 ;
+  assign saturated[3] = \$73 ;
+  assign saturated[2] = \$54 ;
+  assign saturated[1] = \$35 ;
+  assign saturated[0] = \$16 ;
+  assign changed[3] = \$71 ;
+  assign changed[2] = \$52 ;
+  assign changed[1] = \$33 ;
+  assign changed[0] = \$14 ;
+  assign pool_write[99:76] = \$65 [23:0];
+  assign pool_write[75:52] = \$46 [23:0];
+  assign pool_write[51:28] = \$27 [23:0];
+  assign pool_write[27:4] = \$8 [23:0];
+  assign pool_write[3] = finalize4;
+  assign pool_write[2:0] = slot_c4[3:1];
+  assign state_write[67:52] = \$58 ;
+  assign state_write[51:36] = \$39 ;
+  assign state_write[35:20] = \$20 ;
+  assign state_write[19:4] = \$1 ;
+  assign state_write[3] = finalize4;
+  assign state_write[2:0] = slot_c4[3:1];
+  assign \params$25 [13:7] = \params$15 [55:49];
+  assign \params$25 [6:0] = \params$15 [48:42];
+  assign \acc$24 [33:17] = \acc$13 [135:119];
+  assign \acc$24 [16:0] = \acc$13 [118:102];
+  assign \params$22 [13:7] = \params$15 [41:35];
+  assign \params$22 [6:0] = \params$15 [34:28];
+  assign \acc$21 [33:17] = \acc$13 [101:85];
+  assign \acc$21 [16:0] = \acc$13 [84:68];
+  assign \params$19 [13:7] = \params$15 [27:21];
+  assign \params$19 [6:0] = \params$15 [20:14];
+  assign \acc$18 [33:17] = \acc$13 [67:51];
+  assign \acc$18 [16:0] = \acc$13 [50:34];
+  assign params[13:7] = \params$15 [13:7];
+  assign params[6:0] = \params$15 [6:0];
+  assign acc[33:17] = \acc$13 [33:17];
+  assign acc[16:0] = \acc$13 [16:0];
+  assign \$14  = \$13 ;
+  assign \$16  = \$15 ;
+  assign \$17  = slot_c4[15];
+  assign \$33  = \$32 ;
+  assign \$35  = \$34 ;
+  assign \$36  = slot_c4[15];
+  assign \$52  = \$51 ;
+  assign \$54  = \$53 ;
+  assign \$55  = slot_c4[15];
+  assign \$71  = \$70 ;
+  assign \$73  = \$72 ;
+  assign \$74  = slot_c4[15];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [104:0] r__payload;
+  wire [104:0] r__payload;
+  wire [2:0] \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [3:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [95:0] \r__payload.value ;
+  wire [23:0] \r__payload.value[0] ;
+  wire [23:0] \r__payload.value[1] ;
+  wire [23:0] \r__payload.value[2] ;
+  wire [23:0] \r__payload.value[3] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [104:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [104:0] w__payload;
+  wire [2:0] \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [3:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [95:0] \w__payload.value ;
+  wire [23:0] \w__payload.value[0] ;
+  wire [23:0] \w__payload.value[1] ;
+  wire [23:0] \w__payload.value[2] ;
+  wire [23:0] \w__payload.value[3] ;
+  wire w__valid;
+  input [104:0] w_data;
+  wire [104:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[3:0];
+  assign \w__payload.value  = w_data[99:4];
+  assign \w__payload.value[0]  = w_data[27:4];
+  assign \w__payload.value[1]  = w_data[51:28];
+  assign \w__payload.value[2]  = w_data[75:52];
+  assign \w__payload.value[3]  = w_data[99:76];
+  assign \w__payload.group  = w_data[102:100];
+  assign \w__payload.marker  = w_data[103];
+  assign \w__payload.seq_end  = w_data[104];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[99:4];
+  assign \r__payload.value[0]  = r__payload[27:4];
+  assign \r__payload.value[1]  = r__payload[51:28];
+  assign \r__payload.value[2]  = r__payload[75:52];
+  assign \r__payload.value[3]  = r__payload[99:76];
+  assign \r__payload.group  = r__payload[102:100];
+  assign \r__payload.marker  = r__payload[103];
+  assign \r__payload.seq_end  = r__payload[104];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2769,7 +2125,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2779,7 +2135,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2789,7 +2145,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2802,7 +2158,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2822,8 +2178,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2904,7 +2260,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2919,7 +2275,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2934,7 +2290,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2948,7 +2304,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2999,8 +2355,1072 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, starting, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+, params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [1:0] \$12 ;
+  wire [32:0] \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire \$24 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
+  wire [1:0] \$35 ;
+  wire [32:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire [32:0] \$41 ;
+  reg [28:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
+  reg [31:0] \$49 ;
+  wire \$5 ;
+  reg [31:0] \$50 ;
+  reg [31:0] \$51 ;
+  reg [31:0] \$52 ;
+  reg [28:0] \$53 ;
+  reg \$54 ;
+  reg [31:0] \$55 ;
+  reg [28:0] \$56 ;
+  reg [55:0] \$57 ;
+  reg [63:0] \$58 ;
+  reg [95:0] \$59 ;
+  wire \$6 ;
+  reg [28:0] \$60 ;
+  reg [28:0] \$61 ;
+  wire [7:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [135:0] acc;
+  wire [135:0] acc;
+  wire [135:0] \acc$45 ;
+  wire [16:0] \acc$45[0] ;
+  wire [16:0] \acc$45[1] ;
+  wire [16:0] \acc$45[2] ;
+  wire [16:0] \acc$45[3] ;
+  wire [16:0] \acc$45[4] ;
+  wire [16:0] \acc$45[5] ;
+  wire [16:0] \acc$45[6] ;
+  wire [16:0] \acc$45[7] ;
+  wire [16:0] \acc[0] ;
+  wire [16:0] \acc[1] ;
+  wire [16:0] \acc[2] ;
+  wire [16:0] \acc[3] ;
+  wire [16:0] \acc[4] ;
+  wire [16:0] \acc[5] ;
+  wire [16:0] \acc[6] ;
+  wire [16:0] \acc[7] ;
+  input clk;
+  wire clk;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [6:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [13:0] items__payload;
+  wire [13:0] items__payload;
+  wire [13:0] \items__payload$1 ;
+  wire [3:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [7:0] \items__payload$1.value ;
+  wire [3:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [7:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_pool_reads;
+  reg [31:0] layer0_pool_reads = 32'd0;
+  output [31:0] layer0_pool_writes;
+  reg [31:0] layer0_pool_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [55:0] params;
+  reg [55:0] params = 56'h00000000000000;
+  wire [6:0] \params[0] ;
+  wire [6:0] \params[1] ;
+  wire [6:0] \params[2] ;
+  wire [6:0] \params[3] ;
+  wire [6:0] \params[4] ;
+  wire [6:0] \params[5] ;
+  wire [6:0] \params[6] ;
+  wire [6:0] \params[7] ;
+  output [95:0] pool;
+  reg [95:0] pool = 96'h000000000000000000000000;
+  wire [23:0] \pool[0] ;
+  wire [23:0] \pool[1] ;
+  wire [23:0] \pool[2] ;
+  wire [23:0] \pool[3] ;
+  input [99:0] pool_write;
+  wire [99:0] pool_write;
+  wire [2:0] \pool_write.addr ;
+  wire [95:0] \pool_write.data ;
+  wire [23:0] \pool_write.data[0] ;
+  wire [23:0] \pool_write.data[1] ;
+  wire [23:0] \pool_write.data[2] ;
+  wire [23:0] \pool_write.data[3] ;
+  wire \pool_write.en ;
+  wire [6:0] port__addr;
+  wire [2:0] \port__addr$17 ;
+  wire [2:0] \port__addr$21 ;
+  wire [2:0] \port__addr$25 ;
+  wire [2:0] \port__addr$30 ;
+  wire [6:0] \port__addr$34 ;
+  wire [2:0] \port__addr$36 ;
+  reg [2:0] \port__addr$49 ;
+  reg [2:0] \port__addr$50 ;
+  reg [2:0] \port__addr$51 ;
+  wire [31:0] port__data;
+  wire [127:0] \port__data$19 ;
+  wire [55:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [95:0] \port__data$33 ;
+  wire [31:0] \port__data$43 ;
+  wire [127:0] \port__data$47 ;
+  wire [55:0] \port__data$68 ;
+  wire [63:0] \port__data$70 ;
+  wire [95:0] \port__data$72 ;
+  reg port__en;
+  wire [7:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [7:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [7:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  reg \port__en$29 ;
+  wire \port__en$32 ;
+  input rst;
+  wire rst;
+  wire [135:0] seeds;
+  wire [16:0] \seeds[0] ;
+  wire [16:0] \seeds[1] ;
+  wire [16:0] \seeds[2] ;
+  wire [16:0] \seeds[3] ;
+  wire [16:0] \seeds[4] ;
+  wire [16:0] \seeds[5] ;
+  wire [16:0] \seeds[6] ;
+  wire [16:0] \seeds[7] ;
+  wire [28:0] slot;
+  output [28:0] \slot$74 ;
+  reg [28:0] \slot$74  = 29'h00000000;
+  wire [6:0] \slot$74.base ;
+  wire \slot$74.empty ;
+  wire \slot$74.first ;
+  wire [2:0] \slot$74.group ;
+  wire [3:0] \slot$74.index ;
+  wire \slot$74.last ;
+  wire \slot$74.seq_end ;
+  wire \slot$74.seq_first ;
+  wire \slot$74.step_last ;
+  wire \slot$74.valid ;
+  wire [7:0] \slot$74.value ;
+  wire [6:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [2:0] \slot.group ;
+  wire [3:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [7:0] \slot.value ;
+  reg [28:0] slot_c1 = 29'h00000000;
+  wire [6:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire [2:0] \slot_c1.group ;
+  wire [3:0] \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [7:0] \slot_c1.value ;
+  reg [28:0] slot_c2 = 29'h00000000;
+  wire [6:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire [2:0] \slot_c2.group ;
+  wire [3:0] \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [7:0] \slot_c2.value ;
+  reg [28:0] slot_c2a = 29'h00000000;
+  wire [6:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire [2:0] \slot_c2a.group ;
+  wire [3:0] \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [7:0] \slot_c2a.value ;
+  reg [28:0] slot_c2b = 29'h00000000;
+  wire [6:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire [2:0] \slot_c2b.group ;
+  wire [3:0] \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [7:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [67:0] state_write;
+  wire [67:0] state_write;
+  wire [2:0] \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [7:0] value;
+  wire [31:0] weights;
+  wire [3:0] \weights[0] ;
+  wire [3:0] \weights[1] ;
+  wire [3:0] \weights[2] ;
+  wire [3:0] \weights[3] ;
+  wire [3:0] \weights[4] ;
+  wire [3:0] \weights[5] ;
+  wire [3:0] \weights[6] ;
+  wire [3:0] \weights[7] ;
+  reg [127:0] bias [7:0];
+  initial begin
+    bias[0] = 128'hff85004f00730044ff9a007e00430044;
+    bias[1] = 128'hff96fff70146ffff01330044fffcffd7;
+    bias[2] = 128'hff8d0021ffceffb20009ff59000dffb6;
+    bias[3] = 128'h00650052004fffc8ffa5fff00031004e;
+    bias[4] = 128'h002c0090ffcbffda006a0000ffed0065;
+    bias[5] = 128'hff6000c100710071ff87ffa400740019;
+    bias[6] = 128'hffd0ffe1ffdaffc2fff6003bffdfffe9;
+    bias[7] = 128'hffbbffb7005effb1ffd300090048006d;
+  end
+  always @(posedge clk) begin
+    if (\port__en$18 [0])
+      bias[config__payload[5:3]][15:0] <= \port__data$19 [15:0];
+    if (\port__en$18 [1])
+      bias[config__payload[5:3]][31:16] <= \port__data$19 [31:16];
+    if (\port__en$18 [2])
+      bias[config__payload[5:3]][47:32] <= \port__data$19 [47:32];
+    if (\port__en$18 [3])
+      bias[config__payload[5:3]][63:48] <= \port__data$19 [63:48];
+    if (\port__en$18 [4])
+      bias[config__payload[5:3]][79:64] <= \port__data$19 [79:64];
+    if (\port__en$18 [5])
+      bias[config__payload[5:3]][95:80] <= \port__data$19 [95:80];
+    if (\port__en$18 [6])
+      bias[config__payload[5:3]][111:96] <= \port__data$19 [111:96];
+    if (\port__en$18 [7])
+      bias[config__payload[5:3]][127:112] <= \port__data$19 [127:112];
+  end
+  reg [127:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[3:1]];
+    end
+  end
+  assign \port__data$47  = _0_;
+  reg [55:0] \params$84  [7:0];
+  initial begin
+    \params$84 [0] = 56'h07f41fd07f41fe;
+    \params$84 [1] = 56'h07f427d09f427d;
+    \params$84 [2] = 56'h07f41fd07f81fd;
+    \params$84 [3] = 56'h07f41fd07f41fd;
+    \params$84 [4] = 56'h07f81fd07f41fd;
+    \params$84 [5] = 56'h07f81fd07f41fd;
+    \params$84 [6] = 56'h07f41fd07f41fd;
+    \params$84 [7] = 56'h07f41fd07f41fd;
+  end
+  always @(posedge clk) begin
+    if (\port__en$22 [0])
+      \params$84 [config__payload[5:3]][6:0] <= \port__data$23 [6:0];
+    if (\port__en$22 [1])
+      \params$84 [config__payload[5:3]][13:7] <= \port__data$23 [13:7];
+    if (\port__en$22 [2])
+      \params$84 [config__payload[5:3]][20:14] <= \port__data$23 [20:14];
+    if (\port__en$22 [3])
+      \params$84 [config__payload[5:3]][27:21] <= \port__data$23 [27:21];
+    if (\port__en$22 [4])
+      \params$84 [config__payload[5:3]][34:28] <= \port__data$23 [34:28];
+    if (\port__en$22 [5])
+      \params$84 [config__payload[5:3]][41:35] <= \port__data$23 [41:35];
+    if (\port__en$22 [6])
+      \params$84 [config__payload[5:3]][48:42] <= \port__data$23 [48:42];
+    if (\port__en$22 [7])
+      \params$84 [config__payload[5:3]][55:49] <= \port__data$23 [55:49];
+  end
+  reg [55:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$84 [\port__addr$49 ];
+    end
+  end
+  assign \port__data$68  = _1_;
+  reg [95:0] \pool$86  [7:0];
+  initial begin
+    \pool$86 [0] = 96'h000000000000000000000000;
+    \pool$86 [1] = 96'h000000000000000000000000;
+    \pool$86 [2] = 96'h000000000000000000000000;
+    \pool$86 [3] = 96'h000000000000000000000000;
+    \pool$86 [4] = 96'h000000000000000000000000;
+    \pool$86 [5] = 96'h000000000000000000000000;
+    \pool$86 [6] = 96'h000000000000000000000000;
+    \pool$86 [7] = 96'h000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (pool_write[3])
+      \pool$86 [pool_write[2:0]] <= pool_write[99:4];
+  end
+  reg [95:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$29 ) begin
+      _2_ <= \pool$86 [\port__addr$51 ];
+    end
+  end
+  assign \port__data$72  = _2_;
+  reg [63:0] \state$85  [7:0];
+  initial begin
+    \state$85 [0] = 64'h0000000000000000;
+    \state$85 [1] = 64'h0000000000000000;
+    \state$85 [2] = 64'h0000000000000000;
+    \state$85 [3] = 64'h0000000000000000;
+    \state$85 [4] = 64'h0000000000000000;
+    \state$85 [5] = 64'h0000000000000000;
+    \state$85 [6] = 64'h0000000000000000;
+    \state$85 [7] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[3])
+      \state$85 [state_write[2:0]] <= state_write[67:4];
+  end
+  reg [63:0] _3_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _3_ <= \state$85 [\port__addr$50 ];
+    end
+  end
+  assign \port__data$70  = _3_;
+  reg [31:0] \weights$82  [95:0];
+  initial begin
+    \weights$82 [0] = 32'd1555892491;
+    \weights$82 [1] = 32'd1184902148;
+    \weights$82 [2] = 32'd3306484222;
+    \weights$82 [3] = 32'd842740026;
+    \weights$82 [4] = 32'd282861568;
+    \weights$82 [5] = 32'd793587894;
+    \weights$82 [6] = 32'd3823099436;
+    \weights$82 [7] = 32'd4261538614;
+    \weights$82 [8] = 32'd3440259363;
+    \weights$82 [9] = 32'd201245694;
+    \weights$82 [10] = 32'd305066492;
+    \weights$82 [11] = 32'd3526214365;
+    \weights$82 [12] = 32'd3997077820;
+    \weights$82 [13] = 32'd569581920;
+    \weights$82 [14] = 32'd1069681365;
+    \weights$82 [15] = 32'd508580019;
+    \weights$82 [16] = 32'd1076863649;
+    \weights$82 [17] = 32'd3453738910;
+    \weights$82 [18] = 32'd24162917;
+    \weights$82 [19] = 32'd1071206749;
+    \weights$82 [20] = 32'd4122981135;
+    \weights$82 [21] = 32'd815944782;
+    \weights$82 [22] = 32'd205815116;
+    \weights$82 [23] = 32'd763232415;
+    \weights$82 [24] = 32'd4278514673;
+    \weights$82 [25] = 32'd566285315;
+    \weights$82 [26] = 32'd3318763017;
+    \weights$82 [27] = 32'd3204576540;
+    \weights$82 [28] = 32'd282861010;
+    \weights$82 [29] = 32'd3186676769;
+    \weights$82 [30] = 32'd1057764159;
+    \weights$82 [31] = 32'd101604110;
+    \weights$82 [32] = 32'd4093758797;
+    \weights$82 [33] = 32'd338419713;
+    \weights$82 [34] = 32'd852410636;
+    \weights$82 [35] = 32'd269546158;
+    \weights$82 [36] = 32'd3022787501;
+    \weights$82 [37] = 32'd1087556363;
+    \weights$82 [38] = 32'd572723716;
+    \weights$82 [39] = 32'd1109413649;
+    \weights$82 [40] = 32'd4079342078;
+    \weights$82 [41] = 32'd4064337738;
+    \weights$82 [42] = 32'd3455917034;
+    \weights$82 [43] = 32'd852839405;
+    \weights$82 [44] = 32'd4006739773;
+    \weights$82 [45] = 32'd3779842369;
+    \weights$82 [46] = 32'd842198819;
+    \weights$82 [47] = 32'd66982158;
+    \weights$82 [48] = 32'd4280995836;
+    \weights$82 [49] = 32'd1042240995;
+    \weights$82 [50] = 32'd3271822619;
+    \weights$82 [51] = 32'd1159586509;
+    \weights$82 [52] = 32'd3302949467;
+    \weights$82 [53] = 32'd62125280;
+    \weights$82 [54] = 32'd586297133;
+    \weights$82 [55] = 32'd3979202605;
+    \weights$82 [56] = 32'd1087234819;
+    \weights$82 [57] = 32'd3405779230;
+    \weights$82 [58] = 32'd3661566031;
+    \weights$82 [59] = 32'd4160696126;
+    \weights$82 [60] = 32'd1414787872;
+    \weights$82 [61] = 32'd1007631954;
+    \weights$82 [62] = 32'd787398127;
+    \weights$82 [63] = 32'd3975343872;
+    \weights$82 [64] = 32'd756412146;
+    \weights$82 [65] = 32'd151000574;
+    \weights$82 [66] = 32'd469577252;
+    \weights$82 [67] = 32'd384646622;
+    \weights$82 [68] = 32'd37616943;
+    \weights$82 [69] = 32'd354357793;
+    \weights$82 [70] = 32'd2940158956;
+    \weights$82 [71] = 32'd14545697;
+    \weights$82 [72] = 32'd3759349408;
+    \weights$82 [73] = 32'd4073861105;
+    \weights$82 [74] = 32'd321199152;
+    \weights$82 [75] = 32'd239288372;
+    \weights$82 [76] = 32'd821974000;
+    \weights$82 [77] = 32'd1826811167;
+    \weights$82 [78] = 32'd502259712;
+    \weights$82 [79] = 32'd3931227388;
+    \weights$82 [80] = 32'd4077121716;
+    \weights$82 [81] = 32'd4092465662;
+    \weights$82 [82] = 32'd4009508162;
+    \weights$82 [83] = 32'd3839884811;
+    \weights$82 [84] = 32'd2889486103;
+    \weights$82 [85] = 32'd1021117014;
+    \weights$82 [86] = 32'd458031350;
+    \weights$82 [87] = 32'd751973892;
+    \weights$82 [88] = 32'd901898989;
+    \weights$82 [89] = 32'd372433696;
+    \weights$82 [90] = 32'd4043439893;
+    \weights$82 [91] = 32'd50053621;
+    \weights$82 [92] = 32'd64962588;
+    \weights$82 [93] = 32'd3487379731;
+    \weights$82 [94] = 32'd3793694177;
+    \weights$82 [95] = 32'd114667615;
+  end
+  always @(posedge clk) begin
+    if (\port__en$13 [0])
+      \weights$82 [config__payload[9:3]][3:0] <= port__data[3:0];
+    if (\port__en$13 [1])
+      \weights$82 [config__payload[9:3]][7:4] <= port__data[7:4];
+    if (\port__en$13 [2])
+      \weights$82 [config__payload[9:3]][11:8] <= port__data[11:8];
+    if (\port__en$13 [3])
+      \weights$82 [config__payload[9:3]][15:12] <= port__data[15:12];
+    if (\port__en$13 [4])
+      \weights$82 [config__payload[9:3]][19:16] <= port__data[19:16];
+    if (\port__en$13 [5])
+      \weights$82 [config__payload[9:3]][23:20] <= port__data[23:20];
+    if (\port__en$13 [6])
+      \weights$82 [config__payload[9:3]][27:24] <= port__data[27:24];
+    if (\port__en$13 [7])
+      \weights$82 [config__payload[9:3]][31:28] <= port__data[31:28];
+  end
+  reg [31:0] _4_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _4_ <= \weights$82 [\$7 [6:0]];
+    end
+  end
+  assign \port__data$43  = _4_;
+  assign \$35  = 1'h0 + \$34 ;
+  assign \$36  = layer0_pool_writes + \$35 ;
+  assign \$37  = ~ slot_c2[16];
+  assign \$38  = slot_c2[0] & \$37 ;
+  assign \$39  = | slot_c2[28:21];
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = layer0_macs + 4'h8;
+  always @(posedge clk)
+    slot_c1 <= \$42 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$43 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$44 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$45 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$46 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$47 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$48 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$49 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$50 ;
+  always @(posedge clk)
+    layer0_pool_reads <= \$51 ;
+  always @(posedge clk)
+    layer0_pool_writes <= \$52 ;
+  always @(posedge clk)
+    slot_c2 <= \$53 ;
+  always @(posedge clk)
+    use_acc2 <= \$54 ;
+  always @(posedge clk)
+    layer0_macs <= \$55 ;
+  always @(posedge clk)
+    slot_c2a <= \$56 ;
+  always @(posedge clk)
+    params <= \$57 ;
+  always @(posedge clk)
+    state <= \$58 ;
+  always @(posedge clk)
+    pool <= \$59 ;
+  always @(posedge clk)
+    slot_c2b <= \$60 ;
+  always @(posedge clk)
+    \slot$74  <= \$61 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \port__en$13  = \$2  << config__payload[12:10];
+  assign \$3  = config__payload[2:0] == 1'h1;
+  assign \$4  = config__valid & \$3 ;
+  assign \port__en$18  = \$4  << config__payload[12:10];
+  assign \$5  = config__payload[2:0] == 2'h2;
+  assign \$6  = config__valid & \$5 ;
+  assign \port__en$22  = \$6  << config__payload[12:10];
+  assign \$7  = slot_c1[10:4] + slot_c1[20:17];
+  assign \$8  = ~ slot_c1[16];
+  assign \$9  = slot_c1[0] & \$8 ;
+  assign \$10  = slot_c1[0] & slot_c1[11];
+  assign weights = slot_c2[16] ? 32'd0 : \port__data$43 ;
+  assign \$11  = slot_c2a[0] & slot_c2a[12];
+  assign \$12  = 1'h0 + port__en;
+  assign \$13  = layer0_weights_reads + \$12 ;
+  assign \$14  = | \port__en$13 ;
+  assign \$15  = 1'h0 + \$14 ;
+  assign \$16  = layer0_weights_writes + \$15 ;
+  assign \$17  = 1'h0 + \port__en$16 ;
+  assign \$18  = layer0_bias_reads + \$17 ;
+  assign \$19  = | \port__en$18 ;
+  assign \$20  = 1'h0 + \$19 ;
+  assign \$21  = layer0_bias_writes + \$20 ;
+  assign \$22  = 1'h0 + \port__en$20 ;
+  assign \$23  = layer0_params_reads + \$22 ;
+  assign \$24  = | \port__en$22 ;
+  assign \$25  = 1'h0 + \$24 ;
+  assign \$26  = layer0_params_writes + \$25 ;
+  assign \$27  = 1'h0 + \port__en$24 ;
+  assign \$28  = layer0_state_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer0_state_writes + \$30 ;
+  assign \$32  = 1'h0 + \port__en$29 ;
+  assign \$33  = layer0_pool_reads + \$32 ;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[11]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[28:21]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$9 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$10 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$11 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$11 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$29  = 1'h0;
+    if (\$11 ) begin
+      \port__en$29  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$49  = 3'h0;
+    if (\$11 ) begin
+      \port__addr$49  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$50  = 3'h0;
+    if (\$11 ) begin
+      \port__addr$50  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$51  = 3'h0;
+    if (\$11 ) begin
+      \port__addr$51  = slot_c2a[3:1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$42  = slot;
+    if (rst) begin
+      \$42  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = \$13 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$16 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$18 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$21 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = \$23 [31:0];
+    if (rst) begin
+      \$47  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = \$26 [31:0];
+    if (rst) begin
+      \$48  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = \$28 [31:0];
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = \$31 [31:0];
+    if (rst) begin
+      \$50  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = \$33 [31:0];
+    if (rst) begin
+      \$51  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \$36 [31:0];
+    if (rst) begin
+      \$52  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = slot_c1;
+    if (rst) begin
+      \$53  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = 1'h0;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$55  = layer0_macs;
+    if (\$40 ) begin
+      \$55  = \$41 [31:0];
+    end
+    if (rst) begin
+      \$55  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$56  = slot_c2;
+    if (rst) begin
+      \$56  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$57  = \port__data$68 ;
+    if (rst) begin
+      \$57  = 56'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$58  = \port__data$70 ;
+    if (rst) begin
+      \$58  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$59  = \port__data$72 ;
+    if (rst) begin
+      \$59  = 96'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$60  = slot_c2a;
+    if (rst) begin
+      \$60  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$61  = slot_c2b;
+    if (rst) begin
+      \$61  = 29'h00000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[9:3];
+  assign \port__addr$17  = config__payload[5:3];
+  assign \port__addr$21  = config__payload[5:3];
+  assign \port__addr$25  = state_write[2:0];
+  assign \port__en$27  = state_write[3];
+  assign \port__data$28  = state_write[67:4];
+  assign \port__addr$30  = pool_write[2:0];
+  assign \port__en$32  = pool_write[3];
+  assign \port__data$33  = pool_write[99:4];
+  assign \port__addr$34  = \$7 [6:0];
+  assign \port__addr$36  = slot_c1[3:1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[11];
+  assign value = slot_c2[28:21];
+  assign \acc$45  = acc;
+  assign \items__payload.index  = items__payload[3:0];
+  assign \items__payload.value  = items__payload[11:4];
+  assign \items__payload.step_end  = items__payload[12];
+  assign \items__payload.seq_end  = items__payload[13];
+  assign \items__payload$1.index  = items__payload[3:0];
+  assign \items__payload$1.value  = items__payload[11:4];
+  assign \items__payload$1.step_end  = items__payload[12];
+  assign \items__payload$1.seq_end  = items__payload[13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
+  assign \state_write.addr  = state_write[2:0];
+  assign \state_write.en  = state_write[3];
+  assign \state_write.data  = state_write[67:4];
+  assign \state_write.data[0]  = state_write[19:4];
+  assign \state_write.data[1]  = state_write[35:20];
+  assign \state_write.data[2]  = state_write[51:36];
+  assign \state_write.data[3]  = state_write[67:52];
+  assign \pool_write.addr  = pool_write[2:0];
+  assign \pool_write.en  = pool_write[3];
+  assign \pool_write.data  = pool_write[99:4];
+  assign \pool_write.data[0]  = pool_write[27:4];
+  assign \pool_write.data[1]  = pool_write[51:28];
+  assign \pool_write.data[2]  = pool_write[75:52];
+  assign \pool_write.data[3]  = pool_write[99:76];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[3:1];
+  assign \slot_c1.base  = slot_c1[10:4];
+  assign \slot_c1.first  = slot_c1[11];
+  assign \slot_c1.last  = slot_c1[12];
+  assign \slot_c1.step_last  = slot_c1[13];
+  assign \slot_c1.seq_first  = slot_c1[14];
+  assign \slot_c1.seq_end  = slot_c1[15];
+  assign \slot_c1.empty  = slot_c1[16];
+  assign \slot_c1.index  = slot_c1[20:17];
+  assign \slot_c1.value  = slot_c1[28:21];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[3:1];
+  assign \slot_c2.base  = slot_c2[10:4];
+  assign \slot_c2.first  = slot_c2[11];
+  assign \slot_c2.last  = slot_c2[12];
+  assign \slot_c2.step_last  = slot_c2[13];
+  assign \slot_c2.seq_first  = slot_c2[14];
+  assign \slot_c2.seq_end  = slot_c2[15];
+  assign \slot_c2.empty  = slot_c2[16];
+  assign \slot_c2.index  = slot_c2[20:17];
+  assign \slot_c2.value  = slot_c2[28:21];
+  assign \weights[0]  = weights[3:0];
+  assign \weights[1]  = weights[7:4];
+  assign \weights[2]  = weights[11:8];
+  assign \weights[3]  = weights[15:12];
+  assign \weights[4]  = weights[19:16];
+  assign \weights[5]  = weights[23:20];
+  assign \weights[6]  = weights[27:24];
+  assign \weights[7]  = weights[31:28];
+  assign \acc[0]  = acc[16:0];
+  assign \acc[1]  = acc[33:17];
+  assign \acc[2]  = acc[50:34];
+  assign \acc[3]  = acc[67:51];
+  assign \acc[4]  = acc[84:68];
+  assign \acc[5]  = acc[101:85];
+  assign \acc[6]  = acc[118:102];
+  assign \acc[7]  = acc[135:119];
+  assign \acc$45[0]  = acc[16:0];
+  assign \acc$45[1]  = acc[33:17];
+  assign \acc$45[2]  = acc[50:34];
+  assign \acc$45[3]  = acc[67:51];
+  assign \acc$45[4]  = acc[84:68];
+  assign \acc$45[5]  = acc[101:85];
+  assign \acc$45[6]  = acc[118:102];
+  assign \acc$45[7]  = acc[135:119];
+  assign \seeds[0]  = seeds[16:0];
+  assign \seeds[1]  = seeds[33:17];
+  assign \seeds[2]  = seeds[50:34];
+  assign \seeds[3]  = seeds[67:51];
+  assign \seeds[4]  = seeds[84:68];
+  assign \seeds[5]  = seeds[101:85];
+  assign \seeds[6]  = seeds[118:102];
+  assign \seeds[7]  = seeds[135:119];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[3:1];
+  assign \slot_c2a.base  = slot_c2a[10:4];
+  assign \slot_c2a.first  = slot_c2a[11];
+  assign \slot_c2a.last  = slot_c2a[12];
+  assign \slot_c2a.step_last  = slot_c2a[13];
+  assign \slot_c2a.seq_first  = slot_c2a[14];
+  assign \slot_c2a.seq_end  = slot_c2a[15];
+  assign \slot_c2a.empty  = slot_c2a[16];
+  assign \slot_c2a.index  = slot_c2a[20:17];
+  assign \slot_c2a.value  = slot_c2a[28:21];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[3:1];
+  assign \slot.base  = slot[10:4];
+  assign \slot.first  = slot[11];
+  assign \slot.last  = slot[12];
+  assign \slot.step_last  = slot[13];
+  assign \slot.seq_first  = slot[14];
+  assign \slot.seq_end  = slot[15];
+  assign \slot.empty  = slot[16];
+  assign \slot.index  = slot[20:17];
+  assign \slot.value  = slot[28:21];
+  assign \params[0]  = params[6:0];
+  assign \params[1]  = params[13:7];
+  assign \params[2]  = params[20:14];
+  assign \params[3]  = params[27:21];
+  assign \params[4]  = params[34:28];
+  assign \params[5]  = params[41:35];
+  assign \params[6]  = params[48:42];
+  assign \params[7]  = params[55:49];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \pool[0]  = pool[23:0];
+  assign \pool[1]  = pool[47:24];
+  assign \pool[2]  = pool[71:48];
+  assign \pool[3]  = pool[95:72];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[3:1];
+  assign \slot_c2b.base  = slot_c2b[10:4];
+  assign \slot_c2b.first  = slot_c2b[11];
+  assign \slot_c2b.last  = slot_c2b[12];
+  assign \slot_c2b.step_last  = slot_c2b[13];
+  assign \slot_c2b.seq_first  = slot_c2b[14];
+  assign \slot_c2b.seq_end  = slot_c2b[15];
+  assign \slot_c2b.empty  = slot_c2b[16];
+  assign \slot_c2b.index  = slot_c2b[20:17];
+  assign \slot_c2b.value  = slot_c2b[28:21];
+  assign \slot$74.valid  = \slot$74 [0];
+  assign \slot$74.group  = \slot$74 [3:1];
+  assign \slot$74.base  = \slot$74 [10:4];
+  assign \slot$74.first  = \slot$74 [11];
+  assign \slot$74.last  = \slot$74 [12];
+  assign \slot$74.step_last  = \slot$74 [13];
+  assign \slot$74.seq_first  = \slot$74 [14];
+  assign \slot$74.seq_end  = \slot$74 [15];
+  assign \slot$74.empty  = \slot$74 [16];
+  assign \slot$74.index  = \slot$74 [20:17];
+  assign \slot$74.value  = \slot$74 [28:21];
+  assign seeds[135:119] = { \port__data$47 [127], \port__data$47 [127:112] };
+  assign seeds[118:102] = { \port__data$47 [111], \port__data$47 [111:96] };
+  assign seeds[101:85] = { \port__data$47 [95], \port__data$47 [95:80] };
+  assign seeds[84:68] = { \port__data$47 [79], \port__data$47 [79:64] };
+  assign seeds[67:51] = { \port__data$47 [63], \port__data$47 [63:48] };
+  assign seeds[50:34] = { \port__data$47 [47], \port__data$47 [47:32] };
+  assign seeds[33:17] = { \port__data$47 [31], \port__data$47 [31:16] };
+  assign seeds[16:0] = { \port__data$47 [15], \port__data$47 [15:0] };
+  assign \port__data$23 [55:49] = config__payload[19:13];
+  assign \port__data$23 [48:42] = config__payload[19:13];
+  assign \port__data$23 [41:35] = config__payload[19:13];
+  assign \port__data$23 [34:28] = config__payload[19:13];
+  assign \port__data$23 [27:21] = config__payload[19:13];
+  assign \port__data$23 [20:14] = config__payload[19:13];
+  assign \port__data$23 [13:7] = config__payload[19:13];
+  assign \port__data$23 [6:0] = config__payload[19:13];
+  assign \port__data$19 [127:112] = config__payload[28:13];
+  assign \port__data$19 [111:96] = config__payload[28:13];
+  assign \port__data$19 [95:80] = config__payload[28:13];
+  assign \port__data$19 [79:64] = config__payload[28:13];
+  assign \port__data$19 [63:48] = config__payload[28:13];
+  assign \port__data$19 [47:32] = config__payload[28:13];
+  assign \port__data$19 [31:16] = config__payload[28:13];
+  assign \port__data$19 [15:0] = config__payload[28:13];
+  assign port__data[31:28] = config__payload[16:13];
+  assign port__data[27:24] = config__payload[16:13];
+  assign port__data[23:20] = config__payload[16:13];
+  assign port__data[19:16] = config__payload[16:13];
+  assign port__data[15:12] = config__payload[16:13];
+  assign port__data[11:8] = config__payload[16:13];
+  assign port__data[7:4] = config__payload[16:13];
+  assign port__data[3:0] = config__payload[16:13];
+  assign \$29  = state_write[3];
+  assign \$34  = pool_write[3];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -3076,6 +3496,9 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
   reg [6:0] base = 7'h00;
@@ -3085,9 +3508,6 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [2:0] group = 3'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3201,7 +3621,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -3212,10 +3632,10 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = layer0_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
@@ -3237,15 +3657,15 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   always @(posedge clk)
     layer0_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -3276,7 +3696,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     rbank <= \$74 ;
   always @(posedge clk)
     layer0_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
   assign \$3  = wcount < 4'hc;
@@ -3284,7 +3704,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$4  = wbank ? 4'hc : 4'h0;
   assign wr__addr = \$4  + wcount;
   assign \$6  = { 11'h000, items__payload[3:0] } | \$5 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -3299,7 +3719,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
   assign \$16  = | n_items;
   assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3309,14 +3729,14 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3325,28 +3745,28 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3361,7 +3781,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3373,8 +3793,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3404,7 +3824,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3419,7 +3839,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3437,8 +3857,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3455,8 +3875,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -3473,7 +3893,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3485,7 +3905,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3497,7 +3917,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3515,7 +3935,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3534,7 +3954,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3554,7 +3974,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3567,7 +3987,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3585,7 +4005,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3603,7 +4023,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3624,7 +4044,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3637,7 +4057,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3650,7 +4070,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3662,7 +4082,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3676,7 +4096,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3690,7 +4110,7 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3747,8 +4167,8 @@ module \accelerator.layer0.issue (items__valid, clk, rst, credit, items__ready, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [11:0] \$1 ;
   wire [11:0] \$10 ;
   wire [16:0] \$11 ;
@@ -3989,21 +4409,21 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$32  = seeds[16:0];
     if (rst) begin
       \$32  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [16:0] = \$3 [16:0];
@@ -4020,245 +4440,245 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$35  = weights[7:4];
     if (rst) begin
       \$35  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$37  = seeds[33:17];
     if (rst) begin
       \$37  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$39  = weights[11:8];
     if (rst) begin
       \$39  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$41  = seeds[50:34];
     if (rst) begin
       \$41  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$43  = weights[15:12];
     if (rst) begin
       \$43  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$45  = seeds[67:51];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$47  = weights[19:16];
     if (rst) begin
       \$47  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$49  = seeds[84:68];
     if (rst) begin
       \$49  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$51  = weights[23:20];
     if (rst) begin
       \$51  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$53  = seeds[101:85];
     if (rst) begin
       \$53  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$55  = weights[27:24];
     if (rst) begin
       \$55  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$57  = seeds[118:102];
     if (rst) begin
       \$57  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$59  = weights[31:28];
     if (rst) begin
       \$59  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$61  = seeds[135:119];
     if (rst) begin
       \$61  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$30  = weights[3:0];
     if (rst) begin
       \$30  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
@@ -4291,8 +4711,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4375,7 +4795,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4386,7 +4806,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 31'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4403,7 +4823,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4423,7 +4843,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4449,7 +4869,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4946,7 +5366,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5007,7 +5427,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5022,7 +5442,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5037,7 +5457,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5051,7 +5471,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5082,125 +5502,83 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [32:0] \$101 ;
-  reg [1:0] \$102 ;
-  reg \$103 ;
-  reg [32:0] \$104 ;
-  reg [1:0] \$105 ;
-  reg [44:0] \$106 ;
-  reg \$107 ;
-  reg [131:0] \$108 ;
-  reg \$109 ;
   wire \$11 ;
-  reg [32:0] \$110 ;
-  reg [1:0] \$111 ;
-  reg [44:0] \$112 ;
-  reg \$113 ;
-  reg [131:0] \$114 ;
-  reg [32:0] \$115 ;
-  reg [3:0] \$116 ;
-  reg [4:0] \$117 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
-  wire [5:0] \$14 ;
-  wire [5:0] \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [1:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
+  wire \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
-  wire [7:0] \$3 ;
+  wire [4:0] \$3 ;
   wire \$30 ;
-  wire [2:0] \$31 ;
-  wire [3:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [32:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [1:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
+  wire [5:0] \$5 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [1:0] \$56 ;
   wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [7:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire [32:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire [7:0] \$7 ;
-  wire [1:0] \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [32:0] \$78 ;
-  wire \$79 ;
+  reg \$58 ;
+  reg [32:0] \$59 ;
+  wire \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg [32:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [44:0] \$64 ;
+  reg \$65 ;
+  reg [131:0] \$66 ;
+  reg \$67 ;
+  reg [32:0] \$68 ;
+  reg [1:0] \$69 ;
+  wire \$7 ;
+  reg [44:0] \$70 ;
+  reg \$71 ;
+  reg [131:0] \$72 ;
+  reg [32:0] \$73 ;
+  reg [3:0] \$74 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire [1:0] \$84 ;
-  wire \$85 ;
-  wire [5:0] \$86 ;
-  wire \$87 ;
-  wire [6:0] \$88 ;
-  reg [44:0] \$89 ;
   wire \$9 ;
-  reg [31:0] \$90 ;
-  reg [31:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [44:0] \$94 ;
-  reg \$95 ;
-  reg [31:0] \$96 ;
-  reg [44:0] \$97 ;
-  reg [44:0] \$98 ;
-  reg [44:0] \$99 ;
   wire [131:0] acc;
   wire [32:0] \acc[0] ;
   wire [32:0] \acc[1] ;
@@ -5230,19 +5608,26 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [3:0] class_now;
   input clk;
   wire clk;
-  input [45:0] \config ;
-  wire [45:0] \config ;
-  wire [6:0] \config.addr ;
-  wire [2:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [44:0] \config__payload$7 ;
+  wire [6:0] \config__payload$7.addr ;
+  wire [2:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [6:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$27 ;
   wire finalize;
   reg finalize_argmax_0 = 1'h0;
   (* init = 1'h0 *)
   wire finalize_argmax_1;
-  wire first;
   input [30:0] items__payload;
   wire [30:0] items__payload;
   wire [30:0] \items__payload$1 ;
@@ -5270,26 +5655,23 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire [32:0] \logits_argmax_1[1] ;
   wire [32:0] \logits_argmax_1[2] ;
   wire [32:0] \logits_argmax_1[3] ;
-  wire [6:0] port__addr;
-  wire [1:0] \port__addr$10 ;
-  wire [6:0] \port__addr$15 ;
-  wire [1:0] \port__addr$17 ;
-  wire [15:0] port__data;
-  wire [95:0] \port__data$12 ;
-  wire [15:0] \port__data$24 ;
-  wire [95:0] \port__data$26 ;
-  wire [3:0] port__en;
-  wire [3:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  wire [139:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [139:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [131:0] \r__payload.logits ;
+  wire [32:0] \r__payload.logits[0] ;
+  wire [32:0] \r__payload.logits[1] ;
+  wire [32:0] \r__payload.logits[2] ;
+  wire [32:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
   output [31:0] readout_bias_reads;
-  reg [31:0] readout_bias_reads = 32'd0;
+  wire [31:0] readout_bias_reads;
   output [31:0] readout_bias_writes;
-  reg [31:0] readout_bias_writes = 32'd0;
+  wire [31:0] readout_bias_writes;
   output [31:0] readout_busy_cycles;
   wire [31:0] readout_busy_cycles;
   output [31:0] readout_item_overflows;
@@ -5299,16 +5681,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_items_writes;
   wire [31:0] readout_items_writes;
   output [31:0] readout_macs;
-  reg [31:0] readout_macs = 32'd0;
+  wire [31:0] readout_macs;
   output [31:0] readout_stall_cycles;
   wire [31:0] readout_stall_cycles;
   output [31:0] readout_steps;
   wire [31:0] readout_steps;
   output [31:0] readout_weights_reads;
-  reg [31:0] readout_weights_reads = 32'd0;
+  wire [31:0] readout_weights_reads;
   output [31:0] readout_weights_writes;
-  reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
   output [139:0] results__payload;
   wire [139:0] results__payload;
   wire [3:0] \results__payload.class_index ;
@@ -5325,11 +5707,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire results__valid;
   input rst;
   wire rst;
-  wire [131:0] seeds;
-  wire [32:0] \seeds[0] ;
-  wire [32:0] \seeds[1] ;
-  wire [32:0] \seeds[2] ;
-  wire [32:0] \seeds[3] ;
   wire [44:0] slot;
   wire [6:0] \slot.base ;
   wire \slot.empty ;
@@ -5366,6 +5743,543 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_1.step_last ;
   wire \slot_argmax_1.valid ;
   wire [23:0] \slot_argmax_1.value ;
+  wire starting;
+  wire take;
+  wire [139:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [131:0] \w__payload.logits ;
+  wire [32:0] \w__payload.logits[0] ;
+  wire [32:0] \w__payload.logits[1] ;
+  wire [32:0] \w__payload.logits[2] ;
+  wire [32:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign \$24  = \$23  ? 1'h1 : 1'h0;
+  assign \$25  = slot[2:1] != 2'h2;
+  assign \$26  = \$24  | \$25 ;
+  assign \$27  = slot[2:1] != 2'h2;
+  assign \$28  = slot[2:1] != 2'h2;
+  assign \$29  = \$28  ? 1'h1 : 1'h0;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = $signed(acc[131:99]) > $signed(acc[98:66]);
+  assign \$32  = \$30  | \$31 ;
+  assign \$33  = \$27  & \$32 ;
+  assign \$34  = \$33  ? acc[131:99] : acc[98:66];
+  assign \$35  = slot[2:1] != 2'h2;
+  assign \$36  = slot[2:1] != 2'h2;
+  assign \$37  = \$36  ? 1'h1 : 1'h0;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = $signed(acc[131:99]) > $signed(acc[98:66]);
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = \$35  & \$40 ;
+  assign \$42  = \$41  ? 2'h3 : 2'h2;
+  assign \$43  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$44  = \$43  | argmax_0_1_valid;
+  assign \$45  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$46  = ~ \$45 ;
+  assign \$47  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = argmax_0_1_valid & \$48 ;
+  assign \$50  = \$49  ? argmax_0_1_logit : argmax_0_0_logit;
+  assign \$51  = argmax_0_0_valid ? 1'h1 : 1'h0;
+  assign \$52  = ~ \$51 ;
+  assign \$53  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = argmax_0_1_valid & \$54 ;
+  assign \$56  = \$55  ? argmax_0_1_lane : argmax_0_0_lane;
+  assign \$57  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$58 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$59 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$60 ;
+  always @(posedge clk)
+    argmax_0_1_valid <= \$61 ;
+  always @(posedge clk)
+    argmax_0_1_logit <= \$62 ;
+  always @(posedge clk)
+    argmax_0_1_lane <= \$63 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$64 ;
+  always @(posedge clk)
+    finalize_argmax_0 <= \$65 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$66 ;
+  always @(posedge clk)
+    argmax_1_0_valid <= \$67 ;
+  always @(posedge clk)
+    argmax_1_0_logit <= \$68 ;
+  always @(posedge clk)
+    argmax_1_0_lane <= \$69 ;
+  always @(posedge clk)
+    slot_argmax_1 <= \$70 ;
+  always @(posedge clk)
+    w__valid <= \$71 ;
+  always @(posedge clk)
+    logits_argmax_1 <= \$72 ;
+  always @(posedge clk)
+    best_logit <= \$73 ;
+  always @(posedge clk)
+    best_class <= \$74 ;
+  assign finalize = slot[0] & slot[11];
+  assign \$1  = ! slot_argmax_1[2:1];
+  assign \$2  = $signed(argmax_1_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_1[2:1] * 3'h4;
+  assign \$4  = \$3  + argmax_1_0_lane;
+  assign \$5  = take ? \$4  : { 2'h0, best_class };
+  assign \$7  = slot[2:1] != 2'h2;
+  assign \$9  = slot[2:1] != 2'h2;
+  assign \$12  = $signed(acc[65:33]) > $signed(acc[32:0]);
+  assign \$14  = \$9  & \$13 ;
+  assign \$15  = \$14  ? acc[65:33] : acc[32:0];
+  assign \$16  = slot[2:1] != 2'h2;
+  assign \$19  = $signed(acc[65:33]) > $signed(acc[32:0]);
+  assign \$21  = \$16  & \$20 ;
+  assign \$22  = \$21  ? 1'h1 : 1'h0;
+  assign \$23  = slot[2:1] != 2'h2;
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$45 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$58  = \$8 ;
+    if (rst) begin
+      \$58  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$59  = \$15 ;
+    if (rst) begin
+      \$59  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$60  = { 1'h0, \$22  };
+    if (rst) begin
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$61  = \$26 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$62  = \$34 ;
+    if (rst) begin
+      \$62  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$63  = \$42 ;
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$64  = slot;
+    if (rst) begin
+      \$64  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$65  = finalize;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$66  = acc;
+    if (rst) begin
+      \$66  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$67  = \$44 ;
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$68  = \$50 ;
+    if (rst) begin
+      \$68  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$69  = \$56 ;
+    if (rst) begin
+      \$69  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$70  = slot_argmax_0;
+    if (rst) begin
+      \$70  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$71  = finalize_argmax_0;
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$72  = logits_argmax_0;
+    if (rst) begin
+      \$72  = 132'h000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$73  = best_logit;
+    if (\$57 ) begin
+      \$73  = argmax_1_0_logit;
+    end
+    if (rst) begin
+      \$73  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$74  = best_class;
+    if (\$57 ) begin
+      \$74  = \$5 [3:0];
+    end
+    if (rst) begin
+      \$74  = 4'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [3:0];
+  assign w__payload = beat;
+  assign finalize_argmax_1 = w__valid;
+  assign starting = reserve;
+  assign \credit$27  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[4:0];
+  assign \items__payload.value  = items__payload[28:5];
+  assign \items__payload.step_end  = items__payload[29];
+  assign \items__payload.seq_end  = items__payload[30];
+  assign \items__payload$1.index  = items__payload[4:0];
+  assign \items__payload$1.value  = items__payload[28:5];
+  assign \items__payload$1.step_end  = items__payload[29];
+  assign \items__payload$1.seq_end  = items__payload[30];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[9:3];
+  assign \config__payload$7.elem  = config__payload[12:10];
+  assign \config__payload$7.value  = config__payload[44:13];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[2:1];
+  assign \slot.base  = slot[9:3];
+  assign \slot.first  = slot[10];
+  assign \slot.last  = slot[11];
+  assign \slot.step_last  = slot[12];
+  assign \slot.seq_first  = slot[13];
+  assign \slot.seq_end  = slot[14];
+  assign \slot.empty  = slot[15];
+  assign \slot.index  = slot[20:16];
+  assign \slot.value  = slot[44:21];
+  assign \slot_argmax_1.valid  = slot_argmax_1[0];
+  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
+  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
+  assign \slot_argmax_1.first  = slot_argmax_1[10];
+  assign \slot_argmax_1.last  = slot_argmax_1[11];
+  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
+  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
+  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
+  assign \slot_argmax_1.empty  = slot_argmax_1[15];
+  assign \slot_argmax_1.index  = slot_argmax_1[20:16];
+  assign \slot_argmax_1.value  = slot_argmax_1[44:21];
+  assign \beat.logits  = beat[131:0];
+  assign \beat.logits[0]  = beat[32:0];
+  assign \beat.logits[1]  = beat[65:33];
+  assign \beat.logits[2]  = beat[98:66];
+  assign \beat.logits[3]  = beat[131:99];
+  assign \beat.group  = beat[133:132];
+  assign \beat.final  = beat[134];
+  assign \beat.class_index  = beat[138:135];
+  assign \beat.seq_end  = beat[139];
+  assign \logits_argmax_1[0]  = logits_argmax_1[32:0];
+  assign \logits_argmax_1[1]  = logits_argmax_1[65:33];
+  assign \logits_argmax_1[2]  = logits_argmax_1[98:66];
+  assign \logits_argmax_1[3]  = logits_argmax_1[131:99];
+  assign \w__payload.logits  = beat[131:0];
+  assign \w__payload.logits[0]  = beat[32:0];
+  assign \w__payload.logits[1]  = beat[65:33];
+  assign \w__payload.logits[2]  = beat[98:66];
+  assign \w__payload.logits[3]  = beat[131:99];
+  assign \w__payload.group  = beat[133:132];
+  assign \w__payload.final  = beat[134];
+  assign \w__payload.class_index  = beat[138:135];
+  assign \w__payload.seq_end  = beat[139];
+  assign \results__payload.logits  = results__payload[131:0];
+  assign \results__payload.logits[0]  = results__payload[32:0];
+  assign \results__payload.logits[1]  = results__payload[65:33];
+  assign \results__payload.logits[2]  = results__payload[98:66];
+  assign \results__payload.logits[3]  = results__payload[131:99];
+  assign \results__payload.group  = results__payload[133:132];
+  assign \results__payload.final  = results__payload[134];
+  assign \results__payload.class_index  = results__payload[138:135];
+  assign \results__payload.seq_end  = results__payload[139];
+  assign \r__payload.logits  = results__payload[131:0];
+  assign \r__payload.logits[0]  = results__payload[32:0];
+  assign \r__payload.logits[1]  = results__payload[65:33];
+  assign \r__payload.logits[2]  = results__payload[98:66];
+  assign \r__payload.logits[3]  = results__payload[131:99];
+  assign \r__payload.group  = results__payload[133:132];
+  assign \r__payload.final  = results__payload[134];
+  assign \r__payload.class_index  = results__payload[138:135];
+  assign \r__payload.seq_end  = results__payload[139];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
+  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
+  assign \slot_argmax_0.first  = slot_argmax_0[10];
+  assign \slot_argmax_0.last  = slot_argmax_0[11];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
+  assign \slot_argmax_0.empty  = slot_argmax_0[15];
+  assign \slot_argmax_0.index  = slot_argmax_0[20:16];
+  assign \slot_argmax_0.value  = slot_argmax_0[44:21];
+  assign \logits_argmax_0[0]  = logits_argmax_0[32:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[65:33];
+  assign \logits_argmax_0[2]  = logits_argmax_0[98:66];
+  assign \logits_argmax_0[3]  = logits_argmax_0[131:99];
+  assign beat[139] = slot_argmax_1[14];
+  assign beat[138:135] = \$5 [3:0];
+  assign beat[134] = slot_argmax_1[12];
+  assign beat[133:132] = slot_argmax_1[2:1];
+  assign beat[131:99] = logits_argmax_1[131:99];
+  assign beat[98:66] = logits_argmax_1[98:66];
+  assign beat[65:33] = logits_argmax_1[65:33];
+  assign beat[32:0] = logits_argmax_1[32:0];
+  assign \$6  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$10  = 1'h1;
+  assign \$11  = 1'h0;
+  assign \$13  = \$12 ;
+  assign \$17  = 1'h1;
+  assign \$18  = 1'h0;
+  assign \$20  = \$19 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [1:0] \$11 ;
+  wire [32:0] \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire [3:0] \$27 ;
+  wire [32:0] \$28 ;
+  reg [44:0] \$29 ;
+  wire [7:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [44:0] \$34 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
+  reg [44:0] \$37 ;
+  reg [44:0] \$38 ;
+  reg [44:0] \$39 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [7:0] \$6 ;
+  wire [7:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [131:0] acc;
+  wire [131:0] acc;
+  wire [131:0] \acc$31 ;
+  wire [32:0] \acc$31[0] ;
+  wire [32:0] \acc$31[1] ;
+  wire [32:0] \acc$31[2] ;
+  wire [32:0] \acc$31[3] ;
+  wire [32:0] \acc[0] ;
+  wire [32:0] \acc[1] ;
+  wire [32:0] \acc[2] ;
+  wire [32:0] \acc[3] ;
+  input clk;
+  wire clk;
+  input [44:0] config__payload;
+  wire [44:0] config__payload;
+  wire [6:0] \config__payload.addr ;
+  wire [2:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [30:0] items__payload;
+  wire [30:0] items__payload;
+  wire [30:0] \items__payload$1 ;
+  wire [4:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [23:0] \items__payload$1.value ;
+  wire [4:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [23:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [6:0] port__addr;
+  wire [1:0] \port__addr$17 ;
+  wire [6:0] \port__addr$20 ;
+  wire [1:0] \port__addr$22 ;
+  wire [15:0] port__data;
+  wire [95:0] \port__data$19 ;
+  wire [15:0] \port__data$29 ;
+  wire [95:0] \port__data$33 ;
+  reg port__en;
+  wire [3:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [3:0] \port__en$18 ;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  input rst;
+  wire rst;
+  wire [131:0] seeds;
+  wire [32:0] \seeds[0] ;
+  wire [32:0] \seeds[1] ;
+  wire [32:0] \seeds[2] ;
+  wire [32:0] \seeds[3] ;
+  wire [44:0] slot;
+  output [44:0] \slot$45 ;
+  reg [44:0] \slot$45  = 45'h000000000000;
+  wire [6:0] \slot$45.base ;
+  wire \slot$45.empty ;
+  wire \slot$45.first ;
+  wire [1:0] \slot$45.group ;
+  wire [4:0] \slot$45.index ;
+  wire \slot$45.last ;
+  wire \slot$45.seq_end ;
+  wire \slot$45.seq_first ;
+  wire \slot$45.step_last ;
+  wire \slot$45.valid ;
+  wire [23:0] \slot$45.value ;
+  wire [6:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire [1:0] \slot.group ;
+  wire [4:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [23:0] \slot.value ;
   reg [44:0] slot_c1 = 45'h000000000000;
   wire [6:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -5414,26 +6328,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [23:0] \slot_c2b.value ;
-  reg [44:0] slot_c3 = 45'h000000000000;
-  wire [6:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire [1:0] \slot_c3.group ;
-  wire [4:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [23:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [23:0] value;
-  wire [139:0] w_data;
-  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [3:0] \weights[0] ;
   wire [3:0] \weights[1] ;
@@ -5447,280 +6348,189 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[\config [5:4]][23:0] <= \port__data$12 [23:0];
+      bias[config__payload[4:3]][23:0] <= \port__data$19 [23:0];
     if (\$6 [1])
-      bias[\config [5:4]][47:24] <= \port__data$12 [47:24];
+      bias[config__payload[4:3]][47:24] <= \port__data$19 [47:24];
     if (\$6 [2])
-      bias[\config [5:4]][71:48] <= \port__data$12 [71:48];
+      bias[config__payload[4:3]][71:48] <= \port__data$19 [71:48];
     if (\$6 [3])
-      bias[\config [5:4]][95:72] <= \port__data$12 [95:72];
+      bias[config__payload[4:3]][95:72] <= \port__data$19 [95:72];
   end
   reg [95:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _0_ <= bias[slot_c1[2:1]];
     end
   end
-  assign \port__data$26  = _0_;
-  reg [15:0] \weights$79  [95:0];
+  assign \port__data$33  = _0_;
+  reg [15:0] \weights$53  [95:0];
   initial begin
-    \weights$79 [0] = 16'h3e10;
-    \weights$79 [1] = 16'h2ffd;
-    \weights$79 [2] = 16'h300f;
-    \weights$79 [3] = 16'hf0e1;
-    \weights$79 [4] = 16'hd220;
-    \weights$79 [5] = 16'h030e;
-    \weights$79 [6] = 16'h230f;
-    \weights$79 [7] = 16'h22e0;
-    \weights$79 [8] = 16'h12df;
-    \weights$79 [9] = 16'heff1;
-    \weights$79 [10] = 16'h2ef1;
-    \weights$79 [11] = 16'hfe03;
-    \weights$79 [12] = 16'h2030;
-    \weights$79 [13] = 16'hfd40;
-    \weights$79 [14] = 16'h1f02;
-    \weights$79 [15] = 16'hfe12;
-    \weights$79 [16] = 16'h02ee;
-    \weights$79 [17] = 16'h0fc0;
-    \weights$79 [18] = 16'hf30f;
-    \weights$79 [19] = 16'hff22;
-    \weights$79 [20] = 16'h001f;
-    \weights$79 [21] = 16'hed0d;
-    \weights$79 [22] = 16'hd021;
-    \weights$79 [23] = 16'he1df;
-    \weights$79 [24] = 16'hffd0;
-    \weights$79 [25] = 16'hdf3d;
-    \weights$79 [26] = 16'h1dd5;
-    \weights$79 [27] = 16'h222f;
-    \weights$79 [28] = 16'he1e3;
-    \weights$79 [29] = 16'hcd21;
-    \weights$79 [30] = 16'h211f;
-    \weights$79 [31] = 16'h3e4e;
-    \weights$79 [32] = 16'h12ed;
-    \weights$79 [33] = 16'h1ff1;
-    \weights$79 [34] = 16'h3e20;
-    \weights$79 [35] = 16'h211a;
-    \weights$79 [36] = 16'hff3c;
-    \weights$79 [37] = 16'h12d2;
-    \weights$79 [38] = 16'h1111;
-    \weights$79 [39] = 16'h22de;
-    \weights$79 [40] = 16'hd1f3;
-    \weights$79 [41] = 16'hef03;
-    \weights$79 [42] = 16'h1f02;
-    \weights$79 [43] = 16'hd1ee;
-    \weights$79 [44] = 16'h1b02;
-    \weights$79 [45] = 16'h1132;
-    \weights$79 [46] = 16'h20dd;
-    \weights$79 [47] = 16'h10f1;
-    \weights$79 [48] = 16'h11d1;
-    \weights$79 [49] = 16'h04e2;
-    \weights$79 [50] = 16'h112c;
-    \weights$79 [51] = 16'hff10;
-    \weights$79 [52] = 16'he11e;
-    \weights$79 [53] = 16'h0000;
-    \weights$79 [54] = 16'h2012;
-    \weights$79 [55] = 16'h000f;
-    \weights$79 [56] = 16'h4f21;
-    \weights$79 [57] = 16'h01ec;
-    \weights$79 [58] = 16'h0f1e;
-    \weights$79 [59] = 16'hf1f1;
-    \weights$79 [60] = 16'h2f3f;
-    \weights$79 [61] = 16'h42e1;
-    \weights$79 [62] = 16'h0ff0;
-    \weights$79 [63] = 16'hd301;
-    \weights$79 [64] = 16'h0000;
-    \weights$79 [65] = 16'h000e;
-    \weights$79 [66] = 16'h000e;
-    \weights$79 [67] = 16'h0000;
-    \weights$79 [68] = 16'h000e;
-    \weights$79 [69] = 16'h0003;
-    \weights$79 [70] = 16'h000c;
-    \weights$79 [71] = 16'h0000;
-    \weights$79 [72] = 16'h0000;
-    \weights$79 [73] = 16'h000f;
-    \weights$79 [74] = 16'h0000;
-    \weights$79 [75] = 16'h0000;
-    \weights$79 [76] = 16'h000e;
-    \weights$79 [77] = 16'h000e;
-    \weights$79 [78] = 16'h0001;
-    \weights$79 [79] = 16'h0002;
-    \weights$79 [80] = 16'h000c;
-    \weights$79 [81] = 16'h0001;
-    \weights$79 [82] = 16'h000d;
-    \weights$79 [83] = 16'h000f;
-    \weights$79 [84] = 16'h0001;
-    \weights$79 [85] = 16'h0000;
-    \weights$79 [86] = 16'h0000;
-    \weights$79 [87] = 16'h000f;
-    \weights$79 [88] = 16'h000d;
-    \weights$79 [89] = 16'h0002;
-    \weights$79 [90] = 16'h000e;
-    \weights$79 [91] = 16'h000c;
-    \weights$79 [92] = 16'h0003;
-    \weights$79 [93] = 16'h0000;
-    \weights$79 [94] = 16'h000e;
-    \weights$79 [95] = 16'h0001;
+    \weights$53 [0] = 16'h3e10;
+    \weights$53 [1] = 16'h2ffd;
+    \weights$53 [2] = 16'h300f;
+    \weights$53 [3] = 16'hf0e1;
+    \weights$53 [4] = 16'hd220;
+    \weights$53 [5] = 16'h030e;
+    \weights$53 [6] = 16'h230f;
+    \weights$53 [7] = 16'h22e0;
+    \weights$53 [8] = 16'h12df;
+    \weights$53 [9] = 16'heff1;
+    \weights$53 [10] = 16'h2ef1;
+    \weights$53 [11] = 16'hfe03;
+    \weights$53 [12] = 16'h2030;
+    \weights$53 [13] = 16'hfd40;
+    \weights$53 [14] = 16'h1f02;
+    \weights$53 [15] = 16'hfe12;
+    \weights$53 [16] = 16'h02ee;
+    \weights$53 [17] = 16'h0fc0;
+    \weights$53 [18] = 16'hf30f;
+    \weights$53 [19] = 16'hff22;
+    \weights$53 [20] = 16'h001f;
+    \weights$53 [21] = 16'hed0d;
+    \weights$53 [22] = 16'hd021;
+    \weights$53 [23] = 16'he1df;
+    \weights$53 [24] = 16'hffd0;
+    \weights$53 [25] = 16'hdf3d;
+    \weights$53 [26] = 16'h1dd5;
+    \weights$53 [27] = 16'h222f;
+    \weights$53 [28] = 16'he1e3;
+    \weights$53 [29] = 16'hcd21;
+    \weights$53 [30] = 16'h211f;
+    \weights$53 [31] = 16'h3e4e;
+    \weights$53 [32] = 16'h12ed;
+    \weights$53 [33] = 16'h1ff1;
+    \weights$53 [34] = 16'h3e20;
+    \weights$53 [35] = 16'h211a;
+    \weights$53 [36] = 16'hff3c;
+    \weights$53 [37] = 16'h12d2;
+    \weights$53 [38] = 16'h1111;
+    \weights$53 [39] = 16'h22de;
+    \weights$53 [40] = 16'hd1f3;
+    \weights$53 [41] = 16'hef03;
+    \weights$53 [42] = 16'h1f02;
+    \weights$53 [43] = 16'hd1ee;
+    \weights$53 [44] = 16'h1b02;
+    \weights$53 [45] = 16'h1132;
+    \weights$53 [46] = 16'h20dd;
+    \weights$53 [47] = 16'h10f1;
+    \weights$53 [48] = 16'h11d1;
+    \weights$53 [49] = 16'h04e2;
+    \weights$53 [50] = 16'h112c;
+    \weights$53 [51] = 16'hff10;
+    \weights$53 [52] = 16'he11e;
+    \weights$53 [53] = 16'h0000;
+    \weights$53 [54] = 16'h2012;
+    \weights$53 [55] = 16'h000f;
+    \weights$53 [56] = 16'h4f21;
+    \weights$53 [57] = 16'h01ec;
+    \weights$53 [58] = 16'h0f1e;
+    \weights$53 [59] = 16'hf1f1;
+    \weights$53 [60] = 16'h2f3f;
+    \weights$53 [61] = 16'h42e1;
+    \weights$53 [62] = 16'h0ff0;
+    \weights$53 [63] = 16'hd301;
+    \weights$53 [64] = 16'h0000;
+    \weights$53 [65] = 16'h000e;
+    \weights$53 [66] = 16'h000e;
+    \weights$53 [67] = 16'h0000;
+    \weights$53 [68] = 16'h000e;
+    \weights$53 [69] = 16'h0003;
+    \weights$53 [70] = 16'h000c;
+    \weights$53 [71] = 16'h0000;
+    \weights$53 [72] = 16'h0000;
+    \weights$53 [73] = 16'h000f;
+    \weights$53 [74] = 16'h0000;
+    \weights$53 [75] = 16'h0000;
+    \weights$53 [76] = 16'h000e;
+    \weights$53 [77] = 16'h000e;
+    \weights$53 [78] = 16'h0001;
+    \weights$53 [79] = 16'h0002;
+    \weights$53 [80] = 16'h000c;
+    \weights$53 [81] = 16'h0001;
+    \weights$53 [82] = 16'h000d;
+    \weights$53 [83] = 16'h000f;
+    \weights$53 [84] = 16'h0001;
+    \weights$53 [85] = 16'h0000;
+    \weights$53 [86] = 16'h0000;
+    \weights$53 [87] = 16'h000f;
+    \weights$53 [88] = 16'h000d;
+    \weights$53 [89] = 16'h0002;
+    \weights$53 [90] = 16'h000e;
+    \weights$53 [91] = 16'h000c;
+    \weights$53 [92] = 16'h0003;
+    \weights$53 [93] = 16'h0000;
+    \weights$53 [94] = 16'h000e;
+    \weights$53 [95] = 16'h0001;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$79 [\config [10:4]][3:0] <= port__data[3:0];
+      \weights$53 [config__payload[9:3]][3:0] <= port__data[3:0];
     if (\$3 [1])
-      \weights$79 [\config [10:4]][7:4] <= port__data[7:4];
+      \weights$53 [config__payload[9:3]][7:4] <= port__data[7:4];
     if (\$3 [2])
-      \weights$79 [\config [10:4]][11:8] <= port__data[11:8];
+      \weights$53 [config__payload[9:3]][11:8] <= port__data[11:8];
     if (\$3 [3])
-      \weights$79 [\config [10:4]][15:12] <= port__data[15:12];
+      \weights$53 [config__payload[9:3]][15:12] <= port__data[15:12];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _1_ <= \weights$79 [\$7 [6:0]];
+    if (port__en) begin
+      _1_ <= \weights$53 [\$7 [6:0]];
     end
   end
-  assign \port__data$24  = _1_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [13:11];
-  assign \$4  = \config [3:1] == 3'h4;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [13:11];
+  assign \port__data$29  = _1_;
+  always @(posedge clk)
+    \slot$45  <= \$39 ;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[12:10];
+  assign \$4  = config__payload[2:0] == 3'h4;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[12:10];
   assign \$7  = slot_c1[9:3] + slot_c1[20:16];
   assign \$8  = ~ slot_c1[15];
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$10  = slot_c1[0] & slot_c1[10];
-  assign weights = slot_c2[15] ? 16'h0000 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[11];
-  assign \$11  = ! slot_argmax_1[2:1];
-  assign \$12  = $signed(argmax_1_0_logit) > $signed(best_logit);
-  assign take = \$11  | \$12 ;
-  assign \$13  = slot_argmax_1[2:1] * 3'h4;
-  assign \$14  = \$13  + argmax_1_0_lane;
-  assign \$15  = take ? \$14  : { 2'h0, best_class };
-  assign credit = reserved < 5'h10;
-  assign \$16  = 1'h0 + \port__en$13 ;
-  assign \$17  = readout_weights_reads + \$16 ;
-  assign \$18  = | \$3 [3:0];
+  assign weights = slot_c2[15] ? 16'h0000 : \port__data$29 ;
+  assign \$11  = 1'h0 + port__en;
+  assign \$12  = readout_weights_reads + \$11 ;
+  assign \$13  = | \$3 [3:0];
+  assign \$14  = 1'h0 + \$13 ;
+  assign \$15  = readout_weights_writes + \$14 ;
+  assign \$16  = 1'h0 + \port__en$16 ;
+  assign \$17  = readout_bias_reads + \$16 ;
+  assign \$18  = | \$6 [3:0];
   assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$14 ;
-  assign \$22  = readout_bias_reads + \$21 ;
-  assign \$23  = | \$6 [3:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = readout_bias_writes + \$24 ;
-  assign \$26  = ~ slot_c2[15];
-  assign \$27  = slot_c2[0] & \$26 ;
-  assign \$28  = | slot_c2[44:21];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = slot_c2[2:1] == 2'h2;
-  assign \$31  = \$30  ? 3'h1 : 3'h4;
-  assign \$32  = \$31  * 1'h1;
-  assign \$33  = readout_macs + \$32 ;
-  assign \$35  = slot_c3[2:1] != 2'h2;
-  assign \$37  = slot_c3[2:1] != 2'h2;
-  assign \$40  = $signed(acc[65:33]) > $signed(acc[32:0]);
-  assign \$42  = \$37  & \$41 ;
-  assign \$43  = \$42  ? acc[65:33] : acc[32:0];
-  assign \$44  = slot_c3[2:1] != 2'h2;
-  assign \$47  = $signed(acc[65:33]) > $signed(acc[32:0]);
-  assign \$49  = \$44  & \$48 ;
-  assign \$50  = \$49  ? 1'h1 : 1'h0;
-  assign \$51  = slot_c3[2:1] != 2'h2;
-  assign \$52  = \$51  ? 1'h1 : 1'h0;
-  assign \$53  = slot_c3[2:1] != 2'h2;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = slot_c3[2:1] != 2'h2;
-  assign \$56  = slot_c3[2:1] != 2'h2;
-  assign \$57  = \$56  ? 1'h1 : 1'h0;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = $signed(acc[131:99]) > $signed(acc[98:66]);
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = \$61  ? acc[131:99] : acc[98:66];
-  assign \$63  = slot_c3[2:1] != 2'h2;
-  assign \$64  = slot_c3[2:1] != 2'h2;
-  assign \$65  = \$64  ? 1'h1 : 1'h0;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = $signed(acc[131:99]) > $signed(acc[98:66]);
-  assign \$68  = \$66  | \$67 ;
-  assign \$69  = \$63  & \$68 ;
-  assign \$70  = \$69  ? 2'h3 : 2'h2;
-  assign \$71  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$72  = \$71  | argmax_0_1_valid;
-  assign \$73  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$74  = ~ \$73 ;
-  assign \$75  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = argmax_0_1_valid & \$76 ;
-  assign \$78  = \$77  ? argmax_0_1_logit : argmax_0_0_logit;
-  assign \$79  = argmax_0_0_valid ? 1'h1 : 1'h0;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = $signed(argmax_0_1_logit) > $signed(argmax_0_0_logit);
-  assign \$82  = \$80  | \$81 ;
-  assign \$83  = argmax_0_1_valid & \$82 ;
-  assign \$84  = \$83  ? argmax_0_1_lane : argmax_0_0_lane;
-  assign \$85  = w_en & take;
-  assign \$86  = reserved + starting;
-  assign \$87  = r_en & results__valid;
-  assign \$88  = \$86  - \$87 ;
+  assign \$20  = readout_bias_writes + \$19 ;
+  assign \$21  = ~ slot_c2[15];
+  assign \$22  = slot_c2[0] & \$21 ;
+  assign \$23  = | slot_c2[44:21];
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = slot_c2[2:1] == 2'h2;
+  assign \$26  = \$25  ? 3'h1 : 3'h4;
+  assign \$27  = \$26  * 1'h1;
+  assign \$28  = readout_macs + \$27 ;
   always @(posedge clk)
-    slot_c1 <= \$89 ;
+    slot_c1 <= \$29 ;
   always @(posedge clk)
-    readout_weights_reads <= \$90 ;
+    readout_weights_reads <= \$30 ;
   always @(posedge clk)
-    readout_weights_writes <= \$91 ;
+    readout_weights_writes <= \$31 ;
   always @(posedge clk)
-    readout_bias_reads <= \$92 ;
+    readout_bias_reads <= \$32 ;
   always @(posedge clk)
-    readout_bias_writes <= \$93 ;
+    readout_bias_writes <= \$33 ;
   always @(posedge clk)
-    slot_c2 <= \$94 ;
+    slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$95 ;
+    use_acc2 <= \$35 ;
   always @(posedge clk)
-    readout_macs <= \$96 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
-    slot_c2a <= \$97 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    slot_c2b <= \$98 ;
-  always @(posedge clk)
-    slot_c3 <= \$99 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$100 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$101 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$102 ;
-  always @(posedge clk)
-    argmax_0_1_valid <= \$103 ;
-  always @(posedge clk)
-    argmax_0_1_logit <= \$104 ;
-  always @(posedge clk)
-    argmax_0_1_lane <= \$105 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$106 ;
-  always @(posedge clk)
-    finalize_argmax_0 <= \$107 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$108 ;
-  always @(posedge clk)
-    argmax_1_0_valid <= \$109 ;
-  always @(posedge clk)
-    argmax_1_0_logit <= \$110 ;
-  always @(posedge clk)
-    argmax_1_0_lane <= \$111 ;
-  always @(posedge clk)
-    slot_argmax_1 <= \$112 ;
-  always @(posedge clk)
-    w_en <= \$113 ;
-  always @(posedge clk)
-    logits_argmax_1 <= \$114 ;
-  always @(posedge clk)
-    best_logit <= \$115 ;
-  always @(posedge clk)
-    best_class <= \$116 ;
-  always @(posedge clk)
-    reserved <= \$117 ;
-  \accelerator.readout.issue  issue (
+    slot_c2b <= \$38 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -5736,7 +6546,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -5746,260 +6556,116 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[44:21]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \port__en$13  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$39  = slot_c2b;
+    if (rst) begin
+      \$39  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    port__en = 1'h0;
     if (\$9 ) begin
-      \port__en$13  = 1'h1;
+      port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \port__en$14  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$89  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$29  = slot;
     if (rst) begin
-      \$89  = 45'h000000000000;
+      \$29  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$90  = \$17 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$30  = \$12 [31:0];
     if (rst) begin
-      \$90  = 32'd0;
+      \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$91  = \$20 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$31  = \$15 [31:0];
     if (rst) begin
-      \$91  = 32'd0;
+      \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$92  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$32  = \$17 [31:0];
     if (rst) begin
-      \$92  = 32'd0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$93  = \$25 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$33  = \$20 [31:0];
     if (rst) begin
-      \$93  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$94  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$34  = slot_c1;
     if (rst) begin
-      \$94  = 45'h000000000000;
+      \$34  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$95  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$35  = 1'h0;
     if (rst) begin
-      \$95  = 1'h0;
+      \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$96  = readout_macs;
-    if (\$29 ) begin
-      \$96  = \$33 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$36  = readout_macs;
+    if (\$24 ) begin
+      \$36  = \$28 [31:0];
     end
     if (rst) begin
-      \$96  = 32'd0;
+      \$36  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$97  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$37  = slot_c2;
     if (rst) begin
-      \$97  = 45'h000000000000;
+      \$37  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$98  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$38  = slot_c2a;
     if (rst) begin
-      \$98  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$99  = slot_c2b;
-    if (rst) begin
-      \$99  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$100  = \$36 ;
-    if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$101  = \$43 ;
-    if (rst) begin
-      \$101  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$102  = { 1'h0, \$50  };
-    if (rst) begin
-      \$102  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$103  = \$54 ;
-    if (rst) begin
-      \$103  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$104  = \$62 ;
-    if (rst) begin
-      \$104  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$105  = \$70 ;
-    if (rst) begin
-      \$105  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$106  = slot_c3;
-    if (rst) begin
-      \$106  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$107  = finalize;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$108  = acc;
-    if (rst) begin
-      \$108  = 132'h000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$109  = \$72 ;
-    if (rst) begin
-      \$109  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$110  = \$78 ;
-    if (rst) begin
-      \$110  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$111  = \$84 ;
-    if (rst) begin
-      \$111  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$112  = slot_argmax_0;
-    if (rst) begin
-      \$112  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$113  = finalize_argmax_0;
-    if (rst) begin
-      \$113  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$114  = logits_argmax_0;
-    if (rst) begin
-      \$114  = 132'h000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$115  = best_logit;
-    if (\$85 ) begin
-      \$115  = argmax_1_0_logit;
-    end
-    if (rst) begin
-      \$115  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$116  = best_class;
-    if (\$85 ) begin
-      \$116  = \$15 [3:0];
-    end
-    if (rst) begin
-      \$116  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$117  = \$88 [4:0];
-    if (rst) begin
-      \$117  = 5'h00;
+      \$38  = 45'h000000000000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [10:4];
-  assign port__en = \$3 [3:0];
-  assign \port__addr$10  = \config [5:4];
-  assign \port__en$11  = \$6 [3:0];
-  assign \port__addr$15  = \$7 [6:0];
-  assign \port__addr$17  = slot_c1[2:1];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[9:3];
+  assign \port__en$13  = \$3 [3:0];
+  assign \port__addr$17  = config__payload[4:3];
+  assign \port__en$18  = \$6 [3:0];
+  assign \port__addr$20  = \$7 [6:0];
+  assign \port__addr$22  = slot_c1[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[44:21];
-  assign class_now = \$15 [3:0];
-  assign w_data = beat;
-  assign finalize_argmax_1 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$31  = acc;
   assign \items__payload.index  = items__payload[4:0];
   assign \items__payload.value  = items__payload[28:5];
   assign \items__payload.step_end  = items__payload[29];
@@ -6008,11 +6674,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[28:5];
   assign \items__payload$1.step_end  = items__payload[29];
   assign \items__payload$1.seq_end  = items__payload[30];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [10:4];
-  assign \config.elem  = \config [13:11];
-  assign \config.value  = \config [45:14];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[9:3];
+  assign \config__payload.elem  = config__payload[12:10];
+  assign \config__payload.value  = config__payload[44:13];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[2:1];
   assign \slot_c1.base  = slot_c1[9:3];
@@ -6039,54 +6704,18 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \weights[1]  = weights[7:4];
   assign \weights[2]  = weights[11:8];
   assign \weights[3]  = weights[15:12];
+  assign \acc[0]  = acc[32:0];
+  assign \acc[1]  = acc[65:33];
+  assign \acc[2]  = acc[98:66];
+  assign \acc[3]  = acc[131:99];
+  assign \acc$31[0]  = acc[32:0];
+  assign \acc$31[1]  = acc[65:33];
+  assign \acc$31[2]  = acc[98:66];
+  assign \acc$31[3]  = acc[131:99];
   assign \seeds[0]  = seeds[32:0];
   assign \seeds[1]  = seeds[65:33];
   assign \seeds[2]  = seeds[98:66];
   assign \seeds[3]  = seeds[131:99];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[2:1];
-  assign \slot_c3.base  = slot_c3[9:3];
-  assign \slot_c3.first  = slot_c3[10];
-  assign \slot_c3.last  = slot_c3[11];
-  assign \slot_c3.step_last  = slot_c3[12];
-  assign \slot_c3.seq_first  = slot_c3[13];
-  assign \slot_c3.seq_end  = slot_c3[14];
-  assign \slot_c3.empty  = slot_c3[15];
-  assign \slot_c3.index  = slot_c3[20:16];
-  assign \slot_c3.value  = slot_c3[44:21];
-  assign \slot_argmax_1.valid  = slot_argmax_1[0];
-  assign \slot_argmax_1.group  = slot_argmax_1[2:1];
-  assign \slot_argmax_1.base  = slot_argmax_1[9:3];
-  assign \slot_argmax_1.first  = slot_argmax_1[10];
-  assign \slot_argmax_1.last  = slot_argmax_1[11];
-  assign \slot_argmax_1.step_last  = slot_argmax_1[12];
-  assign \slot_argmax_1.seq_first  = slot_argmax_1[13];
-  assign \slot_argmax_1.seq_end  = slot_argmax_1[14];
-  assign \slot_argmax_1.empty  = slot_argmax_1[15];
-  assign \slot_argmax_1.index  = slot_argmax_1[20:16];
-  assign \slot_argmax_1.value  = slot_argmax_1[44:21];
-  assign \beat.logits  = beat[131:0];
-  assign \beat.logits[0]  = beat[32:0];
-  assign \beat.logits[1]  = beat[65:33];
-  assign \beat.logits[2]  = beat[98:66];
-  assign \beat.logits[3]  = beat[131:99];
-  assign \beat.group  = beat[133:132];
-  assign \beat.final  = beat[134];
-  assign \beat.class_index  = beat[138:135];
-  assign \beat.seq_end  = beat[139];
-  assign \logits_argmax_1[0]  = logits_argmax_1[32:0];
-  assign \logits_argmax_1[1]  = logits_argmax_1[65:33];
-  assign \logits_argmax_1[2]  = logits_argmax_1[98:66];
-  assign \logits_argmax_1[3]  = logits_argmax_1[131:99];
-  assign \results__payload.logits  = results__payload[131:0];
-  assign \results__payload.logits[0]  = results__payload[32:0];
-  assign \results__payload.logits[1]  = results__payload[65:33];
-  assign \results__payload.logits[2]  = results__payload[98:66];
-  assign \results__payload.logits[3]  = results__payload[131:99];
-  assign \results__payload.group  = results__payload[133:132];
-  assign \results__payload.final  = results__payload[134];
-  assign \results__payload.class_index  = results__payload[138:135];
-  assign \results__payload.seq_end  = results__payload[139];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[2:1];
   assign \slot.base  = slot[9:3];
@@ -6120,58 +6749,34 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[15];
   assign \slot_c2b.index  = slot_c2b[20:16];
   assign \slot_c2b.value  = slot_c2b[44:21];
-  assign \acc[0]  = acc[32:0];
-  assign \acc[1]  = acc[65:33];
-  assign \acc[2]  = acc[98:66];
-  assign \acc[3]  = acc[131:99];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[2:1];
-  assign \slot_argmax_0.base  = slot_argmax_0[9:3];
-  assign \slot_argmax_0.first  = slot_argmax_0[10];
-  assign \slot_argmax_0.last  = slot_argmax_0[11];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[12];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[13];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[14];
-  assign \slot_argmax_0.empty  = slot_argmax_0[15];
-  assign \slot_argmax_0.index  = slot_argmax_0[20:16];
-  assign \slot_argmax_0.value  = slot_argmax_0[44:21];
-  assign \logits_argmax_0[0]  = logits_argmax_0[32:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[65:33];
-  assign \logits_argmax_0[2]  = logits_argmax_0[98:66];
-  assign \logits_argmax_0[3]  = logits_argmax_0[131:99];
-  assign beat[139] = slot_argmax_1[14];
-  assign beat[138:135] = \$15 [3:0];
-  assign beat[134] = slot_argmax_1[12];
-  assign beat[133:132] = slot_argmax_1[2:1];
-  assign beat[131:99] = logits_argmax_1[131:99];
-  assign beat[98:66] = logits_argmax_1[98:66];
-  assign beat[65:33] = logits_argmax_1[65:33];
-  assign beat[32:0] = logits_argmax_1[32:0];
-  assign seeds[131:99] = { \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95], \port__data$26 [95:72] };
-  assign seeds[98:66] = { \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71], \port__data$26 [71:48] };
-  assign seeds[65:33] = { \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[32:0] = { \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [95:72] = \config [37:14];
-  assign \port__data$12 [71:48] = \config [37:14];
-  assign \port__data$12 [47:24] = \config [37:14];
-  assign \port__data$12 [23:0] = \config [37:14];
-  assign port__data[15:12] = \config [17:14];
-  assign port__data[11:8] = \config [17:14];
-  assign port__data[7:4] = \config [17:14];
-  assign port__data[3:0] = \config [17:14];
-  assign \$34  = 1'h1;
-  assign \$36  = 1'h1;
-  assign \$38  = 1'h1;
-  assign \$39  = 1'h0;
-  assign \$41  = \$40 ;
-  assign \$45  = 1'h1;
-  assign \$46  = 1'h0;
-  assign \$48  = \$47 ;
+  assign \slot$45.valid  = \slot$45 [0];
+  assign \slot$45.group  = \slot$45 [2:1];
+  assign \slot$45.base  = \slot$45 [9:3];
+  assign \slot$45.first  = \slot$45 [10];
+  assign \slot$45.last  = \slot$45 [11];
+  assign \slot$45.step_last  = \slot$45 [12];
+  assign \slot$45.seq_first  = \slot$45 [13];
+  assign \slot$45.seq_end  = \slot$45 [14];
+  assign \slot$45.empty  = \slot$45 [15];
+  assign \slot$45.index  = \slot$45 [20:16];
+  assign \slot$45.value  = \slot$45 [44:21];
+  assign seeds[131:99] = { \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95], \port__data$33 [95:72] };
+  assign seeds[98:66] = { \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71], \port__data$33 [71:48] };
+  assign seeds[65:33] = { \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47], \port__data$33 [47:24] };
+  assign seeds[32:0] = { \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23], \port__data$33 [23:0] };
+  assign \port__data$19 [95:72] = config__payload[36:13];
+  assign \port__data$19 [71:48] = config__payload[36:13];
+  assign \port__data$19 [47:24] = config__payload[36:13];
+  assign \port__data$19 [23:0] = config__payload[36:13];
+  assign port__data[15:12] = config__payload[16:13];
+  assign port__data[11:8] = config__payload[16:13];
+  assign port__data[7:4] = config__payload[16:13];
+  assign port__data[3:0] = config__payload[16:13];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -6248,6 +6853,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$76 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [5:0] bank0_count = 6'h00;
   reg [5:0] bank1_count = 6'h00;
   reg [6:0] base = 7'h00;
@@ -6257,9 +6865,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [30:0] items__payload;
@@ -6414,7 +7019,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -6425,10 +7030,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = readout_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = readout_stall_cycles + 1'h1;
@@ -6450,15 +7055,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -6489,7 +7094,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$75 ;
   always @(posedge clk)
     readout_steps <= \$76 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[28:5];
   assign \$3  = wcount < 6'h20;
@@ -6497,7 +7102,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 6'h20 : 6'h00;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 26'h0000000, items__payload[4:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -6511,7 +7116,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6521,14 +7126,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6537,28 +7142,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6573,7 +7178,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6585,8 +7190,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[29]) begin
         (* full_case = 32'd1 *)
@@ -6616,7 +7221,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6631,7 +7236,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6649,8 +7254,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[29]) begin
         (* full_case = 32'd1 *)
@@ -6667,8 +7272,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[29]) begin
         (* full_case = 32'd1 *)
@@ -6685,7 +7290,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6697,7 +7302,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -6709,7 +7314,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6727,7 +7332,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6746,7 +7351,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6766,7 +7371,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6779,7 +7384,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6797,7 +7402,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6815,7 +7420,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6836,7 +7441,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6849,7 +7454,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6862,7 +7467,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6874,7 +7479,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6888,7 +7493,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6902,7 +7507,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6960,8 +7565,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire [27:0] \$1 ;
   wire [27:0] \$10 ;
   wire [32:0] \$11 ;
@@ -7102,70 +7707,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$18  = weights[3:0];
     if (rst) begin
       \$18  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$20  = seeds[32:0];
     if (rst) begin
       \$20  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [32:0] = \$3 [32:0];
@@ -7178,84 +7783,84 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$23  = weights[7:4];
     if (rst) begin
       \$23  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$25  = seeds[65:33];
     if (rst) begin
       \$25  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$27  = weights[11:8];
     if (rst) begin
       \$27  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$29  = seeds[98:66];
     if (rst) begin
       \$29  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$31  = weights[15:12];
     if (rst) begin
       \$31  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$33  = seeds[131:99];
     if (rst) begin
       \$33  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 33'h000000000;
@@ -7276,8 +7881,108 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [139:0] r__payload;
+  wire [139:0] r__payload;
+  wire [3:0] \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire [1:0] \r__payload.group ;
+  wire [131:0] \r__payload.logits ;
+  wire [32:0] \r__payload.logits[0] ;
+  wire [32:0] \r__payload.logits[1] ;
+  wire [32:0] \r__payload.logits[2] ;
+  wire [32:0] \r__payload.logits[3] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [139:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [139:0] w__payload;
+  wire [3:0] \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire [1:0] \w__payload.group ;
+  wire [131:0] \w__payload.logits ;
+  wire [32:0] \w__payload.logits[0] ;
+  wire [32:0] \w__payload.logits[1] ;
+  wire [32:0] \w__payload.logits[2] ;
+  wire [32:0] \w__payload.logits[3] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [139:0] w_data;
+  wire [139:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[131:0];
+  assign \w__payload.logits[0]  = w_data[32:0];
+  assign \w__payload.logits[1]  = w_data[65:33];
+  assign \w__payload.logits[2]  = w_data[98:66];
+  assign \w__payload.logits[3]  = w_data[131:99];
+  assign \w__payload.group  = w_data[133:132];
+  assign \w__payload.final  = w_data[134];
+  assign \w__payload.class_index  = w_data[138:135];
+  assign \w__payload.seq_end  = w_data[139];
+  assign \r__payload.logits  = r__payload[131:0];
+  assign \r__payload.logits[0]  = r__payload[32:0];
+  assign \r__payload.logits[1]  = r__payload[65:33];
+  assign \r__payload.logits[2]  = r__payload[98:66];
+  assign \r__payload.logits[3]  = r__payload[131:99];
+  assign \r__payload.group  = r__payload[133:132];
+  assign \r__payload.final  = r__payload[134];
+  assign \r__payload.class_index  = r__payload[138:135];
+  assign \r__payload.seq_end  = r__payload[139];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -7413,7 +8118,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -7423,7 +8128,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -7433,7 +8138,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -7446,7 +8151,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

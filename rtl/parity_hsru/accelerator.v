@@ -24,32 +24,23 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \$9 ;
   input clk;
   wire clk;
-  wire [39:0] \config ;
-  wire [39:0] \config$14 ;
-  wire [1:0] \config$14.addr ;
-  wire [1:0] \config$14.elem ;
-  wire [2:0] \config$14.target ;
-  wire \config$14.valid ;
-  wire [31:0] \config$14.value ;
-  wire [39:0] \config$18 ;
-  wire [1:0] \config$18.addr ;
-  wire [1:0] \config$18.elem ;
-  wire [2:0] \config$18.target ;
-  wire \config$18.valid ;
-  wire [31:0] \config$18.value ;
-  wire [39:0] \config$32 ;
-  wire [1:0] \config$32.addr ;
-  wire [1:0] \config$32.elem ;
-  wire [2:0] \config$32.target ;
-  wire \config$32.valid ;
-  wire [31:0] \config$32.value ;
-  wire [1:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
   input [38:0] config__payload;
   wire [38:0] config__payload;
+  wire [38:0] \config__payload$31 ;
+  wire [1:0] \config__payload$31.addr ;
+  wire [1:0] \config__payload$31.elem ;
+  wire [2:0] \config__payload$31.target ;
+  wire [31:0] \config__payload$31.value ;
+  wire [38:0] \config__payload$33 ;
+  wire [1:0] \config__payload$33.addr ;
+  wire [1:0] \config__payload$33.elem ;
+  wire [2:0] \config__payload$33.target ;
+  wire [31:0] \config__payload$33.value ;
+  wire [38:0] \config__payload$35 ;
+  wire [1:0] \config__payload$35.addr ;
+  wire [1:0] \config__payload$35.elem ;
+  wire [2:0] \config__payload$35.target ;
+  wire [31:0] \config__payload$35.value ;
   wire [1:0] \config__payload.addr ;
   wire [1:0] \config__payload.elem ;
   wire [2:0] \config__payload.target ;
@@ -58,6 +49,15 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire config__ready;
   input config__valid;
   wire config__valid;
+  wire \config__valid$32 ;
+  wire \config__valid$34 ;
+  wire \config__valid$36 ;
+  wire [38:0] config_fanout__payload;
+  wire [1:0] \config_fanout__payload.addr ;
+  wire [1:0] \config_fanout__payload.elem ;
+  wire [2:0] \config_fanout__payload.target ;
+  wire [31:0] \config_fanout__payload.value ;
+  wire config_fanout__valid;
   output [1343:0] counters;
   wire [1343:0] counters;
   wire [31:0] \counters.cycles ;
@@ -129,26 +129,26 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   input inputs__valid;
   wire inputs__valid;
   wire [4:0] items__payload;
-  wire [13:0] \items__payload$19 ;
-  wire \items__payload$19.index ;
-  wire \items__payload$19.seq_end ;
-  wire \items__payload$19.step_end ;
-  wire [10:0] \items__payload$19.value ;
-  wire [5:0] \items__payload$33 ;
-  wire [1:0] \items__payload$33.index ;
-  wire \items__payload$33.seq_end ;
-  wire \items__payload$33.step_end ;
-  wire [1:0] \items__payload$33.value ;
+  wire [13:0] \items__payload$18 ;
+  wire \items__payload$18.index ;
+  wire \items__payload$18.seq_end ;
+  wire \items__payload$18.step_end ;
+  wire [10:0] \items__payload$18.value ;
+  wire [5:0] \items__payload$37 ;
+  wire [1:0] \items__payload$37.index ;
+  wire \items__payload$37.seq_end ;
+  wire \items__payload$37.step_end ;
+  wire [1:0] \items__payload$37.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [1:0] \items__payload.value ;
   wire items__ready;
-  wire \items__ready$22 ;
-  wire \items__ready$36 ;
+  wire \items__ready$21 ;
+  wire \items__ready$40 ;
   wire items__valid;
-  wire \items__valid$23 ;
-  wire \items__valid$37 ;
+  wire \items__valid$22 ;
+  wire \items__valid$41 ;
   wire [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_writes;
   wire [31:0] layer0_busy_cycles;
@@ -204,14 +204,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   reg [31:0] results = 32'd0;
   output [53:0] results__payload;
   wire [53:0] results__payload;
-  wire [53:0] \results__payload$39 ;
-  wire \results__payload$39.class_index ;
-  wire \results__payload$39.final ;
-  wire \results__payload$39.group ;
-  wire [49:0] \results__payload$39.logits ;
-  wire [24:0] \results__payload$39.logits[0] ;
-  wire [24:0] \results__payload$39.logits[1] ;
-  wire \results__payload$39.seq_end ;
+  wire [53:0] \results__payload$43 ;
+  wire \results__payload$43.class_index ;
+  wire \results__payload$43.final ;
+  wire \results__payload$43.group ;
+  wire [49:0] \results__payload$43.logits ;
+  wire [24:0] \results__payload$43.logits[0] ;
+  wire [24:0] \results__payload$43.logits[1] ;
+  wire \results__payload$43.seq_end ;
   wire \results__payload.class_index ;
   wire \results__payload.final ;
   wire \results__payload.group ;
@@ -221,10 +221,10 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire \results__payload.seq_end ;
   input results__ready;
   wire results__ready;
-  wire \results__ready$40 ;
+  wire \results__ready$44 ;
   output results__valid;
   wire results__valid;
-  wire \results__valid$41 ;
+  wire \results__valid$45 ;
   input rst;
   wire rst;
   reg [31:0] sequences = 32'd0;
@@ -282,13 +282,14 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     results <= \$18 ;
   \accelerator.layer0  layer0 (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .events__payload(i__payload),
     .events__valid(i__valid),
-    .items__payload(\items__payload$19 ),
+    .items__payload(\items__payload$18 ),
     .items__ready(outputs__ready),
-    .\items__ready$90 (events__ready),
-    .items__valid(\items__valid$23 ),
+    .\items__ready$66 (events__ready),
+    .items__valid(\items__valid$22 ),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
@@ -307,11 +308,12 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$124 (trace_0)
+    .\trace$84 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
-    .\config (\config ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
     .items__valid(inputs__valid),
@@ -324,9 +326,9 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_dcls_taps_writes(layer0_dcls_taps_writes),
     .layer0_dcls_zbuf_reads(layer0_dcls_zbuf_reads),
     .layer0_dcls_zbuf_writes(layer0_dcls_zbuf_writes),
-    .outputs__payload(\items__payload$19 ),
-    .outputs__valid(\items__valid$23 ),
-    .r_en(outputs__ready),
+    .outputs__payload(\items__payload$18 ),
+    .outputs__valid(\items__valid$22 ),
+    .r__ready(outputs__ready),
     .rst(rst)
   );
   \accelerator.layer0_slice  layer0_slice (
@@ -334,18 +336,19 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .i__payload(i__payload),
     .i__ready(events__ready),
     .i__valid(i__valid),
-    .o__payload(\items__payload$33 ),
+    .o__payload(\items__payload$37 ),
     .o__ready(o__ready),
-    .o__valid(\items__valid$37 ),
+    .o__valid(\items__valid$41 ),
     .rst(rst)
   );
   \accelerator.readout  readout (
     .clk(clk),
-    .\config (\config ),
-    .items__payload(\items__payload$33 ),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .items__payload(\items__payload$37 ),
     .items__ready(o__ready),
-    .items__valid(\items__valid$37 ),
-    .r_en(results__ready),
+    .items__valid(\items__valid$41 ),
+    .r__ready(results__ready),
     .readout_bias_reads(readout_bias_reads),
     .readout_bias_writes(readout_bias_writes),
     .readout_busy_cycles(readout_busy_cycles),
@@ -396,25 +399,30 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
       \$18  = 32'd0;
     end
   end
-  assign \config$14  = \config ;
+  assign config_fanout__valid = config__valid;
+  assign config_fanout__payload = config__payload;
   assign items__payload = inputs__payload;
   assign items__ready = inputs__ready;
   assign items__valid = inputs__valid;
-  assign \config$18  = \config ;
-  assign outputs__payload = \items__payload$19 ;
-  assign \items__ready$22  = outputs__ready;
-  assign outputs__valid = \items__valid$23 ;
+  assign outputs__payload = \items__payload$18 ;
+  assign \items__ready$21  = outputs__ready;
+  assign outputs__valid = \items__valid$22 ;
   assign events__payload = i__payload;
   assign i__ready = events__ready;
   assign events__valid = i__valid;
   assign trace = trace_0;
-  assign \config$32  = \config ;
-  assign o__payload = \items__payload$33 ;
-  assign \items__ready$36  = o__ready;
-  assign o__valid = \items__valid$37 ;
-  assign \results__payload$39  = results__payload;
-  assign \results__ready$40  = results__ready;
-  assign \results__valid$41  = results__valid;
+  assign \config__payload$31  = config__payload;
+  assign \config__valid$32  = config__valid;
+  assign \config__payload$33  = config__payload;
+  assign \config__valid$34  = config__valid;
+  assign \config__payload$35  = config__payload;
+  assign \config__valid$36  = config__valid;
+  assign o__payload = \items__payload$37 ;
+  assign \items__ready$40  = o__ready;
+  assign o__valid = \items__valid$41 ;
+  assign \results__payload$43  = results__payload;
+  assign \results__ready$44  = results__ready;
+  assign \results__valid$45  = results__valid;
   assign config__ready = 1'h1;
   assign \inputs__payload.index  = inputs__payload[0];
   assign \inputs__payload.value  = inputs__payload[2:1];
@@ -486,33 +494,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace_0.potential  = trace_0[41:10];
   assign \trace_0.potential[0]  = trace_0[25:10];
   assign \trace_0.potential[1]  = trace_0[41:26];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [5:4];
-  assign \config.elem  = \config [7:6];
-  assign \config.value  = \config [39:8];
-  assign \config$14.valid  = \config [0];
-  assign \config$14.target  = \config [3:1];
-  assign \config$14.addr  = \config [5:4];
-  assign \config$14.elem  = \config [7:6];
-  assign \config$14.value  = \config [39:8];
+  assign \config_fanout__payload.target  = config__payload[2:0];
+  assign \config_fanout__payload.addr  = config__payload[4:3];
+  assign \config_fanout__payload.elem  = config__payload[6:5];
+  assign \config_fanout__payload.value  = config__payload[38:7];
   assign \items__payload.index  = inputs__payload[0];
   assign \items__payload.value  = inputs__payload[2:1];
   assign \items__payload.step_end  = inputs__payload[3];
   assign \items__payload.seq_end  = inputs__payload[4];
-  assign \config$18.valid  = \config [0];
-  assign \config$18.target  = \config [3:1];
-  assign \config$18.addr  = \config [5:4];
-  assign \config$18.elem  = \config [7:6];
-  assign \config$18.value  = \config [39:8];
-  assign \items__payload$19.index  = \items__payload$19 [0];
-  assign \items__payload$19.value  = \items__payload$19 [11:1];
-  assign \items__payload$19.step_end  = \items__payload$19 [12];
-  assign \items__payload$19.seq_end  = \items__payload$19 [13];
-  assign \outputs__payload.index  = \items__payload$19 [0];
-  assign \outputs__payload.value  = \items__payload$19 [11:1];
-  assign \outputs__payload.step_end  = \items__payload$19 [12];
-  assign \outputs__payload.seq_end  = \items__payload$19 [13];
+  assign \items__payload$18.index  = \items__payload$18 [0];
+  assign \items__payload$18.value  = \items__payload$18 [11:1];
+  assign \items__payload$18.step_end  = \items__payload$18 [12];
+  assign \items__payload$18.seq_end  = \items__payload$18 [13];
+  assign \outputs__payload.index  = \items__payload$18 [0];
+  assign \outputs__payload.value  = \items__payload$18 [11:1];
+  assign \outputs__payload.step_end  = \items__payload$18 [12];
+  assign \outputs__payload.seq_end  = \items__payload$18 [13];
   assign \i__payload.index  = i__payload[1:0];
   assign \i__payload.value  = i__payload[3:2];
   assign \i__payload.step_end  = i__payload[4];
@@ -534,26 +531,33 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \trace.potential  = trace_0[41:10];
   assign \trace.potential[0]  = trace_0[25:10];
   assign \trace.potential[1]  = trace_0[41:26];
-  assign \config$32.valid  = \config [0];
-  assign \config$32.target  = \config [3:1];
-  assign \config$32.addr  = \config [5:4];
-  assign \config$32.elem  = \config [7:6];
-  assign \config$32.value  = \config [39:8];
-  assign \items__payload$33.index  = \items__payload$33 [1:0];
-  assign \items__payload$33.value  = \items__payload$33 [3:2];
-  assign \items__payload$33.step_end  = \items__payload$33 [4];
-  assign \items__payload$33.seq_end  = \items__payload$33 [5];
-  assign \o__payload.index  = \items__payload$33 [1:0];
-  assign \o__payload.value  = \items__payload$33 [3:2];
-  assign \o__payload.step_end  = \items__payload$33 [4];
-  assign \o__payload.seq_end  = \items__payload$33 [5];
-  assign \results__payload$39.logits  = results__payload[49:0];
-  assign \results__payload$39.logits[0]  = results__payload[24:0];
-  assign \results__payload$39.logits[1]  = results__payload[49:25];
-  assign \results__payload$39.group  = results__payload[50];
-  assign \results__payload$39.final  = results__payload[51];
-  assign \results__payload$39.class_index  = results__payload[52];
-  assign \results__payload$39.seq_end  = results__payload[53];
+  assign \config__payload$31.target  = config__payload[2:0];
+  assign \config__payload$31.addr  = config__payload[4:3];
+  assign \config__payload$31.elem  = config__payload[6:5];
+  assign \config__payload$31.value  = config__payload[38:7];
+  assign \config__payload$33.target  = config__payload[2:0];
+  assign \config__payload$33.addr  = config__payload[4:3];
+  assign \config__payload$33.elem  = config__payload[6:5];
+  assign \config__payload$33.value  = config__payload[38:7];
+  assign \config__payload$35.target  = config__payload[2:0];
+  assign \config__payload$35.addr  = config__payload[4:3];
+  assign \config__payload$35.elem  = config__payload[6:5];
+  assign \config__payload$35.value  = config__payload[38:7];
+  assign \items__payload$37.index  = \items__payload$37 [1:0];
+  assign \items__payload$37.value  = \items__payload$37 [3:2];
+  assign \items__payload$37.step_end  = \items__payload$37 [4];
+  assign \items__payload$37.seq_end  = \items__payload$37 [5];
+  assign \o__payload.index  = \items__payload$37 [1:0];
+  assign \o__payload.value  = \items__payload$37 [3:2];
+  assign \o__payload.step_end  = \items__payload$37 [4];
+  assign \o__payload.seq_end  = \items__payload$37 [5];
+  assign \results__payload$43.logits  = results__payload[49:0];
+  assign \results__payload$43.logits[0]  = results__payload[24:0];
+  assign \results__payload$43.logits[1]  = results__payload[49:25];
+  assign \results__payload$43.group  = results__payload[50];
+  assign \results__payload$43.final  = results__payload[51];
+  assign \results__payload$43.class_index  = results__payload[52];
+  assign \results__payload$43.seq_end  = results__payload[53];
   assign counters[1343:1312] = readout_items_writes;
   assign counters[1311:1280] = readout_items_reads;
   assign counters[1279:1248] = readout_bias_writes;
@@ -596,142 +600,86 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign counters[95:64] = result_stall_cycles;
   assign counters[63:32] = input_stall_cycles;
   assign counters[31:0] = cycles;
-  assign \config [39:8] = config__payload[38:7];
-  assign \config [7:6] = config__payload[6:5];
-  assign \config [5:4] = config__payload[4:3];
-  assign \config [3:1] = config__payload[2:0];
-  assign \config [0] = config__valid;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 , \config , items__valid, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, \trace$124 , layer0_events, layer0_saturations, layer0_items_reads, layer0_items_writes, layer0_item_overflows
-, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, clk);
+module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$66 , items__valid, \trace$84 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg [15:0] \$101 ;
-  reg [41:0] \$102 ;
-  reg [31:0] \$103 ;
-  reg [31:0] \$104 ;
-  reg [4:0] \$105 ;
-  wire \$106 ;
-  wire \$107 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [15:0] \$13 ;
   wire [15:0] \$14 ;
-  wire [15:0] \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire [15:0] \$18 ;
-  wire [15:0] \$19 ;
-  wire \$2 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire [15:0] \$2 ;
   wire \$20 ;
   wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [15:0] \$26 ;
-  wire [15:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire [3:0] \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire [1:0] \$35 ;
-  wire [32:0] \$36 ;
-  wire \$37 ;
-  wire [1:0] \$38 ;
-  wire [32:0] \$39 ;
-  wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [32:0] \$41 ;
-  wire \$42 ;
-  wire [1:0] \$43 ;
-  wire [32:0] \$44 ;
-  wire [1:0] \$45 ;
-  wire [32:0] \$46 ;
+  wire [1:0] \$22 ;
+  wire [2:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire [1:0] \$25 ;
+  wire [2:0] \$26 ;
+  wire [32:0] \$27 ;
+  reg [21:0] \$28 ;
+  reg \$29 ;
+  wire [15:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg \$32 ;
+  reg [1:0] \$33 ;
+  reg \$34 ;
+  reg \$35 ;
+  reg [15:0] \$36 ;
+  reg [31:0] \$37 ;
+  reg [31:0] \$38 ;
+  reg \$39 ;
+  wire [15:0] \$4 ;
+  reg [1:0] \$40 ;
+  reg \$41 ;
+  reg \$42 ;
+  reg [15:0] \$43 ;
+  reg [41:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
   wire \$47 ;
-  wire [1:0] \$48 ;
-  wire [32:0] \$49 ;
-  wire \$5 ;
-  wire [1:0] \$50 ;
-  wire [32:0] \$51 ;
-  wire \$52 ;
-  wire [1:0] \$53 ;
-  wire [32:0] \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire [32:0] \$59 ;
-  wire [3:0] \$6 ;
-  wire [1:0] \$60 ;
-  wire [2:0] \$61 ;
-  wire [32:0] \$62 ;
-  wire [1:0] \$63 ;
-  wire [2:0] \$64 ;
-  wire [32:0] \$65 ;
-  wire [5:0] \$66 ;
-  wire \$67 ;
-  wire [6:0] \$68 ;
-  reg [21:0] \$69 ;
+  wire \$48 ;
+  wire [15:0] \$5 ;
+  wire [15:0] \$6 ;
   wire \$7 ;
-  reg [31:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [21:0] \$78 ;
-  reg \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
-  reg [21:0] \$81 ;
-  reg [21:0] \$82 ;
-  reg [63:0] \$83 ;
-  reg [63:0] \$84 ;
-  reg [21:0] \$85 ;
-  reg [21:0] \$86 ;
-  reg \$87 ;
-  reg [31:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [2:0] \$9 ;
-  reg \$90 ;
-  reg [1:0] \$91 ;
-  reg \$92 ;
-  reg \$93 ;
-  reg [15:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg [31:0] \$96 ;
-  reg \$97 ;
-  reg [1:0] \$98 ;
-  reg \$99 ;
+  wire \$9 ;
   wire [18:0] acc;
-  wire [37:0] \acc$38 ;
-  wire [18:0] \acc$38[0] ;
-  wire [18:0] \acc$38[1] ;
-  wire [18:0] \acc$43 ;
-  wire [18:0] \acc$43.in ;
+  wire [37:0] \acc$13 ;
+  wire [18:0] \acc$13[0] ;
+  wire [18:0] \acc$13[1] ;
+  wire [18:0] \acc$18 ;
+  wire [18:0] \acc$18.in ;
   wire [18:0] \acc.in ;
   wire [1:0] changed;
   input clk;
   wire clk;
-  input [39:0] \config ;
-  wire [39:0] \config ;
-  wire [1:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [38:0] config__payload;
+  wire [38:0] config__payload;
+  wire [38:0] \config__payload$7 ;
+  wire [1:0] \config__payload$7.addr ;
+  wire [1:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [1:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$51 ;
   wire [8:0] entries__payload;
   wire \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -760,15 +708,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   output events__valid;
   wire events__valid;
   wire finalize;
-  (* init = 1'h0 *)
-  wire finalize4;
-  wire first;
+  reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$121 ;
+  wire \gate$81 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$119 ;
+  wire \hold$79 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [8:0] i__payload;
@@ -788,11 +734,11 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [10:0] \items__payload$1.value ;
-  wire [5:0] \items__payload$89 ;
-  wire [1:0] \items__payload$89.index ;
-  wire \items__payload$89.seq_end ;
-  wire \items__payload$89.step_end ;
-  wire [1:0] \items__payload$89.value ;
+  wire [5:0] \items__payload$65 ;
+  wire [1:0] \items__payload$65.index ;
+  wire \items__payload$65.seq_end ;
+  wire \items__payload$65.step_end ;
+  wire [1:0] \items__payload$65.value ;
   wire \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
@@ -800,17 +746,16 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   output items__ready;
   wire items__ready;
   wire \items__ready$3 ;
-  input \items__ready$90 ;
-  wire \items__ready$90 ;
+  input \items__ready$66 ;
+  wire \items__ready$66 ;
   input items__valid;
   wire items__valid;
   wire \items__valid$5 ;
-  wire \items__valid$93 ;
-  wire [1:0] lane_valid;
+  wire \items__valid$69 ;
   output [31:0] layer0_bias_reads;
-  reg [31:0] layer0_bias_reads = 32'd0;
+  wire [31:0] layer0_bias_reads;
   output [31:0] layer0_bias_writes;
-  reg [31:0] layer0_bias_writes = 32'd0;
+  wire [31:0] layer0_bias_writes;
   output [31:0] layer0_busy_cycles;
   wire [31:0] layer0_busy_cycles;
   output [31:0] layer0_events;
@@ -822,29 +767,29 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   output [31:0] layer0_items_writes;
   wire [31:0] layer0_items_writes;
   output [31:0] layer0_macs;
-  reg [31:0] layer0_macs = 32'd0;
+  wire [31:0] layer0_macs;
   output [31:0] layer0_params_reads;
-  reg [31:0] layer0_params_reads = 32'd0;
+  wire [31:0] layer0_params_reads;
   output [31:0] layer0_params_writes;
-  reg [31:0] layer0_params_writes = 32'd0;
+  wire [31:0] layer0_params_writes;
   output [31:0] layer0_saturations;
   reg [31:0] layer0_saturations = 32'd0;
   output [31:0] layer0_stall_cycles;
   wire [31:0] layer0_stall_cycles;
   output [31:0] layer0_state_reads;
-  reg [31:0] layer0_state_reads = 32'd0;
+  wire [31:0] layer0_state_reads;
   output [31:0] layer0_state_writes;
-  reg [31:0] layer0_state_writes = 32'd0;
+  wire [31:0] layer0_state_writes;
   output [31:0] layer0_steps;
   wire [31:0] layer0_steps;
   output [31:0] layer0_weights_reads;
-  reg [31:0] layer0_weights_reads = 32'd0;
+  wire [31:0] layer0_weights_reads;
   output [31:0] layer0_weights_writes;
-  reg [31:0] layer0_weights_writes = 32'd0;
+  wire [31:0] layer0_weights_writes;
   wire [31:0] \new ;
-  wire [31:0] \new$118 ;
-  wire [15:0] \new$118.d ;
-  wire [15:0] \new$118.v ;
+  wire [31:0] \new$78 ;
+  wire [15:0] \new$78.d ;
+  wire [15:0] \new$78.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
   reg [31:0] new_c4_0 = 32'd0;
@@ -864,9 +809,9 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire o__ready;
   wire o__valid;
   wire [31:0] old;
-  wire [31:0] \old$45 ;
-  wire [15:0] \old$45.d ;
-  wire [15:0] \old$45.v ;
+  wire [31:0] \old$20 ;
+  wire [15:0] \old$20.d ;
+  wire [15:0] \old$20.v ;
   wire [15:0] \old.d ;
   wire [15:0] \old.v ;
   reg [31:0] old_c4_0 = 32'd0;
@@ -878,64 +823,44 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [1:0] old_out_0;
   wire [1:0] old_out_1;
   wire [1:0] out;
-  wire [1:0] \out$120 ;
+  wire [1:0] \out$80 ;
   wire [1:0] out_0;
   wire [1:0] out_1;
   reg [1:0] out_c4_0 = 2'h0;
   reg [1:0] out_c4_1 = 2'h0;
   wire [22:0] params;
-  wire [22:0] \params$44 ;
-  wire [6:0] \params$44.in_shift ;
-  wire [15:0] \params$44.theta ;
+  wire [63:0] \params$15 ;
+  wire [15:0] \params$15[0] ;
+  wire [15:0] \params$15[1] ;
+  wire [15:0] \params$15[2] ;
+  wire [15:0] \params$15[3] ;
+  wire [22:0] \params$19 ;
+  wire [6:0] \params$19.in_shift ;
+  wire [15:0] \params$19.theta ;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  reg [63:0] params_c3 = 64'h0000000000000000;
-  wire [15:0] \params_c3[0] ;
-  wire [15:0] \params_c3[1] ;
-  wire [15:0] \params_c3[2] ;
-  wire [15:0] \params_c3[3] ;
-  wire port__addr;
-  wire \port__addr$10 ;
-  wire \port__addr$13 ;
-  wire \port__addr$20 ;
-  wire \port__addr$22 ;
-  reg \port__addr$33 ;
-  reg \port__addr$34 ;
-  wire \port__addr$47 ;
-  wire [15:0] port__data;
-  wire [63:0] \port__data$110 ;
-  wire [63:0] \port__data$111 ;
-  wire [31:0] \port__data$12 ;
-  wire [63:0] \port__data$15 ;
-  wire [15:0] \port__data$29 ;
-  wire [31:0] \port__data$31 ;
-  wire [63:0] \port__data$51 ;
-  wire [1:0] port__en;
-  wire [1:0] \port__en$11 ;
-  wire [3:0] \port__en$14 ;
-  reg \port__en$16 ;
-  reg \port__en$17 ;
-  reg \port__en$18 ;
-  reg \port__en$19 ;
-  reg \port__en$49  = 1'h0;
   wire [15:0] potential;
-  wire [15:0] \potential$123 ;
+  wire [15:0] \potential$83 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
-  wire [8:0] r_data;
-  wire r_en;
-  wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  wire [8:0] r__payload;
+  wire \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [1:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [3:0] \r__payload.value ;
+  wire [1:0] \r__payload.value[0] ;
+  wire [1:0] \r__payload.value[1] ;
+  wire r__ready;
+  wire r__valid;
+  wire reserve;
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$116 ;
-  wire \saturated$122 ;
+  wire \saturated$76 ;
+  wire \saturated$82 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
-  wire [37:0] seeds;
-  wire [18:0] \seeds[0] ;
-  wire [18:0] \seeds[1] ;
   wire [21:0] slot;
   wire [1:0] \slot.base ;
   wire \slot.empty ;
@@ -948,66 +873,6 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire \slot.step_last ;
   wire \slot.valid ;
   wire [10:0] \slot.value ;
-  reg [21:0] slot_c1 = 22'h000000;
-  wire [1:0] \slot_c1.base ;
-  wire \slot_c1.empty ;
-  wire \slot_c1.first ;
-  wire \slot_c1.group ;
-  wire \slot_c1.index ;
-  wire \slot_c1.last ;
-  wire \slot_c1.seq_end ;
-  wire \slot_c1.seq_first ;
-  wire \slot_c1.step_last ;
-  wire \slot_c1.valid ;
-  wire [10:0] \slot_c1.value ;
-  reg [21:0] slot_c2 = 22'h000000;
-  wire [1:0] \slot_c2.base ;
-  wire \slot_c2.empty ;
-  wire \slot_c2.first ;
-  wire \slot_c2.group ;
-  wire \slot_c2.index ;
-  wire \slot_c2.last ;
-  wire \slot_c2.seq_end ;
-  wire \slot_c2.seq_first ;
-  wire \slot_c2.step_last ;
-  wire \slot_c2.valid ;
-  wire [10:0] \slot_c2.value ;
-  reg [21:0] slot_c2a = 22'h000000;
-  wire [1:0] \slot_c2a.base ;
-  wire \slot_c2a.empty ;
-  wire \slot_c2a.first ;
-  wire \slot_c2a.group ;
-  wire \slot_c2a.index ;
-  wire \slot_c2a.last ;
-  wire \slot_c2a.seq_end ;
-  wire \slot_c2a.seq_first ;
-  wire \slot_c2a.step_last ;
-  wire \slot_c2a.valid ;
-  wire [10:0] \slot_c2a.value ;
-  reg [21:0] slot_c2b = 22'h000000;
-  wire [1:0] \slot_c2b.base ;
-  wire \slot_c2b.empty ;
-  wire \slot_c2b.first ;
-  wire \slot_c2b.group ;
-  wire \slot_c2b.index ;
-  wire \slot_c2b.last ;
-  wire \slot_c2b.seq_end ;
-  wire \slot_c2b.seq_first ;
-  wire \slot_c2b.step_last ;
-  wire \slot_c2b.valid ;
-  wire [10:0] \slot_c2b.value ;
-  reg [21:0] slot_c3 = 22'h000000;
-  wire [1:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire \slot_c3.group ;
-  wire \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [10:0] \slot_c3.value ;
   reg [21:0] slot_c4 = 22'h000000;
   wire [1:0] \slot_c4.base ;
   wire \slot_c4.empty ;
@@ -1021,27 +886,35 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
   wire starting;
-  reg [63:0] state_c3 = 64'h0000000000000000;
-  wire [15:0] \state_c3[0] ;
-  wire [15:0] \state_c3[1] ;
-  wire [15:0] \state_c3[2] ;
-  wire [15:0] \state_c3[3] ;
+  wire [63:0] state;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  wire [65:0] state_write;
+  wire \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
   wire [41:0] trace;
-  output [41:0] \trace$124 ;
-  reg [41:0] \trace$124  = 42'h00000000000;
-  wire [1:0] \trace$124.gate ;
-  wire \trace$124.gate[0] ;
-  wire \trace$124.gate[1] ;
-  wire \trace$124.group ;
-  wire [31:0] \trace$124.potential ;
-  wire [15:0] \trace$124.potential[0] ;
-  wire [15:0] \trace$124.potential[1] ;
-  wire \trace$124.seq_end ;
-  wire [3:0] \trace$124.state ;
-  wire [1:0] \trace$124.state[0] ;
-  wire [1:0] \trace$124.state[1] ;
-  wire \trace$124.step_end ;
-  wire \trace$124.valid ;
+  output [41:0] \trace$84 ;
+  reg [41:0] \trace$84  = 42'h00000000000;
+  wire [1:0] \trace$84.gate ;
+  wire \trace$84.gate[0] ;
+  wire \trace$84.gate[1] ;
+  wire \trace$84.group ;
+  wire [31:0] \trace$84.potential ;
+  wire [15:0] \trace$84.potential[0] ;
+  wire [15:0] \trace$84.potential[1] ;
+  wire \trace$84.seq_end ;
+  wire [3:0] \trace$84.state ;
+  wire [1:0] \trace$84.state[0] ;
+  wire [1:0] \trace$84.state[1] ;
+  wire \trace$84.step_end ;
+  wire \trace$84.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -1055,275 +928,129 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   wire [1:0] \trace.state[1] ;
   wire \trace.step_end ;
   wire \trace.valid ;
-  wire use_acc;
-  reg use_acc2 = 1'h0;
-  wire valid;
-  wire [10:0] value;
-  wire [8:0] w_data;
+  wire [8:0] w__payload;
+  wire \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [1:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [3:0] \w__payload.value ;
+  wire [1:0] \w__payload.value[0] ;
+  wire [1:0] \w__payload.value[1] ;
   (* init = 1'h0 *)
-  wire w_en;
-  wire [15:0] weights;
-  wire [7:0] \weights[0] ;
-  wire [7:0] \weights[1] ;
-  reg [31:0] bias [1:0];
-  initial begin
-    bias[0] = 32'd89588291;
-    bias[1] = 32'd3194616082;
-  end
-  always @(posedge clk) begin
-    if (\$6 [0])
-      bias[\config [4]][15:0] <= \port__data$12 [15:0];
-    if (\$6 [1])
-      bias[\config [4]][31:16] <= \port__data$12 [31:16];
-  end
-  reg [31:0] _0_;
-  always @(posedge clk) begin
-    if (\port__en$17 ) begin
-      _0_ <= bias[slot_c1[1]];
-    end
-  end
-  assign \port__data$31  = _0_;
-  reg [63:0] \params$137  [1:0];
-  initial begin
-    \params$137 [0] = 64'h09c8000104100003;
-    \params$137 [1] = 64'h04750002f4390001;
-  end
-  always @(posedge clk) begin
-    if (\port__en$14 [0])
-      \params$137 [\config [4]][15:0] <= \port__data$15 [15:0];
-    if (\port__en$14 [1])
-      \params$137 [\config [4]][31:16] <= \port__data$15 [31:16];
-    if (\port__en$14 [2])
-      \params$137 [\config [4]][47:32] <= \port__data$15 [47:32];
-    if (\port__en$14 [3])
-      \params$137 [\config [4]][63:48] <= \port__data$15 [63:48];
-  end
-  reg [63:0] _1_;
-  always @(posedge clk) begin
-    if (\port__en$18 ) begin
-      _1_ <= \params$137 [\port__addr$33 ];
-    end
-  end
-  assign \port__data$110  = _1_;
-  reg [63:0] state [1:0];
-  initial begin
-    state[0] = 64'h0000000000000000;
-    state[1] = 64'h0000000000000000;
-  end
-  always @(posedge clk) begin
-    if (\port__en$49 )
-      state[slot_c4[1]] <= \port__data$51 ;
-  end
-  reg [63:0] _2_;
-  always @(posedge clk) begin
-    if (\port__en$19 ) begin
-      _2_ <= state[\port__addr$34 ];
-    end
-  end
-  assign \port__data$111  = _2_;
-  reg [15:0] \weights$135  [1:0];
-  initial begin
-    \weights$135 [0] = 16'h4590;
-    \weights$135 [1] = 16'h78be;
-  end
-  always @(posedge clk) begin
-    if (\$3 [0])
-      \weights$135 [\config [4]][7:0] <= port__data[7:0];
-    if (\$3 [1])
-      \weights$135 [\config [4]][15:8] <= port__data[15:8];
-  end
-  reg [15:0] _3_;
-  always @(posedge clk) begin
-    if (\port__en$16 ) begin
-      _3_ <= \weights$135 [\$9 [0]];
-    end
-  end
-  assign \port__data$29  = _3_;
-  assign \$1  = ! \config [3:1];
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [7:6];
-  assign \$4  = \config [3:1] == 1'h1;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [7:6];
-  assign \$7  = \config [3:1] == 2'h2;
-  assign \$8  = \config [0] & \$7 ;
-  assign \port__en$14  = \$8  << \config [7:6];
-  assign \$9  = slot_c1[3:2] + slot_c1[10];
-  assign \$10  = ~ slot_c1[9];
-  assign \$11  = slot_c1[0] & \$10 ;
-  assign \$12  = slot_c1[0] & slot_c1[4];
-  assign weights = slot_c2[9] ? 16'h0000 : \port__data$29 ;
-  assign \$13  = slot_c2a[0] & slot_c2a[5];
-  assign finalize = slot_c3[0] & slot_c3[5];
-  assign \$14  = slot_c3[7] ? 16'h0000 : state_c3[15:0];
-  assign \$15  = slot_c3[7] ? 16'h0000 : state_c3[31:16];
-  assign \$16  = slot_c3[7] ? 16'h0000 : state_c3[47:32];
-  assign \$17  = slot_c3[7] ? 16'h0000 : state_c3[63:48];
-  assign \$18  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
-  assign \$19  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
-  assign out_0 = hold_c4_0 ? { 1'h0, old_c4_0[16] } : out_c4_0;
-  assign \$20  = out_0 != old_c4_0[16];
-  assign \$24  = | out_0;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = hold_c4_1 ? old_c4_1[15:0] : new_c4_1[15:0];
-  assign \$27  = hold_c4_1 ? old_c4_1[31:16] : new_c4_1[31:16];
-  assign out_1 = hold_c4_1 ? { 1'h0, old_c4_1[16] } : out_c4_1;
-  assign \$28  = out_1 != old_c4_1[16];
-  assign \$32  = | out_1;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = slot_c4[6] & slot_c4[8];
-  assign credit = reserved < 5'h10;
-  assign \$35  = 1'h0 + \port__en$16 ;
-  assign \$36  = layer0_weights_reads + \$35 ;
-  assign \$37  = | \$3 [1:0];
-  assign \$38  = 1'h0 + \$37 ;
-  assign \$39  = layer0_weights_writes + \$38 ;
-  assign \$40  = 1'h0 + \port__en$17 ;
-  assign \$41  = layer0_bias_reads + \$40 ;
-  assign \$42  = | \$6 [1:0];
-  assign \$43  = 1'h0 + \$42 ;
-  assign \$44  = layer0_bias_writes + \$43 ;
-  assign \$45  = 1'h0 + \port__en$18 ;
-  assign \$46  = layer0_params_reads + \$45 ;
-  assign \$47  = | \port__en$14 ;
-  assign \$48  = 1'h0 + \$47 ;
-  assign \$49  = layer0_params_writes + \$48 ;
-  assign \$50  = 1'h0 + \port__en$19 ;
-  assign \$51  = layer0_state_reads + \$50 ;
-  assign \$53  = 1'h0 + \$52 ;
-  assign \$54  = layer0_state_writes + \$53 ;
-  assign \$55  = ~ slot_c2[9];
-  assign \$56  = slot_c2[0] & \$55 ;
-  assign \$57  = | slot_c2[21:11];
-  assign \$58  = \$56  & \$57 ;
-  assign \$59  = layer0_macs + 2'h2;
-  assign \$60  = 1'h0 + changed[0];
-  assign \$61  = \$60  + changed[1];
-  assign \$62  = layer0_events + \$61 ;
-  assign \$63  = 1'h0 + saturated[0];
-  assign \$64  = \$63  + saturated[1];
-  assign \$65  = layer0_saturations + \$64 ;
-  assign \$66  = reserved + starting;
-  assign \$67  = r_en & i__valid;
-  assign \$68  = \$66  - \$67 ;
+  wire w__valid;
   always @(posedge clk)
-    slot_c1 <= \$69 ;
+    gate_c4_0 <= \$34 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$70 ;
+    saturated_c4_0 <= \$35 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$71 ;
+    potential_c4_0 <= \$36 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$72 ;
+    new_c4_1 <= \$37 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$73 ;
+    old_c4_1 <= \$38 ;
   always @(posedge clk)
-    layer0_params_reads <= \$74 ;
+    hold_c4_1 <= \$39 ;
   always @(posedge clk)
-    layer0_params_writes <= \$75 ;
+    out_c4_1 <= \$40 ;
   always @(posedge clk)
-    layer0_state_reads <= \$76 ;
+    gate_c4_1 <= \$41 ;
   always @(posedge clk)
-    layer0_state_writes <= \$77 ;
+    saturated_c4_1 <= \$42 ;
   always @(posedge clk)
-    slot_c2 <= \$78 ;
+    potential_c4_1 <= \$43 ;
   always @(posedge clk)
-    use_acc2 <= \$79 ;
+    \trace$84  <= \$44 ;
   always @(posedge clk)
-    layer0_macs <= \$80 ;
+    layer0_events <= \$45 ;
   always @(posedge clk)
-    slot_c2a <= \$81 ;
+    layer0_saturations <= \$46 ;
+  assign finalize = slot[0] & slot[5];
+  assign \$1  = slot[7] ? 16'h0000 : state[15:0];
+  assign \$2  = slot[7] ? 16'h0000 : state[31:16];
+  assign \$3  = slot[7] ? 16'h0000 : state[47:32];
+  assign \$4  = slot[7] ? 16'h0000 : state[63:48];
+  assign \$5  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
+  assign \$6  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
+  assign out_0 = hold_c4_0 ? old_c4_0[17:16] : out_c4_0;
+  assign \$7  = out_0 != old_c4_0[17:16];
+  assign \$11  = | out_0;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = hold_c4_1 ? old_c4_1[15:0] : new_c4_1[15:0];
+  assign \$14  = hold_c4_1 ? old_c4_1[31:16] : new_c4_1[31:16];
+  assign out_1 = hold_c4_1 ? old_c4_1[17:16] : out_c4_1;
+  assign \$15  = out_1 != old_c4_1[17:16];
+  assign \$19  = | out_1;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = slot_c4[6] & slot_c4[8];
+  assign \$22  = 1'h0 + changed[0];
+  assign \$23  = \$22  + changed[1];
+  assign \$24  = layer0_events + \$23 ;
+  assign \$25  = 1'h0 + saturated[0];
+  assign \$26  = \$25  + saturated[1];
+  assign \$27  = layer0_saturations + \$26 ;
   always @(posedge clk)
-    slot_c2b <= \$82 ;
+    slot_c4 <= \$28 ;
   always @(posedge clk)
-    params_c3 <= \$83 ;
+    finalize4 <= \$29 ;
   always @(posedge clk)
-    state_c3 <= \$84 ;
+    new_c4_0 <= \$30 ;
   always @(posedge clk)
-    slot_c3 <= \$85 ;
+    old_c4_0 <= \$31 ;
   always @(posedge clk)
-    slot_c4 <= \$86 ;
+    hold_c4_0 <= \$32 ;
   always @(posedge clk)
-    \port__en$49  <= \$87 ;
-  always @(posedge clk)
-    new_c4_0 <= \$88 ;
-  always @(posedge clk)
-    old_c4_0 <= \$89 ;
-  always @(posedge clk)
-    hold_c4_0 <= \$90 ;
-  always @(posedge clk)
-    out_c4_0 <= \$91 ;
-  always @(posedge clk)
-    gate_c4_0 <= \$92 ;
-  always @(posedge clk)
-    saturated_c4_0 <= \$93 ;
-  always @(posedge clk)
-    potential_c4_0 <= \$94 ;
-  always @(posedge clk)
-    new_c4_1 <= \$95 ;
-  always @(posedge clk)
-    old_c4_1 <= \$96 ;
-  always @(posedge clk)
-    hold_c4_1 <= \$97 ;
-  always @(posedge clk)
-    out_c4_1 <= \$98 ;
-  always @(posedge clk)
-    gate_c4_1 <= \$99 ;
-  always @(posedge clk)
-    saturated_c4_1 <= \$100 ;
-  always @(posedge clk)
-    potential_c4_1 <= \$101 ;
-  always @(posedge clk)
-    \trace$124  <= \$102 ;
-  always @(posedge clk)
-    layer0_events <= \$103 ;
-  always @(posedge clk)
-    layer0_saturations <= \$104 ;
-  always @(posedge clk)
-    reserved <= \$105 ;
+    out_c4_0 <= \$33 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
-    .r_data(i__payload),
-    .r_en(r_en),
-    .r_rdy(i__valid),
+    .credit(credit),
+    .r__payload(i__payload),
+    .r__valid(i__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(\port__en$49 ),
-    .w_port__data(entry)
+    .w_data(entry),
+    .w_en(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
-    .i__ready(r_en),
+    .i__ready(r__ready),
     .i__valid(i__valid),
     .o__payload(entries__payload),
     .o__ready(o__ready),
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.issue  issue (
+  \accelerator.layer0.front  front (
+    .acc(\acc$13 ),
     .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
     .credit(credit),
     .items__payload(items__payload),
     .items__ready(items__ready),
     .items__valid(items__valid),
+    .layer0_bias_reads(layer0_bias_reads),
+    .layer0_bias_writes(layer0_bias_writes),
     .layer0_busy_cycles(layer0_busy_cycles),
     .layer0_item_overflows(layer0_item_overflows),
     .layer0_items_reads(layer0_items_reads),
     .layer0_items_writes(layer0_items_writes),
+    .layer0_macs(layer0_macs),
+    .layer0_params_reads(layer0_params_reads),
+    .layer0_params_writes(layer0_params_writes),
     .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_state_reads(layer0_state_reads),
+    .layer0_state_writes(layer0_state_writes),
     .layer0_steps(layer0_steps),
+    .layer0_weights_reads(layer0_weights_reads),
+    .layer0_weights_writes(layer0_weights_writes),
+    .params(\params$15 ),
     .rst(rst),
-    .\slot$21 (slot),
-    .starting(starting)
-  );
-  \accelerator.layer0.lanes  lanes (
-    .acc(\acc$38 ),
-    .clk(clk),
-    .first(slot_c2[4]),
-    .rst(rst),
-    .seeds(seeds),
-    .valid(slot_c2[0]),
-    .value(slot_c2[21:11]),
-    .weights(weights)
+    .\slot$64 (slot),
+    .starting(reserve),
+    .state(state),
+    .state_write(state_write)
   );
   \accelerator.layer0.serializer  serializer (
     .clk(clk),
@@ -1331,375 +1058,195 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$90 ),
+    .items__ready(\items__ready$66 ),
     .items__valid(events__valid),
     .rst(rst)
   );
   \accelerator.layer0.update_0  update_0 (
-    .acc(\acc$38 [18:0]),
+    .acc(\acc$13 [18:0]),
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$482$0 (\$106 ),
+    .\port$482$0 (\$47 ),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$116 )
+    .v_new_clipped(\saturated$76 )
   );
   \accelerator.layer0.update_1  update_1 (
-    .acc(\acc$38 [37:19]),
-    .\new (\new$118 ),
-    .old(\old$45 ),
-    .params(\params$44 ),
-    .\port$504$0 (\$107 ),
-    .spike(\gate$121 ),
-    .v_new(\potential$123 ),
-    .v_new_clipped(\saturated$122 )
+    .acc(\acc$13 [37:19]),
+    .\new (\new$78 ),
+    .old(\old$20 ),
+    .params(\params$19 ),
+    .\port$504$0 (\$48 ),
+    .spike(\gate$81 ),
+    .v_new(\potential$83 ),
+    .v_new_clipped(\saturated$82 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$16  = 1'h0;
-    if (\$11 ) begin
-      \port__en$16  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$17  = 1'h0;
-    if (\$12 ) begin
-      \port__en$17  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$18  = 1'h0;
-    if (\$13 ) begin
-      \port__en$18  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__en$19  = 1'h0;
-    if (\$13 ) begin
-      \port__en$19  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$33  = 1'h0;
-    if (\$13 ) begin
-      \port__addr$33  = slot_c2a[1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \port__addr$34  = 1'h0;
-    if (\$13 ) begin
-      \port__addr$34  = slot_c2a[1];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = slot;
+    \$34  = gate;
     if (rst) begin
-      \$69  = 22'h000000;
+      \$34  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = \$36 [31:0];
+    \$35  = \saturated$76 ;
     if (rst) begin
-      \$70  = 32'd0;
+      \$35  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$39 [31:0];
+    \$36  = potential;
     if (rst) begin
-      \$71  = 32'd0;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$41 [31:0];
+    \$37  = \new$78 ;
     if (rst) begin
-      \$72  = 32'd0;
+      \$37  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$44 [31:0];
+    \$38  = \old$20 ;
     if (rst) begin
-      \$73  = 32'd0;
+      \$38  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$46 [31:0];
+    \$39  = 1'h0;
     if (rst) begin
-      \$74  = 32'd0;
+      \$39  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = \$49 [31:0];
+    \$40  = { 1'h0, \$48  };
     if (rst) begin
-      \$75  = 32'd0;
+      \$40  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = \$51 [31:0];
+    \$41  = \gate$81 ;
     if (rst) begin
-      \$76  = 32'd0;
+      \$41  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \$54 [31:0];
+    \$42  = \saturated$82 ;
     if (rst) begin
-      \$77  = 32'd0;
+      \$42  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = slot_c1;
+    \$43  = \potential$83 ;
     if (rst) begin
-      \$78  = 22'h000000;
+      \$43  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = 1'h0;
+    \$44  = trace;
     if (rst) begin
-      \$79  = 1'h0;
+      \$44  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = layer0_macs;
-    if (\$58 ) begin
-      \$80  = \$59 [31:0];
+    \$45  = layer0_events;
+    if (finalize4) begin
+      \$45  = \$24 [31:0];
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = slot_c2;
+    \$46  = layer0_saturations;
+    if (finalize4) begin
+      \$46  = \$27 [31:0];
+    end
     if (rst) begin
-      \$81  = 22'h000000;
+      \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = slot_c2a;
+    \$28  = slot;
     if (rst) begin
-      \$82  = 22'h000000;
+      \$28  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = \port__data$110 ;
+    \$29  = finalize;
     if (rst) begin
-      \$83  = 64'h0000000000000000;
+      \$29  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = \port__data$111 ;
+    \$30  = \new ;
     if (rst) begin
-      \$84  = 64'h0000000000000000;
+      \$30  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = slot_c2b;
+    \$31  = old;
     if (rst) begin
-      \$85  = 22'h000000;
+      \$31  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = slot_c3;
+    \$32  = 1'h0;
     if (rst) begin
-      \$86  = 22'h000000;
+      \$32  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = finalize;
+    \$33  = { 1'h0, \$47  };
     if (rst) begin
-      \$87  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = \new ;
-    if (rst) begin
-      \$88  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = old;
-    if (rst) begin
-      \$89  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = 1'h0;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = { 1'h0, \$106  };
-    if (rst) begin
-      \$91  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = gate;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = \saturated$116 ;
-    if (rst) begin
-      \$93  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = potential;
-    if (rst) begin
-      \$94  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \new$118 ;
-    if (rst) begin
-      \$95  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \old$45 ;
-    if (rst) begin
-      \$96  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = 1'h0;
-    if (rst) begin
-      \$97  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = { 1'h0, \$107  };
-    if (rst) begin
-      \$98  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \gate$121 ;
-    if (rst) begin
-      \$99  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \saturated$122 ;
-    if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \potential$123 ;
-    if (rst) begin
-      \$101  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = trace;
-    if (rst) begin
-      \$102  = 42'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = layer0_events;
-    if (\port__en$49 ) begin
-      \$103  = \$62 [31:0];
-    end
-    if (rst) begin
-      \$103  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = layer0_saturations;
-    if (\port__en$49 ) begin
-      \$104  = \$65 [31:0];
-    end
-    if (rst) begin
-      \$104  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \$68 [4:0];
-    if (rst) begin
-      \$105  = 5'h00;
+      \$33  = 2'h0;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [4];
-  assign port__en = \$3 [1:0];
-  assign \port__addr$10  = \config [4];
-  assign \port__en$11  = \$6 [1:0];
-  assign \port__addr$13  = \config [4];
-  assign \port__addr$20  = \$9 [0];
-  assign \port__addr$22  = slot_c1[1];
-  assign use_acc = 1'h0;
-  assign valid = slot_c2[0];
-  assign first = slot_c2[4];
-  assign value = slot_c2[21:11];
-  assign acc = \acc$38 [18:0];
-  assign \acc$43  = \acc$38 [37:19];
-  assign \port__addr$47  = slot_c4[1];
-  assign finalize4 = \port__en$49 ;
-  assign old_out_0 = { 1'h0, old_c4_0[16] };
-  assign old_out_1 = { 1'h0, old_c4_1[16] };
-  assign w_data = entry;
-  assign w_en = \port__en$49 ;
-  assign r_data = i__payload;
-  assign r_rdy = i__valid;
-  assign i__ready = r_en;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign acc = \acc$13 [18:0];
+  assign \acc$18  = \acc$13 [37:19];
+  assign old_out_0 = old_c4_0[17:16];
+  assign old_out_1 = old_c4_1[17:16];
+  assign w__payload = entry;
+  assign w__valid = finalize4;
+  assign starting = reserve;
+  assign \credit$51  = credit;
+  assign r__payload = i__payload;
+  assign i__ready = r__ready;
+  assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$89  = events__payload;
-  assign events__ready = \items__ready$90 ;
-  assign \items__valid$93  = events__valid;
+  assign \items__payload$65  = events__payload;
+  assign events__ready = \items__ready$66 ;
+  assign \items__valid$69  = events__valid;
   assign hold = 1'h0;
-  assign out = { 1'h0, \$106  };
-  assign \hold$119  = 1'h0;
-  assign \out$120  = { 1'h0, \$107  };
+  assign out = { 1'h0, \$47  };
+  assign \hold$79  = 1'h0;
+  assign \out$80  = { 1'h0, \$48  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1708,79 +1255,52 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \items__payload$1.value  = items__payload[11:1];
   assign \items__payload$1.step_end  = items__payload[12];
   assign \items__payload$1.seq_end  = items__payload[13];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [5:4];
-  assign \config.elem  = \config [7:6];
-  assign \config.value  = \config [39:8];
-  assign \slot_c1.valid  = slot_c1[0];
-  assign \slot_c1.group  = slot_c1[1];
-  assign \slot_c1.base  = slot_c1[3:2];
-  assign \slot_c1.first  = slot_c1[4];
-  assign \slot_c1.last  = slot_c1[5];
-  assign \slot_c1.step_last  = slot_c1[6];
-  assign \slot_c1.seq_first  = slot_c1[7];
-  assign \slot_c1.seq_end  = slot_c1[8];
-  assign \slot_c1.empty  = slot_c1[9];
-  assign \slot_c1.index  = slot_c1[10];
-  assign \slot_c1.value  = slot_c1[21:11];
-  assign \slot_c2.valid  = slot_c2[0];
-  assign \slot_c2.group  = slot_c2[1];
-  assign \slot_c2.base  = slot_c2[3:2];
-  assign \slot_c2.first  = slot_c2[4];
-  assign \slot_c2.last  = slot_c2[5];
-  assign \slot_c2.step_last  = slot_c2[6];
-  assign \slot_c2.seq_first  = slot_c2[7];
-  assign \slot_c2.seq_end  = slot_c2[8];
-  assign \slot_c2.empty  = slot_c2[9];
-  assign \slot_c2.index  = slot_c2[10];
-  assign \slot_c2.value  = slot_c2[21:11];
-  assign \weights[0]  = weights[7:0];
-  assign \weights[1]  = weights[15:8];
-  assign \seeds[0]  = seeds[18:0];
-  assign \seeds[1]  = seeds[37:19];
-  assign \slot_c2a.valid  = slot_c2a[0];
-  assign \slot_c2a.group  = slot_c2a[1];
-  assign \slot_c2a.base  = slot_c2a[3:2];
-  assign \slot_c2a.first  = slot_c2a[4];
-  assign \slot_c2a.last  = slot_c2a[5];
-  assign \slot_c2a.step_last  = slot_c2a[6];
-  assign \slot_c2a.seq_first  = slot_c2a[7];
-  assign \slot_c2a.seq_end  = slot_c2a[8];
-  assign \slot_c2a.empty  = slot_c2a[9];
-  assign \slot_c2a.index  = slot_c2a[10];
-  assign \slot_c2a.value  = slot_c2a[21:11];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[1];
-  assign \slot_c3.base  = slot_c3[3:2];
-  assign \slot_c3.first  = slot_c3[4];
-  assign \slot_c3.last  = slot_c3[5];
-  assign \slot_c3.step_last  = slot_c3[6];
-  assign \slot_c3.seq_first  = slot_c3[7];
-  assign \slot_c3.seq_end  = slot_c3[8];
-  assign \slot_c3.empty  = slot_c3[9];
-  assign \slot_c3.index  = slot_c3[10];
-  assign \slot_c3.value  = slot_c3[21:11];
-  assign \acc.in  = \acc$38 [18:0];
-  assign \acc$38[0]  = \acc$38 [18:0];
-  assign \acc$38[1]  = \acc$38 [37:19];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[4:3];
+  assign \config__payload.elem  = config__payload[6:5];
+  assign \config__payload.value  = config__payload[38:7];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[4:3];
+  assign \config__payload$7.elem  = config__payload[6:5];
+  assign \config__payload$7.value  = config__payload[38:7];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[3:2];
+  assign \slot.first  = slot[4];
+  assign \slot.last  = slot[5];
+  assign \slot.step_last  = slot[6];
+  assign \slot.seq_first  = slot[7];
+  assign \slot.seq_end  = slot[8];
+  assign \slot.empty  = slot[9];
+  assign \slot.index  = slot[10];
+  assign \slot.value  = slot[21:11];
+  assign \acc.in  = \acc$13 [18:0];
+  assign \acc$13[0]  = \acc$13 [18:0];
+  assign \acc$13[1]  = \acc$13 [37:19];
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
-  assign \params_c3[0]  = params_c3[15:0];
-  assign \params_c3[1]  = params_c3[31:16];
-  assign \params_c3[2]  = params_c3[47:32];
-  assign \params_c3[3]  = params_c3[63:48];
+  assign \params$15[0]  = \params$15 [15:0];
+  assign \params$15[1]  = \params$15 [31:16];
+  assign \params$15[2]  = \params$15 [47:32];
+  assign \params$15[3]  = \params$15 [63:48];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
-  assign \state_c3[0]  = state_c3[15:0];
-  assign \state_c3[1]  = state_c3[31:16];
-  assign \state_c3[2]  = state_c3[47:32];
-  assign \state_c3[3]  = state_c3[63:48];
-  assign \acc$43.in  = \acc$38 [37:19];
-  assign \params$44.in_shift  = \params$44 [6:0];
-  assign \params$44.theta  = \params$44 [22:7];
-  assign \old$45.v  = \old$45 [15:0];
-  assign \old$45.d  = \old$45 [31:16];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \acc$18.in  = \acc$13 [37:19];
+  assign \params$19.in_shift  = \params$19 [6:0];
+  assign \params$19.theta  = \params$19 [22:7];
+  assign \old$20.v  = \old$20 [15:0];
+  assign \old$20.d  = \old$20 [31:16];
+  assign \state_write.addr  = state_write[0];
+  assign \state_write.en  = state_write[1];
+  assign \state_write.data  = state_write[65:2];
+  assign \state_write.data[0]  = state_write[17:2];
+  assign \state_write.data[1]  = state_write[33:18];
+  assign \state_write.data[2]  = state_write[49:34];
+  assign \state_write.data[3]  = state_write[65:50];
   assign \slot_c4.valid  = slot_c4[0];
   assign \slot_c4.group  = slot_c4[1];
   assign \slot_c4.base  = slot_c4[3:2];
@@ -1820,6 +1340,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \new_c4_1.d  = new_c4_1[31:16];
   assign \old_c4_1.v  = old_c4_1[15:0];
   assign \old_c4_1.d  = old_c4_1[31:16];
+  assign \w__payload.mask  = entry[1:0];
+  assign \w__payload.value  = entry[5:2];
+  assign \w__payload.value[0]  = entry[3:2];
+  assign \w__payload.value[1]  = entry[5:4];
+  assign \w__payload.group  = entry[6];
+  assign \w__payload.marker  = entry[7];
+  assign \w__payload.seq_end  = entry[8];
   assign \i__payload.mask  = i__payload[1:0];
   assign \i__payload.value  = i__payload[5:2];
   assign \i__payload.value[0]  = i__payload[3:2];
@@ -1827,6 +1354,13 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \i__payload.group  = i__payload[6];
   assign \i__payload.marker  = i__payload[7];
   assign \i__payload.seq_end  = i__payload[8];
+  assign \r__payload.mask  = i__payload[1:0];
+  assign \r__payload.value  = i__payload[5:2];
+  assign \r__payload.value[0]  = i__payload[3:2];
+  assign \r__payload.value[1]  = i__payload[5:4];
+  assign \r__payload.group  = i__payload[6];
+  assign \r__payload.marker  = i__payload[7];
+  assign \r__payload.seq_end  = i__payload[8];
   assign \entries__payload.mask  = entries__payload[1:0];
   assign \entries__payload.value  = entries__payload[5:2];
   assign \entries__payload.value[0]  = entries__payload[3:2];
@@ -1845,106 +1379,165 @@ module \accelerator.layer0 (rst, items__payload, items__ready, \items__ready$90 
   assign \events__payload.value  = events__payload[3:2];
   assign \events__payload.step_end  = events__payload[4];
   assign \events__payload.seq_end  = events__payload[5];
-  assign \items__payload$89.index  = events__payload[1:0];
-  assign \items__payload$89.value  = events__payload[3:2];
-  assign \items__payload$89.step_end  = events__payload[4];
-  assign \items__payload$89.seq_end  = events__payload[5];
-  assign \slot.valid  = slot[0];
-  assign \slot.group  = slot[1];
-  assign \slot.base  = slot[3:2];
-  assign \slot.first  = slot[4];
-  assign \slot.last  = slot[5];
-  assign \slot.step_last  = slot[6];
-  assign \slot.seq_first  = slot[7];
-  assign \slot.seq_end  = slot[8];
-  assign \slot.empty  = slot[9];
-  assign \slot.index  = slot[10];
-  assign \slot.value  = slot[21:11];
-  assign \slot_c2b.valid  = slot_c2b[0];
-  assign \slot_c2b.group  = slot_c2b[1];
-  assign \slot_c2b.base  = slot_c2b[3:2];
-  assign \slot_c2b.first  = slot_c2b[4];
-  assign \slot_c2b.last  = slot_c2b[5];
-  assign \slot_c2b.step_last  = slot_c2b[6];
-  assign \slot_c2b.seq_first  = slot_c2b[7];
-  assign \slot_c2b.seq_end  = slot_c2b[8];
-  assign \slot_c2b.empty  = slot_c2b[9];
-  assign \slot_c2b.index  = slot_c2b[10];
-  assign \slot_c2b.value  = slot_c2b[21:11];
+  assign \items__payload$65.index  = events__payload[1:0];
+  assign \items__payload$65.value  = events__payload[3:2];
+  assign \items__payload$65.step_end  = events__payload[4];
+  assign \items__payload$65.seq_end  = events__payload[5];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new$118.v  = \new$118 [15:0];
-  assign \new$118.d  = \new$118 [31:16];
-  assign \trace$124.valid  = \trace$124 [0];
-  assign \trace$124.group  = \trace$124 [1];
-  assign \trace$124.step_end  = \trace$124 [2];
-  assign \trace$124.seq_end  = \trace$124 [3];
-  assign \trace$124.state  = \trace$124 [7:4];
-  assign \trace$124.state[0]  = \trace$124 [5:4];
-  assign \trace$124.state[1]  = \trace$124 [7:6];
-  assign \trace$124.gate  = \trace$124 [9:8];
-  assign \trace$124.gate[0]  = \trace$124 [8];
-  assign \trace$124.gate[1]  = \trace$124 [9];
-  assign \trace$124.potential  = \trace$124 [41:10];
-  assign \trace$124.potential[0]  = \trace$124 [25:10];
-  assign \trace$124.potential[1]  = \trace$124 [41:26];
+  assign \new$78.v  = \new$78 [15:0];
+  assign \new$78.d  = \new$78 [31:16];
+  assign \trace$84.valid  = \trace$84 [0];
+  assign \trace$84.group  = \trace$84 [1];
+  assign \trace$84.step_end  = \trace$84 [2];
+  assign \trace$84.seq_end  = \trace$84 [3];
+  assign \trace$84.state  = \trace$84 [7:4];
+  assign \trace$84.state[0]  = \trace$84 [5:4];
+  assign \trace$84.state[1]  = \trace$84 [7:6];
+  assign \trace$84.gate  = \trace$84 [9:8];
+  assign \trace$84.gate[0]  = \trace$84 [8];
+  assign \trace$84.gate[1]  = \trace$84 [9];
+  assign \trace$84.potential  = \trace$84 [41:10];
+  assign \trace$84.potential[0]  = \trace$84 [25:10];
+  assign \trace$84.potential[1]  = \trace$84 [41:26];
   assign entry[8] = slot_c4[8];
-  assign entry[7] = \$34 ;
+  assign entry[7] = \$21 ;
   assign entry[6] = slot_c4[1];
   assign entry[5:4] = out_1;
-  assign entry[1] = \$33 ;
+  assign entry[1] = \$20 ;
   assign entry[3:2] = out_0;
-  assign entry[0] = \$25 ;
+  assign entry[0] = \$12 ;
   assign trace[3] = slot_c4[8];
   assign trace[2] = slot_c4[6];
   assign trace[1] = slot_c4[1];
-  assign trace[0] = \port__en$49 ;
+  assign trace[0] = finalize4;
   assign trace[41:26] = potential_c4_1;
   assign trace[9] = gate_c4_1;
   assign trace[7:6] = out_1;
   assign trace[25:10] = potential_c4_0;
   assign trace[8] = gate_c4_0;
   assign trace[5:4] = out_0;
-  assign saturated[1] = \$30 ;
-  assign saturated[0] = \$22 ;
-  assign changed[1] = \$29 ;
-  assign changed[0] = \$21 ;
-  assign \port__data$51 [63:48] = \$27 ;
-  assign \port__data$51 [47:32] = \$26 ;
-  assign \port__data$51 [31:16] = \$19 ;
-  assign \port__data$51 [15:0] = \$18 ;
-  assign lane_valid[1] = 1'h1;
-  assign lane_valid[0] = 1'h1;
-  assign \old$45 [31:16] = \$17 ;
-  assign \old$45 [15:0] = \$16 ;
-  assign \params$44 [22:7] = params_c3[63:48];
-  assign \params$44 [6:0] = params_c3[38:32];
-  assign old[31:16] = \$15 ;
-  assign old[15:0] = \$14 ;
-  assign params[22:7] = params_c3[31:16];
-  assign params[6:0] = params_c3[6:0];
-  assign seeds[37:19] = { \port__data$31 [31], \port__data$31 [31], \port__data$31 [31], \port__data$31 [31:16] };
-  assign seeds[18:0] = { \port__data$31 [15], \port__data$31 [15], \port__data$31 [15], \port__data$31 [15:0] };
-  assign \port__data$15 [63:48] = \config [23:8];
-  assign \port__data$15 [47:32] = \config [23:8];
-  assign \port__data$15 [31:16] = \config [23:8];
-  assign \port__data$15 [15:0] = \config [23:8];
-  assign \port__data$12 [31:16] = \config [23:8];
-  assign \port__data$12 [15:0] = \config [23:8];
-  assign port__data[15:8] = \config [15:8];
-  assign port__data[7:0] = \config [15:8];
-  assign \$21  = \$20 ;
-  assign \$22  = saturated_c4_0;
-  assign \$23  = slot_c4[8];
-  assign \$29  = \$28 ;
-  assign \$30  = saturated_c4_1;
-  assign \$31  = slot_c4[8];
-  assign \$52  = \port__en$49 ;
+  assign saturated[1] = \$17 ;
+  assign saturated[0] = \$9 ;
+  assign changed[1] = \$16 ;
+  assign changed[0] = \$8 ;
+  assign state_write[65:50] = \$14 ;
+  assign state_write[49:34] = \$13 ;
+  assign state_write[33:18] = \$6 ;
+  assign state_write[17:2] = \$5 ;
+  assign state_write[1] = finalize4;
+  assign state_write[0] = slot_c4[1];
+  assign \old$20 [31:16] = \$4 ;
+  assign \old$20 [15:0] = \$3 ;
+  assign \params$19 [22:7] = \params$15 [63:48];
+  assign \params$19 [6:0] = \params$15 [38:32];
+  assign old[31:16] = \$2 ;
+  assign old[15:0] = \$1 ;
+  assign params[22:7] = \params$15 [31:16];
+  assign params[6:0] = \params$15 [6:0];
+  assign \$8  = \$7 ;
+  assign \$9  = saturated_c4_0;
+  assign \$10  = slot_c4[8];
+  assign \$16  = \$15 ;
+  assign \$17  = saturated_c4_1;
+  assign \$18  = slot_c4[8];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [8:0] r__payload;
+  wire [8:0] r__payload;
+  wire \r__payload.group ;
+  wire \r__payload.marker ;
+  wire [1:0] \r__payload.mask ;
+  wire \r__payload.seq_end ;
+  wire [3:0] \r__payload.value ;
+  wire [1:0] \r__payload.value[0] ;
+  wire [1:0] \r__payload.value[1] ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [8:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [8:0] w__payload;
+  wire \w__payload.group ;
+  wire \w__payload.marker ;
+  wire [1:0] \w__payload.mask ;
+  wire \w__payload.seq_end ;
+  wire [3:0] \w__payload.value ;
+  wire [1:0] \w__payload.value[0] ;
+  wire [1:0] \w__payload.value[1] ;
+  wire w__valid;
+  input [8:0] w_data;
+  wire [8:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0.entries.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w_data[1:0];
+  assign \w__payload.value  = w_data[5:2];
+  assign \w__payload.value[0]  = w_data[3:2];
+  assign \w__payload.value[1]  = w_data[5:4];
+  assign \w__payload.group  = w_data[6];
+  assign \w__payload.marker  = w_data[7];
+  assign \w__payload.seq_end  = w_data[8];
+  assign \r__payload.mask  = r__payload[1:0];
+  assign \r__payload.value  = r__payload[5:2];
+  assign \r__payload.value[0]  = r__payload[3:2];
+  assign \r__payload.value[1]  = r__payload[5:4];
+  assign \r__payload.group  = r__payload[6];
+  assign \r__payload.marker  = r__payload[7];
+  assign \r__payload.seq_end  = r__payload[8];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -2080,7 +1673,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -2090,7 +1683,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -2100,7 +1693,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -2113,7 +1706,7 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -2133,8 +1726,8 @@ module \accelerator.layer0.entries (rst, r_data, r_en, w_port__data, w_en, r_rdy
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2207,7 +1800,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2222,7 +1815,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2237,7 +1830,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2251,7 +1844,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2294,8 +1887,739 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, starting, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+, layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
+  wire [3:0] \$3 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  reg [21:0] \$39 ;
+  wire \$4 ;
+  reg [31:0] \$40 ;
+  reg [31:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg [31:0] \$44 ;
+  reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [31:0] \$47 ;
+  reg [21:0] \$48 ;
+  reg \$49 ;
+  wire \$5 ;
+  reg [31:0] \$50 ;
+  reg [21:0] \$51 ;
+  reg [63:0] \$52 ;
+  reg [63:0] \$53 ;
+  reg [21:0] \$54 ;
+  reg [21:0] \$55 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [2:0] \$9 ;
+  output [37:0] acc;
+  wire [37:0] acc;
+  wire [37:0] \acc$40 ;
+  wire [18:0] \acc$40[0] ;
+  wire [18:0] \acc$40[1] ;
+  wire [18:0] \acc[0] ;
+  wire [18:0] \acc[1] ;
+  input clk;
+  wire clk;
+  input [38:0] config__payload;
+  wire [38:0] config__payload;
+  wire [1:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [13:0] items__payload;
+  wire [13:0] items__payload;
+  wire [13:0] \items__payload$1 ;
+  wire \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [10:0] \items__payload$1.value ;
+  wire \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [10:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  output [31:0] layer0_bias_reads;
+  reg [31:0] layer0_bias_reads = 32'd0;
+  output [31:0] layer0_bias_writes;
+  reg [31:0] layer0_bias_writes = 32'd0;
+  output [31:0] layer0_busy_cycles;
+  wire [31:0] layer0_busy_cycles;
+  output [31:0] layer0_item_overflows;
+  wire [31:0] layer0_item_overflows;
+  output [31:0] layer0_items_reads;
+  wire [31:0] layer0_items_reads;
+  output [31:0] layer0_items_writes;
+  wire [31:0] layer0_items_writes;
+  output [31:0] layer0_macs;
+  reg [31:0] layer0_macs = 32'd0;
+  output [31:0] layer0_params_reads;
+  reg [31:0] layer0_params_reads = 32'd0;
+  output [31:0] layer0_params_writes;
+  reg [31:0] layer0_params_writes = 32'd0;
+  output [31:0] layer0_stall_cycles;
+  wire [31:0] layer0_stall_cycles;
+  output [31:0] layer0_state_reads;
+  reg [31:0] layer0_state_reads = 32'd0;
+  output [31:0] layer0_state_writes;
+  reg [31:0] layer0_state_writes = 32'd0;
+  output [31:0] layer0_steps;
+  wire [31:0] layer0_steps;
+  output [31:0] layer0_weights_reads;
+  reg [31:0] layer0_weights_reads = 32'd0;
+  output [31:0] layer0_weights_writes;
+  reg [31:0] layer0_weights_writes = 32'd0;
+  output [63:0] params;
+  reg [63:0] params = 64'h0000000000000000;
+  wire [15:0] \params[0] ;
+  wire [15:0] \params[1] ;
+  wire [15:0] \params[2] ;
+  wire [15:0] \params[3] ;
+  wire port__addr;
+  wire \port__addr$17 ;
+  wire \port__addr$21 ;
+  wire \port__addr$25 ;
+  wire \port__addr$29 ;
+  wire \port__addr$31 ;
+  reg \port__addr$44 ;
+  reg \port__addr$45 ;
+  wire [15:0] port__data;
+  wire [31:0] \port__data$19 ;
+  wire [63:0] \port__data$23 ;
+  wire [63:0] \port__data$28 ;
+  wire [15:0] \port__data$38 ;
+  wire [31:0] \port__data$42 ;
+  wire [63:0] \port__data$60 ;
+  wire [63:0] \port__data$62 ;
+  reg port__en;
+  wire [1:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [1:0] \port__en$18 ;
+  reg \port__en$20 ;
+  wire [3:0] \port__en$22 ;
+  reg \port__en$24 ;
+  wire \port__en$27 ;
+  input rst;
+  wire rst;
+  wire [37:0] seeds;
+  wire [18:0] \seeds[0] ;
+  wire [18:0] \seeds[1] ;
+  wire [21:0] slot;
+  output [21:0] \slot$64 ;
+  reg [21:0] \slot$64  = 22'h000000;
+  wire [1:0] \slot$64.base ;
+  wire \slot$64.empty ;
+  wire \slot$64.first ;
+  wire \slot$64.group ;
+  wire \slot$64.index ;
+  wire \slot$64.last ;
+  wire \slot$64.seq_end ;
+  wire \slot$64.seq_first ;
+  wire \slot$64.step_last ;
+  wire \slot$64.valid ;
+  wire [10:0] \slot$64.value ;
+  wire [1:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire \slot.group ;
+  wire \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [10:0] \slot.value ;
+  reg [21:0] slot_c1 = 22'h000000;
+  wire [1:0] \slot_c1.base ;
+  wire \slot_c1.empty ;
+  wire \slot_c1.first ;
+  wire \slot_c1.group ;
+  wire \slot_c1.index ;
+  wire \slot_c1.last ;
+  wire \slot_c1.seq_end ;
+  wire \slot_c1.seq_first ;
+  wire \slot_c1.step_last ;
+  wire \slot_c1.valid ;
+  wire [10:0] \slot_c1.value ;
+  reg [21:0] slot_c2 = 22'h000000;
+  wire [1:0] \slot_c2.base ;
+  wire \slot_c2.empty ;
+  wire \slot_c2.first ;
+  wire \slot_c2.group ;
+  wire \slot_c2.index ;
+  wire \slot_c2.last ;
+  wire \slot_c2.seq_end ;
+  wire \slot_c2.seq_first ;
+  wire \slot_c2.step_last ;
+  wire \slot_c2.valid ;
+  wire [10:0] \slot_c2.value ;
+  reg [21:0] slot_c2a = 22'h000000;
+  wire [1:0] \slot_c2a.base ;
+  wire \slot_c2a.empty ;
+  wire \slot_c2a.first ;
+  wire \slot_c2a.group ;
+  wire \slot_c2a.index ;
+  wire \slot_c2a.last ;
+  wire \slot_c2a.seq_end ;
+  wire \slot_c2a.seq_first ;
+  wire \slot_c2a.step_last ;
+  wire \slot_c2a.valid ;
+  wire [10:0] \slot_c2a.value ;
+  reg [21:0] slot_c2b = 22'h000000;
+  wire [1:0] \slot_c2b.base ;
+  wire \slot_c2b.empty ;
+  wire \slot_c2b.first ;
+  wire \slot_c2b.group ;
+  wire \slot_c2b.index ;
+  wire \slot_c2b.last ;
+  wire \slot_c2b.seq_end ;
+  wire \slot_c2b.seq_first ;
+  wire \slot_c2b.step_last ;
+  wire \slot_c2b.valid ;
+  wire [10:0] \slot_c2b.value ;
+  output starting;
+  wire starting;
+  wire \starting$9 ;
+  output [63:0] state;
+  reg [63:0] state = 64'h0000000000000000;
+  wire [15:0] \state[0] ;
+  wire [15:0] \state[1] ;
+  wire [15:0] \state[2] ;
+  wire [15:0] \state[3] ;
+  input [65:0] state_write;
+  wire [65:0] state_write;
+  wire \state_write.addr ;
+  wire [63:0] \state_write.data ;
+  wire [15:0] \state_write.data[0] ;
+  wire [15:0] \state_write.data[1] ;
+  wire [15:0] \state_write.data[2] ;
+  wire [15:0] \state_write.data[3] ;
+  wire \state_write.en ;
+  wire use_acc;
+  reg use_acc2 = 1'h0;
+  wire valid;
+  wire [10:0] value;
+  wire [15:0] weights;
+  wire [7:0] \weights[0] ;
+  wire [7:0] \weights[1] ;
+  reg [31:0] bias [1:0];
+  initial begin
+    bias[0] = 32'd89588291;
+    bias[1] = 32'd3194616082;
+  end
+  always @(posedge clk) begin
+    if (\$6 [0])
+      bias[config__payload[3]][15:0] <= \port__data$19 [15:0];
+    if (\$6 [1])
+      bias[config__payload[3]][31:16] <= \port__data$19 [31:16];
+  end
+  reg [31:0] _0_;
+  always @(posedge clk) begin
+    if (\port__en$16 ) begin
+      _0_ <= bias[slot_c1[1]];
+    end
+  end
+  assign \port__data$42  = _0_;
+  reg [63:0] \params$74  [1:0];
+  initial begin
+    \params$74 [0] = 64'h09c8000104100003;
+    \params$74 [1] = 64'h04750002f4390001;
+  end
+  always @(posedge clk) begin
+    if (\port__en$22 [0])
+      \params$74 [config__payload[3]][15:0] <= \port__data$23 [15:0];
+    if (\port__en$22 [1])
+      \params$74 [config__payload[3]][31:16] <= \port__data$23 [31:16];
+    if (\port__en$22 [2])
+      \params$74 [config__payload[3]][47:32] <= \port__data$23 [47:32];
+    if (\port__en$22 [3])
+      \params$74 [config__payload[3]][63:48] <= \port__data$23 [63:48];
+  end
+  reg [63:0] _1_;
+  always @(posedge clk) begin
+    if (\port__en$20 ) begin
+      _1_ <= \params$74 [\port__addr$44 ];
+    end
+  end
+  assign \port__data$60  = _1_;
+  reg [63:0] \state$75  [1:0];
+  initial begin
+    \state$75 [0] = 64'h0000000000000000;
+    \state$75 [1] = 64'h0000000000000000;
+  end
+  always @(posedge clk) begin
+    if (state_write[1])
+      \state$75 [state_write[0]] <= state_write[65:2];
+  end
+  reg [63:0] _2_;
+  always @(posedge clk) begin
+    if (\port__en$24 ) begin
+      _2_ <= \state$75 [\port__addr$45 ];
+    end
+  end
+  assign \port__data$62  = _2_;
+  reg [15:0] \weights$72  [1:0];
+  initial begin
+    \weights$72 [0] = 16'h4590;
+    \weights$72 [1] = 16'h78be;
+  end
+  always @(posedge clk) begin
+    if (\$3 [0])
+      \weights$72 [config__payload[3]][7:0] <= port__data[7:0];
+    if (\$3 [1])
+      \weights$72 [config__payload[3]][15:8] <= port__data[15:8];
+  end
+  reg [15:0] _3_;
+  always @(posedge clk) begin
+    if (port__en) begin
+      _3_ <= \weights$72 [\$9 [0]];
+    end
+  end
+  assign \port__data$38  = _3_;
+  always @(posedge clk)
+    slot_c1 <= \$39 ;
+  always @(posedge clk)
+    layer0_weights_reads <= \$40 ;
+  always @(posedge clk)
+    layer0_weights_writes <= \$41 ;
+  always @(posedge clk)
+    layer0_bias_reads <= \$42 ;
+  always @(posedge clk)
+    layer0_bias_writes <= \$43 ;
+  always @(posedge clk)
+    layer0_params_reads <= \$44 ;
+  always @(posedge clk)
+    layer0_params_writes <= \$45 ;
+  always @(posedge clk)
+    layer0_state_reads <= \$46 ;
+  always @(posedge clk)
+    layer0_state_writes <= \$47 ;
+  always @(posedge clk)
+    slot_c2 <= \$48 ;
+  always @(posedge clk)
+    use_acc2 <= \$49 ;
+  always @(posedge clk)
+    layer0_macs <= \$50 ;
+  always @(posedge clk)
+    slot_c2a <= \$51 ;
+  always @(posedge clk)
+    params <= \$52 ;
+  always @(posedge clk)
+    state <= \$53 ;
+  always @(posedge clk)
+    slot_c2b <= \$54 ;
+  always @(posedge clk)
+    \slot$64  <= \$55 ;
+  assign \$1  = ! config__payload[2:0];
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[6:5];
+  assign \$4  = config__payload[2:0] == 1'h1;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[6:5];
+  assign \$7  = config__payload[2:0] == 2'h2;
+  assign \$8  = config__valid & \$7 ;
+  assign \port__en$22  = \$8  << config__payload[6:5];
+  assign \$9  = slot_c1[3:2] + slot_c1[10];
+  assign \$10  = ~ slot_c1[9];
+  assign \$11  = slot_c1[0] & \$10 ;
+  assign \$12  = slot_c1[0] & slot_c1[4];
+  assign weights = slot_c2[9] ? 16'h0000 : \port__data$38 ;
+  assign \$13  = slot_c2a[0] & slot_c2a[5];
+  assign \$14  = 1'h0 + port__en;
+  assign \$15  = layer0_weights_reads + \$14 ;
+  assign \$16  = | \$3 [1:0];
+  assign \$17  = 1'h0 + \$16 ;
+  assign \$18  = layer0_weights_writes + \$17 ;
+  assign \$19  = 1'h0 + \port__en$16 ;
+  assign \$20  = layer0_bias_reads + \$19 ;
+  assign \$21  = | \$6 [1:0];
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_bias_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$20 ;
+  assign \$25  = layer0_params_reads + \$24 ;
+  assign \$26  = | \port__en$22 ;
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_params_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$24 ;
+  assign \$30  = layer0_state_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_state_writes + \$32 ;
+  assign \$34  = ~ slot_c2[9];
+  assign \$35  = slot_c2[0] & \$34 ;
+  assign \$36  = | slot_c2[21:11];
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = layer0_macs + 2'h2;
+  \accelerator.layer0.front.issue  issue (
+    .clk(clk),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .layer0_busy_cycles(layer0_busy_cycles),
+    .layer0_item_overflows(layer0_item_overflows),
+    .layer0_items_reads(layer0_items_reads),
+    .layer0_items_writes(layer0_items_writes),
+    .layer0_stall_cycles(layer0_stall_cycles),
+    .layer0_steps(layer0_steps),
+    .rst(rst),
+    .\slot$21 (slot),
+    .starting(starting)
+  );
+  \accelerator.layer0.front.lanes  lanes (
+    .acc(acc),
+    .clk(clk),
+    .first(slot_c2[4]),
+    .rst(rst),
+    .seeds(seeds),
+    .valid(slot_c2[0]),
+    .value(slot_c2[21:11]),
+    .weights(weights)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    port__en = 1'h0;
+    if (\$11 ) begin
+      port__en = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$16  = 1'h0;
+    if (\$12 ) begin
+      \port__en$16  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$20  = 1'h0;
+    if (\$13 ) begin
+      \port__en$20  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__en$24  = 1'h0;
+    if (\$13 ) begin
+      \port__en$24  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$44  = 1'h0;
+    if (\$13 ) begin
+      \port__addr$44  = slot_c2a[1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \port__addr$45  = 1'h0;
+    if (\$13 ) begin
+      \port__addr$45  = slot_c2a[1];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$39  = slot;
+    if (rst) begin
+      \$39  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$40  = \$15 [31:0];
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$41  = \$18 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$42  = \$20 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$43  = \$23 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$44  = \$25 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$45  = \$28 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$46  = \$30 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$47  = \$33 [31:0];
+    if (rst) begin
+      \$47  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$48  = slot_c1;
+    if (rst) begin
+      \$48  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$49  = 1'h0;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$50  = layer0_macs;
+    if (\$37 ) begin
+      \$50  = \$38 [31:0];
+    end
+    if (rst) begin
+      \$50  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$51  = slot_c2;
+    if (rst) begin
+      \$51  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$52  = \port__data$60 ;
+    if (rst) begin
+      \$52  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$53  = \port__data$62 ;
+    if (rst) begin
+      \$53  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$54  = slot_c2a;
+    if (rst) begin
+      \$54  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$55  = slot_c2b;
+    if (rst) begin
+      \$55  = 22'h000000;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[3];
+  assign \port__en$13  = \$3 [1:0];
+  assign \port__addr$17  = config__payload[3];
+  assign \port__en$18  = \$6 [1:0];
+  assign \port__addr$21  = config__payload[3];
+  assign \port__addr$25  = state_write[0];
+  assign \port__en$27  = state_write[1];
+  assign \port__data$28  = state_write[65:2];
+  assign \port__addr$29  = \$9 [0];
+  assign \port__addr$31  = slot_c1[1];
+  assign use_acc = 1'h0;
+  assign valid = slot_c2[0];
+  assign first = slot_c2[4];
+  assign value = slot_c2[21:11];
+  assign \acc$40  = acc;
+  assign \items__payload.index  = items__payload[0];
+  assign \items__payload.value  = items__payload[11:1];
+  assign \items__payload.step_end  = items__payload[12];
+  assign \items__payload.seq_end  = items__payload[13];
+  assign \items__payload$1.index  = items__payload[0];
+  assign \items__payload$1.value  = items__payload[11:1];
+  assign \items__payload$1.step_end  = items__payload[12];
+  assign \items__payload$1.seq_end  = items__payload[13];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[4:3];
+  assign \config__payload.elem  = config__payload[6:5];
+  assign \config__payload.value  = config__payload[38:7];
+  assign \state_write.addr  = state_write[0];
+  assign \state_write.en  = state_write[1];
+  assign \state_write.data  = state_write[65:2];
+  assign \state_write.data[0]  = state_write[17:2];
+  assign \state_write.data[1]  = state_write[33:18];
+  assign \state_write.data[2]  = state_write[49:34];
+  assign \state_write.data[3]  = state_write[65:50];
+  assign \slot_c1.valid  = slot_c1[0];
+  assign \slot_c1.group  = slot_c1[1];
+  assign \slot_c1.base  = slot_c1[3:2];
+  assign \slot_c1.first  = slot_c1[4];
+  assign \slot_c1.last  = slot_c1[5];
+  assign \slot_c1.step_last  = slot_c1[6];
+  assign \slot_c1.seq_first  = slot_c1[7];
+  assign \slot_c1.seq_end  = slot_c1[8];
+  assign \slot_c1.empty  = slot_c1[9];
+  assign \slot_c1.index  = slot_c1[10];
+  assign \slot_c1.value  = slot_c1[21:11];
+  assign \slot_c2.valid  = slot_c2[0];
+  assign \slot_c2.group  = slot_c2[1];
+  assign \slot_c2.base  = slot_c2[3:2];
+  assign \slot_c2.first  = slot_c2[4];
+  assign \slot_c2.last  = slot_c2[5];
+  assign \slot_c2.step_last  = slot_c2[6];
+  assign \slot_c2.seq_first  = slot_c2[7];
+  assign \slot_c2.seq_end  = slot_c2[8];
+  assign \slot_c2.empty  = slot_c2[9];
+  assign \slot_c2.index  = slot_c2[10];
+  assign \slot_c2.value  = slot_c2[21:11];
+  assign \weights[0]  = weights[7:0];
+  assign \weights[1]  = weights[15:8];
+  assign \acc[0]  = acc[18:0];
+  assign \acc[1]  = acc[37:19];
+  assign \acc$40[0]  = acc[18:0];
+  assign \acc$40[1]  = acc[37:19];
+  assign \seeds[0]  = seeds[18:0];
+  assign \seeds[1]  = seeds[37:19];
+  assign \slot_c2a.valid  = slot_c2a[0];
+  assign \slot_c2a.group  = slot_c2a[1];
+  assign \slot_c2a.base  = slot_c2a[3:2];
+  assign \slot_c2a.first  = slot_c2a[4];
+  assign \slot_c2a.last  = slot_c2a[5];
+  assign \slot_c2a.step_last  = slot_c2a[6];
+  assign \slot_c2a.seq_first  = slot_c2a[7];
+  assign \slot_c2a.seq_end  = slot_c2a[8];
+  assign \slot_c2a.empty  = slot_c2a[9];
+  assign \slot_c2a.index  = slot_c2a[10];
+  assign \slot_c2a.value  = slot_c2a[21:11];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[3:2];
+  assign \slot.first  = slot[4];
+  assign \slot.last  = slot[5];
+  assign \slot.step_last  = slot[6];
+  assign \slot.seq_first  = slot[7];
+  assign \slot.seq_end  = slot[8];
+  assign \slot.empty  = slot[9];
+  assign \slot.index  = slot[10];
+  assign \slot.value  = slot[21:11];
+  assign \params[0]  = params[15:0];
+  assign \params[1]  = params[31:16];
+  assign \params[2]  = params[47:32];
+  assign \params[3]  = params[63:48];
+  assign \state[0]  = state[15:0];
+  assign \state[1]  = state[31:16];
+  assign \state[2]  = state[47:32];
+  assign \state[3]  = state[63:48];
+  assign \slot_c2b.valid  = slot_c2b[0];
+  assign \slot_c2b.group  = slot_c2b[1];
+  assign \slot_c2b.base  = slot_c2b[3:2];
+  assign \slot_c2b.first  = slot_c2b[4];
+  assign \slot_c2b.last  = slot_c2b[5];
+  assign \slot_c2b.step_last  = slot_c2b[6];
+  assign \slot_c2b.seq_first  = slot_c2b[7];
+  assign \slot_c2b.seq_end  = slot_c2b[8];
+  assign \slot_c2b.empty  = slot_c2b[9];
+  assign \slot_c2b.index  = slot_c2b[10];
+  assign \slot_c2b.value  = slot_c2b[21:11];
+  assign \slot$64.valid  = \slot$64 [0];
+  assign \slot$64.group  = \slot$64 [1];
+  assign \slot$64.base  = \slot$64 [3:2];
+  assign \slot$64.first  = \slot$64 [4];
+  assign \slot$64.last  = \slot$64 [5];
+  assign \slot$64.step_last  = \slot$64 [6];
+  assign \slot$64.seq_first  = \slot$64 [7];
+  assign \slot$64.seq_end  = \slot$64 [8];
+  assign \slot$64.empty  = \slot$64 [9];
+  assign \slot$64.index  = \slot$64 [10];
+  assign \slot$64.value  = \slot$64 [21:11];
+  assign seeds[37:19] = { \port__data$42 [31], \port__data$42 [31], \port__data$42 [31], \port__data$42 [31:16] };
+  assign seeds[18:0] = { \port__data$42 [15], \port__data$42 [15], \port__data$42 [15], \port__data$42 [15:0] };
+  assign \port__data$23 [63:48] = config__payload[22:7];
+  assign \port__data$23 [47:32] = config__payload[22:7];
+  assign \port__data$23 [31:16] = config__payload[22:7];
+  assign \port__data$23 [15:0] = config__payload[22:7];
+  assign \port__data$19 [31:16] = config__payload[22:7];
+  assign \port__data$19 [15:0] = config__payload[22:7];
+  assign port__data[15:8] = config__payload[14:7];
+  assign port__data[7:0] = config__payload[14:7];
+  assign \$31  = state_write[1];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -2371,6 +2695,9 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg bank0_count = 1'h0;
   reg bank1_count = 1'h0;
   reg [1:0] base = 2'h0;
@@ -2380,9 +2707,6 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   reg group = 1'h0;
   wire issue;
   input [13:0] items__payload;
@@ -2474,7 +2798,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$20  = layer0_items_reads + \$19 ;
   assign \$22  = 1'h0 + \$21 ;
   assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = full >> wbank;
+  assign \$24  = \$signal  >> wbank;
   assign \$25  = ~ \$24 ;
   assign \$26  = items__valid & \$25 ;
   assign \$27  = wcount + 1'h1;
@@ -2485,10 +2809,10 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$32  = ~ wbank;
   assign \$33  = ~ busy;
   assign \$34  = | drain;
-  assign \$35  = full >> rbank;
+  assign \$35  = \$signal  >> rbank;
   assign \$36  = drain - 1'h1;
-  assign \$38  = first_of >> rbank;
-  assign \$39  = end_of >> rbank;
+  assign \$38  = \$signal$31  >> rbank;
+  assign \$39  = \$signal$33  >> rbank;
   assign \$40  = layer0_busy_cycles + 1'h1;
   assign \$41  = ~ issue;
   assign \$42  = layer0_stall_cycles + 1'h1;
@@ -2508,15 +2832,15 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   always @(posedge clk)
     layer0_item_overflows <= \$55 ;
   always @(posedge clk)
-    full <= \$56 ;
+    \$signal  <= \$56 ;
   always @(posedge clk)
     bank0_count <= \$57 ;
   always @(posedge clk)
     bank1_count <= \$58 ;
   always @(posedge clk)
-    first_of <= \$59 ;
+    \$signal$31  <= \$59 ;
   always @(posedge clk)
-    end_of <= \$60 ;
+    \$signal$33  <= \$60 ;
   always @(posedge clk)
     next_first <= \$61 ;
   always @(posedge clk)
@@ -2547,7 +2871,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     rbank <= \$74 ;
   always @(posedge clk)
     layer0_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:1];
   assign \$3  = wcount < 1'h1;
@@ -2555,7 +2879,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$4  = wbank ? 1'h1 : 1'h0;
   assign \$5  = \$4  + wcount;
   assign wr__data = { 11'h000, items__payload[0] } | \$6 ;
-  assign \$7  = full >> wbank;
+  assign \$7  = \$signal  >> wbank;
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
@@ -2568,7 +2892,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
   assign \$15  = \$14  + slot;
   assign \$17  = meta[9] ? 1'h0 : rd__data[0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2578,14 +2902,14 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2594,28 +2918,28 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
       rd__addr = \$15 [0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2630,7 +2954,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2642,8 +2966,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -2673,7 +2997,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2688,7 +3012,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2706,8 +3030,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -2724,8 +3048,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
@@ -2742,7 +3066,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2754,7 +3078,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2766,7 +3090,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$63 [21:1] = meta[21:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -2784,7 +3108,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2803,7 +3127,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2823,7 +3147,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2836,7 +3160,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2854,7 +3178,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2872,7 +3196,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2893,7 +3217,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2906,7 +3230,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -2919,7 +3243,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -2931,7 +3255,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -2945,7 +3269,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -2959,7 +3283,7 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3020,8 +3344,8 @@ module \accelerator.layer0.issue (rst, items__payload, credit, items__ready, sta
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [18:0] \$1 ;
   reg \$10 ;
   reg [10:0] \$11 ;
@@ -3112,70 +3436,70 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$14  = seeds[18:0];
     if (rst) begin
       \$14  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [18:0] = \$3 [18:0];
@@ -3186,28 +3510,28 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$19  = seeds[37:19];
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 19'h00000;
@@ -3222,8 +3546,8 @@ module \accelerator.layer0.lanes (rst, weights, seeds, valid, first, value, acc,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3300,7 +3624,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3311,7 +3635,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     items__payload = 6'h00;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3328,7 +3652,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3348,7 +3672,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3374,7 +3698,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3595,35 +3919,35 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en, \config , items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire [2:0] \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
-  wire \$106 ;
+  wire [1:0] \$106 ;
   wire [1:0] \$107 ;
-  wire [1:0] \$108 ;
-  wire [2:0] \$109 ;
-  wire \$11 ;
+  wire [2:0] \$108 ;
+  wire \$109 ;
+  wire [1:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire \$115 ;
+  wire [1:0] \$115 ;
   wire [1:0] \$116 ;
-  wire [1:0] \$117 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [2:0] \$119 ;
   wire \$12 ;
-  wire [2:0] \$120 ;
-  wire [1:0] \$121 ;
-  wire [32:0] \$122 ;
+  wire [1:0] \$120 ;
+  wire [32:0] \$121 ;
+  reg [31:0] \$122 ;
   reg [31:0] \$123 ;
   reg [31:0] \$124 ;
   reg [31:0] \$125 ;
@@ -3632,32 +3956,31 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] \$128 ;
   reg [31:0] \$129 ;
   wire [3:0] \$13 ;
-  reg [31:0] \$130 ;
+  reg \$130 ;
   reg \$131 ;
-  reg \$132 ;
-  reg [1:0] \$133 ;
-  reg \$134 ;
-  reg [2:0] \$135 ;
-  reg \$136 ;
-  reg [7:0] \$137 ;
+  reg [1:0] \$132 ;
+  reg \$133 ;
+  reg [2:0] \$134 ;
+  reg \$135 ;
+  reg [7:0] \$136 ;
+  reg [1:0] \$137 ;
   reg [1:0] \$138 ;
-  reg [1:0] \$139 ;
+  reg \$139 ;
   wire [4:0] \$14 ;
   reg \$140 ;
   reg \$141 ;
-  reg \$142 ;
-  reg [1:0] \$143 ;
+  reg [1:0] \$142 ;
+  reg \$143 ;
   reg \$144 ;
   reg \$145 ;
   reg \$146 ;
   reg \$147 ;
   reg \$148 ;
-  reg \$149 ;
+  reg [1:0] \$149 ;
   wire [7:0] \$15 ;
-  reg [1:0] \$150 ;
-  reg [31:0] \$151 ;
+  reg [31:0] \$150 ;
   wire [1:0] \$16 ;
-  wire [8:0] \$167 ;
+  wire [8:0] \$166 ;
   wire [2:0] \$17 ;
   wire \$18 ;
   wire [3:0] \$19 ;
@@ -3667,13 +3990,13 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire [5:0] \$22 ;
   wire \$23 ;
   wire [3:0] \$24 ;
-  wire [7:0] \$248 ;
+  wire [7:0] \$246 ;
   wire [3:0] \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
-  wire [1:0] \$3 ;
+  wire \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
@@ -3684,29 +4007,29 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
-  wire [1:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [1:0] \$44 ;
-  wire [2:0] \$45 ;
-  wire [1:0] \$46 ;
-  wire [2:0] \$47 ;
+  wire [1:0] \$4 ;
+  wire \$40 ;
+  wire [1:0] \$41 ;
+  wire [2:0] \$42 ;
+  wire [1:0] \$43 ;
+  wire [2:0] \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [9:0] \$5 ;
+  wire [2:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire [2:0] \$56 ;
-  wire [3:0] \$57 ;
-  wire [2:0] \$58 ;
-  wire [3:0] \$59 ;
-  wire [11:0] \$6 ;
+  wire [2:0] \$55 ;
+  wire [3:0] \$56 ;
+  wire [2:0] \$57 ;
+  wire [3:0] \$58 ;
+  wire \$59 ;
+  wire [9:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -3714,67 +4037,78 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
-  wire [1:0] \$68 ;
-  wire [32:0] \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire [1:0] \$71 ;
-  wire [32:0] \$72 ;
-  wire [1:0] \$73 ;
-  wire [32:0] \$74 ;
-  wire \$75 ;
-  wire [1:0] \$76 ;
-  wire [32:0] \$77 ;
-  wire [1:0] \$78 ;
-  wire [32:0] \$79 ;
-  wire [1:0] \$8 ;
-  wire \$80 ;
-  wire [1:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire [1:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire [1:0] \$86 ;
-  wire [32:0] \$87 ;
-  wire [2:0] \$88 ;
+  wire [1:0] \$67 ;
+  wire [32:0] \$68 ;
+  wire \$69 ;
+  wire [11:0] \$7 ;
+  wire [1:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire [1:0] \$72 ;
+  wire [32:0] \$73 ;
+  wire \$74 ;
+  wire [1:0] \$75 ;
+  wire [32:0] \$76 ;
+  wire [1:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire \$79 ;
+  wire \$8 ;
+  wire [1:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [2:0] \$87 ;
+  wire \$88 ;
   wire \$89 ;
-  wire [2:0] \$9 ;
-  wire \$90 ;
+  wire [1:0] \$9 ;
+  wire [3:0] \$90 ;
   wire [3:0] \$91 ;
   wire [3:0] \$92 ;
-  wire [3:0] \$93 ;
-  wire [7:0] \$94 ;
-  wire [2:0] \$95 ;
+  wire [7:0] \$93 ;
+  wire [2:0] \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg \$signature__addr ;
-  reg \$signature__addr$25 ;
+  reg \$signature__addr$29 ;
+  reg \$signature__addr$40 ;
+  reg \$signature__addr$42 ;
+  reg \$signature__addr$55 ;
   reg [11:0] \$signature__data ;
-  reg \$signature__data$27 ;
+  wire [11:0] \$signature__data$26 ;
+  wire \$signature__data$26.listed ;
+  wire [10:0] \$signature__data$26.z ;
+  wire \$signature__data$30 ;
+  reg \$signature__data$31 ;
+  wire \$signature__data$57 ;
   wire \$signature__data.listed ;
   wire [10:0] \$signature__data.z ;
   reg \$signature__en ;
-  reg \$signature__en$28 ;
+  reg \$signature__en$19 ;
+  reg \$signature__en$32 ;
+  reg \$signature__en$7 ;
+  reg \$signature__en$8 ;
   reg busy = 1'h0;
-  reg c_rd__addr;
-  wire c_rd__data;
-  reg c_rd__en;
   reg c_wr__addr;
   reg c_wr__data;
   reg c_wr__en;
+  reg cancel;
   reg [1:0] clear_addr = 2'h0;
   input clk;
   wire clk;
-  input [39:0] \config ;
-  wire [39:0] \config ;
-  wire [1:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [38:0] config__payload;
+  wire [38:0] config__payload;
+  wire [1:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire credit;
   reg [2:0] dcls_state = 3'h0;
   reg delay;
   reg head = 1'h0;
@@ -3793,9 +4127,6 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg items__ready;
   input items__valid;
   wire items__valid;
-  reg l_rd__addr;
-  wire l_rd__data;
-  reg l_rd__en;
   reg l_valid = 1'h0;
   reg last_tap;
   output [31:0] layer0_dcls_counts_reads;
@@ -3816,14 +4147,8 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
   output [31:0] layer0_dcls_zbuf_writes;
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
-  wire [2:0] level;
   reg n_listed = 1'h0;
   reg n_now;
-  wire [13:0] out_item;
-  wire \out_item.index ;
-  wire \out_item.seq_end ;
-  wire \out_item.step_end ;
-  wire [10:0] \out_item.value ;
   output [13:0] outputs__payload;
   wire [13:0] outputs__payload;
   wire \outputs__payload.index ;
@@ -3834,15 +4159,20 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   output outputs__valid;
   wire outputs__valid;
   wire [-1:0] port__addr;
-  wire [-1:0] \port__addr$48 ;
+  wire [-1:0] \port__addr$47 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$38 ;
+  wire [31:0] \port__data$37 ;
   wire [3:0] port__en;
-  reg \port__en$4 ;
-  wire [13:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg \port__en$5 ;
+  wire [13:0] r__payload;
+  wire \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
+  reg reserve;
   input rst;
   wire rst;
   reg send_first = 1'h0;
@@ -3851,21 +4181,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   reg [1:0] sweep = 2'h0;
   reg [1:0] tap = 2'h0;
   reg [2:0] target;
+  reg [13:0] w__payload;
+  wire \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  reg w__valid;
   wire [-1:0] w_channel;
-  reg [13:0] w_data;
-  reg w_en;
-  wire w_rdy;
   reg w_slot = 1'h0;
   reg w_valid = 1'h0;
   reg [1:0] w_value = 2'h0;
   reg [7:0] w_weight = 8'h00;
   reg z_addr = 1'h0;
   wire [-1:0] z_channel;
-  reg z_rd__addr;
-  wire [11:0] z_rd__data;
-  wire \z_rd__data.listed ;
-  wire [10:0] \z_rd__data.z ;
-  reg z_rd__en;
   reg z_valid = 1'h0;
   reg [0:0] counts [1:0];
   initial begin
@@ -3878,29 +4206,29 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   reg [0:0] _0_;
   always @(posedge clk) begin
-    if (c_rd__en) begin
-      _0_ <= counts[c_rd__addr];
-      if (c_wr__en && c_rd__addr == c_wr__addr)
+    if (\$signature__en$8 ) begin
+      _0_ <= counts[\$signature__addr$42 ];
+      if (c_wr__en && \$signature__addr$42  == c_wr__addr)
         _0_ <= c_wr__data;
     end
   end
-  assign c_rd__data = _0_;
+  assign \$signature__data$30  = _0_;
   reg [0:0] lists [1:0];
   initial begin
     lists[0] = 1'h0;
     lists[1] = 1'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$28 )
-      lists[\$signature__addr$25 ] <= \$signature__data$27 ;
+    if (\$signature__en$32 )
+      lists[\$signature__addr$29 ] <= \$signature__data$31 ;
   end
   reg [0:0] _1_;
   always @(posedge clk) begin
-    if (l_rd__en) begin
-      _1_ <= lists[l_rd__addr];
+    if (\$signature__en$7 ) begin
+      _1_ <= lists[\$signature__addr$55 ];
     end
   end
-  assign l_rd__data = _1_;
+  assign \$signature__data$57  = _1_;
   reg [31:0] taps [0:0];
   initial begin
     taps[0] = 32'd29425762;
@@ -3917,46 +4245,46 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   end
   reg [31:0] _2_;
   always @(posedge clk) begin
-    if (\port__en$4 ) begin
+    if (\port__en$5 ) begin
       _2_ <= taps[1'h0];
     end
   end
-  assign \port__data$38  = _2_;
+  assign \port__data$37  = _2_;
   reg [11:0] zbuf [1:0];
   initial begin
     zbuf[0] = 12'h000;
     zbuf[1] = 12'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en )
+    if (\$signature__en$19 )
       zbuf[\$signature__addr ] <= \$signature__data ;
   end
   reg [11:0] _3_;
   always @(posedge clk) begin
-    if (z_rd__en) begin
-      _3_ <= zbuf[z_rd__addr];
-      if (\$signature__en  && z_rd__addr == \$signature__addr )
+    if (\$signature__en ) begin
+      _3_ <= zbuf[\$signature__addr$40 ];
+      if (\$signature__en$19  && \$signature__addr$40  == \$signature__addr )
         _3_ <= \$signature__data ;
     end
   end
-  assign z_rd__data = _3_;
-  assign \$1  = \config [3:1] == 2'h3;
-  assign \$2  = \config [0] & \$1 ;
-  assign port__en = \$2  << \config [7:6];
-  assign \$3  = w_slot * 1'h1;
-  assign \$4  = \$3  + 1'h0;
-  assign \$5  = $signed(w_weight) * $signed(w_value);
-  assign \$6  = $signed(z_rd__data[10:0]) + $signed(\$5 );
-  assign \$7  = ~ z_rd__data[11];
-  assign \$8  = w_slot * 1'h1;
-  assign \$9  = \$8  + c_rd__data;
-  assign \$10  = c_rd__data + 1'h1;
-  assign \$11  = clear_addr < 2'h2;
+  assign \$signature__data$26  = _3_;
+  assign \$1  = config__payload[2:0] == 2'h3;
+  assign \$2  = config__valid & \$1 ;
+  assign port__en = \$2  << config__payload[6:5];
+  assign \$3  = clear_addr < 2'h2;
+  assign \$4  = w_slot * 1'h1;
+  assign \$5  = \$4  + 1'h0;
+  assign \$6  = $signed(w_weight) * $signed(w_value);
+  assign \$7  = $signed(\$signature__data$26 [10:0]) + $signed(\$6 );
+  assign \$8  = ~ \$signature__data$26 [11];
+  assign \$9  = w_slot * 1'h1;
+  assign \$10  = \$9  + \$signature__data$30 ;
+  assign \$11  = \$signature__data$30  + 1'h1;
   assign \$12  = tap == 1'h1;
   assign \$13  = 2'h2 * tap;
   assign \$14  = \$13  + 1'h1;
-  assign \$167  = \$14  * 4'h8;
-  assign \$15  = \port__data$38  >> \$167 ;
+  assign \$166  = \$14  * 4'h8;
+  assign \$15  = \port__data$37  >> \$166 ;
   assign \$16  = head + delay;
   assign \$17  = \$16  + 1'h0;
   assign \$18  = target >= 2'h2;
@@ -3979,190 +4307,190 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
   assign \$35  = | items__payload[2:1];
   assign \$36  = ~ it_valid;
   assign \$37  = step_seen & \$36 ;
-  assign \$38  = send_first ? c_rd__data : n_listed;
+  assign \$38  = send_first ? \$signature__data$30  : n_listed;
   assign \$39  = index != n_now;
-  assign \$40  = l_valid + z_valid;
-  assign \$41  = level + \$40 ;
-  assign \$42  = \$41  < 3'h4;
-  assign \$43  = \$39  & \$42 ;
-  assign \$44  = head * 1'h1;
-  assign \$45  = \$44  + index;
-  assign \$46  = head * 1'h1;
-  assign \$47  = \$46  + l_rd__data;
-  assign \$48  = | z_rd__data[10:0];
-  assign \$49  = index == n_now;
-  assign \$50  = ~ l_valid;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = ~ z_valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = sweep == 2'h2;
-  assign \$55  = index == n_listed;
-  assign \$56  = sweep * 1'h1;
-  assign \$57  = \$56  + index;
-  assign \$58  = sweep * 1'h1;
-  assign \$59  = \$58  + l_rd__data;
-  assign \$60  = ! dcls_state;
-  assign \$61  = dcls_state == 1'h1;
-  assign \$62  = dcls_state == 2'h2;
-  assign \$63  = dcls_state == 2'h3;
-  assign \$64  = dcls_state == 3'h4;
-  assign \$65  = dcls_state == 3'h5;
-  assign \$66  = dcls_state == 3'h6;
-  assign \$67  = dcls_state == 3'h7;
-  assign \$68  = 1'h0 + \port__en$4 ;
-  assign \$69  = layer0_dcls_taps_reads + \$68 ;
-  assign \$70  = | port__en;
-  assign \$71  = 1'h0 + \$70 ;
-  assign \$72  = layer0_dcls_taps_writes + \$71 ;
-  assign \$73  = 1'h0 + z_rd__en;
-  assign \$74  = layer0_dcls_zbuf_reads + \$73 ;
-  assign \$76  = 1'h0 + \$75 ;
-  assign \$77  = layer0_dcls_zbuf_writes + \$76 ;
-  assign \$78  = 1'h0 + l_rd__en;
-  assign \$79  = layer0_dcls_lists_reads + \$78 ;
-  assign \$81  = 1'h0 + \$80 ;
-  assign \$82  = layer0_dcls_lists_writes + \$81 ;
-  assign \$83  = 1'h0 + c_rd__en;
-  assign \$84  = layer0_dcls_counts_reads + \$83 ;
-  assign \$86  = 1'h0 + \$85 ;
-  assign \$87  = layer0_dcls_counts_writes + \$86 ;
-  assign \$88  = clear_addr + 1'h1;
-  assign \$89  = clear_addr == 1'h1;
-  assign \$90  = target >= 2'h2;
-  assign \$91  = target - 2'h2;
-  assign \$92  = \$90  ? \$91  : { 1'h0, target };
-  assign \$93  = 2'h2 * tap;
-  assign \$248  = \$93  * 4'h8;
-  assign \$94  = \port__data$38  >> \$248 ;
-  assign \$95  = tap + 1'h1;
-  assign \$96  = ~ step_seen;
-  assign \$97  = ~ it_valid;
-  assign \$98  = \$97  | last_tap;
-  assign \$99  = \$96  & \$98 ;
-  assign \$100  = \$99  & items__valid;
-  assign \$101  = | items__payload[2:1];
-  assign \$102  = ~ items__valid;
-  assign \$103  = ~ it_valid;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = ~ it_valid;
-  assign \$106  = step_seen & \$105 ;
-  assign \$107  = index + 1'h1;
-  assign \$108  = head * 1'h1;
-  assign \$109  = \$108  + l_rd__data;
-  assign \$110  = index == n_now;
-  assign \$111  = ~ l_valid;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = ~ z_valid;
-  assign \$114  = \$112  & \$113 ;
-  assign \$116  = head + 1'h1;
-  assign \$117  = \$115  ? 2'h0 : \$116 ;
-  assign \$118  = sweep == 2'h2;
-  assign \$119  = index == n_listed;
-  assign \$120  = sweep + 1'h1;
-  assign \$121  = index + 1'h1;
-  assign \$122  = layer0_dcls_cycles + busy;
+  assign \$40  = \$39  & credit;
+  assign \$41  = head * 1'h1;
+  assign \$42  = \$41  + index;
+  assign \$43  = head * 1'h1;
+  assign \$44  = \$43  + \$signature__data$57 ;
+  assign \$45  = | \$signature__data$26 [10:0];
+  assign \$46  = | \$signature__data$26 [10:0];
+  assign \$47  = ~ \$46 ;
+  assign \$48  = index == n_now;
+  assign \$49  = ~ l_valid;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = ~ z_valid;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = sweep == 2'h2;
+  assign \$54  = index == n_listed;
+  assign \$55  = sweep * 1'h1;
+  assign \$56  = \$55  + index;
+  assign \$57  = sweep * 1'h1;
+  assign \$58  = \$57  + \$signature__data$57 ;
+  assign \$59  = ! dcls_state;
+  assign \$60  = dcls_state == 1'h1;
+  assign \$61  = dcls_state == 2'h2;
+  assign \$62  = dcls_state == 2'h3;
+  assign \$63  = dcls_state == 3'h4;
+  assign \$64  = dcls_state == 3'h5;
+  assign \$65  = dcls_state == 3'h6;
+  assign \$66  = dcls_state == 3'h7;
+  assign \$67  = 1'h0 + \port__en$5 ;
+  assign \$68  = layer0_dcls_taps_reads + \$67 ;
+  assign \$69  = | port__en;
+  assign \$70  = 1'h0 + \$69 ;
+  assign \$71  = layer0_dcls_taps_writes + \$70 ;
+  assign \$72  = 1'h0 + \$signature__en ;
+  assign \$73  = layer0_dcls_zbuf_reads + \$72 ;
+  assign \$75  = 1'h0 + \$74 ;
+  assign \$76  = layer0_dcls_zbuf_writes + \$75 ;
+  assign \$77  = 1'h0 + \$signature__en$7 ;
+  assign \$78  = layer0_dcls_lists_reads + \$77 ;
+  assign \$80  = 1'h0 + \$79 ;
+  assign \$81  = layer0_dcls_lists_writes + \$80 ;
+  assign \$82  = 1'h0 + \$signature__en$8 ;
+  assign \$83  = layer0_dcls_counts_reads + \$82 ;
+  assign \$85  = 1'h0 + \$84 ;
+  assign \$86  = layer0_dcls_counts_writes + \$85 ;
+  assign \$87  = clear_addr + 1'h1;
+  assign \$88  = clear_addr == 1'h1;
+  assign \$89  = target >= 2'h2;
+  assign \$90  = target - 2'h2;
+  assign \$91  = \$89  ? \$90  : { 1'h0, target };
+  assign \$92  = 2'h2 * tap;
+  assign \$246  = \$92  * 4'h8;
+  assign \$93  = \port__data$37  >> \$246 ;
+  assign \$94  = tap + 1'h1;
+  assign \$95  = ~ step_seen;
+  assign \$96  = ~ it_valid;
+  assign \$97  = \$96  | last_tap;
+  assign \$98  = \$95  & \$97 ;
+  assign \$99  = \$98  & items__valid;
+  assign \$100  = | items__payload[2:1];
+  assign \$101  = ~ items__valid;
+  assign \$102  = ~ it_valid;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = ~ it_valid;
+  assign \$105  = step_seen & \$104 ;
+  assign \$106  = index + 1'h1;
+  assign \$107  = head * 1'h1;
+  assign \$108  = \$107  + \$signature__data$57 ;
+  assign \$109  = index == n_now;
+  assign \$110  = ~ l_valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ z_valid;
+  assign \$113  = \$111  & \$112 ;
+  assign \$115  = head + 1'h1;
+  assign \$116  = \$114  ? 2'h0 : \$115 ;
+  assign \$117  = sweep == 2'h2;
+  assign \$118  = index == n_listed;
+  assign \$119  = sweep + 1'h1;
+  assign \$120  = index + 1'h1;
+  assign \$121  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$123 ;
+    layer0_dcls_taps_reads <= \$122 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$124 ;
+    layer0_dcls_taps_writes <= \$123 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$125 ;
+    layer0_dcls_zbuf_reads <= \$124 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$126 ;
+    layer0_dcls_zbuf_writes <= \$125 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$127 ;
+    layer0_dcls_lists_reads <= \$126 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$128 ;
+    layer0_dcls_lists_writes <= \$127 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$129 ;
+    layer0_dcls_counts_reads <= \$128 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$130 ;
+    layer0_dcls_counts_writes <= \$129 ;
   always @(posedge clk)
-    busy <= \$131 ;
+    busy <= \$130 ;
   always @(posedge clk)
-    w_valid <= \$132 ;
+    w_valid <= \$131 ;
   always @(posedge clk)
-    clear_addr <= \$133 ;
+    clear_addr <= \$132 ;
   always @(posedge clk)
-    head <= \$134 ;
+    head <= \$133 ;
   always @(posedge clk)
-    dcls_state <= \$135 ;
+    dcls_state <= \$134 ;
   always @(posedge clk)
-    w_slot <= \$136 ;
+    w_slot <= \$135 ;
   always @(posedge clk)
-    w_weight <= \$137 ;
+    w_weight <= \$136 ;
   always @(posedge clk)
-    w_value <= \$138 ;
+    w_value <= \$137 ;
   always @(posedge clk)
-    tap <= \$139 ;
+    tap <= \$138 ;
   always @(posedge clk)
-    it_valid <= \$140 ;
+    it_valid <= \$139 ;
   always @(posedge clk)
-    step_seen <= \$141 ;
+    step_seen <= \$140 ;
   always @(posedge clk)
-    seq_end <= \$142 ;
+    seq_end <= \$141 ;
   always @(posedge clk)
-    it_value <= \$143 ;
+    it_value <= \$142 ;
   always @(posedge clk)
-    send_first <= \$144 ;
+    send_first <= \$143 ;
   always @(posedge clk)
-    index <= \$145 ;
+    index <= \$144 ;
   always @(posedge clk)
-    l_valid <= \$146 ;
+    l_valid <= \$145 ;
   always @(posedge clk)
-    z_valid <= \$147 ;
+    z_valid <= \$146 ;
   always @(posedge clk)
-    n_listed <= \$148 ;
+    n_listed <= \$147 ;
   always @(posedge clk)
-    z_addr <= \$149 ;
+    z_addr <= \$148 ;
   always @(posedge clk)
-    sweep <= \$150 ;
+    sweep <= \$149 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$151 ;
+    layer0_dcls_cycles <= \$150 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
+    .cancel(cancel),
     .clk(clk),
-    .r_data(outputs__payload),
-    .r_en(r_en),
-    .r_rdy(outputs__valid),
+    .credit(credit),
+    .r__payload(outputs__payload),
+    .r__valid(outputs__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
     .rst(rst),
-    .w_en(w_en),
-    .w_level(level),
-    .w_port__data(w_data),
-    .w_rdy(w_rdy)
+    .w_data(w__payload),
+    .w_en(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \port__en$4  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (\$34 ) begin
             if (\$35 ) begin
-              \port__en$4  = 1'h1;
+              \port__en$5  = 1'h1;
             end
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    z_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            z_rd__en = 1'h1;
+            \$signature__en  = 1'h1;
           end
       3'h2:
           if (l_valid) begin
-            z_rd__en = 1'h1;
+            \$signature__en  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    l_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$7  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4170,7 +4498,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (issue) begin
-            l_rd__en = 1'h1;
+            \$signature__en$7  = 1'h1;
           end
       3'h3:
           /* empty */;
@@ -4180,25 +4508,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
-            l_rd__en = 1'h1;
+            \$signature__en$7  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    c_rd__en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$8  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (it_valid) begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
           if (\$37 ) begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
         end
       3'h2:
@@ -4207,24 +4535,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$53 ) begin
           end else begin
-            c_rd__en = 1'h1;
+            \$signature__en$8  = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$signature__addr  = 1'h0;
-    if (w_valid) begin
-      \$signature__addr  = \$4 [0];
-    end
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           \$signature__addr  = clear_addr[0];
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__addr  = \$5 [0];
+          end
       3'h2:
           if (z_valid) begin
             \$signature__addr  = z_addr;
@@ -4238,22 +4565,21 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h6:
           /* empty */;
       3'h7:
-          \$signature__addr  = \$59 [0];
+          \$signature__addr  = \$58 [0];
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$signature__data  = 12'h000;
-    if (w_valid) begin
-      \$signature__data [10:0] = \$6 [10:0];
-      \$signature__data [11] = 1'h1;
-    end
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           \$signature__data  = 12'h000;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__data [10:0] = \$7 [10:0];
+            \$signature__data [11] = 1'h1;
+          end
       3'h2:
           if (z_valid) begin
             \$signature__data  = 12'h000;
@@ -4271,20 +4597,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en  = 1'h0;
-    if (w_valid) begin
-      \$signature__en  = 1'h1;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$19  = 1'h0;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
-          \$signature__en  = 1'h1;
+          \$signature__en$19  = 1'h1;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            \$signature__en$19  = 1'h1;
+          end
       3'h2:
           if (z_valid) begin
-            \$signature__en  = 1'h1;
+            \$signature__en$19  = 1'h1;
           end
       3'h3:
           /* empty */;
@@ -4295,51 +4620,23 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h6:
           /* empty */;
       3'h7:
-          \$signature__en  = 1'h1;
+          \$signature__en$19  = 1'h1;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__addr$25  = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__addr$25  = \$9 [0];
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__data$27  = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__data$27  = 1'h0;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$signature__en$28  = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        \$signature__en$28  = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__addr = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__addr = w_slot;
-      end
-    end
     casez (dcls_state)
       3'h0:
           c_wr__addr = clear_addr[0];
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__addr = w_slot;
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__addr = head;
           end
       3'h3:
@@ -4349,26 +4646,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__addr = sweep[0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__data = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__data = \$10 [0];
-      end
-    end
     casez (dcls_state)
       3'h0:
           c_wr__data = 1'h0;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__data = \$11 [0];
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__data = 1'h0;
           end
       3'h3:
@@ -4378,26 +4674,25 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__data = 1'h0;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     c_wr__en = 1'h0;
-    if (w_valid) begin
-      if (\$7 ) begin
-        c_wr__en = 1'h1;
-      end
-    end
     casez (dcls_state)
       3'h0:
-          c_wr__en = \$11 ;
+          c_wr__en = \$3 ;
       3'h1:
-          /* empty */;
+          if (w_valid) begin
+            if (\$8 ) begin
+              c_wr__en = 1'h1;
+            end
+          end
       3'h2:
-          if (\$53 ) begin
+          if (\$52 ) begin
             c_wr__en = 1'h1;
           end
       3'h3:
@@ -4407,13 +4702,55 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$55 ) begin
+          if (\$54 ) begin
             c_wr__en = 1'h1;
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$29  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__addr$29  = \$10 [0];
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__data$31  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__data$31  = 1'h0;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__en$32  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (w_valid) begin
+            if (\$8 ) begin
+              \$signature__en$32  = 1'h1;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4423,7 +4760,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     delay = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4435,7 +4772,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     target = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4447,34 +4784,34 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    z_rd__addr = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$40  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            z_rd__addr = \$22 [0];
+            \$signature__addr$40  = \$22 [0];
           end
       3'h2:
           if (l_valid) begin
-            z_rd__addr = \$47 [0];
+            \$signature__addr$40  = \$44 [0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    c_rd__addr = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$42  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (it_valid) begin
-            c_rd__addr = \$25 [0];
+            \$signature__addr$42  = \$25 [0];
           end
           if (\$37 ) begin
-            c_rd__addr = head;
+            \$signature__addr$42  = head;
           end
         end
       3'h2:
@@ -4483,14 +4820,14 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$53 ) begin
           end else begin
-            c_rd__addr = sweep[0];
+            \$signature__addr$42  = sweep[0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4500,7 +4837,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     n_now = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4512,7 +4849,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4520,12 +4857,26 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$43 ;
+          issue = \$40 ;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    l_rd__addr = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    reserve = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          reserve = issue;
+      3'h3:
+          reserve = credit;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$signature__addr$55  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4533,7 +4884,7 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (issue) begin
-            l_rd__addr = \$45 [0];
+            \$signature__addr$55  = \$42 [0];
           end
       3'h3:
           /* empty */;
@@ -4543,15 +4894,15 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$55 ) begin
+          if (\$54 ) begin
           end else begin
-            l_rd__addr = \$57 [0];
+            \$signature__addr$55  = \$56 [0];
           end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    w_data = 14'h0000;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    w__payload = 14'h0000;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4559,21 +4910,19 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (z_valid) begin
-            w_data[0] = 1'h0;
-            w_data[11:1] = z_rd__data[10:0];
+            w__payload[0] = 1'h0;
+            w__payload[11:1] = \$signature__data$26 [10:0];
           end
       3'h3:
         begin
-          w_data[0] = 1'h0;
-          w_data[11:1] = 11'h000;
-          w_data[12] = 1'h1;
-          w_data[13] = seq_end;
+          w__payload[12] = 1'h1;
+          w__payload[13] = seq_end;
         end
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    w_en = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    w__valid = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4581,77 +4930,106 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (z_valid) begin
-            w_en = \$48 ;
+            w__valid = \$45 ;
           end
       3'h3:
-          w_en = 1'h1;
+          w__valid = credit;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$123  = \$69 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    cancel = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (z_valid) begin
+            cancel = \$47 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$122  = \$68 [31:0];
+    if (rst) begin
+      \$122  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$123  = \$71 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$124  = \$72 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$124  = \$73 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$125  = \$74 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$125  = \$76 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$126  = \$77 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$126  = \$78 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$127  = \$79 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$127  = \$81 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$128  = \$82 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$128  = \$83 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$129  = \$84 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$129  = \$86 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$130  = \$87 [31:0];
-    if (rst) begin
-      \$130  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$131  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$130  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$104 ) begin
-            \$131  = 1'h0;
+          if (\$103 ) begin
+            \$130  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$131  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (it_valid) begin
+            \$131  = 1'h1;
           end
     endcase
     if (rst) begin
@@ -4659,184 +5037,169 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$132  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$132  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$132  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$133  = clear_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$132  = clear_addr;
     casez (dcls_state)
       3'h0:
         begin
-          \$133  = \$88 [1:0];
-          if (\$89 ) begin
-            \$133  = 2'h0;
+          \$132  = \$87 [1:0];
+          if (\$88 ) begin
+            \$132  = 2'h0;
           end
         end
     endcase
     if (rst) begin
-      \$133  = 2'h0;
+      \$132  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$134  = head;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$133  = head;
     casez (dcls_state)
       3'h0:
-          if (\$89 ) begin
-            \$134  = 1'h0;
+          if (\$88 ) begin
+            \$133  = 1'h0;
           end
       3'h1:
           /* empty */;
       3'h2:
           /* empty */;
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$134  = \$117 [0];
+              \$133  = \$116 [0];
             end
           end
       3'h4:
-          if (\$118 ) begin
-            \$134  = 1'h0;
+          if (\$117 ) begin
+            \$133  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$134  = 1'h0;
+      \$133  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$135  = dcls_state;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$134  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
-          if (\$89 ) begin
-            \$135  = 3'h1;
+          if (\$88 ) begin
+            \$134  = 3'h1;
           end
       3'h1:
-          if (\$106 ) begin
-            \$135  = 3'h2;
+          if (\$105 ) begin
+            \$134  = 3'h2;
           end
       3'h2:
-          if (\$114 ) begin
-            \$135  = 3'h3;
+          if (\$113 ) begin
+            \$134  = 3'h3;
           end
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
-              \$135  = 3'h4;
+              \$134  = 3'h4;
             end else begin
-              \$135  = 3'h1;
+              \$134  = 3'h1;
             end
           end
       3'h4:
           (* full_case = 32'd1 *)
-          if (\$118 ) begin
-            \$135  = 3'h1;
+          if (\$117 ) begin
+            \$134  = 3'h1;
           end else begin
-            \$135  = 3'h5;
+            \$134  = 3'h5;
           end
       3'h5:
-          \$135  = 3'h6;
+          \$134  = 3'h6;
       3'h6:
           (* full_case = 32'd1 *)
-          if (\$119 ) begin
-            \$135  = 3'h4;
+          if (\$118 ) begin
+            \$134  = 3'h4;
           end else begin
-            \$135  = 3'h7;
+            \$134  = 3'h7;
           end
       3'h7:
-          \$135  = 3'h6;
+          \$134  = 3'h6;
     endcase
     if (rst) begin
-      \$135  = 3'h0;
+      \$134  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$136  = w_slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$135  = w_slot;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$136  = \$92 [0];
+            \$135  = \$91 [0];
           end
     endcase
     if (rst) begin
-      \$136  = 1'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$137  = w_weight;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$136  = w_weight;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$137  = \$94 ;
+            \$136  = \$93 ;
           end
     endcase
     if (rst) begin
-      \$137  = 8'h00;
+      \$136  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$138  = w_value;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$137  = w_value;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (it_valid) begin
-            \$138  = it_value;
+            \$137  = it_value;
           end
+    endcase
+    if (rst) begin
+      \$137  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$138  = tap;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (it_valid) begin
+            \$138  = \$94 [1:0];
+          end
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$138  = 2'h0;
+            end
+          end
+        end
     endcase
     if (rst) begin
       \$138  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$139  = tap;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            \$139  = \$95 [1:0];
-          end
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$139  = 2'h0;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$139  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$140  = it_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$139  = it_valid;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4844,13 +5207,33 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
         begin
           if (it_valid) begin
             if (last_tap) begin
-              \$140  = 1'h0;
+              \$139  = 1'h0;
             end
           end
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$140  = 1'h1;
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$139  = 1'h1;
             end
+          end
+        end
+    endcase
+    if (rst) begin
+      \$139  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$140  = step_seen;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (\$99 ) begin
+            \$140  = items__payload[3];
+          end
+          if (\$105 ) begin
+            \$140  = 1'h0;
           end
         end
     endcase
@@ -4859,141 +5242,121 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$141  = step_seen;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$141  = seq_end;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-        begin
-          if (\$100 ) begin
-            \$141  = items__payload[3];
+          if (\$99 ) begin
+            \$141  = items__payload[4];
           end
-          if (\$106 ) begin
-            \$141  = 1'h0;
-          end
-        end
     endcase
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$142  = seq_end;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$142  = it_value;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$100 ) begin
-            \$142  = items__payload[4];
-          end
-    endcase
-    if (rst) begin
-      \$142  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$143  = it_value;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$100 ) begin
-            if (\$101 ) begin
-              \$143  = items__payload[2:1];
+          if (\$99 ) begin
+            if (\$100 ) begin
+              \$142  = items__payload[2:1];
             end
           end
     endcase
     if (rst) begin
-      \$143  = 2'h0;
+      \$142  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$144  = send_first;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$143  = send_first;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            \$144  = 1'h1;
+          if (\$105 ) begin
+            \$143  = 1'h1;
           end
       3'h2:
-          \$144  = 1'h0;
+          \$143  = 1'h0;
     endcase
     if (rst) begin
-      \$144  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$145  = index;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$144  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            \$145  = 1'h0;
+          if (\$105 ) begin
+            \$144  = 1'h0;
           end
       3'h2:
           if (issue) begin
-            \$145  = \$107 [0];
+            \$144  = \$106 [0];
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$145  = 1'h0;
+          \$144  = 1'h0;
       3'h6:
           /* empty */;
       3'h7:
-          \$145  = \$121 [0];
+          \$144  = \$120 [0];
+    endcase
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$145  = l_valid;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$105 ) begin
+            \$145  = 1'h0;
+          end
+      3'h2:
+          \$145  = issue;
     endcase
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$146  = l_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$146  = z_valid;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
+          if (\$105 ) begin
             \$146  = 1'h0;
           end
       3'h2:
-          \$146  = issue;
+          \$146  = l_valid;
     endcase
     if (rst) begin
       \$146  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$147  = z_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$106 ) begin
-            \$147  = 1'h0;
-          end
-      3'h2:
-          \$147  = l_valid;
-    endcase
-    if (rst) begin
-      \$147  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$148  = n_listed;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$147  = n_listed;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5001,22 +5364,22 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (send_first) begin
-            \$148  = c_rd__data;
+            \$147  = \$signature__data$30 ;
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$148  = c_rd__data;
+          \$147  = \$signature__data$30 ;
     endcase
     if (rst) begin
-      \$148  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$149  = z_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$148  = z_addr;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5024,16 +5387,16 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
           /* empty */;
       3'h2:
           if (l_valid) begin
-            \$149  = \$109 [0];
+            \$148  = \$108 [0];
           end
     endcase
     if (rst) begin
-      \$149  = 1'h0;
+      \$148  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$150  = sweep;
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$149  = sweep;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5042,9 +5405,9 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h2:
           /* empty */;
       3'h3:
-          if (w_rdy) begin
+          if (credit) begin
             if (seq_end) begin
-              \$150  = 2'h0;
+              \$149  = 2'h0;
             end
           end
       3'h4:
@@ -5052,59 +5415,141 @@ module \accelerator.layer0_dcls (items__valid, clk, rst, outputs__payload, r_en,
       3'h5:
           /* empty */;
       3'h6:
-          if (\$119 ) begin
-            \$150  = \$120 [1:0];
+          if (\$118 ) begin
+            \$149  = \$119 [1:0];
           end
     endcase
     if (rst) begin
-      \$150  = 2'h0;
+      \$149  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$151  = \$122 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$150  = \$121 [31:0];
     if (rst) begin
-      \$151  = 32'd0;
+      \$150  = 32'd0;
     end
   end
-  assign out_item = w_data;
-  assign r_data = outputs__payload;
-  assign r_rdy = outputs__valid;
-  assign outputs__ready = r_en;
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [5:4];
-  assign \config.elem  = \config [7:6];
-  assign \config.value  = \config [39:8];
-  assign \out_item.index  = w_data[0];
-  assign \out_item.value  = w_data[11:1];
-  assign \out_item.step_end  = w_data[12];
-  assign \out_item.seq_end  = w_data[13];
+  assign r__payload = outputs__payload;
+  assign outputs__ready = r__ready;
+  assign r__valid = outputs__valid;
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[4:3];
+  assign \config__payload.elem  = config__payload[6:5];
+  assign \config__payload.value  = config__payload[38:7];
   assign \outputs__payload.index  = outputs__payload[0];
   assign \outputs__payload.value  = outputs__payload[11:1];
   assign \outputs__payload.step_end  = outputs__payload[12];
   assign \outputs__payload.seq_end  = outputs__payload[13];
+  assign \r__payload.index  = outputs__payload[0];
+  assign \r__payload.value  = outputs__payload[11:1];
+  assign \r__payload.step_end  = outputs__payload[12];
+  assign \r__payload.seq_end  = outputs__payload[13];
   assign \$signature__data.z  = \$signature__data [10:0];
   assign \$signature__data.listed  = \$signature__data [11];
-  assign \z_rd__data.z  = z_rd__data[10:0];
-  assign \z_rd__data.listed  = z_rd__data[11];
+  assign \$signature__data$26.z  = \$signature__data$26 [10:0];
+  assign \$signature__data$26.listed  = \$signature__data$26 [11];
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[2:1];
   assign \items__payload.step_end  = items__payload[3];
   assign \items__payload.seq_end  = items__payload[4];
-  assign port__data[31:24] = \config [15:8];
-  assign port__data[23:16] = \config [15:8];
-  assign port__data[15:8] = \config [15:8];
-  assign port__data[7:0] = \config [15:8];
-  assign \$75  = \$signature__en ;
-  assign \$80  = \$signature__en$28 ;
-  assign \$85  = c_wr__en;
-  assign \$115  = head;
+  assign \w__payload.index  = w__payload[0];
+  assign \w__payload.value  = w__payload[11:1];
+  assign \w__payload.step_end  = w__payload[12];
+  assign \w__payload.seq_end  = w__payload[13];
+  assign port__data[31:24] = config__payload[14:7];
+  assign port__data[23:16] = config__payload[14:7];
+  assign port__data[15:8] = config__payload[14:7];
+  assign port__data[7:0] = config__payload[14:7];
+  assign \$74  = \$signature__en$19 ;
+  assign \$79  = \$signature__en$32 ;
+  assign \$84  = c_wr__en;
+  assign \$114  = head;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r_en, reserve, w_data, w_en, cancel, r__valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire [3:0] \$1 ;
+  wire \$2 ;
+  wire [4:0] \$3 ;
+  wire [5:0] \$4 ;
+  reg [2:0] \$5 ;
+  input cancel;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [13:0] r__payload;
+  wire [13:0] r__payload;
+  wire \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [13:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [2:0] reserved = 3'h0;
+  input rst;
+  wire rst;
+  wire [13:0] w__payload;
+  wire \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  wire w__valid;
+  input [13:0] w_data;
+  wire [13:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed({ 1'h0, cancel });
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 3'h4;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.layer0_dcls.out_fifo.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$5  = \$4 [2:0];
+    if (rst) begin
+      \$5  = 3'h0;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign \w__payload.index  = w_data[0];
+  assign \w__payload.value  = w_data[11:1];
+  assign \w__payload.step_end  = w_data[12];
+  assign \w__payload.seq_end  = w_data[13];
+  assign \r__payload.index  = r__payload[0];
+  assign \r__payload.value  = r__payload[11:1];
+  assign \r__payload.step_end  = r__payload[12];
+  assign \r__payload.seq_end  = r__payload[13];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$11 ;
@@ -5162,13 +5607,11 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   wire [13:0] w_data;
   input w_en;
   wire w_en;
-  output [2:0] w_level;
   wire [2:0] w_level;
   reg [1:0] w_port__addr = 2'h0;
   input [13:0] w_port__data;
   wire [13:0] w_port__data;
   wire w_port__en;
-  output w_rdy;
   wire w_rdy;
   reg [13:0] storage [2:0];
   initial begin
@@ -5230,7 +5673,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [1:0];
@@ -5240,7 +5683,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [1:0];
@@ -5250,7 +5693,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [1:0];
@@ -5263,7 +5706,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, w_rdy, w_level, r_data, r_en, w_p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;
@@ -5284,7 +5727,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5345,7 +5788,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5360,7 +5803,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5375,7 +5818,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5389,7 +5832,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5420,74 +5863,35 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (clk, rst, items__ready, results__payload, \config , items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+);
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [2:0] \$13 ;
-  wire [3:0] \$14 ;
-  wire [3:0] \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire [24:0] \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [1:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
-  wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire [3:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [24:0] \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire [5:0] \$46 ;
-  wire \$47 ;
-  wire [6:0] \$48 ;
-  reg [14:0] \$49 ;
-  wire \$5 ;
-  reg [31:0] \$50 ;
-  reg [31:0] \$51 ;
-  reg [31:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [14:0] \$54 ;
-  reg \$55 ;
-  reg [31:0] \$56 ;
-  reg [14:0] \$57 ;
-  reg [14:0] \$58 ;
-  reg [14:0] \$59 ;
-  wire [3:0] \$6 ;
-  reg \$60 ;
-  reg [24:0] \$61 ;
-  reg \$62 ;
-  reg [14:0] \$63 ;
-  reg \$64 ;
-  reg [49:0] \$65 ;
-  reg [24:0] \$66 ;
-  reg \$67 ;
-  reg [4:0] \$68 ;
-  wire [3:0] \$7 ;
+  wire \$20 ;
+  reg \$21 ;
+  reg [24:0] \$22 ;
+  reg \$23 ;
+  reg [14:0] \$24 ;
+  reg \$25 ;
+  reg [49:0] \$26 ;
+  reg [24:0] \$27 ;
+  reg \$28 ;
+  wire [2:0] \$3 ;
+  wire [3:0] \$4 ;
+  wire [3:0] \$5 ;
+  wire \$6 ;
+  wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire [49:0] acc;
@@ -5509,18 +5913,25 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire class_now;
   input clk;
   wire clk;
-  input [39:0] \config ;
-  wire [39:0] \config ;
-  wire [1:0] \config.addr ;
-  wire [1:0] \config.elem ;
-  wire [2:0] \config.target ;
-  wire \config.valid ;
-  wire [31:0] \config.value ;
+  input [38:0] config__payload;
+  wire [38:0] config__payload;
+  wire [38:0] \config__payload$7 ;
+  wire [1:0] \config__payload$7.addr ;
+  wire [1:0] \config__payload$7.elem ;
+  wire [2:0] \config__payload$7.target ;
+  wire [31:0] \config__payload$7.value ;
+  wire [1:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  wire \config__valid$9 ;
   wire credit;
+  wire \credit$27 ;
   wire finalize;
   (* init = 1'h0 *)
   wire finalize_argmax_0;
-  wire first;
   input [5:0] items__payload;
   wire [5:0] items__payload;
   wire [5:0] \items__payload$1 ;
@@ -5541,26 +5952,21 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   reg [49:0] logits_argmax_0 = 50'h0000000000000;
   wire [24:0] \logits_argmax_0[0] ;
   wire [24:0] \logits_argmax_0[1] ;
-  wire [1:0] port__addr;
-  wire [-1:0] \port__addr$10 ;
-  wire [1:0] \port__addr$15 ;
-  wire [-1:0] \port__addr$17 ;
-  wire [15:0] port__data;
-  wire [47:0] \port__data$12 ;
-  wire [15:0] \port__data$24 ;
-  wire [47:0] \port__data$26 ;
-  wire [1:0] port__en;
-  wire [1:0] \port__en$11 ;
-  reg \port__en$13 ;
-  reg \port__en$14 ;
-  wire [53:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  wire [53:0] r__payload;
+  wire \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire \r__payload.group ;
+  wire [49:0] \r__payload.logits ;
+  wire [24:0] \r__payload.logits[0] ;
+  wire [24:0] \r__payload.logits[1] ;
+  wire \r__payload.seq_end ;
+  input r__ready;
+  wire r__ready;
+  wire r__valid;
   output [31:0] readout_bias_reads;
-  reg [31:0] readout_bias_reads = 32'd0;
+  wire [31:0] readout_bias_reads;
   output [31:0] readout_bias_writes;
-  reg [31:0] readout_bias_writes = 32'd0;
+  wire [31:0] readout_bias_writes;
   output [31:0] readout_busy_cycles;
   wire [31:0] readout_busy_cycles;
   output [31:0] readout_item_overflows;
@@ -5570,16 +5976,16 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   output [31:0] readout_items_writes;
   wire [31:0] readout_items_writes;
   output [31:0] readout_macs;
-  reg [31:0] readout_macs = 32'd0;
+  wire [31:0] readout_macs;
   output [31:0] readout_stall_cycles;
   wire [31:0] readout_stall_cycles;
   output [31:0] readout_steps;
   wire [31:0] readout_steps;
   output [31:0] readout_weights_reads;
-  reg [31:0] readout_weights_reads = 32'd0;
+  wire [31:0] readout_weights_reads;
   output [31:0] readout_weights_writes;
-  reg [31:0] readout_weights_writes = 32'd0;
-  reg [4:0] reserved = 5'h00;
+  wire [31:0] readout_weights_writes;
+  wire reserve;
   output [53:0] results__payload;
   wire [53:0] results__payload;
   wire \results__payload.class_index ;
@@ -5594,9 +6000,6 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire results__valid;
   input rst;
   wire rst;
-  wire [49:0] seeds;
-  wire [24:0] \seeds[0] ;
-  wire [24:0] \seeds[1] ;
   wire [14:0] slot;
   wire [2:0] \slot.base ;
   wire \slot.empty ;
@@ -5621,6 +6024,385 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_argmax_0.step_last ;
   wire \slot_argmax_0.valid ;
   wire [1:0] \slot_argmax_0.value ;
+  wire starting;
+  wire take;
+  wire [53:0] w__payload;
+  wire \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire \w__payload.group ;
+  wire [49:0] \w__payload.logits ;
+  wire [24:0] \w__payload.logits[0] ;
+  wire [24:0] \w__payload.logits[1] ;
+  wire \w__payload.seq_end ;
+  reg w__valid = 1'h0;
+  assign finalize = slot[0] & slot[6];
+  assign \$1  = ! slot_argmax_0[1];
+  assign \$2  = $signed(argmax_0_0_logit) > $signed(best_logit);
+  assign take = \$1  | \$2 ;
+  assign \$3  = slot_argmax_0[1] * 2'h2;
+  assign \$4  = \$3  + argmax_0_0_lane;
+  assign \$5  = take ? \$4  : { 3'h0, best_class };
+  assign \$10  = $signed(acc[49:25]) > $signed(acc[24:0]);
+  assign \$13  = \$12  ? acc[49:25] : acc[24:0];
+  assign \$16  = $signed(acc[49:25]) > $signed(acc[24:0]);
+  assign \$19  = \$18  ? 1'h1 : 1'h0;
+  assign \$20  = w__valid & take;
+  always @(posedge clk)
+    argmax_0_0_valid <= \$21 ;
+  always @(posedge clk)
+    argmax_0_0_logit <= \$22 ;
+  always @(posedge clk)
+    argmax_0_0_lane <= \$23 ;
+  always @(posedge clk)
+    slot_argmax_0 <= \$24 ;
+  always @(posedge clk)
+    w__valid <= \$25 ;
+  always @(posedge clk)
+    logits_argmax_0 <= \$26 ;
+  always @(posedge clk)
+    best_logit <= \$27 ;
+  always @(posedge clk)
+    best_class <= \$28 ;
+  \accelerator.readout.front  front (
+    .acc(acc),
+    .clk(clk),
+    .config__payload(config__payload),
+    .config__valid(config__valid),
+    .credit(credit),
+    .items__payload(items__payload),
+    .items__ready(items__ready),
+    .items__valid(items__valid),
+    .readout_bias_reads(readout_bias_reads),
+    .readout_bias_writes(readout_bias_writes),
+    .readout_busy_cycles(readout_busy_cycles),
+    .readout_item_overflows(readout_item_overflows),
+    .readout_items_reads(readout_items_reads),
+    .readout_items_writes(readout_items_writes),
+    .readout_macs(readout_macs),
+    .readout_stall_cycles(readout_stall_cycles),
+    .readout_steps(readout_steps),
+    .readout_weights_reads(readout_weights_reads),
+    .readout_weights_writes(readout_weights_writes),
+    .rst(rst),
+    .\slot$45 (slot),
+    .starting(reserve)
+  );
+  \accelerator.readout.results  results (
+    .clk(clk),
+    .credit(credit),
+    .r__payload(results__payload),
+    .r__valid(results__valid),
+    .r_en(r__ready),
+    .reserve(reserve),
+    .rst(rst),
+    .w_data(beat),
+    .w_en(w__valid)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$21  = \$7 ;
+    if (rst) begin
+      \$21  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$22  = \$13 ;
+    if (rst) begin
+      \$22  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$23  = \$19 ;
+    if (rst) begin
+      \$23  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$24  = slot;
+    if (rst) begin
+      \$24  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$25  = finalize;
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$26  = acc;
+    if (rst) begin
+      \$26  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$27  = best_logit;
+    if (\$20 ) begin
+      \$27  = argmax_0_0_logit;
+    end
+    if (rst) begin
+      \$27  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    \$28  = best_class;
+    if (\$20 ) begin
+      \$28  = \$5 [0];
+    end
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  assign \items__payload$1  = items__payload;
+  assign \items__ready$3  = items__ready;
+  assign \items__valid$5  = items__valid;
+  assign \config__payload$7  = config__payload;
+  assign \config__valid$9  = config__valid;
+  assign class_now = \$5 [0];
+  assign w__payload = beat;
+  assign finalize_argmax_0 = w__valid;
+  assign starting = reserve;
+  assign \credit$27  = credit;
+  assign r__payload = results__payload;
+  assign results__ready = r__ready;
+  assign r__valid = results__valid;
+  assign \items__payload.index  = items__payload[1:0];
+  assign \items__payload.value  = items__payload[3:2];
+  assign \items__payload.step_end  = items__payload[4];
+  assign \items__payload.seq_end  = items__payload[5];
+  assign \items__payload$1.index  = items__payload[1:0];
+  assign \items__payload$1.value  = items__payload[3:2];
+  assign \items__payload$1.step_end  = items__payload[4];
+  assign \items__payload$1.seq_end  = items__payload[5];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[4:3];
+  assign \config__payload.elem  = config__payload[6:5];
+  assign \config__payload.value  = config__payload[38:7];
+  assign \config__payload$7.target  = config__payload[2:0];
+  assign \config__payload$7.addr  = config__payload[4:3];
+  assign \config__payload$7.elem  = config__payload[6:5];
+  assign \config__payload$7.value  = config__payload[38:7];
+  assign \slot.valid  = slot[0];
+  assign \slot.group  = slot[1];
+  assign \slot.base  = slot[4:2];
+  assign \slot.first  = slot[5];
+  assign \slot.last  = slot[6];
+  assign \slot.step_last  = slot[7];
+  assign \slot.seq_first  = slot[8];
+  assign \slot.seq_end  = slot[9];
+  assign \slot.empty  = slot[10];
+  assign \slot.index  = slot[12:11];
+  assign \slot.value  = slot[14:13];
+  assign \slot_argmax_0.valid  = slot_argmax_0[0];
+  assign \slot_argmax_0.group  = slot_argmax_0[1];
+  assign \slot_argmax_0.base  = slot_argmax_0[4:2];
+  assign \slot_argmax_0.first  = slot_argmax_0[5];
+  assign \slot_argmax_0.last  = slot_argmax_0[6];
+  assign \slot_argmax_0.step_last  = slot_argmax_0[7];
+  assign \slot_argmax_0.seq_first  = slot_argmax_0[8];
+  assign \slot_argmax_0.seq_end  = slot_argmax_0[9];
+  assign \slot_argmax_0.empty  = slot_argmax_0[10];
+  assign \slot_argmax_0.index  = slot_argmax_0[12:11];
+  assign \slot_argmax_0.value  = slot_argmax_0[14:13];
+  assign \beat.logits  = beat[49:0];
+  assign \beat.logits[0]  = beat[24:0];
+  assign \beat.logits[1]  = beat[49:25];
+  assign \beat.group  = beat[50];
+  assign \beat.final  = beat[51];
+  assign \beat.class_index  = beat[52];
+  assign \beat.seq_end  = beat[53];
+  assign \logits_argmax_0[0]  = logits_argmax_0[24:0];
+  assign \logits_argmax_0[1]  = logits_argmax_0[49:25];
+  assign \w__payload.logits  = beat[49:0];
+  assign \w__payload.logits[0]  = beat[24:0];
+  assign \w__payload.logits[1]  = beat[49:25];
+  assign \w__payload.group  = beat[50];
+  assign \w__payload.final  = beat[51];
+  assign \w__payload.class_index  = beat[52];
+  assign \w__payload.seq_end  = beat[53];
+  assign \results__payload.logits  = results__payload[49:0];
+  assign \results__payload.logits[0]  = results__payload[24:0];
+  assign \results__payload.logits[1]  = results__payload[49:25];
+  assign \results__payload.group  = results__payload[50];
+  assign \results__payload.final  = results__payload[51];
+  assign \results__payload.class_index  = results__payload[52];
+  assign \results__payload.seq_end  = results__payload[53];
+  assign \r__payload.logits  = results__payload[49:0];
+  assign \r__payload.logits[0]  = results__payload[24:0];
+  assign \r__payload.logits[1]  = results__payload[49:25];
+  assign \r__payload.group  = results__payload[50];
+  assign \r__payload.final  = results__payload[51];
+  assign \r__payload.class_index  = results__payload[52];
+  assign \r__payload.seq_end  = results__payload[53];
+  assign \acc[0]  = acc[24:0];
+  assign \acc[1]  = acc[49:25];
+  assign beat[53] = slot_argmax_0[9];
+  assign beat[52] = \$5 [0];
+  assign beat[51] = slot_argmax_0[7];
+  assign beat[50] = slot_argmax_0[1];
+  assign beat[49:25] = logits_argmax_0[49:25];
+  assign beat[24:0] = logits_argmax_0[24:0];
+  assign \$6  = 1'h1;
+  assign \$7  = 1'h1;
+  assign \$8  = 1'h1;
+  assign \$9  = 1'h0;
+  assign \$11  = \$10 ;
+  assign \$12  = \$10 ;
+  assign \$14  = 1'h1;
+  assign \$15  = 1'h0;
+  assign \$17  = \$16 ;
+  assign \$18  = \$16 ;
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+, config__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [1:0] \$11 ;
+  wire [32:0] \$12 ;
+  wire \$13 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
+  wire [1:0] \$19 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [32:0] \$25 ;
+  reg [14:0] \$26 ;
+  reg [31:0] \$27 ;
+  reg [31:0] \$28 ;
+  reg [31:0] \$29 ;
+  wire [3:0] \$3 ;
+  reg [31:0] \$30 ;
+  reg [14:0] \$31 ;
+  reg \$32 ;
+  reg [31:0] \$33 ;
+  reg [14:0] \$34 ;
+  reg [14:0] \$35 ;
+  reg [14:0] \$36 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [3:0] \$6 ;
+  wire [3:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  output [49:0] acc;
+  wire [49:0] acc;
+  wire [49:0] \acc$31 ;
+  wire [24:0] \acc$31[0] ;
+  wire [24:0] \acc$31[1] ;
+  wire [24:0] \acc[0] ;
+  wire [24:0] \acc[1] ;
+  input clk;
+  wire clk;
+  input [38:0] config__payload;
+  wire [38:0] config__payload;
+  wire [1:0] \config__payload.addr ;
+  wire [1:0] \config__payload.elem ;
+  wire [2:0] \config__payload.target ;
+  wire [31:0] \config__payload.value ;
+  input config__valid;
+  wire config__valid;
+  input credit;
+  wire credit;
+  wire \credit$7 ;
+  wire first;
+  input [5:0] items__payload;
+  wire [5:0] items__payload;
+  wire [5:0] \items__payload$1 ;
+  wire [1:0] \items__payload$1.index ;
+  wire \items__payload$1.seq_end ;
+  wire \items__payload$1.step_end ;
+  wire [1:0] \items__payload$1.value ;
+  wire [1:0] \items__payload.index ;
+  wire \items__payload.seq_end ;
+  wire \items__payload.step_end ;
+  wire [1:0] \items__payload.value ;
+  output items__ready;
+  wire items__ready;
+  wire \items__ready$3 ;
+  input items__valid;
+  wire items__valid;
+  wire \items__valid$5 ;
+  wire [1:0] port__addr;
+  wire [-1:0] \port__addr$17 ;
+  wire [1:0] \port__addr$20 ;
+  wire [-1:0] \port__addr$22 ;
+  wire [15:0] port__data;
+  wire [47:0] \port__data$19 ;
+  wire [15:0] \port__data$29 ;
+  wire [47:0] \port__data$33 ;
+  reg port__en;
+  wire [1:0] \port__en$13 ;
+  reg \port__en$16 ;
+  wire [1:0] \port__en$18 ;
+  output [31:0] readout_bias_reads;
+  reg [31:0] readout_bias_reads = 32'd0;
+  output [31:0] readout_bias_writes;
+  reg [31:0] readout_bias_writes = 32'd0;
+  output [31:0] readout_busy_cycles;
+  wire [31:0] readout_busy_cycles;
+  output [31:0] readout_item_overflows;
+  wire [31:0] readout_item_overflows;
+  output [31:0] readout_items_reads;
+  wire [31:0] readout_items_reads;
+  output [31:0] readout_items_writes;
+  wire [31:0] readout_items_writes;
+  output [31:0] readout_macs;
+  reg [31:0] readout_macs = 32'd0;
+  output [31:0] readout_stall_cycles;
+  wire [31:0] readout_stall_cycles;
+  output [31:0] readout_steps;
+  wire [31:0] readout_steps;
+  output [31:0] readout_weights_reads;
+  reg [31:0] readout_weights_reads = 32'd0;
+  output [31:0] readout_weights_writes;
+  reg [31:0] readout_weights_writes = 32'd0;
+  input rst;
+  wire rst;
+  wire [49:0] seeds;
+  wire [24:0] \seeds[0] ;
+  wire [24:0] \seeds[1] ;
+  wire [14:0] slot;
+  output [14:0] \slot$45 ;
+  reg [14:0] \slot$45  = 15'h0000;
+  wire [2:0] \slot$45.base ;
+  wire \slot$45.empty ;
+  wire \slot$45.first ;
+  wire \slot$45.group ;
+  wire [1:0] \slot$45.index ;
+  wire \slot$45.last ;
+  wire \slot$45.seq_end ;
+  wire \slot$45.seq_first ;
+  wire \slot$45.step_last ;
+  wire \slot$45.valid ;
+  wire [1:0] \slot$45.value ;
+  wire [2:0] \slot.base ;
+  wire \slot.empty ;
+  wire \slot.first ;
+  wire \slot.group ;
+  wire [1:0] \slot.index ;
+  wire \slot.last ;
+  wire \slot.seq_end ;
+  wire \slot.seq_first ;
+  wire \slot.step_last ;
+  wire \slot.valid ;
+  wire [1:0] \slot.value ;
   reg [14:0] slot_c1 = 15'h0000;
   wire [2:0] \slot_c1.base ;
   wire \slot_c1.empty ;
@@ -5669,26 +6451,13 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   wire \slot_c2b.step_last ;
   wire \slot_c2b.valid ;
   wire [1:0] \slot_c2b.value ;
-  reg [14:0] slot_c3 = 15'h0000;
-  wire [2:0] \slot_c3.base ;
-  wire \slot_c3.empty ;
-  wire \slot_c3.first ;
-  wire \slot_c3.group ;
-  wire [1:0] \slot_c3.index ;
-  wire \slot_c3.last ;
-  wire \slot_c3.seq_end ;
-  wire \slot_c3.seq_first ;
-  wire \slot_c3.step_last ;
-  wire \slot_c3.valid ;
-  wire [1:0] \slot_c3.value ;
+  output starting;
   wire starting;
-  wire take;
+  wire \starting$9 ;
   wire use_acc;
   reg use_acc2 = 1'h0;
   wire valid;
   wire [1:0] value;
-  wire [53:0] w_data;
-  reg w_en = 1'h0;
   wire [15:0] weights;
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
@@ -5698,120 +6467,86 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   end
   always @(posedge clk) begin
     if (\$6 [0])
-      bias[1'h0][23:0] <= \port__data$12 [23:0];
+      bias[1'h0][23:0] <= \port__data$19 [23:0];
     if (\$6 [1])
-      bias[1'h0][47:24] <= \port__data$12 [47:24];
+      bias[1'h0][47:24] <= \port__data$19 [47:24];
   end
   reg [47:0] _0_;
   always @(posedge clk) begin
-    if (\port__en$14 ) begin
+    if (\port__en$16 ) begin
       _0_ <= bias[1'h0];
     end
   end
-  assign \port__data$26  = _0_;
-  reg [15:0] \weights$70  [3:0];
+  assign \port__data$33  = _0_;
+  reg [15:0] \weights$53  [3:0];
   initial begin
-    \weights$70 [0] = 16'ha9cb;
-    \weights$70 [1] = 16'hfdd0;
-    \weights$70 [2] = 16'h263b;
-    \weights$70 [3] = 16'h6a4d;
+    \weights$53 [0] = 16'ha9cb;
+    \weights$53 [1] = 16'hfdd0;
+    \weights$53 [2] = 16'h263b;
+    \weights$53 [3] = 16'h6a4d;
   end
   always @(posedge clk) begin
     if (\$3 [0])
-      \weights$70 [\config [5:4]][7:0] <= port__data[7:0];
+      \weights$53 [config__payload[4:3]][7:0] <= port__data[7:0];
     if (\$3 [1])
-      \weights$70 [\config [5:4]][15:8] <= port__data[15:8];
+      \weights$53 [config__payload[4:3]][15:8] <= port__data[15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
-    if (\port__en$13 ) begin
-      _1_ <= \weights$70 [\$7 [1:0]];
+    if (port__en) begin
+      _1_ <= \weights$53 [\$7 [1:0]];
     end
   end
-  assign \port__data$24  = _1_;
-  assign \$28  = | slot_c2[14:13];
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = readout_macs + 2'h2;
-  assign \$35  = $signed(acc[49:25]) > $signed(acc[24:0]);
-  assign \$38  = \$37  ? acc[49:25] : acc[24:0];
-  assign \$41  = $signed(acc[49:25]) > $signed(acc[24:0]);
-  assign \$44  = \$43  ? 1'h1 : 1'h0;
-  assign \$45  = w_en & take;
-  assign \$46  = reserved + starting;
-  assign \$47  = r_en & results__valid;
-  assign \$48  = \$46  - \$47 ;
-  always @(posedge clk)
-    slot_c1 <= \$49 ;
-  always @(posedge clk)
-    readout_weights_reads <= \$50 ;
-  always @(posedge clk)
-    readout_weights_writes <= \$51 ;
-  always @(posedge clk)
-    readout_bias_reads <= \$52 ;
-  always @(posedge clk)
-    readout_bias_writes <= \$53 ;
-  always @(posedge clk)
-    slot_c2 <= \$54 ;
-  always @(posedge clk)
-    use_acc2 <= \$55 ;
-  always @(posedge clk)
-    readout_macs <= \$56 ;
-  always @(posedge clk)
-    slot_c2a <= \$57 ;
-  always @(posedge clk)
-    slot_c2b <= \$58 ;
-  always @(posedge clk)
-    slot_c3 <= \$59 ;
-  always @(posedge clk)
-    argmax_0_0_valid <= \$60 ;
-  always @(posedge clk)
-    argmax_0_0_logit <= \$61 ;
-  always @(posedge clk)
-    argmax_0_0_lane <= \$62 ;
-  always @(posedge clk)
-    slot_argmax_0 <= \$63 ;
-  always @(posedge clk)
-    w_en <= \$64 ;
-  always @(posedge clk)
-    logits_argmax_0 <= \$65 ;
-  always @(posedge clk)
-    best_logit <= \$66 ;
-  always @(posedge clk)
-    best_class <= \$67 ;
-  always @(posedge clk)
-    reserved <= \$68 ;
-  assign \$1  = \config [3:1] == 3'h4;
-  assign \$2  = \config [0] & \$1 ;
-  assign \$3  = \$2  << \config [7:6];
-  assign \$4  = \config [3:1] == 3'h5;
-  assign \$5  = \config [0] & \$4 ;
-  assign \$6  = \$5  << \config [7:6];
+  assign \port__data$29  = _1_;
+  assign \$1  = config__payload[2:0] == 3'h4;
+  assign \$2  = config__valid & \$1 ;
+  assign \$3  = \$2  << config__payload[6:5];
+  assign \$4  = config__payload[2:0] == 3'h5;
+  assign \$5  = config__valid & \$4 ;
+  assign \$6  = \$5  << config__payload[6:5];
   assign \$7  = slot_c1[4:2] + slot_c1[12:11];
   assign \$8  = ~ slot_c1[10];
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$10  = slot_c1[0] & slot_c1[5];
-  assign weights = slot_c2[10] ? 16'h0000 : \port__data$24 ;
-  assign finalize = slot_c3[0] & slot_c3[6];
-  assign \$11  = ! slot_argmax_0[1];
-  assign \$12  = $signed(argmax_0_0_logit) > $signed(best_logit);
-  assign take = \$11  | \$12 ;
-  assign \$13  = slot_argmax_0[1] * 2'h2;
-  assign \$14  = \$13  + argmax_0_0_lane;
-  assign \$15  = take ? \$14  : { 3'h0, best_class };
-  assign credit = reserved < 5'h10;
-  assign \$16  = 1'h0 + \port__en$13 ;
-  assign \$17  = readout_weights_reads + \$16 ;
-  assign \$18  = | \$3 [1:0];
+  assign weights = slot_c2[10] ? 16'h0000 : \port__data$29 ;
+  assign \$11  = 1'h0 + port__en;
+  assign \$12  = readout_weights_reads + \$11 ;
+  assign \$13  = | \$3 [1:0];
+  assign \$14  = 1'h0 + \$13 ;
+  assign \$15  = readout_weights_writes + \$14 ;
+  assign \$16  = 1'h0 + \port__en$16 ;
+  assign \$17  = readout_bias_reads + \$16 ;
+  assign \$18  = | \$6 [1:0];
   assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$14 ;
-  assign \$22  = readout_bias_reads + \$21 ;
-  assign \$23  = | \$6 [1:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = readout_bias_writes + \$24 ;
-  assign \$26  = ~ slot_c2[10];
-  assign \$27  = slot_c2[0] & \$26 ;
-  \accelerator.readout.issue  issue (
+  assign \$20  = readout_bias_writes + \$19 ;
+  assign \$21  = ~ slot_c2[10];
+  assign \$22  = slot_c2[0] & \$21 ;
+  assign \$23  = | slot_c2[14:13];
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = readout_macs + 2'h2;
+  always @(posedge clk)
+    slot_c1 <= \$26 ;
+  always @(posedge clk)
+    readout_weights_reads <= \$27 ;
+  always @(posedge clk)
+    readout_weights_writes <= \$28 ;
+  always @(posedge clk)
+    readout_bias_reads <= \$29 ;
+  always @(posedge clk)
+    readout_bias_writes <= \$30 ;
+  always @(posedge clk)
+    slot_c2 <= \$31 ;
+  always @(posedge clk)
+    use_acc2 <= \$32 ;
+  always @(posedge clk)
+    readout_macs <= \$33 ;
+  always @(posedge clk)
+    slot_c2a <= \$34 ;
+  always @(posedge clk)
+    slot_c2b <= \$35 ;
+  always @(posedge clk)
+    \slot$45  <= \$36 ;
+  \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -5827,7 +6562,7 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.lanes  lanes (
+  \accelerator.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[5]),
@@ -5837,195 +6572,114 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
     .value(slot_c2[14:13]),
     .weights(weights)
   );
-  \accelerator.readout.results  results (
-    .clk(clk),
-    .r_data(results__payload),
-    .r_en(r_en),
-    .r_rdy(results__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(beat)
-  );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__en$13  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    port__en = 1'h0;
     if (\$9 ) begin
-      \port__en$13  = 1'h1;
+      port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__en$14  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \port__en$16  = 1'h0;
     if (\$10 ) begin
-      \port__en$14  = 1'h1;
+      \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$49  = slot;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$26  = slot;
     if (rst) begin
-      \$49  = 15'h0000;
+      \$26  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$50  = \$17 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$27  = \$12 [31:0];
     if (rst) begin
-      \$50  = 32'd0;
+      \$27  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$51  = \$20 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$28  = \$15 [31:0];
     if (rst) begin
-      \$51  = 32'd0;
+      \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$52  = \$22 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$29  = \$17 [31:0];
     if (rst) begin
-      \$52  = 32'd0;
+      \$29  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$53  = \$25 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$30  = \$20 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$54  = slot_c1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$31  = slot_c1;
     if (rst) begin
-      \$54  = 15'h0000;
+      \$31  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$55  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$32  = 1'h0;
     if (rst) begin
-      \$55  = 1'h0;
+      \$32  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$56  = readout_macs;
-    if (\$29 ) begin
-      \$56  = \$30 [31:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$33  = readout_macs;
+    if (\$24 ) begin
+      \$33  = \$25 [31:0];
     end
     if (rst) begin
-      \$56  = 32'd0;
+      \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$57  = slot_c2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$34  = slot_c2;
     if (rst) begin
-      \$57  = 15'h0000;
+      \$34  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$58  = slot_c2a;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$35  = slot_c2a;
     if (rst) begin
-      \$58  = 15'h0000;
+      \$35  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$59  = slot_c2b;
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$36  = slot_c2b;
     if (rst) begin
-      \$59  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = \$32 ;
-    if (rst) begin
-      \$60  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = \$38 ;
-    if (rst) begin
-      \$61  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = \$44 ;
-    if (rst) begin
-      \$62  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = slot_c3;
-    if (rst) begin
-      \$63  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = finalize;
-    if (rst) begin
-      \$64  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = acc;
-    if (rst) begin
-      \$65  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = best_logit;
-    if (\$45 ) begin
-      \$66  = argmax_0_0_logit;
-    end
-    if (rst) begin
-      \$66  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = best_class;
-    if (\$45 ) begin
-      \$67  = \$15 [0];
-    end
-    if (rst) begin
-      \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = \$48 [4:0];
-    if (rst) begin
-      \$68  = 5'h00;
+      \$36  = 15'h0000;
     end
   end
   assign \items__payload$1  = items__payload;
   assign \items__ready$3  = items__ready;
   assign \items__valid$5  = items__valid;
-  assign port__addr = \config [5:4];
-  assign port__en = \$3 [1:0];
-  assign \port__en$11  = \$6 [1:0];
-  assign \port__addr$15  = \$7 [1:0];
+  assign \credit$7  = credit;
+  assign \starting$9  = starting;
+  assign port__addr = config__payload[4:3];
+  assign \port__en$13  = \$3 [1:0];
+  assign \port__en$18  = \$6 [1:0];
+  assign \port__addr$20  = \$7 [1:0];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[5];
   assign value = slot_c2[14:13];
-  assign class_now = \$15 [0];
-  assign w_data = beat;
-  assign finalize_argmax_0 = w_en;
-  assign r_data = results__payload;
-  assign r_rdy = results__valid;
-  assign results__ready = r_en;
+  assign \acc$31  = acc;
   assign \items__payload.index  = items__payload[1:0];
   assign \items__payload.value  = items__payload[3:2];
   assign \items__payload.step_end  = items__payload[4];
@@ -6034,11 +6688,10 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \items__payload$1.value  = items__payload[3:2];
   assign \items__payload$1.step_end  = items__payload[4];
   assign \items__payload$1.seq_end  = items__payload[5];
-  assign \config.valid  = \config [0];
-  assign \config.target  = \config [3:1];
-  assign \config.addr  = \config [5:4];
-  assign \config.elem  = \config [7:6];
-  assign \config.value  = \config [39:8];
+  assign \config__payload.target  = config__payload[2:0];
+  assign \config__payload.addr  = config__payload[4:3];
+  assign \config__payload.elem  = config__payload[6:5];
+  assign \config__payload.value  = config__payload[38:7];
   assign \slot_c1.valid  = slot_c1[0];
   assign \slot_c1.group  = slot_c1[1];
   assign \slot_c1.base  = slot_c1[4:2];
@@ -6063,46 +6716,12 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2.value  = slot_c2[14:13];
   assign \weights[0]  = weights[7:0];
   assign \weights[1]  = weights[15:8];
+  assign \acc[0]  = acc[24:0];
+  assign \acc[1]  = acc[49:25];
+  assign \acc$31[0]  = acc[24:0];
+  assign \acc$31[1]  = acc[49:25];
   assign \seeds[0]  = seeds[24:0];
   assign \seeds[1]  = seeds[49:25];
-  assign \slot_c3.valid  = slot_c3[0];
-  assign \slot_c3.group  = slot_c3[1];
-  assign \slot_c3.base  = slot_c3[4:2];
-  assign \slot_c3.first  = slot_c3[5];
-  assign \slot_c3.last  = slot_c3[6];
-  assign \slot_c3.step_last  = slot_c3[7];
-  assign \slot_c3.seq_first  = slot_c3[8];
-  assign \slot_c3.seq_end  = slot_c3[9];
-  assign \slot_c3.empty  = slot_c3[10];
-  assign \slot_c3.index  = slot_c3[12:11];
-  assign \slot_c3.value  = slot_c3[14:13];
-  assign \slot_argmax_0.valid  = slot_argmax_0[0];
-  assign \slot_argmax_0.group  = slot_argmax_0[1];
-  assign \slot_argmax_0.base  = slot_argmax_0[4:2];
-  assign \slot_argmax_0.first  = slot_argmax_0[5];
-  assign \slot_argmax_0.last  = slot_argmax_0[6];
-  assign \slot_argmax_0.step_last  = slot_argmax_0[7];
-  assign \slot_argmax_0.seq_first  = slot_argmax_0[8];
-  assign \slot_argmax_0.seq_end  = slot_argmax_0[9];
-  assign \slot_argmax_0.empty  = slot_argmax_0[10];
-  assign \slot_argmax_0.index  = slot_argmax_0[12:11];
-  assign \slot_argmax_0.value  = slot_argmax_0[14:13];
-  assign \beat.logits  = beat[49:0];
-  assign \beat.logits[0]  = beat[24:0];
-  assign \beat.logits[1]  = beat[49:25];
-  assign \beat.group  = beat[50];
-  assign \beat.final  = beat[51];
-  assign \beat.class_index  = beat[52];
-  assign \beat.seq_end  = beat[53];
-  assign \logits_argmax_0[0]  = logits_argmax_0[24:0];
-  assign \logits_argmax_0[1]  = logits_argmax_0[49:25];
-  assign \results__payload.logits  = results__payload[49:0];
-  assign \results__payload.logits[0]  = results__payload[24:0];
-  assign \results__payload.logits[1]  = results__payload[49:25];
-  assign \results__payload.group  = results__payload[50];
-  assign \results__payload.final  = results__payload[51];
-  assign \results__payload.class_index  = results__payload[52];
-  assign \results__payload.seq_end  = results__payload[53];
   assign \slot.valid  = slot[0];
   assign \slot.group  = slot[1];
   assign \slot.base  = slot[4:2];
@@ -6136,35 +6755,28 @@ module \accelerator.readout (clk, rst, items__ready, results__payload, \config ,
   assign \slot_c2b.empty  = slot_c2b[10];
   assign \slot_c2b.index  = slot_c2b[12:11];
   assign \slot_c2b.value  = slot_c2b[14:13];
-  assign \acc[0]  = acc[24:0];
-  assign \acc[1]  = acc[49:25];
-  assign beat[53] = slot_argmax_0[9];
-  assign beat[52] = \$15 [0];
-  assign beat[51] = slot_argmax_0[7];
-  assign beat[50] = slot_argmax_0[1];
-  assign beat[49:25] = logits_argmax_0[49:25];
-  assign beat[24:0] = logits_argmax_0[24:0];
-  assign seeds[49:25] = { \port__data$26 [47], \port__data$26 [47:24] };
-  assign seeds[24:0] = { \port__data$26 [23], \port__data$26 [23:0] };
-  assign \port__data$12 [47:24] = \config [31:8];
-  assign \port__data$12 [23:0] = \config [31:8];
-  assign port__data[15:8] = \config [15:8];
-  assign port__data[7:0] = \config [15:8];
-  assign \$31  = 1'h1;
-  assign \$32  = 1'h1;
-  assign \$33  = 1'h1;
-  assign \$34  = 1'h0;
-  assign \$36  = \$35 ;
-  assign \$37  = \$35 ;
-  assign \$39  = 1'h1;
-  assign \$40  = 1'h0;
-  assign \$42  = \$41 ;
-  assign \$43  = \$41 ;
+  assign \slot$45.valid  = \slot$45 [0];
+  assign \slot$45.group  = \slot$45 [1];
+  assign \slot$45.base  = \slot$45 [4:2];
+  assign \slot$45.first  = \slot$45 [5];
+  assign \slot$45.last  = \slot$45 [6];
+  assign \slot$45.step_last  = \slot$45 [7];
+  assign \slot$45.seq_first  = \slot$45 [8];
+  assign \slot$45.seq_end  = \slot$45 [9];
+  assign \slot$45.empty  = \slot$45 [10];
+  assign \slot$45.index  = \slot$45 [12:11];
+  assign \slot$45.value  = \slot$45 [14:13];
+  assign seeds[49:25] = { \port__data$33 [47], \port__data$33 [47:24] };
+  assign seeds[24:0] = { \port__data$33 [23], \port__data$33 [23:0] };
+  assign \port__data$19 [47:24] = config__payload[30:7];
+  assign \port__data$19 [23:0] = config__payload[30:7];
+  assign port__data[15:8] = config__payload[14:7];
+  assign port__data[7:0] = config__payload[14:7];
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.issue (rst, credit, items__ready, starting, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$11 ;
@@ -6240,6 +6852,9 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   reg [31:0] \$75 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signal  = 2'h0;
+  reg [1:0] \$signal$31  = 2'h0;
+  reg [1:0] \$signal$33  = 2'h0;
   reg [2:0] bank0_count = 3'h0;
   reg [2:0] bank1_count = 3'h0;
   reg [2:0] base = 3'h0;
@@ -6249,9 +6864,6 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   input credit;
   wire credit;
   reg [1:0] drain = 2'h0;
-  reg [1:0] end_of = 2'h0;
-  reg [1:0] first_of = 2'h0;
-  reg [1:0] full = 2'h0;
   wire [-1:0] group;
   wire issue;
   input [5:0] items__payload;
@@ -6349,7 +6961,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$21  = readout_items_reads + \$20 ;
   assign \$23  = 1'h0 + \$22 ;
   assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = full >> wbank;
+  assign \$25  = \$signal  >> wbank;
   assign \$26  = ~ \$25 ;
   assign \$27  = items__valid & \$26 ;
   assign \$28  = wcount + 1'h1;
@@ -6360,10 +6972,10 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$33  = ~ wbank;
   assign \$34  = ~ busy;
   assign \$35  = | drain;
-  assign \$36  = full >> rbank;
+  assign \$36  = \$signal  >> rbank;
   assign \$37  = drain - 1'h1;
-  assign \$39  = first_of >> rbank;
-  assign \$40  = end_of >> rbank;
+  assign \$39  = \$signal$31  >> rbank;
+  assign \$40  = \$signal$33  >> rbank;
   assign \$41  = readout_busy_cycles + 1'h1;
   assign \$42  = ~ issue;
   assign \$43  = readout_stall_cycles + 1'h1;
@@ -6382,15 +6994,15 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   always @(posedge clk)
     readout_item_overflows <= \$56 ;
   always @(posedge clk)
-    full <= \$57 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
     bank0_count <= \$58 ;
   always @(posedge clk)
     bank1_count <= \$59 ;
   always @(posedge clk)
-    first_of <= \$60 ;
+    \$signal$31  <= \$60 ;
   always @(posedge clk)
-    end_of <= \$61 ;
+    \$signal$33  <= \$61 ;
   always @(posedge clk)
     next_first <= \$62 ;
   always @(posedge clk)
@@ -6419,7 +7031,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     rbank <= \$74 ;
   always @(posedge clk)
     readout_steps <= \$75 ;
-  assign \$1  = full >> wbank;
+  assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[3:2];
   assign \$3  = wcount < 3'h4;
@@ -6427,7 +7039,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$4  = wbank ? 3'h4 : 3'h0;
   assign \$5  = \$4  + wcount;
   assign \$7  = { 3'h0, items__payload[1:0] } | \$6 ;
-  assign \$8  = full >> wbank;
+  assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
@@ -6442,7 +7054,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
   assign \$17  = | n_items;
   assign \$18  = meta[10] ? 2'h0 : rd__data[1:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6452,14 +7064,14 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6468,28 +7080,28 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
       rd__addr = \$16 [2:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6504,7 +7116,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6516,8 +7128,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$57  = full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
@@ -6547,7 +7159,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6562,7 +7174,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6580,8 +7192,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$60  = first_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
@@ -6598,8 +7210,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$61  = end_of;
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
@@ -6616,7 +7228,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6628,7 +7240,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[4]) begin
@@ -6640,7 +7252,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$64 [14:1] = meta[14:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -6658,7 +7270,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6677,7 +7289,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6697,7 +7309,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6710,7 +7322,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$68  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6728,7 +7340,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$69  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6749,7 +7361,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$70  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6762,7 +7374,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$71  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -6775,7 +7387,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$72  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6787,7 +7399,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$73  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -6801,7 +7413,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -6815,7 +7427,7 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$75  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -6876,8 +7488,8 @@ module \accelerator.readout.issue (rst, credit, items__ready, starting, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [9:0] \$1 ;
   reg \$10 ;
   reg [1:0] \$11 ;
@@ -6968,70 +7580,70 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 10'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$14  = seeds[24:0];
     if (rst) begin
       \$14  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [24:0] = \$3 [24:0];
@@ -7042,28 +7654,28 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 10'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$19  = seeds[49:25];
     if (rst) begin
       \$19  = 25'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 25'h0000000;
@@ -7078,8 +7690,100 @@ module \accelerator.readout.lanes (rst, weights, seeds, valid, first, value, acc
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+  wire [5:0] \$1 ;
+  wire \$2 ;
+  wire [6:0] \$3 ;
+  wire [7:0] \$4 ;
+  reg [4:0] \$5 ;
+  wire cancel;
+  input clk;
+  wire clk;
+  output credit;
+  wire credit;
+  output [53:0] r__payload;
+  wire [53:0] r__payload;
+  wire \r__payload.class_index ;
+  wire \r__payload.final ;
+  wire \r__payload.group ;
+  wire [49:0] \r__payload.logits ;
+  wire [24:0] \r__payload.logits[0] ;
+  wire [24:0] \r__payload.logits[1] ;
+  wire \r__payload.seq_end ;
+  wire r__ready;
+  output r__valid;
+  wire r__valid;
+  wire [53:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
+  input reserve;
+  wire reserve;
+  reg [4:0] reserved = 5'h00;
+  input rst;
+  wire rst;
+  wire [53:0] w__payload;
+  wire \w__payload.class_index ;
+  wire \w__payload.final ;
+  wire \w__payload.group ;
+  wire [49:0] \w__payload.logits ;
+  wire [24:0] \w__payload.logits[0] ;
+  wire [24:0] \w__payload.logits[1] ;
+  wire \w__payload.seq_end ;
+  wire w__valid;
+  input [53:0] w_data;
+  wire [53:0] w_data;
+  input w_en;
+  wire w_en;
+  assign \$4  = $signed(\$3 ) - $signed(1'h0);
+  always @(posedge clk)
+    reserved <= \$5 ;
+  assign credit = reserved < 5'h10;
+  assign \$1  = reserved + reserve;
+  assign \$2  = r_en & r__valid;
+  assign \$3  = \$1  - \$2 ;
+  \accelerator.readout.results.fifo  fifo (
+    .clk(clk),
+    .r_data(r__payload),
+    .r_en(r_en),
+    .r_rdy(r__valid),
+    .rst(rst),
+    .w_en(w_en),
+    .w_port__data(w_data)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$5  = \$4 [4:0];
+    if (rst) begin
+      \$5  = 5'h00;
+    end
+  end
+  assign w__payload = w_data;
+  assign w__valid = w_en;
+  assign r_data = r__payload;
+  assign r_rdy = r__valid;
+  assign r__ready = r_en;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w_data[49:0];
+  assign \w__payload.logits[0]  = w_data[24:0];
+  assign \w__payload.logits[1]  = w_data[49:25];
+  assign \w__payload.group  = w_data[50];
+  assign \w__payload.final  = w_data[51];
+  assign \w__payload.class_index  = w_data[52];
+  assign \w__payload.seq_end  = w_data[53];
+  assign \r__payload.logits  = r__payload[49:0];
+  assign \r__payload.logits[0]  = r__payload[24:0];
+  assign \r__payload.logits[1]  = r__payload[49:25];
+  assign \r__payload.group  = r__payload[50];
+  assign \r__payload.final  = r__payload[51];
+  assign \r__payload.class_index  = r__payload[52];
+  assign \r__payload.seq_end  = r__payload[53];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
+  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$11 ;
@@ -7215,7 +7919,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
   always @(posedge clk)
     r_rdy <= \$33 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$30  = w_port__addr;
     if (\$3 ) begin
       \$30  = \$6 [3:0];
@@ -7225,7 +7929,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$31  = r_port__addr;
     if (\$9 ) begin
       \$31  = \$12 [3:0];
@@ -7235,7 +7939,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$32  = inner_level;
     if (\$18 ) begin
       \$32  = \$19 [3:0];
@@ -7248,7 +7952,7 @@ module \accelerator.readout.results (clk, rst, r_data, w_port__data, w_en, r_rdy
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$33  = r_rdy;
     if (\$29 ) begin
       \$33  = 1'h1;

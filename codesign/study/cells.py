@@ -750,7 +750,7 @@ def render_markdown(report: dict[str, Any], png_name: str | None) -> str:
         "step: states that changed and were sent on, all layers, in the simulated sequences. MACs run: "
         "event-driven (zero inputs and unchanged states skipped) against dense (T x d x m x matrices + "
         "readout). Energy: the simulated counters x Horowitz ISSCC 2014 45 nm per-operation energies plus "
-        "leakage = assumed nW/um^2 x ASIC area over the whole step period (`codesign/report/energy.py`); "
+        "leakage = assumed nW/um^2 x ASIC area over the whole step period (`codesign/energy.py`); "
         "not a power simulation. ASIC area: `codesign area` (yosys generic gates as sky130_fd_sc_hd cells, "
         "memories as latches). Parameters: integer array elements of the bundle (bits at their widths). "
         + leakage_note(report),

@@ -1,9 +1,12 @@
-"""Energy and power proxy: measured operation counts x a documented per-operation table.
+"""The energy model: a documented per-operation table, and the energy of measured operation counts.
+
+``codesign report`` (measured counters of a build) and ``codesign explore`` (the golden model's
+counts) both price operations here, so their figures agree on what an operation costs.
 
 The table is Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2014,
-45 nm, 0.9 V (:data:`codesign.explore.hardware.ENERGY_PJ`): 8-bit add 0.03 pJ, 32-bit add 0.1 pJ,
+45 nm, 0.9 V (:data:`ENERGY_PJ`): 8-bit add 0.03 pJ, 32-bit add 0.1 pJ,
 8-bit multiply 0.2 pJ, 32-bit multiply 3.1 pJ, a 64-bit read of an 8 KB SRAM about 10 pJ.
-Scaling (:func:`codesign.explore.hardware.energy_add` / ``energy_mult`` / ``energy_read``):
+Scaling (:func:`energy_add` / :func:`energy_mult` / :func:`energy_read`):
 
 * adders linearly in their width, multipliers linearly in the product of the operand widths;
 * a memory access: 10 pJ x (word bits / 64) x ``sqrt(capacity / 64 Kbit)`` (bit- and word-line
@@ -29,9 +32,50 @@ from __future__ import annotations
 
 import math
 
-from codesign.explore.hardware import ENERGY_PJ, energy_add, energy_mult, energy_read
+import numpy as np
 
-__all__ = ["DEFAULT_LEAK_NW_PER_UM2", "ENERGY_PJ", "access_pj", "dynamic_energy"]
+__all__ = [
+    "DEFAULT_LEAK_NW_PER_UM2",
+    "ENERGY_PJ",
+    "access_pj",
+    "dynamic_energy",
+    "energy_add",
+    "energy_mult",
+    "energy_read",
+]
+
+ENERGY_PJ = {
+    "add8": 0.03,
+    "add32": 0.1,
+    "mult8": 0.2,
+    "mult32": 3.1,
+    "sram_read64_8kb": 10.0,
+}
+"""Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm, 0.9 V (pJ per operation)."""
+
+
+def _interp(x: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> float:
+    """Piecewise-linear through the points, extended with the last segment's slope."""
+    if x <= xs[-1]:
+        return float(np.interp(x, xs, ys))
+    slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+    return ys[-1] + slope * (x - xs[-1])
+
+
+def energy_add(bits: int) -> float:
+    """pJ of a ``bits``-wide add (0.03 pJ at 8 bits, 0.1 pJ at 32, linear)."""
+    return _interp(bits, (0, 8, 32), (0.0, ENERGY_PJ["add8"], ENERGY_PJ["add32"]))
+
+
+def energy_mult(a_bits: int, b_bits: int) -> float:
+    """pJ of an ``a x b``-bit multiply, linear in ``a * b`` (0.2 pJ at 8 x 8, 3.1 pJ at 32 x 32)."""
+    return _interp(a_bits * b_bits, (0, 64, 1024), (0.0, ENERGY_PJ["mult8"], ENERGY_PJ["mult32"]))
+
+
+def energy_read(bits: int) -> float:
+    """pJ of reading ``bits`` from a small SRAM (10 pJ per 64 bits)."""
+    return ENERGY_PJ["sram_read64_8kb"] * bits / 64
+
 
 DEFAULT_LEAK_NW_PER_UM2 = 0.01
 REFERENCE_SRAM_BITS = 8 * 1024 * 8

@@ -1,0 +1,178 @@
+"""Stages C0-C2b of an engine (issue, fetch, multiply-accumulate), shared by the layers and the readout.
+
+:class:`MacFront` owns the engine's issue stage, its weight and bias memories (loaded through the
+configuration stream), the kept accumulators of an event-driven engine, the state and pooled-sum
+memories, and the lane array. It hands the engine, at C3 and from flip-flops:
+
+* ``slot``: the slot (group, flags) the sums belong to;
+* ``acc``: the lanes' sums (valid on the group's last slot);
+* ``params``, ``state``, ``pool``: the group's words of those memories, read on its last slot.
+
+The engine's later stages write the new state, accumulators and pooled sums back through the
+``state_write``, ``acc_write`` and ``pool_write`` ports: the memories stay here, the decisions
+there. A member exists only when the engine has that memory.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from codesign.hw.arrays import ArrayMemory
+from codesign.hw.config import ConfigSignature, drive_config_write
+from codesign.hw.counters import CounterBank, count_memory
+from codesign.hw.issue import IssueStage, SlotLayout
+from codesign.hw.lanes import LaneArray
+from codesign.hw.plan import AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
+from codesign.hw.signature import ItemLayout
+
+__all__ = ["MacFront", "WriteLayout"]
+
+HELD = ("params", "state", "pool")
+"""Memories read on a group's last slot for the update stage."""
+
+WRITTEN = ("state", "acc", "pool")
+"""Memories the engine's later stages write back."""
+
+
+def word_layout(mem: MemoryPlan) -> data.ArrayLayout:
+    return data.ArrayLayout(signed(mem.elem_bits), mem.elements)
+
+
+class WriteLayout(data.StructLayout):
+    """One write of a whole word: ``data`` to word ``addr`` when ``en``."""
+
+    def __init__(self, mem: MemoryPlan) -> None:
+        super().__init__(
+            {"addr": unsigned(index_bits(mem.depth)), "en": unsigned(1), "data": word_layout(mem)}
+        )
+
+
+class MacFront(wiring.Component):
+    """Issue, fetch and MAC stages of engine ``e`` (``P`` lanes x its matrices)."""
+
+    def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
+        self.plan, self.engine = plan, e
+        self.images = images or {}
+        self.issue = IssueStage(plan, e, lose_stalled=plan.faults.active("stalled_beat_lost", e.index))
+        self.counters = CounterBank(plan, f"{e.name}.front")
+        mems = e.memories
+        members = {
+            "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
+            "config": In(ConfigSignature(plan)),
+            "credit": In(1),  # room downstream for one more group
+            "starting": Out(1),  # a group starts this cycle (takes one credit)
+            "slot": Out(SlotLayout(e)),
+            "acc": Out(data.ArrayLayout(signed(e.acc_bits), e.lanes * len(e.matrices))),
+        }
+        members |= {key: Out(word_layout(mems[key])) for key in HELD if key in mems}
+        members |= {f"{key}_write": In(WriteLayout(mems[key])) for key in WRITTEN if key in mems}
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.issue = issue = self.issue
+        wiring.connect(m, wiring.flipped(self.items), issue.items)
+        m.d.comb += [issue.credit.eq(self.credit), self.starting.eq(issue.starting)]
+        # the slot is registered once more before the fetch: the item memory's output through the
+        # weight address adder into the weight memory was the ECP5's longest path at P = 2
+        slot = Signal(SlotLayout(self.engine), name="slot_c1")
+        m.d.sync += slot.eq(issue.slot)
+        ports = self._memories(m)
+        s2, use_acc2 = self._fetch(m, slot, ports)
+        s2a = self._mac(m, s2, use_acc2, ports)
+        self._read_for_update(m, s2a, ports)
+        return m
+
+    # ------------------------------------------------------------ memories
+    def _memories(self, m: Module) -> dict:
+        """Every memory of the engine with its ports: ``{key: (read port, write port)}``."""
+        e, mems = self.engine, self.engine.memories
+        ports = {}
+        for key in ("weights", "bias", "params", "state", "acc", "pool"):
+            if key not in mems:
+                continue
+            loadable = mems[key].config_id is not None
+            mem = ArrayMemory(m, key, mems[key], self.images.get(mems[key].name) if loadable else None)
+            rd, wr = mem.read_port(), mem.write_port(granular=loadable)
+            m.d.comb += rd.en.eq(0)
+            if loadable:
+                drive_config_write(m, wr, self.config, mems[key])
+            else:
+                request = getattr(self, f"{key}_write")
+                m.d.comb += [wr.addr.eq(request.addr), wr.en.eq(request.en), wr.data.eq(request.data)]
+            count_memory(m, self.counters, mems[key].name, [rd], [wr])
+            ports[key] = (rd, wr)
+        assert e.mode != "events" or "acc" in ports
+        return ports
+
+    # ------------------------------------------------------------ C1 fetch
+    def _fetch(self, m: Module, slot, ports):
+        """Read the item's weight word; on a group's first slot the biases or kept accumulators."""
+        w_rd, b_rd = ports["weights"][0], ports["bias"][0]
+        acc_rd = ports["acc"][0] if "acc" in ports else None
+        m.d.comb += [w_rd.addr.eq(slot.base + slot.index), b_rd.addr.eq(slot.group)]
+        with m.If(slot.valid & ~slot.empty):
+            m.d.comb += w_rd.en.eq(1)
+        use_acc = Signal()
+        m.d.comb += use_acc.eq(~slot.seq_first if acc_rd is not None else 0)
+        with m.If(slot.valid & slot.first):
+            if acc_rd is None:
+                m.d.comb += b_rd.en.eq(1)
+            else:
+                with m.If(use_acc):
+                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(slot.group)]
+                with m.Else():
+                    m.d.comb += b_rd.en.eq(1)
+        s2 = Signal(SlotLayout(self.engine), name="slot_c2")
+        use_acc2 = Signal()
+        m.d.sync += [s2.eq(slot), use_acc2.eq(use_acc)]
+        return s2, use_acc2
+
+    # ------------------------------------------------------------ C2 MAC
+    def _mac(self, m: Module, s2, use_acc2, ports):
+        """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
+        e = self.engine
+        p, n_mat, groups = e.lanes, len(e.matrices), e.groups
+        w_rd, b_rd = ports["weights"][0], ports["bias"][0]
+        acc_rd = ports["acc"][0] if "acc" in ports else None
+        m.submodules.lanes = lanes = LaneArray(
+            lanes=p, matrices=n_mat, weight_bits=e.weight_bits, value_bits=e.item_bits, acc_bits=e.acc_bits
+        )
+        m.d.comb += [
+            lanes.valid.eq(s2.valid),
+            lanes.first.eq(s2.first),
+            lanes.value.eq(s2.value),
+            # a biases-only slot does not read the weights: multiply 0 by 0, not by whatever the
+            # read register holds (never loaded after power-up: X in a 4-state simulator)
+            lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
+            self.acc.eq(lanes.acc),
+        ]
+        no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
+        for i in range(p * n_mat):
+            bias_seed = 0 if no_bias else b_rd.data[i]
+            seed = bias_seed if acc_rd is None else Mux(use_acc2, acc_rd.data[i], bias_seed)
+            m.d.comb += lanes.seeds[i].eq(seed)
+        last_lanes = e.size - (groups - 1) * p
+        valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
+        with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
+            self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
+        s2a = Signal(SlotLayout(e), name="slot_c2a")
+        m.d.sync += s2a.eq(s2)
+        return s2a
+
+    # ------------------------------------------------------------ C2a/C2b reads for C3
+    def _read_for_update(self, m: Module, s2a, ports) -> None:
+        """A group's last slot reads its state, parameters and pooled sum in C2a and registers them
+        in C2b, so they reach C3 with the sums and from flip-flops (a block RAM's clock-to-output
+        delay is not on the update stage's path)."""
+        held = [key for key in HELD if key in ports]
+        with m.If(s2a.valid & s2a.last):
+            for key in held:
+                rd = ports[key][0]
+                m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group)]
+        for key in held:
+            m.d.sync += getattr(self, key).eq(ports[key][0].data)
+        s2b = Signal(SlotLayout(self.engine), name="slot_c2b")
+        m.d.sync += [s2b.eq(s2a), self.slot.eq(s2b)]
