@@ -456,17 +456,31 @@ def rtl(
             "the config stream (one build serves every bundle of the same shape)"
         ),
     ] = "baked",
+    target: Annotated[
+        str,
+        typer.Option(
+            help="chip the plan maps onto: generic (the tool decides), asic, up5k or ecp5 (block RAM or "
+            "logic per memory, hard or LUT multipliers per engine; build.json records the choice)"
+        ),
+    ] = "generic",
+    counters: Annotated[
+        str,
+        typer.Option(
+            help="observability counters to build: all (what the testbench checks and the report "
+            "prices), basic (cycles, sequences, results, each engine's steps, MACs and events) or none"
+        ),
+    ] = "all",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
     from codesign.hw.build import build_rtl
 
-    info = build_rtl(bundle, out, lanes=lanes, weights=weights)
+    info = build_rtl(bundle, out, lanes=lanes, weights=weights, target=target, counters=counters)
     plan = info["plan"]
     engines = ", ".join(f"{e['name']} {e['kind']} d={e['size']} P={e['lanes']}" for e in plan["engines"])
     bits = sum(m["bits"] for m in plan["memories"])
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
-        f"{len(plan['memories'])} memories, {bits} bits",
+        f"{len(plan['memories'])} memories, {bits} bits; target {target}, {len(plan['counters'])} counters",
         highlight=False,
         soft_wrap=True,
     )

@@ -34,8 +34,19 @@ BUNDLES = Path(__file__).resolve().parents[1] / "models" / "bundles"
 REFERENCE = sorted(p.name for p in BUNDLES.iterdir() if (p / "manifest.yaml").exists())
 
 
-def assert_matches_golden(bundle: Bundle, sequences, *, lanes: int, seed: int | None = None, weights="baked"):
-    result = simulate(bundle, sequences, lanes=lanes, seed=seed, weights=weights)
+def assert_matches_golden(
+    bundle: Bundle,
+    sequences,
+    *,
+    lanes: int,
+    seed: int | None = None,
+    weights="baked",
+    target="generic",
+    counters="all",
+):
+    result = simulate(
+        bundle, sequences, lanes=lanes, seed=seed, weights=weights, target=target, counters=counters
+    )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
     readout_macs = 0
@@ -50,6 +61,9 @@ def assert_matches_golden(bundle: Bundle, sequences, *, lanes: int, seed: int | 
         np.testing.assert_array_equal(got.logits, exp.logits[0], err_msg=f"seq {n} logits")
         np.testing.assert_array_equal(got.classes, exp.classes[0], err_msg=f"seq {n} classes")
     c = result.counters
+    if counters == "none":
+        assert c == {}
+        return result
     for i in range(len(layer_macs)):
         assert c[f"layer{i}_macs"] == layer_macs[i], f"layer {i} MACs"
         assert c[f"layer{i}_events"] == layer_events[i], f"layer {i} events"
@@ -65,6 +79,37 @@ def test_reference_bundles_match_golden(name: str) -> None:
     widest = max(layer.size for layer in bundle.manifest.layers)
     for lanes in sorted({min(3, widest), widest}):
         assert_matches_golden(bundle, xs, lanes=lanes, seed=lanes)
+
+
+@pytest.mark.parametrize(("target", "counters"), [("up5k", "basic"), ("ecp5", "none"), ("up5k", "all")])
+def test_mapped_builds_match_golden(target: str, counters: str) -> None:
+    """Block RAM or logic per memory, LUT (shift-and-add) or hard multipliers, fewer counters:
+    the same integers as the golden model."""
+    for seed in (3, 11, 29):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        result = assert_matches_golden(
+            bundle, xs, lanes=min(4, widest), seed=seed, target=target, counters=counters
+        )
+        if counters == "basic":
+            assert "cycles" in result.counters and "layer0_weights_reads" not in result.counters
+
+
+def test_target_decides_memories_and_multipliers() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    generic = plan_accelerator(bundle.manifest, 4)
+    assert {m.style for m in generic.memories} == {"auto"} and generic.layers[0].multiplier == "auto"
+    up5k = plan_accelerator(bundle.manifest, 4, target="up5k")
+    styles = {m.name: m.style for m in up5k.memories}
+    assert styles["layer0_bias"] == "logic"  # 8 words x 128 bits: 8 EBRs in block RAM
+    assert styles["layer0_weights"] == "block"
+    hard = sum(e.lanes * len(e.matrices) for e in up5k.engines if e.multiplier == "hard")
+    assert hard <= 8  # the UP5K's DSPs
+    with pytest.raises(CodesignError, match="--target 'xc7'"):
+        plan_accelerator(bundle.manifest, 4, target="xc7")
+    with pytest.raises(CodesignError, match="--counters 'some'"):
+        plan_accelerator(bundle.manifest, 4, counters="some")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

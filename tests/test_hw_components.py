@@ -338,3 +338,32 @@ def test_stream_slice_keeps_order_under_random_stalls(seed: int) -> None:
             assert cycles == len(sent) + 1  # one cycle of latency, one beat per cycle
 
     _run(dut, bench)
+
+
+@pytest.mark.parametrize(("weight_bits", "value_bits"), [(2, 3), (3, 5), (4, 4), (4, 9)])
+def test_shift_add_multiplies_exactly(weight_bits: int, value_bits: int) -> None:
+    """The LUT multiplier the plan picks for narrow weights equals ``*`` on every operand pair."""
+    from amaranth.hdl import Signal, signed
+    from amaranth.sim import Simulator
+
+    from codesign.hw.lanes import shift_add
+
+    w, v = Signal(signed(weight_bits)), Signal(signed(value_bits))
+    product = Signal(signed(weight_bits + value_bits))
+    m = Module()
+    m.d.comb += product.eq(shift_add(w, v))
+    sim = Simulator(m)
+    pairs = [
+        (a, b)
+        for a in range(-(1 << (weight_bits - 1)), 1 << (weight_bits - 1))
+        for b in range(-(1 << (value_bits - 1)), 1 << (value_bits - 1))
+    ]
+
+    async def bench(ctx):
+        for a, b in pairs:
+            ctx.set(w, a)
+            ctx.set(v, b)
+            assert ctx.get(product) == a * b, (a, b)
+
+    sim.add_testbench(bench)
+    sim.run()

@@ -46,6 +46,10 @@ class Accelerator(wiring.Component):
         ``P``: neurons (or classes) computed in parallel; ``1 <= P <=`` the widest layer.
     weights : ``"baked"`` or ``"runtime"``
         Whether the parameter memories start with the bundle's values or at zero.
+    target : str
+        Chip the plan maps memories and multiplies onto (``codesign.hw.targets``).
+    counters : str
+        ``all``, ``basic`` or ``none``: the observability counters the build carries.
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
@@ -58,12 +62,19 @@ class Accelerator(wiring.Component):
         weights: str = "baked",
         counter_bits: int = 32,
         faults: frozenset[str] | set[str] = frozenset(),
+        target: str = "generic",
+        counters: str = "all",
     ) -> None:
         try:
             if weights not in WEIGHT_MODES:
                 raise CodesignError(f"weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
             self.plan: AcceleratorPlan = plan_accelerator(
-                bundle.manifest, lanes, counter_bits=counter_bits, faults=faults
+                bundle.manifest,
+                lanes,
+                counter_bits=counter_bits,
+                faults=faults,
+                target=target,
+                counters=counters,
             )
         except CodesignError:
             self._MustUse__silence = True  # never built: no "created but never used" warning

@@ -55,7 +55,10 @@ class ArrayMemory:
         self.layout = data.ArrayLayout(signed(plan.elem_bits), plan.elements)
         width = plan.elem_bits * plan.elements
         self.memory = Memory(
-            shape=unsigned(width), depth=plan.depth, init=pack_words(init, plan.elem_bits) if init else []
+            shape=unsigned(width),
+            depth=plan.depth,
+            init=pack_words(init, plan.elem_bits) if init else [],
+            attrs=plan.attrs,
         )
         m.submodules[name] = self.memory
 

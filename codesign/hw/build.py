@@ -97,6 +97,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "acc_bits": e.acc_bits,
             "output_bits": e.output_bits,
             "state_bits": e.state_bits,
+            "multiplier": e.multiplier,
         }
         if e.dcls is not None:
             info["dcls"] = {
@@ -115,10 +116,17 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "elem_bits": mem.elem_bits,
             "bits": mem.bits,
             "config_id": mem.config_id,
+            "style": mem.style,
         }
         for mem in plan.memories
     ]
-    return {"engines": engines, "memories": memories, "counters": list(plan.counters)}
+    return {
+        "target": plan.target,
+        "counter_set": plan.counter_set,
+        "engines": engines,
+        "memories": memories,
+        "counters": list(plan.counters),
+    }
 
 
 def build_rtl(
@@ -127,6 +135,9 @@ def build_rtl(
     lanes: int = 1,
     weights: str = "baked",
     faults: frozenset[str] | set[str] | tuple[str, ...] = frozenset(),
+    *,
+    target: str = "generic",
+    counters: str = "all",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -145,6 +156,12 @@ def build_rtl(
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check;
         recorded in ``build.json`` (``faults``).
+    target : str
+        The chip the plan maps onto (:data:`codesign.hw.targets.TARGETS`): block RAM or logic per
+        memory, hard or LUT multipliers per engine (``build.json: plan.memories[].style``,
+        ``plan.engines[].multiplier``). ``generic`` decides nothing.
+    counters : ``"all"``, ``"basic"`` or ``"none"``
+        The observability counters the build carries (:data:`codesign.hw.plan.COUNTER_SETS`).
 
     Returns
     -------
@@ -160,7 +177,9 @@ def build_rtl(
     if weights not in WEIGHT_MODES:
         raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
     bundle = load_bundle(bundle_dir)
-    accelerator = Accelerator(bundle, lanes=lanes, weights=weights, faults=frozenset(faults))
+    accelerator = Accelerator(
+        bundle, lanes=lanes, weights=weights, faults=frozenset(faults), target=target, counters=counters
+    )
     plan = accelerator.plan
     text = verilog.convert(accelerator, name=TOP, emit_src=False)
     digest = hashlib.sha256(text.encode()).hexdigest()

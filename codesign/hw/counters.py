@@ -24,23 +24,24 @@ class CounterBank:
 
     def __init__(self, plan: AcceleratorPlan, owner: str) -> None:
         self.owner = owner
+        self.declared = frozenset(n for n, o in plan.counter_owners.items() if o == owner)
         self.signals: dict[str, Signal] = {
             name: Signal(plan.counter_bits, name=name) for name in plan.counters_of(owner)
         }
 
-    def __getitem__(self, name: str) -> Signal:
-        try:
-            return self.signals[name]
-        except KeyError:
+    def count(self, m: Module, name: str, amount) -> None:
+        """Add ``amount`` (a 1-bit condition or a small unsigned value) every cycle.
+
+        A counter the plan declares for this component but the build leaves out (``--counters``)
+        costs nothing; one it does not declare is an error."""
+        if name not in self.declared:
             raise KeyError(
                 f"counter {name!r} is not declared for {self.owner!r} by the plan "
-                f"(codesign/hw/plan.py, _plan_counters); it declares {sorted(self.signals)}"
-            ) from None
-
-    def count(self, m: Module, name: str, amount) -> None:
-        """Add ``amount`` (a 1-bit condition or a small unsigned value) every cycle."""
-        sig = self[name]
-        m.d.sync += sig.eq(sig + amount)
+                f"(codesign/hw/plan.py, _plan_counters); it declares {sorted(self.declared)}"
+            )
+        if name in self.signals:
+            sig = self.signals[name]
+            m.d.sync += sig.eq(sig + amount)
 
 
 def count_memory(m: Module, bank: CounterBank, name: str, read_ports=(), write_ports=()) -> None:

@@ -140,9 +140,15 @@ class DelayFrontEnd(wiring.Component):
         taps_rd, taps_wr = taps.read_port(), taps.write_port(granular=True)
         drive_config_write(m, taps_wr, self.config, taps_plan)
         entry = data.StructLayout({"z": signed(dc.z_bits), "listed": unsigned(1)})
-        m.submodules.zbuf = zbuf = Memory(shape=entry, depth=span * ch, init=[])
-        m.submodules.lists = lists = Memory(shape=unsigned(index_bits(ch)), depth=span * ch, init=[])
-        m.submodules.counts = counts = Memory(shape=range(ch + 1), depth=span, init=[])
+        m.submodules.zbuf = zbuf = Memory(
+            shape=entry, depth=span * ch, init=[], attrs=mems["dcls_zbuf"].attrs
+        )
+        m.submodules.lists = lists = Memory(
+            shape=unsigned(index_bits(ch)), depth=span * ch, init=[], attrs=mems["dcls_lists"].attrs
+        )
+        m.submodules.counts = counts = Memory(
+            shape=range(ch + 1), depth=span, init=[], attrs=mems["dcls_counts"].attrs
+        )
         z_wr, l_wr, c_wr = zbuf.write_port(), lists.write_port(), counts.write_port()
         ports = _Ports(
             taps_rd=taps_rd,

@@ -138,7 +138,12 @@ class MacFront(wiring.Component):
         w_rd, b_rd = ports["weights"][0], ports["bias"][0]
         acc_rd = ports["acc"][0] if "acc" in ports else None
         m.submodules.lanes = lanes = LaneArray(
-            lanes=p, matrices=n_mat, weight_bits=e.weight_bits, value_bits=e.item_bits, acc_bits=e.acc_bits
+            lanes=p,
+            matrices=n_mat,
+            weight_bits=e.weight_bits,
+            value_bits=e.item_bits,
+            acc_bits=e.acc_bits,
+            multiplier=e.multiplier,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),

@@ -19,11 +19,32 @@ LATENCY = 3
 """Cycles from a slot at the lane array's inputs to its sum in ``acc``."""
 
 
+def shift_add(weight, value):
+    """``weight * value`` (both signed) as a sum of shifted copies of ``value``, one per weight bit.
+
+    The synthesis tool sees adders and multiplexers, not a multiply, so it does not spend a hard
+    multiplier on it: a few LUTs per product for the 2- to 4-bit weights the plan sends here.
+    The top bit of a two's-complement weight weighs ``-2**(bits-1)``."""
+    bits = len(weight)
+    width = bits + len(value)
+    terms = [Mux(weight[k], value << k, 0) for k in range(bits - 1)]
+    total = sum(terms[1:], terms[0]) if terms else 0
+    return (total - Mux(weight[bits - 1], value << (bits - 1), 0))[:width].as_signed()
+
+
 class LaneArray(wiring.Component):
     def __init__(
-        self, *, lanes: int, matrices: int, weight_bits: int, value_bits: int, acc_bits: int
+        self,
+        *,
+        lanes: int,
+        matrices: int,
+        weight_bits: int,
+        value_bits: int,
+        acc_bits: int,
+        multiplier: str = "auto",
     ) -> None:
         self.elements = lanes * matrices
+        self.multiplier = multiplier
         super().__init__(
             {
                 "valid": In(1),
@@ -57,7 +78,7 @@ class LaneArray(wiring.Component):
             seed = [Signal.like(self.seeds[i], name=f"seed_{i}_{k}") for k in range(2)]
             m.d.sync += [
                 weight.eq(self.weights[i]),
-                product.eq(weight * value),
+                product.eq(shift_add(weight, value) if self.multiplier == "lut" else weight * value),
                 seed[0].eq(self.seeds[i]),
                 seed[1].eq(seed[0]),
             ]

@@ -33,6 +33,7 @@ from codesign.bundle.spec import (
 )
 from codesign.errors import CodesignError
 from codesign.hw.faults import FaultSet
+from codesign.hw.targets import Target, get_target
 
 __all__ = [
     "AcceleratorPlan",
@@ -84,6 +85,16 @@ class MemoryPlan:
     elem_bits: int
     kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
+    style: Literal["auto", "block", "logic"] = "auto"  # mapping the plan decided (codesign.hw.targets)
+
+    @property
+    def width(self) -> int:
+        return self.elements * self.elem_bits
+
+    @property
+    def attrs(self) -> dict[str, str] | None:
+        """Attributes of the RTL memory: yosys' ``ram_style`` when the plan decided a mapping."""
+        return None if self.style == "auto" else {"ram_style": self.style}
 
     @property
     def bits(self) -> int:
@@ -136,6 +147,7 @@ class EnginePlan:
     shift_hi: int = 63
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
+    multiplier: Literal["auto", "hard", "lut"] = "auto"  # hard multipliers, or shift-and-add in LUTs
 
     @property
     def item_capacity(self) -> int:
@@ -156,10 +168,12 @@ class AcceleratorPlan:
     pooling: str
     per_step: bool
     memories: tuple[MemoryPlan, ...]
-    counters: tuple[str, ...]  # in the order of the counters port
-    counter_owners: dict[str, str] = field(default_factory=dict)  # counter -> component keeping it
+    counters: tuple[str, ...]  # the counters the build carries, in the order of the counters port
+    counter_owners: dict[str, str] = field(default_factory=dict)  # every declared counter -> its component
     counter_bits: int = 32
     faults: FaultSet = field(default_factory=FaultSet)
+    target: str = "generic"
+    counter_set: str = "all"
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -168,6 +182,10 @@ class AcceleratorPlan:
     def counters_of(self, owner: str) -> tuple[str, ...]:
         """The counters one component keeps (``top``, ``layer0``, ``layer0.issue``, ``readout.front``, ...)."""
         return tuple(name for name in self.counters if self.counter_owners[name] == owner)
+
+    def counter(self, name: str) -> bool:
+        """Whether the build carries counter ``name``."""
+        return name in self.counters
 
     def memory(self, name: str) -> MemoryPlan:
         for mem in self.memories:
@@ -194,7 +212,10 @@ class AcceleratorPlan:
     def shape_key(self) -> dict:
         """Everything the RTL depends on except the weights: builds with equal keys are identical."""
         m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
-        return {"manifest": m, "lanes": self.lanes}
+        key = {"manifest": m, "lanes": self.lanes}
+        if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
+            key |= {"target": self.target, "counters": self.counter_set}
+        return key
 
 
 def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]:
@@ -362,6 +383,24 @@ def _plan_readout(manifest: Manifest, last_layer: EnginePlan, lanes: int) -> Eng
 TOP_COUNTERS = ("cycles", "input_stall_cycles", "result_stall_cycles", "sequences", "results")
 """Counters of the accelerator's own ports."""
 
+COUNTER_SETS = ("all", "basic", "none")
+"""``all``: every counter (what the testbench checks and the report prices); ``basic``: cycles,
+sequences, results and each engine's steps, MACs and events; ``none``: no counter (the smallest
+build)."""
+
+BASIC_TOP_COUNTERS = ("cycles", "sequences", "results")
+BASIC_ENGINE_COUNTERS = ("steps", "macs", "events")
+
+
+def _keep_counter(name: str, owner: str, counter_set: str) -> bool:
+    if counter_set == "all":
+        return True
+    if counter_set == "none":
+        return False
+    if owner == "top":
+        return name in BASIC_TOP_COUNTERS
+    return any(name.endswith(f"_{suffix}") for suffix in BASIC_ENGINE_COUNTERS) and "_dcls_" not in name
+
 
 def _memory_owner(e: EnginePlan, key: str) -> str:
     """The component whose ports count a memory's reads and writes."""
@@ -395,26 +434,59 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
+def _map_memories(mems: dict[str, MemoryPlan], target: Target) -> dict[str, MemoryPlan]:
+    return {key: replace(mem, style=target.memory_style(mem.depth, mem.width)) for key, mem in mems.items()}
+
+
+def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
+
+    Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
+    (a few LUTs per product, cheaper than a hard multiplier's share of the chip)."""
+    if not target.multipliers:
+        return engines
+    left = target.multipliers
+    choice: dict[str, str] = {}
+    for e in sorted(engines, key=lambda e: -e.weight_bits):
+        needed = e.lanes * len(e.matrices)
+        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
+            choice[e.name], left = "hard", left - needed
+        else:
+            choice[e.name] = "lut"
+    return [replace(e, multiplier=choice[e.name]) for e in engines]
+
+
 def plan_accelerator(
     manifest: Manifest,
     lanes: int,
     *,
     counter_bits: int = 32,
     faults: FaultSet | frozenset[str] | set[str] = frozenset(),
+    target: str = "generic",
+    counters: str = "all",
 ) -> AcceleratorPlan:
-    """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit."""
+    """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
+
+    ``target`` (:data:`codesign.hw.targets.TARGETS`) decides where memories and multiplies go;
+    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries.
+    """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
+    chip = get_target(target)
+    if counters not in COUNTER_SETS:
+        raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
     layers = [_plan_layer(manifest, i, lanes) for i in range(len(manifest.layers))]
     next_id = [0]
     engines = [
-        replace(e, memories=_engine_memories(e, next_id))
+        replace(e, memories=_map_memories(_engine_memories(e, next_id), chip))
         for e in (*layers, _plan_readout(manifest, layers[-1], lanes))
     ]
+    engines = _assign_multipliers(engines, chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
-    counters = _plan_counters(engines)
+    declared = _plan_counters(engines)
+    kept = tuple(name for name, owner in declared.items() if _keep_counter(name, owner, counters))
     r = manifest.readout
     return AcceleratorPlan(
         manifest=manifest,
@@ -428,8 +500,10 @@ def plan_accelerator(
         pooling=r.pooling,
         per_step=r.per_step,
         memories=tuple(mem for e in engines for mem in e.memories.values()),
-        counters=tuple(counters),
-        counter_owners=counters,
+        counters=kept,
+        counter_owners=declared,
         counter_bits=counter_bits,
         faults=fault_set,
+        target=target,
+        counter_set=counters,
     )
