@@ -93,7 +93,13 @@ def _yosys_script(device: Device, ram: str = "block", dsp: bool = True) -> str:
         [
             "read_verilog accelerator.v",
             "read_verilog top.v",
-            *(['setattr -set ram_style "block" m:*'] if ram == "block" else []),
+            *(
+                [  # memories the plan mapped (codesign rtl --target) keep their ram_style; the rest go to block RAM
+                    'setattr -set ram_style "block" m:* a:ram_style %d'
+                ]
+                if ram == "block"
+                else []
+            ),
             synth,
             "tee -q -o stat.json stat -json",
             "tee -q -o stat.txt stat",
