@@ -45,6 +45,8 @@ class CellKind:
     """The gate is ``z_int`` in ``[0, 2**gate_bits]`` rather than 0/1."""
     gate_bins: tuple[str, ...] = ("open", "closed")
     """Coverage bins of the gate the trace reports."""
+    update_stages: int = 1
+    """Pipeline stages of the RTL update unit (C3, or C3 and C3b): the plan's cycle model reads it."""
     description: str = ""
 
     @property
@@ -84,6 +86,7 @@ CELLS: dict[str, CellKind] = {
             "bgmingru",
             ("cand", "gate"),
             {"cand_shift": "shift"},
+            update_stages=2,
             description="minGRU with a binary gate: h <- u where A_gate >= 0",
         ),
         CellKind(
@@ -93,6 +96,7 @@ CELLS: dict[str, CellKind] = {
             {"cand_shift": "shift", "gate_shift": "shift"},
             graded_gate=True,
             gate_bins=("z=0", "0<z<1", "z=1"),
+            update_stages=2,
             description="h <- h + shr(z*(u-h), gate_bits), hard-sigmoid gate z",
         ),
         CellKind(
@@ -105,6 +109,7 @@ CELLS: dict[str, CellKind] = {
             potential_field="v",
             binary_output=True,
             gate_bins=("spike", "no spike"),
+            update_stages=2,
             description="leaky potential V, spike V >= theta toggles the digital state D",
         ),
     )

@@ -40,14 +40,11 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["DelayFrontEnd"]
-
-OUT_DEPTH = 4
-"""Outputs queued towards the layer; the send pipeline issues only what the queue can take."""
 
 
 @dataclass
@@ -114,7 +111,9 @@ class DelayFrontEnd(wiring.Component):
         ports = self._memories(m)
         r = _Regs(dc.channels, dc.span, dc.taps, dc.item_bits, dc.weight_bits)
         out_layout = ItemLayout(dc.channels, dc.z_bits)
-        m.submodules.out_fifo = queue = CreditFIFO(out_layout, OUT_DEPTH)
+        plan = self.engine.memories["dcls_queue"]
+        assert plan.width == out_layout.size, (plan.width, out_layout.size)
+        m.submodules.out_fifo = queue = CreditFIFO(out_layout, DCLS_QUEUE_DEPTH, attrs=plan.attrs)
         wiring.connect(m, queue.r, wiring.flipped(self.outputs))
         m.d.sync += [r.busy.eq(1), r.w_valid.eq(0)]
         with m.FSM(name="dcls", init="RESET_CLEAR"):

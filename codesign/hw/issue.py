@@ -31,20 +31,22 @@ from codesign.hw.signature import ItemLayout
 __all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
 
 DRAIN = 3
-"""The longest pause between steps: an event-driven engine (kept accumulators) with one group.
+"""The longest pause between steps: one group, with kept accumulators or a two-stage update unit.
 
 The next step's first slot of a group reads the kept accumulators (C1) that the previous step's
-last slot of that group writes in C3, and reads the state and pooled sum (C2a) written in C4. From
-one step's last issue decision to the next step's first, the stage spends ``drain + 2`` cycles;
-between the two slots of one group lie ``groups - 1`` other slots besides. The reads see the
-writes (the memories' read ports are not transparent) when ``groups + drain + 1 >= 5`` with
-kept accumulators, ``>= 4`` without: see :func:`drain_cycles`."""
+last slot of that group writes in C3, and reads the state and pooled sum (C2a) written in C4 (one
+cycle later behind a two-stage update unit, C3 and C3b). From one step's last issue decision to
+the next step's first, the stage spends ``drain + 2`` cycles; between the two slots of one group
+lie ``groups - 1`` other slots besides. The reads see the writes (the memories' read ports are not
+transparent) when ``groups + drain + 1 >= 5`` for the kept accumulators and ``>= 4 + (stages - 1)``
+for the state: see :func:`drain_cycles`."""
 
 
 def drain_cycles(e: EnginePlan) -> int:
     """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups)."""
-    needed = 4 if "acc" in e.memories else 3
-    return max(0, needed - e.groups)
+    state = 3 + e.update_latency - 1  # C4 writes the state (and pooled sum), C2a reads it
+    accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
+    return max(0, max(state, accumulators) - e.groups)
 
 
 class SlotLayout(data.StructLayout):

@@ -21,7 +21,7 @@ grows as a ``d``-wide register file or multiplexer. A sequence's first step read
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,22 +31,28 @@ from codesign.hw.counters import CounterBank
 from codesign.hw.events import EntryLayout, EventSerializer
 from codesign.hw.front import MacFront
 from codesign.hw.issue import SlotLayout
-from codesign.hw.plan import AcceleratorPlan, EnginePlan
+from codesign.hw.plan import QUEUE_DEPTH, AcceleratorPlan, EnginePlan
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout, TraceLayout
 from codesign.hw.slice import StreamSlice
 from codesign.hw.update import make_update_unit, saturate
 
-__all__ = ["ENTRY_FIFO_DEPTH", "LayerEngine", "popcount"]
-
-ENTRY_FIFO_DEPTH = 16
-"""Entries a group may reserve ahead. A group reserves one when it starts (C0) and returns it when
-the serializer takes the entry, about 10 cycles later through the pipeline; with fewer credits
-than that, groups of one or two slots (sparse steps) wait for credit (8 cost 5 % at P = 1)."""
+__all__ = ["LayerEngine", "delay", "popcount"]
 
 
 def popcount(bits) -> object:
     return sum(bits[i] for i in range(len(bits)))
+
+
+def delay(m: Module, value, cycles: int, name: str):
+    """``value`` as it was ``cycles`` cycles ago (``value`` itself for 0)."""
+    for k in range(cycles):
+        reg = Signal.like(value, name=f"{name}_d{k + 1}") if isinstance(value, Signal) else None
+        if reg is None:
+            reg = Signal(Value.cast(value).shape(), name=f"{name}_d{k + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
 
 
 class LayerEngine(wiring.Component):
@@ -99,9 +105,11 @@ class LayerEngine(wiring.Component):
                 front.acc_write.en.eq(finalize),
                 front.acc_write.data.eq(front.acc),
             ]
+        # a two-stage unit answers in C3b: what the engine keeps beside it waits as long
+        late = e.update_latency - 1
         s4 = Signal(SlotLayout(e), name="slot_c4")
         finalize4 = Signal()
-        m.d.sync += [s4.eq(s3), finalize4.eq(finalize)]
+        m.d.sync += [s4.eq(delay(m, s3, late, "slot")), finalize4.eq(delay(m, finalize, late, "finalize"))]
         lane_regs = []
         for lane in range(p):
             unit = make_update_unit(e, self.plan.faults)
@@ -115,10 +123,12 @@ class LayerEngine(wiring.Component):
             regs = {}
             for key in ("new", "old", "hold", "out", "gate", "saturated", "potential"):
                 regs[key] = Signal.like(getattr(unit, key), name=f"{key}_c4_{lane}")
-                m.d.sync += regs[key].eq(getattr(unit, key))
+                kept = delay(m, unit.old, late, f"old_{lane}") if key == "old" else getattr(unit, key)
+                m.d.sync += regs[key].eq(kept)
             if "pool" in e.memories:
                 regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
-                m.d.sync += regs["old_pool"].eq(Mux(first, 0, front.pool[lane]))
+                old_pool = Mux(first, 0, front.pool[lane])
+                m.d.sync += regs["old_pool"].eq(delay(m, old_pool, late, f"old_pool_{lane}"))
             lane_regs.append(regs)
         return s4, finalize4, lane_regs
 
@@ -201,7 +211,9 @@ class LayerEngine(wiring.Component):
         """Queue the group's entry (room reserved when the group started) and serialize it."""
         e = self.engine
         layout = EntryLayout(e.lanes, e.groups, self.value_bits)
-        m.submodules.entries = queue = CreditFIFO(layout, ENTRY_FIFO_DEPTH)
+        plan = e.memories["queue"]
+        assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
+        m.submodules.entries = queue = CreditFIFO(layout, QUEUE_DEPTH, attrs=plan.attrs)
         m.d.comb += [
             queue.w.payload.eq(entry),
             queue.w.valid.eq(finalize4),

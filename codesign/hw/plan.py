@@ -62,6 +62,15 @@ STATE_FIELDS: dict[str, tuple[str, ...]] = {name: kind.state_fields for name, ki
 }
 """Per-neuron state kept in the state memory."""
 
+QUEUE_DEPTH = 16
+"""Entries a group may reserve ahead in its engine's output queue. A group reserves one when it
+starts (C0) and returns it when the next stage takes the entry, about 10 cycles later through the
+pipeline; with fewer credits than that, groups of one or two slots (sparse steps) wait for credit
+(8 cost 5 % at P = 1)."""
+
+DCLS_QUEUE_DEPTH = 4
+"""Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
+
 MAX_SPAN_WORDS = 1 << 20
 """Largest DCLS delay line (channels x span words) the generator builds."""
 
@@ -83,7 +92,7 @@ class MemoryPlan:
     depth: int
     elements: int
     elem_bits: int
-    kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled"]
+    kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled", "queue"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
     style: Literal["auto", "block", "logic"] = "auto"  # mapping the plan decided (codesign.hw.targets)
 
@@ -148,6 +157,7 @@ class EnginePlan:
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
     multiplier: Literal["auto", "hard", "lut"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
 
     @property
     def item_capacity(self) -> int:
@@ -253,6 +263,13 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
         mems["dcls_counts"] = MemoryPlan(
             f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
         )
+        mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
+            f"{e.name}_dcls_outputs",
+            DCLS_QUEUE_DEPTH - 1,
+            1,
+            index_bits(dc.channels) + dc.z_bits + 2,
+            "queue",
+        )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
     )
@@ -264,6 +281,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
         mems["acc"] = MemoryPlan(f"{e.name}_acc", e.groups, p * n_mat, e.acc_bits, "accumulators")
     if e.pool_bits is not None:
         mems["pool"] = MemoryPlan(f"{e.name}_pool", e.groups, p, e.pool_bits, "pooled")
+    # the queue towards the next engine (the storage of a CreditFIFO of QUEUE_DEPTH entries: one
+    # entry waits in its output register); widths as EntryLayout / ResultLayout pack them
+    if e.kind == "readout":
+        width = p * e.acc_bits + index_bits(e.groups) + 1 + index_bits(e.size) + 1
+        mems["queue"] = MemoryPlan(f"{e.name}_results", QUEUE_DEPTH - 1, 1, width, "queue")
+    else:
+        value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
+        width = p + p * value_bits + index_bits(e.groups) + 2
+        mems["queue"] = MemoryPlan(f"{e.name}_entries", QUEUE_DEPTH - 1, 1, width, "queue")
     return mems
 
 
@@ -342,6 +368,7 @@ def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
         leak_shift=layer.leak_shift,
         pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
         gate_width=layer.gate_bits + 1 if kind.graded_gate else 1,
+        update_latency=kind.update_stages,
         shift_lo=lo,
         shift_hi=hi,
         dcls=dcls,
@@ -430,12 +457,21 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
         owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
     for e in engines:
         for key, mem in e.memories.items():
-            owners[f"{mem.name}_reads"] = owners[f"{mem.name}_writes"] = _memory_owner(e, key)
+            if mem.kind != "queue":  # queues are paid for by the events they carry
+                owners[f"{mem.name}_reads"] = owners[f"{mem.name}_writes"] = _memory_owner(e, key)
     return owners
 
 
-def _map_memories(mems: dict[str, MemoryPlan], target: Target) -> dict[str, MemoryPlan]:
-    return {key: replace(mem, style=target.memory_style(mem.depth, mem.width)) for key, mem in mems.items()}
+def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
+    if not target.maps:
+        return engines
+    shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
+    style = target.map_memories(shapes)
+    return [
+        replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
+        for e in engines
+    ]
 
 
 def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
@@ -478,10 +514,10 @@ def plan_accelerator(
     layers = [_plan_layer(manifest, i, lanes) for i in range(len(manifest.layers))]
     next_id = [0]
     engines = [
-        replace(e, memories=_map_memories(_engine_memories(e, next_id), chip))
+        replace(e, memories=_engine_memories(e, next_id))
         for e in (*layers, _plan_readout(manifest, layers[-1], lanes))
     ]
-    engines = _assign_multipliers(engines, chip)
+    engines = _assign_multipliers(_map_memories(engines, chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")

@@ -9,19 +9,24 @@ with ``cancel`` (the DCLS front end's zero outputs).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["CreditFIFO"]
 
 
 class CreditFIFO(wiring.Component):
-    """``depth`` entries of ``layout``; writes need no ready (their room was reserved)."""
+    """``depth`` entries of ``layout``; writes need no ready (their room was reserved).
 
-    def __init__(self, layout, depth: int) -> None:
-        self.layout, self.depth = layout, depth
+    ``depth - 1`` entries wait in a memory and one in the output register, as in amaranth's
+    ``SyncFIFOBuffered`` (whose storage cannot carry attributes): here the memory takes the plan's
+    mapping (``attrs``, e.g. ``ram_style``), so a queue can go to block RAM or to logic.
+    """
+
+    def __init__(self, layout, depth: int, attrs: dict | None = None) -> None:
+        self.layout, self.depth, self.attrs = layout, depth, attrs
         super().__init__(
             {
                 "w": In(stream.Signature(layout, always_ready=True)),
@@ -35,16 +40,33 @@ class CreditFIFO(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         width = len(Signal(self.layout).as_value())
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=self.depth)
+        inner = self.depth - 1
+        m.submodules.storage = storage = Memory(shape=width, depth=inner, init=[], attrs=self.attrs)
+        wr, rd = storage.write_port(), storage.read_port()
+        produce = Signal(range(inner))
+        consume = Signal(range(inner))
+        stored = Signal(range(inner + 1))  # entries in the memory (not counting the output register)
+        out_valid = Signal()
+        do_write = self.w.valid  # room was reserved: never more than depth entries in flight
+        do_pop = out_valid & self.r.ready
+        do_inner_read = (stored != 0) & (~out_valid | self.r.ready)
         m.d.comb += [
-            fifo.w_data.eq(self.w.payload),
-            fifo.w_en.eq(self.w.valid),
-            self.r.payload.eq(fifo.r_data),
-            self.r.valid.eq(fifo.r_rdy),
-            fifo.r_en.eq(self.r.ready),
+            wr.addr.eq(produce),
+            wr.data.eq(self.w.payload),
+            wr.en.eq(do_write),
+            rd.addr.eq(consume),
+            rd.en.eq(do_inner_read),
+            self.r.payload.eq(rd.data),
+            self.r.valid.eq(out_valid),
         ]
+        with m.If(do_write):
+            m.d.sync += produce.eq(Mux(produce == inner - 1, 0, produce + 1))
+        with m.If(do_inner_read):
+            m.d.sync += [consume.eq(Mux(consume == inner - 1, 0, consume + 1)), out_valid.eq(1)]
+        with m.Elif(do_pop):
+            m.d.sync += out_valid.eq(0)
+        m.d.sync += stored.eq(stored + do_write - do_inner_read)
         reserved = Signal(range(self.depth + 2))
-        popped = fifo.r_en & fifo.r_rdy
-        m.d.sync += reserved.eq(reserved + self.reserve - popped - self.cancel)
+        m.d.sync += reserved.eq(reserved + self.reserve - do_pop - self.cancel)
         m.d.comb += self.credit.eq(reserved < self.depth)
         return m

@@ -21,8 +21,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.front import MacFront
-from codesign.hw.layer import ENTRY_FIFO_DEPTH
-from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.plan import QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout, ResultLayout
 
@@ -132,7 +131,9 @@ class ReadoutEngine(wiring.Component):
             beat.class_index.eq(class_now),
             beat.seq_end.eq(s4.seq_end),
         ]
-        m.submodules.results = queue = CreditFIFO(ResultLayout(e), ENTRY_FIFO_DEPTH)
+        layout, plan = ResultLayout(e), e.memories["queue"]
+        assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
+        m.submodules.results = queue = CreditFIFO(layout, QUEUE_DEPTH, attrs=plan.attrs)
         m.d.comb += [
             queue.w.payload.eq(beat),
             queue.w.valid.eq(finalize4),

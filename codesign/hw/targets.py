@@ -5,10 +5,13 @@ decides, per memory, block RAM or logic (flip-flops and LUTs), and per engine, h
 shift-and-add in LUTs, and ``build.json`` records both. ``generic`` (the default) and ``asic``
 decide nothing: the Verilog carries no mapping attribute and the synthesis tool chooses.
 
-The costs are in LUT-equivalents, so a block RAM and a LUT can be compared on one device: a block
-RAM costs the device's LUTs divided by its block RAMs (its share of the chip), a memory in logic
-one flip-flop per bit (a logic cell each) plus a read multiplexer of ``width x (depth - 1) / 3``
-LUT4s (a 4:1 multiplexer per bit is about one LUT4 per three inputs).
+Memories (:meth:`Target.map_memories`): every memory starts in block RAM; while the accelerator
+takes more block RAMs than the chip keeps for it (``block_rams - reserved_block_rams``: the UART
+wrapper's FIFOs), the memory that frees block RAMs at the lowest cost in logic cells per block goes
+to logic. A memory in logic costs about two logic cells per bit (its flip-flop, and its share of
+the write-enable and data multiplexers; measured on the UP5K), its read register and a read
+multiplexer of ``width x (depth - 1) / 2`` LUT4s. Small memories therefore go first, and the
+queues and weight memories stay in block RAM.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class Target:
     luts: int = 0
     multipliers: int = 0
     """Hard multipliers the engines may share (0: the plan leaves multiplies alone)."""
+    reserved_block_rams: int = 0
+    """Block RAMs kept for what surrounds the accelerator (the UART wrapper's FIFOs)."""
     lut_multiply_max_weight_bits: int = 0
     """Weights this narrow multiply by shift-and-add in LUTs even when a hard multiplier is free."""
 
@@ -42,13 +47,26 @@ class Target:
         """Block RAMs a ``depth x width`` memory takes in its best configuration."""
         return min(math.ceil(depth / d) * math.ceil(width / w) for d, w in self.block_shapes)
 
-    def memory_style(self, depth: int, width: int) -> str:
-        """``block`` or ``logic``, whichever costs fewer LUT-equivalents (``auto`` off FPGAs)."""
+    @staticmethod
+    def logic_cells(depth: int, width: int) -> float:
+        """Logic cells a ``depth x width`` memory with a registered read port takes in logic."""
+        return 2 * depth * width + width + width * max(depth - 1, 0) / 2
+
+    def map_memories(self, shapes: dict[str, tuple[int, int]]) -> dict[str, str]:
+        """``{name: "block" | "logic"}`` for memories ``{name: (depth, width)}`` (``auto`` off FPGAs)."""
         if not self.maps:
-            return "auto"
-        block_cost = self.blocks_for(depth, width) * self.luts / self.block_rams
-        logic_cost = depth * width + width * max(depth - 1, 0) / 3
-        return "logic" if logic_cost < block_cost else "block"
+            return dict.fromkeys(shapes, "auto")
+        style = dict.fromkeys(shapes, "block")
+        blocks = {name: self.blocks_for(*shape) for name, shape in shapes.items()}
+        budget = self.block_rams - self.reserved_block_rams
+        used = sum(blocks.values())
+        by_cost = sorted(shapes, key=lambda name: self.logic_cells(*shapes[name]) / blocks[name])
+        for name in by_cost:
+            if used <= budget:
+                break
+            style[name] = "logic"
+            used -= blocks[name]
+        return style
 
 
 TARGETS: dict[str, Target] = {
@@ -61,6 +79,7 @@ TARGETS: dict[str, Target] = {
             "Lattice iCE40 UP5K: 30 EBR of 4 kbit, 5280 LUT4, 8 DSP (SB_MAC16)",
             block_shapes=((256, 16), (512, 8), (1024, 4), (2048, 2)),
             block_rams=30,
+            reserved_block_rams=1,
             luts=5280,
             multipliers=8,
             lut_multiply_max_weight_bits=4,
@@ -70,6 +89,7 @@ TARGETS: dict[str, Target] = {
             "Lattice ECP5-25k: 56 DP16KD of 18 kbit, 24288 LUT4, 28 MULT18X18D",
             block_shapes=((512, 36), (1024, 18), (2048, 9), (4096, 4), (8192, 2), (16384, 1)),
             block_rams=56,
+            reserved_block_rams=1,
             luts=24288,
             multipliers=28,
             lut_multiply_max_weight_bits=4,

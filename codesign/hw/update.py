@@ -15,7 +15,7 @@ plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -98,7 +98,11 @@ class UpdateSignature(wiring.Signature):
 
 
 class UpdateUnit(wiring.Component):
-    """Base class: the update rule of one neuron, combinational."""
+    """Base class: the update rule of one neuron.
+
+    The outputs follow the inputs by ``engine.update_latency - 1`` cycles: 0 for a combinational
+    unit (C3), 1 for a unit with a register stage between C3 and C3b (its inputs are presented in
+    C3 and read in C3b; the engine delays what it keeps beside the unit by as much)."""
 
     def __init__(self, e: EnginePlan, faults: FaultSet | None = None) -> None:
         self.engine = e
@@ -140,17 +144,27 @@ class CMRUUpdate(UpdateUnit):
         return m
 
 
+def _stage(m: Module, value, name: str) -> Signal:
+    """``value`` registered: the boundary between C3 and C3b of a two-stage update unit."""
+    reg = Signal(Value.cast(value).shape(), name=f"{name}_c3b")
+    m.d.sync += reg.eq(value)
+    return reg
+
+
 class BGMinGRUUpdate(UpdateUnit):
-    """bgmingru: ``u = sat(shr(A_cand))``; ``g = A_gate >= 0``; if g: ``h <- u`` (else ``hold``)."""
+    """bgmingru: ``u = sat(shr(A_cand))``; ``g = A_gate >= 0``; if g: ``h <- u`` (else ``hold``).
+
+    Two stages: the variable shift in C3, the saturation in C3b."""
 
     def elaborate(self, platform):
         m = Module()
         e = self.engine
-        shifted = shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted")
+        shifted = _stage(
+            m, shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted"), "cand"
+        )
+        gate = _stage(m, self.acc.gate >= 0, "gate")
         u, clipped = saturate(m, shifted, e.state_bits, "u")
-        gate = Signal()
         m.d.comb += [
-            gate.eq(self.acc.gate >= 0),
             self.new.h.eq(u),
             self.out.eq(u),
             self.hold.eq(~gate),
@@ -161,23 +175,27 @@ class BGMinGRUUpdate(UpdateUnit):
 
 
 class MinGRUUpdate(UpdateUnit):
-    """mingru: hard-sigmoid gate ``z`` in ``[0, 2**gate_bits]``; ``h <- h + shr(z*(u-h), gate_bits)``."""
+    """mingru: hard-sigmoid gate ``z`` in ``[0, 2**gate_bits]``; ``h <- h + shr(z*(u-h), gate_bits)``.
+
+    Two stages: the candidate ``u`` and the gate ``z`` (shifts, saturation, clamp) in C3; the
+    interpolation (subtract, multiply, shift, add) in C3b."""
 
     def elaborate(self, platform):
         m = Module()
         e = self.engine
         gb = e.gate_bits
         shifted = shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted")
-        u, clipped = saturate(m, shifted, e.state_bits, "u")
+        u_now, clipped_now = saturate(m, shifted, e.state_bits, "u")
         gate_shifted = shift_floor(m, self.acc.gate, self.params.gate_shift, -e.shift_lo, "gate_shifted")
         raw = Signal(signed(len(gate_shifted) + 1))
-        z = Signal(unsigned(gb + 1))
+        z_now = Signal(unsigned(gb + 1))
         one = 1 << gb
         m.d.comb += [
             raw.eq(gate_shifted + (one >> 1)),
-            z.eq(Mux(raw < 0, 0, Mux(raw > one, one, raw))),
+            z_now.eq(Mux(raw < 0, 0, Mux(raw > one, one, raw))),
         ]
-        h = self.old.h
+        u, clipped, z = _stage(m, u_now, "u"), _stage(m, clipped_now, "clipped"), _stage(m, z_now, "z")
+        h = _stage(m, self.old.h, "h")
         diff = Signal(signed(e.state_bits + 1))
         prod = Signal(signed(e.state_bits + gb + 3))
         m.d.comb += [
@@ -192,22 +210,30 @@ class MinGRUUpdate(UpdateUnit):
 
 
 class HSRUUpdate(UpdateUnit):
-    """hsru: ``V <- sat(V - shr(V, leak) + shr(A_in, in_shift))``, spike ``V >= theta``, ``D ^= spike``."""
+    """hsru: ``V <- sat(V - shr(V, leak) + shr(A_in, in_shift))``, spike ``V >= theta``, ``D ^= spike``.
+
+    Two stages: the input current's variable shift in C3; the leak, sum, saturation and spike in C3b."""
 
     def elaborate(self, platform):
         m = Module()
         e = self.engine
-        current = shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current")
-        v = self.old.v
+        current = _stage(
+            m, shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current"), "current"
+        )
+        v, d, theta = (
+            _stage(m, self.old.v, "v"),
+            _stage(m, self.old.d, "d"),
+            _stage(m, self.params.theta, "theta"),
+        )
         total = Signal(signed(max(len(current), e.state_bits) + 2))
         m.d.comb += total.eq(v - (v >> e.leak_shift) + current)
         v_new, clipped = saturate(m, total, e.state_bits, "v_new")
         spike = Signal()
         m.d.comb += [
-            spike.eq(v_new >= self.params.theta),
+            spike.eq(v_new >= theta),
             self.new.v.eq(v_new),
-            self.new.d.eq(self.old.d[0] ^ spike),
-            self.out.eq(self.old.d[0] ^ spike),
+            self.new.d.eq(d[0] ^ spike),
+            self.out.eq(d[0] ^ spike),
             self.gate.eq(spike),
             self.potential.eq(v_new),
             self.saturated.eq(clipped),

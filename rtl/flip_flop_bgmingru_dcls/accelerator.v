@@ -306,7 +306,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$84 (trace_0)
+    .\trace$88 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -601,7 +601,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$64 , items__valid, \trace$84 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$64 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -616,25 +616,29 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   reg [27:0] \$18 ;
   reg \$19 ;
   wire \$2 ;
-  reg [15:0] \$20 ;
-  reg [15:0] \$21 ;
-  reg \$22 ;
+  reg [27:0] \$20 ;
+  reg \$21 ;
+  reg [15:0] \$22 ;
   reg [15:0] \$23 ;
-  reg \$24 ;
+  reg [15:0] \$24 ;
   reg \$25 ;
   reg [15:0] \$26 ;
-  reg [15:0] \$27 ;
-  reg [15:0] \$28 ;
-  reg \$29 ;
+  reg \$27 ;
+  reg \$28 ;
+  reg [15:0] \$29 ;
   wire \$3 ;
   reg [15:0] \$30 ;
-  reg \$31 ;
-  reg \$32 ;
-  reg [15:0] \$33 ;
-  reg [38:0] \$34 ;
-  reg [31:0] \$35 ;
-  reg [31:0] \$36 ;
+  reg [15:0] \$31 ;
+  reg [15:0] \$32 ;
+  reg \$33 ;
+  reg [15:0] \$34 ;
+  reg \$35 ;
+  reg \$36 ;
+  reg [15:0] \$37 ;
+  reg [38:0] \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
+  reg [31:0] \$40 ;
   wire [16:0] \$5 ;
   wire [15:0] \$6 ;
   wire \$7 ;
@@ -699,12 +703,13 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire events__valid;
   wire finalize;
   reg finalize4 = 1'h0;
+  reg finalize_d1 = 1'h0;
   wire gate;
-  wire \gate$80 ;
+  wire \gate$84 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$78 ;
+  wire \hold$82 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [39:0] i__payload;
@@ -777,8 +782,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   output [31:0] layer0_weights_writes;
   wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$77 ;
-  wire [15:0] \new$77.h ;
+  wire [15:0] \new$80 ;
+  wire [15:0] \new$80.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -798,6 +803,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [15:0] \old$20 ;
   wire [15:0] \old$20.h ;
   wire [15:0] \old.h ;
+  reg [15:0] old_0_d1 = 16'h0000;
+  reg [15:0] old_1_d1 = 16'h0000;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
   reg [15:0] old_c4_1 = 16'h0000;
@@ -807,7 +814,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   (* init = 16'h0000 *)
   wire [15:0] old_out_1;
   wire [15:0] out;
-  wire [15:0] \out$79 ;
+  wire [15:0] \out$83 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   reg [15:0] out_c4_0 = 16'h0000;
@@ -820,7 +827,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [6:0] \params$19.cand_shift ;
   wire [6:0] \params.cand_shift ;
   wire [15:0] potential;
-  wire [15:0] \potential$83 ;
+  wire [15:0] \potential$87 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [39:0] r__payload;
@@ -837,8 +844,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$74 ;
-  wire \saturated$81 ;
+  wire \saturated$77 ;
+  wire \saturated$85 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [27:0] slot;
@@ -865,6 +872,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire \slot_c4.step_last ;
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
+  reg [27:0] slot_d1 = 28'h0000000;
   wire starting;
   wire [31:0] state;
   wire [15:0] \state[0] ;
@@ -876,18 +884,18 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [15:0] \state_write.data[1] ;
   wire \state_write.en ;
   wire [38:0] trace;
-  output [38:0] \trace$84 ;
-  reg [38:0] \trace$84  = 39'h0000000000;
-  wire [1:0] \trace$84.gate ;
-  wire \trace$84.gate[0] ;
-  wire \trace$84.gate[1] ;
-  wire [1:0] \trace$84.group ;
-  wire \trace$84.seq_end ;
-  wire [31:0] \trace$84.state ;
-  wire [15:0] \trace$84.state[0] ;
-  wire [15:0] \trace$84.state[1] ;
-  wire \trace$84.step_end ;
-  wire \trace$84.valid ;
+  output [38:0] \trace$88 ;
+  reg [38:0] \trace$88  = 39'h0000000000;
+  wire [1:0] \trace$88.gate ;
+  wire \trace$88.gate[0] ;
+  wire \trace$88.gate[1] ;
+  wire [1:0] \trace$88.group ;
+  wire \trace$88.seq_end ;
+  wire [31:0] \trace$88.state ;
+  wire [15:0] \trace$88.state[0] ;
+  wire [15:0] \trace$88.state[1] ;
+  wire \trace$88.step_end ;
+  wire \trace$88.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -909,9 +917,21 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   (* init = 1'h0 *)
   wire w__valid;
   always @(posedge clk)
-    layer0_events <= \$35 ;
+    hold_c4_1 <= \$33 ;
   always @(posedge clk)
-    layer0_saturations <= \$36 ;
+    out_c4_1 <= \$34 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$35 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$36 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$37 ;
+  always @(posedge clk)
+    \trace$88  <= \$38 ;
+  always @(posedge clk)
+    layer0_events <= \$39 ;
+  always @(posedge clk)
+    layer0_saturations <= \$40 ;
   assign finalize = slot[0] & slot[9];
   assign old = slot[11] ? 16'h0000 : state[15:0];
   assign \old$20  = slot[11] ? 16'h0000 : state[31:16];
@@ -930,49 +950,45 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \$16  = \$15  + saturated[1];
   assign \$17  = layer0_saturations + \$16 ;
   always @(posedge clk)
-    slot_c4 <= \$18 ;
+    slot_d1 <= \$18 ;
   always @(posedge clk)
-    finalize4 <= \$19 ;
+    finalize_d1 <= \$19 ;
   always @(posedge clk)
-    new_c4_0 <= \$20 ;
+    slot_c4 <= \$20 ;
   always @(posedge clk)
-    old_c4_0 <= \$21 ;
+    finalize4 <= \$21 ;
   always @(posedge clk)
-    hold_c4_0 <= \$22 ;
+    new_c4_0 <= \$22 ;
   always @(posedge clk)
-    out_c4_0 <= \$23 ;
+    old_0_d1 <= \$23 ;
   always @(posedge clk)
-    gate_c4_0 <= \$24 ;
+    old_c4_0 <= \$24 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$25 ;
+    hold_c4_0 <= \$25 ;
   always @(posedge clk)
-    potential_c4_0 <= \$26 ;
+    out_c4_0 <= \$26 ;
   always @(posedge clk)
-    new_c4_1 <= \$27 ;
+    gate_c4_0 <= \$27 ;
   always @(posedge clk)
-    old_c4_1 <= \$28 ;
+    saturated_c4_0 <= \$28 ;
   always @(posedge clk)
-    hold_c4_1 <= \$29 ;
+    potential_c4_0 <= \$29 ;
   always @(posedge clk)
-    out_c4_1 <= \$30 ;
+    new_c4_1 <= \$30 ;
   always @(posedge clk)
-    gate_c4_1 <= \$31 ;
+    old_1_d1 <= \$31 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$32 ;
-  always @(posedge clk)
-    potential_c4_1 <= \$33 ;
-  always @(posedge clk)
-    \trace$84  <= \$34 ;
+    old_c4_1 <= \$32 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
+    .out_valid(i__valid),
     .r__payload(i__payload),
-    .r__valid(i__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(entry),
-    .w_en(finalize4)
+    .w__payload(entry),
+    .w__valid(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1027,38 +1043,84 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   );
   \accelerator.layer0.update_0  update_0 (
     .acc(acc),
-    .gate(gate),
+    .clk(clk),
+    .gate_c3b(gate),
     .hold(hold),
     .params(\params$15 [6:0]),
-    .saturated(\saturated$74 ),
+    .rst(rst),
+    .saturated(\saturated$77 ),
     .u(\new )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$18 ),
-    .gate(\gate$80 ),
-    .hold(\hold$78 ),
+    .clk(clk),
+    .gate_c3b(\gate$84 ),
+    .hold(\hold$82 ),
     .params(\params$15 [13:7]),
-    .saturated(\saturated$81 ),
-    .u(\new$77 )
+    .rst(rst),
+    .saturated(\saturated$85 ),
+    .u(\new$80 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$35  = layer0_events;
-    if (finalize4) begin
-      \$35  = \$14 [31:0];
-    end
+    \$33  = \hold$82 ;
     if (rst) begin
-      \$35  = 32'd0;
+      \$33  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$36  = layer0_saturations;
+    \$34  = \new$80 ;
+    if (rst) begin
+      \$34  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$35  = \gate$84 ;
+    if (rst) begin
+      \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$36  = \saturated$85 ;
+    if (rst) begin
+      \$36  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$37  = 16'h0000;
+    if (rst) begin
+      \$37  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$38  = trace;
+    if (rst) begin
+      \$38  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$39  = layer0_events;
     if (finalize4) begin
-      \$36  = \$17 [31:0];
+      \$39  = \$14 [31:0];
     end
     if (rst) begin
-      \$36  = 32'd0;
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$40  = layer0_saturations;
+    if (finalize4) begin
+      \$40  = \$17 [31:0];
+    end
+    if (rst) begin
+      \$40  = 32'd0;
     end
   end
   always @* begin
@@ -1077,107 +1139,93 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$20  = \new ;
+    \$20  = slot_d1;
     if (rst) begin
-      \$20  = 16'h0000;
+      \$20  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$21  = old;
+    \$21  = finalize_d1;
     if (rst) begin
-      \$21  = 16'h0000;
+      \$21  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$22  = hold;
+    \$22  = \new ;
     if (rst) begin
-      \$22  = 1'h0;
+      \$22  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$23  = \new ;
+    \$23  = old;
     if (rst) begin
       \$23  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$24  = gate;
+    \$24  = old_0_d1;
     if (rst) begin
-      \$24  = 1'h0;
+      \$24  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$25  = \saturated$74 ;
+    \$25  = hold;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$26  = 16'h0000;
+    \$26  = \new ;
     if (rst) begin
       \$26  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$27  = \new$77 ;
+    \$27  = gate;
     if (rst) begin
-      \$27  = 16'h0000;
+      \$27  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$28  = \old$20 ;
+    \$28  = \saturated$77 ;
     if (rst) begin
-      \$28  = 16'h0000;
+      \$28  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$29  = \hold$78 ;
+    \$29  = 16'h0000;
     if (rst) begin
-      \$29  = 1'h0;
+      \$29  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$30  = \new$77 ;
+    \$30  = \new$80 ;
     if (rst) begin
       \$30  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$31  = \gate$80 ;
+    \$31  = \old$20 ;
     if (rst) begin
-      \$31  = 1'h0;
+      \$31  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$32  = \saturated$81 ;
+    \$32  = old_1_d1;
     if (rst) begin
-      \$32  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$33  = 16'h0000;
-    if (rst) begin
-      \$33  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$34  = trace;
-    if (rst) begin
-      \$34  = 39'h0000000000;
+      \$32  = 16'h0000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1204,8 +1252,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \items__valid$67  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$79  = \new$77 ;
-  assign \potential$83  = 16'h0000;
+  assign \out$83  = \new$80 ;
+  assign \potential$87  = 16'h0000;
   assign \items__payload.index  = items__payload[2:0];
   assign \items__payload.value  = items__payload[13:3];
   assign \items__payload.step_end  = items__payload[14];
@@ -1330,17 +1378,17 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \items__payload$63.step_end  = events__payload[20];
   assign \items__payload$63.seq_end  = events__payload[21];
   assign \new.h  = \new ;
-  assign \new$77.h  = \new$77 ;
-  assign \trace$84.valid  = \trace$84 [0];
-  assign \trace$84.group  = \trace$84 [2:1];
-  assign \trace$84.step_end  = \trace$84 [3];
-  assign \trace$84.seq_end  = \trace$84 [4];
-  assign \trace$84.state  = \trace$84 [36:5];
-  assign \trace$84.state[0]  = \trace$84 [20:5];
-  assign \trace$84.state[1]  = \trace$84 [36:21];
-  assign \trace$84.gate  = \trace$84 [38:37];
-  assign \trace$84.gate[0]  = \trace$84 [37];
-  assign \trace$84.gate[1]  = \trace$84 [38];
+  assign \new$80.h  = \new$80 ;
+  assign \trace$88.valid  = \trace$88 [0];
+  assign \trace$88.group  = \trace$88 [2:1];
+  assign \trace$88.step_end  = \trace$88 [3];
+  assign \trace$88.seq_end  = \trace$88 [4];
+  assign \trace$88.state  = \trace$88 [36:5];
+  assign \trace$88.state[0]  = \trace$88 [20:5];
+  assign \trace$88.state[1]  = \trace$88 [36:21];
+  assign \trace$88.gate  = \trace$88 [38:37];
+  assign \trace$88.gate[0]  = \trace$88 [37];
+  assign \trace$88.gate[1]  = \trace$88 [38];
   assign entry[39] = slot_c4[12];
   assign entry[38] = \$11 ;
   assign entry[37:36] = slot_c4[2:1];
@@ -1376,18 +1424,51 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [39:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [39:0] r__payload;
   wire [39:0] r__payload;
   wire [1:0] \r__payload.group ;
@@ -1397,18 +1478,20 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [33:0] \r__payload.value ;
   wire [16:0] \r__payload.value[0] ;
   wire [16:0] \r__payload.value[1] ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [39:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [39:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [39:0] w__payload;
   wire [39:0] w__payload;
   wire [1:0] \w__payload.group ;
   wire \w__payload.marker ;
@@ -1417,122 +1500,8 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [33:0] \w__payload.value ;
   wire [16:0] \w__payload.value[0] ;
   wire [16:0] \w__payload.value[1] ;
+  input w__valid;
   wire w__valid;
-  input [39:0] w_data;
-  wire [39:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0.entries.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.mask  = w_data[1:0];
-  assign \w__payload.value  = w_data[35:2];
-  assign \w__payload.value[0]  = w_data[18:2];
-  assign \w__payload.value[1]  = w_data[35:19];
-  assign \w__payload.group  = w_data[37:36];
-  assign \w__payload.marker  = w_data[38];
-  assign \w__payload.seq_end  = w_data[39];
-  assign \r__payload.mask  = r__payload[1:0];
-  assign \r__payload.value  = r__payload[35:2];
-  assign \r__payload.value[0]  = r__payload[18:2];
-  assign \r__payload.value[1]  = r__payload[35:19];
-  assign \r__payload.group  = r__payload[37:36];
-  assign \r__payload.marker  = r__payload[38];
-  assign \r__payload.seq_end  = r__payload[39];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [39:0] r_data;
-  wire [39:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [39:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [39:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [39:0] w_port__data;
-  wire [39:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [39:0] storage [14:0];
   initial begin
     storage[0] = 40'h0000000000;
@@ -1552,114 +1521,124 @@ module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, 
     storage[14] = 40'h0000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [39:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w__payload[1:0];
+  assign \w__payload.value  = w__payload[35:2];
+  assign \w__payload.value[0]  = w__payload[18:2];
+  assign \w__payload.value[1]  = w__payload[35:19];
+  assign \w__payload.group  = w__payload[37:36];
+  assign \w__payload.marker  = w__payload[38];
+  assign \w__payload.seq_end  = w__payload[39];
+  assign \r__payload.mask  = r__payload[1:0];
+  assign \r__payload.value  = r__payload[35:2];
+  assign \r__payload.value[0]  = r__payload[18:2];
+  assign \r__payload.value[1]  = r__payload[35:19];
+  assign \r__payload.group  = r__payload[37:36];
+  assign \r__payload.marker  = r__payload[38];
+  assign \r__payload.seq_end  = r__payload[39];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -1732,7 +1711,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -1747,7 +1726,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -1762,7 +1741,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -1776,7 +1755,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -1821,7 +1800,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2281,126 +2260,126 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
     if (\$10 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
     if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
     if (\$12 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
     if (\$12 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 2'h0;
     if (\$12 ) begin
       \port__addr$44  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 2'h0;
     if (\$12 ) begin
       \port__addr$45  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$38  = slot;
     if (rst) begin
       \$38  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$39  = \$14 [31:0];
     if (rst) begin
       \$39  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$40  = \$17 [31:0];
     if (rst) begin
       \$40  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$41  = \$19 [31:0];
     if (rst) begin
       \$41  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$42  = \$22 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$43  = \$24 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$44  = \$27 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$45  = \$29 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$46  = \$32 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$47  = slot_c1;
     if (rst) begin
       \$47  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$48  = 1'h0;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$49  = layer0_macs;
     if (\$36 ) begin
       \$49  = \$37 [31:0];
@@ -2410,35 +2389,35 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$50  = slot_c2;
     if (rst) begin
       \$50  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$51  = \port__data$60 ;
     if (rst) begin
       \$51  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \port__data$62 ;
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = slot_c2a;
     if (rst) begin
       \$53  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = slot_c2b;
     if (rst) begin
       \$54  = 28'h0000000;
@@ -2585,7 +2564,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2869,7 +2848,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$16  = meta[13] ? 3'h0 : rd__data[2:0];
   assign \$17  = meta[13] ? 11'h000 : rd__data[13:3];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2879,14 +2858,14 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     wr__en = 1'h0;
     if (\$8 ) begin
       if (stored) begin
@@ -2895,28 +2874,28 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
       rd__addr = \$14 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$51  = \$19 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$22 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = wcount;
     if (\$25 ) begin
       if (stored) begin
@@ -2931,7 +2910,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = layer0_item_overflows;
     if (\$25 ) begin
       if (\$28 ) begin
@@ -2943,7 +2922,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = \$signal ;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2974,7 +2953,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = bank0_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -2989,7 +2968,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = bank1_count;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -3007,7 +2986,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = \$signal$31 ;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -3025,7 +3004,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = \$signal$33 ;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -3043,7 +3022,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = next_first;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -3055,7 +3034,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = wbank;
     if (\$25 ) begin
       if (items__payload[14]) begin
@@ -3067,7 +3046,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62 [27:1] = meta[27:1];
     \$62 [0] = issue;
     if (issue) begin
@@ -3085,7 +3064,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$63  = drain;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3104,7 +3083,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$64  = busy;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3124,7 +3103,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$65  = n_items;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3137,7 +3116,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$66  = group;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3155,7 +3134,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$67  = base;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3173,7 +3152,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$68  = slot;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3194,7 +3173,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$69  = seq_first;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3207,7 +3186,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$70  = seq_end;
     if (\$32 ) begin
       if (\$33 ) begin
@@ -3220,7 +3199,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$71  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -3232,7 +3211,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$72  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$32 ) begin
@@ -3246,7 +3225,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$73  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3260,7 +3239,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$74  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3317,7 +3296,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
   wire [18:0] \$10 ;
   wire [20:0] \$11 ;
@@ -3458,70 +3437,70 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$20  = seeds[20:0];
     if (rst) begin
       \$20  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [20:0] = \$3 [20:0];
@@ -3534,84 +3513,84 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$25  = seeds[41:21];
     if (rst) begin
       \$25  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$29  = seeds[62:42];
     if (rst) begin
       \$29  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$33  = seeds[83:63];
     if (rst) begin
       \$33  = 21'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 21'h000000;
@@ -3633,7 +3612,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3710,7 +3689,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3721,7 +3700,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__payload = 22'h000000;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3738,7 +3717,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3758,7 +3737,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3784,7 +3763,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3817,13 +3796,17 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
+module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
   wire [52:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
+  wire \$15 ;
+  reg [52:0] \$16 ;
+  reg \$17 ;
   wire \$2 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
@@ -3836,12 +3819,16 @@ module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
+  reg [52:0] cand_c3b = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
-  output gate;
+  input clk;
+  wire clk;
+  (* init = 1'h0 *)
   wire gate;
-  wire \gate$11 ;
+  output gate_c3b;
+  reg gate_c3b = 1'h0;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -3850,6 +3837,8 @@ module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
   input [6:0] params;
   wire [6:0] params;
   wire [6:0] \params.cand_shift ;
+  input rst;
+  wire rst;
   output saturated;
   wire saturated;
   output [15:0] u;
@@ -3864,21 +3853,39 @@ module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
   assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
+  assign \$9  = $signed(cand_c3b) > $signed(16'h7fff);
+  assign \$10  = $signed(cand_c3b) < $signed(16'h8000);
+  assign \$11  = \$10  ? 53'h1fffffffff8000 : cand_c3b;
   assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
+  assign \$13  = $signed(cand_c3b) > $signed(16'h7fff);
+  assign \$14  = $signed(cand_c3b) < $signed(16'h8000);
   assign u_clipped = \$13  | \$14 ;
-  assign gate = $signed(acc[41:21]) >= $signed(1'h0);
-  assign hold = ~ gate;
-  assign saturated = gate & u_clipped;
+  assign hold = ~ gate_c3b;
+  assign saturated = gate_c3b & u_clipped;
+  assign \$15  = $signed(acc[41:21]) >= $signed(1'h0);
+  always @(posedge clk)
+    cand_c3b <= \$16 ;
+  always @(posedge clk)
+    gate_c3b <= \$17 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$16  = \$8 [52:0];
+    if (rst) begin
+      \$16  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$17  = \$15 ;
+    if (rst) begin
+      \$17  = 1'h0;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign \new  = \$12 [15:0];
   assign out = \$12 [15:0];
-  assign \gate$11  = gate;
+  assign gate = gate_c3b;
   assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
@@ -3887,13 +3894,17 @@ module \accelerator.layer0.update_0 (gate, hold, saturated, acc, params, u);
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
+module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
   wire [52:0] \$12 ;
   wire \$13 ;
   wire \$14 ;
+  wire \$15 ;
+  reg [52:0] \$16 ;
+  reg \$17 ;
   wire \$2 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
@@ -3906,12 +3917,16 @@ module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
+  reg [52:0] cand_c3b = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
-  output gate;
+  input clk;
+  wire clk;
+  (* init = 1'h0 *)
   wire gate;
-  wire \gate$11 ;
+  output gate_c3b;
+  reg gate_c3b = 1'h0;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -3920,6 +3935,8 @@ module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
   input [6:0] params;
   wire [6:0] params;
   wire [6:0] \params.cand_shift ;
+  input rst;
+  wire rst;
   output saturated;
   wire saturated;
   output [15:0] u;
@@ -3934,21 +3951,39 @@ module \accelerator.layer0.update_1 (gate, hold, saturated, acc, params, u);
   assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
+  assign \$9  = $signed(cand_c3b) > $signed(16'h7fff);
+  assign \$10  = $signed(cand_c3b) < $signed(16'h8000);
+  assign \$11  = \$10  ? 53'h1fffffffff8000 : cand_c3b;
   assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
+  assign \$13  = $signed(cand_c3b) > $signed(16'h7fff);
+  assign \$14  = $signed(cand_c3b) < $signed(16'h8000);
   assign u_clipped = \$13  | \$14 ;
-  assign gate = $signed(acc[41:21]) >= $signed(1'h0);
-  assign hold = ~ gate;
-  assign saturated = gate & u_clipped;
+  assign hold = ~ gate_c3b;
+  assign saturated = gate_c3b & u_clipped;
+  assign \$15  = $signed(acc[41:21]) >= $signed(1'h0);
+  always @(posedge clk)
+    cand_c3b <= \$16 ;
+  always @(posedge clk)
+    gate_c3b <= \$17 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$16  = \$8 [52:0];
+    if (rst) begin
+      \$16  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$17  = \$15 ;
+    if (rst) begin
+      \$17  = 1'h0;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign \new  = \$12 [15:0];
   assign out = \$12 [15:0];
-  assign \gate$11  = gate;
+  assign gate = gate_c3b;
   assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
@@ -3958,7 +3993,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire [5:0] \$10 ;
   wire \$100 ;
@@ -4540,16 +4575,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     .cancel(cancel),
     .clk(clk),
     .credit(credit),
+    .out_valid(outputs__valid),
     .r__payload(outputs__payload),
-    .r__valid(outputs__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(w__payload),
-    .w_en(w__valid)
+    .w__payload(w__payload),
+    .w__valid(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4563,7 +4598,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4579,7 +4614,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$7  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4605,7 +4640,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$8  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4632,7 +4667,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr  = 5'h00;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4659,7 +4694,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__data  = 12'h000;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4687,7 +4722,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$19  = 1'h0;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4714,7 +4749,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__addr = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4742,7 +4777,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__data = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4770,7 +4805,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4798,7 +4833,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$29  = 5'h00;
     casez (dcls_state)
       3'h0:
@@ -4812,7 +4847,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__data$31  = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4826,7 +4861,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$32  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4840,7 +4875,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4850,7 +4885,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     delay = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4862,7 +4897,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     target = 4'h0;
     casez (dcls_state)
       3'h0:
@@ -4874,7 +4909,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$40  = 5'h00;
     casez (dcls_state)
       3'h0:
@@ -4890,7 +4925,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$42  = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -4917,7 +4952,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4927,7 +4962,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__addr$47  = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4941,7 +4976,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     n_now = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4953,7 +4988,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4965,7 +5000,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     reserve = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4979,7 +5014,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$55  = 5'h00;
     casez (dcls_state)
       3'h0:
@@ -5005,7 +5040,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__payload = 16'h0000;
     casez (dcls_state)
       3'h0:
@@ -5025,7 +5060,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -5041,7 +5076,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -5055,63 +5090,63 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$122  = \$68 [31:0];
     if (rst) begin
       \$122  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$123  = \$71 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$124  = \$73 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$125  = \$76 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$126  = \$78 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$127  = \$81 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$128  = \$83 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$129  = \$86 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$130  = 1'h1;
     casez (dcls_state)
       3'h0:
@@ -5126,7 +5161,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$131  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -5141,7 +5176,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$132  = clear_addr;
     casez (dcls_state)
       3'h0:
@@ -5157,7 +5192,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$133  = head;
     casez (dcls_state)
       3'h0:
@@ -5186,7 +5221,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$134  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -5235,7 +5270,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$135  = w_slot;
     casez (dcls_state)
       3'h0:
@@ -5250,7 +5285,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$136  = w_channel;
     casez (dcls_state)
       3'h0:
@@ -5265,7 +5300,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$137  = w_weight;
     casez (dcls_state)
       3'h0:
@@ -5280,7 +5315,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$138  = w_value;
     casez (dcls_state)
       3'h0:
@@ -5295,7 +5330,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$139  = tap;
     casez (dcls_state)
       3'h0:
@@ -5317,7 +5352,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$140  = it_valid;
     casez (dcls_state)
       3'h0:
@@ -5341,7 +5376,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$141  = step_seen;
     casez (dcls_state)
       3'h0:
@@ -5361,7 +5396,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$142  = seq_end;
     casez (dcls_state)
       3'h0:
@@ -5376,7 +5411,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$143  = it_channel;
     casez (dcls_state)
       3'h0:
@@ -5393,7 +5428,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$144  = it_value;
     casez (dcls_state)
       3'h0:
@@ -5410,7 +5445,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$145  = send_first;
     casez (dcls_state)
       3'h0:
@@ -5427,7 +5462,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$146  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -5457,7 +5492,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$147  = l_valid;
     casez (dcls_state)
       3'h0:
@@ -5474,7 +5509,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$148  = z_valid;
     casez (dcls_state)
       3'h0:
@@ -5491,7 +5526,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$149  = n_listed;
     casez (dcls_state)
       3'h0:
@@ -5514,7 +5549,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$150  = z_addr;
     casez (dcls_state)
       3'h0:
@@ -5531,7 +5566,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$151  = z_channel;
     casez (dcls_state)
       3'h0:
@@ -5548,7 +5583,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$152  = sweep;
     casez (dcls_state)
       3'h0:
@@ -5577,7 +5612,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$153  = \$121 [31:0];
     if (rst) begin
       \$153  = 32'd0;
@@ -5621,151 +5656,79 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r_en, reserve, w_data, w_en, cancel, r__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-  wire [3:0] \$1 ;
-  wire \$2 ;
-  wire [4:0] \$3 ;
-  wire [5:0] \$4 ;
-  reg [2:0] \$5 ;
-  input cancel;
-  wire cancel;
-  input clk;
-  wire clk;
-  output credit;
-  wire credit;
-  output [15:0] r__payload;
-  wire [15:0] r__payload;
-  wire [2:0] \r__payload.index ;
-  wire \r__payload.seq_end ;
-  wire \r__payload.step_end ;
-  wire [10:0] \r__payload.value ;
-  wire r__ready;
-  output r__valid;
-  wire r__valid;
-  wire [15:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
-  input reserve;
-  wire reserve;
-  reg [2:0] reserved = 3'h0;
-  input rst;
-  wire rst;
-  wire [15:0] w__payload;
-  wire [2:0] \w__payload.index ;
-  wire \w__payload.seq_end ;
-  wire \w__payload.step_end ;
-  wire [10:0] \w__payload.value ;
-  wire w__valid;
-  input [15:0] w_data;
-  wire [15:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed({ 1'h0, cancel });
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 3'h4;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0_dcls.out_fifo.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$5  = \$4 [2:0];
-    if (rst) begin
-      \$5  = 3'h0;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign \w__payload.index  = w_data[2:0];
-  assign \w__payload.value  = w_data[13:3];
-  assign \w__payload.step_end  = w_data[14];
-  assign \w__payload.seq_end  = w_data[15];
-  assign \r__payload.index  = r__payload[2:0];
-  assign \r__payload.value  = r__payload[13:3];
-  assign \r__payload.step_end  = r__payload[14];
-  assign \r__payload.seq_end  = r__payload[15];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, reserve, w__payload, w__valid, cancel, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$11 ;
-  wire [2:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [2:0] \$13 ;
+  wire [2:0] \$14 ;
+  wire [2:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [2:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
+  wire [3:0] \$20 ;
+  wire [3:0] \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [2:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [4:0] \$23 ;
+  wire [5:0] \$24 ;
+  reg [1:0] \$25 ;
+  reg [1:0] \$26 ;
+  reg \$27 ;
+  reg [1:0] \$28 ;
+  reg [2:0] \$29 ;
   wire \$3 ;
-  reg [1:0] \$30 ;
-  reg [1:0] \$31 ;
-  reg [1:0] \$32 ;
-  reg \$33 ;
   wire \$4 ;
   wire [2:0] \$5 ;
   wire [2:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signature__addr  = 2'h0;
+  wire [15:0] \$signature__data ;
+  wire \$signature__en ;
+  input cancel;
+  wire cancel;
   input clk;
   wire clk;
   (* init = 2'h0 *)
   wire [1:0] consume;
-  reg [1:0] inner_level = 2'h0;
-  wire inner_r_rdy;
-  wire [2:0] level;
+  output credit;
+  wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
   (* init = 2'h0 *)
   wire [1:0] produce;
-  output [15:0] r_data;
-  wire [15:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [2:0] r_level;
-  reg [1:0] r_port__addr = 2'h0;
-  wire [15:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
+  output [15:0] r__payload;
+  wire [15:0] r__payload;
+  wire [2:0] \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  input r__ready;
+  wire r__ready;
+  (* init = 1'h0 *)
+  wire r__valid;
+  reg [1:0] rd__addr = 2'h0;
+  wire [15:0] rd__data;
+  wire rd__en;
+  input reserve;
+  wire reserve;
+  reg [2:0] reserved = 3'h0;
   input rst;
   wire rst;
-  wire [15:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [2:0] w_level;
-  reg [1:0] w_port__addr = 2'h0;
-  input [15:0] w_port__data;
-  wire [15:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
+  reg [1:0] stored = 2'h0;
+  input [15:0] w__payload;
+  wire [15:0] w__payload;
+  wire [2:0] \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  input w__valid;
+  wire w__valid;
   reg [15:0] storage [2:0];
   initial begin
     storage[0] = 16'h0000;
@@ -5773,109 +5736,112 @@ module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, 
     storage[2] = 16'h0000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [15:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 2'h3;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 2'h2;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 3'h4;
+  assign \$4  = \$signature__addr  == 2'h2;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 3'h0 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 2'h2;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 3'h0 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 2'h2;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 3'h0 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed({ 1'h0, cancel });
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [1:0];
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [1:0];
     end
     if (rst) begin
-      \$30  = 2'h0;
+      \$25  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [1:0];
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [1:0];
     end
     if (rst) begin
-      \$31  = 2'h0;
+      \$26  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [1:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [1:0];
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 2'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    \$28  = \$20 [1:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 2'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$29  = \$24 [2:0];
+    if (rst) begin
+      \$29  = 3'h0;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign \w__payload.index  = w__payload[2:0];
+  assign \w__payload.value  = w__payload[13:3];
+  assign \w__payload.step_end  = w__payload[14];
+  assign \w__payload.seq_end  = w__payload[15];
+  assign \r__payload.index  = r__payload[2:0];
+  assign \r__payload.value  = r__payload[13:3];
+  assign \r__payload.step_end  = r__payload[14];
+  assign \r__payload.seq_end  = r__payload[15];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6256,13 +6222,13 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   \accelerator.readout.results  results (
     .clk(clk),
     .credit(credit),
+    .out_valid(results__valid),
     .r__payload(results__payload),
-    .r__valid(results__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(beat),
-    .w_en(w__valid)
+    .w__payload(beat),
+    .w__valid(w__valid)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
@@ -7960,18 +7926,51 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [57:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [57:0] r__payload;
   wire [57:0] r__payload;
   wire \r__payload.class_index ;
@@ -7981,18 +7980,20 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [26:0] \r__payload.logits[0] ;
   wire [26:0] \r__payload.logits[1] ;
   wire \r__payload.seq_end ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [57:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [57:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [57:0] w__payload;
   wire [57:0] w__payload;
   wire \w__payload.class_index ;
   wire \w__payload.final ;
@@ -8001,122 +8002,8 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [26:0] \w__payload.logits[0] ;
   wire [26:0] \w__payload.logits[1] ;
   wire \w__payload.seq_end ;
+  input w__valid;
   wire w__valid;
-  input [57:0] w_data;
-  wire [57:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.readout.results.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.logits  = w_data[53:0];
-  assign \w__payload.logits[0]  = w_data[26:0];
-  assign \w__payload.logits[1]  = w_data[53:27];
-  assign \w__payload.group  = w_data[54];
-  assign \w__payload.final  = w_data[55];
-  assign \w__payload.class_index  = w_data[56];
-  assign \w__payload.seq_end  = w_data[57];
-  assign \r__payload.logits  = r__payload[53:0];
-  assign \r__payload.logits[0]  = r__payload[26:0];
-  assign \r__payload.logits[1]  = r__payload[53:27];
-  assign \r__payload.group  = r__payload[54];
-  assign \r__payload.final  = r__payload[55];
-  assign \r__payload.class_index  = r__payload[56];
-  assign \r__payload.seq_end  = r__payload[57];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [57:0] r_data;
-  wire [57:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [57:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [57:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [57:0] w_port__data;
-  wire [57:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [57:0] storage [14:0];
   initial begin
     storage[0] = 58'h000000000000000;
@@ -8136,107 +8023,117 @@ module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, 
     storage[14] = 58'h000000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [57:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w__payload[53:0];
+  assign \w__payload.logits[0]  = w__payload[26:0];
+  assign \w__payload.logits[1]  = w__payload[53:27];
+  assign \w__payload.group  = w__payload[54];
+  assign \w__payload.final  = w__payload[55];
+  assign \w__payload.class_index  = w__payload[56];
+  assign \w__payload.seq_end  = w__payload[57];
+  assign \r__payload.logits  = r__payload[53:0];
+  assign \r__payload.logits[0]  = r__payload[26:0];
+  assign \r__payload.logits[1]  = r__payload[53:27];
+  assign \r__payload.group  = r__payload[54];
+  assign \r__payload.final  = r__payload[55];
+  assign \r__payload.class_index  = r__payload[56];
+  assign \r__payload.seq_end  = r__payload[57];
 endmodule

@@ -1210,13 +1210,13 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
+    .out_valid(i__valid),
     .r__payload(i__payload),
-    .r__valid(i__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(entry),
-    .w_en(finalize4)
+    .w__payload(entry),
+    .w__valid(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1864,18 +1864,51 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [103:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [103:0] r__payload;
   wire [103:0] r__payload;
   wire [1:0] \r__payload.group ;
@@ -1887,18 +1920,20 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [23:0] \r__payload.value[1] ;
   wire [23:0] \r__payload.value[2] ;
   wire [23:0] \r__payload.value[3] ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [103:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [103:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [103:0] w__payload;
   wire [103:0] w__payload;
   wire [1:0] \w__payload.group ;
   wire \w__payload.marker ;
@@ -1909,126 +1944,8 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [23:0] \w__payload.value[1] ;
   wire [23:0] \w__payload.value[2] ;
   wire [23:0] \w__payload.value[3] ;
+  input w__valid;
   wire w__valid;
-  input [103:0] w_data;
-  wire [103:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0.entries.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.mask  = w_data[3:0];
-  assign \w__payload.value  = w_data[99:4];
-  assign \w__payload.value[0]  = w_data[27:4];
-  assign \w__payload.value[1]  = w_data[51:28];
-  assign \w__payload.value[2]  = w_data[75:52];
-  assign \w__payload.value[3]  = w_data[99:76];
-  assign \w__payload.group  = w_data[101:100];
-  assign \w__payload.marker  = w_data[102];
-  assign \w__payload.seq_end  = w_data[103];
-  assign \r__payload.mask  = r__payload[3:0];
-  assign \r__payload.value  = r__payload[99:4];
-  assign \r__payload.value[0]  = r__payload[27:4];
-  assign \r__payload.value[1]  = r__payload[51:28];
-  assign \r__payload.value[2]  = r__payload[75:52];
-  assign \r__payload.value[3]  = r__payload[99:76];
-  assign \r__payload.group  = r__payload[101:100];
-  assign \r__payload.marker  = r__payload[102];
-  assign \r__payload.seq_end  = r__payload[103];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [103:0] r_data;
-  wire [103:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [103:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [103:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [103:0] w_port__data;
-  wire [103:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [103:0] storage [14:0];
   initial begin
     storage[0] = 104'h00000000000000000000000000;
@@ -2048,114 +1965,128 @@ module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, 
     storage[14] = 104'h00000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [103:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w__payload[3:0];
+  assign \w__payload.value  = w__payload[99:4];
+  assign \w__payload.value[0]  = w__payload[27:4];
+  assign \w__payload.value[1]  = w__payload[51:28];
+  assign \w__payload.value[2]  = w__payload[75:52];
+  assign \w__payload.value[3]  = w__payload[99:76];
+  assign \w__payload.group  = w__payload[101:100];
+  assign \w__payload.marker  = w__payload[102];
+  assign \w__payload.seq_end  = w__payload[103];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[99:4];
+  assign \r__payload.value[0]  = r__payload[27:4];
+  assign \r__payload.value[1]  = r__payload[51:28];
+  assign \r__payload.value[2]  = r__payload[75:52];
+  assign \r__payload.value[3]  = r__payload[99:76];
+  assign \r__payload.group  = r__payload[101:100];
+  assign \r__payload.marker  = r__payload[102];
+  assign \r__payload.seq_end  = r__payload[103];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2236,7 +2167,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2251,7 +2182,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2266,7 +2197,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2280,7 +2211,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2333,7 +2264,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2924,154 +2855,154 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
     if (\$10 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
     if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
     if (\$12 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
     if (\$12 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$29  = 1'h0;
     if (\$12 ) begin
       \port__en$29  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$49  = 2'h0;
     if (\$12 ) begin
       \port__addr$49  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$50  = 2'h0;
     if (\$12 ) begin
       \port__addr$50  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$51  = 2'h0;
     if (\$12 ) begin
       \port__addr$51  = slot_c2a[2:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$43  = slot;
     if (rst) begin
       \$43  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$44  = \$14 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$45  = \$17 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$46  = \$19 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$47  = \$22 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$48  = \$24 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$49  = \$27 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$50  = \$29 [31:0];
     if (rst) begin
       \$50  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$51  = \$32 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$34 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \$37 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = slot_c1;
     if (rst) begin
       \$54  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = 1'h0;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = layer0_macs;
     if (\$41 ) begin
       \$56  = \$42 [31:0];
@@ -3081,42 +3012,42 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = slot_c2;
     if (rst) begin
       \$57  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = \port__data$68 ;
     if (rst) begin
       \$58  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = \port__data$70 ;
     if (rst) begin
       \$59  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = \port__data$72 ;
     if (rst) begin
       \$60  = 96'h000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = slot_c2a;
     if (rst) begin
       \$61  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$62  = slot_c2b;
     if (rst) begin
       \$62  = 27'h0000000;
@@ -3314,7 +3245,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -3613,7 +3544,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$16  = | n_items;
   assign \$17  = meta[14] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3623,14 +3554,14 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3639,28 +3570,28 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3675,7 +3606,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3687,7 +3618,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3718,7 +3649,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3733,7 +3664,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3751,7 +3682,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3769,7 +3700,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3787,7 +3718,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3799,7 +3730,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3811,7 +3742,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$63 [26:1] = meta[26:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3829,7 +3760,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3848,7 +3779,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3868,7 +3799,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3881,7 +3812,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3899,7 +3830,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3917,7 +3848,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3938,7 +3869,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3951,7 +3882,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3964,7 +3895,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3976,7 +3907,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3990,7 +3921,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -4004,7 +3935,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -4062,7 +3993,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [15:0] \$1 ;
   wire [15:0] \$10 ;
   wire [18:0] \$11 ;
@@ -4303,21 +4234,21 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$32  = seeds[18:0];
     if (rst) begin
       \$32  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [18:0] = \$3 [18:0];
@@ -4334,245 +4265,245 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$35  = weights[15:8];
     if (rst) begin
       \$35  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$37  = seeds[37:19];
     if (rst) begin
       \$37  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$39  = weights[23:16];
     if (rst) begin
       \$39  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$41  = seeds[56:38];
     if (rst) begin
       \$41  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$43  = weights[31:24];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$45  = seeds[75:57];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$47  = weights[39:32];
     if (rst) begin
       \$47  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$49  = seeds[94:76];
     if (rst) begin
       \$49  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$51  = weights[47:40];
     if (rst) begin
       \$51  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = seeds[113:95];
     if (rst) begin
       \$53  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = weights[55:48];
     if (rst) begin
       \$55  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = seeds[132:114];
     if (rst) begin
       \$57  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$59  = weights[63:56];
     if (rst) begin
       \$59  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = seeds[151:133];
     if (rst) begin
       \$61  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$30  = weights[7:0];
     if (rst) begin
       \$30  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
@@ -4606,7 +4537,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4689,7 +4620,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4700,7 +4631,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__payload = 30'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4717,7 +4648,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4737,7 +4668,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4763,7 +4694,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4800,6 +4731,90 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_0 (hold, saturated, acc, params, abs_at_least, h_new);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$11 ;
+  wire [17:0] \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire [8:0] \$6 ;
+  wire [8:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
+  output abs_at_least;
+  reg abs_at_least;
+  wire [19:0] abs_diff;
+  wire [19:0] abs_sum;
+  input [37:0] acc;
+  wire [37:0] acc;
+  wire [18:0] \acc.cand ;
+  wire [18:0] \acc.thr ;
+  wire gate;
+  output [15:0] h_new;
+  wire [15:0] h_new;
+  wire h_new_clipped;
+  output hold;
+  wire hold;
+  wire [15:0] \new ;
+  wire [15:0] \new.h ;
+  wire [15:0] out;
+  input [7:0] params;
+  wire [7:0] params;
+  wire [7:0] \params.alpha ;
+  output saturated;
+  wire saturated;
+  wire [17:0] total;
+  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
+  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
+  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
+  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
+  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
+  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
+  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
+  assign \$6  = - $signed(params);
+  assign \$7  = \$5  ? { params[7], params } : \$6 ;
+  assign \$8  = $signed(1'h0) + $signed(\$7 );
+  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
+  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \$12  = \$9  ? 18'h07fff : \$11 ;
+  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
+  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
+  assign h_new_clipped = \$13  | \$14 ;
+  assign hold = ~ abs_at_least;
+  assign saturated = abs_at_least & h_new_clipped;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    (* full_case = 32'd1 *)
+    casez ({ acc[18], acc[37] })
+      2'h0:
+          abs_at_least = \$1 ;
+      2'h1:
+          abs_at_least = \$2 ;
+      2'h2:
+          abs_at_least = \$3 ;
+      2'h3:
+          abs_at_least = \$4 ;
+    endcase
+  end
+  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
+  assign gate = abs_at_least;
+  assign h_new = \$12 [15:0];
+  assign \acc.cand  = acc[18:0];
+  assign \acc.thr  = acc[37:19];
+  assign \params.alpha  = params;
+  assign \new.h  = \$12 [15:0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4883,7 +4898,7 @@ module \accelerator.layer0.update_0 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least, h_new);
+module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4967,7 +4982,7 @@ module \accelerator.layer0.update_1 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least, h_new);
+module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5051,92 +5066,8 @@ module \accelerator.layer0.update_2 (hold, saturated, acc, params, abs_at_least,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (hold, saturated, acc, params, abs_at_least, h_new);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
-  wire \$5 ;
-  wire [8:0] \$6 ;
-  wire [8:0] \$7 ;
-  wire [9:0] \$8 ;
-  wire \$9 ;
-  output abs_at_least;
-  reg abs_at_least;
-  wire [19:0] abs_diff;
-  wire [19:0] abs_sum;
-  input [37:0] acc;
-  wire [37:0] acc;
-  wire [18:0] \acc.cand ;
-  wire [18:0] \acc.thr ;
-  wire gate;
-  output [15:0] h_new;
-  wire [15:0] h_new;
-  wire h_new_clipped;
-  output hold;
-  wire hold;
-  wire [15:0] \new ;
-  wire [15:0] \new.h ;
-  wire [15:0] out;
-  input [7:0] params;
-  wire [7:0] params;
-  wire [7:0] \params.alpha ;
-  output saturated;
-  wire saturated;
-  wire [17:0] total;
-  assign abs_diff = $signed(acc[18:0]) - $signed(acc[37:19]);
-  assign abs_sum = $signed(acc[18:0]) + $signed(acc[37:19]);
-  assign \$1  = $signed(abs_diff) >= $signed(1'h0);
-  assign \$2  = $signed(abs_sum) >= $signed(1'h0);
-  assign \$3  = $signed(abs_sum) <= $signed(1'h0);
-  assign \$4  = $signed(abs_diff) <= $signed(1'h0);
-  assign \$5  = $signed(acc[18:0]) >= $signed(1'h0);
-  assign \$6  = - $signed(params);
-  assign \$7  = \$5  ? { params[7], params } : \$6 ;
-  assign \$8  = $signed(1'h0) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
-  assign hold = ~ abs_at_least;
-  assign saturated = abs_at_least & h_new_clipped;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
-    (* full_case = 32'd1 *)
-    casez ({ acc[18], acc[37] })
-      2'h0:
-          abs_at_least = \$1 ;
-      2'h1:
-          abs_at_least = \$2 ;
-      2'h2:
-          abs_at_least = \$3 ;
-      2'h3:
-          abs_at_least = \$4 ;
-    endcase
-  end
-  assign total = { \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8 [9], \$8  };
-  assign \new  = \$12 [15:0];
-  assign out = \$12 [15:0];
-  assign gate = abs_at_least;
-  assign h_new = \$12 [15:0];
-  assign \acc.cand  = acc[18:0];
-  assign \acc.thr  = acc[37:19];
-  assign \params.alpha  = params;
-  assign \new.h  = \$12 [15:0];
-endmodule
-
-(* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5197,7 +5128,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5212,7 +5143,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5227,7 +5158,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5241,7 +5172,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5274,7 +5205,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5638,121 +5569,121 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   \accelerator.readout.results  results (
     .clk(clk),
     .credit(credit),
+    .out_valid(results__valid),
     .r__payload(results__payload),
-    .r__valid(results__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(beat),
-    .w_en(w__valid)
+    .w__payload(beat),
+    .w__valid(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = \$8 ;
     if (rst) begin
       \$58  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = \$15 ;
     if (rst) begin
       \$59  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = { 1'h0, \$22  };
     if (rst) begin
       \$60  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = \$26 ;
     if (rst) begin
       \$61  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = \$34 ;
     if (rst) begin
       \$62  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = \$42 ;
     if (rst) begin
       \$63  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64  = slot;
     if (rst) begin
       \$64  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = finalize;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = acc;
     if (rst) begin
       \$66  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = \$44 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = \$50 ;
     if (rst) begin
       \$68  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = \$56 ;
     if (rst) begin
       \$69  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot_argmax_0;
     if (rst) begin
       \$70  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = finalize_argmax_0;
     if (rst) begin
       \$71  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = logits_argmax_0;
     if (rst) begin
       \$72  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = best_logit;
     if (\$57 ) begin
       \$73  = argmax_1_0_logit;
@@ -5762,7 +5693,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = best_class;
     if (\$57 ) begin
       \$74  = \$5 [3:0];
@@ -5902,7 +5833,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [1:0] \$11 ;
@@ -6279,77 +6210,77 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$39  = slot_c2b;
     if (rst) begin
       \$39  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
     if (\$9 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$29  = slot;
     if (rst) begin
       \$29  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = \$12 [31:0];
     if (rst) begin
       \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = \$15 [31:0];
     if (rst) begin
       \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = \$17 [31:0];
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = \$20 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$34  = slot_c1;
     if (rst) begin
       \$34  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$35  = 1'h0;
     if (rst) begin
       \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$36  = readout_macs;
     if (\$24 ) begin
       \$36  = \$28 [31:0];
@@ -6359,14 +6290,14 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$37  = slot_c2;
     if (rst) begin
       \$37  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$38  = slot_c2a;
     if (rst) begin
       \$38  = 43'h00000000000;
@@ -6498,7 +6429,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [5:0] \$11 ;
@@ -6806,7 +6737,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -6816,14 +6747,14 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -6832,28 +6763,28 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$16 [4:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -6868,7 +6799,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -6880,7 +6811,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6911,7 +6842,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6926,7 +6857,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6944,7 +6875,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6962,7 +6893,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6980,7 +6911,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -6992,7 +6923,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[28]) begin
@@ -7004,7 +6935,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$64 [42:1] = meta[42:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -7022,7 +6953,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7041,7 +6972,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7061,7 +6992,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7074,7 +7005,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7092,7 +7023,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7110,7 +7041,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7131,7 +7062,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7144,7 +7075,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7157,7 +7088,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7169,7 +7100,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7183,7 +7114,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -7197,7 +7128,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -7256,7 +7187,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [31:0] \$1 ;
   wire [31:0] \$10 ;
   wire [35:0] \$11 ;
@@ -7397,70 +7328,70 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$18  = weights[7:0];
     if (rst) begin
       \$18  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$20  = seeds[35:0];
     if (rst) begin
       \$20  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [35:0] = \$3 [35:0];
@@ -7473,84 +7404,84 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$23  = weights[15:8];
     if (rst) begin
       \$23  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$25  = seeds[71:36];
     if (rst) begin
       \$25  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$27  = weights[23:16];
     if (rst) begin
       \$27  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$29  = seeds[107:72];
     if (rst) begin
       \$29  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$31  = weights[31:24];
     if (rst) begin
       \$31  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$33  = seeds[143:108];
     if (rst) begin
       \$33  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 36'h000000000;
@@ -7571,18 +7502,51 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
-  wire [5:0] \$1 ;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [151:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [151:0] r__payload;
   wire [151:0] r__payload;
   wire [3:0] \r__payload.class_index ;
@@ -7594,18 +7558,20 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [35:0] \r__payload.logits[2] ;
   wire [35:0] \r__payload.logits[3] ;
   wire \r__payload.seq_end ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [151:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [151:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [151:0] w__payload;
   wire [151:0] w__payload;
   wire [3:0] \w__payload.class_index ;
   wire \w__payload.final ;
@@ -7616,126 +7582,8 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [35:0] \w__payload.logits[2] ;
   wire [35:0] \w__payload.logits[3] ;
   wire \w__payload.seq_end ;
+  input w__valid;
   wire w__valid;
-  input [151:0] w_data;
-  wire [151:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.readout.results.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.logits  = w_data[143:0];
-  assign \w__payload.logits[0]  = w_data[35:0];
-  assign \w__payload.logits[1]  = w_data[71:36];
-  assign \w__payload.logits[2]  = w_data[107:72];
-  assign \w__payload.logits[3]  = w_data[143:108];
-  assign \w__payload.group  = w_data[145:144];
-  assign \w__payload.final  = w_data[146];
-  assign \w__payload.class_index  = w_data[150:147];
-  assign \w__payload.seq_end  = w_data[151];
-  assign \r__payload.logits  = r__payload[143:0];
-  assign \r__payload.logits[0]  = r__payload[35:0];
-  assign \r__payload.logits[1]  = r__payload[71:36];
-  assign \r__payload.logits[2]  = r__payload[107:72];
-  assign \r__payload.logits[3]  = r__payload[143:108];
-  assign \r__payload.group  = r__payload[145:144];
-  assign \r__payload.final  = r__payload[146];
-  assign \r__payload.class_index  = r__payload[150:147];
-  assign \r__payload.seq_end  = r__payload[151];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [151:0] r_data;
-  wire [151:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [151:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [151:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [151:0] w_port__data;
-  wire [151:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [151:0] storage [14:0];
   initial begin
     storage[0] = 152'h00000000000000000000000000000000000000;
@@ -7755,107 +7603,121 @@ module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, 
     storage[14] = 152'h00000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [151:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w__payload[143:0];
+  assign \w__payload.logits[0]  = w__payload[35:0];
+  assign \w__payload.logits[1]  = w__payload[71:36];
+  assign \w__payload.logits[2]  = w__payload[107:72];
+  assign \w__payload.logits[3]  = w__payload[143:108];
+  assign \w__payload.group  = w__payload[145:144];
+  assign \w__payload.final  = w__payload[146];
+  assign \w__payload.class_index  = w__payload[150:147];
+  assign \w__payload.seq_end  = w__payload[151];
+  assign \r__payload.logits  = r__payload[143:0];
+  assign \r__payload.logits[0]  = r__payload[35:0];
+  assign \r__payload.logits[1]  = r__payload[71:36];
+  assign \r__payload.logits[2]  = r__payload[107:72];
+  assign \r__payload.logits[3]  = r__payload[143:108];
+  assign \r__payload.group  = r__payload[145:144];
+  assign \r__payload.final  = r__payload[146];
+  assign \r__payload.class_index  = r__payload[150:147];
+  assign \r__payload.seq_end  = r__payload[151];
 endmodule

@@ -282,7 +282,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$134 (trace_0)
+    .\trace$144 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -531,43 +531,53 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$99 , \trace$134 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$99 , \trace$144 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   reg [15:0] \$100 ;
-  reg [23:0] \$101 ;
-  reg [15:0] \$102 ;
+  reg [6:0] \$101 ;
+  reg \$102 ;
   reg [15:0] \$103 ;
-  reg \$104 ;
-  reg [15:0] \$105 ;
-  reg [6:0] \$106 ;
-  reg \$107 ;
+  reg [23:0] \$104 ;
+  reg [23:0] \$105 ;
+  reg [15:0] \$106 ;
+  reg [15:0] \$107 ;
   reg [15:0] \$108 ;
-  reg [23:0] \$109 ;
+  reg \$109 ;
   wire [24:0] \$11 ;
   reg [15:0] \$110 ;
-  reg [15:0] \$111 ;
+  reg [6:0] \$111 ;
   reg \$112 ;
   reg [15:0] \$113 ;
-  reg [6:0] \$114 ;
-  reg \$115 ;
+  reg [23:0] \$114 ;
+  reg [23:0] \$115 ;
   reg [15:0] \$116 ;
-  reg [23:0] \$117 ;
+  reg [15:0] \$117 ;
   reg [15:0] \$118 ;
-  reg [15:0] \$119 ;
+  reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [15:0] \$121 ;
-  reg [6:0] \$122 ;
-  reg \$123 ;
-  reg [15:0] \$124 ;
+  reg [15:0] \$120 ;
+  reg [6:0] \$121 ;
+  reg \$122 ;
+  reg [15:0] \$123 ;
+  reg [23:0] \$124 ;
   reg [23:0] \$125 ;
-  reg [97:0] \$126 ;
-  reg [31:0] \$127 ;
-  reg [31:0] \$128 ;
+  reg [15:0] \$126 ;
+  reg [15:0] \$127 ;
+  reg [15:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [15:0] \$130 ;
+  reg [6:0] \$131 ;
+  reg \$132 ;
+  reg [15:0] \$133 ;
+  reg [23:0] \$134 ;
+  reg [23:0] \$135 ;
+  reg [97:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -656,11 +666,11 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [32:0] \$91 ;
   reg [28:0] \$92 ;
   reg \$93 ;
-  reg [15:0] \$94 ;
-  reg [15:0] \$95 ;
-  reg \$96 ;
+  reg [28:0] \$94 ;
+  reg \$95 ;
+  reg [15:0] \$96 ;
   reg [15:0] \$97 ;
-  reg [6:0] \$98 ;
+  reg [15:0] \$98 ;
   reg \$99 ;
   wire [33:0] acc;
   wire [135:0] \acc$13 ;
@@ -735,18 +745,19 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire events__valid;
   wire finalize;
   reg finalize4 = 1'h0;
+  reg finalize_d1 = 1'h0;
   wire [6:0] gate;
-  wire [6:0] \gate$116 ;
-  wire [6:0] \gate$123 ;
+  wire [6:0] \gate$121 ;
   wire [6:0] \gate$130 ;
+  wire [6:0] \gate$139 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$114 ;
-  wire \hold$121 ;
+  wire \hold$119 ;
   wire \hold$128 ;
+  wire \hold$137 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -827,12 +838,12 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   output [31:0] layer0_weights_writes;
   wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$113 ;
-  wire [15:0] \new$113.h ;
-  wire [15:0] \new$120 ;
-  wire [15:0] \new$120.h ;
-  wire [15:0] \new$127 ;
-  wire [15:0] \new$127.h ;
+  wire [15:0] \new$117 ;
+  wire [15:0] \new$117.h ;
+  wire [15:0] \new$126 ;
+  wire [15:0] \new$126.h ;
+  wire [15:0] \new$135 ;
+  wire [15:0] \new$135.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -862,6 +873,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \old$26 ;
   wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
+  reg [15:0] old_0_d1 = 16'h0000;
+  reg [15:0] old_1_d1 = 16'h0000;
+  reg [15:0] old_2_d1 = 16'h0000;
+  reg [15:0] old_3_d1 = 16'h0000;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
   reg [15:0] old_c4_1 = 16'h0000;
@@ -878,14 +893,18 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] old_out_2;
   (* init = 16'h0000 *)
   wire [15:0] old_out_3;
+  reg [23:0] old_pool_0_d1 = 24'h000000;
+  reg [23:0] old_pool_1_d1 = 24'h000000;
+  reg [23:0] old_pool_2_d1 = 24'h000000;
+  reg [23:0] old_pool_3_d1 = 24'h000000;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$115 ;
-  wire [15:0] \out$122 ;
+  wire [15:0] \out$120 ;
   wire [15:0] \out$129 ;
+  wire [15:0] \out$138 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -937,9 +956,9 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [23:0] \pool_write.data[3] ;
   wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$119 ;
-  wire [15:0] \potential$126 ;
+  wire [15:0] \potential$124 ;
   wire [15:0] \potential$133 ;
+  wire [15:0] \potential$142 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -960,10 +979,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$109 ;
-  wire \saturated$117 ;
-  wire \saturated$124 ;
+  wire \saturated$112 ;
+  wire \saturated$122 ;
   wire \saturated$131 ;
+  wire \saturated$140 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -992,6 +1011,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire \slot_c4.step_last ;
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
+  reg [28:0] slot_d1 = 29'h00000000;
   wire starting;
   wire [63:0] state;
   wire [15:0] \state[0] ;
@@ -1007,22 +1027,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire [97:0] trace;
-  output [97:0] \trace$134 ;
-  reg [97:0] \trace$134  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$134.gate ;
-  wire [6:0] \trace$134.gate[0] ;
-  wire [6:0] \trace$134.gate[1] ;
-  wire [6:0] \trace$134.gate[2] ;
-  wire [6:0] \trace$134.gate[3] ;
-  wire [2:0] \trace$134.group ;
-  wire \trace$134.seq_end ;
-  wire [63:0] \trace$134.state ;
-  wire [15:0] \trace$134.state[0] ;
-  wire [15:0] \trace$134.state[1] ;
-  wire [15:0] \trace$134.state[2] ;
-  wire [15:0] \trace$134.state[3] ;
-  wire \trace$134.step_end ;
-  wire \trace$134.valid ;
+  output [97:0] \trace$144 ;
+  reg [97:0] \trace$144  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$144.gate ;
+  wire [6:0] \trace$144.gate[0] ;
+  wire [6:0] \trace$144.gate[1] ;
+  wire [6:0] \trace$144.gate[2] ;
+  wire [6:0] \trace$144.gate[3] ;
+  wire [2:0] \trace$144.group ;
+  wire \trace$144.seq_end ;
+  wire [63:0] \trace$144.state ;
+  wire [15:0] \trace$144.state[0] ;
+  wire [15:0] \trace$144.state[1] ;
+  wire [15:0] \trace$144.state[2] ;
+  wire [15:0] \trace$144.state[3] ;
+  wire \trace$144.step_end ;
+  wire \trace$144.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1142,89 +1162,109 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$90  = \$89  + saturated[3];
   assign \$91  = layer0_saturations + \$90 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    slot_d1 <= \$92 ;
   always @(posedge clk)
-    finalize4 <= \$93 ;
+    finalize_d1 <= \$93 ;
   always @(posedge clk)
-    new_c4_0 <= \$94 ;
+    slot_c4 <= \$94 ;
   always @(posedge clk)
-    old_c4_0 <= \$95 ;
+    finalize4 <= \$95 ;
   always @(posedge clk)
-    hold_c4_0 <= \$96 ;
+    new_c4_0 <= \$96 ;
   always @(posedge clk)
-    out_c4_0 <= \$97 ;
+    old_0_d1 <= \$97 ;
   always @(posedge clk)
-    gate_c4_0 <= \$98 ;
+    old_c4_0 <= \$98 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$99 ;
+    hold_c4_0 <= \$99 ;
   always @(posedge clk)
-    potential_c4_0 <= \$100 ;
+    out_c4_0 <= \$100 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$101 ;
+    gate_c4_0 <= \$101 ;
   always @(posedge clk)
-    new_c4_1 <= \$102 ;
+    saturated_c4_0 <= \$102 ;
   always @(posedge clk)
-    old_c4_1 <= \$103 ;
+    potential_c4_0 <= \$103 ;
   always @(posedge clk)
-    hold_c4_1 <= \$104 ;
+    old_pool_0_d1 <= \$104 ;
   always @(posedge clk)
-    out_c4_1 <= \$105 ;
+    old_pool_c4_0 <= \$105 ;
   always @(posedge clk)
-    gate_c4_1 <= \$106 ;
+    new_c4_1 <= \$106 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$107 ;
+    old_1_d1 <= \$107 ;
   always @(posedge clk)
-    potential_c4_1 <= \$108 ;
+    old_c4_1 <= \$108 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$109 ;
+    hold_c4_1 <= \$109 ;
   always @(posedge clk)
-    new_c4_2 <= \$110 ;
+    out_c4_1 <= \$110 ;
   always @(posedge clk)
-    old_c4_2 <= \$111 ;
+    gate_c4_1 <= \$111 ;
   always @(posedge clk)
-    hold_c4_2 <= \$112 ;
+    saturated_c4_1 <= \$112 ;
   always @(posedge clk)
-    out_c4_2 <= \$113 ;
+    potential_c4_1 <= \$113 ;
   always @(posedge clk)
-    gate_c4_2 <= \$114 ;
+    old_pool_1_d1 <= \$114 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$115 ;
+    old_pool_c4_1 <= \$115 ;
   always @(posedge clk)
-    potential_c4_2 <= \$116 ;
+    new_c4_2 <= \$116 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$117 ;
+    old_2_d1 <= \$117 ;
   always @(posedge clk)
-    new_c4_3 <= \$118 ;
+    old_c4_2 <= \$118 ;
   always @(posedge clk)
-    old_c4_3 <= \$119 ;
+    hold_c4_2 <= \$119 ;
   always @(posedge clk)
-    hold_c4_3 <= \$120 ;
+    out_c4_2 <= \$120 ;
   always @(posedge clk)
-    out_c4_3 <= \$121 ;
+    gate_c4_2 <= \$121 ;
   always @(posedge clk)
-    gate_c4_3 <= \$122 ;
+    saturated_c4_2 <= \$122 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$123 ;
+    potential_c4_2 <= \$123 ;
   always @(posedge clk)
-    potential_c4_3 <= \$124 ;
+    old_pool_2_d1 <= \$124 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$125 ;
+    old_pool_c4_2 <= \$125 ;
   always @(posedge clk)
-    \trace$134  <= \$126 ;
+    new_c4_3 <= \$126 ;
   always @(posedge clk)
-    layer0_events <= \$127 ;
+    old_3_d1 <= \$127 ;
   always @(posedge clk)
-    layer0_saturations <= \$128 ;
+    old_c4_3 <= \$128 ;
+  always @(posedge clk)
+    hold_c4_3 <= \$129 ;
+  always @(posedge clk)
+    out_c4_3 <= \$130 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$131 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$132 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$133 ;
+  always @(posedge clk)
+    old_pool_3_d1 <= \$134 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$135 ;
+  always @(posedge clk)
+    \trace$144  <= \$136 ;
+  always @(posedge clk)
+    layer0_events <= \$137 ;
+  always @(posedge clk)
+    layer0_saturations <= \$138 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
+    .out_valid(i__valid),
     .r__payload(i__payload),
-    .r__valid(i__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(entry),
-    .w_en(finalize4)
+    .w__payload(entry),
+    .w__valid(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1283,35 +1323,43 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   );
   \accelerator.layer0.update_0  update_0 (
     .acc(acc),
+    .clk(clk),
     .\new (\new ),
     .old(old),
     .params(params),
-    .u_clipped(\saturated$109 ),
-    .z(gate)
+    .rst(rst),
+    .saturated(\saturated$112 ),
+    .z_c3b(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$18 ),
-    .\new (\new$113 ),
+    .clk(clk),
+    .\new (\new$117 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .u_clipped(\saturated$117 ),
-    .z(\gate$116 )
+    .rst(rst),
+    .saturated(\saturated$122 ),
+    .z_c3b(\gate$121 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$21 ),
-    .\new (\new$120 ),
+    .clk(clk),
+    .\new (\new$126 ),
     .old(\old$23 ),
     .params(\params$22 ),
-    .u_clipped(\saturated$124 ),
-    .z(\gate$123 )
+    .rst(rst),
+    .saturated(\saturated$131 ),
+    .z_c3b(\gate$130 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$24 ),
-    .\new (\new$127 ),
+    .clk(clk),
+    .\new (\new$135 ),
     .old(\old$26 ),
     .params(\params$25 ),
-    .u_clipped(\saturated$131 ),
-    .z(\gate$130 )
+    .rst(rst),
+    .saturated(\saturated$140 ),
+    .z_c3b(\gate$139 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
@@ -1329,253 +1377,323 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \new ;
+    \$94  = slot_d1;
     if (rst) begin
-      \$94  = 16'h0000;
+      \$94  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = old;
+    \$95  = finalize_d1;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = 1'h0;
+    \$96  = \new ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = \new ;
+    \$97  = old;
     if (rst) begin
       \$97  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = gate;
+    \$98  = old_0_d1;
     if (rst) begin
-      \$98  = 7'h00;
+      \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = \saturated$109 ;
+    \$99  = 1'h0;
     if (rst) begin
       \$99  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = 16'h0000;
+    \$100  = \new ;
     if (rst) begin
       \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \$78 ;
+    \$101  = gate;
     if (rst) begin
-      \$101  = 24'h000000;
+      \$101  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \new$113 ;
+    \$102  = \saturated$112 ;
     if (rst) begin
-      \$102  = 16'h0000;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \old$20 ;
+    \$103  = 16'h0000;
     if (rst) begin
       \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = 1'h0;
+    \$104  = \$78 ;
     if (rst) begin
-      \$104  = 1'h0;
+      \$104  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = \new$113 ;
+    \$105  = old_pool_0_d1;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$105  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \gate$116 ;
+    \$106  = \new$117 ;
     if (rst) begin
-      \$106  = 7'h00;
+      \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \saturated$117 ;
+    \$107  = \old$20 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = 16'h0000;
+    \$108  = old_1_d1;
     if (rst) begin
       \$108  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = \$79 ;
+    \$109  = 1'h0;
     if (rst) begin
-      \$109  = 24'h000000;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$120 ;
+    \$110  = \new$117 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \old$23 ;
+    \$111  = \gate$121 ;
     if (rst) begin
-      \$111  = 16'h0000;
+      \$111  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = 1'h0;
+    \$112  = \saturated$122 ;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = \new$120 ;
+    \$113  = 16'h0000;
     if (rst) begin
       \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \gate$123 ;
+    \$114  = \$79 ;
     if (rst) begin
-      \$114  = 7'h00;
+      \$114  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \saturated$124 ;
+    \$115  = old_pool_1_d1;
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = 16'h0000;
+    \$116  = \new$126 ;
     if (rst) begin
       \$116  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \$80 ;
+    \$117  = \old$23 ;
     if (rst) begin
-      \$117  = 24'h000000;
+      \$117  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = \new$127 ;
+    \$118  = old_2_d1;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = \old$26 ;
+    \$119  = 1'h0;
     if (rst) begin
-      \$119  = 16'h0000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = 1'h0;
+    \$120  = \new$126 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$120  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \new$127 ;
+    \$121  = \gate$130 ;
     if (rst) begin
-      \$121  = 16'h0000;
+      \$121  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \gate$130 ;
+    \$122  = \saturated$131 ;
     if (rst) begin
-      \$122  = 7'h00;
+      \$122  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = \saturated$131 ;
+    \$123  = 16'h0000;
     if (rst) begin
-      \$123  = 1'h0;
+      \$123  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = 16'h0000;
+    \$124  = \$80 ;
     if (rst) begin
-      \$124  = 16'h0000;
+      \$124  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = \$81 ;
+    \$125  = old_pool_2_d1;
     if (rst) begin
       \$125  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = trace;
+    \$126  = \new$135 ;
     if (rst) begin
-      \$126  = 98'h0000000000000000000000000;
+      \$126  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = layer0_events;
-    if (finalize4) begin
-      \$127  = \$86 [31:0];
-    end
+    \$127  = \old$26 ;
     if (rst) begin
-      \$127  = 32'd0;
+      \$127  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = layer0_saturations;
+    \$128  = old_3_d1;
+    if (rst) begin
+      \$128  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$129  = 1'h0;
+    if (rst) begin
+      \$129  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$130  = \new$135 ;
+    if (rst) begin
+      \$130  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$131  = \gate$139 ;
+    if (rst) begin
+      \$131  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = \saturated$140 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$133  = 16'h0000;
+    if (rst) begin
+      \$133  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$134  = \$81 ;
+    if (rst) begin
+      \$134  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$135  = old_pool_3_d1;
+    if (rst) begin
+      \$135  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$136  = trace;
+    if (rst) begin
+      \$136  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$137  = layer0_events;
     if (finalize4) begin
-      \$128  = \$91 [31:0];
+      \$137  = \$86 [31:0];
     end
     if (rst) begin
-      \$128  = 32'd0;
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$138  = layer0_saturations;
+    if (finalize4) begin
+      \$138  = \$91 [31:0];
+    end
+    if (rst) begin
+      \$138  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1607,15 +1725,15 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$114  = 1'h0;
-  assign \out$115  = \new$113 ;
-  assign \potential$119  = 16'h0000;
-  assign \hold$121  = 1'h0;
-  assign \out$122  = \new$120 ;
-  assign \potential$126  = 16'h0000;
+  assign \hold$119  = 1'h0;
+  assign \out$120  = \new$117 ;
+  assign \potential$124  = 16'h0000;
   assign \hold$128  = 1'h0;
-  assign \out$129  = \new$127 ;
+  assign \out$129  = \new$126 ;
   assign \potential$133  = 16'h0000;
+  assign \hold$137  = 1'h0;
+  assign \out$138  = \new$135 ;
+  assign \potential$142  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1797,23 +1915,23 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \pool[1]  = pool[47:24];
   assign \pool[2]  = pool[71:48];
   assign \pool[3]  = pool[95:72];
-  assign \new$113.h  = \new$113 ;
-  assign \new$120.h  = \new$120 ;
-  assign \new$127.h  = \new$127 ;
-  assign \trace$134.valid  = \trace$134 [0];
-  assign \trace$134.group  = \trace$134 [3:1];
-  assign \trace$134.step_end  = \trace$134 [4];
-  assign \trace$134.seq_end  = \trace$134 [5];
-  assign \trace$134.state  = \trace$134 [69:6];
-  assign \trace$134.state[0]  = \trace$134 [21:6];
-  assign \trace$134.state[1]  = \trace$134 [37:22];
-  assign \trace$134.state[2]  = \trace$134 [53:38];
-  assign \trace$134.state[3]  = \trace$134 [69:54];
-  assign \trace$134.gate  = \trace$134 [97:70];
-  assign \trace$134.gate[0]  = \trace$134 [76:70];
-  assign \trace$134.gate[1]  = \trace$134 [83:77];
-  assign \trace$134.gate[2]  = \trace$134 [90:84];
-  assign \trace$134.gate[3]  = \trace$134 [97:91];
+  assign \new$117.h  = \new$117 ;
+  assign \new$126.h  = \new$126 ;
+  assign \new$135.h  = \new$135 ;
+  assign \trace$144.valid  = \trace$144 [0];
+  assign \trace$144.group  = \trace$144 [3:1];
+  assign \trace$144.step_end  = \trace$144 [4];
+  assign \trace$144.seq_end  = \trace$144 [5];
+  assign \trace$144.state  = \trace$144 [69:6];
+  assign \trace$144.state[0]  = \trace$144 [21:6];
+  assign \trace$144.state[1]  = \trace$144 [37:22];
+  assign \trace$144.state[2]  = \trace$144 [53:38];
+  assign \trace$144.state[3]  = \trace$144 [69:54];
+  assign \trace$144.gate  = \trace$144 [97:70];
+  assign \trace$144.gate[0]  = \trace$144 [76:70];
+  assign \trace$144.gate[1]  = \trace$144 [83:77];
+  assign \trace$144.gate[2]  = \trace$144 [90:84];
+  assign \trace$144.gate[3]  = \trace$144 [97:91];
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$77 ;
   assign entry[102:100] = slot_c4[3:1];
@@ -1888,18 +2006,51 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [104:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [104:0] r__payload;
   wire [104:0] r__payload;
   wire [2:0] \r__payload.group ;
@@ -1911,18 +2062,20 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [23:0] \r__payload.value[1] ;
   wire [23:0] \r__payload.value[2] ;
   wire [23:0] \r__payload.value[3] ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [104:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [104:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [104:0] w__payload;
   wire [104:0] w__payload;
   wire [2:0] \w__payload.group ;
   wire \w__payload.marker ;
@@ -1933,126 +2086,8 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [23:0] \w__payload.value[1] ;
   wire [23:0] \w__payload.value[2] ;
   wire [23:0] \w__payload.value[3] ;
+  input w__valid;
   wire w__valid;
-  input [104:0] w_data;
-  wire [104:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0.entries.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.mask  = w_data[3:0];
-  assign \w__payload.value  = w_data[99:4];
-  assign \w__payload.value[0]  = w_data[27:4];
-  assign \w__payload.value[1]  = w_data[51:28];
-  assign \w__payload.value[2]  = w_data[75:52];
-  assign \w__payload.value[3]  = w_data[99:76];
-  assign \w__payload.group  = w_data[102:100];
-  assign \w__payload.marker  = w_data[103];
-  assign \w__payload.seq_end  = w_data[104];
-  assign \r__payload.mask  = r__payload[3:0];
-  assign \r__payload.value  = r__payload[99:4];
-  assign \r__payload.value[0]  = r__payload[27:4];
-  assign \r__payload.value[1]  = r__payload[51:28];
-  assign \r__payload.value[2]  = r__payload[75:52];
-  assign \r__payload.value[3]  = r__payload[99:76];
-  assign \r__payload.group  = r__payload[102:100];
-  assign \r__payload.marker  = r__payload[103];
-  assign \r__payload.seq_end  = r__payload[104];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [104:0] r_data;
-  wire [104:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [104:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [104:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [104:0] w_port__data;
-  wire [104:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [104:0] storage [14:0];
   initial begin
     storage[0] = 105'h000000000000000000000000000;
@@ -2072,114 +2107,128 @@ module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, 
     storage[14] = 105'h000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [104:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w__payload[3:0];
+  assign \w__payload.value  = w__payload[99:4];
+  assign \w__payload.value[0]  = w__payload[27:4];
+  assign \w__payload.value[1]  = w__payload[51:28];
+  assign \w__payload.value[2]  = w__payload[75:52];
+  assign \w__payload.value[3]  = w__payload[99:76];
+  assign \w__payload.group  = w__payload[102:100];
+  assign \w__payload.marker  = w__payload[103];
+  assign \w__payload.seq_end  = w__payload[104];
+  assign \r__payload.mask  = r__payload[3:0];
+  assign \r__payload.value  = r__payload[99:4];
+  assign \r__payload.value[0]  = r__payload[27:4];
+  assign \r__payload.value[1]  = r__payload[51:28];
+  assign \r__payload.value[2]  = r__payload[75:52];
+  assign \r__payload.value[3]  = r__payload[99:76];
+  assign \r__payload.group  = r__payload[102:100];
+  assign \r__payload.marker  = r__payload[103];
+  assign \r__payload.seq_end  = r__payload[104];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -2260,7 +2309,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2275,7 +2324,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -2290,7 +2339,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -2304,7 +2353,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -2357,7 +2406,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3023,154 +3072,154 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
     if (\$9 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
     if (\$11 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
     if (\$11 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$29  = 1'h0;
     if (\$11 ) begin
       \port__en$29  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$49  = 3'h0;
     if (\$11 ) begin
       \port__addr$49  = slot_c2a[3:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$50  = 3'h0;
     if (\$11 ) begin
       \port__addr$50  = slot_c2a[3:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$51  = 3'h0;
     if (\$11 ) begin
       \port__addr$51  = slot_c2a[3:1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$42  = slot;
     if (rst) begin
       \$42  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$43  = \$13 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$44  = \$16 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$45  = \$18 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$46  = \$21 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$47  = \$23 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$48  = \$26 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$49  = \$28 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$50  = \$31 [31:0];
     if (rst) begin
       \$50  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$51  = \$33 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \$36 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = slot_c1;
     if (rst) begin
       \$53  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = 1'h0;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = layer0_macs;
     if (\$40 ) begin
       \$55  = \$41 [31:0];
@@ -3180,42 +3229,42 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$56  = slot_c2;
     if (rst) begin
       \$56  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$57  = \port__data$68 ;
     if (rst) begin
       \$57  = 56'h00000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$58  = \port__data$70 ;
     if (rst) begin
       \$58  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$59  = \port__data$72 ;
     if (rst) begin
       \$59  = 96'h000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$60  = slot_c2a;
     if (rst) begin
       \$60  = 29'h00000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$61  = slot_c2b;
     if (rst) begin
       \$61  = 29'h00000000;
@@ -3420,7 +3469,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -3719,7 +3768,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$16  = | n_items;
   assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -3729,14 +3778,14 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -3745,28 +3794,28 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
       rd__addr = \$15 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -3781,7 +3830,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -3793,7 +3842,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3824,7 +3873,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3839,7 +3888,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3857,7 +3906,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3875,7 +3924,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3893,7 +3942,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3905,7 +3954,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3917,7 +3966,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$63 [28:1] = meta[28:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3935,7 +3984,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3954,7 +4003,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3974,7 +4023,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3987,7 +4036,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -4005,7 +4054,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -4023,7 +4072,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -4044,7 +4093,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -4057,7 +4106,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -4070,7 +4119,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -4082,7 +4131,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -4096,7 +4145,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -4110,7 +4159,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -4168,7 +4217,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [11:0] \$1 ;
   wire [11:0] \$10 ;
   wire [16:0] \$11 ;
@@ -4409,21 +4458,21 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     weight_0 <= \$30 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$32  = seeds[16:0];
     if (rst) begin
       \$32  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$33  = seed_0_0;
     if (rst) begin
       \$33  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$34  = acc;
     if (valid_1) begin
       \$34 [16:0] = \$3 [16:0];
@@ -4440,245 +4489,245 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$35  = weights[7:4];
     if (rst) begin
       \$35  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$36  = \$4 ;
     if (rst) begin
       \$36  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$37  = seeds[33:17];
     if (rst) begin
       \$37  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$38  = seed_1_0;
     if (rst) begin
       \$38  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$39  = weights[11:8];
     if (rst) begin
       \$39  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$40  = \$7 ;
     if (rst) begin
       \$40  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$41  = seeds[50:34];
     if (rst) begin
       \$41  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$42  = seed_2_0;
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$43  = weights[15:12];
     if (rst) begin
       \$43  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$44  = \$10 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$45  = seeds[67:51];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$46  = seed_3_0;
     if (rst) begin
       \$46  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$47  = weights[19:16];
     if (rst) begin
       \$47  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$48  = \$13 ;
     if (rst) begin
       \$48  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$49  = seeds[84:68];
     if (rst) begin
       \$49  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$50  = seed_4_0;
     if (rst) begin
       \$50  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$51  = weights[23:20];
     if (rst) begin
       \$51  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$52  = \$16 ;
     if (rst) begin
       \$52  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$53  = seeds[101:85];
     if (rst) begin
       \$53  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$54  = seed_5_0;
     if (rst) begin
       \$54  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$55  = weights[27:24];
     if (rst) begin
       \$55  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$56  = \$19 ;
     if (rst) begin
       \$56  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$57  = seeds[118:102];
     if (rst) begin
       \$57  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$58  = seed_6_0;
     if (rst) begin
       \$58  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$59  = weights[31:28];
     if (rst) begin
       \$59  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$60  = \$22 ;
     if (rst) begin
       \$60  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$61  = seeds[135:119];
     if (rst) begin
       \$61  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$62  = seed_7_0;
     if (rst) begin
       \$62  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$25  = valid;
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$26  = valid_0;
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$27  = first;
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$28  = first_0;
     if (rst) begin
       \$28  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$29  = value;
     if (rst) begin
       \$29  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$30  = weights[3:0];
     if (rst) begin
       \$30  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
@@ -4712,7 +4761,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4795,7 +4844,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
   always @(posedge clk)
     pending <= \$19 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4806,7 +4855,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__payload = 31'h00000000;
     if (entries__valid) begin
       if (\$7 ) begin
@@ -4823,7 +4872,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4843,7 +4892,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$18  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -4869,7 +4918,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$19  = pending;
     if (entries__valid) begin
       if (\$16 ) begin
@@ -4905,7 +4954,8 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (u_clipped, z, \new , acc, params, old);
+module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -4929,6 +4979,10 @@ module \accelerator.layer0.update_0 (u_clipped, z, \new , acc, params, old);
   wire [24:0] \$28 ;
   wire [25:0] \$29 ;
   wire [7:0] \$3 ;
+  reg [15:0] \$30 ;
+  reg \$31 ;
+  reg [6:0] \$32 ;
+  reg [15:0] \$33 ;
   wire [7:0] \$4 ;
   wire \$5 ;
   wire [16:0] \$6 ;
@@ -4942,11 +4996,17 @@ module \accelerator.layer0.update_0 (u_clipped, z, \new , acc, params, old);
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
+  (* init = 1'h0 *)
+  wire clipped_c3b;
+  input clk;
+  wire clk;
   wire [16:0] diff;
+  (* init = 7'h00 *)
   wire [6:0] gate;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
+  reg [15:0] h_c3b = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -4960,12 +5020,16 @@ module \accelerator.layer0.update_0 (u_clipped, z, \new , acc, params, old);
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
   wire [53:0] raw;
-  wire saturated;
+  input rst;
+  wire rst;
+  output saturated;
+  reg saturated = 1'h0;
   wire [15:0] u;
-  output u_clipped;
+  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z;
-  wire [6:0] z;
+  output [6:0] z_c3b;
+  reg [6:0] z_c3b = 7'h00;
+  wire [6:0] z_now;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -4996,31 +5060,68 @@ module \accelerator.layer0.update_0 (u_clipped, z, \new , acc, params, old);
   assign \$24  = $signed(raw) > $signed(8'h40);
   assign \$25  = \$24  ? 54'h00000000000040 : raw;
   assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(\$12 [15:0]) - $signed(old);
-  assign \$27  = $signed({ 1'h0, \$26 [6:0] }) * $signed(diff);
-  assign \$29  = $signed(old) + $signed(\$28 );
+  assign diff = $signed(u_c3b) - $signed(h_c3b);
+  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
+  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  always @(posedge clk)
+    u_c3b <= \$30 ;
+  always @(posedge clk)
+    saturated <= \$31 ;
+  always @(posedge clk)
+    z_c3b <= \$32 ;
+  always @(posedge clk)
+    h_c3b <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$30  = \$12 [15:0];
+    if (rst) begin
+      \$30  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$31  = u_clipped;
+    if (rst) begin
+      \$31  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$32  = \$26 [6:0];
+    if (rst) begin
+      \$32  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$33  = old;
+    if (rst) begin
+      \$33  = 16'h0000;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign u = \$12 [15:0];
   assign gate_shifted_left = \$18 [5:0];
   assign gate_shifted = \$22 [52:0];
+  assign z_now = \$26 [6:0];
   assign prod = { \$27 [23], \$27  };
   assign out = \$29 [15:0];
-  assign gate = \$26 [6:0];
-  assign saturated = u_clipped;
-  assign z = \$26 [6:0];
+  assign gate = z_c3b;
+  assign clipped_c3b = saturated;
   assign \new  = \$29 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \old.h  = old;
   assign \new.h  = \$29 [15:0];
+  assign \old.h  = old;
   assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (u_clipped, z, \new , acc, params, old);
+module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -5044,6 +5145,10 @@ module \accelerator.layer0.update_1 (u_clipped, z, \new , acc, params, old);
   wire [24:0] \$28 ;
   wire [25:0] \$29 ;
   wire [7:0] \$3 ;
+  reg [15:0] \$30 ;
+  reg \$31 ;
+  reg [6:0] \$32 ;
+  reg [15:0] \$33 ;
   wire [7:0] \$4 ;
   wire \$5 ;
   wire [16:0] \$6 ;
@@ -5057,11 +5162,17 @@ module \accelerator.layer0.update_1 (u_clipped, z, \new , acc, params, old);
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
+  (* init = 1'h0 *)
+  wire clipped_c3b;
+  input clk;
+  wire clk;
   wire [16:0] diff;
+  (* init = 7'h00 *)
   wire [6:0] gate;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
+  reg [15:0] h_c3b = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5075,12 +5186,16 @@ module \accelerator.layer0.update_1 (u_clipped, z, \new , acc, params, old);
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
   wire [53:0] raw;
-  wire saturated;
+  input rst;
+  wire rst;
+  output saturated;
+  reg saturated = 1'h0;
   wire [15:0] u;
-  output u_clipped;
+  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z;
-  wire [6:0] z;
+  output [6:0] z_c3b;
+  reg [6:0] z_c3b = 7'h00;
+  wire [6:0] z_now;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5111,31 +5226,68 @@ module \accelerator.layer0.update_1 (u_clipped, z, \new , acc, params, old);
   assign \$24  = $signed(raw) > $signed(8'h40);
   assign \$25  = \$24  ? 54'h00000000000040 : raw;
   assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(\$12 [15:0]) - $signed(old);
-  assign \$27  = $signed({ 1'h0, \$26 [6:0] }) * $signed(diff);
-  assign \$29  = $signed(old) + $signed(\$28 );
+  assign diff = $signed(u_c3b) - $signed(h_c3b);
+  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
+  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  always @(posedge clk)
+    u_c3b <= \$30 ;
+  always @(posedge clk)
+    saturated <= \$31 ;
+  always @(posedge clk)
+    z_c3b <= \$32 ;
+  always @(posedge clk)
+    h_c3b <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$30  = \$12 [15:0];
+    if (rst) begin
+      \$30  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$31  = u_clipped;
+    if (rst) begin
+      \$31  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$32  = \$26 [6:0];
+    if (rst) begin
+      \$32  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$33  = old;
+    if (rst) begin
+      \$33  = 16'h0000;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign u = \$12 [15:0];
   assign gate_shifted_left = \$18 [5:0];
   assign gate_shifted = \$22 [52:0];
+  assign z_now = \$26 [6:0];
   assign prod = { \$27 [23], \$27  };
   assign out = \$29 [15:0];
-  assign gate = \$26 [6:0];
-  assign saturated = u_clipped;
-  assign z = \$26 [6:0];
+  assign gate = z_c3b;
+  assign clipped_c3b = saturated;
   assign \new  = \$29 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \old.h  = old;
   assign \new.h  = \$29 [15:0];
+  assign \old.h  = old;
   assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (u_clipped, z, \new , acc, params, old);
+module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -5159,6 +5311,10 @@ module \accelerator.layer0.update_2 (u_clipped, z, \new , acc, params, old);
   wire [24:0] \$28 ;
   wire [25:0] \$29 ;
   wire [7:0] \$3 ;
+  reg [15:0] \$30 ;
+  reg \$31 ;
+  reg [6:0] \$32 ;
+  reg [15:0] \$33 ;
   wire [7:0] \$4 ;
   wire \$5 ;
   wire [16:0] \$6 ;
@@ -5172,11 +5328,17 @@ module \accelerator.layer0.update_2 (u_clipped, z, \new , acc, params, old);
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
+  (* init = 1'h0 *)
+  wire clipped_c3b;
+  input clk;
+  wire clk;
   wire [16:0] diff;
+  (* init = 7'h00 *)
   wire [6:0] gate;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
+  reg [15:0] h_c3b = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5190,12 +5352,16 @@ module \accelerator.layer0.update_2 (u_clipped, z, \new , acc, params, old);
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
   wire [53:0] raw;
-  wire saturated;
+  input rst;
+  wire rst;
+  output saturated;
+  reg saturated = 1'h0;
   wire [15:0] u;
-  output u_clipped;
+  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z;
-  wire [6:0] z;
+  output [6:0] z_c3b;
+  reg [6:0] z_c3b = 7'h00;
+  wire [6:0] z_now;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5226,31 +5392,68 @@ module \accelerator.layer0.update_2 (u_clipped, z, \new , acc, params, old);
   assign \$24  = $signed(raw) > $signed(8'h40);
   assign \$25  = \$24  ? 54'h00000000000040 : raw;
   assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(\$12 [15:0]) - $signed(old);
-  assign \$27  = $signed({ 1'h0, \$26 [6:0] }) * $signed(diff);
-  assign \$29  = $signed(old) + $signed(\$28 );
+  assign diff = $signed(u_c3b) - $signed(h_c3b);
+  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
+  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  always @(posedge clk)
+    u_c3b <= \$30 ;
+  always @(posedge clk)
+    saturated <= \$31 ;
+  always @(posedge clk)
+    z_c3b <= \$32 ;
+  always @(posedge clk)
+    h_c3b <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$30  = \$12 [15:0];
+    if (rst) begin
+      \$30  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$31  = u_clipped;
+    if (rst) begin
+      \$31  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$32  = \$26 [6:0];
+    if (rst) begin
+      \$32  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$33  = old;
+    if (rst) begin
+      \$33  = 16'h0000;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign u = \$12 [15:0];
   assign gate_shifted_left = \$18 [5:0];
   assign gate_shifted = \$22 [52:0];
+  assign z_now = \$26 [6:0];
   assign prod = { \$27 [23], \$27  };
   assign out = \$29 [15:0];
-  assign gate = \$26 [6:0];
-  assign saturated = u_clipped;
-  assign z = \$26 [6:0];
+  assign gate = z_c3b;
+  assign clipped_c3b = saturated;
   assign \new  = \$29 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \old.h  = old;
   assign \new.h  = \$29 [15:0];
+  assign \old.h  = old;
   assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
+module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [52:0] \$11 ;
@@ -5274,6 +5477,10 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
   wire [24:0] \$28 ;
   wire [25:0] \$29 ;
   wire [7:0] \$3 ;
+  reg [15:0] \$30 ;
+  reg \$31 ;
+  reg [6:0] \$32 ;
+  reg [15:0] \$33 ;
   wire [7:0] \$4 ;
   wire \$5 ;
   wire [16:0] \$6 ;
@@ -5287,11 +5494,17 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
+  (* init = 1'h0 *)
+  wire clipped_c3b;
+  input clk;
+  wire clk;
   wire [16:0] diff;
+  (* init = 7'h00 *)
   wire [6:0] gate;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
+  reg [15:0] h_c3b = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5305,12 +5518,16 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
   wire [53:0] raw;
-  wire saturated;
+  input rst;
+  wire rst;
+  output saturated;
+  reg saturated = 1'h0;
   wire [15:0] u;
-  output u_clipped;
+  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z;
-  wire [6:0] z;
+  output [6:0] z_c3b;
+  reg [6:0] z_c3b = 7'h00;
+  wire [6:0] z_now;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5341,32 +5558,68 @@ module \accelerator.layer0.update_3 (u_clipped, z, \new , acc, params, old);
   assign \$24  = $signed(raw) > $signed(8'h40);
   assign \$25  = \$24  ? 54'h00000000000040 : raw;
   assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(\$12 [15:0]) - $signed(old);
-  assign \$27  = $signed({ 1'h0, \$26 [6:0] }) * $signed(diff);
-  assign \$29  = $signed(old) + $signed(\$28 );
+  assign diff = $signed(u_c3b) - $signed(h_c3b);
+  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
+  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  always @(posedge clk)
+    u_c3b <= \$30 ;
+  always @(posedge clk)
+    saturated <= \$31 ;
+  always @(posedge clk)
+    z_c3b <= \$32 ;
+  always @(posedge clk)
+    h_c3b <= \$33 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$30  = \$12 [15:0];
+    if (rst) begin
+      \$30  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$31  = u_clipped;
+    if (rst) begin
+      \$31  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$32  = \$26 [6:0];
+    if (rst) begin
+      \$32  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$33  = old;
+    if (rst) begin
+      \$33  = 16'h0000;
+    end
+  end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign u = \$12 [15:0];
   assign gate_shifted_left = \$18 [5:0];
   assign gate_shifted = \$22 [52:0];
+  assign z_now = \$26 [6:0];
   assign prod = { \$27 [23], \$27  };
   assign out = \$29 [15:0];
-  assign gate = \$26 [6:0];
-  assign saturated = u_clipped;
-  assign z = \$26 [6:0];
+  assign gate = z_c3b;
+  assign clipped_c3b = saturated;
   assign \new  = \$29 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \old.h  = old;
   assign \new.h  = \$29 [15:0];
+  assign \old.h  = old;
   assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -5427,7 +5680,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5442,7 +5695,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -5457,7 +5710,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -5471,7 +5724,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -5504,7 +5757,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -5868,121 +6121,121 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   \accelerator.readout.results  results (
     .clk(clk),
     .credit(credit),
+    .out_valid(results__valid),
     .r__payload(results__payload),
-    .r__valid(results__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(beat),
-    .w_en(w__valid)
+    .w__payload(beat),
+    .w__valid(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$58  = \$8 ;
     if (rst) begin
       \$58  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$59  = \$15 ;
     if (rst) begin
       \$59  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$60  = { 1'h0, \$22  };
     if (rst) begin
       \$60  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$61  = \$26 ;
     if (rst) begin
       \$61  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$62  = \$34 ;
     if (rst) begin
       \$62  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$63  = \$42 ;
     if (rst) begin
       \$63  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$64  = slot;
     if (rst) begin
       \$64  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$65  = finalize;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$66  = acc;
     if (rst) begin
       \$66  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$67  = \$44 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$68  = \$50 ;
     if (rst) begin
       \$68  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$69  = \$56 ;
     if (rst) begin
       \$69  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$70  = slot_argmax_0;
     if (rst) begin
       \$70  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$71  = finalize_argmax_0;
     if (rst) begin
       \$71  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$72  = logits_argmax_0;
     if (rst) begin
       \$72  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$73  = best_logit;
     if (\$57 ) begin
       \$73  = argmax_1_0_logit;
@@ -5992,7 +6245,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
     \$74  = best_class;
     if (\$57 ) begin
       \$74  = \$5 [3:0];
@@ -6132,7 +6385,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [1:0] \$11 ;
@@ -6557,77 +6810,77 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$39  = slot_c2b;
     if (rst) begin
       \$39  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
     if (\$9 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
     if (\$10 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$29  = slot;
     if (rst) begin
       \$29  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$30  = \$12 [31:0];
     if (rst) begin
       \$30  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$31  = \$15 [31:0];
     if (rst) begin
       \$31  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$32  = \$17 [31:0];
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$33  = \$20 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$34  = slot_c1;
     if (rst) begin
       \$34  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$35  = 1'h0;
     if (rst) begin
       \$35  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$36  = readout_macs;
     if (\$24 ) begin
       \$36  = \$28 [31:0];
@@ -6637,14 +6890,14 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$37  = slot_c2;
     if (rst) begin
       \$37  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \$38  = slot_c2a;
     if (rst) begin
       \$38  = 45'h000000000000;
@@ -6776,7 +7029,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [6:0] \$11 ;
@@ -7116,7 +7369,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$16  = \$15  + slot;
   assign \$17  = | n_items;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -7126,14 +7379,14 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$17 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     wr__en = 1'h0;
     if (\$10 ) begin
       if (stored) begin
@@ -7142,28 +7395,28 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
       rd__addr = \$16 [5:0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$53  = \$21 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$54  = \$24 [31:0];
     if (rst) begin
       \$54  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$55  = wcount;
     if (\$27 ) begin
       if (stored) begin
@@ -7178,7 +7431,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$56  = readout_item_overflows;
     if (\$27 ) begin
       if (\$30 ) begin
@@ -7190,7 +7443,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$57  = \$signal ;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7221,7 +7474,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$58  = bank0_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7236,7 +7489,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$59  = bank1_count;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7254,7 +7507,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$60  = \$signal$31 ;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7272,7 +7525,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$61  = \$signal$33 ;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7290,7 +7543,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$62  = next_first;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7302,7 +7555,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$63  = wbank;
     if (\$27 ) begin
       if (items__payload[29]) begin
@@ -7314,7 +7567,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$64 [44:1] = meta[44:1];
     \$64 [0] = issue;
     if (issue) begin
@@ -7332,7 +7585,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7351,7 +7604,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$66  = busy;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7371,7 +7624,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$67  = n_items;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7384,7 +7637,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$68  = group;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7402,7 +7655,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$69  = base;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7420,7 +7673,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$70  = slot;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7441,7 +7694,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$71  = seq_first;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7454,7 +7707,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$72  = seq_end;
     if (\$34 ) begin
       if (\$35 ) begin
@@ -7467,7 +7720,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$73  = readout_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7479,7 +7732,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$74  = readout_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$34 ) begin
@@ -7493,7 +7746,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$75  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -7507,7 +7760,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     \$76  = readout_steps;
     if (issue) begin
       if (last_slot) begin
@@ -7566,7 +7819,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [27:0] \$1 ;
   wire [27:0] \$10 ;
   wire [32:0] \$11 ;
@@ -7707,70 +7960,70 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     seed_3_1 <= \$34 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = valid;
     if (rst) begin
       \$13  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$14  = valid_0;
     if (rst) begin
       \$14  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$15  = first;
     if (rst) begin
       \$15  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$16  = first_0;
     if (rst) begin
       \$16  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = value;
     if (rst) begin
       \$17  = 24'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$18  = weights[3:0];
     if (rst) begin
       \$18  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$19  = \$1 ;
     if (rst) begin
       \$19  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$20  = seeds[32:0];
     if (rst) begin
       \$20  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$21  = seed_0_0;
     if (rst) begin
       \$21  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$22  = acc;
     if (valid_1) begin
       \$22 [32:0] = \$3 [32:0];
@@ -7783,84 +8036,84 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$23  = weights[7:4];
     if (rst) begin
       \$23  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$24  = \$4 ;
     if (rst) begin
       \$24  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$25  = seeds[65:33];
     if (rst) begin
       \$25  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$26  = seed_1_0;
     if (rst) begin
       \$26  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$27  = weights[11:8];
     if (rst) begin
       \$27  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$28  = \$7 ;
     if (rst) begin
       \$28  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$29  = seeds[98:66];
     if (rst) begin
       \$29  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$30  = seed_2_0;
     if (rst) begin
       \$30  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$31  = weights[15:12];
     if (rst) begin
       \$31  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$32  = \$10 ;
     if (rst) begin
       \$32  = 28'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$33  = seeds[131:99];
     if (rst) begin
       \$33  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$34  = seed_3_0;
     if (rst) begin
       \$34  = 33'h000000000;
@@ -7881,18 +8134,51 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
-  wire [5:0] \$1 ;
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+  reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [139:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [139:0] r__payload;
   wire [139:0] r__payload;
   wire [3:0] \r__payload.class_index ;
@@ -7904,18 +8190,20 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [32:0] \r__payload.logits[2] ;
   wire [32:0] \r__payload.logits[3] ;
   wire \r__payload.seq_end ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [139:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [139:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [139:0] w__payload;
   wire [139:0] w__payload;
   wire [3:0] \w__payload.class_index ;
   wire \w__payload.final ;
@@ -7926,126 +8214,8 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [32:0] \w__payload.logits[2] ;
   wire [32:0] \w__payload.logits[3] ;
   wire \w__payload.seq_end ;
+  input w__valid;
   wire w__valid;
-  input [139:0] w_data;
-  wire [139:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.readout.results.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.logits  = w_data[131:0];
-  assign \w__payload.logits[0]  = w_data[32:0];
-  assign \w__payload.logits[1]  = w_data[65:33];
-  assign \w__payload.logits[2]  = w_data[98:66];
-  assign \w__payload.logits[3]  = w_data[131:99];
-  assign \w__payload.group  = w_data[133:132];
-  assign \w__payload.final  = w_data[134];
-  assign \w__payload.class_index  = w_data[138:135];
-  assign \w__payload.seq_end  = w_data[139];
-  assign \r__payload.logits  = r__payload[131:0];
-  assign \r__payload.logits[0]  = r__payload[32:0];
-  assign \r__payload.logits[1]  = r__payload[65:33];
-  assign \r__payload.logits[2]  = r__payload[98:66];
-  assign \r__payload.logits[3]  = r__payload[131:99];
-  assign \r__payload.group  = r__payload[133:132];
-  assign \r__payload.final  = r__payload[134];
-  assign \r__payload.class_index  = r__payload[138:135];
-  assign \r__payload.seq_end  = r__payload[139];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [139:0] r_data;
-  wire [139:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [139:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [139:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [139:0] w_port__data;
-  wire [139:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [139:0] storage [14:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
@@ -8065,107 +8235,121 @@ module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, 
     storage[14] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [139:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w__payload[131:0];
+  assign \w__payload.logits[0]  = w__payload[32:0];
+  assign \w__payload.logits[1]  = w__payload[65:33];
+  assign \w__payload.logits[2]  = w__payload[98:66];
+  assign \w__payload.logits[3]  = w__payload[131:99];
+  assign \w__payload.group  = w__payload[133:132];
+  assign \w__payload.final  = w__payload[134];
+  assign \w__payload.class_index  = w__payload[138:135];
+  assign \w__payload.seq_end  = w__payload[139];
+  assign \r__payload.logits  = r__payload[131:0];
+  assign \r__payload.logits[0]  = r__payload[32:0];
+  assign \r__payload.logits[1]  = r__payload[65:33];
+  assign \r__payload.logits[2]  = r__payload[98:66];
+  assign \r__payload.logits[3]  = r__payload[131:99];
+  assign \r__payload.group  = r__payload[133:132];
+  assign \r__payload.final  = r__payload[134];
+  assign \r__payload.class_index  = r__payload[138:135];
+  assign \r__payload.seq_end  = r__payload[139];
 endmodule

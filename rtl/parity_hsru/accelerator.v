@@ -308,7 +308,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$84 (trace_0)
+    .\trace$88 (trace_0)
   );
   \accelerator.layer0_dcls  layer0_dcls (
     .clk(clk),
@@ -603,7 +603,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$66 , items__valid, \trace$84 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$66 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -629,27 +629,31 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   reg [21:0] \$28 ;
   reg \$29 ;
   wire [15:0] \$3 ;
-  reg [31:0] \$30 ;
-  reg [31:0] \$31 ;
-  reg \$32 ;
-  reg [1:0] \$33 ;
-  reg \$34 ;
+  reg [21:0] \$30 ;
+  reg \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [31:0] \$34 ;
   reg \$35 ;
-  reg [15:0] \$36 ;
-  reg [31:0] \$37 ;
-  reg [31:0] \$38 ;
-  reg \$39 ;
+  reg [1:0] \$36 ;
+  reg \$37 ;
+  reg \$38 ;
+  reg [15:0] \$39 ;
   wire [15:0] \$4 ;
-  reg [1:0] \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg [15:0] \$43 ;
-  reg [41:0] \$44 ;
-  reg [31:0] \$45 ;
-  reg [31:0] \$46 ;
-  wire \$47 ;
-  wire \$48 ;
+  reg [31:0] \$40 ;
+  reg [31:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg \$43 ;
+  reg [1:0] \$44 ;
+  reg \$45 ;
+  reg \$46 ;
+  reg [15:0] \$47 ;
+  reg [41:0] \$48 ;
+  reg [31:0] \$49 ;
   wire [15:0] \$5 ;
+  reg [31:0] \$50 ;
+  wire \$51 ;
+  wire \$52 ;
   wire [15:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
@@ -709,12 +713,13 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire events__valid;
   wire finalize;
   reg finalize4 = 1'h0;
+  reg finalize_d1 = 1'h0;
   wire gate;
-  wire \gate$81 ;
+  wire \gate$85 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   wire hold;
-  wire \hold$79 ;
+  wire \hold$83 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   wire [8:0] i__payload;
@@ -787,9 +792,9 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   output [31:0] layer0_weights_writes;
   wire [31:0] layer0_weights_writes;
   wire [31:0] \new ;
-  wire [31:0] \new$78 ;
-  wire [15:0] \new$78.d ;
-  wire [15:0] \new$78.v ;
+  wire [31:0] \new$81 ;
+  wire [15:0] \new$81.d ;
+  wire [15:0] \new$81.v ;
   wire [15:0] \new.d ;
   wire [15:0] \new.v ;
   reg [31:0] new_c4_0 = 32'd0;
@@ -814,6 +819,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [15:0] \old$20.v ;
   wire [15:0] \old.d ;
   wire [15:0] \old.v ;
+  reg [31:0] old_0_d1 = 32'd0;
+  reg [31:0] old_1_d1 = 32'd0;
   reg [31:0] old_c4_0 = 32'd0;
   wire [15:0] \old_c4_0.d ;
   wire [15:0] \old_c4_0.v ;
@@ -823,7 +830,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [1:0] old_out_0;
   wire [1:0] old_out_1;
   wire [1:0] out;
-  wire [1:0] \out$80 ;
+  wire [1:0] \out$84 ;
   wire [1:0] out_0;
   wire [1:0] out_1;
   reg [1:0] out_c4_0 = 2'h0;
@@ -840,7 +847,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
   wire [15:0] potential;
-  wire [15:0] \potential$83 ;
+  wire [15:0] \potential$87 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   wire [8:0] r__payload;
@@ -857,8 +864,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   input rst;
   wire rst;
   wire [1:0] saturated;
-  wire \saturated$76 ;
-  wire \saturated$82 ;
+  wire \saturated$79 ;
+  wire \saturated$86 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   wire [21:0] slot;
@@ -885,6 +892,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire \slot_c4.step_last ;
   wire \slot_c4.valid ;
   wire [10:0] \slot_c4.value ;
+  reg [21:0] slot_d1 = 22'h000000;
   wire starting;
   wire [63:0] state;
   wire [15:0] \state[0] ;
@@ -900,21 +908,21 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire [41:0] trace;
-  output [41:0] \trace$84 ;
-  reg [41:0] \trace$84  = 42'h00000000000;
-  wire [1:0] \trace$84.gate ;
-  wire \trace$84.gate[0] ;
-  wire \trace$84.gate[1] ;
-  wire \trace$84.group ;
-  wire [31:0] \trace$84.potential ;
-  wire [15:0] \trace$84.potential[0] ;
-  wire [15:0] \trace$84.potential[1] ;
-  wire \trace$84.seq_end ;
-  wire [3:0] \trace$84.state ;
-  wire [1:0] \trace$84.state[0] ;
-  wire [1:0] \trace$84.state[1] ;
-  wire \trace$84.step_end ;
-  wire \trace$84.valid ;
+  output [41:0] \trace$88 ;
+  reg [41:0] \trace$88  = 42'h00000000000;
+  wire [1:0] \trace$88.gate ;
+  wire \trace$88.gate[0] ;
+  wire \trace$88.gate[1] ;
+  wire \trace$88.group ;
+  wire [31:0] \trace$88.potential ;
+  wire [15:0] \trace$88.potential[0] ;
+  wire [15:0] \trace$88.potential[1] ;
+  wire \trace$88.seq_end ;
+  wire [3:0] \trace$88.state ;
+  wire [1:0] \trace$88.state[0] ;
+  wire [1:0] \trace$88.state[1] ;
+  wire \trace$88.step_end ;
+  wire \trace$88.valid ;
   wire [1:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -939,31 +947,43 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   (* init = 1'h0 *)
   wire w__valid;
   always @(posedge clk)
-    gate_c4_0 <= \$34 ;
+    new_c4_0 <= \$32 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$35 ;
+    old_0_d1 <= \$33 ;
   always @(posedge clk)
-    potential_c4_0 <= \$36 ;
+    old_c4_0 <= \$34 ;
   always @(posedge clk)
-    new_c4_1 <= \$37 ;
+    hold_c4_0 <= \$35 ;
   always @(posedge clk)
-    old_c4_1 <= \$38 ;
+    out_c4_0 <= \$36 ;
   always @(posedge clk)
-    hold_c4_1 <= \$39 ;
+    gate_c4_0 <= \$37 ;
   always @(posedge clk)
-    out_c4_1 <= \$40 ;
+    saturated_c4_0 <= \$38 ;
   always @(posedge clk)
-    gate_c4_1 <= \$41 ;
+    potential_c4_0 <= \$39 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$42 ;
+    new_c4_1 <= \$40 ;
   always @(posedge clk)
-    potential_c4_1 <= \$43 ;
+    old_1_d1 <= \$41 ;
   always @(posedge clk)
-    \trace$84  <= \$44 ;
+    old_c4_1 <= \$42 ;
   always @(posedge clk)
-    layer0_events <= \$45 ;
+    hold_c4_1 <= \$43 ;
   always @(posedge clk)
-    layer0_saturations <= \$46 ;
+    out_c4_1 <= \$44 ;
+  always @(posedge clk)
+    gate_c4_1 <= \$45 ;
+  always @(posedge clk)
+    saturated_c4_1 <= \$46 ;
+  always @(posedge clk)
+    potential_c4_1 <= \$47 ;
+  always @(posedge clk)
+    \trace$88  <= \$48 ;
+  always @(posedge clk)
+    layer0_events <= \$49 ;
+  always @(posedge clk)
+    layer0_saturations <= \$50 ;
   assign finalize = slot[0] & slot[5];
   assign \$1  = slot[7] ? 16'h0000 : state[15:0];
   assign \$2  = slot[7] ? 16'h0000 : state[31:16];
@@ -989,27 +1009,23 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \$26  = \$25  + saturated[1];
   assign \$27  = layer0_saturations + \$26 ;
   always @(posedge clk)
-    slot_c4 <= \$28 ;
+    slot_d1 <= \$28 ;
   always @(posedge clk)
-    finalize4 <= \$29 ;
+    finalize_d1 <= \$29 ;
   always @(posedge clk)
-    new_c4_0 <= \$30 ;
+    slot_c4 <= \$30 ;
   always @(posedge clk)
-    old_c4_0 <= \$31 ;
-  always @(posedge clk)
-    hold_c4_0 <= \$32 ;
-  always @(posedge clk)
-    out_c4_0 <= \$33 ;
+    finalize4 <= \$31 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
+    .out_valid(i__valid),
     .r__payload(i__payload),
-    .r__valid(i__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(entry),
-    .w_en(finalize4)
+    .w__payload(entry),
+    .w__valid(finalize4)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1064,119 +1080,165 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   );
   \accelerator.layer0.update_0  update_0 (
     .acc(\acc$13 [18:0]),
+    .clk(clk),
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$482$0 (\$47 ),
+    .\port$463$0 (\$51 ),
+    .rst(rst),
     .spike(gate),
     .v_new(potential),
-    .v_new_clipped(\saturated$76 )
+    .v_new_clipped(\saturated$79 )
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$13 [37:19]),
-    .\new (\new$78 ),
+    .clk(clk),
+    .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$504$0 (\$48 ),
-    .spike(\gate$81 ),
-    .v_new(\potential$83 ),
-    .v_new_clipped(\saturated$82 )
+    .\port$485$0 (\$52 ),
+    .rst(rst),
+    .spike(\gate$85 ),
+    .v_new(\potential$87 ),
+    .v_new_clipped(\saturated$86 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$34  = gate;
+    \$32  = \new ;
     if (rst) begin
-      \$34  = 1'h0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$35  = \saturated$76 ;
+    \$33  = old;
+    if (rst) begin
+      \$33  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$34  = old_0_d1;
+    if (rst) begin
+      \$34  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$35  = 1'h0;
     if (rst) begin
       \$35  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$36  = potential;
+    \$36  = { 1'h0, \$51  };
     if (rst) begin
-      \$36  = 16'h0000;
+      \$36  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$37  = \new$78 ;
+    \$37  = gate;
     if (rst) begin
-      \$37  = 32'd0;
+      \$37  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$38  = \old$20 ;
+    \$38  = \saturated$79 ;
     if (rst) begin
-      \$38  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$39  = 1'h0;
+    \$39  = potential;
     if (rst) begin
-      \$39  = 1'h0;
+      \$39  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$40  = { 1'h0, \$48  };
+    \$40  = \new$81 ;
     if (rst) begin
-      \$40  = 2'h0;
+      \$40  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$41  = \gate$81 ;
+    \$41  = \old$20 ;
     if (rst) begin
-      \$41  = 1'h0;
+      \$41  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$42  = \saturated$82 ;
+    \$42  = old_1_d1;
     if (rst) begin
-      \$42  = 1'h0;
+      \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$43  = \potential$83 ;
+    \$43  = 1'h0;
     if (rst) begin
-      \$43  = 16'h0000;
+      \$43  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$44  = trace;
+    \$44  = { 1'h0, \$52  };
     if (rst) begin
-      \$44  = 42'h00000000000;
+      \$44  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$45  = layer0_events;
+    \$45  = \gate$85 ;
+    if (rst) begin
+      \$45  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$46  = \saturated$86 ;
+    if (rst) begin
+      \$46  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$47  = \potential$87 ;
+    if (rst) begin
+      \$47  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$48  = trace;
+    if (rst) begin
+      \$48  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$49  = layer0_events;
     if (finalize4) begin
-      \$45  = \$24 [31:0];
+      \$49  = \$24 [31:0];
     end
     if (rst) begin
-      \$45  = 32'd0;
+      \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$46  = layer0_saturations;
+    \$50  = layer0_saturations;
     if (finalize4) begin
-      \$46  = \$27 [31:0];
+      \$50  = \$27 [31:0];
     end
     if (rst) begin
-      \$46  = 32'd0;
+      \$50  = 32'd0;
     end
   end
   always @* begin
@@ -1195,30 +1257,16 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$30  = \new ;
+    \$30  = slot_d1;
     if (rst) begin
-      \$30  = 32'd0;
+      \$30  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$31  = old;
+    \$31  = finalize_d1;
     if (rst) begin
-      \$31  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$32  = 1'h0;
-    if (rst) begin
-      \$32  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$33  = { 1'h0, \$47  };
-    if (rst) begin
-      \$33  = 2'h0;
+      \$31  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1244,9 +1292,9 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign events__ready = \items__ready$66 ;
   assign \items__valid$69  = events__valid;
   assign hold = 1'h0;
-  assign out = { 1'h0, \$47  };
-  assign \hold$79  = 1'h0;
-  assign \out$80  = { 1'h0, \$48  };
+  assign out = { 1'h0, \$51  };
+  assign \hold$83  = 1'h0;
+  assign \out$84  = { 1'h0, \$52  };
   assign \items__payload.index  = items__payload[0];
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
@@ -1385,21 +1433,21 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \items__payload$65.seq_end  = events__payload[5];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new$78.v  = \new$78 [15:0];
-  assign \new$78.d  = \new$78 [31:16];
-  assign \trace$84.valid  = \trace$84 [0];
-  assign \trace$84.group  = \trace$84 [1];
-  assign \trace$84.step_end  = \trace$84 [2];
-  assign \trace$84.seq_end  = \trace$84 [3];
-  assign \trace$84.state  = \trace$84 [7:4];
-  assign \trace$84.state[0]  = \trace$84 [5:4];
-  assign \trace$84.state[1]  = \trace$84 [7:6];
-  assign \trace$84.gate  = \trace$84 [9:8];
-  assign \trace$84.gate[0]  = \trace$84 [8];
-  assign \trace$84.gate[1]  = \trace$84 [9];
-  assign \trace$84.potential  = \trace$84 [41:10];
-  assign \trace$84.potential[0]  = \trace$84 [25:10];
-  assign \trace$84.potential[1]  = \trace$84 [41:26];
+  assign \new$81.v  = \new$81 [15:0];
+  assign \new$81.d  = \new$81 [31:16];
+  assign \trace$88.valid  = \trace$88 [0];
+  assign \trace$88.group  = \trace$88 [1];
+  assign \trace$88.step_end  = \trace$88 [2];
+  assign \trace$88.seq_end  = \trace$88 [3];
+  assign \trace$88.state  = \trace$88 [7:4];
+  assign \trace$88.state[0]  = \trace$88 [5:4];
+  assign \trace$88.state[1]  = \trace$88 [7:6];
+  assign \trace$88.gate  = \trace$88 [9:8];
+  assign \trace$88.gate[0]  = \trace$88 [8];
+  assign \trace$88.gate[1]  = \trace$88 [9];
+  assign \trace$88.potential  = \trace$88 [41:10];
+  assign \trace$88.potential[0]  = \trace$88 [25:10];
+  assign \trace$88.potential[1]  = \trace$88 [41:26];
   assign entry[8] = slot_c4[8];
   assign entry[7] = \$21 ;
   assign entry[6] = slot_c4[1];
@@ -1444,18 +1492,51 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_data, w_en, r__valid, clk);
+module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [8:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [8:0] r__payload;
   wire [8:0] r__payload;
   wire \r__payload.group ;
@@ -1465,18 +1546,20 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [3:0] \r__payload.value ;
   wire [1:0] \r__payload.value[0] ;
   wire [1:0] \r__payload.value[1] ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [8:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [8:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [8:0] w__payload;
   wire [8:0] w__payload;
   wire \w__payload.group ;
   wire \w__payload.marker ;
@@ -1485,122 +1568,8 @@ module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r_en, w_da
   wire [3:0] \w__payload.value ;
   wire [1:0] \w__payload.value[0] ;
   wire [1:0] \w__payload.value[1] ;
+  input w__valid;
   wire w__valid;
-  input [8:0] w_data;
-  wire [8:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0.entries.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.mask  = w_data[1:0];
-  assign \w__payload.value  = w_data[5:2];
-  assign \w__payload.value[0]  = w_data[3:2];
-  assign \w__payload.value[1]  = w_data[5:4];
-  assign \w__payload.group  = w_data[6];
-  assign \w__payload.marker  = w_data[7];
-  assign \w__payload.seq_end  = w_data[8];
-  assign \r__payload.mask  = r__payload[1:0];
-  assign \r__payload.value  = r__payload[5:2];
-  assign \r__payload.value[0]  = r__payload[3:2];
-  assign \r__payload.value[1]  = r__payload[5:4];
-  assign \r__payload.group  = r__payload[6];
-  assign \r__payload.marker  = r__payload[7];
-  assign \r__payload.seq_end  = r__payload[8];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [8:0] r_data;
-  wire [8:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [8:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [8:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [8:0] w_port__data;
-  wire [8:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [8:0] storage [14:0];
   initial begin
     storage[0] = 9'h000;
@@ -1620,114 +1589,124 @@ module \accelerator.layer0.entries.fifo (rst, r_data, r_en, w_port__data, w_en, 
     storage[14] = 9'h000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [8:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.mask  = w__payload[1:0];
+  assign \w__payload.value  = w__payload[5:2];
+  assign \w__payload.value[0]  = w__payload[3:2];
+  assign \w__payload.value[1]  = w__payload[5:4];
+  assign \w__payload.group  = w__payload[6];
+  assign \w__payload.marker  = w__payload[7];
+  assign \w__payload.seq_end  = w__payload[8];
+  assign \r__payload.mask  = r__payload[1:0];
+  assign \r__payload.value  = r__payload[5:2];
+  assign \r__payload.value[0]  = r__payload[3:2];
+  assign \r__payload.value[1]  = r__payload[5:4];
+  assign \r__payload.group  = r__payload[6];
+  assign \r__payload.marker  = r__payload[7];
+  assign \r__payload.seq_end  = r__payload[8];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
@@ -1800,7 +1779,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     skid <= \$8 ;
   assign i__ready = ~ skid_valid;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$5  = o__payload;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -1815,7 +1794,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$6  = o__valid;
     if (\$2 ) begin
       (* full_case = 32'd1 *)
@@ -1830,7 +1809,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$7  = skid_valid;
     if (\$2 ) begin
       if (skid_valid) begin
@@ -1844,7 +1823,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$8  = skid;
     if (\$2 ) begin
     end else if (\$4 ) begin
@@ -1889,7 +1868,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -2320,126 +2299,126 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     .weights(weights)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
     if (\$11 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
     if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
     if (\$13 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
     if (\$13 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 1'h0;
     if (\$13 ) begin
       \port__addr$44  = slot_c2a[1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 1'h0;
     if (\$13 ) begin
       \port__addr$45  = slot_c2a[1];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$39  = slot;
     if (rst) begin
       \$39  = 22'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$40  = \$15 [31:0];
     if (rst) begin
       \$40  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$41  = \$18 [31:0];
     if (rst) begin
       \$41  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$42  = \$20 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$43  = \$23 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$44  = \$25 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$45  = \$28 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$46  = \$30 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$47  = \$33 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$48  = slot_c1;
     if (rst) begin
       \$48  = 22'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$49  = 1'h0;
     if (rst) begin
       \$49  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$50  = layer0_macs;
     if (\$37 ) begin
       \$50  = \$38 [31:0];
@@ -2449,35 +2428,35 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$51  = slot_c2;
     if (rst) begin
       \$51  = 22'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$52  = \port__data$60 ;
     if (rst) begin
       \$52  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$53  = \port__data$62 ;
     if (rst) begin
       \$53  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$54  = slot_c2a;
     if (rst) begin
       \$54  = 22'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$55  = slot_c2b;
     if (rst) begin
       \$55  = 22'h000000;
@@ -2619,7 +2598,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -2892,7 +2871,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$15  = \$14  + slot;
   assign \$17  = meta[9] ? 1'h0 : rd__data[0];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
@@ -2902,14 +2881,14 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
       rd__en = \$16 ;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     wr__en = 1'h0;
     if (\$9 ) begin
       if (stored) begin
@@ -2918,28 +2897,28 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
       rd__addr = \$15 [0];
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$52  = \$20 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$53  = \$23 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$54  = wcount;
     if (\$26 ) begin
       if (stored) begin
@@ -2954,7 +2933,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$55  = layer0_item_overflows;
     if (\$26 ) begin
       if (\$29 ) begin
@@ -2966,7 +2945,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$56  = \$signal ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -2997,7 +2976,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$57  = bank0_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3012,7 +2991,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$58  = bank1_count;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3030,7 +3009,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$59  = \$signal$31 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3048,7 +3027,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$60  = \$signal$33 ;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3066,7 +3045,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$61  = next_first;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3078,7 +3057,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$62  = wbank;
     if (\$26 ) begin
       if (items__payload[12]) begin
@@ -3090,7 +3069,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$63 [21:1] = meta[21:1];
     \$63 [0] = issue;
     if (issue) begin
@@ -3108,7 +3087,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3118,7 +3097,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h1;
+          \$64  = 2'h2;
         end
       end
     end
@@ -3127,7 +3106,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$65  = busy;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3147,7 +3126,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$66  = n_items;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3160,7 +3139,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$67  = group;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3178,7 +3157,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$68  = base;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3196,7 +3175,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$69  = slot;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3217,7 +3196,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$70  = seq_first;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3230,7 +3209,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$71  = seq_end;
     if (\$33 ) begin
       if (\$34 ) begin
@@ -3243,7 +3222,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$72  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3255,7 +3234,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$73  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
     if (\$33 ) begin
@@ -3269,7 +3248,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$74  = rbank;
     if (issue) begin
       if (last_slot) begin
@@ -3283,7 +3262,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$75  = layer0_steps;
     if (issue) begin
       if (last_slot) begin
@@ -3345,7 +3324,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
   reg \$10 ;
   reg [10:0] \$11 ;
@@ -3436,70 +3415,70 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     seed_1_1 <= \$20 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$7  = valid;
     if (rst) begin
       \$7  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$8  = valid_0;
     if (rst) begin
       \$8  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$9  = first;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$10  = first_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$11  = value;
     if (rst) begin
       \$11  = 11'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$12  = weights[7:0];
     if (rst) begin
       \$12  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$13  = \$1 ;
     if (rst) begin
       \$13  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$14  = seeds[18:0];
     if (rst) begin
       \$14  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$15  = seed_0_0;
     if (rst) begin
       \$15  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$16  = acc;
     if (valid_1) begin
       \$16 [18:0] = \$3 [18:0];
@@ -3510,28 +3489,28 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$17  = weights[15:8];
     if (rst) begin
       \$17  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$18  = \$4 ;
     if (rst) begin
       \$18  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$19  = seeds[37:19];
     if (rst) begin
       \$19  = 19'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$20  = seed_1_0;
     if (rst) begin
       \$20  = 19'h00000;
@@ -3547,7 +3526,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -3624,7 +3603,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
   always @(posedge clk)
     pending <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__valid = 1'h0;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3635,7 +3614,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     items__payload = 6'h00;
     if (entries__valid) begin
       if (\$5 ) begin
@@ -3652,7 +3631,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     entries__ready = 1'h0;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3672,7 +3651,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$16  = loaded;
     if (entries__valid) begin
       (* full_case = 32'd1 *)
@@ -3698,7 +3677,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$17  = pending;
     if (entries__valid) begin
       if (\$14 ) begin
@@ -3731,7 +3710,8 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463$0 , params, old, acc, \new , clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -3744,6 +3724,10 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
+  reg [52:0] \$20 ;
+  reg [15:0] \$21 ;
+  reg [15:0] \$22 ;
+  reg [15:0] \$23 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
   wire \$5 ;
@@ -3754,9 +3738,13 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   input [18:0] acc;
   wire [18:0] acc;
   wire [18:0] \acc.in ;
+  input clk;
+  wire clk;
   wire [52:0] current;
+  reg [52:0] current_c3b = 53'h00000000000000;
   wire [5:0] current_left;
   wire [5:0] current_right;
+  reg [15:0] d_c3b = 16'h0000;
   wire gate;
   output [31:0] \new ;
   wire [31:0] \new ;
@@ -3771,13 +3759,17 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$482$0 ;
-  wire \port$482$0 ;
+  output \port$463$0 ;
+  wire \port$463$0 ;
   wire [15:0] potential;
+  input rst;
+  wire rst;
   wire saturated;
   output spike;
   wire spike;
+  reg [15:0] theta_c3b = 16'h0000;
   wire [54:0] total;
+  reg [15:0] v_c3b = 16'h0000;
   output [15:0] v_new;
   wire [15:0] v_new;
   output v_new_clipped;
@@ -3791,8 +3783,8 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   assign \$6  = $signed(acc) >>> current_right;
   assign \$7  = $signed(acc) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
-  assign \$10  = $signed(old[15:0]) - $signed(\$9 );
-  assign \$11  = $signed(\$10 ) + $signed(\$8 [52:0]);
+  assign \$10  = $signed(v_c3b) - $signed(\$9 );
+  assign \$11  = $signed(\$10 ) + $signed(current_c3b);
   assign \$12  = $signed(\$11 ) > $signed(16'h7fff);
   assign \$13  = $signed(\$11 ) < $signed(16'h8000);
   assign \$14  = \$13  ? 55'h7fffffffff8000 : { \$11 [53], \$11  };
@@ -3800,9 +3792,45 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   assign \$16  = $signed(\$11 ) > $signed(16'h7fff);
   assign \$17  = $signed(\$11 ) < $signed(16'h8000);
   assign v_new_clipped = \$16  | \$17 ;
-  assign spike = $signed(\$15 [15:0]) >= $signed(params[22:7]);
-  assign \$18  = old[16] ^ spike;
-  assign \$19  = old[16] ^ spike;
+  assign spike = $signed(\$15 [15:0]) >= $signed(theta_c3b);
+  assign \$18  = d_c3b[0] ^ spike;
+  assign \$19  = d_c3b[0] ^ spike;
+  always @(posedge clk)
+    current_c3b <= \$20 ;
+  always @(posedge clk)
+    v_c3b <= \$21 ;
+  always @(posedge clk)
+    d_c3b <= \$22 ;
+  always @(posedge clk)
+    theta_c3b <= \$23 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$20  = \$8 [52:0];
+    if (rst) begin
+      \$20  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$21  = old[15:0];
+    if (rst) begin
+      \$21  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$22  = old[31:16];
+    if (rst) begin
+      \$22  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$23  = params[22:7];
+    if (rst) begin
+      \$23  = 16'h0000;
+    end
+  end
   assign current_left = \$4 [5:0];
   assign current = \$8 [52:0];
   assign total = { \$11 [53], \$11  };
@@ -3811,21 +3839,22 @@ module \accelerator.layer0.update_0 (v_new_clipped, spike, \port$482$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$482$0  = \$19 ;
+  assign \port$463$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
-  assign \old.v  = old[15:0];
-  assign \old.d  = old[31:16];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
+  assign \old.v  = old[15:0];
+  assign \old.d  = old[31:16];
   assign \new [31:16] = { 15'h0000, \$18  };
   assign \new [15:0] = \$15 [15:0];
-  assign \$9  = { old[15], old[15:1] };
+  assign \$9  = { v_c3b[15], v_c3b[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params, old, acc, \new , v_new);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485$0 , params, old, acc, \new , clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire [16:0] \$10 ;
   wire [53:0] \$11 ;
@@ -3838,6 +3867,10 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
+  reg [52:0] \$20 ;
+  reg [15:0] \$21 ;
+  reg [15:0] \$22 ;
+  reg [15:0] \$23 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
   wire \$5 ;
@@ -3848,9 +3881,13 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   input [18:0] acc;
   wire [18:0] acc;
   wire [18:0] \acc.in ;
+  input clk;
+  wire clk;
   wire [52:0] current;
+  reg [52:0] current_c3b = 53'h00000000000000;
   wire [5:0] current_left;
   wire [5:0] current_right;
+  reg [15:0] d_c3b = 16'h0000;
   wire gate;
   output [31:0] \new ;
   wire [31:0] \new ;
@@ -3865,13 +3902,17 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$504$0 ;
-  wire \port$504$0 ;
+  output \port$485$0 ;
+  wire \port$485$0 ;
   wire [15:0] potential;
+  input rst;
+  wire rst;
   wire saturated;
   output spike;
   wire spike;
+  reg [15:0] theta_c3b = 16'h0000;
   wire [54:0] total;
+  reg [15:0] v_c3b = 16'h0000;
   output [15:0] v_new;
   wire [15:0] v_new;
   output v_new_clipped;
@@ -3885,8 +3926,8 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   assign \$6  = $signed(acc) >>> current_right;
   assign \$7  = $signed(acc) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
-  assign \$10  = $signed(old[15:0]) - $signed(\$9 );
-  assign \$11  = $signed(\$10 ) + $signed(\$8 [52:0]);
+  assign \$10  = $signed(v_c3b) - $signed(\$9 );
+  assign \$11  = $signed(\$10 ) + $signed(current_c3b);
   assign \$12  = $signed(\$11 ) > $signed(16'h7fff);
   assign \$13  = $signed(\$11 ) < $signed(16'h8000);
   assign \$14  = \$13  ? 55'h7fffffffff8000 : { \$11 [53], \$11  };
@@ -3894,9 +3935,45 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   assign \$16  = $signed(\$11 ) > $signed(16'h7fff);
   assign \$17  = $signed(\$11 ) < $signed(16'h8000);
   assign v_new_clipped = \$16  | \$17 ;
-  assign spike = $signed(\$15 [15:0]) >= $signed(params[22:7]);
-  assign \$18  = old[16] ^ spike;
-  assign \$19  = old[16] ^ spike;
+  assign spike = $signed(\$15 [15:0]) >= $signed(theta_c3b);
+  assign \$18  = d_c3b[0] ^ spike;
+  assign \$19  = d_c3b[0] ^ spike;
+  always @(posedge clk)
+    current_c3b <= \$20 ;
+  always @(posedge clk)
+    v_c3b <= \$21 ;
+  always @(posedge clk)
+    d_c3b <= \$22 ;
+  always @(posedge clk)
+    theta_c3b <= \$23 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$20  = \$8 [52:0];
+    if (rst) begin
+      \$20  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$21  = old[15:0];
+    if (rst) begin
+      \$21  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$22  = old[31:16];
+    if (rst) begin
+      \$22  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$23  = params[22:7];
+    if (rst) begin
+      \$23  = 16'h0000;
+    end
+  end
   assign current_left = \$4 [5:0];
   assign current = \$8 [52:0];
   assign total = { \$11 [53], \$11  };
@@ -3905,22 +3982,22 @@ module \accelerator.layer0.update_1 (v_new_clipped, spike, \port$504$0 , params,
   assign potential = \$15 [15:0];
   assign saturated = v_new_clipped;
   assign v_new = \$15 [15:0];
-  assign \port$504$0  = \$19 ;
+  assign \port$485$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
-  assign \old.v  = old[15:0];
-  assign \old.d  = old[31:16];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
+  assign \old.v  = old[15:0];
+  assign \old.d  = old[31:16];
   assign \new [31:16] = { 15'h0000, \$18  };
   assign \new [15:0] = \$15 [15:0];
-  assign \$9  = { old[15], old[15:1] };
+  assign \$9  = { v_c3b[15], v_c3b[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire [2:0] \$10 ;
   wire \$100 ;
@@ -4450,16 +4527,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     .cancel(cancel),
     .clk(clk),
     .credit(credit),
+    .out_valid(outputs__valid),
     .r__payload(outputs__payload),
-    .r__valid(outputs__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(w__payload),
-    .w_en(w__valid)
+    .w__payload(w__payload),
+    .w__valid(w__valid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4473,7 +4550,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4489,7 +4566,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$7  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4515,7 +4592,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$8  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4542,7 +4619,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr  = 1'h0;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4569,7 +4646,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__data  = 12'h000;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4597,7 +4674,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$19  = 1'h0;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -4624,7 +4701,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__addr = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4652,7 +4729,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__data = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4680,7 +4757,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     c_wr__en = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4708,7 +4785,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$29  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4722,7 +4799,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__data$31  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4736,7 +4813,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$32  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4750,7 +4827,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     last_tap = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4760,7 +4837,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     delay = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4772,7 +4849,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     target = 3'h0;
     casez (dcls_state)
       3'h0:
@@ -4784,7 +4861,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$40  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4800,7 +4877,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$42  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4827,7 +4904,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     items__ready = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4837,7 +4914,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     n_now = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4849,7 +4926,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     issue = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4861,7 +4938,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     reserve = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4875,7 +4952,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr$55  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4901,7 +4978,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__payload = 14'h0000;
     casez (dcls_state)
       3'h0:
@@ -4921,7 +4998,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4937,7 +5014,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -4951,63 +5028,63 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$122  = \$68 [31:0];
     if (rst) begin
       \$122  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$123  = \$71 [31:0];
     if (rst) begin
       \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$124  = \$73 [31:0];
     if (rst) begin
       \$124  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$125  = \$76 [31:0];
     if (rst) begin
       \$125  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$126  = \$78 [31:0];
     if (rst) begin
       \$126  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$127  = \$81 [31:0];
     if (rst) begin
       \$127  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$128  = \$83 [31:0];
     if (rst) begin
       \$128  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$129  = \$86 [31:0];
     if (rst) begin
       \$129  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$130  = 1'h1;
     casez (dcls_state)
       3'h0:
@@ -5022,7 +5099,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$131  = 1'h0;
     casez (dcls_state)
       3'h0:
@@ -5037,7 +5114,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$132  = clear_addr;
     casez (dcls_state)
       3'h0:
@@ -5053,7 +5130,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$133  = head;
     casez (dcls_state)
       3'h0:
@@ -5082,7 +5159,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$134  = dcls_state;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -5131,7 +5208,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$135  = w_slot;
     casez (dcls_state)
       3'h0:
@@ -5146,7 +5223,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$136  = w_weight;
     casez (dcls_state)
       3'h0:
@@ -5161,7 +5238,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$137  = w_value;
     casez (dcls_state)
       3'h0:
@@ -5176,7 +5253,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$138  = tap;
     casez (dcls_state)
       3'h0:
@@ -5198,7 +5275,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$139  = it_valid;
     casez (dcls_state)
       3'h0:
@@ -5222,7 +5299,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$140  = step_seen;
     casez (dcls_state)
       3'h0:
@@ -5242,7 +5319,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$141  = seq_end;
     casez (dcls_state)
       3'h0:
@@ -5257,7 +5334,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$142  = it_value;
     casez (dcls_state)
       3'h0:
@@ -5274,7 +5351,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$143  = send_first;
     casez (dcls_state)
       3'h0:
@@ -5291,7 +5368,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$144  = index;
     (* full_case = 32'd1 *)
     casez (dcls_state)
@@ -5321,7 +5398,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$145  = l_valid;
     casez (dcls_state)
       3'h0:
@@ -5338,7 +5415,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$146  = z_valid;
     casez (dcls_state)
       3'h0:
@@ -5355,7 +5432,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$147  = n_listed;
     casez (dcls_state)
       3'h0:
@@ -5378,7 +5455,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$148  = z_addr;
     casez (dcls_state)
       3'h0:
@@ -5395,7 +5472,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$149  = sweep;
     casez (dcls_state)
       3'h0:
@@ -5424,7 +5501,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$150  = \$121 [31:0];
     if (rst) begin
       \$150  = 32'd0;
@@ -5468,151 +5545,79 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r_en, reserve, w_data, w_en, cancel, r__valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-  wire [3:0] \$1 ;
-  wire \$2 ;
-  wire [4:0] \$3 ;
-  wire [5:0] \$4 ;
-  reg [2:0] \$5 ;
-  input cancel;
-  wire cancel;
-  input clk;
-  wire clk;
-  output credit;
-  wire credit;
-  output [13:0] r__payload;
-  wire [13:0] r__payload;
-  wire \r__payload.index ;
-  wire \r__payload.seq_end ;
-  wire \r__payload.step_end ;
-  wire [10:0] \r__payload.value ;
-  wire r__ready;
-  output r__valid;
-  wire r__valid;
-  wire [13:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
-  input reserve;
-  wire reserve;
-  reg [2:0] reserved = 3'h0;
-  input rst;
-  wire rst;
-  wire [13:0] w__payload;
-  wire \w__payload.index ;
-  wire \w__payload.seq_end ;
-  wire \w__payload.step_end ;
-  wire [10:0] \w__payload.value ;
-  wire w__valid;
-  input [13:0] w_data;
-  wire [13:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed({ 1'h0, cancel });
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 3'h4;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.layer0_dcls.out_fifo.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$5  = \$4 [2:0];
-    if (rst) begin
-      \$5  = 3'h0;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign \w__payload.index  = w_data[0];
-  assign \w__payload.value  = w_data[11:1];
-  assign \w__payload.step_end  = w_data[12];
-  assign \w__payload.seq_end  = w_data[13];
-  assign \r__payload.index  = r__payload[0];
-  assign \r__payload.value  = r__payload[11:1];
-  assign \r__payload.step_end  = r__payload[12];
-  assign \r__payload.seq_end  = r__payload[13];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, w_en, r_rdy, clk);
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, reserve, w__payload, w__valid, cancel, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$11 ;
-  wire [2:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [2:0] \$13 ;
+  wire [2:0] \$14 ;
+  wire [2:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [2:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
+  wire [3:0] \$20 ;
+  wire [3:0] \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [2:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [4:0] \$23 ;
+  wire [5:0] \$24 ;
+  reg [1:0] \$25 ;
+  reg [1:0] \$26 ;
+  reg \$27 ;
+  reg [1:0] \$28 ;
+  reg [2:0] \$29 ;
   wire \$3 ;
-  reg [1:0] \$30 ;
-  reg [1:0] \$31 ;
-  reg [1:0] \$32 ;
-  reg \$33 ;
   wire \$4 ;
   wire [2:0] \$5 ;
   wire [2:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg [1:0] \$signature__addr  = 2'h0;
+  wire [13:0] \$signature__data ;
+  wire \$signature__en ;
+  input cancel;
+  wire cancel;
   input clk;
   wire clk;
   (* init = 2'h0 *)
   wire [1:0] consume;
-  reg [1:0] inner_level = 2'h0;
-  wire inner_r_rdy;
-  wire [2:0] level;
+  output credit;
+  wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
   (* init = 2'h0 *)
   wire [1:0] produce;
-  output [13:0] r_data;
-  wire [13:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [2:0] r_level;
-  reg [1:0] r_port__addr = 2'h0;
-  wire [13:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
+  output [13:0] r__payload;
+  wire [13:0] r__payload;
+  wire \r__payload.index ;
+  wire \r__payload.seq_end ;
+  wire \r__payload.step_end ;
+  wire [10:0] \r__payload.value ;
+  input r__ready;
+  wire r__ready;
+  (* init = 1'h0 *)
+  wire r__valid;
+  reg [1:0] rd__addr = 2'h0;
+  wire [13:0] rd__data;
+  wire rd__en;
+  input reserve;
+  wire reserve;
+  reg [2:0] reserved = 3'h0;
   input rst;
   wire rst;
-  wire [13:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [2:0] w_level;
-  reg [1:0] w_port__addr = 2'h0;
-  input [13:0] w_port__data;
-  wire [13:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
+  reg [1:0] stored = 2'h0;
+  input [13:0] w__payload;
+  wire [13:0] w__payload;
+  wire \w__payload.index ;
+  wire \w__payload.seq_end ;
+  wire \w__payload.step_end ;
+  wire [10:0] \w__payload.value ;
+  input w__valid;
+  wire w__valid;
   reg [13:0] storage [2:0];
   initial begin
     storage[0] = 14'h0000;
@@ -5620,109 +5625,112 @@ module \accelerator.layer0_dcls.out_fifo.fifo (rst, r_data, r_en, w_port__data, 
     storage[2] = 14'h0000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [13:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 2'h3;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 2'h2;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 3'h4;
+  assign \$4  = \$signature__addr  == 2'h2;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 3'h0 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 2'h2;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 3'h0 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 2'h2;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 3'h0 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed({ 1'h0, cancel });
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [1:0];
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [1:0];
     end
     if (rst) begin
-      \$30  = 2'h0;
+      \$25  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [1:0];
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [1:0];
     end
     if (rst) begin
-      \$31  = 2'h0;
+      \$26  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [1:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [1:0];
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 2'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    \$28  = \$20 [1:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 2'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$29  = \$24 [2:0];
+    if (rst) begin
+      \$29  = 3'h0;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign \w__payload.index  = w__payload[0];
+  assign \w__payload.value  = w__payload[11:1];
+  assign \w__payload.step_end  = w__payload[12];
+  assign \w__payload.seq_end  = w__payload[13];
+  assign \r__payload.index  = r__payload[0];
+  assign \r__payload.value  = r__payload[11:1];
+  assign \r__payload.step_end  = r__payload[12];
+  assign \r__payload.seq_end  = r__payload[13];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6090,13 +6098,13 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   \accelerator.readout.results  results (
     .clk(clk),
     .credit(credit),
+    .out_valid(results__valid),
     .r__payload(results__payload),
-    .r__valid(results__valid),
-    .r_en(r__ready),
+    .r__ready(r__ready),
     .reserve(reserve),
     .rst(rst),
-    .w_data(beat),
-    .w_en(w__valid)
+    .w__payload(beat),
+    .w__valid(w__valid)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
@@ -7690,18 +7698,51 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_data, w_en, r__valid, r_en);
+module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
-  wire [5:0] \$1 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [4:0] \$13 ;
+  wire [4:0] \$14 ;
+  wire [4:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [6:0] \$3 ;
-  wire [7:0] \$4 ;
-  reg [4:0] \$5 ;
+  wire [5:0] \$20 ;
+  wire [5:0] \$21 ;
+  wire \$22 ;
+  wire [6:0] \$23 ;
+  wire [7:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [3:0] \$26 ;
+  reg \$27 ;
+  reg [3:0] \$28 ;
+  reg [4:0] \$29 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg [3:0] \$signature__addr  = 4'h0;
+  wire [53:0] \$signature__data ;
+  wire \$signature__en ;
   wire cancel;
   input clk;
   wire clk;
+  (* init = 4'h0 *)
+  wire [3:0] consume;
   output credit;
   wire credit;
+  output out_valid;
+  reg out_valid = 1'h0;
+  (* init = 4'h0 *)
+  wire [3:0] produce;
   output [53:0] r__payload;
   wire [53:0] r__payload;
   wire \r__payload.class_index ;
@@ -7711,18 +7752,20 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [24:0] \r__payload.logits[0] ;
   wire [24:0] \r__payload.logits[1] ;
   wire \r__payload.seq_end ;
+  input r__ready;
   wire r__ready;
-  output r__valid;
+  (* init = 1'h0 *)
   wire r__valid;
-  wire [53:0] r_data;
-  input r_en;
-  wire r_en;
-  wire r_rdy;
+  reg [3:0] rd__addr = 4'h0;
+  wire [53:0] rd__data;
+  wire rd__en;
   input reserve;
   wire reserve;
   reg [4:0] reserved = 5'h00;
   input rst;
   wire rst;
+  reg [3:0] stored = 4'h0;
+  input [53:0] w__payload;
   wire [53:0] w__payload;
   wire \w__payload.class_index ;
   wire \w__payload.final ;
@@ -7731,122 +7774,8 @@ module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w_da
   wire [24:0] \w__payload.logits[0] ;
   wire [24:0] \w__payload.logits[1] ;
   wire \w__payload.seq_end ;
+  input w__valid;
   wire w__valid;
-  input [53:0] w_data;
-  wire [53:0] w_data;
-  input w_en;
-  wire w_en;
-  assign \$4  = $signed(\$3 ) - $signed(1'h0);
-  always @(posedge clk)
-    reserved <= \$5 ;
-  assign credit = reserved < 5'h10;
-  assign \$1  = reserved + reserve;
-  assign \$2  = r_en & r__valid;
-  assign \$3  = \$1  - \$2 ;
-  \accelerator.readout.results.fifo  fifo (
-    .clk(clk),
-    .r_data(r__payload),
-    .r_en(r_en),
-    .r_rdy(r__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(w_data)
-  );
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$5  = \$4 [4:0];
-    if (rst) begin
-      \$5  = 5'h00;
-    end
-  end
-  assign w__payload = w_data;
-  assign w__valid = w_en;
-  assign r_data = r__payload;
-  assign r_rdy = r__valid;
-  assign r__ready = r_en;
-  assign cancel = 1'h0;
-  assign \w__payload.logits  = w_data[49:0];
-  assign \w__payload.logits[0]  = w_data[24:0];
-  assign \w__payload.logits[1]  = w_data[49:25];
-  assign \w__payload.group  = w_data[50];
-  assign \w__payload.final  = w_data[51];
-  assign \w__payload.class_index  = w_data[52];
-  assign \w__payload.seq_end  = w_data[53];
-  assign \r__payload.logits  = r__payload[49:0];
-  assign \r__payload.logits[0]  = r__payload[24:0];
-  assign \r__payload.logits[1]  = r__payload[49:25];
-  assign \r__payload.group  = r__payload[50];
-  assign \r__payload.final  = r__payload[51];
-  assign \r__payload.class_index  = r__payload[52];
-  assign \r__payload.seq_end  = r__payload[53];
-endmodule
-
-(* generator = "Amaranth" *)
-module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, r_rdy, r_en);
-  reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [4:0] \$11 ;
-  wire [4:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [4:0] \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [4:0] \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg \$33 ;
-  wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 4'h0 *)
-  wire [3:0] consume;
-  reg [3:0] inner_level = 4'h0;
-  wire inner_r_rdy;
-  wire [4:0] level;
-  (* init = 4'h0 *)
-  wire [3:0] produce;
-  output [53:0] r_data;
-  wire [53:0] r_data;
-  input r_en;
-  wire r_en;
-  wire [4:0] r_level;
-  reg [3:0] r_port__addr = 4'h0;
-  wire [53:0] r_port__data;
-  wire r_port__en;
-  output r_rdy;
-  reg r_rdy = 1'h0;
-  input rst;
-  wire rst;
-  wire [53:0] w_data;
-  input w_en;
-  wire w_en;
-  wire [4:0] w_level;
-  reg [3:0] w_port__addr = 4'h0;
-  input [53:0] w_port__data;
-  wire [53:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
   reg [53:0] storage [14:0];
   initial begin
     storage[0] = 54'h00000000000000;
@@ -7866,107 +7795,117 @@ module \accelerator.readout.results.fifo (clk, rst, r_data, w_port__data, w_en, 
     storage[14] = 54'h00000000000000;
   end
   always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
+    if (w__valid)
+      storage[\$signature__addr ] <= w__payload;
   end
   reg [53:0] _0_;
   always @(posedge clk) begin
-    if (r_port__en) begin
-      _0_ <= storage[r_port__addr];
+    if (rd__en) begin
+      _0_ <= storage[rd__addr];
     end
   end
-  assign r_data = _0_;
-  assign w_rdy = inner_level != 4'hf;
-  assign inner_r_rdy = | inner_level;
-  assign w_port__en = w_rdy & w_en;
-  assign \$1  = ~ r_rdy;
-  assign \$2  = \$1  | r_en;
-  assign r_port__en = inner_r_rdy & \$2 ;
-  assign w_level = inner_level + r_rdy;
-  assign \$3  = w_rdy & w_en;
-  assign \$4  = w_port__addr == 4'he;
-  assign \$5  = w_port__addr + 1'h1;
+  assign r__payload = _0_;
+  assign \$1  = | stored;
+  assign \$2  = ~ out_valid;
+  assign \$3  = \$2  | r__ready;
+  assign rd__en = \$1  & \$3 ;
+  assign credit = reserved < 5'h10;
+  assign \$4  = \$signature__addr  == 4'he;
+  assign \$5  = \$signature__addr  + 1'h1;
   assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = ~ r_rdy;
-  assign \$8  = \$7  | r_en;
-  assign \$9  = inner_r_rdy & \$8 ;
-  assign \$10  = r_port__addr == 4'he;
-  assign \$11  = r_port__addr + 1'h1;
-  assign \$12  = \$10  ? 5'h00 : \$11 ;
-  assign \$13  = w_rdy & w_en;
-  assign \$14  = ~ r_rdy;
-  assign \$15  = \$14  | r_en;
-  assign \$16  = inner_r_rdy & \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$13  & \$17 ;
-  assign \$19  = inner_level + 1'h1;
-  assign \$20  = ~ r_rdy;
-  assign \$21  = \$20  | r_en;
-  assign \$22  = inner_r_rdy & \$21 ;
-  assign \$23  = w_rdy & w_en;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = inner_level - 1'h1;
-  assign \$27  = ~ r_rdy;
-  assign \$28  = \$27  | r_en;
-  assign \$29  = inner_r_rdy & \$28 ;
+  assign \$7  = | stored;
+  assign \$8  = ~ out_valid;
+  assign \$9  = \$8  | r__ready;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = out_valid & r__ready;
+  assign \$12  = rd__addr == 4'he;
+  assign \$13  = rd__addr + 1'h1;
+  assign \$14  = \$12  ? 5'h00 : \$13 ;
+  assign \$15  = stored + w__valid;
+  assign \$16  = | stored;
+  assign \$17  = ~ out_valid;
+  assign \$18  = \$17  | r__ready;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = \$15  - \$19 ;
+  assign \$21  = reserved + reserve;
+  assign \$22  = out_valid & r__ready;
+  assign \$23  = \$21  - \$22 ;
+  assign \$24  = $signed(\$23 ) - $signed(1'h0);
   always @(posedge clk)
-    w_port__addr <= \$30 ;
+    \$signature__addr  <= \$25 ;
   always @(posedge clk)
-    r_port__addr <= \$31 ;
+    rd__addr <= \$26 ;
   always @(posedge clk)
-    inner_level <= \$32 ;
+    out_valid <= \$27 ;
   always @(posedge clk)
-    r_rdy <= \$33 ;
+    stored <= \$28 ;
+  always @(posedge clk)
+    reserved <= \$29 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$30  = w_port__addr;
-    if (\$3 ) begin
-      \$30  = \$6 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$25  = \$signature__addr ;
+    if (w__valid) begin
+      \$25  = \$6 [3:0];
     end
     if (rst) begin
-      \$30  = 4'h0;
+      \$25  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$31  = r_port__addr;
-    if (\$9 ) begin
-      \$31  = \$12 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$26  = rd__addr;
+    if (\$10 ) begin
+      \$26  = \$14 [3:0];
     end
     if (rst) begin
-      \$31  = 4'h0;
+      \$26  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$32  = inner_level;
-    if (\$18 ) begin
-      \$32  = \$19 [3:0];
-    end
-    if (\$25 ) begin
-      \$32  = \$26 [3:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$27  = out_valid;
+    if (\$10 ) begin
+      \$27  = 1'h1;
+    end else if (\$11 ) begin
+      \$27  = 1'h0;
     end
     if (rst) begin
-      \$32  = 4'h0;
+      \$27  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$33  = r_rdy;
-    if (\$29 ) begin
-      \$33  = 1'h1;
-    end else if (r_en) begin
-      \$33  = 1'h0;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$28  = \$20 [3:0];
     if (rst) begin
-      \$33  = 1'h0;
+      \$28  = 4'h0;
     end
   end
-  assign level = w_level;
-  assign r_level = w_level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$29  = \$24 [4:0];
+    if (rst) begin
+      \$29  = 5'h00;
+    end
+  end
+  assign produce = \$signature__addr ;
+  assign \$signature__data  = w__payload;
+  assign \$signature__en  = w__valid;
+  assign consume = rd__addr;
+  assign rd__data = r__payload;
+  assign r__valid = out_valid;
+  assign cancel = 1'h0;
+  assign \w__payload.logits  = w__payload[49:0];
+  assign \w__payload.logits[0]  = w__payload[24:0];
+  assign \w__payload.logits[1]  = w__payload[49:25];
+  assign \w__payload.group  = w__payload[50];
+  assign \w__payload.final  = w__payload[51];
+  assign \w__payload.class_index  = w__payload[52];
+  assign \w__payload.seq_end  = w__payload[53];
+  assign \r__payload.logits  = r__payload[49:0];
+  assign \r__payload.logits[0]  = r__payload[24:0];
+  assign \r__payload.logits[1]  = r__payload[49:25];
+  assign \r__payload.group  = r__payload[50];
+  assign \r__payload.final  = r__payload[51];
+  assign \r__payload.class_index  = r__payload[52];
+  assign \r__payload.seq_end  = r__payload[53];
 endmodule
