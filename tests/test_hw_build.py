@@ -83,3 +83,18 @@ def test_bad_lanes_is_a_codesign_error_naming_value_and_range(bundle_dir, tmp_pa
 def test_missing_bundle_is_a_codesign_error(tmp_path):
     with pytest.raises(CodesignError, match="bundle directory not found"):
         build_rtl(tmp_path / "nope", tmp_path / "rtl")
+
+
+def test_counter_sets_and_target_are_recorded(bundle_dir, tmp_path):
+    none = build_rtl(bundle_dir, tmp_path / "none", lanes=2, counters="none", target="up5k")
+    assert "counters" not in none["ports"] and none["counters_fields"] == {}  # no [-1:0] port
+    assert "counters" not in (tmp_path / "none" / "accelerator.v").read_text()
+    assert none["plan"]["target"] == "up5k" and none["plan"]["counter_set"] == "none"
+    assert {m["style"] for m in none["plan"]["memories"]} <= {"block", "logic"}
+    basic = build_rtl(bundle_dir, tmp_path / "basic", lanes=2, counters="basic")
+    assert set(basic["plan"]["counters"]) == {
+        "cycles", "sequences", "results", "layer0_steps", "layer0_macs", "layer0_events",
+        "readout_steps", "readout_macs",
+    }  # fmt: skip
+    assert {m["style"] for m in basic["plan"]["memories"]} == {"auto"}
+    assert basic["shape_sha256"] != build_rtl(bundle_dir, tmp_path / "all", lanes=2)["shape_sha256"]

@@ -207,7 +207,7 @@ def build_rtl(
         "inputs_payload": payload_fields(accelerator.inputs.payload.shape()),
         "config_payload": payload_fields(accelerator.config.payload.shape()),
         "results_payload": payload_fields(accelerator.results.payload.shape()),
-        "counters_fields": payload_fields(accelerator.counters.shape()),
+        "counters_fields": payload_fields(accelerator.counters.shape()) if plan.counters else {},
         "trace_fields": {
             f"trace_{e.index}": payload_fields(getattr(accelerator, f"trace_{e.index}").shape())
             for e in plan.layers

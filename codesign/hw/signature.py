@@ -117,7 +117,8 @@ class AcceleratorSignature(wiring.Signature):
     results : ``Out(stream.Signature(ResultLayout(readout)))``
         Logits by class group and the argmax class.
     counters : ``Out(counters_layout(plan))``
-        Free-running counters (cycles, MACs, events, memory reads and writes, ...).
+        Free-running counters (cycles, MACs, events, memory reads and writes, ...); absent when
+        the build carries none.
     trace_<l> : ``Out(TraceLayout(layer l))``
         Every group update of layer ``l`` (state and gate of its lanes).
     """
@@ -128,8 +129,9 @@ class AcceleratorSignature(wiring.Signature):
             "inputs": In(stream.Signature(ItemLayout(plan.input_size, plan.input_bits))),
             "config": In(stream.Signature(ConfigLayout(plan))),
             "results": Out(stream.Signature(ResultLayout(plan.readout))),
-            "counters": Out(counters_layout(plan)),
         }
+        if plan.counters:  # a build without counters (--counters none) has no counters port
+            members["counters"] = Out(counters_layout(plan))
         for e in plan.layers:
             members[f"trace_{e.index}"] = Out(TraceLayout(e))
         super().__init__(members)
