@@ -94,7 +94,9 @@ class MemoryPlan:
     elem_bits: int
     kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled", "queue"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
-    style: Literal["auto", "block", "logic"] = "auto"  # mapping the plan decided (codesign.hw.targets)
+    style: Literal["auto", "block", "distributed", "logic"] = (
+        "auto"  # mapping the plan decided (codesign.hw.targets)
+    )
 
     @property
     def width(self) -> int:

@@ -5,13 +5,14 @@ decides, per memory, block RAM or logic (flip-flops and LUTs), and per engine, h
 shift-and-add in LUTs, and ``build.json`` records both. ``generic`` (the default) and ``asic``
 decide nothing: the Verilog carries no mapping attribute and the synthesis tool chooses.
 
-Memories (:meth:`Target.map_memories`): every memory starts in block RAM; while the accelerator
-takes more block RAMs than the chip keeps for it (``block_rams - reserved_block_rams``: the UART
-wrapper's FIFOs), the memory that frees block RAMs at the lowest cost in logic cells per block goes
-to logic. A memory in logic costs about two logic cells per bit (its flip-flop, and its share of
-the write-enable and data multiplexers; measured on the UP5K), its read register and a read
-multiplexer of ``width x (depth - 1) / 2`` LUT4s. Small memories therefore go first, and the
-queues and weight memories stay in block RAM.
+Memories (:meth:`Target.map_memories`): a memory goes to LUT RAM when the chip has it and that
+costs fewer logic cells than its block RAMs' share of the chip (the device's logic cells per block
+RAM); then, while the accelerator takes more block RAMs than the chip keeps for it (``block_rams -
+reserved_block_rams``: the UART wrapper's FIFOs), the memory that frees block RAMs at the lowest
+cost per block leaves too. Elsewhere is LUT RAM where the chip has it (ECP5: 16 x 4 bits per
+``TRELLIS_DPR16X4``, about 3 cells with its read register) or logic: about two logic cells per bit
+(its flip-flop, and its share of the write-enable and data multiplexers; measured on the UP5K),
+its read register and a read multiplexer of ``width x (depth - 1) / 2`` LUT4s.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class Target:
     """Block RAMs kept for what surrounds the accelerator (the UART wrapper's FIFOs)."""
     lut_multiply_max_weight_bits: int = 0
     """Weights this narrow multiply by shift-and-add in LUTs even when a hard multiplier is free."""
+    lut_ram: tuple[int, int] | None = None
+    """(depth, width) of one LUT RAM primitive (ECP5: ``TRELLIS_DPR16X4``), None without LUT RAM."""
+    lut_ram_cells: float = 0.0
+    """Logic cells one LUT RAM primitive and its share of the read register take."""
 
     @property
     def maps(self) -> bool:
@@ -52,20 +57,38 @@ class Target:
         """Logic cells a ``depth x width`` memory with a registered read port takes in logic."""
         return 2 * depth * width + width + width * max(depth - 1, 0) / 2
 
+    def off_block(self, depth: int, width: int) -> tuple[str, float]:
+        """The cheaper way to hold a memory outside block RAM: ``(style, logic cells)``."""
+        options = [("logic", self.logic_cells(depth, width))]
+        if self.lut_ram is not None:
+            d, w = self.lut_ram
+            cells = math.ceil(depth / d) * math.ceil(width / w) * self.lut_ram_cells + width
+            options.append(("distributed", cells))
+        return min(options, key=lambda option: option[1])
+
     def map_memories(self, shapes: dict[str, tuple[int, int]]) -> dict[str, str]:
-        """``{name: "block" | "logic"}`` for memories ``{name: (depth, width)}`` (``auto`` off FPGAs)."""
+        """``{name: "block" | "distributed" | "logic"}`` for memories ``{name: (depth, width)}``.
+
+        A memory leaves block RAM when that is cheaper than its share of the chip (the device's
+        logic cells per block RAM), then, while the block RAMs exceed the chip's, the one that
+        frees them at the lowest cost per block. ``auto`` everywhere off FPGAs."""
         if not self.maps:
             return dict.fromkeys(shapes, "auto")
         style = dict.fromkeys(shapes, "block")
         blocks = {name: self.blocks_for(*shape) for name, shape in shapes.items()}
+        off = {name: self.off_block(*shape) for name, shape in shapes.items()}
+        share = self.luts / self.block_rams
+        for name in shapes:  # LUT RAM where it is cheaper; logic only when block RAM runs out
+            if off[name][0] == "distributed" and off[name][1] < blocks[name] * share:
+                style[name] = off[name][0]
         budget = self.block_rams - self.reserved_block_rams
-        used = sum(blocks.values())
-        by_cost = sorted(shapes, key=lambda name: self.logic_cells(*shapes[name]) / blocks[name])
-        for name in by_cost:
+        used = sum(blocks[name] for name in shapes if style[name] == "block")
+        for name in sorted(shapes, key=lambda name: off[name][1] / blocks[name]):
             if used <= budget:
                 break
-            style[name] = "logic"
-            used -= blocks[name]
+            if style[name] == "block":
+                style[name] = off[name][0]
+                used -= blocks[name]
         return style
 
 
@@ -91,6 +114,8 @@ TARGETS: dict[str, Target] = {
             block_rams=56,
             reserved_block_rams=1,
             luts=24288,
+            lut_ram=(16, 4),
+            lut_ram_cells=3.0,
             multipliers=28,
             lut_multiply_max_weight_bits=4,
         ),
