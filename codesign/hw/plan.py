@@ -476,6 +476,22 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     ]
 
 
+def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
+    """``min(P, C)``; on a chip, a once-per-sequence readout with wide weights takes only the hard
+    multipliers the layers leave (at least one lane): it runs once per sequence, overlapped with
+    the next, so lanes there buy little and a wide shift-and-add multiplier per lane costs much."""
+    r = manifest.readout
+    ro_lanes = min(lanes, r.classes)
+    if not target.multipliers or r.per_step or r.weight_bits <= target.lut_multiply_max_weight_bits:
+        return ro_lanes
+    left = target.multipliers
+    for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
+        needed = e.lanes * len(e.matrices)
+        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
+            left -= needed
+    return max(1, min(ro_lanes, left))
+
+
 def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
 
@@ -517,7 +533,7 @@ def plan_accelerator(
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))
-        for e in (*layers, _plan_readout(manifest, layers[-1], lanes))
+        for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
     ]
     engines = _assign_multipliers(_map_memories(engines, chip), chip)
     for e in engines:
