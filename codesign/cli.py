@@ -386,6 +386,7 @@ def random_bundle(
     """Make a bundle with random legal weights for any member of the family, from a seed."""
     from pydantic import ValidationError
 
+    from codesign.bundle.cells import CELLS
     from codesign.bundle.io import validation_message
     from codesign.bundle.random import make_random_network_bundle
     from codesign.bundle.spec import CELL_KINDS
@@ -412,7 +413,7 @@ def random_bundle(
             "state_bits": state_bits,
             "alpha_bits": alpha_bits,
         }
-        if kind in ("cmru", "alphacmru"):
+        if CELLS[kind].has_eps:
             layer["eps"] = eps
         if front is not None:
             layer["dcls"] = front

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
+from codesign.bundle.cells import CELLS
 from codesign.bundle.io import Bundle
 from codesign.bundle.spec import accumulator_bits, array_table, logit_bits
 
@@ -26,7 +27,7 @@ def render(bundle: Bundle) -> Group:
         f"overflow {m.input.overflow}",
     )
     for i, layer in enumerate(m.layers):
-        extra = f" eps={layer.eps}" if layer.cell in ("cmru", "bmru", "alphacmru") else ""
+        extra = f" eps={layer.eps}" if CELLS[layer.cell].rule == "cmru" else ""
         dcls = f", DCLS {layer.dcls.taps} taps below {layer.dcls.span}" if layer.dcls else ""
         head.add_row(
             f"layer {i}",

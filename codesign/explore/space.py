@@ -44,6 +44,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from codesign.bundle.cells import CELLS
 from codesign.bundle.io import validation_message
 from codesign.errors import CodesignError
 from codesign.quant.sweep import QAT_LR
@@ -64,7 +65,7 @@ AXES = ("task", "cell", "eps", "d", "layers", "dcls", "pooling", "weight_bits", 
 """Axes of a space, in the order a table lists them."""
 
 QUANTIZATION = ("ptq", "qat", "scratch")
-EPS_CELLS = ("cmru", "alphacmru")
+EPS_CELLS = tuple(name for name, kind in CELLS.items() if kind.has_eps)
 """Cells whose layer takes ``eps`` (the BMRU is the eps = 0 member and takes none)."""
 
 

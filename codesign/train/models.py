@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from codesign.bundle.cells import cells_with_rule
 from codesign.nn.backbone import Backbone
 from codesign.nn.cmru import CMRU
 from codesign.nn.hardware import HardwareStack
@@ -13,7 +14,7 @@ BASELINES = ("lstm", "gru")
 """torch.nn recurrent baselines usable in the backbone (the papers' LSTM / GRU comparisons)."""
 
 CELL_NAMES: tuple[str, ...] = (*CELL_TYPES, *BASELINES)
-CMRU_FAMILY = ("cmru", "bmru", "alphacmru")
+CMRU_FAMILY = cells_with_rule("cmru")
 
 
 def cell_class(name: str):

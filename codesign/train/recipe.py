@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from codesign.bundle.cells import CELLS
 from codesign.bundle.io import validation_message
 from codesign.data.registry import TASKS
 from codesign.errors import CodesignError
@@ -133,9 +134,10 @@ class ModelSpec(_Strict):
         if self.layers is not None:
             return [dict(layer) for layer in self.layers]
         layer: dict[str, Any] = {"cell": self.cell, "size": self.hidden_size}
-        if self.cell in ("cmru", "alphacmru"):
+        kind = CELLS.get(self.cell)
+        if kind is not None and kind.has_eps:
             layer["eps"] = self.eps
-        if self.cell in ("cmru", "bmru", "alphacmru"):
+        if kind is not None and kind.rule == "cmru":
             layer |= {"alpha_surr": self.alpha_surr}
             if self.cell != "alphacmru":
                 layer["alpha_init"] = self.alpha_init
