@@ -9,7 +9,7 @@ with ``cancel`` (the DCLS front end's zero outputs).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -39,7 +39,7 @@ class CreditFIFO(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width = len(Signal(self.layout).as_value())
+        width = Shape.cast(self.layout).width
         inner = self.depth - 1
         m.submodules.storage = storage = Memory(shape=width, depth=inner, init=[], attrs=self.attrs)
         wr, rd = storage.write_port(), storage.read_port()
