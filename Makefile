@@ -44,8 +44,10 @@ bench: setup ## scan and cell speed figures as JSON (installs the mingru-pytorch
 FPGA_BUNDLES ?=
 FPGA_LANES ?= 1,4
 FPGA_DEVICES ?= up5k,ecp5-25k
-fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES)
-	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --area
+FPGA_TARGET ?= device
+FPGA_COUNTERS ?= basic
+fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES, FPGA_TARGET=device|generic, FPGA_COUNTERS)
+	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --target $(FPGA_TARGET) --counters $(FPGA_COUNTERS) --area
 
 # Reference bundles through codesign rtl (+ codesign area, + codesign synth on REPORT_DEVICES) and
 # codesign report: docs/reports/<bundle>/ (report.md, report.json, pareto.png, commands.txt).

@@ -235,3 +235,15 @@ def test_yosys_abc9_assertion_is_named_in_one_line(tmp_path) -> None:
     reason = yosys_failure(log, tmp_path / "yosys.log")
     assert reason is not None and "abc9 assertion (rtlil.cc:3091)" in reason and str(tmp_path) in reason
     assert yosys_failure("ERROR: something else", tmp_path / "yosys.log") is None
+
+
+def test_batch_builds_one_rtl_per_device_target() -> None:
+    from codesign.fpga.batch import builds_for
+
+    devices = ["up5k", "hx8k", "ecp5-25k", "ecp5-85k"]
+    assert builds_for(devices, "device") == {
+        "up5k": ["up5k"],
+        "generic": ["hx8k"],
+        "ecp5": ["ecp5-25k", "ecp5-85k"],
+    }
+    assert builds_for(devices, "generic") == {"generic": devices}

@@ -3,10 +3,13 @@
 ::
 
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
+                                  [--target device|generic] [--counters all|basic|none]
                                   [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
-lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>`` and synthesises it for each device. A
+lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>_<target>`` (``codesign rtl --target``: by
+default each device's own target, so the plan maps memories and multipliers for that chip; with
+``--target generic`` one build for every device) and synthesises it for each device. A
 bundle the RTL generator refuses is skipped with the generator's reason, so the target keeps
 working while the generator grows; a failing synthesis is recorded and the batch goes on.
 The results go to ``OUT/results.md`` and ``OUT/results.json``.
@@ -56,6 +59,34 @@ HEADER = (
 )
 
 
+DEVICE_TARGETS = {"up5k": "up5k", "ecp5-25k": "ecp5", "ecp5-85k": "ecp5"}
+"""The ``codesign rtl --target`` a device's build uses (devices not listed: ``generic``)."""
+
+
+def builds_for(devices: list[str], mode: str) -> dict[str, list[str]]:
+    """``{rtl target: devices synthesised from its build}``: one build per target (``device``), or
+    one generic build for all (``generic``)."""
+    targets: dict[str, list[str]] = {}
+    for device in devices:
+        target = DEVICE_TARGETS.get(device, "generic") if mode == "device" else "generic"
+        targets.setdefault(target, []).append(device)
+    return targets
+
+
+def _synth_all(build: Path, bundle: Path, p: int, devices: list[str], summaries: list, failed: list) -> None:
+    from codesign.fpga.synth import synthesize
+
+    for device in devices:
+        try:
+            summary = synthesize(build, device, progress=lambda t, d=device: _log(f"  {d} {t}"))
+        except CodesignError as err:
+            _log(f"  {device} FAILED: {err}")
+            failed.append({"bundle": bundle.name, "lanes": p, "device": device, "error": str(err)})
+            continue
+        summaries.append(summary)
+        _log("  " + _row(summary))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m codesign.fpga.batch", description=__doc__.split("\n\n")[0]
@@ -69,10 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", default="up5k,ecp5-25k")
     parser.add_argument("--out", default="build/fpga", type=Path)
     parser.add_argument("--area", action="store_true", help="also run the ASIC area proxy (codesign area)")
+    parser.add_argument(
+        "--target",
+        default="device",
+        choices=("device", "generic"),
+        help="device: build for each device's target (codesign rtl --target); generic: one build",
+    )
+    parser.add_argument("--counters", default="all", choices=("all", "basic", "none"))
     args = parser.parse_args(argv)
 
     from codesign.fpga.area import area_report
-    from codesign.fpga.synth import synthesize
     from codesign.hw.build import build_rtl
 
     if args.bundles:
@@ -83,35 +120,33 @@ def main(argv: list[str] | None = None) -> int:
     devices = [d for d in args.devices.split(",") if d]
     summaries, skipped, failed, areas = [], [], [], []
     start = time.monotonic()
+    targets = builds_for(devices, args.target)
     for bundle in bundles:
         for p in lanes:
-            build = args.out / f"{bundle.name}_p{p}"
-            try:
-                info = build_rtl(bundle, build, lanes=p)
-            except CodesignError as err:
-                if "lanes" in str(err) and "outside" in str(err):
-                    _log(f"skip {bundle.name} P={p}: {err}")
-                    continue
-                _log(f"skip {bundle.name}: the RTL generator refuses it: {err}")
-                skipped.append({"bundle": bundle.name, "reason": str(err)})
+            refused = False
+            for target, target_devices in targets.items():
+                build = args.out / f"{bundle.name}_p{p}_{target}"
+                try:
+                    info = build_rtl(bundle, build, lanes=p, target=target, counters=args.counters)
+                except CodesignError as err:
+                    if "lanes" in str(err) and "outside" in str(err):
+                        _log(f"skip {bundle.name} P={p}: {err}")
+                        break
+                    _log(f"skip {bundle.name}: the RTL generator refuses it: {err}")
+                    skipped.append({"bundle": bundle.name, "reason": str(err)})
+                    refused = True
+                    break
+                _log(f"{bundle.name} P={p} target {target}: {build / 'accelerator.v'} ({info.get('top')})")
+                _synth_all(build, bundle, p, target_devices, summaries, failed)
+                if args.area and target == next(iter(targets)):
+                    try:
+                        areas.append(area_report(build))
+                    except CodesignError as err:
+                        failed.append(
+                            {"bundle": bundle.name, "lanes": p, "device": "asic-area", "error": str(err)}
+                        )
+            if refused:
                 break
-            _log(f"{bundle.name} P={p}: {build / 'accelerator.v'} ({info.get('top')})")
-            for device in devices:
-                try:
-                    summary = synthesize(build, device, progress=lambda t, d=device: _log(f"  {d} {t}"))
-                except CodesignError as err:
-                    _log(f"  {device} FAILED: {err}")
-                    failed.append({"bundle": bundle.name, "lanes": p, "device": device, "error": str(err)})
-                    continue
-                summaries.append(summary)
-                _log("  " + _row(summary))
-            if args.area:
-                try:
-                    areas.append(area_report(build))
-                except CodesignError as err:
-                    failed.append(
-                        {"bundle": bundle.name, "lanes": p, "device": "asic-area", "error": str(err)}
-                    )
 
     lines = ["# FPGA results (`make fpga`)", "", HEADER, *(_row(s) for s in summaries), ""]
     if areas:
