@@ -59,10 +59,11 @@ from codesign.bundle.random import random_network_manifest, random_network_weigh
 from codesign.bundle.spec import Manifest  # noqa: E402
 from codesign.errors import CodesignError  # noqa: E402
 from codesign.hw.faults import FAULTS  # noqa: E402
+from codesign.verify.job import REGRESSION_TESTS  # noqa: E402
 from codesign.verify.runner import SIMULATORS, kill_running, run_sim  # noqa: E402
 
 CELLS = CELL_NAMES
-MAIN_TESTS = ("random_sequences", "directed_corners", "reset_mid_sequence")
+MAIN_TESTS = REGRESSION_TESTS
 REFERENCES = REPO / "models" / "bundles"
 
 

@@ -9,28 +9,24 @@ JSON; ``verification/regress.py`` merges those across runs and reports every bin
 
 from __future__ import annotations
 
+import numpy as np
 from cocotb_coverage.coverage import CoverPoint, coverage_db
 
-__all__ = ["BINS", "export", "sample"]
+from codesign.bundle.cells import CELLS
+from codesign.bundle.io import Bundle
+from codesign.golden.model import dcls_front_end
+from codesign.intmath import signed_range
 
-CELLS = ("cmru", "bmru", "alphacmru", "bgmingru", "mingru", "hsru")
-GATE_STATES = {
-    "cmru": ("open", "closed"),
-    "bmru": ("open", "closed"),
-    "alphacmru": ("open", "closed"),
-    "bgmingru": ("open", "closed"),
-    "mingru": ("z=0", "0<z<1", "z=1"),
-    "hsru": ("spike", "no spike"),
-}
+__all__ = ["BINS", "cover_bundle", "cover_sequence", "export", "sample"]
 
 BINS: dict[str, list[str]] = {
-    "cell": list(CELLS),
+    "cell": list(CELLS),  # every kind of the registry (codesign/bundle/cells.py)
     "eps": ["-1", "0", "1"],
     "readout": ["last", "sum", "per_step"],
     "layers": ["1", "2", "3"],
     "dcls": ["layer 0", "later layer", "delay 0", "delay span-1"],
     "lanes": ["P=1", "1<P<d", "P=d", "partial last group"],
-    "gate": [f"{cell} {state}" for cell in CELLS for state in GATE_STATES[cell]],
+    "gate": [f"{name} {state}" for name, kind in CELLS.items() for state in kind.gate_bins],
     "saturation": ["state upper", "state lower", "pool upper", "pool lower"],
     "sign": ["sign(0) with gate open", "tie |c|=|b|"],
     "events per step": ["none", "one", "some", "every neuron"],
@@ -91,3 +87,105 @@ def summary(cov: dict[str, dict[str, int]]) -> dict:
     total = sum(len(BINS[p]) for p in BINS)
     missed = [f"{p}: {b}" for p in BINS for b in BINS[p] if not cov.get(p, {}).get(b)]
     return {"bins": total, "hit": total - len(missed), "missed": missed}
+
+
+# --------------------------------------------------------------------------- what a bundle and a sequence cover
+def cover_bundle(bundle: Bundle, lanes: int) -> None:
+    """The shape a checked bundle exercises: cells, eps, DCLS, lanes, readout, depth."""
+    man = bundle.manifest
+    for i, layer in enumerate(man.layers):
+        sample("cell", layer.cell)
+        if CELLS[layer.cell].rule == "cmru":
+            sample("eps", str(layer.eps))
+        if layer.dcls is not None:
+            sample("dcls", "layer 0" if i == 0 else "later layer")
+            delays = bundle.weights[f"layers.{i}.dcls_delay"]
+            if (delays == 0).any():
+                sample("dcls", "delay 0")
+            if (delays == layer.dcls.span - 1).any() and layer.dcls.span > 1:
+                sample("dcls", "delay span-1")
+        p = min(lanes, layer.size)
+        sample("lanes", "P=1" if p == 1 else ("P=d" if p == layer.size else "1<P<d"))
+        if layer.size % p:
+            sample("lanes", "partial last group")
+    r = man.readout
+    sample("readout", "per_step" if r.per_step else r.pooling)
+    if len(man.layers) <= 3:
+        sample("layers", str(len(man.layers)))
+
+
+def cover_sequence(bundle: Bundle, x: np.ndarray, g) -> None:
+    """What one checked sequence exercises (golden result ``g``): length, input corners, each
+    layer's gates, saturation, sign(0) and ties, events per step, pooled-sum saturation."""
+    steps = x.shape[0]
+    sample(
+        "sequence length",
+        "T=1" if steps == 1 else "2..40" if steps <= 40 else "41..1000" if steps <= 1000 else ">1000",
+    )
+    lo, hi = signed_range(bundle.manifest.input.bits)
+    if not x.any():
+        sample("inputs", "all-zero sequence")
+    if ((x == lo) | (x == hi)).all():
+        sample("inputs", "max magnitude")
+    man = bundle.manifest
+    z = x[None]
+    for i, (layer, trace) in enumerate(zip(man.layers, g.layers, strict=True)):
+        w = bundle.layer_weights(i)
+        zin = dcls_front_end(z, w["dcls_weight"], w["dcls_delay"]) if layer.dcls is not None else z
+        _cover_gates(layer, trace.gates[0])
+        if CELLS[layer.cell].rule == "cmru":
+            _cover_cmru(layer, w, zin[0], trace.gates[0], trace.states[0])
+        _cover_events(layer.size, trace.events[0])
+        z = trace.states
+    r = man.readout
+    if r.pooling == "sum" and not r.per_step:
+        _cover_pool(r.sum_bits, g.layers[-1].states[0])
+
+
+def _cover_gates(layer, gates: np.ndarray) -> None:
+    kind = CELLS[layer.cell]
+    if kind.graded_gate:  # z in [0, 2**gate_bits]: closed, between, open
+        one = 1 << layer.gate_bits
+        hits = (gates == 0, (gates > 0) & (gates < one), gates == one)
+    else:  # a 0/1 gate: open (or spike), closed (or none)
+        hits = (gates != 0, gates == 0)
+    for label, hit in zip(kind.gate_bins, hits, strict=True):
+        if hit.any():
+            sample("gate", f"{layer.cell} {label}")
+
+
+def _cover_cmru(layer, w: dict, zin: np.ndarray, gates: np.ndarray, states: np.ndarray) -> None:
+    slo, shi = signed_range(layer.state_bits)
+    if (states == shi).any():
+        sample("saturation", "state upper")
+    if (states == slo).any():
+        sample("saturation", "state lower")
+    c = zin @ w["w_cand"].T + w["b_cand"]
+    b = zin @ w["w_thr"].T + w["b_thr"]
+    if ((c == 0) & (gates == 1)).any():
+        sample("sign", "sign(0) with gate open")
+    if ((np.abs(c) == np.abs(b)) & (c != 0)).any():
+        sample("sign", "tie |c|=|b|")
+
+
+def _cover_events(d: int, events: np.ndarray) -> None:
+    for label, hit in (
+        ("none", events == 0),
+        ("one", events == 1),
+        ("some", (events > 1) & (events < d)),
+        ("every neuron", events == d),
+    ):
+        if hit.any():
+            sample("events per step", label)
+
+
+def _cover_pool(sum_bits: int, states: np.ndarray) -> None:
+    plo, phi = signed_range(sum_bits)
+    pooled = np.zeros(states.shape[1], dtype=np.int64)
+    for row in states:
+        raw = pooled + row
+        if (raw > phi).any():
+            sample("saturation", "pool upper")
+        if (raw < plo).any():
+            sample("saturation", "pool lower")
+        pooled = np.clip(raw, plo, phi)

@@ -78,7 +78,11 @@ def main(argv: list[str]) -> int:
             build_args=build_args,
         )
     stamp.write_text(stamp_text + "\n")
-    if vcd:  # cocotb asks vvp for an FST (-fst) whenever waves are on
+    if vcd:
+        # cocotb asks vvp for an FST whenever waves are on: its Icarus runner appends "-fst" after
+        # the caller's plusargs (and "-none" without waves), and vvp keeps the last dumper flag,
+        # so no public argument (plusargs, test_args, waves) can select a VCD. The one override:
+        # the runner's command with "-fst" swapped for "-vcd" (cocotb 2.1, Icarus only).
         fst_command = runner._test_command
 
         def vcd_command():

@@ -24,6 +24,7 @@ import numpy as np
 from codesign.bundle import load_bundle
 from codesign.errors import CodesignError
 from codesign.hw.build import BUILD_JSON, TOP, VERILOG
+from codesign.verify.job import TESTS, Job
 from codesign.verify.vectors import load_labels, load_vectors
 
 __all__ = ["SIMULATORS", "SimReport", "kill_running", "run_sim", "simulator_env", "verification_dir"]
@@ -32,10 +33,6 @@ SIMULATORS = ("icarus", "verilator")
 TEST_MODULE = "tb_accelerator"
 RESULT_JSON = "tb_result.json"
 LOG = "sim.log"
-
-
-TESTS = ("random_sequences", "directed_corners", "reset_mid_sequence", "long_sequence")
-"""The testbench's cocotb tests, in the order they run."""
 
 
 @dataclass
@@ -302,6 +299,33 @@ def run_sim(
     t0 = time.perf_counter()
     build_dir = Path(build_dir).resolve()
     env = simulator_env(sim)
+    build, truth = _check_request(build_dir, tests, waves, inputs, labels, vectors, seed, bundles)
+    sim_dir = Path(sim_dir) if sim_dir is not None else build_dir / f"sim_{sim}"
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    Job(
+        bundles=[str(Path(b).resolve()) for b in bundles or []],
+        vectors=vectors,
+        max_steps=max_steps,
+        seed=seed,
+        inputs=None if inputs is None else str(Path(inputs).resolve()),
+        gaps=gaps,
+        long_steps=long_steps,
+        stop_on_mismatch=stop_on_mismatch,
+        warm_up=bool(warm_up),
+    ).write(sim_dir / "job.json")
+    run = _Simulation(sim, build_dir, build, env, sim_dir, seed, timeout_s)
+    res, result_path, log_path = run.attempt(waves == "always", sim_dir, list(tests))
+    ran = _check_ran(sim, build_dir, res, tests, log_path)
+    failed = [t for t in tests if not ran[t]["passed"]]
+    waveform = _waveform(run, waves, failed)
+    report = _report(sim, res, ran, tests, failed, truth, gaps)
+    report.wall_s = time.perf_counter() - t0
+    report.waveform, report.result_path, report.log_path = waveform, str(result_path), str(log_path)
+    return report
+
+
+def _check_request(build_dir, tests, waves, inputs, labels, vectors, seed, bundles) -> tuple[dict, object]:
+    """Every argument of :func:`run_sim` checked before a simulator starts: ``(build.json, labels)``."""
     for name in (BUILD_JSON, VERILOG):
         if not (build_dir / name).is_file():
             raise CodesignError(
@@ -324,61 +348,61 @@ def run_sim(
             "bundles can be loaded only into a build made with weights='runtime' (codesign rtl --weights runtime)",
             path=build_dir,
         )
+    return build, truth
 
-    sim_dir = Path(sim_dir) if sim_dir is not None else build_dir / f"sim_{sim}"
-    sim_dir.mkdir(parents=True, exist_ok=True)
-    job = {
-        "bundles": [str(Path(b).resolve()) for b in bundles or []],
-        "vectors": vectors,
-        "max_steps": max_steps,
-        "seed": seed,
-        "inputs": None if inputs is None else str(inputs),
-        "gaps": gaps,
-        "long_steps": long_steps,
-        "stop_on_mismatch": stop_on_mismatch,
-        "warm_up": bool(warm_up),
-    }
-    (sim_dir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
 
-    def attempt(with_waves: bool, run_dir: Path, which: list[str]) -> tuple[dict, Path, Path]:
+@dataclass
+class _Simulation:
+    """One build under one simulator: runs the testbench child process (:meth:`attempt`)."""
+
+    sim: str
+    build_dir: Path
+    build: dict
+    env: dict
+    sim_dir: Path
+    seed: int
+    timeout_s: float
+
+    def attempt(self, with_waves: bool, run_dir: Path, which: list[str]) -> tuple[dict, Path, Path]:
+        """Run tests ``which`` in ``run_dir``: ``(result JSON, its path, the log's path)``."""
         run_dir.mkdir(parents=True, exist_ok=True)
         result_path, log_path = run_dir / RESULT_JSON, run_dir / LOG
         result_path.unlink(missing_ok=True)
         tb_env = {
-            "CODESIGN_BUILD_DIR": str(build_dir),
-            "CODESIGN_JOB": str(sim_dir / "job.json"),
+            "CODESIGN_BUILD_DIR": str(self.build_dir),
+            "CODESIGN_JOB": str(self.sim_dir / "job.json"),
             "CODESIGN_RESULT": str(result_path),
             # cocotb rewrites asserts in every module imported after the test module unless told
             # otherwise; without bytecode caching that recompiles numpy each run (~5 s).
             "COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py",
             **{k: os.environ[k] for k in ("CODESIGN_PROFILE", "CODESIGN_DEBUG") if os.environ.get(k)},
         }
-        child_env = dict(env, **tb_env)
+        vcd = os.environ.get("CODESIGN_WAVES_FORMAT") == "vcd" and self.sim == "icarus"
         args = {
-            "sim": sim,
-            "verilog": str(build_dir / VERILOG),
+            "sim": self.sim,
+            "verilog": str(self.build_dir / VERILOG),
             "sim_dir": str(run_dir),
-            "top": build.get("top", TOP),
-            "verilog_sha256": build["verilog_sha256"],
+            "top": self.build.get("top", TOP),
+            "verilog_sha256": self.build["verilog_sha256"],
             "tb_dir": str(verification_dir()),
             "test_module": TEST_MODULE,
             "env": tb_env,
-            "seed": seed,
+            "seed": self.seed,
             "test_filter": r"(^|\.)(" + "|".join(which) + ")$",
-            "waves": ("vcd" if os.environ.get("CODESIGN_WAVES_FORMAT") == "vcd" and sim == "icarus" else True)
-            if with_waves
-            else False,
+            "waves": ("vcd" if vcd else True) if with_waves else False,
         }
-        code = _run_child(args, child_env, run_dir, log_path, timeout_s, build_dir)
+        code = _run_child(args, dict(self.env, **tb_env), run_dir, log_path, self.timeout_s, self.build_dir)
         if not result_path.is_file():
             raise CodesignError(
-                f"{sim} simulation ended (exit code {code}) without a testbench result; log {log_path}:\n"
+                f"{self.sim} simulation ended (exit code {code}) without a testbench result; log {log_path}:\n"
                 + _tail(log_path),
-                path=build_dir,
+                path=self.build_dir,
             )
         return json.loads(result_path.read_text()), result_path, log_path
 
-    res, result_path, log_path = attempt(waves == "always", sim_dir, list(tests))
+
+def _check_ran(sim: str, build_dir: Path, res: dict, tests, log_path: Path) -> dict:
+    """The tests' records; a test that did not run or raised is an error, not a mismatch."""
     ran = res.get("tests", {})
     missing = [t for t in tests if t not in ran]
     if missing:
@@ -388,41 +412,43 @@ def run_sim(
     errors = [f"{t}: {r['error']}" for t, r in ran.items() if r.get("error") and not r.get("mismatches")]
     if errors:
         raise CodesignError(f"{sim} testbench failed: {errors[0]} (log: {log_path})", path=build_dir)
-    failed = [t for t in tests if not ran[t]["passed"]]
-    waveform = None
+    return ran
+
+
+def _waveform(run: _Simulation, waves: str, failed: list[str]) -> str | None:
+    """The waveform to keep: the run's own (``always``), or a re-run of the first failing test."""
     if waves == "always":
-        waveform = _find_waveform(sim_dir)
-    elif failed and waves == "on_failure":
-        wave_dir = sim_dir.parent / f"{sim_dir.name}_waves"
+        return _find_waveform(run.sim_dir)
+    if failed and waves == "on_failure":
+        wave_dir = run.sim_dir.parent / f"{run.sim_dir.name}_waves"
         try:
-            attempt(True, wave_dir, failed[:1])
-            waveform = _find_waveform(wave_dir)
+            run.attempt(True, wave_dir, failed[:1])
+            return _find_waveform(wave_dir)
         except CodesignError:
-            waveform = None
+            return None
+    return None
+
+
+def _report(sim: str, res: dict, ran: dict, tests, failed: list[str], truth, gaps: bool) -> SimReport:
+    """The tests' records summed into one :class:`SimReport` (wall time and files set by the caller)."""
     first = next((ran[t]["first_mismatch"] for t in tests if ran[t]["first_mismatch"]), None)
-    accuracy = None
-    main = ran[tests[0]]
-    if truth is not None:
-        accuracy = _accuracy(main["classes"], truth)
-    sequences = sum(r["sequences"] for r in ran.values())
+    accuracy = None if truth is None else _accuracy(ran[tests[0]]["classes"], truth)
     steps = sum(r["steps"] for r in ran.values())
     cycles = sum(r["cycles"] for r in ran.values())
     floor_steps = [(r["cycle_floor_per_step"], r["steps"]) for r in ran.values() if r["cycle_floor_per_step"]]
     counters: dict[str, int] = {}
-    coverage: dict[str, dict[str, int]] = {}
     for r in ran.values():
         for k, v in r["counters"].items():
             counters[k] = counters.get(k, 0) + v
-    coverage = ran[list(ran)[-1]]["coverage"]  # cumulative within one simulator process
     return SimReport(
         sim=sim,
-        sequences=sequences,
+        sequences=sum(r["sequences"] for r in ran.values()),
         mismatches=sum(r["mismatches"] for r in ran.values()),
         first_mismatch=None if first is None else f"{failed[0] if failed else tests[0]}: {first['line']}",
         cycles_per_step=cycles / steps if steps else None,
         cycle_floor_per_step=sum(f * n for f, n in floor_steps) / steps if steps and floor_steps else None,
         accuracy=accuracy,
-        wall_s=time.perf_counter() - t0,
+        wall_s=0.0,
         steps=steps,
         cycles=cycles,
         lanes=res["lanes"],
@@ -430,10 +456,7 @@ def run_sim(
         tests=ran,
         failed_test=failed[0] if failed else None,
         counters=counters,
-        coverage=coverage,
-        waveform=waveform,
-        result_path=str(result_path),
-        log_path=str(log_path),
+        coverage=ran[list(ran)[-1]]["coverage"],  # cumulative within one simulator process
     )
 
 
