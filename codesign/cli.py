@@ -100,12 +100,20 @@ def train(
     recipe: Annotated[Path, typer.Argument(help="recipe YAML, e.g. models/copy_first_cmru.yaml")],
     out: Annotated[Path, typer.Option("--out", help="run directory (resumed if it holds the same recipe)")],
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="recipe override KEY=VALUE with a dotted key, value as YAML (e.g. task.train=data/x_TRAIN.ts, "
+            "train.iterations=500); repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Train a recipe; writes RUN/{recipe.yaml, best.pt, last.pt, metrics.csv, summary.json}."""
-    from codesign.train import load_recipe
     from codesign.train import train as run_training
+    from codesign.train.recipe import load_recipe
 
-    result = run_training(load_recipe(recipe), out, progress=not quiet)
+    result = run_training(load_recipe(recipe, option), out, progress=not quiet)
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
         f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "

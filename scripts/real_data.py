@@ -46,7 +46,8 @@ def ours(recipe_data: dict, seed: int, work: Path) -> dict:
     from codesign.train.trainer import load_run, make_recipe_task, train
 
     recipe = parse_recipe(dict(recipe_data, seed=seed))
-    dataset = recipe.task.options().get("dataset")
+    options = recipe.task.options()
+    dataset = options.get("dataset") or (Path(options["train"]).stem if "train" in options else None)
     run = work / f"{recipe.name}{'_' + dataset if dataset else ''}_s{seed}"
     if not (run / "summary.json").is_file():
         train(recipe, run, progress=False)
@@ -72,7 +73,11 @@ def describe(recipe) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("entries", nargs="+", help="RECIPE.yaml[:dataset=NAME]")
+    parser.add_argument(
+        "entries",
+        nargs="+",
+        help="RECIPE.yaml[:dataset=NAME] or RECIPE.yaml:train=PATH,test=PATH (a files task: your own data)",
+    )
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--work", default="runs/real_data")
     parser.add_argument("--out", default="models/results/real_data.md")
@@ -96,13 +101,17 @@ def main() -> None:
     for entry in args.entries:
         path, _, override = entry.partition(":")
         data = yaml.safe_load(Path(path).read_text())
-        if override:
-            key, _, value = override.partition("=")
+        for item in filter(None, override.split(",")):  # RECIPE:key=value[,key=value]: task options
+            key, _, value = item.partition("=")
             data["task"] = dict(data["task"], **{key: yaml.safe_load(value)})
-        recipe = parse_recipe(data)
+        recipe = parse_recipe(data)  # file-task paths given here are relative to the working directory
+        data = recipe.model_dump(mode="json")
         results = [ours(data, seed, Path(args.work)) for seed in seeds]
         task = make_recipe_task(recipe.model_copy(update={"seed": 0}))
-        name = recipe.task.options().get("dataset", recipe.task.name)
+        options = recipe.task.options()
+        name = options.get("dataset") or (
+            Path(options["train"]).stem if "train" in options else recipe.task.name
+        )
         key = f"{name} {json.dumps(recipe.task.run_options(0), sort_keys=True)} seeds {args.seeds}"
         if key not in baselines and not args.no_minirocket:
             baselines[key] = minirocket(task, seeds)

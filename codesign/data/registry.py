@@ -14,6 +14,7 @@ from codesign.data.copy_first_continuous import CopyFirstContinuous, CopyFirstNo
 from codesign.data.copying import CopyingMemory, SelectiveCopying
 from codesign.data.dynamics import Lorenz, MackeyGlass
 from codesign.data.echo import DelayedEcho
+from codesign.data.files import FileDataset
 from codesign.data.flip_flop import FlipFlop
 from codesign.data.high_frequency import HighFrequencyPatterns
 from codesign.data.mnist_1d import MNIST1D
@@ -41,6 +42,7 @@ TASKS: dict[str, type] = {
     "mackey_glass": MackeyGlass,
     # real data shipped in packages or generated locally
     "uea": UEADataset,
+    "files": FileDataset,  # a user's own train and test files (.ts, UCR .tsv/.txt, .arff, .npz)
     "mnist1d": MNIST1D,
     "sklearn_digits": SklearnDigits,
     "spoken_digits": SpeechCommandsDigits,

@@ -37,11 +37,10 @@ import numpy as np
 import torch
 
 from codesign.data._util import FixedSplits, check
+from codesign.data.series import MAX_VAL_FRACTION, build_splits  # noqa: F401 - re-exported
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
-MAX_VAL_FRACTION = 0.25
-"""The validation carve-out never takes more than this fraction of the official training file."""
 
 
 def data_dir() -> Path:
@@ -94,13 +93,6 @@ def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
     return series, np.asarray(y).astype(str)
 
 
-def _sort_key(label: str):
-    try:
-        return (0, float(label), label)
-    except ValueError:
-        return (1, 0.0, label)
-
-
 @dataclass(frozen=True)
 class UEADataset(FixedSplits):
     kind = "classification"
@@ -123,51 +115,15 @@ class UEADataset(FixedSplits):
     def _data(self) -> dict:
         if self not in _CACHE:
             train_path, test_path = _files(self.dataset)
-            tr_x, tr_y = _read(train_path)
-            te_x, te_y = _read(test_path)
-            classes = sorted(set(tr_y) | set(te_y), key=_sort_key)
-            index = {c: i for i, c in enumerate(classes)}
-            ytr = np.array([index[c] for c in tr_y])
-            yte = np.array([index[c] for c in te_y])
-            # stratified validation carve-out of the official training file
-            rng = np.random.default_rng(0 if self.split_seed is None else self.split_seed)
-            fraction = max(self.val_fraction, min(self.min_val / len(ytr), MAX_VAL_FRACTION))
-            val_mask = np.zeros(len(ytr), dtype=bool)
-            for c in range(len(classes)):
-                idx = np.flatnonzero(ytr == c)
-                k = int(fraction * len(idx) + 0.5)  # half up (not to even)
-                if len(idx) > 1:
-                    k = min(max(k, 1), len(idx) - 1)
-                val_mask[rng.permutation(idx)[:k]] = True
-            fit = [s for s, v in zip(tr_x, val_mask, strict=True) if not v]
-            cat = np.concatenate(fit, axis=1)
-            mean = np.nanmean(cat, axis=1, keepdims=True)
-            std = np.nanstd(cat, axis=1, keepdims=True)
-            std[~(std > 0)] = 1.0
-            width = max(s.shape[1] for s in tr_x + te_x)
-            channels = tr_x[0].shape[0]
-
-            def pack(series: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-                out = np.zeros((len(series), width, channels), dtype=np.float32)
-                lengths = np.array([s.shape[1] for s in series])
-                for j, s in enumerate(series):
-                    z = (s - mean) / std if self.normalize else s
-                    z = np.nan_to_num(z, nan=0.0).T
-                    if self.padding == "front":
-                        out[j, width - len(z) :] = z
-                    else:
-                        out[j, : len(z)] = z
-                return torch.from_numpy(out), torch.from_numpy(lengths)
-
-            sets = {
-                "train": (*pack(fit), torch.from_numpy(ytr[~val_mask])),
-                "val": (
-                    *pack([s for s, v in zip(tr_x, val_mask, strict=True) if v]),
-                    torch.from_numpy(ytr[val_mask]),
-                ),
-                "test": (*pack(te_x), torch.from_numpy(yte)),
-            }
-            _CACHE[self] = {"classes": classes, "sets": sets, "channels": channels, "width": width}
+            _CACHE[self] = build_splits(
+                _read(train_path),
+                _read(test_path),
+                val_fraction=self.val_fraction,
+                min_val=self.min_val,
+                split_seed=self.split_seed,
+                normalize=self.normalize,
+                padding=self.padding,
+            )
         return _CACHE[self]
 
     @property

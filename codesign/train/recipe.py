@@ -228,7 +228,10 @@ class Recipe(_Strict):
     quant: QuantSpec = QuantSpec()
 
 
-def load_recipe(path: str | Path) -> Recipe:
+def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
+    """Read a recipe file; ``overrides`` are ``KEY=VALUE`` settings with dotted keys
+    (``task.train=data/x_TRAIN.ts``, ``train.iterations=500``), values parsed as YAML. File paths
+    in the recipe are relative to the recipe file, paths given as overrides to the working directory."""
     path = Path(path)
     if not path.is_file():
         raise CodesignError("recipe file not found", path=path)
@@ -236,7 +239,59 @@ def load_recipe(path: str | Path) -> Recipe:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise CodesignError(f"not valid YAML ({str(err).splitlines()[0]})", path=path) from None
+    if isinstance(data, dict):
+        for item in overrides or []:
+            data = apply_override(data, item)
+            section, _, key = item.partition("=")[0].strip().partition(".")
+            value = data.get("task", {}).get(key) if section == "task" else None
+            if key in FILE_OPTIONS and isinstance(value, str) and value:
+                data["task"][key] = str(Path(value).expanduser().resolve())  # a path typed here: from cwd
     return parse_recipe(data, path)
+
+
+def apply_override(data: dict, item: str) -> dict:
+    """``data`` with one ``KEY=VALUE`` setting applied (dotted key into nested mappings)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise CodesignError(f"--set {item!r} is not KEY=VALUE (e.g. task.train=data/x_TRAIN.ts)")
+    parts = key.strip().split(".")
+    if parts[0] not in Recipe.model_fields:
+        raise CodesignError(
+            f"--set {item!r}: unknown recipe key {parts[0]!r}; keys: {', '.join(Recipe.model_fields)}"
+        )
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        parsed = value
+    out = dict(data)
+    node = out
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = {}
+        elif not isinstance(child, dict):
+            raise CodesignError(f"--set {item!r}: {part!r} is not a mapping in the recipe")
+        node[part] = dict(child)
+        node = node[part]
+    node[parts[-1]] = parsed
+    return out
+
+
+FILE_OPTIONS = ("train", "test")
+"""Options of ``task: files`` that are paths: relative ones are resolved against the recipe file."""
+
+
+def resolve_task_paths(data: dict, base: Path) -> dict:
+    """A copy of recipe ``data`` whose ``files`` task paths are absolute (relative to ``base``), so
+    a run's saved recipe finds the files again from anywhere."""
+    task = data.get("task")
+    if not isinstance(task, dict) or task.get("name") != "files":
+        return data
+    task = dict(task)
+    for key in FILE_OPTIONS:
+        if isinstance(task.get(key), str) and task[key]:
+            task[key] = str((base / Path(task[key]).expanduser()).resolve())
+    return {**data, "task": task}
 
 
 def parse_recipe(data: object, path: Path | None = None) -> Recipe:
@@ -244,6 +299,7 @@ def parse_recipe(data: object, path: Path | None = None) -> Recipe:
         raise CodesignError(
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
         )
+    data = resolve_task_paths(data, path.parent if path is not None else Path.cwd())
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:

@@ -1,0 +1,298 @@
+"""A user's own classification data: a training and a test file, read into labelled series.
+
+A recipe's ``task: {name: files, train: PATH, test: PATH}`` (paths relative to the recipe file, or
+absolute) reads:
+
+* ``.ts``: the aeon / sktime format: ``@`` header lines, then ``@data`` and one series per line,
+  dimensions separated by ``:``, values by ``,``, the class label last; univariate or multivariate,
+  equal or unequal length, ``?`` for a missing value;
+* ``.tsv`` / ``.txt`` / ``.csv``: the UCR archive's text format: one series per line, the label in the
+  first column, values separated by tabs, commas or spaces; ``NaN`` padding at the end of a
+  shorter series is dropped;
+* ``.arff``: Weka's format (aeon's reader: numeric attributes, or a relational attribute for
+  multivariate sets, the class last);
+* ``.npz``: arrays ``X`` of shape ``(n, t)`` or ``(n, t, c)`` and ``y`` of shape ``(n,)``, read
+  without unpickling (an object array is refused).
+
+Labels may be strings or numbers. Each malformed file stops with one line naming the file, the line
+or array, and what was expected. The splits, standardisation, padding and NaN handling are those
+of ``task: uea`` (:mod:`codesign.data.series`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from codesign.data._util import FixedSplits, check
+from codesign.data.series import build_splits
+from codesign.errors import CodesignError
+
+__all__ = ["FORMATS", "FileDataset", "read_labelled_series"]
+
+Series = tuple[list[np.ndarray], np.ndarray]
+"""Series ``(channels, time)`` (float64, NaN for missing) and their labels as strings."""
+
+FORMATS = (".ts", ".tsv", ".txt", ".csv", ".arff", ".npz")
+
+
+def _bad(path: Path, where: str | None, what: str) -> CodesignError:
+    return CodesignError(f"{path}{f' {where}' if where else ''}: {what}")
+
+
+def _label(value) -> str:
+    """A label as text: integral numbers without a fraction (``1.0`` and ``1`` are one class)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return str(value).strip()
+
+
+def _floats(path: Path, where: str, text: str) -> np.ndarray:
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        if item in ("?", "", "NaN", "nan"):
+            values.append(np.nan)
+            continue
+        try:
+            values.append(float(item))
+        except ValueError:
+            raise _bad(path, where, f"{item!r} is not a number (or ? for a missing value)") from None
+    return np.asarray(values, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- .ts
+def _read_ts(path: Path) -> Series:
+    header: dict[str, str] = {}
+    series, labels, dims = [], [], None
+    in_data = False
+    for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not in_data:
+            if not line.startswith("@"):
+                raise _bad(path, f"line {number}", "expected a @ header line or @data before the series")
+            key, _, value = line[1:].partition(" ")
+            if key.lower() == "data":
+                in_data = True
+                if header.get("timestamps", "false").lower() == "true":
+                    raise _bad(path, f"line {number}", "@timeStamps true is not supported (values only)")
+                if header.get("classlabel", "true").split()[:1] != ["true"]:
+                    raise _bad(path, None, "@classLabel false: a classification file needs labels")
+            else:
+                header[key.lower()] = value.strip()
+            continue
+        parts = line.split(":")
+        if len(parts) < 2:
+            raise _bad(path, f"line {number}", "expected values:...:label (dimensions separated by ':')")
+        channels = [_floats(path, f"line {number}", p) for p in parts[:-1]]
+        if dims is None:
+            dims = len(channels)
+            declared = header.get("dimensions") or header.get("dimension")
+            if declared and declared.isdigit() and int(declared) != dims:
+                raise _bad(path, f"line {number}", f"{dims} dimensions, expected {declared} (@dimensions)")
+        elif len(channels) != dims:
+            raise _bad(
+                path, f"line {number}", f"{len(channels)} dimensions, expected {dims} like the first series"
+            )
+        lengths = {len(c) for c in channels}
+        if len(lengths) != 1:
+            raise _bad(
+                path,
+                f"line {number}",
+                f"dimensions of lengths {sorted(lengths)}: one series needs one length",
+            )
+        series.append(np.stack(channels))
+        labels.append(_label(parts[-1]))
+    if not in_data:
+        raise _bad(path, None, "no @data line: not a .ts file")
+    return series, np.asarray(labels)
+
+
+# --------------------------------------------------------------------------- UCR text
+def _read_ucr(path: Path) -> Series:
+    series, labels = [], []
+    for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        fields = [f for f in re.split(r"[\t,]|\s+", line) if f != ""]
+        if len(fields) < 2:
+            raise _bad(path, f"line {number}", "expected a label and at least one value")
+        values = _floats(path, f"line {number}", ",".join(fields[1:]))
+        finite = np.flatnonzero(~np.isnan(values))
+        if not len(finite):
+            raise _bad(path, f"line {number}", "no value (every entry is missing)")
+        values = values[: finite[-1] + 1]  # UCR pads shorter series with NaN at the end
+        series.append(values[None, :])
+        try:
+            labels.append(_label(float(fields[0])))
+        except ValueError:
+            labels.append(_label(fields[0]))
+    return series, np.asarray(labels)
+
+
+# --------------------------------------------------------------------------- ARFF
+def _read_arff(path: Path) -> Series:
+    from aeon.datasets import load_from_arff_file
+
+    text = path.read_text(encoding="utf-8", errors="replace").lower()
+    if "@data" not in text or "@attribute" not in text:
+        raise _bad(path, None, "not a readable ARFF classification file (no @attribute or @data section)")
+    try:
+        X, y = load_from_arff_file(str(path))
+    except Exception as err:  # noqa: BLE001 - aeon raises many kinds; the user gets one line
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise _bad(path, None, f"not a readable ARFF classification file ({message})") from None
+    series = [np.asarray(s, dtype=np.float64).reshape(-1, np.asarray(s).shape[-1]) for s in X]
+    return series, np.asarray([_label(v) for v in y])
+
+
+# --------------------------------------------------------------------------- .npz
+def _read_npz(path: Path) -> Series:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files if k in ("X", "y")}
+    except (zipfile.BadZipFile, OSError) as err:
+        raise _bad(path, None, f"not a readable .npz archive ({err})") from None
+    except ValueError:
+        raise _bad(
+            path, None, "holds object arrays, which would need unpickling: save numbers or strings"
+        ) from None
+    for key in ("X", "y"):
+        if key not in arrays:
+            raise _bad(
+                path, None, f"no array {key!r} (expected X of shape (n, t) or (n, t, c) and y of shape (n,))"
+            )
+    X, y = arrays["X"], arrays["y"]
+    if X.ndim not in (2, 3) or not np.issubdtype(X.dtype, np.number):
+        raise _bad(
+            path,
+            "array 'X'",
+            f"has shape {X.shape} and dtype {X.dtype}, expected numbers of shape (n, t) or (n, t, c)",
+        )
+    if y.ndim != 1 or len(y) != len(X):
+        raise _bad(path, "array 'y'", f"has shape {y.shape}, expected ({len(X)},): one label per series of X")
+    X = X.astype(np.float64)
+    series = [s[None, :] if X.ndim == 2 else s.T for s in X]  # each (channels, time)
+    return series, np.asarray([_label(v) for v in y.tolist()])
+
+
+_READERS = {
+    ".ts": _read_ts,
+    ".tsv": _read_ucr,
+    ".txt": _read_ucr,
+    ".csv": _read_ucr,
+    ".arff": _read_arff,
+    ".npz": _read_npz,
+}
+
+
+@functools.cache
+def _read_cached(path: Path, mtime_ns: int) -> Series:
+    series, labels = _READERS[path.suffix.lower()](path)
+    if not series:
+        raise _bad(path, None, "holds no series")
+    return series, labels
+
+
+def read_labelled_series(path: str | Path) -> Series:
+    """Series ``(channels, time)`` and their labels from one file of :data:`FORMATS`."""
+    path = Path(path)
+    if path.suffix.lower() not in _READERS:
+        raise _bad(path, None, f"unknown extension {path.suffix!r}; allowed: {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise _bad(path, None, "file not found")
+    return _read_cached(path.resolve(), path.stat().st_mtime_ns)
+
+
+_CACHE: dict[object, dict] = {}
+
+
+@dataclass(frozen=True)
+class FileDataset(FixedSplits):
+    """``task: {name: files, train: PATH, test: PATH}``: a classification set from two files."""
+
+    kind = "classification"
+    target = "last"
+
+    train: str = ""
+    test: str = ""
+    val_fraction: float = 0.1
+    min_val: int = 20
+    split_seed: int | None = None
+    normalize: bool = True
+    padding: Literal["front", "back"] = "front"
+
+    def __post_init__(self) -> None:
+        check(bool(self.train) and bool(self.test), "files", "needs train: PATH and test: PATH")
+        check(
+            0.0 < self.val_fraction < 1.0, "files", f"val_fraction must be in (0, 1), got {self.val_fraction}"
+        )
+        check(self.min_val >= 0, "files", f"min_val must be >= 0, got {self.min_val}")
+        self._data()  # a malformed file fails here, naming the file and the line or array
+
+    def _data(self) -> dict:
+        key = (
+            self,
+            *(Path(p).stat().st_mtime_ns if Path(p).is_file() else 0 for p in (self.train, self.test)),
+        )
+        if key not in _CACHE:
+            train, test = read_labelled_series(self.train), read_labelled_series(self.test)
+            c_train, c_test = train[0][0].shape[0], test[0][0].shape[0]
+            for path, (series, _), want in ((self.train, train, c_train), (self.test, test, c_train)):
+                for n, s in enumerate(series):
+                    if s.shape[0] != want:
+                        raise CodesignError(
+                            f"{path} series {n}: {s.shape[0]} channels, expected {want} like the training "
+                            f"file's first series (test file: {c_test})"
+                        )
+            unseen = sorted(str(v) for v in set(test[1]) - set(train[1]))
+            if unseen:
+                raise CodesignError(
+                    f"{self.test}: labels {unseen[:5]} do not occur in the training file {self.train}"
+                )
+            _CACHE[key] = build_splits(
+                train,
+                test,
+                val_fraction=self.val_fraction,
+                min_val=self.min_val,
+                split_seed=self.split_seed,
+                normalize=self.normalize,
+                padding=self.padding,
+            )
+        return _CACHE[key]
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self._data()["classes"])
+
+    @property
+    def input_size(self) -> int:
+        return int(self._data()["channels"])
+
+    @property
+    def output_size(self) -> int:
+        return len(self._data()["classes"])
+
+    @property
+    def length(self) -> int:
+        return int(self._data()["width"])
+
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x, _, y = self._data()["sets"][name]
+        return x, y
+
+    def lengths(self, name: str) -> torch.Tensor:
+        """True (unpadded) length of each series of a split."""
+        return self._data()["sets"][name][1].clone()

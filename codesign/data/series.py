@@ -1,0 +1,100 @@
+"""Labelled series (a training and a test file) into the train / val / test tensors of a task.
+
+Shared by every task made of files (``uea``: the sets aeon ships; ``files``: a user's own):
+
+* Test split: the test file. Validation: a stratified carve-out of the training file chosen by
+  ``split_seed``; the rest is the training set. Its size is ``val_fraction`` of the file but at
+  least ``min_val`` series, never more than :data:`MAX_VAL_FRACTION` of the file, and at least one
+  series of every class that has two.
+* Inputs ``(batch, time, channels)``: each channel standardised with the training set's mean and
+  standard deviation (``normalize``); missing values (NaN) become 0 after that.
+* Unequal lengths are padded to the longest series of both files with zeros (the training mean
+  after standardisation) in front (``padding="front"``: every series ends on its real last frame,
+  which last pooling reads) or at the back.
+* Labels: the class names sorted (numerically when all are numbers), indexed from 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import torch
+
+__all__ = ["MAX_VAL_FRACTION", "build_splits", "sort_key"]
+
+MAX_VAL_FRACTION = 0.25
+"""The validation carve-out never takes more than this fraction of the training file."""
+
+
+def sort_key(label: str):
+    try:
+        return (0, float(label), label)
+    except ValueError:
+        return (1, 0.0, label)
+
+
+def build_splits(
+    train: tuple[list[np.ndarray], np.ndarray],
+    test: tuple[list[np.ndarray], np.ndarray],
+    *,
+    val_fraction: float,
+    min_val: int,
+    split_seed: int | None,
+    normalize: bool,
+    padding: Literal["front", "back"],
+) -> dict:
+    """``{"classes", "sets": {split: (x, lengths, y)}, "channels", "width"}`` from series
+    ``(channels, time)`` and their string labels."""
+    tr_x, tr_y = train
+    te_x, te_y = test
+    classes = sorted(set(tr_y) | set(te_y), key=sort_key)
+    index = {c: i for i, c in enumerate(classes)}
+    ytr = np.array([index[c] for c in tr_y])
+    yte = np.array([index[c] for c in te_y])
+    val_mask = _carve_validation(ytr, len(classes), val_fraction, min_val, split_seed)
+    fit = [s for s, v in zip(tr_x, val_mask, strict=True) if not v]
+    cat = np.concatenate(fit, axis=1)
+    mean = np.nanmean(cat, axis=1, keepdims=True)
+    std = np.nanstd(cat, axis=1, keepdims=True)
+    std[~(std > 0)] = 1.0
+    width = max(s.shape[1] for s in tr_x + te_x)
+    channels = tr_x[0].shape[0]
+
+    def pack(series: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        out = np.zeros((len(series), width, channels), dtype=np.float32)
+        lengths = np.array([s.shape[1] for s in series])
+        for j, s in enumerate(series):
+            z = (s - mean) / std if normalize else s
+            z = np.nan_to_num(z, nan=0.0).T
+            if padding == "front":
+                out[j, width - len(z) :] = z
+            else:
+                out[j, : len(z)] = z
+        return torch.from_numpy(out), torch.from_numpy(lengths)
+
+    sets = {
+        "train": (*pack(fit), torch.from_numpy(ytr[~val_mask])),
+        "val": (
+            *pack([s for s, v in zip(tr_x, val_mask, strict=True) if v]),
+            torch.from_numpy(ytr[val_mask]),
+        ),
+        "test": (*pack(te_x), torch.from_numpy(yte)),
+    }
+    return {"classes": classes, "sets": sets, "channels": channels, "width": width}
+
+
+def _carve_validation(
+    ytr: np.ndarray, n_classes: int, val_fraction: float, min_val: int, split_seed: int | None
+) -> np.ndarray:
+    """Stratified validation mask over the training file."""
+    rng = np.random.default_rng(0 if split_seed is None else split_seed)
+    fraction = max(val_fraction, min(min_val / len(ytr), MAX_VAL_FRACTION))
+    val_mask = np.zeros(len(ytr), dtype=bool)
+    for c in range(n_classes):
+        idx = np.flatnonzero(ytr == c)
+        k = int(fraction * len(idx) + 0.5)  # half up (not to even)
+        if len(idx) > 1:
+            k = min(max(k, 1), len(idx) - 1)
+        val_mask[rng.permutation(idx)[:k]] = True
+    return val_mask
