@@ -114,3 +114,32 @@ def test_synth_and_area_of_a_tiny_design_on_up5k(tmp_path: Path) -> None:
     assert report["memory_bits"] == 4096 and report["memories"][0]["kind"] == "RAM"
     assert report["flops"] > 32 and report["transistors_logic"] > 1000
     assert report["total_um2"] == pytest.approx(report["logic_um2"] + report["memory_um2"], abs=1)
+
+
+def test_tool_paths_are_relative_so_yowasp_sees_them() -> None:
+    from codesign.fpga.synth import tool_path
+
+    assert tool_path(Path("/tmp/co/flows/fpga/up5k.pcf"), Path("/tmp/b/synth/up5k")) == (
+        "../../../co/flows/fpga/up5k.pcf"
+    )
+
+
+@pytest.mark.slow
+def test_constraints_under_the_system_temp_folder(tmp_path: Path, monkeypatch) -> None:
+    """A checkout (or constraint file) under /tmp: yowasp mounts its own /tmp over it, so the
+    flow must not hand the tools an absolute /tmp path ("Failed to open PCF file" before)."""
+    import tempfile
+
+    from codesign.fpga import synth as synth_module
+    from codesign.fpga.devices import constraints_dir
+
+    with tempfile.TemporaryDirectory(dir=tempfile.gettempdir()) as checkout:
+        flows = Path(checkout) / "flows" / "fpga"
+        flows.mkdir(parents=True)
+        shutil.copyfile(constraints_dir() / "up5k.pcf", flows / "up5k.pcf")
+        monkeypatch.setattr(synth_module, "constraints_dir", lambda: flows)
+        build = Path(checkout) / "build"
+        shutil.copytree(STAND_IN, build)
+        summary = synth_module.synthesize(build, "up5k")
+        assert summary["status"] == "ok", summary.get("failure")
+        assert (build / "synth" / "up5k" / "top.bin").is_file()

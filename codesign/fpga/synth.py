@@ -108,7 +108,17 @@ def _yosys_script(device: Device, ram: str = "block", dsp: bool = True) -> str:
     )
 
 
-def _nextpnr_args(device: Device, constraints: Path, freq: float, seed: int) -> list[str]:
+def tool_path(path: Path, cwd: Path) -> str:
+    """``path`` as the yowasp tools see it from ``cwd``: relative.
+
+    The YoWASP runtime mounts its own temporary folder at ``/tmp``, which hides every real path
+    under ``/tmp`` (a checkout or a constraint file there: "Failed to open PCF file"); it also
+    mounts ``.`` and each ``..`` up to the root, so a path relative to the tool's working
+    directory reaches any file."""
+    return os.path.relpath(Path(path).resolve(), Path(cwd).resolve())
+
+
+def _nextpnr_args(device: Device, constraints: str, freq: float, seed: int) -> list[str]:
     args = [*device.nextpnr_args, "--json", "netlist.json", "--freq", f"{freq:g}", "--seed", str(seed)]
     args += ["--report", "report.json", "--log", "nextpnr.log", "--timing-allow-fail", "-q"]
     if device.family == "ice40":
@@ -232,7 +242,7 @@ def synthesize(
     try:
         run_tool(
             device.nextpnr,
-            _nextpnr_args(device, constraints, freq, options.seed),
+            _nextpnr_args(device, tool_path(constraints, work), freq, options.seed),
             cwd=work,
             timeout=options.timeout_s,
             what="place and route",
