@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 
 from codesign.data._util import FixedSplits, check
-from codesign.data.series import build_splits
+from codesign.data.series import LabelledSplits, build_splits
 from codesign.errors import CodesignError
 
 __all__ = ["FORMATS", "FileDataset", "read_labelled_series"]
@@ -220,7 +219,7 @@ _CACHE: dict[object, dict] = {}
 
 
 @dataclass(frozen=True)
-class FileDataset(FixedSplits):
+class FileDataset(LabelledSplits, FixedSplits):
     """``task: {name: files, train: PATH, test: PATH}``: a classification set from two files."""
 
     kind = "classification"
@@ -272,27 +271,3 @@ class FileDataset(FixedSplits):
                 padding=self.padding,
             )
         return _CACHE[key]
-
-    @property
-    def classes(self) -> list[str]:
-        return list(self._data()["classes"])
-
-    @property
-    def input_size(self) -> int:
-        return int(self._data()["channels"])
-
-    @property
-    def output_size(self) -> int:
-        return len(self._data()["classes"])
-
-    @property
-    def length(self) -> int:
-        return int(self._data()["width"])
-
-    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-        x, _, y = self._data()["sets"][name]
-        return x, y
-
-    def lengths(self, name: str) -> torch.Tensor:
-        """True (unpadded) length of each series of a split."""
-        return self._data()["sets"][name][1].clone()

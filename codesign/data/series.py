@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-__all__ = ["MAX_VAL_FRACTION", "build_splits", "sort_key"]
+__all__ = ["MAX_VAL_FRACTION", "LabelledSplits", "build_splits", "sort_key"]
 
 MAX_VAL_FRACTION = 0.25
 """The validation carve-out never takes more than this fraction of the training file."""
@@ -98,3 +98,34 @@ def _carve_validation(
             k = min(max(k, 1), len(idx) - 1)
         val_mask[rng.permutation(idx)[:k]] = True
     return val_mask
+
+
+class LabelledSplits:
+    """The task properties of a set made by :func:`build_splits`; a subclass provides ``_data()``."""
+
+    def _data(self) -> dict:
+        raise NotImplementedError  # each task says where its files are
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self._data()["classes"])
+
+    @property
+    def input_size(self) -> int:
+        return int(self._data()["channels"])
+
+    @property
+    def output_size(self) -> int:
+        return len(self._data()["classes"])
+
+    @property
+    def length(self) -> int:
+        return int(self._data()["width"])
+
+    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x, _, y = self._data()["sets"][name]
+        return x, y
+
+    def lengths(self, name: str) -> torch.Tensor:
+        """True (unpadded) length of each series of a split."""
+        return self._data()["sets"][name][1].clone()

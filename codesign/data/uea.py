@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 
 from codesign.data._util import FixedSplits, check
-from codesign.data.series import MAX_VAL_FRACTION, build_splits  # noqa: F401 - re-exported
+from codesign.data.series import MAX_VAL_FRACTION, LabelledSplits, build_splits  # noqa: F401 - re-exported
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
@@ -94,7 +93,7 @@ def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
 
 
 @dataclass(frozen=True)
-class UEADataset(FixedSplits):
+class UEADataset(LabelledSplits, FixedSplits):
     kind = "classification"
     target = "last"
 
@@ -125,27 +124,3 @@ class UEADataset(FixedSplits):
                 padding=self.padding,
             )
         return _CACHE[self]
-
-    @property
-    def classes(self) -> list[str]:
-        return list(self._data()["classes"])
-
-    @property
-    def input_size(self) -> int:
-        return int(self._data()["channels"])
-
-    @property
-    def output_size(self) -> int:
-        return len(self._data()["classes"])
-
-    @property
-    def length(self) -> int:
-        return int(self._data()["width"])
-
-    def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-        x, _, y = self._data()["sets"][name]
-        return x, y
-
-    def lengths(self, name: str) -> torch.Tensor:
-        """True (unpadded) length of each series of a split."""
-        return self._data()["sets"][name][1].clone()
