@@ -126,6 +126,14 @@ def main() -> None:
             f"{fmt([r['float'] for r in results])} | {fmt(mr)} | {gap:+.1f} |"
         )
         print(rows[-1], flush=True)
+        write_table(args, rows, raw, time.monotonic() - t0, done=len(rows))  # a stopped run keeps its rows
+
+
+def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) -> None:
+    """The markdown table (and ``--json``) of the rows so far, written atomically."""
+    from codesign.atomic import write_text
+
+    pending = len(args.entries) - done
     lines = [
         "# Real-data accuracy of deployable models beside MiniRocket",
         "",
@@ -140,14 +148,19 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Made by (single-threaded, {time.monotonic() - t0:.0f} s here): "
+        *(
+            [f"{pending} of {len(args.entries)} entries not run yet (the same command continues).", ""]
+            if pending
+            else []
+        ),
+        f"Made by (single-threaded, {seconds:.0f} s here): "
         f"`OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
-        f"{' '.join(args.entries)}`",
+        f"--out {args.out} {' '.join(args.entries)}`",
         "",
     ]
-    Path(args.out).write_text("\n".join(lines))
+    write_text(Path(args.out), "\n".join(lines))
     if args.json:
-        Path(args.json).write_text(json.dumps(raw, indent=1))
+        write_text(Path(args.json), json.dumps(raw, indent=1))
 
 
 if __name__ == "__main__":

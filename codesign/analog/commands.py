@@ -8,6 +8,7 @@ module is cheap: numpy, matplotlib and the simulator are loaded only when a comm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -131,7 +132,57 @@ def analog_check_command(
         raise typer.Exit(1)
 
 
+def analog_eval_command(
+    bundle: Annotated[Path, typer.Argument(help="a trained one-layer BMRU bundle (codesign export)")],
+    sequences: Annotated[int, typer.Option(help="test sequences to run (the first N of the test set)")] = 20,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the figures here (JSON)")] = None,
+    corner: Annotated[
+        str, typer.Option(help="process corner of the sky130 models: tt, ss, ff, sf, fs")
+    ] = "tt",
+    cache: Annotated[
+        Path | None, typer.Option(help="per-sequence results (default: BUNDLE_analog_eval beside the bundle)")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="address of a Dask scheduler (default: a local cluster)")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="local Dask workers (one ngspice each)")] = 1,
+) -> None:
+    """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
+    from rich.progress import Progress
+
+    from codesign.analog.evaluate import analog_eval
+    from codesign.atomic import write_text
+
+    if corner not in ("tt", "ss", "ff", "sf", "fs"):
+        raise CodesignError(f"--corner {corner!r} is not one of tt, ss, ff, sf, fs")
+    with Progress(transient=True) as bar:
+        task = bar.add_task("ngspice", total=sequences)
+
+        def progress(done: int, total: int, record: dict) -> None:
+            bar.update(task, completed=done, total=total, description=f"sequence {record['sequence']}")
+
+        summary = analog_eval(
+            bundle,
+            sequences,
+            corner=corner,
+            cache=cache,
+            scheduler=scheduler,
+            workers=workers,
+            progress=progress,
+        )
+    typer.echo(
+        f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "
+        f"{summary['analog_accuracy']:.4f}, golden {summary['golden_accuracy']:.4f}, classes agree "
+        f"{summary['class_agreement']:.4f}, states agree {summary['state_agreement']:.4f} of "
+        f"{summary['neuron_steps_compared']} neuron-steps, {summary['energy_per_inference_nj']:.3f} nJ per "
+        f"inference ({summary['time_per_step_s'] * 1e3:g} ms per step)"
+    )
+    if json_path is not None:
+        write_text(json_path, json.dumps(summary, indent=2) + "\n")
+
+
 def register(app: typer.Typer, wrap: Callable = lambda fn: fn) -> None:
-    """Add ``analog`` and ``analog-check`` to ``app``; ``wrap`` is applied to each command function."""
+    """Add ``analog``, ``analog-check`` and ``analog-eval`` to ``app``; ``wrap`` is applied to each."""
     app.command("analog")(wrap(analog))
     app.command("analog-check")(wrap(analog_check_command))
+    app.command("analog-eval")(wrap(analog_eval_command))

@@ -1,0 +1,77 @@
+"""codesign analog-eval: a bundle's own test sequences through the layer netlist in ngspice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codesign.analog.evaluate import analog_eval, analog_readout
+from codesign.bundle.io import save_bundle
+from codesign.bundle.random import make_random_network_bundle, random_network_manifest, random_network_weights
+from codesign.errors import CodesignError
+from codesign.golden import run_golden
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "data" / "files"
+
+
+def _bundle(tmp_path: Path, cell: str = "bmru", pooling: str = "sum") -> Path:
+    """A random one-layer bundle whose provenance names the tiny file task (3 channels, 2 classes)."""
+    manifest = random_network_manifest(
+        inputs=3, layers=[{"cell": cell, "size": 2}], classes=2, seed=4, pooling=pooling, input_bits=6
+    )
+    task = {"name": "files", "train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")}
+    manifest = manifest.model_copy(update={"provenance": {"task": task, "seed": 0}})
+    save_bundle(tmp_path / "b", manifest, random_network_weights(manifest, 4))
+    return tmp_path / "b"
+
+
+def test_digital_readout_is_the_golden_readout(tmp_path) -> None:
+    from codesign.bundle import load_bundle
+
+    for pooling in ("sum", "last"):
+        bundle = load_bundle(_bundle(tmp_path / pooling, pooling=pooling))
+        x = np.random.default_rng(0).integers(-20, 20, size=(3, 7, 3))
+        gold = run_golden(bundle, x)
+        for n in range(3):
+            logits, cls = analog_readout(bundle, gold.layers[0].states[n])
+            assert logits.tolist() == gold.logits[n].tolist() and cls == int(gold.classes[n])
+
+
+@pytest.mark.slow
+def test_one_sequence_end_to_end_and_resumed_from_the_cache(tmp_path) -> None:
+    if shutil.which("ngspice") is None:
+        pytest.fail("ngspice is not installed (make setup installs it)")
+    bundle = _bundle(tmp_path)
+    cache = tmp_path / "cache"
+    seen = []
+    summary = analog_eval(bundle, 1, cache=cache, progress=lambda done, total, rec: seen.append(done))
+    assert seen == [1] and len(list(cache.glob("*.json"))) == 1
+    assert summary["sequences"] == 1 and 0.0 <= summary["state_agreement"] <= 1.0
+    assert summary["energy_per_inference_nj"] > 0 and summary["golden_accuracy"] in (0.0, 1.0)
+    assert set(summary) >= {
+        "analog_accuracy",
+        "golden_accuracy",
+        "state_agreement",
+        "energy_per_inference_nj",
+    }
+    again = analog_eval(
+        bundle, 1, cache=cache, progress=lambda *a: pytest.fail("re-simulated a cached sequence")
+    )
+    assert json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
+
+
+def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
+    with pytest.raises(CodesignError, match="analog-eval runs BMRU layers.*'mingru'"):
+        analog_eval(_bundle(tmp_path / "m", cell="mingru"), 1)
+    two = make_random_network_bundle(
+        str(tmp_path / "two"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}] * 2, classes=2
+    )
+    with pytest.raises(CodesignError, match="one-layer bundles"):
+        analog_eval(two.path, 1)
+    with pytest.raises(CodesignError, match="provenance names no task"):
+        analog_eval(make_random_network_bundle(str(tmp_path / "r"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}], classes=2).path, 1)  # fmt: skip
