@@ -188,7 +188,7 @@ def _gather(bundle_dir, keys, corner, cache, scheduler, workers, progress) -> li
 
 def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, corner: str) -> dict:
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
-    analog_classes, golden_classes, margins = [], [], []
+    analog_classes, golden_classes, margins, as_golden_start = [], [], [], []
     agree = compared = 0
     energy = []
     for n, rec in enumerate(records):
@@ -196,6 +196,10 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, corner: str) ->
         states = alpha[None, :] * (2 * q - 1)
         _, cls = analog_readout(bundle, states)
         analog_classes.append(cls)
+        # diagnostic: the same states with the golden model's 0 before a neuron's first update (a
+        # two-state cell has no such state: it starts at -alpha)
+        untouched = gold.layers[0].states[n] == 0
+        as_golden_start.append(analog_readout(bundle, np.where(untouched, 0, states))[1])
         golden_classes.append(int(gold.classes[n]))
         agree += rec["agreement"] * rec["compared"] if rec["compared"] else 0
         compared += rec["compared"]
@@ -213,6 +217,10 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, corner: str) ->
         "analog_accuracy": float((analog_classes == y).mean()),
         "golden_accuracy": float((golden_classes == y).mean()),
         "class_agreement": float((analog_classes == golden_classes).mean()),
+        "analog_accuracy_with_golden_start": float((np.asarray(as_golden_start) == y).mean()),
+        "start_note": "a BMRU cell has two states and starts at -alpha; the golden state is 0 until a "
+        "neuron's first update. analog_accuracy_with_golden_start reads those steps as 0 (a diagnostic: "
+        "a chip would need a per-neuron 'updated' bit to do the same)",
         "state_agreement": agree / compared if compared else float("nan"),
         "neuron_steps_compared": compared,
         "energy_per_inference_nj": float(np.mean(energy)),
