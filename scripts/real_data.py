@@ -103,8 +103,11 @@ def main() -> None:
         data = yaml.safe_load(Path(path).read_text())
         for item in filter(None, override.split(",")):  # RECIPE:key=value[,key=value]: task options
             key, _, value = item.partition("=")
-            data["task"] = dict(data["task"], **{key: yaml.safe_load(value)})
-        recipe = parse_recipe(data)  # file-task paths given here are relative to the working directory
+            value = yaml.safe_load(value)
+            if key in ("train", "test") and isinstance(value, str):  # typed here: from the working directory
+                value = str(Path(value).resolve())
+            data["task"] = dict(data["task"], **{key: value})
+        recipe = parse_recipe(data, Path(path))  # the recipe's own paths: relative to the recipe file
         data = recipe.model_dump(mode="json")
         results = [ours(data, seed, Path(args.work)) for seed in seeds]
         task = make_recipe_task(recipe.model_copy(update={"seed": 0}))
