@@ -19,11 +19,8 @@ are learned per unit. Gates depend on time only, so they are computed once per s
   PyTorch's fused GRU kernel whose input is augmented with the skip drive ``1 - g_t``, wired to the
   update-gate pre-activation with a large constant so that ``g = 0`` saturates the GRU gate into an
   exact carry. Its outputs and its gradients for the GRU weights, inputs and initial state equal
-  the sequential path. The gate generator gets the paper's straight-through signal
-  ``dL/dg_{t,i} = sum_batch dL/dh_{t,i} * Delta h_{t,i}`` with ``Delta h`` the update the kernel
-  applied: equal to the sequential path's where the gate is open, 0 where it is closed (the fused
-  kernel never computes a closed neuron's proposal, so a gate closed at every step of a batch
-  gets no signal to open there; ``mode="sequential"`` has the full estimator).
+  the sequential path; the gate generator receives no gradient through the saturated gate (use it
+  for evaluation, or training with the gates frozen).
 """
 
 from __future__ import annotations
@@ -208,8 +205,7 @@ class SelectiveUpdateGRU(nn.Module):
         ``"fused"`` mode (large enough that the sigmoid rounds to exactly 1).
     mode:
         ``"sequential"`` (default; eq. 4 step by step, gradients for everything) or ``"fused"``
-        (one fused GRU call; the gate generator's straight-through signal only where a gate is open --
-        see the module docstring).
+        (one fused GRU call; the gate generator gets no gradient -- see the module docstring).
     **gate_options:
         Passed to :class:`RhythmicGate`.
 
@@ -282,8 +278,4 @@ class SelectiveUpdateGRU(nn.Module):
         w_aug = torch.cat([w_ih, wiring], dim=1)
         hx = x.new_zeros(1, x.shape[0], hidden) if h0 is None else h0.unsqueeze(0)
         hs, _ = torch._VF.gru(x_aug, hx, [w_aug, w_hh, b_ih, b_hh], True, 1, 0.0, self.training, False, True)
-        if g.requires_grad:  # the gate generator's straight-through path (App. B)
-            previous = torch.cat([hx[0].unsqueeze(1), hs[:, :-1]], dim=1)
-            applied = (hs - previous).detach()  # Delta h where the gate was open, 0 where closed
-            hs = hs + (g - g.detach()).unsqueeze(0) * applied  # forward unchanged (adds exactly 0)
         return hs
