@@ -106,10 +106,11 @@ def train(
     from codesign.train import train as run_training
 
     result = run_training(load_recipe(recipe), out, progress=not quiet)
+    rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
         f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
-        f"test {result.metric} {result.test:.4f} -> {out}"
+        f"test {result.metric} {result.test:.4f}{rate} -> {out}"
     )
 
 
@@ -206,6 +207,7 @@ def eval_run(
     """Evaluate a run's best checkpoint on its task (optionally with changed task options)."""
     import yaml
 
+    from codesign.nn.surnn import update_rate
     from codesign.train.recipe import build_task
     from codesign.train.trainer import evaluate, load_run, metric_name
 
@@ -222,8 +224,10 @@ def eval_run(
     x, y = task.split(split, recipe.seed)
     value = evaluate(model, task, x, y)
     changed = {k: v for k, v in options.items() if recipe.task.run_options(recipe.seed).get(k) != v}
+    rate = update_rate(model, x.shape[1])
     console.print(
         f"{run}: {split} {metric_name(task)} {value:.4f} on {len(x)} sequences"
+        + ("" if rate is None else f", update rate p {rate:.4f} over {x.shape[1]} steps")
         + (f" (task options {changed})" if changed else "")
     )
 

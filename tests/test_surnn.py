@@ -109,3 +109,29 @@ def test_update_rate() -> None:
     stack = torch.nn.Sequential(SelectiveUpdateMinGRU(2, 3), SelectiveUpdateGRU(3, 5))
     manual = torch.cat([stack[0].gate(40), stack[1].gate(40)], dim=1).mean().item()
     assert update_rate(stack, 40) == pytest.approx(manual)
+
+
+def test_run_summary_reports_the_update_rate(tmp_path) -> None:
+    import json
+
+    from codesign.train.recipe import parse_recipe
+    from codesign.train.trainer import SUMMARY, train
+
+    recipe = parse_recipe(
+        {
+            "name": "cm_sugru_tiny",
+            "seed": 0,
+            "task": {"name": "copying_memory", "delay": 5, "prefix": 2, "val_size": 8, "test_size": 8},
+            "model": {
+                "arch": "backbone",
+                "cell": "sugru",
+                "hidden_size": 4,
+                "dim": 4,
+                "cell_options": {"mode": "fused"},
+            },
+            "train": {"iterations": 2, "batch_size": 4, "eval_every": 1, "eval_batches": 1, "threads": 1},
+        }
+    )
+    result = train(recipe, tmp_path, progress=False)
+    summary = json.loads((tmp_path / SUMMARY).read_text())
+    assert 0.0 <= summary["update_rate"] <= 1.0 and summary["update_rate"] == result.update_rate
