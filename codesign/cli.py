@@ -264,9 +264,25 @@ def bench(
     lanes: Annotated[str, typer.Option(help="rtl: comma-separated lane counts")] = "1,2,4,8,16",
     sequences: Annotated[int, typer.Option(help="rtl: sequences per point")] = 4,
     steps: Annotated[int, typer.Option(help="rtl: steps per sequence")] = 40,
-    json_path: Annotated[Path | None, typer.Option("--json", help="rtl: write the figures here")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="rtl, surnn: write the figures here")
+    ] = None,
+    rates: Annotated[str, typer.Option(help="surnn: comma-separated update rates p")] = "0.1,0.3,1.0",
+    measured: Annotated[
+        list[str] | None, typer.Option(help="surnn: LABEL=P, the update rate of a trained run (repeatable)")
+    ] = None,
+    sizes: Annotated[
+        str, typer.Option(help="surnn: comma-separated widths (input = hidden)")
+    ] = "64,256,1024",
+    batches: Annotated[str, typer.Option(help="surnn: comma-separated batch sizes")] = "1,16",
+    repeats: Annotated[int, typer.Option(help="surnn: timed runs per point (median)")] = 5,
+    markdown: Annotated[Path | None, typer.Option(help="surnn: also write a markdown table here")] = None,
 ) -> None:
-    """Benchmarks that print JSON: scan and cell speed (scan), or accelerator cycles per step (rtl)."""
+    """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
+    mask-aware suRNN streaming inference against the dense path (surnn)."""
+    if what == "surnn":
+        _bench_surnn(json_path, rates, measured or [], sizes, batches, repeats, markdown)
+        return
     if what == "rtl":
         from codesign.verify.bench import DEFAULT_BUNDLES, run_bench
 
@@ -284,10 +300,53 @@ def bench(
             print(json.dumps(summary, indent=2))
         return
     if what != "scan":
-        raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl")
+        raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl, surnn")
     from codesign.nn.bench import main
 
     raise typer.Exit(main() or 0)
+
+
+def _bench_surnn(
+    json_path: Path | None,
+    rates: str,
+    measured: list[str],
+    sizes: str,
+    batches: str,
+    repeats: int,
+    markdown: Path | None,
+) -> None:
+    from codesign.atomic import write_text
+    from codesign.nn.bench_surnn import SurnnBenchConfig, bench_surnn, markdown_table
+
+    def floats(text: str, what: str) -> tuple[float, ...]:
+        try:
+            return tuple(float(v) for v in text.split(",") if v.strip())
+        except ValueError:
+            raise CodesignError(f"--{what} {text!r}: expected comma-separated numbers") from None
+
+    pairs = []
+    for item in measured:
+        label, sep, value = item.rpartition("=")
+        if not sep or not label:
+            raise CodesignError(f"--measured {item!r} is not LABEL=P")
+        pairs.append((label, floats(value, "measured")[0]))
+    cfg = SurnnBenchConfig(
+        sizes=tuple(int(v) for v in floats(sizes, "sizes")),
+        batches=tuple(int(v) for v in floats(batches, "batches")),
+        rates=floats(rates, "rates"),
+        measured=tuple(pairs),
+        repeats=repeats,
+    )
+    if not all(0 < p <= 1 for _, p in pairs) or not all(0 < p <= 1 for p in cfg.rates):
+        raise CodesignError("update rates must lie in (0, 1]")
+    report = bench_surnn(cfg, progress=lambda line: console.print(line, highlight=False))
+    text = json.dumps(report, indent=2) + "\n"
+    if json_path is not None:
+        write_text(json_path, text)
+    else:
+        print(text, end="")
+    if markdown is not None:
+        write_text(markdown, markdown_table(report, [label for label, _ in pairs]))
 
 
 @app.command("spoken-digits")

@@ -3,6 +3,8 @@ inference and the update rate ``p``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -135,3 +137,15 @@ def test_run_summary_reports_the_update_rate(tmp_path) -> None:
     result = train(recipe, tmp_path, progress=False)
     summary = json.loads((tmp_path / SUMMARY).read_text())
     assert 0.0 <= summary["update_rate"] <= 1.0 and summary["update_rate"] == result.update_rate
+
+
+def test_bench_surnn_quick() -> None:
+    from codesign.nn.bench_surnn import SurnnBenchConfig, bench_surnn, markdown_table, schedule_at_rate
+
+    cfg = SurnnBenchConfig.quick()
+    report = bench_surnn(dataclasses.replace(cfg, measured=(("run", 0.5),)))
+    assert len(report["points"]) == 2 * 4  # two cells, the measured rate and 0.1, 0.3, 1.0
+    assert all(pt["max_abs_diff"] <= 1e-6 and pt["speedup"] > 0 for pt in report["points"])
+    assert "measured: run" in markdown_table(report, ["run"])
+    gates = schedule_at_rate(SelectiveUpdateGRU(4, 50), 100, 0.3)
+    assert abs(float(gates.mean()) - 0.3) < 0.01
