@@ -257,7 +257,7 @@ def repro(
 @app.command()
 @user_errors
 def bench(
-    what: Annotated[str, typer.Argument(help="what to benchmark: scan or rtl")] = "scan",
+    what: Annotated[str, typer.Argument(help="what to benchmark: scan, rtl or surnn")] = "scan",
     bundle: Annotated[
         list[Path] | None, typer.Option(help="rtl: bundle(s) to measure (default: three reference bundles)")
     ] = None,
