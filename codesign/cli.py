@@ -276,12 +276,15 @@ def bench(
     ] = "64,256,1024",
     batches: Annotated[str, typer.Option(help="surnn: comma-separated batch sizes")] = "1,16",
     repeats: Annotated[int, typer.Option(help="surnn: timed runs per point (median)")] = 5,
+    cells: Annotated[
+        str, typer.Option(help="surnn: comma-separated cells (suGRU, suMinGRU)")
+    ] = "suGRU,suMinGRU",
     markdown: Annotated[Path | None, typer.Option(help="surnn: also write a markdown table here")] = None,
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
     if what == "surnn":
-        _bench_surnn(json_path, rates, measured or [], sizes, batches, repeats, markdown)
+        _bench_surnn(json_path, rates, measured or [], sizes, batches, repeats, markdown, cells)
         return
     if what == "rtl":
         from codesign.verify.bench import DEFAULT_BUNDLES, run_bench
@@ -314,6 +317,7 @@ def _bench_surnn(
     batches: str,
     repeats: int,
     markdown: Path | None,
+    cells: str = "suGRU,suMinGRU",
 ) -> None:
     from codesign.atomic import write_text
     from codesign.nn.bench_surnn import SurnnBenchConfig, bench_surnn, markdown_table
@@ -336,7 +340,10 @@ def _bench_surnn(
         rates=floats(rates, "rates"),
         measured=tuple(pairs),
         repeats=repeats,
+        cells=tuple(c.strip() for c in cells.split(",") if c.strip()),
     )
+    if not set(cfg.cells) <= {"suGRU", "suMinGRU"}:
+        raise CodesignError(f"--cells {cells!r}: the cells are suGRU and suMinGRU")
     if not all(0 < p <= 1 for _, p in pairs) or not all(0 < p <= 1 for p in cfg.rates):
         raise CodesignError("update rates must lie in (0, 1]")
     report = bench_surnn(cfg, progress=lambda line: console.print(line, highlight=False))

@@ -102,7 +102,7 @@ def main() -> None:
         data = yaml.safe_load(path.read_text())
         data["task"] = {**data["task"], **overrides}
         if overrides:
-            data["name"] = data["name"] + "_" + "_".join(f"{k}{v}" for k, v in overrides.items())
+            data["name"] = data["name"] + "@" + ",".join(f"{k}={v}" for k, v in overrides.items())
         recipe = parse_recipe(data, path)
         run_dir = args.runs / recipe.name
         if not (run_dir / SUMMARY).is_file():
