@@ -114,10 +114,11 @@ def train(
     from codesign.train.recipe import load_recipe
 
     result = run_training(load_recipe(recipe, option), out, progress=not quiet)
+    rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
         f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
-        f"test {result.metric} {result.test:.4f} -> {out}"
+        f"test {result.metric} {result.test:.4f}{rate} -> {out}"
     )
 
 
@@ -214,6 +215,7 @@ def eval_run(
     """Evaluate a run's best checkpoint on its task (optionally with changed task options)."""
     import yaml
 
+    from codesign.nn.surnn import update_rate
     from codesign.train.recipe import build_task
     from codesign.train.trainer import evaluate, load_run, metric_name
 
@@ -230,8 +232,10 @@ def eval_run(
     x, y = task.split(split, recipe.seed)
     value = evaluate(model, task, x, y)
     changed = {k: v for k, v in options.items() if recipe.task.run_options(recipe.seed).get(k) != v}
+    rate = update_rate(model, x.shape[1])
     console.print(
         f"{run}: {split} {metric_name(task)} {value:.4f} on {len(x)} sequences"
+        + ("" if rate is None else f", update rate p {rate:.4f} over {x.shape[1]} steps")
         + (f" (task options {changed})" if changed else "")
     )
 
@@ -261,16 +265,35 @@ def repro(
 @app.command()
 @user_errors
 def bench(
-    what: Annotated[str, typer.Argument(help="what to benchmark: scan or rtl")] = "scan",
+    what: Annotated[str, typer.Argument(help="what to benchmark: scan, rtl or surnn")] = "scan",
     bundle: Annotated[
         list[Path] | None, typer.Option(help="rtl: bundle(s) to measure (default: three reference bundles)")
     ] = None,
     lanes: Annotated[str, typer.Option(help="rtl: comma-separated lane counts")] = "1,2,4,8,16",
     sequences: Annotated[int, typer.Option(help="rtl: sequences per point")] = 4,
     steps: Annotated[int, typer.Option(help="rtl: steps per sequence")] = 40,
-    json_path: Annotated[Path | None, typer.Option("--json", help="rtl: write the figures here")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="rtl, surnn: write the figures here")
+    ] = None,
+    rates: Annotated[str, typer.Option(help="surnn: comma-separated update rates p")] = "0.1,0.3,1.0",
+    measured: Annotated[
+        list[str] | None, typer.Option(help="surnn: LABEL=P, the update rate of a trained run (repeatable)")
+    ] = None,
+    sizes: Annotated[
+        str, typer.Option(help="surnn: comma-separated widths (input = hidden)")
+    ] = "64,256,1024",
+    batches: Annotated[str, typer.Option(help="surnn: comma-separated batch sizes")] = "1,16",
+    repeats: Annotated[int, typer.Option(help="surnn: timed runs per point (median)")] = 5,
+    cells: Annotated[
+        str, typer.Option(help="surnn: comma-separated cells (suGRU, suMinGRU)")
+    ] = "suGRU,suMinGRU",
+    markdown: Annotated[Path | None, typer.Option(help="surnn: also write a markdown table here")] = None,
 ) -> None:
-    """Benchmarks that print JSON: scan and cell speed (scan), or accelerator cycles per step (rtl)."""
+    """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
+    mask-aware suRNN streaming inference against the dense path (surnn)."""
+    if what == "surnn":
+        _bench_surnn(json_path, rates, measured or [], sizes, batches, repeats, markdown, cells)
+        return
     if what == "rtl":
         from codesign.verify.bench import DEFAULT_BUNDLES, run_bench
 
@@ -288,10 +311,57 @@ def bench(
             print(json.dumps(summary, indent=2))
         return
     if what != "scan":
-        raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl")
+        raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl, surnn")
     from codesign.nn.bench import main
 
     raise typer.Exit(main() or 0)
+
+
+def _bench_surnn(
+    json_path: Path | None,
+    rates: str,
+    measured: list[str],
+    sizes: str,
+    batches: str,
+    repeats: int,
+    markdown: Path | None,
+    cells: str = "suGRU,suMinGRU",
+) -> None:
+    from codesign.atomic import write_text
+    from codesign.nn.bench_surnn import SurnnBenchConfig, bench_surnn, markdown_table
+
+    def floats(text: str, what: str) -> tuple[float, ...]:
+        try:
+            return tuple(float(v) for v in text.split(",") if v.strip())
+        except ValueError:
+            raise CodesignError(f"--{what} {text!r}: expected comma-separated numbers") from None
+
+    pairs = []
+    for item in measured:
+        label, sep, value = item.rpartition("=")
+        if not sep or not label:
+            raise CodesignError(f"--measured {item!r} is not LABEL=P")
+        pairs.append((label, floats(value, "measured")[0]))
+    cfg = SurnnBenchConfig(
+        sizes=tuple(int(v) for v in floats(sizes, "sizes")),
+        batches=tuple(int(v) for v in floats(batches, "batches")),
+        rates=floats(rates, "rates"),
+        measured=tuple(pairs),
+        repeats=repeats,
+        cells=tuple(c.strip() for c in cells.split(",") if c.strip()),
+    )
+    if not set(cfg.cells) <= {"suGRU", "suMinGRU"}:
+        raise CodesignError(f"--cells {cells!r}: the cells are suGRU and suMinGRU")
+    if not all(0 < p <= 1 for _, p in pairs) or not all(0 < p <= 1 for p in cfg.rates):
+        raise CodesignError("update rates must lie in (0, 1]")
+    report = bench_surnn(cfg, progress=lambda line: console.print(line, highlight=False))
+    text = json.dumps(report, indent=2) + "\n"
+    if json_path is not None:
+        write_text(json_path, text)
+    else:
+        print(text, end="")
+    if markdown is not None:
+        write_text(markdown, markdown_table(report, [label for label, _ in pairs]))
 
 
 @app.command("spoken-digits")

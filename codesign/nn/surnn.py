@@ -18,9 +18,21 @@ are learned per unit. Gates depend on time only, so they are computed once per s
   for the gate generator. ``mode="fused"`` is the paper's App. B implementation: one call of
   PyTorch's fused GRU kernel whose input is augmented with the skip drive ``1 - g_t``, wired to the
   update-gate pre-activation with a large constant so that ``g = 0`` saturates the GRU gate into an
-  exact carry. Its outputs and its gradients for the GRU weights, inputs and initial state equal
-  the sequential path; the gate generator receives no gradient through the saturated gate (use it
-  for evaluation, or training with the gates frozen).
+  exact carry. The saturated gate passes no gradient to ``g``, so the fused forward is wrapped in
+  :class:`_FusedSelectiveGRU`, whose backward is the straight-through estimator of App. B: ``g``
+  is treated as entering eq. 4 directly, ``dL/dg_{t,i} = lambda_{t,i} Delta h_{t,i}`` with
+  ``lambda_t = dL/dh_t`` the full adjoint (the paper's "local signal proportional to
+  (dL/dh_{t,i}) Delta h_{t,i}"), then the Heaviside's surrogate (:func:`step_gate`). Every gate
+  activation and ``Delta h`` is recomputed in parallel over time from the stored states; only the
+  adjoint recursion ``lambda_{t-1} = lambda_t (1 - g_t (1 - z_t)) + dgh_t W_hh`` runs step by step
+  (a closed neuron passes its adjoint on unchanged). Outputs and all gradients, the generator's
+  included, equal the sequential path; the forward is the fused kernel unchanged.
+
+Mask-aware inference (:meth:`SelectiveUpdateGRU.stream`, :meth:`SelectiveUpdateMinGRU.stream`):
+one step at a time with no gradient, the dense path computes every neuron and masks afterwards;
+``masked=True`` gathers the open neurons' weight rows, computes only their gates and candidates
+and scatters them back, so the cost follows ``sum_i g_{t,i}`` (the paper's Table A2). A closed
+neuron's state is not touched. :func:`update_rate` is the fraction ``p`` of open neuron-steps.
 """
 
 from __future__ import annotations
@@ -35,7 +47,14 @@ from codesign.nn._checks import Mode, check_mode, check_sequence, check_sizes, c
 from codesign.nn.mingru import GateBiasInit, init_gate_bias
 from codesign.nn.scan import linear_scan
 
-__all__ = ["RhythmicGate", "SelectiveUpdateGRU", "SelectiveUpdateMinGRU", "step_gate"]
+__all__ = [
+    "RhythmicGate",
+    "SelectiveUpdateGRU",
+    "SelectiveUpdateMinGRU",
+    "open_rows",
+    "step_gate",
+    "update_rate",
+]
 
 Surrogate = Literal["sigmoid", "ste"]
 
@@ -61,6 +80,36 @@ def step_gate(a: torch.Tensor, surrogate: Surrogate = "sigmoid", beta: float = 4
     if surrogate not in ("sigmoid", "ste"):
         raise ValueError(f"surrogate must be 'sigmoid' or 'ste', got {surrogate!r}")
     return _StepGate.apply(a, surrogate, float(beta))
+
+
+def update_rate(model: nn.Module, steps: int, offset: int = 0) -> float | None:
+    """Fraction ``p`` of open neuron-steps (eq. 11) over every :class:`RhythmicGate` in ``model``
+    for ``steps`` steps from ``offset``; ``None`` when the model has no rhythmic gate."""
+    gates = [m for m in model.modules() if isinstance(m, RhythmicGate)]
+    if not gates:
+        return None
+    with torch.no_grad():
+        opened = sum(float(m(steps, offset).sum()) for m in gates)
+    return opened / (steps * sum(m.hidden_size for m in gates))
+
+
+def open_rows(gate_row: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Open neuron indices of one step's gates ``(H,)`` and the matching weight rows of ``heads``
+    stacked heads (``idx, idx + H, ...``), as the mask-aware step gathers them."""
+    hidden = gate_row.shape[0]
+    idx = torch.nonzero(gate_row > 0).squeeze(1)
+    rows = torch.cat([idx + k * hidden for k in range(heads)])
+    return idx, rows
+
+
+def _stream_gates(cell: nn.Module, steps: int, offset: int, gates: torch.Tensor | None) -> torch.Tensor:
+    if gates is None:
+        return cell.gate(steps, offset)
+    if tuple(gates.shape) != (steps, cell.hidden_size):
+        raise ValueError(
+            f"gates must be (time, hidden) = {(steps, cell.hidden_size)}, got {tuple(gates.shape)}"
+        )
+    return gates
 
 
 class RhythmicGate(nn.Module):
@@ -191,6 +240,47 @@ class SelectiveUpdateMinGRU(nn.Module):
             hs = linear_scan(1 - gz, gz * c, h0)
         return hs, hs[:, -1]
 
+    @torch.no_grad()
+    def stream(
+        self,
+        x: torch.Tensor,
+        h0: torch.Tensor | None = None,
+        offset: int = 0,
+        *,
+        masked: bool = True,
+        gates: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Streaming inference, one step at a time, no gradient: ``(h, h_last)`` as :meth:`forward`.
+
+        ``masked=False`` is the dense path (every neuron's ``z`` and ``c``, then the mask);
+        ``masked=True`` projects only the open neurons' rows and scatters them back, so a step
+        costs ``2 * open * input_size`` multiply-adds. ``gates`` ``(time, hidden)`` replaces the
+        generator's schedule (for benchmarks at a chosen update rate).
+        """
+        check_sequence(x, self.input_size)
+        check_state(h0, x.shape[0], self.hidden_size)
+        g = _stream_gates(self, x.shape[1], offset, gates).to(x.dtype)
+        w, b = self.projection.weight, self.projection.bias
+        hidden = self.hidden_size
+        h = x.new_zeros(x.shape[0], hidden) if h0 is None else h0.clone()
+        out = x.new_empty(x.shape[0], x.shape[1], hidden)
+        for t in range(x.shape[1]):
+            x_t = x[:, t]
+            if masked:
+                idx, rows = open_rows(g[t], 2)
+                k = idx.numel()
+                if k:
+                    pre = torch.addmm(b.index_select(0, rows), x_t, w.index_select(0, rows).T)
+                    z = torch.sigmoid(pre[:, :k])
+                    h_open = h.index_select(1, idx)
+                    h.index_copy_(1, idx, (1 - z) * h_open + z * pre[:, k:])
+            else:
+                pre_z, c = torch.addmm(b, x_t, w.T).chunk(2, dim=-1)
+                z = torch.sigmoid(pre_z)
+                h = h + g[t] * ((1 - z) * h + z * c - h)
+            out[:, t] = h
+        return out, out[:, -1]
+
 
 class SelectiveUpdateGRU(nn.Module):
     """suGRU: ``torch.nn.GRU`` dynamics with per-neuron rhythmic binary update gates.
@@ -204,8 +294,9 @@ class SelectiveUpdateGRU(nn.Module):
         ``C``, the constant added to the GRU update-gate pre-activation when ``g = 0`` in
         ``"fused"`` mode (large enough that the sigmoid rounds to exactly 1).
     mode:
-        ``"sequential"`` (default; eq. 4 step by step, gradients for everything) or ``"fused"``
-        (one fused GRU call; the gate generator gets no gradient -- see the module docstring).
+        ``"sequential"`` (default; eq. 4 step by step) or ``"fused"`` (one fused GRU call forward,
+        the straight-through backward of App. B -- see the module docstring). Both give gradients
+        to everything, the gate generator included, and agree.
     **gate_options:
         Passed to :class:`RhythmicGate`.
 
@@ -268,14 +359,126 @@ class SelectiveUpdateGRU(nn.Module):
         return torch.stack(out, dim=1)
 
     def _fused(self, x: torch.Tensor, g: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
+        return _FusedSelectiveGRU.apply(x, g, h0, *self._weights(), self.carry_drive, self.training)
+
+    @torch.no_grad()
+    def stream(
+        self,
+        x: torch.Tensor,
+        h0: torch.Tensor | None = None,
+        offset: int = 0,
+        *,
+        masked: bool = True,
+        gates: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Streaming inference, one step at a time, no gradient: ``(h, h_last)`` as :meth:`forward`.
+
+        ``masked=False`` is the dense path (every neuron's r, z, n, then the mask); ``masked=True``
+        gathers the open neurons' rows of ``W_ih`` and ``W_hh``, computes their gates and candidate
+        from ``x_t`` and the whole ``h_{t-1}``, and scatters the new states back: a step costs
+        ``3 * open * (input_size + hidden_size)`` multiply-adds. ``gates`` ``(time, hidden)``
+        replaces the generator's schedule (for benchmarks at a chosen update rate).
+        """
+        check_sequence(x, self.input_size)
+        check_state(h0, x.shape[0], self.hidden_size)
+        g = _stream_gates(self, x.shape[1], offset, gates).to(x.dtype)
         w_ih, w_hh, b_ih, b_hh = self._weights()
         hidden = self.hidden_size
-        # Skip-drive channels (1 - g) wired only to the update gate z with C * I (App. B.1).
-        wiring = torch.zeros(3 * hidden, hidden, dtype=w_ih.dtype, device=w_ih.device)
-        wiring[hidden : 2 * hidden].fill_diagonal_(self.carry_drive)
-        drive = (1 - g).detach().expand(x.shape[0], -1, -1)
-        x_aug = torch.cat([x, drive], dim=-1)
-        w_aug = torch.cat([w_ih, wiring], dim=1)
-        hx = x.new_zeros(1, x.shape[0], hidden) if h0 is None else h0.unsqueeze(0)
-        hs, _ = torch._VF.gru(x_aug, hx, [w_aug, w_hh, b_ih, b_hh], True, 1, 0.0, self.training, False, True)
+        h = x.new_zeros(x.shape[0], hidden) if h0 is None else h0.clone()
+        out = x.new_empty(x.shape[0], x.shape[1], hidden)
+        for t in range(x.shape[1]):
+            x_t = x[:, t]
+            if masked:
+                idx, rows = open_rows(g[t], 3)
+                k = idx.numel()
+                if k:
+                    gi = torch.addmm(b_ih.index_select(0, rows), x_t, w_ih.index_select(0, rows).T)
+                    gh = torch.addmm(b_hh.index_select(0, rows), h, w_hh.index_select(0, rows).T)
+                    r = torch.sigmoid(gi[:, :k] + gh[:, :k])
+                    z = torch.sigmoid(gi[:, k : 2 * k] + gh[:, k : 2 * k])
+                    n = torch.tanh(gi[:, 2 * k :] + r * gh[:, 2 * k :])
+                    h.index_copy_(1, idx, (1 - z) * n + z * h.index_select(1, idx))
+            else:
+                gi_r, gi_z, gi_n = torch.addmm(b_ih, x_t, w_ih.T).chunk(3, dim=-1)
+                gh_r, gh_z, gh_n = torch.addmm(b_hh, h, w_hh.T).chunk(3, dim=-1)
+                r = torch.sigmoid(gi_r + gh_r)
+                z = torch.sigmoid(gi_z + gh_z)
+                n = torch.tanh(gi_n + r * gh_n)
+                h = h + g[t] * ((1 - z) * n + z * h - h)
+            out[:, t] = h
+        return out, out[:, -1]
+
+
+def _fused_kernel(
+    x: torch.Tensor,
+    g: torch.Tensor,
+    h0: torch.Tensor | None,
+    w_ih: torch.Tensor,
+    w_hh: torch.Tensor,
+    b_ih: torch.Tensor,
+    b_hh: torch.Tensor,
+    carry_drive: float,
+    training: bool,
+) -> torch.Tensor:
+    """One fused GRU call on ``[x, 1 - g]`` with the skip drive wired to z by ``C * I`` (App. B.1)."""
+    hidden = w_hh.shape[1]
+    wiring = torch.zeros(3 * hidden, hidden, dtype=w_ih.dtype, device=w_ih.device)
+    wiring[hidden : 2 * hidden].fill_diagonal_(carry_drive)
+    drive = (1 - g).expand(x.shape[0], -1, -1)
+    x_aug = torch.cat([x, drive], dim=-1)
+    w_aug = torch.cat([w_ih, wiring], dim=1)
+    hx = x.new_zeros(1, x.shape[0], hidden) if h0 is None else h0.unsqueeze(0)
+    hs, _ = torch._VF.gru(x_aug, hx, [w_aug, w_hh, b_ih, b_hh], True, 1, 0.0, training, False, True)
+    return hs
+
+
+class _FusedSelectiveGRU(torch.autograd.Function):
+    """Fused-kernel forward; backward with the gate's straight-through estimator (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, x, g, h0, w_ih, w_hh, b_ih, b_hh, carry_drive: float, training: bool):
+        hs = _fused_kernel(x, g, h0, w_ih, w_hh, b_ih, b_hh, carry_drive, training)
+        ctx.has_h0 = h0 is not None
+        ctx.save_for_backward(
+            x, g, h0 if h0 is not None else hs.new_zeros(x.shape[0], w_hh.shape[1]), w_ih, w_hh, hs
+        )
+        ctx.biases = (b_ih.detach(), b_hh.detach())
         return hs
+
+    @staticmethod
+    def backward(ctx, grad_hs: torch.Tensor):
+        x, g, h0, w_ih, w_hh, hs = ctx.saved_tensors
+        b_ih, b_hh = ctx.biases
+        batch, steps, hidden = hs.shape
+        hprev = torch.cat([h0.unsqueeze(1), hs[:, :-1]], dim=1)
+        gi_r, gi_z, gi_n = (x @ w_ih.T + b_ih).chunk(3, dim=-1)
+        gh_r, gh_z, gh_n = (hprev @ w_hh.T + b_hh).chunk(3, dim=-1)
+        r = torch.sigmoid(gi_r + gh_r)
+        z = torch.sigmoid(gi_z + gh_z)
+        n = torch.tanh(gi_n + r * gh_n)
+        opened = g * (1 - z)  # dh_t / dn_t
+        dn = opened * (1 - n * n)  # per unit of the adjoint lambda_t: d n-preactivation
+        dz = -g * (n - hprev) * z * (1 - z)
+        dr = dn * gh_n * r * (1 - r)
+        per_gh = torch.cat([dr, dz, dn * r], dim=-1)  # d gh_t = [lambda_t] * per_gh
+        keep = 1 - opened  # dh_t / dh_{t-1}, direct part (1 for a closed neuron)
+        lam = grad_hs.new_zeros(batch, hidden)
+        lams = torch.empty_like(hs)
+        for t in range(steps - 1, -1, -1):
+            lam = lam + grad_hs[:, t]
+            lams[:, t] = lam
+            lam = torch.addmm(lam * keep[:, t], lam.repeat(1, 3) * per_gh[:, t], w_hh)
+        lam3 = lams.repeat(1, 1, 3)
+        d_gh = lam3 * per_gh
+        d_gi = lam3 * torch.cat([dr, dz, dn], dim=-1)
+        flat = 3 * hidden
+        grads = [
+            d_gi @ w_ih if ctx.needs_input_grad[0] else None,
+            (lams * (1 - z) * (n - hprev)).sum(0) if ctx.needs_input_grad[1] else None,  # lambda * Delta h
+            lam if ctx.has_h0 and ctx.needs_input_grad[2] else None,
+            d_gi.reshape(-1, flat).T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad[3] else None,
+            d_gh.reshape(-1, flat).T @ hprev.reshape(-1, hidden) if ctx.needs_input_grad[4] else None,
+            d_gi.sum((0, 1)) if ctx.needs_input_grad[5] else None,
+            d_gh.sum((0, 1)) if ctx.needs_input_grad[6] else None,
+        ]
+        return (*grads, None, None)

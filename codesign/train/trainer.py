@@ -29,6 +29,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from codesign.atomic import atomic_path, write_text
 from codesign.data.base import IGNORE_INDEX
 from codesign.errors import CodesignError
+from codesign.nn.surnn import update_rate
 from codesign.train.models import annealed_eps, build_model, set_eps
 from codesign.train.recipe import Recipe, build_task, parse_recipe
 
@@ -49,6 +50,7 @@ class TrainResult:
     test: float
     wall_s: float
     stopped: str
+    update_rate: float | None = None  # selective-update models: fraction of open neuron-steps (test length)
 
     # the names the spine used, for classification runs
     @property
@@ -380,6 +382,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         evaluate(best_model, task, x_test, y_test),
         time.monotonic() - t0,
         stopped,
+        update_rate(best_model, x_test.shape[1]),
     )
     write_text(run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
     return result
