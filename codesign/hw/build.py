@@ -98,6 +98,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "output_bits": e.output_bits,
             "state_bits": e.state_bits,
             "multiplier": e.multiplier,
+            "hard_products": e.hard_products if e.multiplier == "mixed" else None,
         }
         if e.dcls is not None:
             info["dcls"] = {

@@ -144,6 +144,7 @@ class MacFront(wiring.Component):
             value_bits=e.item_bits,
             acc_bits=e.acc_bits,
             multiplier=e.multiplier,
+            hard_products=e.hard_products,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),

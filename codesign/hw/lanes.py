@@ -42,9 +42,13 @@ class LaneArray(wiring.Component):
         value_bits: int,
         acc_bits: int,
         multiplier: str = "auto",
+        hard_products: int = 0,
     ) -> None:
         self.elements = lanes * matrices
         self.multiplier = multiplier
+        # products that use the synthesis tool's multiplier (a hard one where it maps): all, none
+        # ("lut": shift-and-add), or the first ``hard_products`` ("mixed")
+        self.hard = {"lut": 0, "mixed": hard_products}.get(multiplier, self.elements)
         super().__init__(
             {
                 "valid": In(1),
@@ -78,7 +82,7 @@ class LaneArray(wiring.Component):
             seed = [Signal.like(self.seeds[i], name=f"seed_{i}_{k}") for k in range(2)]
             m.d.sync += [
                 weight.eq(self.weights[i]),
-                product.eq(shift_add(weight, value) if self.multiplier == "lut" else weight * value),
+                product.eq(weight * value if i < self.hard else shift_add(weight, value)),
                 seed[0].eq(self.seeds[i]),
                 seed[1].eq(seed[0]),
             ]

@@ -158,7 +158,8 @@ class EnginePlan:
     shift_hi: int = 63
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
-    multiplier: Literal["auto", "hard", "lut"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
 
     @property
@@ -477,12 +478,21 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
 
 
 def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
-    """``min(P, C)``; on a chip, a once-per-sequence readout with wide weights takes only the hard
-    multipliers the layers leave (at least one lane): it runs once per sequence, overlapped with
-    the next, so lanes there buy little and a wide shift-and-add multiplier per lane costs much."""
+    """``min(P, C)``; on a chip, a once-per-sequence readout takes one lane.
+
+    It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
+    the layers' ``steps x groups x slots``), so its lanes buy almost nothing, while each costs a
+    multiplier (hard, or shift-and-add in LUTs) and widens its bias, item and result words: at
+    d = 16, P = 8 on the UP5K its eight lanes took 3,465 bits of result queue in logic. A per-step
+    readout keeps ``min(P, C)`` lanes, with wide weights only as many as the hard multipliers the
+    layers leave (at least one)."""
     r = manifest.readout
     ro_lanes = min(lanes, r.classes)
-    if not target.multipliers or r.per_step or r.weight_bits <= target.lut_multiply_max_weight_bits:
+    if not target.maps:
+        return ro_lanes
+    if not r.per_step:
+        return 1
+    if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
         return ro_lanes
     left = target.multipliers
     for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
@@ -496,18 +506,23 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
     """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
 
     Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
-    (a few LUTs per product, cheaper than a hard multiplier's share of the chip)."""
+    (a few LUTs per product, cheaper than a hard multiplier's share of the chip). An engine that
+    needs more hard multipliers than are left takes those left for its first products and
+    multiplies the rest by shift-and-add (``multiplier = "mixed"``): at d = 16, P = 8 on the UP5K
+    the layer's 16 products then use the 8 SB_MAC16 and 8 LUT multipliers, not 16 of the latter."""
     if not target.multipliers:
         return engines
     left = target.multipliers
-    choice: dict[str, str] = {}
-    for e in sorted(engines, key=lambda e: -e.weight_bits):
+    choice: dict[str, tuple[str, int]] = {}
+    for e in sorted(engines, key=lambda e: (-e.weight_bits, e.index < 0)):
         needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            choice[e.name], left = "hard", left - needed
+        if e.weight_bits <= target.lut_multiply_max_weight_bits or left == 0:
+            choice[e.name] = ("lut", 0)
+        elif needed <= left:
+            choice[e.name], left = ("hard", needed), left - needed
         else:
-            choice[e.name] = "lut"
-    return [replace(e, multiplier=choice[e.name]) for e in engines]
+            choice[e.name], left = ("mixed", left), 0
+    return [replace(e, multiplier=choice[e.name][0], hard_products=choice[e.name][1]) for e in engines]
 
 
 def plan_accelerator(
