@@ -128,6 +128,27 @@ def test_mixed_multipliers_match_golden() -> None:
     assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
 
 
+@pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])
+def test_frozen_builds_match_golden(target: str) -> None:
+    """Weights, biases and parameters as ROMs (``--weights frozen``), mapped to block RAM or LUTs."""
+    for seed in (4, 17):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        assert_matches_golden(bundle, xs, lanes=min(4, widest), seed=seed, target=target, weights="frozen")
+
+
+def test_frozen_plan_puts_small_roms_in_luts() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    plan = plan_accelerator(bundle.manifest, 4, target="up5k", frozen=True)
+    bias = plan.memory("layer0_bias")
+    assert bias.rom and bias.config_id is None and bias.style == "logic"  # 8 x 128: 128 LUT4, no FFs
+    assert not plan.memory("layer0_state").rom  # state is written every step
+    assert (
+        plan.shape_key()["frozen"] and plan_accelerator(bundle.manifest, 4).shape_key().get("frozen") is None
+    )
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), lanes=st.integers(1, 8), stalls=st.booleans(), runtime=st.booleans())
 def test_random_family_bundles_match_golden(seed: int, lanes: int, stalls: bool, runtime: bool) -> None:

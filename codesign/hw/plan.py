@@ -97,6 +97,7 @@ class MemoryPlan:
     style: Literal["auto", "block", "distributed", "logic"] = (
         "auto"  # mapping the plan decided (codesign.hw.targets)
     )
+    rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
 
     @property
     def width(self) -> int:
@@ -187,6 +188,7 @@ class AcceleratorPlan:
     faults: FaultSet = field(default_factory=FaultSet)
     target: str = "generic"
     counter_set: str = "all"
+    frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -212,11 +214,11 @@ class AcceleratorPlan:
 
     @property
     def config_addr_bits(self) -> int:
-        return index_bits(max(m.depth for m in self.config_targets))
+        return index_bits(max((m.depth for m in self.config_targets), default=1))
 
     @property
     def config_elem_bits(self) -> int:
-        return index_bits(max(m.elements for m in self.config_targets))
+        return index_bits(max((m.elements for m in self.config_targets), default=1))
 
     @property
     def config_target_bits(self) -> int:
@@ -228,6 +230,8 @@ class AcceleratorPlan:
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
+        if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
+            key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         return key
 
 
@@ -465,12 +469,26 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
+ROM_KEYS = ("weights", "bias", "params")
+"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs. The DCLS taps stay
+loadable (the front end reads and writes them through the same port)."""
+
+
+def _freeze(e: EnginePlan) -> EnginePlan:
+    """The engine's parameter memories as ROMs: no configuration target, no write port."""
+    mems = {
+        k: replace(mem, rom=True, config_id=None) if k in ROM_KEYS else mem for k, mem in e.memories.items()
+    }
+    return replace(e, memories=mems)
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
     if not target.maps:
         return engines
     shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes)
+    roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
+    style = target.map_memories(shapes, roms=roms)
     return [
         replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
         for e in engines
@@ -533,11 +551,15 @@ def plan_accelerator(
     faults: FaultSet | frozenset[str] | set[str] = frozenset(),
     target: str = "generic",
     counters: str = "all",
+    frozen: bool = False,
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
     ``target`` (:data:`codesign.hw.targets.TARGETS`) decides where memories and multiplies go;
-    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries.
+    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries;
+    ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
+    a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
+    flip-flop per stored bit.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -550,6 +572,8 @@ def plan_accelerator(
         replace(e, memories=_engine_memories(e, next_id))
         for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
     ]
+    if frozen:
+        engines = [_freeze(e) for e in engines]
     engines = _assign_multipliers(_map_memories(engines, chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
@@ -575,4 +599,5 @@ def plan_accelerator(
         faults=fault_set,
         target=target,
         counter_set=counters,
+        frozen=frozen,
     )
