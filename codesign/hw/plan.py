@@ -496,7 +496,7 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
 
 
 def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
-    """``min(P, C)``; on a chip, a once-per-sequence readout takes one lane.
+    """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
 
     It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
     the layers' ``steps x groups x slots``), so its lanes buy almost nothing, while each costs a
@@ -506,10 +506,10 @@ def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, tar
     layers leave (at least one)."""
     r = manifest.readout
     ro_lanes = min(lanes, r.classes)
+    if not r.per_step and target.one_lane_readout:
+        return 1
     if not target.maps:
         return ro_lanes
-    if not r.per_step:
-        return 1
     if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
         return ro_lanes
     left = target.multipliers

@@ -43,6 +43,8 @@ class Target:
     """(depth, width) of one LUT RAM primitive (ECP5: ``TRELLIS_DPR16X4``), None without LUT RAM."""
     lut_ram_cells: float = 0.0
     """Logic cells one LUT RAM primitive and its share of the read register take."""
+    one_lane_readout: bool = False
+    """A once-per-sequence readout gets one lane (area matters more than its overlapped cycles)."""
 
     @property
     def maps(self) -> bool:
@@ -113,7 +115,11 @@ TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("generic", "no mapping decided: the synthesis tool chooses (the committed rtl/)"),
-        Target("asic", "no block RAM mapping (memories become flip-flops or a memory compiler's macros)"),
+        Target(
+            "asic",
+            "no block RAM mapping (memories become flip-flops or a memory compiler's macros)",
+            one_lane_readout=True,
+        ),
         Target(
             "up5k",
             "Lattice iCE40 UP5K: 30 EBR of 4 kbit, 5280 LUT4, 8 DSP (SB_MAC16)",
@@ -123,6 +129,7 @@ TARGETS: dict[str, Target] = {
             luts=5280,
             multipliers=8,
             lut_multiply_max_weight_bits=4,
+            one_lane_readout=True,
         ),
         Target(
             "ecp5",
@@ -135,6 +142,7 @@ TARGETS: dict[str, Target] = {
             lut_ram_cells=3.0,
             multipliers=28,
             lut_multiply_max_weight_bits=4,
+            one_lane_readout=True,
         ),
     )
 }
