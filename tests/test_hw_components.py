@@ -21,7 +21,8 @@ from codesign.hw.images import memory_images
 from codesign.hw.issue import IssueStage
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import plan_accelerator
-from codesign.hw.update import abs_at_least, make_update_unit
+from codesign.hw.update import abs_at_least, clamp_gate, make_update_unit
+from codesign.hw.update import saturate as hw_saturate
 from codesign.intmath import saturate, signed_range
 
 
@@ -121,8 +122,9 @@ def test_update_unit_follows_the_integer_rules(cell: str, extra: dict) -> None:
                 ctx.set(unit.params[name], value)
             for name, value in old.items():
                 ctx.set(unit.old[name], value)
-            if e.update_latency == 2:  # presented in C3, answered in C3b
-                await ctx.tick()
+            if e.update_latency > 1:  # presented in C3, answered in C3b (or C3c)
+                for _ in range(e.update_latency - 1):
+                    await ctx.tick()
             else:
                 await ctx.delay(1e-9)
             new, out, gate = _reference(cell, e, acc, params, old)
@@ -152,6 +154,43 @@ def test_abs_at_least_matches_abs_compare_exhaustively(bits: int) -> None:
                 ctx.set(b, y)
                 await ctx.delay(1e-9)
                 assert ctx.get(out) == int(abs(x) >= abs(y)), (x, y)
+
+    _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize(("width", "bits"), [(3, 3), (6, 3), (7, 4), (9, 2)])
+def test_saturate_by_upper_bits_matches_the_spec_exhaustively(width: int, bits: int) -> None:
+    """The reduction form of ``sat_bits`` (upper bits all equal) on every ``width``-bit value."""
+    value = Signal(signed(width))
+    m = Module()
+    out, clipped = hw_saturate(m, value, bits, "sat")
+    lo, hi = signed_range(width)
+
+    async def bench(ctx):
+        for x in range(lo, hi + 1):
+            ctx.set(value, x)
+            await ctx.delay(1e-9)
+            want = int(saturate(np.int64(x), bits))
+            assert ctx.get(out) == want, (x, want)
+            assert ctx.get(clipped) == int(want != x), x
+
+    _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize(("width", "gate_bits"), [(3, 3), (5, 3), (8, 3), (9, 2), (7, 6)])
+def test_clamp_gate_matches_the_hard_sigmoid_exhaustively(width: int, gate_bits: int) -> None:
+    """minGRU's ``clamp(g + 2**(gb-1), 0, 2**gb)`` by the narrow form, on every ``width``-bit g."""
+    value = Signal(signed(width))
+    m = Module()
+    z = clamp_gate(m, value, gate_bits, "z")
+    lo, hi = signed_range(width)
+    one = 1 << gate_bits
+
+    async def bench(ctx):
+        for x in range(lo, hi + 1):
+            ctx.set(value, x)
+            await ctx.delay(1e-9)
+            assert ctx.get(z) == min(max(x + one // 2, 0), one), x
 
     _run(m, bench, clock=False)
 

@@ -256,8 +256,17 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             "params",
             loadable(),
         )
+        # one bank per tap (its contribution w x item), read and cleared together when sent; the
+        # "listed" flags with one read port per tap (a copy each on an FPGA): codesign/hw/dcls.py
         mems["dcls_zbuf"] = MemoryPlan(
-            f"{e.name}_dcls_zbuf", dc.channels * dc.span, 1, dc.z_bits + 1, "delay_line"
+            f"{e.name}_dcls_zbuf",
+            dc.channels * dc.span,
+            dc.taps,
+            min(dc.z_bits, dc.weight_bits + dc.item_bits),
+            "delay_line",
+        )
+        mems["dcls_listed"] = MemoryPlan(
+            f"{e.name}_dcls_listed", dc.channels * dc.span, dc.taps, 1, "delay_line"
         )
         mems["dcls_lists"] = MemoryPlan(
             f"{e.name}_dcls_lists", dc.channels * dc.span, 1, index_bits(dc.channels), "delay_line"
