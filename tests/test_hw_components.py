@@ -304,34 +304,48 @@ def test_issue_stage_walks_every_group_over_the_steps_items() -> None:
     _run(dut, bench)
 
 
-def test_delay_front_end_matches_the_golden_delay_line() -> None:
-    """Outputs of every step equal the golden front end's non-zero ``z`` (three sequences, so
-    slots scheduled past a sequence's end must be cleared)."""
-    layer = {"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": 3, "span": 4, "weight_bits": 5}}
+def _run_delay_front_end(
+    taps: int,
+    span: int,
+    *,
+    same_delays: bool = False,
+    density: float = 0.6,
+    ready_p: float = 0.7,
+    lengths: tuple[int, ...] = (7, 2, 5),
+) -> tuple[int, int, int]:
+    """Drive a DCLS front end with three sequences (so slots scheduled past a sequence's end must
+    be cleared) and check every step's outputs against the golden front end's non-zero ``z``.
+    ``same_delays``: every tap of a channel has one delay (its taps share slots). Returns (cycles
+    from the first beat to the last step's marker, non-zero inputs, non-zero outputs)."""
+    from codesign.hw.pysim import item_beats
+
+    layer = {"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": taps, "span": span, "weight_bits": 5}}
     manifest = random_network_manifest(inputs=3, layers=[layer], classes=2, input_bits=4)
-    bundle = Bundle(manifest, check_weights(manifest, random_network_weights(manifest, 3)))
+    weights = random_network_weights(manifest, 3)
+    if same_delays:
+        key = next(k for k in weights if k.endswith("dcls_delay"))
+        weights[key] = np.repeat(weights[key][:, :1], taps, axis=1)
+    bundle = Bundle(manifest, check_weights(manifest, weights))
     plan = plan_accelerator(manifest, 2)
-    e = plan.layers[0]
-    dut = DelayFrontEnd(plan, e, memory_images(bundle, plan))
+    dut = DelayFrontEnd(plan, plan.layers[0], memory_images(bundle, plan))
     rng = np.random.default_rng(3)
-    seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < 0.6) for t in (7, 2, 5)]
+    seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < density) for t in lengths]
     w = bundle.layer_weights(0)
     expect = []  # per step: the non-zero outputs (in any order) and the step's end
     for x in seqs:
         z = dcls_front_end(x[None], w["dcls_weight"], w["dcls_delay"])[0]
         for t in range(len(x)):
             expect.append(sorted((int(j), int(z[t, j])) for j in np.flatnonzero(z[t])))
-    from codesign.hw.pysim import item_beats
-
     beats = item_beats(seqs)
+    span_cycles = {}
 
     async def bench(ctx):
         got, step, b = [], [], 0
-        for _ in range(3000):
+        for cycle in range(3000 + 20 * sum(lengths)):
             if b < len(beats):
                 ctx.set(dut.items.payload, beats[b])
             ctx.set(dut.items.valid, int(b < len(beats)))
-            ready = rng.random() < 0.7
+            ready = rng.random() < ready_p
             ctx.set(dut.outputs.ready, int(ready))
             if ready and ctx.get(dut.outputs.valid):
                 p = ctx.get(dut.outputs.payload)
@@ -340,12 +354,33 @@ def test_delay_front_end_matches_the_golden_delay_line() -> None:
                 if p.step_end:
                     got.append(sorted(step))
                     step = []
+                    span_cycles["last"] = cycle
             if b < len(beats) and ctx.get(dut.items.ready):
+                span_cycles.setdefault("first", cycle)
                 b += 1
             await ctx.tick()
         assert got == expect
 
     _run(dut, bench)
+    n_in = sum(int(np.count_nonzero(x)) for x in seqs)
+    n_out = sum(len(step) for step in expect)
+    return span_cycles["last"] - span_cycles["first"], n_in, n_out
+
+
+@pytest.mark.parametrize(("taps", "span", "same_delays"), [(3, 4, False), (2, 3, True), (1, 1, False)])
+def test_delay_front_end_matches_the_golden_delay_line(taps: int, span: int, same_delays: bool) -> None:
+    """Outputs of every step equal the golden front end's non-zero ``z``, also when taps of a
+    channel share a delay (their banks add up; the slot lists the channel once)."""
+    _run_delay_front_end(taps, span, same_delays=same_delays)
+
+
+def test_delay_front_end_takes_an_input_per_cycle() -> None:
+    """Dense inputs, outputs always taken: the K taps of an input go in one cycle, so a step costs
+    about its non-zero inputs plus its non-zero outputs plus 3, not K x inputs (one tap per cycle:
+    K x inputs + outputs + 5, here 660 cycles against 319)."""
+    steps = 40
+    cycles, n_in, n_out = _run_delay_front_end(3, 4, density=1.0, ready_p=1.0, lengths=(steps,))
+    assert cycles <= n_in + n_out + 3 * steps, (cycles, n_in, n_out)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
