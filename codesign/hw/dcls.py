@@ -13,20 +13,21 @@ and receives ``z(t)``; a later layer sends change events ``delta_j(t)`` and the 
 produces ``z(t) - z(t-1)``, which the layer (event-driven, accumulators kept) adds to its
 accumulators. Either way the accumulators equal the golden model's ``A(W, b)`` of ``z`` exactly.
 
-Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``):
+Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``;
+a slot takes ``2**ceil(log2 m)`` words, so that an address is ``(slot, channel)`` side by side):
 
 * ``taps`` (``m`` words of ``K`` (weight, delay) pairs, loadable like every parameter);
-* ``zbuf``: ``K`` banks of ``S x m`` words, bank ``k`` holding tap ``k``'s contribution. Entry
+* ``zbuf``: ``K`` banks of ``S`` slots, bank ``k`` holding tap ``k``'s contribution. Entry
   ``(s, j)`` of bank ``k`` is written by one item only in the life of slot ``s`` (channel ``j`` at
   step ``s - delay[j, k]``; an index comes at most once per step), so the write needs no read; the
   output is the sum of the ``K`` banks, read and cleared together;
-* ``listed`` (``S x m`` flags, one read port per tap): the channel is in the slot's list;
-* ``lists`` (``S x m`` channel indices: the channels a slot holds, in the order first touched) and
+* ``listed`` (``S`` slots of flags, one read port per tap): the channel is in the slot's list;
+* ``lists`` (``S`` slots of channel indices: the channels a slot holds, in the order first touched) and
   ``counts`` (``S`` words, one read port per tap): the event list of each slot, so sending a slot
   costs its entries.
 
 At the end of a sequence the slots it will never reach are cleared through their lists; after
-reset every slot is cleared (``S x m`` cycles) before the first input is taken.
+reset every slot is cleared (one cycle per word) before the first input is taken.
 
 Pipeline of an item: A takes it and reads its taps word; R writes its ``K`` contributions and
 reads the ``K`` listed flags and slot counts; N appends the channel to the list of each slot
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -50,7 +51,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
 
@@ -96,12 +97,12 @@ class _Regs:
         self.send_first = Signal()
         self.l_valid = Signal()
         self.l_last = Signal()
-        self.l_base = Signal(range(span * ch + 1))
+        self.l_slot = Signal(range(span))
         self.z_valid = Signal()
         self.z_last = Signal()
         self.z_channel = Signal(range(ch))
         self.o_seq_end = Signal()
-        self.clear_addr = Signal(range(span * ch + 1))
+        self.clear_addr = Signal(range((span << stride_bits(ch)) + 1))
         self.sweep = Signal(range(span + 1))
         self.busy = Signal()
 
@@ -115,6 +116,12 @@ def _lowest(m: Module, bits, name: str) -> tuple[Signal, Signal]:
         with m.If(bits[k]):
             m.d.comb += [onehot.eq(1 << k), index.eq(k)]
     return onehot, index
+
+
+def _addr(slot, entry, ch: int):
+    """Address of ``(slot, channel)`` (or of a slot's list entry): ``slot x 2**stride_bits(ch) +
+    entry``, a concatenation (a multiply by ``m`` on the address paths was the UP5K's longest path)."""
+    return Cat(entry[: stride_bits(ch)], slot)
 
 
 class DelayFrontEnd(wiring.Component):
@@ -166,17 +173,19 @@ class DelayFrontEnd(wiring.Component):
         taps_rd, taps_wr = taps_mem.read_port(), taps_mem.write_port(granular=True)
         drive_config_write(m, taps_wr, self.config, taps_plan)
         zplan, fplan = mems["dcls_zbuf"], mems["dcls_listed"]
+        depth = span << stride_bits(ch)
+        assert zplan.depth == fplan.depth == mems["dcls_lists"].depth == depth, (zplan, depth)
         z_rd, z_wr = [], []
         for k in range(taps):
-            bank = Memory(shape=signed(zplan.elem_bits), depth=span * ch, init=[], attrs=zplan.attrs)
+            bank = Memory(shape=signed(zplan.elem_bits), depth=depth, init=[], attrs=zplan.attrs)
             m.submodules[f"zbuf{k}"] = bank
             z_wr.append(bank.write_port())
             z_rd.append(bank.read_port())
-        m.submodules.listed = listed = Memory(shape=unsigned(1), depth=span * ch, init=[], attrs=fplan.attrs)
+        m.submodules.listed = listed = Memory(shape=unsigned(1), depth=depth, init=[], attrs=fplan.attrs)
         f_wr = listed.write_port()
         f_rd = [listed.read_port() for _ in range(taps)]
         m.submodules.lists = lists = Memory(
-            shape=unsigned(index_bits(ch)), depth=span * ch, init=[], attrs=mems["dcls_lists"].attrs
+            shape=unsigned(index_bits(ch)), depth=depth, init=[], attrs=mems["dcls_lists"].attrs
         )
         m.submodules.counts = counts = Memory(
             shape=range(ch + 1), depth=span, init=[], attrs=mems["dcls_counts"].attrs
@@ -219,7 +228,7 @@ class DelayFrontEnd(wiring.Component):
             ports.c_wr.en.eq(r.clear_addr < span),
         ]
         m.d.sync += r.clear_addr.eq(r.clear_addr + 1)
-        with m.If(r.clear_addr == span * ch - 1):
+        with m.If(r.clear_addr == (span << stride_bits(ch)) - 1):
             m.d.sync += [r.clear_addr.eq(0), r.head.eq(0)]
             m.next = "RECEIVE"
 
@@ -247,13 +256,13 @@ class DelayFrontEnd(wiring.Component):
         ]
         with m.If(r.n_valid & (need != 0)):
             m.d.comb += [
-                ports.l_wr.addr.eq(slot * ch + count),
+                ports.l_wr.addr.eq(_addr(slot, count, ch)),
                 ports.l_wr.data.eq(r.n_channel),
                 ports.l_wr.en.eq(1),
                 ports.c_wr.addr.eq(slot),
                 ports.c_wr.data.eq(count + 1),
                 ports.c_wr.en.eq(1),
-                ports.f_wr.addr.eq(slot * ch + r.n_channel),
+                ports.f_wr.addr.eq(_addr(slot, r.n_channel, ch)),
                 ports.f_wr.data.eq(1),
                 ports.f_wr.en.eq(1),
             ]
@@ -284,7 +293,7 @@ class DelayFrontEnd(wiring.Component):
                     slot.eq(Mux(target >= span, target - span, target)),
                 ]
                 slots.append(slot)
-                addr = slot * ch + r.it_channel
+                addr = _addr(slot, r.it_channel, ch)
                 bank = ports.z_wr[k]
                 m.d.comb += [
                     bank.addr.eq(addr),
@@ -347,8 +356,8 @@ class DelayFrontEnd(wiring.Component):
         with m.Else():
             m.d.comb += queue.reserve.eq(issue)
         with m.If(issue):  # L
-            m.d.comb += [ports.l_rd.addr.eq(r.head * ch + r.index), ports.l_rd.en.eq(1)]
-            m.d.sync += [r.index.eq(r.index + 1), r.l_base.eq(r.head * ch), r.o_seq_end.eq(r.seq_end)]
+            m.d.comb += [ports.l_rd.addr.eq(_addr(r.head, r.index, ch)), ports.l_rd.en.eq(1)]
+            m.d.sync += [r.index.eq(r.index + 1), r.l_slot.eq(r.head), r.o_seq_end.eq(r.seq_end)]
         m.d.sync += [r.l_valid.eq(issue), r.l_last.eq(issue & last)]
         with m.If((issue & last) | (empty & queue.credit)):
             m.d.comb += [ports.c_wr.addr.eq(r.head), ports.c_wr.data.eq(0), ports.c_wr.en.eq(1)]
@@ -365,7 +374,7 @@ class DelayFrontEnd(wiring.Component):
         dc = self.dcls
         m.d.sync += r.z_valid.eq(r.l_valid)
         with m.If(r.l_valid):  # Z
-            addr = r.l_base + ports.l_rd.data
+            addr = _addr(r.l_slot, ports.l_rd.data, dc.channels)
             for rd in ports.z_rd:
                 m.d.comb += [rd.addr.eq(addr), rd.en.eq(1)]
             self._clear_slot_entry(m, ports, addr)
@@ -403,9 +412,9 @@ class DelayFrontEnd(wiring.Component):
                 m.d.sync += r.sweep.eq(r.sweep + 1)
                 m.next = "SWEEP_COUNT"
             with m.Else():
-                m.d.comb += [ports.l_rd.addr.eq(r.sweep * ch + r.index), ports.l_rd.en.eq(1)]
+                m.d.comb += [ports.l_rd.addr.eq(_addr(r.sweep, r.index, ch)), ports.l_rd.en.eq(1)]
                 m.next = "SWEEP_CLEAR"
         with m.State("SWEEP_CLEAR"):
-            self._clear_slot_entry(m, ports, r.sweep * ch + ports.l_rd.data)
+            self._clear_slot_entry(m, ports, _addr(r.sweep, ports.l_rd.data, ch))
             m.d.sync += r.index.eq(r.index + 1)
             m.next = "SWEEP_LIST"
