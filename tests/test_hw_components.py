@@ -21,7 +21,7 @@ from codesign.hw.images import memory_images
 from codesign.hw.issue import IssueStage
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import plan_accelerator
-from codesign.hw.update import abs_at_least, clamp_gate, make_update_unit
+from codesign.hw.update import abs_at_least, clamp_gate, make_update_unit, saturate_sum
 from codesign.hw.update import saturate as hw_saturate
 from codesign.intmath import saturate, signed_range
 
@@ -173,6 +173,28 @@ def test_saturate_by_upper_bits_matches_the_spec_exhaustively(width: int, bits: 
             want = int(saturate(np.int64(x), bits))
             assert ctx.get(out) == want, (x, want)
             assert ctx.get(clipped) == int(want != x), x
+
+    _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize(("narrow_bits", "wide_bits", "bits"), [(3, 8, 3), (4, 9, 4), (2, 7, 3), (4, 4, 3)])
+def test_saturate_sum_matches_the_spec_exhaustively(narrow_bits: int, wide_bits: int, bits: int) -> None:
+    """``sat_bits(a + c)`` with narrow arithmetic, on every pair of a narrow and a wide value."""
+    a, c = Signal(signed(narrow_bits)), Signal(signed(wide_bits))
+    m = Module()
+    out, clipped = saturate_sum(m, a, c, bits, "s")
+    alo, ahi = signed_range(narrow_bits)
+    clo, chi = signed_range(wide_bits)
+
+    async def bench(ctx):
+        for x in range(alo, ahi + 1):
+            for y in range(clo, chi + 1):
+                ctx.set(a, x)
+                ctx.set(c, y)
+                await ctx.delay(1e-9)
+                want = int(saturate(np.int64(x + y), bits))
+                assert ctx.get(out) == want, (x, y, want)
+                assert ctx.get(clipped) == int(want != x + y), (x, y)
 
     _run(m, bench, clock=False)
 

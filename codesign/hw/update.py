@@ -30,6 +30,7 @@ __all__ = [
     "clamp_gate",
     "make_update_unit",
     "saturate",
+    "saturate_sum",
     "shift_floor",
 ]
 
@@ -59,6 +60,34 @@ def saturate(m: Module, value, bits: int, name: str, *, fault: bool = False) -> 
             out.eq(Mux(fits, value[:bits], Mux(value[-1], lo, hi))),
             clipped.eq(~fits),
         ]
+    return out, clipped
+
+
+def saturate_sum(m: Module, narrow, wide, bits: int, name: str) -> tuple[Signal, Signal]:
+    """``saturate(narrow + wide, bits)`` for a narrow signed term and a wide signed one.
+
+    With ``k = max(len(narrow), bits) + 1``: a ``wide`` outside ``k`` signed bits puts the sum out
+    of range on its own side (``|narrow| <= 2**(k-2)``), so only ``k + 1``-bit arithmetic is
+    needed, beside a reduction over ``wide``'s upper bits (no carry chain as wide as ``wide``)."""
+    narrow, wide = Value.cast(narrow), Value.cast(wide)
+    k = max(len(narrow), bits) + 1
+    if len(wide) <= k:
+        return saturate(m, narrow + wide, bits, name)
+    upper = wide[k - 1 :]
+    in_range = Signal(name=f"{name}_in_range")
+    total = Signal(signed(k + 1), name=f"{name}_total")
+    m.d.comb += [
+        in_range.eq((upper == 0) | (upper == (1 << len(upper)) - 1)),
+        total.eq(narrow + wide[:k].as_signed()),
+    ]
+    near, near_clipped = saturate(m, total, bits, f"{name}_near")
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = Signal(signed(bits), name=name)
+    clipped = Signal(name=f"{name}_clipped")
+    m.d.comb += [
+        out.eq(Mux(in_range, near, Mux(wide[-1], lo, hi))),
+        clipped.eq(~in_range | near_clipped),
+    ]
     return out, clipped
 
 
@@ -260,7 +289,9 @@ class MinGRUUpdate(UpdateUnit):
 class HSRUUpdate(UpdateUnit):
     """hsru: ``V <- sat(V - shr(V, leak) + shr(A_in, in_shift))``, spike ``V >= theta``, ``D ^= spike``.
 
-    Two stages: the input current's variable shift in C3; the leak, sum, saturation and spike in C3b."""
+    Two stages: the input current's variable shift and the leaky ``V - shr(V, leak)`` in C3; the
+    saturating sum (:func:`saturate_sum`: narrow arithmetic, not the 53-bit datapath) and the
+    spike in C3b."""
 
     def elaborate(self, platform):
         m = Module()
@@ -268,14 +299,15 @@ class HSRUUpdate(UpdateUnit):
         current = _stage(
             m, shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current"), "current"
         )
-        v, d, theta = (
-            _stage(m, self.old.v, "v"),
+        old_v = self.old.v
+        leaky_now = Signal(signed(e.state_bits + 1), name="leaky_now")
+        m.d.comb += leaky_now.eq(old_v - (old_v >> e.leak_shift))
+        leaky, d, theta = (
+            _stage(m, leaky_now, "leaky"),
             _stage(m, self.old.d, "d"),
             _stage(m, self.params.theta, "theta"),
         )
-        total = Signal(signed(max(len(current), e.state_bits) + 2))
-        m.d.comb += total.eq(v - (v >> e.leak_shift) + current)
-        v_new, clipped = saturate(m, total, e.state_bits, "v_new")
+        v_new, clipped = saturate_sum(m, leaky, current, e.state_bits, "v_new")
         spike = Signal()
         m.d.comb += [
             spike.eq(v_new >= theta),
