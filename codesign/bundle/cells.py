@@ -46,7 +46,8 @@ class CellKind:
     gate_bins: tuple[str, ...] = ("open", "closed")
     """Coverage bins of the gate the trace reports."""
     update_stages: int = 1
-    """Pipeline stages of the RTL update unit (C3, or C3 and C3b): the plan's cycle model reads it."""
+    """Pipeline stages of the RTL update unit (C3; C3 and C3b; C3, C3b and C3c): the plan's cycle
+    model reads it."""
     description: str = ""
 
     @property
@@ -96,7 +97,7 @@ CELLS: dict[str, CellKind] = {
             {"cand_shift": "shift", "gate_shift": "shift"},
             graded_gate=True,
             gate_bins=("z=0", "0<z<1", "z=1"),
-            update_stages=2,
+            update_stages=3,
             description="h <- h + shr(z*(u-h), gate_bits), hard-sigmoid gate z",
         ),
         CellKind(

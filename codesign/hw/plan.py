@@ -84,6 +84,11 @@ def index_bits(size: int) -> int:
     return max(1, (size - 1).bit_length())
 
 
+def stride_bits(size: int) -> int:
+    """``ceil(log2(size))``: a DCLS slot of ``size`` channels takes ``2**stride_bits`` words."""
+    return (size - 1).bit_length()
+
+
 @dataclass(frozen=True)
 class MemoryPlan:
     """One on-chip memory: ``depth`` words of ``elements`` signed ``elem_bits``-bit elements."""
@@ -261,11 +266,24 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             "params",
             loadable(),
         )
+        # one bank per tap (its contribution w x item), read and cleared together when sent; the
+        # "listed" flags with one read port per tap (a copy each on an FPGA): codesign/hw/dcls.py
         mems["dcls_zbuf"] = MemoryPlan(
-            f"{e.name}_dcls_zbuf", dc.channels * dc.span, 1, dc.z_bits + 1, "delay_line"
+            f"{e.name}_dcls_zbuf",
+            dc.span << stride_bits(dc.channels),
+            dc.taps,
+            min(dc.z_bits, dc.weight_bits + dc.item_bits),
+            "delay_line",
+        )
+        mems["dcls_listed"] = MemoryPlan(
+            f"{e.name}_dcls_listed", dc.span << stride_bits(dc.channels), dc.taps, 1, "delay_line"
         )
         mems["dcls_lists"] = MemoryPlan(
-            f"{e.name}_dcls_lists", dc.channels * dc.span, 1, index_bits(dc.channels), "delay_line"
+            f"{e.name}_dcls_lists",
+            dc.span << stride_bits(dc.channels),
+            1,
+            index_bits(dc.channels),
+            "delay_line",
         )
         mems["dcls_counts"] = MemoryPlan(
             f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
