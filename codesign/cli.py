@@ -460,6 +460,13 @@ def random_bundle(
     weight_bits: Annotated[int, typer.Option(help="weight width")] = 8,
     state_bits: Annotated[int, typer.Option(help="state width (small values exercise saturation)")] = 16,
     alpha_bits: Annotated[int, typer.Option(help="alpha width")] = 8,
+    selective: Annotated[
+        bool, typer.Option(help="selective update on every layer (a time-driven gate table)")
+    ] = False,
+    period: Annotated[int, typer.Option(help="--selective: the schedule's period (a power of two)")] = 16,
+    update_rate: Annotated[
+        float | None, typer.Option(help="--selective: open fraction of neuron-steps (default: drawn)")
+    ] = None,
 ) -> None:
     """Make a bundle with random legal weights for any member of the family, from a seed."""
     from pydantic import ValidationError
@@ -495,7 +502,11 @@ def random_bundle(
             layer["eps"] = eps
         if front is not None:
             layer["dcls"] = front
+        if selective:
+            layer["selective"] = {"period": period}
         specs.append(layer)
+    if update_rate is not None and not 0.0 <= update_rate <= 1.0:
+        raise CodesignError(f"--update-rate {update_rate} is outside [0, 1]")
     try:
         b = make_random_network_bundle(
             str(out),
@@ -506,6 +517,7 @@ def random_bundle(
             input_bits=input_bits,
             pooling=pooling,
             per_step=per_step,
+            update_rate=update_rate,
         )
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None

@@ -224,6 +224,9 @@ class AcceleratorPlan:
     def shape_key(self) -> dict:
         """Everything the RTL depends on except the weights: builds with equal keys are identical."""
         m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
+        for layer in m["layers"]:  # keys of builds made before selective update unchanged
+            if layer.get("selective", 0) is None:
+                del layer["selective"]
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
