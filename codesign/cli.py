@@ -275,7 +275,9 @@ def bench(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="rtl, surnn: write the figures here")
     ] = None,
-    rates: Annotated[str, typer.Option(help="surnn: comma-separated update rates p")] = "0.1,0.3,1.0",
+    rates: Annotated[
+        str, typer.Option(help="surnn, rtl (selective bundles): comma-separated update rates p")
+    ] = "0.1,0.3,1.0",
     measured: Annotated[
         list[str] | None, typer.Option(help="surnn: LABEL=P, the update rate of a trained run (repeatable)")
     ] = None,
@@ -306,6 +308,7 @@ def bench(
             steps=steps,
             json_path=json_path,
             progress=lambda line: console.print(line, highlight=False, soft_wrap=True),
+            rates=_parse_rates(rates),
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -315,6 +318,17 @@ def bench(
     from codesign.nn.bench import main
 
     raise typer.Exit(main() or 0)
+
+
+def _parse_rates(rates: str) -> list[float]:
+    try:
+        values = [float(r) for r in rates.split(",") if r.strip()]
+    except ValueError:
+        raise CodesignError(f"--rates {rates!r} is not a comma-separated list of numbers") from None
+    bad = [r for r in values if not 0.0 <= r <= 1.0]
+    if bad or not values:
+        raise CodesignError(f"--rates {rates!r}: update rates must lie in [0, 1]")
+    return values
 
 
 def _bench_surnn(

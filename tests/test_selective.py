@@ -222,3 +222,73 @@ def test_parallel_path_equals_sequential_and_generator_gets_gradient(kind: str) 
 def test_schedule_refuses_a_period_that_is_not_a_power_of_two() -> None:
     with pytest.raises(ValueError, match="power of two"):
         SelectiveSchedule(4, 12)
+
+
+def test_reorder_keeps_the_network_and_packs_open_neurons() -> None:
+    """Permuting a selective layer's neurons (rows, schedule columns, next layer's columns or the
+    readout's) leaves the logits unchanged; sorting windowed schedules by phase walks no more groups
+    than a shuffled order, and at most one group more than ceil(open / P) per step."""
+    from codesign.bundle.random import random_network_manifest, random_network_weights
+    from codesign.bundle.reorder import permute_layer, reorder_selective
+    from codesign.hw.selective import walk_lists
+
+    rng = np.random.default_rng(3)
+    for seed, (pooling, per_step) in enumerate([("last", False), ("sum", False), ("last", True)] * 3):
+        d, lanes = 12, 3
+        layers = [
+            {"cell": "cmru", "size": d, "eps": 1, "selective": {"period": 16}, "dcls": None},
+            {"cell": "mingru", "size": 5, "dcls": {"taps": 2, "span": 3}},
+        ]
+        manifest = random_network_manifest(
+            inputs=3, layers=layers, classes=3, pooling=pooling, per_step=per_step, seed=seed
+        )
+        weights = random_network_weights(manifest, seed)
+        weights["layers.0.su_gate"] = rhythmic_table(rng, 16, d, 0.2 + 0.05 * seed)
+        shuffled = permute_layer(Bundle(manifest, weights), 0, rng.permutation(d))
+        ordered, orders = reorder_selective(shuffled)
+        assert 0 in orders
+        x = np.stack(random_integer_inputs(shuffled, sequences=2, steps=20, seed=seed))
+        assert np.array_equal(run_golden(shuffled, x).logits, run_golden(ordered, x).logits)
+        before = walk_lists(shuffled.weights["layers.0.su_gate"], lanes)
+        after = walk_lists(ordered.weights["layers.0.su_gate"], lanes)
+        assert sum(map(len, after)) <= sum(map(len, before))
+        opened = ordered.weights["layers.0.su_gate"].sum(axis=1)
+        assert all(len(w) <= -(-int(o) // lanes) + 1 for w, o in zip(after, opened, strict=True))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, 8])
+def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
+    """amaranth.sim of random selective bundles: states of every step (skipped groups hold), gates
+    of the groups walked, logits, MAC/event/open-step counters equal the golden model's; the groups
+    walked are the ones codesign.hw.selective predicts."""
+    from codesign.hw.plan import plan_accelerator
+    from codesign.hw.pysim import simulate
+    from codesign.hw.selective import walked_groups
+
+    bundle = random_family_bundle(seed, selective=True)
+    lanes = min(1 + seed % 4, max(layer.size for layer in bundle.manifest.layers))
+    xs = random_integer_inputs(bundle, sequences=3, steps=(1, 9), seed=seed)
+    result = simulate(bundle, xs, lanes=lanes, seed=seed, weights="runtime" if seed % 2 else "baked")
+    plan = plan_accelerator(bundle.manifest, lanes)
+    n_layers = len(plan.layers)
+    macs, events, opens = np.zeros(n_layers, int), np.zeros(n_layers, int), np.zeros(n_layers, int)
+    for x, got in zip(xs, result.sequences, strict=True):
+        gold = run_golden(bundle, x[None])
+        for i, (e, trace) in enumerate(zip(plan.layers, gold.layers, strict=True)):
+            np.testing.assert_array_equal(got.states[i], trace.states[0])
+            table = bundle.weights.get(f"layers.{i}.su_gate")
+            for t in range(len(x)):
+                walked = walked_groups(e, table, t, seq_end=t == len(x) - 1, items=int(trace.items[0, t]))
+                assert got.walked[i][t].tolist() == [k in walked for k in range(e.groups)]
+                for k in walked:
+                    a, b = k * e.lanes, min((k + 1) * e.lanes, e.size)
+                    np.testing.assert_array_equal(got.gates[i][t, a:b], trace.gates[0, t, a:b])
+            macs[i] += trace.macs.sum()
+            events[i] += trace.events.sum()
+            opens[i] += 0 if trace.opens is None else trace.opens.sum()
+        np.testing.assert_array_equal(got.logits, gold.logits[0])
+    for i, e in enumerate(plan.layers):
+        assert result.counters[f"layer{i}_macs"] == macs[i]
+        assert result.counters[f"layer{i}_events"] == events[i]
+        if e.period:
+            assert result.counters[f"layer{i}_open_steps"] == opens[i]

@@ -35,6 +35,7 @@ class LayerTrace:
     macs: np.ndarray  # (N, T) multiply-accumulates of an event-driven datapath
     potentials: np.ndarray | None = None  # (N, T, d) HSRU analog potential V
     opens: np.ndarray | None = None  # (N, T) neurons whose selective-update gate is open
+    items: np.ndarray | None = None  # (N, T) items the layer's engine walks (non-zero inputs or events)
 
 
 @dataclass
@@ -221,7 +222,7 @@ def run_layer(
     else:  # pragma: no cover - the schema admits only the kinds above
         raise CodesignError(f"unknown cell {cell!r}")
     events = (np.diff(states, axis=1, prepend=0) != 0).sum(axis=2)
-    return LayerTrace(states, gates, events, macs, potentials, opens)
+    return LayerTrace(states, gates, events, macs, potentials, opens, nnz)
 
 
 def run_golden(
@@ -277,6 +278,7 @@ def run_golden_ragged(bundle: Bundle | SpineBundle, sequences: list[np.ndarray])
                     t.macs[k : k + 1],
                     None if t.potentials is None else t.potentials[k : k + 1],
                     None if t.opens is None else t.opens[k : k + 1],
+                    None if t.items is None else t.items[k : k + 1],
                 )
                 for t in res.layers
             ]
