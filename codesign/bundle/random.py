@@ -61,7 +61,13 @@ def random_network_manifest(
 
 
 def rhythmic_table(
-    rng: np.random.Generator, period: int, size: int, rate: float, *, shuffled: bool = False
+    rng: np.random.Generator,
+    period: int,
+    size: int,
+    rate: float,
+    *,
+    shuffled: bool = False,
+    block: int = 1,
 ) -> np.ndarray:
     """A selective-update table ``(period, size)`` whose open fraction is close to ``rate``.
 
@@ -69,11 +75,12 @@ def rhythmic_table(
     starting at its phase; phases ascend with the neuron index, so at every step the open neurons
     are one cyclic run of indices and share as few lane groups as possible (what the export's
     reordering gives). ``shuffled`` draws each gate independently instead (the worst packing).
+    ``block``: neurons ``block x j ..`` share a phase (a schedule trained with ``selective.share``).
     """
     if shuffled:
         return (rng.random((period, size)) < rate).astype(np.int64)
     width = max(1, min(period, round(rate * period)))
-    phases = np.sort(rng.integers(0, period, size=size))
+    phases = np.repeat(np.sort(rng.integers(0, period, size=-(-size // block))), block)[:size]
     t = np.arange(period)[:, None]
     return (((t - phases[None, :]) % period) < width).astype(np.int64)
 

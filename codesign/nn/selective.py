@@ -48,6 +48,10 @@ class SelectiveSchedule(nn.Module):
         Backward of the Heaviside (:func:`codesign.nn.surnn.step_gate`).
     bias_init:
         Initial ``b_i``: positive values open the gates more often (a higher update rate).
+    share:
+        Neurons ``share x j .. share x j + share - 1`` share one generator (one gate). With
+        ``share`` equal to the accelerator's lanes ``P`` every lane group opens and closes as a
+        whole, so the hardware walks exactly ``ceil(open / P)`` groups per step.
     """
 
     def __init__(
@@ -59,15 +63,19 @@ class SelectiveSchedule(nn.Module):
         surrogate: Surrogate = "sigmoid",
         beta: float = 4.0,
         bias_init: float = 0.0,
+        share: int = 1,
     ) -> None:
         super().__init__()
         if not isinstance(period, int) or period < 1 or period > 4096 or period & (period - 1):
             raise ValueError(f"selective.period must be a power of two in 1..4096, got {period!r}")
+        if not isinstance(share, int) or share < 1:
+            raise ValueError(f"selective.share must be a positive integer, got {share!r}")
         k = harmonics if harmonics is not None else min(hidden_size, max(1, period // 2))
         if k < 1:
             raise ValueError(f"selective.harmonics must be at least 1, got {k}")
-        self.hidden_size, self.period = hidden_size, period
-        self.generator = RhythmicGate(hidden_size, k, surrogate=surrogate, beta=beta, bias_init=bias_init)
+        self.hidden_size, self.period, self.share = hidden_size, period, share
+        units = -(-hidden_size // share)
+        self.generator = RhythmicGate(units, k, surrogate=surrogate, beta=beta, bias_init=bias_init)
         omega = 2 * math.pi * torch.arange(1, k + 1, dtype=torch.float64) / period
         self.generator.omega = omega.to(self.generator.omega.dtype)
         self.register_buffer("fixed", None)
@@ -84,7 +92,10 @@ class SelectiveSchedule(nn.Module):
         if self.fixed is not None:
             return self.fixed
         # RhythmicGate evaluates t = offset + 1 ..: offset -1 starts at t = 0
-        return self.generator(self.period, offset=-1)
+        table = self.generator(self.period, offset=-1)
+        if self.share > 1:
+            table = table.repeat_interleave(self.share, dim=1)[:, : self.hidden_size]
+        return table
 
     def gates(self, steps: int) -> torch.Tensor:
         """Gates ``(steps, hidden_size)``: row ``t mod period`` of :meth:`table`."""

@@ -14,7 +14,8 @@ Verilog) on dense and on 10%-dense random inputs, sequences driven back to back.
 
 A bundle with selective-update layers is measured at each update rate of ``rates``: its schedules
 are replaced by windowed ones of that open fraction (:func:`codesign.bundle.random.rhythmic_table`,
-phases in neuron order, as :mod:`codesign.bundle.reorder` leaves a trained schedule). Its rows add
+phases in neuron order, as :mod:`codesign.bundle.reorder` leaves a trained schedule), with a phase
+per neuron and with a phase per group of ``P`` neurons (a layer trained with ``selective.share: P``). Its rows add
 ``update_rate`` (measured), ``open_steps_per_step`` (the RTL counter), the walk floor (skipped
 groups cost nothing) and ``open_floor_per_step = sum_l ceil(open_l / P) x work_l`` with
 ``open_target_per_step = 1.1 x open_floor + 8 x layers``, the target of selective update.
@@ -68,12 +69,13 @@ def floor_per_step(bundle: Bundle, xs: list[np.ndarray], lanes: int, *, ideal: b
     return total / steps
 
 
-def with_update_rate(bundle: Bundle, rate: float, seed: int) -> Bundle:
-    """``bundle`` with every selective layer's schedule replaced by a windowed one of open fraction ``rate``."""
+def with_update_rate(bundle: Bundle, rate: float, seed: int, block: int = 1) -> Bundle:
+    """``bundle`` with every selective layer's schedule replaced by a windowed one of open fraction
+    ``rate``; ``block``: neurons share their phase in blocks of that many (``selective.share``)."""
     rng = np.random.default_rng(seed)
     weights = dict(bundle.weights)
     for i, table in selective_tables(bundle).items():
-        weights[f"layers.{i}.su_gate"] = rhythmic_table(rng, *table.shape, rate)
+        weights[f"layers.{i}.su_gate"] = rhythmic_table(rng, *table.shape, rate, block=block)
     return Bundle(bundle.manifest, check_weights(bundle.manifest, weights), bundle.path)
 
 
@@ -86,9 +88,10 @@ def bench_bundle(
     steps: int,
     seed: int,
     rate: float | None = None,
+    shared: bool = False,
 ) -> dict:
     if rate is not None:
-        bundle = with_update_rate(bundle, rate, seed)
+        bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
     result = simulate(bundle, xs, lanes=lanes)
