@@ -706,8 +706,8 @@ def parse_args(argv: list[str] | None = None):
     ap.add_argument(
         "--selective-shapes",
         type=int,
-        default=2,
-        help="random shapes with selective update, sel<k> (default 2)",
+        default=6,
+        help="random shapes with selective update, sel<k>, layer 0's cell cycling (default 6)",
     )
     ap.add_argument("--bundles-per-shape", type=int, default=36, help="random bundles per shape (default 36)")
     ap.add_argument("--vectors", type=int, default=2, help="random sequences per bundle (default 2)")
