@@ -165,20 +165,27 @@ def run_bench(
         for p in lanes:
             if p > widest:
                 continue
-            points = [(label, density, None) for label, density in DENSITIES.items()]
+            points = [(label, density, None, False) for label, density in DENSITIES.items()]
             if selective_tables(bundle):
-                points = [(label, d, r) for label, d, _ in points for r in (rates or [0.1, 0.3, 1.0])]
-            for label, density, rate in points:
+                points = [
+                    (label, d, r, shared)
+                    for label, d, _, _ in points
+                    for r in (rates or [0.1, 0.3, 1.0])
+                    for shared in (False, True)
+                ]
+            for label, density, rate, shared in points:
                 row = {"bundle": bundle.manifest.name, "inputs": label}
+                if rate is not None:
+                    row["phases"] = "per group of P" if shared else "per neuron"
                 row |= bench_bundle(
-                    bundle, p, density, sequences=sequences, steps=steps, seed=seed, rate=rate
+                    bundle, p, density, sequences=sequences, steps=steps, seed=seed, rate=rate, shared=shared
                 )
                 rows.append(row)
                 extra = ""
                 if rate is not None:
                     extra = (
-                        f", p {row['update_rate']:.3f}: open floor {row['open_floor_per_step']:.1f}, "
-                        f"target {row['open_target_per_step']:.1f} "
+                        f", phases {row['phases']}, p {row['update_rate']:.3f}: open floor "
+                        f"{row['open_floor_per_step']:.1f}, target {row['open_target_per_step']:.1f} "
                         f"({'met' if row['meets_open_target'] else 'MISSED'})"
                     )
                 progress(
