@@ -18,7 +18,7 @@ from tb_scoreboard import Mismatch, ResultBeat, TraceBeat
 from codesign.bundle.io import Bundle
 from codesign.golden import run_golden
 from codesign.hw.plan import plan_accelerator
-from codesign.hw.selective import walked_groups
+from codesign.hw.selective import walk
 from codesign.verify.cycles import cycle_floor
 
 if TYPE_CHECKING:
@@ -117,18 +117,17 @@ class GoldenModel:
                 tot.opens[name] = tot.opens.get(name, 0) + int(trace.opens.sum())
             checker = self.tb.trace_checkers[name]
             for t in range(steps):
-                # a selective layer walks only some groups (codesign.hw.selective): beats of those
-                walked = walked_groups(
-                    e, tables.get(e.index), t, seq_end=t == steps - 1, items=int(trace.items[0, t])
-                )
-                for grp in walked:
+                # a selective layer visits only some groups (codesign.hw.selective.walk); a held
+                # group's gates come from its biases alone and are not compared
+                visits = walk(e, tables.get(e.index), t, seq_end=t == steps - 1, items=int(trace.items[0, t]))
+                for grp, held in visits:
                     lo = grp * e.lanes
                     hi = min(lo + e.lanes, e.size)
                     checker.add_expected(
                         TraceBeat(
                             n, t, name, grp,
-                            states[t, lo:hi].tolist(), gates[t, lo:hi].tolist(),
-                            int(grp == walked[-1]), int(t == steps - 1),
+                            states[t, lo:hi].tolist(), None if held else gates[t, lo:hi].tolist(),
+                            int(grp == visits[-1][0]), int(t == steps - 1),
                             hi - lo, lo,
                         )
                     )  # fmt: skip

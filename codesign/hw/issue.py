@@ -254,9 +254,10 @@ class IssueStage(wiring.Component):
 
         ``su_walk`` lists, per phase, how many groups hold an open lane and which; its read ports
         are asynchronous, so the next group is known in the cycle the current one ends and a
-        skipped group costs no cycle. Steps that must walk every group (a sequence's first, an
+        skipped group costs no cycle. Steps that must visit every group (a sequence's first, an
         event-driven step with items, a final vector, sum pooling) count groups as the dense
-        scheduler does. ``su_open`` gives the slot its open lanes.
+        scheduler does, a closed group there costing one biases-only slot (*held*). ``su_open``
+        gives the slot its open lanes.
         """
         e = self.engine
         cap, ib = e.item_capacity, index_bits(e.inputs)
@@ -289,8 +290,16 @@ class IssueStage(wiring.Component):
         walk = Signal(range(groups + 1))  # index of the current group in this step's walk
         n_walk = Signal(range(groups + 1))
         full = Signal()  # this step walks every group
+        # a held group (no open lane; not following items in an event-driven layer) costs one
+        # biases-only slot: it only writes its state back (codesign.hw.selective.walk)
+        opened = Signal(e.lanes)
+        held = Signal()
+        follows = (n_items != 0) if e.mode == "events" else 0
         last_slot = Signal()
-        m.d.comb += last_slot.eq(slot + 1 >= n_items)
+        m.d.comb += [
+            held.eq(~opened.any() & ~follows),
+            last_slot.eq(held | (slot + 1 >= n_items)),
+        ]
         issue = Signal()
         m.d.comb += issue.eq(busy & ((slot != 0) | self.credit))
         m.d.comb += self.starting.eq(issue & (slot == 0))
@@ -342,13 +351,12 @@ class IssueStage(wiring.Component):
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
         m.d.comb += open_rd.addr.eq(phase * groups + group)
+        for lane in range(e.lanes):
+            m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
         step_last = Signal()
         m.d.comb += step_last.eq(walk + 1 == n_walk)
         with m.If(issue):
-            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq(n_items != 0)]
-            opened = Signal(e.lanes)
-            for lane in range(e.lanes):
-                m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
+            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq((n_items != 0) & ~held)]
             m.d.sync += [
                 meta.group.eq(group),
                 meta.base.eq(base),
@@ -357,7 +365,7 @@ class IssueStage(wiring.Component):
                 meta.step_last.eq(step_last),
                 meta.seq_first.eq(seq_first),
                 meta.seq_end.eq(seq_end),
-                meta.empty.eq(n_items == 0),
+                meta.empty.eq((n_items == 0) | held),
                 meta.open.eq(opened),
             ]
             with m.If(last_slot):

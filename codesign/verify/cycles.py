@@ -33,7 +33,7 @@ def cycle_floor(
 
     ``tables``: the ``su_gate`` of every selective layer (by layer index)."""
     from codesign.hw.plan import plan_accelerator
-    from codesign.hw.selective import walked_groups
+    from codesign.hw.selective import walk
 
     floor = np.zeros(gold.layers[0].macs.shape, dtype=np.int64)
     plan = None
@@ -50,8 +50,9 @@ def cycle_floor(
         steps = work.shape[1]
         for n in range(work.shape[0]):
             for t in range(steps):
-                walked = walked_groups(e, tables[index], t, seq_end=t == steps - 1, items=int(work[n, t]))
-                floor[n, t] += len(walked) * max(int(work[n, t]), 1)
+                items = int(work[n, t])
+                visits = walk(e, tables[index], t, seq_end=t == steps - 1, items=items)
+                floor[n, t] += sum(1 if held else max(items, 1) for _, held in visits)
     return floor
 
 
