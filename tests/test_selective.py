@@ -293,3 +293,52 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
         assert result.counters[f"layer{i}_events"] == events[i]
         if e.period:
             assert result.counters[f"layer{i}_open_steps"] == opens[i]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", ["cmru", "mingru", "hsru"])
+def test_trained_selective_layer_exports_its_schedule(cell: str, tmp_path) -> None:
+    """Train a selective layer (QAT, 100 iterations) and export it: the bundle's schedule is the
+    trained one (columns in the export's order), torch == golden on the test set, p is reported,
+    and the quantized accuracy is the fake-quantized float one within 1 point."""
+    from pathlib import Path
+
+    import yaml
+
+    from codesign.quant.export import export_run
+    from codesign.train import train
+    from codesign.train.recipe import parse_recipe
+    from codesign.train.trainer import load_run
+
+    rng = np.random.default_rng(0)
+
+    def make(n: int) -> tuple[np.ndarray, np.ndarray]:
+        y = rng.integers(0, 3, n)
+        t = np.linspace(-1, 1, 24)
+        return (y[:, None, None] - 1) * t[None, :, None] + 0.6 * rng.standard_normal((n, 24, 3)), y
+
+    for split, n in (("train", 300), ("test", 200)):
+        x, y = make(n)
+        np.savez(tmp_path / f"{split}.npz", X=x, y=y)
+    repo = Path(__file__).resolve().parents[1]
+    recipe = yaml.safe_load((repo / "models" / "classify_files_hw.yaml").read_text())
+    recipe["task"] = {
+        "name": "files",
+        "train": str(tmp_path / "train.npz"),
+        "test": str(tmp_path / "test.npz"),
+    }
+    layer = {"cell": cell, "size": 8, "selective": {"period": 8, "share": 2, "bias_init": 0.2}}
+    if cell == "cmru":
+        layer["eps"] = 1.0
+    recipe["model"]["layers"] = [layer]
+    recipe["train"].update(iterations=100, eval_every=50)
+    run = tmp_path / "run"
+    train(parse_recipe(recipe), run, progress=False)
+    bundle, report = export_run(run, tmp_path / "bundle")
+    assert report["torch_vs_golden_mismatches"] == 0
+    assert 0.0 <= report["update_rate"] <= 1.0
+    _, model, _ = load_run(run)
+    trained = model.schedule(0).integer_table().numpy()
+    order = report["selective_neuron_orders"].get("0", list(range(8)))
+    assert np.array_equal(bundle.weights["layers.0.su_gate"], trained[:, order])
+    assert abs(report["quantized_test_accuracy"] - report["float_test_accuracy"]) <= 0.01 + 1e-9
