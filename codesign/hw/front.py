@@ -55,7 +55,9 @@ class MacFront(wiring.Component):
     def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
         self.plan, self.engine = plan, e
         self.images = images or {}
-        self.issue = IssueStage(plan, e, lose_stalled=plan.faults.active("stalled_beat_lost", e.index))
+        self.issue = IssueStage(
+            plan, e, lose_stalled=plan.faults.active("stalled_beat_lost", e.index), images=self.images
+        )
         self.counters = CounterBank(plan, f"{e.name}.front")
         mems = e.memories
         members = {
@@ -75,6 +77,11 @@ class MacFront(wiring.Component):
         m.submodules.issue = issue = self.issue
         wiring.connect(m, wiring.flipped(self.items), issue.items)
         m.d.comb += [issue.credit.eq(self.credit), self.starting.eq(issue.starting)]
+        if self.engine.period:  # the issue stage holds the selective-update tables
+            m.d.comb += [
+                issue.config.valid.eq(self.config.valid),
+                issue.config.payload.eq(self.config.payload),
+            ]
         # the slot is registered once more before the fetch: the item memory's output through the
         # weight address adder into the weight memory was the ECP5's longest path at P = 2
         slot = Signal(SlotLayout(self.engine), name="slot_c1")
@@ -180,6 +187,8 @@ class MacFront(wiring.Component):
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
+        if e.period and e.mode == "scratch":  # a closed neuron's sum is not needed (padding: closed)
+            valid_lanes = sum(s2.open[lane] for lane in range(p))
         with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
         s2a = Signal(SlotLayout(e), name="slot_c2a")

@@ -167,6 +167,7 @@ class EnginePlan:
     multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
     hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
+    period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
 
     @property
     def item_capacity(self) -> int:
@@ -232,6 +233,9 @@ class AcceleratorPlan:
     def shape_key(self) -> dict:
         """Everything the RTL depends on except the weights: builds with equal keys are identical."""
         m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
+        for layer in m["layers"]:  # keys of builds made before selective update unchanged
+            if layer.get("selective", 0) is None:
+                del layer["selective"]
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
@@ -294,6 +298,11 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             1,
             index_bits(dc.channels) + dc.z_bits + 2,
             "queue",
+        )
+    if e.period:  # selective update: open lanes per (phase, group) and the groups to walk per phase
+        mems["su_open"] = MemoryPlan(f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable())
+        mems["su_walk"] = MemoryPlan(
+            f"{e.name}_su_walk", e.period * (e.groups + 1), 1, e.groups.bit_length() + 1, "params", loadable()
         )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
@@ -394,6 +403,7 @@ def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
         pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
         gate_width=layer.gate_bits + 1 if kind.graded_gate else 1,
         update_latency=kind.update_stages,
+        period=layer.selective.period if layer.selective is not None else 0,
         shift_lo=lo,
         shift_hi=hi,
         dcls=dcls,
@@ -456,7 +466,7 @@ def _keep_counter(name: str, owner: str, counter_set: str) -> bool:
 
 def _memory_owner(e: EnginePlan, key: str) -> str:
     """The component whose ports count a memory's reads and writes."""
-    if key == "items":
+    if key in ("items", "su_open", "su_walk"):
         return f"{e.name}.issue"
     if key.startswith("dcls_"):
         return f"{e.name}.dcls"
@@ -477,6 +487,8 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
         if e.kind != "readout":
             owners[f"{e.name}_events"] = e.name
             owners[f"{e.name}_saturations"] = e.name
+        if e.period:
+            owners[f"{e.name}_open_steps"] = e.name  # open neuron-steps of selective update
         if e.dcls is not None:
             owners[f"{e.name}_dcls_cycles"] = f"{e.name}.dcls"
         owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
