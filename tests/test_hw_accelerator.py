@@ -128,6 +128,21 @@ def test_mixed_multipliers_match_golden() -> None:
     assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
 
 
+def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
+    """minGRU's update ``z * (u - h)`` is a multiply per lane: at P = 4 on the UP5K the weights
+    take the 8 SB_MAC16, so the plan has the update shift-and-add (synthesis used 12 of 8 before),
+    and the states stay the golden model's; with multipliers to spare it keeps the hard ones."""
+    manifest = random_network_manifest(
+        inputs=5, layers=[{"cell": "mingru", "size": 8, "weight_bits": 8}], classes=3, seed=7
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 7))
+    assert plan_accelerator(manifest, 4, target="up5k").layers[0].update_multiplier == "lut"
+    assert plan_accelerator(manifest, 2, target="up5k").layers[0].update_multiplier == "hard"
+    assert plan_accelerator(manifest, 4, target="ecp5").layers[0].update_multiplier == "hard"
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=7)
+    assert_matches_golden(bundle, xs, lanes=4, seed=7, target="up5k", counters="basic")
+
+
 @pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])
 def test_frozen_builds_match_golden(target: str) -> None:
     """Weights, biases and parameters as ROMs (``--weights frozen``), mapped to block RAM or LUTs."""

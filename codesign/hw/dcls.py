@@ -102,7 +102,8 @@ class _Regs:
         self.z_last = Signal()
         self.z_channel = Signal(range(ch))
         self.o_seq_end = Signal()
-        self.clear_addr = Signal(range((span << stride_bits(ch)) + 1))
+        self.clear_slot = Signal(range(span))
+        self.clear_entry = Signal(range(ch))
         self.sweep = Signal(range(span + 1))
         self.busy = Signal()
 
@@ -220,17 +221,24 @@ class DelayFrontEnd(wiring.Component):
 
     # ------------------------------------------------------------ RESET_CLEAR
     def _reset_clear(self, m: Module, ports: _Ports, r: _Regs) -> None:
+        """Zero every ``(slot, channel)`` entry and every slot count, one entry per cycle.
+
+        Only the ``span x m`` entries in use: a slot's words beyond its ``m`` channels (its
+        power-of-two stride) are never read, so the sweep skips them (``span x m`` cycles)."""
         ch, span = self.dcls.channels, self.dcls.span
-        self._clear_slot_entry(m, ports, r.clear_addr)
+        self._clear_slot_entry(m, ports, _addr(r.clear_slot, r.clear_entry, ch))
         m.d.comb += [
-            ports.c_wr.addr.eq(r.clear_addr),
+            ports.c_wr.addr.eq(r.clear_slot),
             ports.c_wr.data.eq(0),
-            ports.c_wr.en.eq(r.clear_addr < span),
+            ports.c_wr.en.eq(r.clear_entry == 0),
         ]
-        m.d.sync += r.clear_addr.eq(r.clear_addr + 1)
-        with m.If(r.clear_addr == (span << stride_bits(ch)) - 1):
-            m.d.sync += [r.clear_addr.eq(0), r.head.eq(0)]
-            m.next = "RECEIVE"
+        with m.If(r.clear_entry == ch - 1):
+            m.d.sync += [r.clear_entry.eq(0), r.clear_slot.eq(r.clear_slot + 1)]
+            with m.If(r.clear_slot == span - 1):
+                m.d.sync += [r.clear_slot.eq(0), r.head.eq(0)]
+                m.next = "RECEIVE"
+        with m.Else():
+            m.d.sync += r.clear_entry.eq(r.clear_entry + 1)
 
     # ------------------------------------------------------------ N: list appends
     def _append(self, m: Module, ports: _Ports, r: _Regs) -> Signal:

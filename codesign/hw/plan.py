@@ -166,6 +166,7 @@ class EnginePlan:
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
     multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
     hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
+    update_multiplier: Literal["hard", "lut"] = "hard"  # the update unit's multiplies (minGRU's z * (u - h))
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
 
@@ -570,7 +571,22 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
             choice[e.name], left = ("hard", needed), left - needed
         else:
             choice[e.name], left = ("mixed", left), 0
-    return [replace(e, multiplier=choice[e.name][0], hard_products=choice[e.name][1]) for e in engines]
+    # the update units' multiplies (minGRU's z * (u - h), a narrow gate) take the hard multipliers
+    # the weights leave, else shift-and-add: synthesis would otherwise map them to hard ones past
+    # the chip's count (d = 32 minGRU at P = 4 on the UP5K: 12 of 8 SB_MAC16)
+    update: dict[str, str] = {}
+    for e in engines:
+        needed = e.lanes * (CELLS[e.kind].update_products if e.kind in CELLS else 0)
+        if needed and needed <= left:
+            update[e.name], left = "hard", left - needed
+        else:
+            update[e.name] = "hard" if not needed else "lut"
+    return [
+        replace(
+            e, multiplier=choice[e.name][0], hard_products=choice[e.name][1], update_multiplier=update[e.name]
+        )
+        for e in engines
+    ]
 
 
 def plan_accelerator(

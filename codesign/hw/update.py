@@ -15,12 +15,13 @@ plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from codesign.bundle.cells import CELLS
 from codesign.hw.faults import FaultSet
+from codesign.hw.lanes import shift_add
 from codesign.hw.plan import EnginePlan
 
 __all__ = [
@@ -277,7 +278,7 @@ class MinGRUUpdate(UpdateUnit):
         prod = Signal(signed(e.state_bits + gb + 3))
         m.d.comb += [
             diff.eq(u - h),
-            prod.eq(z * diff),
+            prod.eq(shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff),
             self.new.h.eq(h + (prod >> gb)),
             self.out.eq(self.new.h),
             self.gate.eq(z),
