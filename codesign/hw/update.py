@@ -278,7 +278,9 @@ class MinGRUUpdate(UpdateUnit):
         prod = Signal(signed(e.state_bits + gb + 3))
         m.d.comb += [
             diff.eq(u - h),
-            prod.eq(shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff),
+            prod.eq(
+                shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff
+            ),
             self.new.h.eq(h + (prod >> gb)),
             self.out.eq(self.new.h),
             self.gate.eq(z),
