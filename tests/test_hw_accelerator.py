@@ -114,33 +114,38 @@ def test_target_decides_memories_and_multipliers() -> None:
 
 
 def test_mixed_multipliers_match_golden() -> None:
-    """More products than hard multipliers: the first 8 (the UP5K's SB_MAC16) multiply with
-    ``*``, the rest by shift-and-add, and the sums are the golden model's."""
+    """More products than hard multipliers: the readout's (the widest values) and the layer's
+    first 7 take the UP5K's 8 SB_MAC16 (``*``), the rest shift-and-add, and the sums are the
+    golden model's."""
     manifest = random_network_manifest(
         inputs=5, layers=[{"cell": "cmru", "size": 6, "eps": 1, "weight_bits": 8}], classes=3, seed=5
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
     plan = plan_accelerator(manifest, 6, target="up5k")
     layer = plan.layers[0]
-    assert (layer.multiplier, layer.hard_products) == ("mixed", 8)  # 6 lanes x 2 matrices
-    assert plan.readout.lanes == 1
+    assert (layer.multiplier, layer.hard_products) == ("mixed", 7)  # 6 lanes x 2 matrices
+    assert plan.readout.lanes == 1 and plan.readout.multiplier == "hard"
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
     assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
 
 
 def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
-    """minGRU's update ``z * (u - h)`` is a multiply per lane: at P = 4 on the UP5K the weights
-    take the 8 SB_MAC16, so the plan has the update shift-and-add (synthesis used 12 of 8 before),
-    and the states stay the golden model's; with multipliers to spare it keeps the hard ones."""
+    """minGRU's update ``z * (u - h)`` is a multiply per lane: at P = 12 on the UP5K its 12
+    products cannot have the 8 SB_MAC16, so they shift-and-add, and the readout and the first 7
+    weight products take the hard ones (synthesis mapped every ``*`` to a hard multiplier before:
+    12 of 8 at d = 32, P = 4); the states stay the golden model's. With multipliers to spare the
+    update keeps hard ones, ahead of the first layer's narrower weight x input products."""
     manifest = random_network_manifest(
-        inputs=5, layers=[{"cell": "mingru", "size": 8, "weight_bits": 8}], classes=3, seed=7
+        inputs=5, layers=[{"cell": "mingru", "size": 12, "weight_bits": 8}], classes=3, seed=7
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 7))
-    assert plan_accelerator(manifest, 4, target="up5k").layers[0].update_multiplier == "lut"
-    assert plan_accelerator(manifest, 2, target="up5k").layers[0].update_multiplier == "hard"
-    assert plan_accelerator(manifest, 4, target="ecp5").layers[0].update_multiplier == "hard"
+    layer = plan_accelerator(manifest, 12, target="up5k").layers[0]
+    assert (layer.update_multiplier, layer.multiplier, layer.hard_products) == ("lut", "mixed", 7)
+    layer = plan_accelerator(manifest, 4, target="up5k").layers[0]
+    assert (layer.update_multiplier, layer.multiplier, layer.hard_products) == ("hard", "mixed", 3)
+    assert plan_accelerator(manifest, 12, target="ecp5").layers[0].update_multiplier == "hard"
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=7)
-    assert_matches_golden(bundle, xs, lanes=4, seed=7, target="up5k", counters="basic")
+    assert_matches_golden(bundle, xs, lanes=12, seed=7, target="up5k", counters="basic")
 
 
 @pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])

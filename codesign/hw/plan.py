@@ -533,8 +533,8 @@ def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, tar
     the layers' ``steps x groups x slots``), so its lanes buy almost nothing, while each costs a
     multiplier (hard, or shift-and-add in LUTs) and widens its bias, item and result words: at
     d = 16, P = 8 on the UP5K its eight lanes took 3,465 bits of result queue in logic. A per-step
-    readout keeps ``min(P, C)`` lanes, with wide weights only as many as the hard multipliers the
-    layers leave (at least one)."""
+    readout keeps ``min(P, C)`` lanes, with wide weights at most as many as the chip's hard
+    multipliers (its products are the widest, so :func:`_assign_multipliers` serves them first)."""
     r = manifest.readout
     ro_lanes = min(lanes, r.classes)
     if not r.per_step and target.one_lane_readout:
@@ -543,50 +543,64 @@ def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, tar
         return ro_lanes
     if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
         return ro_lanes
-    left = target.multipliers
-    for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            left -= needed
-    return max(1, min(ro_lanes, left))
+    return max(1, min(ro_lanes, target.multipliers))
 
 
 def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
-    """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
+    """Hard multipliers to the products that would cost the most LUTs; the rest shift-and-add.
 
-    Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
-    (a few LUTs per product, cheaper than a hard multiplier's share of the chip). An engine that
-    needs more hard multipliers than are left takes those left for its first products and
-    multiplies the rest by shift-and-add (``multiplier = "mixed"``): at d = 16, P = 8 on the UP5K
-    the layer's 16 products then use the 8 SB_MAC16 and 8 LUT multipliers, not 16 of the latter."""
+    A shift-and-add product costs about ``weight bits x value bits`` LUTs, so the target's hard
+    multipliers go first to the widest products: a once-per-sequence readout's 8-bit weight x
+    24-bit logit input (about 570 LUT4 on the UP5K), minGRU's update ``z * (u - h)`` (the gate x a
+    17-bit difference), a later layer's 8-bit weight x 17-bit event, before a first layer's 8-bit
+    weight x 8-bit input. Weights of at most ``target.lut_multiply_max_weight_bits`` always
+    shift-and-add (a few LUTs, cheaper than a hard multiplier's share of the chip). An engine
+    whose weight products get only some of the hard multipliers takes them for its first products
+    (``multiplier = "mixed"``, ``hard_products``); an update unit gets hard multipliers for all its
+    lanes or none (``update_multiplier``). Synthesis would otherwise map every ``*`` to a hard
+    multiplier past the chip's count (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16)."""
     if not target.multipliers:
         return engines
+    # (LUT cost of one product, tie-break, engine, what, products)
+    blocks: list[tuple[int, int, str, str, int]] = []
+    for order, e in enumerate(engines):
+        if e.weight_bits > target.lut_multiply_max_weight_bits:
+            blocks.extend(
+                (e.weight_bits * e.item_bits, order, e.name, "weights", 1)
+                for _ in range(e.lanes * len(e.matrices))
+            )
+        per_lane = CELLS[e.kind].update_products if e.kind in CELLS else 0
+        if per_lane:
+            blocks.append(
+                ((e.gate_bits + 2) * (e.state_bits + 1), order, e.name, "update", e.lanes * per_lane)
+            )
     left = target.multipliers
-    choice: dict[str, tuple[str, int]] = {}
-    for e in sorted(engines, key=lambda e: (-e.weight_bits, e.index < 0)):
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits <= target.lut_multiply_max_weight_bits or left == 0:
-            choice[e.name] = ("lut", 0)
-        elif needed <= left:
-            choice[e.name], left = ("hard", needed), left - needed
+    hard = {e.name: 0 for e in engines}
+    update_hard: set[str] = set()
+    for _cost, _order, name, what, products in sorted(blocks, key=lambda b: (-b[0], b[1])):
+        if products > left:
+            continue
+        left -= products
+        if what == "weights":
+            hard[name] += products
         else:
-            choice[e.name], left = ("mixed", left), 0
-    # the update units' multiplies (minGRU's z * (u - h), a narrow gate) take the hard multipliers
-    # the weights leave, else shift-and-add: synthesis would otherwise map them to hard ones past
-    # the chip's count (d = 32 minGRU at P = 4 on the UP5K: 12 of 8 SB_MAC16)
-    update: dict[str, str] = {}
+            update_hard.add(name)
+    planned = []
     for e in engines:
-        needed = e.lanes * (CELLS[e.kind].update_products if e.kind in CELLS else 0)
-        if needed and needed <= left:
-            update[e.name], left = "hard", left - needed
-        else:
-            update[e.name] = "hard" if not needed else "lut"
-    return [
-        replace(
-            e, multiplier=choice[e.name][0], hard_products=choice[e.name][1], update_multiplier=update[e.name]
+        products = e.lanes * len(e.matrices)
+        n = hard[e.name]
+        multiplier = "hard" if n == products else "lut" if n == 0 else "mixed"
+        needs_update = e.kind in CELLS and CELLS[e.kind].update_products > 0
+        update = "lut" if needs_update and e.name not in update_hard else "hard"
+        planned.append(
+            replace(
+                e,
+                multiplier=multiplier,
+                hard_products=n if multiplier == "mixed" else 0,
+                update_multiplier=update,
+            )
         )
-        for e in engines
-    ]
+    return planned
 
 
 def plan_accelerator(
