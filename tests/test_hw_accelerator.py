@@ -148,6 +148,39 @@ def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
     assert_matches_golden(bundle, xs, lanes=12, seed=7, target="up5k", counters="basic")
 
 
+def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
+    """A DCLS front end's tap products ``w * x`` are multiplies too: on the UP5K two DCLS layers
+    at P = 2 leave them no SB_MAC16 (the wider layer products take all 8), so they shift-and-add
+    (synthesis mapped them to hard ones before: 16 of 8), and the states stay the golden model's."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 4, "weight_bits": 8, "dcls": {"taps": 2, "span": 4, "weight_bits": 8}},
+            {
+                "cell": "cmru",
+                "size": 4,
+                "eps": 1,
+                "weight_bits": 8,
+                "dcls": {"taps": 2, "span": 4, "weight_bits": 8},
+            },
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    plan = plan_accelerator(manifest, 2, target="up5k")
+    assert [layer.dcls.hard_taps for layer in plan.layers] == [0, 0]
+    used = sum(
+        (e.hard_products or (e.lanes * len(e.matrices) if e.multiplier == "hard" else 0))
+        + (e.lanes if e.kind == "mingru" and e.update_multiplier == "hard" else 0)
+        for e in plan.engines
+    )
+    assert used <= 8
+    assert plan_accelerator(manifest, 2, target="ecp5").layers[0].dcls.hard_taps == 2
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
+    assert_matches_golden(bundle, xs, lanes=2, seed=9, target="up5k", counters="basic")
+
+
 @pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])
 def test_frozen_builds_match_golden(target: str) -> None:
     """Weights, biases and parameters as ROMs (``--weights frozen``), mapped to block RAM or LUTs."""

@@ -51,6 +51,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
+from codesign.hw.lanes import shift_add
 from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
@@ -291,6 +292,10 @@ class DelayFrontEnd(wiring.Component):
         with m.If(advance):  # R
             word = ports.taps_rd.data
             slots = []
+            # the first ``hard_taps`` products may use hard multipliers, the rest shift-and-add
+            hard_taps = self.dcls.taps if self.dcls.hard_taps is None else self.dcls.hard_taps
+            tap_weights = [Signal(signed(self.dcls.weight_bits), name=f"tap_w{k}") for k in range(taps)]
+            m.d.comb += [w.eq(word[2 * k]) for k, w in enumerate(tap_weights)]
             for k in range(taps):
                 delay = Signal(range(span), name=f"delay{k}")
                 target = Signal(range(2 * span + 1), name=f"target{k}")
@@ -305,7 +310,11 @@ class DelayFrontEnd(wiring.Component):
                 bank = ports.z_wr[k]
                 m.d.comb += [
                     bank.addr.eq(addr),
-                    bank.data.eq(word[2 * k] * r.it_value),
+                    bank.data.eq(
+                        tap_weights[k] * r.it_value
+                        if k < hard_taps
+                        else shift_add(tap_weights[k], r.it_value)
+                    ),
                     bank.en.eq(1),
                     ports.f_rd[k].addr.eq(addr),
                     ports.f_rd[k].en.eq(1),

@@ -129,6 +129,9 @@ class DCLSPlan:
     z_bits: int  # width of its outputs
     mode: Literal["absolute", "delta"]  # layer 0 sends values, later layers send deltas
     item_bits: int  # width of the item values it receives
+    hard_taps: int | None = (
+        None  # taps whose w * x uses a hard multiplier (None: all); the rest shift-and-add
+    )
 
 
 @dataclass(frozen=True)
@@ -557,7 +560,8 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
     shift-and-add (a few LUTs, cheaper than a hard multiplier's share of the chip). An engine
     whose weight products get only some of the hard multipliers takes them for its first products
     (``multiplier = "mixed"``, ``hard_products``); an update unit gets hard multipliers for all its
-    lanes or none (``update_multiplier``). Synthesis would otherwise map every ``*`` to a hard
+    lanes or none (``update_multiplier``); a DCLS front end's ``K`` tap products ``w * x`` take
+    them tap by tap (``DCLSPlan.hard_taps``). Synthesis would otherwise map every ``*`` to a hard
     multiplier past the chip's count (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16)."""
     if not target.multipliers:
         return engines
@@ -569,6 +573,9 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
                 (e.weight_bits * e.item_bits, order, e.name, "weights", 1)
                 for _ in range(e.lanes * len(e.matrices))
             )
+        if e.dcls is not None and e.dcls.weight_bits > target.lut_multiply_max_weight_bits:
+            cost = e.dcls.weight_bits * e.dcls.item_bits
+            blocks.extend((cost, order, e.name, "dcls", 1) for _ in range(e.dcls.taps))
         per_lane = CELLS[e.kind].update_products if e.kind in CELLS else 0
         if per_lane:
             blocks.append(
@@ -576,6 +583,7 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
             )
     left = target.multipliers
     hard = {e.name: 0 for e in engines}
+    taps_hard = {e.name: 0 for e in engines}
     update_hard: set[str] = set()
     for _cost, _order, name, what, products in sorted(blocks, key=lambda b: (-b[0], b[1])):
         if products > left:
@@ -583,6 +591,8 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
         left -= products
         if what == "weights":
             hard[name] += products
+        elif what == "dcls":
+            taps_hard[name] += products
         else:
             update_hard.add(name)
     planned = []
@@ -592,12 +602,14 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
         multiplier = "hard" if n == products else "lut" if n == 0 else "mixed"
         needs_update = e.kind in CELLS and CELLS[e.kind].update_products > 0
         update = "lut" if needs_update and e.name not in update_hard else "hard"
+        dcls = e.dcls and replace(e.dcls, hard_taps=taps_hard[e.name])
         planned.append(
             replace(
                 e,
                 multiplier=multiplier,
                 hard_products=n if multiplier == "mixed" else 0,
                 update_multiplier=update,
+                dcls=dcls,
             )
         )
     return planned

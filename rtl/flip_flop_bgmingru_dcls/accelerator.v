@@ -4126,16 +4126,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$98 ;
   wire [3:0] \$99 ;
   reg [4:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$102 ;
+  reg [4:0] \$signature__addr$104 ;
   reg [1:0] \$signature__addr$41 ;
   reg [4:0] \$signature__addr$48 ;
   reg [4:0] \$signature__addr$51 ;
   reg [4:0] \$signature__addr$52 ;
   reg [4:0] \$signature__addr$55 ;
-  reg [4:0] \$signature__addr$80 ;
-  reg [1:0] \$signature__addr$81 ;
-  reg [4:0] \$signature__addr$85 ;
-  reg [1:0] \$signature__addr$86 ;
+  reg [4:0] \$signature__addr$82 ;
+  reg [1:0] \$signature__addr$83 ;
+  reg [4:0] \$signature__addr$87 ;
+  reg [1:0] \$signature__addr$88 ;
   wire \$signature__data ;
   wire \$signature__data$22 ;
   wire [2:0] \$signature__data$35 ;
@@ -4250,7 +4250,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   output outputs__valid;
   wire outputs__valid;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$91 ;
+  reg [2:0] \port__addr$93 ;
   wire [31:0] port__data;
   wire [31:0] \port__data$74 ;
   wire [3:0] port__en;
@@ -4273,6 +4273,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [1:0] slot1;
   reg step_seen = 1'h0;
   reg [2:0] sweep = 3'h0;
+  reg [7:0] tap_w0;
+  reg [7:0] tap_w1;
   reg [3:0] target0;
   reg [3:0] target1;
   reg [15:0] w__payload;
@@ -4300,13 +4302,13 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [2:0] _1_;
   always @(posedge clk) begin
     if (\$signature__en$12 ) begin
-      _0_ <= counts[\$signature__addr$86 ];
-      if (\$signature__en$43  && \$signature__addr$86  == \$signature__addr$41 )
+      _0_ <= counts[\$signature__addr$88 ];
+      if (\$signature__en$43  && \$signature__addr$88  == \$signature__addr$41 )
         _0_ <= \$signature__data$42 ;
     end
     if (\$signature__en$11 ) begin
-      _1_ <= counts[\$signature__addr$81 ];
-      if (\$signature__en$43  && \$signature__addr$81  == \$signature__addr$41 )
+      _1_ <= counts[\$signature__addr$83 ];
+      if (\$signature__en$43  && \$signature__addr$83  == \$signature__addr$41 )
         _1_ <= \$signature__data$42 ;
     end
   end
@@ -4355,10 +4357,10 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [0:0] _3_;
   always @(posedge clk) begin
     if (\$signature__en$10 ) begin
-      _2_ <= listed[\$signature__addr$85 ];
+      _2_ <= listed[\$signature__addr$87 ];
     end
     if (\$signature__en$9 ) begin
-      _3_ <= listed[\$signature__addr$80 ];
+      _3_ <= listed[\$signature__addr$82 ];
     end
   end
   assign \$signature__data$22  = _2_;
@@ -4405,7 +4407,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [2:0] _4_;
   always @(posedge clk) begin
     if (\$signature__en ) begin
-      _4_ <= lists[\$signature__addr$102 ];
+      _4_ <= lists[\$signature__addr$104 ];
     end
   end
   assign \$signature__data$49  = _4_;
@@ -4430,7 +4432,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [31:0] _5_;
   always @(posedge clk) begin
     if (\port__en$5 ) begin
-      _5_ <= taps[\port__addr$91 ];
+      _5_ <= taps[\port__addr$93 ];
     end
   end
   assign \port__data$74  = _5_;
@@ -4560,13 +4562,13 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign \$28  = target0 >= 3'h4;
   assign \$29  = target0 - 3'h4;
   assign \$30  = \$28  ? \$29  : { 1'h0, target0 };
-  assign \$31  = $signed(\port__data$74 [7:0]) * $signed(it_value);
+  assign \$31  = $signed(tap_w0) * $signed(it_value);
   assign \$32  = head + delay1;
   assign \$33  = \$32  + 1'h0;
   assign \$34  = target1 >= 3'h4;
   assign \$35  = target1 - 3'h4;
   assign \$36  = \$34  ? \$35  : { 1'h0, target1 };
-  assign \$37  = $signed(\port__data$74 [23:16]) * $signed(it_value);
+  assign \$37  = $signed(tap_w1) * $signed(it_value);
   assign \$38  = ~ step_seen;
   assign \$39  = ~ it_valid;
   assign \$40  = \$39  | advance;
@@ -5299,6 +5301,30 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w0 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w0 = \port__data$74 [7:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w1 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w1 = \port__data$74 [23:16];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     delay0 = 2'h0;
     casez (dcls_state)
       3'h0:
@@ -5335,29 +5361,29 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$80  = 5'h00;
+    \$signature__addr$82  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$80  = { slot0, it_channel };
+            \$signature__addr$82  = { slot0, it_channel };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$81  = 2'h0;
+    \$signature__addr$83  = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (advance) begin
-            \$signature__addr$81  = slot0;
+            \$signature__addr$83  = slot0;
           end
           if (\$51 ) begin
-            \$signature__addr$81  = head;
+            \$signature__addr$83  = head;
           end
         end
       3'h2:
@@ -5366,7 +5392,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           (* full_case = 32'd1 *)
           if (\$61 ) begin
           end else begin
-            \$signature__addr$81  = sweep[1:0];
+            \$signature__addr$83  = sweep[1:0];
           end
     endcase
   end
@@ -5408,25 +5434,25 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$85  = 5'h00;
+    \$signature__addr$87  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$85  = { slot1, it_channel };
+            \$signature__addr$87  = { slot1, it_channel };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$86  = 2'h0;
+    \$signature__addr$88  = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$86  = slot1;
+            \$signature__addr$88  = slot1;
           end
     endcase
   end
@@ -5442,14 +5468,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__addr$91  = 3'h0;
+    \port__addr$93  = 3'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (\$46 ) begin
             if (\$47 ) begin
-              \port__addr$91  = items__payload[2:0];
+              \port__addr$93  = items__payload[2:0];
             end
           end
     endcase
@@ -5521,7 +5547,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$102  = 5'h00;
+    \$signature__addr$104  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5529,7 +5555,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$signature__addr$102  = { head, index };
+            \$signature__addr$104  = { head, index };
           end
       3'h3:
           /* empty */;
@@ -5539,7 +5565,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           (* full_case = 32'd1 *)
           if (\$62 ) begin
           end else begin
-            \$signature__addr$102  = { sweep[1:0], index };
+            \$signature__addr$104  = { sweep[1:0], index };
           end
     endcase
   end
