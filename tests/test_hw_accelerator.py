@@ -27,6 +27,7 @@ from codesign.golden import run_golden
 from codesign.hw import Accelerator
 from codesign.hw.plan import plan_accelerator
 from codesign.hw.pysim import item_beats, simulate
+from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
 from codesign.quant.stack import deployed_from_bundle
 
@@ -150,8 +151,9 @@ def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
 
 def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
     """A DCLS front end's tap products ``w * x`` are multiplies too: on the UP5K two DCLS layers
-    at P = 2 leave them no SB_MAC16 (the wider layer products take all 8), so they shift-and-add
-    (synthesis mapped them to hard ones before: 16 of 8), and the states stay the golden model's."""
+    at P = 2 need more SB_MAC16 than its 8 (synthesis mapped every ``*`` to one before: 16 of 8),
+    so the first layer's taps, the narrowest products, shift-and-add, and the states stay the
+    golden model's."""
     manifest = random_network_manifest(
         inputs=7,
         layers=[
@@ -169,13 +171,18 @@ def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
     plan = plan_accelerator(manifest, 2, target="up5k")
-    assert [layer.dcls.hard_taps for layer in plan.layers] == [0, 0]
-    used = sum(
-        (e.hard_products or (e.lanes * len(e.matrices) if e.multiplier == "hard" else 0))
-        + (e.lanes if e.kind == "mingru" and e.update_multiplier == "hard" else 0)
-        for e in plan.engines
-    )
-    assert used <= 8
+    assert plan.layers[0].dcls.hard_taps == 0  # the first layer's 8-bit inputs: the cheapest products
+    chip = get_target("up5k")
+    used = 0
+    for e in plan.engines:
+        per_product = chip.multiplies_needed(e.weight_bits, e.item_bits)
+        n = e.lanes * len(e.matrices) if e.multiplier == "hard" else e.hard_products
+        used += n * per_product
+        if e.dcls is not None:
+            used += e.dcls.hard_taps * chip.multiplies_needed(e.dcls.weight_bits, e.dcls.item_bits)
+        if e.kind == "mingru" and e.update_multiplier == "hard":
+            used += e.lanes * chip.multiplies_needed(e.gate_bits + 2, e.state_bits + 1)
+    assert used <= chip.multipliers
     assert plan_accelerator(manifest, 2, target="ecp5").layers[0].dcls.hard_taps == 2
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
     assert_matches_golden(bundle, xs, lanes=2, seed=9, target="up5k", counters="basic")
@@ -343,3 +350,14 @@ def test_faults_are_validated() -> None:
     bundle = load_bundle(BUNDLES / "parity_hsru")
     with pytest.raises(CodesignError, match="unknown fault"):
         Accelerator(bundle, faults={"off_by_two"})
+
+
+def test_hard_multipliers_a_product_takes() -> None:
+    """yosys' mul2dsp slices operands wider than the hard multiplier and leaves a last slice of one
+    bit to logic: 8 x 24 takes two SB_MAC16 (measured: the readout lane's 2 DSPs), 8 x 17 one."""
+    up5k, ecp5 = get_target("up5k"), get_target("ecp5")
+    assert up5k.multiplies_needed(8, 24) == 2
+    assert up5k.multiplies_needed(8, 17) == 1
+    assert up5k.multiplies_needed(8, 16) == 1
+    assert up5k.multiplies_needed(18, 26) == 4
+    assert ecp5.multiplies_needed(8, 24) == 2 and ecp5.multiplies_needed(8, 18) == 1

@@ -565,30 +565,31 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
     multiplier past the chip's count (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16)."""
     if not target.multipliers:
         return engines
-    # (LUT cost of one product, tie-break, engine, what, products)
-    blocks: list[tuple[int, int, str, str, int]] = []
+    # (LUT cost per hard multiplier it saves, tie-break, engine, what, products, hard multipliers)
+    blocks: list[tuple[float, int, str, str, int, int]] = []
+
+    def block(order: int, e: EnginePlan, what: str, a_bits: int, b_bits: int, products: int) -> None:
+        hard = target.multiplies_needed(a_bits, b_bits) * products
+        blocks.append((a_bits * b_bits * products / hard, order, e.name, what, products, hard))
+
     for order, e in enumerate(engines):
         if e.weight_bits > target.lut_multiply_max_weight_bits:
-            blocks.extend(
-                (e.weight_bits * e.item_bits, order, e.name, "weights", 1)
-                for _ in range(e.lanes * len(e.matrices))
-            )
+            for _ in range(e.lanes * len(e.matrices)):
+                block(order, e, "weights", e.weight_bits, e.item_bits, 1)
         if e.dcls is not None and e.dcls.weight_bits > target.lut_multiply_max_weight_bits:
-            cost = e.dcls.weight_bits * e.dcls.item_bits
-            blocks.extend((cost, order, e.name, "dcls", 1) for _ in range(e.dcls.taps))
+            for _ in range(e.dcls.taps):
+                block(order, e, "dcls", e.dcls.weight_bits, e.dcls.item_bits, 1)
         per_lane = CELLS[e.kind].update_products if e.kind in CELLS else 0
         if per_lane:
-            blocks.append(
-                ((e.gate_bits + 2) * (e.state_bits + 1), order, e.name, "update", e.lanes * per_lane)
-            )
+            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, e.lanes * per_lane)
     left = target.multipliers
     hard = {e.name: 0 for e in engines}
     taps_hard = {e.name: 0 for e in engines}
     update_hard: set[str] = set()
-    for _cost, _order, name, what, products in sorted(blocks, key=lambda b: (-b[0], b[1])):
-        if products > left:
+    for _cost, _order, name, what, products, multipliers in sorted(blocks, key=lambda b: (-b[0], b[1])):
+        if multipliers > left:
             continue
-        left -= products
+        left -= multipliers
         if what == "weights":
             hard[name] += products
         elif what == "dcls":

@@ -35,6 +35,8 @@ class Target:
     luts: int = 0
     multipliers: int = 0
     """Hard multipliers the engines may share (0: the plan leaves multiplies alone)."""
+    multiplier_bits: int = 16
+    """Operand width of one hard multiplier (UP5K SB_MAC16: 16 x 16; ECP5 MULT18X18D: 18 x 18)."""
     reserved_block_rams: int = 0
     """Block RAMs kept for what surrounds the accelerator (the UART wrapper's FIFOs)."""
     lut_multiply_max_weight_bits: int = 0
@@ -45,6 +47,18 @@ class Target:
     """Logic cells one LUT RAM primitive and its share of the read register take."""
     one_lane_readout: bool = False
     """A once-per-sequence readout gets one lane (area matters more than its overlapped cycles)."""
+
+    def multiplies_needed(self, a_bits: int, b_bits: int) -> int:
+        """Hard multipliers one ``a_bits x b_bits`` product takes.
+
+        yosys' ``mul2dsp`` splits a wider operand into ``multiplier_bits`` slices and leaves a last
+        slice under 2 bits to logic: a once-per-sequence readout's 8-bit weight x 24-bit input
+        takes two SB_MAC16, minGRU's 8-bit gate x 17-bit difference one."""
+
+        def slices(bits: int) -> int:
+            return max(1, bits // self.multiplier_bits + (bits % self.multiplier_bits >= 2))
+
+        return slices(a_bits) * slices(b_bits)
 
     @property
     def maps(self) -> bool:
@@ -141,6 +155,7 @@ TARGETS: dict[str, Target] = {
             lut_ram=(16, 4),
             lut_ram_cells=3.0,
             multipliers=28,
+            multiplier_bits=18,
             lut_multiply_max_weight_bits=4,
             one_lane_readout=True,
         ),
