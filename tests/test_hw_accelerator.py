@@ -106,10 +106,47 @@ def test_target_decides_memories_and_multipliers() -> None:
     assert styles["layer0_weights"] == "block"
     hard = sum(e.lanes * len(e.matrices) for e in up5k.engines if e.multiplier == "hard")
     assert hard <= 8  # the UP5K's DSPs
+    assert up5k.readout.lanes == 1  # once per sequence: its lanes would buy nothing
     with pytest.raises(CodesignError, match="--target 'xc7'"):
         plan_accelerator(bundle.manifest, 4, target="xc7")
     with pytest.raises(CodesignError, match="--counters 'some'"):
         plan_accelerator(bundle.manifest, 4, counters="some")
+
+
+def test_mixed_multipliers_match_golden() -> None:
+    """More products than hard multipliers: the first 8 (the UP5K's SB_MAC16) multiply with
+    ``*``, the rest by shift-and-add, and the sums are the golden model's."""
+    manifest = random_network_manifest(
+        inputs=5, layers=[{"cell": "cmru", "size": 6, "eps": 1, "weight_bits": 8}], classes=3, seed=5
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
+    plan = plan_accelerator(manifest, 6, target="up5k")
+    layer = plan.layers[0]
+    assert (layer.multiplier, layer.hard_products) == ("mixed", 8)  # 6 lanes x 2 matrices
+    assert plan.readout.lanes == 1
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
+    assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
+
+
+@pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])
+def test_frozen_builds_match_golden(target: str) -> None:
+    """Weights, biases and parameters as ROMs (``--weights frozen``), mapped to block RAM or LUTs."""
+    for seed in (4, 17):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        assert_matches_golden(bundle, xs, lanes=min(4, widest), seed=seed, target=target, weights="frozen")
+
+
+def test_frozen_plan_puts_small_roms_in_luts() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    plan = plan_accelerator(bundle.manifest, 4, target="up5k", frozen=True)
+    bias = plan.memory("layer0_bias")
+    assert bias.rom and bias.config_id is None and bias.style == "logic"  # 8 x 128: 128 LUT4, no FFs
+    assert not plan.memory("layer0_state").rom  # state is written every step
+    assert (
+        plan.shape_key()["frozen"] and plan_accelerator(bundle.manifest, 4).shape_key().get("frozen") is None
+    )
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

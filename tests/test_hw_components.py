@@ -223,21 +223,23 @@ def test_lane_array_accumulates_from_seeds() -> None:
 
     async def bench(ctx):
         sums = [np.zeros(6, dtype=np.int64)]
+        seeds = np.zeros(6, dtype=np.int64)
         for k in range(60):
             first = k % 5 == 0
             w = rng.integers(-16, 16, size=6)
-            seeds = rng.integers(-1000, 1000, size=6)
             value = int(rng.integers(-32, 32))
             ctx.set(dut.valid, 1)
             ctx.set(dut.first, int(first))
             ctx.set(dut.value, value)
             ctx.set(dut.weights, [int(v) for v in w])
-            ctx.set(dut.seeds, [int(v) for v in seeds])
+            ctx.set(dut.seeds, [int(v) for v in seeds])  # the seeds of the previous slot
+            seeds = rng.integers(-1000, 1000, size=6)
             await ctx.tick()
             sums.append(((seeds if first else sums[-1]) + w * value).tolist())
             if k >= 2:  # the sum of slot k-2 (LATENCY = 3 cycles)
                 assert [ctx.get(dut.acc[i]) for i in range(6)] == sums[-3], k
         ctx.set(dut.valid, 0)
+        ctx.set(dut.seeds, [int(v) for v in seeds])
         for _ in range(3):
             await ctx.tick()
         assert [ctx.get(dut.acc[i]) for i in range(6)] == sums[-1]

@@ -37,6 +37,7 @@ from codesign.atomic import write_text
 from codesign.errors import CodesignError
 from codesign.fpga import reports
 from codesign.fpga.devices import Device, constraints_dir, get_device
+from codesign.fpga.hierarchy import hierarchy_costs
 from codesign.fpga.ports import load_port_map
 from codesign.fpga.tools import run_tool
 from codesign.fpga.uart import baud_divisor
@@ -54,6 +55,7 @@ class SynthOptions:
     timeout_s: float = 3600.0  # per tool run
     dsp: bool = True  # multipliers in DSP blocks (SB_MAC16 on the UP5K, MULT18X18D on the ECP5)
     ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
+    hierarchy: bool = False  # also the cells of every module (codesign.fpga.hierarchy), a second yosys run
 
 
 def _say(progress: Callable[[str], None] | None, text: str) -> None:
@@ -232,6 +234,18 @@ def synthesize(
         f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)})",
     )
 
+    hierarchy = None
+    if options.hierarchy:
+        t = time.monotonic()
+        _say(
+            progress,
+            f"      per module: unflattened synthesis of accelerator.v (log {work / 'hierarchy.log'})",
+        )
+        hierarchy = [
+            dataclasses.asdict(row) for row in hierarchy_costs(work, device, timeout_s=options.timeout_s)
+        ]
+        seconds["hierarchy"] = time.monotonic() - t
+
     # 3. nextpnr
     t = time.monotonic()
     _say(
@@ -321,6 +335,7 @@ def synthesize(
             "logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
         },
         "critical_path": reports.critical_path(report),
+        "hierarchy": hierarchy,
         "protocol": protocol,
         "bitstream": bitstream,
         "failure": failure or None,

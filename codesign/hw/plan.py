@@ -102,6 +102,7 @@ class MemoryPlan:
     style: Literal["auto", "block", "distributed", "logic"] = (
         "auto"  # mapping the plan decided (codesign.hw.targets)
     )
+    rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
 
     @property
     def width(self) -> int:
@@ -163,8 +164,10 @@ class EnginePlan:
     shift_hi: int = 63
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
-    multiplier: Literal["auto", "hard", "lut"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
+    period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
 
     @property
     def item_capacity(self) -> int:
@@ -191,6 +194,7 @@ class AcceleratorPlan:
     faults: FaultSet = field(default_factory=FaultSet)
     target: str = "generic"
     counter_set: str = "all"
+    frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -216,11 +220,11 @@ class AcceleratorPlan:
 
     @property
     def config_addr_bits(self) -> int:
-        return index_bits(max(m.depth for m in self.config_targets))
+        return index_bits(max((m.depth for m in self.config_targets), default=1))
 
     @property
     def config_elem_bits(self) -> int:
-        return index_bits(max(m.elements for m in self.config_targets))
+        return index_bits(max((m.elements for m in self.config_targets), default=1))
 
     @property
     def config_target_bits(self) -> int:
@@ -229,9 +233,14 @@ class AcceleratorPlan:
     def shape_key(self) -> dict:
         """Everything the RTL depends on except the weights: builds with equal keys are identical."""
         m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
+        for layer in m["layers"]:  # keys of builds made before selective update unchanged
+            if layer.get("selective", 0) is None:
+                del layer["selective"]
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
+        if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
+            key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         return key
 
 
@@ -289,6 +298,11 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             1,
             index_bits(dc.channels) + dc.z_bits + 2,
             "queue",
+        )
+    if e.period:  # selective update: open lanes per (phase, group) and the groups to walk per phase
+        mems["su_open"] = MemoryPlan(f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable())
+        mems["su_walk"] = MemoryPlan(
+            f"{e.name}_su_walk", e.period * (e.groups + 1), 1, e.groups.bit_length() + 1, "params", loadable()
         )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
@@ -389,6 +403,7 @@ def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
         pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
         gate_width=layer.gate_bits + 1 if kind.graded_gate else 1,
         update_latency=kind.update_stages,
+        period=layer.selective.period if layer.selective is not None else 0,
         shift_lo=lo,
         shift_hi=hi,
         dcls=dcls,
@@ -451,7 +466,7 @@ def _keep_counter(name: str, owner: str, counter_set: str) -> bool:
 
 def _memory_owner(e: EnginePlan, key: str) -> str:
     """The component whose ports count a memory's reads and writes."""
-    if key == "items":
+    if key in ("items", "su_open", "su_walk"):
         return f"{e.name}.issue"
     if key.startswith("dcls_"):
         return f"{e.name}.dcls"
@@ -472,6 +487,8 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
         if e.kind != "readout":
             owners[f"{e.name}_events"] = e.name
             owners[f"{e.name}_saturations"] = e.name
+        if e.period:
+            owners[f"{e.name}_open_steps"] = e.name  # open neuron-steps of selective update
         if e.dcls is not None:
             owners[f"{e.name}_dcls_cycles"] = f"{e.name}.dcls"
         owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
@@ -482,12 +499,26 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
+ROM_KEYS = ("weights", "bias", "params")
+"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs. The DCLS taps stay
+loadable (the front end reads and writes them through the same port)."""
+
+
+def _freeze(e: EnginePlan) -> EnginePlan:
+    """The engine's parameter memories as ROMs: no configuration target, no write port."""
+    mems = {
+        k: replace(mem, rom=True, config_id=None) if k in ROM_KEYS else mem for k, mem in e.memories.items()
+    }
+    return replace(e, memories=mems)
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
     if not target.maps:
         return engines
     shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes)
+    roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
+    style = target.map_memories(shapes, roms=roms)
     return [
         replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
         for e in engines
@@ -495,12 +526,21 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
 
 
 def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
-    """``min(P, C)``; on a chip, a once-per-sequence readout with wide weights takes only the hard
-    multipliers the layers leave (at least one lane): it runs once per sequence, overlapped with
-    the next, so lanes there buy little and a wide shift-and-add multiplier per lane costs much."""
+    """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
+
+    It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
+    the layers' ``steps x groups x slots``), so its lanes buy almost nothing, while each costs a
+    multiplier (hard, or shift-and-add in LUTs) and widens its bias, item and result words: at
+    d = 16, P = 8 on the UP5K its eight lanes took 3,465 bits of result queue in logic. A per-step
+    readout keeps ``min(P, C)`` lanes, with wide weights only as many as the hard multipliers the
+    layers leave (at least one)."""
     r = manifest.readout
     ro_lanes = min(lanes, r.classes)
-    if not target.multipliers or r.per_step or r.weight_bits <= target.lut_multiply_max_weight_bits:
+    if not r.per_step and target.one_lane_readout:
+        return 1
+    if not target.maps:
+        return ro_lanes
+    if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
         return ro_lanes
     left = target.multipliers
     for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
@@ -514,18 +554,23 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
     """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
 
     Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
-    (a few LUTs per product, cheaper than a hard multiplier's share of the chip)."""
+    (a few LUTs per product, cheaper than a hard multiplier's share of the chip). An engine that
+    needs more hard multipliers than are left takes those left for its first products and
+    multiplies the rest by shift-and-add (``multiplier = "mixed"``): at d = 16, P = 8 on the UP5K
+    the layer's 16 products then use the 8 SB_MAC16 and 8 LUT multipliers, not 16 of the latter."""
     if not target.multipliers:
         return engines
     left = target.multipliers
-    choice: dict[str, str] = {}
-    for e in sorted(engines, key=lambda e: -e.weight_bits):
+    choice: dict[str, tuple[str, int]] = {}
+    for e in sorted(engines, key=lambda e: (-e.weight_bits, e.index < 0)):
         needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            choice[e.name], left = "hard", left - needed
+        if e.weight_bits <= target.lut_multiply_max_weight_bits or left == 0:
+            choice[e.name] = ("lut", 0)
+        elif needed <= left:
+            choice[e.name], left = ("hard", needed), left - needed
         else:
-            choice[e.name] = "lut"
-    return [replace(e, multiplier=choice[e.name]) for e in engines]
+            choice[e.name], left = ("mixed", left), 0
+    return [replace(e, multiplier=choice[e.name][0], hard_products=choice[e.name][1]) for e in engines]
 
 
 def plan_accelerator(
@@ -536,11 +581,15 @@ def plan_accelerator(
     faults: FaultSet | frozenset[str] | set[str] = frozenset(),
     target: str = "generic",
     counters: str = "all",
+    frozen: bool = False,
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
     ``target`` (:data:`codesign.hw.targets.TARGETS`) decides where memories and multiplies go;
-    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries.
+    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries;
+    ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
+    a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
+    flip-flop per stored bit.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -553,6 +602,8 @@ def plan_accelerator(
         replace(e, memories=_engine_memories(e, next_id))
         for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
     ]
+    if frozen:
+        engines = [_freeze(e) for e in engines]
     engines = _assign_multipliers(_map_memories(engines, chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
@@ -578,4 +629,5 @@ def plan_accelerator(
         faults=fault_set,
         target=target,
         counter_set=counters,
+        frozen=frozen,
     )
