@@ -45,6 +45,8 @@ __all__ = [
     "ceil_div",
     "plan_accelerator",
     "MAX_SPAN_WORDS",
+    "SHARE_MODES",
+    "parse_share",
 ]
 
 MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
@@ -168,6 +170,17 @@ class EnginePlan:
     hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
+    lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
+
+    @property
+    def products(self) -> int:
+        """Multipliers of each lane: one per matrix, or ``lane_multipliers`` shared over them."""
+        return self.lane_multipliers or len(self.matrices)
+
+    @property
+    def passes(self) -> int:
+        """Cycles one slot takes in the lane array: ``ceil(matrices / multipliers per lane)``."""
+        return ceil_div(len(self.matrices), self.products)
 
     @property
     def item_capacity(self) -> int:
@@ -195,6 +208,7 @@ class AcceleratorPlan:
     target: str = "generic"
     counter_set: str = "all"
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
+    share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -239,6 +253,8 @@ class AcceleratorPlan:
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
+        if self.share != "off":  # keys of builds without sharing unchanged
+            key |= {"share": self.share}
         if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         return key
@@ -525,7 +541,9 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     ]
 
 
-def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
+def _readout_lanes(
+    manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target, share: int | None
+) -> int:
     """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
 
     It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
@@ -544,33 +562,83 @@ def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, tar
         return ro_lanes
     left = target.multipliers
     for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            left -= needed
+        left -= _multiply_choice(e, left, target, share)[1]
     return max(1, min(ro_lanes, left))
 
 
-def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+SHARE_MODES = ("off", "on", "auto")
+"""``--share-multipliers``: ``off`` (one multiplier per lane and matrix), ``on`` (one per lane,
+shared over the matrices in successive cycles), ``auto`` (the target shares where its hard
+multipliers run out), or a number ``N`` (``N`` multipliers per lane)."""
+
+
+def parse_share(share: str | int) -> tuple[str, int | None]:
+    """``--share-multipliers`` -> ``(normalised name, multipliers per lane)``: ``None`` off,
+    ``0`` auto (decided per engine by :func:`_multiply_choice`), ``N`` at most ``N`` per lane."""
+    text = str(share).strip().lower()
+    if text == "off":
+        return "off", None
+    if text == "auto":
+        return "auto", 0
+    if text == "on":
+        return "1", 1
+    if text.isdigit() and int(text) >= 1:
+        return str(int(text)), int(text)
+    raise CodesignError(
+        f"--share-multipliers {share!r} is not one of off, on, auto or a positive number of "
+        "multipliers per lane"
+    )
+
+
+def _multiply_choice(e: EnginePlan, left: int, target: Target, share: int | None) -> tuple[str, int, int]:
+    """``(multiplier, hard multipliers taken, multipliers per lane or 0)`` of engine ``e`` when
+    ``left`` hard multipliers remain.
+
+    ``share``: ``None`` one multiplier per matrix; ``N >= 1`` at most ``N`` per lane; ``0``
+    (auto) one per matrix while the hard multipliers last, else as many per lane as those left
+    give (at least one), so no product of the lane goes to shift-and-add while the lanes still
+    have a hard multiplier each, at ``ceil(matrices / N)`` cycles per slot. Weights of at most
+    ``target.lut_multiply_max_weight_bits`` bits multiply in LUTs and auto does not share them."""
+    n_mat = len(e.matrices)
+    per_lane = n_mat if not share else min(share, n_mat)
+    wide = target.multipliers > 0 and e.weight_bits > target.lut_multiply_max_weight_bits
+    if share == 0 and wide and e.lanes * n_mat > left:
+        per_lane = max(1, min(n_mat, left // e.lanes))
+    lane_multipliers = per_lane if per_lane < n_mat else 0
+    needed = e.lanes * per_lane
+    if not target.multipliers:
+        return "auto", 0, lane_multipliers
+    if not wide or left == 0:
+        return "lut", 0, lane_multipliers
+    if needed <= left:
+        return "hard", needed, lane_multipliers
+    return "mixed", left, lane_multipliers
+
+
+def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | None) -> list[EnginePlan]:
     """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
 
     Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
     (a few LUTs per product, cheaper than a hard multiplier's share of the chip). An engine that
     needs more hard multipliers than are left takes those left for its first products and
     multiplies the rest by shift-and-add (``multiplier = "mixed"``): at d = 16, P = 8 on the UP5K
-    the layer's 16 products then use the 8 SB_MAC16 and 8 LUT multipliers, not 16 of the latter."""
-    if not target.multipliers:
-        return engines
+    the layer's 16 products then use the 8 SB_MAC16 and 8 LUT multipliers, not 16 of the latter.
+    With ``share`` (:func:`parse_share`) a lane's multipliers serve its matrices in turn
+    (:func:`_multiply_choice`); on the generic target too, where the tool maps the multiplies."""
     left = target.multipliers
-    choice: dict[str, tuple[str, int]] = {}
+    choice: dict[str, tuple[str, int, int]] = {}
     for e in sorted(engines, key=lambda e: (-e.weight_bits, e.index < 0)):
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits <= target.lut_multiply_max_weight_bits or left == 0:
-            choice[e.name] = ("lut", 0)
-        elif needed <= left:
-            choice[e.name], left = ("hard", needed), left - needed
-        else:
-            choice[e.name], left = ("mixed", left), 0
-    return [replace(e, multiplier=choice[e.name][0], hard_products=choice[e.name][1]) for e in engines]
+        choice[e.name] = _multiply_choice(e, left, target, share)
+        left -= choice[e.name][1]
+    return [
+        replace(
+            e,
+            multiplier=choice[e.name][0],
+            hard_products=choice[e.name][1],
+            lane_multipliers=choice[e.name][2],
+        )
+        for e in engines
+    ]
 
 
 def plan_accelerator(
@@ -582,6 +650,7 @@ def plan_accelerator(
     target: str = "generic",
     counters: str = "all",
     frozen: bool = False,
+    share: str | int = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -589,10 +658,12 @@ def plan_accelerator(
     ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries;
     ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
     a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
-    flip-flop per stored bit.
+    flip-flop per stored bit; ``share`` (:data:`SHARE_MODES`) lets a lane's multipliers serve its
+    matrices in successive cycles (``EnginePlan.passes`` cycles per slot).
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
+    share_name, share_per_lane = parse_share(share)
     if counters not in COUNTER_SETS:
         raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
@@ -600,11 +671,16 @@ def plan_accelerator(
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))
-        for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
+        for e in (
+            *layers,
+            _plan_readout(
+                manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip, share_per_lane)
+            ),
+        )
     ]
     if frozen:
         engines = [_freeze(e) for e in engines]
-    engines = _assign_multipliers(_map_memories(engines, chip), chip)
+    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -630,4 +706,5 @@ def plan_accelerator(
         target=target,
         counter_set=counters,
         frozen=frozen,
+        share=share_name,
     )
