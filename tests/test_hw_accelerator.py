@@ -122,16 +122,17 @@ def test_target_decides_memories_and_multipliers() -> None:
 
 
 def test_mixed_multipliers_match_golden() -> None:
-    """More products than hard multipliers: the first 8 (the UP5K's SB_MAC16) multiply with
-    ``*``, the rest by shift-and-add, and the sums are the golden model's."""
+    """More products than hard multipliers: the first 7 multiply with ``*`` (the readout, whose
+    items are wider, takes the UP5K's eighth SB_MAC16), the rest by shift-and-add, and the sums
+    are the golden model's."""
     manifest = random_network_manifest(
         inputs=5, layers=[{"cell": "cmru", "size": 6, "eps": 1, "weight_bits": 8}], classes=3, seed=5
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
     plan = plan_accelerator(manifest, 6, target="up5k")
     layer = plan.layers[0]
-    assert (layer.multiplier, layer.hard_products) == ("mixed", 8)  # 6 lanes x 2 matrices
-    assert plan.readout.lanes == 1
+    assert (layer.multiplier, layer.hard_products) == ("mixed", 7)  # 6 lanes x 2 matrices
+    assert plan.readout.lanes == 1 and plan.readout.multiplier == "hard"
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
     assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
 
@@ -193,18 +194,22 @@ def test_random_family_bundles_match_golden_with_shared_multipliers(
 
 
 def test_auto_sharing_keeps_every_product_on_a_hard_multiplier() -> None:
-    """d = 16 CMRU at P = 8 on the UP5K: 16 products for 8 SB_MAC16. Without sharing, 8 of them
-    are shift-and-add multipliers; with ``auto``, each lane's one hard multiplier serves both
-    matrices (two cycles per slot), and ``build.json``'s plan says so."""
+    """d = 16 CMRU at P = 8 on the UP5K: 16 layer products and the readout's for 8 SB_MAC16.
+    The readout multiplies 16-bit states, the layer 8-bit inputs: the readout takes one. Without
+    sharing, 9 of the layer's products are shift-and-add multipliers; with ``auto``, each lane's
+    one multiplier serves both matrices (two cycles per slot), 7 of them hard, and
+    ``build.json``'s plan says so."""
     from codesign.hw.build import plan_summary
     from codesign.hw.plan import parse_share
 
     bundle = load_bundle(Path(__file__).resolve().parents[1] / "flows/fpga/spoken_digits_cmru_d16")
     off = plan_accelerator(bundle.manifest, 8, target="up5k", frozen=True)
     auto = plan_accelerator(bundle.manifest, 8, target="up5k", frozen=True, share="auto")
-    assert (off.layers[0].multiplier, off.layers[0].hard_products, off.layers[0].passes) == ("mixed", 8, 1)
-    assert (auto.layers[0].multiplier, auto.layers[0].products, auto.layers[0].passes) == ("hard", 1, 2)
-    # where the hard multipliers suffice, auto does not share (P = 4: 8 products, 8 SB_MAC16)
+    assert (off.layers[0].multiplier, off.layers[0].hard_products, off.layers[0].passes) == ("mixed", 7, 1)
+    layer = auto.layers[0]
+    assert (layer.multiplier, layer.hard_products, layer.products, layer.passes) == ("mixed", 7, 1, 2)
+    assert off.readout.multiplier == auto.readout.multiplier == "hard"
+    # where at most a lane's worth would be shift-and-add, auto does not share (P = 4: 8 products, 7 left)
     assert plan_accelerator(bundle.manifest, 4, target="up5k", share="auto").layers[0].passes == 1
     assert plan_accelerator(bundle.manifest, 4, share="auto").layers[0].passes == 1  # generic: no budget
     summary = plan_summary(auto)

@@ -220,15 +220,21 @@ class DelayFrontEnd(wiring.Component):
 
     # ------------------------------------------------------------ RESET_CLEAR
     def _reset_clear(self, m: Module, ports: _Ports, r: _Regs) -> None:
+        """Clear the ``m`` used entries of every slot (the padding words up to ``2**stride_bits``
+        are never written: skipping them keeps the reset at ``span x m`` cycles) and, on each
+        slot's first entry, its count."""
         ch, span = self.dcls.channels, self.dcls.span
+        sb = stride_bits(ch)
         self._clear_slot_entry(m, ports, r.clear_addr)
+        channel = r.clear_addr[:sb] if sb else 0
         m.d.comb += [
-            ports.c_wr.addr.eq(r.clear_addr),
+            ports.c_wr.addr.eq(r.clear_addr >> sb),
             ports.c_wr.data.eq(0),
-            ports.c_wr.en.eq(r.clear_addr < span),
+            ports.c_wr.en.eq(channel == 0),
         ]
-        m.d.sync += r.clear_addr.eq(r.clear_addr + 1)
-        with m.If(r.clear_addr == (span << stride_bits(ch)) - 1):
+        skip = (1 << sb) - ch  # padding words after a slot's last channel
+        m.d.sync += r.clear_addr.eq(r.clear_addr + 1 + Mux(channel == ch - 1, skip, 0))
+        with m.If(r.clear_addr == ((span - 1) << sb) + ch - 1):
             m.d.sync += [r.clear_addr.eq(0), r.head.eq(0)]
             m.next = "RECEIVE"
 

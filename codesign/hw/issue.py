@@ -12,7 +12,9 @@ a step's last slot the stage waits :func:`drain_cycles` so that the update stage
 step's states and accumulators before the next step reads them.
 
 ``slot`` is registered and aligned with the item memory's read data: one cycle after the
-decision, it carries the item and where it belongs.
+decision, it carries the item and where it belongs. With shared multipliers
+(``EnginePlan.passes > 1``) every slot issues once per part on successive cycles (``slot.part``);
+the item is read on the first part and its read data holds for the others.
 """
 
 from __future__ import annotations

@@ -561,7 +561,7 @@ def _readout_lanes(
     if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
         return ro_lanes
     left = target.multipliers
-    for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
+    for e in sorted(layers, key=_hard_priority):  # as _assign_multipliers hands them out
         left -= _multiply_choice(e, left, target, share)[1]
     return max(1, min(ro_lanes, left))
 
@@ -595,14 +595,15 @@ def _multiply_choice(e: EnginePlan, left: int, target: Target, share: int | None
     ``left`` hard multipliers remain.
 
     ``share``: ``None`` one multiplier per matrix; ``N >= 1`` at most ``N`` per lane; ``0``
-    (auto) one per matrix while the hard multipliers last, else as many per lane as those left
-    give (at least one), so no product of the lane goes to shift-and-add while the lanes still
-    have a hard multiplier each, at ``ceil(matrices / N)`` cycles per slot. Weights of at most
+    (auto) one per matrix unless that leaves a lane's worth of products (``P``) or more to
+    shift-and-add, then as many per lane as the hard multipliers left give (at least one), at
+    ``ceil(matrices / N)`` cycles per slot: d = 16, P = 8 on the UP5K (16 products, 7 hard
+    multipliers left) shares, P = 4 (8 products) does not. Weights of at most
     ``target.lut_multiply_max_weight_bits`` bits multiply in LUTs and auto does not share them."""
     n_mat = len(e.matrices)
     per_lane = n_mat if not share else min(share, n_mat)
     wide = target.multipliers > 0 and e.weight_bits > target.lut_multiply_max_weight_bits
-    if share == 0 and wide and e.lanes * n_mat > left:
+    if share == 0 and wide and e.lanes * n_mat - left >= e.lanes:
         per_lane = max(1, min(n_mat, left // e.lanes))
     lane_multipliers = per_lane if per_lane < n_mat else 0
     needed = e.lanes * per_lane
@@ -613,6 +614,16 @@ def _multiply_choice(e: EnginePlan, left: int, target: Target, share: int | None
     if needed <= left:
         return "hard", needed, lane_multipliers
     return "mixed", left, lane_multipliers
+
+
+def _hard_priority(e: EnginePlan) -> tuple:
+    """The order engines take hard multipliers in: widest weights first; at equal widths, the
+    widest items first (a shift-and-add product costs about weight bits x item bits of LUTs), so a
+    once-per-sequence readout multiplying 16-bit states takes a hard multiplier before a layer's
+    product of 8-bit inputs (d = 16, P = 8 with shared multipliers on the UP5K: its shift-and-add
+    took 567 LUTs). A per-step readout comes after the layers (its lanes are what they leave)."""
+    per_step_readout = e.index < 0 and e.mode == "events"
+    return (-e.weight_bits, per_step_readout, -e.item_bits, e.index < 0)
 
 
 def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | None) -> list[EnginePlan]:
@@ -627,7 +638,7 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | 
     (:func:`_multiply_choice`); on the generic target too, where the tool maps the multiplies."""
     left = target.multipliers
     choice: dict[str, tuple[str, int, int]] = {}
-    for e in sorted(engines, key=lambda e: (-e.weight_bits, e.index < 0)):
+    for e in sorted(engines, key=_hard_priority):
         choice[e.name] = _multiply_choice(e, left, target, share)
         left -= choice[e.name][1]
     return [
