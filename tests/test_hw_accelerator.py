@@ -214,6 +214,9 @@ def test_auto_sharing_keeps_every_product_on_a_hard_multiplier() -> None:
     assert plan_accelerator(bundle.manifest, 4, share="auto").layers[0].passes == 1  # generic: no budget
     summary = plan_summary(auto)
     assert summary["share"] == "auto" and summary["engines"][0]["passes"] == 2
+    # the measured UP5K build: shared, 7 hard products and one shift-and-add, frozen ROMs
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=6)
+    assert_matches_golden(bundle, xs, lanes=8, seed=6, target="up5k", weights="frozen", share="auto")
     assert auto.shape_key()["share"] == "auto" and "share" not in off.shape_key()
     assert parse_share("on") == ("1", 1) and parse_share(3) == ("3", 3)
     for bad in ("0", "yes", "-1"):
