@@ -491,6 +491,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 faults=(fault,),
                 description=f"{FAULTS[fault].description} in {target.name} ({target.description})",
                 info=target.info,
+                share=target.share,  # the target's build, with the fault
             )
         )
     return mutants
