@@ -290,6 +290,15 @@ def bench(
         str, typer.Option(help="surnn: comma-separated cells (suGRU, suMinGRU)")
     ] = "suGRU,suMinGRU",
     markdown: Annotated[Path | None, typer.Option(help="surnn: also write a markdown table here")] = None,
+    target: Annotated[
+        str, typer.Option(help="rtl: the plan's chip (generic, asic, up5k, ecp5), as `codesign rtl --target`")
+    ] = "generic",
+    share_multipliers: Annotated[
+        str,
+        typer.Option(
+            "--share-multipliers", help="rtl: off, on, auto or N multipliers per lane, as `codesign rtl`"
+        ),
+    ] = "off",
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
@@ -309,6 +318,8 @@ def bench(
             json_path=json_path,
             progress=lambda line: console.print(line, highlight=False, soft_wrap=True),
             rates=_parse_rates(rates),
+            target=target,
+            share=share_multipliers,
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -576,17 +587,37 @@ def rtl(
             "prices), basic (cycles, sequences, results, each engine's steps, MACs and events) or none"
         ),
     ] = "all",
+    share_multipliers: Annotated[
+        str,
+        typer.Option(
+            "--share-multipliers",
+            help="off: one multiplier per lane and matrix; on: one per lane, shared over the matrices "
+            "in successive cycles (a slot takes one cycle per matrix); N: N per lane; auto: the target "
+            "shares where its hard multipliers run out (build.json records the choice)",
+        ),
+    ] = "off",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
     from codesign.hw.build import build_rtl
 
-    info = build_rtl(bundle, out, lanes=lanes, weights=weights, target=target, counters=counters)
+    info = build_rtl(
+        bundle, out, lanes=lanes, weights=weights, target=target, counters=counters, share=share_multipliers
+    )
     plan = info["plan"]
-    engines = ", ".join(f"{e['name']} {e['kind']} d={e['size']} P={e['lanes']}" for e in plan["engines"])
+    engines = ", ".join(
+        f"{e['name']} {e['kind']} d={e['size']} P={e['lanes']}"
+        + (
+            f" ({e['lane_multipliers']} multiplier(s) per lane, {e['passes']} cycles per slot)"
+            if e["passes"] > 1
+            else ""
+        )
+        for e in plan["engines"]
+    )
     bits = sum(m["bits"] for m in plan["memories"])
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
-        f"{len(plan['memories'])} memories, {bits} bits; target {target}, {len(plan['counters'])} counters",
+        f"{len(plan['memories'])} memories, {bits} bits; target {target}, {len(plan['counters'])} counters"
+        + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else ""),
         highlight=False,
         soft_wrap=True,
     )

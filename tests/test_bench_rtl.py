@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from codesign.bundle.random import make_random_network_bundle, random_integer_inputs
 from codesign.golden import run_golden
@@ -76,3 +77,21 @@ def test_selective_floor_counts_visited_groups(tmp_path) -> None:
     assert row["open_steps_per_step"] == round(row["update_rate"] * 8, 2)
     assert row["open_floor_per_step"] <= row["floor_per_step"] <= row["cycles_per_step"]
     assert row["meets_open_target"] == (row["cycles_per_step"] <= row["open_target_per_step"])
+
+
+def test_shared_multipliers_double_the_floor_and_meet_the_target(tmp_path) -> None:
+    """One multiplier per lane over two matrices: a slot takes two cycles, so the floor counts
+    ``passes = 2`` per slot; the simulated accelerator stays within 1.1 x floor + 8."""
+    bundle = make_random_network_bundle(
+        str(tmp_path / "b"), seed=4, inputs=5, layers=[{"cell": "cmru", "size": 8, "eps": 1}], classes=3
+    )
+    alone = bench_bundle(bundle, 4, 1.0, sequences=2, steps=12, seed=0)
+    shared = bench_bundle(bundle, 4, 1.0, sequences=2, steps=12, seed=0, target="up5k", share="on")
+    assert (alone["passes"], shared["passes"]) == ([1], [2])
+    assert shared["floor_per_step"] == pytest.approx(2 * alone["floor_per_step"], abs=0.02)  # rounded
+    assert shared["floor_per_step"] <= shared["cycles_per_step"] and shared["meets_target"], shared
+    xs = random_integer_inputs(bundle, sequences=2, steps=12, seed=0, density=1.0)
+    gold = run_golden(bundle, xs[0][None])
+    np.testing.assert_array_equal(
+        cycle_floor(bundle.manifest, gold, 4, passes=[2]), 2 * cycle_floor(bundle.manifest, gold, 4)
+    )

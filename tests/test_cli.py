@@ -82,6 +82,20 @@ def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert not (tmp_path / "b").exists()
 
 
+def test_rtl_share_multipliers(tmp_path: Path) -> None:
+    """``codesign rtl --share-multipliers``: the summary line names the cycles per slot; a bad
+    value is a one-line error naming it, and no build is left."""
+    assert invoke("random-bundle", "--out", tmp_path / "b", "--d", "4", "--inputs", "3").exit_code == 0
+    res = invoke("rtl", tmp_path / "b", "--out", tmp_path / "r", "--lanes", "2", "--share-multipliers", "on")
+    assert res.exit_code == 0, res.output
+    assert (
+        "1 multiplier(s) per lane, 2 cycles per slot" in res.output and "multipliers shared (1)" in res.output
+    )
+    res = invoke("rtl", tmp_path / "b", "--out", tmp_path / "x", "--share-multipliers", "x")
+    assert res.exit_code == 2 and "--share-multipliers 'x' is not one of off, on, auto" in res.output
+    assert not (tmp_path / "x").exists()
+
+
 def test_random_bundle_selective(tmp_path: Path) -> None:
     res = invoke(
         "random-bundle", "--out", tmp_path / "b", "--cell", "cmru,hsru", "--d", "8",

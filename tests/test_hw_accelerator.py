@@ -44,9 +44,17 @@ def assert_matches_golden(
     weights="baked",
     target="generic",
     counters="all",
+    share="off",
 ):
     result = simulate(
-        bundle, sequences, lanes=lanes, seed=seed, weights=weights, target=target, counters=counters
+        bundle,
+        sequences,
+        lanes=lanes,
+        seed=seed,
+        weights=weights,
+        target=target,
+        counters=counters,
+        share=share,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -186,6 +194,93 @@ def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
     assert plan_accelerator(manifest, 2, target="ecp5").layers[0].dcls.hard_taps == 2
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
     assert_matches_golden(bundle, xs, lanes=2, seed=9, target="up5k", counters="basic")
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights"),
+    [
+        ("spoken_digits_cmru", 4, "up5k", "frozen"),
+        ("japanese_vowels_mingru", 3, "generic", "baked"),
+        ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime"),
+    ],
+)
+def test_shared_multipliers_match_golden(name: str, lanes: int, target: str, weights: str) -> None:
+    """One multiplier per lane serving both matrices in two successive cycles: the same sums, the
+    same MAC counts, about twice the layer's cycles."""
+    bundle = load_bundle(BUNDLES / name)
+    layer = plan_accelerator(bundle.manifest, lanes, target=target, share="on").layers[0]
+    assert (layer.products, layer.passes) == (1, 2)
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=2)
+    shared = assert_matches_golden(
+        bundle, xs, lanes=lanes, seed=2, target=target, weights=weights, share="on"
+    )
+    alone = simulate(bundle, xs, lanes=lanes, seed=2, target=target, weights=weights)
+    assert shared.counters["layer0_busy_cycles"] > 1.5 * alone.counters["layer0_busy_cycles"]
+    assert shared.counters["layer0_weights_reads"] == alone.counters["layer0_weights_reads"]
+
+
+@pytest.mark.parametrize("share", ["on", "2"])
+def test_shared_multipliers_over_three_matrices_and_selective_layers(share: str) -> None:
+    """alphaCMRU's three matrices on one multiplier (three parts) or two (the second part uses one
+    of them), behind a DCLS front end and beside selective and event-driven layers, with stalls."""
+    manifest = random_network_manifest(
+        inputs=4,
+        layers=[
+            {"cell": "alphacmru", "size": 5, "eps": 1, "weight_bits": 6, "dcls": {"taps": 2, "span": 3}},
+            {"cell": "mingru", "size": 3, "selective": {"period": 2}},
+            {"cell": "alphacmru", "size": 4, "eps": -1},
+        ],
+        classes=3,
+        seed=8,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 8))
+    plan = plan_accelerator(manifest, 2, share=share)
+    assert [e.passes for e in plan.layers] == ([3, 2, 3] if share == "on" else [2, 1, 2])
+    xs = random_integer_inputs(bundle, sequences=3, steps=(1, 7), seed=8)
+    for lanes in (1, 2):
+        assert_matches_golden(bundle, xs, lanes=lanes, seed=lanes, share=share, weights="runtime")
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), lanes=st.integers(1, 8), target=st.sampled_from(["generic", "up5k"]))
+def test_random_family_bundles_match_golden_with_shared_multipliers(
+    seed: int, lanes: int, target: str
+) -> None:
+    bundle = random_family_bundle(seed)  # selective layers: tests/test_selective.py
+    lanes = min(lanes, max(layer.size for layer in bundle.manifest.layers))
+    xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+    assert_matches_golden(bundle, xs, lanes=lanes, seed=seed, target=target, share="on")
+
+
+def test_auto_sharing_keeps_every_product_on_a_hard_multiplier() -> None:
+    """d = 16 CMRU at P = 8 on the UP5K: 16 layer products and the readout's for 8 SB_MAC16.
+    The readout multiplies 16-bit states, the layer 8-bit inputs: the readout takes one. Without
+    sharing, 9 of the layer's products are shift-and-add multipliers; with ``auto``, each lane's
+    one multiplier serves both matrices (two cycles per slot), 7 of them hard, and
+    ``build.json``'s plan says so."""
+    from codesign.hw.build import plan_summary
+    from codesign.hw.plan import parse_share
+
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "flows/fpga/spoken_digits_cmru_d16")
+    off = plan_accelerator(bundle.manifest, 8, target="up5k", frozen=True)
+    auto = plan_accelerator(bundle.manifest, 8, target="up5k", frozen=True, share="auto")
+    assert (off.layers[0].multiplier, off.layers[0].hard_products, off.layers[0].passes) == ("mixed", 7, 1)
+    layer = auto.layers[0]
+    assert (layer.multiplier, layer.hard_products, layer.products, layer.passes) == ("mixed", 7, 1, 2)
+    assert off.readout.multiplier == auto.readout.multiplier == "hard"
+    # where at most a lane's worth would be shift-and-add, auto does not share (P = 4: 8 products, 7 left)
+    assert plan_accelerator(bundle.manifest, 4, target="up5k", share="auto").layers[0].passes == 1
+    assert plan_accelerator(bundle.manifest, 4, share="auto").layers[0].passes == 1  # generic: no budget
+    summary = plan_summary(auto)
+    assert summary["share"] == "auto" and summary["engines"][0]["passes"] == 2
+    # the measured UP5K build: shared, 7 hard products and one shift-and-add, frozen ROMs
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=6)
+    assert_matches_golden(bundle, xs, lanes=8, seed=6, target="up5k", weights="frozen", share="auto")
+    assert auto.shape_key()["share"] == "auto" and "share" not in off.shape_key()
+    assert parse_share("on") == ("1", 1) and parse_share(3) == ("3", 3)
+    for bad in ("0", "yes", "-1"):
+        with pytest.raises(CodesignError, match=f"--share-multipliers '{bad}'"):
+            plan_accelerator(bundle.manifest, 8, share=bad)
 
 
 @pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])

@@ -98,3 +98,20 @@ def test_counter_sets_and_target_are_recorded(bundle_dir, tmp_path):
     }  # fmt: skip
     assert {m["style"] for m in basic["plan"]["memories"]} == {"auto"}
     assert basic["shape_sha256"] != build_rtl(bundle_dir, tmp_path / "all", lanes=2)["shape_sha256"]
+
+
+def test_shared_multipliers_are_recorded(bundle_dir, tmp_path):
+    """``--share-multipliers``: build.json says how many multipliers each lane has and how many
+    cycles a slot takes; a build without sharing keeps its shape key."""
+    shared = build_rtl(bundle_dir, tmp_path / "shared", lanes=2, share="on")
+    plan = shared["plan"]
+    assert plan["share"] == "1"
+    layer = plan["engines"][0]
+    assert (layer["lane_multipliers"], layer["passes"]) == (1, len(layer["matrices"]))
+    assert "passes_l" in shared["cycle_floor_per_step"]
+    alone = build_rtl(bundle_dir, tmp_path / "alone", lanes=2)
+    assert alone["plan"]["share"] == "off" and alone["plan"]["engines"][0]["passes"] == 1
+    assert shared["shape_sha256"] != alone["shape_sha256"]
+    with pytest.raises(CodesignError, match="--share-multipliers 'two'"):
+        build_rtl(bundle_dir, tmp_path / "bad", lanes=2, share="two")
+    assert not (tmp_path / "bad").exists()

@@ -261,6 +261,17 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
     """amaranth.sim of random selective bundles: states of every step (skipped groups hold), gates
     of the groups walked, logits, MAC/event/open-step counters equal the golden model's; the groups
     walked are the ones codesign.hw.selective predicts."""
+    check_selective_accelerator(seed)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_selective_walk_with_shared_multipliers(seed: int) -> None:
+    """The same with one multiplier per lane (a slot in one cycle per matrix): a skipped group
+    costs no part, a held one all of them."""
+    check_selective_accelerator(seed, share="on")
+
+
+def check_selective_accelerator(seed: int, share: str = "off") -> None:
     from codesign.hw.plan import plan_accelerator
     from codesign.hw.pysim import simulate
     from codesign.hw.selective import walk
@@ -268,8 +279,12 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
     bundle = random_family_bundle(seed, selective=True)
     lanes = min(1 + seed % 4, max(layer.size for layer in bundle.manifest.layers))
     xs = random_integer_inputs(bundle, sequences=3, steps=(1, 9), seed=seed)
-    result = simulate(bundle, xs, lanes=lanes, seed=seed, weights="runtime" if seed % 2 else "baked")
-    plan = plan_accelerator(bundle.manifest, lanes)
+    result = simulate(
+        bundle, xs, lanes=lanes, seed=seed, weights="runtime" if seed % 2 else "baked", share=share
+    )
+    plan = plan_accelerator(bundle.manifest, lanes, share=share)
+    if share != "off":
+        assert any(e.passes > 1 for e in plan.layers)
     n_layers = len(plan.layers)
     macs, events, opens = np.zeros(n_layers, int), np.zeros(n_layers, int), np.zeros(n_layers, int)
     for x, got in zip(xs, result.sequences, strict=True):

@@ -44,7 +44,9 @@ def mutant_rows(tmp_path_factory):
     mutants = regress.plan_mutants(designs, out)
     with ProcessPoolExecutor(max_workers=2) as pool:
         built = list(
-            pool.map(regress._build, [(str(m.bundle), str(m.build), m.lanes, m.faults) for m in mutants])
+            pool.map(
+                regress._build, [(str(m.bundle), str(m.build), m.lanes, m.faults, m.share) for m in mutants]
+            )
         )
     assert all(err is None for _, err in built), built
     with ThreadPoolExecutor(max_workers=2) as pool:

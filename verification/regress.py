@@ -197,6 +197,7 @@ class Design:
     faults: tuple[str, ...] = ()
     description: str = ""
     info: dict = field(default_factory=dict)
+    share: str = "off"  # codesign rtl --share-multipliers
 
 
 @dataclass
@@ -219,11 +220,11 @@ class Row:
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults = args
+    bundle, out, lanes, faults, share = args
     from codesign.hw.build import build_rtl
 
     try:
-        build_rtl(Path(bundle), Path(out), lanes=lanes, weights="runtime", faults=set(faults))
+        build_rtl(Path(bundle), Path(out), lanes=lanes, weights="runtime", faults=set(faults), share=share)
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
     return str(out), None
@@ -289,6 +290,8 @@ def plan_designs(args, out: Path) -> list[Design]:
                 else ("random_sequences", "reset_mid_sequence"),
             )
         )
+    if not args.quick:
+        designs.append(shared_design(args, out))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
             bundle = load_bundle(REFERENCES / ref)
@@ -345,6 +348,51 @@ def plan_designs(args, out: Path) -> list[Design]:
             )
         )
     return designs
+
+
+SHARED_SHAPE = {
+    "inputs": 5,
+    "layers": [
+        {"cell": "mingru", "size": 6, "state_bits": 6, "gate_bits": 3, "dcls": {"taps": 2, "span": 3}},
+        {
+            "cell": "alphacmru",
+            "size": 5,
+            "eps": 1,
+            "state_bits": 5,
+            "alpha_bits": 4,
+            "dcls": {"taps": 2, "span": 2},
+        },
+    ],
+    "classes": 3,
+    "input_bits": 4,
+    "pooling": "last",
+    "per_step": False,
+    "sum_bits": 8,
+    "lanes": 2,
+}
+"""The shared-multiplier design (``--filter shared``): one multiplier per lane over minGRU's two
+matrices and alphaCMRU's three (2 and 3 cycles per slot), both behind DCLS front ends."""
+
+
+def shared_design(args, out: Path) -> Design:
+    root = out / "designs" / "shared"
+    bundles = [
+        make_shape_bundle(SHARED_SHAPE, root / f"bundle{k:02d}", f"shared_b{k}", args.seed * 1000 + 900 + k)
+        for k in range(2)
+    ]
+    return Design(
+        "shared",
+        "random",
+        root / "rtl",
+        bundles[0],
+        SHARED_SHAPE["lanes"],
+        bundles=bundles,
+        vectors=args.vectors,
+        max_steps=args.max_steps,
+        description=f"{describe(SHARED_SHAPE)}, multipliers shared (one per lane)",
+        info={"shape": SHARED_SHAPE},
+        share="on",
+    )
 
 
 QUICK_SHAPES = [
@@ -443,6 +491,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 faults=(fault,),
                 description=f"{FAULTS[fault].description} in {target.name} ({target.description})",
                 info=target.info,
+                share=target.share,  # the target's build, with the fault
             )
         )
     return mutants
@@ -553,7 +602,7 @@ def regress(args) -> dict:
         f"{len(mutants)} mutants, simulators {', '.join(args.sims)}, seed {args.seed}, {args.jobs} jobs",
         flush=True,
     )
-    builds = [(str(d.bundle), str(d.build), d.lanes, d.faults) for d in designs + mutants]
+    builds = [(str(d.bundle), str(d.build), d.lanes, d.faults, d.share) for d in designs + mutants]
     failed_builds = {}
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for path, err in pool.map(_build, builds):

@@ -67,6 +67,7 @@ class Testbench:
         self.plan_options = {
             "target": self.build["plan"].get("target", "generic"),
             "counters": self.build["plan"].get("counter_set", "all"),
+            "share": self.build["plan"].get("share", "off"),
         }
         self.runtime = self.build["weights"] == "runtime"
         self.own_bundle = load_bundle(self.build_dir)

@@ -107,7 +107,8 @@ class GoldenModel:
             for i, layer in enumerate(bundle.manifest.layers)
             if layer.selective is not None
         }
-        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes, tables).sum())
+        passes = [e.passes for e in plan.layers]
+        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes, tables, passes).sum())
         for e, trace in zip(plan.layers, g.layers, strict=True):
             name = f"layer{e.index}"
             states, gates = trace.states[0], trace.gates[0]

@@ -54,6 +54,9 @@ class Accelerator(wiring.Component):
         Chip the plan maps memories and multiplies onto (``codesign.hw.targets``).
     counters : str
         ``all``, ``basic`` or ``none``: the observability counters the build carries.
+    share : str or int
+        ``off``, ``on``, ``auto`` or ``N``: multipliers per lane shared over the matrices
+        (:data:`codesign.hw.plan.SHARE_MODES`).
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
@@ -68,6 +71,7 @@ class Accelerator(wiring.Component):
         faults: frozenset[str] | set[str] = frozenset(),
         target: str = "generic",
         counters: str = "all",
+        share: str | int = "off",
     ) -> None:
         try:
             if weights not in WEIGHT_MODES:
@@ -80,6 +84,7 @@ class Accelerator(wiring.Component):
                 target=target,
                 counters=counters,
                 frozen=weights == "frozen",
+                share=share,
             )
         except CodesignError:
             self._MustUse__silence = True  # never built: no "created but never used" warning

@@ -99,6 +99,8 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "state_bits": e.state_bits,
             "multiplier": e.multiplier,
             "hard_products": e.hard_products if e.multiplier == "mixed" else None,
+            "lane_multipliers": e.products,
+            "passes": e.passes,
         }
         if e.dcls is not None:
             info["dcls"] = {
@@ -125,6 +127,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
     return {
         "target": plan.target,
         "counter_set": plan.counter_set,
+        "share": plan.share,
         "engines": engines,
         "memories": memories,
         "counters": list(plan.counters),
@@ -140,6 +143,7 @@ def build_rtl(
     *,
     target: str = "generic",
     counters: str = "all",
+    share: str | int = "off",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -165,6 +169,10 @@ def build_rtl(
         ``plan.engines[].multiplier``). ``generic`` decides nothing.
     counters : ``"all"``, ``"basic"`` or ``"none"``
         The observability counters the build carries (:data:`codesign.hw.plan.COUNTER_SETS`).
+    share : ``"off"``, ``"on"``, ``"auto"`` or a number
+        Multipliers per lane shared over the matrices (:data:`codesign.hw.plan.SHARE_MODES`):
+        ``build.json`` records the choice (``plan.share``, ``plan.engines[].lane_multipliers``
+        and ``passes``, the cycles a slot takes).
 
     Returns
     -------
@@ -181,7 +189,13 @@ def build_rtl(
         raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
     bundle = load_bundle(bundle_dir)
     accelerator = Accelerator(
-        bundle, lanes=lanes, weights=weights, faults=frozenset(faults), target=target, counters=counters
+        bundle,
+        lanes=lanes,
+        weights=weights,
+        faults=frozenset(faults),
+        target=target,
+        counters=counters,
+        share=share,
     )
     plan = accelerator.plan
     text = verilog.convert(accelerator, name=TOP, emit_src=False)
@@ -215,8 +229,9 @@ def build_rtl(
             f"trace_{e.index}": payload_fields(getattr(accelerator, f"trace_{e.index}").shape())
             for e in plan.layers
         },
-        "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x work_l (work_0 = non-zero inputs or "
-        "non-zero DCLS outputs, work_l = events of layer l-1)",
+        "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x passes_l x work_l (work_0 = non-zero "
+        "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
+        "shared multipliers, 1 without)",
     }
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:

@@ -122,12 +122,18 @@ class MacFront(wiring.Component):
         assert e.mode != "events" or "acc" in ports
         return ports
 
+    def _first_part(self, slot):
+        """Whether ``slot`` is its item's first part: with shared multipliers an item comes once per
+        part, and its weight word, biases and kept sums are read on the first only (a memory's read
+        data holds until the next read, so the lane array sees them on every part)."""
+        return slot.part == 0 if self.engine.passes > 1 else 1
+
     # ------------------------------------------------------------ C1 fetch
     def _fetch(self, m: Module, slot, ports):
         """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`)."""
         w_rd = ports["weights"][0]
         m.d.comb += w_rd.addr.eq(slot.base + slot.index)
-        with m.If(slot.valid & ~slot.empty):
+        with m.If(slot.valid & ~slot.empty & self._first_part(slot)):
             m.d.comb += w_rd.en.eq(1)
         s2 = Signal(SlotLayout(self.engine), name="slot_c2")
         m.d.sync += s2.eq(slot)
@@ -143,7 +149,7 @@ class MacFront(wiring.Component):
         m.d.comb += b_rd.addr.eq(s2.group)
         use_acc = Signal()
         m.d.comb += use_acc.eq(~s2.seq_first if acc_rd is not None else 0)
-        with m.If(s2.valid & s2.first):
+        with m.If(s2.valid & s2.first & self._first_part(s2)):
             if acc_rd is None:
                 m.d.comb += b_rd.en.eq(1)
             else:
@@ -170,6 +176,7 @@ class MacFront(wiring.Component):
             acc_bits=e.acc_bits,
             multiplier=e.multiplier,
             hard_products=e.hard_products,
+            lane_multipliers=e.lane_multipliers,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),
@@ -180,6 +187,8 @@ class MacFront(wiring.Component):
             lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
             self.acc.eq(lanes.acc),
         ]
+        if e.passes > 1:
+            m.d.comb += lanes.part.eq(s2.part)
         no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
         for i in range(p * n_mat):
             bias_seed = 0 if no_bias else b_rd.data[i]
@@ -189,7 +198,7 @@ class MacFront(wiring.Component):
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
         if e.period and e.mode == "scratch":  # a closed neuron's sum is not needed (padding: closed)
             valid_lanes = sum(s2.open[lane] for lane in range(p))
-        with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
+        with m.If(s2.valid & ~s2.empty & (s2.value != 0) & self._first_part(s2)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
         s2a = Signal(SlotLayout(e), name="slot_c2a")
         m.d.sync += s2a.eq(s2)

@@ -12,14 +12,16 @@ a step's last slot the stage waits :func:`drain_cycles` so that the update stage
 step's states and accumulators before the next step reads them.
 
 ``slot`` is registered and aligned with the item memory's read data: one cycle after the
-decision, it carries the item and where it belongs.
+decision, it carries the item and where it belongs. With shared multipliers
+(``EnginePlan.passes > 1``) every slot issues once per part on successive cycles (``slot.part``);
+the item is read on the first part and its read data holds for the others.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -49,17 +51,24 @@ def drain_cycles(e: EnginePlan) -> int:
     """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups).
 
     A selective engine may walk a single group at a step (the others closed), so it pauses as if
-    it had one group."""
+    it had one group. With shared multipliers a slot takes ``passes`` cycles, so each of the
+    other ``groups - 1`` groups covers that many: the last part of a group's last slot and the
+    first part of its next first slot lie ``1 + (groups - 1) x passes`` issue cycles apart at
+    least (the reads come on the first part, the writes after the last)."""
     state = 3 + e.update_latency - 1  # C4 writes the state (and pooled sum), C2a reads it
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
-    return max(0, max(state, accumulators) - (1 if e.period else e.groups))
+    covered = 1 if e.period else 1 + (e.groups - 1) * e.passes
+    return max(0, max(state, accumulators) - covered)
 
 
 class SlotLayout(data.StructLayout):
     def __init__(self, e: EnginePlan) -> None:
         selective = {"open": unsigned(e.lanes)} if e.period else {}  # lanes that update (su_open)
+        # which of a slot's passes through a lane's shared multipliers (codesign.hw.lanes)
+        shared = {"part": unsigned(index_bits(e.passes))} if e.passes > 1 else {}
         super().__init__(
             selective
+            | shared
             | {
                 "valid": unsigned(1),
                 "group": unsigned(index_bits(e.groups)),
@@ -135,6 +144,28 @@ class IssueStage(wiring.Component):
             self._scheduler(m, rd, banks)
         return m
 
+    # ------------------------------------------------------------ parts
+    def _parts(self, m: Module) -> tuple:
+        """The part counter of shared multipliers: ``(part, first part, last part)``. A slot issues
+        once per part on successive cycles (``EnginePlan.passes``); the walk moves on after the
+        last. Without sharing every slot is its own first and last part."""
+        passes = self.engine.passes
+        if passes == 1:
+            return None, Const(1), Const(1)
+        part = Signal(range(passes), name="part")
+        first_part, last_part = Signal(name="first_part"), Signal(name="last_part")
+        m.d.comb += [first_part.eq(part == 0), last_part.eq(part == passes - 1)]
+        return part, first_part, last_part
+
+    def _next_part(self, m: Module, meta, part, last_part) -> None:
+        """Record an issued slot's part and step the counter (back to 0 after the last)."""
+        if part is None:
+            return
+        m.d.sync += [meta.part.eq(part), part.eq(Mux(last_part, 0, part + 1))]
+
+    def _meta_fields(self) -> tuple[str, ...]:
+        return (*_META_FIELDS, "part") if self.engine.passes > 1 else _META_FIELDS
+
     # ------------------------------------------------------------ receiver
     def _receiver(self, m: Module, wr) -> _Banks:
         """Store a step's non-zero items in the write bank; its marker closes the bank."""
@@ -194,9 +225,10 @@ class IssueStage(wiring.Component):
         seq_end = Signal()
         last_slot = Signal()
         m.d.comb += last_slot.eq(slot + 1 >= n_items)
+        part, first_part, last_part = self._parts(m)
         issue = Signal()
-        m.d.comb += issue.eq(busy & ((slot != 0) | self.credit))
-        m.d.comb += self.starting.eq(issue & (slot == 0))
+        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit))
+        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part)
 
         meta = Signal(SlotLayout(e))
         m.d.sync += meta.valid.eq(issue)
@@ -218,18 +250,19 @@ class IssueStage(wiring.Component):
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
         with m.If(issue):
-            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq(n_items != 0)]
+            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq((n_items != 0) & first_part)]
             m.d.sync += [
                 meta.group.eq(group),
                 meta.base.eq(base),
                 meta.first.eq(slot == 0),
-                meta.last.eq(last_slot),
+                meta.last.eq(last_slot & last_part),
                 meta.step_last.eq(group == e.groups - 1),
                 meta.seq_first.eq(seq_first),
                 meta.seq_end.eq(seq_end),
                 meta.empty.eq(n_items == 0),
             ]
-            with m.If(last_slot):
+            self._next_part(m, meta, part, last_part)
+            with m.If(last_part & last_slot):
                 m.d.sync += [slot.eq(0), group.eq(group + 1), base.eq(base + e.inputs)]
                 with m.If(group == e.groups - 1):
                     m.d.sync += [
@@ -239,11 +272,11 @@ class IssueStage(wiring.Component):
                         drain.eq(pause),
                     ]
                     self.counters.count(m, f"{e.name}_steps", 1)
-            with m.Else():
+            with m.Elif(last_part):
                 m.d.sync += slot.eq(slot + 1)
 
         # the slot leaves aligned with the item memory's read data
-        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in _META_FIELDS]
+        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in self._meta_fields()]
         m.d.comb += [
             self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
             self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),
@@ -301,9 +334,10 @@ class IssueStage(wiring.Component):
             held.eq(~opened.any() & ~follows),
             last_slot.eq(held | (slot + 1 >= n_items)),
         ]
+        part, first_part, last_part = self._parts(m)
         issue = Signal()
-        m.d.comb += issue.eq(busy & ((slot != 0) | self.credit))
-        m.d.comb += self.starting.eq(issue & (slot == 0))
+        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit))
+        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part)
 
         # the step about to start: its phase, whether it walks every group, its first group
         first_of = banks.first_of.bit_select(rbank, 1)
@@ -357,19 +391,23 @@ class IssueStage(wiring.Component):
         step_last = Signal()
         m.d.comb += step_last.eq(walk + 1 == n_walk)
         with m.If(issue):
-            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq((n_items != 0) & ~held)]
+            m.d.comb += [
+                rd.addr.eq(Mux(rbank, cap, 0) + slot),
+                rd.en.eq((n_items != 0) & ~held & first_part),
+            ]
             m.d.sync += [
                 meta.group.eq(group),
                 meta.base.eq(base),
                 meta.first.eq(slot == 0),
-                meta.last.eq(last_slot),
+                meta.last.eq(last_slot & last_part),
                 meta.step_last.eq(step_last),
                 meta.seq_first.eq(seq_first),
                 meta.seq_end.eq(seq_end),
                 meta.empty.eq((n_items == 0) | held),
                 meta.open.eq(opened),
             ]
-            with m.If(last_slot):
+            self._next_part(m, meta, part, last_part)
+            with m.If(last_part & last_slot):
                 nxt = Mux(full, group + 1, listed)
                 m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]
                 with m.If(step_last):
@@ -381,10 +419,10 @@ class IssueStage(wiring.Component):
                         next_phase.eq((phase + 1) & (period - 1)),
                     ]
                     self.counters.count(m, f"{e.name}_steps", 1)
-            with m.Else():
+            with m.Elif(last_part):
                 m.d.sync += slot.eq(slot + 1)
 
-        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in (*_META_FIELDS, "open")]
+        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in (*self._meta_fields(), "open")]
         m.d.comb += [
             self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
             self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),

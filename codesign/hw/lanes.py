@@ -7,11 +7,18 @@ previous step by an event-driven layer) instead of its own register. ``acc`` fol
 three cycles (:data:`LATENCY`): operands registered, multiply, accumulate. ``seeds`` belong to the
 slot one cycle after its operands (the engine reads them a stage later than the weights), so one
 register per product carries them to the adder.
+
+**Shared multipliers** (``lane_multipliers = u < n``): a lane has ``u`` multipliers, and a slot
+comes ``passes = ceil(n / u)`` times on successive cycles with ``part = 0, 1, ...``; part ``q``
+multiplies matrices ``q*u .. q*u + u - 1`` and adds into their accumulators. The weight word (and
+the seeds) hold still over the parts (the engine reads them once), so the part picks its weights
+before the operand register and its seeds before the seed register: ``P x u`` of each, not
+``P x n``. Every accumulator receives the same products in the same order as without sharing.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -34,6 +41,13 @@ def shift_add(weight, value):
     return (total - Mux(weight[bits - 1], value << (bits - 1), 0))[:width].as_signed()
 
 
+def _pick(elements: list, part):
+    """The element of ``part`` (one per part; a missing last one repeats: its sum is never kept)."""
+    if len(elements) == 1:
+        return elements[0]
+    return Array(elements)[part]
+
+
 class LaneArray(wiring.Component):
     def __init__(
         self,
@@ -45,22 +59,34 @@ class LaneArray(wiring.Component):
         acc_bits: int,
         multiplier: str = "auto",
         hard_products: int = 0,
+        lane_multipliers: int = 0,
     ) -> None:
+        self.lanes, self.matrices = lanes, matrices
         self.elements = lanes * matrices
+        self.per_lane = lane_multipliers if 0 < lane_multipliers < matrices else matrices
+        self.passes = -(-matrices // self.per_lane)
         self.multiplier = multiplier
         # products that use the synthesis tool's multiplier (a hard one where it maps): all, none
         # ("lut": shift-and-add), or the first ``hard_products`` ("mixed")
-        self.hard = {"lut": 0, "mixed": hard_products}.get(multiplier, self.elements)
-        super().__init__(
-            {
-                "valid": In(1),
-                "first": In(1),
-                "value": In(signed(value_bits)),
-                "weights": In(data.ArrayLayout(signed(weight_bits), self.elements)),
-                "seeds": In(data.ArrayLayout(signed(acc_bits), self.elements)),
-                "acc": Out(data.ArrayLayout(signed(acc_bits), self.elements)),
-            }
-        )
+        products = lanes * self.per_lane
+        self.hard = {"lut": 0, "mixed": hard_products}.get(multiplier, products)
+        members = {
+            "valid": In(1),
+            "first": In(1),
+            "value": In(signed(value_bits)),
+            "weights": In(data.ArrayLayout(signed(weight_bits), self.elements)),
+            "seeds": In(data.ArrayLayout(signed(acc_bits), self.elements)),
+            "acc": Out(data.ArrayLayout(signed(acc_bits), self.elements)),
+        }
+        if self.passes > 1:
+            members["part"] = In(unsigned(max(1, (self.passes - 1).bit_length())))
+        super().__init__(members)
+
+    def _parts(self, lane: int, j: int) -> list[int]:
+        """Element indices multiplier ``j`` of ``lane`` serves, one per part (the last repeated)."""
+        n, u = self.matrices, self.per_lane
+        own = [lane * n + q * u + j for q in range(self.passes) if q * u + j < n]
+        return own + [own[-1]] * (self.passes - len(own))
 
     def elaborate(self, platform):
         m = Module()
@@ -78,15 +104,24 @@ class LaneArray(wiring.Component):
             first[1].eq(first[0]),
             value.eq(self.value),
         ]
-        for i in range(self.elements):
-            weight = Signal.like(self.weights[i], name=f"weight_{i}")
-            product = Signal(signed(len(self.weights[i]) + len(self.value)), name=f"product_{i}")
-            seed = Signal.like(self.seeds[i], name=f"seed_{i}")
-            m.d.sync += [
-                weight.eq(self.weights[i]),
-                product.eq(weight * value if i < self.hard else shift_add(weight, value)),
-                seed.eq(self.seeds[i]),
-            ]
-            with m.If(valid[1]):
-                m.d.sync += self.acc[i].eq(Mux(first[1], seed, self.acc[i]) + product)
+        part = [0, 0, 0]  # the part at the operands, the products and the sums
+        if self.passes > 1:
+            part = [self.part, Signal.like(self.part, name="part_0"), Signal.like(self.part, name="part_1")]
+            m.d.sync += [part[1].eq(part[0]), part[2].eq(part[1])]
+        u = self.per_lane
+        for lane in range(self.lanes):
+            for j in range(u):
+                q = lane * u + j
+                parts = self._parts(lane, j)
+                weight = Signal.like(self.weights[0], name=f"weight_{q}")
+                product = Signal(signed(len(self.weights[0]) + len(self.value)), name=f"product_{q}")
+                seed = Signal.like(self.seeds[0], name=f"seed_{q}")
+                m.d.sync += [
+                    weight.eq(_pick([self.weights[i] for i in parts], part[0])),
+                    product.eq(weight * value if q < self.hard else shift_add(weight, value)),
+                    seed.eq(_pick([self.seeds[i] for i in parts], part[1])),
+                ]
+                for k, i in enumerate(dict.fromkeys(parts)):  # the accumulators this multiplier feeds
+                    with m.If(valid[1] & (part[2] == k if self.passes > 1 else 1)):
+                        m.d.sync += self.acc[i].eq(Mux(first[1], seed, self.acc[i]) + product)
         return m

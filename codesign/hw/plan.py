@@ -45,6 +45,8 @@ __all__ = [
     "ceil_div",
     "plan_accelerator",
     "MAX_SPAN_WORDS",
+    "SHARE_MODES",
+    "parse_share",
 ]
 
 MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
@@ -172,6 +174,17 @@ class EnginePlan:
     update_multiplier: Literal["hard", "lut"] = "hard"  # the update unit's multiplies (minGRU's z * (u - h))
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
+    lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
+
+    @property
+    def products(self) -> int:
+        """Multipliers of each lane: one per matrix, or ``lane_multipliers`` shared over them."""
+        return self.lane_multipliers or len(self.matrices)
+
+    @property
+    def passes(self) -> int:
+        """Cycles one slot takes in the lane array: ``ceil(matrices / multipliers per lane)``."""
+        return ceil_div(len(self.matrices), self.products)
 
     @property
     def item_capacity(self) -> int:
@@ -199,6 +212,7 @@ class AcceleratorPlan:
     target: str = "generic"
     counter_set: str = "all"
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
+    share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -243,6 +257,8 @@ class AcceleratorPlan:
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
+        if self.share != "off":  # keys of builds without sharing unchanged
+            key |= {"share": self.share}
         if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         return key
@@ -529,7 +545,9 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     ]
 
 
-def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
+def _readout_lanes(
+    manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target, share: int | None
+) -> int:
     """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
 
     It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
@@ -549,22 +567,45 @@ def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, tar
     return max(1, min(ro_lanes, target.multipliers))
 
 
-def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
-    """Hard multipliers to the products that would cost the most LUTs; the rest shift-and-add.
+SHARE_MODES = ("off", "on", "auto")
+"""``--share-multipliers``: ``off`` (one multiplier per lane and matrix), ``on`` (one per lane,
+shared over the matrices in successive cycles), ``auto`` (the target shares where its hard
+multipliers run out), or a number ``N`` (``N`` multipliers per lane)."""
 
-    A shift-and-add product costs about ``weight bits x value bits`` LUTs, so the target's hard
-    multipliers go first to the widest products: a once-per-sequence readout's 8-bit weight x
-    24-bit logit input (about 570 LUT4 on the UP5K), minGRU's update ``z * (u - h)`` (the gate x a
-    17-bit difference), a later layer's 8-bit weight x 17-bit event, before a first layer's 8-bit
-    weight x 8-bit input. Weights of at most ``target.lut_multiply_max_weight_bits`` always
-    shift-and-add (a few LUTs, cheaper than a hard multiplier's share of the chip). An engine
-    whose weight products get only some of the hard multipliers takes them for its first products
-    (``multiplier = "mixed"``, ``hard_products``); an update unit gets hard multipliers for all its
-    lanes or none (``update_multiplier``); a DCLS front end's ``K`` tap products ``w * x`` take
-    them tap by tap (``DCLSPlan.hard_taps``). Synthesis would otherwise map every ``*`` to a hard
-    multiplier past the chip's count (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16)."""
-    if not target.multipliers:
-        return engines
+
+def parse_share(share: str | int) -> tuple[str, int | None]:
+    """``--share-multipliers`` -> ``(normalised name, multipliers per lane)``: ``None`` off,
+    ``0`` auto (decided per engine by :func:`_assign_multipliers`), ``N`` at most ``N`` per lane."""
+    text = str(share).strip().lower()
+    if text == "off":
+        return "off", None
+    if text == "auto":
+        return "auto", 0
+    if text == "on":
+        return "1", 1
+    if text.isdigit() and int(text) >= 1:
+        return str(int(text)), int(text)
+    raise CodesignError(
+        f"--share-multipliers {share!r} is not one of off, on, auto or a positive number of "
+        "multipliers per lane"
+    )
+
+
+@dataclass
+class _Allocation:
+    hard: dict[str, int]  # engine -> hard weight products of its lane array
+    taps: dict[str, int]  # engine -> DCLS taps on hard multipliers
+    update: set[str]  # engines whose update units use hard multipliers
+
+
+def _allocate(engines: list[EnginePlan], target: Target, per_lane: dict[str, int]) -> _Allocation:
+    """Hand the target's hard multipliers to the products that would cost the most LUTs.
+
+    A shift-and-add product costs about ``weight bits x value bits`` LUTs and a product takes
+    :meth:`Target.multiplies_needed` hard multipliers, so products are served by LUTs saved per
+    hard multiplier: a once-per-sequence readout's 8-bit weight x 24-bit logit input and minGRU's
+    update ``z * (u - h)`` before a first layer's 8-bit weight x 8-bit input. Weights of at most
+    ``target.lut_multiply_max_weight_bits`` bits always shift-and-add."""
     # (LUT cost per hard multiplier it saves, tie-break, engine, what, products, hard multipliers)
     blocks: list[tuple[float, int, str, str, int, int]] = []
 
@@ -574,43 +615,77 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[Engin
 
     for order, e in enumerate(engines):
         if e.weight_bits > target.lut_multiply_max_weight_bits:
-            for _ in range(e.lanes * len(e.matrices)):
+            for _ in range(e.lanes * per_lane[e.name]):
                 block(order, e, "weights", e.weight_bits, e.item_bits, 1)
         if e.dcls is not None and e.dcls.weight_bits > target.lut_multiply_max_weight_bits:
             for _ in range(e.dcls.taps):
                 block(order, e, "dcls", e.dcls.weight_bits, e.dcls.item_bits, 1)
-        per_lane = CELLS[e.kind].update_products if e.kind in CELLS else 0
-        if per_lane:
-            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, e.lanes * per_lane)
+        update_products = CELLS[e.kind].update_products if e.kind in CELLS else 0
+        if update_products:
+            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, e.lanes * update_products)
     left = target.multipliers
-    hard = {e.name: 0 for e in engines}
-    taps_hard = {e.name: 0 for e in engines}
-    update_hard: set[str] = set()
+    out = _Allocation({e.name: 0 for e in engines}, {e.name: 0 for e in engines}, set())
     for _cost, _order, name, what, products, multipliers in sorted(blocks, key=lambda b: (-b[0], b[1])):
         if multipliers > left:
             continue
         left -= multipliers
         if what == "weights":
-            hard[name] += products
+            out.hard[name] += products
         elif what == "dcls":
-            taps_hard[name] += products
+            out.taps[name] += products
         else:
-            update_hard.add(name)
+            out.update.add(name)
+    return out
+
+
+def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | None) -> list[EnginePlan]:
+    """Every ``*`` of the datapath on a hard multiplier or a shift-and-add, and the lanes' sharing.
+
+    Synthesis maps every ``*`` to a hard multiplier, past the chip's count if the plan lets it
+    (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16; the d = 12 DCLS network 16 of 8), so
+    the plan counts the lanes' weight products, minGRU's update (one per lane) and the DCLS taps
+    (``K`` per front end) and hands the hard multipliers out by :func:`_allocate`. An engine whose
+    weight products get some of them uses them for its first products (``multiplier = "mixed"``,
+    ``hard_products``), an update unit for all its lanes or none (``update_multiplier``), a DCLS
+    front end tap by tap (``DCLSPlan.hard_taps``).
+
+    ``share`` (:func:`parse_share`): ``None`` one multiplier per lane and matrix; ``N`` at most
+    ``N`` per lane, serving the matrices in ``ceil(matrices / N)`` passes per slot; ``0`` (auto) one
+    per matrix unless that leaves a lane's worth of weight products (``P``) or more to
+    shift-and-add, then as many per lane as the hard multipliers it got give (at least one): d = 16,
+    P = 8 on the UP5K shares, P = 4 does not. Narrow weights (shift-and-add anyway) never share by
+    auto; on the generic target a fixed ``N`` still shares, where the tool maps the multiplies."""
+    per_lane = {e.name: len(e.matrices) if not share else min(share, len(e.matrices)) for e in engines}
+    if not target.multipliers:
+        return [
+            replace(e, lane_multipliers=per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0)
+            for e in engines
+        ]
+    allocation = _allocate(engines, target, per_lane)
+    if share == 0:
+        changed = False
+        for e in engines:
+            n_mat = len(e.matrices)
+            wide = e.weight_bits > target.lut_multiply_max_weight_bits
+            if wide and e.lanes * n_mat - allocation.hard[e.name] >= e.lanes:
+                per_lane[e.name] = max(1, min(n_mat, allocation.hard[e.name] // e.lanes))
+                changed = changed or per_lane[e.name] < n_mat
+        if changed:
+            allocation = _allocate(engines, target, per_lane)
     planned = []
     for e in engines:
-        products = e.lanes * len(e.matrices)
-        n = hard[e.name]
+        products = e.lanes * per_lane[e.name]
+        n = allocation.hard[e.name]
         multiplier = "hard" if n == products else "lut" if n == 0 else "mixed"
         needs_update = e.kind in CELLS and CELLS[e.kind].update_products > 0
-        update = "lut" if needs_update and e.name not in update_hard else "hard"
-        dcls = e.dcls and replace(e.dcls, hard_taps=taps_hard[e.name])
         planned.append(
             replace(
                 e,
                 multiplier=multiplier,
                 hard_products=n if multiplier == "mixed" else 0,
-                update_multiplier=update,
-                dcls=dcls,
+                lane_multipliers=per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0,
+                update_multiplier="lut" if needs_update and e.name not in allocation.update else "hard",
+                dcls=e.dcls and replace(e.dcls, hard_taps=allocation.taps[e.name]),
             )
         )
     return planned
@@ -625,6 +700,7 @@ def plan_accelerator(
     target: str = "generic",
     counters: str = "all",
     frozen: bool = False,
+    share: str | int = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -632,10 +708,12 @@ def plan_accelerator(
     ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries;
     ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
     a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
-    flip-flop per stored bit.
+    flip-flop per stored bit; ``share`` (:data:`SHARE_MODES`) lets a lane's multipliers serve its
+    matrices in successive cycles (``EnginePlan.passes`` cycles per slot).
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
+    share_name, share_per_lane = parse_share(share)
     if counters not in COUNTER_SETS:
         raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
@@ -643,11 +721,16 @@ def plan_accelerator(
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))
-        for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
+        for e in (
+            *layers,
+            _plan_readout(
+                manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip, share_per_lane)
+            ),
+        )
     ]
     if frozen:
         engines = [_freeze(e) for e in engines]
-    engines = _assign_multipliers(_map_memories(engines, chip), chip)
+    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -673,4 +756,5 @@ def plan_accelerator(
         target=target,
         counter_set=counters,
         frozen=frozen,
+        share=share_name,
     )

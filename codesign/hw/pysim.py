@@ -73,13 +73,14 @@ def simulate(
     max_cycles: int = 2_000_000,
     target: str = "generic",
     counters: str = "all",
+    share: str | int = "off",
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
     With ``seed`` set, input beats get random gaps and results random back-pressure. With
     ``weights="runtime"`` the parameters are loaded through the configuration stream first.
     """
-    dut = Accelerator(bundle, lanes=lanes, weights=weights, target=target, counters=counters)
+    dut = Accelerator(bundle, lanes=lanes, weights=weights, target=target, counters=counters, share=share)
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None
     beats = item_beats(sequences)

@@ -34,6 +34,7 @@ from codesign.bundle import Bundle, load_bundle
 from codesign.bundle.io import check_weights
 from codesign.bundle.random import random_integer_inputs, rhythmic_table
 from codesign.golden import run_golden
+from codesign.hw.plan import plan_accelerator
 from codesign.hw.pysim import simulate
 from codesign.verify.cycles import cycle_floor, open_floor, target_per_step
 
@@ -52,17 +53,25 @@ def selective_tables(bundle: Bundle) -> dict[int, np.ndarray]:
     }
 
 
-def floor_per_step(bundle: Bundle, xs: list[np.ndarray], lanes: int, *, ideal: bool = False) -> float:
-    """Mean over all steps of ``sum_l ceil(d_l / P) x work_l`` (:func:`codesign.verify.cycles.cycle_floor`;
-    ``ideal``: :func:`codesign.verify.cycles.open_floor`)."""
+def floor_per_step(
+    bundle: Bundle,
+    xs: list[np.ndarray],
+    lanes: int,
+    *,
+    ideal: bool = False,
+    passes: list[int] | None = None,
+) -> float:
+    """Mean over all steps of ``sum_l ceil(d_l / P) x passes_l x work_l``
+    (:func:`codesign.verify.cycles.cycle_floor`; ``ideal``: :func:`codesign.verify.cycles.open_floor`;
+    ``passes``: cycles per slot of each layer, 1 without shared multipliers)."""
     total, steps = 0, 0
     tables = selective_tables(bundle)
     for x in xs:
         gold = run_golden(bundle, np.asarray(x)[None])
         floor = (
-            open_floor(bundle.manifest, gold, lanes)
+            open_floor(bundle.manifest, gold, lanes, passes)
             if ideal
-            else cycle_floor(bundle.manifest, gold, lanes, tables)
+            else cycle_floor(bundle.manifest, gold, lanes, tables, passes)
         )
         total += int(floor.sum())
         steps += len(x)
@@ -89,17 +98,24 @@ def bench_bundle(
     seed: int,
     rate: float | None = None,
     shared: bool = False,
+    target: str = "generic",
+    share: str = "off",
 ) -> dict:
+    """One benchmark row: ``bundle`` at ``lanes`` lanes in amaranth.sim against its cycle floor.
+
+    ``target`` and ``share`` (``--share-multipliers``) make the plan of a mapped build: a shared
+    multiplier costs ``passes`` cycles per slot, which the floor counts too."""
     if rate is not None:
         bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
-    result = simulate(bundle, xs, lanes=lanes)
+    result = simulate(bundle, xs, lanes=lanes, target=target, share=share)
     wall = time.perf_counter() - start
     total_steps = sequences * steps
     counters = result.counters
     n_layers = len(bundle.manifest.layers)
-    floor = floor_per_step(bundle, xs, lanes)
+    passes = [e.passes for e in plan_accelerator(bundle.manifest, lanes, target=target, share=share).layers]
+    floor = floor_per_step(bundle, xs, lanes, passes=passes)
     cycles = result.cycles / total_steps
     engines = {}
     for i, layer in enumerate(bundle.manifest.layers):
@@ -110,6 +126,7 @@ def bench_bundle(
     target = target_per_step(floor, n_layers)
     return {
         "lanes": lanes,
+        "passes": passes,
         "density": density,
         "sequences": sequences,
         "steps_per_sequence": steps,
@@ -125,16 +142,18 @@ def bench_bundle(
         "layer_events": [counters[f"layer{i}_events"] for i in range(n_layers)],
         "readout_macs": counters["readout_macs"],
         "simulated_in_s": round(wall, 2),
-    } | (_selective_figures(bundle, xs, lanes, result, cycles) if selective_tables(bundle) else {})
+    } | (_selective_figures(bundle, xs, lanes, result, cycles, passes) if selective_tables(bundle) else {})
 
 
-def _selective_figures(bundle: Bundle, xs: list[np.ndarray], lanes: int, result, cycles: float) -> dict:
+def _selective_figures(
+    bundle: Bundle, xs: list[np.ndarray], lanes: int, result, cycles: float, passes: list[int]
+) -> dict:
     total_steps = sum(len(x) for x in xs)
     layers = bundle.manifest.layers
     opened = sum(result.counters.get(f"layer{i}_open_steps", 0) for i in range(len(layers)))
     selective = [i for i, layer in enumerate(layers) if layer.selective is not None]
     rate = opened / (total_steps * sum(layers[i].size for i in selective))
-    ideal = floor_per_step(bundle, xs, lanes, ideal=True)
+    ideal = floor_per_step(bundle, xs, lanes, ideal=True, passes=passes)
     target = target_per_step(ideal, len(layers))
     return {
         "update_rate": round(rate, 4),
@@ -155,9 +174,11 @@ def run_bench(
     json_path: Path | None = None,
     progress=print,
     rates: list[float] | None = None,
+    target: str = "generic",
+    share: str = "off",
 ) -> dict:
     """Every bundle x lane count x density (x update rate for selective bundles); the summary dict
-    (also written to ``json_path``)."""
+    (also written to ``json_path``). ``target`` and ``share`` as in :func:`bench_bundle`."""
     rows = []
     for path in bundles:
         bundle = load_bundle(path)
@@ -178,7 +199,16 @@ def run_bench(
                 if rate is not None:
                     row["phases"] = "per group of P" if shared else "per neuron"
                 row |= bench_bundle(
-                    bundle, p, density, sequences=sequences, steps=steps, seed=seed, rate=rate, shared=shared
+                    bundle,
+                    p,
+                    density,
+                    sequences=sequences,
+                    steps=steps,
+                    seed=seed,
+                    rate=rate,
+                    shared=shared,
+                    target=target,
+                    share=share,
                 )
                 rows.append(row)
                 extra = ""
@@ -197,7 +227,9 @@ def run_bench(
                 )
     summary = {
         "benchmark": "rtl cycles per step (amaranth.sim of the generated accelerator)",
-        "floor": "sum over layers of ceil(d_l/P) x work_l; target 1.1 x floor + 8 x layers",
+        "floor": "sum over layers of ceil(d_l/P) x passes_l x work_l; target 1.1 x floor + 8 x layers",
+        "target": target,
+        "share_multipliers": share,
         "rows": rows,
         "all_met": all(r["meets_target"] for r in rows),
     }

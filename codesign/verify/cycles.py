@@ -3,12 +3,16 @@
 Each layer engine walks ``ceil(d_l / P_l)`` neuron groups, and each group spends one slot per
 item of the step (a non-zero input, a non-zero DCLS output or a change event of the layer below;
 one biases-only slot when the step has none); the layers run as a pipeline. The floor of a step is
-``sum_l ceil(d_l / P_l) x work_l`` with ``work_l`` read off the golden model's MAC counts
-(``work_l = macs_l / (d_l x matrices_l)``), so the benchmark (``codesign bench rtl``) and the
-testbench's cycle figures use one definition. ``docs/accelerator.md`` derives it.
+``sum_l ceil(d_l / P_l) x passes_l x work_l`` with ``work_l`` read off the golden model's MAC
+counts (``work_l = macs_l / (d_l x matrices_l)``) and ``passes_l`` the cycles a slot takes in the
+lane array (1, or ``ceil(matrices / multipliers per lane)`` with shared multipliers:
+``EnginePlan.passes``), so the benchmark (``codesign bench rtl``) and the testbench's cycle
+figures use one definition. ``docs/accelerator.md`` derives it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,12 +30,26 @@ def _work(layer, trace) -> np.ndarray:
     return trace.macs // (layer.size * len(CELLS[layer.cell].matrices))
 
 
+def _passes(manifest: Manifest, passes: Sequence[int] | None) -> list[int]:
+    if passes is None:
+        return [1] * len(manifest.layers)
+    if len(passes) != len(manifest.layers):
+        raise ValueError(f"passes {list(passes)}: one per layer ({len(manifest.layers)}) expected")
+    return [int(p) for p in passes]
+
+
 def cycle_floor(
-    manifest: Manifest, gold: GoldenResult, lanes: int, tables: dict[int, np.ndarray] | None = None
+    manifest: Manifest,
+    gold: GoldenResult,
+    lanes: int,
+    tables: dict[int, np.ndarray] | None = None,
+    passes: Sequence[int] | None = None,
 ) -> np.ndarray:
     """``(N, T)`` floor cycles of every step of a golden run at ``lanes`` lanes per engine.
 
-    ``tables``: the ``su_gate`` of every selective layer (by layer index)."""
+    ``tables``: the ``su_gate`` of every selective layer (by layer index); ``passes``: the cycles
+    a slot takes in each layer (``[e.passes for e in plan.layers]``; default 1: no sharing)."""
+    cost = _passes(manifest, passes)
     from codesign.hw.plan import plan_accelerator
     from codesign.hw.selective import walk
 
@@ -41,7 +59,7 @@ def cycle_floor(
         work = _work(layer, trace)
         p = min(lanes, layer.size)
         if layer.selective is None:
-            floor += -(-layer.size // p) * work
+            floor += -(-layer.size // p) * work * cost[index]
             continue
         if tables is None or index not in tables:
             raise ValueError(f"layer {index} is selective: cycle_floor needs its su_gate table")
@@ -52,17 +70,21 @@ def cycle_floor(
             for t in range(steps):
                 items = int(work[n, t])
                 visits = walk(e, tables[index], t, seq_end=t == steps - 1, items=items)
-                floor[n, t] += sum(1 if held else max(items, 1) for _, held in visits)
+                floor[n, t] += cost[index] * sum(1 if held else max(items, 1) for _, held in visits)
     return floor
 
 
-def open_floor(manifest: Manifest, gold: GoldenResult, lanes: int) -> np.ndarray:
-    """``(N, T)`` ``sum_l ceil(open_l / P) x work_l``: every open neuron packed (the issue's ideal)."""
+def open_floor(
+    manifest: Manifest, gold: GoldenResult, lanes: int, passes: Sequence[int] | None = None
+) -> np.ndarray:
+    """``(N, T)`` ``sum_l ceil(open_l / P) x passes_l x work_l``: every open neuron packed (the
+    issue's ideal)."""
     floor = np.zeros(gold.layers[0].macs.shape, dtype=np.int64)
-    for layer, trace in zip(manifest.layers, gold.layers, strict=True):
+    cost = _passes(manifest, passes)
+    for index, (layer, trace) in enumerate(zip(manifest.layers, gold.layers, strict=True)):
         p = min(lanes, layer.size)
         opened = trace.opens if trace.opens is not None else np.full(floor.shape, layer.size)
-        floor += -(-opened // p) * _work(layer, trace)
+        floor += -(-opened // p) * _work(layer, trace) * cost[index]
     return floor
 
 
