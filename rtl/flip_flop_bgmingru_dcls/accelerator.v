@@ -1815,52 +1815,55 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire \$17 ;
   wire [1:0] \$18 ;
   wire [32:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire [1:0] \$23 ;
   wire [32:0] \$24 ;
-  wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire \$27 ;
   wire [1:0] \$28 ;
   wire [32:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
+  wire [1:0] \$33 ;
+  wire [32:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  reg [27:0] \$38 ;
-  reg [31:0] \$39 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  reg [31:0] \$40 ;
-  reg [31:0] \$41 ;
+  wire [32:0] \$40 ;
+  reg [27:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
   reg [31:0] \$45 ;
   reg [31:0] \$46 ;
-  reg [27:0] \$47 ;
-  reg \$48 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
   reg [31:0] \$49 ;
   wire \$5 ;
   reg [27:0] \$50 ;
-  reg [13:0] \$51 ;
+  reg \$51 ;
   reg [31:0] \$52 ;
   reg [27:0] \$53 ;
-  reg [27:0] \$54 ;
+  reg [13:0] \$54 ;
+  reg [31:0] \$55 ;
+  reg [27:0] \$56 ;
+  reg [27:0] \$57 ;
   wire \$6 ;
   wire [3:0] \$7 ;
   wire [5:0] \$8 ;
@@ -2170,40 +2173,41 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   assign \port__data$38  = _3_;
+  assign \$40  = layer0_macs + 3'h4;
   always @(posedge clk)
-    slot_c1 <= \$38 ;
+    slot_c1 <= \$41 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$39 ;
+    layer0_weights_reads <= \$42 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$40 ;
+    layer0_weights_writes <= \$43 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$41 ;
+    layer0_bias_reads <= \$44 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$42 ;
+    layer0_bias_writes <= \$45 ;
   always @(posedge clk)
-    layer0_params_reads <= \$43 ;
+    layer0_params_reads <= \$46 ;
   always @(posedge clk)
-    layer0_params_writes <= \$44 ;
+    layer0_params_writes <= \$47 ;
   always @(posedge clk)
-    layer0_state_reads <= \$45 ;
+    layer0_state_reads <= \$48 ;
   always @(posedge clk)
-    layer0_state_writes <= \$46 ;
+    layer0_state_writes <= \$49 ;
   always @(posedge clk)
-    slot_c2 <= \$47 ;
+    slot_c2 <= \$50 ;
   always @(posedge clk)
-    use_acc2a <= \$48 ;
+    use_acc2a <= \$51 ;
   always @(posedge clk)
-    layer0_macs <= \$49 ;
+    layer0_macs <= \$52 ;
   always @(posedge clk)
-    slot_c2a <= \$50 ;
+    slot_c2a <= \$53 ;
   always @(posedge clk)
-    params <= \$51 ;
+    params <= \$54 ;
   always @(posedge clk)
-    state <= \$52 ;
+    state <= \$55 ;
   always @(posedge clk)
-    slot_c2b <= \$53 ;
+    slot_c2b <= \$56 ;
   always @(posedge clk)
-    \slot$64  <= \$54 ;
+    \slot$64  <= \$57 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[9:8];
@@ -2216,33 +2220,32 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$8  = slot_c1[7:3] + slot_c1[16:14];
   assign \$9  = ~ slot_c1[13];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c2[0] & slot_c2[8];
+  assign \$12  = slot_c2[0] & slot_c2[8];
   assign weights = slot_c2[13] ? 32'd0 : \port__data$38 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[9];
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = layer0_weights_reads + \$13 ;
-  assign \$15  = | \port__en$13 ;
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = layer0_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = layer0_bias_reads + \$18 ;
-  assign \$20  = | \port__en$18 ;
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = layer0_bias_writes + \$21 ;
-  assign \$23  = 1'h0 + \port__en$20 ;
-  assign \$24  = layer0_params_reads + \$23 ;
-  assign \$25  = | \$7 [1:0];
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = layer0_params_writes + \$26 ;
-  assign \$28  = 1'h0 + \port__en$24 ;
-  assign \$29  = layer0_state_reads + \$28 ;
-  assign \$31  = 1'h0 + \$30 ;
-  assign \$32  = layer0_state_writes + \$31 ;
-  assign \$33  = ~ slot_c2[13];
-  assign \$34  = slot_c2[0] & \$33 ;
-  assign \$35  = | slot_c2[27:17];
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = layer0_macs + 3'h4;
+  assign \$14  = slot_c2a[0] & slot_c2a[9];
+  assign \$15  = 1'h0 + port__en;
+  assign \$16  = layer0_weights_reads + \$15 ;
+  assign \$17  = | \port__en$13 ;
+  assign \$18  = 1'h0 + \$17 ;
+  assign \$19  = layer0_weights_writes + \$18 ;
+  assign \$20  = 1'h0 + \port__en$16 ;
+  assign \$21  = layer0_bias_reads + \$20 ;
+  assign \$22  = | \port__en$18 ;
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$24  = layer0_bias_writes + \$23 ;
+  assign \$25  = 1'h0 + \port__en$20 ;
+  assign \$26  = layer0_params_reads + \$25 ;
+  assign \$27  = | \$7 [1:0];
+  assign \$28  = 1'h0 + \$27 ;
+  assign \$29  = layer0_params_writes + \$28 ;
+  assign \$30  = 1'h0 + \port__en$24 ;
+  assign \$31  = layer0_state_reads + \$30 ;
+  assign \$33  = 1'h0 + \$32 ;
+  assign \$34  = layer0_state_writes + \$33 ;
+  assign \$35  = ~ slot_c2[13];
+  assign \$36  = slot_c2[0] & \$35 ;
+  assign \$37  = | slot_c2[27:17];
+  assign \$38  = \$36  & \$37 ;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2272,165 +2275,165 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
-    if (\$10 ) begin
+    if (\$11 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$11 ) begin
+    if (\$13 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 2'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__addr$44  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 2'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__addr$45  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$38  = slot;
+    \$41  = slot;
     if (rst) begin
-      \$38  = 28'h0000000;
+      \$41  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$39  = \$14 [31:0];
-    if (rst) begin
-      \$39  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$40  = \$17 [31:0];
-    if (rst) begin
-      \$40  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = \$19 [31:0];
-    if (rst) begin
-      \$41  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$22 [31:0];
+    \$42  = \$16 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$24 [31:0];
+    \$43  = \$19 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$27 [31:0];
+    \$44  = \$21 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$29 [31:0];
+    \$45  = \$24 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$32 [31:0];
+    \$46  = \$26 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = slot_c1;
+    \$47  = \$29 [31:0];
     if (rst) begin
-      \$47  = 28'h0000000;
+      \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = 1'h0;
+    \$48  = \$31 [31:0];
     if (rst) begin
-      \$48  = 1'h0;
+      \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = layer0_macs;
-    if (\$36 ) begin
-      \$49  = \$37 [31:0];
-    end
+    \$49  = \$34 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = slot_c2;
+    \$50  = slot_c1;
     if (rst) begin
       \$50  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = \port__data$60 ;
+    \$51  = 1'h0;
     if (rst) begin
-      \$51  = 14'h0000;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = \port__data$62 ;
+    \$52  = layer0_macs;
+    if (\$39 ) begin
+      \$52  = \$40 [31:0];
+    end
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2a;
+    \$53  = slot_c2;
     if (rst) begin
       \$53  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = slot_c2b;
+    \$54  = \port__data$60 ;
     if (rst) begin
-      \$54  = 28'h0000000;
+      \$54  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = \port__data$62 ;
+    if (rst) begin
+      \$55  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = slot_c2a;
+    if (rst) begin
+      \$56  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = slot_c2b;
+    if (rst) begin
+      \$57  = 28'h0000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2569,7 +2572,10 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign port__data[23:16] = config__payload[17:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
-  assign \$30  = state_write[2];
+  assign \$11  = \$10 ;
+  assign \$13  = \$12 ;
+  assign \$32  = state_write[2];
+  assign \$39  = \$38 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2579,75 +2585,81 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [2:0] \$13 ;
-  wire [3:0] \$14 ;
+  wire \$13 ;
+  wire \$14 ;
   wire \$15 ;
   wire [2:0] \$16 ;
-  wire [10:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [3:0] \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
-  wire \$23 ;
+  wire [2:0] \$20 ;
+  wire [10:0] \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
   wire \$24 ;
-  wire \$25 ;
-  wire [3:0] \$26 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [32:0] \$29 ;
+  wire \$29 ;
   wire \$3 ;
   wire [3:0] \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire [3:0] \$35 ;
-  reg [2:0] \$36 ;
+  wire [32:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [32:0] \$39 ;
+  wire [3:0] \$39 ;
   wire [2:0] \$4 ;
-  wire \$40 ;
-  wire [32:0] \$41 ;
+  reg [2:0] \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
+  wire [32:0] \$43 ;
   wire \$44 ;
-  wire [2:0] \$45 ;
-  wire [5:0] \$46 ;
+  wire [32:0] \$45 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$49 ;
   wire [13:0] \$5 ;
-  wire [3:0] \$50 ;
-  reg [31:0] \$51 ;
-  reg [31:0] \$52 ;
-  reg [2:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [1:0] \$55 ;
-  reg [2:0] \$56 ;
-  reg [2:0] \$57 ;
-  reg [1:0] \$58 ;
-  reg [1:0] \$59 ;
+  wire \$50 ;
+  wire [2:0] \$51 ;
+  wire [5:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [32:0] \$55 ;
+  wire [3:0] \$56 ;
+  reg [31:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [2:0] \$59 ;
   wire \$6 ;
-  reg \$60 ;
-  reg \$61 ;
-  reg [27:0] \$62 ;
+  reg [31:0] \$60 ;
+  reg [1:0] \$61 ;
+  reg [2:0] \$62 ;
   reg [2:0] \$63 ;
-  reg \$64 ;
-  reg [2:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [4:0] \$67 ;
-  reg [2:0] \$68 ;
-  reg \$69 ;
+  reg [1:0] \$64 ;
+  reg [1:0] \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [27:0] \$68 ;
+  reg [2:0] \$69 ;
   wire \$7 ;
   reg \$70 ;
-  reg [31:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg \$73 ;
-  reg [31:0] \$74 ;
+  reg [2:0] \$71 ;
+  reg [1:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [31:0] \$77 ;
+  reg [31:0] \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg [31:0] \$80 ;
   wire [3:0] \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -2755,85 +2767,93 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   assign rd__data = _0_;
-  assign \$18  = 1'h0 + rd__en;
-  assign \$19  = layer0_items_reads + \$18 ;
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = layer0_items_writes + \$21 ;
-  assign \$23  = \$signal  >> wbank;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = items__valid & \$24 ;
-  assign \$26  = wcount + 1'h1;
-  assign \$27  = ~ stored;
-  assign \$28  = nonzero & \$27 ;
-  assign \$29  = layer0_item_overflows + 1'h1;
-  assign \$30  = wcount + stored;
-  assign \$31  = ~ wbank;
-  assign \$32  = ~ busy;
-  assign \$33  = | drain;
-  assign \$34  = \$signal  >> rbank;
-  assign \$35  = drain - 1'h1;
-  assign \$37  = \$signal$31  >> rbank;
-  assign \$38  = \$signal$33  >> rbank;
-  assign \$39  = layer0_busy_cycles + 1'h1;
-  assign \$40  = ~ issue;
-  assign \$41  = layer0_stall_cycles + 1'h1;
-  assign \$42  = ! slot;
-  assign \$43  = group == 2'h3;
-  assign \$44  = ! n_items;
-  assign \$45  = group + 1'h1;
-  assign \$46  = base + 3'h5;
-  assign \$47  = group == 2'h3;
-  assign \$48  = ~ rbank;
-  assign \$49  = layer0_steps + 1'h1;
-  assign \$50  = slot + 1'h1;
+  assign issue = busy & \$13 ;
+  assign \$14  = ! slot;
+  assign \$15  = issue & \$14 ;
+  assign \$16  = rbank ? 3'h5 : 3'h0;
+  assign \$17  = \$16  + slot;
+  assign \$18  = | n_items;
+  assign \$20  = meta[13] ? 3'h0 : rd__data[2:0];
+  assign \$21  = meta[13] ? 11'h000 : rd__data[13:3];
+  assign \$22  = 1'h0 + rd__en;
+  assign \$23  = layer0_items_reads + \$22 ;
+  assign \$25  = 1'h0 + \$24 ;
+  assign \$26  = layer0_items_writes + \$25 ;
+  assign \$27  = \$signal  >> wbank;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = items__valid & \$28 ;
+  assign \$30  = wcount + 1'h1;
+  assign \$31  = ~ stored;
+  assign \$32  = nonzero & \$31 ;
+  assign \$33  = layer0_item_overflows + 1'h1;
+  assign \$34  = wcount + stored;
+  assign \$35  = ~ wbank;
+  assign \$36  = ~ busy;
+  assign \$37  = | drain;
+  assign \$38  = \$signal  >> rbank;
+  assign \$39  = drain - 1'h1;
+  assign \$41  = \$signal$31  >> rbank;
+  assign \$42  = \$signal$33  >> rbank;
+  assign \$43  = layer0_busy_cycles + 1'h1;
+  assign \$44  = ~ issue;
+  assign \$45  = layer0_stall_cycles + 1'h1;
+  assign \$46  = ! slot;
+  assign \$48  = group == 2'h3;
+  assign \$49  = ! n_items;
+  assign \$51  = group + 1'h1;
+  assign \$52  = base + 3'h5;
+  assign \$53  = group == 2'h3;
+  assign \$54  = ~ rbank;
+  assign \$55  = layer0_steps + 1'h1;
+  assign \$56  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$51 ;
+    layer0_items_reads <= \$57 ;
   always @(posedge clk)
-    layer0_items_writes <= \$52 ;
+    layer0_items_writes <= \$58 ;
   always @(posedge clk)
-    wcount <= \$53 ;
+    wcount <= \$59 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$54 ;
+    layer0_item_overflows <= \$60 ;
   always @(posedge clk)
-    \$signal  <= \$55 ;
+    \$signal  <= \$61 ;
   always @(posedge clk)
-    bank0_count <= \$56 ;
+    bank0_count <= \$62 ;
   always @(posedge clk)
-    bank1_count <= \$57 ;
+    bank1_count <= \$63 ;
   always @(posedge clk)
-    \$signal$31  <= \$58 ;
+    \$signal$31  <= \$64 ;
   always @(posedge clk)
-    \$signal$33  <= \$59 ;
+    \$signal$33  <= \$65 ;
   always @(posedge clk)
-    next_first <= \$60 ;
+    next_first <= \$66 ;
   always @(posedge clk)
-    wbank <= \$61 ;
+    wbank <= \$67 ;
   always @(posedge clk)
-    meta <= \$62 ;
+    meta <= \$68 ;
   always @(posedge clk)
-    drain <= \$63 ;
+    drain <= \$69 ;
   always @(posedge clk)
-    busy <= \$64 ;
+    busy <= \$70 ;
   always @(posedge clk)
-    n_items <= \$65 ;
+    n_items <= \$71 ;
   always @(posedge clk)
-    group <= \$66 ;
+    group <= \$72 ;
   always @(posedge clk)
-    base <= \$67 ;
+    base <= \$73 ;
   always @(posedge clk)
-    slot <= \$68 ;
+    slot <= \$74 ;
   always @(posedge clk)
-    seq_first <= \$69 ;
+    seq_first <= \$75 ;
   always @(posedge clk)
-    seq_end <= \$70 ;
+    seq_end <= \$76 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$71 ;
+    layer0_busy_cycles <= \$77 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$72 ;
+    layer0_stall_cycles <= \$78 ;
   always @(posedge clk)
-    rbank <= \$73 ;
+    rbank <= \$79 ;
   always @(posedge clk)
-    layer0_steps <= \$74 ;
+    layer0_steps <= \$80 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[13:3];
@@ -2848,30 +2868,22 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$9  = slot + 1'h1;
   assign last_slot = \$9  >= n_items;
   assign \$10  = | slot;
-  assign \$11  = \$10  | credit;
-  assign issue = busy & \$11 ;
-  assign \$12  = ! slot;
-  assign starting = issue & \$12 ;
-  assign \$13  = rbank ? 3'h5 : 3'h0;
-  assign \$14  = \$13  + slot;
-  assign \$15  = | n_items;
-  assign \$16  = meta[13] ? 3'h0 : rd__data[2:0];
-  assign \$17  = meta[13] ? 11'h000 : rd__data[13:3];
+  assign \$13  = \$12  | credit;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$36  = bank0_count;
+          \$40  = bank0_count;
       1'h1:
-          \$36  = bank1_count;
+          \$40  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$15 ;
+      rd__en = \$19 ;
     end
   end
   always @* begin
@@ -2887,205 +2899,108 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$14 ;
+      rd__addr = \$17 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$51  = \$19 [31:0];
+    \$57  = \$23 [31:0];
     if (rst) begin
-      \$51  = 32'd0;
+      \$57  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$52  = \$22 [31:0];
+    \$58  = \$26 [31:0];
     if (rst) begin
-      \$52  = 32'd0;
+      \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$53  = wcount;
-    if (\$25 ) begin
+    \$59  = wcount;
+    if (\$29 ) begin
       if (stored) begin
-        \$53  = \$26 [2:0];
+        \$59  = \$30 [2:0];
       end
       if (items__payload[14]) begin
-        \$53  = 3'h0;
+        \$59  = 3'h0;
       end
     end
     if (rst) begin
-      \$53  = 3'h0;
+      \$59  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$54  = layer0_item_overflows;
-    if (\$25 ) begin
-      if (\$28 ) begin
-        \$54  = \$29 [31:0];
+    \$60  = layer0_item_overflows;
+    if (\$29 ) begin
+      if (\$32 ) begin
+        \$60  = \$33 [31:0];
       end
     end
     if (rst) begin
-      \$54  = 32'd0;
+      \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$55  = \$signal ;
-    if (\$25 ) begin
+    \$61  = \$signal ;
+    if (\$29 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$55 [0] = 1'h1;
+              \$61 [0] = 1'h1;
           1'h1:
-              \$55 [1] = 1'h1;
+              \$61 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$47 ) begin
+      if (\$50 ) begin
+        if (\$53 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$55 [0] = 1'h0;
+                \$61 [0] = 1'h0;
             1'h1:
-                \$55 [1] = 1'h0;
+                \$61 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$55  = 2'h0;
+      \$61  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$56  = bank0_count;
-    if (\$25 ) begin
+    \$62  = bank0_count;
+    if (\$29 ) begin
       if (items__payload[14]) begin
         casez (wbank)
           1'h0:
-              \$56  = \$30 [2:0];
+              \$62  = \$34 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$56  = 3'h0;
+      \$62  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$57  = bank1_count;
-    if (\$25 ) begin
+    \$63  = bank1_count;
+    if (\$29 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$57  = \$30 [2:0];
+              \$63  = \$34 [2:0];
         endcase
-      end
-    end
-    if (rst) begin
-      \$57  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = \$signal$31 ;
-    if (\$25 ) begin
-      if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$58 [0] = next_first;
-          1'h1:
-              \$58 [1] = next_first;
-        endcase
-      end
-    end
-    if (rst) begin
-      \$58  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = \$signal$33 ;
-    if (\$25 ) begin
-      if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$59 [0] = items__payload[15];
-          1'h1:
-              \$59 [1] = items__payload[15];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$59  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = next_first;
-    if (\$25 ) begin
-      if (items__payload[14]) begin
-        \$60  = items__payload[15];
-      end
-    end
-    if (rst) begin
-      \$60  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = wbank;
-    if (\$25 ) begin
-      if (items__payload[14]) begin
-        \$61  = \$31 ;
-      end
-    end
-    if (rst) begin
-      \$61  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62 [27:1] = meta[27:1];
-    \$62 [0] = issue;
-    if (issue) begin
-      \$62 [2:1] = group;
-      \$62 [7:3] = base;
-      \$62 [8] = \$42 ;
-      \$62 [9] = last_slot;
-      \$62 [10] = \$43 ;
-      \$62 [11] = seq_first;
-      \$62 [12] = seq_end;
-      \$62 [13] = \$44 ;
-    end
-    if (rst) begin
-      \$62  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = drain;
-    if (\$32 ) begin
-      if (\$33 ) begin
-        \$63  = \$35 [2:0];
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        if (\$47 ) begin
-          \$63  = 3'h0;
-        end
       end
     end
     if (rst) begin
@@ -3094,114 +3009,115 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = busy;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$64  = 1'h1;
+    \$64  = \$signal$31 ;
+    if (\$29 ) begin
+      if (items__payload[14]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$64 [0] = next_first;
+          1'h1:
+              \$64 [1] = next_first;
+        endcase
+      end
+    end
+    if (rst) begin
+      \$64  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$65  = \$signal$33 ;
+    if (\$29 ) begin
+      if (items__payload[14]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$65 [0] = items__payload[15];
+          1'h1:
+              \$65 [1] = items__payload[15];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$65  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$66  = next_first;
+    if (\$29 ) begin
+      if (items__payload[14]) begin
+        \$66  = items__payload[15];
+      end
+    end
+    if (rst) begin
+      \$66  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$67  = wbank;
+    if (\$29 ) begin
+      if (items__payload[14]) begin
+        \$67  = \$35 ;
+      end
+    end
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$68 [27:1] = meta[27:1];
+    \$68 [0] = issue;
+    if (issue) begin
+      \$68 [2:1] = group;
+      \$68 [7:3] = base;
+      \$68 [8] = \$46 ;
+      \$68 [9] = \$47 ;
+      \$68 [10] = \$48 ;
+      \$68 [11] = seq_first;
+      \$68 [12] = seq_end;
+      \$68 [13] = \$49 ;
+    end
+    if (rst) begin
+      \$68  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$69  = drain;
+    if (\$36 ) begin
+      if (\$37 ) begin
+        \$69  = \$39 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$47 ) begin
-          \$64  = 1'h0;
+      if (\$50 ) begin
+        if (\$53 ) begin
+          \$69  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$69  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = n_items;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$65  = \$36 ;
-      end
-    end
-    if (rst) begin
-      \$65  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = group;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$66  = 2'h0;
+    \$70  = busy;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$70  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        \$66  = \$45 [1:0];
-      end
-    end
-    if (rst) begin
-      \$66  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = base;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$67  = 5'h00;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$67  = \$46 [4:0];
-      end
-    end
-    if (rst) begin
-      \$67  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = slot;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$68  = 3'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$68  = 3'h0;
-      end else begin
-        \$68  = \$50 [2:0];
-      end
-    end
-    if (rst) begin
-      \$68  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = seq_first;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$69  = \$37 ;
-      end
-    end
-    if (rst) begin
-      \$69  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = seq_end;
-    if (\$32 ) begin
-      if (\$33 ) begin
-      end else if (\$34 ) begin
-        \$70  = \$38 ;
+      if (\$50 ) begin
+        if (\$53 ) begin
+          \$70  = 1'h0;
+        end
       end
     end
     if (rst) begin
@@ -3210,56 +3126,152 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$32 ) begin
-    end else begin
-      \$71  = \$39 [31:0];
-    end
-    if (rst) begin
-      \$71  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$32 ) begin
-    end else begin
-      if (\$40 ) begin
-        \$72  = \$41 [31:0];
+    \$71  = n_items;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$71  = \$40 ;
       end
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$71  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = rbank;
+    \$72  = group;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$72  = 2'h0;
+      end
+    end
     if (issue) begin
-      if (last_slot) begin
-        if (\$47 ) begin
-          \$73  = \$48 ;
+      if (\$50 ) begin
+        \$72  = \$51 [1:0];
+      end
+    end
+    if (rst) begin
+      \$72  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$73  = base;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$73  = 5'h00;
+      end
+    end
+    if (issue) begin
+      if (\$50 ) begin
+        \$73  = \$52 [4:0];
+      end
+    end
+    if (rst) begin
+      \$73  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = slot;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$74  = 3'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$50 ) begin
+        \$74  = 3'h0;
+      end else if (1'h1) begin
+        \$74  = \$56 [2:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$75  = seq_first;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$75  = \$41 ;
+      end
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$76  = seq_end;
+    if (\$36 ) begin
+      if (\$37 ) begin
+      end else if (\$38 ) begin
+        \$76  = \$42 ;
+      end
+    end
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$77  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$36 ) begin
+    end else begin
+      \$77  = \$43 [31:0];
+    end
+    if (rst) begin
+      \$77  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$36 ) begin
+    end else begin
+      if (\$44 ) begin
+        \$78  = \$45 [31:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = rbank;
+    if (issue) begin
+      if (\$50 ) begin
+        if (\$53 ) begin
+          \$79  = \$54 ;
         end
       end
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = layer0_steps;
+    \$80  = layer0_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$47 ) begin
-          \$74  = \$49 [31:0];
+      if (\$50 ) begin
+        if (\$53 ) begin
+          \$80  = \$55 [31:0];
         end
       end
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$80  = 32'd0;
     end
   end
   assign \items__payload.index  = items__payload[2:0];
@@ -3288,8 +3300,8 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[13];
   assign \meta.index  = meta[16:14];
   assign \meta.value  = meta[27:17];
-  assign \slot$21 [27:17] = \$17 ;
-  assign \slot$21 [16:14] = \$16 ;
+  assign \slot$21 [27:17] = \$21 ;
+  assign \slot$21 [16:14] = \$20 ;
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
@@ -3301,42 +3313,52 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { items__payload[13:3], 3'h0 };
-  assign \$20  = wr__en;
+  assign \$11  = 1'h0;
+  assign \$12  = \$10 ;
+  assign starting = \$15 ;
+  assign \$19  = \$18 ;
+  assign \$24  = wr__en;
+  assign \$47  = last_slot;
+  assign \$50  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
-  wire [18:0] \$10 ;
+  wire \$10 ;
   wire [20:0] \$11 ;
   wire [21:0] \$12 ;
-  reg \$13 ;
-  reg \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [10:0] \$17 ;
-  reg [7:0] \$18 ;
-  reg [18:0] \$19 ;
-  wire [20:0] \$2 ;
-  reg [20:0] \$20 ;
-  reg [83:0] \$21 ;
+  wire [18:0] \$13 ;
+  wire \$14 ;
+  wire [20:0] \$15 ;
+  wire [21:0] \$16 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
+  wire \$2 ;
+  reg \$20 ;
+  reg [10:0] \$21 ;
   reg [7:0] \$22 ;
   reg [18:0] \$23 ;
   reg [20:0] \$24 ;
-  reg [7:0] \$25 ;
-  reg [18:0] \$26 ;
-  reg [20:0] \$27 ;
-  reg [7:0] \$28 ;
-  reg [18:0] \$29 ;
-  wire [21:0] \$3 ;
-  reg [20:0] \$30 ;
-  wire [18:0] \$4 ;
-  wire [20:0] \$5 ;
-  wire [21:0] \$6 ;
-  wire [18:0] \$7 ;
-  wire [20:0] \$8 ;
-  wire [21:0] \$9 ;
+  reg [83:0] \$25 ;
+  reg [7:0] \$26 ;
+  reg [18:0] \$27 ;
+  reg [20:0] \$28 ;
+  reg [7:0] \$29 ;
+  wire [20:0] \$3 ;
+  reg [18:0] \$30 ;
+  reg [20:0] \$31 ;
+  reg [7:0] \$32 ;
+  reg [18:0] \$33 ;
+  reg [20:0] \$34 ;
+  wire [21:0] \$4 ;
+  wire [18:0] \$5 ;
+  wire \$6 ;
+  wire [20:0] \$7 ;
+  wire [21:0] \$8 ;
+  wire [18:0] \$9 ;
   output [83:0] acc;
   reg [83:0] acc = 84'h000000000000000000000;
   wire [20:0] \acc[0] ;
@@ -3383,183 +3405,189 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[20:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[41:21];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
-  assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2 : acc[62:42];
-  assign \$9  = $signed(\$8 ) + $signed(product_2);
-  assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3 : acc[83:63];
-  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$3  = first_1 ? seed_0 : acc[20:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[41:21];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
+  assign \$9  = $signed(weight_2) * $signed(value_r);
+  assign \$11  = first_1 ? seed_2 : acc[62:42];
+  assign \$12  = $signed(\$11 ) + $signed(product_2);
+  assign \$13  = $signed(weight_3) * $signed(value_r);
+  assign \$15  = first_1 ? seed_3 : acc[83:63];
+  assign \$16  = $signed(\$15 ) + $signed(product_3);
   always @(posedge clk)
-    valid_0 <= \$13 ;
+    valid_0 <= \$17 ;
   always @(posedge clk)
-    valid_1 <= \$14 ;
+    valid_1 <= \$18 ;
   always @(posedge clk)
-    first_0 <= \$15 ;
+    first_0 <= \$19 ;
   always @(posedge clk)
-    first_1 <= \$16 ;
+    first_1 <= \$20 ;
   always @(posedge clk)
-    value_r <= \$17 ;
+    value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$18 ;
+    weight_0 <= \$22 ;
   always @(posedge clk)
-    product_0 <= \$19 ;
+    product_0 <= \$23 ;
   always @(posedge clk)
-    seed_0 <= \$20 ;
+    seed_0 <= \$24 ;
   always @(posedge clk)
-    acc <= \$21 ;
+    acc <= \$25 ;
   always @(posedge clk)
-    weight_1 <= \$22 ;
+    weight_1 <= \$26 ;
   always @(posedge clk)
-    product_1 <= \$23 ;
+    product_1 <= \$27 ;
   always @(posedge clk)
-    seed_1 <= \$24 ;
+    seed_1 <= \$28 ;
   always @(posedge clk)
-    weight_2 <= \$25 ;
+    weight_2 <= \$29 ;
   always @(posedge clk)
-    product_2 <= \$26 ;
+    product_2 <= \$30 ;
   always @(posedge clk)
-    seed_2 <= \$27 ;
+    seed_2 <= \$31 ;
   always @(posedge clk)
-    weight_3 <= \$28 ;
+    weight_3 <= \$32 ;
   always @(posedge clk)
-    product_3 <= \$29 ;
+    product_3 <= \$33 ;
   always @(posedge clk)
-    seed_3 <= \$30 ;
+    seed_3 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$13  = valid;
+    \$17  = valid;
     if (rst) begin
-      \$13  = 1'h0;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$14  = valid_0;
+    \$18  = valid_0;
     if (rst) begin
-      \$14  = 1'h0;
+      \$18  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$15  = first;
+    \$19  = first;
     if (rst) begin
-      \$15  = 1'h0;
+      \$19  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$16  = first_0;
+    \$20  = first_0;
     if (rst) begin
-      \$16  = 1'h0;
+      \$20  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$17  = value;
+    \$21  = value;
     if (rst) begin
-      \$17  = 11'h000;
+      \$21  = 11'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$18  = weights[7:0];
-    if (rst) begin
-      \$18  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$19  = \$1 ;
-    if (rst) begin
-      \$19  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$20  = seeds[20:0];
-    if (rst) begin
-      \$20  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$21  = acc;
-    if (valid_1) begin
-      \$21 [20:0] = \$3 [20:0];
-      \$21 [41:21] = \$6 [20:0];
-      \$21 [62:42] = \$9 [20:0];
-      \$21 [83:63] = \$12 [20:0];
-    end
-    if (rst) begin
-      \$21  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$22  = weights[15:8];
+    \$22  = weights[7:0];
     if (rst) begin
       \$22  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$23  = \$4 ;
+    \$23  = \$1 ;
     if (rst) begin
       \$23  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$24  = seeds[41:21];
+    \$24  = seeds[20:0];
     if (rst) begin
       \$24  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$25  = weights[23:16];
+    \$25  = acc;
+    if (\$2 ) begin
+      \$25 [20:0] = \$4 [20:0];
+    end
+    if (\$6 ) begin
+      \$25 [41:21] = \$8 [20:0];
+    end
+    if (\$10 ) begin
+      \$25 [62:42] = \$12 [20:0];
+    end
+    if (\$14 ) begin
+      \$25 [83:63] = \$16 [20:0];
+    end
     if (rst) begin
-      \$25  = 8'h00;
+      \$25  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$26  = \$7 ;
+    \$26  = weights[15:8];
     if (rst) begin
-      \$26  = 19'h00000;
+      \$26  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$27  = seeds[62:42];
+    \$27  = \$5 ;
     if (rst) begin
-      \$27  = 21'h000000;
+      \$27  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$28  = weights[31:24];
+    \$28  = seeds[41:21];
     if (rst) begin
-      \$28  = 8'h00;
+      \$28  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$29  = \$10 ;
+    \$29  = weights[23:16];
     if (rst) begin
-      \$29  = 19'h00000;
+      \$29  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$30  = seeds[83:63];
+    \$30  = \$9 ;
     if (rst) begin
-      \$30  = 21'h000000;
+      \$30  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$31  = seeds[62:42];
+    if (rst) begin
+      \$31  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$32  = weights[31:24];
+    if (rst) begin
+      \$32  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$33  = \$13 ;
+    if (rst) begin
+      \$33  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$34  = seeds[83:63];
+    if (rst) begin
+      \$34  = 21'h000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -3574,6 +3602,10 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   assign \acc[1]  = acc[41:21];
   assign \acc[2]  = acc[62:42];
   assign \acc[3]  = acc[83:63];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
+  assign \$10  = valid_1;
+  assign \$14  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6932,44 +6964,47 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [26:0] \$11 ;
-  wire [26:0] \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [26:0] \$13 ;
+  wire [26:0] \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire \$17 ;
   wire [1:0] \$18 ;
   wire [32:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire [1:0] \$23 ;
   wire [32:0] \$24 ;
-  wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire [3:0] \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [32:0] \$32 ;
-  reg [31:0] \$33 ;
-  reg [31:0] \$34 ;
-  reg [31:0] \$35 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire [32:0] \$35 ;
   reg [31:0] \$36 ;
   reg [31:0] \$37 ;
   reg [31:0] \$38 ;
   reg [31:0] \$39 ;
   wire \$4 ;
   reg [31:0] \$40 ;
-  reg \$41 ;
+  reg [31:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
-  reg [31:0] \$44 ;
+  reg \$44 ;
   reg [31:0] \$45 ;
+  reg [31:0] \$46 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
   wire \$5 ;
   wire [3:0] \$6 ;
   wire [4:0] \$7 ;
@@ -7209,27 +7244,31 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$35  = _2_;
   always @(posedge clk)
-    readout_weights_writes <= \$35 ;
+    slot_c1 <= \$36 ;
   always @(posedge clk)
-    readout_bias_reads <= \$36 ;
+    readout_weights_reads <= \$37 ;
   always @(posedge clk)
-    readout_bias_writes <= \$37 ;
+    readout_weights_writes <= \$38 ;
   always @(posedge clk)
-    readout_acc_reads <= \$38 ;
+    readout_bias_reads <= \$39 ;
   always @(posedge clk)
-    readout_acc_writes <= \$39 ;
+    readout_bias_writes <= \$40 ;
   always @(posedge clk)
-    slot_c2 <= \$40 ;
+    readout_acc_reads <= \$41 ;
   always @(posedge clk)
-    use_acc2a <= \$41 ;
+    readout_acc_writes <= \$42 ;
   always @(posedge clk)
-    readout_macs <= \$42 ;
+    slot_c2 <= \$43 ;
   always @(posedge clk)
-    slot_c2a <= \$43 ;
+    use_acc2a <= \$44 ;
   always @(posedge clk)
-    slot_c2b <= \$44 ;
+    readout_macs <= \$45 ;
   always @(posedge clk)
-    \slot$54  <= \$45 ;
+    slot_c2a <= \$46 ;
+  always @(posedge clk)
+    slot_c2b <= \$47 ;
+  always @(posedge clk)
+    \slot$54  <= \$48 ;
   assign \$1  = config__payload[2:0] == 3'h4;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[9:8];
@@ -7240,33 +7279,29 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$8  = ~ slot_c1[11];
   assign \$9  = slot_c1[0] & \$8 ;
   assign use_acc = ~ slot_c2[9];
-  assign \$10  = slot_c2[0] & slot_c2[6];
+  assign \$11  = slot_c2[0] & slot_c2[6];
   assign weights = slot_c2[11] ? 16'h0000 : \port__data$35 ;
-  assign \$11  = use_acc2a ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
-  assign \$12  = use_acc2a ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = readout_weights_reads + \$13 ;
-  assign \$15  = | \$3 [1:0];
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = readout_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = readout_bias_reads + \$18 ;
-  assign \$20  = | \$6 [1:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_bias_writes + \$21 ;
-  assign \$23  = 1'h0 + \port__en$20 ;
-  assign \$24  = readout_acc_reads + \$23 ;
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = readout_acc_writes + \$26 ;
-  assign \$28  = ~ slot_c2[11];
-  assign \$29  = slot_c2[0] & \$28 ;
-  assign \$30  = | slot_c2[31:15];
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = readout_macs + 2'h2;
-  always @(posedge clk)
-    slot_c1 <= \$33 ;
-  always @(posedge clk)
-    readout_weights_reads <= \$34 ;
+  assign \$13  = use_acc2a ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
+  assign \$14  = use_acc2a ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
+  assign \$15  = 1'h0 + port__en;
+  assign \$16  = readout_weights_reads + \$15 ;
+  assign \$17  = | \$3 [1:0];
+  assign \$18  = 1'h0 + \$17 ;
+  assign \$19  = readout_weights_writes + \$18 ;
+  assign \$20  = 1'h0 + \port__en$16 ;
+  assign \$21  = readout_bias_reads + \$20 ;
+  assign \$22  = | \$6 [1:0];
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$24  = readout_bias_writes + \$23 ;
+  assign \$25  = 1'h0 + \port__en$20 ;
+  assign \$26  = readout_acc_reads + \$25 ;
+  assign \$28  = 1'h0 + \$27 ;
+  assign \$29  = readout_acc_writes + \$28 ;
+  assign \$30  = ~ slot_c2[11];
+  assign \$31  = slot_c2[0] & \$30 ;
+  assign \$32  = | slot_c2[31:15];
+  assign \$33  = \$31  & \$32 ;
+  assign \$35  = readout_macs + 2'h2;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7295,88 +7330,109 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = \$19 [31:0];
+    \$36  = slot;
     if (rst) begin
       \$36  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = \$22 [31:0];
+    \$37  = \$16 [31:0];
     if (rst) begin
       \$37  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = \$24 [31:0];
+    \$38  = \$19 [31:0];
     if (rst) begin
       \$38  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = \$27 [31:0];
+    \$39  = \$21 [31:0];
     if (rst) begin
       \$39  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$40  = slot_c1;
+    \$40  = \$24 [31:0];
     if (rst) begin
       \$40  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$41  = use_acc;
+    \$41  = \$26 [31:0];
     if (rst) begin
-      \$41  = 1'h0;
+      \$41  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$42  = readout_macs;
-    if (\$31 ) begin
-      \$42  = \$32 [31:0];
-    end
+    \$42  = \$29 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$43  = slot_c2;
+    \$43  = slot_c1;
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$44  = slot_c2a;
+    \$44  = use_acc;
     if (rst) begin
-      \$44  = 32'd0;
+      \$44  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$45  = slot_c2b;
+    \$45  = readout_macs;
+    if (\$34 ) begin
+      \$45  = \$35 [31:0];
+    end
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$46  = slot_c2;
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$47  = slot_c2a;
+    if (rst) begin
+      \$47  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$48  = slot_c2b;
+    if (rst) begin
+      \$48  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
-    if (\$9 ) begin
+    if (\$10 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$10 ) begin
+    if (\$12 ) begin
       (* full_case = 32'd1 *)
       if (use_acc) begin
       end else begin
@@ -7387,31 +7443,10 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$20  = 1'h0;
-    if (\$10 ) begin
+    if (\$12 ) begin
       if (use_acc) begin
         \port__en$20  = 1'h1;
       end
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = slot;
-    if (rst) begin
-      \$33  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = \$14 [31:0];
-    if (rst) begin
-      \$34  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = \$17 [31:0];
-    if (rst) begin
-      \$35  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7520,13 +7555,16 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \slot$54.empty  = \slot$54 [11];
   assign \slot$54.index  = \slot$54 [14:12];
   assign \slot$54.value  = \slot$54 [31:15];
-  assign seeds[53:27] = \$12 ;
-  assign seeds[26:0] = \$11 ;
+  assign seeds[53:27] = \$14 ;
+  assign seeds[26:0] = \$13 ;
   assign \port__data$19 [47:24] = config__payload[33:10];
   assign \port__data$19 [23:0] = config__payload[33:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
-  assign \$25  = acc_write[1];
+  assign \$10  = \$9 ;
+  assign \$12  = \$11 ;
+  assign \$27  = acc_write[1];
+  assign \$34  = \$33 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7537,74 +7575,80 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  wire [4:0] \$15 ;
+  wire \$14 ;
+  wire \$15 ;
   wire \$16 ;
-  wire [2:0] \$17 ;
-  wire [16:0] \$18 ;
-  wire [1:0] \$19 ;
+  wire [3:0] \$17 ;
+  wire [4:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
-  wire \$24 ;
+  wire \$20 ;
+  wire [2:0] \$21 ;
+  wire [16:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
+  wire \$30 ;
   wire [4:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire [3:0] \$36 ;
-  reg [3:0] \$37 ;
+  wire [32:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire \$36 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [32:0] \$42 ;
+  wire [3:0] \$40 ;
+  reg [3:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [32:0] \$44 ;
   wire \$45 ;
-  wire [1:0] \$46 ;
-  wire [4:0] \$47 ;
+  wire [32:0] \$46 ;
+  wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [4:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire [4:0] \$51 ;
-  reg [31:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [3:0] \$54 ;
-  reg [31:0] \$55 ;
-  reg [1:0] \$56 ;
-  reg [3:0] \$57 ;
-  reg [3:0] \$58 ;
-  reg [1:0] \$59 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [1:0] \$52 ;
+  wire [4:0] \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire [32:0] \$56 ;
+  wire [4:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [31:0] \$59 ;
   wire [19:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [2:0] \$64 ;
-  reg \$65 ;
-  reg [3:0] \$66 ;
-  reg [3:0] \$67 ;
-  reg [3:0] \$68 ;
-  reg \$69 ;
+  reg [3:0] \$60 ;
+  reg [31:0] \$61 ;
+  reg [1:0] \$62 ;
+  reg [3:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [1:0] \$65 ;
+  reg [1:0] \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg [31:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [31:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg \$73 ;
-  reg [31:0] \$74 ;
+  reg [2:0] \$70 ;
+  reg \$71 ;
+  reg [3:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg [3:0] \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [31:0] \$77 ;
+  reg [31:0] \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg [31:0] \$80 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7718,80 +7762,88 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$19  = 1'h0 + rd__en;
-  assign \$20  = readout_items_reads + \$19 ;
-  assign \$22  = 1'h0 + \$21 ;
-  assign \$23  = readout_items_writes + \$22 ;
-  assign \$24  = \$signal  >> wbank;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = items__valid & \$25 ;
-  assign \$27  = wcount + 1'h1;
-  assign \$28  = ~ stored;
-  assign \$29  = nonzero & \$28 ;
-  assign \$30  = readout_item_overflows + 1'h1;
-  assign \$31  = wcount + stored;
-  assign \$32  = ~ wbank;
-  assign \$33  = ~ busy;
-  assign \$34  = | drain;
-  assign \$35  = \$signal  >> rbank;
-  assign \$36  = drain - 1'h1;
-  assign \$38  = \$signal$31  >> rbank;
-  assign \$39  = \$signal$33  >> rbank;
-  assign \$40  = readout_busy_cycles + 1'h1;
-  assign \$41  = ~ issue;
-  assign \$42  = readout_stall_cycles + 1'h1;
-  assign \$43  = ! slot;
-  assign \$45  = ! n_items;
-  assign \$47  = base + 4'h8;
-  assign \$49  = ~ rbank;
-  assign \$50  = readout_steps + 1'h1;
-  assign \$51  = slot + 1'h1;
+  assign issue = busy & \$14 ;
+  assign \$15  = ! slot;
+  assign \$16  = issue & \$15 ;
+  assign \$17  = rbank ? 4'h8 : 4'h0;
+  assign \$18  = \$17  + slot;
+  assign \$19  = | n_items;
+  assign \$21  = meta[11] ? 3'h0 : rd__data[2:0];
+  assign \$22  = meta[11] ? 17'h00000 : rd__data[19:3];
+  assign \$23  = 1'h0 + rd__en;
+  assign \$24  = readout_items_reads + \$23 ;
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = readout_items_writes + \$26 ;
+  assign \$28  = \$signal  >> wbank;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = items__valid & \$29 ;
+  assign \$31  = wcount + 1'h1;
+  assign \$32  = ~ stored;
+  assign \$33  = nonzero & \$32 ;
+  assign \$34  = readout_item_overflows + 1'h1;
+  assign \$35  = wcount + stored;
+  assign \$36  = ~ wbank;
+  assign \$37  = ~ busy;
+  assign \$38  = | drain;
+  assign \$39  = \$signal  >> rbank;
+  assign \$40  = drain - 1'h1;
+  assign \$42  = \$signal$31  >> rbank;
+  assign \$43  = \$signal$33  >> rbank;
+  assign \$44  = readout_busy_cycles + 1'h1;
+  assign \$45  = ~ issue;
+  assign \$46  = readout_stall_cycles + 1'h1;
+  assign \$47  = ! slot;
+  assign \$50  = ! n_items;
+  assign \$53  = base + 4'h8;
+  assign \$55  = ~ rbank;
+  assign \$56  = readout_steps + 1'h1;
+  assign \$57  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$52 ;
+    readout_items_reads <= \$58 ;
   always @(posedge clk)
-    readout_items_writes <= \$53 ;
+    readout_items_writes <= \$59 ;
   always @(posedge clk)
-    wcount <= \$54 ;
+    wcount <= \$60 ;
   always @(posedge clk)
-    readout_item_overflows <= \$55 ;
+    readout_item_overflows <= \$61 ;
   always @(posedge clk)
-    \$signal  <= \$56 ;
+    \$signal  <= \$62 ;
   always @(posedge clk)
-    bank0_count <= \$57 ;
+    bank0_count <= \$63 ;
   always @(posedge clk)
-    bank1_count <= \$58 ;
+    bank1_count <= \$64 ;
   always @(posedge clk)
-    \$signal$31  <= \$59 ;
+    \$signal$31  <= \$65 ;
   always @(posedge clk)
-    \$signal$33  <= \$60 ;
+    \$signal$33  <= \$66 ;
   always @(posedge clk)
-    next_first <= \$61 ;
+    next_first <= \$67 ;
   always @(posedge clk)
-    wbank <= \$62 ;
+    wbank <= \$68 ;
   always @(posedge clk)
-    meta <= \$63 ;
+    meta <= \$69 ;
   always @(posedge clk)
-    drain <= \$64 ;
+    drain <= \$70 ;
   always @(posedge clk)
-    busy <= \$65 ;
+    busy <= \$71 ;
   always @(posedge clk)
-    n_items <= \$66 ;
+    n_items <= \$72 ;
   always @(posedge clk)
-    base <= \$67 ;
+    base <= \$73 ;
   always @(posedge clk)
-    slot <= \$68 ;
+    slot <= \$74 ;
   always @(posedge clk)
-    seq_first <= \$69 ;
+    seq_first <= \$75 ;
   always @(posedge clk)
-    seq_end <= \$70 ;
+    seq_end <= \$76 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$71 ;
+    readout_busy_cycles <= \$77 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$72 ;
+    readout_stall_cycles <= \$78 ;
   always @(posedge clk)
-    rbank <= \$73 ;
+    rbank <= \$79 ;
   always @(posedge clk)
-    readout_steps <= \$74 ;
+    readout_steps <= \$80 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:3];
@@ -7806,30 +7858,22 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
   assign \$11  = | slot;
-  assign \$12  = \$11  | credit;
-  assign issue = busy & \$12 ;
-  assign \$13  = ! slot;
-  assign starting = issue & \$13 ;
-  assign \$14  = rbank ? 4'h8 : 4'h0;
-  assign \$15  = \$14  + slot;
-  assign \$16  = | n_items;
-  assign \$17  = meta[11] ? 3'h0 : rd__data[2:0];
-  assign \$18  = meta[11] ? 17'h00000 : rd__data[19:3];
+  assign \$14  = \$13  | credit;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$37  = bank0_count;
+          \$41  = bank0_count;
       1'h1:
-          \$37  = bank1_count;
+          \$41  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$16 ;
+      rd__en = \$20 ;
     end
   end
   always @* begin
@@ -7845,361 +7889,361 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$15 [3:0];
+      rd__addr = \$18 [3:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$52  = \$20 [31:0];
+    \$58  = \$24 [31:0];
     if (rst) begin
-      \$52  = 32'd0;
+      \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$53  = \$23 [31:0];
+    \$59  = \$27 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$54  = wcount;
-    if (\$26 ) begin
+    \$60  = wcount;
+    if (\$30 ) begin
       if (stored) begin
-        \$54  = \$27 [3:0];
+        \$60  = \$31 [3:0];
       end
       if (items__payload[20]) begin
-        \$54  = 4'h0;
+        \$60  = 4'h0;
       end
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$60  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$55  = readout_item_overflows;
-    if (\$26 ) begin
-      if (\$29 ) begin
-        \$55  = \$30 [31:0];
+    \$61  = readout_item_overflows;
+    if (\$30 ) begin
+      if (\$33 ) begin
+        \$61  = \$34 [31:0];
       end
     end
     if (rst) begin
-      \$55  = 32'd0;
+      \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$56  = \$signal ;
-    if (\$26 ) begin
+    \$62  = \$signal ;
+    if (\$30 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$56 [0] = 1'h1;
+              \$62 [0] = 1'h1;
           1'h1:
-              \$56 [1] = 1'h1;
+              \$62 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
+      if (\$51 ) begin
+        if (\$54 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$56 [0] = 1'h0;
+                \$62 [0] = 1'h0;
             1'h1:
-                \$56 [1] = 1'h0;
+                \$62 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$56  = 2'h0;
+      \$62  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$57  = bank0_count;
-    if (\$26 ) begin
+    \$63  = bank0_count;
+    if (\$30 ) begin
       if (items__payload[20]) begin
         casez (wbank)
           1'h0:
-              \$57  = \$31 [3:0];
+              \$63  = \$35 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$57  = 4'h0;
+      \$63  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$58  = bank1_count;
-    if (\$26 ) begin
+    \$64  = bank1_count;
+    if (\$30 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$58  = \$31 [3:0];
+              \$64  = \$35 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$59  = \$signal$31 ;
-    if (\$26 ) begin
+    \$65  = \$signal$31 ;
+    if (\$30 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$59 [0] = next_first;
+              \$65 [0] = next_first;
           1'h1:
-              \$59 [1] = next_first;
+              \$65 [1] = next_first;
         endcase
       end
     end
     if (rst) begin
-      \$59  = 2'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = \$signal$33 ;
-    if (\$26 ) begin
+    \$66  = \$signal$33 ;
+    if (\$30 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$60 [0] = items__payload[21];
+              \$66 [0] = items__payload[21];
           1'h1:
-              \$60 [1] = items__payload[21];
+              \$66 [1] = items__payload[21];
         endcase
       end
     end
     if (rst) begin
-      \$60  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = next_first;
-    if (\$26 ) begin
+    \$67  = next_first;
+    if (\$30 ) begin
       if (items__payload[20]) begin
-        \$61  = items__payload[21];
+        \$67  = items__payload[21];
       end
     end
     if (rst) begin
-      \$61  = 1'h1;
+      \$67  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = wbank;
-    if (\$26 ) begin
+    \$68  = wbank;
+    if (\$30 ) begin
       if (items__payload[20]) begin
-        \$62  = \$32 ;
+        \$68  = \$36 ;
       end
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63 [31:1] = meta[31:1];
-    \$63 [0] = issue;
+    \$69 [31:1] = meta[31:1];
+    \$69 [0] = issue;
     if (issue) begin
-      \$63 [1] = 1'h0;
-      \$63 [5:2] = base;
-      \$63 [6] = \$43 ;
-      \$63 [7] = last_slot;
-      \$63 [8] = \$44 ;
-      \$63 [9] = seq_first;
-      \$63 [10] = seq_end;
-      \$63 [11] = \$45 ;
+      \$69 [1] = 1'h0;
+      \$69 [5:2] = base;
+      \$69 [6] = \$47 ;
+      \$69 [7] = \$48 ;
+      \$69 [8] = \$49 ;
+      \$69 [9] = seq_first;
+      \$69 [10] = seq_end;
+      \$69 [11] = \$50 ;
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = drain;
-    if (\$33 ) begin
-      if (\$34 ) begin
-        \$64  = \$36 [2:0];
+    \$70  = drain;
+    if (\$37 ) begin
+      if (\$38 ) begin
+        \$70  = \$40 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$64  = 3'h3;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$70  = 3'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = busy;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$65  = 1'h1;
+    \$71  = busy;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$71  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$65  = 1'h0;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$71  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$71  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = n_items;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$66  = \$37 ;
+    \$72  = n_items;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$72  = \$41 ;
       end
     end
     if (rst) begin
-      \$66  = 4'h0;
+      \$72  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = base;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$67  = 4'h0;
+    \$73  = base;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$73  = 4'h0;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        \$67  = \$47 [3:0];
+      if (\$51 ) begin
+        \$73  = \$53 [3:0];
       end
     end
     if (rst) begin
-      \$67  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = slot;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$68  = 4'h0;
+    \$74  = slot;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$74  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$68  = 4'h0;
-      end else begin
-        \$68  = \$51 [3:0];
+      if (\$51 ) begin
+        \$74  = 4'h0;
+      end else if (1'h1) begin
+        \$74  = \$57 [3:0];
       end
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$74  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = seq_first;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$69  = \$38 ;
+    \$75  = seq_first;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$75  = \$42 ;
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = seq_end;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$70  = \$39 ;
+    \$76  = seq_end;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$76  = \$43 ;
       end
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = readout_busy_cycles;
+    \$77  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$33 ) begin
+    if (\$37 ) begin
     end else begin
-      \$71  = \$40 [31:0];
+      \$77  = \$44 [31:0];
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$77  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = readout_stall_cycles;
+    \$78  = readout_stall_cycles;
     (* full_case = 32'd1 *)
-    if (\$33 ) begin
+    if (\$37 ) begin
     end else begin
-      if (\$41 ) begin
-        \$72  = \$42 [31:0];
+      if (\$45 ) begin
+        \$78  = \$46 [31:0];
       end
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = rbank;
+    \$79  = rbank;
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$73  = \$49 ;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$79  = \$55 ;
         end
       end
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = readout_steps;
+    \$80  = readout_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$74  = \$50 [31:0];
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$80  = \$56 [31:0];
         end
       end
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$80  = 32'd0;
     end
   end
   assign wr__addr = \$5 [3:0];
@@ -8229,8 +8273,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[11];
   assign \meta.index  = meta[14:12];
   assign \meta.value  = meta[31:15];
-  assign \slot$21 [31:15] = \$18 ;
-  assign \slot$21 [14:12] = \$17 ;
+  assign \slot$21 [31:15] = \$22 ;
+  assign \slot$21 [14:12] = \$21 ;
   assign \slot$21 [11] = meta[11];
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
@@ -8242,10 +8286,16 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[19:3], 3'h0 };
-  assign \$21  = wr__en;
-  assign \$44  = 1'h1;
-  assign \$46  = 2'h1;
-  assign \$48  = 1'h1;
+  assign \$12  = 1'h0;
+  assign \$13  = \$11 ;
+  assign starting = \$16 ;
+  assign \$20  = \$19 ;
+  assign \$25  = wr__en;
+  assign \$48  = last_slot;
+  assign \$49  = 1'h1;
+  assign \$51  = last_slot;
+  assign \$52  = 2'h1;
+  assign \$54  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8253,21 +8303,23 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [24:0] \$1 ;
   reg \$10 ;
-  reg [16:0] \$11 ;
-  reg [7:0] \$12 ;
-  reg [24:0] \$13 ;
-  reg [26:0] \$14 ;
-  reg [53:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [24:0] \$17 ;
-  reg [26:0] \$18 ;
-  wire [26:0] \$2 ;
-  wire [27:0] \$3 ;
-  wire [24:0] \$4 ;
-  wire [26:0] \$5 ;
-  wire [27:0] \$6 ;
-  reg \$7 ;
-  reg \$8 ;
+  reg \$11 ;
+  reg \$12 ;
+  reg [16:0] \$13 ;
+  reg [7:0] \$14 ;
+  reg [24:0] \$15 ;
+  reg [26:0] \$16 ;
+  reg [53:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [24:0] \$19 ;
+  wire \$2 ;
+  reg [26:0] \$20 ;
+  wire [26:0] \$3 ;
+  wire [27:0] \$4 ;
+  wire [24:0] \$5 ;
+  wire \$6 ;
+  wire [26:0] \$7 ;
+  wire [27:0] \$8 ;
   reg \$9 ;
   output [53:0] acc;
   reg [53:0] acc = 54'h00000000000000;
@@ -8303,121 +8355,123 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[26:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[53:27];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$3  = first_1 ? seed_0 : acc[26:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[53:27];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
   always @(posedge clk)
-    valid_0 <= \$7 ;
+    valid_0 <= \$9 ;
   always @(posedge clk)
-    valid_1 <= \$8 ;
+    valid_1 <= \$10 ;
   always @(posedge clk)
-    first_0 <= \$9 ;
+    first_0 <= \$11 ;
   always @(posedge clk)
-    first_1 <= \$10 ;
+    first_1 <= \$12 ;
   always @(posedge clk)
-    value_r <= \$11 ;
+    value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$12 ;
+    weight_0 <= \$14 ;
   always @(posedge clk)
-    product_0 <= \$13 ;
+    product_0 <= \$15 ;
   always @(posedge clk)
-    seed_0 <= \$14 ;
+    seed_0 <= \$16 ;
   always @(posedge clk)
-    acc <= \$15 ;
+    acc <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$16 ;
+    weight_1 <= \$18 ;
   always @(posedge clk)
-    product_1 <= \$17 ;
+    product_1 <= \$19 ;
   always @(posedge clk)
-    seed_1 <= \$18 ;
+    seed_1 <= \$20 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$7  = valid;
-    if (rst) begin
-      \$7  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$8  = valid_0;
-    if (rst) begin
-      \$8  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$9  = first;
+    \$9  = valid;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$10  = first_0;
+    \$10  = valid_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$11  = value;
+    \$11  = first;
     if (rst) begin
-      \$11  = 17'h00000;
+      \$11  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$12  = weights[7:0];
+    \$12  = first_0;
     if (rst) begin
-      \$12  = 8'h00;
+      \$12  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$13  = \$1 ;
+    \$13  = value;
     if (rst) begin
-      \$13  = 25'h0000000;
+      \$13  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$14  = seeds[26:0];
+    \$14  = weights[7:0];
     if (rst) begin
-      \$14  = 27'h0000000;
+      \$14  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = acc;
-    if (valid_1) begin
-      \$15 [26:0] = \$3 [26:0];
-      \$15 [53:27] = \$6 [26:0];
-    end
+    \$15  = \$1 ;
     if (rst) begin
-      \$15  = 54'h00000000000000;
+      \$15  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = weights[15:8];
+    \$16  = seeds[26:0];
     if (rst) begin
-      \$16  = 8'h00;
+      \$16  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = \$4 ;
+    \$17  = acc;
+    if (\$2 ) begin
+      \$17 [26:0] = \$4 [26:0];
+    end
+    if (\$6 ) begin
+      \$17 [53:27] = \$8 [26:0];
+    end
     if (rst) begin
-      \$17  = 25'h0000000;
+      \$17  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = seeds[53:27];
+    \$18  = weights[15:8];
     if (rst) begin
-      \$18  = 27'h0000000;
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$19  = \$5 ;
+    if (rst) begin
+      \$19  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$20  = seeds[53:27];
+    if (rst) begin
+      \$20  = 27'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -8426,6 +8480,8 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   assign \seeds[1]  = seeds[53:27];
   assign \acc[0]  = acc[26:0];
   assign \acc[1]  = acc[53:27];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)

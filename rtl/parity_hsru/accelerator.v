@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$499$0 (\$51 ),
+    .\port$513$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$527$0 (\$52 ),
+    .\port$541$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -1884,52 +1884,55 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [1:0] \$14 ;
-  wire [32:0] \$15 ;
-  wire \$16 ;
-  wire [1:0] \$17 ;
-  wire [32:0] \$18 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire [1:0] \$16 ;
+  wire [32:0] \$17 ;
+  wire \$18 ;
   wire [1:0] \$19 ;
   wire \$2 ;
   wire [32:0] \$20 ;
-  wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
+  wire \$23 ;
   wire [1:0] \$24 ;
   wire [32:0] \$25 ;
-  wire \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire \$28 ;
   wire [1:0] \$29 ;
   wire [3:0] \$3 ;
   wire [32:0] \$30 ;
-  wire \$31 ;
-  wire [1:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire \$35 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
+  wire \$33 ;
+  wire [1:0] \$34 ;
+  wire [32:0] \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire [32:0] \$38 ;
-  reg [21:0] \$39 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  reg [31:0] \$40 ;
-  reg [31:0] \$41 ;
-  reg [31:0] \$42 ;
+  wire \$40 ;
+  wire [32:0] \$41 ;
+  reg [21:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
   reg [31:0] \$45 ;
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
-  reg [21:0] \$48 ;
-  reg \$49 ;
+  reg [31:0] \$48 ;
+  reg [31:0] \$49 ;
   wire \$5 ;
   reg [31:0] \$50 ;
   reg [21:0] \$51 ;
-  reg [63:0] \$52 ;
-  reg [63:0] \$53 ;
+  reg \$52 ;
+  reg [31:0] \$53 ;
   reg [21:0] \$54 ;
-  reg [21:0] \$55 ;
+  reg [63:0] \$55 ;
+  reg [63:0] \$56 ;
+  reg [21:0] \$57 ;
+  reg [21:0] \$58 ;
   wire [3:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
@@ -2209,40 +2212,41 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   assign \port__data$38  = _3_;
+  assign \$41  = layer0_macs + 2'h2;
   always @(posedge clk)
-    slot_c1 <= \$39 ;
+    slot_c1 <= \$42 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$40 ;
+    layer0_weights_reads <= \$43 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$41 ;
+    layer0_weights_writes <= \$44 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$42 ;
+    layer0_bias_reads <= \$45 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$43 ;
+    layer0_bias_writes <= \$46 ;
   always @(posedge clk)
-    layer0_params_reads <= \$44 ;
+    layer0_params_reads <= \$47 ;
   always @(posedge clk)
-    layer0_params_writes <= \$45 ;
+    layer0_params_writes <= \$48 ;
   always @(posedge clk)
-    layer0_state_reads <= \$46 ;
+    layer0_state_reads <= \$49 ;
   always @(posedge clk)
-    layer0_state_writes <= \$47 ;
+    layer0_state_writes <= \$50 ;
   always @(posedge clk)
-    slot_c2 <= \$48 ;
+    slot_c2 <= \$51 ;
   always @(posedge clk)
-    use_acc2a <= \$49 ;
+    use_acc2a <= \$52 ;
   always @(posedge clk)
-    layer0_macs <= \$50 ;
+    layer0_macs <= \$53 ;
   always @(posedge clk)
-    slot_c2a <= \$51 ;
+    slot_c2a <= \$54 ;
   always @(posedge clk)
-    params <= \$52 ;
+    params <= \$55 ;
   always @(posedge clk)
-    state <= \$53 ;
+    state <= \$56 ;
   always @(posedge clk)
-    slot_c2b <= \$54 ;
+    slot_c2b <= \$57 ;
   always @(posedge clk)
-    \slot$64  <= \$55 ;
+    \slot$64  <= \$58 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[6:5];
@@ -2255,33 +2259,32 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$9  = slot_c1[3:2] + slot_c1[10];
   assign \$10  = ~ slot_c1[9];
   assign \$11  = slot_c1[0] & \$10 ;
-  assign \$12  = slot_c2[0] & slot_c2[4];
+  assign \$13  = slot_c2[0] & slot_c2[4];
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$38 ;
-  assign \$13  = slot_c2a[0] & slot_c2a[5];
-  assign \$14  = 1'h0 + port__en;
-  assign \$15  = layer0_weights_reads + \$14 ;
-  assign \$16  = | \$3 [1:0];
-  assign \$17  = 1'h0 + \$16 ;
-  assign \$18  = layer0_weights_writes + \$17 ;
-  assign \$19  = 1'h0 + \port__en$16 ;
-  assign \$20  = layer0_bias_reads + \$19 ;
-  assign \$21  = | \$6 [1:0];
-  assign \$22  = 1'h0 + \$21 ;
-  assign \$23  = layer0_bias_writes + \$22 ;
-  assign \$24  = 1'h0 + \port__en$20 ;
-  assign \$25  = layer0_params_reads + \$24 ;
-  assign \$26  = | \port__en$22 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = layer0_params_writes + \$27 ;
-  assign \$29  = 1'h0 + \port__en$24 ;
-  assign \$30  = layer0_state_reads + \$29 ;
-  assign \$32  = 1'h0 + \$31 ;
-  assign \$33  = layer0_state_writes + \$32 ;
-  assign \$34  = ~ slot_c2[9];
-  assign \$35  = slot_c2[0] & \$34 ;
-  assign \$36  = | slot_c2[21:11];
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = layer0_macs + 2'h2;
+  assign \$15  = slot_c2a[0] & slot_c2a[5];
+  assign \$16  = 1'h0 + port__en;
+  assign \$17  = layer0_weights_reads + \$16 ;
+  assign \$18  = | \$3 [1:0];
+  assign \$19  = 1'h0 + \$18 ;
+  assign \$20  = layer0_weights_writes + \$19 ;
+  assign \$21  = 1'h0 + \port__en$16 ;
+  assign \$22  = layer0_bias_reads + \$21 ;
+  assign \$23  = | \$6 [1:0];
+  assign \$24  = 1'h0 + \$23 ;
+  assign \$25  = layer0_bias_writes + \$24 ;
+  assign \$26  = 1'h0 + \port__en$20 ;
+  assign \$27  = layer0_params_reads + \$26 ;
+  assign \$28  = | \port__en$22 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = layer0_params_writes + \$29 ;
+  assign \$31  = 1'h0 + \port__en$24 ;
+  assign \$32  = layer0_state_reads + \$31 ;
+  assign \$34  = 1'h0 + \$33 ;
+  assign \$35  = layer0_state_writes + \$34 ;
+  assign \$36  = ~ slot_c2[9];
+  assign \$37  = slot_c2[0] & \$36 ;
+  assign \$38  = | slot_c2[21:11];
+  assign \$39  = \$37  & \$38 ;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2311,165 +2314,165 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
-    if (\$11 ) begin
+    if (\$12 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 1'h0;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \port__addr$44  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 1'h0;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \port__addr$45  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$39  = slot;
+    \$42  = slot;
     if (rst) begin
-      \$39  = 22'h000000;
+      \$42  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$40  = \$15 [31:0];
-    if (rst) begin
-      \$40  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = \$18 [31:0];
-    if (rst) begin
-      \$41  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$20 [31:0];
-    if (rst) begin
-      \$42  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$23 [31:0];
+    \$43  = \$17 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$25 [31:0];
+    \$44  = \$20 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$28 [31:0];
+    \$45  = \$22 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$30 [31:0];
+    \$46  = \$25 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$33 [31:0];
+    \$47  = \$27 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = slot_c1;
+    \$48  = \$30 [31:0];
     if (rst) begin
-      \$48  = 22'h000000;
+      \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = 1'h0;
+    \$49  = \$32 [31:0];
     if (rst) begin
-      \$49  = 1'h0;
+      \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = layer0_macs;
-    if (\$37 ) begin
-      \$50  = \$38 [31:0];
-    end
+    \$50  = \$35 [31:0];
     if (rst) begin
       \$50  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = slot_c2;
+    \$51  = slot_c1;
     if (rst) begin
       \$51  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = \port__data$60 ;
+    \$52  = 1'h0;
     if (rst) begin
-      \$52  = 64'h0000000000000000;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = \port__data$62 ;
+    \$53  = layer0_macs;
+    if (\$40 ) begin
+      \$53  = \$41 [31:0];
+    end
     if (rst) begin
-      \$53  = 64'h0000000000000000;
+      \$53  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = slot_c2a;
+    \$54  = slot_c2;
     if (rst) begin
       \$54  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = slot_c2b;
+    \$55  = \port__data$60 ;
     if (rst) begin
-      \$55  = 22'h000000;
+      \$55  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = \port__data$62 ;
+    if (rst) begin
+      \$56  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = slot_c2a;
+    if (rst) begin
+      \$57  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$58  = slot_c2b;
+    if (rst) begin
+      \$58  = 22'h000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2603,7 +2606,10 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \port__data$19 [15:0] = config__payload[22:7];
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
-  assign \$31  = state_write[1];
+  assign \$12  = \$11 ;
+  assign \$14  = \$13 ;
+  assign \$33  = state_write[1];
+  assign \$40  = \$39 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2615,74 +2621,80 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire [1:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [10:0] \$18 ;
-  wire [1:0] \$19 ;
+  wire [1:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
+  wire \$20 ;
   wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
-  wire \$24 ;
+  wire [10:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [1:0] \$27 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
+  wire \$30 ;
   wire [1:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire [3:0] \$36 ;
-  reg \$37 ;
+  wire [32:0] \$34 ;
+  wire [1:0] \$35 ;
+  wire \$36 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [32:0] \$42 ;
+  wire [3:0] \$40 ;
+  reg \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [32:0] \$44 ;
   wire \$45 ;
-  wire [1:0] \$46 ;
-  wire [2:0] \$47 ;
+  wire [32:0] \$46 ;
+  wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [1:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire [1:0] \$51 ;
-  reg [31:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg \$54 ;
-  reg [31:0] \$55 ;
-  reg [1:0] \$56 ;
-  reg \$57 ;
-  reg \$58 ;
-  reg [1:0] \$59 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [1:0] \$52 ;
+  wire [2:0] \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire [32:0] \$56 ;
+  wire [1:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [31:0] \$59 ;
   wire [11:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg [21:0] \$63 ;
-  reg [2:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
+  reg \$60 ;
+  reg [31:0] \$61 ;
+  reg [1:0] \$62 ;
+  reg \$63 ;
+  reg \$64 ;
+  reg [1:0] \$65 ;
+  reg [1:0] \$66 ;
   reg \$67 ;
-  reg [1:0] \$68 ;
-  reg \$69 ;
+  reg \$68 ;
+  reg [21:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [2:0] \$70 ;
   reg \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg \$74 ;
-  reg [31:0] \$75 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg [1:0] \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg \$77 ;
+  reg [31:0] \$78 ;
+  reg [31:0] \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [31:0] \$81 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -2782,84 +2794,91 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[9] ? 11'h000 : rd__data[11:1];
-  assign \$19  = 1'h0 + rd__en;
-  assign \$20  = layer0_items_reads + \$19 ;
-  assign \$22  = 1'h0 + \$21 ;
-  assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = \$signal  >> wbank;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = items__valid & \$25 ;
-  assign \$27  = wcount + 1'h1;
-  assign \$28  = ~ stored;
-  assign \$29  = nonzero & \$28 ;
-  assign \$30  = layer0_item_overflows + 1'h1;
-  assign \$31  = wcount + stored;
-  assign \$32  = ~ wbank;
-  assign \$33  = ~ busy;
-  assign \$34  = | drain;
-  assign \$35  = \$signal  >> rbank;
-  assign \$36  = drain - 1'h1;
-  assign \$38  = \$signal$31  >> rbank;
-  assign \$39  = \$signal$33  >> rbank;
-  assign \$40  = layer0_busy_cycles + 1'h1;
-  assign \$41  = ~ issue;
-  assign \$42  = layer0_stall_cycles + 1'h1;
-  assign \$43  = ! slot;
-  assign \$45  = ! n_items;
-  assign \$46  = group + 1'h1;
-  assign \$47  = base + 1'h1;
-  assign \$49  = ~ rbank;
-  assign \$50  = layer0_steps + 1'h1;
-  assign \$51  = slot + 1'h1;
+  assign \$14  = \$13  | credit;
+  assign issue = busy & \$14 ;
+  assign \$15  = ! slot;
+  assign \$16  = issue & \$15 ;
+  assign \$17  = rbank ? 1'h1 : 1'h0;
+  assign \$18  = \$17  + slot;
+  assign \$21  = meta[9] ? 1'h0 : rd__data[0];
+  assign \$22  = meta[9] ? 11'h000 : rd__data[11:1];
+  assign \$23  = 1'h0 + rd__en;
+  assign \$24  = layer0_items_reads + \$23 ;
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_items_writes + \$26 ;
+  assign \$28  = \$signal  >> wbank;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = items__valid & \$29 ;
+  assign \$31  = wcount + 1'h1;
+  assign \$32  = ~ stored;
+  assign \$33  = nonzero & \$32 ;
+  assign \$34  = layer0_item_overflows + 1'h1;
+  assign \$35  = wcount + stored;
+  assign \$36  = ~ wbank;
+  assign \$37  = ~ busy;
+  assign \$38  = | drain;
+  assign \$39  = \$signal  >> rbank;
+  assign \$40  = drain - 1'h1;
+  assign \$42  = \$signal$31  >> rbank;
+  assign \$43  = \$signal$33  >> rbank;
+  assign \$44  = layer0_busy_cycles + 1'h1;
+  assign \$45  = ~ issue;
+  assign \$46  = layer0_stall_cycles + 1'h1;
+  assign \$47  = ! slot;
+  assign \$50  = ! n_items;
+  assign \$52  = group + 1'h1;
+  assign \$53  = base + 1'h1;
+  assign \$55  = ~ rbank;
+  assign \$56  = layer0_steps + 1'h1;
+  assign \$57  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$52 ;
+    layer0_items_reads <= \$58 ;
   always @(posedge clk)
-    layer0_items_writes <= \$53 ;
+    layer0_items_writes <= \$59 ;
   always @(posedge clk)
-    wcount <= \$54 ;
+    wcount <= \$60 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$55 ;
+    layer0_item_overflows <= \$61 ;
   always @(posedge clk)
-    \$signal  <= \$56 ;
+    \$signal  <= \$62 ;
   always @(posedge clk)
-    bank0_count <= \$57 ;
+    bank0_count <= \$63 ;
   always @(posedge clk)
-    bank1_count <= \$58 ;
+    bank1_count <= \$64 ;
   always @(posedge clk)
-    \$signal$31  <= \$59 ;
+    \$signal$31  <= \$65 ;
   always @(posedge clk)
-    \$signal$33  <= \$60 ;
+    \$signal$33  <= \$66 ;
   always @(posedge clk)
-    next_first <= \$61 ;
+    next_first <= \$67 ;
   always @(posedge clk)
-    wbank <= \$62 ;
+    wbank <= \$68 ;
   always @(posedge clk)
-    meta <= \$63 ;
+    meta <= \$69 ;
   always @(posedge clk)
-    drain <= \$64 ;
+    drain <= \$70 ;
   always @(posedge clk)
-    busy <= \$65 ;
+    busy <= \$71 ;
   always @(posedge clk)
-    n_items <= \$66 ;
+    n_items <= \$72 ;
   always @(posedge clk)
-    group <= \$67 ;
+    group <= \$73 ;
   always @(posedge clk)
-    base <= \$68 ;
+    base <= \$74 ;
   always @(posedge clk)
-    slot <= \$69 ;
+    slot <= \$75 ;
   always @(posedge clk)
-    seq_first <= \$70 ;
+    seq_first <= \$76 ;
   always @(posedge clk)
-    seq_end <= \$71 ;
+    seq_end <= \$77 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$72 ;
+    layer0_busy_cycles <= \$78 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$73 ;
+    layer0_stall_cycles <= \$79 ;
   always @(posedge clk)
-    rbank <= \$74 ;
+    rbank <= \$80 ;
   always @(posedge clk)
-    layer0_steps <= \$75 ;
+    layer0_steps <= \$81 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:1];
@@ -2873,28 +2892,21 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
-  assign \$12  = \$11  | credit;
-  assign issue = busy & \$12 ;
-  assign \$13  = ! slot;
-  assign starting = issue & \$13 ;
-  assign \$14  = rbank ? 1'h1 : 1'h0;
-  assign \$15  = \$14  + slot;
-  assign \$17  = meta[9] ? 1'h0 : rd__data[0];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$37  = bank0_count;
+          \$41  = bank0_count;
       1'h1:
-          \$37  = bank1_count;
+          \$41  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$16 ;
+      rd__en = \$20 ;
     end
   end
   always @* begin
@@ -2910,321 +2922,225 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
-      rd__addr = \$15 [0];
+      rd__addr = \$18 [0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$52  = \$20 [31:0];
+    \$58  = \$24 [31:0];
     if (rst) begin
-      \$52  = 32'd0;
+      \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$53  = \$23 [31:0];
+    \$59  = \$27 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$54  = wcount;
-    if (\$26 ) begin
+    \$60  = wcount;
+    if (\$30 ) begin
       if (stored) begin
-        \$54  = \$27 [0];
+        \$60  = \$31 [0];
       end
       if (items__payload[12]) begin
-        \$54  = 1'h0;
+        \$60  = 1'h0;
       end
     end
     if (rst) begin
-      \$54  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$55  = layer0_item_overflows;
-    if (\$26 ) begin
-      if (\$29 ) begin
-        \$55  = \$30 [31:0];
+    \$61  = layer0_item_overflows;
+    if (\$30 ) begin
+      if (\$33 ) begin
+        \$61  = \$34 [31:0];
       end
     end
     if (rst) begin
-      \$55  = 32'd0;
+      \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$56  = \$signal ;
-    if (\$26 ) begin
+    \$62  = \$signal ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$56 [0] = 1'h1;
+              \$62 [0] = 1'h1;
           1'h1:
-              \$56 [1] = 1'h1;
+              \$62 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
+      if (\$51 ) begin
+        if (\$54 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$56 [0] = 1'h0;
+                \$62 [0] = 1'h0;
             1'h1:
-                \$56 [1] = 1'h0;
+                \$62 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$56  = 2'h0;
+      \$62  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$57  = bank0_count;
-    if (\$26 ) begin
+    \$63  = bank0_count;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$57  = \$31 [0];
+              \$63  = \$35 [0];
         endcase
       end
     end
     if (rst) begin
-      \$57  = 1'h0;
+      \$63  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = bank1_count;
-    if (\$26 ) begin
+    \$64  = bank1_count;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$58  = \$31 [0];
+              \$64  = \$35 [0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$64  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = \$signal$31 ;
-    if (\$26 ) begin
+    \$65  = \$signal$31 ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$59 [0] = next_first;
+              \$65 [0] = next_first;
           1'h1:
-              \$59 [1] = next_first;
+              \$65 [1] = next_first;
         endcase
       end
     end
     if (rst) begin
-      \$59  = 2'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = \$signal$33 ;
-    if (\$26 ) begin
+    \$66  = \$signal$33 ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$60 [0] = items__payload[13];
+              \$66 [0] = items__payload[13];
           1'h1:
-              \$60 [1] = items__payload[13];
+              \$66 [1] = items__payload[13];
         endcase
       end
     end
     if (rst) begin
-      \$60  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = next_first;
-    if (\$26 ) begin
+    \$67  = next_first;
+    if (\$30 ) begin
       if (items__payload[12]) begin
-        \$61  = items__payload[13];
+        \$67  = items__payload[13];
       end
     end
     if (rst) begin
-      \$61  = 1'h1;
+      \$67  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = wbank;
-    if (\$26 ) begin
+    \$68  = wbank;
+    if (\$30 ) begin
       if (items__payload[12]) begin
-        \$62  = \$32 ;
+        \$68  = \$36 ;
       end
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63 [21:1] = meta[21:1];
-    \$63 [0] = issue;
+    \$69 [21:1] = meta[21:1];
+    \$69 [0] = issue;
     if (issue) begin
-      \$63 [1] = group;
-      \$63 [3:2] = base;
-      \$63 [4] = \$43 ;
-      \$63 [5] = last_slot;
-      \$63 [6] = \$44 ;
-      \$63 [7] = seq_first;
-      \$63 [8] = seq_end;
-      \$63 [9] = \$45 ;
+      \$69 [1] = group;
+      \$69 [3:2] = base;
+      \$69 [4] = \$47 ;
+      \$69 [5] = \$48 ;
+      \$69 [6] = \$49 ;
+      \$69 [7] = seq_first;
+      \$69 [8] = seq_end;
+      \$69 [9] = \$50 ;
     end
     if (rst) begin
-      \$63  = 22'h000000;
+      \$69  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = drain;
-    if (\$33 ) begin
-      if (\$34 ) begin
-        \$64  = \$36 [2:0];
+    \$70  = drain;
+    if (\$37 ) begin
+      if (\$38 ) begin
+        \$70  = \$40 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$64  = 3'h2;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$70  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$64  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = busy;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$65  = 1'h1;
+    \$71  = busy;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$71  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$65  = 1'h0;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$71  = 1'h0;
         end
-      end
-    end
-    if (rst) begin
-      \$65  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = n_items;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$66  = \$37 ;
-      end
-    end
-    if (rst) begin
-      \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = group;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$67  = 1'h0;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$67  = \$46 [0];
-      end
-    end
-    if (rst) begin
-      \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = base;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$68  = 2'h0;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$68  = \$47 [1:0];
-      end
-    end
-    if (rst) begin
-      \$68  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = slot;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$69  = 1'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$69  = 1'h0;
-      end else begin
-        \$69  = \$51 [0];
-      end
-    end
-    if (rst) begin
-      \$69  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = seq_first;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$70  = \$38 ;
-      end
-    end
-    if (rst) begin
-      \$70  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = seq_end;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$71  = \$39 ;
       end
     end
     if (rst) begin
@@ -3233,56 +3149,152 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$33 ) begin
-    end else begin
-      \$72  = \$40 [31:0];
-    end
-    if (rst) begin
-      \$72  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$33 ) begin
-    end else begin
-      if (\$41 ) begin
-        \$73  = \$42 [31:0];
+    \$72  = n_items;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$72  = \$41 ;
       end
     end
     if (rst) begin
-      \$73  = 32'd0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = rbank;
+    \$73  = group;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$73  = 1'h0;
+      end
+    end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$74  = \$49 ;
+      if (\$51 ) begin
+        \$73  = \$52 [0];
+      end
+    end
+    if (rst) begin
+      \$73  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = base;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$74  = 2'h0;
+      end
+    end
+    if (issue) begin
+      if (\$51 ) begin
+        \$74  = \$53 [1:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$75  = slot;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$75  = 1'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$51 ) begin
+        \$75  = 1'h0;
+      end else if (1'h1) begin
+        \$75  = \$57 [0];
+      end
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$76  = seq_first;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$76  = \$42 ;
+      end
+    end
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$77  = seq_end;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$77  = \$43 ;
+      end
+    end
+    if (rst) begin
+      \$77  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$37 ) begin
+    end else begin
+      \$78  = \$44 [31:0];
+    end
+    if (rst) begin
+      \$78  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$37 ) begin
+    end else begin
+      if (\$45 ) begin
+        \$79  = \$46 [31:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$80  = rbank;
+    if (issue) begin
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$80  = \$55 ;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = layer0_steps;
+    \$81  = layer0_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$75  = \$50 [31:0];
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$81  = \$56 [31:0];
         end
       end
     end
     if (rst) begin
-      \$75  = 32'd0;
+      \$81  = 32'd0;
     end
   end
   assign wr__addr = \$5 [0];
@@ -3312,8 +3324,8 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[9];
   assign \meta.index  = meta[10];
   assign \meta.value  = meta[21:11];
-  assign \slot$21 [21:11] = \$18 ;
-  assign \slot$21 [10] = \$17 ;
+  assign \slot$21 [21:11] = \$22 ;
+  assign \slot$21 [10] = \$21 ;
   assign \slot$21 [9] = meta[9];
   assign \slot$21 [8] = meta[8];
   assign \slot$21 [7] = meta[7];
@@ -3325,11 +3337,17 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[11:1], 1'h0 };
-  assign \$21  = wr__en;
-  assign \$44  = group;
-  assign \$48  = group;
+  assign \$12  = 1'h0;
+  assign \$13  = \$11 ;
+  assign starting = \$16 ;
+  assign \$20  = \$19 ;
+  assign \$25  = wr__en;
+  assign \$48  = last_slot;
+  assign \$49  = group;
+  assign \$51  = last_slot;
+  assign \$54  = group;
   assign \$11  = slot;
-  assign \$16  = n_items;
+  assign \$19  = n_items;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3337,21 +3355,23 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
   reg \$10 ;
-  reg [10:0] \$11 ;
-  reg [7:0] \$12 ;
-  reg [18:0] \$13 ;
-  reg [18:0] \$14 ;
-  reg [37:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [18:0] \$17 ;
-  reg [18:0] \$18 ;
-  wire [18:0] \$2 ;
-  wire [19:0] \$3 ;
-  wire [18:0] \$4 ;
+  reg \$11 ;
+  reg \$12 ;
+  reg [10:0] \$13 ;
+  reg [7:0] \$14 ;
+  reg [18:0] \$15 ;
+  reg [18:0] \$16 ;
+  reg [37:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [18:0] \$19 ;
+  wire \$2 ;
+  reg [18:0] \$20 ;
+  wire [18:0] \$3 ;
+  wire [19:0] \$4 ;
   wire [18:0] \$5 ;
-  wire [19:0] \$6 ;
-  reg \$7 ;
-  reg \$8 ;
+  wire \$6 ;
+  wire [18:0] \$7 ;
+  wire [19:0] \$8 ;
   reg \$9 ;
   output [37:0] acc;
   reg [37:0] acc = 38'h0000000000;
@@ -3387,121 +3407,123 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[18:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[37:19];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$3  = first_1 ? seed_0 : acc[18:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[37:19];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
   always @(posedge clk)
-    valid_0 <= \$7 ;
+    valid_0 <= \$9 ;
   always @(posedge clk)
-    valid_1 <= \$8 ;
+    valid_1 <= \$10 ;
   always @(posedge clk)
-    first_0 <= \$9 ;
+    first_0 <= \$11 ;
   always @(posedge clk)
-    first_1 <= \$10 ;
+    first_1 <= \$12 ;
   always @(posedge clk)
-    value_r <= \$11 ;
+    value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$12 ;
+    weight_0 <= \$14 ;
   always @(posedge clk)
-    product_0 <= \$13 ;
+    product_0 <= \$15 ;
   always @(posedge clk)
-    seed_0 <= \$14 ;
+    seed_0 <= \$16 ;
   always @(posedge clk)
-    acc <= \$15 ;
+    acc <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$16 ;
+    weight_1 <= \$18 ;
   always @(posedge clk)
-    product_1 <= \$17 ;
+    product_1 <= \$19 ;
   always @(posedge clk)
-    seed_1 <= \$18 ;
+    seed_1 <= \$20 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$7  = valid;
-    if (rst) begin
-      \$7  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$8  = valid_0;
-    if (rst) begin
-      \$8  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$9  = first;
+    \$9  = valid;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$10  = first_0;
+    \$10  = valid_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$11  = value;
+    \$11  = first;
     if (rst) begin
-      \$11  = 11'h000;
+      \$11  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$12  = weights[7:0];
+    \$12  = first_0;
     if (rst) begin
-      \$12  = 8'h00;
+      \$12  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$13  = \$1 ;
+    \$13  = value;
     if (rst) begin
-      \$13  = 19'h00000;
+      \$13  = 11'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$14  = seeds[18:0];
+    \$14  = weights[7:0];
     if (rst) begin
-      \$14  = 19'h00000;
+      \$14  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$15  = acc;
-    if (valid_1) begin
-      \$15 [18:0] = \$3 [18:0];
-      \$15 [37:19] = \$6 [18:0];
-    end
+    \$15  = \$1 ;
     if (rst) begin
-      \$15  = 38'h0000000000;
+      \$15  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$16  = weights[15:8];
+    \$16  = seeds[18:0];
     if (rst) begin
-      \$16  = 8'h00;
+      \$16  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$17  = \$4 ;
+    \$17  = acc;
+    if (\$2 ) begin
+      \$17 [18:0] = \$4 [18:0];
+    end
+    if (\$6 ) begin
+      \$17 [37:19] = \$8 [18:0];
+    end
     if (rst) begin
-      \$17  = 19'h00000;
+      \$17  = 38'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$18  = seeds[37:19];
+    \$18  = weights[15:8];
     if (rst) begin
-      \$18  = 19'h00000;
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$19  = \$5 ;
+    if (rst) begin
+      \$19  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$20  = seeds[37:19];
+    if (rst) begin
+      \$20  = 19'h00000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -3510,6 +3532,8 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   assign \seeds[1]  = seeds[37:19];
   assign \acc[0]  = acc[18:0];
   assign \acc[1]  = acc[37:19];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3698,7 +3722,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$499$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3749,8 +3773,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$499
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$499$0 ;
-  wire \port$499$0 ;
+  output \port$513$0 ;
+  wire \port$513$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3837,7 +3861,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$499
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$499$0  = \$19 ;
+  assign \port$513$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3851,7 +3875,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$499
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$527$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$541$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3902,8 +3926,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$527
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$527$0 ;
-  wire \port$527$0 ;
+  output \port$541$0 ;
+  wire \port$541$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3990,7 +4014,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$527
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$527$0  = \$19 ;
+  assign \port$541$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -6750,34 +6774,37 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [1:0] \$11 ;
-  wire [32:0] \$12 ;
-  wire \$13 ;
-  wire [1:0] \$14 ;
-  wire [32:0] \$15 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
   wire [1:0] \$16 ;
   wire [32:0] \$17 ;
-  wire \$18 ;
-  wire [1:0] \$19 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [32:0] \$25 ;
-  reg [14:0] \$26 ;
-  reg [31:0] \$27 ;
-  reg [31:0] \$28 ;
-  reg [31:0] \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire [32:0] \$28 ;
+  reg [14:0] \$29 ;
   wire [3:0] \$3 ;
   reg [31:0] \$30 ;
-  reg [14:0] \$31 ;
-  reg \$32 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
   reg [31:0] \$33 ;
   reg [14:0] \$34 ;
-  reg [14:0] \$35 ;
-  reg [14:0] \$36 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
+  reg [14:0] \$37 ;
+  reg [14:0] \$38 ;
+  reg [14:0] \$39 ;
   wire \$4 ;
   wire \$5 ;
   wire [3:0] \$6 ;
@@ -6981,6 +7008,8 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     end
   end
   assign \port__data$29  = _1_;
+  always @(posedge clk)
+    \slot$45  <= \$39 ;
   assign \$1  = config__payload[2:0] == 3'h4;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[6:5];
@@ -6990,45 +7019,43 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[4:2] + slot_c1[12:11];
   assign \$8  = ~ slot_c1[10];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c2[0] & slot_c2[5];
+  assign \$11  = slot_c2[0] & slot_c2[5];
   assign weights = slot_c2[10] ? 16'h0000 : \port__data$29 ;
-  assign \$11  = 1'h0 + port__en;
-  assign \$12  = readout_weights_reads + \$11 ;
-  assign \$13  = | \$3 [1:0];
-  assign \$14  = 1'h0 + \$13 ;
-  assign \$15  = readout_weights_writes + \$14 ;
-  assign \$16  = 1'h0 + \port__en$16 ;
-  assign \$17  = readout_bias_reads + \$16 ;
-  assign \$18  = | \$6 [1:0];
-  assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_bias_writes + \$19 ;
-  assign \$21  = ~ slot_c2[10];
-  assign \$22  = slot_c2[0] & \$21 ;
-  assign \$23  = | slot_c2[14:13];
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = readout_macs + 2'h2;
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = readout_weights_reads + \$13 ;
+  assign \$15  = | \$3 [1:0];
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = readout_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = readout_bias_reads + \$18 ;
+  assign \$20  = | \$6 [1:0];
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = readout_bias_writes + \$21 ;
+  assign \$23  = ~ slot_c2[10];
+  assign \$24  = slot_c2[0] & \$23 ;
+  assign \$25  = | slot_c2[14:13];
+  assign \$26  = \$24  & \$25 ;
+  assign \$28  = readout_macs + 2'h2;
   always @(posedge clk)
-    slot_c1 <= \$26 ;
+    slot_c1 <= \$29 ;
   always @(posedge clk)
-    readout_weights_reads <= \$27 ;
+    readout_weights_reads <= \$30 ;
   always @(posedge clk)
-    readout_weights_writes <= \$28 ;
+    readout_weights_writes <= \$31 ;
   always @(posedge clk)
-    readout_bias_reads <= \$29 ;
+    readout_bias_reads <= \$32 ;
   always @(posedge clk)
-    readout_bias_writes <= \$30 ;
+    readout_bias_writes <= \$33 ;
   always @(posedge clk)
-    slot_c2 <= \$31 ;
+    slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2a <= \$32 ;
+    use_acc2a <= \$35 ;
   always @(posedge clk)
-    readout_macs <= \$33 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
-    slot_c2a <= \$34 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    slot_c2b <= \$35 ;
-  always @(posedge clk)
-    \slot$45  <= \$36 ;
+    slot_c2b <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7057,96 +7084,96 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$39  = slot_c2b;
+    if (rst) begin
+      \$39  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
-    if (\$9 ) begin
+    if (\$10 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$10 ) begin
+    if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$26  = slot;
+    \$29  = slot;
     if (rst) begin
-      \$26  = 15'h0000;
+      \$29  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$27  = \$12 [31:0];
-    if (rst) begin
-      \$27  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$28  = \$15 [31:0];
-    if (rst) begin
-      \$28  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$29  = \$17 [31:0];
-    if (rst) begin
-      \$29  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$30  = \$20 [31:0];
+    \$30  = \$14 [31:0];
     if (rst) begin
       \$30  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$31  = slot_c1;
+    \$31  = \$17 [31:0];
     if (rst) begin
-      \$31  = 15'h0000;
+      \$31  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$32  = 1'h0;
+    \$32  = \$19 [31:0];
     if (rst) begin
-      \$32  = 1'h0;
+      \$32  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = readout_macs;
-    if (\$24 ) begin
-      \$33  = \$25 [31:0];
-    end
+    \$33  = \$22 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = slot_c2;
+    \$34  = slot_c1;
     if (rst) begin
       \$34  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = slot_c2a;
+    \$35  = 1'h0;
     if (rst) begin
-      \$35  = 15'h0000;
+      \$35  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = slot_c2b;
+    \$36  = readout_macs;
+    if (\$27 ) begin
+      \$36  = \$28 [31:0];
+    end
     if (rst) begin
-      \$36  = 15'h0000;
+      \$36  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$37  = slot_c2;
+    if (rst) begin
+      \$37  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$38  = slot_c2a;
+    if (rst) begin
+      \$38  = 15'h0000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7255,6 +7282,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__data$19 [23:0] = config__payload[30:7];
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
+  assign \$10  = \$9 ;
+  assign \$12  = \$11 ;
+  assign \$27  = \$26 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7266,74 +7296,80 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire [2:0] \$15 ;
-  wire [3:0] \$16 ;
+  wire \$15 ;
+  wire \$16 ;
   wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [1:0] \$19 ;
+  wire [2:0] \$18 ;
+  wire [3:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
   wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
   wire \$26 ;
-  wire \$27 ;
-  wire [3:0] \$28 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [32:0] \$31 ;
+  wire \$31 ;
   wire [3:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [3:0] \$37 ;
-  reg [2:0] \$38 ;
+  wire [32:0] \$35 ;
+  wire [3:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
   wire \$39 ;
   wire [2:0] \$4 ;
   wire \$40 ;
-  wire [32:0] \$41 ;
-  wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [3:0] \$41 ;
+  reg [2:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
+  wire [32:0] \$45 ;
   wire \$46 ;
-  wire [1:0] \$47 ;
-  wire [3:0] \$48 ;
+  wire [32:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire [3:0] \$5 ;
   wire \$50 ;
-  wire [32:0] \$51 ;
-  wire [3:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [2:0] \$55 ;
-  reg [31:0] \$56 ;
-  reg [1:0] \$57 ;
-  reg [2:0] \$58 ;
-  reg [2:0] \$59 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire [1:0] \$53 ;
+  wire [3:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [32:0] \$57 ;
+  wire [3:0] \$58 ;
+  reg [31:0] \$59 ;
   wire [4:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg [1:0] \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [14:0] \$64 ;
+  reg [31:0] \$60 ;
+  reg [2:0] \$61 ;
+  reg [31:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [2:0] \$64 ;
   reg [2:0] \$65 ;
-  reg \$66 ;
-  reg [2:0] \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
+  reg [1:0] \$66 ;
+  reg [1:0] \$67 ;
+  reg \$68 ;
+  reg \$69 ;
   wire [4:0] \$7 ;
-  reg \$70 ;
-  reg \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg \$74 ;
-  reg [31:0] \$75 ;
+  reg [14:0] \$70 ;
+  reg [2:0] \$71 ;
+  reg \$72 ;
+  reg [2:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg [2:0] \$75 ;
+  reg \$76 ;
+  reg \$77 ;
+  reg [31:0] \$78 ;
+  reg [31:0] \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [31:0] \$81 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7439,81 +7475,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$19  = meta[10] ? 2'h0 : rd__data[3:2];
-  assign \$20  = 1'h0 + rd__en;
-  assign \$21  = readout_items_reads + \$20 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = \$signal  >> wbank;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = items__valid & \$26 ;
-  assign \$28  = wcount + 1'h1;
-  assign \$29  = ~ stored;
-  assign \$30  = nonzero & \$29 ;
-  assign \$31  = readout_item_overflows + 1'h1;
-  assign \$32  = wcount + stored;
-  assign \$33  = ~ wbank;
-  assign \$34  = ~ busy;
-  assign \$35  = | drain;
-  assign \$36  = \$signal  >> rbank;
-  assign \$37  = drain - 1'h1;
-  assign \$39  = \$signal$31  >> rbank;
-  assign \$40  = \$signal$33  >> rbank;
-  assign \$41  = readout_busy_cycles + 1'h1;
-  assign \$42  = ~ issue;
-  assign \$43  = readout_stall_cycles + 1'h1;
-  assign \$44  = ! slot;
-  assign \$46  = ! n_items;
-  assign \$48  = base + 3'h4;
-  assign \$50  = ~ rbank;
-  assign \$51  = readout_steps + 1'h1;
-  assign \$52  = slot + 1'h1;
+  assign \$15  = \$14  | credit;
+  assign issue = busy & \$15 ;
+  assign \$16  = ! slot;
+  assign \$17  = issue & \$16 ;
+  assign \$18  = rbank ? 3'h4 : 3'h0;
+  assign \$19  = \$18  + slot;
+  assign \$20  = | n_items;
+  assign \$22  = meta[10] ? 2'h0 : rd__data[1:0];
+  assign \$23  = meta[10] ? 2'h0 : rd__data[3:2];
+  assign \$24  = 1'h0 + rd__en;
+  assign \$25  = readout_items_reads + \$24 ;
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = readout_items_writes + \$27 ;
+  assign \$29  = \$signal  >> wbank;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = items__valid & \$30 ;
+  assign \$32  = wcount + 1'h1;
+  assign \$33  = ~ stored;
+  assign \$34  = nonzero & \$33 ;
+  assign \$35  = readout_item_overflows + 1'h1;
+  assign \$36  = wcount + stored;
+  assign \$37  = ~ wbank;
+  assign \$38  = ~ busy;
+  assign \$39  = | drain;
+  assign \$40  = \$signal  >> rbank;
+  assign \$41  = drain - 1'h1;
+  assign \$43  = \$signal$31  >> rbank;
+  assign \$44  = \$signal$33  >> rbank;
+  assign \$45  = readout_busy_cycles + 1'h1;
+  assign \$46  = ~ issue;
+  assign \$47  = readout_stall_cycles + 1'h1;
+  assign \$48  = ! slot;
+  assign \$51  = ! n_items;
+  assign \$54  = base + 3'h4;
+  assign \$56  = ~ rbank;
+  assign \$57  = readout_steps + 1'h1;
+  assign \$58  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$53 ;
+    readout_items_reads <= \$59 ;
   always @(posedge clk)
-    readout_items_writes <= \$54 ;
+    readout_items_writes <= \$60 ;
   always @(posedge clk)
-    wcount <= \$55 ;
+    wcount <= \$61 ;
   always @(posedge clk)
-    readout_item_overflows <= \$56 ;
+    readout_item_overflows <= \$62 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$63 ;
   always @(posedge clk)
-    bank0_count <= \$58 ;
+    bank0_count <= \$64 ;
   always @(posedge clk)
-    bank1_count <= \$59 ;
+    bank1_count <= \$65 ;
   always @(posedge clk)
-    \$signal$31  <= \$60 ;
+    \$signal$31  <= \$66 ;
   always @(posedge clk)
-    \$signal$33  <= \$61 ;
+    \$signal$33  <= \$67 ;
   always @(posedge clk)
-    next_first <= \$62 ;
+    next_first <= \$68 ;
   always @(posedge clk)
-    wbank <= \$63 ;
+    wbank <= \$69 ;
   always @(posedge clk)
-    meta <= \$64 ;
+    meta <= \$70 ;
   always @(posedge clk)
-    drain <= \$65 ;
+    drain <= \$71 ;
   always @(posedge clk)
-    busy <= \$66 ;
+    busy <= \$72 ;
   always @(posedge clk)
-    n_items <= \$67 ;
+    n_items <= \$73 ;
   always @(posedge clk)
-    base <= \$68 ;
+    base <= \$74 ;
   always @(posedge clk)
-    slot <= \$69 ;
+    slot <= \$75 ;
   always @(posedge clk)
-    seq_first <= \$70 ;
+    seq_first <= \$76 ;
   always @(posedge clk)
-    seq_end <= \$71 ;
+    seq_end <= \$77 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$72 ;
+    readout_busy_cycles <= \$78 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$73 ;
+    readout_stall_cycles <= \$79 ;
   always @(posedge clk)
-    rbank <= \$74 ;
+    rbank <= \$80 ;
   always @(posedge clk)
-    readout_steps <= \$75 ;
+    readout_steps <= \$81 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[3:2];
@@ -7528,29 +7572,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
   assign \$12  = | slot;
-  assign \$13  = \$12  | credit;
-  assign issue = busy & \$13 ;
-  assign \$14  = ! slot;
-  assign starting = issue & \$14 ;
-  assign \$15  = rbank ? 3'h4 : 3'h0;
-  assign \$16  = \$15  + slot;
-  assign \$17  = | n_items;
-  assign \$18  = meta[10] ? 2'h0 : rd__data[1:0];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$38  = bank0_count;
+          \$42  = bank0_count;
       1'h1:
-          \$38  = bank1_count;
+          \$42  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$17 ;
+      rd__en = \$21 ;
     end
   end
   always @* begin
@@ -7566,205 +7602,108 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
-      rd__addr = \$16 [2:0];
+      rd__addr = \$19 [2:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$53  = \$21 [31:0];
+    \$59  = \$25 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$54  = \$24 [31:0];
+    \$60  = \$28 [31:0];
     if (rst) begin
-      \$54  = 32'd0;
+      \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$55  = wcount;
-    if (\$27 ) begin
+    \$61  = wcount;
+    if (\$31 ) begin
       if (stored) begin
-        \$55  = \$28 [2:0];
+        \$61  = \$32 [2:0];
       end
       if (items__payload[4]) begin
-        \$55  = 3'h0;
+        \$61  = 3'h0;
       end
     end
     if (rst) begin
-      \$55  = 3'h0;
+      \$61  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$56  = readout_item_overflows;
-    if (\$27 ) begin
-      if (\$30 ) begin
-        \$56  = \$31 [31:0];
+    \$62  = readout_item_overflows;
+    if (\$31 ) begin
+      if (\$34 ) begin
+        \$62  = \$35 [31:0];
       end
     end
     if (rst) begin
-      \$56  = 32'd0;
+      \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$57  = \$signal ;
-    if (\$27 ) begin
+    \$63  = \$signal ;
+    if (\$31 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$57 [0] = 1'h1;
+              \$63 [0] = 1'h1;
           1'h1:
-              \$57 [1] = 1'h1;
+              \$63 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
+      if (\$52 ) begin
+        if (\$55 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$57 [0] = 1'h0;
+                \$63 [0] = 1'h0;
             1'h1:
-                \$57 [1] = 1'h0;
+                \$63 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$57  = 2'h0;
+      \$63  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$58  = bank0_count;
-    if (\$27 ) begin
+    \$64  = bank0_count;
+    if (\$31 ) begin
       if (items__payload[4]) begin
         casez (wbank)
           1'h0:
-              \$58  = \$32 [2:0];
+              \$64  = \$36 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 3'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$59  = bank1_count;
-    if (\$27 ) begin
+    \$65  = bank1_count;
+    if (\$31 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$59  = \$32 [2:0];
+              \$65  = \$36 [2:0];
         endcase
-      end
-    end
-    if (rst) begin
-      \$59  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = \$signal$31 ;
-    if (\$27 ) begin
-      if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$60 [0] = next_first;
-          1'h1:
-              \$60 [1] = next_first;
-        endcase
-      end
-    end
-    if (rst) begin
-      \$60  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = \$signal$33 ;
-    if (\$27 ) begin
-      if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$61 [0] = items__payload[5];
-          1'h1:
-              \$61 [1] = items__payload[5];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$61  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = next_first;
-    if (\$27 ) begin
-      if (items__payload[4]) begin
-        \$62  = items__payload[5];
-      end
-    end
-    if (rst) begin
-      \$62  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = wbank;
-    if (\$27 ) begin
-      if (items__payload[4]) begin
-        \$63  = \$33 ;
-      end
-    end
-    if (rst) begin
-      \$63  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64 [14:1] = meta[14:1];
-    \$64 [0] = issue;
-    if (issue) begin
-      \$64 [1] = 1'h0;
-      \$64 [4:2] = base;
-      \$64 [5] = \$44 ;
-      \$64 [6] = last_slot;
-      \$64 [7] = \$45 ;
-      \$64 [8] = seq_first;
-      \$64 [9] = seq_end;
-      \$64 [10] = \$46 ;
-    end
-    if (rst) begin
-      \$64  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = drain;
-    if (\$34 ) begin
-      if (\$35 ) begin
-        \$65  = \$37 [2:0];
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$65  = 3'h2;
-        end
       end
     end
     if (rst) begin
@@ -7773,154 +7712,251 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = busy;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$66  = 1'h1;
+    \$66  = \$signal$31 ;
+    if (\$31 ) begin
+      if (items__payload[4]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$66 [0] = next_first;
+          1'h1:
+              \$66 [1] = next_first;
+        endcase
+      end
+    end
+    if (rst) begin
+      \$66  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$67  = \$signal$33 ;
+    if (\$31 ) begin
+      if (items__payload[4]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$67 [0] = items__payload[5];
+          1'h1:
+              \$67 [1] = items__payload[5];
+        endcase
+      end
+    end
+    if (rst) begin
+      \$67  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$68  = next_first;
+    if (\$31 ) begin
+      if (items__payload[4]) begin
+        \$68  = items__payload[5];
+      end
+    end
+    if (rst) begin
+      \$68  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$69  = wbank;
+    if (\$31 ) begin
+      if (items__payload[4]) begin
+        \$69  = \$37 ;
+      end
+    end
+    if (rst) begin
+      \$69  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$70 [14:1] = meta[14:1];
+    \$70 [0] = issue;
+    if (issue) begin
+      \$70 [1] = 1'h0;
+      \$70 [4:2] = base;
+      \$70 [5] = \$48 ;
+      \$70 [6] = \$49 ;
+      \$70 [7] = \$50 ;
+      \$70 [8] = seq_first;
+      \$70 [9] = seq_end;
+      \$70 [10] = \$51 ;
+    end
+    if (rst) begin
+      \$70  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$71  = drain;
+    if (\$38 ) begin
+      if (\$39 ) begin
+        \$71  = \$41 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$66  = 1'h0;
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$71  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$66  = 1'h0;
+      \$71  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = n_items;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$67  = \$38 ;
-      end
-    end
-    if (rst) begin
-      \$67  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = base;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$68  = 3'h0;
+    \$72  = busy;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$72  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        \$68  = \$48 [2:0];
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$72  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = slot;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$69  = 3'h0;
+    \$73  = n_items;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$73  = \$42 ;
+      end
+    end
+    if (rst) begin
+      \$73  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$74  = base;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$74  = 3'h0;
+      end
+    end
+    if (issue) begin
+      if (\$52 ) begin
+        \$74  = \$54 [2:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$75  = slot;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$75  = 3'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$69  = 3'h0;
-      end else begin
-        \$69  = \$52 [2:0];
+      if (\$52 ) begin
+        \$75  = 3'h0;
+      end else if (1'h1) begin
+        \$75  = \$58 [2:0];
       end
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = seq_first;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$70  = \$39 ;
+    \$76  = seq_first;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$76  = \$43 ;
       end
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = seq_end;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$71  = \$40 ;
+    \$77  = seq_end;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$77  = \$44 ;
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$77  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = readout_busy_cycles;
+    \$78  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$34 ) begin
+    if (\$38 ) begin
     end else begin
-      \$72  = \$41 [31:0];
+      \$78  = \$45 [31:0];
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = readout_stall_cycles;
+    \$79  = readout_stall_cycles;
     (* full_case = 32'd1 *)
-    if (\$34 ) begin
+    if (\$38 ) begin
     end else begin
-      if (\$42 ) begin
-        \$73  = \$43 [31:0];
+      if (\$46 ) begin
+        \$79  = \$47 [31:0];
       end
     end
     if (rst) begin
-      \$73  = 32'd0;
+      \$79  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = rbank;
+    \$80  = rbank;
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$74  = \$50 ;
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$80  = \$56 ;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = readout_steps;
+    \$81  = readout_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$75  = \$51 [31:0];
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$81  = \$57 [31:0];
         end
       end
     end
     if (rst) begin
-      \$75  = 32'd0;
+      \$81  = 32'd0;
     end
   end
   assign wr__addr = \$5 [2:0];
@@ -7951,8 +7987,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[10];
   assign \meta.index  = meta[12:11];
   assign \meta.value  = meta[14:13];
-  assign \slot$21 [14:13] = \$19 ;
-  assign \slot$21 [12:11] = \$18 ;
+  assign \slot$21 [14:13] = \$23 ;
+  assign \slot$21 [12:11] = \$22 ;
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
   assign \slot$21 [8] = meta[8];
@@ -7964,10 +8000,16 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 1'h0, items__payload[3:2], 2'h0 };
-  assign \$22  = wr__en;
-  assign \$45  = 1'h1;
-  assign \$47  = 2'h1;
-  assign \$49  = 1'h1;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign starting = \$17 ;
+  assign \$21  = \$20 ;
+  assign \$26  = wr__en;
+  assign \$49  = last_slot;
+  assign \$50  = 1'h1;
+  assign \$52  = last_slot;
+  assign \$53  = 2'h1;
+  assign \$55  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7975,21 +8017,23 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [9:0] \$1 ;
   reg \$10 ;
-  reg [1:0] \$11 ;
-  reg [7:0] \$12 ;
-  reg [9:0] \$13 ;
-  reg [24:0] \$14 ;
-  reg [49:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [9:0] \$17 ;
-  reg [24:0] \$18 ;
-  wire [24:0] \$2 ;
-  wire [25:0] \$3 ;
-  wire [9:0] \$4 ;
-  wire [24:0] \$5 ;
-  wire [25:0] \$6 ;
-  reg \$7 ;
-  reg \$8 ;
+  reg \$11 ;
+  reg \$12 ;
+  reg [1:0] \$13 ;
+  reg [7:0] \$14 ;
+  reg [9:0] \$15 ;
+  reg [24:0] \$16 ;
+  reg [49:0] \$17 ;
+  reg [7:0] \$18 ;
+  reg [9:0] \$19 ;
+  wire \$2 ;
+  reg [24:0] \$20 ;
+  wire [24:0] \$3 ;
+  wire [25:0] \$4 ;
+  wire [9:0] \$5 ;
+  wire \$6 ;
+  wire [24:0] \$7 ;
+  wire [25:0] \$8 ;
   reg \$9 ;
   output [49:0] acc;
   reg [49:0] acc = 50'h0000000000000;
@@ -8025,121 +8069,123 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[24:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[49:25];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
+  assign \$3  = first_1 ? seed_0 : acc[24:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[49:25];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
   always @(posedge clk)
-    valid_0 <= \$7 ;
+    valid_0 <= \$9 ;
   always @(posedge clk)
-    valid_1 <= \$8 ;
+    valid_1 <= \$10 ;
   always @(posedge clk)
-    first_0 <= \$9 ;
+    first_0 <= \$11 ;
   always @(posedge clk)
-    first_1 <= \$10 ;
+    first_1 <= \$12 ;
   always @(posedge clk)
-    value_r <= \$11 ;
+    value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$12 ;
+    weight_0 <= \$14 ;
   always @(posedge clk)
-    product_0 <= \$13 ;
+    product_0 <= \$15 ;
   always @(posedge clk)
-    seed_0 <= \$14 ;
+    seed_0 <= \$16 ;
   always @(posedge clk)
-    acc <= \$15 ;
+    acc <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$16 ;
+    weight_1 <= \$18 ;
   always @(posedge clk)
-    product_1 <= \$17 ;
+    product_1 <= \$19 ;
   always @(posedge clk)
-    seed_1 <= \$18 ;
+    seed_1 <= \$20 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$7  = valid;
-    if (rst) begin
-      \$7  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$8  = valid_0;
-    if (rst) begin
-      \$8  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$9  = first;
+    \$9  = valid;
     if (rst) begin
       \$9  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$10  = first_0;
+    \$10  = valid_0;
     if (rst) begin
       \$10  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$11  = value;
+    \$11  = first;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$12  = weights[7:0];
+    \$12  = first_0;
     if (rst) begin
-      \$12  = 8'h00;
+      \$12  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$13  = \$1 ;
+    \$13  = value;
     if (rst) begin
-      \$13  = 10'h000;
+      \$13  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$14  = seeds[24:0];
+    \$14  = weights[7:0];
     if (rst) begin
-      \$14  = 25'h0000000;
+      \$14  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = acc;
-    if (valid_1) begin
-      \$15 [24:0] = \$3 [24:0];
-      \$15 [49:25] = \$6 [24:0];
-    end
+    \$15  = \$1 ;
     if (rst) begin
-      \$15  = 50'h0000000000000;
+      \$15  = 10'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = weights[15:8];
+    \$16  = seeds[24:0];
     if (rst) begin
-      \$16  = 8'h00;
+      \$16  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = \$4 ;
+    \$17  = acc;
+    if (\$2 ) begin
+      \$17 [24:0] = \$4 [24:0];
+    end
+    if (\$6 ) begin
+      \$17 [49:25] = \$8 [24:0];
+    end
     if (rst) begin
-      \$17  = 10'h000;
+      \$17  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = seeds[49:25];
+    \$18  = weights[15:8];
     if (rst) begin
-      \$18  = 25'h0000000;
+      \$18  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$19  = \$5 ;
+    if (rst) begin
+      \$19  = 10'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$20  = seeds[49:25];
+    if (rst) begin
+      \$20  = 25'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -8148,6 +8194,8 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   assign \seeds[1]  = seeds[49:25];
   assign \acc[0]  = acc[24:0];
   assign \acc[1]  = acc[49:25];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -2061,52 +2061,55 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire \$17 ;
   wire [1:0] \$18 ;
   wire [32:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire [1:0] \$23 ;
   wire [32:0] \$24 ;
-  wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire \$27 ;
   wire [1:0] \$28 ;
   wire [32:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
+  wire [1:0] \$33 ;
+  wire [32:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  reg [28:0] \$38 ;
-  reg [31:0] \$39 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  reg [31:0] \$40 ;
-  reg [31:0] \$41 ;
+  wire [32:0] \$40 ;
+  reg [28:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
   reg [31:0] \$45 ;
   reg [31:0] \$46 ;
-  reg [28:0] \$47 ;
-  reg \$48 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
   reg [31:0] \$49 ;
   wire \$5 ;
   reg [28:0] \$50 ;
-  reg [31:0] \$51 ;
-  reg [63:0] \$52 ;
+  reg \$51 ;
+  reg [31:0] \$52 ;
   reg [28:0] \$53 ;
-  reg [28:0] \$54 ;
+  reg [31:0] \$54 ;
+  reg [63:0] \$55 ;
+  reg [28:0] \$56 ;
+  reg [28:0] \$57 ;
   wire \$6 ;
   wire [7:0] \$7 ;
   wire [7:0] \$8 ;
@@ -2554,40 +2557,41 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   assign \port__data$38  = _3_;
+  assign \$40  = layer0_macs + 4'h8;
   always @(posedge clk)
-    slot_c1 <= \$38 ;
+    slot_c1 <= \$41 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$39 ;
+    layer0_weights_reads <= \$42 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$40 ;
+    layer0_weights_writes <= \$43 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$41 ;
+    layer0_bias_reads <= \$44 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$42 ;
+    layer0_bias_writes <= \$45 ;
   always @(posedge clk)
-    layer0_params_reads <= \$43 ;
+    layer0_params_reads <= \$46 ;
   always @(posedge clk)
-    layer0_params_writes <= \$44 ;
+    layer0_params_writes <= \$47 ;
   always @(posedge clk)
-    layer0_state_reads <= \$45 ;
+    layer0_state_reads <= \$48 ;
   always @(posedge clk)
-    layer0_state_writes <= \$46 ;
+    layer0_state_writes <= \$49 ;
   always @(posedge clk)
-    slot_c2 <= \$47 ;
+    slot_c2 <= \$50 ;
   always @(posedge clk)
-    use_acc2a <= \$48 ;
+    use_acc2a <= \$51 ;
   always @(posedge clk)
-    layer0_macs <= \$49 ;
+    layer0_macs <= \$52 ;
   always @(posedge clk)
-    slot_c2a <= \$50 ;
+    slot_c2a <= \$53 ;
   always @(posedge clk)
-    params <= \$51 ;
+    params <= \$54 ;
   always @(posedge clk)
-    state <= \$52 ;
+    state <= \$55 ;
   always @(posedge clk)
-    slot_c2b <= \$53 ;
+    slot_c2b <= \$56 ;
   always @(posedge clk)
-    \slot$64  <= \$54 ;
+    \slot$64  <= \$57 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[12:10];
@@ -2600,33 +2604,32 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$8  = slot_c1[10:4] + slot_c1[20:17];
   assign \$9  = ~ slot_c1[16];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c2[0] & slot_c2[11];
+  assign \$12  = slot_c2[0] & slot_c2[11];
   assign weights = slot_c2[16] ? 64'h0000000000000000 : \port__data$38 ;
-  assign \$12  = slot_c2a[0] & slot_c2a[12];
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = layer0_weights_reads + \$13 ;
-  assign \$15  = | \port__en$13 ;
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = layer0_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = layer0_bias_reads + \$18 ;
-  assign \$20  = | \port__en$18 ;
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = layer0_bias_writes + \$21 ;
-  assign \$23  = 1'h0 + \port__en$20 ;
-  assign \$24  = layer0_params_reads + \$23 ;
-  assign \$25  = | \$7 [3:0];
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = layer0_params_writes + \$26 ;
-  assign \$28  = 1'h0 + \port__en$24 ;
-  assign \$29  = layer0_state_reads + \$28 ;
-  assign \$31  = 1'h0 + \$30 ;
-  assign \$32  = layer0_state_writes + \$31 ;
-  assign \$33  = ~ slot_c2[16];
-  assign \$34  = slot_c2[0] & \$33 ;
-  assign \$35  = | slot_c2[28:21];
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = layer0_macs + 4'h8;
+  assign \$14  = slot_c2a[0] & slot_c2a[12];
+  assign \$15  = 1'h0 + port__en;
+  assign \$16  = layer0_weights_reads + \$15 ;
+  assign \$17  = | \port__en$13 ;
+  assign \$18  = 1'h0 + \$17 ;
+  assign \$19  = layer0_weights_writes + \$18 ;
+  assign \$20  = 1'h0 + \port__en$16 ;
+  assign \$21  = layer0_bias_reads + \$20 ;
+  assign \$22  = | \port__en$18 ;
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$24  = layer0_bias_writes + \$23 ;
+  assign \$25  = 1'h0 + \port__en$20 ;
+  assign \$26  = layer0_params_reads + \$25 ;
+  assign \$27  = | \$7 [3:0];
+  assign \$28  = 1'h0 + \$27 ;
+  assign \$29  = layer0_params_writes + \$28 ;
+  assign \$30  = 1'h0 + \port__en$24 ;
+  assign \$31  = layer0_state_reads + \$30 ;
+  assign \$33  = 1'h0 + \$32 ;
+  assign \$34  = layer0_state_writes + \$33 ;
+  assign \$35  = ~ slot_c2[16];
+  assign \$36  = slot_c2[0] & \$35 ;
+  assign \$37  = | slot_c2[28:21];
+  assign \$38  = \$36  & \$37 ;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2656,165 +2659,165 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     port__en = 1'h0;
-    if (\$10 ) begin
+    if (\$11 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$11 ) begin
+    if (\$13 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 3'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__addr$44  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 3'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       \port__addr$45  = slot_c2a[3:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$38  = slot;
+    \$41  = slot;
     if (rst) begin
-      \$38  = 29'h00000000;
+      \$41  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$39  = \$14 [31:0];
-    if (rst) begin
-      \$39  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$40  = \$17 [31:0];
-    if (rst) begin
-      \$40  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = \$19 [31:0];
-    if (rst) begin
-      \$41  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$22 [31:0];
+    \$42  = \$16 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$24 [31:0];
+    \$43  = \$19 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$27 [31:0];
+    \$44  = \$21 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$29 [31:0];
+    \$45  = \$24 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$32 [31:0];
+    \$46  = \$26 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = slot_c1;
+    \$47  = \$29 [31:0];
     if (rst) begin
-      \$47  = 29'h00000000;
+      \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = 1'h0;
+    \$48  = \$31 [31:0];
     if (rst) begin
-      \$48  = 1'h0;
+      \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = layer0_macs;
-    if (\$36 ) begin
-      \$49  = \$37 [31:0];
-    end
+    \$49  = \$34 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = slot_c2;
+    \$50  = slot_c1;
     if (rst) begin
       \$50  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = \port__data$60 ;
+    \$51  = 1'h0;
     if (rst) begin
-      \$51  = 32'd0;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = \port__data$62 ;
+    \$52  = layer0_macs;
+    if (\$39 ) begin
+      \$52  = \$40 [31:0];
+    end
     if (rst) begin
-      \$52  = 64'h0000000000000000;
+      \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2a;
+    \$53  = slot_c2;
     if (rst) begin
       \$53  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = slot_c2b;
+    \$54  = \port__data$60 ;
     if (rst) begin
-      \$54  = 29'h00000000;
+      \$54  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$55  = \port__data$62 ;
+    if (rst) begin
+      \$55  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$56  = slot_c2a;
+    if (rst) begin
+      \$56  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = slot_c2b;
+    if (rst) begin
+      \$57  = 29'h00000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2989,7 +2992,10 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign port__data[23:16] = config__payload[20:13];
   assign port__data[15:8] = config__payload[20:13];
   assign port__data[7:0] = config__payload[20:13];
-  assign \$30  = state_write[3];
+  assign \$11  = \$10 ;
+  assign \$13  = \$12 ;
+  assign \$32  = state_write[3];
+  assign \$39  = \$38 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3000,75 +3006,81 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  wire [4:0] \$15 ;
+  wire \$14 ;
+  wire \$15 ;
   wire \$16 ;
   wire [3:0] \$17 ;
-  wire [7:0] \$18 ;
-  wire [1:0] \$19 ;
+  wire [4:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
-  wire \$24 ;
+  wire \$20 ;
+  wire [3:0] \$21 ;
+  wire [7:0] \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
+  wire \$30 ;
   wire [4:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire [3:0] \$36 ;
-  reg [3:0] \$37 ;
+  wire [32:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire \$36 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
-  wire [32:0] \$40 ;
-  wire \$41 ;
-  wire [32:0] \$42 ;
+  wire [3:0] \$40 ;
+  reg [3:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [32:0] \$44 ;
   wire \$45 ;
-  wire [3:0] \$46 ;
-  wire [7:0] \$47 ;
+  wire [32:0] \$46 ;
+  wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [14:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire [4:0] \$51 ;
-  reg [31:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [3:0] \$54 ;
-  reg [31:0] \$55 ;
-  reg [1:0] \$56 ;
-  reg [3:0] \$57 ;
-  reg [3:0] \$58 ;
-  reg [1:0] \$59 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [3:0] \$52 ;
+  wire [7:0] \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire [32:0] \$56 ;
+  wire [4:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [31:0] \$59 ;
   wire [14:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg [28:0] \$63 ;
-  reg [2:0] \$64 ;
-  reg \$65 ;
-  reg [3:0] \$66 ;
-  reg [2:0] \$67 ;
-  reg [6:0] \$68 ;
-  reg [3:0] \$69 ;
+  reg [3:0] \$60 ;
+  reg [31:0] \$61 ;
+  reg [1:0] \$62 ;
+  reg [3:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [1:0] \$65 ;
+  reg [1:0] \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg [28:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [2:0] \$70 ;
   reg \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg \$74 ;
-  reg [31:0] \$75 ;
+  reg [3:0] \$72 ;
+  reg [2:0] \$73 ;
+  reg [6:0] \$74 ;
+  reg [3:0] \$75 ;
+  reg \$76 ;
+  reg \$77 ;
+  reg [31:0] \$78 ;
+  reg [31:0] \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [31:0] \$81 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -3192,86 +3204,94 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[16] ? 8'h00 : rd__data[11:4];
-  assign \$19  = 1'h0 + rd__en;
-  assign \$20  = layer0_items_reads + \$19 ;
-  assign \$22  = 1'h0 + \$21 ;
-  assign \$23  = layer0_items_writes + \$22 ;
-  assign \$24  = \$signal  >> wbank;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = items__valid & \$25 ;
-  assign \$27  = wcount + 1'h1;
-  assign \$28  = ~ stored;
-  assign \$29  = nonzero & \$28 ;
-  assign \$30  = layer0_item_overflows + 1'h1;
-  assign \$31  = wcount + stored;
-  assign \$32  = ~ wbank;
-  assign \$33  = ~ busy;
-  assign \$34  = | drain;
-  assign \$35  = \$signal  >> rbank;
-  assign \$36  = drain - 1'h1;
-  assign \$38  = \$signal$31  >> rbank;
-  assign \$39  = \$signal$33  >> rbank;
-  assign \$40  = layer0_busy_cycles + 1'h1;
-  assign \$41  = ~ issue;
-  assign \$42  = layer0_stall_cycles + 1'h1;
-  assign \$43  = ! slot;
-  assign \$44  = group == 3'h7;
-  assign \$45  = ! n_items;
-  assign \$46  = group + 1'h1;
-  assign \$47  = base + 4'hd;
-  assign \$48  = group == 3'h7;
-  assign \$49  = ~ rbank;
-  assign \$50  = layer0_steps + 1'h1;
-  assign \$51  = slot + 1'h1;
+  assign \$14  = \$13  | credit;
+  assign issue = busy & \$14 ;
+  assign \$15  = ! slot;
+  assign \$16  = issue & \$15 ;
+  assign \$17  = rbank ? 4'hd : 4'h0;
+  assign \$18  = \$17  + slot;
+  assign \$19  = | n_items;
+  assign \$21  = meta[16] ? 4'h0 : rd__data[3:0];
+  assign \$22  = meta[16] ? 8'h00 : rd__data[11:4];
+  assign \$23  = 1'h0 + rd__en;
+  assign \$24  = layer0_items_reads + \$23 ;
+  assign \$26  = 1'h0 + \$25 ;
+  assign \$27  = layer0_items_writes + \$26 ;
+  assign \$28  = \$signal  >> wbank;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = items__valid & \$29 ;
+  assign \$31  = wcount + 1'h1;
+  assign \$32  = ~ stored;
+  assign \$33  = nonzero & \$32 ;
+  assign \$34  = layer0_item_overflows + 1'h1;
+  assign \$35  = wcount + stored;
+  assign \$36  = ~ wbank;
+  assign \$37  = ~ busy;
+  assign \$38  = | drain;
+  assign \$39  = \$signal  >> rbank;
+  assign \$40  = drain - 1'h1;
+  assign \$42  = \$signal$31  >> rbank;
+  assign \$43  = \$signal$33  >> rbank;
+  assign \$44  = layer0_busy_cycles + 1'h1;
+  assign \$45  = ~ issue;
+  assign \$46  = layer0_stall_cycles + 1'h1;
+  assign \$47  = ! slot;
+  assign \$49  = group == 3'h7;
+  assign \$50  = ! n_items;
+  assign \$52  = group + 1'h1;
+  assign \$53  = base + 4'hd;
+  assign \$54  = group == 3'h7;
+  assign \$55  = ~ rbank;
+  assign \$56  = layer0_steps + 1'h1;
+  assign \$57  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$52 ;
+    layer0_items_reads <= \$58 ;
   always @(posedge clk)
-    layer0_items_writes <= \$53 ;
+    layer0_items_writes <= \$59 ;
   always @(posedge clk)
-    wcount <= \$54 ;
+    wcount <= \$60 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$55 ;
+    layer0_item_overflows <= \$61 ;
   always @(posedge clk)
-    \$signal  <= \$56 ;
+    \$signal  <= \$62 ;
   always @(posedge clk)
-    bank0_count <= \$57 ;
+    bank0_count <= \$63 ;
   always @(posedge clk)
-    bank1_count <= \$58 ;
+    bank1_count <= \$64 ;
   always @(posedge clk)
-    \$signal$31  <= \$59 ;
+    \$signal$31  <= \$65 ;
   always @(posedge clk)
-    \$signal$33  <= \$60 ;
+    \$signal$33  <= \$66 ;
   always @(posedge clk)
-    next_first <= \$61 ;
+    next_first <= \$67 ;
   always @(posedge clk)
-    wbank <= \$62 ;
+    wbank <= \$68 ;
   always @(posedge clk)
-    meta <= \$63 ;
+    meta <= \$69 ;
   always @(posedge clk)
-    drain <= \$64 ;
+    drain <= \$70 ;
   always @(posedge clk)
-    busy <= \$65 ;
+    busy <= \$71 ;
   always @(posedge clk)
-    n_items <= \$66 ;
+    n_items <= \$72 ;
   always @(posedge clk)
-    group <= \$67 ;
+    group <= \$73 ;
   always @(posedge clk)
-    base <= \$68 ;
+    base <= \$74 ;
   always @(posedge clk)
-    slot <= \$69 ;
+    slot <= \$75 ;
   always @(posedge clk)
-    seq_first <= \$70 ;
+    seq_first <= \$76 ;
   always @(posedge clk)
-    seq_end <= \$71 ;
+    seq_end <= \$77 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$72 ;
+    layer0_busy_cycles <= \$78 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$73 ;
+    layer0_stall_cycles <= \$79 ;
   always @(posedge clk)
-    rbank <= \$74 ;
+    rbank <= \$80 ;
   always @(posedge clk)
-    layer0_steps <= \$75 ;
+    layer0_steps <= \$81 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
@@ -3286,29 +3306,21 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
   assign \$11  = | slot;
-  assign \$12  = \$11  | credit;
-  assign issue = busy & \$12 ;
-  assign \$13  = ! slot;
-  assign starting = issue & \$13 ;
-  assign \$14  = rbank ? 4'hd : 4'h0;
-  assign \$15  = \$14  + slot;
-  assign \$16  = | n_items;
-  assign \$17  = meta[16] ? 4'h0 : rd__data[3:0];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$37  = bank0_count;
+          \$41  = bank0_count;
       1'h1:
-          \$37  = bank1_count;
+          \$41  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$16 ;
+      rd__en = \$20 ;
     end
   end
   always @* begin
@@ -3324,321 +3336,225 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$15 ;
+      rd__addr = \$18 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$52  = \$20 [31:0];
+    \$58  = \$24 [31:0];
     if (rst) begin
-      \$52  = 32'd0;
+      \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$53  = \$23 [31:0];
+    \$59  = \$27 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$54  = wcount;
-    if (\$26 ) begin
+    \$60  = wcount;
+    if (\$30 ) begin
       if (stored) begin
-        \$54  = \$27 [3:0];
+        \$60  = \$31 [3:0];
       end
       if (items__payload[12]) begin
-        \$54  = 4'h0;
+        \$60  = 4'h0;
       end
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$60  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$55  = layer0_item_overflows;
-    if (\$26 ) begin
-      if (\$29 ) begin
-        \$55  = \$30 [31:0];
+    \$61  = layer0_item_overflows;
+    if (\$30 ) begin
+      if (\$33 ) begin
+        \$61  = \$34 [31:0];
       end
     end
     if (rst) begin
-      \$55  = 32'd0;
+      \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$56  = \$signal ;
-    if (\$26 ) begin
+    \$62  = \$signal ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$56 [0] = 1'h1;
+              \$62 [0] = 1'h1;
           1'h1:
-              \$56 [1] = 1'h1;
+              \$62 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
+      if (\$51 ) begin
+        if (\$54 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$56 [0] = 1'h0;
+                \$62 [0] = 1'h0;
             1'h1:
-                \$56 [1] = 1'h0;
+                \$62 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$56  = 2'h0;
+      \$62  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$57  = bank0_count;
-    if (\$26 ) begin
+    \$63  = bank0_count;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$57  = \$31 [3:0];
+              \$63  = \$35 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$57  = 4'h0;
+      \$63  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = bank1_count;
-    if (\$26 ) begin
+    \$64  = bank1_count;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$58  = \$31 [3:0];
+              \$64  = \$35 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = \$signal$31 ;
-    if (\$26 ) begin
+    \$65  = \$signal$31 ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$59 [0] = next_first;
+              \$65 [0] = next_first;
           1'h1:
-              \$59 [1] = next_first;
+              \$65 [1] = next_first;
         endcase
       end
     end
     if (rst) begin
-      \$59  = 2'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = \$signal$33 ;
-    if (\$26 ) begin
+    \$66  = \$signal$33 ;
+    if (\$30 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$60 [0] = items__payload[13];
+              \$66 [0] = items__payload[13];
           1'h1:
-              \$60 [1] = items__payload[13];
+              \$66 [1] = items__payload[13];
         endcase
       end
     end
     if (rst) begin
-      \$60  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = next_first;
-    if (\$26 ) begin
+    \$67  = next_first;
+    if (\$30 ) begin
       if (items__payload[12]) begin
-        \$61  = items__payload[13];
+        \$67  = items__payload[13];
       end
     end
     if (rst) begin
-      \$61  = 1'h1;
+      \$67  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = wbank;
-    if (\$26 ) begin
+    \$68  = wbank;
+    if (\$30 ) begin
       if (items__payload[12]) begin
-        \$62  = \$32 ;
+        \$68  = \$36 ;
       end
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63 [28:1] = meta[28:1];
-    \$63 [0] = issue;
+    \$69 [28:1] = meta[28:1];
+    \$69 [0] = issue;
     if (issue) begin
-      \$63 [3:1] = group;
-      \$63 [10:4] = base;
-      \$63 [11] = \$43 ;
-      \$63 [12] = last_slot;
-      \$63 [13] = \$44 ;
-      \$63 [14] = seq_first;
-      \$63 [15] = seq_end;
-      \$63 [16] = \$45 ;
+      \$69 [3:1] = group;
+      \$69 [10:4] = base;
+      \$69 [11] = \$47 ;
+      \$69 [12] = \$48 ;
+      \$69 [13] = \$49 ;
+      \$69 [14] = seq_first;
+      \$69 [15] = seq_end;
+      \$69 [16] = \$50 ;
     end
     if (rst) begin
-      \$63  = 29'h00000000;
+      \$69  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = drain;
-    if (\$33 ) begin
-      if (\$34 ) begin
-        \$64  = \$36 [2:0];
+    \$70  = drain;
+    if (\$37 ) begin
+      if (\$38 ) begin
+        \$70  = \$40 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$64  = 3'h0;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$70  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$64  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = busy;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$65  = 1'h1;
+    \$71  = busy;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$71  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$65  = 1'h0;
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$71  = 1'h0;
         end
-      end
-    end
-    if (rst) begin
-      \$65  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = n_items;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$66  = \$37 ;
-      end
-    end
-    if (rst) begin
-      \$66  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = group;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$67  = 3'h0;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$67  = \$46 [2:0];
-      end
-    end
-    if (rst) begin
-      \$67  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = base;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$68  = 7'h00;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$68  = \$47 [6:0];
-      end
-    end
-    if (rst) begin
-      \$68  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = slot;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$69  = 4'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$69  = 4'h0;
-      end else begin
-        \$69  = \$51 [3:0];
-      end
-    end
-    if (rst) begin
-      \$69  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = seq_first;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$70  = \$38 ;
-      end
-    end
-    if (rst) begin
-      \$70  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = seq_end;
-    if (\$33 ) begin
-      if (\$34 ) begin
-      end else if (\$35 ) begin
-        \$71  = \$39 ;
       end
     end
     if (rst) begin
@@ -3647,56 +3563,152 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$33 ) begin
-    end else begin
-      \$72  = \$40 [31:0];
-    end
-    if (rst) begin
-      \$72  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$33 ) begin
-    end else begin
-      if (\$41 ) begin
-        \$73  = \$42 [31:0];
+    \$72  = n_items;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$72  = \$41 ;
       end
     end
     if (rst) begin
-      \$73  = 32'd0;
+      \$72  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = rbank;
+    \$73  = group;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$73  = 3'h0;
+      end
+    end
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$74  = \$49 ;
+      if (\$51 ) begin
+        \$73  = \$52 [2:0];
+      end
+    end
+    if (rst) begin
+      \$73  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = base;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$74  = 7'h00;
+      end
+    end
+    if (issue) begin
+      if (\$51 ) begin
+        \$74  = \$53 [6:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$75  = slot;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$75  = 4'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$51 ) begin
+        \$75  = 4'h0;
+      end else if (1'h1) begin
+        \$75  = \$57 [3:0];
+      end
+    end
+    if (rst) begin
+      \$75  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$76  = seq_first;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$76  = \$42 ;
+      end
+    end
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$77  = seq_end;
+    if (\$37 ) begin
+      if (\$38 ) begin
+      end else if (\$39 ) begin
+        \$77  = \$43 ;
+      end
+    end
+    if (rst) begin
+      \$77  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$37 ) begin
+    end else begin
+      \$78  = \$44 [31:0];
+    end
+    if (rst) begin
+      \$78  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$37 ) begin
+    end else begin
+      if (\$45 ) begin
+        \$79  = \$46 [31:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$80  = rbank;
+    if (issue) begin
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$80  = \$55 ;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = layer0_steps;
+    \$81  = layer0_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$48 ) begin
-          \$75  = \$50 [31:0];
+      if (\$51 ) begin
+        if (\$54 ) begin
+          \$81  = \$56 [31:0];
         end
       end
     end
     if (rst) begin
-      \$75  = 32'd0;
+      \$81  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -3726,8 +3738,8 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \meta.empty  = meta[16];
   assign \meta.index  = meta[20:17];
   assign \meta.value  = meta[28:21];
-  assign \slot$21 [28:21] = \$18 ;
-  assign \slot$21 [20:17] = \$17 ;
+  assign \slot$21 [28:21] = \$22 ;
+  assign \slot$21 [20:17] = \$21 ;
   assign \slot$21 [16] = meta[16];
   assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
@@ -3739,66 +3751,80 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
-  assign \$21  = wr__en;
+  assign \$12  = 1'h0;
+  assign \$13  = \$11 ;
+  assign starting = \$16 ;
+  assign \$20  = \$19 ;
+  assign \$25  = wr__en;
+  assign \$48  = last_slot;
+  assign \$51  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [15:0] \$1 ;
-  wire [15:0] \$10 ;
+  wire \$10 ;
   wire [18:0] \$11 ;
   wire [19:0] \$12 ;
   wire [15:0] \$13 ;
-  wire [18:0] \$14 ;
-  wire [19:0] \$15 ;
-  wire [15:0] \$16 ;
-  wire [18:0] \$17 ;
-  wire [19:0] \$18 ;
-  wire [15:0] \$19 ;
-  wire [18:0] \$2 ;
-  wire [18:0] \$20 ;
-  wire [19:0] \$21 ;
-  wire [15:0] \$22 ;
+  wire \$14 ;
+  wire [18:0] \$15 ;
+  wire [19:0] \$16 ;
+  wire [15:0] \$17 ;
+  wire \$18 ;
+  wire [18:0] \$19 ;
+  wire \$2 ;
+  wire [19:0] \$20 ;
+  wire [15:0] \$21 ;
+  wire \$22 ;
   wire [18:0] \$23 ;
   wire [19:0] \$24 ;
-  reg \$25 ;
-  reg \$26 ;
-  reg \$27 ;
-  reg \$28 ;
-  reg [7:0] \$29 ;
-  wire [19:0] \$3 ;
-  reg [7:0] \$30 ;
-  reg [15:0] \$31 ;
-  reg [18:0] \$32 ;
-  reg [151:0] \$33 ;
-  reg [7:0] \$34 ;
-  reg [15:0] \$35 ;
-  reg [18:0] \$36 ;
+  wire [15:0] \$25 ;
+  wire \$26 ;
+  wire [18:0] \$27 ;
+  wire [19:0] \$28 ;
+  wire [15:0] \$29 ;
+  wire [18:0] \$3 ;
+  wire \$30 ;
+  wire [18:0] \$31 ;
+  wire [19:0] \$32 ;
+  reg \$33 ;
+  reg \$34 ;
+  reg \$35 ;
+  reg \$36 ;
   reg [7:0] \$37 ;
-  reg [15:0] \$38 ;
-  reg [18:0] \$39 ;
-  wire [15:0] \$4 ;
-  reg [7:0] \$40 ;
-  reg [15:0] \$41 ;
-  reg [18:0] \$42 ;
-  reg [7:0] \$43 ;
-  reg [15:0] \$44 ;
-  reg [18:0] \$45 ;
-  reg [7:0] \$46 ;
-  reg [15:0] \$47 ;
-  reg [18:0] \$48 ;
-  reg [7:0] \$49 ;
-  wire [18:0] \$5 ;
-  reg [15:0] \$50 ;
-  reg [18:0] \$51 ;
-  reg [7:0] \$52 ;
-  reg [15:0] \$53 ;
-  reg [18:0] \$54 ;
-  wire [19:0] \$6 ;
-  wire [15:0] \$7 ;
-  wire [18:0] \$8 ;
-  wire [19:0] \$9 ;
+  reg [7:0] \$38 ;
+  reg [15:0] \$39 ;
+  wire [19:0] \$4 ;
+  reg [18:0] \$40 ;
+  reg [151:0] \$41 ;
+  reg [7:0] \$42 ;
+  reg [15:0] \$43 ;
+  reg [18:0] \$44 ;
+  reg [7:0] \$45 ;
+  reg [15:0] \$46 ;
+  reg [18:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [15:0] \$49 ;
+  wire [15:0] \$5 ;
+  reg [18:0] \$50 ;
+  reg [7:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [18:0] \$53 ;
+  reg [7:0] \$54 ;
+  reg [15:0] \$55 ;
+  reg [18:0] \$56 ;
+  reg [7:0] \$57 ;
+  reg [15:0] \$58 ;
+  reg [18:0] \$59 ;
+  wire \$6 ;
+  reg [7:0] \$60 ;
+  reg [15:0] \$61 ;
+  reg [18:0] \$62 ;
+  wire [18:0] \$7 ;
+  wire [19:0] \$8 ;
+  wire [15:0] \$9 ;
   output [151:0] acc;
   reg [151:0] acc = 152'h00000000000000000000000000000000000000;
   wire [18:0] \acc[0] ;
@@ -3869,307 +3895,321 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    product_1 <= \$35 ;
+    first_0 <= \$35 ;
   always @(posedge clk)
-    seed_1 <= \$36 ;
+    first_1 <= \$36 ;
   always @(posedge clk)
-    weight_2 <= \$37 ;
+    value_r <= \$37 ;
   always @(posedge clk)
-    product_2 <= \$38 ;
+    weight_0 <= \$38 ;
   always @(posedge clk)
-    seed_2 <= \$39 ;
+    product_0 <= \$39 ;
   always @(posedge clk)
-    weight_3 <= \$40 ;
+    seed_0 <= \$40 ;
   always @(posedge clk)
-    product_3 <= \$41 ;
+    acc <= \$41 ;
   always @(posedge clk)
-    seed_3 <= \$42 ;
+    weight_1 <= \$42 ;
   always @(posedge clk)
-    weight_4 <= \$43 ;
+    product_1 <= \$43 ;
   always @(posedge clk)
-    product_4 <= \$44 ;
+    seed_1 <= \$44 ;
   always @(posedge clk)
-    seed_4 <= \$45 ;
+    weight_2 <= \$45 ;
   always @(posedge clk)
-    weight_5 <= \$46 ;
+    product_2 <= \$46 ;
   always @(posedge clk)
-    product_5 <= \$47 ;
+    seed_2 <= \$47 ;
   always @(posedge clk)
-    seed_5 <= \$48 ;
+    weight_3 <= \$48 ;
   always @(posedge clk)
-    weight_6 <= \$49 ;
+    product_3 <= \$49 ;
   always @(posedge clk)
-    product_6 <= \$50 ;
+    seed_3 <= \$50 ;
   always @(posedge clk)
-    seed_6 <= \$51 ;
+    weight_4 <= \$51 ;
   always @(posedge clk)
-    weight_7 <= \$52 ;
+    product_4 <= \$52 ;
   always @(posedge clk)
-    product_7 <= \$53 ;
+    seed_4 <= \$53 ;
   always @(posedge clk)
-    seed_7 <= \$54 ;
+    weight_5 <= \$54 ;
+  always @(posedge clk)
+    product_5 <= \$55 ;
+  always @(posedge clk)
+    seed_5 <= \$56 ;
+  always @(posedge clk)
+    weight_6 <= \$57 ;
+  always @(posedge clk)
+    product_6 <= \$58 ;
+  always @(posedge clk)
+    seed_6 <= \$59 ;
+  always @(posedge clk)
+    weight_7 <= \$60 ;
+  always @(posedge clk)
+    product_7 <= \$61 ;
+  always @(posedge clk)
+    seed_7 <= \$62 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[18:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[37:19];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
-  assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2 : acc[56:38];
-  assign \$9  = $signed(\$8 ) + $signed(product_2);
-  assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3 : acc[75:57];
-  assign \$12  = $signed(\$11 ) + $signed(product_3);
-  assign \$13  = $signed(weight_4) * $signed(value_r);
-  assign \$14  = first_1 ? seed_4 : acc[94:76];
-  assign \$15  = $signed(\$14 ) + $signed(product_4);
-  assign \$16  = $signed(weight_5) * $signed(value_r);
-  assign \$17  = first_1 ? seed_5 : acc[113:95];
-  assign \$18  = $signed(\$17 ) + $signed(product_5);
-  assign \$19  = $signed(weight_6) * $signed(value_r);
-  assign \$20  = first_1 ? seed_6 : acc[132:114];
-  assign \$21  = $signed(\$20 ) + $signed(product_6);
-  assign \$22  = $signed(weight_7) * $signed(value_r);
-  assign \$23  = first_1 ? seed_7 : acc[151:133];
-  assign \$24  = $signed(\$23 ) + $signed(product_7);
+  assign \$3  = first_1 ? seed_0 : acc[18:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[37:19];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
+  assign \$9  = $signed(weight_2) * $signed(value_r);
+  assign \$11  = first_1 ? seed_2 : acc[56:38];
+  assign \$12  = $signed(\$11 ) + $signed(product_2);
+  assign \$13  = $signed(weight_3) * $signed(value_r);
+  assign \$15  = first_1 ? seed_3 : acc[75:57];
+  assign \$16  = $signed(\$15 ) + $signed(product_3);
+  assign \$17  = $signed(weight_4) * $signed(value_r);
+  assign \$19  = first_1 ? seed_4 : acc[94:76];
+  assign \$20  = $signed(\$19 ) + $signed(product_4);
+  assign \$21  = $signed(weight_5) * $signed(value_r);
+  assign \$23  = first_1 ? seed_5 : acc[113:95];
+  assign \$24  = $signed(\$23 ) + $signed(product_5);
+  assign \$25  = $signed(weight_6) * $signed(value_r);
+  assign \$27  = first_1 ? seed_6 : acc[132:114];
+  assign \$28  = $signed(\$27 ) + $signed(product_6);
+  assign \$29  = $signed(weight_7) * $signed(value_r);
+  assign \$31  = first_1 ? seed_7 : acc[151:133];
+  assign \$32  = $signed(\$31 ) + $signed(product_7);
   always @(posedge clk)
-    valid_0 <= \$25 ;
+    valid_0 <= \$33 ;
   always @(posedge clk)
-    valid_1 <= \$26 ;
-  always @(posedge clk)
-    first_0 <= \$27 ;
-  always @(posedge clk)
-    first_1 <= \$28 ;
-  always @(posedge clk)
-    value_r <= \$29 ;
-  always @(posedge clk)
-    weight_0 <= \$30 ;
-  always @(posedge clk)
-    product_0 <= \$31 ;
-  always @(posedge clk)
-    seed_0 <= \$32 ;
-  always @(posedge clk)
-    acc <= \$33 ;
-  always @(posedge clk)
-    weight_1 <= \$34 ;
+    valid_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = seeds[37:19];
+    \$36  = first_0;
     if (rst) begin
-      \$36  = 19'h00000;
+      \$36  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = weights[23:16];
+    \$37  = value;
     if (rst) begin
       \$37  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = \$7 ;
+    \$38  = weights[7:0];
     if (rst) begin
-      \$38  = 16'h0000;
+      \$38  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = seeds[56:38];
+    \$39  = \$1 ;
     if (rst) begin
-      \$39  = 19'h00000;
+      \$39  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = weights[31:24];
+    \$40  = seeds[18:0];
     if (rst) begin
-      \$40  = 8'h00;
+      \$40  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = \$10 ;
+    \$41  = acc;
+    if (\$2 ) begin
+      \$41 [18:0] = \$4 [18:0];
+    end
+    if (\$6 ) begin
+      \$41 [37:19] = \$8 [18:0];
+    end
+    if (\$10 ) begin
+      \$41 [56:38] = \$12 [18:0];
+    end
+    if (\$14 ) begin
+      \$41 [75:57] = \$16 [18:0];
+    end
+    if (\$18 ) begin
+      \$41 [94:76] = \$20 [18:0];
+    end
+    if (\$22 ) begin
+      \$41 [113:95] = \$24 [18:0];
+    end
+    if (\$26 ) begin
+      \$41 [132:114] = \$28 [18:0];
+    end
+    if (\$30 ) begin
+      \$41 [151:133] = \$32 [18:0];
+    end
     if (rst) begin
-      \$41  = 16'h0000;
+      \$41  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = seeds[75:57];
+    \$42  = weights[15:8];
     if (rst) begin
-      \$42  = 19'h00000;
+      \$42  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = weights[39:32];
+    \$43  = \$5 ;
     if (rst) begin
-      \$43  = 8'h00;
+      \$43  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = \$13 ;
+    \$44  = seeds[37:19];
     if (rst) begin
-      \$44  = 16'h0000;
+      \$44  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = seeds[94:76];
+    \$45  = weights[23:16];
     if (rst) begin
-      \$45  = 19'h00000;
+      \$45  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = weights[47:40];
+    \$46  = \$9 ;
     if (rst) begin
-      \$46  = 8'h00;
+      \$46  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = \$16 ;
+    \$47  = seeds[56:38];
     if (rst) begin
-      \$47  = 16'h0000;
+      \$47  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = seeds[113:95];
+    \$48  = weights[31:24];
     if (rst) begin
-      \$48  = 19'h00000;
+      \$48  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = weights[55:48];
+    \$49  = \$13 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$49  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = \$19 ;
+    \$50  = seeds[75:57];
     if (rst) begin
-      \$50  = 16'h0000;
+      \$50  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = seeds[132:114];
+    \$51  = weights[39:32];
     if (rst) begin
-      \$51  = 19'h00000;
+      \$51  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = weights[63:56];
+    \$52  = \$17 ;
     if (rst) begin
-      \$52  = 8'h00;
+      \$52  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = \$22 ;
+    \$53  = seeds[94:76];
     if (rst) begin
-      \$53  = 16'h0000;
+      \$53  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = seeds[151:133];
+    \$54  = weights[47:40];
     if (rst) begin
-      \$54  = 19'h00000;
+      \$54  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$25  = valid;
+    \$55  = \$21 ;
     if (rst) begin
-      \$25  = 1'h0;
+      \$55  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$26  = valid_0;
+    \$56  = seeds[113:95];
     if (rst) begin
-      \$26  = 1'h0;
+      \$56  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$27  = first;
+    \$57  = weights[55:48];
     if (rst) begin
-      \$27  = 1'h0;
+      \$57  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$28  = first_0;
+    \$58  = \$25 ;
     if (rst) begin
-      \$28  = 1'h0;
+      \$58  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$29  = value;
+    \$59  = seeds[132:114];
     if (rst) begin
-      \$29  = 8'h00;
+      \$59  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$30  = weights[7:0];
+    \$60  = weights[63:56];
     if (rst) begin
-      \$30  = 8'h00;
+      \$60  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$31  = \$1 ;
+    \$61  = \$29 ;
     if (rst) begin
-      \$31  = 16'h0000;
+      \$61  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = seeds[18:0];
+    \$62  = seeds[151:133];
     if (rst) begin
-      \$32  = 19'h00000;
+      \$62  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = acc;
-    if (valid_1) begin
-      \$33 [18:0] = \$3 [18:0];
-      \$33 [37:19] = \$6 [18:0];
-      \$33 [56:38] = \$9 [18:0];
-      \$33 [75:57] = \$12 [18:0];
-      \$33 [94:76] = \$15 [18:0];
-      \$33 [113:95] = \$18 [18:0];
-      \$33 [132:114] = \$21 [18:0];
-      \$33 [151:133] = \$24 [18:0];
-    end
+    \$33  = valid;
     if (rst) begin
-      \$33  = 152'h00000000000000000000000000000000000000;
+      \$33  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = weights[15:8];
+    \$34  = valid_0;
     if (rst) begin
-      \$34  = 8'h00;
+      \$34  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$35  = \$4 ;
+    \$35  = first;
     if (rst) begin
-      \$35  = 16'h0000;
+      \$35  = 1'h0;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -4196,6 +4236,14 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   assign \acc[5]  = acc[113:95];
   assign \acc[6]  = acc[132:114];
   assign \acc[7]  = acc[151:133];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
+  assign \$10  = valid_1;
+  assign \$14  = valid_1;
+  assign \$18  = valid_1;
+  assign \$22  = valid_1;
+  assign \$26  = valid_1;
+  assign \$30  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5495,38 +5543,41 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [1:0] \$11 ;
-  wire [32:0] \$12 ;
-  wire \$13 ;
-  wire [1:0] \$14 ;
-  wire [32:0] \$15 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [1:0] \$13 ;
+  wire [32:0] \$14 ;
+  wire \$15 ;
   wire [1:0] \$16 ;
   wire [32:0] \$17 ;
-  wire \$18 ;
-  wire [1:0] \$19 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [1:0] \$21 ;
+  wire [32:0] \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
-  wire [3:0] \$27 ;
-  wire [32:0] \$28 ;
-  reg [36:0] \$29 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [2:0] \$29 ;
   wire [7:0] \$3 ;
-  reg [31:0] \$30 ;
-  reg [31:0] \$31 ;
-  reg [31:0] \$32 ;
+  wire [3:0] \$30 ;
+  wire [32:0] \$31 ;
+  reg [36:0] \$32 ;
   reg [31:0] \$33 ;
-  reg [36:0] \$34 ;
-  reg \$35 ;
+  reg [31:0] \$34 ;
+  reg [31:0] \$35 ;
   reg [31:0] \$36 ;
   reg [36:0] \$37 ;
-  reg [36:0] \$38 ;
-  reg [36:0] \$39 ;
+  reg \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
+  reg [36:0] \$40 ;
+  reg [36:0] \$41 ;
+  reg [36:0] \$42 ;
   wire \$5 ;
   wire [7:0] \$6 ;
   wire [7:0] \$7 ;
@@ -5840,7 +5891,13 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    \slot$45  <= \$39 ;
+    readout_macs <= \$39 ;
+  always @(posedge clk)
+    slot_c2a <= \$40 ;
+  always @(posedge clk)
+    slot_c2b <= \$41 ;
+  always @(posedge clk)
+    \slot$45  <= \$42 ;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[12:10];
@@ -5850,46 +5907,40 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[9:3] + slot_c1[20:16];
   assign \$8  = ~ slot_c1[15];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c2[0] & slot_c2[10];
+  assign \$11  = slot_c2[0] & slot_c2[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$29 ;
-  assign \$11  = 1'h0 + port__en;
-  assign \$12  = readout_weights_reads + \$11 ;
-  assign \$13  = | \$3 [3:0];
-  assign \$14  = 1'h0 + \$13 ;
-  assign \$15  = readout_weights_writes + \$14 ;
-  assign \$16  = 1'h0 + \port__en$16 ;
-  assign \$17  = readout_bias_reads + \$16 ;
-  assign \$18  = | \$6 [3:0];
-  assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = readout_bias_writes + \$19 ;
-  assign \$21  = ~ slot_c2[15];
-  assign \$22  = slot_c2[0] & \$21 ;
-  assign \$23  = | slot_c2[36:21];
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = slot_c2[2:1] == 2'h2;
-  assign \$26  = \$25  ? 3'h3 : 3'h4;
-  assign \$27  = \$26  * 1'h1;
-  assign \$28  = readout_macs + \$27 ;
+  assign \$13  = 1'h0 + port__en;
+  assign \$14  = readout_weights_reads + \$13 ;
+  assign \$15  = | \$3 [3:0];
+  assign \$16  = 1'h0 + \$15 ;
+  assign \$17  = readout_weights_writes + \$16 ;
+  assign \$18  = 1'h0 + \port__en$16 ;
+  assign \$19  = readout_bias_reads + \$18 ;
+  assign \$20  = | \$6 [3:0];
+  assign \$21  = 1'h0 + \$20 ;
+  assign \$22  = readout_bias_writes + \$21 ;
+  assign \$23  = ~ slot_c2[15];
+  assign \$24  = slot_c2[0] & \$23 ;
+  assign \$25  = | slot_c2[36:21];
+  assign \$26  = \$24  & \$25 ;
+  assign \$28  = slot_c2[2:1] == 2'h2;
+  assign \$29  = \$28  ? 3'h3 : 3'h4;
+  assign \$30  = \$29  * 1'h1;
+  assign \$31  = readout_macs + \$30 ;
   always @(posedge clk)
-    slot_c1 <= \$29 ;
+    slot_c1 <= \$32 ;
   always @(posedge clk)
-    readout_weights_reads <= \$30 ;
+    readout_weights_reads <= \$33 ;
   always @(posedge clk)
-    readout_weights_writes <= \$31 ;
+    readout_weights_writes <= \$34 ;
   always @(posedge clk)
-    readout_bias_reads <= \$32 ;
+    readout_bias_reads <= \$35 ;
   always @(posedge clk)
-    readout_bias_writes <= \$33 ;
+    readout_bias_writes <= \$36 ;
   always @(posedge clk)
-    slot_c2 <= \$34 ;
+    slot_c2 <= \$37 ;
   always @(posedge clk)
-    use_acc2a <= \$35 ;
-  always @(posedge clk)
-    readout_macs <= \$36 ;
-  always @(posedge clk)
-    slot_c2a <= \$37 ;
-  always @(posedge clk)
-    slot_c2b <= \$38 ;
+    use_acc2a <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5918,96 +5969,96 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = slot_c2b;
+    \$39  = readout_macs;
+    if (\$27 ) begin
+      \$39  = \$31 [31:0];
+    end
     if (rst) begin
-      \$39  = 37'h0000000000;
+      \$39  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$40  = slot_c2;
+    if (rst) begin
+      \$40  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$41  = slot_c2a;
+    if (rst) begin
+      \$41  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$42  = slot_c2b;
+    if (rst) begin
+      \$42  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
-    if (\$9 ) begin
+    if (\$10 ) begin
       port__en = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$10 ) begin
+    if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$29  = slot;
+    \$32  = slot;
     if (rst) begin
-      \$29  = 37'h0000000000;
+      \$32  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$30  = \$12 [31:0];
-    if (rst) begin
-      \$30  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$31  = \$15 [31:0];
-    if (rst) begin
-      \$31  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$32  = \$17 [31:0];
-    if (rst) begin
-      \$32  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = \$20 [31:0];
+    \$33  = \$14 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = slot_c1;
+    \$34  = \$17 [31:0];
     if (rst) begin
-      \$34  = 37'h0000000000;
+      \$34  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = 1'h0;
+    \$35  = \$19 [31:0];
     if (rst) begin
-      \$35  = 1'h0;
+      \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = readout_macs;
-    if (\$24 ) begin
-      \$36  = \$28 [31:0];
-    end
+    \$36  = \$22 [31:0];
     if (rst) begin
       \$36  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = slot_c2;
+    \$37  = slot_c1;
     if (rst) begin
       \$37  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = slot_c2a;
+    \$38  = 1'h0;
     if (rst) begin
-      \$38  = 37'h0000000000;
+      \$38  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6132,6 +6183,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign port__data[23:16] = config__payload[20:13];
   assign port__data[15:8] = config__payload[20:13];
   assign port__data[7:0] = config__payload[20:13];
+  assign \$10  = \$9 ;
+  assign \$12  = \$11 ;
+  assign \$27  = \$26 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6143,75 +6197,81 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
-  wire [6:0] \$16 ;
+  wire \$15 ;
+  wire \$16 ;
   wire \$17 ;
-  wire [4:0] \$18 ;
-  wire [15:0] \$19 ;
+  wire [5:0] \$18 ;
+  wire [6:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire [4:0] \$22 ;
+  wire [15:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
   wire \$26 ;
-  wire \$27 ;
-  wire [6:0] \$28 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [32:0] \$31 ;
+  wire \$31 ;
   wire [6:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [3:0] \$37 ;
-  reg [5:0] \$38 ;
+  wire [32:0] \$35 ;
+  wire [6:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
   wire \$40 ;
-  wire [32:0] \$41 ;
-  wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [3:0] \$41 ;
+  reg [5:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
+  wire [32:0] \$45 ;
   wire \$46 ;
-  wire [2:0] \$47 ;
-  wire [7:0] \$48 ;
+  wire [32:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire [6:0] \$5 ;
   wire \$50 ;
-  wire [32:0] \$51 ;
-  wire [6:0] \$52 ;
-  reg [31:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [5:0] \$55 ;
-  reg [31:0] \$56 ;
-  reg [1:0] \$57 ;
-  reg [5:0] \$58 ;
-  reg [5:0] \$59 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire [2:0] \$53 ;
+  wire [7:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [32:0] \$57 ;
+  wire [6:0] \$58 ;
+  reg [31:0] \$59 ;
   wire [22:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg [1:0] \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [36:0] \$64 ;
-  reg [2:0] \$65 ;
-  reg \$66 ;
-  reg [5:0] \$67 ;
-  reg [1:0] \$68 ;
-  reg [6:0] \$69 ;
+  reg [31:0] \$60 ;
+  reg [5:0] \$61 ;
+  reg [31:0] \$62 ;
+  reg [1:0] \$63 ;
+  reg [5:0] \$64 ;
+  reg [5:0] \$65 ;
+  reg [1:0] \$66 ;
+  reg [1:0] \$67 ;
+  reg \$68 ;
+  reg \$69 ;
   wire [22:0] \$7 ;
-  reg [5:0] \$70 ;
-  reg \$71 ;
+  reg [36:0] \$70 ;
+  reg [2:0] \$71 ;
   reg \$72 ;
-  reg [31:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [31:0] \$76 ;
+  reg [5:0] \$73 ;
+  reg [1:0] \$74 ;
+  reg [6:0] \$75 ;
+  reg [5:0] \$76 ;
+  reg \$77 ;
+  reg \$78 ;
+  reg [31:0] \$79 ;
   wire \$8 ;
+  reg [31:0] \$80 ;
+  reg \$81 ;
+  reg [31:0] \$82 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -6373,87 +6433,94 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$18  = meta[15] ? 5'h00 : rd__data[4:0];
-  assign \$19  = meta[15] ? 16'h0000 : rd__data[20:5];
-  assign \$20  = 1'h0 + rd__en;
-  assign \$21  = readout_items_reads + \$20 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = readout_items_writes + \$23 ;
-  assign \$25  = \$signal  >> wbank;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = items__valid & \$26 ;
-  assign \$28  = wcount + 1'h1;
-  assign \$29  = ~ stored;
-  assign \$30  = nonzero & \$29 ;
-  assign \$31  = readout_item_overflows + 1'h1;
-  assign \$32  = wcount + stored;
-  assign \$33  = ~ wbank;
-  assign \$34  = ~ busy;
-  assign \$35  = | drain;
-  assign \$36  = \$signal  >> rbank;
-  assign \$37  = drain - 1'h1;
-  assign \$39  = \$signal$31  >> rbank;
-  assign \$40  = \$signal$33  >> rbank;
-  assign \$41  = readout_busy_cycles + 1'h1;
-  assign \$42  = ~ issue;
-  assign \$43  = readout_stall_cycles + 1'h1;
-  assign \$44  = ! slot;
-  assign \$45  = group == 2'h2;
-  assign \$46  = ! n_items;
-  assign \$47  = group + 1'h1;
-  assign \$48  = base + 6'h20;
-  assign \$49  = group == 2'h2;
-  assign \$50  = ~ rbank;
-  assign \$51  = readout_steps + 1'h1;
-  assign \$52  = slot + 1'h1;
+  assign \$15  = \$14  | credit;
+  assign issue = busy & \$15 ;
+  assign \$16  = ! slot;
+  assign \$17  = issue & \$16 ;
+  assign \$18  = rbank ? 6'h20 : 6'h00;
+  assign \$19  = \$18  + slot;
+  assign \$20  = | n_items;
+  assign \$22  = meta[15] ? 5'h00 : rd__data[4:0];
+  assign \$23  = meta[15] ? 16'h0000 : rd__data[20:5];
+  assign \$24  = 1'h0 + rd__en;
+  assign \$25  = readout_items_reads + \$24 ;
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = readout_items_writes + \$27 ;
+  assign \$29  = \$signal  >> wbank;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = items__valid & \$30 ;
+  assign \$32  = wcount + 1'h1;
+  assign \$33  = ~ stored;
+  assign \$34  = nonzero & \$33 ;
+  assign \$35  = readout_item_overflows + 1'h1;
+  assign \$36  = wcount + stored;
+  assign \$37  = ~ wbank;
+  assign \$38  = ~ busy;
+  assign \$39  = | drain;
+  assign \$40  = \$signal  >> rbank;
+  assign \$41  = drain - 1'h1;
+  assign \$43  = \$signal$31  >> rbank;
+  assign \$44  = \$signal$33  >> rbank;
+  assign \$45  = readout_busy_cycles + 1'h1;
+  assign \$46  = ~ issue;
+  assign \$47  = readout_stall_cycles + 1'h1;
+  assign \$48  = ! slot;
+  assign \$50  = group == 2'h2;
+  assign \$51  = ! n_items;
+  assign \$53  = group + 1'h1;
+  assign \$54  = base + 6'h20;
+  assign \$55  = group == 2'h2;
+  assign \$56  = ~ rbank;
+  assign \$57  = readout_steps + 1'h1;
+  assign \$58  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$53 ;
+    readout_items_reads <= \$59 ;
   always @(posedge clk)
-    readout_items_writes <= \$54 ;
+    readout_items_writes <= \$60 ;
   always @(posedge clk)
-    wcount <= \$55 ;
+    wcount <= \$61 ;
   always @(posedge clk)
-    readout_item_overflows <= \$56 ;
+    readout_item_overflows <= \$62 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$63 ;
   always @(posedge clk)
-    bank0_count <= \$58 ;
+    bank0_count <= \$64 ;
   always @(posedge clk)
-    bank1_count <= \$59 ;
+    bank1_count <= \$65 ;
   always @(posedge clk)
-    \$signal$31  <= \$60 ;
+    \$signal$31  <= \$66 ;
   always @(posedge clk)
-    \$signal$33  <= \$61 ;
+    \$signal$33  <= \$67 ;
   always @(posedge clk)
-    next_first <= \$62 ;
+    next_first <= \$68 ;
   always @(posedge clk)
-    wbank <= \$63 ;
+    wbank <= \$69 ;
   always @(posedge clk)
-    meta <= \$64 ;
+    meta <= \$70 ;
   always @(posedge clk)
-    drain <= \$65 ;
+    drain <= \$71 ;
   always @(posedge clk)
-    busy <= \$66 ;
+    busy <= \$72 ;
   always @(posedge clk)
-    n_items <= \$67 ;
+    n_items <= \$73 ;
   always @(posedge clk)
-    group <= \$68 ;
+    group <= \$74 ;
   always @(posedge clk)
-    base <= \$69 ;
+    base <= \$75 ;
   always @(posedge clk)
-    slot <= \$70 ;
+    slot <= \$76 ;
   always @(posedge clk)
-    seq_first <= \$71 ;
+    seq_first <= \$77 ;
   always @(posedge clk)
-    seq_end <= \$72 ;
+    seq_end <= \$78 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$73 ;
+    readout_busy_cycles <= \$79 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$74 ;
+    readout_stall_cycles <= \$80 ;
   always @(posedge clk)
-    rbank <= \$75 ;
+    rbank <= \$81 ;
   always @(posedge clk)
-    readout_steps <= \$76 ;
+    readout_steps <= \$82 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[20:5];
@@ -6468,28 +6535,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
   assign \$12  = | slot;
-  assign \$13  = \$12  | credit;
-  assign issue = busy & \$13 ;
-  assign \$14  = ! slot;
-  assign starting = issue & \$14 ;
-  assign \$15  = rbank ? 6'h20 : 6'h00;
-  assign \$16  = \$15  + slot;
-  assign \$17  = | n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$38  = bank0_count;
+          \$42  = bank0_count;
       1'h1:
-          \$38  = bank1_count;
+          \$42  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$17 ;
+      rd__en = \$21 ;
     end
   end
   always @* begin
@@ -6505,321 +6565,225 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 6'h00;
     if (issue) begin
-      rd__addr = \$16 [5:0];
+      rd__addr = \$19 [5:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$53  = \$21 [31:0];
+    \$59  = \$25 [31:0];
     if (rst) begin
-      \$53  = 32'd0;
+      \$59  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$54  = \$24 [31:0];
+    \$60  = \$28 [31:0];
     if (rst) begin
-      \$54  = 32'd0;
+      \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$55  = wcount;
-    if (\$27 ) begin
+    \$61  = wcount;
+    if (\$31 ) begin
       if (stored) begin
-        \$55  = \$28 [5:0];
+        \$61  = \$32 [5:0];
       end
       if (items__payload[21]) begin
-        \$55  = 6'h00;
+        \$61  = 6'h00;
       end
     end
     if (rst) begin
-      \$55  = 6'h00;
+      \$61  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$56  = readout_item_overflows;
-    if (\$27 ) begin
-      if (\$30 ) begin
-        \$56  = \$31 [31:0];
+    \$62  = readout_item_overflows;
+    if (\$31 ) begin
+      if (\$34 ) begin
+        \$62  = \$35 [31:0];
       end
     end
     if (rst) begin
-      \$56  = 32'd0;
+      \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$57  = \$signal ;
-    if (\$27 ) begin
+    \$63  = \$signal ;
+    if (\$31 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$57 [0] = 1'h1;
+              \$63 [0] = 1'h1;
           1'h1:
-              \$57 [1] = 1'h1;
+              \$63 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
+      if (\$52 ) begin
+        if (\$55 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$57 [0] = 1'h0;
+                \$63 [0] = 1'h0;
             1'h1:
-                \$57 [1] = 1'h0;
+                \$63 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$57  = 2'h0;
+      \$63  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$58  = bank0_count;
-    if (\$27 ) begin
+    \$64  = bank0_count;
+    if (\$31 ) begin
       if (items__payload[21]) begin
         casez (wbank)
           1'h0:
-              \$58  = \$32 [5:0];
+              \$64  = \$36 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$58  = 6'h00;
+      \$64  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$59  = bank1_count;
-    if (\$27 ) begin
+    \$65  = bank1_count;
+    if (\$31 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$59  = \$32 [5:0];
+              \$65  = \$36 [5:0];
         endcase
       end
     end
     if (rst) begin
-      \$59  = 6'h00;
+      \$65  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = \$signal$31 ;
-    if (\$27 ) begin
+    \$66  = \$signal$31 ;
+    if (\$31 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$60 [0] = next_first;
+              \$66 [0] = next_first;
           1'h1:
-              \$60 [1] = next_first;
+              \$66 [1] = next_first;
         endcase
       end
     end
     if (rst) begin
-      \$60  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = \$signal$33 ;
-    if (\$27 ) begin
+    \$67  = \$signal$33 ;
+    if (\$31 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$61 [0] = items__payload[22];
+              \$67 [0] = items__payload[22];
           1'h1:
-              \$61 [1] = items__payload[22];
+              \$67 [1] = items__payload[22];
         endcase
       end
     end
     if (rst) begin
-      \$61  = 2'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = next_first;
-    if (\$27 ) begin
+    \$68  = next_first;
+    if (\$31 ) begin
       if (items__payload[21]) begin
-        \$62  = items__payload[22];
+        \$68  = items__payload[22];
       end
     end
     if (rst) begin
-      \$62  = 1'h1;
+      \$68  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = wbank;
-    if (\$27 ) begin
+    \$69  = wbank;
+    if (\$31 ) begin
       if (items__payload[21]) begin
-        \$63  = \$33 ;
+        \$69  = \$37 ;
       end
     end
     if (rst) begin
-      \$63  = 1'h0;
+      \$69  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64 [36:1] = meta[36:1];
-    \$64 [0] = issue;
+    \$70 [36:1] = meta[36:1];
+    \$70 [0] = issue;
     if (issue) begin
-      \$64 [2:1] = group;
-      \$64 [9:3] = base;
-      \$64 [10] = \$44 ;
-      \$64 [11] = last_slot;
-      \$64 [12] = \$45 ;
-      \$64 [13] = seq_first;
-      \$64 [14] = seq_end;
-      \$64 [15] = \$46 ;
+      \$70 [2:1] = group;
+      \$70 [9:3] = base;
+      \$70 [10] = \$48 ;
+      \$70 [11] = \$49 ;
+      \$70 [12] = \$50 ;
+      \$70 [13] = seq_first;
+      \$70 [14] = seq_end;
+      \$70 [15] = \$51 ;
     end
     if (rst) begin
-      \$64  = 37'h0000000000;
+      \$70  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = drain;
-    if (\$34 ) begin
-      if (\$35 ) begin
-        \$65  = \$37 [2:0];
+    \$71  = drain;
+    if (\$38 ) begin
+      if (\$39 ) begin
+        \$71  = \$41 [2:0];
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$65  = 3'h0;
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$71  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 3'h0;
+      \$71  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = busy;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$66  = 1'h1;
+    \$72  = busy;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$72  = 1'h1;
       end
     end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$66  = 1'h0;
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$72  = 1'h0;
         end
-      end
-    end
-    if (rst) begin
-      \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = n_items;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$67  = \$38 ;
-      end
-    end
-    if (rst) begin
-      \$67  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = group;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$68  = 2'h0;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$68  = \$47 [1:0];
-      end
-    end
-    if (rst) begin
-      \$68  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = base;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$69  = 7'h00;
-      end
-    end
-    if (issue) begin
-      if (last_slot) begin
-        \$69  = \$48 [6:0];
-      end
-    end
-    if (rst) begin
-      \$69  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = slot;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$70  = 6'h00;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (last_slot) begin
-        \$70  = 6'h00;
-      end else begin
-        \$70  = \$52 [5:0];
-      end
-    end
-    if (rst) begin
-      \$70  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = seq_first;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$71  = \$39 ;
-      end
-    end
-    if (rst) begin
-      \$71  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = seq_end;
-    if (\$34 ) begin
-      if (\$35 ) begin
-      end else if (\$36 ) begin
-        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -6828,56 +6792,152 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$34 ) begin
-    end else begin
-      \$73  = \$41 [31:0];
-    end
-    if (rst) begin
-      \$73  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = readout_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$34 ) begin
-    end else begin
-      if (\$42 ) begin
-        \$74  = \$43 [31:0];
+    \$73  = n_items;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$73  = \$42 ;
       end
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$73  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = rbank;
+    \$74  = group;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$74  = 2'h0;
+      end
+    end
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$75  = \$50 ;
+      if (\$52 ) begin
+        \$74  = \$53 [1:0];
+      end
+    end
+    if (rst) begin
+      \$74  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$75  = base;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$75  = 7'h00;
+      end
+    end
+    if (issue) begin
+      if (\$52 ) begin
+        \$75  = \$54 [6:0];
+      end
+    end
+    if (rst) begin
+      \$75  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$76  = slot;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$76  = 6'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$52 ) begin
+        \$76  = 6'h00;
+      end else if (1'h1) begin
+        \$76  = \$58 [5:0];
+      end
+    end
+    if (rst) begin
+      \$76  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$77  = seq_first;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$77  = \$43 ;
+      end
+    end
+    if (rst) begin
+      \$77  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$78  = seq_end;
+    if (\$38 ) begin
+      if (\$39 ) begin
+      end else if (\$40 ) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$79  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$38 ) begin
+    end else begin
+      \$79  = \$45 [31:0];
+    end
+    if (rst) begin
+      \$79  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$80  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$38 ) begin
+    end else begin
+      if (\$46 ) begin
+        \$80  = \$47 [31:0];
+      end
+    end
+    if (rst) begin
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$81  = rbank;
+    if (issue) begin
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$81  = \$56 ;
         end
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = readout_steps;
+    \$82  = readout_steps;
     if (issue) begin
-      if (last_slot) begin
-        if (\$49 ) begin
-          \$76  = \$51 [31:0];
+      if (\$52 ) begin
+        if (\$55 ) begin
+          \$82  = \$57 [31:0];
         end
       end
     end
     if (rst) begin
-      \$76  = 32'd0;
+      \$82  = 32'd0;
     end
   end
   assign wr__addr = \$5 [5:0];
@@ -6908,8 +6968,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[15];
   assign \meta.index  = meta[20:16];
   assign \meta.value  = meta[36:21];
-  assign \slot$21 [36:21] = \$19 ;
-  assign \slot$21 [20:16] = \$18 ;
+  assign \slot$21 [36:21] = \$23 ;
+  assign \slot$21 [20:16] = \$22 ;
   assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
@@ -6921,42 +6981,52 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 2'h0, items__payload[20:5], 5'h00 };
-  assign \$22  = wr__en;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign starting = \$17 ;
+  assign \$21  = \$20 ;
+  assign \$26  = wr__en;
+  assign \$49  = last_slot;
+  assign \$52  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [23:0] \$1 ;
-  wire [23:0] \$10 ;
+  wire \$10 ;
   wire [28:0] \$11 ;
   wire [29:0] \$12 ;
-  reg \$13 ;
-  reg \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [15:0] \$17 ;
-  reg [7:0] \$18 ;
-  reg [23:0] \$19 ;
-  wire [28:0] \$2 ;
-  reg [28:0] \$20 ;
-  reg [115:0] \$21 ;
+  wire [23:0] \$13 ;
+  wire \$14 ;
+  wire [28:0] \$15 ;
+  wire [29:0] \$16 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
+  wire \$2 ;
+  reg \$20 ;
+  reg [15:0] \$21 ;
   reg [7:0] \$22 ;
   reg [23:0] \$23 ;
   reg [28:0] \$24 ;
-  reg [7:0] \$25 ;
-  reg [23:0] \$26 ;
-  reg [28:0] \$27 ;
-  reg [7:0] \$28 ;
-  reg [23:0] \$29 ;
-  wire [29:0] \$3 ;
-  reg [28:0] \$30 ;
-  wire [23:0] \$4 ;
-  wire [28:0] \$5 ;
-  wire [29:0] \$6 ;
-  wire [23:0] \$7 ;
-  wire [28:0] \$8 ;
-  wire [29:0] \$9 ;
+  reg [115:0] \$25 ;
+  reg [7:0] \$26 ;
+  reg [23:0] \$27 ;
+  reg [28:0] \$28 ;
+  reg [7:0] \$29 ;
+  wire [28:0] \$3 ;
+  reg [23:0] \$30 ;
+  reg [28:0] \$31 ;
+  reg [7:0] \$32 ;
+  reg [23:0] \$33 ;
+  reg [28:0] \$34 ;
+  wire [29:0] \$4 ;
+  wire [23:0] \$5 ;
+  wire \$6 ;
+  wire [28:0] \$7 ;
+  wire [29:0] \$8 ;
+  wire [23:0] \$9 ;
   output [115:0] acc;
   reg [115:0] acc = 116'h00000000000000000000000000000;
   wire [28:0] \acc[0] ;
@@ -7003,183 +7073,189 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0 : acc[28:0];
-  assign \$3  = $signed(\$2 ) + $signed(product_0);
-  assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1 : acc[57:29];
-  assign \$6  = $signed(\$5 ) + $signed(product_1);
-  assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2 : acc[86:58];
-  assign \$9  = $signed(\$8 ) + $signed(product_2);
-  assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3 : acc[115:87];
-  assign \$12  = $signed(\$11 ) + $signed(product_3);
+  assign \$3  = first_1 ? seed_0 : acc[28:0];
+  assign \$4  = $signed(\$3 ) + $signed(product_0);
+  assign \$5  = $signed(weight_1) * $signed(value_r);
+  assign \$7  = first_1 ? seed_1 : acc[57:29];
+  assign \$8  = $signed(\$7 ) + $signed(product_1);
+  assign \$9  = $signed(weight_2) * $signed(value_r);
+  assign \$11  = first_1 ? seed_2 : acc[86:58];
+  assign \$12  = $signed(\$11 ) + $signed(product_2);
+  assign \$13  = $signed(weight_3) * $signed(value_r);
+  assign \$15  = first_1 ? seed_3 : acc[115:87];
+  assign \$16  = $signed(\$15 ) + $signed(product_3);
   always @(posedge clk)
-    valid_0 <= \$13 ;
+    valid_0 <= \$17 ;
   always @(posedge clk)
-    valid_1 <= \$14 ;
+    valid_1 <= \$18 ;
   always @(posedge clk)
-    first_0 <= \$15 ;
+    first_0 <= \$19 ;
   always @(posedge clk)
-    first_1 <= \$16 ;
+    first_1 <= \$20 ;
   always @(posedge clk)
-    value_r <= \$17 ;
+    value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$18 ;
+    weight_0 <= \$22 ;
   always @(posedge clk)
-    product_0 <= \$19 ;
+    product_0 <= \$23 ;
   always @(posedge clk)
-    seed_0 <= \$20 ;
+    seed_0 <= \$24 ;
   always @(posedge clk)
-    acc <= \$21 ;
+    acc <= \$25 ;
   always @(posedge clk)
-    weight_1 <= \$22 ;
+    weight_1 <= \$26 ;
   always @(posedge clk)
-    product_1 <= \$23 ;
+    product_1 <= \$27 ;
   always @(posedge clk)
-    seed_1 <= \$24 ;
+    seed_1 <= \$28 ;
   always @(posedge clk)
-    weight_2 <= \$25 ;
+    weight_2 <= \$29 ;
   always @(posedge clk)
-    product_2 <= \$26 ;
+    product_2 <= \$30 ;
   always @(posedge clk)
-    seed_2 <= \$27 ;
+    seed_2 <= \$31 ;
   always @(posedge clk)
-    weight_3 <= \$28 ;
+    weight_3 <= \$32 ;
   always @(posedge clk)
-    product_3 <= \$29 ;
+    product_3 <= \$33 ;
   always @(posedge clk)
-    seed_3 <= \$30 ;
+    seed_3 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$13  = valid;
+    \$17  = valid;
     if (rst) begin
-      \$13  = 1'h0;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$14  = valid_0;
+    \$18  = valid_0;
     if (rst) begin
-      \$14  = 1'h0;
+      \$18  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = first;
+    \$19  = first;
     if (rst) begin
-      \$15  = 1'h0;
+      \$19  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = first_0;
+    \$20  = first_0;
     if (rst) begin
-      \$16  = 1'h0;
+      \$20  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = value;
+    \$21  = value;
     if (rst) begin
-      \$17  = 16'h0000;
+      \$21  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = weights[7:0];
-    if (rst) begin
-      \$18  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$19  = \$1 ;
-    if (rst) begin
-      \$19  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$20  = seeds[28:0];
-    if (rst) begin
-      \$20  = 29'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$21  = acc;
-    if (valid_1) begin
-      \$21 [28:0] = \$3 [28:0];
-      \$21 [57:29] = \$6 [28:0];
-      \$21 [86:58] = \$9 [28:0];
-      \$21 [115:87] = \$12 [28:0];
-    end
-    if (rst) begin
-      \$21  = 116'h00000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$22  = weights[15:8];
+    \$22  = weights[7:0];
     if (rst) begin
       \$22  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$23  = \$4 ;
+    \$23  = \$1 ;
     if (rst) begin
       \$23  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$24  = seeds[57:29];
+    \$24  = seeds[28:0];
     if (rst) begin
       \$24  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$25  = weights[23:16];
+    \$25  = acc;
+    if (\$2 ) begin
+      \$25 [28:0] = \$4 [28:0];
+    end
+    if (\$6 ) begin
+      \$25 [57:29] = \$8 [28:0];
+    end
+    if (\$10 ) begin
+      \$25 [86:58] = \$12 [28:0];
+    end
+    if (\$14 ) begin
+      \$25 [115:87] = \$16 [28:0];
+    end
     if (rst) begin
-      \$25  = 8'h00;
+      \$25  = 116'h00000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$26  = \$7 ;
+    \$26  = weights[15:8];
     if (rst) begin
-      \$26  = 24'h000000;
+      \$26  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$27  = seeds[86:58];
+    \$27  = \$5 ;
     if (rst) begin
-      \$27  = 29'h00000000;
+      \$27  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$28  = weights[31:24];
+    \$28  = seeds[57:29];
     if (rst) begin
-      \$28  = 8'h00;
+      \$28  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$29  = \$10 ;
+    \$29  = weights[23:16];
     if (rst) begin
-      \$29  = 24'h000000;
+      \$29  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$30  = seeds[115:87];
+    \$30  = \$9 ;
     if (rst) begin
-      \$30  = 29'h00000000;
+      \$30  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$31  = seeds[86:58];
+    if (rst) begin
+      \$31  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$32  = weights[31:24];
+    if (rst) begin
+      \$32  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$33  = \$13 ;
+    if (rst) begin
+      \$33  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$34  = seeds[115:87];
+    if (rst) begin
+      \$34  = 29'h00000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -7194,6 +7270,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   assign \acc[1]  = acc[57:29];
   assign \acc[2]  = acc[86:58];
   assign \acc[3]  = acc[115:87];
+  assign \$2  = valid_1;
+  assign \$6  = valid_1;
+  assign \$10  = valid_1;
+  assign \$14  = valid_1;
 endmodule
 
 (* generator = "Amaranth" *)
