@@ -272,6 +272,7 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
     plan = plan_accelerator(bundle.manifest, lanes)
     n_layers = len(plan.layers)
     macs, events, opens = np.zeros(n_layers, int), np.zeros(n_layers, int), np.zeros(n_layers, int)
+    visited, steps = np.zeros(n_layers, int), np.zeros(n_layers, int)
     for x, got in zip(xs, result.sequences, strict=True):
         gold = run_golden(bundle, x[None])
         for i, (e, trace) in enumerate(zip(plan.layers, gold.layers, strict=True)):
@@ -279,6 +280,8 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
             table = bundle.weights.get(f"layers.{i}.su_gate")
             for t in range(len(x)):
                 visits = walk(e, table, t, seq_end=t == len(x) - 1, items=int(trace.items[0, t]))
+                visited[i] += len(visits)
+                steps[i] += 1
                 assert got.walked[i][t].tolist() == [k in dict(visits) for k in range(e.groups)]
                 for k, held in visits:
                     a, b = k * e.lanes, min((k + 1) * e.lanes, e.size)
@@ -293,6 +296,9 @@ def test_accelerator_skips_closed_groups_bit_exact(seed: int) -> None:
         assert result.counters[f"layer{i}_events"] == events[i]
         if e.period:
             assert result.counters[f"layer{i}_open_steps"] == opens[i]
+            # su_open: one word per group visited; su_walk: the step's count, then one entry per group
+            assert result.counters[f"layer{i}_su_open_reads"] == visited[i]
+            assert result.counters[f"layer{i}_su_walk_reads"] == steps[i] + visited[i]
 
 
 @pytest.mark.slow
