@@ -558,7 +558,8 @@ def rtl(
         str,
         typer.Option(
             help="baked: parameters as memory initial values; runtime: zeroed memories loaded through "
-            "the config stream (one build serves every bundle of the same shape)"
+            "the config stream (one build serves every bundle of the same shape); frozen: weights, "
+            "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs)"
         ),
     ] = "baked",
     target: Annotated[

@@ -33,6 +33,20 @@ def test_bench_row_is_consistent(tmp_path) -> None:
     assert row["meets_target"] == (row["cycles_per_step"] <= row["target_per_step"])
 
 
+def test_dense_dcls_bundle_meets_the_target_at_eight_lanes() -> None:
+    """The flip-flop bundle's DCLS front end (5 channels, 2 taps) bounds its step at P >= 4: with
+    one tap per cycle it took 19.7 cycles per step against a target of 12.9 at P = 8; its taps
+    now go in parallel."""
+    from pathlib import Path
+
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "models/bundles/flip_flop_bgmingru_dcls")
+    row = bench_bundle(bundle, 8, 1.0, sequences=2, steps=40, seed=0)
+    assert row["meets_target"], row
+    assert row["cycles_per_step"] < 14.0, row
+
+
 def test_selective_floor_counts_visited_groups(tmp_path) -> None:
     """A selective layer of 4 groups (P = 2): at a step after the first, only the groups with an
     open lane cost slots; the first and the last step hold closed groups (one slot each)."""

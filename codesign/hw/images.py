@@ -88,6 +88,8 @@ def config_beats(
     for e in plan.engines:
         for key, image in engine_images(bundle, e).items():
             mem = e.memories[key]
+            if mem.config_id is None:  # a frozen build's ROM: nothing to load
+                continue
             for addr, word in enumerate(image.tolist()):
                 for elem, value in enumerate(word):
                     if skip_zeros and value == 0:

@@ -24,6 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from codesign.bundle.cells import CELLS
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
@@ -32,12 +33,12 @@ from codesign.hw.signature import ItemLayout
 
 __all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
 
-DRAIN = 3
-"""The longest pause between steps: one group, with kept accumulators or a two-stage update unit.
+DRAIN = max(3, 1 + max(kind.update_stages for kind in CELLS.values()))
+"""The longest pause between steps: one group, with kept accumulators or the deepest update unit.
 
 The next step's first slot of a group reads the kept accumulators (C1) that the previous step's
 last slot of that group writes in C3, and reads the state and pooled sum (C2a) written in C4 (one
-cycle later behind a two-stage update unit, C3 and C3b). From one step's last issue decision to
+cycle later behind a two-stage update unit, C3 and C3b, two behind C3, C3b and C3c). From one step's last issue decision to
 the next step's first, the stage spends ``drain + 2`` cycles; between the two slots of one group
 lie ``groups - 1`` other slots besides. The reads see the writes (the memories' read ports are not
 transparent) when ``groups + drain + 1 >= 5`` for the kept accumulators and ``>= 4 + (stages - 1)``

@@ -94,9 +94,13 @@ class HardSigmoidMinGRU(nn.Module):
         self.input_size, self.hidden_size = input_size, hidden_size
         self.candidate = nn.Linear(input_size, hidden_size)
         self.gate = nn.Linear(input_size, hidden_size)
+        # quantization-aware training sets this to the deployed gate grid
+        # (:class:`codesign.quant.qat.ActivationGrid`); None trains a continuous gate
+        self.gate_quant: nn.Module | None = None
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        z = (self.gate(x) + 0.5).clamp(0.0, 1.0)
+        a = self.gate(x)
+        z = ((a if self.gate_quant is None else self.gate_quant(a)) + 0.5).clamp(0.0, 1.0)
         h = linear_scan(1.0 - z, z * self.candidate(x), h0)
         return h, h[:, -1]
 

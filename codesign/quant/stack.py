@@ -59,6 +59,20 @@ def _shift(e: torch.Tensor, z_frac: int, target_frac: int, what: str) -> np.ndar
     return s
 
 
+def round_half(bias: np.ndarray, shift: np.ndarray, bits: int) -> np.ndarray:
+    """``bias + 2**(shift - 1)`` where ``shift > 0`` (saturated to ``bits``): the floor becomes a rounding.
+
+    The datapath shifts some accumulators right onto a coarse grid with a floor
+    (``sat(shr(A, shift))``: the alphaCMRU ``alpha_t``, the 6-bit minGRU gate). Half a grid step in
+    the bias turns that floor into round-half-up without changing the integer rules, so a value
+    a few grid steps wide no longer loses up to a whole step, always downwards; QAT trains on the
+    same rounding (:class:`codesign.quant.qat.ActivationGrid`). A shift <= 0 is exact and gets nothing.
+    """
+    lo, hi = signed_range(bits)
+    half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
+    return np.clip(bias + half, lo, hi)
+
+
 def quant_of(spec: LayerSpec) -> LayerQuant:
     return LayerQuant(
         state_frac=spec.state_frac,
@@ -188,10 +202,11 @@ def quantize_stack(
             if kind == "alphacmru":
                 wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
                 ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
+                alpha_shift = _shift(ea, z_frac, state_frac, f"layer {index} alpha")
                 weights |= {
                     p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
-                    p + "b_alpha": quantize(ba, ea + z_frac, bbits).numpy(),
-                    p + "alpha_shift": _shift(ea, z_frac, state_frac, f"layer {index} alpha"),
+                    p + "b_alpha": round_half(quantize(ba, ea + z_frac, bbits).numpy(), alpha_shift, bbits),
+                    p + "alpha_shift": alpha_shift,
                 }
             else:
                 weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
@@ -208,7 +223,9 @@ def quantize_stack(
                 p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy(),
             }
             if kind == "mingru":
-                weights[p + "gate_shift"] = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+                gate_shift = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+                weights[p + "gate_shift"] = gate_shift
+                weights[p + "b_gate"] = round_half(weights[p + "b_gate"], gate_shift, bbits)
         elif kind == "hsru":
             fields["leak_shift"] = cell.leak_shift
             wi, bi = cell.current.weight, cell.current.bias
