@@ -348,3 +348,16 @@ def test_trained_selective_layer_exports_its_schedule(cell: str, tmp_path) -> No
     order = report["selective_neuron_orders"].get("0", list(range(8)))
     assert np.array_equal(bundle.weights["layers.0.su_gate"], trained[:, order])
     assert abs(report["quantized_test_accuracy"] - report["float_test_accuracy"]) <= 0.01 + 1e-9
+
+
+def test_open_floor_counts_a_slot_per_open_group_in_a_step_without_items() -> None:
+    """A step with no input item still updates its open neurons (one biases-only slot per open
+    group, what the accelerator spends): the ideal floor of zero inputs is sum ceil(open / P)."""
+    from codesign.verify.cycles import open_floor
+
+    arrays = {"w_cand": [[1]], "b_cand": [1], "w_thr": [[0]], "b_thr": [0], "alpha": [3]}
+    bundle = one_neuron("cmru", arrays, [1, 0, 1, 1], eps=1)
+    x = np.zeros((1, 8, bundle.manifest.input.size), dtype=np.int64)
+    gold = run_golden(bundle, x)
+    expected = np.array([[1, 0, 1, 1] * 2])
+    np.testing.assert_array_equal(open_floor(bundle.manifest, gold, lanes=1), expected)
