@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs/surnn"))
     parser.add_argument("--out", type=Path, required=True, help="markdown table")
     parser.add_argument("--jsonl", type=Path, default=None, help="rows, one per finished run")
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="wall-clock budget of each run (train.max_seconds)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -101,6 +104,8 @@ def main() -> None:
         path, overrides = parse_entry(entry)
         data = yaml.safe_load(path.read_text())
         data["task"] = {**data["task"], **overrides}
+        if args.max_seconds is not None:  # part of the recipe, so a run of another budget is not reused
+            data["train"] = {**data["train"], "max_seconds": args.max_seconds}
         if overrides:
             data["name"] = data["name"] + "@" + ",".join(f"{k}={v}" for k, v in overrides.items())
         recipe = parse_recipe(data, path)

@@ -287,6 +287,7 @@ def check_selective_accelerator(seed: int, share: str = "off") -> None:
         assert any(e.passes > 1 for e in plan.layers)
     n_layers = len(plan.layers)
     macs, events, opens = np.zeros(n_layers, int), np.zeros(n_layers, int), np.zeros(n_layers, int)
+    visited, steps = np.zeros(n_layers, int), np.zeros(n_layers, int)
     for x, got in zip(xs, result.sequences, strict=True):
         gold = run_golden(bundle, x[None])
         for i, (e, trace) in enumerate(zip(plan.layers, gold.layers, strict=True)):
@@ -294,6 +295,8 @@ def check_selective_accelerator(seed: int, share: str = "off") -> None:
             table = bundle.weights.get(f"layers.{i}.su_gate")
             for t in range(len(x)):
                 visits = walk(e, table, t, seq_end=t == len(x) - 1, items=int(trace.items[0, t]))
+                visited[i] += len(visits)
+                steps[i] += 1
                 assert got.walked[i][t].tolist() == [k in dict(visits) for k in range(e.groups)]
                 for k, held in visits:
                     a, b = k * e.lanes, min((k + 1) * e.lanes, e.size)
@@ -308,6 +311,9 @@ def check_selective_accelerator(seed: int, share: str = "off") -> None:
         assert result.counters[f"layer{i}_events"] == events[i]
         if e.period:
             assert result.counters[f"layer{i}_open_steps"] == opens[i]
+            # su_open: one word per group visited; su_walk: the step's count, then one entry per group
+            assert result.counters[f"layer{i}_su_open_reads"] == visited[i]
+            assert result.counters[f"layer{i}_su_walk_reads"] == steps[i] + visited[i]
 
 
 @pytest.mark.slow
@@ -357,3 +363,16 @@ def test_trained_selective_layer_exports_its_schedule(cell: str, tmp_path) -> No
     order = report["selective_neuron_orders"].get("0", list(range(8)))
     assert np.array_equal(bundle.weights["layers.0.su_gate"], trained[:, order])
     assert abs(report["quantized_test_accuracy"] - report["float_test_accuracy"]) <= 0.01 + 1e-9
+
+
+def test_open_floor_counts_a_slot_per_open_group_in_a_step_without_items() -> None:
+    """A step with no input item still updates its open neurons (one biases-only slot per open
+    group, what the accelerator spends): the ideal floor of zero inputs is sum ceil(open / P)."""
+    from codesign.verify.cycles import open_floor
+
+    arrays = {"w_cand": [[1]], "b_cand": [1], "w_thr": [[0]], "b_thr": [0], "alpha": [3]}
+    bundle = one_neuron("cmru", arrays, [1, 0, 1, 1], eps=1)
+    x = np.zeros((1, 8, bundle.manifest.input.size), dtype=np.int64)
+    gold = run_golden(bundle, x)
+    expected = np.array([[1, 0, 1, 1] * 2])
+    np.testing.assert_array_equal(open_floor(bundle.manifest, gold, lanes=1), expected)

@@ -365,6 +365,8 @@ class IssueStage(wiring.Component):
             with m.If(drain != 0):
                 m.d.sync += drain.eq(drain - 1)
             with m.Elif(banks.full.bit_select(rbank, 1)):
+                # the step's count (and first group) of su_walk: asynchronous reads, counted here
+                self.counters.count(m, f"{e.memories['su_walk'].name}_reads", 1)
                 m.d.sync += [
                     busy.eq(1),
                     n_items.eq(banks.counts[rbank]),
@@ -390,6 +392,9 @@ class IssueStage(wiring.Component):
             m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
         step_last = Signal()
         m.d.comb += step_last.eq(walk + 1 == n_walk)
+        with m.If(issue & (slot == 0)):  # a group starts: its su_open word, the next group's su_walk entry
+            self.counters.count(m, f"{e.memories['su_open'].name}_reads", 1)
+            self.counters.count(m, f"{e.memories['su_walk'].name}_reads", 1)
         with m.If(issue):
             m.d.comb += [
                 rd.addr.eq(Mux(rbank, cap, 0) + slot),

@@ -16,6 +16,8 @@ REFERENCE_LANES = {
     "japanese_vowels_cmru": 4,
     "japanese_vowels_bmru_anneal": 4,
     "japanese_vowels_cmru2": 4,
+    "japanese_vowels_cmru2_su": 4,
+    "japanese_vowels_cmru2_ref": 4,
     "japanese_vowels_mingru": 4,
     "flip_flop_bgmingru_dcls": 2,
     "parity_hsru": 2,

@@ -78,13 +78,17 @@ def open_floor(
     manifest: Manifest, gold: GoldenResult, lanes: int, passes: Sequence[int] | None = None
 ) -> np.ndarray:
     """``(N, T)`` ``sum_l ceil(open_l / P) x passes_l x work_l``: every open neuron packed (the
-    issue's ideal)."""
+    issue's ideal).
+
+    ``work_l`` is at least one slot per open group: an open neuron is updated even in a step with
+    no item (its gates from the biases alone, as :func:`cycle_floor` counts a walked group), so a
+    step without items is not free while any neuron is open."""
     floor = np.zeros(gold.layers[0].macs.shape, dtype=np.int64)
     cost = _passes(manifest, passes)
     for index, (layer, trace) in enumerate(zip(manifest.layers, gold.layers, strict=True)):
         p = min(lanes, layer.size)
         opened = trace.opens if trace.opens is not None else np.full(floor.shape, layer.size)
-        floor += -(-opened // p) * _work(layer, trace) * cost[index]
+        floor += -(-opened // p) * np.maximum(_work(layer, trace), 1) * cost[index]
     return floor
 
 
