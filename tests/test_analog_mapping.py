@@ -96,22 +96,78 @@ def test_eps_minus_one_is_refused(tmp_path):
         map_bundle(b)
 
 
-def test_drive_protocol_orders_phases():
-    """Candidate to the neutral level, then thresholds, then the candidate; hold after a zero threshold."""
+def _replay(m, dr, t, steps, start):
+    """An ideal Schmitt trigger (thresholds where the trimmed bias currents put them) driven by the PWL drive, sampled every 5 us: the state read at the
+    end of every step, and the smallest margin by which a held state was kept (A)."""
+    grid = np.arange(0.0, t.stop(steps), 5e-6)
+    i_in = np.interp(grid, dr.t_in, dr.i_in)
+    if dr.t_down is None:
+        lo = np.full_like(grid, m.i_down)
+        hi = np.full_like(grid, m.i_up)
+    else:
+        lo, hi = np.interp(grid, dr.t_down, dr.i_down), np.interp(grid, dr.t_up, dr.i_up)
+        lo, hi = lo * THRESHOLD_TRIM, hi * THRESHOLD_TRIM  # the cell's thresholds (bias currents are trimmed)
+    q, hold = start, np.inf
+    states = []
+    reads = iter(t.sample_time(k) for k in range(steps))
+    nxt = next(reads)
+    for when, x, d, u in zip(grid, i_in, lo, hi, strict=True):
+        if when >= t.step_start(0):
+            if x > u:
+                q = 1
+            elif x < d:
+                q = 0
+            else:
+                hold = min(hold, x - d if q else u - x)
+        if when >= nxt:
+            states.append(q)
+            nxt = next(reads, np.inf)
+    return states, hold
+
+
+def test_drive_never_passes_closer_to_a_threshold_than_the_steps_own_margins():
+    """Regression: the first drive parked the candidate at the window centre between steps, half a
+    (previous, narrow) window from a threshold: a near tie the integer model does not have.
+
+    Replayed on an ideal Schmitt trigger, the drive must give the golden bits, and a held state
+    must never come closer to a threshold than the steps' own margins (|c| against |b| and against
+    the widest window B)."""
+    b = default_agreement_bundle()
+    m = map_bundle(b, np.zeros((1, 1, 3), dtype=np.int64))[1]
+    assert not m.fixed_threshold
+    big = m.b_max
+    c = np.array([3, 2 * big, 1, -big // 2, 0, 5, -5, 1])
+    bb = np.array([2, 1, big - 1, big, 0, 4, 4, 1])
+    t = Timing()
+    states, hold = _replay(m, neuron_drive(m, c, bb, t), t, len(c), start=0)
+    g = np.abs(c) >= np.abs(bb)
+    expect, q = [], 0
+    for k in range(len(c)):
+        q = int(c[k] >= 0) if g[k] else q
+        expect.append(q)
+    assert states == expect
+    own = np.minimum(np.abs(np.abs(c) - np.abs(bb)) + 0.5, np.abs((big - 0.5) - np.abs(c)))
+    assert hold >= 0.9 * m.k * own.min()
+
+
+def test_drive_phases():
+    """Thresholds open to the widest window, then the candidate moves, then the window closes."""
     b = default_agreement_bundle()
     m = map_bundle(b, np.zeros((1, 1, 3), dtype=np.int64))[1]
     t = Timing()
     dr = neuron_drive(m, np.array([5, -3, 2]), np.array([0, 4, 4]), t)
     at = lambda ts, vs, when: float(np.interp(when, ts, vs))  # noqa: E731
-    # step 1 follows a zero threshold: phase A holds the previous candidate
-    t1 = t.step_start(1)
-    assert at(dr.t_in, dr.i_in, t1 + t.t_a / 2) == pytest.approx(m.input_current(np.array([5]))[0])
-    # step 2 follows |b| = 4: phase A moves to the window centre
-    t2 = t.step_start(2)
-    assert at(dr.t_in, dr.i_in, t2 + t.t_a / 2) == pytest.approx(m.i_centre)
-    # thresholds move only in phase B
+    w_lo, _ = m.threshold_currents(np.array([m.b_max]))
     lo4, _ = m.threshold_currents(np.array([4]))
-    assert at(dr.t_down, dr.i_down, t1 + t.t_a + t.t_b / 2) == pytest.approx(lo4[0])
+    t1 = t.step_start(1)
+    # phase A: widest window, the candidate still at the previous step's value
+    assert at(dr.t_down, dr.i_down, t1 + t.t_a / 2) == pytest.approx(w_lo[0])
+    assert at(dr.t_in, dr.i_in, t1 + t.t_a / 2) == pytest.approx(m.input_current(np.array([5]))[0])
+    # phase B: the candidate at the new value, the window still widest
+    assert at(dr.t_in, dr.i_in, t1 + t.t_a + t.t_b / 2) == pytest.approx(m.input_current(np.array([-3]))[0])
+    assert at(dr.t_down, dr.i_down, t1 + t.t_a + t.t_b / 2) == pytest.approx(w_lo[0])
+    # phase C: the step's own window, read at the end
+    assert at(dr.t_down, dr.i_down, t.sample_time(1)) == pytest.approx(lo4[0])
     assert at(dr.t_in, dr.i_in, t.sample_time(2)) == pytest.approx(m.input_current(np.array([2]))[0])
 
 

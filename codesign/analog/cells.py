@@ -183,6 +183,67 @@ IbA vba 0 DC {{I_ALPHA}}
 Xcore in out x vdd vbd vbu vbdn vba vbb vcn bmru_core_dyn
 .ends bmru_cell_dyn
 
+* BMRU cores without their input diode (gate gin: the diode lives in the caller, so that two
+* cores can copy one input current): used by the complementary pair below.
+.subckt bmru_core_g gin out x vdd vbd vbh vba vbb vcn
+XMn2 xc gin 0 0 {NFET} {SRC}
+XMn4 x vcn xc 0 {NFET} {SRC}
+XMp1 x vbd vdd vdd {PFET} {SRC}
+XMp2 h vbh vdd vdd {PFET} {SRC}
+XMp3 x y h vdd {PFET} {SW}
+XMp4 y vbb vdd vdd {PFET} {SRC}
+XMn3 y x 0 0 {NFET} {SW}
+XMp5 o vba vdd vdd {PFET} {SRC}
+XMp6 out x o vdd {PFET} {SW}
+.ends bmru_core_g
+
+.subckt bmru_core_dyn_g gin out x vdd vbd vbu vbdn vba vbb vcn
+XMn2 xc gin 0 0 {NFET} {SRC}
+XMn4 x vcn xc 0 {NFET} {SRC}
+XMp1 x vbd vdd vdd {PFET} {SRC}
+XMp2 h vbu vdd vdd {PFET} {SRC}
+XMn5 hc vbdn 0 0 {NFET} {SRC}
+XMn6 h vcn hc 0 {NFET} {SRC}
+XMp3 x y h vdd {PFET} {SW}
+XMp4 y vbb vdd vdd {PFET} {SRC}
+XMn3 y x 0 0 {NFET} {SW}
+XMp5 o vba vdd vdd {PFET} {SRC}
+XMp6 out x o vdd {PFET} {SW}
+.ends bmru_core_dyn_g
+
+* Complementary pair (the golden model's 0 start state): two cores copy the same input and share
+* the bias generator; the reset (rst high, rstb low) puts core a low (xa high) and core b high
+* (xb low). They agree after the neuron's first update; until then qa + qb = 1, so
+* h = alpha (qa + qb - 1) is 0 exactly as the integer model's state before its first update.
+* out carries (qa + qb) I_ALPHA.
+.subckt bmru_pair in out vdd vddb vbb vcn rst rstb params: I_DOWN=0.15n I_UP=0.35n I_ALPHA=0.5n
+XbD vbd vddb pbias
+IbD vbd 0 DC {{I_DOWN}}
+XbH vbh vddb pbias
+IbH vbh 0 DC {{I_UP-I_DOWN}}
+XbA vba vddb pbias
+IbA vba 0 DC {{I_ALPHA}}
+XMn1 in in 0 0 {NFET} {SRC}
+Xa in out xa vdd vbd vbh vba vbb vcn bmru_core_g
+Xb in out xb vdd vbd vbh vba vbb vcn bmru_core_g
+XMra xa rstb vdd vdd {PFET} {SW}
+XMrb xb rst 0 0 {NFET} {SW}
+.ends bmru_pair
+
+.subckt bmru_pair_dyn in out vdd vddb vbb vcn vbd vbu rst rstb params: I_ALPHA=0.5n
+XbD vbd vddb pbias
+XbU vbu vddb pbias
+XcD vbdn vbd vddb pcopy
+XnD vbdn vbdn 0 0 {NFET} {SRC}
+XbA vba vddb pbias
+IbA vba 0 DC {{I_ALPHA}}
+XMn1 in in 0 0 {NFET} {SRC}
+Xa in out xa vdd vbd vbu vbdn vba vbb vcn bmru_core_dyn_g
+Xb in out xb vdd vbd vbu vbdn vba vbb vcn bmru_core_dyn_g
+XMra xa rstb vdd vdd {PFET} {SW}
+XMrb xb rst 0 0 {NFET} {SW}
+.ends bmru_pair_dyn
+
 * DPI low-pass (8 T + C). in: input current (into an nFET diode); out1, out2: two copies of the
 * output (pFET sources). vbtau / vbth: gates of pbias devices carrying I_TAU / I_TH.
 .subckt dpi in out1 out2 vdd vbtau vbth params: C=2p

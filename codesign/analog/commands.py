@@ -146,6 +146,16 @@ def analog_eval_command(
         str | None, typer.Option(help="address of a Dask scheduler (default: a local cluster)")
     ] = None,
     workers: Annotated[int, typer.Option(help="local Dask workers (one ngspice each)")] = 1,
+    start: Annotated[
+        str,
+        typer.Option(
+            help="pair: each neuron a complementary pair of cells reset to the golden 0 state; "
+            "single: one cell per neuron (starts at -alpha)"
+        ),
+    ] = "pair",
+    frame_ms: Annotated[
+        float, typer.Option(help="time per step (ms): a longer frame resolves smaller margins")
+    ] = 10.0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -169,6 +179,8 @@ def analog_eval_command(
             scheduler=scheduler,
             workers=workers,
             progress=progress,
+            start=start,
+            frame_ms=frame_ms,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

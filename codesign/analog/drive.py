@@ -1,19 +1,22 @@
 """Turn integer test sequences into piecewise-linear current drives for a layer of BMRU cells.
 
-Every step of the golden model becomes ``t_step`` seconds of three phases:
+Every step of the golden model becomes ``t_step`` seconds of three phases (per-step thresholds):
 
-* A (``t_a``): the candidate current moves to a *neutral* level, the window centre ``I_c0``, which
-  lies inside every window with ``|b| >= 1``. After a step whose threshold was 0 (a window of zero
-  width, which has no neutral level) the candidate instead holds its previous value: that step
-  updated, so the previous value already sits on the stored state's side of any window.
-* B (``t_b``): the threshold currents (input-dependent thresholds only) move to the new step's
-  values while the candidate sits still.
-* C (the rest): the candidate current moves to the new step's value; the state is read at the
-  end of the step.
+* A (``t_a``): the threshold currents open to the *widest* window (``|b| = B``) while the candidate
+  sits at the previous step's value. That never flips a cell: a candidate inside the widest window
+  holds, one outside it (``|c| > B >= |b|``) already updated to its own side last step.
+* B (``t_b``): the candidate current moves to the new step's value, the window still at its widest
+  (it can only cross the widest window when ``|c| > B``, where the golden model updates too).
+* C (the rest): the thresholds close to the new step's window; the cell decides at the step's own
+  margin ``||c| - |b||`` and the state is read at the end of the step.
 
-A fixed-threshold cell sees the same candidate drive; its thresholds never move. The ordering
-keeps the intermediate inputs from flipping a cell the golden model would leave alone (a direct
-jump of all three currents would, because bias nodes at pA settle at different speeds).
+A fixed-threshold cell's window never moves: its candidate moves straight to the new value (a
+Schmitt trigger crossing its window ends on the right side).
+
+Why not the window centre between steps (the first drive did so): the centre sits half a window
+from each threshold, which for a narrow previous window (``|b|`` a few % of ``B``) is a near tie
+the integer model never has; cells half switched there and then flipped when the next window
+opened (JapaneseVowels: most of the disagreements that were not true near ties).
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ class Timing:
 
     def step_start(self, k: int) -> float:
         return self.t_pre + k * self.t_step
+
+    @property
+    def t_release(self) -> float:
+        """End of a complementary pair's reset: inside phase A of the first step, where the candidate
+        sits at the window centre (inside every window with ``|b| >= 1``, so both cells hold)."""
+        return self.t_pre + self.t_a / 2
 
     def sample_time(self, k: int) -> float:
         return self.step_start(k + 1) - 0.1e-3
@@ -68,25 +77,32 @@ class _Pwl:
 
 
 def neuron_drive(nm: NeuronMap, c: np.ndarray, b: np.ndarray, timing: Timing = Timing()) -> NeuronDrive:
-    """Drive of one neuron for accumulators ``c, b`` of shape ``(steps,)``."""
+    """Drive of one neuron for accumulators ``c, b`` of shape ``(steps,)``.
+
+    Before the first step (the preamble) the candidate sits at its lowest level (every single cell
+    resets low); at the first step's start it moves to the window centre, where a complementary
+    pair's reset is released (:attr:`Timing.t_release`), and the thresholds start at the widest window.
+    """
     c = np.asarray(c)
     b = np.asarray(b)
     i_in = nm.input_current(c)
     lo, hi = nm.threshold_currents(b)
+    w_lo, w_hi = (float(v[0]) for v in nm.threshold_currents(np.array([nm.b_max])))
     low_level = nm.i_centre - nm.k * nm.clip
     cand = _Pwl(low_level)
     dyn = not nm.fixed_threshold
-    th_d, th_u = (_Pwl(float(lo[0])), _Pwl(float(hi[0]))) if dyn else (None, None)
-    prev_in, prev_b = low_level, None
+    th_d, th_u = (_Pwl(w_lo), _Pwl(w_hi)) if dyn else (None, None)
+    cand.move(timing.step_start(0), nm.i_centre, timing.t_ramp)
     for k in range(len(c)):
         t0 = timing.step_start(k)
-        neutral = prev_in if prev_b == 0 else nm.i_centre
-        cand.move(t0, neutral, timing.t_ramp)
         if dyn:
-            th_d.move(t0 + timing.t_a, float(lo[k]), timing.t_ramp)
-            th_u.move(t0 + timing.t_a, float(hi[k]), timing.t_ramp)
-        cand.move(t0 + timing.t_a + timing.t_b, float(i_in[k]), timing.t_ramp)
-        prev_in, prev_b = float(i_in[k]), int(abs(b[k]))
+            th_d.move(t0, w_lo, timing.t_ramp)
+            th_u.move(t0, w_hi, timing.t_ramp)
+            cand.move(t0 + timing.t_a, float(i_in[k]), timing.t_ramp)
+            th_d.move(t0 + timing.t_a + timing.t_b, float(lo[k]), timing.t_ramp)
+            th_u.move(t0 + timing.t_a + timing.t_b, float(hi[k]), timing.t_ramp)
+        else:
+            cand.move(t0 + timing.t_a, float(i_in[k]), timing.t_ramp)
     if not dyn:
         return NeuronDrive(cand.t, cand.v)
     return NeuronDrive(cand.t, cand.v, th_d.t, th_d.v, th_u.t, th_u.v)

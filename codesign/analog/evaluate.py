@@ -34,7 +34,7 @@ from codesign.intmath import signed_range
 
 __all__ = ["analog_eval", "analog_readout"]
 
-VERSION = "analog-eval-1"
+VERSION = "analog-eval-2"
 """Part of every cache key: bump it when what a cached sequence holds changes."""
 
 
@@ -97,10 +97,16 @@ def _key(bundle: Bundle, settings: dict, n: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _run_sequence(bundle_dir: str, n: int, corner: str, cache: str, key: str) -> dict:
+def _timing(settings: dict):
+    from codesign.analog.drive import Timing
+
+    return Timing(t_step=settings["frame_ms"] * 1e-3)
+
+
+def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str) -> dict:
     """One test sequence in ngspice (a Dask task); its result cached as ``cache/key.json``."""
-    from codesign.analog.checks import Ctx, run_bundle_trace
-    from codesign.analog.mapping import map_bundle
+    from codesign.analog.checks import Ctx, _margins, run_bundle_trace
+    from codesign.analog.mapping import accumulators, map_bundle
 
     path = Path(cache) / f"{key}.json"
     if path.is_file():
@@ -109,13 +115,34 @@ def _run_sequence(bundle_dir: str, n: int, corner: str, cache: str, key: str) ->
     view = _layer_view(bundle)
     xq, _ = test_set(bundle)
     maps = map_bundle(view, xq)  # scales from the whole test set: the same for every sequence
-    trace = run_bundle_trace(view, xq[n : n + 1], Ctx(corner=corner), maps=maps, name=f"seq{n:05d}")
+    pair = settings["start"] == "pair"
+    trace = run_bundle_trace(
+        view,
+        xq[n : n + 1],
+        Ctx(corner=settings["corner"]),
+        maps=maps,
+        name=f"seq{n:05d}",
+        pair=pair,
+        timing=_timing(settings),
+    )
+    c, b = accumulators(view, xq[n : n + 1])
+    roots = [
+        [
+            r["neuron"],
+            k,
+            float(_margins(maps[r["neuron"]], c[0, :, r["neuron"]], b[0, :, r["neuron"]])[k] / 1e-12),
+        ]
+        for r in trace.rows
+        for k in r["root_error_steps"]
+    ]
     record = {
         "sequence": n,
         "steps": int(xq.shape[1]),
         "q_analog": trace.q_analog.astype(int).tolist(),
+        "s_analog": trace.s_analog.astype(int).tolist(),
+        "root_errors": roots,
         "agreement": trace.agreement,
-        "compared": int((trace.q_golden >= 0).sum()),
+        "compared": int(trace.compared.sum()),
         "power_nW": trace.power,
         "min_root_margin_pA": min(
             (r["root_error_max_margin_pA"] for r in trace.rows if r["root_errors"]), default=None
@@ -138,8 +165,16 @@ def analog_eval(
     scheduler: str | None = None,
     workers: int = 1,
     progress: Callable[[int, int, dict], None] | None = None,
+    start: str = "pair",
+    frame_ms: float = 10.0,
 ) -> dict:
-    """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict."""
+    """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict.
+
+    ``start``: ``pair`` makes every neuron a complementary pair of cells reset to the golden
+    model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
+    per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
+    ``C dV / overdrive``: a longer frame resolves smaller margins).
+    """
     from codesign.golden import run_golden
 
     bundle_dir = Path(bundle_dir).resolve()
@@ -147,17 +182,21 @@ def analog_eval(
     _layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
     if sequences < 1:
         raise CodesignError(f"--sequences must be at least 1, not {sequences}")
+    if start not in ("pair", "single"):
+        raise CodesignError(f"--start must be pair or single, not {start!r}")
+    if not 3.0 <= frame_ms <= 1000.0:
+        raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
     count = min(sequences, len(xq))
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
-    settings = {"corner": corner}
+    settings = {"corner": corner, "start": start, "frame_ms": float(frame_ms)}
     keys = [_key(bundle, settings, n) for n in range(count)]
-    records = _gather(str(bundle_dir), keys, corner, cache, scheduler, workers, progress)
-    return _summarize(bundle, xq[:count], y[:count], records, run_golden(bundle, xq[:count]), corner)
+    records = _gather(str(bundle_dir), keys, settings, cache, scheduler, workers, progress)
+    return _summarize(bundle, xq[:count], y[:count], records, run_golden(bundle, xq[:count]), settings)
 
 
-def _gather(bundle_dir, keys, corner, cache, scheduler, workers, progress) -> list[dict]:
+def _gather(bundle_dir, keys, settings, cache, scheduler, workers, progress) -> list[dict]:
     from codesign.explore.runner import dask_client
 
     records: list[dict | None] = [None] * len(keys)
@@ -174,7 +213,7 @@ def _gather(bundle_dir, keys, corner, cache, scheduler, workers, progress) -> li
 
         with dask_client(scheduler, workers) as client:
             futures = {
-                client.submit(_run_sequence, bundle_dir, n, corner, str(cache), keys[n], pure=False): n
+                client.submit(_run_sequence, bundle_dir, n, settings, str(cache), keys[n], pure=False): n
                 for n in todo
             }
             for future in as_completed(list(futures)):
@@ -186,14 +225,19 @@ def _gather(bundle_dir, keys, corner, cache, scheduler, workers, progress) -> li
     return [r for r in records if r is not None]
 
 
-def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, corner: str) -> dict:
+def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict) -> dict:
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     analog_classes, golden_classes, margins, as_golden_start = [], [], [], []
     agree = compared = 0
     energy = []
+    roots = [r for rec in records for r in rec["root_errors"]]
+    all_agree = all_steps = 0
     for n, rec in enumerate(records):
-        q = np.asarray(rec["q_analog"], dtype=np.int64)
-        states = alpha[None, :] * (2 * q - 1)
+        s_a = np.asarray(rec["s_analog"], dtype=np.int64)
+        states = alpha[None, :] * s_a
+        s_g = np.sign(gold.layers[0].states[n])
+        all_agree += int((s_a == s_g).sum())
+        all_steps += s_a.size
         _, cls = analog_readout(bundle, states)
         analog_classes.append(cls)
         # diagnostic: the same states with the golden model's 0 before a neuron's first update (a
@@ -209,20 +253,31 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, corner: str) ->
             margins.append(rec["min_root_margin_pA"])
     analog_classes, golden_classes = np.asarray(analog_classes), np.asarray(golden_classes)
     power = {k: float(np.mean([r["power_nW"][k] for r in records])) for k in records[0]["power_nW"]}
+    pair = settings["start"] == "pair"
     return {
         "bundle": bundle.manifest.name,
-        "corner": corner,
+        "corner": settings["corner"],
+        "start": settings["start"],
+        "frame_ms": settings["frame_ms"],
         "sequences": len(records),
         "steps_per_sequence": records[0]["steps"],
         "analog_accuracy": float((analog_classes == y).mean()),
         "golden_accuracy": float((golden_classes == y).mean()),
         "class_agreement": float((analog_classes == golden_classes).mean()),
         "analog_accuracy_with_golden_start": float((np.asarray(as_golden_start) == y).mean()),
-        "start_note": "a BMRU cell has two states and starts at -alpha; the golden state is 0 until a "
-        "neuron's first update. analog_accuracy_with_golden_start reads those steps as 0 (a diagnostic: "
-        "a chip would need a per-neuron 'updated' bit to do the same)",
+        "start_note": (
+            "every neuron is a complementary pair of cells reset to a, b = -alpha, +alpha: its state "
+            "alpha (q_a + q_b - 1) is 0 until the first update, as in the integer model"
+            if pair
+            else "a single BMRU cell has two states and starts at -alpha; the golden state is 0 until a "
+            "neuron's first update. analog_accuracy_with_golden_start reads those steps as 0 (a diagnostic)"
+        ),
         "state_agreement": agree / compared if compared else float("nan"),
         "neuron_steps_compared": compared,
+        "state_agreement_all_steps": all_agree / all_steps if all_steps else float("nan"),
+        "root_errors": len(roots),
+        "root_error_margins_pa": sorted(round(r[2], 4) for r in roots),
+        "root_errors_by_neuron": np.bincount([int(r[0]) for r in roots], minlength=len(alpha)).tolist(),
         "energy_per_inference_nj": float(np.mean(energy)),
         "power_nw": power,
         "power_note": "supply currents of the cells (core), their bias generators (bias) and the ideal "

@@ -30,14 +30,29 @@ def neuron_name(i: int) -> str:
     return f"neuron_{i:03d}"
 
 
-def neuron_ports(nm: NeuronMap) -> str:
-    return "in out vdd vddb vbb vcn" + ("" if nm.fixed_threshold else " vbd vbu")
+def neuron_ports(nm: NeuronMap, pair: bool = False) -> str:
+    return (
+        "in out vdd vddb vbb vcn" + ("" if nm.fixed_threshold else " vbd vbu") + (" rst rstb" if pair else "")
+    )
 
 
-def neuron_subckt(nm: NeuronMap, *, bundle_name: str = "", native_stages: int | None = None) -> str:
-    """One neuron as a subcircuit with its biases as named parameters."""
+def neuron_subckt(
+    nm: NeuronMap, *, bundle_name: str = "", native_stages: int | None = None, pair: bool = False
+) -> str:
+    """One neuron as a subcircuit with its biases as named parameters.
+
+    ``pair``: a complementary pair of BMRU cores (``bmru_pair``, reset ports ``rst rstb``) whose
+    summed output ``(q_a + q_b) I_ALPHA`` carries the golden model's three-valued state
+    ``h = alpha (q_a + q_b - 1)``: 0 until the neuron's first update, +-alpha after it.
+    """
+    if pair and native_stages:
+        raise ValueError("the complementary pair is a BMRU mode; native CMRU ladders have their own reset")
     name = neuron_name(nm.index)
-    kind = f"native CMRU ladder, {native_stages} stages" if native_stages else "BMRU cell"
+    kind = (
+        f"native CMRU ladder, {native_stages} stages"
+        if native_stages
+        else ("BMRU complementary pair" if pair else "BMRU cell")
+    )
     head = [
         f"* {name}: neuron {nm.index} of bundle {bundle_name or '?'} ({kind})",
         f"* thresholds: {'fixed, |b| = ' + str(nm.b_max) if nm.fixed_threshold else 'driven every step (threshold DAC)'}",
@@ -51,7 +66,12 @@ def neuron_subckt(nm: NeuronMap, *, bundle_name: str = "", native_stages: int | 
             "*   |b| >= 1: I_DOWN = I_CENTRE - K (|b| - 1/2), I_UP = I_CENTRE + K (|b| - 1/2)",
             "*   b = 0:    I_DOWN = I_UP = I_CENTRE - K / 2",
         ]
-    head.append("* state: stored sign +1 <=> out carries I_ALPHA; h = alpha (2 I_out / I_ALPHA - 1)")
+    if pair:
+        head.append(
+            "* state: out carries (qa + qb) I_ALPHA; h = alpha (I_out / I_ALPHA - 1) (0 until the first update)"
+        )
+    else:
+        head.append("* state: stored sign +1 <=> out carries I_ALPHA; h = alpha (2 I_out / I_ALPHA - 1)")
     params = f"I_CENTRE={fmt(nm.i_centre)} K={fmt(nm.k)} CLIP={nm.clip} I_ALPHA={fmt(nm.i_alpha)}"
     if nm.fixed_threshold:
         params += f" I_DOWN={fmt(nm.i_down)} I_UP={fmt(nm.i_up)}"
@@ -63,6 +83,14 @@ def neuron_subckt(nm: NeuronMap, *, bundle_name: str = "", native_stages: int | 
             body.append(f"Xl in out vdd vddb {ladder} I_DOWN={{I_DOWN}} I_UP={{I_UP}} I_ALPHA={{I_ALPHA}}")
         else:
             body.append(f"Xl in out vdd vddb vbd vbu vbd2 vbu2 {ladder} I_ALPHA={{I_ALPHA}}")
+    elif pair:
+        body = [f".subckt {name} {neuron_ports(nm, pair)} params: {params}"]
+        if nm.fixed_threshold:
+            body.append(
+                "Xc in out vdd vddb vbb vcn rst rstb bmru_pair I_DOWN={I_DOWN} I_UP={I_UP} I_ALPHA={I_ALPHA}"
+            )
+        else:
+            body.append("Xc in out vdd vddb vbb vcn vbd vbu rst rstb bmru_pair_dyn I_ALPHA={I_ALPHA}")
     else:
         body = [f".subckt {name} {neuron_ports(nm)} params: {params}"]
         if nm.fixed_threshold:
