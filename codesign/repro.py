@@ -209,9 +209,10 @@ def claims() -> dict[str, Claim]:
                     | {"quant": quant},
                     f"{paper_copy[('CMRU', 1000)]} (L=1000), {paper_copy[('CMRU', 10000)]} (L=10000)",
                 )
-                # 8-bit weights lose whole classes (a first-step pre-activation near zero rounds to the
-                # other sign, the code of one symbol becomes another's); 16-bit weights, a 10-bit alpha
-                # and 24-bit biases keep every symbol
+                # 8-bit weights lose whole symbols: a first-step gate |c| >= |b| near its tie opens or
+                # stays shut the other way and stores another symbol's code (seed 2), or the states are
+                # right but two symbols' logits are 0.2 % apart and 8-bit readout weights swap them
+                # (seed 0); 16-bit weights, a 10-bit alpha and 24-bit biases keep every symbol
                 for label, quant in [
                     (
                         "CMRU eps=1, 8-bit weights",
