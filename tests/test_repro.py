@@ -111,3 +111,15 @@ def test_a_deployed_claim_scores_the_golden_model(tmp_path: Path, monkeypatch: p
     text = path.read_text()
     assert "of the golden integer model" in text
     assert f"| CMRU |  | {100 * golden:.2f} [{100 * golden:.2f}; {100 * golden:.2f}] |" in text
+
+
+def test_copy_first_d4_recipe_is_the_claims_16_bit_network() -> None:
+    """models/copy_first_cmru_d4_hw.yaml quotes the copy_first_deployed table: it must be that network."""
+    import yaml
+
+    from codesign.train.recipe import parse_recipe
+
+    path = Path(__file__).resolve().parents[1] / "models" / "copy_first_cmru_d4_hw.yaml"
+    ours = parse_recipe(yaml.safe_load(path.read_text())).model_dump(exclude={"name"})
+    (variant,) = [v for v in repro.claims()["copy_first_deployed"].variants if "16-bit" in v.label]
+    assert ours == parse_recipe(dict(variant.recipe, seed=0)).model_dump(exclude={"name"})
