@@ -82,3 +82,44 @@ def test_unknown_claim_refused(tmp_path: Path) -> None:
 def test_stats_format() -> None:
     assert repro.fmt_stats([1.0, 0.5], 100.0) == "75.00 [50.00; 100.00]"
     assert repro.fmt_stats([0.01, 0.03], 1.0) == "0.0200 [0.0100; 0.0300]"
+
+
+def test_a_deployed_claim_scores_the_golden_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hardware claims report what the hardware computes: the golden accuracy of the run's bundle."""
+    from codesign.quant.export import bundle_from_model, golden_accuracy
+    from codesign.train.trainer import load_run, make_recipe_task
+
+    recipe = repro._recipe(
+        "d",
+        {"name": "copy_first", "length": 6, "val_size": 32, "test_size": 64},
+        {"arch": "hardware", "cell": "cmru", "hidden_size": 2, "eps": 1.0},
+        {"iterations": 6, "eval_every": 3, "batch_size": 16},
+    )
+    claim = repro.Claim(
+        "dep", "Deployed", "none", "everything", [repro.Variant("CMRU", recipe)],
+        columns={"L=6": {}}, deployed=True,
+    )  # fmt: skip
+    monkeypatch.setattr(repro, "claims", lambda: {"dep": claim})
+    console = Console(file=open("/dev/null", "w"))  # noqa: SIM115
+    (path,) = repro.run_repro(
+        ["dep"], seeds=[0], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console
+    )
+    rec, model, _ = load_run(tmp_path / "runs" / "dep" / "CMRU" / "seed0")
+    task = make_recipe_task(rec)
+    x, y = task.split("test", 0)
+    golden = golden_accuracy(bundle_from_model(model, rec, task), task, x, y)[0]
+    text = path.read_text()
+    assert "of the golden integer model" in text
+    assert f"| CMRU |  | {100 * golden:.2f} [{100 * golden:.2f}; {100 * golden:.2f}] |" in text
+
+
+def test_copy_first_d4_recipe_is_the_claims_16_bit_network() -> None:
+    """models/copy_first_cmru_d4_hw.yaml quotes the copy_first_deployed table: it must be that network."""
+    import yaml
+
+    from codesign.train.recipe import parse_recipe
+
+    path = Path(__file__).resolve().parents[1] / "models" / "copy_first_cmru_d4_hw.yaml"
+    ours = parse_recipe(yaml.safe_load(path.read_text())).model_dump(exclude={"name"})
+    (variant,) = [v for v in repro.claims()["copy_first_deployed"].variants if "16-bit" in v.label]
+    assert ours == parse_recipe(dict(variant.recipe, seed=0)).model_dump(exclude={"name"})
