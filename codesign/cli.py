@@ -275,7 +275,9 @@ def bench(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="rtl, surnn: write the figures here")
     ] = None,
-    rates: Annotated[str, typer.Option(help="surnn: comma-separated update rates p")] = "0.1,0.3,1.0",
+    rates: Annotated[
+        str, typer.Option(help="surnn, rtl (selective bundles): comma-separated update rates p")
+    ] = "0.1,0.3,1.0",
     measured: Annotated[
         list[str] | None, typer.Option(help="surnn: LABEL=P, the update rate of a trained run (repeatable)")
     ] = None,
@@ -306,6 +308,7 @@ def bench(
             steps=steps,
             json_path=json_path,
             progress=lambda line: console.print(line, highlight=False, soft_wrap=True),
+            rates=_parse_rates(rates),
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -315,6 +318,17 @@ def bench(
     from codesign.nn.bench import main
 
     raise typer.Exit(main() or 0)
+
+
+def _parse_rates(rates: str) -> list[float]:
+    try:
+        values = [float(r) for r in rates.split(",") if r.strip()]
+    except ValueError:
+        raise CodesignError(f"--rates {rates!r} is not a comma-separated list of numbers") from None
+    bad = [r for r in values if not 0.0 <= r <= 1.0]
+    if bad or not values:
+        raise CodesignError(f"--rates {rates!r}: update rates must lie in [0, 1]")
+    return values
 
 
 def _bench_surnn(
@@ -460,6 +474,13 @@ def random_bundle(
     weight_bits: Annotated[int, typer.Option(help="weight width")] = 8,
     state_bits: Annotated[int, typer.Option(help="state width (small values exercise saturation)")] = 16,
     alpha_bits: Annotated[int, typer.Option(help="alpha width")] = 8,
+    selective: Annotated[
+        bool, typer.Option(help="selective update on every layer (a time-driven gate table)")
+    ] = False,
+    period: Annotated[int, typer.Option(help="--selective: the schedule's period (a power of two)")] = 16,
+    update_rate: Annotated[
+        float | None, typer.Option(help="--selective: open fraction of neuron-steps (default: drawn)")
+    ] = None,
 ) -> None:
     """Make a bundle with random legal weights for any member of the family, from a seed."""
     from pydantic import ValidationError
@@ -495,7 +516,11 @@ def random_bundle(
             layer["eps"] = eps
         if front is not None:
             layer["dcls"] = front
+        if selective:
+            layer["selective"] = {"period": period}
         specs.append(layer)
+    if update_rate is not None and not 0.0 <= update_rate <= 1.0:
+        raise CodesignError(f"--update-rate {update_rate} is outside [0, 1]")
     try:
         b = make_random_network_bundle(
             str(out),
@@ -506,6 +531,7 @@ def random_bundle(
             input_bits=input_bits,
             pooling=pooling,
             per_step=per_step,
+            update_rate=update_rate,
         )
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None
@@ -532,7 +558,8 @@ def rtl(
         str,
         typer.Option(
             help="baked: parameters as memory initial values; runtime: zeroed memories loaded through "
-            "the config stream (one build serves every bundle of the same shape)"
+            "the config stream (one build serves every bundle of the same shape); frozen: weights, "
+            "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs)"
         ),
     ] = "baked",
     target: Annotated[

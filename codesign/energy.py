@@ -20,7 +20,8 @@ What each counter pays:
 * ``<memory>_reads`` / ``_writes``: one access of the memory's word (``elements x elem_bits``);
 * ``<e>_steps`` x neurons: the finalize stage, one ``acc_bits`` add (gate comparison / update);
 * ``<e>_events``: one ``state_bits`` add (the delta the serializer sends);
-* ``<e>_dcls_cycles``: one multiply and one add per tap cycle of the DCLS front end.
+* ``<e>_dcls_cycles``: ``K`` multiplies and adds per busy cycle of the DCLS front end (it takes
+  an input's ``K`` taps in one cycle; an upper bound, as its send cycles multiply nothing).
 
 Leakage: ``leak_nw_per_um2`` x the ASIC area proxy of ``codesign area`` (sky130_fd_sc_hd cells,
 memories as latches), leaking for the whole step period (no power gating). The default, 0.01 nW
@@ -106,7 +107,8 @@ def dynamic_energy(plan: dict, counters: dict[str, int]) -> dict[str, float]:
         out["events"] += counters.get(f"{name}_events", 0) * energy_add(e["state_bits"])
         if e.get("dcls"):
             tap = energy_mult(w_bits, e["item_bits"]) + energy_add(e["dcls"]["z_bits"])
-            out["dcls"] += counters.get(f"{name}_dcls_cycles", 0) * tap
+            taps = e["dcls"].get("taps", 1)
+            out["dcls"] += counters.get(f"{name}_dcls_cycles", 0) * taps * tap
     for m in plan["memories"]:
         n = counters.get(f"{m['name']}_reads", 0) + counters.get(f"{m['name']}_writes", 0)
         pj = n * access_pj(m["elements"] * m["elem_bits"], m["bits"])

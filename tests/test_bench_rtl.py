@@ -31,3 +31,48 @@ def test_bench_row_is_consistent(tmp_path) -> None:
     assert row["floor_per_step"] == round(floor_per_step(bundle, xs, 2), 2)
     assert row["cycles_per_step"] >= row["floor_per_step"] > 0
     assert row["meets_target"] == (row["cycles_per_step"] <= row["target_per_step"])
+
+
+def test_dense_dcls_bundle_meets_the_target_at_eight_lanes() -> None:
+    """The flip-flop bundle's DCLS front end (5 channels, 2 taps) bounds its step at P >= 4: with
+    one tap per cycle it took 19.7 cycles per step against a target of 12.9 at P = 8; its taps
+    now go in parallel."""
+    from pathlib import Path
+
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "models/bundles/flip_flop_bgmingru_dcls")
+    row = bench_bundle(bundle, 8, 1.0, sequences=2, steps=40, seed=0)
+    assert row["meets_target"], row
+    assert row["cycles_per_step"] < 14.0, row
+
+
+def test_selective_floor_counts_visited_groups(tmp_path) -> None:
+    """A selective layer of 4 groups (P = 2): at a step after the first, only the groups with an
+    open lane cost slots; the first and the last step hold closed groups (one slot each)."""
+    bundle = make_random_network_bundle(
+        str(tmp_path / "b"),
+        seed=2,
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 8, "eps": 1, "selective": {"period": 2}}],
+        classes=2,
+    )
+    weights = dict(bundle.weights)
+    # phase 0: neurons 0-2 open (groups 0, 1); phase 1: nothing open
+    weights["layers.0.su_gate"] = np.array([[1, 1, 1, 0, 0, 0, 0, 0], [0] * 8])
+    from codesign.bundle.io import Bundle, check_weights
+
+    bundle = Bundle(bundle.manifest, check_weights(bundle.manifest, weights))
+    x = np.array([[[1, 0, 2], [1, 1, 1], [3, 1, 1], [0, 0, 5]]])
+    gold = run_golden(bundle, x)
+    tables = {0: weights["layers.0.su_gate"]}
+    # t0: 2 open groups x 2 items + 2 held; t1: nothing open, last group held; t2: 2 x 3;
+    # t3 (last step, phase 1: nothing open): every group held for the final vector
+    assert cycle_floor(bundle.manifest, gold, 2, tables).tolist() == [[6, 1, 6, 4]]
+    assert gold.layers[0].opens.tolist() == [[3, 0, 3, 0]]
+    # period 2: a window of one step of two, the update rate 0.5
+    row = bench_bundle(bundle, 2, 1.0, sequences=2, steps=8, seed=0, rate=0.5, shared=True)
+    assert row["update_rate"] == 0.5
+    assert row["open_steps_per_step"] == round(row["update_rate"] * 8, 2)
+    assert row["open_floor_per_step"] <= row["floor_per_step"] <= row["cycles_per_step"]
+    assert row["meets_open_target"] == (row["cycles_per_step"] <= row["open_target_per_step"])

@@ -63,6 +63,12 @@ def test_random_bundle_golden_and_inspect(tmp_path: Path) -> None:
         (["random-bundle", "--out", "b", "--cell", "lstm"], "--cell 'lstm': cells must be among cmru"),
         (["random-bundle", "--out", "b", "--dcls", "3"], "--dcls '3' is not TAPS,SPAN"),
         (["random-bundle", "--out", "b", "--state-bits", "40"], "state_bits"),
+        (["random-bundle", "--out", "b", "--selective", "--period", "6"], "period must be a power of two"),
+        (
+            ["random-bundle", "--out", "b", "--selective", "--update-rate", "2"],
+            "--update-rate 2.0 is outside",
+        ),
+        (["bench", "rtl", "--rates", "0.1,x"], "--rates '0.1,x' is not a comma-separated list"),
         (["sweep", "nowhere", "--qat-lr", "0"], "--qat-lr 0.0: the learning rate must be > 0"),
         (["quantize", "nowhere", "--bits", "4", "--out", "q", "--lr", "-1"], "--lr -1.0: the learning rate"),
     ],
@@ -74,6 +80,20 @@ def test_errors_are_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert message in res.output
     assert res.output.strip().count("\n") <= 1  # one line (rich may wrap very long lines once)
     assert not (tmp_path / "b").exists()
+
+
+def test_random_bundle_selective(tmp_path: Path) -> None:
+    res = invoke(
+        "random-bundle", "--out", tmp_path / "b", "--cell", "cmru,hsru", "--d", "8",
+        "--selective", "--period", "8", "--update-rate", "0.25",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    manifest = yaml.safe_load((tmp_path / "b" / "manifest.yaml").read_text())
+    assert [layer["selective"] for layer in manifest["layers"]] == [{"period": 8}] * 2
+    with np.load(tmp_path / "b" / "weights.npz") as w:
+        assert w["layers.0.su_gate"].shape == (8, 8) and w["layers.1.su_gate"].mean() == 0.25
+    res = invoke("inspect", tmp_path / "b")
+    assert "selective update (period 8, 25.0% of neuron-steps open)" in res.output
 
 
 def test_golden_bad_inputs(tmp_path: Path) -> None:

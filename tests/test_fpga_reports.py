@@ -247,3 +247,40 @@ def test_batch_builds_one_rtl_per_device_target() -> None:
         "ecp5": ["ecp5-25k", "ecp5-85k"],
     }
     assert builds_for(devices, "generic") == {"generic": devices}
+
+
+def test_ecp5_falls_back_to_abc_when_abc9_asserts(tmp_path, monkeypatch) -> None:
+    """On yosys' abc9 assertion the ECP5 flow reruns with ``abc -lut 4:7`` in place of abc9
+    (the JapaneseVowels BMRU at P = 4 stopped the reference batch; with abc it closes at 98.8 MHz)."""
+    import shutil
+    from pathlib import Path
+
+    from codesign.fpga import synth as synth_module
+
+    build = tmp_path / "build"
+    shutil.copytree(Path(__file__).parent / "data" / "fpga_standin", build)
+    scripts: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_yosys(work: Path, timeout_s: float) -> None:
+        scripts.append((work / "synth.ys").read_text())
+        if len(scripts) == 1:
+            (work / "yosys.log").write_text(
+                "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed in kernel/rtlil.cc:3091.\n"
+            )
+            raise CodesignError("yosys failed")
+        raise Stop
+
+    monkeypatch.setattr(synth_module, "_run_yosys", fake_yosys)
+    with pytest.raises(Stop):
+        synth_module.synthesize(build, "ecp5-25k")
+    assert "abc9" not in scripts[1] and "abc -lut 4:7" in scripts[1] and "-run map_cells:" in scripts[1]
+    assert "synth_ecp5 -top fpga_top -json netlist.json" in scripts[0]
+    # the iCE40 flow does not retry: the same failure is named in one line
+    monkeypatch.setattr(synth_module, "_run_yosys", fake_yosys)
+    scripts.clear()
+    with pytest.raises(CodesignError, match="abc9 assertion"):
+        synth_module.synthesize(build, "up5k")
+    assert len(scripts) == 1

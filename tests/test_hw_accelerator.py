@@ -27,6 +27,7 @@ from codesign.golden import run_golden
 from codesign.hw import Accelerator
 from codesign.hw.plan import plan_accelerator
 from codesign.hw.pysim import item_beats, simulate
+from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
 from codesign.quant.stack import deployed_from_bundle
 
@@ -106,10 +107,106 @@ def test_target_decides_memories_and_multipliers() -> None:
     assert styles["layer0_weights"] == "block"
     hard = sum(e.lanes * len(e.matrices) for e in up5k.engines if e.multiplier == "hard")
     assert hard <= 8  # the UP5K's DSPs
+    assert up5k.readout.lanes == 1  # once per sequence: its lanes would buy nothing
     with pytest.raises(CodesignError, match="--target 'xc7'"):
         plan_accelerator(bundle.manifest, 4, target="xc7")
     with pytest.raises(CodesignError, match="--counters 'some'"):
         plan_accelerator(bundle.manifest, 4, counters="some")
+
+
+def test_mixed_multipliers_match_golden() -> None:
+    """More products than hard multipliers: the readout's (the widest values) and the layer's
+    first 7 take the UP5K's 8 SB_MAC16 (``*``), the rest shift-and-add, and the sums are the
+    golden model's."""
+    manifest = random_network_manifest(
+        inputs=5, layers=[{"cell": "cmru", "size": 6, "eps": 1, "weight_bits": 8}], classes=3, seed=5
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
+    plan = plan_accelerator(manifest, 6, target="up5k")
+    layer = plan.layers[0]
+    assert (layer.multiplier, layer.hard_products) == ("mixed", 7)  # 6 lanes x 2 matrices
+    assert plan.readout.lanes == 1 and plan.readout.multiplier == "hard"
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
+    assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", counters="basic")
+
+
+def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
+    """minGRU's update ``z * (u - h)`` is a multiply per lane: at P = 12 on the UP5K its 12
+    products cannot have the 8 SB_MAC16, so they shift-and-add, and the readout and the first 7
+    weight products take the hard ones (synthesis mapped every ``*`` to a hard multiplier before:
+    12 of 8 at d = 32, P = 4); the states stay the golden model's. With multipliers to spare the
+    update keeps hard ones, ahead of the first layer's narrower weight x input products."""
+    manifest = random_network_manifest(
+        inputs=5, layers=[{"cell": "mingru", "size": 12, "weight_bits": 8}], classes=3, seed=7
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 7))
+    layer = plan_accelerator(manifest, 12, target="up5k").layers[0]
+    assert (layer.update_multiplier, layer.multiplier, layer.hard_products) == ("lut", "mixed", 7)
+    layer = plan_accelerator(manifest, 4, target="up5k").layers[0]
+    assert (layer.update_multiplier, layer.multiplier, layer.hard_products) == ("hard", "mixed", 3)
+    assert plan_accelerator(manifest, 12, target="ecp5").layers[0].update_multiplier == "hard"
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=7)
+    assert_matches_golden(bundle, xs, lanes=12, seed=7, target="up5k", counters="basic")
+
+
+def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
+    """A DCLS front end's tap products ``w * x`` are multiplies too: on the UP5K two DCLS layers
+    at P = 2 need more SB_MAC16 than its 8 (synthesis mapped every ``*`` to one before: 16 of 8),
+    so the first layer's taps, the narrowest products, shift-and-add, and the states stay the
+    golden model's."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 4, "weight_bits": 8, "dcls": {"taps": 2, "span": 4, "weight_bits": 8}},
+            {
+                "cell": "cmru",
+                "size": 4,
+                "eps": 1,
+                "weight_bits": 8,
+                "dcls": {"taps": 2, "span": 4, "weight_bits": 8},
+            },
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    plan = plan_accelerator(manifest, 2, target="up5k")
+    assert plan.layers[0].dcls.hard_taps == 0  # the first layer's 8-bit inputs: the cheapest products
+    chip = get_target("up5k")
+    used = 0
+    for e in plan.engines:
+        per_product = chip.multiplies_needed(e.weight_bits, e.item_bits)
+        n = e.lanes * len(e.matrices) if e.multiplier == "hard" else e.hard_products
+        used += n * per_product
+        if e.dcls is not None:
+            used += e.dcls.hard_taps * chip.multiplies_needed(e.dcls.weight_bits, e.dcls.item_bits)
+        if e.kind == "mingru" and e.update_multiplier == "hard":
+            used += e.lanes * chip.multiplies_needed(e.gate_bits + 2, e.state_bits + 1)
+    assert used <= chip.multipliers
+    assert plan_accelerator(manifest, 2, target="ecp5").layers[0].dcls.hard_taps == 2
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
+    assert_matches_golden(bundle, xs, lanes=2, seed=9, target="up5k", counters="basic")
+
+
+@pytest.mark.parametrize("target", ["up5k", "ecp5", "generic"])
+def test_frozen_builds_match_golden(target: str) -> None:
+    """Weights, biases and parameters as ROMs (``--weights frozen``), mapped to block RAM or LUTs."""
+    for seed in (4, 17):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        assert_matches_golden(bundle, xs, lanes=min(4, widest), seed=seed, target=target, weights="frozen")
+
+
+def test_frozen_plan_puts_small_roms_in_luts() -> None:
+    bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
+    plan = plan_accelerator(bundle.manifest, 4, target="up5k", frozen=True)
+    bias = plan.memory("layer0_bias")
+    assert bias.rom and bias.config_id is None and bias.style == "logic"  # 8 x 128: 128 LUT4, no FFs
+    assert not plan.memory("layer0_state").rom  # state is written every step
+    assert (
+        plan.shape_key()["frozen"] and plan_accelerator(bundle.manifest, 4).shape_key().get("frozen") is None
+    )
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -253,3 +350,14 @@ def test_faults_are_validated() -> None:
     bundle = load_bundle(BUNDLES / "parity_hsru")
     with pytest.raises(CodesignError, match="unknown fault"):
         Accelerator(bundle, faults={"off_by_two"})
+
+
+def test_hard_multipliers_a_product_takes() -> None:
+    """yosys' mul2dsp slices operands wider than the hard multiplier and leaves a last slice of one
+    bit to logic: 8 x 24 takes two SB_MAC16 (measured: the readout lane's 2 DSPs), 8 x 17 one."""
+    up5k, ecp5 = get_target("up5k"), get_target("ecp5")
+    assert up5k.multiplies_needed(8, 24) == 2
+    assert up5k.multiplies_needed(8, 17) == 1
+    assert up5k.multiplies_needed(8, 16) == 1
+    assert up5k.multiplies_needed(18, 26) == 4
+    assert ecp5.multiplies_needed(8, 24) == 2 and ecp5.multiplies_needed(8, 18) == 1

@@ -21,7 +21,8 @@ from codesign.hw.images import memory_images
 from codesign.hw.issue import IssueStage
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import plan_accelerator
-from codesign.hw.update import abs_at_least, make_update_unit
+from codesign.hw.update import abs_at_least, clamp_gate, make_update_unit, saturate_sum
+from codesign.hw.update import saturate as hw_saturate
 from codesign.intmath import saturate, signed_range
 
 
@@ -121,8 +122,9 @@ def test_update_unit_follows_the_integer_rules(cell: str, extra: dict) -> None:
                 ctx.set(unit.params[name], value)
             for name, value in old.items():
                 ctx.set(unit.old[name], value)
-            if e.update_latency == 2:  # presented in C3, answered in C3b
-                await ctx.tick()
+            if e.update_latency > 1:  # presented in C3, answered in C3b (or C3c)
+                for _ in range(e.update_latency - 1):
+                    await ctx.tick()
             else:
                 await ctx.delay(1e-9)
             new, out, gate = _reference(cell, e, acc, params, old)
@@ -156,27 +158,88 @@ def test_abs_at_least_matches_abs_compare_exhaustively(bits: int) -> None:
     _run(m, bench, clock=False)
 
 
+@pytest.mark.parametrize(("width", "bits"), [(3, 3), (6, 3), (7, 4), (9, 2)])
+def test_saturate_by_upper_bits_matches_the_spec_exhaustively(width: int, bits: int) -> None:
+    """The reduction form of ``sat_bits`` (upper bits all equal) on every ``width``-bit value."""
+    value = Signal(signed(width))
+    m = Module()
+    out, clipped = hw_saturate(m, value, bits, "sat")
+    lo, hi = signed_range(width)
+
+    async def bench(ctx):
+        for x in range(lo, hi + 1):
+            ctx.set(value, x)
+            await ctx.delay(1e-9)
+            want = int(saturate(np.int64(x), bits))
+            assert ctx.get(out) == want, (x, want)
+            assert ctx.get(clipped) == int(want != x), x
+
+    _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize(("narrow_bits", "wide_bits", "bits"), [(3, 8, 3), (4, 9, 4), (2, 7, 3), (4, 4, 3)])
+def test_saturate_sum_matches_the_spec_exhaustively(narrow_bits: int, wide_bits: int, bits: int) -> None:
+    """``sat_bits(a + c)`` with narrow arithmetic, on every pair of a narrow and a wide value."""
+    a, c = Signal(signed(narrow_bits)), Signal(signed(wide_bits))
+    m = Module()
+    out, clipped = saturate_sum(m, a, c, bits, "s")
+    alo, ahi = signed_range(narrow_bits)
+    clo, chi = signed_range(wide_bits)
+
+    async def bench(ctx):
+        for x in range(alo, ahi + 1):
+            for y in range(clo, chi + 1):
+                ctx.set(a, x)
+                ctx.set(c, y)
+                await ctx.delay(1e-9)
+                want = int(saturate(np.int64(x + y), bits))
+                assert ctx.get(out) == want, (x, y, want)
+                assert ctx.get(clipped) == int(want != x + y), (x, y)
+
+    _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize(("width", "gate_bits"), [(3, 3), (5, 3), (8, 3), (9, 2), (7, 6)])
+def test_clamp_gate_matches_the_hard_sigmoid_exhaustively(width: int, gate_bits: int) -> None:
+    """minGRU's ``clamp(g + 2**(gb-1), 0, 2**gb)`` by the narrow form, on every ``width``-bit g."""
+    value = Signal(signed(width))
+    m = Module()
+    z = clamp_gate(m, value, gate_bits, "z")
+    lo, hi = signed_range(width)
+    one = 1 << gate_bits
+
+    async def bench(ctx):
+        for x in range(lo, hi + 1):
+            ctx.set(value, x)
+            await ctx.delay(1e-9)
+            assert ctx.get(z) == min(max(x + one // 2, 0), one), x
+
+    _run(m, bench, clock=False)
+
+
 def test_lane_array_accumulates_from_seeds() -> None:
     dut = LaneArray(lanes=3, matrices=2, weight_bits=5, value_bits=6, acc_bits=20)
     rng = np.random.default_rng(0)
 
     async def bench(ctx):
         sums = [np.zeros(6, dtype=np.int64)]
+        seeds = np.zeros(6, dtype=np.int64)
         for k in range(60):
             first = k % 5 == 0
             w = rng.integers(-16, 16, size=6)
-            seeds = rng.integers(-1000, 1000, size=6)
             value = int(rng.integers(-32, 32))
             ctx.set(dut.valid, 1)
             ctx.set(dut.first, int(first))
             ctx.set(dut.value, value)
             ctx.set(dut.weights, [int(v) for v in w])
-            ctx.set(dut.seeds, [int(v) for v in seeds])
+            ctx.set(dut.seeds, [int(v) for v in seeds])  # the seeds of the previous slot
+            seeds = rng.integers(-1000, 1000, size=6)
             await ctx.tick()
             sums.append(((seeds if first else sums[-1]) + w * value).tolist())
             if k >= 2:  # the sum of slot k-2 (LATENCY = 3 cycles)
                 assert [ctx.get(dut.acc[i]) for i in range(6)] == sums[-3], k
         ctx.set(dut.valid, 0)
+        ctx.set(dut.seeds, [int(v) for v in seeds])
         for _ in range(3):
             await ctx.tick()
         assert [ctx.get(dut.acc[i]) for i in range(6)] == sums[-1]
@@ -265,34 +328,48 @@ def test_issue_stage_walks_every_group_over_the_steps_items() -> None:
     _run(dut, bench)
 
 
-def test_delay_front_end_matches_the_golden_delay_line() -> None:
-    """Outputs of every step equal the golden front end's non-zero ``z`` (three sequences, so
-    slots scheduled past a sequence's end must be cleared)."""
-    layer = {"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": 3, "span": 4, "weight_bits": 5}}
+def _run_delay_front_end(
+    taps: int,
+    span: int,
+    *,
+    same_delays: bool = False,
+    density: float = 0.6,
+    ready_p: float = 0.7,
+    lengths: tuple[int, ...] = (7, 2, 5),
+) -> tuple[int, int, int]:
+    """Drive a DCLS front end with three sequences (so slots scheduled past a sequence's end must
+    be cleared) and check every step's outputs against the golden front end's non-zero ``z``.
+    ``same_delays``: every tap of a channel has one delay (its taps share slots). Returns (cycles
+    from the first beat to the last step's marker, non-zero inputs, non-zero outputs)."""
+    from codesign.hw.pysim import item_beats
+
+    layer = {"cell": "cmru", "size": 2, "eps": 1, "dcls": {"taps": taps, "span": span, "weight_bits": 5}}
     manifest = random_network_manifest(inputs=3, layers=[layer], classes=2, input_bits=4)
-    bundle = Bundle(manifest, check_weights(manifest, random_network_weights(manifest, 3)))
+    weights = random_network_weights(manifest, 3)
+    if same_delays:
+        key = next(k for k in weights if k.endswith("dcls_delay"))
+        weights[key] = np.repeat(weights[key][:, :1], taps, axis=1)
+    bundle = Bundle(manifest, check_weights(manifest, weights))
     plan = plan_accelerator(manifest, 2)
-    e = plan.layers[0]
-    dut = DelayFrontEnd(plan, e, memory_images(bundle, plan))
+    dut = DelayFrontEnd(plan, plan.layers[0], memory_images(bundle, plan))
     rng = np.random.default_rng(3)
-    seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < 0.6) for t in (7, 2, 5)]
+    seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < density) for t in lengths]
     w = bundle.layer_weights(0)
     expect = []  # per step: the non-zero outputs (in any order) and the step's end
     for x in seqs:
         z = dcls_front_end(x[None], w["dcls_weight"], w["dcls_delay"])[0]
         for t in range(len(x)):
             expect.append(sorted((int(j), int(z[t, j])) for j in np.flatnonzero(z[t])))
-    from codesign.hw.pysim import item_beats
-
     beats = item_beats(seqs)
+    span_cycles = {}
 
     async def bench(ctx):
         got, step, b = [], [], 0
-        for _ in range(3000):
+        for cycle in range(3000 + 20 * sum(lengths)):
             if b < len(beats):
                 ctx.set(dut.items.payload, beats[b])
             ctx.set(dut.items.valid, int(b < len(beats)))
-            ready = rng.random() < 0.7
+            ready = rng.random() < ready_p
             ctx.set(dut.outputs.ready, int(ready))
             if ready and ctx.get(dut.outputs.valid):
                 p = ctx.get(dut.outputs.payload)
@@ -301,12 +378,33 @@ def test_delay_front_end_matches_the_golden_delay_line() -> None:
                 if p.step_end:
                     got.append(sorted(step))
                     step = []
+                    span_cycles["last"] = cycle
             if b < len(beats) and ctx.get(dut.items.ready):
+                span_cycles.setdefault("first", cycle)
                 b += 1
             await ctx.tick()
         assert got == expect
 
     _run(dut, bench)
+    n_in = sum(int(np.count_nonzero(x)) for x in seqs)
+    n_out = sum(len(step) for step in expect)
+    return span_cycles["last"] - span_cycles["first"], n_in, n_out
+
+
+@pytest.mark.parametrize(("taps", "span", "same_delays"), [(3, 4, False), (2, 3, True), (1, 1, False)])
+def test_delay_front_end_matches_the_golden_delay_line(taps: int, span: int, same_delays: bool) -> None:
+    """Outputs of every step equal the golden front end's non-zero ``z``, also when taps of a
+    channel share a delay (their banks add up; the slot lists the channel once)."""
+    _run_delay_front_end(taps, span, same_delays=same_delays)
+
+
+def test_delay_front_end_takes_an_input_per_cycle() -> None:
+    """Dense inputs, outputs always taken: the K taps of an input go in one cycle, so a step costs
+    about its non-zero inputs plus its non-zero outputs plus 3, not K x inputs (one tap per cycle:
+    K x inputs + outputs + 5, here 660 cycles against 319)."""
+    steps = 40
+    cycles, n_in, n_out = _run_delay_front_end(3, 4, density=1.0, ready_p=1.0, lengths=(steps,))
+    assert cycles <= n_in + n_out + 3 * steps, (cycles, n_in, n_out)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

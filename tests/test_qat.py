@@ -126,3 +126,63 @@ def test_qat_sees_the_rest_gates_the_export_writes() -> None:
     assert cell.candidate.bias.abs().item() < cell.threshold.bias.abs().item()  # closed, as in float
     (cell.candidate.bias.sum() + cell.threshold.bias.sum()).backward()  # straight-through gradient
     assert cell.candidate.parametrizations.bias.original.grad.item() == 1.0
+
+
+def _deployed(model: HardwareStack, calibration: torch.Tensor, fmt: dict):
+    """QAT values baked into a plain copy, exported, and rebuilt from the bundle alone."""
+    from codesign.bundle.io import Bundle, check_weights
+    from codesign.quant.stack import deployed_from_bundle, quantize_stack
+
+    plain = HardwareStack(3, 2, model.layer_specs).double()
+    plain.load_state_dict(plain_state(model))
+    manifest, weights = quantize_stack(
+        plain,
+        name="q",
+        input_bits=8,
+        input_frac=4,
+        layer_formats=[fmt],
+        readout_formats={"weight_bits": 8},
+        calibration=calibration,
+    )
+    return deployed_from_bundle(Bundle(manifest, check_weights(manifest, weights)))
+
+
+def test_alphacmru_trains_on_the_deployed_alpha_grid() -> None:
+    """The states QAT computes are the deployed states: alpha_t on its alpha_bits grid, rounded.
+
+    Before, QAT trained a continuous alpha_t that the datapath floors onto a grid set by the
+    largest |alpha_t|: a small alpha_t lost up to a whole step, and eps = 1 summed the losses
+    (tests/test_deployed_equals_trained.py, alphaCMRU at 8 bits: 99.33 % trained, 98.00 % deployed).
+    """
+    from codesign.quant.fixed_point import quantize_input
+
+    torch.manual_seed(1)
+    layers = [{"cell": "alphacmru", "size": 6, "eps": 1.0}]
+    model = HardwareStack(3, 2, layers).double()
+    with torch.no_grad():  # small alpha_t beside large ones: a few grid steps wide
+        model.cells[0].alpha_proj.bias.copy_(torch.tensor([0.013, -0.021, 0.4, 0.05, -0.9, 0.007]))
+    add_fake_quant(model, 8, 6, input_frac=4, input_bits=8)
+    x = quantize_input(torch.randn(16, 20, 3, generator=torch.Generator().manual_seed(2)), 8, 4)
+    with torch.no_grad():
+        trained = model.cells[0](x)[0]
+    deployed = _deployed(model, x, {"weight_bits": 8, "alpha_bits": 6})
+    outs, _ = deployed.trace(x)
+    assert torch.equal(outs[0], trained)
+
+
+def test_mingru_trains_on_the_deployed_gate_grid() -> None:
+    """The minGRU gate QAT computes is the deployed one: rounded to 2**-gate_bits, not floored."""
+    from codesign.quant.fixed_point import quantize_input
+
+    torch.manual_seed(4)
+    model = HardwareStack(3, 2, [{"cell": "mingru", "size": 6}]).double()
+    add_fake_quant(model, 8, 6, input_frac=4, input_bits=8, gate_bits=4)
+    x = quantize_input(torch.randn(16, 20, 3, generator=torch.Generator().manual_seed(5)), 8, 4)
+    cell = model.cells[0]
+    with torch.no_grad():
+        trained = cell.gate_quant(cell.gate(x))
+    deployed = _deployed(model, x, {"weight_bits": 8, "gate_bits": 4}).model.cells[0]
+    with torch.no_grad():
+        on_grid = torch.floor(deployed.gate(x) * 2.0**4) * 2.0**-4  # the datapath's shr onto the gate grid
+    assert torch.equal(on_grid, trained)
+    assert not torch.equal(torch.floor(cell.gate(x) * 2.0**4) * 2.0**-4, trained)  # rounding matters here

@@ -58,7 +58,7 @@ def test_quick_tier_is_bit_exact(tmp_path):
     )
     s = json.loads((tmp_path / "summary.json").read_text())
     assert code == 0, s["failed_jobs"]
-    assert s["mismatches"] == 0 and s["designs"]["random_bundles"] == 6
+    assert s["mismatches"] == 0 and s["designs"]["random_bundles"] == 8
     assert s["sequences"] > 50
     cov = s["coverage"]["points"]
     assert all(cov["cell"].values()), cov["cell"]  # every cell kind checked

@@ -122,6 +122,21 @@ def random_shape(seed: int, index: int) -> dict:
     raise RuntimeError(f"no legal shape drawn for index {index}")
 
 
+def selective_shape(seed: int, index: int) -> dict:
+    """A random shape (layer 0's cell cycles backwards) whose layers have selective update (each
+    with probability 0.7, at least one; periods 1 to 16). Bundles of the shape draw their
+    schedules (windows or independent bits at rates 0 to 1: ``codesign.bundle.random``)."""
+    shape = random_shape(seed + 7919, len(CELLS) - 1 - index % len(CELLS))
+    rng = np.random.default_rng([seed, index, 20])
+    layers = [dict(layer) for layer in shape["layers"]]
+    chosen = rng.random(len(layers)) < 0.7
+    chosen[int(rng.integers(len(layers)))] = True
+    for layer, on in zip(layers, chosen, strict=True):
+        if on:
+            layer["selective"] = {"period": int(2 ** rng.integers(0, 5))}
+    return shape | {"layers": layers}
+
+
 def manifest_for(shape: dict, name: str, seed: int):
     man = random_network_manifest(
         inputs=shape["inputs"],
@@ -154,6 +169,8 @@ def describe(shape: dict) -> str:
             s += f"e{layer['eps']}"
         if "dcls" in layer:
             s += f"+dcls{layer['dcls']['taps']}x{layer['dcls']['span']}"
+        if layer.get("selective"):
+            s += f"+su{layer['selective']['period']}"
         parts.append(s)
     ro = "per_step" if shape["per_step"] else shape["pooling"]
     return f"M{shape['inputs']} {'-'.join(parts)} C{shape['classes']} {ro} P{shape['lanes']}"
@@ -237,12 +254,19 @@ def plan_designs(args, out: Path) -> list[Design]:
     designs: list[Design] = []
     if not args.quick:
         shapes = [random_shape(args.seed, i) for i in range(args.shapes)]
+        shapes += [selective_shape(args.seed, i) for i in range(args.selective_shapes)]
         per_shape = args.bundles_per_shape
     else:
         shapes = QUICK_SHAPES
         per_shape = 2
     for i, shape in enumerate(shapes):
-        name = f"shape{i:02d}"
+        # selective-update shapes are named sel<k> (``--filter sel``)
+        selective = any(layer.get("selective") for layer in shape["layers"])
+        name = (
+            f"sel{i - (0 if args.quick else args.shapes):02d}"
+            if selective and not args.quick
+            else f"shape{i:02d}"
+        )
         root = out / "designs" / name
         bundles = [
             make_shape_bundle(shape, root / f"bundle{k:02d}", f"{name}_b{k}", args.seed * 1000 + i * 50 + k)
@@ -371,9 +395,23 @@ QUICK_SHAPES = [
         "sum_bits": 8,
         "lanes": 4,
     },
+    {
+        "inputs": 4,
+        "layers": [
+            {"cell": "hsru", "size": 7, "state_bits": 6, "leak_shift": 2, "selective": {"period": 4}},
+            {"cell": "mingru", "size": 5, "state_bits": 6, "gate_bits": 2, "selective": {"period": 2}},
+        ],
+        "classes": 3,
+        "input_bits": 4,
+        "pooling": "last",
+        "per_step": True,
+        "sum_bits": 8,
+        "lanes": 2,
+    },
 ]
-"""The quick tier (``make test``): three shapes that together hold every cell kind, DCLS on a
-first and a later layer, sum pooling that saturates, per-step logits, partial lane groups."""
+"""The quick tier (``make test``): four shapes that together hold every cell kind, DCLS on a
+first and a later layer, sum pooling that saturates, per-step logits, partial lane groups, and
+selective update on a first (scratch) and a later (event-driven) layer."""
 
 
 def mutant_target(designs: list[Design], fault: str) -> Design | None:
@@ -665,6 +703,12 @@ def parse_args(argv: list[str] | None = None):
         "--filter", default=os.environ.get("TESTCASE") or None, help="regex over design and test names"
     )
     ap.add_argument("--shapes", type=int, default=6, help="random shapes (default 6)")
+    ap.add_argument(
+        "--selective-shapes",
+        type=int,
+        default=6,
+        help="random shapes with selective update, sel<k>, layer 0's cell cycling (default 6)",
+    )
     ap.add_argument("--bundles-per-shape", type=int, default=36, help="random bundles per shape (default 36)")
     ap.add_argument("--vectors", type=int, default=2, help="random sequences per bundle (default 2)")
     ap.add_argument("--max-steps", type=int, default=6, help="longest random sequence (default 6)")

@@ -325,6 +325,8 @@ class Testbench:
             expected[f"{name}_macs"] = v
         for name, v in tot.events.items():
             expected[f"{name}_events"] = v
+        for name, v in tot.opens.items():
+            expected[f"{name}_open_steps"] = v
         if tot.readout_macs is not None:
             expected["readout_macs"] = tot.readout_macs
         for name, v in expected.items():

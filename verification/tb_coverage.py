@@ -34,6 +34,15 @@ BINS: dict[str, list[str]] = {
     "sequence length": ["T=1", "2..40", "41..1000", ">1000"],
     "inputs": ["all-zero sequence", "max magnitude", "empty step", "back-to-back sequences"],
     "protocol": ["reset mid-sequence", "weights reloaded", "argmax tie"],
+    "selective": [
+        "period 1",
+        "period > 1",
+        "event-driven layer",
+        "every neuron closed",
+        "every neuron open",
+        "group skipped",
+        "partly open group",
+    ],
 }
 """Cover points and their bins."""
 
@@ -108,13 +117,17 @@ def cover_bundle(bundle: Bundle, lanes: int) -> None:
         sample("lanes", "P=1" if p == 1 else ("P=d" if p == layer.size else "1<P<d"))
         if layer.size % p:
             sample("lanes", "partial last group")
+        if layer.selective is not None:
+            sample("selective", "period 1" if layer.selective.period == 1 else "period > 1")
+            if i > 0:
+                sample("selective", "event-driven layer")
     r = man.readout
     sample("readout", "per_step" if r.per_step else r.pooling)
     if len(man.layers) <= 3:
         sample("layers", str(len(man.layers)))
 
 
-def cover_sequence(bundle: Bundle, x: np.ndarray, g) -> None:
+def cover_sequence(bundle: Bundle, x: np.ndarray, g, lanes: int | None = None) -> None:
     """What one checked sequence exercises (golden result ``g``): length, input corners, each
     layer's gates, saturation, sign(0) and ties, events per step, pooled-sum saturation."""
     steps = x.shape[0]
@@ -136,10 +149,35 @@ def cover_sequence(bundle: Bundle, x: np.ndarray, g) -> None:
         if CELLS[layer.cell].rule == "cmru":
             _cover_cmru(layer, w, zin[0], trace.gates[0], trace.states[0])
         _cover_events(layer.size, trace.events[0])
+        if layer.selective is not None and lanes is not None:
+            _cover_schedule(w["su_gate"], steps, min(lanes, layer.size))
         z = trace.states
     r = man.readout
     if r.pooling == "sum" and not r.per_step:
         _cover_pool(r.sum_bits, g.layers[-1].states[0])
+
+
+def _cover_schedule(table: np.ndarray, steps: int, lanes: int) -> None:
+    """The steps of a selective layer's schedule one sequence ran (steps after the first: the
+    first walks every group): closed and open steps, skipped and partly open groups."""
+    from codesign.hw.selective import group_open
+
+    phases = np.arange(1, steps) % table.shape[0]
+    if not phases.size:
+        return
+    rows = table[phases] != 0
+    if (~rows.any(axis=1)).any():
+        sample("selective", "every neuron closed")
+    if rows.all(axis=1).any():
+        sample("selective", "every neuron open")
+    groups = group_open(table, lanes)[phases].astype(bool)  # (steps, G, P)
+    valid = np.zeros(groups.shape[1:], dtype=bool)
+    valid.reshape(-1)[: table.shape[1]] = True
+    opened = groups.any(axis=2)
+    if (~opened).any():
+        sample("selective", "group skipped")
+    if (opened & ~(groups | ~valid[None]).all(axis=2)).any():
+        sample("selective", "partly open group")
 
 
 def _cover_gates(layer, gates: np.ndarray) -> None:

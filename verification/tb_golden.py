@@ -2,7 +2,7 @@
 
 :class:`GoldenModel` rebuilds every sequence from what the *input monitor* saw (not from what the
 driver meant to send), runs ``codesign.golden`` on it and posts the expected trace beats (every
-layer's state and gate, every group, every step) and result beats (every logit, the class) to the
+layer's state and gate, every group it walks, every step) and result beats (every logit, the class) to the
 scoreboard's checkers, and the counts the counters must show (:class:`Totals`).
 """
 
@@ -18,6 +18,7 @@ from tb_scoreboard import Mismatch, ResultBeat, TraceBeat
 from codesign.bundle.io import Bundle
 from codesign.golden import run_golden
 from codesign.hw.plan import plan_accelerator
+from codesign.hw.selective import walk
 from codesign.verify.cycles import cycle_floor
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class Totals:
     steps: int = 0
     macs: dict[str, int] = field(default_factory=dict)
     events: dict[str, int] = field(default_factory=dict)
+    opens: dict[str, int] = field(default_factory=dict)  # open neuron-steps of selective layers
     readout_macs: int | None = 0
     floor: int = 0
 
@@ -100,22 +102,32 @@ class GoldenModel:
         tot = self.totals
         tot.sequences += 1
         tot.steps += steps
-        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes).sum())
+        tables = {
+            i: bundle.weights[f"layers.{i}.su_gate"]
+            for i, layer in enumerate(bundle.manifest.layers)
+            if layer.selective is not None
+        }
+        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes, tables).sum())
         for e, trace in zip(plan.layers, g.layers, strict=True):
             name = f"layer{e.index}"
             states, gates = trace.states[0], trace.gates[0]
             tot.macs[name] = tot.macs.get(name, 0) + int(trace.macs.sum())
             tot.events[name] = tot.events.get(name, 0) + int(trace.events.sum())
+            if trace.opens is not None:
+                tot.opens[name] = tot.opens.get(name, 0) + int(trace.opens.sum())
             checker = self.tb.trace_checkers[name]
             for t in range(steps):
-                for grp in range(e.groups):
+                # a selective layer visits only some groups (codesign.hw.selective.walk); a held
+                # group's gates come from its biases alone and are not compared
+                visits = walk(e, tables.get(e.index), t, seq_end=t == steps - 1, items=int(trace.items[0, t]))
+                for grp, held in visits:
                     lo = grp * e.lanes
                     hi = min(lo + e.lanes, e.size)
                     checker.add_expected(
                         TraceBeat(
                             n, t, name, grp,
-                            states[t, lo:hi].tolist(), gates[t, lo:hi].tolist(),
-                            int(grp == e.groups - 1), int(t == steps - 1),
+                            states[t, lo:hi].tolist(), None if held else gates[t, lo:hi].tolist(),
+                            int(grp == visits[-1][0]), int(t == steps - 1),
                             hi - lo, lo,
                         )
                     )  # fmt: skip
@@ -148,4 +160,4 @@ class GoldenModel:
         if tot.readout_macs is not None:
             tot.readout_macs += readout_macs
         self.classes.append(classes.tolist() if plan.per_step else int(classes))
-        cov.cover_sequence(bundle, x, g)
+        cov.cover_sequence(bundle, x, g, plan.lanes)

@@ -126,7 +126,7 @@ class TraceBeat:
     layer: str
     group: int
     state: list[int]
-    gate: list[int]
+    gate: list[int] | None  # None: not compared (a selective layer's held group)
     step_end: int
     seq_end: int
     lanes: int  # lanes that hold a neuron (the rest are padding)
@@ -162,6 +162,8 @@ def compare_trace(exp: TraceBeat, got: dict) -> list[Mismatch]:
             )
     for lane in range(exp.lanes):
         for signal, values in (("state", exp.state), ("gate", exp.gate)):
+            if values is None:
+                continue
             g = got[f"{signal}[{lane}]"]
             if values[lane] != g:
                 out.append(

@@ -46,7 +46,11 @@ class CellKind:
     gate_bins: tuple[str, ...] = ("open", "closed")
     """Coverage bins of the gate the trace reports."""
     update_stages: int = 1
-    """Pipeline stages of the RTL update unit (C3, or C3 and C3b): the plan's cycle model reads it."""
+    """Pipeline stages of the RTL update unit (C3; C3 and C3b; C3, C3b and C3c): the plan's cycle
+    model reads it."""
+    update_products: int = 0
+    """Multiplies one lane's update unit does per group (minGRU's ``z * (u - h)``): the plan counts
+    them against the target's hard multipliers, or has them shift-and-add."""
     description: str = ""
 
     @property
@@ -96,7 +100,8 @@ CELLS: dict[str, CellKind] = {
             {"cand_shift": "shift", "gate_shift": "shift"},
             graded_gate=True,
             gate_bins=("z=0", "0<z<1", "z=1"),
-            update_stages=2,
+            update_stages=3,
+            update_products=1,
             description="h <- h + shr(z*(u-h), gate_bits), hard-sigmoid gate z",
         ),
         CellKind(

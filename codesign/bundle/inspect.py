@@ -29,6 +29,9 @@ def render(bundle: Bundle) -> Group:
     for i, layer in enumerate(m.layers):
         extra = f" eps={layer.eps}" if CELLS[layer.cell].rule == "cmru" else ""
         dcls = f", DCLS {layer.dcls.taps} taps below {layer.dcls.span}" if layer.dcls else ""
+        if layer.selective is not None:
+            rate = float(bundle.weights[f"layers.{i}.su_gate"].mean())
+            dcls += f", selective update (period {layer.selective.period}, {rate:.1%} of neuron-steps open)"
         head.add_row(
             f"layer {i}",
             f"{layer.cell} d={layer.size}{extra}{dcls}; state {layer.state_bits} bits "

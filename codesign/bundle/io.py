@@ -154,6 +154,8 @@ def check_weights(
         lo, hi = signed_range(bits)
         if name.endswith("dcls_delay"):
             lo, hi = 0, manifest.layers[int(name.split(".")[1])].dcls.span - 1
+        if name.endswith("su_gate"):  # the selective-update schedule holds gate bits
+            lo, hi = 0, 1
         arr = arr.astype(np.int64)
         if arr.size and (arr.min() < lo or arr.max() > hi):
             bad = arr[(arr < lo) | (arr > hi)].flat[0]

@@ -60,7 +60,36 @@ def random_network_manifest(
     )
 
 
-def random_network_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarray]:
+def rhythmic_table(
+    rng: np.random.Generator,
+    period: int,
+    size: int,
+    rate: float,
+    *,
+    shuffled: bool = False,
+    block: int = 1,
+) -> np.ndarray:
+    """A selective-update table ``(period, size)`` whose open fraction is close to ``rate``.
+
+    Each neuron is open on a window of ``round(rate x period)`` consecutive steps (at least one)
+    starting at its phase; phases ascend with the neuron index, so at every step the open neurons
+    are one cyclic run of indices and share as few lane groups as possible (what the export's
+    reordering gives). ``shuffled`` draws each gate independently instead (the worst packing).
+    ``block``: neurons ``block x j ..`` share a phase (a schedule trained with ``selective.share``).
+    """
+    if shuffled:
+        return (rng.random((period, size)) < rate).astype(np.int64)
+    width = max(1, min(period, round(rate * period)))
+    phases = np.repeat(np.sort(rng.integers(0, period, size=-(-size // block))), block)[:size]
+    t = np.arange(period)[:, None]
+    return (((t - phases[None, :]) % period) < width).astype(np.int64)
+
+
+def random_network_weights(
+    manifest: Manifest, seed: int, *, update_rate: float | None = None
+) -> dict[str, np.ndarray]:
+    """Random legal arrays for ``manifest``; ``update_rate`` sets the open fraction of selective
+    layers' schedules (default: drawn per layer, windows or independent bits)."""
     rng = np.random.default_rng(seed)
     weights: dict[str, np.ndarray] = {}
     for name, (shape, bits) in array_table(manifest).items():
@@ -70,6 +99,13 @@ def random_network_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarra
             key = name.split(".")[2]
             if key == "dcls_delay":
                 weights[name] = rng.integers(0, layer.dcls.span, size=shape, dtype=np.int64)
+                continue
+            if key == "su_gate":
+                if update_rate is None:
+                    rate = float(rng.choice([0.0, 0.1, 0.3, 0.6, 1.0]))
+                    weights[name] = rhythmic_table(rng, *shape, rate, shuffled=bool(rng.random() < 0.5))
+                else:
+                    weights[name] = rhythmic_table(rng, *shape, update_rate)
                 continue
             if key.endswith("_shift"):
                 # bring the accumulator down to about the state (or alpha, or gate) width
@@ -97,10 +133,17 @@ def random_network_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarra
 
 
 def make_random_network_bundle(
-    out: str, *, seed: int, inputs: int, layers: list[dict], classes: int, **options
+    out: str,
+    *,
+    seed: int,
+    inputs: int,
+    layers: list[dict],
+    classes: int,
+    update_rate: float | None = None,
+    **options,
 ) -> Bundle:
     manifest = random_network_manifest(inputs=inputs, layers=layers, classes=classes, seed=seed, **options)
-    return save_bundle(out, manifest, random_network_weights(manifest, seed))
+    return save_bundle(out, manifest, random_network_weights(manifest, seed, update_rate=update_rate))
 
 
 # ---------------------------------------------------------------- single-layer (spine-shaped) bundles
@@ -193,12 +236,21 @@ FAMILY_CELLS = CELL_NAMES
 
 
 def random_family_bundle(
-    seed: int, *, max_layers: int = 3, max_size: int = 8, max_inputs: int = 6, max_classes: int = 5
+    seed: int,
+    *,
+    max_layers: int = 3,
+    max_size: int = 8,
+    max_inputs: int = 6,
+    max_classes: int = 5,
+    selective: bool = False,
 ) -> Bundle:
     """A random member of the whole hardware family (in memory): 1-``max_layers`` layers of any
     cell, eps, widths, DCLS front ends (about one layer in three), last/sum/per-step readouts.
 
     Widths are drawn small so that saturation, sign(0) and ties happen in short sequences.
+    ``selective`` gives layers (each with probability 0.7, at least one) a selective-update
+    schedule of period 1 to 16, drawn from a second generator so that the rest of the bundle is
+    the one the same seed gives without it.
     """
     from codesign.bundle.io import check_weights
 
@@ -225,6 +277,13 @@ def random_family_bundle(
                 "weight_bits": int(rng.integers(2, 9)),
             }
         layers.append(layer)
+    if selective:
+        su_rng = np.random.default_rng([seed, 20])
+        chosen = su_rng.random(len(layers)) < 0.7
+        chosen[int(su_rng.integers(len(layers)))] = True
+        for layer, on in zip(layers, chosen, strict=True):
+            if on:
+                layer["selective"] = {"period": int(2 ** su_rng.integers(0, 5))}
     per_step = bool(rng.random() < 0.25)
     pooling = "last" if per_step else str(rng.choice(["last", "sum"]))
     manifest = random_network_manifest(

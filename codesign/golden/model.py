@@ -34,6 +34,8 @@ class LayerTrace:
     events: np.ndarray  # (N, T) neurons whose output changed
     macs: np.ndarray  # (N, T) multiply-accumulates of an event-driven datapath
     potentials: np.ndarray | None = None  # (N, T, d) HSRU analog potential V
+    opens: np.ndarray | None = None  # (N, T) neurons whose selective-update gate is open
+    items: np.ndarray | None = None  # (N, T) items the layer's engine walks (non-zero inputs or events)
 
 
 @dataclass
@@ -139,6 +141,11 @@ def affine(w: np.ndarray, b: np.ndarray, z: np.ndarray, accumulate: Accumulate) 
     return acc
 
 
+def selective_gates(table: np.ndarray, steps: int) -> np.ndarray:
+    """``(T, d)`` selective-update gates of steps ``0 .. T-1``: row ``t mod period`` of the table."""
+    return np.asarray(table, dtype=np.int64)[np.arange(steps) % table.shape[0]] != 0
+
+
 def run_layer(
     layer: LayerSpec, w: dict[str, np.ndarray], x: np.ndarray, accumulate: Accumulate
 ) -> LayerTrace:
@@ -152,7 +159,16 @@ def run_layer(
     else:
         z = x
     nnz = (z != 0).sum(axis=2) if accumulate == "dense" else (np.diff(z, axis=1, prepend=0) != 0).sum(axis=2)
-    macs = nnz * d * MATRICES[layer.cell]
+    if layer.selective is None:
+        su = np.ones((steps, d), dtype=bool)
+        opens = None
+    else:
+        su = selective_gates(w["su_gate"], steps)
+        opens = np.broadcast_to(su.sum(axis=1), (n, steps)).astype(np.int64)
+    # a closed neuron needs no sum when the layer recomputes from scratch; kept accumulators
+    # follow every input event whatever the gate (they must be right when the neuron opens)
+    work_neurons = su.sum(axis=1) if accumulate == "dense" else d
+    macs = nnz * work_neurons * MATRICES[layer.cell]
     states = np.empty((n, steps, d), dtype=np.int64)
     gates = np.empty((n, steps, d), dtype=np.int64)
     potentials = None
@@ -171,14 +187,14 @@ def run_layer(
             alpha = np.broadcast_to(w["alpha"], c.shape)
         for t in range(steps):
             new = saturate(layer.eps * h + s[:, t] * alpha[:, t], sb)
-            h = np.where(g[:, t], new, h)
+            h = np.where(g[:, t] & su[t], new, h)
             states[:, t] = h
         gates[:] = g
     elif cell == "bgmingru":
         u = saturate(shift_floor(affine(w["w_cand"], w["b_cand"], z, accumulate), w["cand_shift"]), sb)
         g = affine(w["w_gate"], w["b_gate"], z, accumulate) >= 0
         for t in range(steps):
-            h = np.where(g[:, t], u[:, t], h)
+            h = np.where(g[:, t] & su[t], u[:, t], h)
             states[:, t] = h
         gates[:] = g
     elif cell == "mingru":
@@ -188,7 +204,7 @@ def run_layer(
             shift_floor(affine(w["w_gate"], w["b_gate"], z, accumulate), w["gate_shift"]) + one // 2, 0, one
         )
         for t in range(steps):
-            h = h + ((zg[:, t] * (u[:, t] - h)) >> layer.gate_bits)
+            h = np.where(su[t], h + ((zg[:, t] * (u[:, t] - h)) >> layer.gate_bits), h)
             states[:, t] = h
         gates[:] = zg
     elif cell == "hsru":
@@ -196,14 +212,17 @@ def run_layer(
         v = np.zeros((n, d), dtype=np.int64)
         potentials = np.empty((n, steps, d), dtype=np.int64)
         for t in range(steps):
-            v = saturate(v - (v >> layer.leak_shift) + current[:, t], sb)
-            spike = v >= w["theta"]
-            h = h ^ spike.astype(np.int64)
+            # the trace reports the spike the open rule would give (the RTL unit's gate); a
+            # closed neuron keeps V and D
+            v_open = saturate(v - (v >> layer.leak_shift) + current[:, t], sb)
+            spike = v_open >= w["theta"]
+            v = np.where(su[t], v_open, v)
+            h = h ^ (spike & su[t]).astype(np.int64)
             potentials[:, t], states[:, t], gates[:, t] = v, h, spike
     else:  # pragma: no cover - the schema admits only the kinds above
         raise CodesignError(f"unknown cell {cell!r}")
     events = (np.diff(states, axis=1, prepend=0) != 0).sum(axis=2)
-    return LayerTrace(states, gates, events, macs, potentials)
+    return LayerTrace(states, gates, events, macs, potentials, opens, nnz)
 
 
 def run_golden(
@@ -258,6 +277,8 @@ def run_golden_ragged(bundle: Bundle | SpineBundle, sequences: list[np.ndarray])
                     t.events[k : k + 1],
                     t.macs[k : k + 1],
                     None if t.potentials is None else t.potentials[k : k + 1],
+                    None if t.opens is None else t.opens[k : k + 1],
+                    None if t.items is None else t.items[k : k + 1],
                 )
                 for t in res.layers
             ]

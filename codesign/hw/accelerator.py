@@ -30,9 +30,13 @@ from codesign.hw.slice import StreamSlice
 
 __all__ = ["Accelerator", "WEIGHT_MODES"]
 
-WEIGHT_MODES = ("baked", "runtime")
+WEIGHT_MODES = ("baked", "runtime", "frozen")
 """``baked``: memories start with the bundle's parameters; ``runtime``: they start at zero and
-the configuration stream loads them (the Verilog then depends only on the bundle's shape)."""
+the configuration stream loads them (the Verilog then depends only on the bundle's shape);
+``frozen``: the engines' weight, bias and parameter memories are ROMs holding the bundle's values
+(no write port: configuration beats to them are ignored; the DCLS taps stay loadable). A frozen
+build is the smallest: a ROM in LUTs needs no flip-flop per stored bit, and synthesis folds its
+constants."""
 
 
 class Accelerator(wiring.Component):
@@ -44,8 +48,8 @@ class Accelerator(wiring.Component):
         The deployed network (format 2); every member of the golden model's family is accepted.
     lanes : int
         ``P``: neurons (or classes) computed in parallel; ``1 <= P <=`` the widest layer.
-    weights : ``"baked"`` or ``"runtime"``
-        Whether the parameter memories start with the bundle's values or at zero.
+    weights : ``"baked"``, ``"runtime"`` or ``"frozen"``
+        Whether the parameter memories start with the bundle's values, at zero, or are ROMs.
     target : str
         Chip the plan maps memories and multiplies onto (``codesign.hw.targets``).
     counters : str
@@ -75,13 +79,14 @@ class Accelerator(wiring.Component):
                 faults=faults,
                 target=target,
                 counters=counters,
+                frozen=weights == "frozen",
             )
         except CodesignError:
             self._MustUse__silence = True  # never built: no "created but never used" warning
             raise
         self.bundle = bundle
         self.weights_mode = weights
-        images = memory_images(bundle, self.plan) if weights == "baked" else {}
+        images = memory_images(bundle, self.plan) if weights in ("baked", "frozen") else {}
         self.layer_engines = [LayerEngine(self.plan, e, images) for e in self.plan.layers]
         self.front_ends = {
             e.index: DelayFrontEnd(self.plan, e, images) for e in self.plan.layers if e.dcls is not None

@@ -98,6 +98,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "output_bits": e.output_bits,
             "state_bits": e.state_bits,
             "multiplier": e.multiplier,
+            "hard_products": e.hard_products if e.multiplier == "mixed" else None,
         }
         if e.dcls is not None:
             info["dcls"] = {
@@ -116,6 +117,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "elem_bits": mem.elem_bits,
             "bits": mem.bits,
             "config_id": mem.config_id,
+            "rom": mem.rom,
             "style": mem.style,
         }
         for mem in plan.memories
@@ -150,9 +152,10 @@ def build_rtl(
         are kept.
     lanes : int
         Lanes ``P`` per engine (each engine uses ``min(P, its size)``).
-    weights : ``"baked"`` or ``"runtime"``
+    weights : ``"baked"``, ``"runtime"`` or ``"frozen"``
         Parameters as memory initial values, or zeros loaded at run time through ``config``
-        (the Verilog then depends only on the bundle's shape and serves every bundle of it).
+        (the Verilog then depends only on the bundle's shape and serves every bundle of it), or
+        ROMs (the smallest build: the plan may put them in LUTs; ``config`` cannot change them).
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check;
         recorded in ``build.json`` (``faults``).

@@ -3,44 +3,56 @@
 ``z_j(t) = sum_k w[j, k] * in_j(t - delay[j, k])`` with ``in_j(t) = 0`` before the first step.
 
 Instead of shifting every channel through a delay line every step (``m x K`` work per step, even
-when nothing happens), an item ``(j, x)`` of step ``t`` adds ``w[j, k] * x`` to the *future*
-accumulator of step ``t + delay[j, k]`` for each tap ``k``; at the end of step ``t`` the entries
-of slot ``t`` are sent and cleared. Work is ``K`` read-modify-writes per non-zero input plus one
-per non-zero output: it scales with events, like the layers.
+when nothing happens), an item ``(j, x)`` of step ``t`` writes ``w[j, k] * x`` into the *future*
+slot of step ``t + delay[j, k]`` for each tap ``k``; at the end of step ``t`` the channels listed
+in slot ``t`` are sent and cleared. Work is one cycle per non-zero input (its ``K`` taps in
+parallel) plus one per non-zero output: it scales with events, like the layers.
 
 The filter is linear and time-invariant, so it commutes with differencing: layer 0 sends values
 and receives ``z(t)``; a later layer sends change events ``delta_j(t)`` and the same hardware
 produces ``z(t) - z(t-1)``, which the layer (event-driven, accumulators kept) adds to its
 accumulators. Either way the accumulators equal the golden model's ``A(W, b)`` of ``z`` exactly.
 
-Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``):
+Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``;
+a slot takes ``2**ceil(log2 m)`` words, so that an address is ``(slot, channel)`` side by side):
 
 * ``taps`` (``m`` words of ``K`` (weight, delay) pairs, loadable like every parameter);
-* ``zbuf`` (``S x m`` words: a future accumulator and a *listed* flag);
-* ``lists`` (``S x m`` channel indices: the channels a slot holds, in the order first touched) and
-  ``counts`` (``S`` words): the event list of each slot, so sending a slot costs its entries.
+* ``zbuf``: ``K`` banks of ``S`` slots, bank ``k`` holding tap ``k``'s contribution. Entry
+  ``(s, j)`` of bank ``k`` is written by one item only in the life of slot ``s`` (channel ``j`` at
+  step ``s - delay[j, k]``; an index comes at most once per step), so the write needs no read; the
+  output is the sum of the ``K`` banks, read and cleared together;
+* ``listed`` (``S`` slots of flags, one read port per tap): the channel is in the slot's list;
+* ``lists`` (``S`` slots of channel indices: the channels a slot holds, in the order first touched) and
+  ``counts`` (``S`` words, one read port per tap): the event list of each slot, so sending a slot
+  costs its entries.
 
 At the end of a sequence the slots it will never reach are cleared through their lists; after
-reset every slot is cleared (``S x m`` cycles) before the first input is taken.
+reset every slot is cleared (one cycle per word) before the first input is taken.
 
-Cycles: a non-zero input takes ``K`` cycles (one tap per cycle: the read of tap ``k+1`` overlaps
-the write of tap ``k``; transparent read ports forward a write to the same word or slot count),
-a step's outputs one cycle each after a 2-cycle start, plus its marker.
+Pipeline of an item: A takes it and reads its taps word; R writes its ``K`` contributions and
+reads the ``K`` listed flags and slot counts; N appends the channel to the list of each slot
+that did not list it yet (taps with equal delays share one entry), one append per cycle: an item
+needing two or more holds the pipeline for the extra cycles (a dense stream needs about one, a
+sparse one ``K``). Sending: L reads a list entry, Z reads and clears the banks and the flag, O
+queues the sum; the last entry carries the step marker (sent even when its sum is 0: the layer
+drops zero values but keeps the marker), and the next step's items are taken while Z and O
+finish. Cycles per step: about ``non-zero inputs + non-zero outputs + 3``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.lanes import shift_add
+from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
 
@@ -49,45 +61,69 @@ __all__ = ["DelayFrontEnd"]
 
 @dataclass
 class _Ports:
-    """The memory ports; each FSM state drives only the ports it uses."""
+    """The memory ports; the pipelines and FSM states drive only the ports they own (below)."""
 
     taps_rd: object
-    z_rd: object
-    z_wr: object
-    l_rd: object
-    l_wr: object
-    c_rd: object
-    c_wr: object
+    z_rd: list  # one per bank: Z
+    z_wr: list  # one per bank: R, Z, RESET_CLEAR, SWEEP_CLEAR
+    f_rd: list  # listed flags, one per tap: R
+    f_wr: object  # N (set), Z, RESET_CLEAR, SWEEP_CLEAR (clear)
+    l_rd: object  # L, SWEEP_LIST
+    l_wr: object  # N
+    c_rd: list  # counts, one per tap (transparent to c_wr): R; port 0 also SEND's start, SWEEP
+    c_wr: object  # N, RESET_CLEAR, the last L (reset), SWEEP_LIST
 
 
 class _Regs:
     """The front end's registers, shared by the FSM's states (each writes only its own)."""
 
-    def __init__(self, ch: int, span: int, taps: int, item_bits: int, weight_bits: int) -> None:
+    def __init__(self, ch: int, span: int, taps: int, item_bits: int) -> None:
         self.head = Signal(range(span))  # slot of the current step
         self.seq_end = Signal()
         self.step_seen = Signal()  # the step's last item has been taken
-        # schedule pipeline: R reads tap k's future accumulator, W writes it one cycle later
+        # R: an item whose taps word is on the read port
         self.it_valid = Signal()
         self.it_channel = Signal(range(ch))
         self.it_value = Signal(signed(item_bits))
-        self.tap = Signal(range(taps + 1))
-        self.w_valid = Signal()
-        self.w_slot = Signal(range(span))
-        self.w_channel = Signal(range(ch))
-        self.w_weight = Signal(signed(weight_bits))
-        self.w_value = Signal(signed(item_bits))
-        # send pipeline: L reads a list entry, Z reads its accumulator, O queues and clears it
+        # N: the listed flags and counts of its slots are on the read ports
+        self.n_valid = Signal()
+        self.n_first = Signal()  # first cycle of the item in N (later: the appends left)
+        self.n_channel = Signal(range(ch))
+        self.n_slot = [Signal(range(span), name=f"n_slot{k}") for k in range(taps)]
+        self.n_dup = Signal(taps)  # tap k's slot equals a lower tap's: that one lists it
+        self.n_left = Signal(taps)  # appends still to do
+        # send pipeline: L reads a list entry, Z reads and clears its banks, O queues the sum
         self.index = Signal(range(ch + 1))
         self.n_listed = Signal(range(ch + 1))
         self.send_first = Signal()
         self.l_valid = Signal()
+        self.l_last = Signal()
+        self.l_slot = Signal(range(span))
         self.z_valid = Signal()
-        self.z_addr = Signal(range(span * ch))
+        self.z_last = Signal()
         self.z_channel = Signal(range(ch))
-        self.clear_addr = Signal(range(span * ch + 1))
+        self.o_seq_end = Signal()
+        self.clear_slot = Signal(range(span))
+        self.clear_entry = Signal(range(ch))
         self.sweep = Signal(range(span + 1))
         self.busy = Signal()
+
+
+def _lowest(m: Module, bits, name: str) -> tuple[Signal, Signal]:
+    """``(one-hot lowest set bit, its index)`` of ``bits``."""
+    n = len(bits)
+    onehot = Signal(n, name=f"{name}_onehot")
+    index = Signal(range(max(n, 2)), name=f"{name}_index")
+    for k in reversed(range(n)):
+        with m.If(bits[k]):
+            m.d.comb += [onehot.eq(1 << k), index.eq(k)]
+    return onehot, index
+
+
+def _addr(slot, entry, ch: int):
+    """Address of ``(slot, channel)`` (or of a slot's list entry): ``slot x 2**stride_bits(ch) +
+    entry``, a concatenation (a multiply by ``m`` on the address paths was the UP5K's longest path)."""
+    return Cat(entry[: stride_bits(ch)], slot)
 
 
 class DelayFrontEnd(wiring.Component):
@@ -109,22 +145,22 @@ class DelayFrontEnd(wiring.Component):
         m = Module()
         dc = self.dcls
         ports = self._memories(m)
-        r = _Regs(dc.channels, dc.span, dc.taps, dc.item_bits, dc.weight_bits)
+        r = _Regs(dc.channels, dc.span, dc.taps, dc.item_bits)
         out_layout = ItemLayout(dc.channels, dc.z_bits)
         plan = self.engine.memories["dcls_queue"]
         assert plan.width == out_layout.size, (plan.width, out_layout.size)
         m.submodules.out_fifo = queue = CreditFIFO(out_layout, DCLS_QUEUE_DEPTH, attrs=plan.attrs)
         wiring.connect(m, queue.r, wiring.flipped(self.outputs))
-        m.d.sync += [r.busy.eq(1), r.w_valid.eq(0)]
+        m.d.sync += [r.busy.eq(1), r.l_valid.eq(0), r.l_last.eq(0)]  # SEND's L raises them
+        n_stall = self._append(m, ports, r)
+        self._send_tail(m, ports, r, queue)
         with m.FSM(name="dcls", init="RESET_CLEAR"):
             with m.State("RESET_CLEAR"):  # after reset: clear every slot before taking inputs
                 self._reset_clear(m, ports, r)
             with m.State("RECEIVE"):
-                self._receive(m, ports, r)
+                self._receive(m, ports, r, n_stall)
             with m.State("SEND"):
                 self._send(m, ports, r, queue)
-            with m.State("MARK"):  # the step's marker
-                self._mark(m, r, queue)
             # end of a sequence: clear the slots it scheduled but never reached
             self._sweep(m, ports, r)
         self.counters.count(m, f"{self.engine.name}_dcls_cycles", r.busy)
@@ -133,190 +169,245 @@ class DelayFrontEnd(wiring.Component):
     # ------------------------------------------------------------ memories
     def _memories(self, m: Module) -> _Ports:
         dc, mems = self.dcls, self.engine.memories
-        ch, span = dc.channels, dc.span
+        ch, span, taps = dc.channels, dc.span, dc.taps
         taps_plan = mems["dcls_taps"]
-        taps = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))
-        taps_rd, taps_wr = taps.read_port(), taps.write_port(granular=True)
+        taps_mem = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))
+        taps_rd, taps_wr = taps_mem.read_port(), taps_mem.write_port(granular=True)
         drive_config_write(m, taps_wr, self.config, taps_plan)
-        entry = data.StructLayout({"z": signed(dc.z_bits), "listed": unsigned(1)})
-        m.submodules.zbuf = zbuf = Memory(
-            shape=entry, depth=span * ch, init=[], attrs=mems["dcls_zbuf"].attrs
-        )
+        zplan, fplan = mems["dcls_zbuf"], mems["dcls_listed"]
+        depth = span << stride_bits(ch)
+        assert zplan.depth == fplan.depth == mems["dcls_lists"].depth == depth, (zplan, depth)
+        z_rd, z_wr = [], []
+        for k in range(taps):
+            bank = Memory(shape=signed(zplan.elem_bits), depth=depth, init=[], attrs=zplan.attrs)
+            m.submodules[f"zbuf{k}"] = bank
+            z_wr.append(bank.write_port())
+            z_rd.append(bank.read_port())
+        m.submodules.listed = listed = Memory(shape=unsigned(1), depth=depth, init=[], attrs=fplan.attrs)
+        f_wr = listed.write_port()
+        f_rd = [listed.read_port() for _ in range(taps)]
         m.submodules.lists = lists = Memory(
-            shape=unsigned(index_bits(ch)), depth=span * ch, init=[], attrs=mems["dcls_lists"].attrs
+            shape=unsigned(index_bits(ch)), depth=depth, init=[], attrs=mems["dcls_lists"].attrs
         )
         m.submodules.counts = counts = Memory(
             shape=range(ch + 1), depth=span, init=[], attrs=mems["dcls_counts"].attrs
         )
-        z_wr, l_wr, c_wr = zbuf.write_port(), lists.write_port(), counts.write_port()
+        l_wr, c_wr = lists.write_port(), counts.write_port()
         ports = _Ports(
             taps_rd=taps_rd,
-            z_rd=zbuf.read_port(transparent_for=(z_wr,)),
+            z_rd=z_rd,
             z_wr=z_wr,
+            f_rd=f_rd,
+            f_wr=f_wr,
             l_rd=lists.read_port(),
             l_wr=l_wr,
-            c_rd=counts.read_port(transparent_for=(c_wr,)),
+            c_rd=[counts.read_port(transparent_for=(c_wr,)) for _ in range(taps)],
             c_wr=c_wr,
         )
+        # the banks (and the flags' copies) move together: one access of the planned word each
         count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr])
-        count_memory(m, self.counters, mems["dcls_zbuf"].name, [ports.z_rd], [z_wr])
+        count_memory(m, self.counters, zplan.name, [z_rd[0]], [z_wr[0]])
+        count_memory(m, self.counters, fplan.name, [f_rd[0]], [f_wr])
         count_memory(m, self.counters, mems["dcls_lists"].name, [ports.l_rd], [l_wr])
-        count_memory(m, self.counters, mems["dcls_counts"].name, [ports.c_rd], [c_wr])
-        for port in (taps_rd, ports.z_rd, ports.l_rd, ports.c_rd):
+        count_memory(m, self.counters, mems["dcls_counts"].name, [ports.c_rd[0]], [c_wr])
+        for port in (taps_rd, ports.l_rd, *z_rd, *f_rd, *ports.c_rd):
             m.d.comb += port.en.eq(0)
         return ports
 
+    def _clear_slot_entry(self, m: Module, ports: _Ports, addr) -> None:
+        """Zero every bank and the listed flag of one (slot, channel) entry."""
+        for wr in ports.z_wr:
+            m.d.comb += [wr.addr.eq(addr), wr.data.eq(0), wr.en.eq(1)]
+        m.d.comb += [ports.f_wr.addr.eq(addr), ports.f_wr.data.eq(0), ports.f_wr.en.eq(1)]
+
     # ------------------------------------------------------------ RESET_CLEAR
     def _reset_clear(self, m: Module, ports: _Ports, r: _Regs) -> None:
+        """Zero every ``(slot, channel)`` entry and every slot count, one entry per cycle.
+
+        Only the ``span x m`` entries in use: a slot's words beyond its ``m`` channels (its
+        power-of-two stride) are never read, so the sweep skips them (``span x m`` cycles)."""
         ch, span = self.dcls.channels, self.dcls.span
+        self._clear_slot_entry(m, ports, _addr(r.clear_slot, r.clear_entry, ch))
         m.d.comb += [
-            ports.z_wr.addr.eq(r.clear_addr),
-            ports.z_wr.data.eq(0),
-            ports.z_wr.en.eq(1),
-            ports.c_wr.addr.eq(r.clear_addr),
+            ports.c_wr.addr.eq(r.clear_slot),
             ports.c_wr.data.eq(0),
-            ports.c_wr.en.eq(r.clear_addr < span),
+            ports.c_wr.en.eq(r.clear_entry == 0),
         ]
-        m.d.sync += r.clear_addr.eq(r.clear_addr + 1)
-        with m.If(r.clear_addr == span * ch - 1):
-            m.d.sync += [r.clear_addr.eq(0), r.head.eq(0)]
-            m.next = "RECEIVE"
+        with m.If(r.clear_entry == ch - 1):
+            m.d.sync += [r.clear_entry.eq(0), r.clear_slot.eq(r.clear_slot + 1)]
+            with m.If(r.clear_slot == span - 1):
+                m.d.sync += [r.clear_slot.eq(0), r.head.eq(0)]
+                m.next = "RECEIVE"
+        with m.Else():
+            m.d.sync += r.clear_entry.eq(r.clear_entry + 1)
 
-    # ------------------------------------------------------------ RECEIVE: R and W stages
-    def _receive(self, m: Module, ports: _Ports, r: _Regs) -> None:
-        """Take items and schedule their taps: R reads tap k's slot, W adds to it a cycle later.
+    # ------------------------------------------------------------ N: list appends
+    def _append(self, m: Module, ports: _Ports, r: _Regs) -> Signal:
+        """N: append the item's channel to each slot that does not list it yet, one per cycle.
 
-        W runs only here (R sets ``w_valid`` only here, and this state is left only once the
-        last tap's W has happened), so no other state drives the delay-line write ports then.
-        """
-        self._write_tap(m, ports, r)
-        last_tap = self._read_tap(m, ports, r)
-        # take the next item when the current one issues its last tap
+        Returns ``n_stall``: N keeps the item another cycle (two or more appends left), so R and
+        A hold theirs. Runs only while items are received (R feeds it only in RECEIVE)."""
+        ch, taps = self.dcls.channels, self.dcls.taps
+        need_first = Signal(taps)
+        for k in range(taps):
+            m.d.comb += need_first[k].eq(~ports.f_rd[k].data & ~r.n_dup[k])
+        need = Signal(taps)
+        m.d.comb += need.eq(Mux(r.n_first, need_first, r.n_left))
+        onehot, pick = _lowest(m, need, "append")
+        left = Signal(taps)
+        n_stall = Signal()
+        m.d.comb += [left.eq(need & ~onehot), n_stall.eq(r.n_valid & (left != 0))]
+        slot = Signal(range(self.dcls.span))
+        count = Signal(range(ch + 1))
+        m.d.comb += [
+            slot.eq(Array(r.n_slot)[pick]),
+            count.eq(Array([p.data for p in ports.c_rd])[pick]),
+        ]
+        with m.If(r.n_valid & (need != 0)):
+            m.d.comb += [
+                ports.l_wr.addr.eq(_addr(slot, count, ch)),
+                ports.l_wr.data.eq(r.n_channel),
+                ports.l_wr.en.eq(1),
+                ports.c_wr.addr.eq(slot),
+                ports.c_wr.data.eq(count + 1),
+                ports.c_wr.en.eq(1),
+                ports.f_wr.addr.eq(_addr(slot, r.n_channel, ch)),
+                ports.f_wr.data.eq(1),
+                ports.f_wr.en.eq(1),
+            ]
+        m.d.sync += [r.n_left.eq(left), r.n_first.eq(0)]
+        with m.If(~n_stall):
+            m.d.sync += r.n_valid.eq(0)  # R refills it (below, in RECEIVE)
+        return n_stall
+
+    # ------------------------------------------------------------ RECEIVE: A and R stages
+    def _receive(self, m: Module, ports: _Ports, r: _Regs, n_stall) -> None:
+        """A takes an item and reads its taps; R writes its contributions into the banks and reads
+        the listed flags and counts of its slots for N."""
+        dc = self.dcls
+        ch, span, taps = dc.channels, dc.span, dc.taps
+        late = int(self.plan.faults.active("delay_off_by_one", self.engine.index))
+        advance = Signal()
+        m.d.comb += advance.eq(r.it_valid & ~n_stall)
+        with m.If(advance):  # R
+            word = ports.taps_rd.data
+            slots = []
+            # the first ``hard_taps`` products may use hard multipliers, the rest shift-and-add
+            hard_taps = self.dcls.taps if self.dcls.hard_taps is None else self.dcls.hard_taps
+            tap_weights = [Signal(signed(self.dcls.weight_bits), name=f"tap_w{k}") for k in range(taps)]
+            m.d.comb += [w.eq(word[2 * k]) for k, w in enumerate(tap_weights)]
+            for k in range(taps):
+                delay = Signal(range(span), name=f"delay{k}")
+                target = Signal(range(2 * span + 1), name=f"target{k}")
+                slot = Signal(range(span), name=f"slot{k}")
+                m.d.comb += [
+                    delay.eq(word[2 * k + 1]),
+                    target.eq(r.head + delay + late),
+                    slot.eq(Mux(target >= span, target - span, target)),
+                ]
+                slots.append(slot)
+                addr = _addr(slot, r.it_channel, ch)
+                bank = ports.z_wr[k]
+                m.d.comb += [
+                    bank.addr.eq(addr),
+                    bank.data.eq(
+                        tap_weights[k] * r.it_value
+                        if k < hard_taps
+                        else shift_add(tap_weights[k], r.it_value)
+                    ),
+                    bank.en.eq(1),
+                    ports.f_rd[k].addr.eq(addr),
+                    ports.f_rd[k].en.eq(1),
+                    ports.c_rd[k].addr.eq(slot),
+                    ports.c_rd[k].en.eq(1),
+                ]
+                m.d.sync += r.n_slot[k].eq(slot)
+                dup = 0
+                for lower in slots[:k]:
+                    dup = dup | (lower == slot)
+                m.d.sync += r.n_dup[k].eq(dup)
+            m.d.sync += [r.n_valid.eq(1), r.n_first.eq(1), r.n_channel.eq(r.it_channel), r.it_valid.eq(0)]
+        # A: take the next item when R is free next cycle
         beat = self.items.payload
-        free = ~r.step_seen & (~r.it_valid | last_tap)
+        free = ~r.step_seen & (~r.it_valid | advance)
         m.d.comb += self.items.ready.eq(free)
         with m.If(free & self.items.valid):
             m.d.sync += [r.step_seen.eq(beat.step_end), r.seq_end.eq(beat.seq_end)]
             with m.If(beat.value != 0):
                 m.d.comb += [ports.taps_rd.addr.eq(beat.index), ports.taps_rd.en.eq(1)]
-                m.d.sync += [
-                    r.it_valid.eq(1),
-                    r.it_channel.eq(beat.index),
-                    r.it_value.eq(beat.value),
-                    r.tap.eq(0),
-                ]
-        with m.If(~self.items.valid & ~r.it_valid):
+                m.d.sync += [r.it_valid.eq(1), r.it_channel.eq(beat.index), r.it_value.eq(beat.value)]
+        with m.If(~self.items.valid & ~r.it_valid & ~r.n_valid):
             m.d.sync += r.busy.eq(0)
-        # the last tap's write (if any) lands this cycle: the transparent count read sees it
-        with m.If(r.step_seen & ~r.it_valid):
-            m.d.comb += [ports.c_rd.addr.eq(r.head), ports.c_rd.en.eq(1)]
+        # the last append (if any) lands this cycle: the transparent count read sees it
+        with m.If(r.step_seen & ~r.it_valid & ~n_stall):
+            m.d.comb += [ports.c_rd[0].addr.eq(r.head), ports.c_rd[0].en.eq(1)]
             m.d.sync += [r.step_seen.eq(0), r.send_first.eq(1), r.index.eq(0)]
-            m.d.sync += [r.l_valid.eq(0), r.z_valid.eq(0)]
             m.next = "SEND"
 
-    def _read_tap(self, m: Module, ports: _Ports, r: _Regs):
-        """R: tap k of the current item reads its future slot's accumulator and count."""
-        dc = self.dcls
-        ch, span = dc.channels, dc.span
-        late = int(self.plan.faults.active("delay_off_by_one", self.engine.index))
-        last_tap = Signal()
-        m.d.comb += last_tap.eq(r.tap == dc.taps - 1)
-        with m.If(r.it_valid):
-            word = ports.taps_rd.data
-            delay = Signal(range(span))
-            target = Signal(range(2 * span + 1))
-            m.d.comb += [delay.eq(word[2 * r.tap + 1]), target.eq(r.head + delay + late)]
-            slot_now = Mux(target >= span, target - span, target)
-            m.d.comb += [
-                ports.z_rd.addr.eq(slot_now * ch + r.it_channel),
-                ports.z_rd.en.eq(1),
-                ports.c_rd.addr.eq(slot_now),
-                ports.c_rd.en.eq(1),
-            ]
-            m.d.sync += [
-                r.w_valid.eq(1),
-                r.w_slot.eq(slot_now),
-                r.w_channel.eq(r.it_channel),
-                r.w_weight.eq(word[2 * r.tap]),
-                r.w_value.eq(r.it_value),
-                r.tap.eq(r.tap + 1),
-            ]
-            with m.If(last_tap):
-                m.d.sync += r.it_valid.eq(0)
-        return last_tap
-
-    def _write_tap(self, m: Module, ports: _Ports, r: _Regs) -> None:
-        """W: add weight x value to the slot read a cycle ago; list the channel on its first touch
-        (the read ports are transparent to these writes, so the next tap's read sees them)."""
-        ch = self.dcls.channels
-        old = ports.z_rd.data
-        with m.If(r.w_valid):
-            m.d.comb += [
-                ports.z_wr.addr.eq(r.w_slot * ch + r.w_channel),
-                ports.z_wr.data.z.eq(old.z + r.w_weight * r.w_value),
-                ports.z_wr.data.listed.eq(1),
-                ports.z_wr.en.eq(1),
-            ]
-            with m.If(~old.listed):
-                m.d.comb += [
-                    ports.l_wr.addr.eq(r.w_slot * ch + ports.c_rd.data),
-                    ports.l_wr.data.eq(r.w_channel),
-                    ports.l_wr.en.eq(1),
-                    ports.c_wr.addr.eq(r.w_slot),
-                    ports.c_wr.data.eq(ports.c_rd.data + 1),
-                    ports.c_wr.en.eq(1),
-                ]
-
-    # ------------------------------------------------------------ SEND: L, Z and O stages
+    # ------------------------------------------------------------ SEND: L, then Z and O
     def _send(self, m: Module, ports: _Ports, r: _Regs, queue: CreditFIFO) -> None:
-        """Send the step's listed channels (one per cycle, as far as the queue has credit) and
-        clear them: L reads a list entry, Z its accumulator, O queues a non-zero one."""
-        ch = self.dcls.channels
+        """L: read the step's list entries (one per cycle, as far as the queue has credit); Z and
+        O follow outside the FSM. After the last entry (or at once for an empty slot, with a bare
+        marker) the slot's count is reset and the next step is taken while Z and O finish."""
+        ch, span = self.dcls.channels, self.dcls.span
         m.d.sync += r.send_first.eq(0)
         n_now = Signal(range(ch + 1))
-        m.d.comb += n_now.eq(Mux(r.send_first, ports.c_rd.data, r.n_listed))
+        m.d.comb += n_now.eq(Mux(r.send_first, ports.c_rd[0].data, r.n_listed))
         with m.If(r.send_first):
-            m.d.sync += r.n_listed.eq(ports.c_rd.data)
+            m.d.sync += r.n_listed.eq(ports.c_rd[0].data)
         issue = Signal()
-        m.d.comb += [issue.eq((r.index != n_now) & queue.credit), queue.reserve.eq(issue)]
-        with m.If(issue):  # L
-            m.d.comb += [ports.l_rd.addr.eq(r.head * ch + r.index), ports.l_rd.en.eq(1)]
-            m.d.sync += r.index.eq(r.index + 1)
-        m.d.sync += [r.l_valid.eq(issue), r.z_valid.eq(r.l_valid)]
-        with m.If(r.l_valid):  # Z
-            m.d.comb += [ports.z_rd.addr.eq(r.head * ch + ports.l_rd.data), ports.z_rd.en.eq(1)]
-            m.d.sync += [r.z_addr.eq(r.head * ch + ports.l_rd.data), r.z_channel.eq(ports.l_rd.data)]
-        with m.If(r.z_valid):  # O
-            nonzero = ports.z_rd.data.z != 0
-            m.d.comb += [
-                ports.z_wr.addr.eq(r.z_addr),
-                ports.z_wr.data.eq(0),
-                ports.z_wr.en.eq(1),
-                queue.w.payload.index.eq(r.z_channel),
-                queue.w.payload.value.eq(ports.z_rd.data.z),
-                queue.w.valid.eq(nonzero),
-                queue.cancel.eq(~nonzero),  # a zero output returns its credit
-            ]
-        with m.If((r.index == n_now) & ~r.l_valid & ~r.z_valid):
-            m.d.comb += [ports.c_wr.addr.eq(r.head), ports.c_wr.data.eq(0), ports.c_wr.en.eq(1)]
-            m.next = "MARK"
-
-    # ------------------------------------------------------------ MARK
-    def _mark(self, m: Module, r: _Regs, queue: CreditFIFO) -> None:
-        span = self.dcls.span
+        last = Signal()
+        empty = Signal()
         m.d.comb += [
-            queue.w.payload.step_end.eq(1),
-            queue.w.payload.seq_end.eq(r.seq_end),
-            queue.w.valid.eq(queue.credit),
-            queue.reserve.eq(queue.credit),
+            issue.eq((r.index != n_now) & queue.credit),
+            last.eq(r.index + 1 == n_now),
+            empty.eq(n_now == 0),
         ]
-        with m.If(queue.credit):
+        with m.If(empty):  # a bare marker
+            m.d.comb += [
+                queue.w.payload.step_end.eq(1),
+                queue.w.payload.seq_end.eq(r.seq_end),
+                queue.w.valid.eq(queue.credit),
+                queue.reserve.eq(queue.credit),
+            ]
+        with m.Else():
+            m.d.comb += queue.reserve.eq(issue)
+        with m.If(issue):  # L
+            m.d.comb += [ports.l_rd.addr.eq(_addr(r.head, r.index, ch)), ports.l_rd.en.eq(1)]
+            m.d.sync += [r.index.eq(r.index + 1), r.l_slot.eq(r.head), r.o_seq_end.eq(r.seq_end)]
+        m.d.sync += [r.l_valid.eq(issue), r.l_last.eq(issue & last)]
+        with m.If((issue & last) | (empty & queue.credit)):
+            m.d.comb += [ports.c_wr.addr.eq(r.head), ports.c_wr.data.eq(0), ports.c_wr.en.eq(1)]
             with m.If(r.seq_end):
                 m.d.sync += r.sweep.eq(0)
                 m.next = "SWEEP_COUNT"
             with m.Else():
                 m.d.sync += r.head.eq(Mux(r.head == span - 1, 0, r.head + 1))
                 m.next = "RECEIVE"
+
+    def _send_tail(self, m: Module, ports: _Ports, r: _Regs, queue: CreditFIFO) -> None:
+        """Z: read the entry's banks and clear them and its flag (reads see the old words); O:
+        queue their sum if non-zero or if it carries the marker, else return the credit."""
+        dc = self.dcls
+        m.d.sync += r.z_valid.eq(r.l_valid)
+        with m.If(r.l_valid):  # Z
+            addr = _addr(r.l_slot, ports.l_rd.data, dc.channels)
+            for rd in ports.z_rd:
+                m.d.comb += [rd.addr.eq(addr), rd.en.eq(1)]
+            self._clear_slot_entry(m, ports, addr)
+            m.d.sync += [r.z_channel.eq(ports.l_rd.data), r.z_last.eq(r.l_last)]
+        with m.If(r.z_valid):  # O
+            total = Signal(signed(dc.z_bits), name="z_sum")
+            m.d.comb += total.eq(sum(rd.data for rd in ports.z_rd))  # fits: it is z
+            nonzero = total != 0
+            m.d.comb += [
+                queue.w.payload.index.eq(r.z_channel),
+                queue.w.payload.value.eq(total),
+                queue.w.payload.step_end.eq(r.z_last),
+                queue.w.payload.seq_end.eq(r.z_last & r.o_seq_end),
+                queue.w.valid.eq(nonzero | r.z_last),
+                queue.cancel.eq(~nonzero & ~r.z_last),
+            ]
 
     # ------------------------------------------------------------ SWEEP_*
     def _sweep(self, m: Module, ports: _Ports, r: _Regs) -> None:
@@ -327,10 +418,10 @@ class DelayFrontEnd(wiring.Component):
                 m.d.sync += r.head.eq(0)
                 m.next = "RECEIVE"
             with m.Else():
-                m.d.comb += [ports.c_rd.addr.eq(r.sweep), ports.c_rd.en.eq(1)]
+                m.d.comb += [ports.c_rd[0].addr.eq(r.sweep), ports.c_rd[0].en.eq(1)]
                 m.next = "SWEEP_START"
         with m.State("SWEEP_START"):
-            m.d.sync += [r.n_listed.eq(ports.c_rd.data), r.index.eq(0)]
+            m.d.sync += [r.n_listed.eq(ports.c_rd[0].data), r.index.eq(0)]
             m.next = "SWEEP_LIST"
         with m.State("SWEEP_LIST"):
             with m.If(r.index == r.n_listed):
@@ -338,13 +429,9 @@ class DelayFrontEnd(wiring.Component):
                 m.d.sync += r.sweep.eq(r.sweep + 1)
                 m.next = "SWEEP_COUNT"
             with m.Else():
-                m.d.comb += [ports.l_rd.addr.eq(r.sweep * ch + r.index), ports.l_rd.en.eq(1)]
+                m.d.comb += [ports.l_rd.addr.eq(_addr(r.sweep, r.index, ch)), ports.l_rd.en.eq(1)]
                 m.next = "SWEEP_CLEAR"
         with m.State("SWEEP_CLEAR"):
-            m.d.comb += [
-                ports.z_wr.addr.eq(r.sweep * ch + ports.l_rd.data),
-                ports.z_wr.data.eq(0),
-                ports.z_wr.en.eq(1),
-            ]
+            self._clear_slot_entry(m, ports, _addr(r.sweep, ports.l_rd.data, ch))
             m.d.sync += r.index.eq(r.index + 1)
             m.next = "SWEEP_LIST"

@@ -67,6 +67,11 @@ FAULTS: dict[str, Fault] = {
             engines="readout",
         ),
         Fault(
+            "selective_ignored",
+            "selective update ignored: every neuron updates at every step",
+            lambda m: any(x.selective is not None for x in m.layers),
+        ),
+        Fault(
             "stalled_beat_lost",
             "an input beat offered while the issue stage is full is dropped",
             # the inputs must reach layer 0's issue stage directly, not through a DCLS front end

@@ -55,7 +55,9 @@ class MacFront(wiring.Component):
     def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
         self.plan, self.engine = plan, e
         self.images = images or {}
-        self.issue = IssueStage(plan, e, lose_stalled=plan.faults.active("stalled_beat_lost", e.index))
+        self.issue = IssueStage(
+            plan, e, lose_stalled=plan.faults.active("stalled_beat_lost", e.index), images=self.images
+        )
         self.counters = CounterBank(plan, f"{e.name}.front")
         mems = e.memories
         members = {
@@ -75,13 +77,19 @@ class MacFront(wiring.Component):
         m.submodules.issue = issue = self.issue
         wiring.connect(m, wiring.flipped(self.items), issue.items)
         m.d.comb += [issue.credit.eq(self.credit), self.starting.eq(issue.starting)]
+        if self.engine.period:  # the issue stage holds the selective-update tables
+            m.d.comb += [
+                issue.config.valid.eq(self.config.valid),
+                issue.config.payload.eq(self.config.payload),
+            ]
         # the slot is registered once more before the fetch: the item memory's output through the
         # weight address adder into the weight memory was the ECP5's longest path at P = 2
         slot = Signal(SlotLayout(self.engine), name="slot_c1")
         m.d.sync += slot.eq(issue.slot)
         ports = self._memories(m)
-        s2, use_acc2 = self._fetch(m, slot, ports)
-        s2a = self._mac(m, s2, use_acc2, ports)
+        s2 = self._fetch(m, slot, ports)
+        use_acc2a = self._seeds(m, s2, ports)
+        s2a = self._mac(m, s2, use_acc2a, ports)
         self._read_for_update(m, s2a, ports)
         return m
 
@@ -94,44 +102,61 @@ class MacFront(wiring.Component):
             if key not in mems:
                 continue
             loadable = mems[key].config_id is not None
-            mem = ArrayMemory(m, key, mems[key], self.images.get(mems[key].name) if loadable else None)
-            rd, wr = mem.read_port(), mem.write_port(granular=loadable)
+            rom = mems[key].rom
+            image = self.images.get(mems[key].name) if loadable or rom else None
+            if rom and image is None:  # pragma: no cover - Accelerator passes images for frozen builds
+                raise ValueError(f"{mems[key].name}: a ROM needs its contents")
+            mem = ArrayMemory(m, key, mems[key], image)
+            rd = mem.read_port()
             m.d.comb += rd.en.eq(0)
+            wr = None
+            if not rom:
+                wr = mem.write_port(granular=loadable)
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])
-            else:
+            elif not rom:
                 request = getattr(self, f"{key}_write")
                 m.d.comb += [wr.addr.eq(request.addr), wr.en.eq(request.en), wr.data.eq(request.data)]
-            count_memory(m, self.counters, mems[key].name, [rd], [wr])
+            count_memory(m, self.counters, mems[key].name, [rd], [wr] if wr is not None else [])
             ports[key] = (rd, wr)
         assert e.mode != "events" or "acc" in ports
         return ports
 
     # ------------------------------------------------------------ C1 fetch
     def _fetch(self, m: Module, slot, ports):
-        """Read the item's weight word; on a group's first slot the biases or kept accumulators."""
-        w_rd, b_rd = ports["weights"][0], ports["bias"][0]
-        acc_rd = ports["acc"][0] if "acc" in ports else None
-        m.d.comb += [w_rd.addr.eq(slot.base + slot.index), b_rd.addr.eq(slot.group)]
+        """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`)."""
+        w_rd = ports["weights"][0]
+        m.d.comb += w_rd.addr.eq(slot.base + slot.index)
         with m.If(slot.valid & ~slot.empty):
             m.d.comb += w_rd.en.eq(1)
+        s2 = Signal(SlotLayout(self.engine), name="slot_c2")
+        m.d.sync += s2.eq(slot)
+        return s2
+
+    def _seeds(self, m: Module, s2, ports):
+        """On a group's first slot, read the biases or the kept accumulators in C2, so they reach
+        the lane array's adder (C2b) through one register (its ``seeds`` port is sampled one cycle
+        after the operands): reading them with the weights in C1 cost a second register per
+        product (``P x matrices x acc_bits`` flip-flops)."""
+        b_rd = ports["bias"][0]
+        acc_rd = ports["acc"][0] if "acc" in ports else None
+        m.d.comb += b_rd.addr.eq(s2.group)
         use_acc = Signal()
-        m.d.comb += use_acc.eq(~slot.seq_first if acc_rd is not None else 0)
-        with m.If(slot.valid & slot.first):
+        m.d.comb += use_acc.eq(~s2.seq_first if acc_rd is not None else 0)
+        with m.If(s2.valid & s2.first):
             if acc_rd is None:
                 m.d.comb += b_rd.en.eq(1)
             else:
                 with m.If(use_acc):
-                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(slot.group)]
+                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group)]
                 with m.Else():
                     m.d.comb += b_rd.en.eq(1)
-        s2 = Signal(SlotLayout(self.engine), name="slot_c2")
-        use_acc2 = Signal()
-        m.d.sync += [s2.eq(slot), use_acc2.eq(use_acc)]
-        return s2, use_acc2
+        use_acc2a = Signal()
+        m.d.sync += use_acc2a.eq(use_acc)
+        return use_acc2a
 
     # ------------------------------------------------------------ C2 MAC
-    def _mac(self, m: Module, s2, use_acc2, ports):
+    def _mac(self, m: Module, s2, use_acc2a, ports):
         """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
         e = self.engine
         p, n_mat, groups = e.lanes, len(e.matrices), e.groups
@@ -144,6 +169,7 @@ class MacFront(wiring.Component):
             value_bits=e.item_bits,
             acc_bits=e.acc_bits,
             multiplier=e.multiplier,
+            hard_products=e.hard_products,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),
@@ -157,10 +183,12 @@ class MacFront(wiring.Component):
         no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
         for i in range(p * n_mat):
             bias_seed = 0 if no_bias else b_rd.data[i]
-            seed = bias_seed if acc_rd is None else Mux(use_acc2, acc_rd.data[i], bias_seed)
+            seed = bias_seed if acc_rd is None else Mux(use_acc2a, acc_rd.data[i], bias_seed)
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
+        if e.period and e.mode == "scratch":  # a closed neuron's sum is not needed (padding: closed)
+            valid_lanes = sum(s2.open[lane] for lane in range(p))
         with m.If(s2.valid & ~s2.empty & (s2.value != 0)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
         s2a = Signal(SlotLayout(e), name="slot_c2a")

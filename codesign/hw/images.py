@@ -10,6 +10,8 @@ memory               address                element ``l*n + k`` (lane ``l``, fie
 ``<e>_bias``         ``g``                  ``b_k[g*P+l]``
 ``<e>_params``       ``g``                  parameter ``k`` of neuron ``g*P+l``
 ``<e>_dcls_taps``    ``j`` (channel)        element ``2k``: tap weight, ``2k+1``: tap delay
+``<e>_su_open``      ``t*G + g``            1 if neuron ``g*P+l`` updates at phase ``t``
+``<e>_su_walk``      ``t*(G+1) + k``        ``k = 0``: groups walked at phase ``t``; then them
 ==================== ====================== =================================================
 
 Lanes past ``d`` in the last group are zero and never written back. The same packing gives the
@@ -58,6 +60,10 @@ def engine_images(bundle: Bundle, e: EnginePlan) -> dict[str, np.ndarray]:
     if e.dcls is not None:
         taps = np.stack([arrays["dcls_weight"], arrays["dcls_delay"]], axis=-1)  # (m, K, 2)
         images["dcls_taps"] = taps.reshape(e.dcls.channels, 2 * e.dcls.taps)
+    if e.period:
+        from codesign.hw.selective import selective_images
+
+        images |= selective_images(arrays["su_gate"], e)
     return images
 
 
@@ -82,6 +88,8 @@ def config_beats(
     for e in plan.engines:
         for key, image in engine_images(bundle, e).items():
             mem = e.memories[key]
+            if mem.config_id is None:  # a frozen build's ROM: nothing to load
+                continue
             for addr, word in enumerate(image.tolist()):
                 for elem, value in enumerate(word):
                     if skip_zeros and value == 0:

@@ -24,18 +24,21 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from codesign.bundle.cells import CELLS
+from codesign.hw.arrays import ArrayMemory
+from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
 
-DRAIN = 3
-"""The longest pause between steps: one group, with kept accumulators or a two-stage update unit.
+DRAIN = max(3, 1 + max(kind.update_stages for kind in CELLS.values()))
+"""The longest pause between steps: one group, with kept accumulators or the deepest update unit.
 
 The next step's first slot of a group reads the kept accumulators (C1) that the previous step's
 last slot of that group writes in C3, and reads the state and pooled sum (C2a) written in C4 (one
-cycle later behind a two-stage update unit, C3 and C3b). From one step's last issue decision to
+cycle later behind a two-stage update unit, C3 and C3b, two behind C3, C3b and C3c). From one step's last issue decision to
 the next step's first, the stage spends ``drain + 2`` cycles; between the two slots of one group
 lie ``groups - 1`` other slots besides. The reads see the writes (the memories' read ports are not
 transparent) when ``groups + drain + 1 >= 5`` for the kept accumulators and ``>= 4 + (stages - 1)``
@@ -43,16 +46,21 @@ for the state: see :func:`drain_cycles`."""
 
 
 def drain_cycles(e: EnginePlan) -> int:
-    """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups)."""
+    """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups).
+
+    A selective engine may walk a single group at a step (the others closed), so it pauses as if
+    it had one group."""
     state = 3 + e.update_latency - 1  # C4 writes the state (and pooled sum), C2a reads it
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
-    return max(0, max(state, accumulators) - e.groups)
+    return max(0, max(state, accumulators) - (1 if e.period else e.groups))
 
 
 class SlotLayout(data.StructLayout):
     def __init__(self, e: EnginePlan) -> None:
+        selective = {"open": unsigned(e.lanes)} if e.period else {}  # lanes that update (su_open)
         super().__init__(
-            {
+            selective
+            | {
                 "valid": unsigned(1),
                 "group": unsigned(index_bits(e.groups)),
                 "base": unsigned(index_bits(e.groups * e.inputs + 1)),  # group * m
@@ -69,7 +77,8 @@ class SlotLayout(data.StructLayout):
 
 
 _META_FIELDS = ("valid", "group", "base", "first", "last", "step_last", "seq_first", "seq_end", "empty")
-"""Slot fields decided by the scheduler (``index`` and ``value`` come from the item memory)."""
+"""Slot fields decided by the scheduler (``index`` and ``value`` come from the item memory; a
+selective engine's ``open`` from its schedule)."""
 
 
 @dataclass
@@ -85,18 +94,28 @@ class _Banks:
 class IssueStage(wiring.Component):
     """Double-banked item store and group/slot scheduler of one engine."""
 
-    def __init__(self, plan: AcceleratorPlan, e: EnginePlan, *, lose_stalled: bool = False) -> None:
+    def __init__(
+        self,
+        plan: AcceleratorPlan,
+        e: EnginePlan,
+        *,
+        lose_stalled: bool = False,
+        images: dict | None = None,
+    ) -> None:
         self.engine = e
         self.lose_stalled = lose_stalled  # fault: accept (and drop) beats while both banks are full
+        self.ignore_schedule = plan.faults.active("selective_ignored", e.index)
+        self.images = images or {}
         self.counters = CounterBank(plan, f"{e.name}.issue")
-        super().__init__(
-            {
-                "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
-                "slot": Out(SlotLayout(e)),
-                "credit": In(1),
-                "starting": Out(1),  # a group starts this cycle (takes one credit)
-            }
-        )
+        members = {
+            "items": In(stream.Signature(ItemLayout(e.inputs, e.item_bits))),
+            "slot": Out(SlotLayout(e)),
+            "credit": In(1),
+            "starting": Out(1),  # a group starts this cycle (takes one credit)
+        }
+        if e.period:  # the selective-update tables are loaded like the weights
+            members["config"] = In(ConfigSignature(plan))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -110,7 +129,10 @@ class IssueStage(wiring.Component):
         m.d.comb += rd.en.eq(0)
         count_memory(m, self.counters, e.memories["items"].name, [rd], [wr])
         banks = self._receiver(m, wr)
-        self._scheduler(m, rd, banks)
+        if e.period:
+            self._selective_scheduler(m, rd, banks)
+        else:
+            self._scheduler(m, rd, banks)
         return m
 
     # ------------------------------------------------------------ receiver
@@ -222,6 +244,147 @@ class IssueStage(wiring.Component):
 
         # the slot leaves aligned with the item memory's read data
         m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in _META_FIELDS]
+        m.d.comb += [
+            self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
+            self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),
+        ]
+
+    # ------------------------------------------------------------ selective scheduler
+    def _selective_scheduler(self, m: Module, rd, banks: _Banks) -> None:
+        """Walk only the groups the schedule opens at this step's phase (``codesign.hw.selective``).
+
+        ``su_walk`` lists, per phase, how many groups hold an open lane and which; its read ports
+        are asynchronous, so the next group is known in the cycle the current one ends and a
+        skipped group costs no cycle. Steps that must visit every group (a sequence's first, an
+        event-driven step with items, a final vector, sum pooling) count groups as the dense
+        scheduler does, a closed group there costing one biases-only slot (*held*). ``su_open``
+        gives the slot its open lanes.
+        """
+        e = self.engine
+        cap, ib = e.item_capacity, index_bits(e.inputs)
+        period, groups, stride = e.period, e.groups, e.groups + 1
+        mems = {}
+        ports = {}
+        for key in ("su_walk", "su_open"):
+            plan = e.memories[key]
+            mems[key] = ArrayMemory(m, key, plan, self.images.get(plan.name))
+            wr = mems[key].write_port(granular=True)
+            drive_config_write(m, wr, self.config, plan)
+            ports[key] = [mems[key].read_port(domain="comb") for _ in range(2 if key == "su_walk" else 1)]
+            count_memory(m, self.counters, plan.name, [], [wr])
+        walk_count, walk_next = ports["su_walk"]
+        (open_rd,) = ports["su_open"]
+
+        pbits = max(1, (period - 1).bit_length())
+        rbank = Signal()
+        busy = Signal()
+        pause = drain_cycles(e)
+        drain = Signal(range(DRAIN + 1))
+        group = Signal(range(groups))
+        base = Signal(range(groups * e.inputs + 1))
+        slot = Signal(range(cap + 1))
+        n_items = Signal(range(cap + 1))
+        seq_first = Signal()
+        seq_end = Signal()
+        phase = Signal(pbits)
+        next_phase = Signal(pbits)
+        walk = Signal(range(groups + 1))  # index of the current group in this step's walk
+        n_walk = Signal(range(groups + 1))
+        full = Signal()  # this step walks every group
+        # a held group (no open lane; not following items in an event-driven layer) costs one
+        # biases-only slot: it only writes its state back (codesign.hw.selective.walk)
+        opened = Signal(e.lanes)
+        held = Signal()
+        follows = (n_items != 0) if e.mode == "events" else 0
+        last_slot = Signal()
+        m.d.comb += [
+            held.eq(~opened.any() & ~follows),
+            last_slot.eq(held | (slot + 1 >= n_items)),
+        ]
+        issue = Signal()
+        m.d.comb += issue.eq(busy & ((slot != 0) | self.credit))
+        m.d.comb += self.starting.eq(issue & (slot == 0))
+
+        # the step about to start: its phase, whether it walks every group, its first group
+        first_of = banks.first_of.bit_select(rbank, 1)
+        end_of = banks.end_of.bit_select(rbank, 1)
+        start_phase = Signal(pbits)
+        m.d.comb += start_phase.eq(Mux(first_of, 0, next_phase))
+        count = walk_count.data[0].as_unsigned()
+        if self.ignore_schedule:  # fault: every step walks every group (and no lane is held)
+            full_now = 1
+        else:
+            full_now = first_of
+            if e.pool_bits is not None:
+                full_now = 1
+            if e.mode == "events":
+                full_now = full_now | (banks.counts[rbank] != 0)
+            if e.emit == "final":
+                full_now = full_now | end_of
+        m.d.comb += walk_count.addr.eq(start_phase * stride)
+        m.d.comb += walk_next.addr.eq(Mux(busy, phase * stride + walk + 2, start_phase * stride + 1))
+        listed = walk_next.data[0].as_unsigned()
+
+        meta = Signal(SlotLayout(e))
+        m.d.sync += meta.valid.eq(issue)
+        with m.If(~busy):
+            with m.If(drain != 0):
+                m.d.sync += drain.eq(drain - 1)
+            with m.Elif(banks.full.bit_select(rbank, 1)):
+                m.d.sync += [
+                    busy.eq(1),
+                    n_items.eq(banks.counts[rbank]),
+                    slot.eq(0),
+                    walk.eq(0),
+                    phase.eq(start_phase),
+                    full.eq(full_now),
+                    seq_first.eq(first_of),
+                    seq_end.eq(end_of),
+                ]
+                with m.If(full_now):
+                    m.d.sync += [n_walk.eq(groups), group.eq(0), base.eq(0)]
+                with m.Elif(count == 0):  # nothing open: the last group carries the step's end
+                    m.d.sync += [n_walk.eq(1), group.eq(groups - 1), base.eq((groups - 1) * e.inputs)]
+                with m.Else():
+                    m.d.sync += [n_walk.eq(count), group.eq(listed), base.eq(listed * e.inputs)]
+        with m.Else():
+            self.counters.count(m, f"{e.name}_busy_cycles", 1)
+            with m.If(~issue):
+                self.counters.count(m, f"{e.name}_stall_cycles", 1)
+        m.d.comb += open_rd.addr.eq(phase * groups + group)
+        for lane in range(e.lanes):
+            m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
+        step_last = Signal()
+        m.d.comb += step_last.eq(walk + 1 == n_walk)
+        with m.If(issue):
+            m.d.comb += [rd.addr.eq(Mux(rbank, cap, 0) + slot), rd.en.eq((n_items != 0) & ~held)]
+            m.d.sync += [
+                meta.group.eq(group),
+                meta.base.eq(base),
+                meta.first.eq(slot == 0),
+                meta.last.eq(last_slot),
+                meta.step_last.eq(step_last),
+                meta.seq_first.eq(seq_first),
+                meta.seq_end.eq(seq_end),
+                meta.empty.eq((n_items == 0) | held),
+                meta.open.eq(opened),
+            ]
+            with m.If(last_slot):
+                nxt = Mux(full, group + 1, listed)
+                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]
+                with m.If(step_last):
+                    m.d.sync += [
+                        busy.eq(0),
+                        banks.full.bit_select(rbank, 1).eq(0),
+                        rbank.eq(~rbank),
+                        drain.eq(pause),
+                        next_phase.eq((phase + 1) & (period - 1)),
+                    ]
+                    self.counters.count(m, f"{e.name}_steps", 1)
+            with m.Else():
+                m.d.sync += slot.eq(slot + 1)
+
+        m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in (*_META_FIELDS, "open")]
         m.d.comb += [
             self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),
             self.slot.value.eq(Mux(meta.empty, 0, rd.data[ib:].as_signed())),

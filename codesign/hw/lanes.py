@@ -4,7 +4,9 @@ On a valid slot, lane ``l`` updates its accumulators ``acc[l*n + k] += W_k * val
 weight word of the slot's input (all ``n`` matrices of all ``P`` lanes in one memory word); on the
 first slot of a group it starts from ``seed`` (the biases, or the accumulators kept from the
 previous step by an event-driven layer) instead of its own register. ``acc`` follows a slot by
-three cycles (:data:`LATENCY`): operands registered, multiply, accumulate.
+three cycles (:data:`LATENCY`): operands registered, multiply, accumulate. ``seeds`` belong to the
+slot one cycle after its operands (the engine reads them a stage later than the weights), so one
+register per product carries them to the adder.
 """
 
 from __future__ import annotations
@@ -42,9 +44,13 @@ class LaneArray(wiring.Component):
         value_bits: int,
         acc_bits: int,
         multiplier: str = "auto",
+        hard_products: int = 0,
     ) -> None:
         self.elements = lanes * matrices
         self.multiplier = multiplier
+        # products that use the synthesis tool's multiplier (a hard one where it maps): all, none
+        # ("lut": shift-and-add), or the first ``hard_products`` ("mixed")
+        self.hard = {"lut": 0, "mixed": hard_products}.get(multiplier, self.elements)
         super().__init__(
             {
                 "valid": In(1),
@@ -75,13 +81,12 @@ class LaneArray(wiring.Component):
         for i in range(self.elements):
             weight = Signal.like(self.weights[i], name=f"weight_{i}")
             product = Signal(signed(len(self.weights[i]) + len(self.value)), name=f"product_{i}")
-            seed = [Signal.like(self.seeds[i], name=f"seed_{i}_{k}") for k in range(2)]
+            seed = Signal.like(self.seeds[i], name=f"seed_{i}")
             m.d.sync += [
                 weight.eq(self.weights[i]),
-                product.eq(shift_add(weight, value) if self.multiplier == "lut" else weight * value),
-                seed[0].eq(self.seeds[i]),
-                seed[1].eq(seed[0]),
+                product.eq(weight * value if i < self.hard else shift_add(weight, value)),
+                seed.eq(self.seeds[i]),
             ]
             with m.If(valid[1]):
-                m.d.sync += self.acc[i].eq(Mux(first[1], seed[1], self.acc[i]) + product)
+                m.d.sync += self.acc[i].eq(Mux(first[1], seed, self.acc[i]) + product)
         return m

@@ -150,6 +150,8 @@ class LayerEngine(wiring.Component):
         for lane, regs in enumerate(lane_regs):
             valid = 1 if lane < last_lanes else (s4.group != e.groups - 1)
             hold = regs["hold"]
+            if e.period:  # selective update: a closed neuron keeps its whole state
+                hold = hold | ~s4.open[lane]
             for k, name in enumerate(e.state_fields):
                 kept = Mux(hold, regs["old"][name], regs["new"][name])
                 m.d.comb += front.state_write.data[lane * n_fields + k].eq(kept)
@@ -157,7 +159,7 @@ class LayerEngine(wiring.Component):
             m.d.comb += old_out.eq(regs["old"][kind.output_field])
             out = Signal(signed(e.output_bits), name=f"out_{lane}")
             m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
-            lane_sat = regs["saturated"]
+            lane_sat = regs["saturated"] & ~hold if e.period else regs["saturated"]
             if pooled_sum:
                 pooled, pool_clipped = self._pool(m, lane, regs["old_pool"] + out)
                 m.d.comb += front.pool_write.data[lane].eq(pooled)
@@ -195,6 +197,8 @@ class LayerEngine(wiring.Component):
         with m.If(finalize4):
             self.counters.count(m, f"{e.name}_events", popcount(changed))
             self.counters.count(m, f"{e.name}_saturations", popcount(saturated))
+            if e.period:  # padding lanes are closed in su_open
+                self.counters.count(m, f"{e.name}_open_steps", popcount(s4.open))
         return entry, finalize4
 
     def _pool(self, m: Module, lane: int, total):

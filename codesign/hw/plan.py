@@ -84,6 +84,11 @@ def index_bits(size: int) -> int:
     return max(1, (size - 1).bit_length())
 
 
+def stride_bits(size: int) -> int:
+    """``ceil(log2(size))``: a DCLS slot of ``size`` channels takes ``2**stride_bits`` words."""
+    return (size - 1).bit_length()
+
+
 @dataclass(frozen=True)
 class MemoryPlan:
     """One on-chip memory: ``depth`` words of ``elements`` signed ``elem_bits``-bit elements."""
@@ -97,6 +102,7 @@ class MemoryPlan:
     style: Literal["auto", "block", "distributed", "logic"] = (
         "auto"  # mapping the plan decided (codesign.hw.targets)
     )
+    rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
 
     @property
     def width(self) -> int:
@@ -123,6 +129,9 @@ class DCLSPlan:
     z_bits: int  # width of its outputs
     mode: Literal["absolute", "delta"]  # layer 0 sends values, later layers send deltas
     item_bits: int  # width of the item values it receives
+    hard_taps: int | None = (
+        None  # taps whose w * x uses a hard multiplier (None: all); the rest shift-and-add
+    )
 
 
 @dataclass(frozen=True)
@@ -158,8 +167,11 @@ class EnginePlan:
     shift_hi: int = 63
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
-    multiplier: Literal["auto", "hard", "lut"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
+    hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
+    update_multiplier: Literal["hard", "lut"] = "hard"  # the update unit's multiplies (minGRU's z * (u - h))
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
+    period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
 
     @property
     def item_capacity(self) -> int:
@@ -186,6 +198,7 @@ class AcceleratorPlan:
     faults: FaultSet = field(default_factory=FaultSet)
     target: str = "generic"
     counter_set: str = "all"
+    frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -211,11 +224,11 @@ class AcceleratorPlan:
 
     @property
     def config_addr_bits(self) -> int:
-        return index_bits(max(m.depth for m in self.config_targets))
+        return index_bits(max((m.depth for m in self.config_targets), default=1))
 
     @property
     def config_elem_bits(self) -> int:
-        return index_bits(max(m.elements for m in self.config_targets))
+        return index_bits(max((m.elements for m in self.config_targets), default=1))
 
     @property
     def config_target_bits(self) -> int:
@@ -224,9 +237,14 @@ class AcceleratorPlan:
     def shape_key(self) -> dict:
         """Everything the RTL depends on except the weights: builds with equal keys are identical."""
         m = self.manifest.model_dump(mode="json", exclude={"name", "checksums", "provenance"})
+        for layer in m["layers"]:  # keys of builds made before selective update unchanged
+            if layer.get("selective", 0) is None:
+                del layer["selective"]
         key = {"manifest": m, "lanes": self.lanes}
         if self.target != "generic" or self.counter_set != "all":  # keys of older builds unchanged
             key |= {"target": self.target, "counters": self.counter_set}
+        if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
+            key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         return key
 
 
@@ -256,11 +274,24 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             "params",
             loadable(),
         )
+        # one bank per tap (its contribution w x item), read and cleared together when sent; the
+        # "listed" flags with one read port per tap (a copy each on an FPGA): codesign/hw/dcls.py
         mems["dcls_zbuf"] = MemoryPlan(
-            f"{e.name}_dcls_zbuf", dc.channels * dc.span, 1, dc.z_bits + 1, "delay_line"
+            f"{e.name}_dcls_zbuf",
+            dc.span << stride_bits(dc.channels),
+            dc.taps,
+            min(dc.z_bits, dc.weight_bits + dc.item_bits),
+            "delay_line",
+        )
+        mems["dcls_listed"] = MemoryPlan(
+            f"{e.name}_dcls_listed", dc.span << stride_bits(dc.channels), dc.taps, 1, "delay_line"
         )
         mems["dcls_lists"] = MemoryPlan(
-            f"{e.name}_dcls_lists", dc.channels * dc.span, 1, index_bits(dc.channels), "delay_line"
+            f"{e.name}_dcls_lists",
+            dc.span << stride_bits(dc.channels),
+            1,
+            index_bits(dc.channels),
+            "delay_line",
         )
         mems["dcls_counts"] = MemoryPlan(
             f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
@@ -271,6 +302,11 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             1,
             index_bits(dc.channels) + dc.z_bits + 2,
             "queue",
+        )
+    if e.period:  # selective update: open lanes per (phase, group) and the groups to walk per phase
+        mems["su_open"] = MemoryPlan(f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable())
+        mems["su_walk"] = MemoryPlan(
+            f"{e.name}_su_walk", e.period * (e.groups + 1), 1, e.groups.bit_length() + 1, "params", loadable()
         )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
@@ -371,6 +407,7 @@ def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
         pool_bits=r.sum_bits if (last and r.pooling == "sum" and not r.per_step) else None,
         gate_width=layer.gate_bits + 1 if kind.graded_gate else 1,
         update_latency=kind.update_stages,
+        period=layer.selective.period if layer.selective is not None else 0,
         shift_lo=lo,
         shift_hi=hi,
         dcls=dcls,
@@ -433,7 +470,7 @@ def _keep_counter(name: str, owner: str, counter_set: str) -> bool:
 
 def _memory_owner(e: EnginePlan, key: str) -> str:
     """The component whose ports count a memory's reads and writes."""
-    if key == "items":
+    if key in ("items", "su_open", "su_walk"):
         return f"{e.name}.issue"
     if key.startswith("dcls_"):
         return f"{e.name}.dcls"
@@ -454,6 +491,8 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
         if e.kind != "readout":
             owners[f"{e.name}_events"] = e.name
             owners[f"{e.name}_saturations"] = e.name
+        if e.period:
+            owners[f"{e.name}_open_steps"] = e.name  # open neuron-steps of selective update
         if e.dcls is not None:
             owners[f"{e.name}_dcls_cycles"] = f"{e.name}.dcls"
         owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
@@ -464,12 +503,26 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
+ROM_KEYS = ("weights", "bias", "params")
+"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs. The DCLS taps stay
+loadable (the front end reads and writes them through the same port)."""
+
+
+def _freeze(e: EnginePlan) -> EnginePlan:
+    """The engine's parameter memories as ROMs: no configuration target, no write port."""
+    mems = {
+        k: replace(mem, rom=True, config_id=None) if k in ROM_KEYS else mem for k, mem in e.memories.items()
+    }
+    return replace(e, memories=mems)
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
     if not target.maps:
         return engines
     shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes)
+    roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
+    style = target.map_memories(shapes, roms=roms)
     return [
         replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
         for e in engines
@@ -477,37 +530,90 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
 
 
 def _readout_lanes(manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target) -> int:
-    """``min(P, C)``; on a chip, a once-per-sequence readout with wide weights takes only the hard
-    multipliers the layers leave (at least one lane): it runs once per sequence, overlapped with
-    the next, so lanes there buy little and a wide shift-and-add multiplier per lane costs much."""
+    """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
+
+    It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
+    the layers' ``steps x groups x slots``), so its lanes buy almost nothing, while each costs a
+    multiplier (hard, or shift-and-add in LUTs) and widens its bias, item and result words: at
+    d = 16, P = 8 on the UP5K its eight lanes took 3,465 bits of result queue in logic. A per-step
+    readout keeps ``min(P, C)`` lanes, with wide weights at most as many as the chip's hard
+    multipliers (its products are the widest, so :func:`_assign_multipliers` serves them first)."""
     r = manifest.readout
     ro_lanes = min(lanes, r.classes)
-    if not target.multipliers or r.per_step or r.weight_bits <= target.lut_multiply_max_weight_bits:
+    if not r.per_step and target.one_lane_readout:
+        return 1
+    if not target.maps:
         return ro_lanes
-    left = target.multipliers
-    for e in sorted(layers, key=lambda e: -e.weight_bits):  # as _assign_multipliers hands them out
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            left -= needed
-    return max(1, min(ro_lanes, left))
+    if not target.multipliers or r.weight_bits <= target.lut_multiply_max_weight_bits:
+        return ro_lanes
+    return max(1, min(ro_lanes, target.multipliers))
 
 
 def _assign_multipliers(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
-    """Hard multipliers to the widest weights while the target has them; the rest in LUTs.
+    """Hard multipliers to the products that would cost the most LUTs; the rest shift-and-add.
 
-    Weights of at most ``target.lut_multiply_max_weight_bits`` always multiply by shift-and-add
-    (a few LUTs per product, cheaper than a hard multiplier's share of the chip)."""
+    A shift-and-add product costs about ``weight bits x value bits`` LUTs, so the target's hard
+    multipliers go first to the widest products: a once-per-sequence readout's 8-bit weight x
+    24-bit logit input (about 570 LUT4 on the UP5K), minGRU's update ``z * (u - h)`` (the gate x a
+    17-bit difference), a later layer's 8-bit weight x 17-bit event, before a first layer's 8-bit
+    weight x 8-bit input. Weights of at most ``target.lut_multiply_max_weight_bits`` always
+    shift-and-add (a few LUTs, cheaper than a hard multiplier's share of the chip). An engine
+    whose weight products get only some of the hard multipliers takes them for its first products
+    (``multiplier = "mixed"``, ``hard_products``); an update unit gets hard multipliers for all its
+    lanes or none (``update_multiplier``); a DCLS front end's ``K`` tap products ``w * x`` take
+    them tap by tap (``DCLSPlan.hard_taps``). Synthesis would otherwise map every ``*`` to a hard
+    multiplier past the chip's count (d = 32 minGRU at P = 4 on the UP5K asked 12 of 8 SB_MAC16)."""
     if not target.multipliers:
         return engines
+    # (LUT cost per hard multiplier it saves, tie-break, engine, what, products, hard multipliers)
+    blocks: list[tuple[float, int, str, str, int, int]] = []
+
+    def block(order: int, e: EnginePlan, what: str, a_bits: int, b_bits: int, products: int) -> None:
+        hard = target.multiplies_needed(a_bits, b_bits) * products
+        blocks.append((a_bits * b_bits * products / hard, order, e.name, what, products, hard))
+
+    for order, e in enumerate(engines):
+        if e.weight_bits > target.lut_multiply_max_weight_bits:
+            for _ in range(e.lanes * len(e.matrices)):
+                block(order, e, "weights", e.weight_bits, e.item_bits, 1)
+        if e.dcls is not None and e.dcls.weight_bits > target.lut_multiply_max_weight_bits:
+            for _ in range(e.dcls.taps):
+                block(order, e, "dcls", e.dcls.weight_bits, e.dcls.item_bits, 1)
+        per_lane = CELLS[e.kind].update_products if e.kind in CELLS else 0
+        if per_lane:
+            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, e.lanes * per_lane)
     left = target.multipliers
-    choice: dict[str, str] = {}
-    for e in sorted(engines, key=lambda e: -e.weight_bits):
-        needed = e.lanes * len(e.matrices)
-        if e.weight_bits > target.lut_multiply_max_weight_bits and needed <= left:
-            choice[e.name], left = "hard", left - needed
+    hard = {e.name: 0 for e in engines}
+    taps_hard = {e.name: 0 for e in engines}
+    update_hard: set[str] = set()
+    for _cost, _order, name, what, products, multipliers in sorted(blocks, key=lambda b: (-b[0], b[1])):
+        if multipliers > left:
+            continue
+        left -= multipliers
+        if what == "weights":
+            hard[name] += products
+        elif what == "dcls":
+            taps_hard[name] += products
         else:
-            choice[e.name] = "lut"
-    return [replace(e, multiplier=choice[e.name]) for e in engines]
+            update_hard.add(name)
+    planned = []
+    for e in engines:
+        products = e.lanes * len(e.matrices)
+        n = hard[e.name]
+        multiplier = "hard" if n == products else "lut" if n == 0 else "mixed"
+        needs_update = e.kind in CELLS and CELLS[e.kind].update_products > 0
+        update = "lut" if needs_update and e.name not in update_hard else "hard"
+        dcls = e.dcls and replace(e.dcls, hard_taps=taps_hard[e.name])
+        planned.append(
+            replace(
+                e,
+                multiplier=multiplier,
+                hard_products=n if multiplier == "mixed" else 0,
+                update_multiplier=update,
+                dcls=dcls,
+            )
+        )
+    return planned
 
 
 def plan_accelerator(
@@ -518,11 +624,15 @@ def plan_accelerator(
     faults: FaultSet | frozenset[str] | set[str] = frozenset(),
     target: str = "generic",
     counters: str = "all",
+    frozen: bool = False,
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
     ``target`` (:data:`codesign.hw.targets.TARGETS`) decides where memories and multiplies go;
-    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries.
+    ``counters`` (:data:`COUNTER_SETS`) which observability counters the build carries;
+    ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
+    a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
+    flip-flop per stored bit.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -535,6 +645,8 @@ def plan_accelerator(
         replace(e, memories=_engine_memories(e, next_id))
         for e in (*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip)))
     ]
+    if frozen:
+        engines = [_freeze(e) for e in engines]
     engines = _assign_multipliers(_map_memories(engines, chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
@@ -560,4 +672,5 @@ def plan_accelerator(
         faults=fault_set,
         target=target,
         counter_set=counters,
+        frozen=frozen,
     )

@@ -53,6 +53,7 @@ class SequenceTrace:
     gates: list[np.ndarray] = field(default_factory=list)  # per layer: (T, d)
     logits: np.ndarray | None = None  # (C,) or (T, C) per step
     classes: np.ndarray | None = None  # () or (T,)
+    walked: list[np.ndarray] = field(default_factory=list)  # per layer: (T, groups) groups that ran
 
 
 @dataclass
@@ -90,6 +91,7 @@ def simulate(
         SequenceTrace(
             states=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
             gates=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
+            walked=[np.zeros((t, e.groups), dtype=bool) for e in plan.layers],
         )
         for t in lengths
     ]
@@ -130,7 +132,14 @@ def simulate(
                         if lo + lane < e.size:
                             traces[s].states[li][t, lo + lane] = tr.state[lane]
                             traces[s].gates[li][t, lo + lane] = tr.gate[lane]
+                    traces[s].walked[li][t, tr.group] = True
                     if tr.step_end:
+                        # a selective layer skips groups whose neurons are all closed: they hold
+                        # their state (gates of a skipped group are not reported: left 0)
+                        for grp in np.flatnonzero(~traces[s].walked[li][t]):
+                            a, b = grp * e.lanes, min((grp + 1) * e.lanes, e.size)
+                            if t > 0:
+                                traces[s].states[li][t, a:b] = traces[s].states[li][t - 1, a:b]
                         steps_seen[s][li] += 1
                         if tr.seq_end:
                             layer_seq[li] += 1

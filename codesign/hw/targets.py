@@ -35,6 +35,8 @@ class Target:
     luts: int = 0
     multipliers: int = 0
     """Hard multipliers the engines may share (0: the plan leaves multiplies alone)."""
+    multiplier_bits: int = 16
+    """Operand width of one hard multiplier (UP5K SB_MAC16: 16 x 16; ECP5 MULT18X18D: 18 x 18)."""
     reserved_block_rams: int = 0
     """Block RAMs kept for what surrounds the accelerator (the UART wrapper's FIFOs)."""
     lut_multiply_max_weight_bits: int = 0
@@ -43,6 +45,20 @@ class Target:
     """(depth, width) of one LUT RAM primitive (ECP5: ``TRELLIS_DPR16X4``), None without LUT RAM."""
     lut_ram_cells: float = 0.0
     """Logic cells one LUT RAM primitive and its share of the read register take."""
+    one_lane_readout: bool = False
+    """A once-per-sequence readout gets one lane (area matters more than its overlapped cycles)."""
+
+    def multiplies_needed(self, a_bits: int, b_bits: int) -> int:
+        """Hard multipliers one ``a_bits x b_bits`` product takes.
+
+        yosys' ``mul2dsp`` splits a wider operand into ``multiplier_bits`` slices and leaves a last
+        slice under 2 bits to logic: a once-per-sequence readout's 8-bit weight x 24-bit input
+        takes two SB_MAC16, minGRU's 8-bit gate x 17-bit difference one."""
+
+        def slices(bits: int) -> int:
+            return max(1, bits // self.multiplier_bits + (bits % self.multiplier_bits >= 2))
+
+        return slices(a_bits) * slices(b_bits)
 
     @property
     def maps(self) -> bool:
@@ -66,21 +82,38 @@ class Target:
             options.append(("distributed", cells))
         return min(options, key=lambda option: option[1])
 
-    def map_memories(self, shapes: dict[str, tuple[int, int]]) -> dict[str, str]:
+    @staticmethod
+    def rom_cells(depth: int, width: int) -> float:
+        """Logic cells a ``depth x width`` ROM with a registered read port takes in LUTs: per
+        output bit one LUT4 per 16 words and a multiplexer tree joining them (its flip-flop
+        packs with the last LUT). An upper bound: synthesis folds constant and repeated bits."""
+        luts = math.ceil(depth / 16)
+        return width * (2 * luts - 1)
+
+    def map_memories(
+        self, shapes: dict[str, tuple[int, int]], roms: set[str] | frozenset[str] = frozenset()
+    ) -> dict[str, str]:
         """``{name: "block" | "distributed" | "logic"}`` for memories ``{name: (depth, width)}``.
 
         A memory leaves block RAM when that is cheaper than its share of the chip (the device's
-        logic cells per block RAM), then, while the block RAMs exceed the chip's, the one that
-        frees them at the lowest cost per block. ``auto`` everywhere off FPGAs."""
+        logic cells per block RAM): LUT RAM where the chip has it, and a ROM (``roms``, a frozen
+        build's parameters) in LUTs when that costs under half its blocks' share (logic cells are
+        what small chips run out of first). Then, while the block RAMs exceed the chip's, the
+        memory that frees them at the lowest cost per block leaves too. ``auto`` everywhere off
+        FPGAs."""
         if not self.maps:
             return dict.fromkeys(shapes, "auto")
         style = dict.fromkeys(shapes, "block")
         blocks = {name: self.blocks_for(*shape) for name, shape in shapes.items()}
         off = {name: self.off_block(*shape) for name, shape in shapes.items()}
+        for name in roms:
+            off[name] = ("logic", self.rom_cells(*shapes[name]))
         share = self.luts / self.block_rams
-        for name in shapes:  # LUT RAM where it is cheaper; logic only when block RAM runs out
+        for name in shapes:  # LUT RAM or a LUT ROM where it is cheaper; logic only when block RAM runs out
             if off[name][0] == "distributed" and off[name][1] < blocks[name] * share:
                 style[name] = off[name][0]
+            elif name in roms and off[name][1] < blocks[name] * share / 2:
+                style[name] = "logic"
         budget = self.block_rams - self.reserved_block_rams
         used = sum(blocks[name] for name in shapes if style[name] == "block")
         for name in sorted(shapes, key=lambda name: off[name][1] / blocks[name]):
@@ -96,7 +129,11 @@ TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("generic", "no mapping decided: the synthesis tool chooses (the committed rtl/)"),
-        Target("asic", "no block RAM mapping (memories become flip-flops or a memory compiler's macros)"),
+        Target(
+            "asic",
+            "no block RAM mapping (memories become flip-flops or a memory compiler's macros)",
+            one_lane_readout=True,
+        ),
         Target(
             "up5k",
             "Lattice iCE40 UP5K: 30 EBR of 4 kbit, 5280 LUT4, 8 DSP (SB_MAC16)",
@@ -106,6 +143,7 @@ TARGETS: dict[str, Target] = {
             luts=5280,
             multipliers=8,
             lut_multiply_max_weight_bits=4,
+            one_lane_readout=True,
         ),
         Target(
             "ecp5",
@@ -117,7 +155,9 @@ TARGETS: dict[str, Target] = {
             lut_ram=(16, 4),
             lut_ram_cells=3.0,
             multipliers=28,
+            multiplier_bits=18,
             lut_multiply_max_weight_bits=4,
+            one_lane_readout=True,
         ),
     )
 }

@@ -15,27 +15,105 @@ plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from codesign.bundle.cells import CELLS
 from codesign.hw.faults import FaultSet
+from codesign.hw.lanes import shift_add
 from codesign.hw.plan import EnginePlan
 
-__all__ = ["UpdateSignature", "UpdateUnit", "abs_at_least", "make_update_unit", "saturate", "shift_floor"]
+__all__ = [
+    "UpdateSignature",
+    "UpdateUnit",
+    "abs_at_least",
+    "clamp_gate",
+    "make_update_unit",
+    "saturate",
+    "saturate_sum",
+    "shift_floor",
+]
 
 
 def saturate(m: Module, value, bits: int, name: str, *, fault: bool = False) -> tuple[Signal, Signal]:
-    """``(sat_bits(value), clipped)`` (``fault``: the upper bound is one too low)."""
+    """``(sat_bits(value), clipped)`` (``fault``: the upper bound is one too low).
+
+    A signed value wider than ``bits`` fits when its bits from ``bits - 1`` up are all equal (a
+    reduction, a few LUT levels) rather than by two compares against the bounds (two carry chains
+    as wide as the value: on the UP5K the longest paths of the update units)."""
+    value = Value.cast(value)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1 - int(fault)
     out = Signal(signed(bits), name=name)
     clipped = Signal(name=f"{name}_clipped")
+    if fault or not value.shape().signed:
+        m.d.comb += [
+            out.eq(Mux(value > hi, hi, Mux(value < lo, lo, value))),
+            clipped.eq((value > hi) | (value < lo)),
+        ]
+    elif len(value) <= bits:
+        m.d.comb += [out.eq(value), clipped.eq(0)]
+    else:
+        upper = value[bits - 1 :]
+        fits = Signal(name=f"{name}_fits")
+        m.d.comb += [
+            fits.eq((upper == 0) | (upper == (1 << len(upper)) - 1)),
+            out.eq(Mux(fits, value[:bits], Mux(value[-1], lo, hi))),
+            clipped.eq(~fits),
+        ]
+    return out, clipped
+
+
+def saturate_sum(m: Module, narrow, wide, bits: int, name: str) -> tuple[Signal, Signal]:
+    """``saturate(narrow + wide, bits)`` for a narrow signed term and a wide signed one.
+
+    With ``k = max(len(narrow), bits) + 1``: a ``wide`` outside ``k`` signed bits puts the sum out
+    of range on its own side (``|narrow| <= 2**(k-2)``), so only ``k + 1``-bit arithmetic is
+    needed, beside a reduction over ``wide``'s upper bits (no carry chain as wide as ``wide``)."""
+    narrow, wide = Value.cast(narrow), Value.cast(wide)
+    k = max(len(narrow), bits) + 1
+    if len(wide) <= k:
+        return saturate(m, narrow + wide, bits, name)
+    upper = wide[k - 1 :]
+    in_range = Signal(name=f"{name}_in_range")
+    total = Signal(signed(k + 1), name=f"{name}_total")
     m.d.comb += [
-        out.eq(Mux(value > hi, hi, Mux(value < lo, lo, value))),
-        clipped.eq((value > hi) | (value < lo)),
+        in_range.eq((upper == 0) | (upper == (1 << len(upper)) - 1)),
+        total.eq(narrow + wide[:k].as_signed()),
+    ]
+    near, near_clipped = saturate(m, total, bits, f"{name}_near")
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = Signal(signed(bits), name=name)
+    clipped = Signal(name=f"{name}_clipped")
+    m.d.comb += [
+        out.eq(Mux(in_range, near, Mux(wide[-1], lo, hi))),
+        clipped.eq(~in_range | near_clipped),
     ]
     return out, clipped
+
+
+def clamp_gate(m: Module, value, gate_bits: int, name: str) -> Signal:
+    """minGRU's hard sigmoid ``clamp(value + 2**(gate_bits-1), 0, 2**gate_bits)`` of a signed value.
+
+    Outside ``[-2**gate_bits, 2**gate_bits)`` the answer is 0 or ``2**gate_bits`` by the sign alone
+    (the upper bits all equal or not: a reduction); inside, ``gate_bits + 2``-bit arithmetic
+    suffices. Both avoid carry chains as wide as the value."""
+    value = Value.cast(value)
+    one = 1 << gate_bits
+    z = Signal(unsigned(gate_bits + 1), name=name)
+    if len(value) <= gate_bits + 1:
+        narrow = value
+        fits = 1
+    else:
+        upper = value[gate_bits:]
+        narrow = value[: gate_bits + 1].as_signed()
+        fits = (upper == 0) | (upper == (1 << len(upper)) - 1)
+    raw = Signal(signed(gate_bits + 3), name=f"{name}_raw")
+    m.d.comb += [
+        raw.eq(narrow + (one >> 1)),
+        z.eq(Mux(fits, Mux(raw < 0, 0, Mux(raw > one, one, raw)), Mux(value[-1], 0, one))),
+    ]
+    return z
 
 
 def shift_floor(m: Module, value, shift, max_left: int, name: str) -> Signal:
@@ -101,8 +179,8 @@ class UpdateUnit(wiring.Component):
     """Base class: the update rule of one neuron.
 
     The outputs follow the inputs by ``engine.update_latency - 1`` cycles: 0 for a combinational
-    unit (C3), 1 for a unit with a register stage between C3 and C3b (its inputs are presented in
-    C3 and read in C3b; the engine delays what it keeps beside the unit by as much)."""
+    unit (C3), 1 for a unit with a register stage between C3 and C3b, 2 with C3c as well (its
+    inputs are presented in C3; the engine delays what it keeps beside the unit by as much)."""
 
     def __init__(self, e: EnginePlan, faults: FaultSet | None = None) -> None:
         self.engine = e
@@ -145,8 +223,8 @@ class CMRUUpdate(UpdateUnit):
 
 
 def _stage(m: Module, value, name: str) -> Signal:
-    """``value`` registered: the boundary between C3 and C3b of a two-stage update unit."""
-    reg = Signal(Value.cast(value).shape(), name=f"{name}_c3b")
+    """``value`` registered: the boundary between two stages (C3, C3b, C3c) of an update unit."""
+    reg = Signal(Value.cast(value).shape(), name=f"{name}_r")
     m.d.sync += reg.eq(value)
     return reg
 
@@ -177,30 +255,32 @@ class BGMinGRUUpdate(UpdateUnit):
 class MinGRUUpdate(UpdateUnit):
     """mingru: hard-sigmoid gate ``z`` in ``[0, 2**gate_bits]``; ``h <- h + shr(z*(u-h), gate_bits)``.
 
-    Two stages: the candidate ``u`` and the gate ``z`` (shifts, saturation, clamp) in C3; the
-    interpolation (subtract, multiply, shift, add) in C3b."""
+    Three stages (the UP5K's longest path was the two-stage unit's C3, 53 LUT levels: shift,
+    add, clamp): the variable shifts of both sums in C3; the candidate's saturation and the gate's
+    offset and clamp in C3b; the interpolation (subtract, multiply, shift, add) in C3c."""
 
     def elaborate(self, platform):
         m = Module()
         e = self.engine
         gb = e.gate_bits
-        shifted = shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted")
+        shifted = _stage(
+            m, shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted"), "cand"
+        )
+        gate_shifted = _stage(
+            m, shift_floor(m, self.acc.gate, self.params.gate_shift, -e.shift_lo, "gate_shifted"), "gate"
+        )
+        h_b = _stage(m, self.old.h, "h")
         u_now, clipped_now = saturate(m, shifted, e.state_bits, "u")
-        gate_shifted = shift_floor(m, self.acc.gate, self.params.gate_shift, -e.shift_lo, "gate_shifted")
-        raw = Signal(signed(len(gate_shifted) + 1))
-        z_now = Signal(unsigned(gb + 1))
-        one = 1 << gb
-        m.d.comb += [
-            raw.eq(gate_shifted + (one >> 1)),
-            z_now.eq(Mux(raw < 0, 0, Mux(raw > one, one, raw))),
-        ]
+        z_now = clamp_gate(m, gate_shifted, gb, "z_now")
         u, clipped, z = _stage(m, u_now, "u"), _stage(m, clipped_now, "clipped"), _stage(m, z_now, "z")
-        h = _stage(m, self.old.h, "h")
+        h = _stage(m, h_b, "h_b")
         diff = Signal(signed(e.state_bits + 1))
         prod = Signal(signed(e.state_bits + gb + 3))
         m.d.comb += [
             diff.eq(u - h),
-            prod.eq(z * diff),
+            prod.eq(
+                shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff
+            ),
             self.new.h.eq(h + (prod >> gb)),
             self.out.eq(self.new.h),
             self.gate.eq(z),
@@ -212,7 +292,9 @@ class MinGRUUpdate(UpdateUnit):
 class HSRUUpdate(UpdateUnit):
     """hsru: ``V <- sat(V - shr(V, leak) + shr(A_in, in_shift))``, spike ``V >= theta``, ``D ^= spike``.
 
-    Two stages: the input current's variable shift in C3; the leak, sum, saturation and spike in C3b."""
+    Two stages: the input current's variable shift and the leaky ``V - shr(V, leak)`` in C3; the
+    saturating sum (:func:`saturate_sum`: narrow arithmetic, not the 53-bit datapath) and the
+    spike in C3b."""
 
     def elaborate(self, platform):
         m = Module()
@@ -220,14 +302,15 @@ class HSRUUpdate(UpdateUnit):
         current = _stage(
             m, shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current"), "current"
         )
-        v, d, theta = (
-            _stage(m, self.old.v, "v"),
+        old_v = self.old.v
+        leaky_now = Signal(signed(e.state_bits + 1), name="leaky_now")
+        m.d.comb += leaky_now.eq(old_v - (old_v >> e.leak_shift))
+        leaky, d, theta = (
+            _stage(m, leaky_now, "leaky"),
             _stage(m, self.old.d, "d"),
             _stage(m, self.params.theta, "theta"),
         )
-        total = Signal(signed(max(len(current), e.state_bits) + 2))
-        m.d.comb += total.eq(v - (v >> e.leak_shift) + current)
-        v_new, clipped = saturate(m, total, e.state_bits, "v_new")
+        v_new, clipped = saturate_sum(m, leaky, current, e.state_bits, "v_new")
         spike = Signal()
         m.d.comb += [
             spike.eq(v_new >= theta),

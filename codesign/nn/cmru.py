@@ -175,6 +175,10 @@ class AlphaCMRU(CMRU):
         self.alpha_proj = nn.Linear(input_size, hidden_size)
         if alpha_init is not None:
             nn.init.constant_(self.alpha_proj.bias, float(alpha_init))
+        # quantization-aware training sets this to the deployed alpha_t grid
+        # (:class:`codesign.quant.qat.ActivationGrid`); None trains a continuous alpha_t
+        self.alpha_quant: nn.Module | None = None
 
     def update_magnitude(self, x: torch.Tensor) -> torch.Tensor:
-        return self.alpha_proj(x)
+        alpha = self.alpha_proj(x)
+        return alpha if self.alpha_quant is None else self.alpha_quant(alpha)

@@ -94,9 +94,13 @@ class HardSigmoidMinGRU(nn.Module):
         self.input_size, self.hidden_size = input_size, hidden_size
         self.candidate = nn.Linear(input_size, hidden_size)
         self.gate = nn.Linear(input_size, hidden_size)
+        # quantization-aware training sets this to the deployed gate grid
+        # (:class:`codesign.quant.qat.ActivationGrid`); None trains a continuous gate
+        self.gate_quant: nn.Module | None = None
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        z = (self.gate(x) + 0.5).clamp(0.0, 1.0)
+        a = self.gate(x)
+        z = ((a if self.gate_quant is None else self.gate_quant(a)) + 0.5).clamp(0.0, 1.0)
         h = linear_scan(1.0 - z, z * self.candidate(x), h0)
         return h, h[:, -1]
 
@@ -239,10 +243,17 @@ class HardwareStack(nn.Module):
         self.pooling, self.per_step = pooling, per_step
         self.cells = nn.ModuleList()
         self.fronts = nn.ModuleList()
+        self.schedules = nn.ModuleDict()  # layer index (str) -> SelectiveSchedule
         width = input_size
-        for spec in self.layer_specs:
+        for index, spec in enumerate(self.layer_specs):
             spec = dict(spec)
             kind, size, dcls = spec.pop("cell"), spec.pop("size"), spec.pop("dcls", None)
+            selective = spec.pop("selective", None)
+            if selective is not None:
+                from codesign.nn.selective import SelectiveSchedule
+
+                options = dict(selective)
+                self.schedules[str(index)] = SelectiveSchedule(size, options.pop("period"), **options)
             if kind not in HW_CELLS:
                 raise ValueError(f"unknown hardware cell {kind!r}; choose one of {sorted(HW_CELLS)}")
             self.fronts.append(nn.Identity() if dcls is None else DCLS1d(width, dcls["taps"], dcls["span"]))
@@ -255,9 +266,19 @@ class HardwareStack(nn.Module):
         """The first (for the spine: only) recurrent layer."""
         return self.cells[0]
 
+    def schedule(self, index: int) -> nn.Module | None:
+        """Layer ``index``'s selective-update schedule (``None`` without the option)."""
+        return self.schedules[str(index)] if str(index) in self.schedules else None
+
     def states(self, x: torch.Tensor) -> torch.Tensor:
-        for front, cell in zip(self.fronts, self.cells, strict=True):
-            x, _ = cell(front(x))
+        for index, (front, cell) in enumerate(zip(self.fronts, self.cells, strict=True)):
+            sched = self.schedule(index)
+            if sched is None:
+                x, _ = cell(front(x))
+            else:
+                from codesign.nn.selective import selective_forward
+
+                x = selective_forward(cell, front(x), sched.gates(x.shape[1]))
         return x
 
     def read(self, h: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ import torch
 
 from codesign import __version__
 from codesign.bundle.io import Bundle, check_weights, save_bundle
+from codesign.bundle.reorder import reorder_selective
 from codesign.errors import CodesignError
 from codesign.golden.model import quantize_inputs, run_golden
 from codesign.nn.hardware import HW_CELLS, HardwareStack
@@ -56,6 +57,20 @@ def bundle_from_model(
     return Bundle(manifest, check_weights(manifest, weights))
 
 
+def _selective_report(bundle: Bundle, golden, orders: dict[int, list[int]]) -> dict:
+    """The update rate p of the selective layers on the test set and the neuron orders applied."""
+    layers = bundle.manifest.layers
+    selective = [i for i, layer in enumerate(layers) if layer.selective is not None]
+    if not selective:
+        return {}
+    opened = sum(float(golden.layers[i].opens.sum()) for i in selective)
+    steps = golden.layers[selective[0]].opens.size
+    return {
+        "update_rate": opened / (steps * sum(layers[i].size for i in selective)),
+        "selective_neuron_orders": {str(i): order for i, order in orders.items()},
+    }
+
+
 def golden_accuracy(bundle: Bundle, task, x: torch.Tensor, y: torch.Tensor) -> tuple[float, object]:
     golden = run_golden(bundle, quantize_inputs(bundle, x.numpy()))
     labels = y.numpy()
@@ -67,7 +82,8 @@ def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = N
     """Quantize a run's best checkpoint, check torch == golden on its test set, write the bundle."""
     recipe, model, summary = load_run(run_dir)
     task = make_recipe_task(recipe)
-    bundle = bundle_from_model(model, recipe, task, quant)
+    # selective-update layers: neurons that open together share lane groups (the logits are unchanged)
+    bundle, orders = reorder_selective(bundle_from_model(model, recipe, task, quant))
     x_test, y_test = task.split("test", recipe.seed)
     quantized, golden = golden_accuracy(bundle, task, x_test, y_test)
     torch_logits = deployed_from_bundle(bundle).integer_logits(x_test)
@@ -84,6 +100,7 @@ def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = N
         "torch_vs_golden_mismatches": mismatches,
         "test_sequences": len(y_test),
         "events_per_step": float(np.mean(golden.events)),
+        **_selective_report(bundle, golden, orders),
         "codesign_version": __version__,
         "best_val_accuracy": summary.get("best_val"),
     }

@@ -99,6 +99,42 @@ class FakeQuantBias(nn.Module):
         return b + (q - b).detach()
 
 
+class ActivationGrid(nn.Module):
+    """An activation on the grid its deployed datapath computes, rounded to nearest (straight-through).
+
+    The deployed alphaCMRU ``alpha_t`` and minGRU gate are accumulators shifted right onto a coarse
+    grid (``docs/integer-semantics.md``); the export puts half a grid step into their biases
+    (:func:`codesign.quant.stack.round_half`), so the shift rounds to nearest, and QAT rounds the
+    same way here. Trained on a continuous ``alpha_t``, a bias-only alpha a few grid steps wide
+    deployed tens of percent off, and eps = 1 accumulated the error (issue 19).
+
+    ``frac``: a fixed grid ``2**-frac`` (the minGRU gate: ``gate_bits``). Without it the grid is
+    the finest power of two on which the largest ``|a|`` of the batch fits ``bits`` -- the rule
+    the export applies to the largest calibration ``alpha_t`` (the grid can differ by one power
+    of two when a batch's maximum and the calibration set's straddle a power of two). With
+    ``bits``, values saturate to ``bits`` signed codes, as the datapath does.
+    """
+
+    def __init__(self, bits: int | None = None, frac: int | None = None) -> None:
+        super().__init__()
+        if bits is None and frac is None:
+            raise ValueError("an activation grid needs bits, frac or both")
+        self.bits, self.frac = bits, frac
+
+    def extra_repr(self) -> str:
+        return f"bits={self.bits}, frac={self.frac}"
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        if self.frac is not None:
+            scale = torch.tensor(2.0**self.frac, dtype=a.dtype, device=a.device)
+        else:
+            scale = _pow2_scale(a.detach().abs().amax(), self.bits)
+        q = torch.floor(a.detach() * scale + 0.5)
+        if self.bits is not None:
+            q = q.clamp(-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1)
+        return a + (q / scale - a).detach()
+
+
 class _InputGrid:
     """Forward pre-hook: the model's input on the deployed input format (data, so no gradient)."""
 
@@ -154,18 +190,22 @@ def add_fake_quant(
     input_bits: int | None = None,
     dcls_weight_bits: int = 8,
     bias_bits: int = 16,
+    gate_bits: int | None = None,
 ) -> nn.Module:
     """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
 
     * every ``Linear`` weight (per row; the readout with one shared scale), CMRU ``alpha``;
+    * the alphaCMRU ``alpha_t`` on its deployed grid at ``alpha_bits`` and, with ``gate_bits``,
+      the minGRU gate on its ``2**-gate_bits`` grid (:class:`ActivationGrid`);
     * DCLS front ends: integer delays (hard mode) and weights on their one ``dcls_weight_bits`` scale;
     * CMRU/BMRU biases on their accumulator grid wherever that grid is known before export (see
       :func:`_input_fracs`: layer 0 with ``input_frac``, and layers fed by a CMRU/BMRU layer);
     * with ``input_bits`` too, the inputs on the deployed input grid (``2**-input_frac``,
       saturated to ``input_bits``) before every forward pass.
     """
-    from codesign.nn.cmru import CMRU
+    from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
+    from codesign.nn.hardware import HardSigmoidMinGRU
 
     for front in getattr(model, "fronts", []):
         if isinstance(front, DCLS1d):
@@ -206,6 +246,26 @@ def add_fake_quant(
             done |= {id(cand), id(thr)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
+            if alpha_bits and isinstance(module, AlphaCMRU):
+                module.alpha_quant = ActivationGrid(bits=alpha_bits)
+                if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
+                    wa = module.alpha_proj.weight
+                    parametrize.register_parametrization(
+                        module.alpha_proj,
+                        "bias",
+                        FakeQuantBias(
+                            weight_bits, z_fracs[id(module)], [lambda wa=wa: wa], bias_bits=bias_bits
+                        ),
+                    )
+        if gate_bits is not None and isinstance(module, HardSigmoidMinGRU):
+            module.gate_quant = ActivationGrid(frac=gate_bits)
+            if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
+                wg = module.gate.weight
+                parametrize.register_parametrization(
+                    module.gate,
+                    "bias",
+                    FakeQuantBias(weight_bits, z_fracs[id(module)], [lambda wg=wg: wg], bias_bits=bias_bits),
+                )
     if input_frac is not None and input_bits is not None:
         model.register_forward_pre_hook(_InputGrid(input_bits, input_frac))
     readout = getattr(model, "readout", None)
@@ -217,8 +277,14 @@ def add_fake_quant(
 
 
 def remove_fake_quant(model: nn.Module) -> nn.Module:
-    """Bake the fake-quantized values into plain parameters (what export then rounds, exactly)."""
+    """Bake the fake-quantized values into plain parameters (what export then rounds, exactly).
+
+    Activation grids are dropped: the export reproduces them (:func:`codesign.quant.stack.round_half`).
+    """
     for module in model.modules():
+        for name in ("alpha_quant", "gate_quant"):
+            if isinstance(getattr(module, name, None), ActivationGrid):
+                setattr(module, name, None)
         if parametrize.is_parametrized(module):
             for name in list(module.parametrizations.keys()):
                 parametrize.remove_parametrizations(module, name, leave_parametrized=True)

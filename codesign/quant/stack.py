@@ -32,6 +32,7 @@ from codesign.errors import CodesignError
 from codesign.intmath import signed_range
 from codesign.nn.cmru import CMRU, AlphaCMRU
 from codesign.nn.hardware import HardwareStack, LayerQuant, layer_sequential
+from codesign.nn.selective import selective_sequential
 from codesign.quant.fixed_point import keep_rest_gates, pow2_frac, quantize, quantize_input
 
 SHIFT_RANGE = signed_range(7)
@@ -56,6 +57,20 @@ def _shift(e: torch.Tensor, z_frac: int, target_frac: int, what: str) -> np.ndar
             "the weights and the state grid are too far apart; widen state_bits or retrain"
         )
     return s
+
+
+def round_half(bias: np.ndarray, shift: np.ndarray, bits: int) -> np.ndarray:
+    """``bias + 2**(shift - 1)`` where ``shift > 0`` (saturated to ``bits``): the floor becomes a rounding.
+
+    The datapath shifts some accumulators right onto a coarse grid with a floor
+    (``sat(shr(A, shift))``: the alphaCMRU ``alpha_t``, the 6-bit minGRU gate). Half a grid step in
+    the bias turns that floor into round-half-up without changing the integer rules, so a value
+    a few grid steps wide no longer loses up to a whole step, always downwards; QAT trains on the
+    same rounding (:class:`codesign.quant.qat.ActivationGrid`). A shift <= 0 is exact and gets nothing.
+    """
+    lo, hi = signed_range(bits)
+    half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
+    return np.clip(bias + half, lo, hi)
 
 
 def quant_of(spec: LayerSpec) -> LayerQuant:
@@ -112,6 +127,13 @@ def quantize_stack(
     for pname, param in model.named_parameters():
         if not torch.isfinite(param).all():
             raise CodesignError(f"model parameter '{pname}' holds NaN or Inf; cannot quantize")
+    # the selective-update schedules as the trained model evaluates them (its own dtype): the
+    # deployed table is the trained one bit for bit
+    tables = {
+        index: model.schedule(index).integer_table().numpy()
+        for index in range(len(model.cells))
+        if model.schedule(index) is not None
+    }
     model = copy.deepcopy(model).double().eval()
     weights: dict[str, np.ndarray] = {}
     layers: list[LayerSpec] = []
@@ -180,10 +202,11 @@ def quantize_stack(
             if kind == "alphacmru":
                 wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
                 ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
+                alpha_shift = _shift(ea, z_frac, state_frac, f"layer {index} alpha")
                 weights |= {
                     p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
-                    p + "b_alpha": quantize(ba, ea + z_frac, bbits).numpy(),
-                    p + "alpha_shift": _shift(ea, z_frac, state_frac, f"layer {index} alpha"),
+                    p + "b_alpha": round_half(quantize(ba, ea + z_frac, bbits).numpy(), alpha_shift, bbits),
+                    p + "alpha_shift": alpha_shift,
                 }
             else:
                 weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
@@ -200,7 +223,9 @@ def quantize_stack(
                 p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy(),
             }
             if kind == "mingru":
-                weights[p + "gate_shift"] = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+                gate_shift = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+                weights[p + "gate_shift"] = gate_shift
+                weights[p + "b_gate"] = round_half(weights[p + "b_gate"], gate_shift, bbits)
         elif kind == "hsru":
             fields["leak_shift"] = cell.leak_shift
             wi, bi = cell.current.weight, cell.current.bias
@@ -217,9 +242,12 @@ def quantize_stack(
                 "span": dcls["span"],
                 "weight_bits": fmt.get("dcls_weight_bits", 8),
             }
+        if index in tables:
+            fields["selective"] = {"period": int(tables[index].shape[0])}
+            weights[p + "su_gate"] = tables[index]
         layer = LayerSpec.model_validate(fields)
         layers.append(layer)
-        x = layer_sequential(cell, z, quant_of(layer))
+        x = _layer_output(cell, z, layer, weights.get(p + "su_gate"))
         in_frac = 0 if kind == "hsru" else state_frac
     r = readout_formats
     rw, rb = r.get("weight_bits", 8), r.get("bias_bits", 24)
@@ -244,6 +272,15 @@ def quantize_stack(
     return manifest, weights
 
 
+def _layer_output(cell, z: torch.Tensor, layer: LayerSpec, table: np.ndarray | None) -> torch.Tensor:
+    """The deployed layer's output sequence (the golden rule in float64), selective or not."""
+    if layer.selective is None:
+        return layer_sequential(cell, z, quant_of(layer))
+    steps = z.shape[1]
+    su = torch.from_numpy(np.asarray(table)[np.arange(steps) % layer.selective.period])
+    return selective_sequential(cell, z, su, quant_of(layer))
+
+
 class DeployedStack(torch.nn.Module):
     """The float64 torch model of a format-2 bundle; ``logit_frac`` converts its logits to integers."""
 
@@ -260,10 +297,11 @@ class DeployedStack(torch.nn.Module):
         """Every layer's output sequence (float64) and the logits."""
         h = self.quantize_input(x)
         outs = []
-        for front, cell, spec in zip(
-            self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True
+        for index, (front, cell, spec) in enumerate(
+            zip(self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True)
         ):
-            h = layer_sequential(cell, front(h), quant_of(spec))
+            table = self.bundle.weights.get(f"layers.{index}.su_gate")
+            h = _layer_output(cell, front(h), spec, table)
             outs.append(h)
         r = self.bundle.manifest.readout
         if r.per_step or r.pooling == "last":
@@ -318,6 +356,8 @@ def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
             spec["leak_shift"] = layer.leak_shift
         if layer.dcls is not None:
             spec["dcls"] = {"taps": layer.dcls.taps, "span": layer.dcls.span}
+        if layer.selective is not None:
+            spec["selective"] = {"period": layer.selective.period}
         specs.append(spec)
     model = HardwareStack(
         m.input.size, m.readout.classes, specs, pooling=m.readout.pooling, per_step=m.readout.per_step
@@ -358,6 +398,8 @@ def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
             elif layer.cell == "hsru":
                 row("in", w["in_shift"], sf, cell.current)
                 cell.theta.copy_(t(w["theta"]) * 2.0**-sf)
+            if layer.selective is not None:
+                model.schedule(index).load_table(torch.from_numpy(w["su_gate"]))
             in_frac = 0 if layer.cell == "hsru" else sf
         r_frac = in_frac
         model.readout.weight.copy_(t(bundle.weights["readout.weight"]))

@@ -21,6 +21,19 @@ SYNTH_SUMMARY = "summary.json"  # codesign.fpga.synth.SUMMARY, in BUILD/synth/<d
 AREA_JSON = Path("area") / "area.json"  # codesign.fpga.area.area_report writes BUILD/area/area.json
 
 
+def _update_rate(manifest, main: dict) -> float | None:
+    """Open neuron-steps of the selective layers over their neuron-steps (``None``: no such layer)."""
+    if manifest is None:
+        return None
+    sizes = {
+        f"layer{i}": layer.size for i, layer in enumerate(manifest.layers) if layer.selective is not None
+    }
+    opened = [main["counters"].get(f"{name}_open_steps") for name in sizes]
+    if not sizes or any(v is None for v in opened):
+        return None
+    return sum(opened) / (main["steps"] * sum(sizes.values()))
+
+
 def memory_bits_by_kind(plan: dict) -> dict[str, int]:
     out: dict[str, int] = {}
     for m in plan["memories"]:
@@ -222,6 +235,7 @@ def build_figures(
             "ratio": measured_macs / dense if dense else None,
             "events_per_step": sum(v for k, v in main["counters"].items() if k.endswith("_events"))
             / main["steps"],
+            "update_rate": _update_rate(bundle.manifest, main),
         },
         "sweep": [
             {

@@ -213,7 +213,12 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         "",
         f"MACs per inference: measured (event-driven, zeros and unchanged states skipped) {dv['measured_macs_per_inference']:.0f}, "
         f"dense (T x d x m x matrices per layer + readout) {dv['dense_macs_per_inference']:.0f}: "
-        f"{100 * dv['ratio']:.1f}% of dense. Events per step (all layers): {dv['events_per_step']:.2f}.",
+        f"{100 * dv['ratio']:.1f}% of dense. Events per step (all layers): {dv['events_per_step']:.2f}."
+        + (
+            f" Selective update: {100 * dv['update_rate']:.1f}% of the selective layers' neuron-steps open (p)."
+            if dv.get("update_rate") is not None
+            else ""
+        ),
         "",
         "## Published reference figures (other chips, processes and tasks; scale only)",
         "",

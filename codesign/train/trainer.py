@@ -241,6 +241,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
             q.input.bits,
             q.layer.dcls_weight_bits,
             q.layer.bias_bits,
+            q.layer.gate_bits,
         )
     metric = metric_name(task)
     opt = torch.optim.AdamW(

@@ -11,6 +11,14 @@ Verilog) on dense and on 10%-dense random inputs, sequences driven back to back.
 * ``slowest_layer_per_step``: the busiest engine's busy cycles per step: the layers run as a
   pipeline, so in steady state a step costs about the slowest engine, not the sum;
 * ``readout_cycles_per_sequence``: the readout engine's busy cycles (reported separately).
+
+A bundle with selective-update layers is measured at each update rate of ``rates``: its schedules
+are replaced by windowed ones of that open fraction (:func:`codesign.bundle.random.rhythmic_table`,
+phases in neuron order, as :mod:`codesign.bundle.reorder` leaves a trained schedule), with a phase
+per neuron and with a phase per group of ``P`` neurons (a layer trained with ``selective.share: P``). Its rows add
+``update_rate`` (measured), ``open_steps_per_step`` (the RTL counter), the walk floor (skipped
+groups cost nothing) and ``open_floor_per_step = sum_l ceil(open_l / P) x work_l`` with
+``open_target_per_step = 1.1 x open_floor + 8 x layers``, the target of selective update.
 """
 
 from __future__ import annotations
@@ -23,10 +31,11 @@ import numpy as np
 
 from codesign.atomic import write_text
 from codesign.bundle import Bundle, load_bundle
-from codesign.bundle.random import random_integer_inputs
+from codesign.bundle.io import check_weights
+from codesign.bundle.random import random_integer_inputs, rhythmic_table
 from codesign.golden import run_golden
 from codesign.hw.pysim import simulate
-from codesign.verify.cycles import cycle_floor, target_per_step
+from codesign.verify.cycles import cycle_floor, open_floor, target_per_step
 
 __all__ = ["bench_bundle", "floor_per_step", "run_bench"]
 
@@ -34,18 +43,55 @@ DEFAULT_BUNDLES = ("spoken_digits_cmru", "japanese_vowels_cmru2", "flip_flop_bgm
 DENSITIES = {"dense": 1.0, "sparse10": 0.1}
 
 
-def floor_per_step(bundle: Bundle, xs: list[np.ndarray], lanes: int) -> float:
-    """Mean over all steps of ``sum_l ceil(d_l / P) x work_l`` (:func:`codesign.verify.cycles.cycle_floor`)."""
+def selective_tables(bundle: Bundle) -> dict[int, np.ndarray]:
+    """The ``su_gate`` of every selective layer, by layer index."""
+    return {
+        i: bundle.weights[f"layers.{i}.su_gate"]
+        for i, layer in enumerate(bundle.manifest.layers)
+        if layer.selective is not None
+    }
+
+
+def floor_per_step(bundle: Bundle, xs: list[np.ndarray], lanes: int, *, ideal: bool = False) -> float:
+    """Mean over all steps of ``sum_l ceil(d_l / P) x work_l`` (:func:`codesign.verify.cycles.cycle_floor`;
+    ``ideal``: :func:`codesign.verify.cycles.open_floor`)."""
     total, steps = 0, 0
+    tables = selective_tables(bundle)
     for x in xs:
-        total += int(cycle_floor(bundle.manifest, run_golden(bundle, np.asarray(x)[None]), lanes).sum())
+        gold = run_golden(bundle, np.asarray(x)[None])
+        floor = (
+            open_floor(bundle.manifest, gold, lanes)
+            if ideal
+            else cycle_floor(bundle.manifest, gold, lanes, tables)
+        )
+        total += int(floor.sum())
         steps += len(x)
     return total / steps
 
 
+def with_update_rate(bundle: Bundle, rate: float, seed: int, block: int = 1) -> Bundle:
+    """``bundle`` with every selective layer's schedule replaced by a windowed one of open fraction
+    ``rate``; ``block``: neurons share their phase in blocks of that many (``selective.share``)."""
+    rng = np.random.default_rng(seed)
+    weights = dict(bundle.weights)
+    for i, table in selective_tables(bundle).items():
+        weights[f"layers.{i}.su_gate"] = rhythmic_table(rng, *table.shape, rate, block=block)
+    return Bundle(bundle.manifest, check_weights(bundle.manifest, weights), bundle.path)
+
+
 def bench_bundle(
-    bundle: Bundle, lanes: int, density: float, *, sequences: int, steps: int, seed: int
+    bundle: Bundle,
+    lanes: int,
+    density: float,
+    *,
+    sequences: int,
+    steps: int,
+    seed: int,
+    rate: float | None = None,
+    shared: bool = False,
 ) -> dict:
+    if rate is not None:
+        bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
     result = simulate(bundle, xs, lanes=lanes)
@@ -79,6 +125,23 @@ def bench_bundle(
         "layer_events": [counters[f"layer{i}_events"] for i in range(n_layers)],
         "readout_macs": counters["readout_macs"],
         "simulated_in_s": round(wall, 2),
+    } | (_selective_figures(bundle, xs, lanes, result, cycles) if selective_tables(bundle) else {})
+
+
+def _selective_figures(bundle: Bundle, xs: list[np.ndarray], lanes: int, result, cycles: float) -> dict:
+    total_steps = sum(len(x) for x in xs)
+    layers = bundle.manifest.layers
+    opened = sum(result.counters.get(f"layer{i}_open_steps", 0) for i in range(len(layers)))
+    selective = [i for i, layer in enumerate(layers) if layer.selective is not None]
+    rate = opened / (total_steps * sum(layers[i].size for i in selective))
+    ideal = floor_per_step(bundle, xs, lanes, ideal=True)
+    target = target_per_step(ideal, len(layers))
+    return {
+        "update_rate": round(rate, 4),
+        "open_steps_per_step": round(opened / total_steps, 2),
+        "open_floor_per_step": round(ideal, 2),
+        "open_target_per_step": round(target, 2),
+        "meets_open_target": bool(cycles <= target),
     }
 
 
@@ -91,8 +154,10 @@ def run_bench(
     seed: int = 0,
     json_path: Path | None = None,
     progress=print,
+    rates: list[float] | None = None,
 ) -> dict:
-    """Every bundle x lane count x density; the summary dict (also written to ``json_path``)."""
+    """Every bundle x lane count x density (x update rate for selective bundles); the summary dict
+    (also written to ``json_path``)."""
     rows = []
     for path in bundles:
         bundle = load_bundle(path)
@@ -100,15 +165,35 @@ def run_bench(
         for p in lanes:
             if p > widest:
                 continue
-            for label, density in DENSITIES.items():
+            points = [(label, density, None, False) for label, density in DENSITIES.items()]
+            if selective_tables(bundle):
+                points = [
+                    (label, d, r, shared)
+                    for label, d, _, _ in points
+                    for r in (rates or [0.1, 0.3, 1.0])
+                    for shared in (False, True)
+                ]
+            for label, density, rate, shared in points:
                 row = {"bundle": bundle.manifest.name, "inputs": label}
-                row |= bench_bundle(bundle, p, density, sequences=sequences, steps=steps, seed=seed)
+                if rate is not None:
+                    row["phases"] = "per group of P" if shared else "per neuron"
+                row |= bench_bundle(
+                    bundle, p, density, sequences=sequences, steps=steps, seed=seed, rate=rate, shared=shared
+                )
                 rows.append(row)
+                extra = ""
+                if rate is not None:
+                    extra = (
+                        f", phases {row['phases']}, p {row['update_rate']:.3f}: open floor "
+                        f"{row['open_floor_per_step']:.1f}, target {row['open_target_per_step']:.1f} "
+                        f"({'met' if row['meets_open_target'] else 'MISSED'})"
+                    )
                 progress(
                     f"{row['bundle']:>28} P={p:<3} {label:>8}: {row['cycles_per_step']:8.1f} cycles/step, "
                     f"floor {row['floor_per_step']:7.1f}, target {row['target_per_step']:7.1f} "
                     f"({'met' if row['meets_target'] else 'MISSED'}), slowest layer "
                     f"{row['slowest_layer_per_step']:.1f}, readout {row['readout_cycles_per_sequence']:.0f}/seq"
+                    + extra
                 )
     summary = {
         "benchmark": "rtl cycles per step (amaranth.sim of the generated accelerator)",

@@ -16,16 +16,53 @@ from codesign.bundle.cells import CELLS
 from codesign.bundle.spec import Manifest
 from codesign.golden.model import GoldenResult
 
-__all__ = ["cycle_floor", "target_per_step"]
+__all__ = ["cycle_floor", "open_floor", "target_per_step"]
 
 
-def cycle_floor(manifest: Manifest, gold: GoldenResult, lanes: int) -> np.ndarray:
-    """``(N, T)`` floor cycles of every step of a golden run at ``lanes`` lanes per engine."""
+def _work(layer, trace) -> np.ndarray:
+    """Items a layer's engine walks per step (non-zero inputs, DCLS outputs or input events)."""
+    if trace.items is not None:
+        return trace.items
+    return trace.macs // (layer.size * len(CELLS[layer.cell].matrices))
+
+
+def cycle_floor(
+    manifest: Manifest, gold: GoldenResult, lanes: int, tables: dict[int, np.ndarray] | None = None
+) -> np.ndarray:
+    """``(N, T)`` floor cycles of every step of a golden run at ``lanes`` lanes per engine.
+
+    ``tables``: the ``su_gate`` of every selective layer (by layer index)."""
+    from codesign.hw.plan import plan_accelerator
+    from codesign.hw.selective import walk
+
+    floor = np.zeros(gold.layers[0].macs.shape, dtype=np.int64)
+    plan = None
+    for index, (layer, trace) in enumerate(zip(manifest.layers, gold.layers, strict=True)):
+        work = _work(layer, trace)
+        p = min(lanes, layer.size)
+        if layer.selective is None:
+            floor += -(-layer.size // p) * work
+            continue
+        if tables is None or index not in tables:
+            raise ValueError(f"layer {index} is selective: cycle_floor needs its su_gate table")
+        plan = plan or plan_accelerator(manifest, lanes)
+        e = plan.layers[index]
+        steps = work.shape[1]
+        for n in range(work.shape[0]):
+            for t in range(steps):
+                items = int(work[n, t])
+                visits = walk(e, tables[index], t, seq_end=t == steps - 1, items=items)
+                floor[n, t] += sum(1 if held else max(items, 1) for _, held in visits)
+    return floor
+
+
+def open_floor(manifest: Manifest, gold: GoldenResult, lanes: int) -> np.ndarray:
+    """``(N, T)`` ``sum_l ceil(open_l / P) x work_l``: every open neuron packed (the issue's ideal)."""
     floor = np.zeros(gold.layers[0].macs.shape, dtype=np.int64)
     for layer, trace in zip(manifest.layers, gold.layers, strict=True):
-        work = trace.macs // (layer.size * len(CELLS[layer.cell].matrices))
         p = min(lanes, layer.size)
-        floor += -(-layer.size // p) * work
+        opened = trace.opens if trace.opens is not None else np.full(floor.shape, layer.size)
+        floor += -(-opened // p) * _work(layer, trace)
     return floor
 
 

@@ -2324,7 +2324,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [3:0] value;
   wire [63:0] weights;
@@ -2364,7 +2364,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$42  = _0_;
@@ -2519,7 +2519,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$47 ;
   always @(posedge clk)
-    use_acc2 <= \$48 ;
+    use_acc2a <= \$48 ;
   always @(posedge clk)
     layer0_macs <= \$49 ;
   always @(posedge clk)
@@ -2544,7 +2544,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$8  = slot_c1[8:3] + slot_c1[18:15];
   assign \$9  = ~ slot_c1[14];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[9];
+  assign \$11  = slot_c2[0] & slot_c2[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$38 ;
   assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign \$13  = 1'h0 + port__en;
@@ -2774,7 +2774,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$27  = state_write[2];
   assign \port__data$28  = state_write[66:3];
   assign \port__addr$29  = \$8 [5:0];
-  assign \port__addr$31  = slot_c1[2:1];
+  assign \port__addr$31  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -2968,7 +2968,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [2:0] \$36 ;
+  wire [3:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2999,7 +2999,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   reg \$61 ;
   reg \$62 ;
   reg [22:0] \$63 ;
-  reg [1:0] \$64 ;
+  reg [2:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [1:0] \$67 ;
@@ -3025,7 +3025,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [9:0] items__payload;
@@ -3463,18 +3463,18 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [1:0];
+        \$64  = \$36 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h0;
+          \$64  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
@@ -3719,39 +3719,31 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [7:0] \$30 ;
   reg [11:0] \$31 ;
   reg [16:0] \$32 ;
-  reg [16:0] \$33 ;
-  reg [135:0] \$34 ;
-  reg [7:0] \$35 ;
-  reg [11:0] \$36 ;
-  reg [16:0] \$37 ;
-  reg [16:0] \$38 ;
-  reg [7:0] \$39 ;
+  reg [135:0] \$33 ;
+  reg [7:0] \$34 ;
+  reg [11:0] \$35 ;
+  reg [16:0] \$36 ;
+  reg [7:0] \$37 ;
+  reg [11:0] \$38 ;
+  reg [16:0] \$39 ;
   wire [11:0] \$4 ;
-  reg [11:0] \$40 ;
-  reg [16:0] \$41 ;
+  reg [7:0] \$40 ;
+  reg [11:0] \$41 ;
   reg [16:0] \$42 ;
   reg [7:0] \$43 ;
   reg [11:0] \$44 ;
   reg [16:0] \$45 ;
-  reg [16:0] \$46 ;
-  reg [7:0] \$47 ;
-  reg [11:0] \$48 ;
-  reg [16:0] \$49 ;
+  reg [7:0] \$46 ;
+  reg [11:0] \$47 ;
+  reg [16:0] \$48 ;
+  reg [7:0] \$49 ;
   wire [16:0] \$5 ;
-  reg [16:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [11:0] \$52 ;
-  reg [16:0] \$53 ;
+  reg [11:0] \$50 ;
+  reg [16:0] \$51 ;
+  reg [7:0] \$52 ;
+  reg [11:0] \$53 ;
   reg [16:0] \$54 ;
-  reg [7:0] \$55 ;
-  reg [11:0] \$56 ;
-  reg [16:0] \$57 ;
-  reg [16:0] \$58 ;
-  reg [7:0] \$59 ;
   wire [17:0] \$6 ;
-  reg [11:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg [16:0] \$62 ;
   wire [11:0] \$7 ;
   wire [16:0] \$8 ;
   wire [17:0] \$9 ;
@@ -3781,22 +3773,14 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [11:0] product_7 = 12'h000;
   input rst;
   wire rst;
-  reg [16:0] seed_0_0 = 17'h00000;
-  reg [16:0] seed_0_1 = 17'h00000;
-  reg [16:0] seed_1_0 = 17'h00000;
-  reg [16:0] seed_1_1 = 17'h00000;
-  reg [16:0] seed_2_0 = 17'h00000;
-  reg [16:0] seed_2_1 = 17'h00000;
-  reg [16:0] seed_3_0 = 17'h00000;
-  reg [16:0] seed_3_1 = 17'h00000;
-  reg [16:0] seed_4_0 = 17'h00000;
-  reg [16:0] seed_4_1 = 17'h00000;
-  reg [16:0] seed_5_0 = 17'h00000;
-  reg [16:0] seed_5_1 = 17'h00000;
-  reg [16:0] seed_6_0 = 17'h00000;
-  reg [16:0] seed_6_1 = 17'h00000;
-  reg [16:0] seed_7_0 = 17'h00000;
-  reg [16:0] seed_7_1 = 17'h00000;
+  reg [16:0] seed_0 = 17'h00000;
+  reg [16:0] seed_1 = 17'h00000;
+  reg [16:0] seed_2 = 17'h00000;
+  reg [16:0] seed_3 = 17'h00000;
+  reg [16:0] seed_4 = 17'h00000;
+  reg [16:0] seed_5 = 17'h00000;
+  reg [16:0] seed_6 = 17'h00000;
+  reg [16:0] seed_7 = 17'h00000;
   input [135:0] seeds;
   wire [135:0] seeds;
   wire [16:0] \seeds[0] ;
@@ -3833,92 +3817,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    product_0 <= \$31 ;
+    product_1 <= \$35 ;
   always @(posedge clk)
-    seed_0_0 <= \$32 ;
+    seed_1 <= \$36 ;
   always @(posedge clk)
-    seed_0_1 <= \$33 ;
+    weight_2 <= \$37 ;
   always @(posedge clk)
-    acc <= \$34 ;
+    product_2 <= \$38 ;
   always @(posedge clk)
-    weight_1 <= \$35 ;
+    seed_2 <= \$39 ;
   always @(posedge clk)
-    product_1 <= \$36 ;
+    weight_3 <= \$40 ;
   always @(posedge clk)
-    seed_1_0 <= \$37 ;
+    product_3 <= \$41 ;
   always @(posedge clk)
-    seed_1_1 <= \$38 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    weight_2 <= \$39 ;
+    weight_4 <= \$43 ;
   always @(posedge clk)
-    product_2 <= \$40 ;
+    product_4 <= \$44 ;
   always @(posedge clk)
-    seed_2_0 <= \$41 ;
+    seed_4 <= \$45 ;
   always @(posedge clk)
-    seed_2_1 <= \$42 ;
+    weight_5 <= \$46 ;
   always @(posedge clk)
-    weight_3 <= \$43 ;
+    product_5 <= \$47 ;
   always @(posedge clk)
-    product_3 <= \$44 ;
+    seed_5 <= \$48 ;
   always @(posedge clk)
-    seed_3_0 <= \$45 ;
+    weight_6 <= \$49 ;
   always @(posedge clk)
-    seed_3_1 <= \$46 ;
+    product_6 <= \$50 ;
   always @(posedge clk)
-    weight_4 <= \$47 ;
+    seed_6 <= \$51 ;
   always @(posedge clk)
-    product_4 <= \$48 ;
+    weight_7 <= \$52 ;
   always @(posedge clk)
-    seed_4_0 <= \$49 ;
+    product_7 <= \$53 ;
   always @(posedge clk)
-    seed_4_1 <= \$50 ;
-  always @(posedge clk)
-    weight_5 <= \$51 ;
-  always @(posedge clk)
-    product_5 <= \$52 ;
-  always @(posedge clk)
-    seed_5_0 <= \$53 ;
-  always @(posedge clk)
-    seed_5_1 <= \$54 ;
-  always @(posedge clk)
-    weight_6 <= \$55 ;
-  always @(posedge clk)
-    product_6 <= \$56 ;
-  always @(posedge clk)
-    seed_6_0 <= \$57 ;
-  always @(posedge clk)
-    seed_6_1 <= \$58 ;
-  always @(posedge clk)
-    weight_7 <= \$59 ;
-  always @(posedge clk)
-    product_7 <= \$60 ;
-  always @(posedge clk)
-    seed_7_0 <= \$61 ;
-  always @(posedge clk)
-    seed_7_1 <= \$62 ;
+    seed_7 <= \$54 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[16:0];
+  assign \$2  = first_1 ? seed_0 : acc[16:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[33:17];
+  assign \$5  = first_1 ? seed_1 : acc[33:17];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[50:34];
+  assign \$8  = first_1 ? seed_2 : acc[50:34];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[67:51];
+  assign \$11  = first_1 ? seed_3 : acc[67:51];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   assign \$13  = $signed(weight_4) * $signed(value_r);
-  assign \$14  = first_1 ? seed_4_1 : acc[84:68];
+  assign \$14  = first_1 ? seed_4 : acc[84:68];
   assign \$15  = $signed(\$14 ) + $signed(product_4);
   assign \$16  = $signed(weight_5) * $signed(value_r);
-  assign \$17  = first_1 ? seed_5_1 : acc[101:85];
+  assign \$17  = first_1 ? seed_5 : acc[101:85];
   assign \$18  = $signed(\$17 ) + $signed(product_5);
   assign \$19  = $signed(weight_6) * $signed(value_r);
-  assign \$20  = first_1 ? seed_6_1 : acc[118:102];
+  assign \$20  = first_1 ? seed_6 : acc[118:102];
   assign \$21  = $signed(\$20 ) + $signed(product_6);
   assign \$22  = $signed(weight_7) * $signed(value_r);
-  assign \$23  = first_1 ? seed_7_1 : acc[135:119];
+  assign \$23  = first_1 ? seed_7 : acc[135:119];
   assign \$24  = $signed(\$23 ) + $signed(product_7);
   always @(posedge clk)
     valid_0 <= \$25 ;
@@ -3932,231 +3892,145 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     value_r <= \$29 ;
   always @(posedge clk)
     weight_0 <= \$30 ;
+  always @(posedge clk)
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0 <= \$32 ;
+  always @(posedge clk)
+    acc <= \$33 ;
+  always @(posedge clk)
+    weight_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = seeds[16:0];
+    \$36  = seeds[33:17];
     if (rst) begin
-      \$32  = 17'h00000;
+      \$36  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = seed_0_0;
+    \$37  = weights[23:16];
     if (rst) begin
-      \$33  = 17'h00000;
+      \$37  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = acc;
-    if (valid_1) begin
-      \$34 [16:0] = \$3 [16:0];
-      \$34 [33:17] = \$6 [16:0];
-      \$34 [50:34] = \$9 [16:0];
-      \$34 [67:51] = \$12 [16:0];
-      \$34 [84:68] = \$15 [16:0];
-      \$34 [101:85] = \$18 [16:0];
-      \$34 [118:102] = \$21 [16:0];
-      \$34 [135:119] = \$24 [16:0];
-    end
+    \$38  = \$7 ;
     if (rst) begin
-      \$34  = 136'h0000000000000000000000000000000000;
+      \$38  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$35  = weights[15:8];
+    \$39  = seeds[50:34];
     if (rst) begin
-      \$35  = 8'h00;
+      \$39  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = \$4 ;
+    \$40  = weights[31:24];
     if (rst) begin
-      \$36  = 12'h000;
+      \$40  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = seeds[33:17];
+    \$41  = \$10 ;
     if (rst) begin
-      \$37  = 17'h00000;
+      \$41  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = seed_1_0;
-    if (rst) begin
-      \$38  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = weights[23:16];
-    if (rst) begin
-      \$39  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = \$7 ;
-    if (rst) begin
-      \$40  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = seeds[50:34];
-    if (rst) begin
-      \$41  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = seed_2_0;
+    \$42  = seeds[67:51];
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = weights[31:24];
+    \$43  = weights[39:32];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = \$10 ;
+    \$44  = \$13 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = seeds[67:51];
+    \$45  = seeds[84:68];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = seed_3_0;
+    \$46  = weights[47:40];
     if (rst) begin
-      \$46  = 17'h00000;
+      \$46  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = weights[39:32];
+    \$47  = \$16 ;
     if (rst) begin
-      \$47  = 8'h00;
+      \$47  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = \$13 ;
+    \$48  = seeds[101:85];
     if (rst) begin
-      \$48  = 12'h000;
+      \$48  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = seeds[84:68];
+    \$49  = weights[55:48];
     if (rst) begin
-      \$49  = 17'h00000;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seed_4_0;
+    \$50  = \$19 ;
     if (rst) begin
-      \$50  = 17'h00000;
+      \$50  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[47:40];
+    \$51  = seeds[118:102];
     if (rst) begin
-      \$51  = 8'h00;
+      \$51  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$16 ;
+    \$52  = weights[63:56];
     if (rst) begin
-      \$52  = 12'h000;
+      \$52  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[101:85];
+    \$53  = \$22 ;
     if (rst) begin
-      \$53  = 17'h00000;
+      \$53  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = seed_5_0;
+    \$54  = seeds[135:119];
     if (rst) begin
       \$54  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = weights[55:48];
-    if (rst) begin
-      \$55  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = \$19 ;
-    if (rst) begin
-      \$56  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = seeds[118:102];
-    if (rst) begin
-      \$57  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = seed_6_0;
-    if (rst) begin
-      \$58  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = weights[63:56];
-    if (rst) begin
-      \$59  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = \$22 ;
-    if (rst) begin
-      \$60  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = seeds[135:119];
-    if (rst) begin
-      \$61  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seed_7_0;
-    if (rst) begin
-      \$62  = 17'h00000;
     end
   end
   always @* begin
@@ -4206,6 +4080,44 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$32  = seeds[16:0];
+    if (rst) begin
+      \$32  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$33  = acc;
+    if (valid_1) begin
+      \$33 [16:0] = \$3 [16:0];
+      \$33 [33:17] = \$6 [16:0];
+      \$33 [50:34] = \$9 [16:0];
+      \$33 [67:51] = \$12 [16:0];
+      \$33 [84:68] = \$15 [16:0];
+      \$33 [101:85] = \$18 [16:0];
+      \$33 [118:102] = \$21 [16:0];
+      \$33 [135:119] = \$24 [16:0];
+    end
+    if (rst) begin
+      \$33  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$34  = weights[15:8];
+    if (rst) begin
+      \$34  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$35  = \$4 ;
+    if (rst) begin
+      \$35  = 12'h000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -4433,10 +4345,8 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4457,6 +4367,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4481,13 +4392,12 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[5], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4521,10 +4431,8 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4545,6 +4453,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4569,13 +4478,12 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[5], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4609,10 +4517,8 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4633,6 +4539,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4657,13 +4564,12 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[5], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4697,10 +4603,8 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4721,6 +4625,7 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4745,13 +4650,12 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[5], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -5736,7 +5640,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire starting;
   wire \starting$9 ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [15:0] value;
   wire [31:0] weights;
@@ -5764,7 +5668,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [79:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$33  = _0_;
@@ -5863,7 +5767,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[9:3] + slot_c1[19:16];
   assign \$8  = ~ slot_c1[15];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[10];
+  assign \$10  = slot_c2[0] & slot_c2[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$29 ;
   assign \$11  = 1'h0 + port__en;
   assign \$12  = readout_weights_reads + \$11 ;
@@ -5896,7 +5800,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$35 ;
+    use_acc2a <= \$35 ;
   always @(posedge clk)
     readout_macs <= \$36 ;
   always @(posedge clk)
@@ -6033,7 +5937,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[4:3];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [5:0];
-  assign \port__addr$22  = slot_c1[2:1];
+  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -6180,7 +6084,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [2:0] \$37 ;
+  wire [3:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -6211,7 +6115,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   reg \$62 ;
   reg \$63 ;
   reg [35:0] \$64 ;
-  reg [1:0] \$65 ;
+  reg [2:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -6237,7 +6141,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [21:0] items__payload;
@@ -6677,18 +6581,18 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [1:0];
+        \$65  = \$37 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h0;
+          \$65  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
@@ -6921,21 +6825,17 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [23:0] \$19 ;
   wire [27:0] \$2 ;
   reg [27:0] \$20 ;
-  reg [27:0] \$21 ;
-  reg [111:0] \$22 ;
-  reg [7:0] \$23 ;
-  reg [23:0] \$24 ;
-  reg [27:0] \$25 ;
-  reg [27:0] \$26 ;
-  reg [7:0] \$27 ;
-  reg [23:0] \$28 ;
-  reg [27:0] \$29 ;
+  reg [111:0] \$21 ;
+  reg [7:0] \$22 ;
+  reg [23:0] \$23 ;
+  reg [27:0] \$24 ;
+  reg [7:0] \$25 ;
+  reg [23:0] \$26 ;
+  reg [27:0] \$27 ;
+  reg [7:0] \$28 ;
+  reg [23:0] \$29 ;
   wire [28:0] \$3 ;
   reg [27:0] \$30 ;
-  reg [7:0] \$31 ;
-  reg [23:0] \$32 ;
-  reg [27:0] \$33 ;
-  reg [27:0] \$34 ;
   wire [23:0] \$4 ;
   wire [27:0] \$5 ;
   wire [28:0] \$6 ;
@@ -6960,14 +6860,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [23:0] product_3 = 24'h000000;
   input rst;
   wire rst;
-  reg [27:0] seed_0_0 = 28'h0000000;
-  reg [27:0] seed_0_1 = 28'h0000000;
-  reg [27:0] seed_1_0 = 28'h0000000;
-  reg [27:0] seed_1_1 = 28'h0000000;
-  reg [27:0] seed_2_0 = 28'h0000000;
-  reg [27:0] seed_2_1 = 28'h0000000;
-  reg [27:0] seed_3_0 = 28'h0000000;
-  reg [27:0] seed_3_1 = 28'h0000000;
+  reg [27:0] seed_0 = 28'h0000000;
+  reg [27:0] seed_1 = 28'h0000000;
+  reg [27:0] seed_2 = 28'h0000000;
+  reg [27:0] seed_3 = 28'h0000000;
   input [111:0] seeds;
   wire [111:0] seeds;
   wire [27:0] \seeds[0] ;
@@ -6992,16 +6888,16 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[27:0];
+  assign \$2  = first_1 ? seed_0 : acc[27:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[55:28];
+  assign \$5  = first_1 ? seed_1 : acc[55:28];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[83:56];
+  assign \$8  = first_1 ? seed_2 : acc[83:56];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[111:84];
+  assign \$11  = first_1 ? seed_3 : acc[111:84];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
     valid_0 <= \$13 ;
@@ -7018,35 +6914,27 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     product_0 <= \$19 ;
   always @(posedge clk)
-    seed_0_0 <= \$20 ;
+    seed_0 <= \$20 ;
   always @(posedge clk)
-    seed_0_1 <= \$21 ;
+    acc <= \$21 ;
   always @(posedge clk)
-    acc <= \$22 ;
+    weight_1 <= \$22 ;
   always @(posedge clk)
-    weight_1 <= \$23 ;
+    product_1 <= \$23 ;
   always @(posedge clk)
-    product_1 <= \$24 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    seed_1_0 <= \$25 ;
+    weight_2 <= \$25 ;
   always @(posedge clk)
-    seed_1_1 <= \$26 ;
+    product_2 <= \$26 ;
   always @(posedge clk)
-    weight_2 <= \$27 ;
+    seed_2 <= \$27 ;
   always @(posedge clk)
-    product_2 <= \$28 ;
+    weight_3 <= \$28 ;
   always @(posedge clk)
-    seed_2_0 <= \$29 ;
+    product_3 <= \$29 ;
   always @(posedge clk)
-    seed_2_1 <= \$30 ;
-  always @(posedge clk)
-    weight_3 <= \$31 ;
-  always @(posedge clk)
-    product_3 <= \$32 ;
-  always @(posedge clk)
-    seed_3_0 <= \$33 ;
-  always @(posedge clk)
-    seed_3_1 <= \$34 ;
+    seed_3 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = valid;
@@ -7105,106 +6993,78 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$21  = seed_0_0;
-    if (rst) begin
-      \$21  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$22  = acc;
+    \$21  = acc;
     if (valid_1) begin
-      \$22 [27:0] = \$3 [27:0];
-      \$22 [55:28] = \$6 [27:0];
-      \$22 [83:56] = \$9 [27:0];
-      \$22 [111:84] = \$12 [27:0];
+      \$21 [27:0] = \$3 [27:0];
+      \$21 [55:28] = \$6 [27:0];
+      \$21 [83:56] = \$9 [27:0];
+      \$21 [111:84] = \$12 [27:0];
     end
     if (rst) begin
-      \$22  = 112'h0000000000000000000000000000;
+      \$21  = 112'h0000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$23  = weights[15:8];
+    \$22  = weights[15:8];
     if (rst) begin
-      \$23  = 8'h00;
+      \$22  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$24  = \$4 ;
+    \$23  = \$4 ;
     if (rst) begin
-      \$24  = 24'h000000;
+      \$23  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$25  = seeds[55:28];
+    \$24  = seeds[55:28];
     if (rst) begin
-      \$25  = 28'h0000000;
+      \$24  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$26  = seed_1_0;
+    \$25  = weights[23:16];
     if (rst) begin
-      \$26  = 28'h0000000;
+      \$25  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$27  = weights[23:16];
+    \$26  = \$7 ;
     if (rst) begin
-      \$27  = 8'h00;
+      \$26  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$28  = \$7 ;
+    \$27  = seeds[83:56];
     if (rst) begin
-      \$28  = 24'h000000;
+      \$27  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$29  = seeds[83:56];
+    \$28  = weights[31:24];
     if (rst) begin
-      \$29  = 28'h0000000;
+      \$28  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$30  = seed_2_0;
+    \$29  = \$10 ;
+    if (rst) begin
+      \$29  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$30  = seeds[111:84];
     if (rst) begin
       \$30  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$31  = weights[31:24];
-    if (rst) begin
-      \$31  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$32  = \$10 ;
-    if (rst) begin
-      \$32  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$33  = seeds[111:84];
-    if (rst) begin
-      \$33  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$34  = seed_3_0;
-    if (rst) begin
-      \$34  = 28'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];

@@ -58,8 +58,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config_fanout__payload.target ;
   wire [31:0] \config_fanout__payload.value ;
   wire config_fanout__valid;
-  output [1407:0] counters;
-  wire [1407:0] counters;
+  output [1471:0] counters;
+  wire [1471:0] counters;
   wire [31:0] \counters.cycles ;
   wire [31:0] \counters.input_stall_cycles ;
   wire [31:0] \counters.layer0_bias_reads ;
@@ -68,6 +68,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.layer0_dcls_counts_reads ;
   wire [31:0] \counters.layer0_dcls_counts_writes ;
   wire [31:0] \counters.layer0_dcls_cycles ;
+  wire [31:0] \counters.layer0_dcls_listed_reads ;
+  wire [31:0] \counters.layer0_dcls_listed_writes ;
   wire [31:0] \counters.layer0_dcls_lists_reads ;
   wire [31:0] \counters.layer0_dcls_lists_writes ;
   wire [31:0] \counters.layer0_dcls_taps_reads ;
@@ -157,6 +159,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_dcls_counts_reads;
   wire [31:0] layer0_dcls_counts_writes;
   wire [31:0] layer0_dcls_cycles;
+  wire [31:0] layer0_dcls_listed_reads;
+  wire [31:0] layer0_dcls_listed_writes;
   wire [31:0] layer0_dcls_lists_reads;
   wire [31:0] layer0_dcls_lists_writes;
   wire [31:0] layer0_dcls_taps_reads;
@@ -318,6 +322,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_dcls_counts_reads(layer0_dcls_counts_reads),
     .layer0_dcls_counts_writes(layer0_dcls_counts_writes),
     .layer0_dcls_cycles(layer0_dcls_cycles),
+    .layer0_dcls_listed_reads(layer0_dcls_listed_reads),
+    .layer0_dcls_listed_writes(layer0_dcls_listed_writes),
     .layer0_dcls_lists_reads(layer0_dcls_lists_reads),
     .layer0_dcls_lists_writes(layer0_dcls_lists_writes),
     .layer0_dcls_taps_reads(layer0_dcls_taps_reads),
@@ -467,22 +473,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \counters.layer0_dcls_taps_writes  = counters[831:800];
   assign \counters.layer0_dcls_zbuf_reads  = counters[863:832];
   assign \counters.layer0_dcls_zbuf_writes  = counters[895:864];
-  assign \counters.layer0_dcls_lists_reads  = counters[927:896];
-  assign \counters.layer0_dcls_lists_writes  = counters[959:928];
-  assign \counters.layer0_dcls_counts_reads  = counters[991:960];
-  assign \counters.layer0_dcls_counts_writes  = counters[1023:992];
-  assign \counters.layer0_items_reads  = counters[1055:1024];
-  assign \counters.layer0_items_writes  = counters[1087:1056];
-  assign \counters.layer0_state_reads  = counters[1119:1088];
-  assign \counters.layer0_state_writes  = counters[1151:1120];
-  assign \counters.readout_weights_reads  = counters[1183:1152];
-  assign \counters.readout_weights_writes  = counters[1215:1184];
-  assign \counters.readout_bias_reads  = counters[1247:1216];
-  assign \counters.readout_bias_writes  = counters[1279:1248];
-  assign \counters.readout_items_reads  = counters[1311:1280];
-  assign \counters.readout_items_writes  = counters[1343:1312];
-  assign \counters.readout_acc_reads  = counters[1375:1344];
-  assign \counters.readout_acc_writes  = counters[1407:1376];
+  assign \counters.layer0_dcls_listed_reads  = counters[927:896];
+  assign \counters.layer0_dcls_listed_writes  = counters[959:928];
+  assign \counters.layer0_dcls_lists_reads  = counters[991:960];
+  assign \counters.layer0_dcls_lists_writes  = counters[1023:992];
+  assign \counters.layer0_dcls_counts_reads  = counters[1055:1024];
+  assign \counters.layer0_dcls_counts_writes  = counters[1087:1056];
+  assign \counters.layer0_items_reads  = counters[1119:1088];
+  assign \counters.layer0_items_writes  = counters[1151:1120];
+  assign \counters.layer0_state_reads  = counters[1183:1152];
+  assign \counters.layer0_state_writes  = counters[1215:1184];
+  assign \counters.readout_weights_reads  = counters[1247:1216];
+  assign \counters.readout_weights_writes  = counters[1279:1248];
+  assign \counters.readout_bias_reads  = counters[1311:1280];
+  assign \counters.readout_bias_writes  = counters[1343:1312];
+  assign \counters.readout_items_reads  = counters[1375:1344];
+  assign \counters.readout_items_writes  = counters[1407:1376];
+  assign \counters.readout_acc_reads  = counters[1439:1408];
+  assign \counters.readout_acc_writes  = counters[1471:1440];
   assign \trace_0.valid  = trace_0[0];
   assign \trace_0.group  = trace_0[2:1];
   assign \trace_0.step_end  = trace_0[3];
@@ -554,22 +562,24 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \results__payload$43.final  = results__payload[55];
   assign \results__payload$43.class_index  = results__payload[56];
   assign \results__payload$43.seq_end  = results__payload[57];
-  assign counters[1407:1376] = readout_acc_writes;
-  assign counters[1375:1344] = readout_acc_reads;
-  assign counters[1343:1312] = readout_items_writes;
-  assign counters[1311:1280] = readout_items_reads;
-  assign counters[1279:1248] = readout_bias_writes;
-  assign counters[1247:1216] = readout_bias_reads;
-  assign counters[1215:1184] = readout_weights_writes;
-  assign counters[1183:1152] = readout_weights_reads;
-  assign counters[1151:1120] = layer0_state_writes;
-  assign counters[1119:1088] = layer0_state_reads;
-  assign counters[1087:1056] = layer0_items_writes;
-  assign counters[1055:1024] = layer0_items_reads;
-  assign counters[1023:992] = layer0_dcls_counts_writes;
-  assign counters[991:960] = layer0_dcls_counts_reads;
-  assign counters[959:928] = layer0_dcls_lists_writes;
-  assign counters[927:896] = layer0_dcls_lists_reads;
+  assign counters[1471:1440] = readout_acc_writes;
+  assign counters[1439:1408] = readout_acc_reads;
+  assign counters[1407:1376] = readout_items_writes;
+  assign counters[1375:1344] = readout_items_reads;
+  assign counters[1343:1312] = readout_bias_writes;
+  assign counters[1311:1280] = readout_bias_reads;
+  assign counters[1279:1248] = readout_weights_writes;
+  assign counters[1247:1216] = readout_weights_reads;
+  assign counters[1215:1184] = layer0_state_writes;
+  assign counters[1183:1152] = layer0_state_reads;
+  assign counters[1151:1120] = layer0_items_writes;
+  assign counters[1119:1088] = layer0_items_reads;
+  assign counters[1087:1056] = layer0_dcls_counts_writes;
+  assign counters[1055:1024] = layer0_dcls_counts_reads;
+  assign counters[1023:992] = layer0_dcls_lists_writes;
+  assign counters[991:960] = layer0_dcls_lists_reads;
+  assign counters[959:928] = layer0_dcls_listed_writes;
+  assign counters[927:896] = layer0_dcls_listed_reads;
   assign counters[895:864] = layer0_dcls_zbuf_writes;
   assign counters[863:832] = layer0_dcls_zbuf_reads;
   assign counters[831:800] = layer0_dcls_taps_writes;
@@ -1044,7 +1054,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   \accelerator.layer0.update_0  update_0 (
     .acc(acc),
     .clk(clk),
-    .gate_c3b(gate),
+    .gate_r(gate),
     .hold(hold),
     .params(\params$15 [6:0]),
     .rst(rst),
@@ -1054,7 +1064,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$18 ),
     .clk(clk),
-    .gate_c3b(\gate$84 ),
+    .gate_r(\gate$84 ),
     .hold(\hold$82 ),
     .params(\params$15 [13:7]),
     .rst(rst),
@@ -2050,7 +2060,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire [15:0] \state_write.data[1] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [10:0] value;
   wire [31:0] weights;
@@ -2078,7 +2088,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [63:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$42  = _0_;
@@ -2181,7 +2191,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @(posedge clk)
     slot_c2 <= \$47 ;
   always @(posedge clk)
-    use_acc2 <= \$48 ;
+    use_acc2a <= \$48 ;
   always @(posedge clk)
     layer0_macs <= \$49 ;
   always @(posedge clk)
@@ -2206,7 +2216,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$8  = slot_c1[7:3] + slot_c1[16:14];
   assign \$9  = ~ slot_c1[13];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[8];
+  assign \$11  = slot_c2[0] & slot_c2[8];
   assign weights = slot_c2[13] ? 32'd0 : \port__data$38 ;
   assign \$12  = slot_c2a[0] & slot_c2a[9];
   assign \$13  = 1'h0 + port__en;
@@ -2436,7 +2446,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \port__en$27  = state_write[2];
   assign \port__data$28  = state_write[34:3];
   assign \port__addr$29  = \$8 [4:0];
-  assign \port__addr$31  = slot_c1[2:1];
+  assign \port__addr$31  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
@@ -2593,7 +2603,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [2:0] \$35 ;
+  wire [3:0] \$35 ;
   reg [2:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -2624,7 +2634,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   reg \$60 ;
   reg \$61 ;
   reg [27:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [2:0] \$63 ;
   reg \$64 ;
   reg [2:0] \$65 ;
   reg [1:0] \$66 ;
@@ -2650,7 +2660,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [15:0] items__payload;
@@ -3068,18 +3078,18 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     \$63  = drain;
     if (\$32 ) begin
       if (\$33 ) begin
-        \$63  = \$35 [1:0];
+        \$63  = \$35 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$47 ) begin
-          \$63  = 2'h0;
+          \$63  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 3'h0;
     end
   end
   always @* begin
@@ -3310,21 +3320,17 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [18:0] \$19 ;
   wire [20:0] \$2 ;
   reg [20:0] \$20 ;
-  reg [20:0] \$21 ;
-  reg [83:0] \$22 ;
-  reg [7:0] \$23 ;
-  reg [18:0] \$24 ;
-  reg [20:0] \$25 ;
-  reg [20:0] \$26 ;
-  reg [7:0] \$27 ;
-  reg [18:0] \$28 ;
-  reg [20:0] \$29 ;
+  reg [83:0] \$21 ;
+  reg [7:0] \$22 ;
+  reg [18:0] \$23 ;
+  reg [20:0] \$24 ;
+  reg [7:0] \$25 ;
+  reg [18:0] \$26 ;
+  reg [20:0] \$27 ;
+  reg [7:0] \$28 ;
+  reg [18:0] \$29 ;
   wire [21:0] \$3 ;
   reg [20:0] \$30 ;
-  reg [7:0] \$31 ;
-  reg [18:0] \$32 ;
-  reg [20:0] \$33 ;
-  reg [20:0] \$34 ;
   wire [18:0] \$4 ;
   wire [20:0] \$5 ;
   wire [21:0] \$6 ;
@@ -3349,14 +3355,10 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [18:0] product_3 = 19'h00000;
   input rst;
   wire rst;
-  reg [20:0] seed_0_0 = 21'h000000;
-  reg [20:0] seed_0_1 = 21'h000000;
-  reg [20:0] seed_1_0 = 21'h000000;
-  reg [20:0] seed_1_1 = 21'h000000;
-  reg [20:0] seed_2_0 = 21'h000000;
-  reg [20:0] seed_2_1 = 21'h000000;
-  reg [20:0] seed_3_0 = 21'h000000;
-  reg [20:0] seed_3_1 = 21'h000000;
+  reg [20:0] seed_0 = 21'h000000;
+  reg [20:0] seed_1 = 21'h000000;
+  reg [20:0] seed_2 = 21'h000000;
+  reg [20:0] seed_3 = 21'h000000;
   input [83:0] seeds;
   wire [83:0] seeds;
   wire [20:0] \seeds[0] ;
@@ -3381,16 +3383,16 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[20:0];
+  assign \$2  = first_1 ? seed_0 : acc[20:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[41:21];
+  assign \$5  = first_1 ? seed_1 : acc[41:21];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[62:42];
+  assign \$8  = first_1 ? seed_2 : acc[62:42];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[83:63];
+  assign \$11  = first_1 ? seed_3 : acc[83:63];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
     valid_0 <= \$13 ;
@@ -3407,35 +3409,27 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     product_0 <= \$19 ;
   always @(posedge clk)
-    seed_0_0 <= \$20 ;
+    seed_0 <= \$20 ;
   always @(posedge clk)
-    seed_0_1 <= \$21 ;
+    acc <= \$21 ;
   always @(posedge clk)
-    acc <= \$22 ;
+    weight_1 <= \$22 ;
   always @(posedge clk)
-    weight_1 <= \$23 ;
+    product_1 <= \$23 ;
   always @(posedge clk)
-    product_1 <= \$24 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    seed_1_0 <= \$25 ;
+    weight_2 <= \$25 ;
   always @(posedge clk)
-    seed_1_1 <= \$26 ;
+    product_2 <= \$26 ;
   always @(posedge clk)
-    weight_2 <= \$27 ;
+    seed_2 <= \$27 ;
   always @(posedge clk)
-    product_2 <= \$28 ;
+    weight_3 <= \$28 ;
   always @(posedge clk)
-    seed_2_0 <= \$29 ;
+    product_3 <= \$29 ;
   always @(posedge clk)
-    seed_2_1 <= \$30 ;
-  always @(posedge clk)
-    weight_3 <= \$31 ;
-  always @(posedge clk)
-    product_3 <= \$32 ;
-  always @(posedge clk)
-    seed_3_0 <= \$33 ;
-  always @(posedge clk)
-    seed_3_1 <= \$34 ;
+    seed_3 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$13  = valid;
@@ -3494,106 +3488,78 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$21  = seed_0_0;
-    if (rst) begin
-      \$21  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$22  = acc;
+    \$21  = acc;
     if (valid_1) begin
-      \$22 [20:0] = \$3 [20:0];
-      \$22 [41:21] = \$6 [20:0];
-      \$22 [62:42] = \$9 [20:0];
-      \$22 [83:63] = \$12 [20:0];
+      \$21 [20:0] = \$3 [20:0];
+      \$21 [41:21] = \$6 [20:0];
+      \$21 [62:42] = \$9 [20:0];
+      \$21 [83:63] = \$12 [20:0];
     end
     if (rst) begin
-      \$22  = 84'h000000000000000000000;
+      \$21  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$23  = weights[15:8];
+    \$22  = weights[15:8];
     if (rst) begin
-      \$23  = 8'h00;
+      \$22  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$24  = \$4 ;
+    \$23  = \$4 ;
     if (rst) begin
-      \$24  = 19'h00000;
+      \$23  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$25  = seeds[41:21];
+    \$24  = seeds[41:21];
     if (rst) begin
-      \$25  = 21'h000000;
+      \$24  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$26  = seed_1_0;
+    \$25  = weights[23:16];
     if (rst) begin
-      \$26  = 21'h000000;
+      \$25  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$27  = weights[23:16];
+    \$26  = \$7 ;
     if (rst) begin
-      \$27  = 8'h00;
+      \$26  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$28  = \$7 ;
+    \$27  = seeds[62:42];
     if (rst) begin
-      \$28  = 19'h00000;
+      \$27  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$29  = seeds[62:42];
+    \$28  = weights[31:24];
     if (rst) begin
-      \$29  = 21'h000000;
+      \$28  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$30  = seed_2_0;
+    \$29  = \$10 ;
+    if (rst) begin
+      \$29  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$30  = seeds[83:63];
     if (rst) begin
       \$30  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$31  = weights[31:24];
-    if (rst) begin
-      \$31  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = \$10 ;
-    if (rst) begin
-      \$32  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = seeds[83:63];
-    if (rst) begin
-      \$33  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = seed_3_0;
-    if (rst) begin
-      \$34  = 21'h000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -3796,17 +3762,15 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_c3b, clk);
+module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  reg [52:0] \$16 ;
-  reg \$17 ;
+  reg [52:0] \$14 ;
+  reg \$15 ;
   wire \$2 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
@@ -3819,7 +3783,7 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
-  reg [52:0] cand_c3b = 53'h00000000000000;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
@@ -3827,8 +3791,8 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
   wire clk;
   (* init = 1'h0 *)
   wire gate;
-  output gate_c3b;
-  reg gate_c3b = 1'h0;
+  output gate_r;
+  reg gate_r = 1'h0;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -3844,6 +3808,7 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
   output [15:0] u;
   wire [15:0] u;
   wire u_clipped;
+  wire u_fits;
   assign \$1  = $signed(params) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params) < $signed(1'h0);
@@ -3853,39 +3818,38 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
   assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
-  assign \$9  = $signed(cand_c3b) > $signed(16'h7fff);
-  assign \$10  = $signed(cand_c3b) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : cand_c3b;
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(cand_c3b) > $signed(16'h7fff);
-  assign \$14  = $signed(cand_c3b) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign hold = ~ gate_c3b;
-  assign saturated = gate_c3b & u_clipped;
-  assign \$15  = $signed(acc[41:21]) >= $signed(1'h0);
+  assign \$9  = ! cand_r[52:15];
+  assign \$10  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$9  | \$10 ;
+  assign \$11  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$12  = u_fits ? { 1'h0, cand_r[15:0] } : { \$11 [15], \$11  };
+  assign u_clipped = ~ u_fits;
+  assign hold = ~ gate_r;
+  assign saturated = gate_r & u_clipped;
+  assign \$13  = $signed(acc[41:21]) >= $signed(1'h0);
   always @(posedge clk)
-    cand_c3b <= \$16 ;
+    cand_r <= \$14 ;
   always @(posedge clk)
-    gate_c3b <= \$17 ;
+    gate_r <= \$15 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$16  = \$8 [52:0];
+    \$14  = \$8 [52:0];
     if (rst) begin
-      \$16  = 53'h00000000000000;
+      \$14  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$17  = \$15 ;
+    \$15  = \$13 ;
     if (rst) begin
-      \$17  = 1'h0;
+      \$15  = 1'h0;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign \new  = \$12 [15:0];
   assign out = \$12 [15:0];
-  assign gate = gate_c3b;
+  assign gate = gate_r;
   assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
@@ -3894,17 +3858,15 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_c3b, clk);
+module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  reg [52:0] \$16 ;
-  reg \$17 ;
+  reg [52:0] \$14 ;
+  reg \$15 ;
   wire \$2 ;
   wire [7:0] \$3 ;
   wire [7:0] \$4 ;
@@ -3917,7 +3879,7 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
   wire [20:0] \acc.gate ;
-  reg [52:0] cand_c3b = 53'h00000000000000;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
@@ -3925,8 +3887,8 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
   wire clk;
   (* init = 1'h0 *)
   wire gate;
-  output gate_c3b;
-  reg gate_c3b = 1'h0;
+  output gate_r;
+  reg gate_r = 1'h0;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -3942,6 +3904,7 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
   output [15:0] u;
   wire [15:0] u;
   wire u_clipped;
+  wire u_fits;
   assign \$1  = $signed(params) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params) < $signed(1'h0);
@@ -3951,39 +3914,38 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
   assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
-  assign \$9  = $signed(cand_c3b) > $signed(16'h7fff);
-  assign \$10  = $signed(cand_c3b) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : cand_c3b;
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(cand_c3b) > $signed(16'h7fff);
-  assign \$14  = $signed(cand_c3b) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign hold = ~ gate_c3b;
-  assign saturated = gate_c3b & u_clipped;
-  assign \$15  = $signed(acc[41:21]) >= $signed(1'h0);
+  assign \$9  = ! cand_r[52:15];
+  assign \$10  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$9  | \$10 ;
+  assign \$11  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$12  = u_fits ? { 1'h0, cand_r[15:0] } : { \$11 [15], \$11  };
+  assign u_clipped = ~ u_fits;
+  assign hold = ~ gate_r;
+  assign saturated = gate_r & u_clipped;
+  assign \$13  = $signed(acc[41:21]) >= $signed(1'h0);
   always @(posedge clk)
-    cand_c3b <= \$16 ;
+    cand_r <= \$14 ;
   always @(posedge clk)
-    gate_c3b <= \$17 ;
+    gate_r <= \$15 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$16  = \$8 [52:0];
+    \$14  = \$8 [52:0];
     if (rst) begin
-      \$16  = 53'h00000000000000;
+      \$14  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$17  = \$15 ;
+    \$15  = \$13 ;
     if (rst) begin
-      \$17  = 1'h0;
+      \$15  = 1'h0;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
   assign \new  = \$12 [15:0];
   assign out = \$12 [15:0];
-  assign gate = gate_c3b;
+  assign gate = gate_r;
   assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
@@ -3992,120 +3954,134 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
+module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
+);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
-  wire [5:0] \$10 ;
+  wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
-  wire [3:0] \$106 ;
-  wire [4:0] \$107 ;
-  wire [5:0] \$108 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
   wire \$109 ;
-  wire [3:0] \$11 ;
+  wire \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [2:0] \$115 ;
-  wire [2:0] \$116 ;
-  wire \$117 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire [3:0] \$117 ;
   wire \$118 ;
-  wire [3:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [3:0] \$120 ;
-  wire [32:0] \$121 ;
-  reg [31:0] \$122 ;
-  reg [31:0] \$123 ;
-  reg [31:0] \$124 ;
-  reg [31:0] \$125 ;
-  reg [31:0] \$126 ;
-  reg [31:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg [31:0] \$129 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire [2:0] \$123 ;
+  wire [2:0] \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  wire [32:0] \$129 ;
   wire [3:0] \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg [4:0] \$132 ;
-  reg [1:0] \$133 ;
-  reg [2:0] \$134 ;
-  reg [1:0] \$135 ;
-  reg [2:0] \$136 ;
-  reg [7:0] \$137 ;
-  reg [1:0] \$138 ;
-  reg [1:0] \$139 ;
-  wire [4:0] \$14 ;
+  reg [31:0] \$130 ;
+  reg [31:0] \$131 ;
+  reg [31:0] \$132 ;
+  reg [31:0] \$133 ;
+  reg [31:0] \$134 ;
+  reg [31:0] \$135 ;
+  reg [31:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
+  reg [31:0] \$139 ;
+  wire [10:0] \$14 ;
   reg \$140 ;
   reg \$141 ;
   reg \$142 ;
-  reg [2:0] \$143 ;
-  reg [1:0] \$144 ;
+  reg [1:0] \$143 ;
+  reg \$144 ;
   reg \$145 ;
-  reg [2:0] \$146 ;
-  reg \$147 ;
+  reg \$146 ;
+  reg [2:0] \$147 ;
   reg \$148 ;
   reg [2:0] \$149 ;
-  wire [7:0] \$15 ;
-  reg [4:0] \$150 ;
-  reg [2:0] \$151 ;
+  wire [11:0] \$15 ;
+  reg [1:0] \$150 ;
+  reg [1:0] \$151 ;
   reg [2:0] \$152 ;
-  reg [31:0] \$153 ;
-  wire [2:0] \$16 ;
-  wire [8:0] \$169 ;
-  wire [3:0] \$17 ;
+  reg [1:0] \$153 ;
+  reg [1:0] \$154 ;
+  reg [1:0] \$155 ;
+  reg [2:0] \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg \$159 ;
+  wire \$16 ;
+  reg [2:0] \$160 ;
+  reg [1:0] \$161 ;
+  reg \$162 ;
+  reg [2:0] \$163 ;
+  reg [2:0] \$164 ;
+  reg [1:0] \$165 ;
+  reg \$166 ;
+  reg [2:0] \$167 ;
+  reg [31:0] \$168 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [4:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [4:0] \$20 ;
-  wire [7:0] \$21 ;
-  wire [8:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [4:0] \$24 ;
-  wire [7:0] \$249 ;
-  wire [4:0] \$25 ;
-  wire \$26 ;
-  wire \$27 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire [3:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
+  wire [4:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [4:0] \$30 ;
+  wire [9:0] \$31 ;
+  wire [2:0] \$32 ;
+  wire [3:0] \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [2:0] \$38 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [9:0] \$37 ;
+  wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
-  wire [4:0] \$41 ;
-  wire [5:0] \$42 ;
-  wire [4:0] \$43 ;
-  wire [5:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [5:0] \$5 ;
+  wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [2:0] \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [5:0] \$55 ;
-  wire [6:0] \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire [3:0] \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [9:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -4113,67 +4089,82 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire [1:0] \$67 ;
-  wire [32:0] \$68 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
-  wire [11:0] \$7 ;
+  wire \$7 ;
   wire [1:0] \$70 ;
   wire [32:0] \$71 ;
-  wire [1:0] \$72 ;
-  wire [32:0] \$73 ;
-  wire \$74 ;
+  wire \$72 ;
+  wire [1:0] \$73 ;
+  wire [32:0] \$74 ;
   wire [1:0] \$75 ;
   wire [32:0] \$76 ;
-  wire [1:0] \$77 ;
-  wire [32:0] \$78 ;
-  wire \$79 ;
+  wire \$77 ;
+  wire [1:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
   wire [1:0] \$80 ;
   wire [32:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire [32:0] \$83 ;
-  wire \$84 ;
+  wire \$82 ;
+  wire [1:0] \$83 ;
+  wire [32:0] \$84 ;
   wire [1:0] \$85 ;
   wire [32:0] \$86 ;
-  wire [5:0] \$87 ;
-  wire \$88 ;
-  wire \$89 ;
-  wire [4:0] \$9 ;
-  wire [4:0] \$90 ;
-  wire [4:0] \$91 ;
-  wire [3:0] \$92 ;
-  wire [7:0] \$93 ;
-  wire [2:0] \$94 ;
+  wire \$87 ;
+  wire [1:0] \$88 ;
+  wire [32:0] \$89 ;
+  wire [1:0] \$9 ;
+  wire [1:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire \$92 ;
+  wire [1:0] \$93 ;
+  wire [32:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
+  wire [2:0] \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [3:0] \$99 ;
   reg [4:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$29 ;
-  reg [4:0] \$signature__addr$40 ;
-  reg [1:0] \$signature__addr$42 ;
+  reg [4:0] \$signature__addr$104 ;
+  reg [1:0] \$signature__addr$41 ;
+  reg [4:0] \$signature__addr$48 ;
+  reg [4:0] \$signature__addr$51 ;
+  reg [4:0] \$signature__addr$52 ;
   reg [4:0] \$signature__addr$55 ;
-  reg [11:0] \$signature__data ;
-  wire [11:0] \$signature__data$26 ;
-  wire \$signature__data$26.listed ;
-  wire [10:0] \$signature__data$26.z ;
-  wire [2:0] \$signature__data$30 ;
-  reg [2:0] \$signature__data$31 ;
-  wire [2:0] \$signature__data$57 ;
-  wire \$signature__data.listed ;
-  wire [10:0] \$signature__data.z ;
+  reg [4:0] \$signature__addr$82 ;
+  reg [1:0] \$signature__addr$83 ;
+  reg [4:0] \$signature__addr$87 ;
+  reg [1:0] \$signature__addr$88 ;
+  wire \$signature__data ;
+  wire \$signature__data$22 ;
+  wire [2:0] \$signature__data$35 ;
+  wire [2:0] \$signature__data$36 ;
+  reg [2:0] \$signature__data$38 ;
+  reg [2:0] \$signature__data$42 ;
+  wire [2:0] \$signature__data$49 ;
+  reg [9:0] \$signature__data$53 ;
+  reg [9:0] \$signature__data$56 ;
+  wire [9:0] \$signature__data$60 ;
+  wire [9:0] \$signature__data$61 ;
   reg \$signature__en ;
-  reg \$signature__en$19 ;
-  reg \$signature__en$32 ;
+  reg \$signature__en$10 ;
+  reg \$signature__en$11 ;
+  reg \$signature__en$12 ;
+  reg \$signature__en$40 ;
+  reg \$signature__en$43 ;
+  reg \$signature__en$54 ;
+  reg \$signature__en$57 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
+  reg \$signature__en$9 ;
+  reg advance;
+  reg append_index;
+  reg [1:0] append_onehot;
   reg busy = 1'h0;
-  reg [1:0] c_wr__addr;
-  reg [2:0] c_wr__data;
-  reg c_wr__en;
   reg cancel;
-  reg [4:0] clear_addr = 5'h00;
+  reg [2:0] clear_entry = 3'h0;
+  reg [1:0] clear_slot = 2'h0;
   input clk;
   wire clk;
   input [41:0] config__payload;
@@ -4184,9 +4175,15 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [31:0] \config__payload.value ;
   input config__valid;
   wire config__valid;
+  reg [2:0] count;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
-  reg [1:0] delay;
+  reg [1:0] delay0;
+  reg [1:0] delay1;
+  reg empty;
+  reg [4:0] f_wr__addr;
+  reg f_wr__data;
+  reg f_wr__en;
   reg [1:0] head = 2'h0;
   reg [2:0] index = 3'h0;
   reg issue;
@@ -4203,14 +4200,20 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg items__ready;
   input items__valid;
   wire items__valid;
+  reg l_last = 1'h0;
+  reg [1:0] l_slot = 2'h0;
   reg l_valid = 1'h0;
-  reg last_tap;
+  reg last;
   output [31:0] layer0_dcls_counts_reads;
   reg [31:0] layer0_dcls_counts_reads = 32'd0;
   output [31:0] layer0_dcls_counts_writes;
   reg [31:0] layer0_dcls_counts_writes = 32'd0;
   output [31:0] layer0_dcls_cycles;
   reg [31:0] layer0_dcls_cycles = 32'd0;
+  output [31:0] layer0_dcls_listed_reads;
+  reg [31:0] layer0_dcls_listed_reads = 32'd0;
+  output [31:0] layer0_dcls_listed_writes;
+  reg [31:0] layer0_dcls_listed_writes = 32'd0;
   output [31:0] layer0_dcls_lists_reads;
   reg [31:0] layer0_dcls_lists_reads = 32'd0;
   output [31:0] layer0_dcls_lists_writes;
@@ -4223,8 +4226,20 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
   output [31:0] layer0_dcls_zbuf_writes;
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
+  wire [1:0] left;
+  reg [2:0] n_channel = 3'h0;
+  reg [1:0] n_dup = 2'h0;
+  reg n_first = 1'h0;
+  reg [1:0] n_left = 2'h0;
   reg [2:0] n_listed = 3'h0;
   reg [2:0] n_now;
+  reg [1:0] n_slot0 = 2'h0;
+  reg [1:0] n_slot1 = 2'h0;
+  wire n_stall;
+  reg n_valid = 1'h0;
+  wire [1:0] need;
+  wire [1:0] need_first;
+  reg o_seq_end = 1'h0;
   output [15:0] outputs__payload;
   wire [15:0] outputs__payload;
   wire [2:0] \outputs__payload.index ;
@@ -4235,9 +4250,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   output outputs__valid;
   wire outputs__valid;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$47 ;
+  reg [2:0] \port__addr$93 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$37 ;
+  wire [31:0] \port__data$74 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [15:0] r__payload;
@@ -4253,23 +4268,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire rst;
   reg send_first = 1'h0;
   reg seq_end = 1'h0;
+  reg [1:0] slot;
+  reg [1:0] slot0;
+  reg [1:0] slot1;
   reg step_seen = 1'h0;
   reg [2:0] sweep = 3'h0;
-  reg [1:0] tap = 2'h0;
-  reg [3:0] target;
+  reg [7:0] tap_w0;
+  reg [7:0] tap_w1;
+  reg [3:0] target0;
+  reg [3:0] target1;
   reg [15:0] w__payload;
   wire [2:0] \w__payload.index ;
   wire \w__payload.seq_end ;
   wire \w__payload.step_end ;
   wire [10:0] \w__payload.value ;
   reg w__valid;
-  reg [2:0] w_channel = 3'h0;
-  reg [1:0] w_slot = 2'h0;
-  reg w_valid = 1'h0;
-  reg [1:0] w_value = 2'h0;
-  reg [7:0] w_weight = 8'h00;
-  reg [4:0] z_addr = 5'h00;
   reg [2:0] z_channel = 3'h0;
+  reg z_last = 1'h0;
+  reg [10:0] z_sum;
   reg z_valid = 1'h0;
   reg [2:0] counts [3:0];
   initial begin
@@ -4279,19 +4295,77 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     counts[3] = 3'h0;
   end
   always @(posedge clk) begin
-    if (c_wr__en)
-      counts[c_wr__addr] <= c_wr__data;
+    if (\$signature__en$43 )
+      counts[\$signature__addr$41 ] <= \$signature__data$42 ;
   end
   reg [2:0] _0_;
+  reg [2:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$8 ) begin
-      _0_ <= counts[\$signature__addr$42 ];
-      if (c_wr__en && \$signature__addr$42  == c_wr__addr)
-        _0_ <= c_wr__data;
+    if (\$signature__en$12 ) begin
+      _0_ <= counts[\$signature__addr$88 ];
+      if (\$signature__en$43  && \$signature__addr$88  == \$signature__addr$41 )
+        _0_ <= \$signature__data$42 ;
+    end
+    if (\$signature__en$11 ) begin
+      _1_ <= counts[\$signature__addr$83 ];
+      if (\$signature__en$43  && \$signature__addr$83  == \$signature__addr$41 )
+        _1_ <= \$signature__data$42 ;
     end
   end
-  assign \$signature__data$30  = _0_;
-  reg [2:0] lists [19:0];
+  assign \$signature__data$36  = _0_;
+  assign \$signature__data$35  = _1_;
+  reg [0:0] listed [31:0];
+  initial begin
+    listed[0] = 1'h0;
+    listed[1] = 1'h0;
+    listed[2] = 1'h0;
+    listed[3] = 1'h0;
+    listed[4] = 1'h0;
+    listed[5] = 1'h0;
+    listed[6] = 1'h0;
+    listed[7] = 1'h0;
+    listed[8] = 1'h0;
+    listed[9] = 1'h0;
+    listed[10] = 1'h0;
+    listed[11] = 1'h0;
+    listed[12] = 1'h0;
+    listed[13] = 1'h0;
+    listed[14] = 1'h0;
+    listed[15] = 1'h0;
+    listed[16] = 1'h0;
+    listed[17] = 1'h0;
+    listed[18] = 1'h0;
+    listed[19] = 1'h0;
+    listed[20] = 1'h0;
+    listed[21] = 1'h0;
+    listed[22] = 1'h0;
+    listed[23] = 1'h0;
+    listed[24] = 1'h0;
+    listed[25] = 1'h0;
+    listed[26] = 1'h0;
+    listed[27] = 1'h0;
+    listed[28] = 1'h0;
+    listed[29] = 1'h0;
+    listed[30] = 1'h0;
+    listed[31] = 1'h0;
+  end
+  always @(posedge clk) begin
+    if (f_wr__en)
+      listed[f_wr__addr] <= f_wr__data;
+  end
+  reg [0:0] _2_;
+  reg [0:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en$10 ) begin
+      _2_ <= listed[\$signature__addr$87 ];
+    end
+    if (\$signature__en$9 ) begin
+      _3_ <= listed[\$signature__addr$82 ];
+    end
+  end
+  assign \$signature__data$22  = _2_;
+  assign \$signature__data  = _3_;
+  reg [2:0] lists [31:0];
   initial begin
     lists[0] = 3'h0;
     lists[1] = 3'h0;
@@ -4313,18 +4387,30 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     lists[17] = 3'h0;
     lists[18] = 3'h0;
     lists[19] = 3'h0;
+    lists[20] = 3'h0;
+    lists[21] = 3'h0;
+    lists[22] = 3'h0;
+    lists[23] = 3'h0;
+    lists[24] = 3'h0;
+    lists[25] = 3'h0;
+    lists[26] = 3'h0;
+    lists[27] = 3'h0;
+    lists[28] = 3'h0;
+    lists[29] = 3'h0;
+    lists[30] = 3'h0;
+    lists[31] = 3'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$32 )
-      lists[\$signature__addr$29 ] <= \$signature__data$31 ;
+    if (\$signature__en$40 )
+      lists[\$signature__addr ] <= \$signature__data$38 ;
   end
-  reg [2:0] _1_;
+  reg [2:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$7 ) begin
-      _1_ <= lists[\$signature__addr$55 ];
+    if (\$signature__en ) begin
+      _4_ <= lists[\$signature__addr$104 ];
     end
   end
-  assign \$signature__data$57  = _1_;
+  assign \$signature__data$49  = _4_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -4343,234 +4429,311 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (port__en[3])
       taps[config__payload[5:3]][31:24] <= port__data[31:24];
   end
-  reg [31:0] _2_;
+  reg [31:0] _5_;
   always @(posedge clk) begin
     if (\port__en$5 ) begin
-      _2_ <= taps[\port__addr$47 ];
+      _5_ <= taps[\port__addr$93 ];
     end
   end
-  assign \port__data$37  = _2_;
-  reg [11:0] zbuf [19:0];
+  assign \port__data$74  = _5_;
+  reg [9:0] zbuf0 [31:0];
   initial begin
-    zbuf[0] = 12'h000;
-    zbuf[1] = 12'h000;
-    zbuf[2] = 12'h000;
-    zbuf[3] = 12'h000;
-    zbuf[4] = 12'h000;
-    zbuf[5] = 12'h000;
-    zbuf[6] = 12'h000;
-    zbuf[7] = 12'h000;
-    zbuf[8] = 12'h000;
-    zbuf[9] = 12'h000;
-    zbuf[10] = 12'h000;
-    zbuf[11] = 12'h000;
-    zbuf[12] = 12'h000;
-    zbuf[13] = 12'h000;
-    zbuf[14] = 12'h000;
-    zbuf[15] = 12'h000;
-    zbuf[16] = 12'h000;
-    zbuf[17] = 12'h000;
-    zbuf[18] = 12'h000;
-    zbuf[19] = 12'h000;
+    zbuf0[0] = 10'h000;
+    zbuf0[1] = 10'h000;
+    zbuf0[2] = 10'h000;
+    zbuf0[3] = 10'h000;
+    zbuf0[4] = 10'h000;
+    zbuf0[5] = 10'h000;
+    zbuf0[6] = 10'h000;
+    zbuf0[7] = 10'h000;
+    zbuf0[8] = 10'h000;
+    zbuf0[9] = 10'h000;
+    zbuf0[10] = 10'h000;
+    zbuf0[11] = 10'h000;
+    zbuf0[12] = 10'h000;
+    zbuf0[13] = 10'h000;
+    zbuf0[14] = 10'h000;
+    zbuf0[15] = 10'h000;
+    zbuf0[16] = 10'h000;
+    zbuf0[17] = 10'h000;
+    zbuf0[18] = 10'h000;
+    zbuf0[19] = 10'h000;
+    zbuf0[20] = 10'h000;
+    zbuf0[21] = 10'h000;
+    zbuf0[22] = 10'h000;
+    zbuf0[23] = 10'h000;
+    zbuf0[24] = 10'h000;
+    zbuf0[25] = 10'h000;
+    zbuf0[26] = 10'h000;
+    zbuf0[27] = 10'h000;
+    zbuf0[28] = 10'h000;
+    zbuf0[29] = 10'h000;
+    zbuf0[30] = 10'h000;
+    zbuf0[31] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$19 )
-      zbuf[\$signature__addr ] <= \$signature__data ;
+    if (\$signature__en$54 )
+      zbuf0[\$signature__addr$52 ] <= \$signature__data$53 ;
   end
-  reg [11:0] _3_;
+  reg [9:0] _6_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _3_ <= zbuf[\$signature__addr$40 ];
-      if (\$signature__en$19  && \$signature__addr$40  == \$signature__addr )
-        _3_ <= \$signature__data ;
+    if (\$signature__en$7 ) begin
+      _6_ <= zbuf0[\$signature__addr$48 ];
     end
   end
-  assign \$signature__data$26  = _3_;
+  assign \$signature__data$60  = _6_;
+  reg [9:0] zbuf1 [31:0];
+  initial begin
+    zbuf1[0] = 10'h000;
+    zbuf1[1] = 10'h000;
+    zbuf1[2] = 10'h000;
+    zbuf1[3] = 10'h000;
+    zbuf1[4] = 10'h000;
+    zbuf1[5] = 10'h000;
+    zbuf1[6] = 10'h000;
+    zbuf1[7] = 10'h000;
+    zbuf1[8] = 10'h000;
+    zbuf1[9] = 10'h000;
+    zbuf1[10] = 10'h000;
+    zbuf1[11] = 10'h000;
+    zbuf1[12] = 10'h000;
+    zbuf1[13] = 10'h000;
+    zbuf1[14] = 10'h000;
+    zbuf1[15] = 10'h000;
+    zbuf1[16] = 10'h000;
+    zbuf1[17] = 10'h000;
+    zbuf1[18] = 10'h000;
+    zbuf1[19] = 10'h000;
+    zbuf1[20] = 10'h000;
+    zbuf1[21] = 10'h000;
+    zbuf1[22] = 10'h000;
+    zbuf1[23] = 10'h000;
+    zbuf1[24] = 10'h000;
+    zbuf1[25] = 10'h000;
+    zbuf1[26] = 10'h000;
+    zbuf1[27] = 10'h000;
+    zbuf1[28] = 10'h000;
+    zbuf1[29] = 10'h000;
+    zbuf1[30] = 10'h000;
+    zbuf1[31] = 10'h000;
+  end
+  always @(posedge clk) begin
+    if (\$signature__en$57 )
+      zbuf1[\$signature__addr$55 ] <= \$signature__data$56 ;
+  end
+  reg [9:0] _7_;
+  always @(posedge clk) begin
+    if (\$signature__en$8 ) begin
+      _7_ <= zbuf1[\$signature__addr$51 ];
+    end
+  end
+  assign \$signature__data$61  = _7_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[9:8];
-  assign \$3  = clear_addr < 3'h4;
-  assign \$4  = w_slot * 3'h5;
-  assign \$5  = \$4  + w_channel;
-  assign \$6  = $signed(w_weight) * $signed(w_value);
-  assign \$7  = $signed(\$signature__data$26 [10:0]) + $signed(\$6 );
-  assign \$8  = ~ \$signature__data$26 [11];
-  assign \$9  = w_slot * 3'h5;
-  assign \$10  = \$9  + \$signature__data$30 ;
-  assign \$11  = \$signature__data$30  + 1'h1;
-  assign \$12  = tap == 1'h1;
-  assign \$13  = 2'h2 * tap;
-  assign \$14  = \$13  + 1'h1;
-  assign \$169  = \$14  * 4'h8;
-  assign \$15  = \port__data$37  >> \$169 ;
-  assign \$16  = head + delay;
-  assign \$17  = \$16  + 1'h0;
-  assign \$18  = target >= 3'h4;
-  assign \$19  = target - 3'h4;
-  assign \$20  = \$18  ? \$19  : { 1'h0, target };
-  assign \$21  = $signed(\$20 ) * $signed(4'h5);
-  assign \$22  = $signed(\$21 ) + $signed({ 1'h0, it_channel });
-  assign \$23  = target >= 3'h4;
-  assign \$24  = target - 3'h4;
-  assign \$25  = \$23  ? \$24  : { 1'h0, target };
-  assign \$26  = ~ step_seen;
-  assign \$27  = ~ it_valid;
-  assign \$28  = \$27  | last_tap;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = ~ step_seen;
-  assign \$31  = ~ it_valid;
-  assign \$32  = \$31  | last_tap;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = \$33  & items__valid;
-  assign \$35  = | items__payload[4:3];
-  assign \$36  = ~ it_valid;
-  assign \$37  = step_seen & \$36 ;
-  assign \$38  = send_first ? \$signature__data$30  : n_listed;
-  assign \$39  = index != n_now;
-  assign \$40  = \$39  & credit;
-  assign \$41  = head * 3'h5;
-  assign \$42  = \$41  + index;
-  assign \$43  = head * 3'h5;
-  assign \$44  = \$43  + \$signature__data$57 ;
-  assign \$45  = | \$signature__data$26 [10:0];
-  assign \$46  = | \$signature__data$26 [10:0];
-  assign \$47  = ~ \$46 ;
-  assign \$48  = index == n_now;
-  assign \$49  = ~ l_valid;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = ~ z_valid;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = sweep == 3'h4;
-  assign \$54  = index == n_listed;
-  assign \$55  = sweep * 3'h5;
-  assign \$56  = \$55  + index;
-  assign \$57  = sweep * 3'h5;
-  assign \$58  = \$57  + \$signature__data$57 ;
-  assign \$59  = ! dcls_state;
-  assign \$60  = dcls_state == 1'h1;
-  assign \$61  = dcls_state == 2'h2;
-  assign \$62  = dcls_state == 2'h3;
-  assign \$63  = dcls_state == 3'h4;
-  assign \$64  = dcls_state == 3'h5;
-  assign \$65  = dcls_state == 3'h6;
-  assign \$66  = dcls_state == 3'h7;
-  assign \$67  = 1'h0 + \port__en$5 ;
-  assign \$68  = layer0_dcls_taps_reads + \$67 ;
-  assign \$69  = | port__en;
-  assign \$70  = 1'h0 + \$69 ;
-  assign \$71  = layer0_dcls_taps_writes + \$70 ;
-  assign \$72  = 1'h0 + \$signature__en ;
-  assign \$73  = layer0_dcls_zbuf_reads + \$72 ;
-  assign \$75  = 1'h0 + \$74 ;
-  assign \$76  = layer0_dcls_zbuf_writes + \$75 ;
-  assign \$77  = 1'h0 + \$signature__en$7 ;
-  assign \$78  = layer0_dcls_lists_reads + \$77 ;
-  assign \$80  = 1'h0 + \$79 ;
-  assign \$81  = layer0_dcls_lists_writes + \$80 ;
-  assign \$82  = 1'h0 + \$signature__en$8 ;
-  assign \$83  = layer0_dcls_counts_reads + \$82 ;
-  assign \$85  = 1'h0 + \$84 ;
-  assign \$86  = layer0_dcls_counts_writes + \$85 ;
-  assign \$87  = clear_addr + 1'h1;
-  assign \$88  = clear_addr == 5'h13;
-  assign \$89  = target >= 3'h4;
-  assign \$90  = target - 3'h4;
-  assign \$91  = \$89  ? \$90  : { 1'h0, target };
-  assign \$92  = 2'h2 * tap;
-  assign \$249  = \$92  * 4'h8;
-  assign \$93  = \port__data$37  >> \$249 ;
-  assign \$94  = tap + 1'h1;
-  assign \$95  = ~ step_seen;
-  assign \$96  = ~ it_valid;
-  assign \$97  = \$96  | last_tap;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = \$98  & items__valid;
-  assign \$100  = | items__payload[4:3];
-  assign \$101  = ~ items__valid;
-  assign \$102  = ~ it_valid;
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = ~ it_valid;
-  assign \$105  = step_seen & \$104 ;
-  assign \$106  = index + 1'h1;
-  assign \$107  = head * 3'h5;
-  assign \$108  = \$107  + \$signature__data$57 ;
-  assign \$109  = index == n_now;
-  assign \$110  = ~ l_valid;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = ~ z_valid;
-  assign \$113  = \$111  & \$112 ;
-  assign \$114  = head == 2'h3;
-  assign \$115  = head + 1'h1;
-  assign \$116  = \$114  ? 3'h0 : \$115 ;
-  assign \$117  = sweep == 3'h4;
-  assign \$118  = index == n_listed;
-  assign \$119  = sweep + 1'h1;
-  assign \$120  = index + 1'h1;
-  assign \$121  = layer0_dcls_cycles + busy;
+  assign \$3  = ~ \$signature__data ;
+  assign \$4  = ~ n_dup[0];
+  assign \$5  = \$3  & \$4 ;
+  assign \$6  = ~ \$signature__data$22 ;
+  assign \$7  = ~ n_dup[1];
+  assign \$8  = \$6  & \$7 ;
+  assign need = n_first ? need_first : n_left;
+  assign \$9  = ~ append_onehot;
+  assign left = need & \$9 ;
+  assign \$10  = | left;
+  assign n_stall = n_valid & \$10 ;
+  assign \$11  = | need;
+  assign \$12  = n_valid & \$11 ;
+  assign \$13  = count + 1'h1;
+  assign \$14  = $signed(1'h0) + $signed(\$signature__data$60 );
+  assign \$15  = $signed(\$14 ) + $signed(\$signature__data$61 );
+  assign \$16  = z_last & o_seq_end;
+  assign \$17  = | z_sum;
+  assign \$18  = \$17  | z_last;
+  assign \$19  = | z_sum;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = ~ z_last;
+  assign \$22  = \$20  & \$21 ;
+  assign \$23  = ! clear_entry;
+  assign \$24  = ~ n_stall;
+  assign \$25  = it_valid & \$24 ;
+  assign \$26  = head + delay0;
+  assign \$27  = \$26  + 1'h0;
+  assign \$28  = target0 >= 3'h4;
+  assign \$29  = target0 - 3'h4;
+  assign \$30  = \$28  ? \$29  : { 1'h0, target0 };
+  assign \$31  = $signed(tap_w0) * $signed(it_value);
+  assign \$32  = head + delay1;
+  assign \$33  = \$32  + 1'h0;
+  assign \$34  = target1 >= 3'h4;
+  assign \$35  = target1 - 3'h4;
+  assign \$36  = \$34  ? \$35  : { 1'h0, target1 };
+  assign \$37  = $signed(tap_w1) * $signed(it_value);
+  assign \$38  = ~ step_seen;
+  assign \$39  = ~ it_valid;
+  assign \$40  = \$39  | advance;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = ~ step_seen;
+  assign \$43  = ~ it_valid;
+  assign \$44  = \$43  | advance;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = \$45  & items__valid;
+  assign \$47  = | items__payload[4:3];
+  assign \$48  = ~ it_valid;
+  assign \$49  = step_seen & \$48 ;
+  assign \$50  = ~ n_stall;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = send_first ? \$signature__data$35  : n_listed;
+  assign \$53  = index != n_now;
+  assign \$54  = \$53  & credit;
+  assign \$55  = index + 1'h1;
+  assign \$56  = \$55  == n_now;
+  assign \$57  = ! n_now;
+  assign \$58  = issue & last;
+  assign \$59  = empty & credit;
+  assign \$60  = \$58  | \$59 ;
+  assign \$61  = sweep == 3'h4;
+  assign \$62  = index == n_listed;
+  assign \$63  = ! dcls_state;
+  assign \$64  = dcls_state == 1'h1;
+  assign \$65  = dcls_state == 2'h2;
+  assign \$66  = dcls_state == 2'h3;
+  assign \$67  = dcls_state == 3'h4;
+  assign \$68  = dcls_state == 3'h5;
+  assign \$69  = dcls_state == 3'h6;
+  assign \$70  = 1'h0 + \port__en$5 ;
+  assign \$71  = layer0_dcls_taps_reads + \$70 ;
+  assign \$72  = | port__en;
+  assign \$73  = 1'h0 + \$72 ;
+  assign \$74  = layer0_dcls_taps_writes + \$73 ;
+  assign \$75  = 1'h0 + \$signature__en$7 ;
+  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
+  assign \$78  = 1'h0 + \$77 ;
+  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
+  assign \$80  = 1'h0 + \$signature__en$9 ;
+  assign \$81  = layer0_dcls_listed_reads + \$80 ;
+  assign \$83  = 1'h0 + \$82 ;
+  assign \$84  = layer0_dcls_listed_writes + \$83 ;
+  assign \$85  = 1'h0 + \$signature__en ;
+  assign \$86  = layer0_dcls_lists_reads + \$85 ;
+  assign \$88  = 1'h0 + \$87 ;
+  assign \$89  = layer0_dcls_lists_writes + \$88 ;
+  assign \$90  = 1'h0 + \$signature__en$11 ;
+  assign \$91  = layer0_dcls_counts_reads + \$90 ;
+  assign \$93  = 1'h0 + \$92 ;
+  assign \$94  = layer0_dcls_counts_writes + \$93 ;
+  assign \$95  = ~ n_stall;
+  assign \$96  = clear_entry == 3'h4;
+  assign \$97  = clear_slot + 1'h1;
+  assign \$98  = clear_slot == 2'h3;
+  assign \$99  = clear_entry + 1'h1;
+  assign \$100  = slot0 == slot1;
+  assign \$102  = ~ step_seen;
+  assign \$103  = ~ it_valid;
+  assign \$104  = \$103  | advance;
+  assign \$105  = \$102  & \$104 ;
+  assign \$106  = \$105  & items__valid;
+  assign \$107  = | items__payload[4:3];
+  assign \$108  = ~ items__valid;
+  assign \$109  = ~ it_valid;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = ~ n_valid;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = ~ it_valid;
+  assign \$114  = step_seen & \$113 ;
+  assign \$115  = ~ n_stall;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = index + 1'h1;
+  assign \$118  = issue & last;
+  assign \$119  = issue & last;
+  assign \$120  = empty & credit;
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = head == 2'h3;
+  assign \$123  = head + 1'h1;
+  assign \$124  = \$122  ? 3'h0 : \$123 ;
+  assign \$125  = sweep == 3'h4;
+  assign \$126  = index == n_listed;
+  assign \$127  = sweep + 1'h1;
+  assign \$128  = index + 1'h1;
+  assign \$129  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$122 ;
+    layer0_dcls_taps_reads <= \$130 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$123 ;
+    layer0_dcls_taps_writes <= \$131 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$124 ;
+    layer0_dcls_zbuf_reads <= \$132 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$125 ;
+    layer0_dcls_zbuf_writes <= \$133 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$126 ;
+    layer0_dcls_listed_reads <= \$134 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$127 ;
+    layer0_dcls_listed_writes <= \$135 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$128 ;
+    layer0_dcls_lists_reads <= \$136 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$129 ;
+    layer0_dcls_lists_writes <= \$137 ;
   always @(posedge clk)
-    busy <= \$130 ;
+    layer0_dcls_counts_reads <= \$138 ;
   always @(posedge clk)
-    w_valid <= \$131 ;
+    layer0_dcls_counts_writes <= \$139 ;
   always @(posedge clk)
-    clear_addr <= \$132 ;
+    busy <= \$140 ;
   always @(posedge clk)
-    head <= \$133 ;
+    l_valid <= \$141 ;
   always @(posedge clk)
-    dcls_state <= \$134 ;
+    l_last <= \$142 ;
   always @(posedge clk)
-    w_slot <= \$135 ;
+    n_left <= \$143 ;
   always @(posedge clk)
-    w_channel <= \$136 ;
+    n_first <= \$144 ;
   always @(posedge clk)
-    w_weight <= \$137 ;
+    n_valid <= \$145 ;
   always @(posedge clk)
-    w_value <= \$138 ;
+    z_valid <= \$146 ;
   always @(posedge clk)
-    tap <= \$139 ;
+    z_channel <= \$147 ;
   always @(posedge clk)
-    it_valid <= \$140 ;
+    z_last <= \$148 ;
   always @(posedge clk)
-    step_seen <= \$141 ;
+    clear_entry <= \$149 ;
   always @(posedge clk)
-    seq_end <= \$142 ;
+    clear_slot <= \$150 ;
   always @(posedge clk)
-    it_channel <= \$143 ;
+    head <= \$151 ;
   always @(posedge clk)
-    it_value <= \$144 ;
+    dcls_state <= \$152 ;
   always @(posedge clk)
-    send_first <= \$145 ;
+    n_slot0 <= \$153 ;
   always @(posedge clk)
-    index <= \$146 ;
+    n_dup <= \$154 ;
   always @(posedge clk)
-    l_valid <= \$147 ;
+    n_slot1 <= \$155 ;
   always @(posedge clk)
-    z_valid <= \$148 ;
+    n_channel <= \$156 ;
   always @(posedge clk)
-    n_listed <= \$149 ;
+    it_valid <= \$157 ;
   always @(posedge clk)
-    z_addr <= \$150 ;
+    step_seen <= \$158 ;
   always @(posedge clk)
-    z_channel <= \$151 ;
+    seq_end <= \$159 ;
   always @(posedge clk)
-    sweep <= \$152 ;
+    it_channel <= \$160 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$153 ;
+    it_value <= \$161 ;
+  always @(posedge clk)
+    send_first <= \$162 ;
+  always @(posedge clk)
+    index <= \$163 ;
+  always @(posedge clk)
+    n_listed <= \$164 ;
+  always @(posedge clk)
+    l_slot <= \$165 ;
+  always @(posedge clk)
+    o_seq_end <= \$166 ;
+  always @(posedge clk)
+    sweep <= \$167 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$168 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
@@ -4585,13 +4748,33 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          slot = n_slot0;
+      1'h1:
+          slot = n_slot1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          count = \$signature__data$35 ;
+      1'h1:
+          count = \$signature__data$36 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$34 ) begin
-            if (\$35 ) begin
+          if (\$46 ) begin
+            if (\$47 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4604,11 +4787,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (it_valid) begin
+          /* empty */;
+      3'h2:
+          if (issue) begin
             \$signature__en  = 1'h1;
           end
-      3'h2:
-          if (l_valid) begin
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          (* full_case = 32'd1 *)
+          if (\$62 ) begin
+          end else begin
             \$signature__en  = 1'h1;
           end
     endcase
@@ -4616,71 +4807,210 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$7  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (issue) begin
-            \$signature__en$7  = 1'h1;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$signature__en$7  = 1'h1;
-          end
-    endcase
+    if (l_valid) begin
+      \$signature__en$7  = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$8  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$8  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$9  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$9  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$10  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$10  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$11  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
-          if (it_valid) begin
-            \$signature__en$8  = 1'h1;
+          if (advance) begin
+            \$signature__en$11  = 1'h1;
           end
-          if (\$37 ) begin
-            \$signature__en$8  = 1'h1;
+          if (\$51 ) begin
+            \$signature__en$11  = 1'h1;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
-          /* empty */;
-      3'h4:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$61 ) begin
           end else begin
-            \$signature__en$8  = 1'h1;
+            \$signature__en$11  = 1'h1;
           end
     endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$12  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$12  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    append_onehot = 2'h0;
+    if (need[1]) begin
+      append_onehot = 2'h2;
+    end
+    if (need[0]) begin
+      append_onehot = 2'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    append_index = 1'h0;
+    if (need[1]) begin
+      append_index = 1'h1;
+    end
+    if (need[0]) begin
+      append_index = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr  = 5'h00;
-    (* full_case = 32'd1 *)
+    if (\$12 ) begin
+      \$signature__addr  = { slot, count };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$38  = 3'h0;
+    if (\$12 ) begin
+      \$signature__data$38  = n_channel;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$40  = 1'h0;
+    if (\$12 ) begin
+      \$signature__en$40  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$41  = 2'h0;
+    if (\$12 ) begin
+      \$signature__addr$41  = slot;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__addr  = clear_addr;
+          \$signature__addr$41  = clear_slot;
       3'h1:
-          if (w_valid) begin
-            \$signature__addr  = \$5 [4:0];
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__addr  = z_addr;
+          if (\$60 ) begin
+            \$signature__addr$41  = head;
           end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__addr$41  = sweep[1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$42  = 3'h0;
+    if (\$12 ) begin
+      \$signature__data$42  = \$13 [2:0];
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__data$42  = 3'h0;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$60 ) begin
+            \$signature__data$42  = 3'h0;
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__data$42  = 3'h0;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$43  = 1'h0;
+    if (\$12 ) begin
+      \$signature__en$43  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$43  = \$23 ;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$60 ) begin
+            \$signature__en$43  = 1'h1;
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__en$43  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    f_wr__addr = 5'h00;
+    if (\$12 ) begin
+      f_wr__addr = { slot, n_channel };
+    end
+    if (l_valid) begin
+      f_wr__addr = { l_slot, \$signature__data$49  };
+    end
+    casez (dcls_state)
+      3'h0:
+          f_wr__addr = { clear_slot, clear_entry };
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4688,27 +5018,25 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__addr  = \$58 [4:0];
+          f_wr__addr = { sweep[1:0], \$signature__data$49  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data  = 12'h000;
-    (* full_case = 32'd1 *)
+    f_wr__data = 1'h0;
+    if (\$12 ) begin
+      f_wr__data = 1'h1;
+    end
+    if (l_valid) begin
+      f_wr__data = 1'h0;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__data  = 12'h000;
+          f_wr__data = 1'h0;
       3'h1:
-          if (w_valid) begin
-            \$signature__data [10:0] = \$7 [10:0];
-            \$signature__data [11] = 1'h1;
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__data  = 12'h000;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4716,26 +5044,25 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__data  = 12'h000;
+          f_wr__data = 1'h0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$19  = 1'h0;
-    (* full_case = 32'd1 *)
+    f_wr__en = 1'h0;
+    if (\$12 ) begin
+      f_wr__en = 1'h1;
+    end
+    if (l_valid) begin
+      f_wr__en = 1'h1;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__en$19  = 1'h1;
+          f_wr__en = 1'h1;
       3'h1:
-          if (w_valid) begin
-            \$signature__en$19  = 1'h1;
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__en$19  = 1'h1;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4743,27 +5070,38 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__en$19  = 1'h1;
+          f_wr__en = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__addr = 2'h0;
+    \$signature__addr$48  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$48  = { l_slot, \$signature__data$49  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$51  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$51  = { l_slot, \$signature__data$49  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$52  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$52  = { l_slot, \$signature__data$49  };
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__addr = clear_addr[1:0];
+          \$signature__addr$52  = { clear_slot, clear_entry };
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__addr = w_slot;
-            end
+          if (advance) begin
+            \$signature__addr$52  = { slot0, it_channel };
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__addr = head;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4771,27 +5109,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__addr = sweep[1:0];
-          end
+          \$signature__addr$52  = { sweep[1:0], \$signature__data$49  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__data = 3'h0;
+    \$signature__data$53  = 10'h000;
+    if (l_valid) begin
+      \$signature__data$53  = 10'h000;
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__data = 3'h0;
+          \$signature__data$53  = 10'h000;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__data = \$11 [2:0];
-            end
+          if (advance) begin
+            \$signature__data$53  = \$31 ;
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__data = 3'h0;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4799,27 +5134,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__data = 3'h0;
-          end
+          \$signature__data$53  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__en = 1'h0;
+    \$signature__en$54  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$54  = 1'h1;
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__en = \$3 ;
+          \$signature__en$54  = 1'h1;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__en = 1'h1;
-            end
+          if (advance) begin
+            \$signature__en$54  = 1'h1;
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__en = 1'h1;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4827,127 +5159,300 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__en = 1'h1;
-          end
+          \$signature__en$54  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$29  = 5'h00;
+    \$signature__addr$55  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$55  = { l_slot, \$signature__data$49  };
+    end
     casez (dcls_state)
       3'h0:
-          /* empty */;
+          \$signature__addr$55  = { clear_slot, clear_entry };
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__addr$29  = \$10 [4:0];
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$31  = 3'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__data$31  = w_channel;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$32  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__en$32  = 1'h1;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    last_tap = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          last_tap = \$12 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            delay = \$15 [1:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target = 4'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            target = \$17 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$40  = 5'h00;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$signature__addr$40  = \$22 [4:0];
+          if (advance) begin
+            \$signature__addr$55  = { slot1, it_channel };
           end
       3'h2:
-          if (l_valid) begin
-            \$signature__addr$40  = \$44 [4:0];
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__addr$55  = { sweep[1:0], \$signature__data$49  };
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$56  = 10'h000;
+    if (l_valid) begin
+      \$signature__data$56  = 10'h000;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__data$56  = 10'h000;
+      3'h1:
+          if (advance) begin
+            \$signature__data$56  = \$37 ;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__data$56  = 10'h000;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$57  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$57  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$57  = 1'h1;
+      3'h1:
+          if (advance) begin
+            \$signature__en$57  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__en$57  = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    z_sum = 11'h000;
+    if (z_valid) begin
+      z_sum = \$15 [10:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    w__payload = 16'h0000;
+    if (z_valid) begin
+      w__payload[2:0] = z_channel;
+      w__payload[13:3] = z_sum;
+      w__payload[14] = z_last;
+      w__payload[15] = \$16 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (empty) begin
+            w__payload[14] = 1'h1;
+            w__payload[15] = seq_end;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$42  = 2'h0;
+    w__valid = 1'h0;
+    if (z_valid) begin
+      w__valid = \$18 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (empty) begin
+            w__valid = credit;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    cancel = 1'h0;
+    if (z_valid) begin
+      cancel = \$22 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    advance = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          advance = \$25 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w0 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w0 = \port__data$74 [7:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w1 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w1 = \port__data$74 [23:16];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    delay0 = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            delay0 = \port__data$74 [9:8];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    target0 = 4'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            target0 = \$27 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    slot0 = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            slot0 = \$30 [1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$82  = 5'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$82  = { slot0, it_channel };
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$83  = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
-          if (it_valid) begin
-            \$signature__addr$42  = \$25 [1:0];
+          if (advance) begin
+            \$signature__addr$83  = slot0;
           end
-          if (\$37 ) begin
-            \$signature__addr$42  = head;
+          if (\$51 ) begin
+            \$signature__addr$83  = head;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
-          /* empty */;
-      3'h4:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$61 ) begin
           end else begin
-            \$signature__addr$42  = sweep[1:0];
+            \$signature__addr$83  = sweep[1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    delay1 = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            delay1 = \port__data$74 [25:24];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    target1 = 4'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            target1 = \$33 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    slot1 = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            slot1 = \$36 [1:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$87  = 5'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$87  = { slot1, it_channel };
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$88  = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$88  = slot1;
           end
     endcase
   end
@@ -4958,19 +5463,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$29 ;
+          items__ready = \$41 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__addr$47  = 3'h0;
+    \port__addr$93  = 3'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$34 ) begin
-            if (\$35 ) begin
-              \port__addr$47  = items__payload[2:0];
+          if (\$46 ) begin
+            if (\$47 ) begin
+              \port__addr$93  = items__payload[2:0];
             end
           end
     endcase
@@ -4984,7 +5489,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          n_now = \$38 ;
+          n_now = \$52 ;
     endcase
   end
   always @* begin
@@ -4996,7 +5501,31 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$40 ;
+          issue = \$54 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    last = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          last = \$56 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    empty = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          empty = \$57 ;
     endcase
   end
   always @* begin
@@ -5008,14 +5537,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          reserve = issue;
-      3'h3:
-          reserve = credit;
+          (* full_case = 32'd1 *)
+          if (empty) begin
+            reserve = credit;
+          end else begin
+            reserve = issue;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$55  = 5'h00;
+    \$signature__addr$104  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5023,353 +5555,100 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$signature__addr$55  = \$42 [4:0];
+            \$signature__addr$104  = { head, index };
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          /* empty */;
-      3'h6:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$62 ) begin
           end else begin
-            \$signature__addr$55  = \$56 [4:0];
+            \$signature__addr$104  = { sweep[1:0], index };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    w__payload = 16'h0000;
+    \$130  = \$71 [31:0];
+    if (rst) begin
+      \$130  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$131  = \$74 [31:0];
+    if (rst) begin
+      \$131  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$132  = \$76 [31:0];
+    if (rst) begin
+      \$132  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$133  = \$79 [31:0];
+    if (rst) begin
+      \$133  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$134  = \$81 [31:0];
+    if (rst) begin
+      \$134  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$135  = \$84 [31:0];
+    if (rst) begin
+      \$135  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$136  = \$86 [31:0];
+    if (rst) begin
+      \$136  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$137  = \$89 [31:0];
+    if (rst) begin
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$138  = \$91 [31:0];
+    if (rst) begin
+      \$138  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$139  = \$94 [31:0];
+    if (rst) begin
+      \$139  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$140  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            w__payload[2:0] = z_channel;
-            w__payload[13:3] = \$signature__data$26 [10:0];
+          if (\$112 ) begin
+            \$140  = 1'h0;
           end
-      3'h3:
-        begin
-          w__payload[14] = 1'h1;
-          w__payload[15] = seq_end;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    w__valid = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            w__valid = \$45 ;
-          end
-      3'h3:
-          w__valid = credit;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    cancel = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            cancel = \$47 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$122  = \$68 [31:0];
-    if (rst) begin
-      \$122  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$123  = \$71 [31:0];
-    if (rst) begin
-      \$123  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$124  = \$73 [31:0];
-    if (rst) begin
-      \$124  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$125  = \$76 [31:0];
-    if (rst) begin
-      \$125  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$126  = \$78 [31:0];
-    if (rst) begin
-      \$126  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$127  = \$81 [31:0];
-    if (rst) begin
-      \$127  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$128  = \$83 [31:0];
-    if (rst) begin
-      \$128  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$129  = \$86 [31:0];
-    if (rst) begin
-      \$129  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = 1'h1;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$103 ) begin
-            \$130  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$130  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$131  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = clear_addr;
-    casez (dcls_state)
-      3'h0:
-        begin
-          \$132  = \$87 [4:0];
-          if (\$88 ) begin
-            \$132  = 5'h00;
-          end
-        end
-    endcase
-    if (rst) begin
-      \$132  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = head;
-    casez (dcls_state)
-      3'h0:
-          if (\$88 ) begin
-            \$133  = 2'h0;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (credit) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-            end else begin
-              \$133  = \$116 [1:0];
-            end
-          end
-      3'h4:
-          if (\$117 ) begin
-            \$133  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$133  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = dcls_state;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      3'h0:
-          if (\$88 ) begin
-            \$134  = 3'h1;
-          end
-      3'h1:
-          if (\$105 ) begin
-            \$134  = 3'h2;
-          end
-      3'h2:
-          if (\$113 ) begin
-            \$134  = 3'h3;
-          end
-      3'h3:
-          if (credit) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-              \$134  = 3'h4;
-            end else begin
-              \$134  = 3'h1;
-            end
-          end
-      3'h4:
-          (* full_case = 32'd1 *)
-          if (\$117 ) begin
-            \$134  = 3'h1;
-          end else begin
-            \$134  = 3'h5;
-          end
-      3'h5:
-          \$134  = 3'h6;
-      3'h6:
-          (* full_case = 32'd1 *)
-          if (\$118 ) begin
-            \$134  = 3'h4;
-          end else begin
-            \$134  = 3'h7;
-          end
-      3'h7:
-          \$134  = 3'h6;
-    endcase
-    if (rst) begin
-      \$134  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = w_slot;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$135  = \$91 [1:0];
-          end
-    endcase
-    if (rst) begin
-      \$135  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = w_channel;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$136  = it_channel;
-          end
-    endcase
-    if (rst) begin
-      \$136  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = w_weight;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$137  = \$93 ;
-          end
-    endcase
-    if (rst) begin
-      \$137  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = w_value;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$138  = it_value;
-          end
-    endcase
-    if (rst) begin
-      \$138  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = tap;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            \$139  = \$94 [1:0];
-          end
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$139  = 2'h0;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$139  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = it_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            if (last_tap) begin
-              \$140  = 1'h0;
-            end
-          end
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$140  = 1'h1;
-            end
-          end
-        end
     endcase
     if (rst) begin
       \$140  = 1'h0;
@@ -5377,19 +5656,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$141  = step_seen;
+    \$141  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-        begin
-          if (\$99 ) begin
-            \$141  = items__payload[5];
-          end
-          if (\$105 ) begin
-            \$141  = 1'h0;
-          end
-        end
+          /* empty */;
+      3'h2:
+          \$141  = issue;
     endcase
     if (rst) begin
       \$141  = 1'h0;
@@ -5397,14 +5671,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = seq_end;
+    \$142  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$99 ) begin
-            \$142  = items__payload[6];
-          end
+          /* empty */;
+      3'h2:
+          \$142  = \$118 ;
     endcase
     if (rst) begin
       \$142  = 1'h0;
@@ -5412,50 +5686,39 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = it_channel;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$143  = items__payload[2:0];
-            end
-          end
-    endcase
+    \$143  = left;
     if (rst) begin
-      \$143  = 3'h0;
+      \$143  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = it_value;
+    \$144  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$144  = items__payload[4:3];
-            end
+          if (advance) begin
+            \$144  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$144  = 2'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = send_first;
+    \$145  = n_valid;
+    if (\$95 ) begin
+      \$145  = 1'h0;
+    end
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
+          if (advance) begin
             \$145  = 1'h1;
           end
-      3'h2:
-          \$145  = 1'h0;
     endcase
     if (rst) begin
       \$145  = 1'h0;
@@ -5463,86 +5726,42 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = index;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$146  = 3'h0;
-          end
-      3'h2:
-          if (issue) begin
-            \$146  = \$106 [2:0];
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          \$146  = 3'h0;
-      3'h6:
-          /* empty */;
-      3'h7:
-          \$146  = \$120 [2:0];
-    endcase
+    \$146  = l_valid;
     if (rst) begin
-      \$146  = 3'h0;
+      \$146  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = l_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$147  = 1'h0;
-          end
-      3'h2:
-          \$147  = issue;
-    endcase
+    \$147  = z_channel;
+    if (l_valid) begin
+      \$147  = \$signature__data$49 ;
+    end
     if (rst) begin
-      \$147  = 1'h0;
+      \$147  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$148  = z_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$148  = 1'h0;
-          end
-      3'h2:
-          \$148  = l_valid;
-    endcase
+    \$148  = z_last;
+    if (l_valid) begin
+      \$148  = l_last;
+    end
     if (rst) begin
       \$148  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$149  = n_listed;
+    \$149  = clear_entry;
     casez (dcls_state)
       3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (send_first) begin
-            \$149  = \$signature__data$30 ;
+          (* full_case = 32'd1 *)
+          if (\$96 ) begin
+            \$149  = 3'h0;
+          end else begin
+            \$149  = \$99 [2:0];
           end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          \$149  = \$signature__data$30 ;
     endcase
     if (rst) begin
       \$149  = 3'h0;
@@ -5550,62 +5769,90 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$150  = z_addr;
+    \$150  = clear_slot;
     casez (dcls_state)
       3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (l_valid) begin
-            \$150  = \$108 [4:0];
-          end
-    endcase
-    if (rst) begin
-      \$150  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$151  = z_channel;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (l_valid) begin
-            \$151  = \$signature__data$57 ;
-          end
-    endcase
-    if (rst) begin
-      \$151  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$152  = sweep;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (credit) begin
-            if (seq_end) begin
-              \$152  = 3'h0;
+          if (\$96 ) begin
+            \$150  = \$97 [1:0];
+            if (\$98 ) begin
+              \$150  = 2'h0;
             end
           end
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$118 ) begin
-            \$152  = \$119 [2:0];
+    endcase
+    if (rst) begin
+      \$150  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$151  = head;
+    casez (dcls_state)
+      3'h0:
+          if (\$96 ) begin
+            if (\$98 ) begin
+              \$151  = 2'h0;
+            end
           end
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$121 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+            end else begin
+              \$151  = \$124 [1:0];
+            end
+          end
+      3'h3:
+          if (\$125 ) begin
+            \$151  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$151  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$152  = dcls_state;
+    casez (dcls_state)
+      3'h0:
+          if (\$96 ) begin
+            if (\$98 ) begin
+              \$152  = 3'h1;
+            end
+          end
+      3'h1:
+          if (\$116 ) begin
+            \$152  = 3'h2;
+          end
+      3'h2:
+          if (\$121 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$152  = 3'h3;
+            end else begin
+              \$152  = 3'h1;
+            end
+          end
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$125 ) begin
+            \$152  = 3'h1;
+          end else begin
+            \$152  = 3'h4;
+          end
+      3'h4:
+          \$152  = 3'h5;
+      3'h5:
+          (* full_case = 32'd1 *)
+          if (\$126 ) begin
+            \$152  = 3'h3;
+          end else begin
+            \$152  = 3'h6;
+          end
+      3'h6:
+          \$152  = 3'h5;
     endcase
     if (rst) begin
       \$152  = 3'h0;
@@ -5613,9 +5860,287 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$153  = \$121 [31:0];
+    \$153  = n_slot0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$153  = slot0;
+          end
+    endcase
     if (rst) begin
-      \$153  = 32'd0;
+      \$153  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$154  = n_dup;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$154 [0] = 1'h0;
+            \$154 [1] = \$101 ;
+          end
+    endcase
+    if (rst) begin
+      \$154  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$155  = n_slot1;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$155  = slot1;
+          end
+    endcase
+    if (rst) begin
+      \$155  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$156  = n_channel;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$156  = it_channel;
+          end
+    endcase
+    if (rst) begin
+      \$156  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$157  = it_valid;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (advance) begin
+            \$157  = 1'h0;
+          end
+          if (\$106 ) begin
+            if (\$107 ) begin
+              \$157  = 1'h1;
+            end
+          end
+        end
+    endcase
+    if (rst) begin
+      \$157  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$158  = step_seen;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (\$106 ) begin
+            \$158  = items__payload[5];
+          end
+          if (\$116 ) begin
+            \$158  = 1'h0;
+          end
+        end
+    endcase
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$159  = seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            \$159  = items__payload[6];
+          end
+    endcase
+    if (rst) begin
+      \$159  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$160  = it_channel;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            if (\$107 ) begin
+              \$160  = items__payload[2:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$160  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$161  = it_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            if (\$107 ) begin
+              \$161  = items__payload[4:3];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$161  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$162  = send_first;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$116 ) begin
+            \$162  = 1'h1;
+          end
+      3'h2:
+          \$162  = 1'h0;
+    endcase
+    if (rst) begin
+      \$162  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$163  = index;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$116 ) begin
+            \$163  = 3'h0;
+          end
+      3'h2:
+          if (issue) begin
+            \$163  = \$117 [2:0];
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$163  = 3'h0;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$163  = \$128 [2:0];
+    endcase
+    if (rst) begin
+      \$163  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$164  = n_listed;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (send_first) begin
+            \$164  = \$signature__data$35 ;
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$164  = \$signature__data$35 ;
+    endcase
+    if (rst) begin
+      \$164  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$165  = l_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$165  = head;
+          end
+    endcase
+    if (rst) begin
+      \$165  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$166  = o_seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$166  = seq_end;
+          end
+    endcase
+    if (rst) begin
+      \$166  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$167  = sweep;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$121 ) begin
+            if (seq_end) begin
+              \$167  = 3'h0;
+            end
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$126 ) begin
+            \$167  = \$127 [2:0];
+          end
+    endcase
+    if (rst) begin
+      \$167  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$168  = \$129 [31:0];
+    if (rst) begin
+      \$168  = 32'd0;
     end
   end
   assign port__addr = config__payload[5:3];
@@ -5634,29 +6159,29 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign \r__payload.value  = outputs__payload[13:3];
   assign \r__payload.step_end  = outputs__payload[14];
   assign \r__payload.seq_end  = outputs__payload[15];
-  assign \$signature__data.z  = \$signature__data [10:0];
-  assign \$signature__data.listed  = \$signature__data [11];
-  assign \$signature__data$26.z  = \$signature__data$26 [10:0];
-  assign \$signature__data$26.listed  = \$signature__data$26 [11];
-  assign \items__payload.index  = items__payload[2:0];
-  assign \items__payload.value  = items__payload[4:3];
-  assign \items__payload.step_end  = items__payload[5];
-  assign \items__payload.seq_end  = items__payload[6];
   assign \w__payload.index  = w__payload[2:0];
   assign \w__payload.value  = w__payload[13:3];
   assign \w__payload.step_end  = w__payload[14];
   assign \w__payload.seq_end  = w__payload[15];
+  assign \items__payload.index  = items__payload[2:0];
+  assign \items__payload.value  = items__payload[4:3];
+  assign \items__payload.step_end  = items__payload[5];
+  assign \items__payload.seq_end  = items__payload[6];
+  assign need_first[1] = \$8 ;
+  assign need_first[0] = \$5 ;
   assign port__data[31:24] = config__payload[17:10];
   assign port__data[23:16] = config__payload[17:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
-  assign \$74  = \$signature__en$19 ;
-  assign \$79  = \$signature__en$32 ;
-  assign \$84  = c_wr__en;
+  assign \$77  = \$signature__en$54 ;
+  assign \$82  = f_wr__en;
+  assign \$87  = \$signature__en$40 ;
+  assign \$92  = \$signature__en$43 ;
+  assign \$101  = \$100 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, reserve, w__payload, w__valid, cancel, out_valid, clk);
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6500,7 +7025,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [-1:0] \port__addr$21 ;
   wire [2:0] \port__addr$25 ;
   wire [-1:0] \port__addr$27 ;
-  wire [-1:0] \port__addr$29 ;
+  wire [-1:0] \port__addr$30 ;
   wire [15:0] port__data;
   wire [47:0] \port__data$19 ;
   wire [53:0] \port__data$24 ;
@@ -6621,7 +7146,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire starting;
   wire \starting$9 ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [16:0] value;
   wire [15:0] weights;
@@ -6696,7 +7221,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$40 ;
   always @(posedge clk)
-    use_acc2 <= \$41 ;
+    use_acc2a <= \$41 ;
   always @(posedge clk)
     readout_macs <= \$42 ;
   always @(posedge clk)
@@ -6714,11 +7239,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[5:2] + slot_c1[14:12];
   assign \$8  = ~ slot_c1[11];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign use_acc = ~ slot_c1[9];
-  assign \$10  = slot_c1[0] & slot_c1[6];
+  assign use_acc = ~ slot_c2[9];
+  assign \$10  = slot_c2[0] & slot_c2[6];
   assign weights = slot_c2[11] ? 16'h0000 : \port__data$35 ;
-  assign \$11  = use_acc2 ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
-  assign \$12  = use_acc2 ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
+  assign \$11  = use_acc2a ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
+  assign \$12  = use_acc2a ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
   assign \$13  = 1'h0 + port__en;
   assign \$14  = readout_weights_reads + \$13 ;
   assign \$15  = | \$3 [1:0];
@@ -7036,7 +7561,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [2:0] \$36 ;
+  wire [3:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -7067,7 +7592,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   reg \$61 ;
   reg \$62 ;
   reg [31:0] \$63 ;
-  reg [1:0] \$64 ;
+  reg [2:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [3:0] \$67 ;
@@ -7092,7 +7617,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   wire [-1:0] group;
   wire issue;
   input [21:0] items__payload;
@@ -7511,18 +8036,18 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [1:0];
+        \$64  = \$36 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h3;
+          \$64  = 3'h3;
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
@@ -7732,13 +8257,11 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [7:0] \$12 ;
   reg [24:0] \$13 ;
   reg [26:0] \$14 ;
-  reg [26:0] \$15 ;
-  reg [53:0] \$16 ;
-  reg [7:0] \$17 ;
-  reg [24:0] \$18 ;
-  reg [26:0] \$19 ;
+  reg [53:0] \$15 ;
+  reg [7:0] \$16 ;
+  reg [24:0] \$17 ;
+  reg [26:0] \$18 ;
   wire [26:0] \$2 ;
-  reg [26:0] \$20 ;
   wire [27:0] \$3 ;
   wire [24:0] \$4 ;
   wire [26:0] \$5 ;
@@ -7760,10 +8283,8 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [24:0] product_1 = 25'h0000000;
   input rst;
   wire rst;
-  reg [26:0] seed_0_0 = 27'h0000000;
-  reg [26:0] seed_0_1 = 27'h0000000;
-  reg [26:0] seed_1_0 = 27'h0000000;
-  reg [26:0] seed_1_1 = 27'h0000000;
+  reg [26:0] seed_0 = 27'h0000000;
+  reg [26:0] seed_1 = 27'h0000000;
   input [53:0] seeds;
   wire [53:0] seeds;
   wire [26:0] \seeds[0] ;
@@ -7782,10 +8303,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[26:0];
+  assign \$2  = first_1 ? seed_0 : acc[26:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[53:27];
+  assign \$5  = first_1 ? seed_1 : acc[53:27];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
     valid_0 <= \$7 ;
@@ -7802,19 +8323,15 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     product_0 <= \$13 ;
   always @(posedge clk)
-    seed_0_0 <= \$14 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    seed_0_1 <= \$15 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    acc <= \$16 ;
+    weight_1 <= \$16 ;
   always @(posedge clk)
-    weight_1 <= \$17 ;
+    product_1 <= \$17 ;
   always @(posedge clk)
-    product_1 <= \$18 ;
-  always @(posedge clk)
-    seed_1_0 <= \$19 ;
-  always @(posedge clk)
-    seed_1_1 <= \$20 ;
+    seed_1 <= \$18 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$7  = valid;
@@ -7873,48 +8390,34 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = seed_0_0;
-    if (rst) begin
-      \$15  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = acc;
+    \$15  = acc;
     if (valid_1) begin
-      \$16 [26:0] = \$3 [26:0];
-      \$16 [53:27] = \$6 [26:0];
+      \$15 [26:0] = \$3 [26:0];
+      \$15 [53:27] = \$6 [26:0];
     end
     if (rst) begin
-      \$16  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = weights[15:8];
-    if (rst) begin
-      \$17  = 8'h00;
+      \$15  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = \$4 ;
+    \$16  = weights[15:8];
     if (rst) begin
-      \$18  = 25'h0000000;
+      \$16  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$19  = seeds[53:27];
+    \$17  = \$4 ;
     if (rst) begin
-      \$19  = 27'h0000000;
+      \$17  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$20  = seed_1_0;
+    \$18  = seeds[53:27];
     if (rst) begin
-      \$20  = 27'h0000000;
+      \$18  = 27'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];

@@ -403,7 +403,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(\i__valid$36 ),
     .items__payload(\items__payload$26 ),
     .items__ready(o__ready),
-    .\items__ready$100 (\events__ready$34 ),
+    .\items__ready$104 (\events__ready$34 ),
     .items__valid(\items__valid$30 ),
     .layer1_acc_reads(layer1_acc_reads),
     .layer1_acc_writes(layer1_acc_writes),
@@ -427,7 +427,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer1_weights_reads(layer1_weights_reads),
     .layer1_weights_writes(layer1_weights_writes),
     .rst(rst),
-    .\trace$135 (trace_1)
+    .\trace$139 (trace_1)
   );
   \accelerator.layer1_slice  layer1_slice (
     .clk(clk),
@@ -2558,7 +2558,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [7:0] value;
   wire [63:0] weights;
@@ -2598,7 +2598,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$42  = _0_;
@@ -2741,7 +2741,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$47 ;
   always @(posedge clk)
-    use_acc2 <= \$48 ;
+    use_acc2a <= \$48 ;
   always @(posedge clk)
     layer0_macs <= \$49 ;
   always @(posedge clk)
@@ -2766,7 +2766,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$8  = slot_c1[8:3] + slot_c1[18:15];
   assign \$9  = ~ slot_c1[14];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign \$11  = slot_c1[0] & slot_c1[9];
+  assign \$11  = slot_c2[0] & slot_c2[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$38 ;
   assign \$12  = slot_c2a[0] & slot_c2a[10];
   assign \$13  = 1'h0 + port__en;
@@ -2996,7 +2996,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$27  = state_write[2];
   assign \port__data$28  = state_write[66:3];
   assign \port__addr$29  = \$8 [5:0];
-  assign \port__addr$31  = slot_c1[2:1];
+  assign \port__addr$31  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -3190,7 +3190,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [2:0] \$36 ;
+  wire [3:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -3221,7 +3221,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   reg \$61 ;
   reg \$62 ;
   reg [26:0] \$63 ;
-  reg [1:0] \$64 ;
+  reg [2:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [1:0] \$67 ;
@@ -3247,7 +3247,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3679,18 +3679,18 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [1:0];
+        \$64  = \$36 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h0;
+          \$64  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
@@ -3935,39 +3935,31 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [7:0] \$30 ;
   reg [15:0] \$31 ;
   reg [18:0] \$32 ;
-  reg [18:0] \$33 ;
-  reg [151:0] \$34 ;
-  reg [7:0] \$35 ;
-  reg [15:0] \$36 ;
-  reg [18:0] \$37 ;
-  reg [18:0] \$38 ;
-  reg [7:0] \$39 ;
+  reg [151:0] \$33 ;
+  reg [7:0] \$34 ;
+  reg [15:0] \$35 ;
+  reg [18:0] \$36 ;
+  reg [7:0] \$37 ;
+  reg [15:0] \$38 ;
+  reg [18:0] \$39 ;
   wire [15:0] \$4 ;
-  reg [15:0] \$40 ;
-  reg [18:0] \$41 ;
+  reg [7:0] \$40 ;
+  reg [15:0] \$41 ;
   reg [18:0] \$42 ;
   reg [7:0] \$43 ;
   reg [15:0] \$44 ;
   reg [18:0] \$45 ;
-  reg [18:0] \$46 ;
-  reg [7:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [18:0] \$49 ;
+  reg [7:0] \$46 ;
+  reg [15:0] \$47 ;
+  reg [18:0] \$48 ;
+  reg [7:0] \$49 ;
   wire [18:0] \$5 ;
-  reg [18:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [15:0] \$52 ;
-  reg [18:0] \$53 ;
+  reg [15:0] \$50 ;
+  reg [18:0] \$51 ;
+  reg [7:0] \$52 ;
+  reg [15:0] \$53 ;
   reg [18:0] \$54 ;
-  reg [7:0] \$55 ;
-  reg [15:0] \$56 ;
-  reg [18:0] \$57 ;
-  reg [18:0] \$58 ;
-  reg [7:0] \$59 ;
   wire [19:0] \$6 ;
-  reg [15:0] \$60 ;
-  reg [18:0] \$61 ;
-  reg [18:0] \$62 ;
   wire [15:0] \$7 ;
   wire [18:0] \$8 ;
   wire [19:0] \$9 ;
@@ -3997,22 +3989,14 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [15:0] product_7 = 16'h0000;
   input rst;
   wire rst;
-  reg [18:0] seed_0_0 = 19'h00000;
-  reg [18:0] seed_0_1 = 19'h00000;
-  reg [18:0] seed_1_0 = 19'h00000;
-  reg [18:0] seed_1_1 = 19'h00000;
-  reg [18:0] seed_2_0 = 19'h00000;
-  reg [18:0] seed_2_1 = 19'h00000;
-  reg [18:0] seed_3_0 = 19'h00000;
-  reg [18:0] seed_3_1 = 19'h00000;
-  reg [18:0] seed_4_0 = 19'h00000;
-  reg [18:0] seed_4_1 = 19'h00000;
-  reg [18:0] seed_5_0 = 19'h00000;
-  reg [18:0] seed_5_1 = 19'h00000;
-  reg [18:0] seed_6_0 = 19'h00000;
-  reg [18:0] seed_6_1 = 19'h00000;
-  reg [18:0] seed_7_0 = 19'h00000;
-  reg [18:0] seed_7_1 = 19'h00000;
+  reg [18:0] seed_0 = 19'h00000;
+  reg [18:0] seed_1 = 19'h00000;
+  reg [18:0] seed_2 = 19'h00000;
+  reg [18:0] seed_3 = 19'h00000;
+  reg [18:0] seed_4 = 19'h00000;
+  reg [18:0] seed_5 = 19'h00000;
+  reg [18:0] seed_6 = 19'h00000;
+  reg [18:0] seed_7 = 19'h00000;
   input [151:0] seeds;
   wire [151:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -4049,92 +4033,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    product_0 <= \$31 ;
+    product_1 <= \$35 ;
   always @(posedge clk)
-    seed_0_0 <= \$32 ;
+    seed_1 <= \$36 ;
   always @(posedge clk)
-    seed_0_1 <= \$33 ;
+    weight_2 <= \$37 ;
   always @(posedge clk)
-    acc <= \$34 ;
+    product_2 <= \$38 ;
   always @(posedge clk)
-    weight_1 <= \$35 ;
+    seed_2 <= \$39 ;
   always @(posedge clk)
-    product_1 <= \$36 ;
+    weight_3 <= \$40 ;
   always @(posedge clk)
-    seed_1_0 <= \$37 ;
+    product_3 <= \$41 ;
   always @(posedge clk)
-    seed_1_1 <= \$38 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    weight_2 <= \$39 ;
+    weight_4 <= \$43 ;
   always @(posedge clk)
-    product_2 <= \$40 ;
+    product_4 <= \$44 ;
   always @(posedge clk)
-    seed_2_0 <= \$41 ;
+    seed_4 <= \$45 ;
   always @(posedge clk)
-    seed_2_1 <= \$42 ;
+    weight_5 <= \$46 ;
   always @(posedge clk)
-    weight_3 <= \$43 ;
+    product_5 <= \$47 ;
   always @(posedge clk)
-    product_3 <= \$44 ;
+    seed_5 <= \$48 ;
   always @(posedge clk)
-    seed_3_0 <= \$45 ;
+    weight_6 <= \$49 ;
   always @(posedge clk)
-    seed_3_1 <= \$46 ;
+    product_6 <= \$50 ;
   always @(posedge clk)
-    weight_4 <= \$47 ;
+    seed_6 <= \$51 ;
   always @(posedge clk)
-    product_4 <= \$48 ;
+    weight_7 <= \$52 ;
   always @(posedge clk)
-    seed_4_0 <= \$49 ;
+    product_7 <= \$53 ;
   always @(posedge clk)
-    seed_4_1 <= \$50 ;
-  always @(posedge clk)
-    weight_5 <= \$51 ;
-  always @(posedge clk)
-    product_5 <= \$52 ;
-  always @(posedge clk)
-    seed_5_0 <= \$53 ;
-  always @(posedge clk)
-    seed_5_1 <= \$54 ;
-  always @(posedge clk)
-    weight_6 <= \$55 ;
-  always @(posedge clk)
-    product_6 <= \$56 ;
-  always @(posedge clk)
-    seed_6_0 <= \$57 ;
-  always @(posedge clk)
-    seed_6_1 <= \$58 ;
-  always @(posedge clk)
-    weight_7 <= \$59 ;
-  always @(posedge clk)
-    product_7 <= \$60 ;
-  always @(posedge clk)
-    seed_7_0 <= \$61 ;
-  always @(posedge clk)
-    seed_7_1 <= \$62 ;
+    seed_7 <= \$54 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$2  = first_1 ? seed_0 : acc[18:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$5  = first_1 ? seed_1 : acc[37:19];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[56:38];
+  assign \$8  = first_1 ? seed_2 : acc[56:38];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[75:57];
+  assign \$11  = first_1 ? seed_3 : acc[75:57];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   assign \$13  = $signed(weight_4) * $signed(value_r);
-  assign \$14  = first_1 ? seed_4_1 : acc[94:76];
+  assign \$14  = first_1 ? seed_4 : acc[94:76];
   assign \$15  = $signed(\$14 ) + $signed(product_4);
   assign \$16  = $signed(weight_5) * $signed(value_r);
-  assign \$17  = first_1 ? seed_5_1 : acc[113:95];
+  assign \$17  = first_1 ? seed_5 : acc[113:95];
   assign \$18  = $signed(\$17 ) + $signed(product_5);
   assign \$19  = $signed(weight_6) * $signed(value_r);
-  assign \$20  = first_1 ? seed_6_1 : acc[132:114];
+  assign \$20  = first_1 ? seed_6 : acc[132:114];
   assign \$21  = $signed(\$20 ) + $signed(product_6);
   assign \$22  = $signed(weight_7) * $signed(value_r);
-  assign \$23  = first_1 ? seed_7_1 : acc[151:133];
+  assign \$23  = first_1 ? seed_7 : acc[151:133];
   assign \$24  = $signed(\$23 ) + $signed(product_7);
   always @(posedge clk)
     valid_0 <= \$25 ;
@@ -4148,231 +4108,145 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     value_r <= \$29 ;
   always @(posedge clk)
     weight_0 <= \$30 ;
+  always @(posedge clk)
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0 <= \$32 ;
+  always @(posedge clk)
+    acc <= \$33 ;
+  always @(posedge clk)
+    weight_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = seeds[18:0];
+    \$36  = seeds[37:19];
     if (rst) begin
-      \$32  = 19'h00000;
+      \$36  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = seed_0_0;
+    \$37  = weights[23:16];
     if (rst) begin
-      \$33  = 19'h00000;
+      \$37  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = acc;
-    if (valid_1) begin
-      \$34 [18:0] = \$3 [18:0];
-      \$34 [37:19] = \$6 [18:0];
-      \$34 [56:38] = \$9 [18:0];
-      \$34 [75:57] = \$12 [18:0];
-      \$34 [94:76] = \$15 [18:0];
-      \$34 [113:95] = \$18 [18:0];
-      \$34 [132:114] = \$21 [18:0];
-      \$34 [151:133] = \$24 [18:0];
-    end
+    \$38  = \$7 ;
     if (rst) begin
-      \$34  = 152'h00000000000000000000000000000000000000;
+      \$38  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$35  = weights[15:8];
+    \$39  = seeds[56:38];
     if (rst) begin
-      \$35  = 8'h00;
+      \$39  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = \$4 ;
+    \$40  = weights[31:24];
     if (rst) begin
-      \$36  = 16'h0000;
+      \$40  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = seeds[37:19];
+    \$41  = \$10 ;
     if (rst) begin
-      \$37  = 19'h00000;
+      \$41  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = seed_1_0;
-    if (rst) begin
-      \$38  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = weights[23:16];
-    if (rst) begin
-      \$39  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = \$7 ;
-    if (rst) begin
-      \$40  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = seeds[56:38];
-    if (rst) begin
-      \$41  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = seed_2_0;
+    \$42  = seeds[75:57];
     if (rst) begin
       \$42  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = weights[31:24];
+    \$43  = weights[39:32];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = \$10 ;
+    \$44  = \$13 ;
     if (rst) begin
       \$44  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = seeds[75:57];
+    \$45  = seeds[94:76];
     if (rst) begin
       \$45  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = seed_3_0;
+    \$46  = weights[47:40];
     if (rst) begin
-      \$46  = 19'h00000;
+      \$46  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = weights[39:32];
+    \$47  = \$16 ;
     if (rst) begin
-      \$47  = 8'h00;
+      \$47  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = \$13 ;
+    \$48  = seeds[113:95];
     if (rst) begin
-      \$48  = 16'h0000;
+      \$48  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = seeds[94:76];
+    \$49  = weights[55:48];
     if (rst) begin
-      \$49  = 19'h00000;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seed_4_0;
+    \$50  = \$19 ;
     if (rst) begin
-      \$50  = 19'h00000;
+      \$50  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[47:40];
+    \$51  = seeds[132:114];
     if (rst) begin
-      \$51  = 8'h00;
+      \$51  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$16 ;
+    \$52  = weights[63:56];
     if (rst) begin
-      \$52  = 16'h0000;
+      \$52  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[113:95];
+    \$53  = \$22 ;
     if (rst) begin
-      \$53  = 19'h00000;
+      \$53  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = seed_5_0;
+    \$54  = seeds[151:133];
     if (rst) begin
       \$54  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = weights[55:48];
-    if (rst) begin
-      \$55  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = \$19 ;
-    if (rst) begin
-      \$56  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = seeds[132:114];
-    if (rst) begin
-      \$57  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = seed_6_0;
-    if (rst) begin
-      \$58  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = weights[63:56];
-    if (rst) begin
-      \$59  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = \$22 ;
-    if (rst) begin
-      \$60  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = seeds[151:133];
-    if (rst) begin
-      \$61  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seed_7_0;
-    if (rst) begin
-      \$62  = 19'h00000;
     end
   end
   always @* begin
@@ -4422,6 +4296,44 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$32  = seeds[18:0];
+    if (rst) begin
+      \$32  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$33  = acc;
+    if (valid_1) begin
+      \$33 [18:0] = \$3 [18:0];
+      \$33 [37:19] = \$6 [18:0];
+      \$33 [56:38] = \$9 [18:0];
+      \$33 [75:57] = \$12 [18:0];
+      \$33 [94:76] = \$15 [18:0];
+      \$33 [113:95] = \$18 [18:0];
+      \$33 [132:114] = \$21 [18:0];
+      \$33 [151:133] = \$24 [18:0];
+    end
+    if (rst) begin
+      \$33  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$34  = weights[15:8];
+    if (rst) begin
+      \$34  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$35  = \$4 ;
+    if (rst) begin
+      \$35  = 16'h0000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -4649,10 +4561,8 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4673,6 +4583,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4697,13 +4608,12 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4737,10 +4647,8 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4761,6 +4669,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4785,13 +4694,12 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4825,10 +4733,8 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4849,6 +4755,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4873,13 +4780,12 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -4913,10 +4819,8 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -4937,6 +4841,7 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -4961,13 +4866,12 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -5134,137 +5038,125 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$100 , items__payload, items__valid, \trace$135 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
+module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$104 , items__payload, items__valid, \trace$139 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
 , layer1_pool_writes, layer1_macs, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [15:0] \$100 ;
-  reg [23:0] \$101 ;
-  reg [15:0] \$102 ;
-  reg [15:0] \$103 ;
-  reg \$104 ;
-  reg [15:0] \$105 ;
-  reg \$106 ;
-  reg \$107 ;
-  reg [15:0] \$108 ;
-  reg [23:0] \$109 ;
-  wire [24:0] \$11 ;
-  reg [15:0] \$110 ;
-  reg [15:0] \$111 ;
-  reg \$112 ;
-  reg [15:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg [15:0] \$116 ;
-  reg [23:0] \$117 ;
-  reg [15:0] \$118 ;
-  reg [15:0] \$119 ;
+  reg \$100 ;
+  reg [15:0] \$101 ;
+  reg \$102 ;
+  reg \$103 ;
+  reg [15:0] \$104 ;
+  reg [23:0] \$105 ;
+  reg [15:0] \$106 ;
+  reg [15:0] \$107 ;
+  reg \$108 ;
+  reg [15:0] \$109 ;
+  wire \$11 ;
+  reg \$110 ;
+  reg \$111 ;
+  reg [15:0] \$112 ;
+  reg [23:0] \$113 ;
+  reg [72:0] \$114 ;
+  reg [31:0] \$115 ;
+  reg [31:0] \$116 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [15:0] \$121 ;
-  reg \$122 ;
-  reg \$123 ;
-  reg [15:0] \$124 ;
-  reg [23:0] \$125 ;
-  reg [72:0] \$126 ;
-  reg [31:0] \$127 ;
-  reg [31:0] \$128 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire [15:0] \$17 ;
+  wire [24:0] \$18 ;
   wire \$19 ;
   wire [24:0] \$2 ;
-  wire [15:0] \$20 ;
-  wire [24:0] \$21 ;
-  wire \$22 ;
+  wire [24:0] \$20 ;
+  wire \$21 ;
+  wire [24:0] \$22 ;
   wire [24:0] \$23 ;
-  wire \$24 ;
+  wire [23:0] \$24 ;
   wire [24:0] \$25 ;
-  wire [24:0] \$26 ;
-  wire [24:0] \$27 ;
-  wire [24:0] \$28 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [24:0] \$30 ;
+  wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
+  wire [15:0] \$33 ;
+  wire [24:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
+  wire [24:0] \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [15:0] \$39 ;
+  wire [24:0] \$38 ;
+  wire [24:0] \$39 ;
   wire [24:0] \$4 ;
-  wire [24:0] \$40 ;
-  wire \$41 ;
-  wire [24:0] \$42 ;
+  wire [23:0] \$40 ;
+  wire [24:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire [24:0] \$44 ;
-  wire [24:0] \$45 ;
-  wire [24:0] \$46 ;
-  wire [24:0] \$47 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
-  wire [24:0] \$49 ;
+  wire [15:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [24:0] \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [24:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire [15:0] \$58 ;
-  wire [24:0] \$59 ;
+  wire [24:0] \$54 ;
+  wire [24:0] \$55 ;
+  wire [23:0] \$56 ;
+  wire [24:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [24:0] \$6 ;
   wire \$60 ;
-  wire [24:0] \$61 ;
+  wire \$61 ;
   wire \$62 ;
-  wire [24:0] \$63 ;
-  wire [24:0] \$64 ;
-  wire [24:0] \$65 ;
-  wire [24:0] \$66 ;
-  wire \$67 ;
-  wire [24:0] \$68 ;
-  wire \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire [23:0] \$66 ;
+  wire [23:0] \$67 ;
+  wire [23:0] \$68 ;
+  wire [23:0] \$69 ;
   wire [24:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
-  wire [24:0] \$8 ;
-  wire [23:0] \$80 ;
-  wire [23:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire [2:0] \$83 ;
-  wire [3:0] \$84 ;
-  wire [4:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire [1:0] \$87 ;
-  wire [2:0] \$88 ;
-  wire [3:0] \$89 ;
+  wire [1:0] \$70 ;
+  wire [2:0] \$71 ;
+  wire [3:0] \$72 ;
+  wire [4:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire [1:0] \$75 ;
+  wire [2:0] \$76 ;
+  wire [3:0] \$77 ;
+  wire [4:0] \$78 ;
+  wire [32:0] \$79 ;
+  wire [23:0] \$8 ;
+  reg [36:0] \$80 ;
+  reg \$81 ;
+  reg [15:0] \$82 ;
+  reg [15:0] \$83 ;
+  reg \$84 ;
+  reg [15:0] \$85 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [15:0] \$88 ;
+  reg [23:0] \$89 ;
   wire [24:0] \$9 ;
-  wire [4:0] \$90 ;
-  wire [32:0] \$91 ;
-  reg [36:0] \$92 ;
-  reg \$93 ;
-  reg [15:0] \$94 ;
-  reg [15:0] \$95 ;
-  reg \$96 ;
-  reg [15:0] \$97 ;
-  reg \$98 ;
-  reg \$99 ;
+  reg [15:0] \$90 ;
+  reg [15:0] \$91 ;
+  reg \$92 ;
+  reg [15:0] \$93 ;
+  reg \$94 ;
+  reg \$95 ;
+  reg [15:0] \$96 ;
+  reg [23:0] \$97 ;
+  reg [15:0] \$98 ;
+  reg [15:0] \$99 ;
   wire [223:0] acc;
   wire [55:0] \acc$14 ;
   wire [27:0] \acc$14.cand ;
@@ -5316,7 +5208,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire config__valid;
   wire \config__valid$9 ;
   wire credit;
-  wire \credit$85 ;
+  wire \credit$89 ;
   wire [103:0] entries__payload;
   wire [1:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -5351,17 +5243,17 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire finalize;
   reg finalize4 = 1'h0;
   wire gate;
-  wire \gate$117 ;
-  wire \gate$124 ;
-  wire \gate$131 ;
+  wire \gate$121 ;
+  wire \gate$128 ;
+  wire \gate$135 ;
   reg gate_c4_0 = 1'h0;
   reg gate_c4_1 = 1'h0;
   reg gate_c4_2 = 1'h0;
   reg gate_c4_3 = 1'h0;
   wire hold;
-  wire \hold$115 ;
-  wire \hold$122 ;
-  wire \hold$129 ;
+  wire \hold$119 ;
+  wire \hold$126 ;
+  wire \hold$133 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -5385,23 +5277,23 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [16:0] \items__payload$1.value ;
-  wire [29:0] \items__payload$99 ;
-  wire [3:0] \items__payload$99.index ;
-  wire \items__payload$99.seq_end ;
-  wire \items__payload$99.step_end ;
-  wire [23:0] \items__payload$99.value ;
+  wire [29:0] \items__payload$103 ;
+  wire [3:0] \items__payload$103.index ;
+  wire \items__payload$103.seq_end ;
+  wire \items__payload$103.step_end ;
+  wire [23:0] \items__payload$103.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [16:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
-  input \items__ready$100 ;
-  wire \items__ready$100 ;
+  input \items__ready$104 ;
+  wire \items__ready$104 ;
   wire \items__ready$3 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$103 ;
+  wire \items__valid$107 ;
   wire \items__valid$5 ;
   output [31:0] layer1_acc_reads;
   wire [31:0] layer1_acc_reads;
@@ -5446,12 +5338,12 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   output [31:0] layer1_weights_writes;
   wire [31:0] layer1_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$114 ;
-  wire [15:0] \new$114.h ;
-  wire [15:0] \new$121 ;
-  wire [15:0] \new$121.h ;
-  wire [15:0] \new$128 ;
-  wire [15:0] \new$128.h ;
+  wire [15:0] \new$118 ;
+  wire [15:0] \new$118.h ;
+  wire [15:0] \new$125 ;
+  wire [15:0] \new$125.h ;
+  wire [15:0] \new$132 ;
+  wire [15:0] \new$132.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -5502,9 +5394,9 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$116 ;
-  wire [15:0] \out$123 ;
-  wire [15:0] \out$130 ;
+  wire [15:0] \out$120 ;
+  wire [15:0] \out$127 ;
+  wire [15:0] \out$134 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -5533,12 +5425,16 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [23:0] \pool[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
+  wire pool_0_fits;
   wire [23:0] pool_1;
   wire pool_1_clipped;
+  wire pool_1_fits;
   wire [23:0] pool_2;
   wire pool_2_clipped;
+  wire pool_2_fits;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  wire pool_3_fits;
   wire [98:0] pool_write;
   wire [1:0] \pool_write.addr ;
   wire [95:0] \pool_write.data ;
@@ -5548,9 +5444,9 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [23:0] \pool_write.data[3] ;
   wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$120 ;
-  wire [15:0] \potential$127 ;
-  wire [15:0] \potential$134 ;
+  wire [15:0] \potential$124 ;
+  wire [15:0] \potential$131 ;
+  wire [15:0] \potential$138 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -5571,10 +5467,10 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$110 ;
-  wire \saturated$118 ;
-  wire \saturated$125 ;
-  wire \saturated$132 ;
+  wire \saturated$114 ;
+  wire \saturated$122 ;
+  wire \saturated$129 ;
+  wire \saturated$136 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -5618,22 +5514,22 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire [72:0] trace;
-  output [72:0] \trace$135 ;
-  reg [72:0] \trace$135  = 73'h0000000000000000000;
-  wire [3:0] \trace$135.gate ;
-  wire \trace$135.gate[0] ;
-  wire \trace$135.gate[1] ;
-  wire \trace$135.gate[2] ;
-  wire \trace$135.gate[3] ;
-  wire [1:0] \trace$135.group ;
-  wire \trace$135.seq_end ;
-  wire [63:0] \trace$135.state ;
-  wire [15:0] \trace$135.state[0] ;
-  wire [15:0] \trace$135.state[1] ;
-  wire [15:0] \trace$135.state[2] ;
-  wire [15:0] \trace$135.state[3] ;
-  wire \trace$135.step_end ;
-  wire \trace$135.valid ;
+  output [72:0] \trace$139 ;
+  reg [72:0] \trace$139  = 73'h0000000000000000000;
+  wire [3:0] \trace$139.gate ;
+  wire \trace$139.gate[0] ;
+  wire \trace$139.gate[1] ;
+  wire \trace$139.gate[2] ;
+  wire \trace$139.gate[3] ;
+  wire [1:0] \trace$139.group ;
+  wire \trace$139.seq_end ;
+  wire [63:0] \trace$139.state ;
+  wire [15:0] \trace$139.state[0] ;
+  wire [15:0] \trace$139.state[1] ;
+  wire [15:0] \trace$139.state[2] ;
+  wire [15:0] \trace$139.state[3] ;
+  wire \trace$139.step_end ;
+  wire \trace$139.valid ;
   wire [3:0] \trace.gate ;
   wire \trace.gate[0] ;
   wire \trace.gate[1] ;
@@ -5668,164 +5564,156 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
   assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$3  = $signed(\$2 ) > $signed(24'h7fffff);
+  assign \$3  = ! \$2 [24:23];
   assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$5  = $signed(\$4 ) < $signed(24'h800000);
+  assign \$5  = \$4 [24:23] == 2'h3;
+  assign pool_0_fits = \$3  | \$5 ;
   assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$7  = \$5  ? 25'h1800000 : \$6 ;
-  assign \$8  = \$3  ? 25'h07fffff : \$7 ;
-  assign \$9  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$10  = $signed(\$9 ) > $signed(24'h7fffff);
-  assign \$11  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$12  = $signed(\$11 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$10  | \$12 ;
-  assign \$13  = out_0 != old_c4_0;
-  assign \$15  = saturated_c4_0 | pool_0_clipped;
-  assign \$18  = | \$8 [23:0];
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$7  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$8  = \$7 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$9  = pool_0_fits ? { 1'h0, \$6 [23:0] } : { \$8 [23], \$8  };
+  assign pool_0_clipped = ~ pool_0_fits;
+  assign \$10  = out_0 != old_c4_0;
+  assign \$12  = saturated_c4_0 | pool_0_clipped;
+  assign \$15  = | \$9 [23:0];
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$21  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$18  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$19  = ! \$18 [24:23];
+  assign \$20  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$21  = \$20 [24:23] == 2'h3;
+  assign pool_1_fits = \$19  | \$21 ;
+  assign \$22  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
-  assign \$25  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$26  = \$24  ? 25'h1800000 : \$25 ;
-  assign \$27  = \$22  ? 25'h07fffff : \$26 ;
-  assign \$28  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$29  = $signed(\$28 ) > $signed(24'h7fffff);
-  assign \$30  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$31  = $signed(\$30 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$29  | \$31 ;
-  assign \$32  = out_1 != old_c4_1;
-  assign \$34  = saturated_c4_1 | pool_1_clipped;
-  assign \$37  = | \$27 [23:0];
-  assign \$38  = \$36  & \$37 ;
-  assign \$39  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$24  = \$23 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$25  = pool_1_fits ? { 1'h0, \$22 [23:0] } : { \$24 [23], \$24  };
+  assign pool_1_clipped = ~ pool_1_fits;
+  assign \$26  = out_1 != old_c4_1;
+  assign \$28  = saturated_c4_1 | pool_1_clipped;
+  assign \$31  = | \$25 [23:0];
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$40  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
-  assign \$42  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
-  assign \$44  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$45  = \$43  ? 25'h1800000 : \$44 ;
-  assign \$46  = \$41  ? 25'h07fffff : \$45 ;
-  assign \$47  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
-  assign \$49  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$48  | \$50 ;
-  assign \$51  = out_2 != old_c4_2;
-  assign \$53  = saturated_c4_2 | pool_2_clipped;
-  assign \$56  = | \$46 [23:0];
-  assign \$57  = \$55  & \$56 ;
-  assign \$58  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$34  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$35  = ! \$34 [24:23];
+  assign \$36  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$37  = \$36 [24:23] == 2'h3;
+  assign pool_2_fits = \$35  | \$37 ;
+  assign \$38  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$39  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$40  = \$39 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$41  = pool_2_fits ? { 1'h0, \$38 [23:0] } : { \$40 [23], \$40  };
+  assign pool_2_clipped = ~ pool_2_fits;
+  assign \$42  = out_2 != old_c4_2;
+  assign \$44  = saturated_c4_2 | pool_2_clipped;
+  assign \$47  = | \$41 [23:0];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$59  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
-  assign \$61  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
-  assign \$63  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$64  = \$62  ? 25'h1800000 : \$63 ;
-  assign \$65  = \$60  ? 25'h07fffff : \$64 ;
-  assign \$66  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$67  = $signed(\$66 ) > $signed(24'h7fffff);
-  assign \$68  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$69  = $signed(\$68 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$67  | \$69 ;
-  assign \$70  = out_3 != old_c4_3;
-  assign \$72  = saturated_c4_3 | pool_3_clipped;
-  assign \$75  = | \$65 [23:0];
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = slot_c4[12] & slot_c4[14];
-  assign \$78  = slot[13] ? 24'h000000 : pool[23:0];
-  assign \$79  = slot[13] ? 24'h000000 : pool[47:24];
-  assign \$80  = slot[13] ? 24'h000000 : pool[71:48];
-  assign \$81  = slot[13] ? 24'h000000 : pool[95:72];
-  assign \$82  = 1'h0 + changed[0];
-  assign \$83  = \$82  + changed[1];
-  assign \$84  = \$83  + changed[2];
-  assign \$85  = \$84  + changed[3];
-  assign \$86  = layer1_events + \$85 ;
-  assign \$87  = 1'h0 + saturated[0];
-  assign \$88  = \$87  + saturated[1];
-  assign \$89  = \$88  + saturated[2];
-  assign \$90  = \$89  + saturated[3];
-  assign \$91  = layer1_saturations + \$90 ;
+  assign \$50  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$51  = ! \$50 [24:23];
+  assign \$52  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$53  = \$52 [24:23] == 2'h3;
+  assign pool_3_fits = \$51  | \$53 ;
+  assign \$54  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$55  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$56  = \$55 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$57  = pool_3_fits ? { 1'h0, \$54 [23:0] } : { \$56 [23], \$56  };
+  assign pool_3_clipped = ~ pool_3_fits;
+  assign \$58  = out_3 != old_c4_3;
+  assign \$60  = saturated_c4_3 | pool_3_clipped;
+  assign \$63  = | \$57 [23:0];
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = slot_c4[12] & slot_c4[14];
+  assign \$66  = slot[13] ? 24'h000000 : pool[23:0];
+  assign \$67  = slot[13] ? 24'h000000 : pool[47:24];
+  assign \$68  = slot[13] ? 24'h000000 : pool[71:48];
+  assign \$69  = slot[13] ? 24'h000000 : pool[95:72];
+  assign \$70  = 1'h0 + changed[0];
+  assign \$71  = \$70  + changed[1];
+  assign \$72  = \$71  + changed[2];
+  assign \$73  = \$72  + changed[3];
+  assign \$74  = layer1_events + \$73 ;
+  assign \$75  = 1'h0 + saturated[0];
+  assign \$76  = \$75  + saturated[1];
+  assign \$77  = \$76  + saturated[2];
+  assign \$78  = \$77  + saturated[3];
+  assign \$79  = layer1_saturations + \$78 ;
   always @(posedge clk)
-    slot_c4 <= \$92 ;
+    slot_c4 <= \$80 ;
   always @(posedge clk)
-    finalize4 <= \$93 ;
+    finalize4 <= \$81 ;
   always @(posedge clk)
-    new_c4_0 <= \$94 ;
+    new_c4_0 <= \$82 ;
   always @(posedge clk)
-    old_c4_0 <= \$95 ;
+    old_c4_0 <= \$83 ;
   always @(posedge clk)
-    hold_c4_0 <= \$96 ;
+    hold_c4_0 <= \$84 ;
   always @(posedge clk)
-    out_c4_0 <= \$97 ;
+    out_c4_0 <= \$85 ;
   always @(posedge clk)
-    gate_c4_0 <= \$98 ;
+    gate_c4_0 <= \$86 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$99 ;
+    saturated_c4_0 <= \$87 ;
   always @(posedge clk)
-    potential_c4_0 <= \$100 ;
+    potential_c4_0 <= \$88 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$101 ;
+    old_pool_c4_0 <= \$89 ;
   always @(posedge clk)
-    new_c4_1 <= \$102 ;
+    new_c4_1 <= \$90 ;
   always @(posedge clk)
-    old_c4_1 <= \$103 ;
+    old_c4_1 <= \$91 ;
   always @(posedge clk)
-    hold_c4_1 <= \$104 ;
+    hold_c4_1 <= \$92 ;
   always @(posedge clk)
-    out_c4_1 <= \$105 ;
+    out_c4_1 <= \$93 ;
   always @(posedge clk)
-    gate_c4_1 <= \$106 ;
+    gate_c4_1 <= \$94 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$107 ;
+    saturated_c4_1 <= \$95 ;
   always @(posedge clk)
-    potential_c4_1 <= \$108 ;
+    potential_c4_1 <= \$96 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$109 ;
+    old_pool_c4_1 <= \$97 ;
   always @(posedge clk)
-    new_c4_2 <= \$110 ;
+    new_c4_2 <= \$98 ;
   always @(posedge clk)
-    old_c4_2 <= \$111 ;
+    old_c4_2 <= \$99 ;
   always @(posedge clk)
-    hold_c4_2 <= \$112 ;
+    hold_c4_2 <= \$100 ;
   always @(posedge clk)
-    out_c4_2 <= \$113 ;
+    out_c4_2 <= \$101 ;
   always @(posedge clk)
-    gate_c4_2 <= \$114 ;
+    gate_c4_2 <= \$102 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$115 ;
+    saturated_c4_2 <= \$103 ;
   always @(posedge clk)
-    potential_c4_2 <= \$116 ;
+    potential_c4_2 <= \$104 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$117 ;
+    old_pool_c4_2 <= \$105 ;
   always @(posedge clk)
-    new_c4_3 <= \$118 ;
+    new_c4_3 <= \$106 ;
   always @(posedge clk)
-    old_c4_3 <= \$119 ;
+    old_c4_3 <= \$107 ;
   always @(posedge clk)
-    hold_c4_3 <= \$120 ;
+    hold_c4_3 <= \$108 ;
   always @(posedge clk)
-    out_c4_3 <= \$121 ;
+    out_c4_3 <= \$109 ;
   always @(posedge clk)
-    gate_c4_3 <= \$122 ;
+    gate_c4_3 <= \$110 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$123 ;
+    saturated_c4_3 <= \$111 ;
   always @(posedge clk)
-    potential_c4_3 <= \$124 ;
+    potential_c4_3 <= \$112 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$125 ;
+    old_pool_c4_3 <= \$113 ;
   always @(posedge clk)
-    \trace$135  <= \$126 ;
+    \trace$139  <= \$114 ;
   always @(posedge clk)
-    layer1_events <= \$127 ;
+    layer1_events <= \$115 ;
   always @(posedge clk)
-    layer1_saturations <= \$128 ;
+    layer1_saturations <= \$116 ;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -5891,7 +5779,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$100 ),
+    .items__ready(\items__ready$104 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -5902,298 +5790,298 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .hold(hold),
     .old(old),
     .params(\params$16 [7:0]),
-    .saturated(\saturated$110 )
+    .saturated(\saturated$114 )
   );
   \accelerator.layer1.update_1  update_1 (
-    .abs_at_least(\gate$117 ),
+    .abs_at_least(\gate$121 ),
     .acc(\acc$19 ),
-    .h_new(\new$114 ),
-    .hold(\hold$115 ),
+    .h_new(\new$118 ),
+    .hold(\hold$119 ),
     .old(\old$21 ),
     .params(\params$16 [15:8]),
-    .saturated(\saturated$118 )
+    .saturated(\saturated$122 )
   );
   \accelerator.layer1.update_2  update_2 (
-    .abs_at_least(\gate$124 ),
+    .abs_at_least(\gate$128 ),
     .acc(\acc$22 ),
-    .h_new(\new$121 ),
-    .hold(\hold$122 ),
+    .h_new(\new$125 ),
+    .hold(\hold$126 ),
     .old(\old$24 ),
     .params(\params$16 [23:16]),
-    .saturated(\saturated$125 )
+    .saturated(\saturated$129 )
   );
   \accelerator.layer1.update_3  update_3 (
-    .abs_at_least(\gate$131 ),
+    .abs_at_least(\gate$135 ),
     .acc(\acc$25 ),
-    .h_new(\new$128 ),
-    .hold(\hold$129 ),
+    .h_new(\new$132 ),
+    .hold(\hold$133 ),
     .old(\old$27 ),
     .params(\params$16 [31:24]),
-    .saturated(\saturated$132 )
+    .saturated(\saturated$136 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$92  = slot;
+    \$80  = slot;
     if (rst) begin
-      \$92  = 37'h0000000000;
+      \$80  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$93  = finalize;
+    \$81  = finalize;
     if (rst) begin
-      \$93  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$94  = \new ;
+    \$82  = \new ;
     if (rst) begin
-      \$94  = 16'h0000;
+      \$82  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$95  = old;
+    \$83  = old;
     if (rst) begin
-      \$95  = 16'h0000;
+      \$83  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$96  = hold;
+    \$84  = hold;
     if (rst) begin
-      \$96  = 1'h0;
+      \$84  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$97  = \new ;
+    \$85  = \new ;
     if (rst) begin
-      \$97  = 16'h0000;
+      \$85  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$98  = gate;
+    \$86  = gate;
     if (rst) begin
-      \$98  = 1'h0;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$99  = \saturated$110 ;
+    \$87  = \saturated$114 ;
     if (rst) begin
-      \$99  = 1'h0;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$100  = 16'h0000;
+    \$88  = 16'h0000;
     if (rst) begin
-      \$100  = 16'h0000;
+      \$88  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$101  = \$78 ;
+    \$89  = \$66 ;
     if (rst) begin
-      \$101  = 24'h000000;
+      \$89  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$102  = \new$114 ;
+    \$90  = \new$118 ;
     if (rst) begin
-      \$102  = 16'h0000;
+      \$90  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$103  = \old$21 ;
+    \$91  = \old$21 ;
     if (rst) begin
-      \$103  = 16'h0000;
+      \$91  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$104  = \hold$115 ;
+    \$92  = \hold$119 ;
     if (rst) begin
-      \$104  = 1'h0;
+      \$92  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$105  = \new$114 ;
+    \$93  = \new$118 ;
     if (rst) begin
-      \$105  = 16'h0000;
+      \$93  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$106  = \gate$117 ;
+    \$94  = \gate$121 ;
     if (rst) begin
-      \$106  = 1'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$107  = \saturated$118 ;
+    \$95  = \saturated$122 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$108  = 16'h0000;
+    \$96  = 16'h0000;
     if (rst) begin
-      \$108  = 16'h0000;
+      \$96  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$109  = \$79 ;
+    \$97  = \$67 ;
     if (rst) begin
-      \$109  = 24'h000000;
+      \$97  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$110  = \new$121 ;
+    \$98  = \new$125 ;
     if (rst) begin
-      \$110  = 16'h0000;
+      \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$111  = \old$24 ;
+    \$99  = \old$24 ;
     if (rst) begin
-      \$111  = 16'h0000;
+      \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$112  = \hold$122 ;
+    \$100  = \hold$126 ;
     if (rst) begin
-      \$112  = 1'h0;
+      \$100  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$113  = \new$121 ;
+    \$101  = \new$125 ;
     if (rst) begin
-      \$113  = 16'h0000;
+      \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$114  = \gate$124 ;
+    \$102  = \gate$128 ;
     if (rst) begin
-      \$114  = 1'h0;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$115  = \saturated$125 ;
+    \$103  = \saturated$129 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$116  = 16'h0000;
+    \$104  = 16'h0000;
     if (rst) begin
-      \$116  = 16'h0000;
+      \$104  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$117  = \$80 ;
+    \$105  = \$68 ;
     if (rst) begin
-      \$117  = 24'h000000;
+      \$105  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$118  = \new$128 ;
+    \$106  = \new$132 ;
     if (rst) begin
-      \$118  = 16'h0000;
+      \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$119  = \old$27 ;
+    \$107  = \old$27 ;
     if (rst) begin
-      \$119  = 16'h0000;
+      \$107  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$120  = \hold$129 ;
+    \$108  = \hold$133 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$108  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$121  = \new$128 ;
+    \$109  = \new$132 ;
     if (rst) begin
-      \$121  = 16'h0000;
+      \$109  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$122  = \gate$131 ;
+    \$110  = \gate$135 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$123  = \saturated$132 ;
+    \$111  = \saturated$136 ;
     if (rst) begin
-      \$123  = 1'h0;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$124  = 16'h0000;
+    \$112  = 16'h0000;
     if (rst) begin
-      \$124  = 16'h0000;
+      \$112  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$125  = \$81 ;
+    \$113  = \$69 ;
     if (rst) begin
-      \$125  = 24'h000000;
+      \$113  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$126  = trace;
+    \$114  = trace;
     if (rst) begin
-      \$126  = 73'h0000000000000000000;
+      \$114  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$127  = layer1_events;
+    \$115  = layer1_events;
     if (finalize4) begin
-      \$127  = \$86 [31:0];
+      \$115  = \$74 [31:0];
     end
     if (rst) begin
-      \$127  = 32'd0;
+      \$115  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$14 ) begin end
-    \$128  = layer1_saturations;
+    \$116  = layer1_saturations;
     if (finalize4) begin
-      \$128  = \$91 [31:0];
+      \$116  = \$79 [31:0];
     end
     if (rst) begin
-      \$128  = 32'd0;
+      \$116  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -6206,34 +6094,34 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \params$23  = \params$16 [23:16];
   assign \params$26  = \params$16 [31:24];
   assign old_out_0 = old_c4_0;
-  assign pool_0 = \$8 [23:0];
+  assign pool_0 = \$9 [23:0];
   assign old_out_1 = old_c4_1;
-  assign pool_1 = \$27 [23:0];
+  assign pool_1 = \$25 [23:0];
   assign old_out_2 = old_c4_2;
-  assign pool_2 = \$46 [23:0];
+  assign pool_2 = \$41 [23:0];
   assign old_out_3 = old_c4_3;
-  assign pool_3 = \$65 [23:0];
+  assign pool_3 = \$57 [23:0];
   assign w__payload = entry;
   assign w__valid = finalize4;
   assign starting = reserve;
-  assign \credit$85  = credit;
+  assign \credit$89  = credit;
   assign r__payload = i__payload;
   assign i__ready = r__ready;
   assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$99  = events__payload;
-  assign events__ready = \items__ready$100 ;
-  assign \items__valid$103  = events__valid;
+  assign \items__payload$103  = events__payload;
+  assign events__ready = \items__ready$104 ;
+  assign \items__valid$107  = events__valid;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \out$116  = \new$114 ;
-  assign \potential$120  = 16'h0000;
-  assign \out$123  = \new$121 ;
-  assign \potential$127  = 16'h0000;
-  assign \out$130  = \new$128 ;
-  assign \potential$134  = 16'h0000;
+  assign \out$120  = \new$118 ;
+  assign \potential$124  = 16'h0000;
+  assign \out$127  = \new$125 ;
+  assign \potential$131  = 16'h0000;
+  assign \out$134  = \new$132 ;
+  assign \potential$138  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
@@ -6409,43 +6297,43 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \events__payload.value  = events__payload[27:4];
   assign \events__payload.step_end  = events__payload[28];
   assign \events__payload.seq_end  = events__payload[29];
-  assign \items__payload$99.index  = events__payload[3:0];
-  assign \items__payload$99.value  = events__payload[27:4];
-  assign \items__payload$99.step_end  = events__payload[28];
-  assign \items__payload$99.seq_end  = events__payload[29];
+  assign \items__payload$103.index  = events__payload[3:0];
+  assign \items__payload$103.value  = events__payload[27:4];
+  assign \items__payload$103.step_end  = events__payload[28];
+  assign \items__payload$103.seq_end  = events__payload[29];
   assign \new.h  = \new ;
   assign \pool[0]  = pool[23:0];
   assign \pool[1]  = pool[47:24];
   assign \pool[2]  = pool[71:48];
   assign \pool[3]  = pool[95:72];
-  assign \new$114.h  = \new$114 ;
-  assign \new$121.h  = \new$121 ;
-  assign \new$128.h  = \new$128 ;
-  assign \trace$135.valid  = \trace$135 [0];
-  assign \trace$135.group  = \trace$135 [2:1];
-  assign \trace$135.step_end  = \trace$135 [3];
-  assign \trace$135.seq_end  = \trace$135 [4];
-  assign \trace$135.state  = \trace$135 [68:5];
-  assign \trace$135.state[0]  = \trace$135 [20:5];
-  assign \trace$135.state[1]  = \trace$135 [36:21];
-  assign \trace$135.state[2]  = \trace$135 [52:37];
-  assign \trace$135.state[3]  = \trace$135 [68:53];
-  assign \trace$135.gate  = \trace$135 [72:69];
-  assign \trace$135.gate[0]  = \trace$135 [69];
-  assign \trace$135.gate[1]  = \trace$135 [70];
-  assign \trace$135.gate[2]  = \trace$135 [71];
-  assign \trace$135.gate[3]  = \trace$135 [72];
+  assign \new$118.h  = \new$118 ;
+  assign \new$125.h  = \new$125 ;
+  assign \new$132.h  = \new$132 ;
+  assign \trace$139.valid  = \trace$139 [0];
+  assign \trace$139.group  = \trace$139 [2:1];
+  assign \trace$139.step_end  = \trace$139 [3];
+  assign \trace$139.seq_end  = \trace$139 [4];
+  assign \trace$139.state  = \trace$139 [68:5];
+  assign \trace$139.state[0]  = \trace$139 [20:5];
+  assign \trace$139.state[1]  = \trace$139 [36:21];
+  assign \trace$139.state[2]  = \trace$139 [52:37];
+  assign \trace$139.state[3]  = \trace$139 [68:53];
+  assign \trace$139.gate  = \trace$139 [72:69];
+  assign \trace$139.gate[0]  = \trace$139 [69];
+  assign \trace$139.gate[1]  = \trace$139 [70];
+  assign \trace$139.gate[2]  = \trace$139 [71];
+  assign \trace$139.gate[3]  = \trace$139 [72];
   assign entry[103] = slot_c4[14];
-  assign entry[102] = \$77 ;
+  assign entry[102] = \$65 ;
   assign entry[101:100] = slot_c4[2:1];
-  assign entry[99:76] = \$65 [23:0];
-  assign entry[3] = \$76 ;
-  assign entry[75:52] = \$46 [23:0];
-  assign entry[2] = \$57 ;
-  assign entry[51:28] = \$27 [23:0];
-  assign entry[1] = \$38 ;
-  assign entry[27:4] = \$8 [23:0];
-  assign entry[0] = \$19 ;
+  assign entry[99:76] = \$57 [23:0];
+  assign entry[3] = \$64 ;
+  assign entry[75:52] = \$41 [23:0];
+  assign entry[2] = \$48 ;
+  assign entry[51:28] = \$25 [23:0];
+  assign entry[1] = \$32 ;
+  assign entry[27:4] = \$9 [23:0];
+  assign entry[0] = \$16 ;
   assign trace[4] = slot_c4[14];
   assign trace[3] = slot_c4[12];
   assign trace[2:1] = slot_c4[2:1];
@@ -6458,23 +6346,23 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign trace[36:21] = out_1;
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
-  assign saturated[3] = \$73 ;
-  assign saturated[2] = \$54 ;
-  assign saturated[1] = \$35 ;
-  assign saturated[0] = \$16 ;
-  assign changed[3] = \$71 ;
-  assign changed[2] = \$52 ;
-  assign changed[1] = \$33 ;
-  assign changed[0] = \$14 ;
-  assign pool_write[98:75] = \$65 [23:0];
-  assign pool_write[74:51] = \$46 [23:0];
-  assign pool_write[50:27] = \$27 [23:0];
-  assign pool_write[26:3] = \$8 [23:0];
+  assign saturated[3] = \$61 ;
+  assign saturated[2] = \$45 ;
+  assign saturated[1] = \$29 ;
+  assign saturated[0] = \$13 ;
+  assign changed[3] = \$59 ;
+  assign changed[2] = \$43 ;
+  assign changed[1] = \$27 ;
+  assign changed[0] = \$11 ;
+  assign pool_write[98:75] = \$57 [23:0];
+  assign pool_write[74:51] = \$41 [23:0];
+  assign pool_write[50:27] = \$25 [23:0];
+  assign pool_write[26:3] = \$9 [23:0];
   assign pool_write[2] = finalize4;
   assign pool_write[1:0] = slot_c4[2:1];
-  assign state_write[66:51] = \$58 ;
-  assign state_write[50:35] = \$39 ;
-  assign state_write[34:19] = \$20 ;
+  assign state_write[66:51] = \$49 ;
+  assign state_write[50:35] = \$33 ;
+  assign state_write[34:19] = \$17 ;
   assign state_write[18:3] = \$1 ;
   assign state_write[2] = finalize4;
   assign state_write[1:0] = slot_c4[2:1];
@@ -6489,18 +6377,18 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign acc_write[226:3] = acc;
   assign acc_write[2] = finalize;
   assign acc_write[1:0] = slot[2:1];
-  assign \$14  = \$13 ;
-  assign \$16  = \$15 ;
-  assign \$17  = slot_c4[14];
-  assign \$33  = \$32 ;
-  assign \$35  = \$34 ;
-  assign \$36  = slot_c4[14];
-  assign \$52  = \$51 ;
-  assign \$54  = \$53 ;
-  assign \$55  = slot_c4[14];
-  assign \$71  = \$70 ;
-  assign \$73  = \$72 ;
-  assign \$74  = slot_c4[14];
+  assign \$11  = \$10 ;
+  assign \$13  = \$12 ;
+  assign \$14  = slot_c4[14];
+  assign \$27  = \$26 ;
+  assign \$29  = \$28 ;
+  assign \$30  = slot_c4[14];
+  assign \$43  = \$42 ;
+  assign \$45  = \$44 ;
+  assign \$46  = slot_c4[14];
+  assign \$59  = \$58 ;
+  assign \$61  = \$60 ;
+  assign \$62  = slot_c4[14];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7112,7 +7000,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   wire [1:0] \port__addr$35 ;
   wire [5:0] \port__addr$39 ;
   wire [1:0] \port__addr$41 ;
-  reg [1:0] \port__addr$43 ;
+  reg [1:0] \port__addr$44 ;
   reg [1:0] \port__addr$57 ;
   reg [1:0] \port__addr$58 ;
   reg [1:0] \port__addr$59 ;
@@ -7243,7 +7131,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [16:0] value;
   wire [63:0] weights;
@@ -7269,7 +7157,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   reg [223:0] _0_;
   always @(posedge clk) begin
     if (\port__en$29 ) begin
-      _0_ <= \acc$95 [\port__addr$43 ];
+      _0_ <= \acc$95 [\port__addr$44 ];
     end
   end
   assign \port__data$55  = _0_;
@@ -7301,7 +7189,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   reg [127:0] _1_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _1_ <= bias[slot_c1[2:1]];
+      _1_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$54  = _1_;
@@ -7457,7 +7345,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     end
   end
   assign \port__data$49  = _5_;
-  assign \$19  = use_acc2 ? \port__data$55 [223:196] : { \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127:112] };
+  assign \$19  = use_acc2a ? \port__data$55 [223:196] : { \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127:112] };
   assign \$20  = slot_c2a[0] & slot_c2a[11];
   assign \$21  = 1'h0 + port__en;
   assign \$22  = layer1_weights_reads + \$21 ;
@@ -7520,7 +7408,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @(posedge clk)
     slot_c2 <= \$69 ;
   always @(posedge clk)
-    use_acc2 <= \$70 ;
+    use_acc2a <= \$70 ;
   always @(posedge clk)
     layer1_macs <= \$71 ;
   always @(posedge clk)
@@ -7547,16 +7435,16 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \$8  = slot_c1[9:3] + slot_c1[19:16];
   assign \$9  = ~ slot_c1[15];
   assign \$10  = slot_c1[0] & \$9 ;
-  assign use_acc = ~ slot_c1[13];
-  assign \$11  = slot_c1[0] & slot_c1[10];
+  assign use_acc = ~ slot_c2[13];
+  assign \$11  = slot_c2[0] & slot_c2[10];
   assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$49 ;
-  assign \$12  = use_acc2 ? \port__data$55 [27:0] : { \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15:0] };
-  assign \$13  = use_acc2 ? \port__data$55 [55:28] : { \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31:16] };
-  assign \$14  = use_acc2 ? \port__data$55 [83:56] : { \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47:32] };
-  assign \$15  = use_acc2 ? \port__data$55 [111:84] : { \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63:48] };
-  assign \$16  = use_acc2 ? \port__data$55 [139:112] : { \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79:64] };
-  assign \$17  = use_acc2 ? \port__data$55 [167:140] : { \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95:80] };
-  assign \$18  = use_acc2 ? \port__data$55 [195:168] : { \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111:96] };
+  assign \$12  = use_acc2a ? \port__data$55 [27:0] : { \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15:0] };
+  assign \$13  = use_acc2a ? \port__data$55 [55:28] : { \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31:16] };
+  assign \$14  = use_acc2a ? \port__data$55 [83:56] : { \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47:32] };
+  assign \$15  = use_acc2a ? \port__data$55 [111:84] : { \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63:48] };
+  assign \$16  = use_acc2a ? \port__data$55 [139:112] : { \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79:64] };
+  assign \$17  = use_acc2a ? \port__data$55 [167:140] : { \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95:80] };
+  assign \$18  = use_acc2a ? \port__data$55 [195:168] : { \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111:96] };
   \accelerator.layer1.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7633,10 +7521,10 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \port__addr$43  = 2'h0;
+    \port__addr$44  = 2'h0;
     if (\$11 ) begin
       if (use_acc) begin
-        \port__addr$43  = slot_c1[2:1];
+        \port__addr$44  = slot_c2[2:1];
       end
     end
   end
@@ -7837,7 +7725,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \port__en$37  = pool_write[2];
   assign \port__data$38  = pool_write[98:3];
   assign \port__addr$39  = \$8 [5:0];
-  assign \port__addr$41  = slot_c1[2:1];
+  assign \port__addr$41  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
@@ -8055,7 +7943,7 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [2:0] \$37 ;
+  wire [3:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -8086,7 +7974,7 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   reg \$62 ;
   reg \$63 ;
   reg [36:0] \$64 ;
-  reg [1:0] \$65 ;
+  reg [2:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -8112,7 +8000,7 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [22:0] items__payload;
@@ -8552,18 +8440,18 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [1:0];
+        \$65  = \$37 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h0;
+          \$65  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
@@ -8809,39 +8697,31 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
   reg [7:0] \$30 ;
   reg [24:0] \$31 ;
   reg [27:0] \$32 ;
-  reg [27:0] \$33 ;
-  reg [223:0] \$34 ;
-  reg [7:0] \$35 ;
-  reg [24:0] \$36 ;
-  reg [27:0] \$37 ;
-  reg [27:0] \$38 ;
-  reg [7:0] \$39 ;
+  reg [223:0] \$33 ;
+  reg [7:0] \$34 ;
+  reg [24:0] \$35 ;
+  reg [27:0] \$36 ;
+  reg [7:0] \$37 ;
+  reg [24:0] \$38 ;
+  reg [27:0] \$39 ;
   wire [24:0] \$4 ;
-  reg [24:0] \$40 ;
-  reg [27:0] \$41 ;
+  reg [7:0] \$40 ;
+  reg [24:0] \$41 ;
   reg [27:0] \$42 ;
   reg [7:0] \$43 ;
   reg [24:0] \$44 ;
   reg [27:0] \$45 ;
-  reg [27:0] \$46 ;
-  reg [7:0] \$47 ;
-  reg [24:0] \$48 ;
-  reg [27:0] \$49 ;
+  reg [7:0] \$46 ;
+  reg [24:0] \$47 ;
+  reg [27:0] \$48 ;
+  reg [7:0] \$49 ;
   wire [27:0] \$5 ;
-  reg [27:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [24:0] \$52 ;
-  reg [27:0] \$53 ;
+  reg [24:0] \$50 ;
+  reg [27:0] \$51 ;
+  reg [7:0] \$52 ;
+  reg [24:0] \$53 ;
   reg [27:0] \$54 ;
-  reg [7:0] \$55 ;
-  reg [24:0] \$56 ;
-  reg [27:0] \$57 ;
-  reg [27:0] \$58 ;
-  reg [7:0] \$59 ;
   wire [28:0] \$6 ;
-  reg [24:0] \$60 ;
-  reg [27:0] \$61 ;
-  reg [27:0] \$62 ;
   wire [24:0] \$7 ;
   wire [27:0] \$8 ;
   wire [28:0] \$9 ;
@@ -8871,22 +8751,14 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
   reg [24:0] product_7 = 25'h0000000;
   input rst;
   wire rst;
-  reg [27:0] seed_0_0 = 28'h0000000;
-  reg [27:0] seed_0_1 = 28'h0000000;
-  reg [27:0] seed_1_0 = 28'h0000000;
-  reg [27:0] seed_1_1 = 28'h0000000;
-  reg [27:0] seed_2_0 = 28'h0000000;
-  reg [27:0] seed_2_1 = 28'h0000000;
-  reg [27:0] seed_3_0 = 28'h0000000;
-  reg [27:0] seed_3_1 = 28'h0000000;
-  reg [27:0] seed_4_0 = 28'h0000000;
-  reg [27:0] seed_4_1 = 28'h0000000;
-  reg [27:0] seed_5_0 = 28'h0000000;
-  reg [27:0] seed_5_1 = 28'h0000000;
-  reg [27:0] seed_6_0 = 28'h0000000;
-  reg [27:0] seed_6_1 = 28'h0000000;
-  reg [27:0] seed_7_0 = 28'h0000000;
-  reg [27:0] seed_7_1 = 28'h0000000;
+  reg [27:0] seed_0 = 28'h0000000;
+  reg [27:0] seed_1 = 28'h0000000;
+  reg [27:0] seed_2 = 28'h0000000;
+  reg [27:0] seed_3 = 28'h0000000;
+  reg [27:0] seed_4 = 28'h0000000;
+  reg [27:0] seed_5 = 28'h0000000;
+  reg [27:0] seed_6 = 28'h0000000;
+  reg [27:0] seed_7 = 28'h0000000;
   input [223:0] seeds;
   wire [223:0] seeds;
   wire [27:0] \seeds[0] ;
@@ -8923,92 +8795,68 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    product_0 <= \$31 ;
+    product_1 <= \$35 ;
   always @(posedge clk)
-    seed_0_0 <= \$32 ;
+    seed_1 <= \$36 ;
   always @(posedge clk)
-    seed_0_1 <= \$33 ;
+    weight_2 <= \$37 ;
   always @(posedge clk)
-    acc <= \$34 ;
+    product_2 <= \$38 ;
   always @(posedge clk)
-    weight_1 <= \$35 ;
+    seed_2 <= \$39 ;
   always @(posedge clk)
-    product_1 <= \$36 ;
+    weight_3 <= \$40 ;
   always @(posedge clk)
-    seed_1_0 <= \$37 ;
+    product_3 <= \$41 ;
   always @(posedge clk)
-    seed_1_1 <= \$38 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    weight_2 <= \$39 ;
+    weight_4 <= \$43 ;
   always @(posedge clk)
-    product_2 <= \$40 ;
+    product_4 <= \$44 ;
   always @(posedge clk)
-    seed_2_0 <= \$41 ;
+    seed_4 <= \$45 ;
   always @(posedge clk)
-    seed_2_1 <= \$42 ;
+    weight_5 <= \$46 ;
   always @(posedge clk)
-    weight_3 <= \$43 ;
+    product_5 <= \$47 ;
   always @(posedge clk)
-    product_3 <= \$44 ;
+    seed_5 <= \$48 ;
   always @(posedge clk)
-    seed_3_0 <= \$45 ;
+    weight_6 <= \$49 ;
   always @(posedge clk)
-    seed_3_1 <= \$46 ;
+    product_6 <= \$50 ;
   always @(posedge clk)
-    weight_4 <= \$47 ;
+    seed_6 <= \$51 ;
   always @(posedge clk)
-    product_4 <= \$48 ;
+    weight_7 <= \$52 ;
   always @(posedge clk)
-    seed_4_0 <= \$49 ;
+    product_7 <= \$53 ;
   always @(posedge clk)
-    seed_4_1 <= \$50 ;
-  always @(posedge clk)
-    weight_5 <= \$51 ;
-  always @(posedge clk)
-    product_5 <= \$52 ;
-  always @(posedge clk)
-    seed_5_0 <= \$53 ;
-  always @(posedge clk)
-    seed_5_1 <= \$54 ;
-  always @(posedge clk)
-    weight_6 <= \$55 ;
-  always @(posedge clk)
-    product_6 <= \$56 ;
-  always @(posedge clk)
-    seed_6_0 <= \$57 ;
-  always @(posedge clk)
-    seed_6_1 <= \$58 ;
-  always @(posedge clk)
-    weight_7 <= \$59 ;
-  always @(posedge clk)
-    product_7 <= \$60 ;
-  always @(posedge clk)
-    seed_7_0 <= \$61 ;
-  always @(posedge clk)
-    seed_7_1 <= \$62 ;
+    seed_7 <= \$54 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[27:0];
+  assign \$2  = first_1 ? seed_0 : acc[27:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[55:28];
+  assign \$5  = first_1 ? seed_1 : acc[55:28];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[83:56];
+  assign \$8  = first_1 ? seed_2 : acc[83:56];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[111:84];
+  assign \$11  = first_1 ? seed_3 : acc[111:84];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   assign \$13  = $signed(weight_4) * $signed(value_r);
-  assign \$14  = first_1 ? seed_4_1 : acc[139:112];
+  assign \$14  = first_1 ? seed_4 : acc[139:112];
   assign \$15  = $signed(\$14 ) + $signed(product_4);
   assign \$16  = $signed(weight_5) * $signed(value_r);
-  assign \$17  = first_1 ? seed_5_1 : acc[167:140];
+  assign \$17  = first_1 ? seed_5 : acc[167:140];
   assign \$18  = $signed(\$17 ) + $signed(product_5);
   assign \$19  = $signed(weight_6) * $signed(value_r);
-  assign \$20  = first_1 ? seed_6_1 : acc[195:168];
+  assign \$20  = first_1 ? seed_6 : acc[195:168];
   assign \$21  = $signed(\$20 ) + $signed(product_6);
   assign \$22  = $signed(weight_7) * $signed(value_r);
-  assign \$23  = first_1 ? seed_7_1 : acc[223:196];
+  assign \$23  = first_1 ? seed_7 : acc[223:196];
   assign \$24  = $signed(\$23 ) + $signed(product_7);
   always @(posedge clk)
     valid_0 <= \$25 ;
@@ -9022,231 +8870,145 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
     value_r <= \$29 ;
   always @(posedge clk)
     weight_0 <= \$30 ;
+  always @(posedge clk)
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0 <= \$32 ;
+  always @(posedge clk)
+    acc <= \$33 ;
+  always @(posedge clk)
+    weight_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$32  = seeds[27:0];
+    \$36  = seeds[55:28];
     if (rst) begin
-      \$32  = 28'h0000000;
+      \$36  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$33  = seed_0_0;
+    \$37  = weights[23:16];
     if (rst) begin
-      \$33  = 28'h0000000;
+      \$37  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$34  = acc;
-    if (valid_1) begin
-      \$34 [27:0] = \$3 [27:0];
-      \$34 [55:28] = \$6 [27:0];
-      \$34 [83:56] = \$9 [27:0];
-      \$34 [111:84] = \$12 [27:0];
-      \$34 [139:112] = \$15 [27:0];
-      \$34 [167:140] = \$18 [27:0];
-      \$34 [195:168] = \$21 [27:0];
-      \$34 [223:196] = \$24 [27:0];
-    end
+    \$38  = \$7 ;
     if (rst) begin
-      \$34  = 224'h00000000000000000000000000000000000000000000000000000000;
+      \$38  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$35  = weights[15:8];
+    \$39  = seeds[83:56];
     if (rst) begin
-      \$35  = 8'h00;
+      \$39  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$36  = \$4 ;
+    \$40  = weights[31:24];
     if (rst) begin
-      \$36  = 25'h0000000;
+      \$40  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$37  = seeds[55:28];
+    \$41  = \$10 ;
     if (rst) begin
-      \$37  = 28'h0000000;
+      \$41  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$38  = seed_1_0;
-    if (rst) begin
-      \$38  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$39  = weights[23:16];
-    if (rst) begin
-      \$39  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$40  = \$7 ;
-    if (rst) begin
-      \$40  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$41  = seeds[83:56];
-    if (rst) begin
-      \$41  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$42  = seed_2_0;
+    \$42  = seeds[111:84];
     if (rst) begin
       \$42  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$43  = weights[31:24];
+    \$43  = weights[39:32];
     if (rst) begin
       \$43  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$44  = \$10 ;
+    \$44  = \$13 ;
     if (rst) begin
       \$44  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$45  = seeds[111:84];
+    \$45  = seeds[139:112];
     if (rst) begin
       \$45  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$46  = seed_3_0;
+    \$46  = weights[47:40];
     if (rst) begin
-      \$46  = 28'h0000000;
+      \$46  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$47  = weights[39:32];
+    \$47  = \$16 ;
     if (rst) begin
-      \$47  = 8'h00;
+      \$47  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$48  = \$13 ;
+    \$48  = seeds[167:140];
     if (rst) begin
-      \$48  = 25'h0000000;
+      \$48  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$49  = seeds[139:112];
+    \$49  = weights[55:48];
     if (rst) begin
-      \$49  = 28'h0000000;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$50  = seed_4_0;
+    \$50  = \$19 ;
     if (rst) begin
-      \$50  = 28'h0000000;
+      \$50  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$51  = weights[47:40];
+    \$51  = seeds[195:168];
     if (rst) begin
-      \$51  = 8'h00;
+      \$51  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$52  = \$16 ;
+    \$52  = weights[63:56];
     if (rst) begin
-      \$52  = 25'h0000000;
+      \$52  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$53  = seeds[167:140];
+    \$53  = \$22 ;
     if (rst) begin
-      \$53  = 28'h0000000;
+      \$53  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$54  = seed_5_0;
+    \$54  = seeds[223:196];
     if (rst) begin
       \$54  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$55  = weights[55:48];
-    if (rst) begin
-      \$55  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$56  = \$19 ;
-    if (rst) begin
-      \$56  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$57  = seeds[195:168];
-    if (rst) begin
-      \$57  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$58  = seed_6_0;
-    if (rst) begin
-      \$58  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$59  = weights[63:56];
-    if (rst) begin
-      \$59  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$60  = \$22 ;
-    if (rst) begin
-      \$60  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$61  = seeds[223:196];
-    if (rst) begin
-      \$61  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$62  = seed_7_0;
-    if (rst) begin
-      \$62  = 28'h0000000;
     end
   end
   always @* begin
@@ -9296,6 +9058,44 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$32  = seeds[27:0];
+    if (rst) begin
+      \$32  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$33  = acc;
+    if (valid_1) begin
+      \$33 [27:0] = \$3 [27:0];
+      \$33 [55:28] = \$6 [27:0];
+      \$33 [83:56] = \$9 [27:0];
+      \$33 [111:84] = \$12 [27:0];
+      \$33 [139:112] = \$15 [27:0];
+      \$33 [167:140] = \$18 [27:0];
+      \$33 [195:168] = \$21 [27:0];
+      \$33 [223:196] = \$24 [27:0];
+    end
+    if (rst) begin
+      \$33  = 224'h00000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$34  = weights[15:8];
+    if (rst) begin
+      \$34  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$35  = \$4 ;
+    if (rst) begin
+      \$35  = 25'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -9523,10 +9323,8 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -9547,6 +9345,7 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -9571,13 +9370,12 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -9611,10 +9409,8 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -9635,6 +9431,7 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -9659,13 +9456,12 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -9699,10 +9495,8 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -9723,6 +9517,7 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -9747,13 +9542,12 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -9787,10 +9581,8 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
   reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$11 ;
-  wire [17:0] \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
@@ -9811,6 +9603,7 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
   output [15:0] h_new;
   wire [15:0] h_new;
   wire h_new_clipped;
+  wire h_new_fits;
   output hold;
   wire hold;
   wire [15:0] \new ;
@@ -9835,13 +9628,12 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
   assign \$6  = - $signed(params);
   assign \$7  = \$5  ? { params[7], params } : \$6 ;
   assign \$8  = $signed(old) + $signed(\$7 );
-  assign \$9  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 ) < $signed(16'h8000);
-  assign \$11  = \$10  ? 18'h38000 : { \$8 [16], \$8  };
-  assign \$12  = \$9  ? 18'h07fff : \$11 ;
-  assign \$13  = $signed(\$8 ) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 ) < $signed(16'h8000);
-  assign h_new_clipped = \$13  | \$14 ;
+  assign \$9  = ! $signed(\$8 [16:15]);
+  assign \$10  = $signed(\$8 [16:15]) == $signed(1'h1);
+  assign h_new_fits = \$9  | \$10 ;
+  assign \$11  = \$8 [16] ? 16'h8000 : 16'h7fff;
+  assign \$12  = h_new_fits ? { 1'h0, \$8 [15:0] } : { \$11 [15], \$11  };
+  assign h_new_clipped = ~ h_new_fits;
   assign hold = ~ abs_at_least;
   assign saturated = abs_at_least & h_new_clipped;
   always @* begin
@@ -10838,7 +10630,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire starting;
   wire \starting$9 ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [23:0] value;
   wire [31:0] weights;
@@ -10865,7 +10657,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$33  = _0_;
@@ -10948,7 +10740,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[8:3] + slot_c1[18:15];
   assign \$8  = ~ slot_c1[14];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[9];
+  assign \$10  = slot_c2[0] & slot_c2[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$29 ;
   assign \$11  = 1'h0 + port__en;
   assign \$12  = readout_weights_reads + \$11 ;
@@ -10981,7 +10773,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$35 ;
+    use_acc2a <= \$35 ;
   always @(posedge clk)
     readout_macs <= \$36 ;
   always @(posedge clk)
@@ -11118,7 +10910,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[4:3];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [5:0];
-  assign \port__addr$22  = slot_c1[2:1];
+  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
@@ -11265,7 +11057,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [2:0] \$37 ;
+  wire [3:0] \$37 ;
   reg [4:0] \$38 ;
   wire \$39 ;
   wire [4:0] \$4 ;
@@ -11296,7 +11088,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   reg \$62 ;
   reg \$63 ;
   reg [42:0] \$64 ;
-  reg [1:0] \$65 ;
+  reg [2:0] \$65 ;
   reg \$66 ;
   reg [4:0] \$67 ;
   reg [1:0] \$68 ;
@@ -11322,7 +11114,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [29:0] items__payload;
@@ -11762,18 +11554,18 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [1:0];
+        \$65  = \$37 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h0;
+          \$65  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
@@ -12006,21 +11798,17 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [31:0] \$19 ;
   wire [35:0] \$2 ;
   reg [35:0] \$20 ;
-  reg [35:0] \$21 ;
-  reg [143:0] \$22 ;
-  reg [7:0] \$23 ;
-  reg [31:0] \$24 ;
-  reg [35:0] \$25 ;
-  reg [35:0] \$26 ;
-  reg [7:0] \$27 ;
-  reg [31:0] \$28 ;
-  reg [35:0] \$29 ;
+  reg [143:0] \$21 ;
+  reg [7:0] \$22 ;
+  reg [31:0] \$23 ;
+  reg [35:0] \$24 ;
+  reg [7:0] \$25 ;
+  reg [31:0] \$26 ;
+  reg [35:0] \$27 ;
+  reg [7:0] \$28 ;
+  reg [31:0] \$29 ;
   wire [36:0] \$3 ;
   reg [35:0] \$30 ;
-  reg [7:0] \$31 ;
-  reg [31:0] \$32 ;
-  reg [35:0] \$33 ;
-  reg [35:0] \$34 ;
   wire [31:0] \$4 ;
   wire [35:0] \$5 ;
   wire [36:0] \$6 ;
@@ -12045,14 +11833,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [31:0] product_3 = 32'd0;
   input rst;
   wire rst;
-  reg [35:0] seed_0_0 = 36'h000000000;
-  reg [35:0] seed_0_1 = 36'h000000000;
-  reg [35:0] seed_1_0 = 36'h000000000;
-  reg [35:0] seed_1_1 = 36'h000000000;
-  reg [35:0] seed_2_0 = 36'h000000000;
-  reg [35:0] seed_2_1 = 36'h000000000;
-  reg [35:0] seed_3_0 = 36'h000000000;
-  reg [35:0] seed_3_1 = 36'h000000000;
+  reg [35:0] seed_0 = 36'h000000000;
+  reg [35:0] seed_1 = 36'h000000000;
+  reg [35:0] seed_2 = 36'h000000000;
+  reg [35:0] seed_3 = 36'h000000000;
   input [143:0] seeds;
   wire [143:0] seeds;
   wire [35:0] \seeds[0] ;
@@ -12077,16 +11861,16 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[2] ;
   wire [7:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[35:0];
+  assign \$2  = first_1 ? seed_0 : acc[35:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[71:36];
+  assign \$5  = first_1 ? seed_1 : acc[71:36];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[107:72];
+  assign \$8  = first_1 ? seed_2 : acc[107:72];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[143:108];
+  assign \$11  = first_1 ? seed_3 : acc[143:108];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
     valid_0 <= \$13 ;
@@ -12103,35 +11887,27 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     product_0 <= \$19 ;
   always @(posedge clk)
-    seed_0_0 <= \$20 ;
+    seed_0 <= \$20 ;
   always @(posedge clk)
-    seed_0_1 <= \$21 ;
+    acc <= \$21 ;
   always @(posedge clk)
-    acc <= \$22 ;
+    weight_1 <= \$22 ;
   always @(posedge clk)
-    weight_1 <= \$23 ;
+    product_1 <= \$23 ;
   always @(posedge clk)
-    product_1 <= \$24 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    seed_1_0 <= \$25 ;
+    weight_2 <= \$25 ;
   always @(posedge clk)
-    seed_1_1 <= \$26 ;
+    product_2 <= \$26 ;
   always @(posedge clk)
-    weight_2 <= \$27 ;
+    seed_2 <= \$27 ;
   always @(posedge clk)
-    product_2 <= \$28 ;
+    weight_3 <= \$28 ;
   always @(posedge clk)
-    seed_2_0 <= \$29 ;
+    product_3 <= \$29 ;
   always @(posedge clk)
-    seed_2_1 <= \$30 ;
-  always @(posedge clk)
-    weight_3 <= \$31 ;
-  always @(posedge clk)
-    product_3 <= \$32 ;
-  always @(posedge clk)
-    seed_3_0 <= \$33 ;
-  always @(posedge clk)
-    seed_3_1 <= \$34 ;
+    seed_3 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
     \$13  = valid;
@@ -12190,106 +11966,78 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$21  = seed_0_0;
-    if (rst) begin
-      \$21  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$22  = acc;
+    \$21  = acc;
     if (valid_1) begin
-      \$22 [35:0] = \$3 [35:0];
-      \$22 [71:36] = \$6 [35:0];
-      \$22 [107:72] = \$9 [35:0];
-      \$22 [143:108] = \$12 [35:0];
+      \$21 [35:0] = \$3 [35:0];
+      \$21 [71:36] = \$6 [35:0];
+      \$21 [107:72] = \$9 [35:0];
+      \$21 [143:108] = \$12 [35:0];
     end
     if (rst) begin
-      \$22  = 144'h000000000000000000000000000000000000;
+      \$21  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$23  = weights[15:8];
+    \$22  = weights[15:8];
     if (rst) begin
-      \$23  = 8'h00;
+      \$22  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$24  = \$4 ;
+    \$23  = \$4 ;
     if (rst) begin
-      \$24  = 32'd0;
+      \$23  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$25  = seeds[71:36];
+    \$24  = seeds[71:36];
     if (rst) begin
-      \$25  = 36'h000000000;
+      \$24  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$26  = seed_1_0;
+    \$25  = weights[23:16];
     if (rst) begin
-      \$26  = 36'h000000000;
+      \$25  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$27  = weights[23:16];
+    \$26  = \$7 ;
     if (rst) begin
-      \$27  = 8'h00;
+      \$26  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$28  = \$7 ;
+    \$27  = seeds[107:72];
     if (rst) begin
-      \$28  = 32'd0;
+      \$27  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$29  = seeds[107:72];
+    \$28  = weights[31:24];
     if (rst) begin
-      \$29  = 36'h000000000;
+      \$28  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$30  = seed_2_0;
+    \$29  = \$10 ;
+    if (rst) begin
+      \$29  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
+    \$30  = seeds[143:108];
     if (rst) begin
       \$30  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$31  = weights[31:24];
-    if (rst) begin
-      \$31  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$32  = \$10 ;
-    if (rst) begin
-      \$32  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$33  = seeds[143:108];
-    if (rst) begin
-      \$33  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$34  = seed_3_0;
-    if (rst) begin
-      \$34  = 36'h000000000;
     end
   end
   assign \weights[0]  = weights[7:0];

@@ -260,7 +260,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .events__valid(i__valid),
     .items__payload(inputs__payload),
     .items__ready(inputs__ready),
-    .\items__ready$99 (events__ready),
+    .\items__ready$103 (events__ready),
     .items__valid(inputs__valid),
     .layer0_bias_reads(layer0_bias_reads),
     .layer0_bias_writes(layer0_bias_writes),
@@ -282,7 +282,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_weights_reads(layer0_weights_reads),
     .layer0_weights_writes(layer0_weights_writes),
     .rst(rst),
-    .\trace$144 (trace_0)
+    .\trace$158 (trace_0)
   );
   \accelerator.layer0_slice  layer0_slice (
     .clk(clk),
@@ -531,147 +531,145 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$99 , \trace$144 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$158 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   reg [15:0] \$100 ;
-  reg [6:0] \$101 ;
+  reg [15:0] \$101 ;
   reg \$102 ;
   reg [15:0] \$103 ;
-  reg [23:0] \$104 ;
-  reg [23:0] \$105 ;
+  reg [6:0] \$104 ;
+  reg \$105 ;
   reg [15:0] \$106 ;
-  reg [15:0] \$107 ;
-  reg [15:0] \$108 ;
-  reg \$109 ;
-  wire [24:0] \$11 ;
+  reg [23:0] \$107 ;
+  reg [23:0] \$108 ;
+  reg [23:0] \$109 ;
+  wire \$11 ;
   reg [15:0] \$110 ;
-  reg [6:0] \$111 ;
-  reg \$112 ;
+  reg [15:0] \$111 ;
+  reg [15:0] \$112 ;
   reg [15:0] \$113 ;
-  reg [23:0] \$114 ;
-  reg [23:0] \$115 ;
-  reg [15:0] \$116 ;
-  reg [15:0] \$117 ;
+  reg \$114 ;
+  reg [15:0] \$115 ;
+  reg [6:0] \$116 ;
+  reg \$117 ;
   reg [15:0] \$118 ;
-  reg \$119 ;
+  reg [23:0] \$119 ;
   wire \$12 ;
-  reg [15:0] \$120 ;
-  reg [6:0] \$121 ;
-  reg \$122 ;
+  reg [23:0] \$120 ;
+  reg [23:0] \$121 ;
+  reg [15:0] \$122 ;
   reg [15:0] \$123 ;
-  reg [23:0] \$124 ;
-  reg [23:0] \$125 ;
-  reg [15:0] \$126 ;
+  reg [15:0] \$124 ;
+  reg [15:0] \$125 ;
+  reg \$126 ;
   reg [15:0] \$127 ;
-  reg [15:0] \$128 ;
+  reg [6:0] \$128 ;
   reg \$129 ;
   wire \$13 ;
   reg [15:0] \$130 ;
-  reg [6:0] \$131 ;
-  reg \$132 ;
-  reg [15:0] \$133 ;
-  reg [23:0] \$134 ;
-  reg [23:0] \$135 ;
-  reg [97:0] \$136 ;
-  reg [31:0] \$137 ;
-  reg [31:0] \$138 ;
+  reg [23:0] \$131 ;
+  reg [23:0] \$132 ;
+  reg [23:0] \$133 ;
+  reg [97:0] \$134 ;
+  reg [31:0] \$135 ;
+  reg [31:0] \$136 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire [15:0] \$17 ;
+  wire [24:0] \$18 ;
   wire \$19 ;
   wire [24:0] \$2 ;
-  wire [15:0] \$20 ;
-  wire [24:0] \$21 ;
-  wire \$22 ;
+  wire [24:0] \$20 ;
+  wire \$21 ;
+  wire [24:0] \$22 ;
   wire [24:0] \$23 ;
-  wire \$24 ;
+  wire [23:0] \$24 ;
   wire [24:0] \$25 ;
-  wire [24:0] \$26 ;
-  wire [24:0] \$27 ;
-  wire [24:0] \$28 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire [24:0] \$30 ;
+  wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
+  wire [15:0] \$33 ;
+  wire [24:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
+  wire [24:0] \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [15:0] \$39 ;
+  wire [24:0] \$38 ;
+  wire [24:0] \$39 ;
   wire [24:0] \$4 ;
-  wire [24:0] \$40 ;
-  wire \$41 ;
-  wire [24:0] \$42 ;
+  wire [23:0] \$40 ;
+  wire [24:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire [24:0] \$44 ;
-  wire [24:0] \$45 ;
-  wire [24:0] \$46 ;
-  wire [24:0] \$47 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
-  wire [24:0] \$49 ;
+  wire [15:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [24:0] \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [24:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire [15:0] \$58 ;
-  wire [24:0] \$59 ;
+  wire [24:0] \$54 ;
+  wire [24:0] \$55 ;
+  wire [23:0] \$56 ;
+  wire [24:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [24:0] \$6 ;
   wire \$60 ;
-  wire [24:0] \$61 ;
+  wire \$61 ;
   wire \$62 ;
-  wire [24:0] \$63 ;
-  wire [24:0] \$64 ;
-  wire [24:0] \$65 ;
-  wire [24:0] \$66 ;
-  wire \$67 ;
-  wire [24:0] \$68 ;
-  wire \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire [23:0] \$66 ;
+  wire [23:0] \$67 ;
+  wire [23:0] \$68 ;
+  wire [23:0] \$69 ;
   wire [24:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
-  wire [24:0] \$8 ;
-  wire [23:0] \$80 ;
-  wire [23:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire [2:0] \$83 ;
-  wire [3:0] \$84 ;
-  wire [4:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire [1:0] \$87 ;
-  wire [2:0] \$88 ;
-  wire [3:0] \$89 ;
+  wire [1:0] \$70 ;
+  wire [2:0] \$71 ;
+  wire [3:0] \$72 ;
+  wire [4:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire [1:0] \$75 ;
+  wire [2:0] \$76 ;
+  wire [3:0] \$77 ;
+  wire [4:0] \$78 ;
+  wire [32:0] \$79 ;
+  wire [23:0] \$8 ;
+  reg [28:0] \$80 ;
+  reg [28:0] \$81 ;
+  reg \$82 ;
+  reg \$83 ;
+  reg [28:0] \$84 ;
+  reg \$85 ;
+  reg [15:0] \$86 ;
+  reg [15:0] \$87 ;
+  reg [15:0] \$88 ;
+  reg [15:0] \$89 ;
   wire [24:0] \$9 ;
-  wire [4:0] \$90 ;
-  wire [32:0] \$91 ;
-  reg [28:0] \$92 ;
+  reg \$90 ;
+  reg [15:0] \$91 ;
+  reg [6:0] \$92 ;
   reg \$93 ;
-  reg [28:0] \$94 ;
-  reg \$95 ;
-  reg [15:0] \$96 ;
-  reg [15:0] \$97 ;
+  reg [15:0] \$94 ;
+  reg [23:0] \$95 ;
+  reg [23:0] \$96 ;
+  reg [23:0] \$97 ;
   reg [15:0] \$98 ;
-  reg \$99 ;
+  reg [15:0] \$99 ;
   wire [33:0] acc;
   wire [135:0] \acc$13 ;
   wire [16:0] \acc$13[0] ;
@@ -711,7 +709,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire config__valid;
   wire \config__valid$9 ;
   wire credit;
-  wire \credit$84 ;
+  wire \credit$88 ;
   wire [104:0] entries__payload;
   wire [2:0] \entries__payload.group ;
   wire \entries__payload.marker ;
@@ -746,18 +744,19 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire finalize;
   reg finalize4 = 1'h0;
   reg finalize_d1 = 1'h0;
+  reg finalize_d2 = 1'h0;
   wire [6:0] gate;
-  wire [6:0] \gate$121 ;
   wire [6:0] \gate$130 ;
-  wire [6:0] \gate$139 ;
+  wire [6:0] \gate$141 ;
+  wire [6:0] \gate$152 ;
   reg [6:0] gate_c4_0 = 7'h00;
   reg [6:0] gate_c4_1 = 7'h00;
   reg [6:0] gate_c4_2 = 7'h00;
   reg [6:0] gate_c4_3 = 7'h00;
   wire hold;
-  wire \hold$119 ;
   wire \hold$128 ;
-  wire \hold$137 ;
+  wire \hold$139 ;
+  wire \hold$150 ;
   reg hold_c4_0 = 1'h0;
   reg hold_c4_1 = 1'h0;
   reg hold_c4_2 = 1'h0;
@@ -781,23 +780,23 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire \items__payload$1.seq_end ;
   wire \items__payload$1.step_end ;
   wire [7:0] \items__payload$1.value ;
-  wire [30:0] \items__payload$98 ;
-  wire [4:0] \items__payload$98.index ;
-  wire \items__payload$98.seq_end ;
-  wire \items__payload$98.step_end ;
-  wire [23:0] \items__payload$98.value ;
+  wire [30:0] \items__payload$102 ;
+  wire [4:0] \items__payload$102.index ;
+  wire \items__payload$102.seq_end ;
+  wire \items__payload$102.step_end ;
+  wire [23:0] \items__payload$102.value ;
   wire [3:0] \items__payload.index ;
   wire \items__payload.seq_end ;
   wire \items__payload.step_end ;
   wire [7:0] \items__payload.value ;
   output items__ready;
   wire items__ready;
+  input \items__ready$103 ;
+  wire \items__ready$103 ;
   wire \items__ready$3 ;
-  input \items__ready$99 ;
-  wire \items__ready$99 ;
   input items__valid;
   wire items__valid;
-  wire \items__valid$102 ;
+  wire \items__valid$106 ;
   wire \items__valid$5 ;
   output [31:0] layer0_bias_reads;
   wire [31:0] layer0_bias_reads;
@@ -838,12 +837,12 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   output [31:0] layer0_weights_writes;
   wire [31:0] layer0_weights_writes;
   wire [15:0] \new ;
-  wire [15:0] \new$117 ;
-  wire [15:0] \new$117.h ;
-  wire [15:0] \new$126 ;
-  wire [15:0] \new$126.h ;
-  wire [15:0] \new$135 ;
-  wire [15:0] \new$135.h ;
+  wire [15:0] \new$125 ;
+  wire [15:0] \new$125.h ;
+  wire [15:0] \new$136 ;
+  wire [15:0] \new$136.h ;
+  wire [15:0] \new$147 ;
+  wire [15:0] \new$147.h ;
   wire [15:0] \new.h ;
   reg [15:0] new_c4_0 = 16'h0000;
   wire [15:0] \new_c4_0.h ;
@@ -874,9 +873,13 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
   reg [15:0] old_0_d1 = 16'h0000;
+  reg [15:0] old_0_d2 = 16'h0000;
   reg [15:0] old_1_d1 = 16'h0000;
+  reg [15:0] old_1_d2 = 16'h0000;
   reg [15:0] old_2_d1 = 16'h0000;
+  reg [15:0] old_2_d2 = 16'h0000;
   reg [15:0] old_3_d1 = 16'h0000;
+  reg [15:0] old_3_d2 = 16'h0000;
   reg [15:0] old_c4_0 = 16'h0000;
   wire [15:0] \old_c4_0.h ;
   reg [15:0] old_c4_1 = 16'h0000;
@@ -894,17 +897,21 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   (* init = 16'h0000 *)
   wire [15:0] old_out_3;
   reg [23:0] old_pool_0_d1 = 24'h000000;
+  reg [23:0] old_pool_0_d2 = 24'h000000;
   reg [23:0] old_pool_1_d1 = 24'h000000;
+  reg [23:0] old_pool_1_d2 = 24'h000000;
   reg [23:0] old_pool_2_d1 = 24'h000000;
+  reg [23:0] old_pool_2_d2 = 24'h000000;
   reg [23:0] old_pool_3_d1 = 24'h000000;
+  reg [23:0] old_pool_3_d2 = 24'h000000;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
   reg [23:0] old_pool_c4_3 = 24'h000000;
   wire [15:0] out;
-  wire [15:0] \out$120 ;
   wire [15:0] \out$129 ;
-  wire [15:0] \out$138 ;
+  wire [15:0] \out$140 ;
+  wire [15:0] \out$151 ;
   wire [15:0] out_0;
   wire [15:0] out_1;
   wire [15:0] out_2;
@@ -941,12 +948,16 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [23:0] \pool[3] ;
   wire [23:0] pool_0;
   wire pool_0_clipped;
+  wire pool_0_fits;
   wire [23:0] pool_1;
   wire pool_1_clipped;
+  wire pool_1_fits;
   wire [23:0] pool_2;
   wire pool_2_clipped;
+  wire pool_2_fits;
   wire [23:0] pool_3;
   wire pool_3_clipped;
+  wire pool_3_fits;
   wire [99:0] pool_write;
   wire [2:0] \pool_write.addr ;
   wire [95:0] \pool_write.data ;
@@ -956,9 +967,9 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [23:0] \pool_write.data[3] ;
   wire \pool_write.en ;
   wire [15:0] potential;
-  wire [15:0] \potential$124 ;
   wire [15:0] \potential$133 ;
-  wire [15:0] \potential$142 ;
+  wire [15:0] \potential$144 ;
+  wire [15:0] \potential$155 ;
   reg [15:0] potential_c4_0 = 16'h0000;
   reg [15:0] potential_c4_1 = 16'h0000;
   reg [15:0] potential_c4_2 = 16'h0000;
@@ -979,10 +990,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   input rst;
   wire rst;
   wire [3:0] saturated;
-  wire \saturated$112 ;
-  wire \saturated$122 ;
+  wire \saturated$119 ;
   wire \saturated$131 ;
-  wire \saturated$140 ;
+  wire \saturated$142 ;
+  wire \saturated$153 ;
   reg saturated_c4_0 = 1'h0;
   reg saturated_c4_1 = 1'h0;
   reg saturated_c4_2 = 1'h0;
@@ -1012,6 +1023,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire \slot_c4.valid ;
   wire [7:0] \slot_c4.value ;
   reg [28:0] slot_d1 = 29'h00000000;
+  reg [28:0] slot_d2 = 29'h00000000;
   wire starting;
   wire [63:0] state;
   wire [15:0] \state[0] ;
@@ -1027,22 +1039,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire [97:0] trace;
-  output [97:0] \trace$144 ;
-  reg [97:0] \trace$144  = 98'h0000000000000000000000000;
-  wire [27:0] \trace$144.gate ;
-  wire [6:0] \trace$144.gate[0] ;
-  wire [6:0] \trace$144.gate[1] ;
-  wire [6:0] \trace$144.gate[2] ;
-  wire [6:0] \trace$144.gate[3] ;
-  wire [2:0] \trace$144.group ;
-  wire \trace$144.seq_end ;
-  wire [63:0] \trace$144.state ;
-  wire [15:0] \trace$144.state[0] ;
-  wire [15:0] \trace$144.state[1] ;
-  wire [15:0] \trace$144.state[2] ;
-  wire [15:0] \trace$144.state[3] ;
-  wire \trace$144.step_end ;
-  wire \trace$144.valid ;
+  output [97:0] \trace$158 ;
+  reg [97:0] \trace$158  = 98'h0000000000000000000000000;
+  wire [27:0] \trace$158.gate ;
+  wire [6:0] \trace$158.gate[0] ;
+  wire [6:0] \trace$158.gate[1] ;
+  wire [6:0] \trace$158.gate[2] ;
+  wire [6:0] \trace$158.gate[3] ;
+  wire [2:0] \trace$158.group ;
+  wire \trace$158.seq_end ;
+  wire [63:0] \trace$158.state ;
+  wire [15:0] \trace$158.state[0] ;
+  wire [15:0] \trace$158.state[1] ;
+  wire [15:0] \trace$158.state[2] ;
+  wire [15:0] \trace$158.state[3] ;
+  wire \trace$158.step_end ;
+  wire \trace$158.valid ;
   wire [27:0] \trace.gate ;
   wire [6:0] \trace.gate[0] ;
   wire [6:0] \trace.gate[1] ;
@@ -1077,184 +1089,196 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
   assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
   assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$3  = $signed(\$2 ) > $signed(24'h7fffff);
+  assign \$3  = ! \$2 [24:23];
   assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$5  = $signed(\$4 ) < $signed(24'h800000);
+  assign \$5  = \$4 [24:23] == 2'h3;
+  assign pool_0_fits = \$3  | \$5 ;
   assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$7  = \$5  ? 25'h1800000 : \$6 ;
-  assign \$8  = \$3  ? 25'h07fffff : \$7 ;
-  assign \$9  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$10  = $signed(\$9 ) > $signed(24'h7fffff);
-  assign \$11  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$12  = $signed(\$11 ) < $signed(24'h800000);
-  assign pool_0_clipped = \$10  | \$12 ;
-  assign \$13  = out_0 != old_c4_0;
-  assign \$15  = saturated_c4_0 | pool_0_clipped;
-  assign \$18  = | \$8 [23:0];
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = hold_c4_1 ? old_c4_1 : new_c4_1;
+  assign \$7  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$8  = \$7 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$9  = pool_0_fits ? { 1'h0, \$6 [23:0] } : { \$8 [23], \$8  };
+  assign pool_0_clipped = ~ pool_0_fits;
+  assign \$10  = out_0 != old_c4_0;
+  assign \$12  = saturated_c4_0 | pool_0_clipped;
+  assign \$15  = | \$9 [23:0];
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = hold_c4_1 ? old_c4_1 : new_c4_1;
   assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$21  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$22  = $signed(\$21 ) > $signed(24'h7fffff);
+  assign \$18  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$19  = ! \$18 [24:23];
+  assign \$20  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$21  = \$20 [24:23] == 2'h3;
+  assign pool_1_fits = \$19  | \$21 ;
+  assign \$22  = $signed(old_pool_c4_1) + $signed(out_1);
   assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$24  = $signed(\$23 ) < $signed(24'h800000);
-  assign \$25  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$26  = \$24  ? 25'h1800000 : \$25 ;
-  assign \$27  = \$22  ? 25'h07fffff : \$26 ;
-  assign \$28  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$29  = $signed(\$28 ) > $signed(24'h7fffff);
-  assign \$30  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$31  = $signed(\$30 ) < $signed(24'h800000);
-  assign pool_1_clipped = \$29  | \$31 ;
-  assign \$32  = out_1 != old_c4_1;
-  assign \$34  = saturated_c4_1 | pool_1_clipped;
-  assign \$37  = | \$27 [23:0];
-  assign \$38  = \$36  & \$37 ;
-  assign \$39  = hold_c4_2 ? old_c4_2 : new_c4_2;
+  assign \$24  = \$23 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$25  = pool_1_fits ? { 1'h0, \$22 [23:0] } : { \$24 [23], \$24  };
+  assign pool_1_clipped = ~ pool_1_fits;
+  assign \$26  = out_1 != old_c4_1;
+  assign \$28  = saturated_c4_1 | pool_1_clipped;
+  assign \$31  = | \$25 [23:0];
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = hold_c4_2 ? old_c4_2 : new_c4_2;
   assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$40  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$41  = $signed(\$40 ) > $signed(24'h7fffff);
-  assign \$42  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$43  = $signed(\$42 ) < $signed(24'h800000);
-  assign \$44  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$45  = \$43  ? 25'h1800000 : \$44 ;
-  assign \$46  = \$41  ? 25'h07fffff : \$45 ;
-  assign \$47  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$48  = $signed(\$47 ) > $signed(24'h7fffff);
-  assign \$49  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$50  = $signed(\$49 ) < $signed(24'h800000);
-  assign pool_2_clipped = \$48  | \$50 ;
-  assign \$51  = out_2 != old_c4_2;
-  assign \$53  = saturated_c4_2 | pool_2_clipped;
-  assign \$56  = | \$46 [23:0];
-  assign \$57  = \$55  & \$56 ;
-  assign \$58  = hold_c4_3 ? old_c4_3 : new_c4_3;
+  assign \$34  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$35  = ! \$34 [24:23];
+  assign \$36  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$37  = \$36 [24:23] == 2'h3;
+  assign pool_2_fits = \$35  | \$37 ;
+  assign \$38  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$39  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$40  = \$39 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$41  = pool_2_fits ? { 1'h0, \$38 [23:0] } : { \$40 [23], \$40  };
+  assign pool_2_clipped = ~ pool_2_fits;
+  assign \$42  = out_2 != old_c4_2;
+  assign \$44  = saturated_c4_2 | pool_2_clipped;
+  assign \$47  = | \$41 [23:0];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = hold_c4_3 ? old_c4_3 : new_c4_3;
   assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$59  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$60  = $signed(\$59 ) > $signed(24'h7fffff);
-  assign \$61  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$62  = $signed(\$61 ) < $signed(24'h800000);
-  assign \$63  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$64  = \$62  ? 25'h1800000 : \$63 ;
-  assign \$65  = \$60  ? 25'h07fffff : \$64 ;
-  assign \$66  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$67  = $signed(\$66 ) > $signed(24'h7fffff);
-  assign \$68  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$69  = $signed(\$68 ) < $signed(24'h800000);
-  assign pool_3_clipped = \$67  | \$69 ;
-  assign \$70  = out_3 != old_c4_3;
-  assign \$72  = saturated_c4_3 | pool_3_clipped;
-  assign \$75  = | \$65 [23:0];
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = slot_c4[13] & slot_c4[15];
-  assign \$78  = slot[14] ? 24'h000000 : pool[23:0];
-  assign \$79  = slot[14] ? 24'h000000 : pool[47:24];
-  assign \$80  = slot[14] ? 24'h000000 : pool[71:48];
-  assign \$81  = slot[14] ? 24'h000000 : pool[95:72];
-  assign \$82  = 1'h0 + changed[0];
-  assign \$83  = \$82  + changed[1];
-  assign \$84  = \$83  + changed[2];
-  assign \$85  = \$84  + changed[3];
-  assign \$86  = layer0_events + \$85 ;
-  assign \$87  = 1'h0 + saturated[0];
-  assign \$88  = \$87  + saturated[1];
-  assign \$89  = \$88  + saturated[2];
-  assign \$90  = \$89  + saturated[3];
-  assign \$91  = layer0_saturations + \$90 ;
+  assign \$50  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$51  = ! \$50 [24:23];
+  assign \$52  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$53  = \$52 [24:23] == 2'h3;
+  assign pool_3_fits = \$51  | \$53 ;
+  assign \$54  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$55  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$56  = \$55 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$57  = pool_3_fits ? { 1'h0, \$54 [23:0] } : { \$56 [23], \$56  };
+  assign pool_3_clipped = ~ pool_3_fits;
+  assign \$58  = out_3 != old_c4_3;
+  assign \$60  = saturated_c4_3 | pool_3_clipped;
+  assign \$63  = | \$57 [23:0];
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = slot_c4[13] & slot_c4[15];
+  assign \$66  = slot[14] ? 24'h000000 : pool[23:0];
+  assign \$67  = slot[14] ? 24'h000000 : pool[47:24];
+  assign \$68  = slot[14] ? 24'h000000 : pool[71:48];
+  assign \$69  = slot[14] ? 24'h000000 : pool[95:72];
+  assign \$70  = 1'h0 + changed[0];
+  assign \$71  = \$70  + changed[1];
+  assign \$72  = \$71  + changed[2];
+  assign \$73  = \$72  + changed[3];
+  assign \$74  = layer0_events + \$73 ;
+  assign \$75  = 1'h0 + saturated[0];
+  assign \$76  = \$75  + saturated[1];
+  assign \$77  = \$76  + saturated[2];
+  assign \$78  = \$77  + saturated[3];
+  assign \$79  = layer0_saturations + \$78 ;
   always @(posedge clk)
-    slot_d1 <= \$92 ;
+    slot_d1 <= \$80 ;
   always @(posedge clk)
-    finalize_d1 <= \$93 ;
+    slot_d2 <= \$81 ;
   always @(posedge clk)
-    slot_c4 <= \$94 ;
+    finalize_d1 <= \$82 ;
   always @(posedge clk)
-    finalize4 <= \$95 ;
+    finalize_d2 <= \$83 ;
   always @(posedge clk)
-    new_c4_0 <= \$96 ;
+    slot_c4 <= \$84 ;
   always @(posedge clk)
-    old_0_d1 <= \$97 ;
+    finalize4 <= \$85 ;
   always @(posedge clk)
-    old_c4_0 <= \$98 ;
+    new_c4_0 <= \$86 ;
   always @(posedge clk)
-    hold_c4_0 <= \$99 ;
+    old_0_d1 <= \$87 ;
   always @(posedge clk)
-    out_c4_0 <= \$100 ;
+    old_0_d2 <= \$88 ;
   always @(posedge clk)
-    gate_c4_0 <= \$101 ;
+    old_c4_0 <= \$89 ;
   always @(posedge clk)
-    saturated_c4_0 <= \$102 ;
+    hold_c4_0 <= \$90 ;
   always @(posedge clk)
-    potential_c4_0 <= \$103 ;
+    out_c4_0 <= \$91 ;
   always @(posedge clk)
-    old_pool_0_d1 <= \$104 ;
+    gate_c4_0 <= \$92 ;
   always @(posedge clk)
-    old_pool_c4_0 <= \$105 ;
+    saturated_c4_0 <= \$93 ;
   always @(posedge clk)
-    new_c4_1 <= \$106 ;
+    potential_c4_0 <= \$94 ;
   always @(posedge clk)
-    old_1_d1 <= \$107 ;
+    old_pool_0_d1 <= \$95 ;
   always @(posedge clk)
-    old_c4_1 <= \$108 ;
+    old_pool_0_d2 <= \$96 ;
   always @(posedge clk)
-    hold_c4_1 <= \$109 ;
+    old_pool_c4_0 <= \$97 ;
   always @(posedge clk)
-    out_c4_1 <= \$110 ;
+    new_c4_1 <= \$98 ;
   always @(posedge clk)
-    gate_c4_1 <= \$111 ;
+    old_1_d1 <= \$99 ;
   always @(posedge clk)
-    saturated_c4_1 <= \$112 ;
+    old_1_d2 <= \$100 ;
   always @(posedge clk)
-    potential_c4_1 <= \$113 ;
+    old_c4_1 <= \$101 ;
   always @(posedge clk)
-    old_pool_1_d1 <= \$114 ;
+    hold_c4_1 <= \$102 ;
   always @(posedge clk)
-    old_pool_c4_1 <= \$115 ;
+    out_c4_1 <= \$103 ;
   always @(posedge clk)
-    new_c4_2 <= \$116 ;
+    gate_c4_1 <= \$104 ;
   always @(posedge clk)
-    old_2_d1 <= \$117 ;
+    saturated_c4_1 <= \$105 ;
   always @(posedge clk)
-    old_c4_2 <= \$118 ;
+    potential_c4_1 <= \$106 ;
   always @(posedge clk)
-    hold_c4_2 <= \$119 ;
+    old_pool_1_d1 <= \$107 ;
   always @(posedge clk)
-    out_c4_2 <= \$120 ;
+    old_pool_1_d2 <= \$108 ;
   always @(posedge clk)
-    gate_c4_2 <= \$121 ;
+    old_pool_c4_1 <= \$109 ;
   always @(posedge clk)
-    saturated_c4_2 <= \$122 ;
+    new_c4_2 <= \$110 ;
   always @(posedge clk)
-    potential_c4_2 <= \$123 ;
+    old_2_d1 <= \$111 ;
   always @(posedge clk)
-    old_pool_2_d1 <= \$124 ;
+    old_2_d2 <= \$112 ;
   always @(posedge clk)
-    old_pool_c4_2 <= \$125 ;
+    old_c4_2 <= \$113 ;
   always @(posedge clk)
-    new_c4_3 <= \$126 ;
+    hold_c4_2 <= \$114 ;
   always @(posedge clk)
-    old_3_d1 <= \$127 ;
+    out_c4_2 <= \$115 ;
   always @(posedge clk)
-    old_c4_3 <= \$128 ;
+    gate_c4_2 <= \$116 ;
   always @(posedge clk)
-    hold_c4_3 <= \$129 ;
+    saturated_c4_2 <= \$117 ;
   always @(posedge clk)
-    out_c4_3 <= \$130 ;
+    potential_c4_2 <= \$118 ;
   always @(posedge clk)
-    gate_c4_3 <= \$131 ;
+    old_pool_2_d1 <= \$119 ;
   always @(posedge clk)
-    saturated_c4_3 <= \$132 ;
+    old_pool_2_d2 <= \$120 ;
   always @(posedge clk)
-    potential_c4_3 <= \$133 ;
+    old_pool_c4_2 <= \$121 ;
   always @(posedge clk)
-    old_pool_3_d1 <= \$134 ;
+    new_c4_3 <= \$122 ;
   always @(posedge clk)
-    old_pool_c4_3 <= \$135 ;
+    old_3_d1 <= \$123 ;
   always @(posedge clk)
-    \trace$144  <= \$136 ;
+    old_3_d2 <= \$124 ;
   always @(posedge clk)
-    layer0_events <= \$137 ;
+    old_c4_3 <= \$125 ;
   always @(posedge clk)
-    layer0_saturations <= \$138 ;
+    hold_c4_3 <= \$126 ;
+  always @(posedge clk)
+    out_c4_3 <= \$127 ;
+  always @(posedge clk)
+    gate_c4_3 <= \$128 ;
+  always @(posedge clk)
+    saturated_c4_3 <= \$129 ;
+  always @(posedge clk)
+    potential_c4_3 <= \$130 ;
+  always @(posedge clk)
+    old_pool_3_d1 <= \$131 ;
+  always @(posedge clk)
+    old_pool_3_d2 <= \$132 ;
+  always @(posedge clk)
+    old_pool_c4_3 <= \$133 ;
+  always @(posedge clk)
+    \trace$158  <= \$134 ;
+  always @(posedge clk)
+    layer0_events <= \$135 ;
+  always @(posedge clk)
+    layer0_saturations <= \$136 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -1317,7 +1341,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .entries__ready(o__ready),
     .entries__valid(entries__valid),
     .items__payload(events__payload),
-    .items__ready(\items__ready$99 ),
+    .items__ready(\items__ready$103 ),
     .items__valid(events__valid),
     .rst(rst)
   );
@@ -1328,372 +1352,442 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .old(old),
     .params(params),
     .rst(rst),
-    .saturated(\saturated$112 ),
-    .z_c3b(gate)
+    .saturated(\saturated$119 ),
+    .z_r(gate)
   );
   \accelerator.layer0.update_1  update_1 (
     .acc(\acc$18 ),
     .clk(clk),
-    .\new (\new$117 ),
+    .\new (\new$125 ),
     .old(\old$20 ),
     .params(\params$19 ),
     .rst(rst),
-    .saturated(\saturated$122 ),
-    .z_c3b(\gate$121 )
+    .saturated(\saturated$131 ),
+    .z_r(\gate$130 )
   );
   \accelerator.layer0.update_2  update_2 (
     .acc(\acc$21 ),
     .clk(clk),
-    .\new (\new$126 ),
+    .\new (\new$136 ),
     .old(\old$23 ),
     .params(\params$22 ),
     .rst(rst),
-    .saturated(\saturated$131 ),
-    .z_c3b(\gate$130 )
+    .saturated(\saturated$142 ),
+    .z_r(\gate$141 )
   );
   \accelerator.layer0.update_3  update_3 (
     .acc(\acc$24 ),
     .clk(clk),
-    .\new (\new$135 ),
+    .\new (\new$147 ),
     .old(\old$26 ),
     .params(\params$25 ),
     .rst(rst),
-    .saturated(\saturated$140 ),
-    .z_c3b(\gate$139 )
+    .saturated(\saturated$153 ),
+    .z_r(\gate$152 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = slot;
+    \$80  = slot;
     if (rst) begin
-      \$92  = 29'h00000000;
+      \$80  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = finalize;
+    \$81  = slot_d1;
+    if (rst) begin
+      \$81  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$82  = finalize;
+    if (rst) begin
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$83  = finalize_d1;
+    if (rst) begin
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$84  = slot_d2;
+    if (rst) begin
+      \$84  = 29'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$85  = finalize_d2;
+    if (rst) begin
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$86  = \new ;
+    if (rst) begin
+      \$86  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$87  = old;
+    if (rst) begin
+      \$87  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$88  = old_0_d1;
+    if (rst) begin
+      \$88  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$89  = old_0_d2;
+    if (rst) begin
+      \$89  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$90  = 1'h0;
+    if (rst) begin
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$91  = \new ;
+    if (rst) begin
+      \$91  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$92  = gate;
+    if (rst) begin
+      \$92  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$93  = \saturated$119 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = slot_d1;
+    \$94  = 16'h0000;
     if (rst) begin
-      \$94  = 29'h00000000;
+      \$94  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = finalize_d1;
+    \$95  = \$66 ;
     if (rst) begin
-      \$95  = 1'h0;
+      \$95  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = \new ;
+    \$96  = old_pool_0_d1;
     if (rst) begin
-      \$96  = 16'h0000;
+      \$96  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = old;
+    \$97  = old_pool_0_d2;
     if (rst) begin
-      \$97  = 16'h0000;
+      \$97  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = old_0_d1;
+    \$98  = \new$125 ;
     if (rst) begin
       \$98  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = 1'h0;
+    \$99  = \old$20 ;
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = \new ;
+    \$100  = old_1_d1;
     if (rst) begin
       \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = gate;
+    \$101  = old_1_d2;
     if (rst) begin
-      \$101  = 7'h00;
+      \$101  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = \saturated$112 ;
+    \$102  = 1'h0;
     if (rst) begin
       \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = 16'h0000;
+    \$103  = \new$125 ;
     if (rst) begin
       \$103  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = \$78 ;
+    \$104  = \gate$130 ;
     if (rst) begin
-      \$104  = 24'h000000;
+      \$104  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = old_pool_0_d1;
+    \$105  = \saturated$131 ;
     if (rst) begin
-      \$105  = 24'h000000;
+      \$105  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = \new$117 ;
+    \$106  = 16'h0000;
     if (rst) begin
       \$106  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = \old$20 ;
+    \$107  = \$67 ;
     if (rst) begin
-      \$107  = 16'h0000;
+      \$107  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = old_1_d1;
+    \$108  = old_pool_1_d1;
     if (rst) begin
-      \$108  = 16'h0000;
+      \$108  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$109  = 1'h0;
+    \$109  = old_pool_1_d2;
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$110  = \new$117 ;
+    \$110  = \new$136 ;
     if (rst) begin
       \$110  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$111  = \gate$121 ;
+    \$111  = \old$23 ;
     if (rst) begin
-      \$111  = 7'h00;
+      \$111  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$112  = \saturated$122 ;
+    \$112  = old_2_d1;
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$113  = 16'h0000;
+    \$113  = old_2_d2;
     if (rst) begin
       \$113  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \$79 ;
+    \$114  = 1'h0;
     if (rst) begin
-      \$114  = 24'h000000;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = old_pool_1_d1;
+    \$115  = \new$136 ;
     if (rst) begin
-      \$115  = 24'h000000;
+      \$115  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = \new$126 ;
+    \$116  = \gate$141 ;
     if (rst) begin
-      \$116  = 16'h0000;
+      \$116  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = \old$23 ;
+    \$117  = \saturated$142 ;
     if (rst) begin
-      \$117  = 16'h0000;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = old_2_d1;
+    \$118  = 16'h0000;
     if (rst) begin
       \$118  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = 1'h0;
+    \$119  = \$68 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = \new$126 ;
+    \$120  = old_pool_2_d1;
     if (rst) begin
-      \$120  = 16'h0000;
+      \$120  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = \gate$130 ;
+    \$121  = old_pool_2_d2;
     if (rst) begin
-      \$121  = 7'h00;
+      \$121  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = \saturated$131 ;
+    \$122  = \new$147 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$122  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = 16'h0000;
+    \$123  = \old$26 ;
     if (rst) begin
       \$123  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = \$80 ;
+    \$124  = old_3_d1;
     if (rst) begin
-      \$124  = 24'h000000;
+      \$124  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = old_pool_2_d1;
+    \$125  = old_3_d2;
     if (rst) begin
-      \$125  = 24'h000000;
+      \$125  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = \new$135 ;
+    \$126  = 1'h0;
     if (rst) begin
-      \$126  = 16'h0000;
+      \$126  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \old$26 ;
+    \$127  = \new$147 ;
     if (rst) begin
       \$127  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = old_3_d1;
+    \$128  = \gate$152 ;
     if (rst) begin
-      \$128  = 16'h0000;
+      \$128  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = 1'h0;
+    \$129  = \saturated$153 ;
     if (rst) begin
       \$129  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = \new$135 ;
+    \$130  = 16'h0000;
     if (rst) begin
       \$130  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = \gate$139 ;
+    \$131  = \$69 ;
     if (rst) begin
-      \$131  = 7'h00;
+      \$131  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = \saturated$140 ;
+    \$132  = old_pool_3_d1;
     if (rst) begin
-      \$132  = 1'h0;
+      \$132  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = 16'h0000;
+    \$133  = old_pool_3_d2;
     if (rst) begin
-      \$133  = 16'h0000;
+      \$133  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = \$81 ;
+    \$134  = trace;
     if (rst) begin
-      \$134  = 24'h000000;
+      \$134  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$135  = old_pool_3_d1;
-    if (rst) begin
-      \$135  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = trace;
-    if (rst) begin
-      \$136  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = layer0_events;
+    \$135  = layer0_events;
     if (finalize4) begin
-      \$137  = \$86 [31:0];
+      \$135  = \$74 [31:0];
     end
     if (rst) begin
-      \$137  = 32'd0;
+      \$135  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = layer0_saturations;
+    \$136  = layer0_saturations;
     if (finalize4) begin
-      \$138  = \$91 [31:0];
+      \$136  = \$79 [31:0];
     end
     if (rst) begin
-      \$138  = 32'd0;
+      \$136  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -1702,38 +1796,38 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \config__payload$7  = config__payload;
   assign \config__valid$9  = config__valid;
   assign old_out_0 = old_c4_0;
-  assign pool_0 = \$8 [23:0];
+  assign pool_0 = \$9 [23:0];
   assign old_out_1 = old_c4_1;
-  assign pool_1 = \$27 [23:0];
+  assign pool_1 = \$25 [23:0];
   assign old_out_2 = old_c4_2;
-  assign pool_2 = \$46 [23:0];
+  assign pool_2 = \$41 [23:0];
   assign old_out_3 = old_c4_3;
-  assign pool_3 = \$65 [23:0];
+  assign pool_3 = \$57 [23:0];
   assign w__payload = entry;
   assign w__valid = finalize4;
   assign starting = reserve;
-  assign \credit$84  = credit;
+  assign \credit$88  = credit;
   assign r__payload = i__payload;
   assign i__ready = r__ready;
   assign r__valid = i__valid;
   assign o__payload = entries__payload;
   assign entries__ready = o__ready;
   assign o__valid = entries__valid;
-  assign \items__payload$98  = events__payload;
-  assign events__ready = \items__ready$99 ;
-  assign \items__valid$102  = events__valid;
+  assign \items__payload$102  = events__payload;
+  assign events__ready = \items__ready$103 ;
+  assign \items__valid$106  = events__valid;
   assign hold = 1'h0;
   assign out = \new ;
   assign potential = 16'h0000;
-  assign \hold$119  = 1'h0;
-  assign \out$120  = \new$117 ;
-  assign \potential$124  = 16'h0000;
   assign \hold$128  = 1'h0;
-  assign \out$129  = \new$126 ;
+  assign \out$129  = \new$125 ;
   assign \potential$133  = 16'h0000;
-  assign \hold$137  = 1'h0;
-  assign \out$138  = \new$135 ;
-  assign \potential$142  = 16'h0000;
+  assign \hold$139  = 1'h0;
+  assign \out$140  = \new$136 ;
+  assign \potential$144  = 16'h0000;
+  assign \hold$150  = 1'h0;
+  assign \out$151  = \new$147 ;
+  assign \potential$155  = 16'h0000;
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -1906,43 +2000,43 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \events__payload.value  = events__payload[28:5];
   assign \events__payload.step_end  = events__payload[29];
   assign \events__payload.seq_end  = events__payload[30];
-  assign \items__payload$98.index  = events__payload[4:0];
-  assign \items__payload$98.value  = events__payload[28:5];
-  assign \items__payload$98.step_end  = events__payload[29];
-  assign \items__payload$98.seq_end  = events__payload[30];
+  assign \items__payload$102.index  = events__payload[4:0];
+  assign \items__payload$102.value  = events__payload[28:5];
+  assign \items__payload$102.step_end  = events__payload[29];
+  assign \items__payload$102.seq_end  = events__payload[30];
   assign \new.h  = \new ;
   assign \pool[0]  = pool[23:0];
   assign \pool[1]  = pool[47:24];
   assign \pool[2]  = pool[71:48];
   assign \pool[3]  = pool[95:72];
-  assign \new$117.h  = \new$117 ;
-  assign \new$126.h  = \new$126 ;
-  assign \new$135.h  = \new$135 ;
-  assign \trace$144.valid  = \trace$144 [0];
-  assign \trace$144.group  = \trace$144 [3:1];
-  assign \trace$144.step_end  = \trace$144 [4];
-  assign \trace$144.seq_end  = \trace$144 [5];
-  assign \trace$144.state  = \trace$144 [69:6];
-  assign \trace$144.state[0]  = \trace$144 [21:6];
-  assign \trace$144.state[1]  = \trace$144 [37:22];
-  assign \trace$144.state[2]  = \trace$144 [53:38];
-  assign \trace$144.state[3]  = \trace$144 [69:54];
-  assign \trace$144.gate  = \trace$144 [97:70];
-  assign \trace$144.gate[0]  = \trace$144 [76:70];
-  assign \trace$144.gate[1]  = \trace$144 [83:77];
-  assign \trace$144.gate[2]  = \trace$144 [90:84];
-  assign \trace$144.gate[3]  = \trace$144 [97:91];
+  assign \new$125.h  = \new$125 ;
+  assign \new$136.h  = \new$136 ;
+  assign \new$147.h  = \new$147 ;
+  assign \trace$158.valid  = \trace$158 [0];
+  assign \trace$158.group  = \trace$158 [3:1];
+  assign \trace$158.step_end  = \trace$158 [4];
+  assign \trace$158.seq_end  = \trace$158 [5];
+  assign \trace$158.state  = \trace$158 [69:6];
+  assign \trace$158.state[0]  = \trace$158 [21:6];
+  assign \trace$158.state[1]  = \trace$158 [37:22];
+  assign \trace$158.state[2]  = \trace$158 [53:38];
+  assign \trace$158.state[3]  = \trace$158 [69:54];
+  assign \trace$158.gate  = \trace$158 [97:70];
+  assign \trace$158.gate[0]  = \trace$158 [76:70];
+  assign \trace$158.gate[1]  = \trace$158 [83:77];
+  assign \trace$158.gate[2]  = \trace$158 [90:84];
+  assign \trace$158.gate[3]  = \trace$158 [97:91];
   assign entry[104] = slot_c4[15];
-  assign entry[103] = \$77 ;
+  assign entry[103] = \$65 ;
   assign entry[102:100] = slot_c4[3:1];
-  assign entry[99:76] = \$65 [23:0];
-  assign entry[3] = \$76 ;
-  assign entry[75:52] = \$46 [23:0];
-  assign entry[2] = \$57 ;
-  assign entry[51:28] = \$27 [23:0];
-  assign entry[1] = \$38 ;
-  assign entry[27:4] = \$8 [23:0];
-  assign entry[0] = \$19 ;
+  assign entry[99:76] = \$57 [23:0];
+  assign entry[3] = \$64 ;
+  assign entry[75:52] = \$41 [23:0];
+  assign entry[2] = \$48 ;
+  assign entry[51:28] = \$25 [23:0];
+  assign entry[1] = \$32 ;
+  assign entry[27:4] = \$9 [23:0];
+  assign entry[0] = \$16 ;
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
@@ -1955,23 +2049,23 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign trace[37:22] = out_1;
   assign trace[76:70] = gate_c4_0;
   assign trace[21:6] = out_0;
-  assign saturated[3] = \$73 ;
-  assign saturated[2] = \$54 ;
-  assign saturated[1] = \$35 ;
-  assign saturated[0] = \$16 ;
-  assign changed[3] = \$71 ;
-  assign changed[2] = \$52 ;
-  assign changed[1] = \$33 ;
-  assign changed[0] = \$14 ;
-  assign pool_write[99:76] = \$65 [23:0];
-  assign pool_write[75:52] = \$46 [23:0];
-  assign pool_write[51:28] = \$27 [23:0];
-  assign pool_write[27:4] = \$8 [23:0];
+  assign saturated[3] = \$61 ;
+  assign saturated[2] = \$45 ;
+  assign saturated[1] = \$29 ;
+  assign saturated[0] = \$13 ;
+  assign changed[3] = \$59 ;
+  assign changed[2] = \$43 ;
+  assign changed[1] = \$27 ;
+  assign changed[0] = \$11 ;
+  assign pool_write[99:76] = \$57 [23:0];
+  assign pool_write[75:52] = \$41 [23:0];
+  assign pool_write[51:28] = \$25 [23:0];
+  assign pool_write[27:4] = \$9 [23:0];
   assign pool_write[3] = finalize4;
   assign pool_write[2:0] = slot_c4[3:1];
-  assign state_write[67:52] = \$58 ;
-  assign state_write[51:36] = \$39 ;
-  assign state_write[35:20] = \$20 ;
+  assign state_write[67:52] = \$49 ;
+  assign state_write[51:36] = \$33 ;
+  assign state_write[35:20] = \$17 ;
   assign state_write[19:4] = \$1 ;
   assign state_write[3] = finalize4;
   assign state_write[2:0] = slot_c4[3:1];
@@ -1991,18 +2085,18 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign params[6:0] = \params$15 [6:0];
   assign acc[33:17] = \acc$13 [33:17];
   assign acc[16:0] = \acc$13 [16:0];
-  assign \$14  = \$13 ;
-  assign \$16  = \$15 ;
-  assign \$17  = slot_c4[15];
-  assign \$33  = \$32 ;
-  assign \$35  = \$34 ;
-  assign \$36  = slot_c4[15];
-  assign \$52  = \$51 ;
-  assign \$54  = \$53 ;
-  assign \$55  = slot_c4[15];
-  assign \$71  = \$70 ;
-  assign \$73  = \$72 ;
-  assign \$74  = slot_c4[15];
+  assign \$11  = \$10 ;
+  assign \$13  = \$12 ;
+  assign \$14  = slot_c4[15];
+  assign \$27  = \$26 ;
+  assign \$29  = \$28 ;
+  assign \$30  = slot_c4[15];
+  assign \$43  = \$42 ;
+  assign \$45  = \$44 ;
+  assign \$46  = slot_c4[15];
+  assign \$59  = \$58 ;
+  assign \$61  = \$60 ;
+  assign \$62  = slot_c4[15];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2710,7 +2804,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [7:0] value;
   wire [31:0] weights;
@@ -2754,7 +2848,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [127:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[3:1]];
+      _0_ <= bias[slot_c2[3:1]];
     end
   end
   assign \port__data$47  = _0_;
@@ -2994,7 +3088,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$53 ;
   always @(posedge clk)
-    use_acc2 <= \$54 ;
+    use_acc2a <= \$54 ;
   always @(posedge clk)
     layer0_macs <= \$55 ;
   always @(posedge clk)
@@ -3021,7 +3115,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$7  = slot_c1[10:4] + slot_c1[20:17];
   assign \$8  = ~ slot_c1[16];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[11];
+  assign \$10  = slot_c2[0] & slot_c2[11];
   assign weights = slot_c2[16] ? 32'd0 : \port__data$43 ;
   assign \$11  = slot_c2a[0] & slot_c2a[12];
   assign \$12  = 1'h0 + port__en;
@@ -3285,7 +3379,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$32  = pool_write[3];
   assign \port__data$33  = pool_write[99:4];
   assign \port__addr$34  = \$7 [6:0];
-  assign \port__addr$36  = slot_c1[3:1];
+  assign \port__addr$36  = slot_c2[3:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[11];
@@ -3499,7 +3593,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [2:0] \$36 ;
+  wire [3:0] \$36 ;
   reg [3:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -3530,7 +3624,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   reg \$61 ;
   reg \$62 ;
   reg [28:0] \$63 ;
-  reg [1:0] \$64 ;
+  reg [2:0] \$64 ;
   reg \$65 ;
   reg [3:0] \$66 ;
   reg [2:0] \$67 ;
@@ -3556,7 +3650,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [2:0] group = 3'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3988,18 +4082,18 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [1:0];
+        \$64  = \$36 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h0;
+          \$64  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
@@ -4244,39 +4338,31 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [3:0] \$30 ;
   reg [11:0] \$31 ;
   reg [16:0] \$32 ;
-  reg [16:0] \$33 ;
-  reg [135:0] \$34 ;
-  reg [3:0] \$35 ;
-  reg [11:0] \$36 ;
-  reg [16:0] \$37 ;
-  reg [16:0] \$38 ;
-  reg [3:0] \$39 ;
+  reg [135:0] \$33 ;
+  reg [3:0] \$34 ;
+  reg [11:0] \$35 ;
+  reg [16:0] \$36 ;
+  reg [3:0] \$37 ;
+  reg [11:0] \$38 ;
+  reg [16:0] \$39 ;
   wire [11:0] \$4 ;
-  reg [11:0] \$40 ;
-  reg [16:0] \$41 ;
+  reg [3:0] \$40 ;
+  reg [11:0] \$41 ;
   reg [16:0] \$42 ;
   reg [3:0] \$43 ;
   reg [11:0] \$44 ;
   reg [16:0] \$45 ;
-  reg [16:0] \$46 ;
-  reg [3:0] \$47 ;
-  reg [11:0] \$48 ;
-  reg [16:0] \$49 ;
+  reg [3:0] \$46 ;
+  reg [11:0] \$47 ;
+  reg [16:0] \$48 ;
+  reg [3:0] \$49 ;
   wire [16:0] \$5 ;
-  reg [16:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg [11:0] \$52 ;
-  reg [16:0] \$53 ;
+  reg [11:0] \$50 ;
+  reg [16:0] \$51 ;
+  reg [3:0] \$52 ;
+  reg [11:0] \$53 ;
   reg [16:0] \$54 ;
-  reg [3:0] \$55 ;
-  reg [11:0] \$56 ;
-  reg [16:0] \$57 ;
-  reg [16:0] \$58 ;
-  reg [3:0] \$59 ;
   wire [17:0] \$6 ;
-  reg [11:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg [16:0] \$62 ;
   wire [11:0] \$7 ;
   wire [16:0] \$8 ;
   wire [17:0] \$9 ;
@@ -4306,22 +4392,14 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [11:0] product_7 = 12'h000;
   input rst;
   wire rst;
-  reg [16:0] seed_0_0 = 17'h00000;
-  reg [16:0] seed_0_1 = 17'h00000;
-  reg [16:0] seed_1_0 = 17'h00000;
-  reg [16:0] seed_1_1 = 17'h00000;
-  reg [16:0] seed_2_0 = 17'h00000;
-  reg [16:0] seed_2_1 = 17'h00000;
-  reg [16:0] seed_3_0 = 17'h00000;
-  reg [16:0] seed_3_1 = 17'h00000;
-  reg [16:0] seed_4_0 = 17'h00000;
-  reg [16:0] seed_4_1 = 17'h00000;
-  reg [16:0] seed_5_0 = 17'h00000;
-  reg [16:0] seed_5_1 = 17'h00000;
-  reg [16:0] seed_6_0 = 17'h00000;
-  reg [16:0] seed_6_1 = 17'h00000;
-  reg [16:0] seed_7_0 = 17'h00000;
-  reg [16:0] seed_7_1 = 17'h00000;
+  reg [16:0] seed_0 = 17'h00000;
+  reg [16:0] seed_1 = 17'h00000;
+  reg [16:0] seed_2 = 17'h00000;
+  reg [16:0] seed_3 = 17'h00000;
+  reg [16:0] seed_4 = 17'h00000;
+  reg [16:0] seed_5 = 17'h00000;
+  reg [16:0] seed_6 = 17'h00000;
+  reg [16:0] seed_7 = 17'h00000;
   input [135:0] seeds;
   wire [135:0] seeds;
   wire [16:0] \seeds[0] ;
@@ -4358,92 +4436,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [3:0] \weights[6] ;
   wire [3:0] \weights[7] ;
   always @(posedge clk)
-    product_0 <= \$31 ;
+    product_1 <= \$35 ;
   always @(posedge clk)
-    seed_0_0 <= \$32 ;
+    seed_1 <= \$36 ;
   always @(posedge clk)
-    seed_0_1 <= \$33 ;
+    weight_2 <= \$37 ;
   always @(posedge clk)
-    acc <= \$34 ;
+    product_2 <= \$38 ;
   always @(posedge clk)
-    weight_1 <= \$35 ;
+    seed_2 <= \$39 ;
   always @(posedge clk)
-    product_1 <= \$36 ;
+    weight_3 <= \$40 ;
   always @(posedge clk)
-    seed_1_0 <= \$37 ;
+    product_3 <= \$41 ;
   always @(posedge clk)
-    seed_1_1 <= \$38 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    weight_2 <= \$39 ;
+    weight_4 <= \$43 ;
   always @(posedge clk)
-    product_2 <= \$40 ;
+    product_4 <= \$44 ;
   always @(posedge clk)
-    seed_2_0 <= \$41 ;
+    seed_4 <= \$45 ;
   always @(posedge clk)
-    seed_2_1 <= \$42 ;
+    weight_5 <= \$46 ;
   always @(posedge clk)
-    weight_3 <= \$43 ;
+    product_5 <= \$47 ;
   always @(posedge clk)
-    product_3 <= \$44 ;
+    seed_5 <= \$48 ;
   always @(posedge clk)
-    seed_3_0 <= \$45 ;
+    weight_6 <= \$49 ;
   always @(posedge clk)
-    seed_3_1 <= \$46 ;
+    product_6 <= \$50 ;
   always @(posedge clk)
-    weight_4 <= \$47 ;
+    seed_6 <= \$51 ;
   always @(posedge clk)
-    product_4 <= \$48 ;
+    weight_7 <= \$52 ;
   always @(posedge clk)
-    seed_4_0 <= \$49 ;
+    product_7 <= \$53 ;
   always @(posedge clk)
-    seed_4_1 <= \$50 ;
-  always @(posedge clk)
-    weight_5 <= \$51 ;
-  always @(posedge clk)
-    product_5 <= \$52 ;
-  always @(posedge clk)
-    seed_5_0 <= \$53 ;
-  always @(posedge clk)
-    seed_5_1 <= \$54 ;
-  always @(posedge clk)
-    weight_6 <= \$55 ;
-  always @(posedge clk)
-    product_6 <= \$56 ;
-  always @(posedge clk)
-    seed_6_0 <= \$57 ;
-  always @(posedge clk)
-    seed_6_1 <= \$58 ;
-  always @(posedge clk)
-    weight_7 <= \$59 ;
-  always @(posedge clk)
-    product_7 <= \$60 ;
-  always @(posedge clk)
-    seed_7_0 <= \$61 ;
-  always @(posedge clk)
-    seed_7_1 <= \$62 ;
+    seed_7 <= \$54 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[16:0];
+  assign \$2  = first_1 ? seed_0 : acc[16:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[33:17];
+  assign \$5  = first_1 ? seed_1 : acc[33:17];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[50:34];
+  assign \$8  = first_1 ? seed_2 : acc[50:34];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[67:51];
+  assign \$11  = first_1 ? seed_3 : acc[67:51];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   assign \$13  = $signed(weight_4) * $signed(value_r);
-  assign \$14  = first_1 ? seed_4_1 : acc[84:68];
+  assign \$14  = first_1 ? seed_4 : acc[84:68];
   assign \$15  = $signed(\$14 ) + $signed(product_4);
   assign \$16  = $signed(weight_5) * $signed(value_r);
-  assign \$17  = first_1 ? seed_5_1 : acc[101:85];
+  assign \$17  = first_1 ? seed_5 : acc[101:85];
   assign \$18  = $signed(\$17 ) + $signed(product_5);
   assign \$19  = $signed(weight_6) * $signed(value_r);
-  assign \$20  = first_1 ? seed_6_1 : acc[118:102];
+  assign \$20  = first_1 ? seed_6 : acc[118:102];
   assign \$21  = $signed(\$20 ) + $signed(product_6);
   assign \$22  = $signed(weight_7) * $signed(value_r);
-  assign \$23  = first_1 ? seed_7_1 : acc[135:119];
+  assign \$23  = first_1 ? seed_7 : acc[135:119];
   assign \$24  = $signed(\$23 ) + $signed(product_7);
   always @(posedge clk)
     valid_0 <= \$25 ;
@@ -4457,231 +4511,145 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     value_r <= \$29 ;
   always @(posedge clk)
     weight_0 <= \$30 ;
+  always @(posedge clk)
+    product_0 <= \$31 ;
+  always @(posedge clk)
+    seed_0 <= \$32 ;
+  always @(posedge clk)
+    acc <= \$33 ;
+  always @(posedge clk)
+    weight_1 <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = seeds[16:0];
+    \$36  = seeds[33:17];
     if (rst) begin
-      \$32  = 17'h00000;
+      \$36  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = seed_0_0;
+    \$37  = weights[11:8];
     if (rst) begin
-      \$33  = 17'h00000;
+      \$37  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = acc;
-    if (valid_1) begin
-      \$34 [16:0] = \$3 [16:0];
-      \$34 [33:17] = \$6 [16:0];
-      \$34 [50:34] = \$9 [16:0];
-      \$34 [67:51] = \$12 [16:0];
-      \$34 [84:68] = \$15 [16:0];
-      \$34 [101:85] = \$18 [16:0];
-      \$34 [118:102] = \$21 [16:0];
-      \$34 [135:119] = \$24 [16:0];
-    end
+    \$38  = \$7 ;
     if (rst) begin
-      \$34  = 136'h0000000000000000000000000000000000;
+      \$38  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$35  = weights[7:4];
+    \$39  = seeds[50:34];
     if (rst) begin
-      \$35  = 4'h0;
+      \$39  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = \$4 ;
+    \$40  = weights[15:12];
     if (rst) begin
-      \$36  = 12'h000;
+      \$40  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = seeds[33:17];
+    \$41  = \$10 ;
     if (rst) begin
-      \$37  = 17'h00000;
+      \$41  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = seed_1_0;
-    if (rst) begin
-      \$38  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = weights[11:8];
-    if (rst) begin
-      \$39  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = \$7 ;
-    if (rst) begin
-      \$40  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = seeds[50:34];
-    if (rst) begin
-      \$41  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = seed_2_0;
+    \$42  = seeds[67:51];
     if (rst) begin
       \$42  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = weights[15:12];
+    \$43  = weights[19:16];
     if (rst) begin
       \$43  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = \$10 ;
+    \$44  = \$13 ;
     if (rst) begin
       \$44  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = seeds[67:51];
+    \$45  = seeds[84:68];
     if (rst) begin
       \$45  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = seed_3_0;
+    \$46  = weights[23:20];
     if (rst) begin
-      \$46  = 17'h00000;
+      \$46  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = weights[19:16];
+    \$47  = \$16 ;
     if (rst) begin
-      \$47  = 4'h0;
+      \$47  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = \$13 ;
+    \$48  = seeds[101:85];
     if (rst) begin
-      \$48  = 12'h000;
+      \$48  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = seeds[84:68];
+    \$49  = weights[27:24];
     if (rst) begin
-      \$49  = 17'h00000;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seed_4_0;
+    \$50  = \$19 ;
     if (rst) begin
-      \$50  = 17'h00000;
+      \$50  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[23:20];
+    \$51  = seeds[118:102];
     if (rst) begin
-      \$51  = 4'h0;
+      \$51  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$16 ;
+    \$52  = weights[31:28];
     if (rst) begin
-      \$52  = 12'h000;
+      \$52  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[101:85];
+    \$53  = \$22 ;
     if (rst) begin
-      \$53  = 17'h00000;
+      \$53  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = seed_5_0;
+    \$54  = seeds[135:119];
     if (rst) begin
       \$54  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = weights[27:24];
-    if (rst) begin
-      \$55  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = \$19 ;
-    if (rst) begin
-      \$56  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = seeds[118:102];
-    if (rst) begin
-      \$57  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = seed_6_0;
-    if (rst) begin
-      \$58  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = weights[31:28];
-    if (rst) begin
-      \$59  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = \$22 ;
-    if (rst) begin
-      \$60  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = seeds[135:119];
-    if (rst) begin
-      \$61  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seed_7_0;
-    if (rst) begin
-      \$62  = 17'h00000;
     end
   end
   always @* begin
@@ -4731,6 +4699,44 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$31  = \$1 ;
     if (rst) begin
       \$31  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$32  = seeds[16:0];
+    if (rst) begin
+      \$32  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$33  = acc;
+    if (valid_1) begin
+      \$33 [16:0] = \$3 [16:0];
+      \$33 [33:17] = \$6 [16:0];
+      \$33 [50:34] = \$9 [16:0];
+      \$33 [67:51] = \$12 [16:0];
+      \$33 [84:68] = \$15 [16:0];
+      \$33 [101:85] = \$18 [16:0];
+      \$33 [118:102] = \$21 [16:0];
+      \$33 [135:119] = \$24 [16:0];
+    end
+    if (rst) begin
+      \$33  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$34  = weights[7:4];
+    if (rst) begin
+      \$34  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$35  = \$4 ;
+    if (rst) begin
+      \$35  = 12'h000;
     end
   end
   assign \weights[0]  = weights[3:0];
@@ -4954,36 +4960,43 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [7:0] \$17 ;
-  wire [7:0] \$18 ;
-  wire \$19 ;
+  wire [16:0] \$14 ;
+  wire [79:0] \$15 ;
+  wire [79:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [15:0] \$19 ;
   wire \$2 ;
   wire [16:0] \$20 ;
-  wire [79:0] \$21 ;
-  wire [79:0] \$22 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [53:0] \$25 ;
-  wire [53:0] \$26 ;
-  wire [23:0] \$27 ;
-  wire [24:0] \$28 ;
-  wire [25:0] \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  reg [15:0] \$30 ;
-  reg \$31 ;
-  reg [6:0] \$32 ;
-  reg [15:0] \$33 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
   wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
   wire \$5 ;
   wire [16:0] \$6 ;
   wire [79:0] \$7 ;
@@ -4993,20 +5006,23 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   wire [33:0] acc;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
   (* init = 1'h0 *)
-  wire clipped_c3b;
+  wire clipped_r;
   input clk;
   wire clk;
   wire [16:0] diff;
   (* init = 7'h00 *)
   wire [6:0] gate;
+  reg [52:0] gate_r = 53'h00000000000000;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
-  reg [15:0] h_c3b = 16'h0000;
+  reg [15:0] h_b_r = 16'h0000;
+  reg [15:0] h_r = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5019,17 +5035,18 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
-  wire [53:0] raw;
   input rst;
   wire rst;
   output saturated;
   reg saturated = 1'h0;
   wire [15:0] u;
-  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z_c3b;
-  reg [6:0] z_c3b = 7'h00;
+  wire u_fits;
+  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
+  wire [8:0] z_now_raw;
+  output [6:0] z_r;
+  reg [6:0] z_r = 7'h00;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5039,117 +5056,156 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   assign \$6  = $signed(acc[16:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[16:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign \$15  = $signed(params[13:7]) >= $signed(1'h0);
-  assign gate_shifted_right = \$15  ? params[12:7] : 6'h00;
-  assign \$16  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$17  = - $signed(params[13:7]);
-  assign \$18  = \$16  ? \$17  : 8'h00;
-  assign \$19  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(acc[33:17]) >>> gate_shifted_right;
-  assign \$21  = $signed(acc[33:17]) << \$18 [5:0];
-  assign \$22  = \$19  ? { \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20  } : \$21 ;
-  assign raw = $signed(\$22 [52:0]) + $signed(7'h20);
-  assign \$23  = $signed(raw) < $signed(1'h0);
-  assign \$24  = $signed(raw) > $signed(8'h40);
-  assign \$25  = \$24  ? 54'h00000000000040 : raw;
-  assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(u_c3b) - $signed(h_c3b);
-  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
-  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[33:17]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[33:17]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
+  assign u_clipped = ~ u_fits;
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
+  assign diff = $signed(u_r) - $signed(h_b_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    u_c3b <= \$30 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    saturated <= \$31 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    z_c3b <= \$32 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    h_c3b <= \$33 ;
+    u_r <= \$37 ;
+  always @(posedge clk)
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$30  = \$12 [15:0];
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$30  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$31  = u_clipped;
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$31  = 1'h0;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$32  = \$26 [6:0];
+    \$36  = old;
     if (rst) begin
-      \$32  = 7'h00;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$33  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$33  = 16'h0000;
+      \$37  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$38  = u_clipped;
+    if (rst) begin
+      \$38  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$39  = \$30 [6:0];
+    if (rst) begin
+      \$39  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$40  = h_r;
+    if (rst) begin
+      \$40  = 16'h0000;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign gate_shifted_left = \$18 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign z_now = \$26 [6:0];
-  assign prod = { \$27 [23], \$27  };
-  assign out = \$29 [15:0];
-  assign gate = z_c3b;
-  assign clipped_c3b = saturated;
-  assign \new  = \$29 [15:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
+  assign gate = z_r;
+  assign clipped_r = saturated;
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \new.h  = \$29 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [7:0] \$17 ;
-  wire [7:0] \$18 ;
-  wire \$19 ;
+  wire [16:0] \$14 ;
+  wire [79:0] \$15 ;
+  wire [79:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [15:0] \$19 ;
   wire \$2 ;
   wire [16:0] \$20 ;
-  wire [79:0] \$21 ;
-  wire [79:0] \$22 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [53:0] \$25 ;
-  wire [53:0] \$26 ;
-  wire [23:0] \$27 ;
-  wire [24:0] \$28 ;
-  wire [25:0] \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  reg [15:0] \$30 ;
-  reg \$31 ;
-  reg [6:0] \$32 ;
-  reg [15:0] \$33 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
   wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
   wire \$5 ;
   wire [16:0] \$6 ;
   wire [79:0] \$7 ;
@@ -5159,20 +5215,23 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   wire [33:0] acc;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
   (* init = 1'h0 *)
-  wire clipped_c3b;
+  wire clipped_r;
   input clk;
   wire clk;
   wire [16:0] diff;
   (* init = 7'h00 *)
   wire [6:0] gate;
+  reg [52:0] gate_r = 53'h00000000000000;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
-  reg [15:0] h_c3b = 16'h0000;
+  reg [15:0] h_b_r = 16'h0000;
+  reg [15:0] h_r = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5185,17 +5244,18 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
-  wire [53:0] raw;
   input rst;
   wire rst;
   output saturated;
   reg saturated = 1'h0;
   wire [15:0] u;
-  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z_c3b;
-  reg [6:0] z_c3b = 7'h00;
+  wire u_fits;
+  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
+  wire [8:0] z_now_raw;
+  output [6:0] z_r;
+  reg [6:0] z_r = 7'h00;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5205,117 +5265,156 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   assign \$6  = $signed(acc[16:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[16:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign \$15  = $signed(params[13:7]) >= $signed(1'h0);
-  assign gate_shifted_right = \$15  ? params[12:7] : 6'h00;
-  assign \$16  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$17  = - $signed(params[13:7]);
-  assign \$18  = \$16  ? \$17  : 8'h00;
-  assign \$19  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(acc[33:17]) >>> gate_shifted_right;
-  assign \$21  = $signed(acc[33:17]) << \$18 [5:0];
-  assign \$22  = \$19  ? { \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20  } : \$21 ;
-  assign raw = $signed(\$22 [52:0]) + $signed(7'h20);
-  assign \$23  = $signed(raw) < $signed(1'h0);
-  assign \$24  = $signed(raw) > $signed(8'h40);
-  assign \$25  = \$24  ? 54'h00000000000040 : raw;
-  assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(u_c3b) - $signed(h_c3b);
-  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
-  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[33:17]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[33:17]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
+  assign u_clipped = ~ u_fits;
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
+  assign diff = $signed(u_r) - $signed(h_b_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    u_c3b <= \$30 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    saturated <= \$31 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    z_c3b <= \$32 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    h_c3b <= \$33 ;
+    u_r <= \$37 ;
+  always @(posedge clk)
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$30  = \$12 [15:0];
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$30  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$31  = u_clipped;
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$31  = 1'h0;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$32  = \$26 [6:0];
+    \$36  = old;
     if (rst) begin
-      \$32  = 7'h00;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$33  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$33  = 16'h0000;
+      \$37  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$38  = u_clipped;
+    if (rst) begin
+      \$38  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$39  = \$30 [6:0];
+    if (rst) begin
+      \$39  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$40  = h_r;
+    if (rst) begin
+      \$40  = 16'h0000;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign gate_shifted_left = \$18 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign z_now = \$26 [6:0];
-  assign prod = { \$27 [23], \$27  };
-  assign out = \$29 [15:0];
-  assign gate = z_c3b;
-  assign clipped_c3b = saturated;
-  assign \new  = \$29 [15:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
+  assign gate = z_r;
+  assign clipped_r = saturated;
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \new.h  = \$29 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [7:0] \$17 ;
-  wire [7:0] \$18 ;
-  wire \$19 ;
+  wire [16:0] \$14 ;
+  wire [79:0] \$15 ;
+  wire [79:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [15:0] \$19 ;
   wire \$2 ;
   wire [16:0] \$20 ;
-  wire [79:0] \$21 ;
-  wire [79:0] \$22 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [53:0] \$25 ;
-  wire [53:0] \$26 ;
-  wire [23:0] \$27 ;
-  wire [24:0] \$28 ;
-  wire [25:0] \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  reg [15:0] \$30 ;
-  reg \$31 ;
-  reg [6:0] \$32 ;
-  reg [15:0] \$33 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
   wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
   wire \$5 ;
   wire [16:0] \$6 ;
   wire [79:0] \$7 ;
@@ -5325,20 +5424,23 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   wire [33:0] acc;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
   (* init = 1'h0 *)
-  wire clipped_c3b;
+  wire clipped_r;
   input clk;
   wire clk;
   wire [16:0] diff;
   (* init = 7'h00 *)
   wire [6:0] gate;
+  reg [52:0] gate_r = 53'h00000000000000;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
-  reg [15:0] h_c3b = 16'h0000;
+  reg [15:0] h_b_r = 16'h0000;
+  reg [15:0] h_r = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5351,17 +5453,18 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
-  wire [53:0] raw;
   input rst;
   wire rst;
   output saturated;
   reg saturated = 1'h0;
   wire [15:0] u;
-  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z_c3b;
-  reg [6:0] z_c3b = 7'h00;
+  wire u_fits;
+  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
+  wire [8:0] z_now_raw;
+  output [6:0] z_r;
+  reg [6:0] z_r = 7'h00;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5371,117 +5474,156 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   assign \$6  = $signed(acc[16:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[16:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign \$15  = $signed(params[13:7]) >= $signed(1'h0);
-  assign gate_shifted_right = \$15  ? params[12:7] : 6'h00;
-  assign \$16  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$17  = - $signed(params[13:7]);
-  assign \$18  = \$16  ? \$17  : 8'h00;
-  assign \$19  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(acc[33:17]) >>> gate_shifted_right;
-  assign \$21  = $signed(acc[33:17]) << \$18 [5:0];
-  assign \$22  = \$19  ? { \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20  } : \$21 ;
-  assign raw = $signed(\$22 [52:0]) + $signed(7'h20);
-  assign \$23  = $signed(raw) < $signed(1'h0);
-  assign \$24  = $signed(raw) > $signed(8'h40);
-  assign \$25  = \$24  ? 54'h00000000000040 : raw;
-  assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(u_c3b) - $signed(h_c3b);
-  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
-  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[33:17]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[33:17]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
+  assign u_clipped = ~ u_fits;
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
+  assign diff = $signed(u_r) - $signed(h_b_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    u_c3b <= \$30 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    saturated <= \$31 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    z_c3b <= \$32 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    h_c3b <= \$33 ;
+    u_r <= \$37 ;
+  always @(posedge clk)
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$30  = \$12 [15:0];
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$30  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$31  = u_clipped;
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$31  = 1'h0;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$32  = \$26 [6:0];
+    \$36  = old;
     if (rst) begin
-      \$32  = 7'h00;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$33  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$33  = 16'h0000;
+      \$37  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$38  = u_clipped;
+    if (rst) begin
+      \$38  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$39  = \$30 [6:0];
+    if (rst) begin
+      \$39  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$40  = h_r;
+    if (rst) begin
+      \$40  = 16'h0000;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign gate_shifted_left = \$18 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign z_now = \$26 [6:0];
-  assign prod = { \$27 [23], \$27  };
-  assign out = \$29 [15:0];
-  assign gate = z_c3b;
-  assign clipped_c3b = saturated;
-  assign \new  = \$29 [15:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
+  assign gate = z_r;
+  assign clipped_r = saturated;
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \new.h  = \$29 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_c3b, clk);
+module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [52:0] \$11 ;
-  wire [52:0] \$12 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [7:0] \$17 ;
-  wire [7:0] \$18 ;
-  wire \$19 ;
+  wire [16:0] \$14 ;
+  wire [79:0] \$15 ;
+  wire [79:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire [15:0] \$19 ;
   wire \$2 ;
   wire [16:0] \$20 ;
-  wire [79:0] \$21 ;
-  wire [79:0] \$22 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [53:0] \$25 ;
-  wire [53:0] \$26 ;
-  wire [23:0] \$27 ;
-  wire [24:0] \$28 ;
-  wire [25:0] \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  reg [15:0] \$30 ;
-  reg \$31 ;
-  reg [6:0] \$32 ;
-  reg [15:0] \$33 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
   wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
   wire \$5 ;
   wire [16:0] \$6 ;
   wire [79:0] \$7 ;
@@ -5491,20 +5633,23 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   wire [33:0] acc;
   wire [16:0] \acc.cand ;
   wire [16:0] \acc.gate ;
+  reg [52:0] cand_r = 53'h00000000000000;
   wire [52:0] cand_shifted;
   wire [5:0] cand_shifted_left;
   wire [5:0] cand_shifted_right;
   (* init = 1'h0 *)
-  wire clipped_c3b;
+  wire clipped_r;
   input clk;
   wire clk;
   wire [16:0] diff;
   (* init = 7'h00 *)
   wire [6:0] gate;
+  reg [52:0] gate_r = 53'h00000000000000;
   wire [52:0] gate_shifted;
   wire [5:0] gate_shifted_left;
   wire [5:0] gate_shifted_right;
-  reg [15:0] h_c3b = 16'h0000;
+  reg [15:0] h_b_r = 16'h0000;
+  reg [15:0] h_r = 16'h0000;
   output [15:0] \new ;
   wire [15:0] \new ;
   wire [15:0] \new.h ;
@@ -5517,17 +5662,18 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   wire [6:0] \params.cand_shift ;
   wire [6:0] \params.gate_shift ;
   wire [24:0] prod;
-  wire [53:0] raw;
   input rst;
   wire rst;
   output saturated;
   reg saturated = 1'h0;
   wire [15:0] u;
-  reg [15:0] u_c3b = 16'h0000;
   wire u_clipped;
-  output [6:0] z_c3b;
-  reg [6:0] z_c3b = 7'h00;
+  wire u_fits;
+  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
+  wire [8:0] z_now_raw;
+  output [6:0] z_r;
+  reg [6:0] z_r = 7'h00;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -5537,84 +5683,116 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   assign \$6  = $signed(acc[16:0]) >>> cand_shifted_right;
   assign \$7  = $signed(acc[16:0]) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6 [16], \$6  } : \$7 ;
-  assign \$9  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$10  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign \$11  = \$10  ? 53'h1fffffffff8000 : \$8 [52:0];
-  assign \$12  = \$9  ? 53'h00000000007fff : \$11 ;
-  assign \$13  = $signed(\$8 [52:0]) > $signed(16'h7fff);
-  assign \$14  = $signed(\$8 [52:0]) < $signed(16'h8000);
-  assign u_clipped = \$13  | \$14 ;
-  assign \$15  = $signed(params[13:7]) >= $signed(1'h0);
-  assign gate_shifted_right = \$15  ? params[12:7] : 6'h00;
-  assign \$16  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$17  = - $signed(params[13:7]);
-  assign \$18  = \$16  ? \$17  : 8'h00;
-  assign \$19  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(acc[33:17]) >>> gate_shifted_right;
-  assign \$21  = $signed(acc[33:17]) << \$18 [5:0];
-  assign \$22  = \$19  ? { \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20 [16], \$20  } : \$21 ;
-  assign raw = $signed(\$22 [52:0]) + $signed(7'h20);
-  assign \$23  = $signed(raw) < $signed(1'h0);
-  assign \$24  = $signed(raw) > $signed(8'h40);
-  assign \$25  = \$24  ? 54'h00000000000040 : raw;
-  assign \$26  = \$23  ? 54'h00000000000000 : \$25 ;
-  assign diff = $signed(u_c3b) - $signed(h_c3b);
-  assign \$27  = $signed({ 1'h0, z_c3b }) * $signed(diff);
-  assign \$29  = $signed(h_c3b) + $signed(\$28 );
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[33:17]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[33:17]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14 [16], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
+  assign u_clipped = ~ u_fits;
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
+  assign diff = $signed(u_r) - $signed(h_b_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    u_c3b <= \$30 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    saturated <= \$31 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    z_c3b <= \$32 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    h_c3b <= \$33 ;
+    u_r <= \$37 ;
+  always @(posedge clk)
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$30  = \$12 [15:0];
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$30  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$31  = u_clipped;
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$31  = 1'h0;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$32  = \$26 [6:0];
+    \$36  = old;
     if (rst) begin
-      \$32  = 7'h00;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$33  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$33  = 16'h0000;
+      \$37  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$38  = u_clipped;
+    if (rst) begin
+      \$38  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$39  = \$30 [6:0];
+    if (rst) begin
+      \$39  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$40  = h_r;
+    if (rst) begin
+      \$40  = 16'h0000;
     end
   end
   assign cand_shifted_left = \$4 [5:0];
   assign cand_shifted = \$8 [52:0];
-  assign u = \$12 [15:0];
-  assign gate_shifted_left = \$18 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign z_now = \$26 [6:0];
-  assign prod = { \$27 [23], \$27  };
-  assign out = \$29 [15:0];
-  assign gate = z_c3b;
-  assign clipped_c3b = saturated;
-  assign \new  = \$29 [15:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
+  assign gate = z_r;
+  assign clipped_r = saturated;
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[16:0];
   assign \acc.gate  = acc[33:17];
-  assign \new.h  = \$29 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$28  = { \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23], \$27 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6585,7 +6763,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire starting;
   wire \starting$9 ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [23:0] value;
   wire [15:0] weights;
@@ -6612,7 +6790,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [95:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[2:1]];
+      _0_ <= bias[slot_c2[2:1]];
     end
   end
   assign \port__data$33  = _0_;
@@ -6743,7 +6921,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[9:3] + slot_c1[20:16];
   assign \$8  = ~ slot_c1[15];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[10];
+  assign \$10  = slot_c2[0] & slot_c2[10];
   assign weights = slot_c2[15] ? 16'h0000 : \port__data$29 ;
   assign \$11  = 1'h0 + port__en;
   assign \$12  = readout_weights_reads + \$11 ;
@@ -6776,7 +6954,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$34 ;
   always @(posedge clk)
-    use_acc2 <= \$35 ;
+    use_acc2a <= \$35 ;
   always @(posedge clk)
     readout_macs <= \$36 ;
   always @(posedge clk)
@@ -6913,7 +7091,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[4:3];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [6:0];
-  assign \port__addr$22  = slot_c1[2:1];
+  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
@@ -7060,7 +7238,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [2:0] \$37 ;
+  wire [3:0] \$37 ;
   reg [5:0] \$38 ;
   wire \$39 ;
   wire [5:0] \$4 ;
@@ -7091,7 +7269,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   reg \$62 ;
   reg \$63 ;
   reg [44:0] \$64 ;
-  reg [1:0] \$65 ;
+  reg [2:0] \$65 ;
   reg \$66 ;
   reg [5:0] \$67 ;
   reg [1:0] \$68 ;
@@ -7117,7 +7295,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg [1:0] group = 2'h0;
   wire issue;
   input [30:0] items__payload;
@@ -7589,18 +7767,18 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [1:0];
+        \$65  = \$37 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h0;
+          \$65  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
@@ -7833,21 +8011,17 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [27:0] \$19 ;
   wire [32:0] \$2 ;
   reg [32:0] \$20 ;
-  reg [32:0] \$21 ;
-  reg [131:0] \$22 ;
-  reg [3:0] \$23 ;
-  reg [27:0] \$24 ;
-  reg [32:0] \$25 ;
-  reg [32:0] \$26 ;
-  reg [3:0] \$27 ;
-  reg [27:0] \$28 ;
-  reg [32:0] \$29 ;
+  reg [131:0] \$21 ;
+  reg [3:0] \$22 ;
+  reg [27:0] \$23 ;
+  reg [32:0] \$24 ;
+  reg [3:0] \$25 ;
+  reg [27:0] \$26 ;
+  reg [32:0] \$27 ;
+  reg [3:0] \$28 ;
+  reg [27:0] \$29 ;
   wire [33:0] \$3 ;
   reg [32:0] \$30 ;
-  reg [3:0] \$31 ;
-  reg [27:0] \$32 ;
-  reg [32:0] \$33 ;
-  reg [32:0] \$34 ;
   wire [27:0] \$4 ;
   wire [32:0] \$5 ;
   wire [33:0] \$6 ;
@@ -7872,14 +8046,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [27:0] product_3 = 28'h0000000;
   input rst;
   wire rst;
-  reg [32:0] seed_0_0 = 33'h000000000;
-  reg [32:0] seed_0_1 = 33'h000000000;
-  reg [32:0] seed_1_0 = 33'h000000000;
-  reg [32:0] seed_1_1 = 33'h000000000;
-  reg [32:0] seed_2_0 = 33'h000000000;
-  reg [32:0] seed_2_1 = 33'h000000000;
-  reg [32:0] seed_3_0 = 33'h000000000;
-  reg [32:0] seed_3_1 = 33'h000000000;
+  reg [32:0] seed_0 = 33'h000000000;
+  reg [32:0] seed_1 = 33'h000000000;
+  reg [32:0] seed_2 = 33'h000000000;
+  reg [32:0] seed_3 = 33'h000000000;
   input [131:0] seeds;
   wire [131:0] seeds;
   wire [32:0] \seeds[0] ;
@@ -7904,16 +8074,16 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [3:0] \weights[2] ;
   wire [3:0] \weights[3] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[32:0];
+  assign \$2  = first_1 ? seed_0 : acc[32:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[65:33];
+  assign \$5  = first_1 ? seed_1 : acc[65:33];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   assign \$7  = $signed(weight_2) * $signed(value_r);
-  assign \$8  = first_1 ? seed_2_1 : acc[98:66];
+  assign \$8  = first_1 ? seed_2 : acc[98:66];
   assign \$9  = $signed(\$8 ) + $signed(product_2);
   assign \$10  = $signed(weight_3) * $signed(value_r);
-  assign \$11  = first_1 ? seed_3_1 : acc[131:99];
+  assign \$11  = first_1 ? seed_3 : acc[131:99];
   assign \$12  = $signed(\$11 ) + $signed(product_3);
   always @(posedge clk)
     valid_0 <= \$13 ;
@@ -7930,35 +8100,27 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     product_0 <= \$19 ;
   always @(posedge clk)
-    seed_0_0 <= \$20 ;
+    seed_0 <= \$20 ;
   always @(posedge clk)
-    seed_0_1 <= \$21 ;
+    acc <= \$21 ;
   always @(posedge clk)
-    acc <= \$22 ;
+    weight_1 <= \$22 ;
   always @(posedge clk)
-    weight_1 <= \$23 ;
+    product_1 <= \$23 ;
   always @(posedge clk)
-    product_1 <= \$24 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    seed_1_0 <= \$25 ;
+    weight_2 <= \$25 ;
   always @(posedge clk)
-    seed_1_1 <= \$26 ;
+    product_2 <= \$26 ;
   always @(posedge clk)
-    weight_2 <= \$27 ;
+    seed_2 <= \$27 ;
   always @(posedge clk)
-    product_2 <= \$28 ;
+    weight_3 <= \$28 ;
   always @(posedge clk)
-    seed_2_0 <= \$29 ;
+    product_3 <= \$29 ;
   always @(posedge clk)
-    seed_2_1 <= \$30 ;
-  always @(posedge clk)
-    weight_3 <= \$31 ;
-  always @(posedge clk)
-    product_3 <= \$32 ;
-  always @(posedge clk)
-    seed_3_0 <= \$33 ;
-  always @(posedge clk)
-    seed_3_1 <= \$34 ;
+    seed_3 <= \$30 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$13  = valid;
@@ -8017,106 +8179,78 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$21  = seed_0_0;
-    if (rst) begin
-      \$21  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$22  = acc;
+    \$21  = acc;
     if (valid_1) begin
-      \$22 [32:0] = \$3 [32:0];
-      \$22 [65:33] = \$6 [32:0];
-      \$22 [98:66] = \$9 [32:0];
-      \$22 [131:99] = \$12 [32:0];
+      \$21 [32:0] = \$3 [32:0];
+      \$21 [65:33] = \$6 [32:0];
+      \$21 [98:66] = \$9 [32:0];
+      \$21 [131:99] = \$12 [32:0];
     end
     if (rst) begin
-      \$22  = 132'h000000000000000000000000000000000;
+      \$21  = 132'h000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$23  = weights[7:4];
+    \$22  = weights[7:4];
     if (rst) begin
-      \$23  = 4'h0;
+      \$22  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$24  = \$4 ;
+    \$23  = \$4 ;
     if (rst) begin
-      \$24  = 28'h0000000;
+      \$23  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$25  = seeds[65:33];
+    \$24  = seeds[65:33];
     if (rst) begin
-      \$25  = 33'h000000000;
+      \$24  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$26  = seed_1_0;
+    \$25  = weights[11:8];
     if (rst) begin
-      \$26  = 33'h000000000;
+      \$25  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$27  = weights[11:8];
+    \$26  = \$7 ;
     if (rst) begin
-      \$27  = 4'h0;
+      \$26  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$28  = \$7 ;
+    \$27  = seeds[98:66];
     if (rst) begin
-      \$28  = 28'h0000000;
+      \$27  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$29  = seeds[98:66];
+    \$28  = weights[15:12];
     if (rst) begin
-      \$29  = 33'h000000000;
+      \$28  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$30  = seed_2_0;
+    \$29  = \$10 ;
+    if (rst) begin
+      \$29  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$30  = seeds[131:99];
     if (rst) begin
       \$30  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$31  = weights[15:12];
-    if (rst) begin
-      \$31  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$32  = \$10 ;
-    if (rst) begin
-      \$32  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$33  = seeds[131:99];
-    if (rst) begin
-      \$33  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$34  = seed_3_0;
-    if (rst) begin
-      \$34  = 33'h000000000;
     end
   end
   assign \weights[0]  = weights[3:0];

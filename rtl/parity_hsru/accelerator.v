@@ -58,8 +58,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [2:0] \config_fanout__payload.target ;
   wire [31:0] \config_fanout__payload.value ;
   wire config_fanout__valid;
-  output [1343:0] counters;
-  wire [1343:0] counters;
+  output [1407:0] counters;
+  wire [1407:0] counters;
   wire [31:0] \counters.cycles ;
   wire [31:0] \counters.input_stall_cycles ;
   wire [31:0] \counters.layer0_bias_reads ;
@@ -68,6 +68,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] \counters.layer0_dcls_counts_reads ;
   wire [31:0] \counters.layer0_dcls_counts_writes ;
   wire [31:0] \counters.layer0_dcls_cycles ;
+  wire [31:0] \counters.layer0_dcls_listed_reads ;
+  wire [31:0] \counters.layer0_dcls_listed_writes ;
   wire [31:0] \counters.layer0_dcls_lists_reads ;
   wire [31:0] \counters.layer0_dcls_lists_writes ;
   wire [31:0] \counters.layer0_dcls_taps_reads ;
@@ -155,6 +157,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   wire [31:0] layer0_dcls_counts_reads;
   wire [31:0] layer0_dcls_counts_writes;
   wire [31:0] layer0_dcls_cycles;
+  wire [31:0] layer0_dcls_listed_reads;
+  wire [31:0] layer0_dcls_listed_writes;
   wire [31:0] layer0_dcls_lists_reads;
   wire [31:0] layer0_dcls_lists_writes;
   wire [31:0] layer0_dcls_taps_reads;
@@ -320,6 +324,8 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .layer0_dcls_counts_reads(layer0_dcls_counts_reads),
     .layer0_dcls_counts_writes(layer0_dcls_counts_writes),
     .layer0_dcls_cycles(layer0_dcls_cycles),
+    .layer0_dcls_listed_reads(layer0_dcls_listed_reads),
+    .layer0_dcls_listed_writes(layer0_dcls_listed_writes),
     .layer0_dcls_lists_reads(layer0_dcls_lists_reads),
     .layer0_dcls_lists_writes(layer0_dcls_lists_writes),
     .layer0_dcls_taps_reads(layer0_dcls_taps_reads),
@@ -467,20 +473,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \counters.layer0_dcls_taps_writes  = counters[831:800];
   assign \counters.layer0_dcls_zbuf_reads  = counters[863:832];
   assign \counters.layer0_dcls_zbuf_writes  = counters[895:864];
-  assign \counters.layer0_dcls_lists_reads  = counters[927:896];
-  assign \counters.layer0_dcls_lists_writes  = counters[959:928];
-  assign \counters.layer0_dcls_counts_reads  = counters[991:960];
-  assign \counters.layer0_dcls_counts_writes  = counters[1023:992];
-  assign \counters.layer0_items_reads  = counters[1055:1024];
-  assign \counters.layer0_items_writes  = counters[1087:1056];
-  assign \counters.layer0_state_reads  = counters[1119:1088];
-  assign \counters.layer0_state_writes  = counters[1151:1120];
-  assign \counters.readout_weights_reads  = counters[1183:1152];
-  assign \counters.readout_weights_writes  = counters[1215:1184];
-  assign \counters.readout_bias_reads  = counters[1247:1216];
-  assign \counters.readout_bias_writes  = counters[1279:1248];
-  assign \counters.readout_items_reads  = counters[1311:1280];
-  assign \counters.readout_items_writes  = counters[1343:1312];
+  assign \counters.layer0_dcls_listed_reads  = counters[927:896];
+  assign \counters.layer0_dcls_listed_writes  = counters[959:928];
+  assign \counters.layer0_dcls_lists_reads  = counters[991:960];
+  assign \counters.layer0_dcls_lists_writes  = counters[1023:992];
+  assign \counters.layer0_dcls_counts_reads  = counters[1055:1024];
+  assign \counters.layer0_dcls_counts_writes  = counters[1087:1056];
+  assign \counters.layer0_items_reads  = counters[1119:1088];
+  assign \counters.layer0_items_writes  = counters[1151:1120];
+  assign \counters.layer0_state_reads  = counters[1183:1152];
+  assign \counters.layer0_state_writes  = counters[1215:1184];
+  assign \counters.readout_weights_reads  = counters[1247:1216];
+  assign \counters.readout_weights_writes  = counters[1279:1248];
+  assign \counters.readout_bias_reads  = counters[1311:1280];
+  assign \counters.readout_bias_writes  = counters[1343:1312];
+  assign \counters.readout_items_reads  = counters[1375:1344];
+  assign \counters.readout_items_writes  = counters[1407:1376];
   assign \trace_0.valid  = trace_0[0];
   assign \trace_0.group  = trace_0[1];
   assign \trace_0.step_end  = trace_0[2];
@@ -558,20 +566,22 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
   assign \results__payload$43.final  = results__payload[51];
   assign \results__payload$43.class_index  = results__payload[52];
   assign \results__payload$43.seq_end  = results__payload[53];
-  assign counters[1343:1312] = readout_items_writes;
-  assign counters[1311:1280] = readout_items_reads;
-  assign counters[1279:1248] = readout_bias_writes;
-  assign counters[1247:1216] = readout_bias_reads;
-  assign counters[1215:1184] = readout_weights_writes;
-  assign counters[1183:1152] = readout_weights_reads;
-  assign counters[1151:1120] = layer0_state_writes;
-  assign counters[1119:1088] = layer0_state_reads;
-  assign counters[1087:1056] = layer0_items_writes;
-  assign counters[1055:1024] = layer0_items_reads;
-  assign counters[1023:992] = layer0_dcls_counts_writes;
-  assign counters[991:960] = layer0_dcls_counts_reads;
-  assign counters[959:928] = layer0_dcls_lists_writes;
-  assign counters[927:896] = layer0_dcls_lists_reads;
+  assign counters[1407:1376] = readout_items_writes;
+  assign counters[1375:1344] = readout_items_reads;
+  assign counters[1343:1312] = readout_bias_writes;
+  assign counters[1311:1280] = readout_bias_reads;
+  assign counters[1279:1248] = readout_weights_writes;
+  assign counters[1247:1216] = readout_weights_reads;
+  assign counters[1215:1184] = layer0_state_writes;
+  assign counters[1183:1152] = layer0_state_reads;
+  assign counters[1151:1120] = layer0_items_writes;
+  assign counters[1119:1088] = layer0_items_reads;
+  assign counters[1087:1056] = layer0_dcls_counts_writes;
+  assign counters[1055:1024] = layer0_dcls_counts_reads;
+  assign counters[1023:992] = layer0_dcls_lists_writes;
+  assign counters[991:960] = layer0_dcls_lists_reads;
+  assign counters[959:928] = layer0_dcls_listed_writes;
+  assign counters[927:896] = layer0_dcls_listed_reads;
   assign counters[895:864] = layer0_dcls_zbuf_writes;
   assign counters[863:832] = layer0_dcls_zbuf_reads;
   assign counters[831:800] = layer0_dcls_taps_writes;
@@ -1084,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$463$0 (\$51 ),
+    .\port$499$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1096,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$485$0 (\$52 ),
+    .\port$527$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -2119,7 +2129,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire [15:0] \state_write.data[3] ;
   wire \state_write.en ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [10:0] value;
   wire [15:0] weights;
@@ -2139,7 +2149,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [31:0] _0_;
   always @(posedge clk) begin
     if (\port__en$16 ) begin
-      _0_ <= bias[slot_c1[1]];
+      _0_ <= bias[slot_c2[1]];
     end
   end
   assign \port__data$42  = _0_;
@@ -2220,7 +2230,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @(posedge clk)
     slot_c2 <= \$48 ;
   always @(posedge clk)
-    use_acc2 <= \$49 ;
+    use_acc2a <= \$49 ;
   always @(posedge clk)
     layer0_macs <= \$50 ;
   always @(posedge clk)
@@ -2245,7 +2255,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$9  = slot_c1[3:2] + slot_c1[10];
   assign \$10  = ~ slot_c1[9];
   assign \$11  = slot_c1[0] & \$10 ;
-  assign \$12  = slot_c1[0] & slot_c1[4];
+  assign \$12  = slot_c2[0] & slot_c2[4];
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$38 ;
   assign \$13  = slot_c2a[0] & slot_c2a[5];
   assign \$14  = 1'h0 + port__en;
@@ -2476,7 +2486,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \port__en$27  = state_write[1];
   assign \port__data$28  = state_write[65:2];
   assign \port__addr$29  = \$9 [0];
-  assign \port__addr$31  = slot_c1[1];
+  assign \port__addr$31  = slot_c2[1];
   assign use_acc = 1'h0;
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
@@ -2628,7 +2638,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [2:0] \$36 ;
+  wire [3:0] \$36 ;
   reg \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -2659,7 +2669,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   reg \$61 ;
   reg \$62 ;
   reg [21:0] \$63 ;
-  reg [1:0] \$64 ;
+  reg [2:0] \$64 ;
   reg \$65 ;
   reg \$66 ;
   reg \$67 ;
@@ -2685,7 +2695,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   reg group = 1'h0;
   wire issue;
   input [13:0] items__payload;
@@ -3091,18 +3101,18 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     \$64  = drain;
     if (\$33 ) begin
       if (\$34 ) begin
-        \$64  = \$36 [1:0];
+        \$64  = \$36 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$48 ) begin
-          \$64  = 2'h2;
+          \$64  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$64  = 3'h0;
     end
   end
   always @* begin
@@ -3331,13 +3341,11 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [7:0] \$12 ;
   reg [18:0] \$13 ;
   reg [18:0] \$14 ;
-  reg [18:0] \$15 ;
-  reg [37:0] \$16 ;
-  reg [7:0] \$17 ;
+  reg [37:0] \$15 ;
+  reg [7:0] \$16 ;
+  reg [18:0] \$17 ;
   reg [18:0] \$18 ;
-  reg [18:0] \$19 ;
   wire [18:0] \$2 ;
-  reg [18:0] \$20 ;
   wire [19:0] \$3 ;
   wire [18:0] \$4 ;
   wire [18:0] \$5 ;
@@ -3359,10 +3367,8 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg [18:0] product_1 = 19'h00000;
   input rst;
   wire rst;
-  reg [18:0] seed_0_0 = 19'h00000;
-  reg [18:0] seed_0_1 = 19'h00000;
-  reg [18:0] seed_1_0 = 19'h00000;
-  reg [18:0] seed_1_1 = 19'h00000;
+  reg [18:0] seed_0 = 19'h00000;
+  reg [18:0] seed_1 = 19'h00000;
   input [37:0] seeds;
   wire [37:0] seeds;
   wire [18:0] \seeds[0] ;
@@ -3381,10 +3387,10 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[18:0];
+  assign \$2  = first_1 ? seed_0 : acc[18:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[37:19];
+  assign \$5  = first_1 ? seed_1 : acc[37:19];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
     valid_0 <= \$7 ;
@@ -3401,19 +3407,15 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     product_0 <= \$13 ;
   always @(posedge clk)
-    seed_0_0 <= \$14 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    seed_0_1 <= \$15 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    acc <= \$16 ;
+    weight_1 <= \$16 ;
   always @(posedge clk)
-    weight_1 <= \$17 ;
+    product_1 <= \$17 ;
   always @(posedge clk)
-    product_1 <= \$18 ;
-  always @(posedge clk)
-    seed_1_0 <= \$19 ;
-  always @(posedge clk)
-    seed_1_1 <= \$20 ;
+    seed_1 <= \$18 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$7  = valid;
@@ -3472,48 +3474,34 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$15  = seed_0_0;
-    if (rst) begin
-      \$15  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$16  = acc;
+    \$15  = acc;
     if (valid_1) begin
-      \$16 [18:0] = \$3 [18:0];
-      \$16 [37:19] = \$6 [18:0];
+      \$15 [18:0] = \$3 [18:0];
+      \$15 [37:19] = \$6 [18:0];
     end
     if (rst) begin
-      \$16  = 38'h0000000000;
+      \$15  = 38'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$17  = weights[15:8];
+    \$16  = weights[15:8];
     if (rst) begin
-      \$17  = 8'h00;
+      \$16  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$18  = \$4 ;
+    \$17  = \$4 ;
+    if (rst) begin
+      \$17  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$18  = seeds[37:19];
     if (rst) begin
       \$18  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$19  = seeds[37:19];
-    if (rst) begin
-      \$19  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$20  = seed_1_0;
-    if (rst) begin
-      \$20  = 19'h00000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -3710,22 +3698,22 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$499$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire [53:0] \$11 ;
+  wire \$10 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [54:0] \$14 ;
-  wire [54:0] \$15 ;
-  wire \$16 ;
+  wire [15:0] \$14 ;
+  wire [16:0] \$15 ;
+  wire [15:0] \$16 ;
   wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   reg [52:0] \$20 ;
-  reg [15:0] \$21 ;
+  reg [16:0] \$21 ;
   reg [15:0] \$22 ;
   reg [15:0] \$23 ;
   wire [7:0] \$3 ;
@@ -3741,11 +3729,13 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463
   input clk;
   wire clk;
   wire [52:0] current;
-  reg [52:0] current_c3b = 53'h00000000000000;
   wire [5:0] current_left;
+  reg [52:0] current_r = 53'h00000000000000;
   wire [5:0] current_right;
-  reg [15:0] d_c3b = 16'h0000;
+  reg [15:0] d_r = 16'h0000;
   wire gate;
+  wire [16:0] leaky_now;
+  reg [16:0] leaky_r = 17'h00000;
   output [31:0] \new ;
   wire [31:0] \new ;
   wire [15:0] \new.d ;
@@ -3759,21 +3749,24 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$463$0 ;
-  wire \port$463$0 ;
+  output \port$499$0 ;
+  wire \port$499$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
   wire saturated;
   output spike;
   wire spike;
-  reg [15:0] theta_c3b = 16'h0000;
-  wire [54:0] total;
-  reg [15:0] v_c3b = 16'h0000;
+  reg [15:0] theta_r = 16'h0000;
   output [15:0] v_new;
   wire [15:0] v_new;
   output v_new_clipped;
   wire v_new_clipped;
+  wire v_new_in_range;
+  wire [15:0] v_new_near;
+  wire v_new_near_clipped;
+  wire v_new_near_fits;
+  wire [18:0] v_new_total;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign current_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -3783,26 +3776,32 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463
   assign \$6  = $signed(acc) >>> current_right;
   assign \$7  = $signed(acc) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
-  assign \$10  = $signed(v_c3b) - $signed(\$9 );
-  assign \$11  = $signed(\$10 ) + $signed(current_c3b);
-  assign \$12  = $signed(\$11 ) > $signed(16'h7fff);
-  assign \$13  = $signed(\$11 ) < $signed(16'h8000);
-  assign \$14  = \$13  ? 55'h7fffffffff8000 : { \$11 [53], \$11  };
-  assign \$15  = \$12  ? 55'h00000000007fff : \$14 ;
-  assign \$16  = $signed(\$11 ) > $signed(16'h7fff);
-  assign \$17  = $signed(\$11 ) < $signed(16'h8000);
-  assign v_new_clipped = \$16  | \$17 ;
-  assign spike = $signed(\$15 [15:0]) >= $signed(theta_c3b);
-  assign \$18  = d_c3b[0] ^ spike;
-  assign \$19  = d_c3b[0] ^ spike;
+  assign leaky_now = $signed(old[15:0]) - $signed(\$9 );
+  assign \$10  = ! current_r[52:17];
+  assign \$11  = current_r[52:17] == 36'hfffffffff;
+  assign v_new_in_range = \$10  | \$11 ;
+  assign v_new_total = $signed(leaky_r) + $signed(current_r[17:0]);
+  assign \$12  = ! v_new_total[18:15];
+  assign \$13  = v_new_total[18:15] == 4'hf;
+  assign v_new_near_fits = \$12  | \$13 ;
+  assign \$14  = v_new_total[18] ? 16'h8000 : 16'h7fff;
+  assign \$15  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$14 [15], \$14  };
+  assign v_new_near_clipped = ~ v_new_near_fits;
+  assign \$16  = current_r[52] ? 16'h8000 : 16'h7fff;
+  assign v_new = v_new_in_range ? \$15 [15:0] : \$16 ;
+  assign \$17  = ~ v_new_in_range;
+  assign v_new_clipped = \$17  | v_new_near_clipped;
+  assign spike = $signed(v_new) >= $signed(theta_r);
+  assign \$18  = d_r[0] ^ spike;
+  assign \$19  = d_r[0] ^ spike;
   always @(posedge clk)
-    current_c3b <= \$20 ;
+    current_r <= \$20 ;
   always @(posedge clk)
-    v_c3b <= \$21 ;
+    leaky_r <= \$21 ;
   always @(posedge clk)
-    d_c3b <= \$22 ;
+    d_r <= \$22 ;
   always @(posedge clk)
-    theta_c3b <= \$23 ;
+    theta_r <= \$23 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$20  = \$8 [52:0];
@@ -3812,9 +3811,9 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$21  = old[15:0];
+    \$21  = leaky_now;
     if (rst) begin
-      \$21  = 16'h0000;
+      \$21  = 17'h00000;
     end
   end
   always @* begin
@@ -3833,42 +3832,41 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$463
   end
   assign current_left = \$4 [5:0];
   assign current = \$8 [52:0];
-  assign total = { \$11 [53], \$11  };
+  assign v_new_near = \$15 [15:0];
   assign out = { 1'h0, \$19  };
   assign gate = spike;
-  assign potential = \$15 [15:0];
+  assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign v_new = \$15 [15:0];
-  assign \port$463$0  = \$19 ;
+  assign \port$499$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
-  assign \new.v  = \new [15:0];
-  assign \new.d  = \new [31:16];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
+  assign \new.v  = \new [15:0];
+  assign \new.d  = \new [31:16];
   assign \new [31:16] = { 15'h0000, \$18  };
-  assign \new [15:0] = \$15 [15:0];
-  assign \$9  = { v_c3b[15], v_c3b[15:1] };
+  assign \new [15:0] = v_new;
+  assign \$9  = { old[15], old[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$527$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire [53:0] \$11 ;
+  wire \$10 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [54:0] \$14 ;
-  wire [54:0] \$15 ;
-  wire \$16 ;
+  wire [15:0] \$14 ;
+  wire [16:0] \$15 ;
+  wire [15:0] \$16 ;
   wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   reg [52:0] \$20 ;
-  reg [15:0] \$21 ;
+  reg [16:0] \$21 ;
   reg [15:0] \$22 ;
   reg [15:0] \$23 ;
   wire [7:0] \$3 ;
@@ -3884,11 +3882,13 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485
   input clk;
   wire clk;
   wire [52:0] current;
-  reg [52:0] current_c3b = 53'h00000000000000;
   wire [5:0] current_left;
+  reg [52:0] current_r = 53'h00000000000000;
   wire [5:0] current_right;
-  reg [15:0] d_c3b = 16'h0000;
+  reg [15:0] d_r = 16'h0000;
   wire gate;
+  wire [16:0] leaky_now;
+  reg [16:0] leaky_r = 17'h00000;
   output [31:0] \new ;
   wire [31:0] \new ;
   wire [15:0] \new.d ;
@@ -3902,21 +3902,24 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$485$0 ;
-  wire \port$485$0 ;
+  output \port$527$0 ;
+  wire \port$527$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
   wire saturated;
   output spike;
   wire spike;
-  reg [15:0] theta_c3b = 16'h0000;
-  wire [54:0] total;
-  reg [15:0] v_c3b = 16'h0000;
+  reg [15:0] theta_r = 16'h0000;
   output [15:0] v_new;
   wire [15:0] v_new;
   output v_new_clipped;
   wire v_new_clipped;
+  wire v_new_in_range;
+  wire [15:0] v_new_near;
+  wire v_new_near_clipped;
+  wire v_new_near_fits;
+  wire [18:0] v_new_total;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
   assign current_right = \$1  ? params[5:0] : 6'h00;
   assign \$2  = $signed(params[6:0]) < $signed(1'h0);
@@ -3926,26 +3929,32 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485
   assign \$6  = $signed(acc) >>> current_right;
   assign \$7  = $signed(acc) << \$4 [5:0];
   assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
-  assign \$10  = $signed(v_c3b) - $signed(\$9 );
-  assign \$11  = $signed(\$10 ) + $signed(current_c3b);
-  assign \$12  = $signed(\$11 ) > $signed(16'h7fff);
-  assign \$13  = $signed(\$11 ) < $signed(16'h8000);
-  assign \$14  = \$13  ? 55'h7fffffffff8000 : { \$11 [53], \$11  };
-  assign \$15  = \$12  ? 55'h00000000007fff : \$14 ;
-  assign \$16  = $signed(\$11 ) > $signed(16'h7fff);
-  assign \$17  = $signed(\$11 ) < $signed(16'h8000);
-  assign v_new_clipped = \$16  | \$17 ;
-  assign spike = $signed(\$15 [15:0]) >= $signed(theta_c3b);
-  assign \$18  = d_c3b[0] ^ spike;
-  assign \$19  = d_c3b[0] ^ spike;
+  assign leaky_now = $signed(old[15:0]) - $signed(\$9 );
+  assign \$10  = ! current_r[52:17];
+  assign \$11  = current_r[52:17] == 36'hfffffffff;
+  assign v_new_in_range = \$10  | \$11 ;
+  assign v_new_total = $signed(leaky_r) + $signed(current_r[17:0]);
+  assign \$12  = ! v_new_total[18:15];
+  assign \$13  = v_new_total[18:15] == 4'hf;
+  assign v_new_near_fits = \$12  | \$13 ;
+  assign \$14  = v_new_total[18] ? 16'h8000 : 16'h7fff;
+  assign \$15  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$14 [15], \$14  };
+  assign v_new_near_clipped = ~ v_new_near_fits;
+  assign \$16  = current_r[52] ? 16'h8000 : 16'h7fff;
+  assign v_new = v_new_in_range ? \$15 [15:0] : \$16 ;
+  assign \$17  = ~ v_new_in_range;
+  assign v_new_clipped = \$17  | v_new_near_clipped;
+  assign spike = $signed(v_new) >= $signed(theta_r);
+  assign \$18  = d_r[0] ^ spike;
+  assign \$19  = d_r[0] ^ spike;
   always @(posedge clk)
-    current_c3b <= \$20 ;
+    current_r <= \$20 ;
   always @(posedge clk)
-    v_c3b <= \$21 ;
+    leaky_r <= \$21 ;
   always @(posedge clk)
-    d_c3b <= \$22 ;
+    d_r <= \$22 ;
   always @(posedge clk)
-    theta_c3b <= \$23 ;
+    theta_r <= \$23 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$20  = \$8 [52:0];
@@ -3955,9 +3964,9 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$21  = old[15:0];
+    \$21  = leaky_now;
     if (rst) begin
-      \$21  = 16'h0000;
+      \$21  = 17'h00000;
     end
   end
   always @* begin
@@ -3976,137 +3985,149 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$485
   end
   assign current_left = \$4 [5:0];
   assign current = \$8 [52:0];
-  assign total = { \$11 [53], \$11  };
+  assign v_new_near = \$15 [15:0];
   assign out = { 1'h0, \$19  };
   assign gate = spike;
-  assign potential = \$15 [15:0];
+  assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign v_new = \$15 [15:0];
-  assign \port$485$0  = \$19 ;
+  assign \port$527$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
-  assign \new.v  = \new [15:0];
-  assign \new.d  = \new [31:16];
   assign \old.v  = old[15:0];
   assign \old.d  = old[31:16];
+  assign \new.v  = \new [15:0];
+  assign \new.d  = \new [31:16];
   assign \new [31:16] = { 15'h0000, \$18  };
-  assign \new [15:0] = \$15 [15:0];
-  assign \$9  = { v_c3b[15], v_c3b[15:1] };
+  assign \new [15:0] = v_new;
+  assign \$9  = { old[15], old[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload);
+module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
+);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
-  wire [2:0] \$10 ;
+  wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
-  wire [1:0] \$106 ;
-  wire [1:0] \$107 ;
-  wire [2:0] \$108 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
   wire \$109 ;
-  wire [1:0] \$11 ;
+  wire \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [1:0] \$115 ;
-  wire [1:0] \$116 ;
-  wire \$117 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire [1:0] \$117 ;
   wire \$118 ;
-  wire [2:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
-  wire [32:0] \$121 ;
-  reg [31:0] \$122 ;
-  reg [31:0] \$123 ;
-  reg [31:0] \$124 ;
-  reg [31:0] \$125 ;
-  reg [31:0] \$126 ;
-  reg [31:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg [31:0] \$129 ;
-  wire [3:0] \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg [1:0] \$132 ;
-  reg \$133 ;
-  reg [2:0] \$134 ;
-  reg \$135 ;
-  reg [7:0] \$136 ;
-  reg [1:0] \$137 ;
-  reg [1:0] \$138 ;
-  reg \$139 ;
-  wire [4:0] \$14 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [2:0] \$127 ;
+  wire [1:0] \$128 ;
+  wire [32:0] \$129 ;
+  wire [1:0] \$13 ;
+  reg [31:0] \$130 ;
+  reg [31:0] \$131 ;
+  reg [31:0] \$132 ;
+  reg [31:0] \$133 ;
+  reg [31:0] \$134 ;
+  reg [31:0] \$135 ;
+  reg [31:0] \$136 ;
+  reg [31:0] \$137 ;
+  reg [31:0] \$138 ;
+  reg [31:0] \$139 ;
+  wire [10:0] \$14 ;
   reg \$140 ;
   reg \$141 ;
-  reg [1:0] \$142 ;
-  reg \$143 ;
+  reg \$142 ;
+  reg [1:0] \$143 ;
   reg \$144 ;
   reg \$145 ;
   reg \$146 ;
   reg \$147 ;
   reg \$148 ;
-  reg [1:0] \$149 ;
-  wire [7:0] \$15 ;
-  reg [31:0] \$150 ;
-  wire [1:0] \$16 ;
-  wire [8:0] \$166 ;
-  wire [2:0] \$17 ;
+  reg \$149 ;
+  wire [11:0] \$15 ;
+  reg [2:0] \$150 ;
+  reg \$151 ;
+  reg [1:0] \$152 ;
+  reg \$153 ;
+  reg \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg [1:0] \$157 ;
+  reg \$158 ;
+  reg \$159 ;
+  wire \$16 ;
+  reg \$160 ;
+  reg \$161 ;
+  reg \$162 ;
+  reg [1:0] \$163 ;
+  reg [31:0] \$164 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [3:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire [4:0] \$21 ;
-  wire [5:0] \$22 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
   wire \$23 ;
-  wire [3:0] \$24 ;
-  wire [7:0] \$246 ;
-  wire [3:0] \$25 ;
-  wire \$26 ;
-  wire \$27 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [1:0] \$26 ;
+  wire [2:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
+  wire [3:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [3:0] \$30 ;
+  wire [9:0] \$31 ;
+  wire [1:0] \$32 ;
+  wire [2:0] \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire [3:0] \$35 ;
+  wire [3:0] \$36 ;
+  wire [9:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [1:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
-  wire [1:0] \$41 ;
-  wire [2:0] \$42 ;
-  wire [1:0] \$43 ;
-  wire [2:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [2:0] \$5 ;
+  wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [2:0] \$55 ;
-  wire [3:0] \$56 ;
-  wire [2:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire [1:0] \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [9:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -4114,67 +4135,82 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire [1:0] \$67 ;
-  wire [32:0] \$68 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
-  wire [11:0] \$7 ;
+  wire \$7 ;
   wire [1:0] \$70 ;
   wire [32:0] \$71 ;
-  wire [1:0] \$72 ;
-  wire [32:0] \$73 ;
-  wire \$74 ;
+  wire \$72 ;
+  wire [1:0] \$73 ;
+  wire [32:0] \$74 ;
   wire [1:0] \$75 ;
   wire [32:0] \$76 ;
-  wire [1:0] \$77 ;
-  wire [32:0] \$78 ;
-  wire \$79 ;
+  wire \$77 ;
+  wire [1:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
   wire [1:0] \$80 ;
   wire [32:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire [32:0] \$83 ;
-  wire \$84 ;
+  wire \$82 ;
+  wire [1:0] \$83 ;
+  wire [32:0] \$84 ;
   wire [1:0] \$85 ;
   wire [32:0] \$86 ;
-  wire [2:0] \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire \$87 ;
+  wire [1:0] \$88 ;
+  wire [32:0] \$89 ;
   wire [1:0] \$9 ;
-  wire [3:0] \$90 ;
-  wire [3:0] \$91 ;
-  wire [3:0] \$92 ;
-  wire [7:0] \$93 ;
-  wire [2:0] \$94 ;
+  wire [1:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire \$92 ;
+  wire [1:0] \$93 ;
+  wire [32:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
+  wire [1:0] \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [1:0] \$99 ;
   reg \$signature__addr ;
-  reg \$signature__addr$29 ;
-  reg \$signature__addr$40 ;
-  reg \$signature__addr$42 ;
+  reg \$signature__addr$104 ;
+  reg \$signature__addr$41 ;
+  reg \$signature__addr$48 ;
+  reg \$signature__addr$51 ;
+  reg \$signature__addr$52 ;
   reg \$signature__addr$55 ;
-  reg [11:0] \$signature__data ;
-  wire [11:0] \$signature__data$26 ;
-  wire \$signature__data$26.listed ;
-  wire [10:0] \$signature__data$26.z ;
-  wire \$signature__data$30 ;
-  reg \$signature__data$31 ;
-  wire \$signature__data$57 ;
-  wire \$signature__data.listed ;
-  wire [10:0] \$signature__data.z ;
+  reg \$signature__addr$82 ;
+  reg \$signature__addr$83 ;
+  reg \$signature__addr$87 ;
+  reg \$signature__addr$88 ;
+  wire \$signature__data ;
+  wire \$signature__data$22 ;
+  wire \$signature__data$35 ;
+  wire \$signature__data$36 ;
+  reg \$signature__data$38 ;
+  reg \$signature__data$42 ;
+  wire \$signature__data$49 ;
+  reg [9:0] \$signature__data$53 ;
+  reg [9:0] \$signature__data$56 ;
+  wire [9:0] \$signature__data$60 ;
+  wire [9:0] \$signature__data$61 ;
   reg \$signature__en ;
-  reg \$signature__en$19 ;
-  reg \$signature__en$32 ;
+  reg \$signature__en$10 ;
+  reg \$signature__en$11 ;
+  reg \$signature__en$12 ;
+  reg \$signature__en$40 ;
+  reg \$signature__en$43 ;
+  reg \$signature__en$54 ;
+  reg \$signature__en$57 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
+  reg \$signature__en$9 ;
+  reg advance;
+  reg append_index;
+  reg [1:0] append_onehot;
   reg busy = 1'h0;
-  reg c_wr__addr;
-  reg c_wr__data;
-  reg c_wr__en;
   reg cancel;
-  reg [1:0] clear_addr = 2'h0;
+  wire [-1:0] clear_entry;
+  reg clear_slot = 1'h0;
   input clk;
   wire clk;
   input [38:0] config__payload;
@@ -4185,9 +4221,15 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [31:0] \config__payload.value ;
   input config__valid;
   wire config__valid;
+  reg count;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
-  reg delay;
+  reg delay0;
+  reg delay1;
+  reg empty;
+  reg f_wr__addr;
+  reg f_wr__data;
+  reg f_wr__en;
   reg head = 1'h0;
   reg index = 1'h0;
   reg issue;
@@ -4204,14 +4246,20 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg items__ready;
   input items__valid;
   wire items__valid;
+  reg l_last = 1'h0;
+  reg l_slot = 1'h0;
   reg l_valid = 1'h0;
-  reg last_tap;
+  reg last;
   output [31:0] layer0_dcls_counts_reads;
   reg [31:0] layer0_dcls_counts_reads = 32'd0;
   output [31:0] layer0_dcls_counts_writes;
   reg [31:0] layer0_dcls_counts_writes = 32'd0;
   output [31:0] layer0_dcls_cycles;
   reg [31:0] layer0_dcls_cycles = 32'd0;
+  output [31:0] layer0_dcls_listed_reads;
+  reg [31:0] layer0_dcls_listed_reads = 32'd0;
+  output [31:0] layer0_dcls_listed_writes;
+  reg [31:0] layer0_dcls_listed_writes = 32'd0;
   output [31:0] layer0_dcls_lists_reads;
   reg [31:0] layer0_dcls_lists_reads = 32'd0;
   output [31:0] layer0_dcls_lists_writes;
@@ -4224,8 +4272,20 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [31:0] layer0_dcls_zbuf_reads = 32'd0;
   output [31:0] layer0_dcls_zbuf_writes;
   reg [31:0] layer0_dcls_zbuf_writes = 32'd0;
+  wire [1:0] left;
+  wire [-1:0] n_channel;
+  reg [1:0] n_dup = 2'h0;
+  reg n_first = 1'h0;
+  reg [1:0] n_left = 2'h0;
   reg n_listed = 1'h0;
   reg n_now;
+  reg n_slot0 = 1'h0;
+  reg n_slot1 = 1'h0;
+  wire n_stall;
+  reg n_valid = 1'h0;
+  wire [1:0] need;
+  wire [1:0] need_first;
+  reg o_seq_end = 1'h0;
   output [13:0] outputs__payload;
   wire [13:0] outputs__payload;
   wire \outputs__payload.index ;
@@ -4236,9 +4296,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   output outputs__valid;
   wire outputs__valid;
   wire [-1:0] port__addr;
-  wire [-1:0] \port__addr$47 ;
+  wire [-1:0] \port__addr$93 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$37 ;
+  wire [31:0] \port__data$74 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [13:0] r__payload;
@@ -4254,23 +4314,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire rst;
   reg send_first = 1'h0;
   reg seq_end = 1'h0;
+  reg slot;
+  reg slot0;
+  reg slot1;
   reg step_seen = 1'h0;
   reg [1:0] sweep = 2'h0;
-  reg [1:0] tap = 2'h0;
-  reg [2:0] target;
+  reg [7:0] tap_w0;
+  reg [7:0] tap_w1;
+  reg [2:0] target0;
+  reg [2:0] target1;
   reg [13:0] w__payload;
   wire \w__payload.index ;
   wire \w__payload.seq_end ;
   wire \w__payload.step_end ;
   wire [10:0] \w__payload.value ;
   reg w__valid;
-  wire [-1:0] w_channel;
-  reg w_slot = 1'h0;
-  reg w_valid = 1'h0;
-  reg [1:0] w_value = 2'h0;
-  reg [7:0] w_weight = 8'h00;
-  reg z_addr = 1'h0;
   wire [-1:0] z_channel;
+  reg z_last = 1'h0;
+  reg [10:0] z_sum;
   reg z_valid = 1'h0;
   reg [0:0] counts [1:0];
   initial begin
@@ -4278,34 +4339,62 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     counts[1] = 1'h0;
   end
   always @(posedge clk) begin
-    if (c_wr__en)
-      counts[c_wr__addr] <= c_wr__data;
+    if (\$signature__en$43 )
+      counts[\$signature__addr$41 ] <= \$signature__data$42 ;
   end
   reg [0:0] _0_;
+  reg [0:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$8 ) begin
-      _0_ <= counts[\$signature__addr$42 ];
-      if (c_wr__en && \$signature__addr$42  == c_wr__addr)
-        _0_ <= c_wr__data;
+    if (\$signature__en$12 ) begin
+      _0_ <= counts[\$signature__addr$88 ];
+      if (\$signature__en$43  && \$signature__addr$88  == \$signature__addr$41 )
+        _0_ <= \$signature__data$42 ;
+    end
+    if (\$signature__en$11 ) begin
+      _1_ <= counts[\$signature__addr$83 ];
+      if (\$signature__en$43  && \$signature__addr$83  == \$signature__addr$41 )
+        _1_ <= \$signature__data$42 ;
     end
   end
-  assign \$signature__data$30  = _0_;
+  assign \$signature__data$36  = _0_;
+  assign \$signature__data$35  = _1_;
+  reg [0:0] listed [1:0];
+  initial begin
+    listed[0] = 1'h0;
+    listed[1] = 1'h0;
+  end
+  always @(posedge clk) begin
+    if (f_wr__en)
+      listed[f_wr__addr] <= f_wr__data;
+  end
+  reg [0:0] _2_;
+  reg [0:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en$10 ) begin
+      _2_ <= listed[\$signature__addr$87 ];
+    end
+    if (\$signature__en$9 ) begin
+      _3_ <= listed[\$signature__addr$82 ];
+    end
+  end
+  assign \$signature__data$22  = _2_;
+  assign \$signature__data  = _3_;
   reg [0:0] lists [1:0];
   initial begin
     lists[0] = 1'h0;
     lists[1] = 1'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$32 )
-      lists[\$signature__addr$29 ] <= \$signature__data$31 ;
+    if (\$signature__en$40 )
+      lists[\$signature__addr ] <= \$signature__data$38 ;
   end
-  reg [0:0] _1_;
+  reg [0:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$7 ) begin
-      _1_ <= lists[\$signature__addr$55 ];
+    if (\$signature__en ) begin
+      _4_ <= lists[\$signature__addr$104 ];
     end
   end
-  assign \$signature__data$57  = _1_;
+  assign \$signature__data$49  = _4_;
   reg [31:0] taps [0:0];
   initial begin
     taps[0] = 32'd29425762;
@@ -4320,209 +4409,238 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (port__en[3])
       taps[1'h0][31:24] <= port__data[31:24];
   end
-  reg [31:0] _2_;
+  reg [31:0] _5_;
   always @(posedge clk) begin
     if (\port__en$5 ) begin
-      _2_ <= taps[1'h0];
+      _5_ <= taps[1'h0];
     end
   end
-  assign \port__data$37  = _2_;
-  reg [11:0] zbuf [1:0];
+  assign \port__data$74  = _5_;
+  reg [9:0] zbuf0 [1:0];
   initial begin
-    zbuf[0] = 12'h000;
-    zbuf[1] = 12'h000;
+    zbuf0[0] = 10'h000;
+    zbuf0[1] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$19 )
-      zbuf[\$signature__addr ] <= \$signature__data ;
+    if (\$signature__en$54 )
+      zbuf0[\$signature__addr$52 ] <= \$signature__data$53 ;
   end
-  reg [11:0] _3_;
+  reg [9:0] _6_;
   always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _3_ <= zbuf[\$signature__addr$40 ];
-      if (\$signature__en$19  && \$signature__addr$40  == \$signature__addr )
-        _3_ <= \$signature__data ;
+    if (\$signature__en$7 ) begin
+      _6_ <= zbuf0[\$signature__addr$48 ];
     end
   end
-  assign \$signature__data$26  = _3_;
+  assign \$signature__data$60  = _6_;
+  reg [9:0] zbuf1 [1:0];
+  initial begin
+    zbuf1[0] = 10'h000;
+    zbuf1[1] = 10'h000;
+  end
+  always @(posedge clk) begin
+    if (\$signature__en$57 )
+      zbuf1[\$signature__addr$55 ] <= \$signature__data$56 ;
+  end
+  reg [9:0] _7_;
+  always @(posedge clk) begin
+    if (\$signature__en$8 ) begin
+      _7_ <= zbuf1[\$signature__addr$51 ];
+    end
+  end
+  assign \$signature__data$61  = _7_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[6:5];
-  assign \$3  = clear_addr < 2'h2;
-  assign \$4  = w_slot * 1'h1;
-  assign \$5  = \$4  + 1'h0;
-  assign \$6  = $signed(w_weight) * $signed(w_value);
-  assign \$7  = $signed(\$signature__data$26 [10:0]) + $signed(\$6 );
-  assign \$8  = ~ \$signature__data$26 [11];
-  assign \$9  = w_slot * 1'h1;
-  assign \$10  = \$9  + \$signature__data$30 ;
-  assign \$11  = \$signature__data$30  + 1'h1;
-  assign \$12  = tap == 1'h1;
-  assign \$13  = 2'h2 * tap;
-  assign \$14  = \$13  + 1'h1;
-  assign \$166  = \$14  * 4'h8;
-  assign \$15  = \port__data$37  >> \$166 ;
-  assign \$16  = head + delay;
-  assign \$17  = \$16  + 1'h0;
-  assign \$18  = target >= 2'h2;
-  assign \$19  = target - 2'h2;
-  assign \$20  = \$18  ? \$19  : { 1'h0, target };
-  assign \$21  = $signed(\$20 ) * $signed(2'h1);
-  assign \$22  = $signed(\$21 ) + $signed(1'h0);
-  assign \$23  = target >= 2'h2;
-  assign \$24  = target - 2'h2;
-  assign \$25  = \$23  ? \$24  : { 1'h0, target };
-  assign \$26  = ~ step_seen;
-  assign \$27  = ~ it_valid;
-  assign \$28  = \$27  | last_tap;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = ~ step_seen;
-  assign \$31  = ~ it_valid;
-  assign \$32  = \$31  | last_tap;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = \$33  & items__valid;
-  assign \$35  = | items__payload[2:1];
-  assign \$36  = ~ it_valid;
-  assign \$37  = step_seen & \$36 ;
-  assign \$38  = send_first ? \$signature__data$30  : n_listed;
-  assign \$39  = index != n_now;
-  assign \$40  = \$39  & credit;
-  assign \$41  = head * 1'h1;
-  assign \$42  = \$41  + index;
-  assign \$43  = head * 1'h1;
-  assign \$44  = \$43  + \$signature__data$57 ;
-  assign \$45  = | \$signature__data$26 [10:0];
-  assign \$46  = | \$signature__data$26 [10:0];
-  assign \$47  = ~ \$46 ;
-  assign \$48  = index == n_now;
-  assign \$49  = ~ l_valid;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = ~ z_valid;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = sweep == 2'h2;
-  assign \$54  = index == n_listed;
-  assign \$55  = sweep * 1'h1;
-  assign \$56  = \$55  + index;
-  assign \$57  = sweep * 1'h1;
-  assign \$58  = \$57  + \$signature__data$57 ;
-  assign \$59  = ! dcls_state;
-  assign \$60  = dcls_state == 1'h1;
-  assign \$61  = dcls_state == 2'h2;
-  assign \$62  = dcls_state == 2'h3;
-  assign \$63  = dcls_state == 3'h4;
-  assign \$64  = dcls_state == 3'h5;
-  assign \$65  = dcls_state == 3'h6;
-  assign \$66  = dcls_state == 3'h7;
-  assign \$67  = 1'h0 + \port__en$5 ;
-  assign \$68  = layer0_dcls_taps_reads + \$67 ;
-  assign \$69  = | port__en;
-  assign \$70  = 1'h0 + \$69 ;
-  assign \$71  = layer0_dcls_taps_writes + \$70 ;
-  assign \$72  = 1'h0 + \$signature__en ;
-  assign \$73  = layer0_dcls_zbuf_reads + \$72 ;
-  assign \$75  = 1'h0 + \$74 ;
-  assign \$76  = layer0_dcls_zbuf_writes + \$75 ;
-  assign \$77  = 1'h0 + \$signature__en$7 ;
-  assign \$78  = layer0_dcls_lists_reads + \$77 ;
-  assign \$80  = 1'h0 + \$79 ;
-  assign \$81  = layer0_dcls_lists_writes + \$80 ;
-  assign \$82  = 1'h0 + \$signature__en$8 ;
-  assign \$83  = layer0_dcls_counts_reads + \$82 ;
-  assign \$85  = 1'h0 + \$84 ;
-  assign \$86  = layer0_dcls_counts_writes + \$85 ;
-  assign \$87  = clear_addr + 1'h1;
-  assign \$88  = clear_addr == 1'h1;
-  assign \$89  = target >= 2'h2;
-  assign \$90  = target - 2'h2;
-  assign \$91  = \$89  ? \$90  : { 1'h0, target };
-  assign \$92  = 2'h2 * tap;
-  assign \$246  = \$92  * 4'h8;
-  assign \$93  = \port__data$37  >> \$246 ;
-  assign \$94  = tap + 1'h1;
-  assign \$95  = ~ step_seen;
-  assign \$96  = ~ it_valid;
-  assign \$97  = \$96  | last_tap;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = \$98  & items__valid;
-  assign \$100  = | items__payload[2:1];
-  assign \$101  = ~ items__valid;
-  assign \$102  = ~ it_valid;
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = ~ it_valid;
-  assign \$105  = step_seen & \$104 ;
-  assign \$106  = index + 1'h1;
-  assign \$107  = head * 1'h1;
-  assign \$108  = \$107  + \$signature__data$57 ;
-  assign \$109  = index == n_now;
-  assign \$110  = ~ l_valid;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = ~ z_valid;
-  assign \$113  = \$111  & \$112 ;
-  assign \$115  = head + 1'h1;
-  assign \$116  = \$114  ? 2'h0 : \$115 ;
-  assign \$117  = sweep == 2'h2;
-  assign \$118  = index == n_listed;
-  assign \$119  = sweep + 1'h1;
-  assign \$120  = index + 1'h1;
-  assign \$121  = layer0_dcls_cycles + busy;
+  assign \$3  = ~ \$signature__data ;
+  assign \$4  = ~ n_dup[0];
+  assign \$5  = \$3  & \$4 ;
+  assign \$6  = ~ \$signature__data$22 ;
+  assign \$7  = ~ n_dup[1];
+  assign \$8  = \$6  & \$7 ;
+  assign need = n_first ? need_first : n_left;
+  assign \$9  = ~ append_onehot;
+  assign left = need & \$9 ;
+  assign \$10  = | left;
+  assign n_stall = n_valid & \$10 ;
+  assign \$11  = | need;
+  assign \$12  = n_valid & \$11 ;
+  assign \$13  = count + 1'h1;
+  assign \$14  = $signed(1'h0) + $signed(\$signature__data$60 );
+  assign \$15  = $signed(\$14 ) + $signed(\$signature__data$61 );
+  assign \$16  = z_last & o_seq_end;
+  assign \$17  = | z_sum;
+  assign \$18  = \$17  | z_last;
+  assign \$19  = | z_sum;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = ~ z_last;
+  assign \$22  = \$20  & \$21 ;
+  assign \$24  = ~ n_stall;
+  assign \$25  = it_valid & \$24 ;
+  assign \$26  = head + delay0;
+  assign \$27  = \$26  + 1'h0;
+  assign \$28  = target0 >= 2'h2;
+  assign \$29  = target0 - 2'h2;
+  assign \$30  = \$28  ? \$29  : { 1'h0, target0 };
+  assign \$31  = $signed(tap_w0) * $signed(it_value);
+  assign \$32  = head + delay1;
+  assign \$33  = \$32  + 1'h0;
+  assign \$34  = target1 >= 2'h2;
+  assign \$35  = target1 - 2'h2;
+  assign \$36  = \$34  ? \$35  : { 1'h0, target1 };
+  assign \$37  = $signed(tap_w1) * $signed(it_value);
+  assign \$38  = ~ step_seen;
+  assign \$39  = ~ it_valid;
+  assign \$40  = \$39  | advance;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = ~ step_seen;
+  assign \$43  = ~ it_valid;
+  assign \$44  = \$43  | advance;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = \$45  & items__valid;
+  assign \$47  = | items__payload[2:1];
+  assign \$48  = ~ it_valid;
+  assign \$49  = step_seen & \$48 ;
+  assign \$50  = ~ n_stall;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = send_first ? \$signature__data$35  : n_listed;
+  assign \$53  = index != n_now;
+  assign \$54  = \$53  & credit;
+  assign \$55  = index + 1'h1;
+  assign \$56  = \$55  == n_now;
+  assign \$57  = ! n_now;
+  assign \$58  = issue & last;
+  assign \$59  = empty & credit;
+  assign \$60  = \$58  | \$59 ;
+  assign \$61  = sweep == 2'h2;
+  assign \$62  = index == n_listed;
+  assign \$63  = ! dcls_state;
+  assign \$64  = dcls_state == 1'h1;
+  assign \$65  = dcls_state == 2'h2;
+  assign \$66  = dcls_state == 2'h3;
+  assign \$67  = dcls_state == 3'h4;
+  assign \$68  = dcls_state == 3'h5;
+  assign \$69  = dcls_state == 3'h6;
+  assign \$70  = 1'h0 + \port__en$5 ;
+  assign \$71  = layer0_dcls_taps_reads + \$70 ;
+  assign \$72  = | port__en;
+  assign \$73  = 1'h0 + \$72 ;
+  assign \$74  = layer0_dcls_taps_writes + \$73 ;
+  assign \$75  = 1'h0 + \$signature__en$7 ;
+  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
+  assign \$78  = 1'h0 + \$77 ;
+  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
+  assign \$80  = 1'h0 + \$signature__en$9 ;
+  assign \$81  = layer0_dcls_listed_reads + \$80 ;
+  assign \$83  = 1'h0 + \$82 ;
+  assign \$84  = layer0_dcls_listed_writes + \$83 ;
+  assign \$85  = 1'h0 + \$signature__en ;
+  assign \$86  = layer0_dcls_lists_reads + \$85 ;
+  assign \$88  = 1'h0 + \$87 ;
+  assign \$89  = layer0_dcls_lists_writes + \$88 ;
+  assign \$90  = 1'h0 + \$signature__en$11 ;
+  assign \$91  = layer0_dcls_counts_reads + \$90 ;
+  assign \$93  = 1'h0 + \$92 ;
+  assign \$94  = layer0_dcls_counts_writes + \$93 ;
+  assign \$95  = ~ n_stall;
+  assign \$97  = clear_slot + 1'h1;
+  assign \$100  = slot0 == slot1;
+  assign \$102  = ~ step_seen;
+  assign \$103  = ~ it_valid;
+  assign \$104  = \$103  | advance;
+  assign \$105  = \$102  & \$104 ;
+  assign \$106  = \$105  & items__valid;
+  assign \$107  = | items__payload[2:1];
+  assign \$108  = ~ items__valid;
+  assign \$109  = ~ it_valid;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = ~ n_valid;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = ~ it_valid;
+  assign \$114  = step_seen & \$113 ;
+  assign \$115  = ~ n_stall;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = index + 1'h1;
+  assign \$118  = issue & last;
+  assign \$119  = issue & last;
+  assign \$120  = empty & credit;
+  assign \$121  = \$119  | \$120 ;
+  assign \$123  = head + 1'h1;
+  assign \$124  = \$122  ? 2'h0 : \$123 ;
+  assign \$125  = sweep == 2'h2;
+  assign \$126  = index == n_listed;
+  assign \$127  = sweep + 1'h1;
+  assign \$128  = index + 1'h1;
+  assign \$129  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$122 ;
+    layer0_dcls_taps_reads <= \$130 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$123 ;
+    layer0_dcls_taps_writes <= \$131 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$124 ;
+    layer0_dcls_zbuf_reads <= \$132 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$125 ;
+    layer0_dcls_zbuf_writes <= \$133 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$126 ;
+    layer0_dcls_listed_reads <= \$134 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$127 ;
+    layer0_dcls_listed_writes <= \$135 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$128 ;
+    layer0_dcls_lists_reads <= \$136 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$129 ;
+    layer0_dcls_lists_writes <= \$137 ;
   always @(posedge clk)
-    busy <= \$130 ;
+    layer0_dcls_counts_reads <= \$138 ;
   always @(posedge clk)
-    w_valid <= \$131 ;
+    layer0_dcls_counts_writes <= \$139 ;
   always @(posedge clk)
-    clear_addr <= \$132 ;
+    busy <= \$140 ;
   always @(posedge clk)
-    head <= \$133 ;
+    l_valid <= \$141 ;
   always @(posedge clk)
-    dcls_state <= \$134 ;
+    l_last <= \$142 ;
   always @(posedge clk)
-    w_slot <= \$135 ;
+    n_left <= \$143 ;
   always @(posedge clk)
-    w_weight <= \$136 ;
+    n_first <= \$144 ;
   always @(posedge clk)
-    w_value <= \$137 ;
-  always @(posedge clk)
-    tap <= \$138 ;
-  always @(posedge clk)
-    it_valid <= \$139 ;
-  always @(posedge clk)
-    step_seen <= \$140 ;
-  always @(posedge clk)
-    seq_end <= \$141 ;
-  always @(posedge clk)
-    it_value <= \$142 ;
-  always @(posedge clk)
-    send_first <= \$143 ;
-  always @(posedge clk)
-    index <= \$144 ;
-  always @(posedge clk)
-    l_valid <= \$145 ;
+    n_valid <= \$145 ;
   always @(posedge clk)
     z_valid <= \$146 ;
   always @(posedge clk)
-    n_listed <= \$147 ;
+    z_last <= \$147 ;
   always @(posedge clk)
-    z_addr <= \$148 ;
+    clear_slot <= \$148 ;
   always @(posedge clk)
-    sweep <= \$149 ;
+    head <= \$149 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$150 ;
+    dcls_state <= \$150 ;
+  always @(posedge clk)
+    n_slot0 <= \$151 ;
+  always @(posedge clk)
+    n_dup <= \$152 ;
+  always @(posedge clk)
+    n_slot1 <= \$153 ;
+  always @(posedge clk)
+    it_valid <= \$154 ;
+  always @(posedge clk)
+    step_seen <= \$155 ;
+  always @(posedge clk)
+    seq_end <= \$156 ;
+  always @(posedge clk)
+    it_value <= \$157 ;
+  always @(posedge clk)
+    send_first <= \$158 ;
+  always @(posedge clk)
+    index <= \$159 ;
+  always @(posedge clk)
+    n_listed <= \$160 ;
+  always @(posedge clk)
+    l_slot <= \$161 ;
+  always @(posedge clk)
+    o_seq_end <= \$162 ;
+  always @(posedge clk)
+    sweep <= \$163 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$164 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
@@ -4537,13 +4655,33 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          slot = n_slot0;
+      1'h1:
+          slot = n_slot1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          count = \$signature__data$35 ;
+      1'h1:
+          count = \$signature__data$36 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \port__en$5  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$34 ) begin
-            if (\$35 ) begin
+          if (\$46 ) begin
+            if (\$47 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4556,11 +4694,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (it_valid) begin
+          /* empty */;
+      3'h2:
+          if (issue) begin
             \$signature__en  = 1'h1;
           end
-      3'h2:
-          if (l_valid) begin
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          (* full_case = 32'd1 *)
+          if (\$62 ) begin
+          end else begin
             \$signature__en  = 1'h1;
           end
     endcase
@@ -4568,71 +4714,210 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$7  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (issue) begin
-            \$signature__en$7  = 1'h1;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$signature__en$7  = 1'h1;
-          end
-    endcase
+    if (l_valid) begin
+      \$signature__en$7  = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__en$8  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$8  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$9  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$9  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$10  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$10  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$11  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
-          if (it_valid) begin
-            \$signature__en$8  = 1'h1;
+          if (advance) begin
+            \$signature__en$11  = 1'h1;
           end
-          if (\$37 ) begin
-            \$signature__en$8  = 1'h1;
+          if (\$51 ) begin
+            \$signature__en$11  = 1'h1;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
-          /* empty */;
-      3'h4:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$61 ) begin
           end else begin
-            \$signature__en$8  = 1'h1;
+            \$signature__en$11  = 1'h1;
           end
     endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$12  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__en$12  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    append_onehot = 2'h0;
+    if (need[1]) begin
+      append_onehot = 2'h2;
+    end
+    if (need[0]) begin
+      append_onehot = 2'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    append_index = 1'h0;
+    if (need[1]) begin
+      append_index = 1'h1;
+    end
+    if (need[0]) begin
+      append_index = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$signature__addr  = 1'h0;
-    (* full_case = 32'd1 *)
+    if (\$12 ) begin
+      \$signature__addr  = slot;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$38  = 1'h0;
+    if (\$12 ) begin
+      \$signature__data$38  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$40  = 1'h0;
+    if (\$12 ) begin
+      \$signature__en$40  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$41  = 1'h0;
+    if (\$12 ) begin
+      \$signature__addr$41  = slot;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__addr  = clear_addr[0];
+          \$signature__addr$41  = clear_slot;
       3'h1:
-          if (w_valid) begin
-            \$signature__addr  = \$5 [0];
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__addr  = z_addr;
+          if (\$60 ) begin
+            \$signature__addr$41  = head;
           end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__addr$41  = sweep[0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$42  = 1'h0;
+    if (\$12 ) begin
+      \$signature__data$42  = \$13 [0];
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__data$42  = 1'h0;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$60 ) begin
+            \$signature__data$42  = 1'h0;
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__data$42  = 1'h0;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$43  = 1'h0;
+    if (\$12 ) begin
+      \$signature__en$43  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$43  = \$23 ;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$60 ) begin
+            \$signature__en$43  = 1'h1;
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$62 ) begin
+            \$signature__en$43  = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    f_wr__addr = 1'h0;
+    if (\$12 ) begin
+      f_wr__addr = slot;
+    end
+    if (l_valid) begin
+      f_wr__addr = l_slot;
+    end
+    casez (dcls_state)
+      3'h0:
+          f_wr__addr = clear_slot;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4640,27 +4925,25 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__addr  = \$58 [0];
+          f_wr__addr = sweep[0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data  = 12'h000;
-    (* full_case = 32'd1 *)
+    f_wr__data = 1'h0;
+    if (\$12 ) begin
+      f_wr__data = 1'h1;
+    end
+    if (l_valid) begin
+      f_wr__data = 1'h0;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__data  = 12'h000;
+          f_wr__data = 1'h0;
       3'h1:
-          if (w_valid) begin
-            \$signature__data [10:0] = \$7 [10:0];
-            \$signature__data [11] = 1'h1;
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__data  = 12'h000;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4668,26 +4951,25 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__data  = 12'h000;
+          f_wr__data = 1'h0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$19  = 1'h0;
-    (* full_case = 32'd1 *)
+    f_wr__en = 1'h0;
+    if (\$12 ) begin
+      f_wr__en = 1'h1;
+    end
+    if (l_valid) begin
+      f_wr__en = 1'h1;
+    end
     casez (dcls_state)
       3'h0:
-          \$signature__en$19  = 1'h1;
+          f_wr__en = 1'h1;
       3'h1:
-          if (w_valid) begin
-            \$signature__en$19  = 1'h1;
-          end
+          /* empty */;
       3'h2:
-          if (z_valid) begin
-            \$signature__en$19  = 1'h1;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4695,27 +4977,38 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          /* empty */;
-      3'h7:
-          \$signature__en$19  = 1'h1;
+          f_wr__en = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__addr = 1'h0;
+    \$signature__addr$48  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr$48  = l_slot;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$51  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr$51  = l_slot;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$52  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr$52  = l_slot;
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__addr = clear_addr[0];
+          \$signature__addr$52  = clear_slot;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__addr = w_slot;
-            end
+          if (advance) begin
+            \$signature__addr$52  = slot0;
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__addr = head;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4723,27 +5016,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__addr = sweep[0];
-          end
+          \$signature__addr$52  = sweep[0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__data = 1'h0;
+    \$signature__data$53  = 10'h000;
+    if (l_valid) begin
+      \$signature__data$53  = 10'h000;
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__data = 1'h0;
+          \$signature__data$53  = 10'h000;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__data = \$11 [0];
-            end
+          if (advance) begin
+            \$signature__data$53  = \$31 ;
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__data = 1'h0;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4751,27 +5041,24 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__data = 1'h0;
-          end
+          \$signature__data$53  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    c_wr__en = 1'h0;
+    \$signature__en$54  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$54  = 1'h1;
+    end
     casez (dcls_state)
       3'h0:
-          c_wr__en = \$3 ;
+          \$signature__en$54  = 1'h1;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              c_wr__en = 1'h1;
-            end
+          if (advance) begin
+            \$signature__en$54  = 1'h1;
           end
       3'h2:
-          if (\$52 ) begin
-            c_wr__en = 1'h1;
-          end
+          /* empty */;
       3'h3:
           /* empty */;
       3'h4:
@@ -4779,127 +5066,300 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          if (\$54 ) begin
-            c_wr__en = 1'h1;
-          end
+          \$signature__en$54  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$29  = 1'h0;
+    \$signature__addr$55  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr$55  = l_slot;
+    end
     casez (dcls_state)
       3'h0:
-          /* empty */;
+          \$signature__addr$55  = clear_slot;
       3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__addr$29  = \$10 [0];
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$31  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__data$31  = 1'h0;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$32  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (w_valid) begin
-            if (\$8 ) begin
-              \$signature__en$32  = 1'h1;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    last_tap = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          last_tap = \$12 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            delay = \$15 [0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target = 3'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            target = \$17 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$40  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$signature__addr$40  = \$22 [0];
+          if (advance) begin
+            \$signature__addr$55  = slot1;
           end
       3'h2:
-          if (l_valid) begin
-            \$signature__addr$40  = \$44 [0];
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__addr$55  = sweep[0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$56  = 10'h000;
+    if (l_valid) begin
+      \$signature__data$56  = 10'h000;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__data$56  = 10'h000;
+      3'h1:
+          if (advance) begin
+            \$signature__data$56  = \$37 ;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__data$56  = 10'h000;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$57  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$57  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$57  = 1'h1;
+      3'h1:
+          if (advance) begin
+            \$signature__en$57  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__en$57  = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    z_sum = 11'h000;
+    if (z_valid) begin
+      z_sum = \$15 [10:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    w__payload = 14'h0000;
+    if (z_valid) begin
+      w__payload[0] = 1'h0;
+      w__payload[11:1] = z_sum;
+      w__payload[12] = z_last;
+      w__payload[13] = \$16 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (empty) begin
+            w__payload[12] = 1'h1;
+            w__payload[13] = seq_end;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$42  = 1'h0;
+    w__valid = 1'h0;
+    if (z_valid) begin
+      w__valid = \$18 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (empty) begin
+            w__valid = credit;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    cancel = 1'h0;
+    if (z_valid) begin
+      cancel = \$22 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    advance = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          advance = \$25 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w0 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w0 = \port__data$74 [7:0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    tap_w1 = 8'h00;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            tap_w1 = \port__data$74 [23:16];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    delay0 = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            delay0 = \port__data$74 [8];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    target0 = 3'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            target0 = \$27 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    slot0 = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            slot0 = \$30 [0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$82  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$82  = slot0;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$83  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
-          if (it_valid) begin
-            \$signature__addr$42  = \$25 [0];
+          if (advance) begin
+            \$signature__addr$83  = slot0;
           end
-          if (\$37 ) begin
-            \$signature__addr$42  = head;
+          if (\$51 ) begin
+            \$signature__addr$83  = head;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
-          /* empty */;
-      3'h4:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$61 ) begin
           end else begin
-            \$signature__addr$42  = sweep[0];
+            \$signature__addr$83  = sweep[0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    delay1 = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            delay1 = \port__data$74 [24];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    target1 = 3'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            target1 = \$33 ;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    slot1 = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            slot1 = \$36 [0];
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$87  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$87  = slot1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$88  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$88  = slot1;
           end
     endcase
   end
@@ -4910,7 +5370,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$29 ;
+          items__ready = \$41 ;
     endcase
   end
   always @* begin
@@ -4922,7 +5382,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          n_now = \$38 ;
+          n_now = \$52 ;
     endcase
   end
   always @* begin
@@ -4934,7 +5394,31 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$40 ;
+          issue = \$54 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    last = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          last = \$56 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    empty = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          empty = \$57 ;
     endcase
   end
   always @* begin
@@ -4946,14 +5430,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          reserve = issue;
-      3'h3:
-          reserve = credit;
+          (* full_case = 32'd1 *)
+          if (empty) begin
+            reserve = credit;
+          end else begin
+            reserve = issue;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$55  = 1'h0;
+    \$signature__addr$104  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -4961,358 +5448,100 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$signature__addr$55  = \$42 [0];
+            \$signature__addr$104  = head;
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          /* empty */;
-      3'h6:
           (* full_case = 32'd1 *)
-          if (\$54 ) begin
+          if (\$62 ) begin
           end else begin
-            \$signature__addr$55  = \$56 [0];
+            \$signature__addr$104  = sweep[0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    w__payload = 14'h0000;
+    \$130  = \$71 [31:0];
+    if (rst) begin
+      \$130  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$131  = \$74 [31:0];
+    if (rst) begin
+      \$131  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$132  = \$76 [31:0];
+    if (rst) begin
+      \$132  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$133  = \$79 [31:0];
+    if (rst) begin
+      \$133  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$134  = \$81 [31:0];
+    if (rst) begin
+      \$134  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$135  = \$84 [31:0];
+    if (rst) begin
+      \$135  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$136  = \$86 [31:0];
+    if (rst) begin
+      \$136  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$137  = \$89 [31:0];
+    if (rst) begin
+      \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$138  = \$91 [31:0];
+    if (rst) begin
+      \$138  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$139  = \$94 [31:0];
+    if (rst) begin
+      \$139  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$140  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            w__payload[0] = 1'h0;
-            w__payload[11:1] = \$signature__data$26 [10:0];
-          end
-      3'h3:
-        begin
-          w__payload[12] = 1'h1;
-          w__payload[13] = seq_end;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    w__valid = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            w__valid = \$45 ;
-          end
-      3'h3:
-          w__valid = credit;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    cancel = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (z_valid) begin
-            cancel = \$47 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$122  = \$68 [31:0];
-    if (rst) begin
-      \$122  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$123  = \$71 [31:0];
-    if (rst) begin
-      \$123  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$124  = \$73 [31:0];
-    if (rst) begin
-      \$124  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$125  = \$76 [31:0];
-    if (rst) begin
-      \$125  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$126  = \$78 [31:0];
-    if (rst) begin
-      \$126  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$127  = \$81 [31:0];
-    if (rst) begin
-      \$127  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$128  = \$83 [31:0];
-    if (rst) begin
-      \$128  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$129  = \$86 [31:0];
-    if (rst) begin
-      \$129  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = 1'h1;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$103 ) begin
-            \$130  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$130  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$131  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = clear_addr;
-    casez (dcls_state)
-      3'h0:
-        begin
-          \$132  = \$87 [1:0];
-          if (\$88 ) begin
-            \$132  = 2'h0;
-          end
-        end
-    endcase
-    if (rst) begin
-      \$132  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = head;
-    casez (dcls_state)
-      3'h0:
-          if (\$88 ) begin
-            \$133  = 1'h0;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (credit) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-            end else begin
-              \$133  = \$116 [0];
-            end
-          end
-      3'h4:
-          if (\$117 ) begin
-            \$133  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$133  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = dcls_state;
-    (* full_case = 32'd1 *)
-    casez (dcls_state)
-      3'h0:
-          if (\$88 ) begin
-            \$134  = 3'h1;
-          end
-      3'h1:
-          if (\$105 ) begin
-            \$134  = 3'h2;
-          end
-      3'h2:
-          if (\$113 ) begin
-            \$134  = 3'h3;
-          end
-      3'h3:
-          if (credit) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-              \$134  = 3'h4;
-            end else begin
-              \$134  = 3'h1;
-            end
-          end
-      3'h4:
-          (* full_case = 32'd1 *)
-          if (\$117 ) begin
-            \$134  = 3'h1;
-          end else begin
-            \$134  = 3'h5;
-          end
-      3'h5:
-          \$134  = 3'h6;
-      3'h6:
-          (* full_case = 32'd1 *)
-          if (\$118 ) begin
-            \$134  = 3'h4;
-          end else begin
-            \$134  = 3'h7;
-          end
-      3'h7:
-          \$134  = 3'h6;
-    endcase
-    if (rst) begin
-      \$134  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = w_slot;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$135  = \$91 [0];
-          end
-    endcase
-    if (rst) begin
-      \$135  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = w_weight;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$136  = \$93 ;
-          end
-    endcase
-    if (rst) begin
-      \$136  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = w_value;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (it_valid) begin
-            \$137  = it_value;
-          end
-    endcase
-    if (rst) begin
-      \$137  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = tap;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            \$138  = \$94 [1:0];
-          end
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$138  = 2'h0;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$138  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = it_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (it_valid) begin
-            if (last_tap) begin
-              \$139  = 1'h0;
-            end
-          end
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$139  = 1'h1;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$139  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = step_seen;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (\$99 ) begin
-            \$140  = items__payload[3];
-          end
-          if (\$105 ) begin
+          if (\$112 ) begin
             \$140  = 1'h0;
           end
-        end
     endcase
     if (rst) begin
       \$140  = 1'h0;
@@ -5320,14 +5549,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$141  = seq_end;
+    \$141  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$99 ) begin
-            \$141  = items__payload[4];
-          end
+          /* empty */;
+      3'h2:
+          \$141  = issue;
     endcase
     if (rst) begin
       \$141  = 1'h0;
@@ -5335,63 +5564,36 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = it_value;
+    \$142  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$99 ) begin
-            if (\$100 ) begin
-              \$142  = items__payload[2:1];
-            end
-          end
+          /* empty */;
+      3'h2:
+          \$142  = \$118 ;
     endcase
     if (rst) begin
-      \$142  = 2'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = send_first;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$143  = 1'h1;
-          end
-      3'h2:
-          \$143  = 1'h0;
-    endcase
+    \$143  = left;
     if (rst) begin
-      \$143  = 1'h0;
+      \$143  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = index;
-    (* full_case = 32'd1 *)
+    \$144  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
-            \$144  = 1'h0;
+          if (advance) begin
+            \$144  = 1'h1;
           end
-      3'h2:
-          if (issue) begin
-            \$144  = \$106 [0];
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          \$144  = 1'h0;
-      3'h6:
-          /* empty */;
-      3'h7:
-          \$144  = \$120 [0];
     endcase
     if (rst) begin
       \$144  = 1'h0;
@@ -5399,16 +5601,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = l_valid;
+    \$145  = n_valid;
+    if (\$95 ) begin
+      \$145  = 1'h0;
+    end
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
-            \$145  = 1'h0;
+          if (advance) begin
+            \$145  = 1'h1;
           end
-      3'h2:
-          \$145  = issue;
     endcase
     if (rst) begin
       \$145  = 1'h0;
@@ -5416,55 +5619,31 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = z_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$146  = 1'h0;
-          end
-      3'h2:
-          \$146  = l_valid;
-    endcase
+    \$146  = l_valid;
     if (rst) begin
       \$146  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = n_listed;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (send_first) begin
-            \$147  = \$signature__data$30 ;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          \$147  = \$signature__data$30 ;
-    endcase
+    \$147  = z_last;
+    if (l_valid) begin
+      \$147  = l_last;
+    end
     if (rst) begin
       \$147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$148  = z_addr;
+    \$148  = clear_slot;
     casez (dcls_state)
       3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (l_valid) begin
-            \$148  = \$108 [0];
+          if (\$96 ) begin
+            \$148  = \$97 [0];
+            if (\$98 ) begin
+              \$148  = 1'h0;
+            end
           end
     endcase
     if (rst) begin
@@ -5473,38 +5652,330 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$149  = sweep;
+    \$149  = head;
+    casez (dcls_state)
+      3'h0:
+          if (\$96 ) begin
+            if (\$98 ) begin
+              \$149  = 1'h0;
+            end
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$121 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+            end else begin
+              \$149  = \$124 [0];
+            end
+          end
+      3'h3:
+          if (\$125 ) begin
+            \$149  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$149  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$150  = dcls_state;
+    casez (dcls_state)
+      3'h0:
+          if (\$96 ) begin
+            if (\$98 ) begin
+              \$150  = 3'h1;
+            end
+          end
+      3'h1:
+          if (\$116 ) begin
+            \$150  = 3'h2;
+          end
+      3'h2:
+          if (\$121 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$150  = 3'h3;
+            end else begin
+              \$150  = 3'h1;
+            end
+          end
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$125 ) begin
+            \$150  = 3'h1;
+          end else begin
+            \$150  = 3'h4;
+          end
+      3'h4:
+          \$150  = 3'h5;
+      3'h5:
+          (* full_case = 32'd1 *)
+          if (\$126 ) begin
+            \$150  = 3'h3;
+          end else begin
+            \$150  = 3'h6;
+          end
+      3'h6:
+          \$150  = 3'h5;
+    endcase
+    if (rst) begin
+      \$150  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$151  = n_slot0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$151  = slot0;
+          end
+    endcase
+    if (rst) begin
+      \$151  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$152  = n_dup;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$152 [0] = 1'h0;
+            \$152 [1] = \$101 ;
+          end
+    endcase
+    if (rst) begin
+      \$152  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$153  = n_slot1;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$153  = slot1;
+          end
+    endcase
+    if (rst) begin
+      \$153  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$154  = it_valid;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (advance) begin
+            \$154  = 1'h0;
+          end
+          if (\$106 ) begin
+            if (\$107 ) begin
+              \$154  = 1'h1;
+            end
+          end
+        end
+    endcase
+    if (rst) begin
+      \$154  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$155  = step_seen;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (\$106 ) begin
+            \$155  = items__payload[3];
+          end
+          if (\$116 ) begin
+            \$155  = 1'h0;
+          end
+        end
+    endcase
+    if (rst) begin
+      \$155  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$156  = seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            \$156  = items__payload[4];
+          end
+    endcase
+    if (rst) begin
+      \$156  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$157  = it_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$106 ) begin
+            if (\$107 ) begin
+              \$157  = items__payload[2:1];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$157  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$158  = send_first;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$116 ) begin
+            \$158  = 1'h1;
+          end
+      3'h2:
+          \$158  = 1'h0;
+    endcase
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$159  = index;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$116 ) begin
+            \$159  = 1'h0;
+          end
+      3'h2:
+          if (issue) begin
+            \$159  = \$117 [0];
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$159  = 1'h0;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$159  = \$128 [0];
+    endcase
+    if (rst) begin
+      \$159  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$160  = n_listed;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          /* empty */;
+          if (send_first) begin
+            \$160  = \$signature__data$35 ;
+          end
       3'h3:
-          if (credit) begin
-            if (seq_end) begin
-              \$149  = 2'h0;
-            end
-          end
+          /* empty */;
       3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$118 ) begin
-            \$149  = \$119 [1:0];
-          end
+          \$160  = \$signature__data$35 ;
     endcase
     if (rst) begin
-      \$149  = 2'h0;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$150  = \$121 [31:0];
+    \$161  = l_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$161  = head;
+          end
+    endcase
     if (rst) begin
-      \$150  = 32'd0;
+      \$161  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$162  = o_seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$162  = seq_end;
+          end
+    endcase
+    if (rst) begin
+      \$162  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$163  = sweep;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$121 ) begin
+            if (seq_end) begin
+              \$163  = 2'h0;
+            end
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$126 ) begin
+            \$163  = \$127 [1:0];
+          end
+    endcase
+    if (rst) begin
+      \$163  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$164  = \$129 [31:0];
+    if (rst) begin
+      \$164  = 32'd0;
     end
   end
   assign r__payload = outputs__payload;
@@ -5522,30 +5993,34 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign \r__payload.value  = outputs__payload[11:1];
   assign \r__payload.step_end  = outputs__payload[12];
   assign \r__payload.seq_end  = outputs__payload[13];
-  assign \$signature__data.z  = \$signature__data [10:0];
-  assign \$signature__data.listed  = \$signature__data [11];
-  assign \$signature__data$26.z  = \$signature__data$26 [10:0];
-  assign \$signature__data$26.listed  = \$signature__data$26 [11];
-  assign \items__payload.index  = items__payload[0];
-  assign \items__payload.value  = items__payload[2:1];
-  assign \items__payload.step_end  = items__payload[3];
-  assign \items__payload.seq_end  = items__payload[4];
   assign \w__payload.index  = w__payload[0];
   assign \w__payload.value  = w__payload[11:1];
   assign \w__payload.step_end  = w__payload[12];
   assign \w__payload.seq_end  = w__payload[13];
+  assign \items__payload.index  = items__payload[0];
+  assign \items__payload.value  = items__payload[2:1];
+  assign \items__payload.step_end  = items__payload[3];
+  assign \items__payload.seq_end  = items__payload[4];
+  assign need_first[1] = \$8 ;
+  assign need_first[0] = \$5 ;
   assign port__data[31:24] = config__payload[14:7];
   assign port__data[23:16] = config__payload[14:7];
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
-  assign \$74  = \$signature__en$19 ;
-  assign \$79  = \$signature__en$32 ;
-  assign \$84  = c_wr__en;
-  assign \$114  = head;
+  assign \$23  = 1'h1;
+  assign \$77  = \$signature__en$54 ;
+  assign \$82  = f_wr__en;
+  assign \$87  = \$signature__en$40 ;
+  assign \$92  = \$signature__en$43 ;
+  assign \$96  = 1'h1;
+  assign \$98  = clear_slot;
+  assign \$99  = 2'h1;
+  assign \$101  = \$100 ;
+  assign \$122  = head;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, reserve, w__payload, w__valid, cancel, out_valid, clk);
+module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6463,7 +6938,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire starting;
   wire \starting$9 ;
   wire use_acc;
-  reg use_acc2 = 1'h0;
+  reg use_acc2a = 1'h0;
   wire valid;
   wire [1:0] value;
   wire [15:0] weights;
@@ -6515,7 +6990,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$7  = slot_c1[4:2] + slot_c1[12:11];
   assign \$8  = ~ slot_c1[10];
   assign \$9  = slot_c1[0] & \$8 ;
-  assign \$10  = slot_c1[0] & slot_c1[5];
+  assign \$10  = slot_c2[0] & slot_c2[5];
   assign weights = slot_c2[10] ? 16'h0000 : \port__data$29 ;
   assign \$11  = 1'h0 + port__en;
   assign \$12  = readout_weights_reads + \$11 ;
@@ -6545,7 +7020,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$31 ;
   always @(posedge clk)
-    use_acc2 <= \$32 ;
+    use_acc2a <= \$32 ;
   always @(posedge clk)
     readout_macs <= \$33 ;
   always @(posedge clk)
@@ -6815,7 +7290,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [2:0] \$37 ;
+  wire [3:0] \$37 ;
   reg [2:0] \$38 ;
   wire \$39 ;
   wire [2:0] \$4 ;
@@ -6846,7 +7321,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   reg \$62 ;
   reg \$63 ;
   reg [14:0] \$64 ;
-  reg [1:0] \$65 ;
+  reg [2:0] \$65 ;
   reg \$66 ;
   reg [2:0] \$67 ;
   reg [2:0] \$68 ;
@@ -6871,7 +7346,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire clk;
   input credit;
   wire credit;
-  reg [1:0] drain = 2'h0;
+  reg [2:0] drain = 3'h0;
   wire [-1:0] group;
   wire issue;
   input [5:0] items__payload;
@@ -7282,18 +7757,18 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     \$65  = drain;
     if (\$34 ) begin
       if (\$35 ) begin
-        \$65  = \$37 [1:0];
+        \$65  = \$37 [2:0];
       end
     end
     if (issue) begin
       if (last_slot) begin
         if (\$49 ) begin
-          \$65  = 2'h2;
+          \$65  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
@@ -7504,13 +7979,11 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [7:0] \$12 ;
   reg [9:0] \$13 ;
   reg [24:0] \$14 ;
-  reg [24:0] \$15 ;
-  reg [49:0] \$16 ;
-  reg [7:0] \$17 ;
-  reg [9:0] \$18 ;
-  reg [24:0] \$19 ;
+  reg [49:0] \$15 ;
+  reg [7:0] \$16 ;
+  reg [9:0] \$17 ;
+  reg [24:0] \$18 ;
   wire [24:0] \$2 ;
-  reg [24:0] \$20 ;
   wire [25:0] \$3 ;
   wire [9:0] \$4 ;
   wire [24:0] \$5 ;
@@ -7532,10 +8005,8 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg [9:0] product_1 = 10'h000;
   input rst;
   wire rst;
-  reg [24:0] seed_0_0 = 25'h0000000;
-  reg [24:0] seed_0_1 = 25'h0000000;
-  reg [24:0] seed_1_0 = 25'h0000000;
-  reg [24:0] seed_1_1 = 25'h0000000;
+  reg [24:0] seed_0 = 25'h0000000;
+  reg [24:0] seed_1 = 25'h0000000;
   input [49:0] seeds;
   wire [49:0] seeds;
   wire [24:0] \seeds[0] ;
@@ -7554,10 +8025,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire [7:0] \weights[0] ;
   wire [7:0] \weights[1] ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
-  assign \$2  = first_1 ? seed_0_1 : acc[24:0];
+  assign \$2  = first_1 ? seed_0 : acc[24:0];
   assign \$3  = $signed(\$2 ) + $signed(product_0);
   assign \$4  = $signed(weight_1) * $signed(value_r);
-  assign \$5  = first_1 ? seed_1_1 : acc[49:25];
+  assign \$5  = first_1 ? seed_1 : acc[49:25];
   assign \$6  = $signed(\$5 ) + $signed(product_1);
   always @(posedge clk)
     valid_0 <= \$7 ;
@@ -7574,19 +8045,15 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     product_0 <= \$13 ;
   always @(posedge clk)
-    seed_0_0 <= \$14 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    seed_0_1 <= \$15 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    acc <= \$16 ;
+    weight_1 <= \$16 ;
   always @(posedge clk)
-    weight_1 <= \$17 ;
+    product_1 <= \$17 ;
   always @(posedge clk)
-    product_1 <= \$18 ;
-  always @(posedge clk)
-    seed_1_0 <= \$19 ;
-  always @(posedge clk)
-    seed_1_1 <= \$20 ;
+    seed_1 <= \$18 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$7  = valid;
@@ -7645,48 +8112,34 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = seed_0_0;
-    if (rst) begin
-      \$15  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = acc;
+    \$15  = acc;
     if (valid_1) begin
-      \$16 [24:0] = \$3 [24:0];
-      \$16 [49:25] = \$6 [24:0];
+      \$15 [24:0] = \$3 [24:0];
+      \$15 [49:25] = \$6 [24:0];
     end
     if (rst) begin
-      \$16  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = weights[15:8];
-    if (rst) begin
-      \$17  = 8'h00;
+      \$15  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = \$4 ;
+    \$16  = weights[15:8];
     if (rst) begin
-      \$18  = 10'h000;
+      \$16  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$19  = seeds[49:25];
+    \$17  = \$4 ;
     if (rst) begin
-      \$19  = 25'h0000000;
+      \$17  = 10'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$20  = seed_1_0;
+    \$18  = seeds[49:25];
     if (rst) begin
-      \$20  = 25'h0000000;
+      \$18  = 25'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];
