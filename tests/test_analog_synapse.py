@@ -12,12 +12,12 @@ from codesign.errors import CodesignError
 
 
 def test_device_count_and_area() -> None:
-    """One unit mirror and one bit switch per set weight bit, two route switches per nonzero
-    weight, one diode per input; a programmable array builds every bit."""
+    """|w| unit mirrors and one bit switch per set bit of every weight, two route switches per
+    nonzero weight, one diode per input; a programmable array builds every bit."""
     w = np.array([[3, 0, -4], [-1, 5, 2]])
     cost = synapse_cost(w, 4)
-    # set bits: 3 -> 2 devices (units 1 + 2), 4 -> 1 (4 units), 1 -> 1, 5 -> 2, 2 -> 1
-    assert cost["mirror_devices"] == 2 + 1 + 1 + 2 + 1
+    # set bits: 3 -> 2, 4 -> 1, 1 -> 1, 5 -> 2, 2 -> 1; unit mirrors: |w|
+    assert cost["mirror_devices"] == 3 + 4 + 1 + 5 + 2
     assert cost["switches"] == 7 + 2 * 5 and cost["diodes"] == 3
     d = SynapseDesign()
     units = 3 + 4 + 1 + 5 + 2
@@ -25,7 +25,8 @@ def test_device_count_and_area() -> None:
         (3 + units) * d.w_unit * d.l_unit + cost["switches"] * d.w_switch * d.l_switch
     )
     full = synapse_cost(w, 4, programmable=True)
-    assert full["mirror_devices"] == 6 * 3 and full["switches"] == 6 * 5
+    assert full["mirror_devices"] == 6 * 7 and full["switches"] == 6 * 5
+    assert synapse_cost(w, 4, SynapseDesign(max_units=4))["mirror_devices"] == 2 + 1 + 1 + 2 + 1
     text = synapse_subckt(w)
     assert text.count("XM") == units  # identical unit devices (max_units 1)
     with pytest.raises(CodesignError, match="do not fit 4 signed bits"):

@@ -121,16 +121,20 @@ def synapse_cost(
     a_unit = design.w_unit * design.l_unit
     a_sw = design.w_switch * design.l_switch
     d, m = w.shape
+
+    def instances(mag: int) -> int:  # parallel mirror instances of one weight (see synapse_subckt)
+        return sum(max((1 << k) // design.max_units, 1) for k in range(mag.bit_length()) if (mag >> k) & 1)
+
     if programmable:
         n_w = d * m
-        mirrors = n_w * mag_bits
+        mirrors = n_w * instances((1 << mag_bits) - 1)
         mirror_area = n_w * ((1 << mag_bits) - 1) * a_unit
         switches = n_w * (mag_bits + 2)
     else:
         nz = w[w != 0]
-        mirrors = int(sum(bin(int(abs(v))).count("1") for v in nz))
+        mirrors = int(sum(instances(int(abs(v))) for v in nz))
         mirror_area = float(sum(int(abs(v)) for v in nz)) * a_unit
-        switches = mirrors + 2 * nz.size
+        switches = int(sum(bin(int(abs(v))).count("1") for v in nz)) + 2 * nz.size
     return {
         "diodes": m,
         "mirror_devices": int(mirrors),
