@@ -84,3 +84,45 @@ def mismatch_summary(
             "behavioural_state_agreement_sd": float(np.std(beh)),
         }
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m codesign.analog.mismatch BUNDLE... --draws N --json F``: behavioural Monte Carlo
+    over each bundle's whole test set at the sky130 tt sigmas (no ngspice: seconds per bundle)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from codesign.analog.evaluate import test_set
+    from codesign.atomic import write_text
+    from codesign.bundle import load_bundle
+    from codesign.golden import run_golden
+
+    ap = argparse.ArgumentParser(prog="python -m codesign.analog.mismatch", description=main.__doc__)
+    ap.add_argument("bundles", nargs="+", type=Path)
+    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the sky130 tt sigmas")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    out = {}
+    for path in args.bundles:
+        bundle = load_bundle(path)
+        xq, y = test_set(bundle)
+        r = mismatch_draws(bundle, xq, y, args.draws, SKY130_TT.scaled(args.scale))
+        r["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
+        r["sequences"] = len(xq)
+        out[bundle.manifest.name] = r
+        print(
+            f"{bundle.manifest.name}: golden {r['golden_accuracy']:.4f}, behavioural without mismatch "
+            f"{r['accuracy_without_mismatch']:.4f}; {args.draws} draws x {len(xq)} sequences: mean "
+            f"{r['accuracy_mean']:.4f}, p10 {r['accuracy_p10']:.4f}, min {r['accuracy_min']:.4f}, "
+            f"states agree {r['state_agreement_mean']:.4f}",
+            flush=True,
+        )
+    if args.json is not None:
+        write_text(args.json, json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
