@@ -218,3 +218,39 @@ def measure_synapse(
         "neg": neg,
         "wall_s": res.wall_s,
     }
+
+
+def bundle_synapses(bundle_dir, design: SynapseDesign = SynapseDesign(), frame_s: float = 10e-3) -> dict:
+    """Cost of a trained one-layer bundle's candidate and threshold arrays, and their supply
+    current on its test set (Kirchhoff: every line carries ``I_x sum |w| |x|``, every diode ``I_x |x|``)."""
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.mapping import spine
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(bundle_dir)
+    w = spine(_layer_view(bundle)).weights
+    arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)
+    bits = int(bundle.manifest.layers[0].weight_bits)
+    xq, _ = test_set(bundle)
+    ax = np.abs(xq).astype(np.float64)
+    current = ((ax @ np.abs(arr).T).sum(-1) + ax.sum(-1)) * design.i_x  # (N, T)
+    power = VDD * float(current.mean())
+    return {
+        "bundle": bundle.manifest.name,
+        "array": list(arr.shape),
+        "weight_bits": bits,
+        "i_x_fA": design.i_x / 1e-15,
+        "unit_um": [design.w_unit, design.l_unit],
+        "static": synapse_cost(arr, bits, design),
+        "programmable": synapse_cost(arr, bits, design, programmable=True),
+        "mean_current_nA": float(current.mean()) / 1e-9,
+        "power_nW": power / 1e-9,
+        "energy_per_inference_nJ": power * xq.shape[1] * frame_s / 1e-9,
+    }
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(bundle_synapses(sys.argv[1]), indent=2))
