@@ -9,8 +9,11 @@ with the lowest index on ties. Reported beside the golden model on the same sequ
 per-step state agreement (steps where the golden state is defined), energy per inference from
 the supply currents, the frame time, and the smallest current margins met.
 
-What it does not do yet (issue 21): synapses as circuits (the input-weight products are ideal
-sources computed in Python), native CMRU ladders (eps = 1), Monte Carlo, mismatch-aware training.
+What it does not do yet (issue 21): drive the cells from the synapse arrays of
+:mod:`codesign.analog.synapse` (the input-weight products are ideal sources computed in Python),
+native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
+:mod:`codesign.analog.mismatch` over the whole test set and, with ``mc_spice``, ngspice Monte Carlo
+draws on a subset to check it.
 
 Sequences run on Dask (a local cluster of ``workers`` single-threaded processes, or
 ``scheduler``); each sequence's result is cached as JSON under ``cache`` (atomic writes, keyed by
@@ -310,7 +313,8 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "energy_per_inference_nj": float(np.mean(energy)),
         "power_nw": power,
         "power_note": "supply currents of the cells (core), their bias generators (bias) and the ideal "
-        "input sources (input); synapses are not circuits yet",
+        "input sources (input); synapses are ideal sources here (their arrays' power: "
+        "python -m codesign.analog.synapse BUNDLE)",
         "time_per_step_s": records[0]["t_step_s"],
         "worst_root_error_margin_pa": max(margins) if margins else None,
         "steps_margin_below_5pa": int(sum(r["steps_margin_below_5pA"] for r in records)),
