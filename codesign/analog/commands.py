@@ -156,6 +156,16 @@ def analog_eval_command(
     frame_ms: Annotated[
         float, typer.Option(help="time per step (ms): a longer frame resolves smaller margins")
     ] = 10.0,
+    mc: Annotated[
+        int,
+        typer.Option(help="mismatch draws of the behavioural model over the whole test set (0: none)"),
+    ] = 0,
+    mc_spice: Annotated[
+        int, typer.Option(help="of those draws, how many also run in ngspice with sky130 mismatch on")
+    ] = 0,
+    mc_sequences: Annotated[
+        int, typer.Option(help="test sequences each ngspice Monte Carlo draw runs (the first N)")
+    ] = 2,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -181,6 +191,9 @@ def analog_eval_command(
             progress=progress,
             start=start,
             frame_ms=frame_ms,
+            mc=mc,
+            mc_spice=mc_spice,
+            mc_sequences=mc_sequences,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "
@@ -189,6 +202,20 @@ def analog_eval_command(
         f"{summary['neuron_steps_compared']} neuron-steps, {summary['energy_per_inference_nj']:.3f} nJ per "
         f"inference ({summary['time_per_step_s'] * 1e3:g} ms per step)"
     )
+    if "mismatch" in summary:
+        beh = summary["mismatch"]["behavioural"]
+        typer.echo(
+            f"mismatch ({beh['draws']} behavioural draws, whole test set): accuracy mean "
+            f"{beh['accuracy_mean']:.4f}, 10th percentile {beh['accuracy_p10']:.4f}, min "
+            f"{beh['accuracy_min']:.4f}; golden {summary['mismatch']['golden_accuracy']:.4f}"
+        )
+        check = summary["mismatch"].get("spice_check")
+        if check:
+            typer.echo(
+                f"ngspice Monte Carlo check ({len(check['spice_seeds'])} seeds x {len(check['sequences'])} "
+                f"sequences): states agree {check['spice_state_agreement_mean']:.4f}, behavioural "
+                f"{check['behavioural_state_agreement_mean']:.4f} +- {check['behavioural_state_agreement_sd']:.4f}"
+            )
     if json_path is not None:
         write_text(json_path, json.dumps(summary, indent=2) + "\n")
 

@@ -9,8 +9,11 @@ with the lowest index on ties. Reported beside the golden model on the same sequ
 per-step state agreement (steps where the golden state is defined), energy per inference from
 the supply currents, the frame time, and the smallest current margins met.
 
-What it does not do yet (issue 21): synapses as circuits (the input-weight products are ideal
-sources computed in Python), native CMRU ladders (eps = 1), Monte Carlo, mismatch-aware training.
+What it does not do yet (issue 21): drive the cells from the synapse arrays of
+:mod:`codesign.analog.synapse` (the input-weight products are ideal sources computed in Python),
+native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
+:mod:`codesign.analog.mismatch` over the whole test set and, with ``mc_spice``, ngspice Monte Carlo
+draws on a subset to check it.
 
 Sequences run on Dask (a local cluster of ``workers`` single-threaded processes, or
 ``scheduler``); each sequence's result is cached as JSON under ``cache`` (atomic writes, keyed by
@@ -122,6 +125,7 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         Ctx(corner=settings["corner"]),
         maps=maps,
         name=f"seq{n:05d}",
+        mc_seed=settings.get("mc_seed"),
         pair=pair,
         timing=_timing(settings),
     )
@@ -167,6 +171,9 @@ def analog_eval(
     progress: Callable[[int, int, dict], None] | None = None,
     start: str = "pair",
     frame_ms: float = 10.0,
+    mc: int = 0,
+    mc_spice: int = 0,
+    mc_sequences: int = 2,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict.
 
@@ -174,6 +181,10 @@ def analog_eval(
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
+
+    ``mc``: mismatch draws of the behavioural model (:mod:`codesign.analog.behavioural`) over the
+    whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
+    terms on, on the first ``mc_sequences`` sequences, to check the model's spread.
     """
     from codesign.golden import run_golden
 
@@ -184,6 +195,10 @@ def analog_eval(
         raise CodesignError(f"--sequences must be at least 1, not {sequences}")
     if start not in ("pair", "single"):
         raise CodesignError(f"--start must be pair or single, not {start!r}")
+    if mc < 0 or mc_spice < 0 or mc_spice > max(mc, 0) or mc_sequences < 1:
+        raise CodesignError(
+            f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
+        )
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
@@ -191,30 +206,44 @@ def analog_eval(
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start, "frame_ms": float(frame_ms)}
-    keys = [_key(bundle, settings, n) for n in range(count)]
-    records = _gather(str(bundle_dir), keys, settings, cache, scheduler, workers, progress)
-    return _summarize(bundle, xq[:count], y[:count], records, run_golden(bundle, xq[:count]), settings)
+    tasks = [(n, settings) for n in range(count)]
+    spice_mc = [
+        (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
+    ]
+    records = _gather(str(bundle_dir), bundle, tasks + spice_mc, cache, scheduler, workers, progress)
+    summary = _summarize(
+        bundle, xq[:count], y[:count], records[:count], run_golden(bundle, xq[:count]), settings
+    )
+    if mc:
+        from codesign.analog.mismatch import mismatch_summary
+
+        summary["mismatch"] = mismatch_summary(bundle, xq, y, mc, records[count:], spice_mc, settings)
+    return summary
 
 
-def _gather(bundle_dir, keys, settings, cache, scheduler, workers, progress) -> list[dict]:
+def _gather(bundle_dir, bundle, tasks, cache, scheduler, workers, progress) -> list[dict]:
+    """Records of ``tasks`` ``(sequence, settings)``: from the cache, or run on Dask and cached."""
     from codesign.explore.runner import dask_client
 
+    keys = [_key(bundle, st, n) for n, st in tasks]
     records: list[dict | None] = [None] * len(keys)
     todo = []
-    for n, key in enumerate(keys):
+    for i, key in enumerate(keys):
         path = cache / f"{key}.json"
         if path.is_file():
-            records[n] = json.loads(path.read_text())
+            records[i] = json.loads(path.read_text())
         else:
-            todo.append(n)
+            todo.append(i)
     done = len(keys) - len(todo)
     if todo:
         from distributed import as_completed
 
         with dask_client(scheduler, workers) as client:
             futures = {
-                client.submit(_run_sequence, bundle_dir, n, settings, str(cache), keys[n], pure=False): n
-                for n in todo
+                client.submit(
+                    _run_sequence, bundle_dir, tasks[i][0], tasks[i][1], str(cache), keys[i], pure=False
+                ): i
+                for i in todo
             }
             for future in as_completed(list(futures)):
                 n = futures[future]
@@ -231,11 +260,14 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     agree = compared = 0
     energy = []
     roots = [r for rec in records for r in rec["root_errors"]]
+    from codesign.analog.behavioural import golden_signs
+
+    signs = golden_signs(_layer_view(bundle), xq)
     all_agree = all_steps = 0
     for n, rec in enumerate(records):
         s_a = np.asarray(rec["s_analog"], dtype=np.int64)
         states = alpha[None, :] * s_a
-        s_g = np.sign(gold.layers[0].states[n])
+        s_g = signs[n]
         all_agree += int((s_a == s_g).sum())
         all_steps += s_a.size
         _, cls = analog_readout(bundle, states)
@@ -281,7 +313,8 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "energy_per_inference_nj": float(np.mean(energy)),
         "power_nw": power,
         "power_note": "supply currents of the cells (core), their bias generators (bias) and the ideal "
-        "input sources (input); synapses are not circuits yet",
+        "input sources (input); synapses are ideal sources here (their arrays' power: "
+        "python -m codesign.analog.synapse BUNDLE)",
         "time_per_step_s": records[0]["t_step_s"],
         "worst_root_error_margin_pa": max(margins) if margins else None,
         "steps_margin_below_5pa": int(sum(r["steps_margin_below_5pA"] for r in records)),

@@ -64,8 +64,12 @@ class CMRU(nn.Module):
         alpha_init: float = 1.0,
         learn_alpha: bool = True,
         mode: Mode = "scan",
+        mismatch: tuple[float, float, float] | list[float] | None = None,
     ) -> None:
         super().__init__()
+        self.mismatch = tuple(float(v) for v in mismatch) if mismatch else None
+        if self.mismatch is not None and (len(self.mismatch) != 3 or min(self.mismatch) < 0):
+            raise ValueError(f"mismatch must be three sigmas >= 0 (input, up, down), got {mismatch}")
         if input_size < 1 or hidden_size < 1:
             raise ValueError(f"input_size and hidden_size must be >= 1, got {input_size} and {hidden_size}")
         self.input_size = input_size
@@ -101,8 +105,24 @@ class CMRU(nn.Module):
         """Return ``(z, s, alpha_t)`` for every step of ``x``."""
         c = self.candidate(x)
         beta = self.threshold(x).abs()
+        if self.training and self.mismatch is not None:
+            return self._mismatched_gates(x, c, beta)
         z = heaviside(c.abs() - beta, self.alpha_surr)
         return z, sign(c, self.alpha_surr), self.update_magnitude(x)
+
+    def _mismatched_gates(self, x: torch.Tensor, c: torch.Tensor, beta: torch.Tensor):
+        """Mismatch-aware training: the gate of an analog BMRU chip with gain errors (one draw per
+        sequence and neuron, ``codesign.analog.behavioural``). The analog cell compares
+        ``I_c0 + k c`` with ``I_c0 +- k beta``, ``I_c0 = 2.5 k B`` (B: the neuron's largest beta,
+        here over the batch); a gain error ``e`` on a current adds ``e (2.5 B +- value)``."""
+        s_in, s_up, s_down = self.mismatch
+        off = 2.5 * beta.detach().amax(dim=(0, 1), keepdim=True).clamp_min(1e-6)
+        e = torch.randn(3, c.shape[0], 1, c.shape[-1], device=c.device, dtype=c.dtype)
+        cc = c + e[0] * s_in * (off + c)
+        up = beta + e[1] * s_up * (off + beta)
+        down = beta - e[2] * s_down * (off - beta)
+        z = heaviside(cc - up, self.alpha_surr) + heaviside(-cc - down, self.alpha_surr)
+        return z.clamp(max=1.0), sign(cc, self.alpha_surr), self.update_magnitude(x)
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         if x.dim() != 3 or x.shape[-1] != self.input_size:

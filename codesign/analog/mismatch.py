@@ -1,0 +1,128 @@
+"""Accuracy of a trained BMRU bundle under mismatch: behavioural draws over the whole test set,
+checked against ngspice Monte Carlo on a subset (``codesign analog-eval --mc``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codesign.analog.behavioural import SKY130_TT, Mismatch, behavioural_states, draw_errors, golden_signs
+from codesign.bundle import Bundle
+
+__all__ = ["mismatch_summary", "mismatch_draws"]
+
+
+def _accuracy(bundle: Bundle, signs: np.ndarray, y: np.ndarray) -> float:
+    from codesign.analog.evaluate import analog_readout
+
+    alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
+    classes = np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs])
+    return float((classes == y).mean())
+
+
+def mismatch_draws(
+    bundle: Bundle, xq: np.ndarray, y: np.ndarray, draws: int, mm: Mismatch = SKY130_TT, *, pair: bool = True
+) -> dict:
+    """Accuracy and state agreement of ``draws`` behavioural chips (seeds 1..draws) on ``xq``."""
+    from codesign.analog.evaluate import _layer_view
+    from codesign.analog.mapping import map_bundle
+
+    view = _layer_view(bundle)
+    maps = map_bundle(view, xq)
+    golden = golden_signs(view, xq)
+    d = golden.shape[-1]
+    acc, agree = [], []
+    for seed in range(1, draws + 1):
+        s = behavioural_states(view, xq, maps, draw_errors(mm, d, seed), pair=pair)
+        acc.append(_accuracy(bundle, s, y))
+        agree.append(float((s == golden).mean()))
+    nominal = behavioural_states(view, xq, maps, pair=pair)
+    return {
+        "draws": draws,
+        "sigma": {"input": mm.sigma_in, "up": mm.sigma_up, "down": mm.sigma_down},
+        "accuracy": acc,
+        "state_agreement": agree,
+        "accuracy_mean": float(np.mean(acc)) if acc else float("nan"),
+        "accuracy_p10": float(np.percentile(acc, 10)) if acc else float("nan"),
+        "accuracy_min": float(np.min(acc)) if acc else float("nan"),
+        "state_agreement_mean": float(np.mean(agree)) if agree else float("nan"),
+        "accuracy_without_mismatch": _accuracy(bundle, nominal, y),
+    }
+
+
+def mismatch_summary(
+    bundle: Bundle,
+    xq: np.ndarray,
+    y: np.ndarray,
+    draws: int,
+    spice_records: list[dict],
+    spice_tasks: list[tuple[int, dict]],
+    settings: dict,
+) -> dict:
+    """Behavioural draws over the whole test set, and the ngspice Monte Carlo subset beside the
+    behavioural model's spread on the same sequences (the check of the model)."""
+    from codesign.analog.evaluate import _layer_view
+    from codesign.golden import run_golden
+
+    pair = settings["start"] == "pair"
+    out = {"behavioural": mismatch_draws(bundle, xq, y, draws, pair=pair)}
+    out["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
+    if spice_records:
+        seqs = sorted({n for n, _ in spice_tasks})
+        golden = golden_signs(_layer_view(bundle), xq[seqs])
+        per_seed: dict[int, list[float]] = {}
+        for (n, st), rec in zip(spice_tasks, spice_records, strict=True):
+            s = np.asarray(rec["s_analog"])
+            per_seed.setdefault(st["mc_seed"], []).append(float((s == golden[seqs.index(n)]).mean()))
+        spice = [float(np.mean(v)) for _, v in sorted(per_seed.items())]
+        beh = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair)["state_agreement"]
+        out["spice_check"] = {
+            "sequences": seqs,
+            "spice_seeds": sorted(per_seed),
+            "spice_state_agreement": spice,
+            "spice_state_agreement_mean": float(np.mean(spice)),
+            "behavioural_state_agreement_mean": float(np.mean(beh)),
+            "behavioural_state_agreement_sd": float(np.std(beh)),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m codesign.analog.mismatch BUNDLE... --draws N --json F``: behavioural Monte Carlo
+    over each bundle's whole test set at the sky130 tt sigmas (no ngspice: seconds per bundle)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from codesign.analog.evaluate import test_set
+    from codesign.atomic import write_text
+    from codesign.bundle import load_bundle
+    from codesign.golden import run_golden
+
+    ap = argparse.ArgumentParser(prog="python -m codesign.analog.mismatch", description=main.__doc__)
+    ap.add_argument("bundles", nargs="+", type=Path)
+    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the sky130 tt sigmas")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    out = {}
+    for path in args.bundles:
+        bundle = load_bundle(path)
+        xq, y = test_set(bundle)
+        r = mismatch_draws(bundle, xq, y, args.draws, SKY130_TT.scaled(args.scale))
+        r["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
+        r["sequences"] = len(xq)
+        out[bundle.manifest.name] = r
+        print(
+            f"{bundle.manifest.name}: golden {r['golden_accuracy']:.4f}, behavioural without mismatch "
+            f"{r['accuracy_without_mismatch']:.4f}; {args.draws} draws x {len(xq)} sequences: mean "
+            f"{r['accuracy_mean']:.4f}, p10 {r['accuracy_p10']:.4f}, min {r['accuracy_min']:.4f}, "
+            f"states agree {r['state_agreement_mean']:.4f}",
+            flush=True,
+        )
+    if args.json is not None:
+        write_text(args.json, json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
