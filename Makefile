@@ -47,8 +47,9 @@ FPGA_DEVICES ?= up5k,ecp5-25k
 FPGA_TARGET ?= device
 FPGA_COUNTERS ?= basic
 FPGA_WEIGHTS ?= frozen
-fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES, FPGA_TARGET=device|generic, FPGA_COUNTERS, FPGA_WEIGHTS=frozen|baked|runtime)
-	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --target $(FPGA_TARGET) --counters $(FPGA_COUNTERS) --weights $(FPGA_WEIGHTS) --area --hierarchy
+FPGA_SHARE ?= auto
+fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES, FPGA_TARGET=device|generic, FPGA_COUNTERS, FPGA_WEIGHTS=frozen|baked|runtime, FPGA_SHARE=auto|off|on|N)
+	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --target $(FPGA_TARGET) --counters $(FPGA_COUNTERS) --weights $(FPGA_WEIGHTS) --share-multipliers $(FPGA_SHARE) --area --hierarchy
 
 # Reference bundles through codesign rtl (+ codesign area, + codesign synth on REPORT_DEVICES) and
 # codesign report: docs/reports/<bundle>/ (report.md, report.json, pareto.png, commands.txt).

@@ -4,7 +4,8 @@
 
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
-                                  [--weights baked|runtime|frozen] [--out build/fpga] [--area]
+                                  [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N]
+                                  [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
 lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>_<target>`` (``codesign rtl --target``: by
@@ -127,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         help="codesign rtl --weights: frozen builds hold the parameters in ROMs (the smallest)",
     )
     parser.add_argument(
+        "--share-multipliers",
+        default="off",
+        help="codesign rtl --share-multipliers: off, on, auto (share where the hard multipliers run out) or N",
+    )
+    parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
     )
     args = parser.parse_args(argv)
@@ -150,7 +156,13 @@ def main(argv: list[str] | None = None) -> int:
                 build = args.out / f"{bundle.name}_p{p}_{target}"
                 try:
                     info = build_rtl(
-                        bundle, build, lanes=p, weights=args.weights, target=target, counters=args.counters
+                        bundle,
+                        build,
+                        lanes=p,
+                        weights=args.weights,
+                        target=target,
+                        counters=args.counters,
+                        share=args.share_multipliers,
                     )
                 except CodesignError as err:
                     if "lanes" in str(err) and "outside" in str(err):
