@@ -392,7 +392,9 @@ class IssueStage(wiring.Component):
             m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
         step_last = Signal()
         m.d.comb += step_last.eq(walk + 1 == n_walk)
-        with m.If(issue & (slot == 0)):  # a group starts: its su_open word, the next group's su_walk entry
+        with m.If(
+            issue & (slot == 0) & first_part
+        ):  # a group starts (its first part): its su_open word, the next group's su_walk entry
             self.counters.count(m, f"{e.memories['su_open'].name}_reads", 1)
             self.counters.count(m, f"{e.memories['su_walk'].name}_reads", 1)
         with m.If(issue):

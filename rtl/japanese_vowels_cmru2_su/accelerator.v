@@ -3347,46 +3347,47 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [3:0] \$100 ;
+  wire \$100 ;
   wire [3:0] \$101 ;
-  wire [32:0] \$102 ;
-  wire [4:0] \$103 ;
-  reg [31:0] \$104 ;
+  wire [3:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [4:0] \$104 ;
   reg [31:0] \$105 ;
-  reg [3:0] \$106 ;
-  reg [31:0] \$107 ;
-  reg [1:0] \$108 ;
-  reg [3:0] \$109 ;
+  reg [31:0] \$106 ;
+  reg [3:0] \$107 ;
+  reg [31:0] \$108 ;
+  reg [1:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
-  reg [1:0] \$111 ;
+  reg [3:0] \$111 ;
   reg [1:0] \$112 ;
-  reg \$113 ;
+  reg [1:0] \$113 ;
   reg \$114 ;
-  reg [31:0] \$115 ;
+  reg \$115 ;
   reg [31:0] \$116 ;
-  reg [30:0] \$117 ;
-  reg [2:0] \$118 ;
-  reg [31:0] \$119 ;
+  reg [31:0] \$117 ;
+  reg [30:0] \$118 ;
+  reg [2:0] \$119 ;
   wire [7:0] \$12 ;
-  reg \$120 ;
-  reg [3:0] \$121 ;
+  reg [31:0] \$120 ;
+  reg \$121 ;
   reg [3:0] \$122 ;
-  reg [2:0] \$123 ;
+  reg [3:0] \$123 ;
   reg [2:0] \$124 ;
-  reg \$125 ;
+  reg [2:0] \$125 ;
   reg \$126 ;
   reg \$127 ;
-  reg [2:0] \$128 ;
-  reg [1:0] \$129 ;
+  reg \$128 ;
+  reg [2:0] \$129 ;
   wire \$13 ;
-  reg [5:0] \$130 ;
-  reg [31:0] \$131 ;
+  reg [1:0] \$130 ;
+  reg [5:0] \$131 ;
   reg [31:0] \$132 ;
   reg [31:0] \$133 ;
-  reg \$134 ;
-  reg [2:0] \$135 ;
-  reg [31:0] \$136 ;
+  reg [31:0] \$134 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
+  reg [31:0] \$137 ;
   wire \$14 ;
   wire [7:0] \$15 ;
   wire \$16 ;
@@ -3466,21 +3467,21 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire [32:0] \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire [32:0] \$86 ;
+  wire \$86 ;
   wire [32:0] \$87 ;
-  wire \$88 ;
+  wire [32:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [3:0] \$93 ;
-  wire [2:0] \$94 ;
-  wire [3:0] \$95 ;
-  wire [2:0] \$96 ;
-  wire [3:0] \$97 ;
-  wire [7:0] \$98 ;
-  wire \$99 ;
+  wire \$93 ;
+  wire [3:0] \$94 ;
+  wire [2:0] \$95 ;
+  wire [3:0] \$96 ;
+  wire [2:0] \$97 ;
+  wire [3:0] \$98 ;
+  wire [7:0] \$99 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$30  = 2'h0;
   reg [1:0] \$signal$54  = 2'h0;
@@ -3819,87 +3820,87 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$83  = layer0_stall_cycles + 1'h1;
   assign \$84  = ! slot;
   assign \$85  = issue & \$84 ;
-  assign \$86  = layer0_su_open_reads + 1'h1;
-  assign \$87  = layer0_su_walk_reads + 1'h1;
-  assign \$88  = ! slot;
-  assign \$90  = ! n_items;
-  assign \$91  = \$90  | \$18 [0];
-  assign \$93  = walk + 1'h1;
-  assign \$94  = group + 1'h1;
-  assign \$95  = full ? { 1'h0, \$94  } : \port__data$64 ;
-  assign \$96  = group + 1'h1;
-  assign \$97  = full ? { 1'h0, \$96  } : \port__data$64 ;
-  assign \$98  = \$97  * 4'hc;
-  assign \$99  = ~ rbank;
-  assign \$100  = phase + 1'h1;
-  assign \$102  = layer0_steps + 1'h1;
-  assign \$103  = slot + 1'h1;
+  assign \$87  = layer0_su_open_reads + 1'h1;
+  assign \$88  = layer0_su_walk_reads + 1'h1;
+  assign \$89  = ! slot;
+  assign \$91  = ! n_items;
+  assign \$92  = \$91  | \$18 [0];
+  assign \$94  = walk + 1'h1;
+  assign \$95  = group + 1'h1;
+  assign \$96  = full ? { 1'h0, \$95  } : \port__data$64 ;
+  assign \$97  = group + 1'h1;
+  assign \$98  = full ? { 1'h0, \$97  } : \port__data$64 ;
+  assign \$99  = \$98  * 4'hc;
+  assign \$100  = ~ rbank;
+  assign \$101  = phase + 1'h1;
+  assign \$103  = layer0_steps + 1'h1;
+  assign \$104  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$104 ;
+    layer0_items_reads <= \$105 ;
   always @(posedge clk)
-    layer0_items_writes <= \$105 ;
+    layer0_items_writes <= \$106 ;
   always @(posedge clk)
-    wcount <= \$106 ;
+    wcount <= \$107 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$107 ;
+    layer0_item_overflows <= \$108 ;
   always @(posedge clk)
-    \$signal  <= \$108 ;
+    \$signal  <= \$109 ;
   always @(posedge clk)
-    bank0_count <= \$109 ;
+    bank0_count <= \$110 ;
   always @(posedge clk)
-    bank1_count <= \$110 ;
+    bank1_count <= \$111 ;
   always @(posedge clk)
-    \$signal$30  <= \$111 ;
+    \$signal$30  <= \$112 ;
   always @(posedge clk)
-    \$signal$54  <= \$112 ;
+    \$signal$54  <= \$113 ;
   always @(posedge clk)
-    next_first <= \$113 ;
+    next_first <= \$114 ;
   always @(posedge clk)
-    wbank <= \$114 ;
+    wbank <= \$115 ;
   always @(posedge clk)
-    layer0_su_walk_writes <= \$115 ;
+    layer0_su_walk_writes <= \$116 ;
   always @(posedge clk)
-    layer0_su_open_writes <= \$116 ;
+    layer0_su_open_writes <= \$117 ;
   always @(posedge clk)
-    meta <= \$117 ;
+    meta <= \$118 ;
   always @(posedge clk)
-    drain <= \$118 ;
+    drain <= \$119 ;
   always @(posedge clk)
-    layer0_su_walk_reads <= \$119 ;
+    layer0_su_walk_reads <= \$120 ;
   always @(posedge clk)
-    busy <= \$120 ;
+    busy <= \$121 ;
   always @(posedge clk)
-    n_items <= \$121 ;
+    n_items <= \$122 ;
   always @(posedge clk)
-    slot <= \$122 ;
+    slot <= \$123 ;
   always @(posedge clk)
-    walk <= \$123 ;
+    walk <= \$124 ;
   always @(posedge clk)
-    phase <= \$124 ;
+    phase <= \$125 ;
   always @(posedge clk)
-    full <= \$125 ;
+    full <= \$126 ;
   always @(posedge clk)
-    seq_first <= \$126 ;
+    seq_first <= \$127 ;
   always @(posedge clk)
-    seq_end <= \$127 ;
+    seq_end <= \$128 ;
   always @(posedge clk)
-    n_walk <= \$128 ;
+    n_walk <= \$129 ;
   always @(posedge clk)
-    group <= \$129 ;
+    group <= \$130 ;
   always @(posedge clk)
-    base <= \$130 ;
+    base <= \$131 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$131 ;
+    layer0_busy_cycles <= \$132 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$132 ;
+    layer0_stall_cycles <= \$133 ;
   always @(posedge clk)
-    layer0_su_open_reads <= \$133 ;
+    layer0_su_open_reads <= \$134 ;
   always @(posedge clk)
-    rbank <= \$134 ;
+    rbank <= \$135 ;
   always @(posedge clk)
-    next_phase <= \$135 ;
+    next_phase <= \$136 ;
   always @(posedge clk)
-    layer0_steps <= \$136 ;
+    layer0_steps <= \$137 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
@@ -3935,101 +3936,83 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$104  = \$50 [31:0];
-    if (rst) begin
-      \$104  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$105  = \$53 [31:0];
+    \$105  = \$50 [31:0];
     if (rst) begin
       \$105  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$106  = wcount;
+    \$106  = \$53 [31:0];
+    if (rst) begin
+      \$106  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$107  = wcount;
     if (\$56 ) begin
       if (stored) begin
-        \$106  = \$57 [3:0];
+        \$107  = \$57 [3:0];
       end
       if (items__payload[12]) begin
-        \$106  = 4'h0;
+        \$107  = 4'h0;
       end
     end
     if (rst) begin
-      \$106  = 4'h0;
+      \$107  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$107  = layer0_item_overflows;
+    \$108  = layer0_item_overflows;
     if (\$56 ) begin
       if (\$59 ) begin
-        \$107  = \$60 [31:0];
+        \$108  = \$60 [31:0];
       end
     end
     if (rst) begin
-      \$107  = 32'd0;
+      \$108  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$108  = \$signal ;
+    \$109  = \$signal ;
     if (\$56 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$108 [0] = 1'h1;
+              \$109 [0] = 1'h1;
           1'h1:
-              \$108 [1] = 1'h1;
+              \$109 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$92 ) begin
+      if (\$93 ) begin
         if (step_last) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$108 [0] = 1'h0;
+                \$109 [0] = 1'h0;
             1'h1:
-                \$108 [1] = 1'h0;
+                \$109 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$108  = 2'h0;
+      \$109  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$109  = bank0_count;
+    \$110  = bank0_count;
     if (\$56 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$109  = \$61 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$109  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$110  = bank1_count;
-    if (\$56 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
               \$110  = \$61 [3:0];
         endcase
       end
@@ -4040,33 +4023,33 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$111  = \$signal$30 ;
+    \$111  = bank1_count;
     if (\$56 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$111 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$111 [1] = next_first;
+              \$111  = \$61 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$111  = 2'h0;
+      \$111  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$112  = \$signal$54 ;
+    \$112  = \$signal$30 ;
     if (\$56 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$112 [0] = items__payload[13];
+              \$112 [0] = next_first;
           1'h1:
-              \$112 [1] = items__payload[13];
+              \$112 [1] = next_first;
         endcase
       end
     end
@@ -4076,144 +4059,141 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$113  = next_first;
+    \$113  = \$signal$54 ;
     if (\$56 ) begin
       if (items__payload[12]) begin
-        \$113  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$113 [0] = items__payload[13];
+          1'h1:
+              \$113 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$113  = 1'h1;
+      \$113  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$114  = wbank;
+    \$114  = next_first;
     if (\$56 ) begin
       if (items__payload[12]) begin
-        \$114  = \$62 ;
+        \$114  = items__payload[13];
       end
     end
     if (rst) begin
-      \$114  = 1'h0;
+      \$114  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$115  = \$65 [31:0];
+    \$115  = wbank;
+    if (\$56 ) begin
+      if (items__payload[12]) begin
+        \$115  = \$62 ;
+      end
+    end
     if (rst) begin
-      \$115  = 32'd0;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$116  = \$68 [31:0];
+    \$116  = \$65 [31:0];
     if (rst) begin
       \$116  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    { \$117 [30:5], \$117 [3:0] } = { meta[30:5], meta[3:0] };
-    \$117 [4] = issue;
-    if (issue) begin
-      \$117 [6:5] = group;
-      \$117 [12:7] = base;
-      \$117 [13] = \$88 ;
-      \$117 [14] = \$89 ;
-      \$117 [15] = step_last;
-      \$117 [16] = seq_first;
-      \$117 [17] = seq_end;
-      \$117 [18] = \$91 ;
-      \$117 [3:0] = opened;
-    end
+    \$117  = \$68 [31:0];
     if (rst) begin
-      \$117  = 31'h00000000;
+      \$117  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$118  = drain;
+    { \$118 [30:5], \$118 [3:0] } = { meta[30:5], meta[3:0] };
+    \$118 [4] = issue;
+    if (issue) begin
+      \$118 [6:5] = group;
+      \$118 [12:7] = base;
+      \$118 [13] = \$89 ;
+      \$118 [14] = \$90 ;
+      \$118 [15] = step_last;
+      \$118 [16] = seq_first;
+      \$118 [17] = seq_end;
+      \$118 [18] = \$92 ;
+      \$118 [3:0] = opened;
+    end
+    if (rst) begin
+      \$118  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$119  = drain;
     if (\$69 ) begin
       if (\$70 ) begin
-        \$118  = \$72 [2:0];
+        \$119  = \$72 [2:0];
       end
     end
     if (issue) begin
-      if (\$92 ) begin
+      if (\$93 ) begin
         if (step_last) begin
-          \$118  = 3'h2;
+          \$119  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$118  = 3'h0;
+      \$119  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$119  = layer0_su_walk_reads;
+    \$120  = layer0_su_walk_reads;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$119  = \$73 [31:0];
+        \$120  = \$73 [31:0];
       end
     end
-    if (\$85 ) begin
-      \$119  = \$87 [31:0];
+    if (\$86 ) begin
+      \$120  = \$88 [31:0];
     end
     if (rst) begin
-      \$119  = 32'd0;
+      \$120  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$120  = busy;
+    \$121  = busy;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$120  = 1'h1;
+        \$121  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$92 ) begin
+      if (\$93 ) begin
         if (step_last) begin
-          \$120  = 1'h0;
+          \$121  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$120  = 1'h0;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$121  = n_items;
+    \$122  = n_items;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$121  = \$74 ;
-      end
-    end
-    if (rst) begin
-      \$121  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$122  = slot;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$122  = 4'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$92 ) begin
-        \$122  = 4'h0;
-      end else if (1'h1) begin
-        \$122  = \$103 [3:0];
+        \$122  = \$74 ;
       end
     end
     if (rst) begin
@@ -4222,29 +4202,37 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$123  = walk;
+    \$123  = slot;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$123  = 3'h0;
+        \$123  = 4'h0;
       end
     end
     if (issue) begin
-      if (\$92 ) begin
-        \$123  = \$93 [2:0];
+      (* full_case = 32'd1 *)
+      if (\$93 ) begin
+        \$123  = 4'h0;
+      end else if (1'h1) begin
+        \$123  = \$104 [3:0];
       end
     end
     if (rst) begin
-      \$123  = 3'h0;
+      \$123  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$124  = phase;
+    \$124  = walk;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$124  = start_phase;
+        \$124  = 3'h0;
+      end
+    end
+    if (issue) begin
+      if (\$93 ) begin
+        \$124  = \$94 [2:0];
       end
     end
     if (rst) begin
@@ -4253,24 +4241,24 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$125  = full;
+    \$125  = phase;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$125  = \$75 ;
+        \$125  = start_phase;
       end
     end
     if (rst) begin
-      \$125  = 1'h0;
+      \$125  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$126  = seq_first;
+    \$126  = full;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$126  = \$76 ;
+        \$126  = \$75 ;
       end
     end
     if (rst) begin
@@ -4279,11 +4267,11 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$127  = seq_end;
+    \$127  = seq_first;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        \$127  = \$77 ;
+        \$127  = \$76 ;
       end
     end
     if (rst) begin
@@ -4292,95 +4280,94 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$128  = n_walk;
+    \$128  = seq_end;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
-        (* full_case = 32'd1 *)
-        if (\$78 ) begin
-          \$128  = 3'h4;
-        end else if (\$79 ) begin
-          \$128  = 3'h1;
-        end else begin
-          \$128  = \port__data$62 [2:0];
-        end
+        \$128  = \$77 ;
       end
     end
     if (rst) begin
-      \$128  = 3'h0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$129  = group;
+    \$129  = n_walk;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
         (* full_case = 32'd1 *)
         if (\$78 ) begin
-          \$129  = 2'h0;
+          \$129  = 3'h4;
         end else if (\$79 ) begin
-          \$129  = 2'h3;
+          \$129  = 3'h1;
         end else begin
-          \$129  = \port__data$64 [1:0];
+          \$129  = \port__data$62 [2:0];
         end
       end
     end
-    if (issue) begin
-      if (\$92 ) begin
-        \$129  = \$95 [1:0];
-      end
-    end
     if (rst) begin
-      \$129  = 2'h0;
+      \$129  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$130  = base;
+    \$130  = group;
     if (\$69 ) begin
       if (\$70 ) begin
       end else if (\$71 ) begin
         (* full_case = 32'd1 *)
         if (\$78 ) begin
-          \$130  = 6'h00;
+          \$130  = 2'h0;
         end else if (\$79 ) begin
-          \$130  = 6'h24;
+          \$130  = 2'h3;
         end else begin
-          \$130  = \$80 [5:0];
+          \$130  = \port__data$64 [1:0];
         end
       end
     end
     if (issue) begin
-      if (\$92 ) begin
-        \$130  = \$98 [5:0];
+      if (\$93 ) begin
+        \$130  = \$96 [1:0];
       end
     end
     if (rst) begin
-      \$130  = 6'h00;
+      \$130  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$131  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
+    \$131  = base;
     if (\$69 ) begin
-    end else begin
-      \$131  = \$81 [31:0];
+      if (\$70 ) begin
+      end else if (\$71 ) begin
+        (* full_case = 32'd1 *)
+        if (\$78 ) begin
+          \$131  = 6'h00;
+        end else if (\$79 ) begin
+          \$131  = 6'h24;
+        end else begin
+          \$131  = \$80 [5:0];
+        end
+      end
+    end
+    if (issue) begin
+      if (\$93 ) begin
+        \$131  = \$99 [5:0];
+      end
     end
     if (rst) begin
-      \$131  = 32'd0;
+      \$131  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$132  = layer0_stall_cycles;
+    \$132  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
     if (\$69 ) begin
     end else begin
-      if (\$82 ) begin
-        \$132  = \$83 [31:0];
-      end
+      \$132  = \$81 [31:0];
     end
     if (rst) begin
       \$132  = 32'd0;
@@ -4388,9 +4375,13 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$133  = layer0_su_open_reads;
-    if (\$85 ) begin
-      \$133  = \$86 [31:0];
+    \$133  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$69 ) begin
+    end else begin
+      if (\$82 ) begin
+        \$133  = \$83 [31:0];
+      end
     end
     if (rst) begin
       \$133  = 32'd0;
@@ -4398,44 +4389,54 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$134  = rbank;
-    if (issue) begin
-      if (\$92 ) begin
-        if (step_last) begin
-          \$134  = \$99 ;
-        end
-      end
+    \$134  = layer0_su_open_reads;
+    if (\$86 ) begin
+      \$134  = \$87 [31:0];
     end
     if (rst) begin
-      \$134  = 1'h0;
+      \$134  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$135  = next_phase;
+    \$135  = rbank;
     if (issue) begin
-      if (\$92 ) begin
+      if (\$93 ) begin
         if (step_last) begin
-          \$135  = \$101 [2:0];
+          \$135  = \$100 ;
         end
       end
     end
     if (rst) begin
-      \$135  = 3'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$136  = layer0_steps;
+    \$136  = next_phase;
     if (issue) begin
-      if (\$92 ) begin
+      if (\$93 ) begin
         if (step_last) begin
-          \$136  = \$102 [31:0];
+          \$136  = \$102 [2:0];
         end
       end
     end
     if (rst) begin
-      \$136  = 32'd0;
+      \$136  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$137  = layer0_steps;
+    if (issue) begin
+      if (\$93 ) begin
+        if (step_last) begin
+          \$137  = \$103 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$137  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -4509,10 +4510,11 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$46  = \$45 ;
   assign \$51  = wr__en;
   assign \$63  = \$12 [0];
-  assign \$89  = last_slot;
-  assign \$92  = last_slot;
-  assign \$101 [3] = 1'h0;
-  assign \$101 [2:0] = \$100 [2:0];
+  assign \$86  = \$85 ;
+  assign \$90  = last_slot;
+  assign \$93  = last_slot;
+  assign \$102 [3] = 1'h0;
+  assign \$102 [2:0] = \$101 [2:0];
 endmodule
 
 (* generator = "Amaranth" *)
