@@ -545,9 +545,7 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     ]
 
 
-def _readout_lanes(
-    manifest: Manifest, layers: list[EnginePlan], lanes: int, target: Target, share: int | None
-) -> int:
+def _readout_lanes(manifest: Manifest, lanes: int, target: Target) -> int:
     """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
 
     It runs once per sequence, overlapped with the next (``ceil(C / lanes) * nnz`` cycles against
@@ -656,11 +654,12 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | 
     P = 8 on the UP5K shares, P = 4 does not. Narrow weights (shift-and-add anyway) never share by
     auto; on the generic target a fixed ``N`` still shares, where the tool maps the multiplies."""
     per_lane = {e.name: len(e.matrices) if not share else min(share, len(e.matrices)) for e in engines}
+
+    def lane_multipliers(e: EnginePlan) -> int:  # 0: one per matrix, no sharing
+        return per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0
+
     if not target.multipliers:
-        return [
-            replace(e, lane_multipliers=per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0)
-            for e in engines
-        ]
+        return [replace(e, lane_multipliers=lane_multipliers(e)) for e in engines]
     allocation = _allocate(engines, target, per_lane)
     if share == 0:
         changed = False
@@ -683,7 +682,7 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | 
                 e,
                 multiplier=multiplier,
                 hard_products=n if multiplier == "mixed" else 0,
-                lane_multipliers=per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0,
+                lane_multipliers=lane_multipliers(e),
                 update_multiplier="lut" if needs_update and e.name not in allocation.update else "hard",
                 dcls=e.dcls and replace(e.dcls, hard_taps=allocation.taps[e.name]),
             )
@@ -723,9 +722,7 @@ def plan_accelerator(
         replace(e, memories=_engine_memories(e, next_id))
         for e in (
             *layers,
-            _plan_readout(
-                manifest, layers[-1], _readout_lanes(manifest, layers, lanes, chip, share_per_lane)
-            ),
+            _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip)),
         )
     ]
     if frozen:
