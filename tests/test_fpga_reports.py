@@ -284,3 +284,13 @@ def test_ecp5_falls_back_to_abc_when_abc9_asserts(tmp_path, monkeypatch) -> None
     with pytest.raises(CodesignError, match="abc9 assertion"):
         synth_module.synthesize(build, "up5k")
     assert len(scripts) == 1
+
+
+def test_batch_refuses_a_bad_share_before_building(tmp_path) -> None:
+    """``make fpga FPGA_SHARE=yes`` stops with the allowed values, not one skipped bundle per build."""
+    from codesign.fpga.batch import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--share-multipliers", "yes", "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert not (tmp_path / "out").exists()

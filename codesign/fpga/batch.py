@@ -136,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
     )
     args = parser.parse_args(argv)
+    from codesign.hw.plan import parse_share
+
+    try:
+        parse_share(args.share_multipliers)
+    except CodesignError as err:  # refuse before any build, not as a skipped bundle per build
+        parser.error(str(err))
 
     from codesign.fpga.area import area_report
     from codesign.hw.build import build_rtl
