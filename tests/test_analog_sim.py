@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,3 +121,23 @@ def test_cli_commands(tmp_path):
     assert "4 neuron netlists" in res.output and (tmp_path / "nl" / "neuron_003.spice").is_file()
     res = runner.invoke(app, ["analog-check", "--quick", "--only", "nonsense", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0
+
+
+def test_analog_check_default_out_leaves_committed_report_alone(tmp_path, monkeypatch):
+    """A bare `analog-check --quick` once overwrote the committed analog/report with a quick run."""
+    seen: dict[str, Path] = {}
+
+    class _Report:
+        passed, wall_s, decks, sim_wall_s = True, 0.0, 0, 0.0
+
+    def fake_check(out, **kwargs):
+        seen["out"] = Path(out)
+        return _Report()
+
+    monkeypatch.setattr(checks, "analog_check", fake_check)
+    app = typer.Typer()
+    register(app)
+    res = CliRunner().invoke(app, ["analog-check", "--quick"])
+    assert res.exit_code == 0, res.output
+    assert seen["out"] == Path("build/analog-check")
+    assert Path("analog/report") not in seen["out"].parents and seen["out"] != Path("analog/report")

@@ -63,9 +63,14 @@ def analog(
 
 
 def analog_check_command(
-    out: Annotated[Path, typer.Option("--out", help="report directory (CSV, PNG, summary.md)")] = Path(
-        "analog/report"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="report directory (CSV, PNG, summary.md); the committed report is analog/report "
+            "(`make analog`), so a bare run never overwrites it",
+        ),
+    ] = Path("build/analog-check"),
     quick: Annotated[
         bool, typer.Option("--quick", help="DC sweeps and short transients only (about 2 min)")
     ] = False,
