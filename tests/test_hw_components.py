@@ -441,18 +441,21 @@ def test_stream_slice_keeps_order_under_random_stalls(seed: int) -> None:
     _run(dut, bench)
 
 
-@pytest.mark.parametrize(("weight_bits", "value_bits"), [(2, 3), (3, 5), (4, 4), (4, 9)])
-def test_shift_add_multiplies_exactly(weight_bits: int, value_bits: int) -> None:
-    """The LUT multiplier the plan picks for narrow weights equals ``*`` on every operand pair."""
+@pytest.mark.parametrize(
+    ("weight_bits", "value_bits"), [(1, 3), (2, 3), (3, 5), (4, 4), (4, 9), (5, 4), (7, 5), (8, 6)]
+)
+def test_lut_multiply_multiplies_exactly(weight_bits: int, value_bits: int) -> None:
+    """The LUT multiplier (radix-4 Booth) equals ``*`` on every operand pair, for even and odd
+    weight widths (an odd one gets a sign copy for its last digit)."""
     from amaranth.hdl import Signal, signed
     from amaranth.sim import Simulator
 
-    from codesign.hw.lanes import shift_add
+    from codesign.hw.lanes import lut_multiply
 
     w, v = Signal(signed(weight_bits)), Signal(signed(value_bits))
     product = Signal(signed(weight_bits + value_bits))
     m = Module()
-    m.d.comb += product.eq(shift_add(w, v))
+    m.d.comb += product.eq(lut_multiply(w, v))
     sim = Simulator(m)
     pairs = [
         (a, b)

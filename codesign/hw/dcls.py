@@ -51,7 +51,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.lanes import shift_add
+from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
@@ -313,7 +313,7 @@ class DelayFrontEnd(wiring.Component):
                     bank.data.eq(
                         tap_weights[k] * r.it_value
                         if k < hard_taps
-                        else shift_add(tap_weights[k], r.it_value)
+                        else lut_multiply(tap_weights[k], r.it_value)
                     ),
                     bank.en.eq(1),
                     ports.f_rd[k].addr.eq(addr),

@@ -18,27 +18,41 @@ before the operand register and its seeds before the seed register: ``P x u`` of
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["LATENCY", "LaneArray"]
+__all__ = ["LATENCY", "LaneArray", "lut_multiply"]
 
 LATENCY = 3
 """Cycles from a slot at the lane array's inputs to its sum in ``acc``."""
 
 
-def shift_add(weight, value):
-    """``weight * value`` (both signed) as a sum of shifted copies of ``value``, one per weight bit.
+def lut_multiply(weight, value):
+    """``weight * value`` (both signed) in LUTs: radix-4 Booth partial products, then adders.
 
-    The synthesis tool sees adders and multiplexers, not a multiply, so it does not spend a hard
-    multiplier on it: a few LUTs per product for the 2- to 4-bit weights the plan sends here.
-    The top bit of a two's-complement weight weighs ``-2**(bits-1)``."""
-    bits = len(weight)
-    width = bits + len(value)
-    terms = [Mux(weight[k], value << k, 0) for k in range(bits - 1)]
-    total = sum(terms[1:], terms[0]) if terms else 0
-    return (total - Mux(weight[bits - 1], value << (bits - 1), 0))[:width].as_signed()
+    The synthesis tool sees multiplexers and adders, not a multiply, so it does not spend a hard
+    multiplier on it. Each pair of weight bits (with the bit below it) selects one partial
+    product among ``0, +-value, +-2 value``, so an 8-bit weight adds 4 of them where the plain
+    shift-and-add (one shifted copy of ``value`` per weight bit) added 8. A negated partial
+    product is its one's complement, and the ``+1`` of every negation is added once at the end
+    (a few low bits). Measured alone with ``synth_ice40`` (yosys 0.70), 8-bit weight x 26-bit
+    value: 351 LUT4 + 30 carry against 505 + 29 for the shift-and-add (8 x 16: 231 against 327;
+    4 x 16: 92 against 119). Exact for every operand pair (``tests/test_hw_components.py``)."""
+    bits, width = len(weight), len(weight) + len(value)
+    digits = Cat(Const(0, 1), weight, weight[bits - 1])  # below bit 0, the bits, a sign copy
+    terms, carries = [], []
+    for k in range(0, bits, 2):  # digit k/2 = -2 b[k+1] + b[k] + b[k-1], in -2 .. 2
+        low, mid, high = digits[k], digits[k + 1], digits[k + 2]
+        one = low ^ mid
+        two = Mux(high, ~mid & ~low, mid & low)
+        magnitude = Mux(one, value, Mux(two, value << 1, 0))
+        terms.append(Mux(high, ~magnitude, magnitude) << k)
+        carries.append(high.as_unsigned() << k)
+    while len(terms) > 1:  # a balanced adder tree
+        pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + terms[len(pairs) * 2 :]
+    return (terms[0] + sum(carries[1:], carries[0]))[:width].as_signed()
 
 
 def _pick(elements: list, part):
@@ -118,7 +132,7 @@ class LaneArray(wiring.Component):
                 seed = Signal.like(self.seeds[0], name=f"seed_{q}")
                 m.d.sync += [
                     weight.eq(_pick([self.weights[i] for i in parts], part[0])),
-                    product.eq(weight * value if q < self.hard else shift_add(weight, value)),
+                    product.eq(weight * value if q < self.hard else lut_multiply(weight, value)),
                     seed.eq(_pick([self.seeds[i] for i in parts], part[1])),
                 ]
                 for k, i in enumerate(dict.fromkeys(parts)):  # the accumulators this multiplier feeds

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from codesign.bundle.cells import CELLS
 from codesign.hw.faults import FaultSet
-from codesign.hw.lanes import shift_add
+from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import EnginePlan
 
 __all__ = [
@@ -279,7 +279,9 @@ class MinGRUUpdate(UpdateUnit):
         m.d.comb += [
             diff.eq(u - h),
             prod.eq(
-                shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff
+                lut_multiply(Cat(z, Const(0, 1)).as_signed(), diff)
+                if e.update_multiplier == "lut"
+                else z * diff
             ),
             self.new.h.eq(h + (prod >> gb)),
             self.out.eq(self.new.h),
