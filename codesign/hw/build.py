@@ -27,6 +27,7 @@ from amaranth.lib import wiring
 import codesign
 from codesign.atomic import atomic_dir
 from codesign.bundle import load_bundle
+from codesign.bundle.cells import CELLS
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
 from codesign.hw.accelerator import WEIGHT_MODES, Accelerator
@@ -101,7 +102,10 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "hard_products": e.hard_products if e.multiplier == "mixed" else None,
             "lane_multipliers": e.products,
             "passes": e.passes,
+            "digit_passes": e.digit_passes,
         }
+        if e.kind in CELLS and any(w == "shift" for w in CELLS[e.kind].params.values()):
+            info["shifts"] = [e.shift_lo, e.shift_hi]  # the range its update unit's shifters cover
         if e.dcls is not None:
             info["dcls"] = {
                 "channels": e.dcls.channels,
