@@ -535,3 +535,27 @@ def test_digit_serial_cycles_are_named_and_split_the_booth_digits() -> None:
     for bad in ("auto:3", "on:x", "2:0"):
         with pytest.raises(CodesignError, match=rf"--share-multipliers '{bad}'.*one of 1, 2, 4"):
             plan_accelerator(manifest, 6, share=bad)
+
+
+def test_frozen_dcls_taps_are_roms() -> None:
+    """A frozen build holds the DCLS taps in ROMs too (no configuration target, no write port):
+    the d = 12 DCLS network at P = 2 spent 4 of the UP5K's 30 EBRs on 608 bits of loadable taps.
+    The outputs stay the golden model's."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 4, "weight_bits": 8, "dcls": {"taps": 2, "span": 4, "weight_bits": 8}},
+            {"cell": "cmru", "size": 4, "eps": 1, "dcls": {"taps": 3, "span": 5, "weight_bits": 6}},
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True)
+    for name in ("layer0_dcls_taps", "layer1_dcls_taps"):
+        taps = plan.memory(name)
+        assert taps.rom and taps.config_id is None and taps.style == "logic"
+        assert not plan_accelerator(manifest, 2, target="up5k").memory(name).rom
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
+    for target in ("up5k", "generic"):
+        assert_matches_golden(bundle, xs, lanes=2, seed=9, target=target, weights="frozen")

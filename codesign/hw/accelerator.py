@@ -33,8 +33,8 @@ __all__ = ["Accelerator", "WEIGHT_MODES"]
 WEIGHT_MODES = ("baked", "runtime", "frozen")
 """``baked``: memories start with the bundle's parameters; ``runtime``: they start at zero and
 the configuration stream loads them (the Verilog then depends only on the bundle's shape);
-``frozen``: the engines' weight, bias and parameter memories are ROMs holding the bundle's values
-(no write port: configuration beats to them are ignored; the DCLS taps stay loadable). A frozen
+``frozen``: the engines' weight, bias and parameter memories and the DCLS taps are ROMs holding
+the bundle's values (no write port: configuration beats to them are ignored). A frozen
 build is the smallest: a ROM in LUTs needs no flip-flop per stored bit, and synthesis folds its
 constants."""
 

@@ -526,9 +526,9 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
-ROM_KEYS = ("weights", "bias", "params")
-"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs. The DCLS taps stay
-loadable (the front end reads and writes them through the same port)."""
+ROM_KEYS = ("weights", "bias", "params", "dcls_taps")
+"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs, the DCLS taps too
+(loadable before: 4 of the d = 12 DCLS network's 29 EBRs at P = 2 held 608 bits of taps)."""
 
 
 def _freeze(e: EnginePlan, shifts: tuple[int, int] | None = None) -> EnginePlan:
