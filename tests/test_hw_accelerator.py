@@ -120,8 +120,12 @@ def test_target_decides_memories_and_multipliers() -> None:
     assert {m.style for m in generic.memories} == {"auto"} and generic.layers[0].multiplier == "auto"
     up5k = plan_accelerator(bundle.manifest, 4, target="up5k")
     styles = {m.name: m.style for m in up5k.memories}
-    assert styles["layer0_bias"] == "logic"  # 8 words x 128 bits: 8 EBRs in block RAM
+    # 32 EBRs wanted, 29 kept: the state (8 x 64 bits, 4 EBRs) leaves, which the cost model puts
+    # at half the logic cells of the bias (8 x 128 bits, 8 EBRs) the greedy rule moved before
+    assert styles["layer0_state"] == "logic" and styles["layer0_bias"] == "block"
     assert styles["layer0_weights"] == "block"
+    chip = get_target("up5k")
+    assert sum(chip.blocks_for(m.depth, m.width) for m in up5k.memories if m.style == "block") <= 29
     hard = sum(e.lanes * len(e.matrices) for e in up5k.engines if e.multiplier == "hard")
     assert hard <= 8  # the UP5K's DSPs
     assert up5k.readout.lanes == 1  # once per sequence: its lanes would buy nothing
@@ -559,3 +563,21 @@ def test_frozen_dcls_taps_are_roms() -> None:
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
     for target in ("up5k", "generic"):
         assert_matches_golden(bundle, xs, lanes=2, seed=9, target=target, weights="frozen")
+
+
+def test_block_rams_go_where_they_save_the_most_logic() -> None:
+    """The plan fills the block RAMs it keeps (an exact knapsack): the greedy rule moved the
+    cheapest memories per block out until the rest fit and overshot, leaving the d = 12 DCLS
+    network at P = 2 with 4 of 29 EBRs empty and both states in flip-flops."""
+    from codesign.hw.targets import _fill_blocks
+
+    blocks = {"acc": 9, "state0": 2, "state1": 2, "items": 2, "zbuf": 4}
+    cost = {"acc": 2232, "state0": 496, "state1": 496, "items": 710, "zbuf": 8025}
+    assert sorted(_fill_blocks(list(blocks), blocks, cost, 12)) == ["items", "state0", "state1", "zbuf"]
+    assert sorted(_fill_blocks(list(blocks), blocks, cost, 13)) == ["acc", "zbuf"]
+    assert _fill_blocks(list(blocks), blocks, cost, 1) == []
+    manifest = load_bundle(BUNDLES / "japanese_vowels_cmru2").manifest
+    chip = get_target("up5k")
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, share="auto")
+    used = sum(chip.blocks_for(m.depth, m.width) for m in plan.memories if m.style == "block")
+    assert used == chip.block_rams - chip.reserved_block_rams
