@@ -499,10 +499,17 @@ def test_frozen_shifters_cover_exactly_the_shifts_of_the_rom(cell: str, shifts: 
 
 
 @pytest.mark.parametrize(
-    ("share", "weights", "passes"),
-    [("auto:4", "frozen", [8, 2]), ("on:2", "baked", [4, 2]), ("off:4", "runtime", [4, 1])],
+    ("share", "weights", "passes", "target"),
+    [
+        ("auto:4", "frozen", [8, 2], "up5k"),
+        ("on:2", "baked", [4, 2], "up5k"),
+        ("off:4", "runtime", [4, 1], "up5k"),
+        ("on:4", "baked", [8, 6], "generic"),
+    ],
 )
-def test_digit_serial_lut_products_match_golden(share: str, weights: str, passes: list[int]) -> None:
+def test_digit_serial_lut_products_match_golden(
+    share: str, weights: str, passes: list[int], target: str
+) -> None:
     """``--share-multipliers X:K``: an engine whose weight products are all LUT multipliers adds
     each in ``K`` Booth-digit pieces on successive cycles (``K`` times the passes, in the cycle
     model's ``passes``), its first piece from the seed; the sums stay the golden model's, with
@@ -517,12 +524,15 @@ def test_digit_serial_lut_products_match_golden(share: str, weights: str, passes
         seed=5,
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
-    plan = plan_accelerator(manifest, 6, target="up5k", share=share)
+    plan = plan_accelerator(manifest, 6, target=target, share=share)
     assert [e.passes for e in plan.layers] == passes
-    assert plan.layers[0].multiplier == "lut" and plan.layers[1].digit_passes == 1
+    if target == "up5k":
+        assert plan.layers[0].multiplier == "lut" and plan.layers[1].digit_passes == 1
+    else:  # every engine: 8-bit weights in 4 pieces, 6-bit ones in 3
+        assert [e.digit_passes for e in plan.layers] == [4, 3]
     assert plan.share == parse_share(share)[0] and plan.shape_key()["share"] == plan.share
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
-    assert_matches_golden(bundle, xs, lanes=6, seed=5, target="up5k", weights=weights, share=share)
+    assert_matches_golden(bundle, xs, lanes=6, seed=5, target=target, weights=weights, share=share)
 
 
 def test_digit_serial_cycles_are_named_and_split_the_booth_digits() -> None:
@@ -533,9 +543,9 @@ def test_digit_serial_cycles_are_named_and_split_the_booth_digits() -> None:
     assert [_digit_passes(6, k) for k in (1, 2, 4)] == [1, 1, 3]  # 3 digits: 1 or 3 pieces
     assert _digit_passes(4, 4) == 2
     manifest = random_network_manifest(inputs=5, layers=[{"cell": "cmru", "size": 6}], classes=3, seed=5)
-    assert (
-        plan_accelerator(manifest, 6, share="auto:4").layers[0].digit_passes == 1
-    )  # generic: no LUT products
+    # generic (and asic): the tool maps one-cycle products; with :K every engine's are serial
+    assert plan_accelerator(manifest, 6, share="auto:4").layers[0].digit_passes == 4
+    assert plan_accelerator(manifest, 6, share="auto").layers[0].digit_passes == 1
     for bad in ("auto:3", "on:x", "2:0"):
         with pytest.raises(CodesignError, match=rf"--share-multipliers '{bad}'.*one of 1, 2, 4"):
             plan_accelerator(manifest, 6, share=bad)

@@ -125,6 +125,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "config_id": mem.config_id,
             "rom": mem.rom,
             "style": mem.style,
+            "banks": mem.banks,
         }
         for mem in plan.memories
     ]

@@ -124,8 +124,8 @@ class LaneArray(wiring.Component):
         self.digits = digit_passes
         self.passes = -(-matrices // self.per_lane) * digit_passes
         self.multiplier = multiplier
-        if digit_passes > 1 and multiplier != "lut":
-            raise ValueError("digit-serial products are LUT multipliers (multiplier='lut')")
+        if digit_passes > 1 and multiplier not in ("lut", "auto"):
+            raise ValueError("digit-serial products are LUT multipliers (multiplier 'lut' or 'auto')")
         # products that use the synthesis tool's multiplier (a hard one where it maps): all, none
         # ("lut": shift-and-add), or the first ``hard_products`` ("mixed")
         products = lanes * self.per_lane

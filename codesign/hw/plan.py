@@ -110,6 +110,7 @@ class MemoryPlan:
         "auto"  # mapping the plan decided (codesign.hw.targets)
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
+    banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
 
     @property
     def width(self) -> int:
@@ -305,9 +306,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             dc.taps,
             min(dc.z_bits, dc.weight_bits + dc.item_bits),
             "delay_line",
+            banks=dc.taps,
         )
         mems["dcls_listed"] = MemoryPlan(
-            f"{e.name}_dcls_listed", dc.span << stride_bits(dc.channels), dc.taps, 1, "delay_line"
+            f"{e.name}_dcls_listed",
+            dc.span << stride_bits(dc.channels),
+            dc.taps,
+            1,
+            "delay_line",
+            banks=dc.taps,
         )
         mems["dcls_lists"] = MemoryPlan(
             f"{e.name}_dcls_lists",
@@ -572,7 +579,8 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
         return engines
     shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
     roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
-    style = target.map_memories(shapes, roms=roms)
+    banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
+    style = target.map_memories(shapes, roms=roms, banks=banks)
     return [
         replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
         for e in engines
@@ -723,14 +731,22 @@ def _assign_multipliers(
     P = 8 on the UP5K shares, P = 4 does not. Narrow weights (shift-and-add anyway) never share by
     auto; on the generic target a fixed ``N`` still shares, where the tool maps the multiplies.
     ``cycles`` (``X:K``): an engine whose weight products are all LUT multipliers takes up to
-    ``K`` passes per product (:func:`_digit_passes`), each a part of the weight's Booth digits."""
+    ``K`` passes per product (:func:`_digit_passes`), each a part of the weight's Booth digits;
+    on a target without hard multipliers (generic, asic) every engine does."""
     per_lane = {e.name: len(e.matrices) if not share else min(share, len(e.matrices)) for e in engines}
 
     def lane_multipliers(e: EnginePlan) -> int:  # 0: one per matrix, no sharing
         return per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0
 
-    if not target.multipliers:
-        return [replace(e, lane_multipliers=lane_multipliers(e)) for e in engines]
+    if not target.multipliers:  # generic, asic: the tool maps a one-cycle product; X:K makes them serial
+        return [
+            replace(
+                e, lane_multipliers=lane_multipliers(e), digit_passes=_digit_passes(e.weight_bits, cycles)
+            )
+            if cycles > 1
+            else replace(e, lane_multipliers=lane_multipliers(e))
+            for e in engines
+        ]
     allocation = _allocate(engines, target, per_lane)
     if share == 0:
         changed = False

@@ -92,7 +92,10 @@ class Target:
         return width * (2 * luts - 1)
 
     def map_memories(
-        self, shapes: dict[str, tuple[int, int]], roms: set[str] | frozenset[str] = frozenset()
+        self,
+        shapes: dict[str, tuple[int, int]],
+        roms: set[str] | frozenset[str] = frozenset(),
+        banks: dict[str, int] | None = None,
     ) -> dict[str, str]:
         """``{name: "block" | "distributed" | "logic"}`` for memories ``{name: (depth, width)}``.
 
@@ -106,7 +109,13 @@ class Target:
         if not self.maps:
             return dict.fromkeys(shapes, "auto")
         style = dict.fromkeys(shapes, "block")
-        blocks = {name: self.blocks_for(*shape) for name, shape in shapes.items()}
+        banks = banks or {}
+        # a memory the RTL makes of several (a DCLS bank per tap, a copy per read port) takes
+        # block RAMs for each: the d = 12 DCLS network's two 64-bit "listed" memories took 2 each
+        blocks = {
+            name: banks.get(name, 1) * self.blocks_for(depth, -(-width // banks.get(name, 1)))
+            for name, (depth, width) in shapes.items()
+        }
         off = {name: self.off_block(*shape) for name, shape in shapes.items()}
         for name in roms:
             off[name] = ("logic", self.rom_cells(*shapes[name]))
