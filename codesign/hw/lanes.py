@@ -78,7 +78,8 @@ def serial_multiply(weight, value, piece, pieces: int):
     digits ``piece*g .. piece*g + g - 1`` (``g = digits / pieces``) times ``value``, shifted to
     their place. The pieces sum to the product, so a lane that adds one per cycle into its
     accumulator (``--share-multipliers X:K``) ends with the exact sum, with a multiplier of ``g``
-    digits: 8 x 26 bits in 2 pieces is about half the LUTs of :func:`lut_multiply`. A piece can
+    digits (8-bit weights in 2 pieces: 2 partial products, not 4) plus the multiplexers that
+    pick the digits and the piece's place. A piece can
     exceed the weight's range (the top two digits of 96 are 128 - 32), so it is one bit wider
     than a product."""
     bits = len(weight)
