@@ -236,7 +236,7 @@ def build_rtl(
         },
         "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x passes_l x work_l (work_0 = non-zero "
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
-        "shared multipliers, 1 without)",
+        "shared multipliers or digit-serial products, 1 without)",
     }
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:
