@@ -296,7 +296,8 @@ def bench(
     share_multipliers: Annotated[
         str,
         typer.Option(
-            "--share-multipliers", help="rtl: off, on, auto or N multipliers per lane, as `codesign rtl`"
+            "--share-multipliers",
+            help="rtl: off, on, auto or N multipliers per lane [:K cycles per LUT product], as `codesign rtl`",
         ),
     ] = "off",
 ) -> None:
@@ -593,7 +594,9 @@ def rtl(
             "--share-multipliers",
             help="off: one multiplier per lane and matrix; on: one per lane, shared over the matrices "
             "in successive cycles (a slot takes one cycle per matrix); N: N per lane; auto: the target "
-            "shares where its hard multipliers run out (build.json records the choice)",
+            "shares where its hard multipliers run out; any of them followed by :K (2 or 4, e.g. auto:4): "
+            "an engine whose weight products are all in LUTs takes K cycles per product with a "
+            "multiplier of 1/K of the weight's Booth digits (build.json records the choices)",
         ),
     ] = "off",
 ) -> None:

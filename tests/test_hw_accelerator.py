@@ -25,7 +25,7 @@ from codesign.bundle.spec import accumulator_bits, array_table, shift_bounds
 from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
-from codesign.hw.plan import plan_accelerator
+from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
@@ -120,8 +120,12 @@ def test_target_decides_memories_and_multipliers() -> None:
     assert {m.style for m in generic.memories} == {"auto"} and generic.layers[0].multiplier == "auto"
     up5k = plan_accelerator(bundle.manifest, 4, target="up5k")
     styles = {m.name: m.style for m in up5k.memories}
-    assert styles["layer0_bias"] == "logic"  # 8 words x 128 bits: 8 EBRs in block RAM
+    # 32 EBRs wanted, 29 kept: the state (8 x 64 bits, 4 EBRs) leaves, which the cost model puts
+    # at half the logic cells of the bias (8 x 128 bits, 8 EBRs) the greedy rule moved before
+    assert styles["layer0_state"] == "logic" and styles["layer0_bias"] == "block"
     assert styles["layer0_weights"] == "block"
+    chip = get_target("up5k")
+    assert sum(chip.blocks_for(m.depth, m.width) for m in up5k.memories if m.style == "block") <= 29
     hard = sum(e.lanes * len(e.matrices) for e in up5k.engines if e.multiplier == "hard")
     assert hard <= 8  # the UP5K's DSPs
     assert up5k.readout.lanes == 1  # once per sequence: its lanes would buy nothing
@@ -268,7 +272,6 @@ def test_auto_sharing_keeps_every_product_on_a_hard_multiplier() -> None:
     one multiplier serves both matrices (two cycles per slot), 7 of them hard, and
     ``build.json``'s plan says so."""
     from codesign.hw.build import plan_summary
-    from codesign.hw.plan import parse_share
 
     bundle = load_bundle(Path(__file__).resolve().parents[1] / "flows/fpga/spoken_digits_cmru_d16")
     off = plan_accelerator(bundle.manifest, 8, target="up5k", frozen=True)
@@ -465,3 +468,126 @@ def test_hard_multipliers_a_product_takes() -> None:
     assert up5k.multiplies_needed(8, 16) == 1
     assert up5k.multiplies_needed(18, 26) == 4
     assert ecp5.multiplies_needed(8, 24) == 2 and ecp5.multiplies_needed(8, 18) == 1
+
+
+@pytest.mark.parametrize("cell", ["alphacmru", "bgmingru", "mingru", "hsru"])
+@pytest.mark.parametrize("shifts", [(5, 5, 5), (-3, 0, 7), (-4, -2, -1), (2, 9, 4)])
+def test_frozen_shifters_cover_exactly_the_shifts_of_the_rom(cell: str, shifts: tuple[int, int, int]) -> None:
+    """A frozen build's update units shift over the range its ROM holds, not the spec's -26 .. 63
+    (each minGRU unit of the d = 12 DCLS network took 904 LUT4 on the UP5K): one shared shift is
+    wiring, a few values a short shifter; with lanes past ``d`` (3 neurons, P = 2) 0 joins the
+    range. Extreme weights and inputs, so a missing shift or a short left shift changes states."""
+    bundle = _extreme_bundle(cell, "right")
+    for name in bundle.weights:
+        if name.endswith("_shift"):
+            bundle.weights[name] = np.array(shifts)
+    bundle = Bundle(bundle.manifest, check_weights(bundle.manifest, bundle.weights))
+    lo, hi = signed_range(8)
+    xs = [np.array([[lo, hi, lo], [hi, hi, hi], [lo, lo, lo], [0, 0, 0], [lo, 0, hi]])]
+    ranges = frozen_shift_ranges(bundle.manifest, {0: bundle.layer_weights(0)})
+    assert ranges == {0: (min(shifts), max(shifts))}
+    layer = plan_accelerator(bundle.manifest, 2, frozen=True, shift_ranges=ranges).layers[0]
+    assert (layer.shift_lo, layer.shift_hi) == (min(min(shifts), 0), max(max(shifts), 0))
+    layer = plan_accelerator(bundle.manifest, 3, frozen=True, shift_ranges=ranges).layers[0]
+    assert (layer.shift_lo, layer.shift_hi) == ranges[0]
+    for lanes in (2, 3):
+        assert_matches_golden(bundle, xs, lanes=lanes, weights="frozen", target="up5k")
+    with pytest.raises(CodesignError, match="only a frozen build"):
+        plan_accelerator(bundle.manifest, 2, shift_ranges={0: (0, 1)})
+    with pytest.raises(CodesignError, match=r"layer0: shifts -99 \.\. 1 are outside"):
+        plan_accelerator(bundle.manifest, 3, frozen=True, shift_ranges={0: (-99, 1)})
+
+
+@pytest.mark.parametrize(
+    ("share", "weights", "passes", "target"),
+    [
+        ("auto:4", "frozen", [8, 2], "up5k"),
+        ("on:2", "baked", [4, 2], "up5k"),
+        ("off:4", "runtime", [4, 1], "up5k"),
+        ("on:4", "baked", [8, 6], "generic"),
+    ],
+)
+def test_digit_serial_lut_products_match_golden(
+    share: str, weights: str, passes: list[int], target: str
+) -> None:
+    """``--share-multipliers X:K``: an engine whose weight products are all LUT multipliers adds
+    each in ``K`` Booth-digit pieces on successive cycles (``K`` times the passes, in the cycle
+    model's ``passes``), its first piece from the seed; the sums stay the golden model's, with
+    stalls, and engines with hard multipliers keep one cycle per product."""
+    manifest = random_network_manifest(
+        inputs=5,
+        layers=[
+            {"cell": "cmru", "size": 6, "eps": 1, "weight_bits": 8},
+            {"cell": "mingru", "size": 6, "weight_bits": 6},
+        ],
+        classes=3,
+        seed=5,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 5))
+    plan = plan_accelerator(manifest, 6, target=target, share=share)
+    assert [e.passes for e in plan.layers] == passes
+    if target == "up5k":
+        assert plan.layers[0].multiplier == "lut" and plan.layers[1].digit_passes == 1
+    else:  # every engine: 8-bit weights in 4 pieces, 6-bit ones in 3
+        assert [e.digit_passes for e in plan.layers] == [4, 3]
+    assert plan.share == parse_share(share)[0] and plan.shape_key()["share"] == plan.share
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 6), seed=5)
+    assert_matches_golden(bundle, xs, lanes=6, seed=5, target=target, weights=weights, share=share)
+
+
+def test_digit_serial_cycles_are_named_and_split_the_booth_digits() -> None:
+    from codesign.hw.plan import _digit_passes, serial_cycles
+
+    assert serial_cycles("auto:4") == 4 and serial_cycles("auto") == 1 and parse_share("on:2") == ("1:2", 1)
+    assert [_digit_passes(8, k) for k in (1, 2, 4)] == [1, 2, 4]
+    assert [_digit_passes(6, k) for k in (1, 2, 4)] == [1, 1, 3]  # 3 digits: 1 or 3 pieces
+    assert _digit_passes(4, 4) == 2
+    manifest = random_network_manifest(inputs=5, layers=[{"cell": "cmru", "size": 6}], classes=3, seed=5)
+    # generic (and asic): the tool maps one-cycle products; with :K every engine's are serial
+    assert plan_accelerator(manifest, 6, share="auto:4").layers[0].digit_passes == 4
+    assert plan_accelerator(manifest, 6, share="auto").layers[0].digit_passes == 1
+    for bad in ("auto:3", "on:x", "2:0"):
+        with pytest.raises(CodesignError, match=rf"--share-multipliers '{bad}'.*one of 1, 2, 4"):
+            plan_accelerator(manifest, 6, share=bad)
+
+
+def test_frozen_dcls_taps_are_roms() -> None:
+    """A frozen build holds the DCLS taps in ROMs too (no configuration target, no write port):
+    the d = 12 DCLS network at P = 2 spent 4 of the UP5K's 30 EBRs on 608 bits of loadable taps.
+    The outputs stay the golden model's."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 4, "weight_bits": 8, "dcls": {"taps": 2, "span": 4, "weight_bits": 8}},
+            {"cell": "cmru", "size": 4, "eps": 1, "dcls": {"taps": 3, "span": 5, "weight_bits": 6}},
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True)
+    for name in ("layer0_dcls_taps", "layer1_dcls_taps"):
+        taps = plan.memory(name)
+        assert taps.rom and taps.config_id is None and taps.style == "logic"
+        assert not plan_accelerator(manifest, 2, target="up5k").memory(name).rom
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
+    for target in ("up5k", "generic"):
+        assert_matches_golden(bundle, xs, lanes=2, seed=9, target=target, weights="frozen")
+
+
+def test_block_rams_go_where_they_save_the_most_logic() -> None:
+    """The plan fills the block RAMs it keeps (an exact knapsack): the greedy rule moved the
+    cheapest memories per block out until the rest fit and overshot, leaving the d = 12 DCLS
+    network at P = 2 with 4 of 29 EBRs empty and both states in flip-flops."""
+    from codesign.hw.targets import _fill_blocks
+
+    blocks = {"acc": 9, "state0": 2, "state1": 2, "items": 2, "zbuf": 4}
+    cost = {"acc": 2232, "state0": 496, "state1": 496, "items": 710, "zbuf": 8025}
+    assert sorted(_fill_blocks(list(blocks), blocks, cost, 12)) == ["items", "state0", "state1", "zbuf"]
+    assert sorted(_fill_blocks(list(blocks), blocks, cost, 13)) == ["acc", "zbuf"]
+    assert _fill_blocks(list(blocks), blocks, cost, 1) == []
+    manifest = load_bundle(BUNDLES / "japanese_vowels_cmru2").manifest
+    chip = get_target("up5k")
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, share="auto")
+    used = sum(chip.blocks_for(m.depth, m.width) for m in plan.memories if m.style == "block")
+    assert used == chip.block_rams - chip.reserved_block_rams

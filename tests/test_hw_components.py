@@ -441,18 +441,21 @@ def test_stream_slice_keeps_order_under_random_stalls(seed: int) -> None:
     _run(dut, bench)
 
 
-@pytest.mark.parametrize(("weight_bits", "value_bits"), [(2, 3), (3, 5), (4, 4), (4, 9)])
-def test_shift_add_multiplies_exactly(weight_bits: int, value_bits: int) -> None:
-    """The LUT multiplier the plan picks for narrow weights equals ``*`` on every operand pair."""
+@pytest.mark.parametrize(
+    ("weight_bits", "value_bits"), [(1, 3), (2, 3), (3, 5), (4, 4), (4, 9), (5, 4), (7, 5), (8, 6)]
+)
+def test_lut_multiply_multiplies_exactly(weight_bits: int, value_bits: int) -> None:
+    """The LUT multiplier (radix-4 Booth) equals ``*`` on every operand pair, for even and odd
+    weight widths (an odd one gets a sign copy for its last digit)."""
     from amaranth.hdl import Signal, signed
     from amaranth.sim import Simulator
 
-    from codesign.hw.lanes import shift_add
+    from codesign.hw.lanes import lut_multiply
 
     w, v = Signal(signed(weight_bits)), Signal(signed(value_bits))
     product = Signal(signed(weight_bits + value_bits))
     m = Module()
-    m.d.comb += product.eq(shift_add(w, v))
+    m.d.comb += product.eq(lut_multiply(w, v))
     sim = Simulator(m)
     pairs = [
         (a, b)
@@ -465,6 +468,37 @@ def test_shift_add_multiplies_exactly(weight_bits: int, value_bits: int) -> None
             ctx.set(w, a)
             ctx.set(v, b)
             assert ctx.get(product) == a * b, (a, b)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize(("weight_bits", "value_bits", "pieces"), [(8, 4, 2), (8, 4, 4), (6, 5, 3), (4, 6, 2)])
+def test_serial_multiply_pieces_sum_to_the_product(weight_bits: int, value_bits: int, pieces: int) -> None:
+    """The pieces of a digit-serial product (``--share-multipliers X:K``) add up to ``*`` for
+    every operand pair, and each fits the piece width (one bit over a product's)."""
+    from amaranth.hdl import Signal, signed
+    from amaranth.sim import Simulator
+
+    from codesign.hw.lanes import serial_multiply
+
+    w, v = Signal(signed(weight_bits)), Signal(signed(value_bits))
+    piece = Signal(range(pieces))
+    out = Signal(signed(weight_bits + value_bits + 1))
+    m = Module()
+    m.d.comb += out.eq(serial_multiply(w, v, piece, pieces))
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for a in range(-(1 << (weight_bits - 1)), 1 << (weight_bits - 1)):
+            for b in range(-(1 << (value_bits - 1)), 1 << (value_bits - 1)):
+                ctx.set(w, a)
+                ctx.set(v, b)
+                total = 0
+                for k in range(pieces):
+                    ctx.set(piece, k)
+                    total += ctx.get(out)
+                assert total == a * b, (a, b)
 
     sim.add_testbench(bench)
     sim.run()

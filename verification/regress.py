@@ -292,6 +292,7 @@ def plan_designs(args, out: Path) -> list[Design]:
         )
     if not args.quick:
         designs.append(shared_design(args, out))
+        designs.append(shared_design(args, out, name="serial", share="on:2"))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
             bundle = load_bundle(REFERENCES / ref)
@@ -374,14 +375,20 @@ SHARED_SHAPE = {
 matrices and alphaCMRU's three (2 and 3 cycles per slot), both behind DCLS front ends."""
 
 
-def shared_design(args, out: Path) -> Design:
-    root = out / "designs" / "shared"
+def shared_design(args, out: Path, name: str = "shared", share: str = "on") -> Design:
+    """``shared``: one multiplier per lane; ``serial`` (``--filter serial``, ``on:2``): also each
+    product in two Booth-digit pieces (``--share-multipliers X:K``: 4 and 6 cycles per slot)."""
+    root = out / "designs" / name
+    offset = 900 if name == "shared" else 950
     bundles = [
-        make_shape_bundle(SHARED_SHAPE, root / f"bundle{k:02d}", f"shared_b{k}", args.seed * 1000 + 900 + k)
+        make_shape_bundle(
+            SHARED_SHAPE, root / f"bundle{k:02d}", f"{name}_b{k}", args.seed * 1000 + offset + k
+        )
         for k in range(2)
     ]
+    what = "one per lane" if share == "on" else f"one per lane, products in pieces ({share})"
     return Design(
-        "shared",
+        name,
         "random",
         root / "rtl",
         bundles[0],
@@ -389,9 +396,9 @@ def shared_design(args, out: Path) -> Design:
         bundles=bundles,
         vectors=args.vectors,
         max_steps=args.max_steps,
-        description=f"{describe(SHARED_SHAPE)}, multipliers shared (one per lane)",
+        description=f"{describe(SHARED_SHAPE)}, multipliers shared ({what})",
         info={"shape": SHARED_SHAPE},
-        share="on",
+        share=share,
     )
 
 

@@ -4,7 +4,7 @@
 
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
-                                  [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N]
+                                  [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N[:K]]
                                   [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--share-multipliers",
         default="off",
-        help="codesign rtl --share-multipliers: off, on, auto (share where the hard multipliers run out) or N",
+        help="codesign rtl --share-multipliers: off, on, auto (share where the hard multipliers run out) or N, "
+        "optionally :K (K cycles per LUT weight product)",
     )
     parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"

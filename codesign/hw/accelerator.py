@@ -23,7 +23,7 @@ from codesign.hw.counters import CounterBank
 from codesign.hw.dcls import DelayFrontEnd
 from codesign.hw.images import memory_images
 from codesign.hw.layer import LayerEngine
-from codesign.hw.plan import AcceleratorPlan, plan_accelerator
+from codesign.hw.plan import AcceleratorPlan, frozen_shift_ranges, plan_accelerator
 from codesign.hw.readout import ReadoutEngine
 from codesign.hw.signature import AcceleratorSignature, ItemLayout
 from codesign.hw.slice import StreamSlice
@@ -33,8 +33,8 @@ __all__ = ["Accelerator", "WEIGHT_MODES"]
 WEIGHT_MODES = ("baked", "runtime", "frozen")
 """``baked``: memories start with the bundle's parameters; ``runtime``: they start at zero and
 the configuration stream loads them (the Verilog then depends only on the bundle's shape);
-``frozen``: the engines' weight, bias and parameter memories are ROMs holding the bundle's values
-(no write port: configuration beats to them are ignored; the DCLS taps stay loadable). A frozen
+``frozen``: the engines' weight, bias and parameter memories and the DCLS taps are ROMs holding
+the bundle's values (no write port: configuration beats to them are ignored). A frozen
 build is the smallest: a ROM in LUTs needs no flip-flop per stored bit, and synthesis folds its
 constants."""
 
@@ -85,6 +85,11 @@ class Accelerator(wiring.Component):
                 counters=counters,
                 frozen=weights == "frozen",
                 share=share,
+                shift_ranges=frozen_shift_ranges(
+                    bundle.manifest, {i: bundle.layer_weights(i) for i in range(len(bundle.manifest.layers))}
+                )
+                if weights == "frozen"
+                else None,
             )
         except CodesignError:
             self._MustUse__silence = True  # never built: no "created but never used" warning

@@ -27,6 +27,7 @@ from amaranth.lib import wiring
 import codesign
 from codesign.atomic import atomic_dir
 from codesign.bundle import load_bundle
+from codesign.bundle.cells import CELLS
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
 from codesign.hw.accelerator import WEIGHT_MODES, Accelerator
@@ -101,7 +102,10 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "hard_products": e.hard_products if e.multiplier == "mixed" else None,
             "lane_multipliers": e.products,
             "passes": e.passes,
+            "digit_passes": e.digit_passes,
         }
+        if e.kind in CELLS and any(w == "shift" for w in CELLS[e.kind].params.values()):
+            info["shifts"] = [e.shift_lo, e.shift_hi]  # the range its update unit's shifters cover
         if e.dcls is not None:
             info["dcls"] = {
                 "channels": e.dcls.channels,
@@ -121,6 +125,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "config_id": mem.config_id,
             "rom": mem.rom,
             "style": mem.style,
+            "banks": mem.banks,
         }
         for mem in plan.memories
     ]
@@ -231,7 +236,7 @@ def build_rtl(
         },
         "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x passes_l x work_l (work_0 = non-zero "
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
-        "shared multipliers, 1 without)",
+        "shared multipliers or digit-serial products, 1 without)",
     }
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:

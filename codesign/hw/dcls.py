@@ -16,7 +16,8 @@ accumulators. Either way the accumulators equal the golden model's ``A(W, b)`` o
 Memories (``S = span`` slots of ``m`` channels; slot ``s`` is step ``t`` with ``t mod S = s``;
 a slot takes ``2**ceil(log2 m)`` words, so that an address is ``(slot, channel)`` side by side):
 
-* ``taps`` (``m`` words of ``K`` (weight, delay) pairs, loadable like every parameter);
+* ``taps`` (``m`` words of ``K`` (weight, delay) pairs, loadable like every parameter; a ROM in
+  a frozen build);
 * ``zbuf``: ``K`` banks of ``S`` slots, bank ``k`` holding tap ``k``'s contribution. Entry
   ``(s, j)`` of bank ``k`` is written by one item only in the life of slot ``s`` (channel ``j`` at
   step ``s - delay[j, k]``; an index comes at most once per step), so the write needs no read; the
@@ -51,7 +52,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.lanes import shift_add
+from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
@@ -172,8 +173,10 @@ class DelayFrontEnd(wiring.Component):
         ch, span, taps = dc.channels, dc.span, dc.taps
         taps_plan = mems["dcls_taps"]
         taps_mem = ArrayMemory(m, "taps", taps_plan, self.images.get(taps_plan.name))
-        taps_rd, taps_wr = taps_mem.read_port(), taps_mem.write_port(granular=True)
-        drive_config_write(m, taps_wr, self.config, taps_plan)
+        taps_rd = taps_mem.read_port()
+        taps_wr = None if taps_plan.rom else taps_mem.write_port(granular=True)  # frozen: a ROM
+        if taps_wr is not None:
+            drive_config_write(m, taps_wr, self.config, taps_plan)
         zplan, fplan = mems["dcls_zbuf"], mems["dcls_listed"]
         depth = span << stride_bits(ch)
         assert zplan.depth == fplan.depth == mems["dcls_lists"].depth == depth, (zplan, depth)
@@ -205,7 +208,7 @@ class DelayFrontEnd(wiring.Component):
             c_wr=c_wr,
         )
         # the banks (and the flags' copies) move together: one access of the planned word each
-        count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr])
+        count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr] if taps_wr is not None else [])
         count_memory(m, self.counters, zplan.name, [z_rd[0]], [z_wr[0]])
         count_memory(m, self.counters, fplan.name, [f_rd[0]], [f_wr])
         count_memory(m, self.counters, mems["dcls_lists"].name, [ports.l_rd], [l_wr])
@@ -313,7 +316,7 @@ class DelayFrontEnd(wiring.Component):
                     bank.data.eq(
                         tap_weights[k] * r.it_value
                         if k < hard_taps
-                        else shift_add(tap_weights[k], r.it_value)
+                        else lut_multiply(tap_weights[k], r.it_value)
                     ),
                     bank.en.eq(1),
                     ports.f_rd[k].addr.eq(addr),

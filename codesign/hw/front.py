@@ -177,6 +177,7 @@ class MacFront(wiring.Component):
             multiplier=e.multiplier,
             hard_products=e.hard_products,
             lane_multipliers=e.lane_multipliers,
+            digit_passes=e.digit_passes,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),

@@ -16,8 +16,11 @@ stream also carries ``step_end`` and ``seq_end`` markers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
+
+import numpy as np
 
 from codesign.bundle.cells import CELLS
 from codesign.bundle.spec import (
@@ -44,8 +47,10 @@ __all__ = [
     "PARAMS",
     "ceil_div",
     "plan_accelerator",
+    "frozen_shift_ranges",
     "MAX_SPAN_WORDS",
     "SHARE_MODES",
+    "serial_cycles",
     "parse_share",
 ]
 
@@ -105,6 +110,7 @@ class MemoryPlan:
         "auto"  # mapping the plan decided (codesign.hw.targets)
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
+    banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
 
     @property
     def width(self) -> int:
@@ -165,8 +171,8 @@ class EnginePlan:
     leak_shift: int = 4
     pool_bits: int | None = None  # sum pooling folded into the last layer's write-back stage
     gate_width: int = 1  # width of the gate the trace reports
-    shift_lo: int = 0
-    shift_hi: int = 63
+    shift_lo: int = 0  # the per-neuron shifts lie in [shift_lo, shift_hi]: the spec's bounds, or a
+    shift_hi: int = 63  # frozen build's own values (``plan_accelerator(shift_ranges=...)``)
     dcls: DCLSPlan | None = None
     memories: dict[str, MemoryPlan] = field(default_factory=dict)
     multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
@@ -175,6 +181,7 @@ class EnginePlan:
     update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
     lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
+    digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
 
     @property
     def products(self) -> int:
@@ -183,8 +190,9 @@ class EnginePlan:
 
     @property
     def passes(self) -> int:
-        """Cycles one slot takes in the lane array: ``ceil(matrices / multipliers per lane)``."""
-        return ceil_div(len(self.matrices), self.products)
+        """Cycles one slot takes in the lane array: ``ceil(matrices / multipliers per lane)``,
+        times ``digit_passes`` for a digit-serial LUT multiplier."""
+        return ceil_div(len(self.matrices), self.products) * self.digit_passes
 
     @property
     def item_capacity(self) -> int:
@@ -298,9 +306,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             dc.taps,
             min(dc.z_bits, dc.weight_bits + dc.item_bits),
             "delay_line",
+            banks=dc.taps,
         )
         mems["dcls_listed"] = MemoryPlan(
-            f"{e.name}_dcls_listed", dc.span << stride_bits(dc.channels), dc.taps, 1, "delay_line"
+            f"{e.name}_dcls_listed",
+            dc.span << stride_bits(dc.channels),
+            dc.taps,
+            1,
+            "delay_line",
+            banks=dc.taps,
         )
         mems["dcls_lists"] = MemoryPlan(
             f"{e.name}_dcls_lists",
@@ -519,17 +533,44 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
     return owners
 
 
-ROM_KEYS = ("weights", "bias", "params")
-"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs. The DCLS taps stay
-loadable (the front end reads and writes them through the same port)."""
+ROM_KEYS = ("weights", "bias", "params", "dcls_taps")
+"""Memories of an engine that a frozen build (``--weights frozen``) makes ROMs, the DCLS taps too
+(loadable before: 4 of the d = 12 DCLS network's 29 EBRs at P = 2 held 608 bits of taps)."""
 
 
-def _freeze(e: EnginePlan) -> EnginePlan:
-    """The engine's parameter memories as ROMs: no configuration target, no write port."""
+def _freeze(e: EnginePlan, shifts: tuple[int, int] | None = None) -> EnginePlan:
+    """The engine's parameter memories as ROMs: no configuration target, no write port; its
+    shifters bounded by ``shifts``, the lowest and highest shift the ROM holds."""
     mems = {
         k: replace(mem, rom=True, config_id=None) if k in ROM_KEYS else mem for k, mem in e.memories.items()
     }
+    if shifts is not None:
+        lo, hi = shifts
+        if e.groups * e.lanes > e.size:  # lanes past d run on zero parameters (never written back)
+            lo, hi = min(lo, 0), max(hi, 0)
+        if lo > hi or lo < e.shift_lo or hi > e.shift_hi:
+            raise CodesignError(
+                f"{e.name}: shifts {lo} .. {hi} are outside the range {e.shift_lo} .. {e.shift_hi} "
+                "its accumulators allow"
+            )
+        e = replace(e, shift_lo=lo, shift_hi=hi)
     return replace(e, memories=mems)
+
+
+def frozen_shift_ranges(
+    manifest: Manifest, arrays: Mapping[int, Mapping[str, object]]
+) -> dict[int, tuple[int, int]]:
+    """``{layer index: (lowest, highest)}`` of each layer's per-neuron shift parameters
+    (``arrays``: a layer's arrays by name, ``Bundle.layer_weights``); :func:`_freeze` adds 0
+    where a last group's lanes past ``d`` run on zero parameters."""
+    out = {}
+    for i, layer in enumerate(manifest.layers):
+        names = [name for name, width in CELLS[layer.cell].params.items() if width == "shift"]
+        if not names:
+            continue
+        values = [int(v) for name in names for v in np.asarray(arrays[i][name]).ravel()]
+        out[i] = (min(values), max(values))
+    return out
 
 
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
@@ -538,7 +579,8 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
         return engines
     shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
     roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
-    style = target.map_memories(shapes, roms=roms)
+    banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
+    style = target.map_memories(shapes, roms=roms, banks=banks)
     return [
         replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
         for e in engines
@@ -568,25 +610,58 @@ def _readout_lanes(manifest: Manifest, lanes: int, target: Target) -> int:
 SHARE_MODES = ("off", "on", "auto")
 """``--share-multipliers``: ``off`` (one multiplier per lane and matrix), ``on`` (one per lane,
 shared over the matrices in successive cycles), ``auto`` (the target shares where its hard
-multipliers run out), or a number ``N`` (``N`` multipliers per lane)."""
+multipliers run out), or a number ``N`` (``N`` multipliers per lane); any of them may end in
+``:K`` (``auto:4``): an engine whose weight products are all LUT multipliers takes ``K`` cycles
+per product, multiplying by a part of the weight's radix-4 Booth digits in each
+(:func:`serial_cycles`)."""
+
+SERIAL_CYCLES = (1, 2, 4)
+"""Cycles per LUT weight product ``--share-multipliers X:K`` allows (an 8-bit weight has 4 digits)."""
+
+
+def _split_share(share: str | int) -> tuple[str, int]:
+    text = str(share).strip().lower()
+    base, sep, cycles = text.partition(":")
+    if not sep:
+        return text, 1
+    if not cycles.isdigit() or int(cycles) not in SERIAL_CYCLES:
+        raise CodesignError(
+            f"--share-multipliers {share!r}: the cycles per LUT product after ':' must be one of "
+            f"{', '.join(map(str, SERIAL_CYCLES))}"
+        )
+    return base, int(cycles)
+
+
+def serial_cycles(share: str | int) -> int:
+    """``K`` of ``--share-multipliers X:K`` (1 without ``:K``): cycles per LUT weight product."""
+    return _split_share(share)[1]
 
 
 def parse_share(share: str | int) -> tuple[str, int | None]:
     """``--share-multipliers`` -> ``(normalised name, multipliers per lane)``: ``None`` off,
-    ``0`` auto (decided per engine by :func:`_assign_multipliers`), ``N`` at most ``N`` per lane."""
-    text = str(share).strip().lower()
+    ``0`` auto (decided per engine by :func:`_assign_multipliers`), ``N`` at most ``N`` per lane.
+    The name keeps a ``:K`` suffix (:func:`serial_cycles`) when ``K > 1``."""
+    text, cycles = _split_share(share)
+    suffix = f":{cycles}" if cycles > 1 else ""
     if text == "off":
-        return "off", None
+        return "off" + suffix, None
     if text == "auto":
-        return "auto", 0
+        return "auto" + suffix, 0
     if text == "on":
-        return "1", 1
+        return "1" + suffix, 1
     if text.isdigit() and int(text) >= 1:
-        return str(int(text)), int(text)
+        return str(int(text)) + suffix, int(text)
     raise CodesignError(
         f"--share-multipliers {share!r} is not one of off, on, auto or a positive number of "
-        "multipliers per lane"
+        "multipliers per lane (optionally followed by :K cycles per LUT product, K in 1, 2, 4)"
     )
+
+
+def _digit_passes(weight_bits: int, cycles: int) -> int:
+    """The largest number of passes at most ``cycles`` that splits the weight's radix-4 Booth
+    digits (``ceil(bits / 2)``) evenly: 1, 2 or 4 for 8-bit weights, 1 or 3 for 6-bit ones."""
+    digits = ceil_div(weight_bits, 2)
+    return max(k for k in range(1, min(cycles, digits) + 1) if digits % k == 0)
 
 
 @dataclass
@@ -636,7 +711,9 @@ def _allocate(engines: list[EnginePlan], target: Target, per_lane: dict[str, int
     return out
 
 
-def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | None) -> list[EnginePlan]:
+def _assign_multipliers(
+    engines: list[EnginePlan], target: Target, share: int | None, cycles: int = 1
+) -> list[EnginePlan]:
     """Every ``*`` of the datapath on a hard multiplier or a shift-and-add, and the lanes' sharing.
 
     Synthesis maps every ``*`` to a hard multiplier, past the chip's count if the plan lets it
@@ -652,14 +729,24 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | 
     per matrix unless that leaves a lane's worth of weight products (``P``) or more to
     shift-and-add, then as many per lane as the hard multipliers it got give (at least one): d = 16,
     P = 8 on the UP5K shares, P = 4 does not. Narrow weights (shift-and-add anyway) never share by
-    auto; on the generic target a fixed ``N`` still shares, where the tool maps the multiplies."""
+    auto; on the generic target a fixed ``N`` still shares, where the tool maps the multiplies.
+    ``cycles`` (``X:K``): an engine whose weight products are all LUT multipliers takes up to
+    ``K`` passes per product (:func:`_digit_passes`), each a part of the weight's Booth digits;
+    on a target without hard multipliers (generic, asic) every engine does."""
     per_lane = {e.name: len(e.matrices) if not share else min(share, len(e.matrices)) for e in engines}
 
     def lane_multipliers(e: EnginePlan) -> int:  # 0: one per matrix, no sharing
         return per_lane[e.name] if per_lane[e.name] < len(e.matrices) else 0
 
-    if not target.multipliers:
-        return [replace(e, lane_multipliers=lane_multipliers(e)) for e in engines]
+    if not target.multipliers:  # generic, asic: the tool maps a one-cycle product; X:K makes them serial
+        return [
+            replace(
+                e, lane_multipliers=lane_multipliers(e), digit_passes=_digit_passes(e.weight_bits, cycles)
+            )
+            if cycles > 1
+            else replace(e, lane_multipliers=lane_multipliers(e))
+            for e in engines
+        ]
     allocation = _allocate(engines, target, per_lane)
     if share == 0:
         changed = False
@@ -683,6 +770,7 @@ def _assign_multipliers(engines: list[EnginePlan], target: Target, share: int | 
                 multiplier=multiplier,
                 hard_products=n if multiplier == "mixed" else 0,
                 lane_multipliers=lane_multipliers(e),
+                digit_passes=_digit_passes(e.weight_bits, cycles) if multiplier == "lut" else 1,
                 update_multiplier="lut" if needs_update and e.name not in allocation.update else "hard",
                 dcls=e.dcls and replace(e.dcls, hard_taps=allocation.taps[e.name]),
             )
@@ -700,6 +788,7 @@ def plan_accelerator(
     counters: str = "all",
     frozen: bool = False,
     share: str | int = "off",
+    shift_ranges: Mapping[int, tuple[int, int]] | None = None,
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -708,11 +797,15 @@ def plan_accelerator(
     ``frozen`` makes the engines' weight, bias and parameter memories ROMs (``--weights frozen``):
     a small ROM costs a few LUTs per output bit where a writable memory in logic costs a
     flip-flop per stored bit; ``share`` (:data:`SHARE_MODES`) lets a lane's multipliers serve its
-    matrices in successive cycles (``EnginePlan.passes`` cycles per slot).
+    matrices in successive cycles (``EnginePlan.passes`` cycles per slot); ``shift_ranges``
+    (frozen builds only, :func:`frozen_shift_ranges`) ``{layer index: (lowest, highest)}`` of the
+    per-neuron shifts the ROMs hold, which bound the update units' shifters instead of the spec's
+    ``shift_bounds``.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
     share_name, share_per_lane = parse_share(share)
+    cycles = serial_cycles(share)
     if counters not in COUNTER_SETS:
         raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
@@ -725,9 +818,13 @@ def plan_accelerator(
             _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip)),
         )
     ]
+    if shift_ranges and not frozen:
+        raise CodesignError(
+            "shift ranges narrow only a frozen build (--weights frozen): other builds load any shift"
+        )
     if frozen:
-        engines = [_freeze(e) for e in engines]
-    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane)
+        engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
+    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane, cycles)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")

@@ -7,9 +7,10 @@ decide nothing: the Verilog carries no mapping attribute and the synthesis tool 
 
 Memories (:meth:`Target.map_memories`): a memory goes to LUT RAM when the chip has it and that
 costs fewer logic cells than its block RAMs' share of the chip (the device's logic cells per block
-RAM); then, while the accelerator takes more block RAMs than the chip keeps for it (``block_rams -
-reserved_block_rams``: the UART wrapper's FIFOs), the memory that frees block RAMs at the lowest
-cost per block leaves too. Elsewhere is LUT RAM where the chip has it (ECP5: 16 x 4 bits per
+RAM); then the block RAMs the chip keeps for the accelerator (``block_rams - reserved_block_rams``:
+the UART wrapper's FIFOs) go to the memories that save the most logic cells in them (an exact
+knapsack over the block count), and the others leave. Elsewhere is LUT RAM where the chip has it
+(ECP5: 16 x 4 bits per
 ``TRELLIS_DPR16X4``, about 3 cells with its read register) or logic: about two logic cells per bit
 (its flip-flop, and its share of the write-enable and data multiplexers; measured on the UP5K),
 its read register and a read multiplexer of ``width x (depth - 1) / 2`` LUT4s.
@@ -91,20 +92,30 @@ class Target:
         return width * (2 * luts - 1)
 
     def map_memories(
-        self, shapes: dict[str, tuple[int, int]], roms: set[str] | frozenset[str] = frozenset()
+        self,
+        shapes: dict[str, tuple[int, int]],
+        roms: set[str] | frozenset[str] = frozenset(),
+        banks: dict[str, int] | None = None,
     ) -> dict[str, str]:
         """``{name: "block" | "distributed" | "logic"}`` for memories ``{name: (depth, width)}``.
 
         A memory leaves block RAM when that is cheaper than its share of the chip (the device's
         logic cells per block RAM): LUT RAM where the chip has it, and a ROM (``roms``, a frozen
         build's parameters) in LUTs when that costs under half its blocks' share (logic cells are
-        what small chips run out of first). Then, while the block RAMs exceed the chip's, the
-        memory that frees them at the lowest cost per block leaves too. ``auto`` everywhere off
+        what small chips run out of first). Then the block RAMs the chip keeps for the
+        accelerator go to the memories that save the most logic cells in them (:func:`_fill_blocks`,
+        an exact knapsack), the rest leave. ``auto`` everywhere off
         FPGAs."""
         if not self.maps:
             return dict.fromkeys(shapes, "auto")
         style = dict.fromkeys(shapes, "block")
-        blocks = {name: self.blocks_for(*shape) for name, shape in shapes.items()}
+        banks = banks or {}
+        # a memory the RTL makes of several (a DCLS bank per tap, a copy per read port) takes
+        # block RAMs for each: the d = 12 DCLS network's two 64-bit "listed" memories took 2 each
+        blocks = {
+            name: banks.get(name, 1) * self.blocks_for(depth, -(-width // banks.get(name, 1)))
+            for name, (depth, width) in shapes.items()
+        }
         off = {name: self.off_block(*shape) for name, shape in shapes.items()}
         for name in roms:
             off[name] = ("logic", self.rom_cells(*shapes[name]))
@@ -115,14 +126,29 @@ class Target:
             elif name in roms and off[name][1] < blocks[name] * share / 2:
                 style[name] = "logic"
         budget = self.block_rams - self.reserved_block_rams
-        used = sum(blocks[name] for name in shapes if style[name] == "block")
-        for name in sorted(shapes, key=lambda name: off[name][1] / blocks[name]):
-            if used <= budget:
-                break
-            if style[name] == "block":
-                style[name] = off[name][0]
-                used -= blocks[name]
+        wanted = [name for name in shapes if style[name] == "block"]
+        for name in wanted:
+            style[name] = off[name][0]
+        for name in _fill_blocks(wanted, blocks, {name: off[name][1] for name in wanted}, budget):
+            style[name] = "block"
         return style
+
+
+def _fill_blocks(names: list[str], blocks: dict[str, int], cost: dict[str, float], budget: int) -> list[str]:
+    """The memories to keep in block RAM: at most ``budget`` blocks, the most logic cells saved.
+
+    An exact 0/1 knapsack over the block count (a few dozen memories, a few dozen blocks). The
+    greedy rule it replaces moved memories out cheapest per block first until the rest fit, and
+    could overshoot: the d = 12 DCLS network at P = 2 left 4 of the UP5K's 29 EBRs empty with
+    both state memories in flip-flops."""
+    best: list[tuple[float, tuple[str, ...]]] = [(0.0, ())] * (budget + 1)  # by blocks used
+    for name in names:
+        n = blocks[name]
+        for used in range(budget, n - 1, -1):
+            saved, chosen = best[used - n]
+            if saved + cost[name] > best[used][0]:
+                best[used] = (saved + cost[name], (*chosen, name))
+    return list(max(best, key=lambda b: b[0])[1])
 
 
 TARGETS: dict[str, Target] = {

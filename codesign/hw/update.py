@@ -10,7 +10,8 @@ the next pipeline stage, which takes the gate's multiplexer off the unit's longe
 
 Helpers :func:`saturate` and :func:`shift_floor` build the two integer primitives of the spec:
 ``sat_B`` and ``shr`` with a per-neuron signed shift (negative = exact left shift, bounded by the
-plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``).
+plan's ``shift_lo`` so nothing outgrows ``MAX_DATAPATH_BITS``; a frozen build's plan bounds it by
+the shifts its ROM holds).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from codesign.bundle.cells import CELLS
 from codesign.hw.faults import FaultSet
-from codesign.hw.lanes import shift_add
+from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import EnginePlan
 
 __all__ = [
@@ -116,17 +117,31 @@ def clamp_gate(m: Module, value, gate_bits: int, name: str) -> Signal:
     return z
 
 
-def shift_floor(m: Module, value, shift, max_left: int, name: str) -> Signal:
-    """``floor(value / 2**shift)`` for ``shift >= 0``, else ``value * 2**-shift`` (``-shift <= max_left``)."""
-    out = Signal(signed(len(value) + max_left), name=name)
-    right = Signal(6, name=f"{name}_right")
-    m.d.comb += right.eq(Mux(shift >= 0, shift[:6], 0))
-    if max_left > 0:
-        left = Signal(range(max_left + 1), name=f"{name}_left")
-        m.d.comb += left.eq(Mux(shift < 0, -shift, 0))
-        m.d.comb += out.eq(Mux(shift >= 0, value >> right, value << left))
-    else:
-        m.d.comb += out.eq(value >> right)
+def shift_floor(m: Module, value, shift, lo: int, hi: int, name: str) -> Signal:
+    """``floor(value / 2**shift)`` for ``shift >= 0``, else ``value * 2**-shift``, for every
+    ``shift`` in ``[lo, hi]`` (the plan's ``shift_lo`` / ``shift_hi``).
+
+    The spec allows -26 .. 63 on a 27-bit sum (a 53-bit result and a 6-level shifter, then a
+    53-bit saturation: 904 LUT4 of each minGRU update unit of the d = 12 DCLS network on the
+    UP5K); a frozen build's plan narrows the range to the shifts its ROM holds, so a shift every
+    neuron shares is wiring and a range of a few values a shifter of a few levels."""
+    value = Value.cast(value)
+    out = Signal(signed(len(value) + max(0, -lo)), name=name)
+    if lo == hi:
+        m.d.comb += out.eq(value >> lo if lo >= 0 else value << -lo)
+        return out
+    base = max(lo, 0)  # a right shift every neuron takes: wiring
+    right_value = value >> base
+    if hi > base:
+        right = Signal(range(hi - base + 1), name=f"{name}_right")
+        m.d.comb += right.eq(Mux(shift >= 0, shift - base, 0))
+        right_value = right_value >> right
+    if lo >= 0:
+        m.d.comb += out.eq(right_value)
+        return out
+    left = Signal(range(-lo + 1), name=f"{name}_left")
+    m.d.comb += left.eq(Mux(shift < 0, -shift, 0))
+    m.d.comb += out.eq(Mux(shift >= 0, right_value, value << left) if hi >= 0 else value << left)
     return out
 
 
@@ -199,7 +214,9 @@ class CMRUUpdate(UpdateUnit):
         e = self.engine
         c, b, h = self.acc.cand, self.acc.thr, self.old.h
         if e.kind == "alphacmru":
-            shifted = shift_floor(m, self.acc.alpha, self.params.alpha_shift, -e.shift_lo, "alpha_shifted")
+            shifted = shift_floor(
+                m, self.acc.alpha, self.params.alpha_shift, e.shift_lo, e.shift_hi, "alpha_shifted"
+            )
             alpha, _ = saturate(m, shifted, e.alpha_bits, "alpha")
         else:
             alpha = self.params.alpha
@@ -238,7 +255,9 @@ class BGMinGRUUpdate(UpdateUnit):
         m = Module()
         e = self.engine
         shifted = _stage(
-            m, shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted"), "cand"
+            m,
+            shift_floor(m, self.acc.cand, self.params.cand_shift, e.shift_lo, e.shift_hi, "cand_shifted"),
+            "cand",
         )
         gate = _stage(m, self.acc.gate >= 0, "gate")
         u, clipped = saturate(m, shifted, e.state_bits, "u")
@@ -264,10 +283,14 @@ class MinGRUUpdate(UpdateUnit):
         e = self.engine
         gb = e.gate_bits
         shifted = _stage(
-            m, shift_floor(m, self.acc.cand, self.params.cand_shift, -e.shift_lo, "cand_shifted"), "cand"
+            m,
+            shift_floor(m, self.acc.cand, self.params.cand_shift, e.shift_lo, e.shift_hi, "cand_shifted"),
+            "cand",
         )
         gate_shifted = _stage(
-            m, shift_floor(m, self.acc.gate, self.params.gate_shift, -e.shift_lo, "gate_shifted"), "gate"
+            m,
+            shift_floor(m, self.acc.gate, self.params.gate_shift, e.shift_lo, e.shift_hi, "gate_shifted"),
+            "gate",
         )
         h_b = _stage(m, self.old.h, "h")
         u_now, clipped_now = saturate(m, shifted, e.state_bits, "u")
@@ -279,7 +302,9 @@ class MinGRUUpdate(UpdateUnit):
         m.d.comb += [
             diff.eq(u - h),
             prod.eq(
-                shift_add(Cat(z, Const(0, 1)).as_signed(), diff) if e.update_multiplier == "lut" else z * diff
+                lut_multiply(Cat(z, Const(0, 1)).as_signed(), diff)
+                if e.update_multiplier == "lut"
+                else z * diff
             ),
             self.new.h.eq(h + (prod >> gb)),
             self.out.eq(self.new.h),
@@ -300,7 +325,9 @@ class HSRUUpdate(UpdateUnit):
         m = Module()
         e = self.engine
         current = _stage(
-            m, shift_floor(m, self.acc["in"], self.params.in_shift, -e.shift_lo, "current"), "current"
+            m,
+            shift_floor(m, self.acc["in"], self.params.in_shift, e.shift_lo, e.shift_hi, "current"),
+            "current",
         )
         old_v = self.old.v
         leaky_now = Signal(signed(e.state_bits + 1), name="leaky_now")

@@ -5,8 +5,8 @@ item of the step (a non-zero input, a non-zero DCLS output or a change event of 
 one biases-only slot when the step has none); the layers run as a pipeline. The floor of a step is
 ``sum_l ceil(d_l / P_l) x passes_l x work_l`` with ``work_l`` read off the golden model's MAC
 counts (``work_l = macs_l / (d_l x matrices_l)``) and ``passes_l`` the cycles a slot takes in the
-lane array (1, or ``ceil(matrices / multipliers per lane)`` with shared multipliers:
-``EnginePlan.passes``), so the benchmark (``codesign bench rtl``) and the testbench's cycle
+lane array (1, or ``ceil(matrices / multipliers per lane)`` with shared multipliers, times ``K``
+with digit-serial LUT products, ``--share-multipliers X:K``: ``EnginePlan.passes``), so the benchmark (``codesign bench rtl``) and the testbench's cycle
 figures use one definition. ``docs/accelerator.md`` derives it.
 """
 
