@@ -115,3 +115,27 @@ def test_shared_multipliers_are_recorded(bundle_dir, tmp_path):
     with pytest.raises(CodesignError, match="--share-multipliers 'two'"):
         build_rtl(bundle_dir, tmp_path / "bad", lanes=2, share="two")
     assert not (tmp_path / "bad").exists()
+
+
+def test_every_memory_of_a_mapped_build_carries_the_plans_style() -> None:
+    """Each ``reg [..] name [..]`` memory of a chip build's Verilog has the ``ram_style`` the plan
+    chose: the issue stage's item memory had none, so synthesis put it in block RAM where the
+    plan had counted LUT RAM (the d = 256 CMRU on the ECP5: 36 DP16KD against the plan's 35)."""
+
+    from pathlib import Path
+
+    from amaranth.back import verilog
+
+    from codesign.bundle import load_bundle
+    from codesign.hw import Accelerator
+
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "models" / "bundles" / "spoken_digits_cmru")
+    accel = Accelerator(bundle, lanes=2, target="ecp5", counters="none")
+    assert accel.plan.memory("layer0_items").style == "distributed"
+    text = verilog.convert(accel, name="accelerator", emit_src=False)
+    memories = re.findall(r"(\(\* ram_style = \"(\w+)\" \*\)\s*)?reg \[\d+:0\] (\S+) \[\d+:0\];", text)
+    assert memories and all(style for _, style, _ in memories), [
+        name for _, style, name in memories if not style
+    ]
+    items = [style for _, style, name in memories if name == "items"]
+    assert items == ["distributed", accel.plan.memory("readout_items").style]

@@ -130,8 +130,11 @@ class IssueStage(wiring.Component):
         m = Module()
         e = self.engine
         cap = e.item_capacity
-        m.submodules.items = mem = Memory(
-            shape=unsigned(index_bits(e.inputs) + e.item_bits), depth=2 * cap, init=[]
+        m.submodules.items = mem = Memory(  # the plan's mapping (it was left to the tool before)
+            shape=unsigned(index_bits(e.inputs) + e.item_bits),
+            depth=2 * cap,
+            init=[],
+            attrs=e.memories["items"].attrs,
         )
         wr = mem.write_port()
         rd = mem.read_port()

@@ -131,10 +131,10 @@ def shift_floor(m: Module, value, shift, lo: int, hi: int, name: str) -> Signal:
         m.d.comb += out.eq(value >> lo if lo >= 0 else value << -lo)
         return out
     base = max(lo, 0)  # a right shift every neuron takes: wiring
-    right_value = value >> base
+    right_value = value >> base if base else value
     if hi > base:
         right = Signal(range(hi - base + 1), name=f"{name}_right")
-        m.d.comb += right.eq(Mux(shift >= 0, shift - base, 0))
+        m.d.comb += right.eq(Mux(shift >= 0, shift - base if base else shift[: len(right)], 0))
         right_value = right_value >> right
     if lo >= 0:
         m.d.comb += out.eq(right_value)
