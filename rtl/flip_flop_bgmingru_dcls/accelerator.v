@@ -3797,23 +3797,20 @@ endmodule
 module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [83:0] \$10 ;
-  wire [83:0] \$11 ;
-  wire \$12 ;
+  wire \$10 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$13 ;
-  wire [15:0] \$14 ;
-  wire [16:0] \$15 ;
-  wire \$16 ;
-  reg [52:0] \$17 ;
-  reg \$18 ;
-  wire [7:0] \$2 ;
+  reg [52:0] \$14 ;
+  reg \$15 ;
+  wire \$2 ;
   wire [7:0] \$3 ;
-  wire \$4 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [20:0] \$8 ;
-  wire [20:0] \$9 ;
+  wire [7:0] \$4 ;
+  wire \$5 ;
+  wire [20:0] \$6 ;
+  wire [83:0] \$7 ;
+  wire [83:0] \$8 ;
+  wire \$9 ;
   input [41:0] acc;
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
@@ -3845,77 +3842,71 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
   wire u_clipped;
   wire u_fits;
   assign \$1  = $signed(params) >= $signed(1'h0);
-  assign \$2  = $signed(params) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params) < $signed(1'h0);
-  assign \$5  = - $signed(params);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[20:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9  } : \$10 ;
-  assign \$12  = ! cand_r[52:15];
-  assign \$13  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$12  | \$13 ;
-  assign \$14  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$15  = u_fits ? { 1'h0, cand_r[15:0] } : { \$14 [15], \$14  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params) < $signed(1'h0);
+  assign \$3  = - $signed(params);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params) >= $signed(1'h0);
+  assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
+  assign \$9  = ! cand_r[52:15];
+  assign \$10  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$9  | \$10 ;
+  assign \$11  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$12  = u_fits ? { 1'h0, cand_r[15:0] } : { \$11 [15], \$11  };
   assign u_clipped = ~ u_fits;
   assign hold = ~ gate_r;
   assign saturated = gate_r & u_clipped;
-  assign \$16  = $signed(acc[41:21]) >= $signed(1'h0);
+  assign \$13  = $signed(acc[41:21]) >= $signed(1'h0);
   always @(posedge clk)
-    cand_r <= \$17 ;
+    cand_r <= \$14 ;
   always @(posedge clk)
-    gate_r <= \$18 ;
+    gate_r <= \$15 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$17  = \$11 [52:0];
+    \$14  = \$8 [52:0];
     if (rst) begin
-      \$17  = 53'h00000000000000;
+      \$14  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$18  = \$16 ;
+    \$15  = \$13 ;
     if (rst) begin
-      \$18  = 1'h0;
+      \$15  = 1'h0;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign \new  = \$15 [15:0];
-  assign out = \$15 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
   assign gate = gate_r;
-  assign u = \$15 [15:0];
+  assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \new.h  = \$15 [15:0];
-  assign \$8  = acc[20:0];
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [83:0] \$10 ;
-  wire [83:0] \$11 ;
-  wire \$12 ;
+  wire \$10 ;
+  wire [15:0] \$11 ;
+  wire [16:0] \$12 ;
   wire \$13 ;
-  wire [15:0] \$14 ;
-  wire [16:0] \$15 ;
-  wire \$16 ;
-  reg [52:0] \$17 ;
-  reg \$18 ;
-  wire [7:0] \$2 ;
+  reg [52:0] \$14 ;
+  reg \$15 ;
+  wire \$2 ;
   wire [7:0] \$3 ;
-  wire \$4 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [20:0] \$8 ;
-  wire [20:0] \$9 ;
+  wire [7:0] \$4 ;
+  wire \$5 ;
+  wire [20:0] \$6 ;
+  wire [83:0] \$7 ;
+  wire [83:0] \$8 ;
+  wire \$9 ;
   input [41:0] acc;
   wire [41:0] acc;
   wire [20:0] \acc.cand ;
@@ -3947,54 +3938,51 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
   wire u_clipped;
   wire u_fits;
   assign \$1  = $signed(params) >= $signed(1'h0);
-  assign \$2  = $signed(params) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params) < $signed(1'h0);
-  assign \$5  = - $signed(params);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[20:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9 [20], \$9  } : \$10 ;
-  assign \$12  = ! cand_r[52:15];
-  assign \$13  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$12  | \$13 ;
-  assign \$14  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$15  = u_fits ? { 1'h0, cand_r[15:0] } : { \$14 [15], \$14  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params) < $signed(1'h0);
+  assign \$3  = - $signed(params);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params) >= $signed(1'h0);
+  assign \$6  = $signed(acc[20:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[20:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6 [20], \$6  } : \$7 ;
+  assign \$9  = ! cand_r[52:15];
+  assign \$10  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$9  | \$10 ;
+  assign \$11  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$12  = u_fits ? { 1'h0, cand_r[15:0] } : { \$11 [15], \$11  };
   assign u_clipped = ~ u_fits;
   assign hold = ~ gate_r;
   assign saturated = gate_r & u_clipped;
-  assign \$16  = $signed(acc[41:21]) >= $signed(1'h0);
+  assign \$13  = $signed(acc[41:21]) >= $signed(1'h0);
   always @(posedge clk)
-    cand_r <= \$17 ;
+    cand_r <= \$14 ;
   always @(posedge clk)
-    gate_r <= \$18 ;
+    gate_r <= \$15 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$17  = \$11 [52:0];
+    \$14  = \$8 [52:0];
     if (rst) begin
-      \$17  = 53'h00000000000000;
+      \$14  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$18  = \$16 ;
+    \$15  = \$13 ;
     if (rst) begin
-      \$18  = 1'h0;
+      \$15  = 1'h0;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign \new  = \$15 [15:0];
-  assign out = \$15 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign \new  = \$12 [15:0];
+  assign out = \$12 [15:0];
   assign gate = gate_r;
-  assign u = \$15 [15:0];
+  assign u = \$12 [15:0];
   assign \params.cand_shift  = params;
   assign \acc.cand  = acc[20:0];
   assign \acc.gate  = acc[41:21];
-  assign \new.h  = \$15 [15:0];
-  assign \$8  = acc[20:0];
+  assign \new.h  = \$12 [15:0];
 endmodule
 
 (* generator = "Amaranth" *)

@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$515$0 (\$51 ),
+    .\port$513$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$545$0 (\$52 ),
+    .\port$541$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -3722,34 +3722,31 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$515$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire [15:0] \$12 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [15:0] \$17 ;
-  wire [16:0] \$18 ;
-  wire [15:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  reg [52:0] \$23 ;
-  reg [16:0] \$24 ;
-  reg [15:0] \$25 ;
-  reg [15:0] \$26 ;
+  wire [15:0] \$14 ;
+  wire [16:0] \$15 ;
+  wire [15:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  reg [52:0] \$20 ;
+  reg [16:0] \$21 ;
+  reg [15:0] \$22 ;
+  reg [15:0] \$23 ;
   wire [7:0] \$3 ;
-  wire \$4 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [7:0] \$4 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire [15:0] \$9 ;
   input [18:0] acc;
   wire [18:0] acc;
   wire [18:0] \acc.in ;
@@ -3776,8 +3773,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$515
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$515$0 ;
-  wire \port$515$0 ;
+  output \port$513$0 ;
+  wire \port$513$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3795,78 +3792,76 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$515
   wire v_new_near_fits;
   wire [18:0] v_new_total;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign leaky_now = $signed(old[15:0]) - $signed(\$12 );
-  assign \$13  = ! current_r[52:17];
-  assign \$14  = current_r[52:17] == 36'hfffffffff;
-  assign v_new_in_range = \$13  | \$14 ;
+  assign current_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc) >>> current_right;
+  assign \$7  = $signed(acc) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign leaky_now = $signed(old[15:0]) - $signed(\$9 );
+  assign \$10  = ! current_r[52:17];
+  assign \$11  = current_r[52:17] == 36'hfffffffff;
+  assign v_new_in_range = \$10  | \$11 ;
   assign v_new_total = $signed(leaky_r) + $signed(current_r[17:0]);
-  assign \$15  = ! v_new_total[18:15];
-  assign \$16  = v_new_total[18:15] == 4'hf;
-  assign v_new_near_fits = \$15  | \$16 ;
-  assign \$17  = v_new_total[18] ? 16'h8000 : 16'h7fff;
-  assign \$18  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$17 [15], \$17  };
+  assign \$12  = ! v_new_total[18:15];
+  assign \$13  = v_new_total[18:15] == 4'hf;
+  assign v_new_near_fits = \$12  | \$13 ;
+  assign \$14  = v_new_total[18] ? 16'h8000 : 16'h7fff;
+  assign \$15  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$14 [15], \$14  };
   assign v_new_near_clipped = ~ v_new_near_fits;
-  assign \$19  = current_r[52] ? 16'h8000 : 16'h7fff;
-  assign v_new = v_new_in_range ? \$18 [15:0] : \$19 ;
-  assign \$20  = ~ v_new_in_range;
-  assign v_new_clipped = \$20  | v_new_near_clipped;
+  assign \$16  = current_r[52] ? 16'h8000 : 16'h7fff;
+  assign v_new = v_new_in_range ? \$15 [15:0] : \$16 ;
+  assign \$17  = ~ v_new_in_range;
+  assign v_new_clipped = \$17  | v_new_near_clipped;
   assign spike = $signed(v_new) >= $signed(theta_r);
-  assign \$21  = d_r[0] ^ spike;
-  assign \$22  = d_r[0] ^ spike;
+  assign \$18  = d_r[0] ^ spike;
+  assign \$19  = d_r[0] ^ spike;
   always @(posedge clk)
-    current_r <= \$23 ;
+    current_r <= \$20 ;
   always @(posedge clk)
-    leaky_r <= \$24 ;
+    leaky_r <= \$21 ;
   always @(posedge clk)
-    d_r <= \$25 ;
+    d_r <= \$22 ;
   always @(posedge clk)
-    theta_r <= \$26 ;
+    theta_r <= \$23 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$23  = \$11 [52:0];
+    \$20  = \$8 [52:0];
     if (rst) begin
-      \$23  = 53'h00000000000000;
+      \$20  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$24  = leaky_now;
+    \$21  = leaky_now;
     if (rst) begin
-      \$24  = 17'h00000;
+      \$21  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$25  = old[31:16];
+    \$22  = old[31:16];
     if (rst) begin
-      \$25  = 16'h0000;
+      \$22  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$26  = params[22:7];
+    \$23  = params[22:7];
     if (rst) begin
-      \$26  = 16'h0000;
+      \$23  = 16'h0000;
     end
   end
-  assign current_right = \$3 [5:0];
-  assign current_left = \$6 [5:0];
-  assign current = \$11 [52:0];
-  assign v_new_near = \$18 [15:0];
-  assign out = { 1'h0, \$22  };
+  assign current_left = \$4 [5:0];
+  assign current = \$8 [52:0];
+  assign v_new_near = \$15 [15:0];
+  assign out = { 1'h0, \$19  };
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$515$0  = \$22 ;
+  assign \port$513$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3874,41 +3869,37 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$515
   assign \old.d  = old[31:16];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new [31:16] = { 15'h0000, \$21  };
+  assign \new [31:16] = { 15'h0000, \$18  };
   assign \new [15:0] = v_new;
-  assign \$8  = acc;
-  assign \$12  = { old[15], old[15:1] };
+  assign \$9  = { old[15], old[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$541$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire [15:0] \$12 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [15:0] \$17 ;
-  wire [16:0] \$18 ;
-  wire [15:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  reg [52:0] \$23 ;
-  reg [16:0] \$24 ;
-  reg [15:0] \$25 ;
-  reg [15:0] \$26 ;
+  wire [15:0] \$14 ;
+  wire [16:0] \$15 ;
+  wire [15:0] \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  reg [52:0] \$20 ;
+  reg [16:0] \$21 ;
+  reg [15:0] \$22 ;
+  reg [15:0] \$23 ;
   wire [7:0] \$3 ;
-  wire \$4 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [7:0] \$4 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire [15:0] \$9 ;
   input [18:0] acc;
   wire [18:0] acc;
   wire [18:0] \acc.in ;
@@ -3935,8 +3926,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$545$0 ;
-  wire \port$545$0 ;
+  output \port$541$0 ;
+  wire \port$541$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3954,78 +3945,76 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545
   wire v_new_near_fits;
   wire [18:0] v_new_total;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign leaky_now = $signed(old[15:0]) - $signed(\$12 );
-  assign \$13  = ! current_r[52:17];
-  assign \$14  = current_r[52:17] == 36'hfffffffff;
-  assign v_new_in_range = \$13  | \$14 ;
+  assign current_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc) >>> current_right;
+  assign \$7  = $signed(acc) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign leaky_now = $signed(old[15:0]) - $signed(\$9 );
+  assign \$10  = ! current_r[52:17];
+  assign \$11  = current_r[52:17] == 36'hfffffffff;
+  assign v_new_in_range = \$10  | \$11 ;
   assign v_new_total = $signed(leaky_r) + $signed(current_r[17:0]);
-  assign \$15  = ! v_new_total[18:15];
-  assign \$16  = v_new_total[18:15] == 4'hf;
-  assign v_new_near_fits = \$15  | \$16 ;
-  assign \$17  = v_new_total[18] ? 16'h8000 : 16'h7fff;
-  assign \$18  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$17 [15], \$17  };
+  assign \$12  = ! v_new_total[18:15];
+  assign \$13  = v_new_total[18:15] == 4'hf;
+  assign v_new_near_fits = \$12  | \$13 ;
+  assign \$14  = v_new_total[18] ? 16'h8000 : 16'h7fff;
+  assign \$15  = v_new_near_fits ? { 1'h0, v_new_total[15:0] } : { \$14 [15], \$14  };
   assign v_new_near_clipped = ~ v_new_near_fits;
-  assign \$19  = current_r[52] ? 16'h8000 : 16'h7fff;
-  assign v_new = v_new_in_range ? \$18 [15:0] : \$19 ;
-  assign \$20  = ~ v_new_in_range;
-  assign v_new_clipped = \$20  | v_new_near_clipped;
+  assign \$16  = current_r[52] ? 16'h8000 : 16'h7fff;
+  assign v_new = v_new_in_range ? \$15 [15:0] : \$16 ;
+  assign \$17  = ~ v_new_in_range;
+  assign v_new_clipped = \$17  | v_new_near_clipped;
   assign spike = $signed(v_new) >= $signed(theta_r);
-  assign \$21  = d_r[0] ^ spike;
-  assign \$22  = d_r[0] ^ spike;
+  assign \$18  = d_r[0] ^ spike;
+  assign \$19  = d_r[0] ^ spike;
   always @(posedge clk)
-    current_r <= \$23 ;
+    current_r <= \$20 ;
   always @(posedge clk)
-    leaky_r <= \$24 ;
+    leaky_r <= \$21 ;
   always @(posedge clk)
-    d_r <= \$25 ;
+    d_r <= \$22 ;
   always @(posedge clk)
-    theta_r <= \$26 ;
+    theta_r <= \$23 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$23  = \$11 [52:0];
+    \$20  = \$8 [52:0];
     if (rst) begin
-      \$23  = 53'h00000000000000;
+      \$20  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$24  = leaky_now;
+    \$21  = leaky_now;
     if (rst) begin
-      \$24  = 17'h00000;
+      \$21  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$25  = old[31:16];
+    \$22  = old[31:16];
     if (rst) begin
-      \$25  = 16'h0000;
+      \$22  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$26  = params[22:7];
+    \$23  = params[22:7];
     if (rst) begin
-      \$26  = 16'h0000;
+      \$23  = 16'h0000;
     end
   end
-  assign current_right = \$3 [5:0];
-  assign current_left = \$6 [5:0];
-  assign current = \$11 [52:0];
-  assign v_new_near = \$18 [15:0];
-  assign out = { 1'h0, \$22  };
+  assign current_left = \$4 [5:0];
+  assign current = \$8 [52:0];
+  assign v_new_near = \$15 [15:0];
+  assign out = { 1'h0, \$19  };
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$545$0  = \$22 ;
+  assign \port$541$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -4033,10 +4022,9 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545
   assign \old.d  = old[31:16];
   assign \new.v  = \new [15:0];
   assign \new.d  = \new [31:16];
-  assign \new [31:16] = { 15'h0000, \$21  };
+  assign \new [31:16] = { 15'h0000, \$18  };
   assign \new [15:0] = v_new;
-  assign \$8  = acc;
-  assign \$12  = { old[15], old[15:1] };
+  assign \$9  = { old[15], old[15:1] };
 endmodule
 
 (* generator = "Amaranth" *)

@@ -5021,51 +5021,45 @@ endmodule
 module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire \$12 ;
-  wire [7:0] \$13 ;
-  wire [7:0] \$14 ;
-  wire \$15 ;
-  wire [7:0] \$16 ;
-  wire [7:0] \$17 ;
+  wire \$10 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
+  wire \$13 ;
+  wire [18:0] \$14 ;
+  wire [81:0] \$15 ;
+  wire [81:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [18:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire [18:0] \$20 ;
-  wire [81:0] \$21 ;
-  wire [81:0] \$22 ;
+  wire [15:0] \$19 ;
+  wire \$2 ;
+  wire [16:0] \$20 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [15:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [7:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
-  wire [6:0] \$35 ;
-  wire [8:0] \$36 ;
-  wire [23:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [25:0] \$39 ;
-  wire \$4 ;
-  reg [52:0] \$40 ;
-  reg [52:0] \$41 ;
-  reg [15:0] \$42 ;
-  reg [15:0] \$43 ;
-  reg \$44 ;
-  reg [6:0] \$45 ;
-  reg [15:0] \$46 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
+  wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire \$9 ;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
@@ -5111,182 +5105,170 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   wire [8:0] z_now_raw;
   output [6:0] z_r;
   reg [6:0] z_r = 7'h00;
-  always @(posedge clk)
-    z_r <= \$45 ;
-  always @(posedge clk)
-    h_b_r <= \$46 ;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[18:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign \$12  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$13  = $signed(params[13:7]) - $signed(1'h0);
-  assign \$14  = \$12  ? \$13  : 8'h00;
-  assign \$15  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$16  = - $signed(params[13:7]);
-  assign \$17  = \$15  ? \$16  : 8'h00;
-  assign \$18  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(\$19 ) >>> \$14 [5:0];
-  assign \$21  = $signed(acc[37:19]) << \$17 [5:0];
-  assign \$22  = \$18  ? { \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20  } : \$21 ;
-  assign \$23  = ! cand_r[52:15];
-  assign \$24  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$23  | \$24 ;
-  assign \$25  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$26  = u_fits ? { 1'h0, cand_r[15:0] } : { \$25 [15], \$25  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc[18:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[18:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[37:19]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[37:19]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
   assign u_clipped = ~ u_fits;
-  assign \$27  = $signed(gate_r[6:0]) + $signed(7'h20);
-  assign \$28  = ! gate_r[52:6];
-  assign \$29  = gate_r[52:6] == 47'h7fffffffffff;
-  assign \$30  = \$28  | \$29 ;
-  assign \$31  = $signed(\$27 ) < $signed(1'h0);
-  assign \$32  = $signed(\$27 ) > $signed(8'h40);
-  assign \$33  = \$32  ? 9'h040 : { \$27 [7], \$27  };
-  assign \$34  = \$31  ? 9'h000 : \$33 ;
-  assign \$35  = gate_r[52] ? 7'h00 : 7'h40;
-  assign \$36  = \$30  ? \$34  : { 2'h0, \$35  };
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
   assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$37  = $signed({ 1'h0, z_r }) * $signed(diff);
-  assign \$39  = $signed(h_b_r) + $signed(\$38 );
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    cand_r <= \$40 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    gate_r <= \$41 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    h_r <= \$42 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$43 ;
+    u_r <= \$37 ;
   always @(posedge clk)
-    saturated <= \$44 ;
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$46  = h_r;
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$46  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$40  = \$11 [52:0];
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$40  = 53'h00000000000000;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$41  = \$22 [52:0];
+    \$36  = old;
     if (rst) begin
-      \$41  = 53'h00000000000000;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$42  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$42  = 16'h0000;
+      \$37  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$43  = \$26 [15:0];
+    \$38  = u_clipped;
     if (rst) begin
-      \$43  = 16'h0000;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$44  = u_clipped;
+    \$39  = \$30 [6:0];
     if (rst) begin
-      \$44  = 1'h0;
+      \$39  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$45  = \$36 [6:0];
+    \$40  = h_r;
     if (rst) begin
-      \$45  = 7'h00;
+      \$40  = 16'h0000;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign gate_shifted_right = \$14 [5:0];
-  assign gate_shifted_left = \$17 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign u = \$26 [15:0];
-  assign z_now_raw = { \$27 [7], \$27  };
-  assign z_now = \$36 [6:0];
-  assign prod = { \$37 [23], \$37  };
-  assign out = \$39 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
   assign gate = z_r;
   assign clipped_r = saturated;
-  assign \new  = \$39 [15:0];
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \new.h  = \$39 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$8  = acc[18:0];
-  assign \$19  = acc[37:19];
-  assign \$38  = { \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire \$12 ;
-  wire [7:0] \$13 ;
-  wire [7:0] \$14 ;
-  wire \$15 ;
-  wire [7:0] \$16 ;
-  wire [7:0] \$17 ;
+  wire \$10 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
+  wire \$13 ;
+  wire [18:0] \$14 ;
+  wire [81:0] \$15 ;
+  wire [81:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [18:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire [18:0] \$20 ;
-  wire [81:0] \$21 ;
-  wire [81:0] \$22 ;
+  wire [15:0] \$19 ;
+  wire \$2 ;
+  wire [16:0] \$20 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [15:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [7:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
-  wire [6:0] \$35 ;
-  wire [8:0] \$36 ;
-  wire [23:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [25:0] \$39 ;
-  wire \$4 ;
-  reg [52:0] \$40 ;
-  reg [52:0] \$41 ;
-  reg [15:0] \$42 ;
-  reg [15:0] \$43 ;
-  reg \$44 ;
-  reg [6:0] \$45 ;
-  reg [15:0] \$46 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
+  wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire \$9 ;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
@@ -5332,182 +5314,170 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   wire [8:0] z_now_raw;
   output [6:0] z_r;
   reg [6:0] z_r = 7'h00;
-  always @(posedge clk)
-    z_r <= \$45 ;
-  always @(posedge clk)
-    h_b_r <= \$46 ;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[18:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign \$12  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$13  = $signed(params[13:7]) - $signed(1'h0);
-  assign \$14  = \$12  ? \$13  : 8'h00;
-  assign \$15  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$16  = - $signed(params[13:7]);
-  assign \$17  = \$15  ? \$16  : 8'h00;
-  assign \$18  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(\$19 ) >>> \$14 [5:0];
-  assign \$21  = $signed(acc[37:19]) << \$17 [5:0];
-  assign \$22  = \$18  ? { \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20  } : \$21 ;
-  assign \$23  = ! cand_r[52:15];
-  assign \$24  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$23  | \$24 ;
-  assign \$25  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$26  = u_fits ? { 1'h0, cand_r[15:0] } : { \$25 [15], \$25  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc[18:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[18:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[37:19]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[37:19]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
   assign u_clipped = ~ u_fits;
-  assign \$27  = $signed(gate_r[6:0]) + $signed(7'h20);
-  assign \$28  = ! gate_r[52:6];
-  assign \$29  = gate_r[52:6] == 47'h7fffffffffff;
-  assign \$30  = \$28  | \$29 ;
-  assign \$31  = $signed(\$27 ) < $signed(1'h0);
-  assign \$32  = $signed(\$27 ) > $signed(8'h40);
-  assign \$33  = \$32  ? 9'h040 : { \$27 [7], \$27  };
-  assign \$34  = \$31  ? 9'h000 : \$33 ;
-  assign \$35  = gate_r[52] ? 7'h00 : 7'h40;
-  assign \$36  = \$30  ? \$34  : { 2'h0, \$35  };
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
   assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$37  = $signed({ 1'h0, z_r }) * $signed(diff);
-  assign \$39  = $signed(h_b_r) + $signed(\$38 );
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    cand_r <= \$40 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    gate_r <= \$41 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    h_r <= \$42 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$43 ;
+    u_r <= \$37 ;
   always @(posedge clk)
-    saturated <= \$44 ;
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$46  = h_r;
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$46  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$40  = \$11 [52:0];
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$40  = 53'h00000000000000;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$41  = \$22 [52:0];
+    \$36  = old;
     if (rst) begin
-      \$41  = 53'h00000000000000;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$42  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$42  = 16'h0000;
+      \$37  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$43  = \$26 [15:0];
+    \$38  = u_clipped;
     if (rst) begin
-      \$43  = 16'h0000;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$44  = u_clipped;
+    \$39  = \$30 [6:0];
     if (rst) begin
-      \$44  = 1'h0;
+      \$39  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$45  = \$36 [6:0];
+    \$40  = h_r;
     if (rst) begin
-      \$45  = 7'h00;
+      \$40  = 16'h0000;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign gate_shifted_right = \$14 [5:0];
-  assign gate_shifted_left = \$17 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign u = \$26 [15:0];
-  assign z_now_raw = { \$27 [7], \$27  };
-  assign z_now = \$36 [6:0];
-  assign prod = { \$37 [23], \$37  };
-  assign out = \$39 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
   assign gate = z_r;
   assign clipped_r = saturated;
-  assign \new  = \$39 [15:0];
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \new.h  = \$39 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$8  = acc[18:0];
-  assign \$19  = acc[37:19];
-  assign \$38  = { \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire \$12 ;
-  wire [7:0] \$13 ;
-  wire [7:0] \$14 ;
-  wire \$15 ;
-  wire [7:0] \$16 ;
-  wire [7:0] \$17 ;
+  wire \$10 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
+  wire \$13 ;
+  wire [18:0] \$14 ;
+  wire [81:0] \$15 ;
+  wire [81:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [18:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire [18:0] \$20 ;
-  wire [81:0] \$21 ;
-  wire [81:0] \$22 ;
+  wire [15:0] \$19 ;
+  wire \$2 ;
+  wire [16:0] \$20 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [15:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [7:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
-  wire [6:0] \$35 ;
-  wire [8:0] \$36 ;
-  wire [23:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [25:0] \$39 ;
-  wire \$4 ;
-  reg [52:0] \$40 ;
-  reg [52:0] \$41 ;
-  reg [15:0] \$42 ;
-  reg [15:0] \$43 ;
-  reg \$44 ;
-  reg [6:0] \$45 ;
-  reg [15:0] \$46 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
+  wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire \$9 ;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
@@ -5553,182 +5523,170 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   wire [8:0] z_now_raw;
   output [6:0] z_r;
   reg [6:0] z_r = 7'h00;
-  always @(posedge clk)
-    z_r <= \$45 ;
-  always @(posedge clk)
-    h_b_r <= \$46 ;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[18:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign \$12  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$13  = $signed(params[13:7]) - $signed(1'h0);
-  assign \$14  = \$12  ? \$13  : 8'h00;
-  assign \$15  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$16  = - $signed(params[13:7]);
-  assign \$17  = \$15  ? \$16  : 8'h00;
-  assign \$18  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(\$19 ) >>> \$14 [5:0];
-  assign \$21  = $signed(acc[37:19]) << \$17 [5:0];
-  assign \$22  = \$18  ? { \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20  } : \$21 ;
-  assign \$23  = ! cand_r[52:15];
-  assign \$24  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$23  | \$24 ;
-  assign \$25  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$26  = u_fits ? { 1'h0, cand_r[15:0] } : { \$25 [15], \$25  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc[18:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[18:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[37:19]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[37:19]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
   assign u_clipped = ~ u_fits;
-  assign \$27  = $signed(gate_r[6:0]) + $signed(7'h20);
-  assign \$28  = ! gate_r[52:6];
-  assign \$29  = gate_r[52:6] == 47'h7fffffffffff;
-  assign \$30  = \$28  | \$29 ;
-  assign \$31  = $signed(\$27 ) < $signed(1'h0);
-  assign \$32  = $signed(\$27 ) > $signed(8'h40);
-  assign \$33  = \$32  ? 9'h040 : { \$27 [7], \$27  };
-  assign \$34  = \$31  ? 9'h000 : \$33 ;
-  assign \$35  = gate_r[52] ? 7'h00 : 7'h40;
-  assign \$36  = \$30  ? \$34  : { 2'h0, \$35  };
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
   assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$37  = $signed({ 1'h0, z_r }) * $signed(diff);
-  assign \$39  = $signed(h_b_r) + $signed(\$38 );
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    cand_r <= \$40 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    gate_r <= \$41 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    h_r <= \$42 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$43 ;
+    u_r <= \$37 ;
   always @(posedge clk)
-    saturated <= \$44 ;
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$46  = h_r;
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$46  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$40  = \$11 [52:0];
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$40  = 53'h00000000000000;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$41  = \$22 [52:0];
+    \$36  = old;
     if (rst) begin
-      \$41  = 53'h00000000000000;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$42  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$42  = 16'h0000;
+      \$37  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$43  = \$26 [15:0];
+    \$38  = u_clipped;
     if (rst) begin
-      \$43  = 16'h0000;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$44  = u_clipped;
+    \$39  = \$30 [6:0];
     if (rst) begin
-      \$44  = 1'h0;
+      \$39  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$45  = \$36 [6:0];
+    \$40  = h_r;
     if (rst) begin
-      \$45  = 7'h00;
+      \$40  = 16'h0000;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign gate_shifted_right = \$14 [5:0];
-  assign gate_shifted_left = \$17 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign u = \$26 [15:0];
-  assign z_now_raw = { \$27 [7], \$27  };
-  assign z_now = \$36 [6:0];
-  assign prod = { \$37 [23], \$37  };
-  assign out = \$39 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
   assign gate = z_r;
   assign clipped_r = saturated;
-  assign \new  = \$39 [15:0];
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \new.h  = \$39 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$8  = acc[18:0];
-  assign \$19  = acc[37:19];
-  assign \$38  = { \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
 module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
-  wire [81:0] \$10 ;
-  wire [81:0] \$11 ;
-  wire \$12 ;
-  wire [7:0] \$13 ;
-  wire [7:0] \$14 ;
-  wire \$15 ;
-  wire [7:0] \$16 ;
-  wire [7:0] \$17 ;
+  wire \$10 ;
+  wire [7:0] \$11 ;
+  wire [7:0] \$12 ;
+  wire \$13 ;
+  wire [18:0] \$14 ;
+  wire [81:0] \$15 ;
+  wire [81:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire [18:0] \$19 ;
-  wire [7:0] \$2 ;
-  wire [18:0] \$20 ;
-  wire [81:0] \$21 ;
-  wire [81:0] \$22 ;
+  wire [15:0] \$19 ;
+  wire \$2 ;
+  wire [16:0] \$20 ;
+  wire [7:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [15:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [7:0] \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire [8:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [6:0] \$29 ;
   wire [7:0] \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
-  wire [6:0] \$35 ;
-  wire [8:0] \$36 ;
-  wire [23:0] \$37 ;
-  wire [24:0] \$38 ;
-  wire [25:0] \$39 ;
-  wire \$4 ;
-  reg [52:0] \$40 ;
-  reg [52:0] \$41 ;
-  reg [15:0] \$42 ;
-  reg [15:0] \$43 ;
-  reg \$44 ;
-  reg [6:0] \$45 ;
-  reg [15:0] \$46 ;
-  wire [7:0] \$5 ;
-  wire [7:0] \$6 ;
-  wire \$7 ;
-  wire [18:0] \$8 ;
-  wire [18:0] \$9 ;
+  wire [8:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
+  wire [25:0] \$33 ;
+  reg [52:0] \$34 ;
+  reg [52:0] \$35 ;
+  reg [15:0] \$36 ;
+  reg [15:0] \$37 ;
+  reg \$38 ;
+  reg [6:0] \$39 ;
+  wire [7:0] \$4 ;
+  reg [15:0] \$40 ;
+  wire \$5 ;
+  wire [18:0] \$6 ;
+  wire [81:0] \$7 ;
+  wire [81:0] \$8 ;
+  wire \$9 ;
   input [37:0] acc;
   wire [37:0] acc;
   wire [18:0] \acc.cand ;
@@ -5774,131 +5732,125 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   wire [8:0] z_now_raw;
   output [6:0] z_r;
   reg [6:0] z_r = 7'h00;
-  always @(posedge clk)
-    z_r <= \$45 ;
-  always @(posedge clk)
-    h_b_r <= \$46 ;
   assign \$1  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$2  = $signed(params[6:0]) - $signed(1'h0);
-  assign \$3  = \$1  ? \$2  : 8'h00;
-  assign \$4  = $signed(params[6:0]) < $signed(1'h0);
-  assign \$5  = - $signed(params[6:0]);
-  assign \$6  = \$4  ? \$5  : 8'h00;
-  assign \$7  = $signed(params[6:0]) >= $signed(1'h0);
-  assign \$9  = $signed(\$8 ) >>> \$3 [5:0];
-  assign \$10  = $signed(acc[18:0]) << \$6 [5:0];
-  assign \$11  = \$7  ? { \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9 [18], \$9  } : \$10 ;
-  assign \$12  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$13  = $signed(params[13:7]) - $signed(1'h0);
-  assign \$14  = \$12  ? \$13  : 8'h00;
-  assign \$15  = $signed(params[13:7]) < $signed(1'h0);
-  assign \$16  = - $signed(params[13:7]);
-  assign \$17  = \$15  ? \$16  : 8'h00;
-  assign \$18  = $signed(params[13:7]) >= $signed(1'h0);
-  assign \$20  = $signed(\$19 ) >>> \$14 [5:0];
-  assign \$21  = $signed(acc[37:19]) << \$17 [5:0];
-  assign \$22  = \$18  ? { \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20 [18], \$20  } : \$21 ;
-  assign \$23  = ! cand_r[52:15];
-  assign \$24  = cand_r[52:15] == 38'h3fffffffff;
-  assign u_fits = \$23  | \$24 ;
-  assign \$25  = cand_r[52] ? 16'h8000 : 16'h7fff;
-  assign \$26  = u_fits ? { 1'h0, cand_r[15:0] } : { \$25 [15], \$25  };
+  assign cand_shifted_right = \$1  ? params[5:0] : 6'h00;
+  assign \$2  = $signed(params[6:0]) < $signed(1'h0);
+  assign \$3  = - $signed(params[6:0]);
+  assign \$4  = \$2  ? \$3  : 8'h00;
+  assign \$5  = $signed(params[6:0]) >= $signed(1'h0);
+  assign \$6  = $signed(acc[18:0]) >>> cand_shifted_right;
+  assign \$7  = $signed(acc[18:0]) << \$4 [5:0];
+  assign \$8  = \$5  ? { \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6 [18], \$6  } : \$7 ;
+  assign \$9  = $signed(params[13:7]) >= $signed(1'h0);
+  assign gate_shifted_right = \$9  ? params[12:7] : 6'h00;
+  assign \$10  = $signed(params[13:7]) < $signed(1'h0);
+  assign \$11  = - $signed(params[13:7]);
+  assign \$12  = \$10  ? \$11  : 8'h00;
+  assign \$13  = $signed(params[13:7]) >= $signed(1'h0);
+  assign \$14  = $signed(acc[37:19]) >>> gate_shifted_right;
+  assign \$15  = $signed(acc[37:19]) << \$12 [5:0];
+  assign \$16  = \$13  ? { \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14 [18], \$14  } : \$15 ;
+  assign \$17  = ! cand_r[52:15];
+  assign \$18  = cand_r[52:15] == 38'h3fffffffff;
+  assign u_fits = \$17  | \$18 ;
+  assign \$19  = cand_r[52] ? 16'h8000 : 16'h7fff;
+  assign \$20  = u_fits ? { 1'h0, cand_r[15:0] } : { \$19 [15], \$19  };
   assign u_clipped = ~ u_fits;
-  assign \$27  = $signed(gate_r[6:0]) + $signed(7'h20);
-  assign \$28  = ! gate_r[52:6];
-  assign \$29  = gate_r[52:6] == 47'h7fffffffffff;
-  assign \$30  = \$28  | \$29 ;
-  assign \$31  = $signed(\$27 ) < $signed(1'h0);
-  assign \$32  = $signed(\$27 ) > $signed(8'h40);
-  assign \$33  = \$32  ? 9'h040 : { \$27 [7], \$27  };
-  assign \$34  = \$31  ? 9'h000 : \$33 ;
-  assign \$35  = gate_r[52] ? 7'h00 : 7'h40;
-  assign \$36  = \$30  ? \$34  : { 2'h0, \$35  };
+  assign \$21  = $signed(gate_r[6:0]) + $signed(7'h20);
+  assign \$22  = ! gate_r[52:6];
+  assign \$23  = gate_r[52:6] == 47'h7fffffffffff;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = $signed(\$21 ) < $signed(1'h0);
+  assign \$26  = $signed(\$21 ) > $signed(8'h40);
+  assign \$27  = \$26  ? 9'h040 : { \$21 [7], \$21  };
+  assign \$28  = \$25  ? 9'h000 : \$27 ;
+  assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
+  assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
   assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$37  = $signed({ 1'h0, z_r }) * $signed(diff);
-  assign \$39  = $signed(h_b_r) + $signed(\$38 );
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
-    cand_r <= \$40 ;
+    cand_r <= \$34 ;
   always @(posedge clk)
-    gate_r <= \$41 ;
+    gate_r <= \$35 ;
   always @(posedge clk)
-    h_r <= \$42 ;
+    h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$43 ;
+    u_r <= \$37 ;
   always @(posedge clk)
-    saturated <= \$44 ;
+    saturated <= \$38 ;
+  always @(posedge clk)
+    z_r <= \$39 ;
+  always @(posedge clk)
+    h_b_r <= \$40 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$46  = h_r;
+    \$34  = \$8 [52:0];
     if (rst) begin
-      \$46  = 16'h0000;
+      \$34  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$40  = \$11 [52:0];
+    \$35  = \$16 [52:0];
     if (rst) begin
-      \$40  = 53'h00000000000000;
+      \$35  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$41  = \$22 [52:0];
+    \$36  = old;
     if (rst) begin
-      \$41  = 53'h00000000000000;
+      \$36  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$42  = old;
+    \$37  = \$20 [15:0];
     if (rst) begin
-      \$42  = 16'h0000;
+      \$37  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$43  = \$26 [15:0];
+    \$38  = u_clipped;
     if (rst) begin
-      \$43  = 16'h0000;
+      \$38  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$44  = u_clipped;
+    \$39  = \$30 [6:0];
     if (rst) begin
-      \$44  = 1'h0;
+      \$39  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$45  = \$36 [6:0];
+    \$40  = h_r;
     if (rst) begin
-      \$45  = 7'h00;
+      \$40  = 16'h0000;
     end
   end
-  assign cand_shifted_right = \$3 [5:0];
-  assign cand_shifted_left = \$6 [5:0];
-  assign cand_shifted = \$11 [52:0];
-  assign gate_shifted_right = \$14 [5:0];
-  assign gate_shifted_left = \$17 [5:0];
-  assign gate_shifted = \$22 [52:0];
-  assign u = \$26 [15:0];
-  assign z_now_raw = { \$27 [7], \$27  };
-  assign z_now = \$36 [6:0];
-  assign prod = { \$37 [23], \$37  };
-  assign out = \$39 [15:0];
+  assign cand_shifted_left = \$4 [5:0];
+  assign cand_shifted = \$8 [52:0];
+  assign gate_shifted_left = \$12 [5:0];
+  assign gate_shifted = \$16 [52:0];
+  assign u = \$20 [15:0];
+  assign z_now_raw = { \$21 [7], \$21  };
+  assign z_now = \$30 [6:0];
+  assign prod = { \$31 [23], \$31  };
+  assign out = \$33 [15:0];
   assign gate = z_r;
   assign clipped_r = saturated;
-  assign \new  = \$39 [15:0];
+  assign \new  = \$33 [15:0];
   assign \params.cand_shift  = params[6:0];
   assign \params.gate_shift  = params[13:7];
   assign \acc.cand  = acc[18:0];
   assign \acc.gate  = acc[37:19];
-  assign \new.h  = \$39 [15:0];
+  assign \new.h  = \$33 [15:0];
   assign \old.h  = old;
-  assign \$8  = acc[18:0];
-  assign \$19  = acc[37:19];
-  assign \$38  = { \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23], \$37 [23:6] };
+  assign \$32  = { \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23], \$31 [23:6] };
 endmodule
 
 (* generator = "Amaranth" *)
