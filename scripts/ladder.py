@@ -6,7 +6,10 @@ overrides of ``codesign train`` (``model.layers=[...]``, ``model.arch=backbone``
 that already finished is reused, so the ladder resumes); rungs with ``deploy: true`` are also
 exported (``codesign export``), which scores the golden integer model. The table has, per rung:
 parameters, recurrent state words, memory bits (weights at ``weight_bits`` + states at 16 bits)
-and the float / golden test accuracy, mean [min; max] over seeds.
+and the float / golden test accuracy, mean [min; max] over seeds; deployed rungs add the bundle's
+own memory bits (every array at its declared width + state registers) and the energy proxy per
+inference of :func:`codesign.explore.hardware.hardware_figures` (operation counts of the golden
+model x a 45 nm energy table, one lane), both of seed 0.
 
     python scripts/ladder.py flows/ladder/sd_cmru16.yaml --out runs/ladder/sd_cmru16
 """
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         name = rung["name"]
         if only and name not in only:
             continue
-        floats, goldens, size = [], [], None
+        floats, goldens, size, figures = [], [], None, None
         for seed in spec["seeds"]:
             run = args.out / name / f"s{seed}"
             if not (run / "summary.json").is_file():
@@ -97,17 +100,29 @@ def main(argv: list[str] | None = None) -> None:
                     )
                 prov = yaml.safe_load((bundle / "manifest.yaml").read_text())["provenance"]
                 goldens.append(prov["quantized_test_accuracy"])
+                if figures is None:
+                    from codesign.explore.hardware import hardware_figures
+
+                    figures = hardware_figures(bundle, lanes=1)
         params, states = size
         bits = params * wbits + states * STATE_BITS
-        rows.append((name, rung.get("what", ""), params, states, bits, _stat(floats), _stat(goldens)))
+        deployed = (
+            (str(figures["memory_bits"]), f"{figures['energy_pj_proxy'] / 1e3:.1f}")
+            if figures
+            else ("-", "-")
+        )
+        rows.append(
+            (name, rung.get("what", ""), params, states, bits, *deployed, _stat(floats), _stat(goldens))
+        )
         print(f"{name}: float {_stat(floats)} golden {_stat(goldens)} ({params} parameters)", flush=True)
     print()
     print(
-        f"| rung | network | parameters | state words | memory bits (w{wbits} + s{STATE_BITS}) | float (%) | golden (%) |"
+        f"| rung | network | parameters | state words | memory bits (w{wbits} + s{STATE_BITS}) "
+        "| bundle memory bits | energy proxy (nJ / inference) | float (%) | golden (%) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | {r[6] or '-'} |")
+        print("| " + " | ".join(str(v) for v in r[:8]) + f" | {r[8] or '-'} |")
 
 
 if __name__ == "__main__":
