@@ -90,6 +90,22 @@ def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
         train(parse_recipe(RECIPE), tmp_path / "run", progress=False)
 
 
+def test_run_dir_written_before_a_schema_key_was_added_resumes(tmp_path: Path) -> None:
+    """A recipe.yaml without keys added later (at their defaults) is the same recipe, not another."""
+    recipe = parse_recipe(RECIPE)
+    train(recipe, tmp_path / "run", progress=False)
+    stored = tmp_path / "run" / "recipe.yaml"
+    old = yaml.safe_load(stored.read_text())
+    for key in ("drop", "readout_hidden", "readout_act"):
+        del old["model"][key]
+    stored.write_text(yaml.safe_dump(old, sort_keys=False))
+    result = train(recipe, tmp_path / "run", progress=False)
+    assert result.test == load_run(tmp_path / "run")[2]["test"]
+    changed = parse_recipe(dict(RECIPE, seed=1))
+    with pytest.raises(CodesignError, match="different recipe"):
+        train(changed, tmp_path / "run", progress=False)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
