@@ -1,6 +1,7 @@
 """The backbone ablation ladder of issue 19: one table, accuracy against memory bits per rung.
 
-A ladder file (YAML) names a base recipe, seeds and rungs; each rung is a list of ``--set``
+A ladder file (YAML) names a base recipe, seeds and rungs (a rung may list its own ``seeds``);
+each rung is a list of ``--set``
 overrides of ``codesign train`` (``model.layers=[...]``, ``model.arch=backbone``,
 ``model.drop=[gate]`` ...). Every (rung, seed) is trained once into ``OUT/RUNG/sSEED`` (a run
 that already finished is reused, so the ladder resumes); rungs with ``deploy: true`` are also
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         if only and name not in only:
             continue
         floats, goldens, size, figures = [], [], None, None
-        for seed in spec["seeds"]:
+        for seed in rung.get("seeds", spec["seeds"]):
             run = args.out / name / f"s{seed}"
             if not (run / "summary.json").is_file():
                 run.parent.mkdir(parents=True, exist_ok=True)
