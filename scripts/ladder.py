@@ -55,9 +55,12 @@ def _sizes(run: Path) -> tuple[int, int]:
 
 
 def _stat(values: list[float]) -> str:
+    """Mean [min; max] in percent; a single seed is its value with "(1 seed)"."""
     if not values:
         return ""
     v = [100 * x for x in values]
+    if len(v) == 1:
+        return f"{v[0]:.1f} (1 seed)"
     return f"{sum(v) / len(v):.1f} [{min(v):.1f}; {max(v):.1f}]"
 
 
@@ -66,6 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("ladder", type=Path, help="ladder YAML: base, seeds, weight_bits, rungs")
     ap.add_argument("--out", type=Path, required=True, help="directory of the runs (resumed)")
     ap.add_argument("--only", default="", help="comma-separated rung names to run (default: all)")
+    ap.add_argument(
+        "--no-train", action="store_true", help="table of the finished runs only: train and export nothing"
+    )
     args = ap.parse_args(argv)
     spec = yaml.safe_load(args.ladder.read_text())
     for key in ("base", "seeds", "rungs"):
@@ -83,6 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         floats, goldens, size, figures = [], [], None, None
         for seed in rung.get("seeds", spec["seeds"]):
             run = args.out / name / f"s{seed}"
+            if args.no_train and not (run / "summary.json").is_file():
+                continue
             if not (run / "summary.json").is_file():
                 run.parent.mkdir(parents=True, exist_ok=True)
                 sets = [f"seed={seed}", *rung.get("set", [])]
@@ -94,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
             size = size or _sizes(run)
             if rung.get("deploy"):
                 bundle = args.out / name / f"s{seed}.bundle"
+                if args.no_train and not (bundle / "manifest.yaml").is_file():
+                    continue
                 if not (bundle / "manifest.yaml").is_file():
                     _run(
                         [*codesign, "export", str(run), "--out", str(bundle)],
@@ -105,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
                     from codesign.explore.hardware import hardware_figures
 
                     figures = hardware_figures(bundle, lanes=1)
+        if size is None:  # --no-train and no finished run
+            continue
         params, states = size
         bits = params * wbits + states * STATE_BITS
         deployed = (
