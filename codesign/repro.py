@@ -29,9 +29,9 @@ from codesign.train.trainer import (
     RECIPE_FILE,
     SUMMARY,
     evaluate,
+    holds_recipe,
     load_run,
     make_recipe_task,
-    recipe_text,
     train,
 )
 
@@ -423,7 +423,7 @@ def _score(claim: Claim, model, task, x, y) -> float:
 def _stale(run_dir: Path, recipe: Recipe) -> bool:
     """True when ``run_dir`` holds a run of another recipe (the claim was edited since)."""
     stored = run_dir / RECIPE_FILE
-    return stored.is_file() and stored.read_text() != recipe_text(recipe)
+    return stored.is_file() and not holds_recipe(stored, recipe)
 
 
 def run_claim(claim: Claim, seeds: list[int], runs_root: Path, console: Console) -> list[dict[str, Any]]:

@@ -170,6 +170,25 @@ def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
     assert_matches_golden(bundle, xs, lanes=12, seed=7, target="up5k", counters="basic")
 
 
+def test_spoken_digits_cmru_stack_shape_matches_golden() -> None:
+    """The shape of ``models/spoken_digits_cmru_stack_hw.yaml`` (issue 19's recipe: a minGRU d = 16
+    in front of a CMRU d = 16, 4-bit weights, 13 inputs, 11 classes, last-step readout at 4 bits)
+    on the RTL equals the golden model, at P = 4 as `codesign rtl --lanes 4` builds it."""
+    manifest = random_network_manifest(
+        inputs=13,
+        layers=[
+            {"cell": "mingru", "size": 16, "weight_bits": 4},
+            {"cell": "cmru", "size": 16, "eps": 1, "weight_bits": 4},
+        ],
+        classes=11,
+        seed=19,
+    )
+    manifest = manifest.model_copy(update={"readout": manifest.readout.model_copy(update={"weight_bits": 4})})
+    bundle = Bundle(manifest, check_weights(manifest, random_network_weights(manifest, 19)))
+    xs = random_integer_inputs(bundle, sequences=3, steps=(20, 30), seed=19, density=0.9)
+    assert_matches_golden(bundle, xs, lanes=4, seed=19)
+
+
 def test_dcls_taps_shift_add_when_hard_multipliers_run_out() -> None:
     """A DCLS front end's tap products ``w * x`` are multiplies too: on the UP5K two DCLS layers
     at P = 2 need more SB_MAC16 than its 8 (synthesis mapped every ``*`` to one before: 16 of 8),

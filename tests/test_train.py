@@ -90,6 +90,22 @@ def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
         train(parse_recipe(RECIPE), tmp_path / "run", progress=False)
 
 
+def test_run_dir_written_before_a_schema_key_was_added_resumes(tmp_path: Path) -> None:
+    """A recipe.yaml without keys added later (at their defaults) is the same recipe, not another."""
+    recipe = parse_recipe(RECIPE)
+    train(recipe, tmp_path / "run", progress=False)
+    stored = tmp_path / "run" / "recipe.yaml"
+    old = yaml.safe_load(stored.read_text())
+    for key in ("drop", "readout_hidden", "readout_act"):
+        del old["model"][key]
+    stored.write_text(yaml.safe_dump(old, sort_keys=False))
+    result = train(recipe, tmp_path / "run", progress=False)
+    assert result.test == load_run(tmp_path / "run")[2]["test"]
+    changed = parse_recipe(dict(RECIPE, seed=1))
+    with pytest.raises(CodesignError, match="different recipe"):
+        train(changed, tmp_path / "run", progress=False)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -102,6 +118,12 @@ def test_different_recipe_in_same_run_dir_refused(tmp_path: Path) -> None:
         (lambda r: r["model"].update(cell="bmru", eps=1.0), "cell 'bmru' requires eps 0"),
         (lambda r: r["train"].update(iterations="many"), r"train\.iterations"),
         (lambda r: r.pop("task"), "missing key 'task'"),
+        (lambda r: r["model"].update(drop=["gate"]), r"model.drop \['gate'\] removes backbone elements"),
+        (
+            lambda r: r["model"].update(arch="backbone", drop=["skip"]),
+            r"model.drop: \['skip'\] are not backbone elements",
+        ),
+        (lambda r: r["model"].update(arch="backbone", readout_hidden=8), "readout_hidden 8 is a hardware"),
     ],
 )
 def test_bad_recipes_name_the_key(tmp_path: Path, edit, message: str) -> None:
@@ -170,6 +192,41 @@ def test_backbone_hybrid_stack_trains(tmp_path: Path) -> None:
     assert 0.0 <= result.test <= 1.0
     _, model, _ = load_run(tmp_path / "run")
     assert type(model).__name__ == "Backbone"
+
+
+@pytest.mark.parametrize(
+    "drop", [[], ["gate"], ["enc_mlp", "pe", "norm", "gate", "mlp", "residual", "dec_mlp"]]
+)
+def test_backbone_ablation_removes_the_named_elements(tmp_path: Path, drop: list[str]) -> None:
+    """``model.drop`` trains a backbone without the named elements (the issue-19 ladder)."""
+    data = dict(
+        RECIPE,
+        model={"arch": "backbone", "cell": "cmru", "dim": 8, "hidden_size": 4, "drop": drop},
+        train=dict(RECIPE["train"], iterations=10),
+    )
+    train(parse_recipe(data), tmp_path / "run", progress=False)
+    _, model, _ = load_run(tmp_path / "run")
+    names = {type(m).__name__ for m in model.modules()}
+    assert ("LayerNorm" in names) == ("norm" not in drop)
+    assert (model.blocks[0].sub.gate is None) == ("gate" in drop)
+    assert (model.enc_mlp is None) == ("enc_mlp" in drop)
+    assert (model.dec_mlp is None) == ("dec_mlp" in drop)
+    assert len(model.blocks) == (1 if "mlp" in drop else 2)
+    assert (model.blocks[0].scale is None) == ("residual" in drop)
+    assert model.pe_dim == (0 if "pe" in drop else 16)
+
+
+def test_hardware_readout_mlp_trains_and_is_refused_by_export(tmp_path: Path) -> None:
+    from codesign.quant.export import export_run
+
+    data = dict(
+        RECIPE, model=dict(RECIPE["model"], readout_hidden=5), train=dict(RECIPE["train"], iterations=10)
+    )
+    train(parse_recipe(data), tmp_path / "run", progress=False)
+    _, model, _ = load_run(tmp_path / "run")
+    assert model.hidden.out_features == 5 and model.readout.in_features == 5
+    with pytest.raises(CodesignError, match=r"hidden readout layer \(model.readout_hidden: 5\)"):
+        export_run(tmp_path / "run", tmp_path / "bundle")
 
 
 def test_unknown_task_option_named(tmp_path: Path) -> None:

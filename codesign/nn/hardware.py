@@ -211,6 +211,10 @@ def layer_sequential(cell: nn.Module, x: torch.Tensor, quant: LayerQuant | None 
     return cell.forward_sequential(x, quant)
 
 
+READOUT_ACTS = {"relu": torch.relu, "hardtanh": nn.functional.hardtanh}
+"""Activations of the hidden readout layer (both are a clamp in integers)."""
+
+
 class HardwareStack(nn.Module):
     """Hardware layers (each optionally behind a DCLS front end) and a linear readout.
 
@@ -225,6 +229,11 @@ class HardwareStack(nn.Module):
         ``last`` or ``sum`` (the readout sees the last state or the sum of states over time).
     per_step:
         Logits at every step ``(batch, time, classes)`` instead of one per sequence.
+    readout_hidden, readout_act:
+        A hidden readout layer (pooled state -> ``readout_hidden`` units -> ReLU or hard tanh ->
+        logits) instead of a linear readout; 0 keeps the linear one. The readout MLP adds a
+        nonlinearity after pooling, the cheapest step from the deployable network toward the
+        papers' decoder (issue 19).
     """
 
     def __init__(
@@ -235,10 +244,14 @@ class HardwareStack(nn.Module):
         *,
         pooling: str = "last",
         per_step: bool = False,
+        readout_hidden: int = 0,
+        readout_act: str = "relu",
     ) -> None:
         super().__init__()
         if not layers:
             raise ValueError("a hardware stack needs at least one layer")
+        if readout_act not in READOUT_ACTS:
+            raise ValueError(f"readout_act {readout_act!r} is not one of {sorted(READOUT_ACTS)}")
         self.layer_specs = [dict(layer) for layer in layers]
         self.pooling, self.per_step = pooling, per_step
         self.cells = nn.ModuleList()
@@ -259,7 +272,17 @@ class HardwareStack(nn.Module):
             self.fronts.append(nn.Identity() if dcls is None else DCLS1d(width, dcls["taps"], dcls["span"]))
             self.cells.append(HW_CELLS[kind](width, size, **spec))
             width = size
+        self.readout_hidden, self.readout_act = readout_hidden, readout_act
+        if readout_hidden:
+            self.hidden = nn.Linear(width, readout_hidden)
+            width = readout_hidden
         self.readout = nn.Linear(width, num_classes)
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Logits of pooled states: the (optional) hidden layer, then the linear readout."""
+        if self.readout_hidden:
+            pooled = READOUT_ACTS[self.readout_act](self.hidden(pooled))
+        return self.readout(pooled)
 
     @property
     def rnn(self) -> nn.Module:
@@ -283,8 +306,8 @@ class HardwareStack(nn.Module):
 
     def read(self, h: torch.Tensor) -> torch.Tensor:
         if self.per_step:
-            return self.readout(h)
-        return self.readout(h[:, -1] if self.pooling == "last" else h.sum(dim=1))
+            return self.head(h)
+        return self.head(h[:, -1] if self.pooling == "last" else h.sum(dim=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.read(self.states(x))

@@ -34,6 +34,11 @@ def check_deployable(model: torch.nn.Module) -> HardwareStack:
             f"a {type(model).__name__} is not deployable: only {SUPPORTED} maps to the accelerator family "
             "(the papers' backbones have LayerNorm, GLU MLPs and sigmoid gates the hardware does not have)"
         )
+    if model.readout_hidden:
+        raise CodesignError(
+            f"a hidden readout layer (model.readout_hidden: {model.readout_hidden}) is a float study option: "
+            "bundles describe a linear readout; set readout_hidden: 0 to deploy"
+        )
     return model
 
 

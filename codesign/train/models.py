@@ -44,7 +44,13 @@ def build_model(recipe, task) -> nn.Module:
         if pooling not in ("last", "sum"):
             raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
         return HardwareStack(
-            task.input_size, task.output_size, spec.hardware_layers(), pooling=pooling, per_step=per_step
+            task.input_size,
+            task.output_size,
+            spec.hardware_layers(),
+            pooling=pooling,
+            per_step=per_step,
+            readout_hidden=spec.readout_hidden,
+            readout_act=spec.readout_act,
         )
     names = spec.cells or [spec.cell] * spec.blocks
     it = iter(names)
@@ -63,6 +69,7 @@ def build_model(recipe, task) -> nn.Module:
         pooling=pooling,
         pe_dim=spec.pe_dim,
         dropout=spec.dropout,
+        drop=spec.drop,
     )
 
 

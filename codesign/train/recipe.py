@@ -100,6 +100,19 @@ class ModelSpec(_Strict):
         default="last", description="backbone: last, mean or none; hardware: last or sum"
     )
     pe_dim: int = Field(default=16, ge=0)
+    drop: list[str] = Field(
+        default_factory=list,
+        description="backbone: elements removed for an ablation (enc_mlp, pe, norm, gate, mlp, residual, dec_mlp)",
+    )
+    readout_hidden: int = Field(
+        default=0,
+        ge=0,
+        le=4096,
+        description="hardware: width of a hidden readout layer (0: a linear readout)",
+    )
+    readout_act: Literal["relu", "hardtanh"] = Field(
+        default="relu", description="hardware: activation of the hidden readout layer"
+    )
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
@@ -126,6 +139,18 @@ class ModelSpec(_Strict):
             raise ValueError(
                 f"pooling {self.pooling!r} is not available for arch {self.arch!r}; use one of {allowed}"
             )
+        if self.drop:
+            from codesign.nn.backbone import PARTS
+
+            if self.arch != "backbone":
+                raise ValueError(f"model.drop {self.drop} removes backbone elements; arch is {self.arch!r}")
+            unknown = [p for p in self.drop if p not in PARTS]
+            if unknown:
+                raise ValueError(
+                    f"model.drop: {unknown} are not backbone elements; use some of {list(PARTS)}"
+                )
+        if self.readout_hidden and self.arch != "hardware":
+            raise ValueError(f"model.readout_hidden {self.readout_hidden} is a hardware-profile option")
         if self.cells is not None and len(self.cells) != self.blocks:
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self

@@ -205,12 +205,28 @@ def recipe_text(recipe: Recipe) -> str:
     return yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
 
 
+def holds_recipe(path: Path, recipe: Recipe) -> bool:
+    """True when the stored ``recipe.yaml`` at ``path`` describes ``recipe``.
+
+    Compared after parsing, not as text: a key added to the schema later (with a default that keeps
+    the old behaviour) must not make every earlier run directory a "different recipe".
+    """
+    text = path.read_text()
+    if text == recipe_text(recipe):
+        return True
+    try:
+        stored = parse_recipe(yaml.safe_load(text), path)
+    except CodesignError:
+        return False
+    return stored.model_dump(mode="json") == recipe.model_dump(mode="json")
+
+
 def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
     """Create the run dir or check it holds the same recipe. Returns True when resuming."""
     text = recipe_text(recipe)
     existing = run_dir / RECIPE_FILE
     if existing.is_file():
-        if existing.read_text() != text:
+        if not holds_recipe(existing, recipe):
             raise CodesignError("run directory holds a different recipe; choose a new --out", path=run_dir)
         return (run_dir / LAST).is_file()
     run_dir.mkdir(parents=True, exist_ok=True)
