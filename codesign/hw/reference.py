@@ -13,6 +13,7 @@ REFERENCE_LANES = {
     "copy_first_cmru": 4,
     "spoken_digits_cmru": 4,
     "spoken_digits_mingru": 4,
+    "spoken_digits_cmru_stack": 4,
     "japanese_vowels_cmru": 4,
     "japanese_vowels_bmru_anneal": 4,
     "japanese_vowels_bmru_anneal_mm": 4,
