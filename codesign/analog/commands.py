@@ -166,6 +166,14 @@ def analog_eval_command(
     mc_sequences: Annotated[
         int, typer.Option(help="test sequences each ngspice Monte Carlo draw runs (the first N)")
     ] = 2,
+    scale: Annotated[
+        str,
+        typer.Option(
+            help="candidate scale: step (every step's window normalised to the widest, margins "
+            "H ||c|-|b||/|b|) or neuron (one scale per neuron from its largest |b|)"
+        ),
+    ] = "step",
+    reltol: Annotated[float, typer.Option(help="ngspice relative tolerance")] = 1e-4,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -194,6 +202,8 @@ def analog_eval_command(
             mc=mc,
             mc_spice=mc_spice,
             mc_sequences=mc_sequences,
+            scale=scale,
+            reltol=reltol,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

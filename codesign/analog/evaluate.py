@@ -117,7 +117,8 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     bundle = load_bundle(bundle_dir)
     view = _layer_view(bundle)
     xq, _ = test_set(bundle)
-    maps = map_bundle(view, xq)  # scales from the whole test set: the same for every sequence
+    # scales from the whole test set: the same for every sequence
+    maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
     pair = settings["start"] == "pair"
     trace = run_bundle_trace(
         view,
@@ -128,6 +129,7 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         mc_seed=settings.get("mc_seed"),
         pair=pair,
         timing=_timing(settings),
+        reltol=settings.get("reltol"),
     )
     c, b = accumulators(view, xq[n : n + 1])
     roots = [
@@ -174,6 +176,8 @@ def analog_eval(
     mc: int = 0,
     mc_spice: int = 0,
     mc_sequences: int = 2,
+    scale: str = "step",
+    reltol: float = 1e-4,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict.
 
@@ -181,6 +185,10 @@ def analog_eval(
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
+
+    ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
+    margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
+    of the test set. ``reltol``: ngspice's relative tolerance.
 
     ``mc``: mismatch draws of the behavioural model (:mod:`codesign.analog.behavioural`) over the
     whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
@@ -199,6 +207,10 @@ def analog_eval(
         raise CodesignError(
             f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
         )
+    if scale not in ("step", "neuron"):
+        raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
+    if not 1e-6 <= reltol <= 1e-2:
+        raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
@@ -206,6 +218,11 @@ def analog_eval(
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start, "frame_ms": float(frame_ms)}
+    # the pre-scale-option cache keys stay valid for the defaults they were made with
+    if scale != "neuron":
+        settings["scale"] = scale
+    if reltol != 1e-4:
+        settings["reltol"] = float(reltol)
     tasks = [(n, settings) for n in range(count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
@@ -290,6 +307,8 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "bundle": bundle.manifest.name,
         "corner": settings["corner"],
         "start": settings["start"],
+        "scale": settings.get("scale", "neuron"),
+        "reltol": settings.get("reltol", 1e-4),
         "frame_ms": settings["frame_ms"],
         "sequences": len(records),
         "steps_per_sequence": records[0]["steps"],
