@@ -525,6 +525,7 @@ def run_bundle_trace(
     name: str = "agreement",
     pair: bool = False,
     reltol: float | None = None,
+    drive_accs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> TraceResult:
     """Drive the layer netlist with the currents of integer inputs ``xq`` (N, T, M); compare with golden.
 
@@ -532,7 +533,10 @@ def run_bundle_trace(
     that the analog state is the golden model's three-valued one (0 before the first update); the
     reset is released in phase A of the first step (the candidate at the window centre). ``xq``
     must then hold one sequence (the pair is reset once). ``reltol``: ngspice's relative tolerance
-    (default 1e-4, :data:`codesign.analog.ngspice.TIGHT_OPTIONS`).
+    (default 1e-4, :data:`codesign.analog.ngspice.TIGHT_OPTIONS`). ``drive_accs``: the candidate
+    and threshold sums ``(c, b)`` of shape ``(N*T, d)`` that drive the cells instead of the exact
+    integers (the measured synapse arrays, :mod:`codesign.analog.synapse_sim`); the golden
+    comparison and the margins stay on the integers.
     """
     from codesign.analog.netlist import neuron_subckt
     from codesign.golden import run_golden
@@ -568,7 +572,8 @@ def run_bundle_trace(
     for i in neurons:
         nm = maps[i]
         subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, pair=pair))
-        dr = neuron_drive(nm, c2[:, i], b2[:, i], timing)
+        dc, db = (c2, b2) if drive_accs is None else drive_accs
+        dr = neuron_drive(nm, dc[:, i], db[:, i], timing)
         drives.append(dr)
         n = f"neuron_{i:03d}"
         if nm.fixed_threshold:

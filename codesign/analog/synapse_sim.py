@@ -1,0 +1,220 @@
+"""The synapse arrays of a layer simulated in ngspice, product by product, for ``analog-eval --synapses circuit``.
+
+The mirror arrays of :mod:`codesign.analog.synapse` are static (no state, DC currents), and every
+product ``w_ij x_j`` is one group of unit mirrors of input diode ``d_j`` whose drain sits on a
+cascoded sum line held near the next stage's input voltage: a product depends on its own input
+only. So the array is simulated once per chip (corner, mismatch seed) as a table: one DC sweep
+of the input level ``|x|`` over ``0 .. 2^(bits-1)`` in ngspice, with every nonzero product on a
+line of its own (its devices exactly as in the array: the same diode, unit mirrors, bit and route
+switches, line cascode), gives each product's current on the line its sign routes it to and the
+leakage on the other. A sequence's sums, ``I(pos_i) - I(neg_i)`` on every step, and the arrays'
+supply current (input DACs into the diodes, every line's current, the cascode bias) are then
+lookups in that table. What the superposition leaves out -- a sum line's cascode carries the whole
+sum rather than one product -- :func:`check_superposition` measures against the full array.
+
+Each product gets its own devices in the sweep deck, so a mismatch seed draws every device of the
+chip once. The layer's biases ``b_cand`` and ``b_thr`` are constant currents (a bias DAC, ideal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from codesign.analog.cells import I_CAS, NFET, VDD, deck_header, fmt
+from codesign.analog.synapse import SynapseDesign, synapse_subckt
+from codesign.errors import CodesignError
+
+__all__ = ["ProductTable", "product_deck", "measure_products", "array_sums", "load_or_measure"]
+
+LINE_V = 1.3
+"""Sum-line voltage in the sweep: about the pFET diode input of the stage that takes the sums."""
+
+
+@dataclass(frozen=True)
+class ProductTable:
+    """Measured products of one chip: ``routed[r, l]`` is nonzero product ``r`` (row ``rows[r]``,
+    input ``cols[r]``) at input level ``l`` on the line its sign routes it to, ``other[r, l]`` the
+    leakage on the other line (A)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    routed: np.ndarray
+    other: np.ndarray
+    i_x: float
+
+    @property
+    def levels(self) -> int:
+        return self.routed.shape[1]
+
+    def gain(self, weights: np.ndarray) -> float:
+        """The array's overall gain (least squares of every product against ``|w| |x| I_x``): the
+        one trim of the stage that takes the sums, so that they meet the bias currents (exact
+        DACs) on the integer scale. sky130 tt: about 1.025 (the mirrors' drains sit higher than
+        their diodes')."""
+        ideal = np.abs(np.asarray(weights)[self.rows, self.cols])[:, None] * np.arange(self.levels) * self.i_x
+        return float((self.routed * ideal).sum() / (ideal**2).sum())
+
+
+def _nonzero(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = np.nonzero(np.asarray(weights))
+    return rows, cols
+
+
+def product_deck(
+    weights: np.ndarray,
+    x_max: int,
+    design: SynapseDesign = SynapseDesign(),
+    *,
+    corner: str = "tt",
+    mc_seed: int | None = None,
+) -> str:
+    """A DC-sweep deck: every nonzero product of ``weights`` (rows, inputs) on its own pair of lines,
+    the input level swept from 0 to ``x_max`` LSBs (every input at the same level, sign positive)."""
+    w = np.asarray(weights, dtype=np.int64)
+    rows, cols = _nonzero(w)
+    if rows.size == 0:
+        raise CodesignError("the synapse array has no nonzero weight to simulate")
+    m = w.shape[1]
+    expanded = np.zeros((rows.size, m), dtype=np.int64)
+    expanded[np.arange(rows.size), cols] = w[rows, cols]
+    n = rows.size
+    lines = [
+        deck_header(f"synapse products {n} of {w.shape}", corner=corner, mc_seed=mc_seed),
+        synapse_subckt(expanded, design, name="products"),
+        f"Vdd vdd 0 {VDD:g}",
+        "Isw 0 nsw DC 0",
+        "Vsense nsw 0 0",
+    ]
+    for j in range(m):
+        lines.append(f"F{j} vdd d_{j} Vsense 1")  # every input DAC copies the swept level
+        lines.append(f"Vsx{j} sx_{j} 0 {VDD:g}")
+        lines.append(f"Vsxb{j} sxb_{j} 0 0")
+    for r in range(n):
+        lines.append(f"Vp{r} vline pos_{r} 0")
+        lines.append(f"Vn{r} vline neg_{r} 0")
+    lines.append(f"Vline vline 0 {LINE_V:g}")
+    lines.append(f"Icas vdd vcn DC {fmt(I_CAS)}")
+    lines.append(f"XK1 vcn vcn kc 0 {NFET} W=4 L=8")
+    lines.append(f"XK2 kc kc 0 0 {NFET} W=4 L=8")
+    ports = [f"d_{j}" for j in range(m)] + [f"sx_{j}" for j in range(m)] + [f"sxb_{j}" for j in range(m)]
+    ports += [f"pos_{r}" for r in range(n)] + [f"neg_{r}" for r in range(n)] + ["vdd", "vcn"]
+    lines.append("Xsyn " + " ".join(ports) + " products")
+    vecs = [f"i(Vp{r})" for r in range(n)] + [f"i(Vn{r})" for r in range(n)]
+    lines.append(".control\nset wr_singlescale\nset wr_vecnames\noption numdgt=12")
+    lines.append(f"dc Isw 0 {fmt(x_max * design.i_x)} {fmt(design.i_x)}")
+    lines.append("wrdata prod.dat " + " ".join(vecs))
+    lines.append("quit 0\n.endc\n.end\n")
+    return "\n".join(lines)
+
+
+def measure_products(
+    weights: np.ndarray,
+    x_max: int,
+    design: SynapseDesign = SynapseDesign(),
+    *,
+    corner: str = "tt",
+    mc_seed: int | None = None,
+    timeout: float = 1800.0,
+) -> ProductTable:
+    """Run :func:`product_deck` in ngspice; the chip's :class:`ProductTable`."""
+    from codesign.analog.ngspice import SimulationError, run_deck
+
+    w = np.asarray(weights, dtype=np.int64)
+    rows, cols = _nonzero(w)
+    res = run_deck(
+        product_deck(w, x_max, design, corner=corner, mc_seed=mc_seed),
+        outputs=["prod"],
+        timeout=timeout,
+        name="synapse_products",
+    )
+    t = res["prod"]
+    # the sweep's points are at i_x steps up to rounding (ngspice may add one at the end): pick each level
+    level = np.rint(t["scale"] / design.i_x).astype(np.int64)
+    pick = np.array([np.flatnonzero(level == k)[0] if (level == k).any() else -1 for k in range(x_max + 1)])
+    if np.any(pick < 0):
+        raise SimulationError(
+            f"the synapse sweep missed input levels {np.flatnonzero(pick < 0).tolist()[:5]}"
+        )
+    # a voltage source's current flows from + to - through it: from vline into the line
+    pos = np.stack([t[f"i(vp{r})"][pick] for r in range(rows.size)])
+    neg = np.stack([t[f"i(vn{r})"][pick] for r in range(rows.size)])
+    positive = w[rows, cols] > 0  # with x >= 0 a positive weight is routed to pos
+    routed = np.where(positive[:, None], pos, neg)
+    other = np.where(positive[:, None], neg, pos)
+    return ProductTable(rows, cols, routed, other, design.i_x)
+
+
+def array_sums(table: ProductTable, weights: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Differential sums ``(T, rows)`` in LSB units (``(I_pos - I_neg) / (g I_x)``, ``g`` the
+    array's :meth:`ProductTable.gain`) of one sequence ``xq`` (T, inputs), and the lines' total
+    current ``(T,)`` (A)."""
+    w = np.asarray(weights, dtype=np.int64)
+    x = np.asarray(xq, dtype=np.int64)
+    if np.abs(x).max(initial=0) >= table.levels:
+        raise CodesignError(f"input level {int(np.abs(x).max())} beyond the table's {table.levels - 1}")
+    lvl = np.abs(x)[:, table.cols]  # (T, products)
+    idx = np.arange(table.cols.size)
+    main = table.routed[idx[None, :], lvl]
+    leak = table.other[idx[None, :], lvl]
+    sign = np.where(x[:, table.cols] >= 0, 1, -1) * np.sign(w[table.rows, table.cols])[None, :]
+    on_pos = np.where(sign > 0, main, leak)
+    on_neg = np.where(sign > 0, leak, main)
+    d = w.shape[0]
+    pos = np.zeros((x.shape[0], d))
+    neg = np.zeros((x.shape[0], d))
+    np.add.at(pos.T, table.rows, on_pos.T)
+    np.add.at(neg.T, table.rows, on_neg.T)
+    return (pos - neg) / (table.gain(w) * table.i_x), (pos + neg).sum(axis=1)
+
+
+def array_supply(table: ProductTable, xq: np.ndarray, line_current: np.ndarray) -> np.ndarray:
+    """Supply power (W) of the arrays on every step: the input DACs into the diodes, every sum
+    line's current (drawn from VDD through the next stage) and the cascode bias."""
+    x = np.abs(np.asarray(xq, dtype=np.float64))
+    return VDD * (x.sum(axis=1) * table.i_x + line_current + I_CAS)
+
+
+def _key(weights: np.ndarray, x_max: int, design: SynapseDesign, corner: str, mc_seed: int | None) -> str:
+    text = json.dumps(
+        {
+            "v": "synapse-products-1",
+            "w": hashlib.sha256(np.ascontiguousarray(weights, dtype=np.int64).tobytes()).hexdigest(),
+            "shape": list(np.shape(weights)),
+            "x_max": x_max,
+            "design": design.__dict__,
+            "corner": corner,
+            "seed": mc_seed,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def load_or_measure(
+    weights: np.ndarray,
+    x_max: int,
+    cache: Path,
+    design: SynapseDesign = SynapseDesign(),
+    *,
+    corner: str = "tt",
+    mc_seed: int | None = None,
+) -> ProductTable:
+    """The chip's table from ``cache`` (``synapses_<key>.npz``, no pickle), or measured and cached."""
+    import io
+
+    from codesign.atomic import write_bytes
+
+    path = Path(cache) / f"synapses_{_key(weights, x_max, design, corner, mc_seed)}.npz"
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as z:
+            return ProductTable(z["rows"], z["cols"], z["routed"], z["other"], float(z["i_x"]))
+    table = measure_products(weights, x_max, design, corner=corner, mc_seed=mc_seed)
+    buf = io.BytesIO()
+    np.savez(buf, rows=table.rows, cols=table.cols, routed=table.routed, other=table.other, i_x=table.i_x)
+    write_bytes(path, buf.getvalue())
+    return table
