@@ -241,3 +241,87 @@ def load_or_measure(
     np.savez(buf, rows=table.rows, cols=table.cols, routed=table.routed, other=table.other, i_x=table.i_x)
     write_bytes(path, buf.getvalue())
     return table
+
+
+def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corner: str = "tt") -> dict:
+    """The chip's arrays (table from ``cache`` or ngspice) over a trained bundle's whole test set:
+    how far their sums are from the integers, their supply power, and the states and accuracy of
+    ideal complementary-pair cells (no mismatch, step mapping) driven by those sums -- what the
+    arrays alone cost in fidelity, without a cell transient per sequence."""
+    from codesign.analog.behavioural import golden_signs
+    from codesign.analog.evaluate import _layer_view, analog_readout, test_set
+    from codesign.analog.mapping import accumulators, map_bundle, spine
+    from codesign.bundle import load_bundle
+    from codesign.golden import run_golden
+
+    bundle = load_bundle(bundle_dir)
+    view = _layer_view(bundle)
+    sp = spine(view)
+    w = sp.weights
+    arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)
+    d = w["w_cand"].shape[0]
+    xq, y = test_set(bundle)
+    x_max = 1 << (sp.manifest.formats.input.bits - 1)
+    table = load_or_measure(arr, x_max, cache, SynapseDesign(i_x=i_x_fa * 1e-15), corner=corner)
+    c, b = accumulators(view, xq)
+    maps = map_bundle(view, xq, normalise=True)
+    alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
+    errs, power, signs = [], [], []
+    for n in range(len(xq)):
+        s, lines = array_sums(table, arr, xq[n])
+        cm, bm = s[:, :d] + w["b_cand"], s[:, d:] + w["b_thr"]
+        errs.append(np.abs(np.concatenate([cm - c[n], bm - b[n]], axis=1)))
+        power.append(array_supply(table, xq[n], lines).mean())
+        x = np.stack([m.input_current(cm[:, i], bm[:, i]) for i, m in enumerate(maps)], axis=1)
+        th = [m.threshold_targets(bm[:, i]) for i, m in enumerate(maps)]
+        lo, hi = np.stack([t[0] for t in th], axis=1), np.stack([t[1] for t in th], axis=1)
+        qa, qb = np.zeros(d, np.int64), np.ones(d, np.int64)  # the pair's reset
+        out = np.zeros((xq.shape[1], d), np.int64)
+        for k in range(xq.shape[1]):
+            up, down = x[k] > hi[k], x[k] < lo[k]
+            qa = np.where(up, 1, np.where(down, 0, qa))
+            qb = np.where(up, 1, np.where(down, 0, qb))
+            out[k] = qa + qb - 1
+        signs.append(out)
+    signs_a = np.asarray(signs)
+    err = np.asarray(errs)
+    classes = np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs_a])
+    frame = 10e-3
+    return {
+        "bundle": bundle.manifest.name,
+        "sequences": len(xq),
+        "corner": corner,
+        "i_x_fA": i_x_fa,
+        "array_gain": table.gain(arr),
+        "sum_error_units": {
+            "median": float(np.median(err)),
+            "p99": float(np.percentile(err, 99)),
+            "max": float(err.max()),
+        },
+        "synapse_power_nW": float(np.mean(power) / 1e-9),
+        "synapse_energy_nJ_per_inference": float(np.mean(power) * xq.shape[1] * frame / 1e-9),
+        "state_agreement_ideal_cells": float((signs_a == golden_signs(view, xq)).mean()),
+        "accuracy_ideal_cells": float((classes == y).mean()),
+        "golden_accuracy": float((run_golden(bundle, xq).classes == y).mean()),
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from codesign.atomic import write_text
+
+    ap = argparse.ArgumentParser(
+        prog="python -m codesign.analog.synapse_sim", description=test_set_figures.__doc__
+    )
+    ap.add_argument("bundle", type=Path)
+    ap.add_argument("--cache", type=Path, required=True, help="where the chip's table is kept")
+    ap.add_argument("--ix-fa", type=float, default=1000.0)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    res = test_set_figures(args.bundle, args.cache, args.ix_fa)
+    text = json.dumps(res, indent=2) + "\n"
+    print(text, end="")
+    if args.json is not None:
+        write_text(args.json, text)
