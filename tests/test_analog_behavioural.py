@@ -93,3 +93,19 @@ def test_mismatch_aware_training_gates() -> None:
     assert torch.equal(noisy(x)[0], plain(x)[0])
     with pytest.raises(ValueError, match="three sigmas"):
         CMRU(3, 5, mismatch=[0.1, -0.1, 0.1])
+
+
+def test_normalised_mapping_survives_an_input_gain_error_the_neuron_scale_does_not() -> None:
+    """Regression (issue 21): with one scale per neuron a 5 % input-mirror error shifts the window
+    centre (0.25 nA) by 12.5 pA, more than the windows of steps with |b| well below B. Normalised
+    per step, the same error is 12.5 % of |b| and moves fewer decisions."""
+    b = default_agreement_bundle()
+    x = _inputs(b)
+    golden = golden_signs(b, x)
+    d = golden.shape[-1]
+    err = np.zeros((2, 3, d))
+    err[:, 0] = 0.05  # both cores' input mirrors 5 % strong
+    per_neuron = behavioural_states(b, x, map_bundle(b, x), err)
+    normalised = behavioural_states(b, x, map_bundle(b, x, normalise=True), err)
+    assert np.array_equal(behavioural_states(b, x, map_bundle(b, x, normalise=True)), golden)
+    assert (normalised == golden).mean() > (per_neuron == golden).mean()

@@ -75,3 +75,21 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
         analog_eval(two.path, 1)
     with pytest.raises(CodesignError, match="provenance names no task"):
         analog_eval(make_random_network_bundle(str(tmp_path / "r"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}], classes=2).path, 1)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_synapse_circuits_drive_a_small_layer_in_ngspice(tmp_path) -> None:
+    """--synapses circuit: the cells are driven by the simulated arrays' sums (within a few units of
+    the integers), and the energy has a synapse share from their simulated supply."""
+    if shutil.which("ngspice") is None:
+        pytest.fail("ngspice is not installed (make setup installs it)")
+    bundle = _bundle(tmp_path)
+    summary = analog_eval(bundle, 1, cache=tmp_path / "cache", synapses="circuit", reltol=1e-3)
+    assert summary["synapses"] == "circuit" and summary["scale"] == "step"
+    assert set(summary["energy_split_nj"]) == {"core", "bias", "input", "synapses"}
+    assert summary["energy_split_nj"]["synapses"] > 0
+    assert 0 < summary["synapse_sum_error_max_units"] < 0.1 * 2**7 * 3 * 2**7
+    assert len(list((tmp_path / "cache").glob("synapses_*.npz"))) == 1
+    assert 0.0 <= summary["state_agreement"] <= 1.0
+    with pytest.raises(CodesignError, match="--synapses must be ideal or circuit"):
+        analog_eval(bundle, 1, cache=tmp_path / "cache", synapses="mirror")

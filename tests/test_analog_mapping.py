@@ -234,3 +234,64 @@ def test_bundle_is_a_plain_value():
     b, x = reference_bundle(b_fixed=5)
     assert isinstance(b, SpineBundle) and x.shape == (1, 40, 1)
     assert map_bundle(b, x)[0].b_max == 5
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_step_normalisation_keeps_the_gates_and_widens_the_margins(tmp_path, seed):
+    """Regression (issue 21): one scale per neuron, set by the largest |b| of the test set, left
+    the trained JapaneseVowels neurons 4 fA per unit and step-0 margins of 0.07-0.76 pA. Normalising
+    every step's window keeps every golden decision and gives each step the margin
+    H ||c| - |b| + 1/2| / (|b| - 1/2) (at least the neuron scale's, or H when clipped), with the thresholds fixed at
+    the widest window."""
+    b = make_random_bundle(str(tmp_path / "b"), seed=seed, d=6, inputs=5, classes=3, cell="bmru", eps=0)
+    xq = np.stack(random_integer_inputs(b, sequences=3, steps=30, seed=seed))
+    per_neuron = map_bundle(b, xq)
+    normalised = map_bundle(b, xq, normalise=True)
+    c, thr = accumulators(b, xq)
+    q_gold, _ = golden_bits(b, xq)
+    assert any(m.normalised for m in normalised)
+    for i, (m0, m) in enumerate(zip(per_neuron, normalised, strict=True)):
+        assert m.normalised == (not m.fixed_threshold)
+        for n in range(xq.shape[0]):
+            cc, bb = c[n, :, i], thr[n, :, i]
+            lo, hi = m.threshold_targets(bb)
+            i_in = m.input_current(cc, bb)
+            q = ideal_schmitt(i_in, lo, hi)
+            defined = q_gold[n, :, i] >= 0
+            np.testing.assert_array_equal(q[defined], q_gold[n, defined, i])
+            assert i_in.min() >= I_CENTRE - 2 * HALF_WINDOW - 1e-18
+            assert i_in.max() <= I_CENTRE + 2 * HALF_WINDOW + 1e-18
+            margin = np.minimum(abs(i_in - lo), abs(i_in - hi))
+            lo0, hi0 = m0.threshold_targets(bb)
+            i0 = m0.input_current(cc)
+            # at least the neuron scale's margin, or H (a candidate clipped at I_c0 +- 2H)
+            floor = np.minimum(np.minimum(abs(i0 - lo0), abs(i0 - hi0)), HALF_WINDOW)
+            assert np.all(margin >= floor * (1 - 1e-9))
+            if m.normalised:
+                wide = np.abs(bb) >= 1
+                np.testing.assert_allclose(hi[wide], I_CENTRE + HALF_WINDOW)
+                np.testing.assert_allclose(lo[wide], I_CENTRE - HALF_WINDOW)
+                own = np.abs(np.abs(cc) - np.abs(bb) + 0.5) / (np.maximum(np.abs(bb), 1) - 0.5)
+                check = wide & (np.abs(cc) <= 2 * np.abs(bb) - 1)
+                np.testing.assert_allclose(margin[check], (HALF_WINDOW * own)[check], rtol=1e-9)
+    with pytest.raises(ValueError, match="need the accumulators b"):
+        next(m for m in normalised if m.normalised).input_current(np.array([1]))
+
+
+def test_normalised_drive_replays_the_golden_bits():
+    """The PWL drive of a normalised neuron on an ideal Schmitt trigger: the golden bits."""
+    b = default_agreement_bundle()
+    m = map_bundle(b, np.zeros((1, 1, 3), dtype=np.int64), normalise=True)[1]
+    assert m.normalised
+    big = m.b_max
+    c = np.array([3, 2 * big, 1, -big // 2, 0, 5, -5, 1, -1])
+    bb = np.array([2, 1, big - 1, big, 0, 4, 4, 1, 0])
+    t = Timing()
+    states, _ = _replay(m, neuron_drive(m, c, bb, t), t, len(c), start=0)
+    q, expect = 0, []
+    for k in range(len(c)):
+        q = int(c[k] >= 0) if abs(c[k]) >= abs(bb[k]) else q
+        expect.append(q)
+    assert states == expect
+    lo, hi = m.threshold_currents(bb[bb != 0])  # |b| >= 1: the window is always the widest
+    assert np.allclose(lo, lo[0]) and np.allclose(hi, hi[0])

@@ -65,7 +65,9 @@ def test_side_by_side_for_a_small_bmru_bundle_and_the_cache(bmru_build, tmp_path
     # a BMRU cell (~1-4 nW) is nowhere near a constant or a unit slip of its pA-nA currents
     assert 0.5 < an["layer_nw"]["cells"] / 2 < 10
     rows = fig["side_by_side"]
-    assert [r["path"] for r in rows] == ["digital", "digital", "digital", "analog", "analog"]
+    assert [r["path"] for r in rows] == ["digital", "digital", "digital", "analog", "analog", "analog"]
+    assert an["synapses_nw"] > 0 and rows[4]["pj_per_step"] == pytest.approx(an["synapse_pj_per_step"])
+    assert "synapse mirror arrays" in rows[4]["figure"]
     for r in rows:
         assert r["pj_per_step"] > 0
         assert r["nj_per_inference"] == pytest.approx(r["pj_per_step"] * t * 1e-3, rel=1e-9)

@@ -91,7 +91,7 @@ def behavioural_states(
     n, t, d = c.shape
     cores = 2 if pair else 1
     err = np.zeros((cores, 3, d)) if errors is None else np.asarray(errors)[:cores]
-    i_in = np.stack([m.input_current(c[..., i]) for i, m in enumerate(maps)], axis=-1)
+    i_in = np.stack([m.input_current(c[..., i], b[..., i]) for i, m in enumerate(maps)], axis=-1)
     lo = np.empty_like(i_in)
     hi = np.empty_like(i_in)
     for i, m in enumerate(maps):

@@ -353,13 +353,18 @@ def deck_header(
     mc_seed: int | None = None,
     temp: float = 27.0,
     models: str | None = None,
+    reltol: float | None = None,
 ) -> str:
-    """Title, options, device models (``models`` text or :func:`codesign.analog.pdk.model_block`)."""
+    """Title, options, device models (``models`` text or :func:`codesign.analog.pdk.model_block`).
+
+    ``reltol``: replaces the relative tolerance of :data:`codesign.analog.ngspice.TIGHT_OPTIONS`
+    (1e-4); the absolute ones (pA currents) stay."""
     from codesign.analog.ngspice import TIGHT_OPTIONS
     from codesign.analog.pdk import model_block
 
     mc = 1 if mc_seed is not None else 0
-    lines = [f"* {title}", ".option scale=1.0u", TIGHT_OPTIONS, f".option temp={temp:g}"]
+    options = TIGHT_OPTIONS if reltol is None else TIGHT_OPTIONS.replace("reltol=1e-4", f"reltol={reltol:g}")
+    lines = [f"* {title}", ".option scale=1.0u", options, f".option temp={temp:g}"]
     if mc_seed is not None:
         lines.append(f".option seed={int(mc_seed)}")
     lines.append(models if models is not None else model_block(corner))

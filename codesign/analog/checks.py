@@ -109,9 +109,16 @@ def time_avg(t: np.ndarray, y: np.ndarray, t0: float, t1: float) -> float:
     return float(np.trapezoid(y[m], t[m]) / (t[m][-1] - t[m][0]))
 
 
-def _bench(title: str, ctx: Ctx, body: str, mc_seed: int | None = None, extra_lib: str = "") -> str:
+def _bench(
+    title: str,
+    ctx: Ctx,
+    body: str,
+    mc_seed: int | None = None,
+    extra_lib: str = "",
+    reltol: float | None = None,
+) -> str:
     return (
-        cells.deck_header(title, corner=ctx.corner, mc_seed=mc_seed)
+        cells.deck_header(title, corner=ctx.corner, mc_seed=mc_seed, reltol=reltol)
         + cells.cell_library()
         + extra_lib
         + cells.supplies()
@@ -517,13 +524,19 @@ def run_bundle_trace(
     mc_seed: int | None = None,
     name: str = "agreement",
     pair: bool = False,
+    reltol: float | None = None,
+    drive_accs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> TraceResult:
     """Drive the layer netlist with the currents of integer inputs ``xq`` (N, T, M); compare with golden.
 
     ``pair``: every neuron is a complementary pair of cells (``bmru_pair``) reset at the start so
     that the analog state is the golden model's three-valued one (0 before the first update); the
     reset is released in phase A of the first step (the candidate at the window centre). ``xq``
-    must then hold one sequence (the pair is reset once).
+    must then hold one sequence (the pair is reset once). ``reltol``: ngspice's relative tolerance
+    (default 1e-4, :data:`codesign.analog.ngspice.TIGHT_OPTIONS`). ``drive_accs``: the candidate
+    and threshold sums ``(c, b)`` of shape ``(N*T, d)`` that drive the cells instead of the exact
+    integers (the measured synapse arrays, :mod:`codesign.analog.synapse_sim`); the golden
+    comparison and the margins stay on the integers.
     """
     from codesign.analog.netlist import neuron_subckt
     from codesign.golden import run_golden
@@ -559,7 +572,8 @@ def run_bundle_trace(
     for i in neurons:
         nm = maps[i]
         subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, pair=pair))
-        dr = neuron_drive(nm, c2[:, i], b2[:, i], timing)
+        dc, db = (c2, b2) if drive_accs is None else drive_accs
+        dr = neuron_drive(nm, dc[:, i], db[:, i], timing)
         drives.append(dr)
         n = f"neuron_{i:03d}"
         if nm.fixed_threshold:
@@ -578,6 +592,7 @@ def run_bundle_trace(
         "\n".join(body) + "\n",
         mc_seed=mc_seed,
         extra_lib="\n" + "\n".join(subckts),
+        reltol=reltol,
     ) + control_block([(f"tran {fmt(timing.t_step / 4)} {stop:.6g}", "tran", vecs)])
     res = ctx.run(
         deck,
@@ -789,7 +804,7 @@ def run_ladder_trace(
 
 def _margins(nm: NeuronMap, c: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Distance (A) from each step's input current to the nearer threshold current."""
-    i_in = nm.input_current(c)
+    i_in = nm.input_current(c, b)
     lo, hi = nm.threshold_targets(b)
     return np.minimum(np.abs(i_in - lo), np.abs(i_in - hi))
 

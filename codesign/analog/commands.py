@@ -171,6 +171,24 @@ def analog_eval_command(
     mc_sequences: Annotated[
         int, typer.Option(help="test sequences each ngspice Monte Carlo draw runs (the first N)")
     ] = 2,
+    scale: Annotated[
+        str,
+        typer.Option(
+            help="candidate scale: step (every step's window normalised to the widest, margins "
+            "H ||c|-|b||/|b|) or neuron (one scale per neuron from its largest |b|)"
+        ),
+    ] = "step",
+    reltol: Annotated[float, typer.Option(help="ngspice relative tolerance")] = 1e-4,
+    synapses: Annotated[
+        str,
+        typer.Option(
+            help="ideal: the cells get the exact integer sums; circuit: the sums of the bundle's "
+            "synapse mirror arrays simulated in ngspice, with their supply power"
+        ),
+    ] = "ideal",
+    synapse_ix_fa: Annotated[
+        float, typer.Option(help="synapse arrays: current per input LSB and weight unit (fA)")
+    ] = 1000.0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -199,13 +217,19 @@ def analog_eval_command(
             mc=mc,
             mc_spice=mc_spice,
             mc_sequences=mc_sequences,
+            scale=scale,
+            reltol=reltol,
+            synapses=synapses,
+            synapse_ix_fa=synapse_ix_fa,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "
         f"{summary['analog_accuracy']:.4f}, golden {summary['golden_accuracy']:.4f}, classes agree "
         f"{summary['class_agreement']:.4f}, states agree {summary['state_agreement']:.4f} of "
         f"{summary['neuron_steps_compared']} neuron-steps, {summary['energy_per_inference_nj']:.3f} nJ per "
-        f"inference ({summary['time_per_step_s'] * 1e3:g} ms per step)"
+        f"inference ({summary['time_per_step_s'] * 1e3:g} ms per step; "
+        + ", ".join(f"{k} {v:.3f}" for k, v in summary["energy_split_nj"].items())
+        + f" nJ); {summary['seconds_per_sequence']:.0f} s of ngspice per sequence"
     )
     if "mismatch" in summary:
         beh = summary["mismatch"]["behavioural"]

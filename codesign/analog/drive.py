@@ -85,11 +85,10 @@ def neuron_drive(nm: NeuronMap, c: np.ndarray, b: np.ndarray, timing: Timing = T
     """
     c = np.asarray(c)
     b = np.asarray(b)
-    i_in = nm.input_current(c)
+    i_in = nm.input_current(c, b)
     lo, hi = nm.threshold_currents(b)
     w_lo, w_hi = (float(v[0]) for v in nm.threshold_currents(np.array([nm.b_max])))
-    low_level = nm.i_centre - nm.k * nm.clip
-    cand = _Pwl(low_level)
+    cand = _Pwl(nm.low_level)
     dyn = not nm.fixed_threshold
     th_d, th_u = (_Pwl(w_lo), _Pwl(w_hi)) if dyn else (None, None)
     cand.move(timing.step_start(0), nm.i_centre, timing.t_ramp)
@@ -147,11 +146,10 @@ def ladder_drive(
     """
     c = np.asarray(c)
     b = np.asarray(b)
-    i_in = nm.input_current(c)
+    i_in = nm.input_current(c, b)
     lo, hi = nm.threshold_currents(b)
     w_lo, w_hi = (float(v[0]) for v in nm.threshold_currents(np.array([nm.b_max])))
-    low_level = nm.i_centre - nm.k * nm.clip
-    high_level = nm.i_centre + nm.k * nm.clip
+    low_level, high_level = nm.low_level, nm.high_level
     cand, th_d, th_u = _Pwl(low_level), _Pwl(w_lo), _Pwl(w_hi)
     now = 5e-3
     for _ in range(n0):

@@ -9,9 +9,10 @@ with the lowest index on ties. Reported beside the golden model on the same sequ
 per-step state agreement (steps where the golden state is defined), energy per inference from
 the supply currents, the frame time, and the smallest current margins met.
 
-What it does not do yet (issue 21): drive the cells from the synapse arrays of
-:mod:`codesign.analog.synapse` (the input-weight products are ideal sources computed in Python),
-native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
+``synapses="circuit"`` drives the cells with the sums of the bundle's synapse arrays simulated in
+ngspice (:mod:`codesign.analog.synapse_sim`) instead of the exact integers; the stage that turns
+those sums into the cells' candidate and threshold currents (scale, centre, the per-step division
+of the step mapping) is still an ideal source. Not done yet (issue 21): native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
 :mod:`codesign.analog.mismatch` over the whole test set and, with ``mc_spice``, ngspice Monte Carlo
 draws on a subset to check it.
 
@@ -117,8 +118,12 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     bundle = load_bundle(bundle_dir)
     view = _layer_view(bundle)
     xq, _ = test_set(bundle)
-    maps = map_bundle(view, xq)  # scales from the whole test set: the same for every sequence
+    # scales from the whole test set: the same for every sequence
+    maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
     pair = settings["start"] == "pair"
+    drive, syn = None, {}
+    if settings.get("synapses", "ideal") == "circuit":
+        drive, syn = _array_drive(view, xq[n], Path(cache), settings)
     trace = run_bundle_trace(
         view,
         xq[n : n + 1],
@@ -128,8 +133,18 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         mc_seed=settings.get("mc_seed"),
         pair=pair,
         timing=_timing(settings),
+        reltol=settings.get("reltol"),
+        drive_accs=drive,
     )
     c, b = accumulators(view, xq[n : n + 1])
+    if drive is not None:
+        syn["sum_error_max_units"] = float(max(np.abs(drive[0] - c[0]).max(), np.abs(drive[1] - b[0]).max()))
+        syn["sum_error_rel_max"] = float(
+            max(
+                (np.abs(drive[0] - c[0]) / np.maximum(np.abs(c[0]), 1)).max(),
+                (np.abs(drive[1] - b[0]) / np.maximum(np.abs(b[0]), 1)).max(),
+            )
+        )
     roots = [
         [
             r["neuron"],
@@ -156,8 +171,35 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         "t_step_s": trace.timing.t_step,
         "wall_s": trace.wall_s,
     }
+    if syn:
+        record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
+        record["synapse_sums"] = syn
     write_text(path, json.dumps(record))
     return record
+
+
+def _array_drive(view: Bundle, x: np.ndarray, cache: Path, settings: dict) -> tuple[tuple, dict]:
+    """The candidate and threshold sums of one sequence ``x`` (T, M) from the chip's simulated
+    synapse arrays (:mod:`codesign.analog.synapse_sim`), and their mean supply power."""
+    from codesign.analog.mapping import spine
+    from codesign.analog.synapse_sim import array_sums, array_supply, load_or_measure
+
+    sp = spine(view)
+    w = sp.weights
+    arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)
+    x_max = 1 << (sp.manifest.formats.input.bits - 1)
+    from codesign.analog.synapse import SynapseDesign
+
+    design = SynapseDesign(i_x=settings["synapse_ix_fa"] * 1e-15)
+    table = load_or_measure(
+        arr, x_max, cache, design, corner=settings["corner"], mc_seed=settings.get("mc_seed")
+    )
+    sums, lines = array_sums(table, arr, x)
+    d = w["w_cand"].shape[0]
+    c = sums[:, :d] + w["b_cand"][None, :]
+    b = sums[:, d:] + w["b_thr"][None, :]
+    power = array_supply(table, x, lines)
+    return (c, b), {"power_nW": float(power.mean() / 1e-9)}
 
 
 def analog_eval(
@@ -174,6 +216,10 @@ def analog_eval(
     mc: int = 0,
     mc_spice: int = 0,
     mc_sequences: int = 2,
+    scale: str = "step",
+    reltol: float = 1e-4,
+    synapses: str = "ideal",
+    synapse_ix_fa: float = 1000.0,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict.
 
@@ -181,6 +227,15 @@ def analog_eval(
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
+
+    ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
+    margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
+    of the test set. ``reltol``: ngspice's relative tolerance. ``synapses``: ``ideal`` drives the
+    cells with the exact integer sums; ``circuit`` with the sums of the bundle's synapse arrays
+    simulated in ngspice (:mod:`codesign.analog.synapse_sim`; with ``mc_seed`` their devices are
+    mismatched too), and adds their supply power. ``synapse_ix_fa``: the arrays' current per input
+    LSB and weight unit (fA): each unit mirror conducts about 0.09-0.12 pA with no input (sky130
+    tt, 2/4 um), which at 100 fA shifted every product by ~0.9 of its weight; at 1 pA by ~0.09.
 
     ``mc``: mismatch draws of the behavioural model (:mod:`codesign.analog.behavioural`) over the
     whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
@@ -199,6 +254,12 @@ def analog_eval(
         raise CodesignError(
             f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
         )
+    if synapses not in ("ideal", "circuit"):
+        raise CodesignError(f"--synapses must be ideal or circuit, not {synapses!r}")
+    if scale not in ("step", "neuron"):
+        raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
+    if not 1e-6 <= reltol <= 1e-2:
+        raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
@@ -206,6 +267,16 @@ def analog_eval(
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start, "frame_ms": float(frame_ms)}
+    # the pre-scale-option cache keys stay valid for the defaults they were made with
+    if scale != "neuron":
+        settings["scale"] = scale
+    if reltol != 1e-4:
+        settings["reltol"] = float(reltol)
+    if synapses != "ideal":
+        if not 10.0 <= synapse_ix_fa <= 1e5:
+            raise CodesignError(f"--synapse-ix-fa must be between 10 and 1e5 fA, not {synapse_ix_fa:g}")
+        settings["synapses"] = synapses
+        settings["synapse_ix_fa"] = float(synapse_ix_fa)
     tasks = [(n, settings) for n in range(count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
@@ -290,6 +361,10 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "bundle": bundle.manifest.name,
         "corner": settings["corner"],
         "start": settings["start"],
+        "scale": settings.get("scale", "neuron"),
+        "reltol": settings.get("reltol", 1e-4),
+        "synapses": settings.get("synapses", "ideal"),
+        "synapse_ix_fa": settings.get("synapse_ix_fa"),
         "frame_ms": settings["frame_ms"],
         "sequences": len(records),
         "steps_per_sequence": records[0]["steps"],
@@ -312,13 +387,26 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "root_errors_by_neuron": np.bincount([int(r[0]) for r in roots], minlength=len(alpha)).tolist(),
         "energy_per_inference_nj": float(np.mean(energy)),
         "power_nw": power,
+        "energy_split_nj": {
+            k.removesuffix("_nW"): v * 1e-9 * records[0]["steps"] * records[0]["t_step_s"] * 1e9
+            for k, v in power.items()
+        },
         "power_note": "supply currents of the cells (core), their bias generators (bias) and the ideal "
-        "input sources (input); synapses are ideal sources here (their arrays' power: "
-        "python -m codesign.analog.synapse BUNDLE)",
+        "candidate/threshold DAC sources (input), simulated"
+        + (
+            "; synapses: the arrays' supply (input DACs into the diodes, every sum line, cascode bias) "
+            "from their ngspice DC sweep"
+            if settings.get("synapses") == "circuit"
+            else "; the synapses are not in these figures (ideal sums; their arrays' computed power: "
+            "python -m codesign.analog.synapse BUNDLE)"
+        ),
+        "synapse_sum_error_max_units": max(
+            (r["synapse_sums"]["sum_error_max_units"] for r in records if "synapse_sums" in r), default=None
+        ),
+        "seconds_per_sequence": float(np.mean([r["wall_s"] for r in records])),
         "time_per_step_s": records[0]["t_step_s"],
         "worst_root_error_margin_pa": max(margins) if margins else None,
         "steps_margin_below_5pa": int(sum(r["steps_margin_below_5pA"] for r in records)),
         "undecided_reads": int(sum(r["undecided_reads"] for r in records)),
         "simulated_s": float(sum(r["wall_s"] for r in records)),
-        "synapses": "ideal current sources (not circuits yet)",
     }

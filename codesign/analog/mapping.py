@@ -86,21 +86,50 @@ class NeuronMap:
     i_centre: float = I_CENTRE
     i_down: float | None = None  # constant thresholds (fixed-threshold neurons only)
     i_up: float | None = None
+    normalised: bool = False
+    """Per-step window normalisation (per-step neurons only): every step gets its own scale
+    ``k_t = H / (max(|b_t|, 1) - 1/2)``, so the thresholds always sit at the widest window
+    ``I_c0 -+ H`` and the candidate carries ``c_t / |b_t|``. The gate ``|c| >= |b|`` is unchanged
+    (both sides are scaled by the same positive number); the margins grow from ``k (||c| - |b||)``
+    with the neuron's one scale ``k = H / (B_i - 1/2)`` to ``H ||c| - |b|| / |b|``."""
 
     @property
     def clip(self) -> int:
         return 2 * self.b_max - 1
 
-    def input_current(self, c: np.ndarray) -> np.ndarray:
-        c = np.clip(np.asarray(c, dtype=np.float64), -self.clip, self.clip)
-        return self.i_centre + self.k * c
+    @property
+    def low_level(self) -> float:
+        """The lowest candidate current (``c`` at the lower clip): ``I_c0 - 2H`` in both scale modes."""
+        return self.i_centre - (2 * HALF_WINDOW if self.normalised else self.k * self.clip)
+
+    @property
+    def high_level(self) -> float:
+        return self.i_centre + (2 * HALF_WINDOW if self.normalised else self.k * self.clip)
+
+    def step_scale(self, b: np.ndarray | None) -> tuple[np.ndarray | float, np.ndarray | int]:
+        """``(k_t, clip_t)`` of every step: the neuron's own ``(k, 2 B - 1)`` unless normalised."""
+        if not self.normalised:
+            return self.k, self.clip
+        if b is None:
+            raise ValueError(
+                f"neuron {self.index} is normalised per step: its currents need the accumulators b"
+            )
+        mag = np.maximum(np.abs(np.asarray(b, dtype=np.float64)), 1.0)
+        return HALF_WINDOW / (mag - 0.5), 2 * mag - 1
+
+    def input_current(self, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+        """Candidate current for accumulators ``c`` (and ``b``, which a normalised neuron needs)."""
+        k, clip = self.step_scale(b)
+        c = np.clip(np.asarray(c, dtype=np.float64), -clip, clip)
+        return self.i_centre + k * c
 
     def threshold_targets(self, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Target thresholds ``(down, up)`` in A, on the input-current axis, for accumulators ``b``."""
         mag = np.abs(np.asarray(b, dtype=np.float64))
+        k, _ = self.step_scale(b)
         half = np.where(mag >= 1, mag - 0.5, 0.0)
-        centre = np.where(mag >= 1, self.i_centre, self.i_centre - self.k / 2)
-        return centre - self.k * half, centre + self.k * half
+        centre = np.where(mag >= 1, self.i_centre, self.i_centre - k / 2)
+        return centre - k * half, centre + k * half
 
     def threshold_currents(self, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bias currents ``(I_DOWN, I_UP)`` that realise the targets (divided by :data:`THRESHOLD_TRIM`)."""
@@ -147,8 +176,14 @@ def check_mappable(bundle: AnyBundle) -> None:
         )
 
 
-def map_bundle(bundle: AnyBundle, calibration: np.ndarray | None = None) -> list[NeuronMap]:
-    """One :class:`NeuronMap` per neuron; ``calibration`` are integer inputs ``(N, T, M)`` giving ``B_i``."""
+def map_bundle(
+    bundle: AnyBundle, calibration: np.ndarray | None = None, *, normalise: bool = False
+) -> list[NeuronMap]:
+    """One :class:`NeuronMap` per neuron; ``calibration`` are integer inputs ``(N, T, M)`` giving ``B_i``.
+
+    ``normalise``: per-step neurons get the per-step window normalisation of
+    :attr:`NeuronMap.normalised` (fixed-threshold neurons already have ``B_i = |b|``).
+    """
     bundle = spine(bundle)
     check_mappable(bundle)
     w = bundle.weights
@@ -171,7 +206,9 @@ def map_bundle(bundle: AnyBundle, calibration: np.ndarray | None = None) -> list
             i_alpha = ALPHA_MAX
         else:
             i_alpha = ALPHA_MAX * abs(int(alpha[i])) / a_max if a_max else 0.0
-        nm = NeuronMap(i, bool(fixed[i]), b_max, k, i_alpha, int(alpha[i]))
+        nm = NeuronMap(
+            i, bool(fixed[i]), b_max, k, i_alpha, int(alpha[i]), normalised=normalise and not fixed[i]
+        )
         if fixed[i]:
             lo, hi = nm.threshold_currents(np.array([bb]))
             nm = NeuronMap(i, True, b_max, k, i_alpha, int(alpha[i]), i_down=float(lo[0]), i_up=float(hi[0]))

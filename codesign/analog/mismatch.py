@@ -20,14 +20,25 @@ def _accuracy(bundle: Bundle, signs: np.ndarray, y: np.ndarray) -> float:
 
 
 def mismatch_draws(
-    bundle: Bundle, xq: np.ndarray, y: np.ndarray, draws: int, mm: Mismatch = SKY130_TT, *, pair: bool = True
+    bundle: Bundle,
+    xq: np.ndarray,
+    y: np.ndarray,
+    draws: int,
+    mm: Mismatch = SKY130_TT,
+    *,
+    pair: bool = True,
+    scale: str = "step",
+    calibration: np.ndarray | None = None,
 ) -> dict:
-    """Accuracy and state agreement of ``draws`` behavioural chips (seeds 1..draws) on ``xq``."""
+    """Accuracy and state agreement of ``draws`` behavioural chips (seeds 1..draws) on ``xq``.
+
+    ``scale``: ``step`` (per-step window normalisation) or ``neuron`` (one scale per neuron, set by
+    the largest ``|b|`` of ``calibration``, default ``xq``): see :attr:`NeuronMap.normalised`."""
     from codesign.analog.evaluate import _layer_view
     from codesign.analog.mapping import map_bundle
 
     view = _layer_view(bundle)
-    maps = map_bundle(view, xq)
+    maps = map_bundle(view, xq if calibration is None else calibration, normalise=scale == "step")
     golden = golden_signs(view, xq)
     d = golden.shape[-1]
     acc, agree = [], []
@@ -38,6 +49,7 @@ def mismatch_draws(
     nominal = behavioural_states(view, xq, maps, pair=pair)
     return {
         "draws": draws,
+        "scale": scale,
         "sigma": {"input": mm.sigma_in, "up": mm.sigma_up, "down": mm.sigma_down},
         "accuracy": acc,
         "state_agreement": agree,
@@ -64,7 +76,8 @@ def mismatch_summary(
     from codesign.golden import run_golden
 
     pair = settings["start"] == "pair"
-    out = {"behavioural": mismatch_draws(bundle, xq, y, draws, pair=pair)}
+    scale = settings.get("scale", "neuron")
+    out = {"behavioural": mismatch_draws(bundle, xq, y, draws, pair=pair, scale=scale)}
     out["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
     if spice_records:
         seqs = sorted({n for n, _ in spice_tasks})
@@ -74,7 +87,9 @@ def mismatch_summary(
             s = np.asarray(rec["s_analog"])
             per_seed.setdefault(st["mc_seed"], []).append(float((s == golden[seqs.index(n)]).mean()))
         spice = [float(np.mean(v)) for _, v in sorted(per_seed.items())]
-        beh = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair)["state_agreement"]
+        beh = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair, scale=scale, calibration=xq)[
+            "state_agreement"
+        ]
         out["spice_check"] = {
             "sequences": seqs,
             "spice_seeds": sorted(per_seed),
@@ -102,18 +117,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("bundles", nargs="+", type=Path)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the sky130 tt sigmas")
+    ap.add_argument(
+        "--mapping",
+        choices=("step", "neuron"),
+        default="step",
+        help="candidate scale: per-step window normalisation (step) or one scale per neuron (neuron)",
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     out = {}
     for path in args.bundles:
         bundle = load_bundle(path)
         xq, y = test_set(bundle)
-        r = mismatch_draws(bundle, xq, y, args.draws, SKY130_TT.scaled(args.scale))
+        r = mismatch_draws(bundle, xq, y, args.draws, SKY130_TT.scaled(args.scale), scale=args.mapping)
         r["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
         r["sequences"] = len(xq)
         out[bundle.manifest.name] = r
         print(
-            f"{bundle.manifest.name}: golden {r['golden_accuracy']:.4f}, behavioural without mismatch "
+            f"{bundle.manifest.name} ({args.mapping} scale): golden {r['golden_accuracy']:.4f}, behavioural without mismatch "
             f"{r['accuracy_without_mismatch']:.4f}; {args.draws} draws x {len(xq)} sequences: mean "
             f"{r['accuracy_mean']:.4f}, p10 {r['accuracy_p10']:.4f}, min {r['accuracy_min']:.4f}, "
             f"states agree {r['state_agreement_mean']:.4f}",

@@ -169,7 +169,7 @@ def layer_testbench(maps: list[NeuronMap], *, native_stages: int | None = None, 
     lines.append("Xlayer " + " ".join(layer_ports(maps, native)) + " layer")
     for m in maps:
         i = m.index
-        low = m.i_centre - m.k * m.clip
+        low = m.low_level
         lines.append(f"Iin{i} vsrc in{i} PWL(0 {fmt(low)} 1m {fmt(low)} 1.02m {fmt(m.i_centre)})")
         lines.append(f"Vout{i} out{i} 0 {VOUT:g}")
         if not m.fixed_threshold:

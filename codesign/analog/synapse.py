@@ -19,8 +19,9 @@ circuit that computes those sums instead, so every weight is a device with its a
   their diodes' voltage whatever the next stage holds the line at: without it, lines at 0.5 V
   read 6 % of full scale high (sky130's weak-inversion DIBL). :func:`synapse_testbench` measures
   the sums with the lines held at 1.3 V, about the input of the neuron's pFET mirrors, which
-  would also apply the neuron's scale ``k_i / I_x`` and the window centre (that stage and the
-  wiring into ``analog-eval`` are not built yet).
+  would also apply the neuron's scale ``k_i / I_x`` and the window centre (that stage is not
+  built; ``analog-eval --synapses circuit`` drives the cells with these arrays' simulated sums
+  through an ideal one, :mod:`codesign.analog.synapse_sim`).
 
 Zero bits get no device (a programmable array would hold them switched off; the count of such an
 array is :func:`synapse_cost` with ``programmable=True``). Area counts gate area ``W L`` of every

@@ -56,7 +56,7 @@ __all__ = [
     "side_by_side",
 ]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bump when the measurement changes meaning; old cache entries are then ignored."""
 CACHE_DIR = "report_analog"
 DEFAULT_NEURONS = 8
@@ -68,6 +68,9 @@ BMRU_MIN_FRAME_S = 10e-3
 """Shortest frame the BMRU drive is played at: switching at 5 pA overdrive takes ~5 ms, plus the
 1.5 ms of the neutral and threshold phases (:mod:`codesign.analog.drive`)."""
 CORNER = "tt"
+SYNAPSE_IX = 1e-12
+"""Synapse arrays' current per input LSB and weight unit (:mod:`codesign.analog.synapse_sim`:
+at 100 fA the unit mirrors' zero-input current, ~0.1 pA each, is as large as the signal)."""
 
 INCLUDES = (
     "the recurrent cells at transistor level (sky130, 1.8 V, weak inversion): memory cells, their "
@@ -76,9 +79,10 @@ INCLUDES = (
 )
 INCLUDES_NATIVE = " and the ladders' DPI low-passes"
 EXCLUDES = (
-    "the synaptic sums that make the candidate and threshold currents (ideal current sources here) "
-    "and their DACs, input encoding, readout, the loads of the output currents (held at 0.5 V); "
-    "the candidate input currents delivered at 1.8 V are shown apart"
+    "the synaptic sums that make the candidate and threshold currents (ideal current sources drive "
+    "the cells; the synapse arrays' own power is a row of its own) and the stage that scales them, "
+    "input encoding, readout, the loads of the output currents (held at 0.5 V); the candidate input "
+    "currents delivered at 1.8 V are shown apart"
 )
 
 
@@ -263,9 +267,12 @@ def analog_power(
                         "wall_s": tr.wall_s,
                     }
                 )
+            synapses_nw = _synapses_nw(sb, played[0], where / "synapses")
         except SimulationError as err:
             return not_measured("failed", f"ngspice: {err}")
         m = {
+            "synapses_nW": synapses_nw,
+            "synapse_ix_fA": SYNAPSE_IX / 1e-15,
             "native": native,
             "circuit": circuit,
             "stages": stages if native else None,
@@ -286,6 +293,20 @@ def analog_power(
         }
         write_text(where / "measurement.json", json.dumps(m, indent=1) + "\n")
     return _section(m, step_rate, steps_per_inference, cached, source)
+
+
+def _synapses_nw(sb, x: np.ndarray, cache: Path) -> float:
+    """Mean supply power (nW) of the layer's candidate and threshold mirror arrays over the played
+    steps ``x`` (T, M), from their ngspice DC sweep (:mod:`codesign.analog.synapse_sim`)."""
+    from codesign.analog.synapse import SynapseDesign
+    from codesign.analog.synapse_sim import array_sums, array_supply, load_or_measure
+
+    arr = np.concatenate([sb.weights["w_cand"], sb.weights["w_thr"]]).astype(np.int64)
+    x_max = 1 << (sb.manifest.formats.input.bits - 1)
+    cache.mkdir(parents=True, exist_ok=True)
+    table = load_or_measure(arr, x_max, cache, SynapseDesign(i_x=SYNAPSE_IX), corner=CORNER)
+    _, lines = array_sums(table, arr, x)
+    return float(array_supply(table, x, lines).mean() / 1e-9)
 
 
 def _section(m: dict, step_rate: float, steps_per_inference: float, cached: bool, source: str) -> dict:
@@ -370,6 +391,9 @@ def _section(m: dict, step_rate: float, steps_per_inference: float, cached: bool
         "energy_pj_per_step": e_step_pj,
         "energy_uj_per_inference": e_step_pj * steps_per_inference * 1e-6,
         "input_pj_per_step": layer["input_nW"] * 1e-9 * period * 1e12,
+        "synapses_nw": m["synapses_nW"],
+        "synapse_ix_fa": m["synapse_ix_fA"],
+        "synapse_pj_per_step": m["synapses_nW"] * 1e-9 * period * 1e12,
         "golden_agreement_mean": float(np.mean(agree)) if agree else None,
         "golden_agreement_note": (
             "share of played steps on which the simulated "
@@ -450,6 +474,14 @@ def side_by_side(figures: dict) -> list[dict]:
                 an["includes"] + f"; measured on {n} of {d} neurons, scaled by {d}/{n}",
                 an["excludes"],
                 an["energy_pj_per_step"],
+            ),
+            row(
+                "analog",
+                "synapse mirror arrays, ngspice DC sweep (all neurons)",
+                f"every weight a group of sky130 unit mirrors ({an['synapse_ix_fa']:g} fA per input LSB "
+                "and weight unit), the input DAC currents into their diodes, every sum line, the cascode bias",
+                "the input DACs' own circuits, the stage that scales the sums into the cells' currents",
+                an["synapse_pj_per_step"],
             ),
             row(
                 "analog",
