@@ -473,7 +473,9 @@ def test_lut_multiply_multiplies_exactly(weight_bits: int, value_bits: int) -> N
     sim.run()
 
 
-@pytest.mark.parametrize(("weight_bits", "value_bits", "pieces"), [(8, 4, 2), (8, 4, 4), (6, 5, 3), (4, 6, 2)])
+@pytest.mark.parametrize(
+    ("weight_bits", "value_bits", "pieces"), [(8, 4, 2), (8, 4, 4), (6, 5, 3), (4, 6, 2)]
+)
 def test_serial_multiply_pieces_sum_to_the_product(weight_bits: int, value_bits: int, pieces: int) -> None:
     """The pieces of a digit-serial product (``--share-multipliers X:K``) add up to ``*`` for
     every operand pair, and each fits the piece width (one bit over a product's)."""
