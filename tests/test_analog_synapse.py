@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +89,31 @@ def test_product_table_sums_match_the_full_array_in_ngspice() -> None:
         full = measure_synapse(w, x[t])
         err = (sums[t] * table.gain(w) * 1e-13 - full["measured"]) / full["full_scale"]
         assert np.all(np.abs(err) < 0.01), err
+
+
+def test_test_set_figures_with_ideal_products_reproduce_the_golden_model(tmp_path, monkeypatch) -> None:
+    """`python -m codesign.analog.synapse_sim`: with exact products (no leakage, unit gain) in
+    place of the ngspice table, the arrays' sums are the integers, the ideal cells agree with the
+    golden states on every neuron-step, the accuracy is golden's, and the table is cached once."""
+    import codesign.analog.synapse_sim as synapse_sim
+
+    calls: list[int] = []
+
+    def exact_products(weights, x_max, design=synapse_sim.SynapseDesign(), **_):
+        calls.append(x_max)
+        w = np.asarray(weights, dtype=np.int64)
+        rows, cols = np.nonzero(w)
+        routed = np.abs(w[rows, cols])[:, None] * np.arange(x_max + 1)[None, :] * design.i_x
+        return synapse_sim.ProductTable(rows, cols, routed, np.zeros_like(routed), design.i_x)
+
+    monkeypatch.setattr(synapse_sim, "measure_products", exact_products)
+    bundle = Path(__file__).resolve().parents[1] / "models" / "bundles" / "japanese_vowels_bmru_anneal"
+    figures = synapse_sim.test_set_figures(bundle, tmp_path)
+    assert figures["sequences"] == 370
+    assert figures["sum_error_units"]["max"] < 1e-6
+    assert figures["array_gain"] == pytest.approx(1.0)
+    assert figures["state_agreement_ideal_cells"] == 1.0
+    assert figures["accuracy_ideal_cells"] == figures["golden_accuracy"]
+    assert figures["synapse_power_nW"] > 0
+    again = synapse_sim.test_set_figures(bundle, tmp_path)  # from the cached table
+    assert calls == [128] and again == figures
