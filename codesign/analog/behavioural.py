@@ -88,6 +88,19 @@ def behavioural_states(
     neuron starting low (-1).
     """
     c, b = accumulators(bundle, xq)
+    return pair_signs(c, b, maps, errors, pair=pair)
+
+
+def pair_signs(
+    c: np.ndarray,
+    b: np.ndarray,
+    maps: list[NeuronMap],
+    errors: np.ndarray | None = None,
+    *,
+    pair: bool = True,
+) -> np.ndarray:
+    """:func:`behavioural_states` from given accumulators ``c``, ``b`` ``(N, T, d)``: the cells
+    driven by sums that are not the integer ones (the synapse arrays' simulated sums)."""
     n, t, d = c.shape
     cores = 2 if pair else 1
     err = np.zeros((cores, 3, d)) if errors is None else np.asarray(errors)[:cores]

@@ -248,7 +248,7 @@ def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corn
     how far their sums are from the integers, their supply power, and the states and accuracy of
     ideal complementary-pair cells (no mismatch, step mapping) driven by those sums -- what the
     arrays alone cost in fidelity, without a cell transient per sequence."""
-    from codesign.analog.behavioural import golden_signs
+    from codesign.analog.behavioural import golden_signs, pair_signs
     from codesign.analog.evaluate import _layer_view, analog_readout, test_set
     from codesign.analog.mapping import accumulators, map_bundle, spine
     from codesign.bundle import load_bundle
@@ -266,24 +266,15 @@ def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corn
     c, b = accumulators(view, xq)
     maps = map_bundle(view, xq, normalise=True)
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
-    errs, power, signs = [], [], []
+    errs, power, sums_c, sums_b = [], [], [], []
     for n in range(len(xq)):
         s, lines = array_sums(table, arr, xq[n])
         cm, bm = s[:, :d] + w["b_cand"], s[:, d:] + w["b_thr"]
         errs.append(np.abs(np.concatenate([cm - c[n], bm - b[n]], axis=1)))
         power.append(array_supply(table, xq[n], lines).mean())
-        x = np.stack([m.input_current(cm[:, i], bm[:, i]) for i, m in enumerate(maps)], axis=1)
-        th = [m.threshold_targets(bm[:, i]) for i, m in enumerate(maps)]
-        lo, hi = np.stack([t[0] for t in th], axis=1), np.stack([t[1] for t in th], axis=1)
-        qa, qb = np.zeros(d, np.int64), np.ones(d, np.int64)  # the pair's reset
-        out = np.zeros((xq.shape[1], d), np.int64)
-        for k in range(xq.shape[1]):
-            up, down = x[k] > hi[k], x[k] < lo[k]
-            qa = np.where(up, 1, np.where(down, 0, qa))
-            qb = np.where(up, 1, np.where(down, 0, qb))
-            out[k] = qa + qb - 1
-        signs.append(out)
-    signs_a = np.asarray(signs)
+        sums_c.append(cm)
+        sums_b.append(bm)
+    signs_a = pair_signs(np.asarray(sums_c), np.asarray(sums_b), maps).astype(np.int64)
     err = np.asarray(errs)
     classes = np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs_a])
     frame = 10e-3
