@@ -719,7 +719,7 @@ FLOW: dict[str, tuple[str, ...]] = {
     "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
-    "Analysis": ("report", "report-cells", "explore"),
+    "Analysis": ("report", "report-cells", "explore", "ladder"),
 }
 """``codesign --help`` lists the commands in the order of the flow, in these panels."""
 
