@@ -123,3 +123,36 @@ def test_copy_first_d4_recipe_is_the_claims_16_bit_network() -> None:
     ours = parse_recipe(yaml.safe_load(path.read_text())).model_dump(exclude={"name"})
     (variant,) = [v for v in repro.claims()["copy_first_deployed"].variants if "16-bit" in v.label]
     assert ours == parse_recipe(dict(variant.recipe, seed=0)).model_dump(exclude={"name"})
+
+
+def test_a_qat_variant_scores_its_fine_tuned_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Variant.qat``: the golden accuracy of the QAT fine-tuning of each float run, reused on a re-run."""
+    from codesign.quant.export import bundle_from_model, golden_accuracy
+    from codesign.train.trainer import load_run, make_recipe_task
+
+    recipe = repro._recipe(
+        "d",
+        {"name": "copy_first", "length": 6, "val_size": 32, "test_size": 64},
+        {"arch": "hardware", "cell": "cmru", "hidden_size": 2, "eps": 1.0},
+        {"iterations": 6, "eval_every": 3, "batch_size": 16},
+    )
+    claim = repro.Claim(
+        "qat", "QAT", "none", "everything", [repro.Variant("CMRU q4", recipe, qat=(4, 6, 1e-3))],
+        columns={"L=6": {}}, deployed=True,
+    )  # fmt: skip
+    monkeypatch.setattr(repro, "claims", lambda: {"qat": claim})
+    console = Console(file=open("/dev/null", "w"))  # noqa: SIM115
+    (path,) = repro.run_repro(
+        ["qat"], seeds=[0], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console
+    )
+    tuned = tmp_path / "runs" / "qat" / "CMRU_q4" / "seed0-qat4"
+    rec, model, _ = load_run(tuned)
+    assert rec.train.qat_bits == 4 and rec.quant.layer.weight_bits == 4
+    assert rec.train.init_from == str(tuned.with_name("seed0"))
+    task = make_recipe_task(rec)
+    x, y = task.split("test", 0)
+    golden = golden_accuracy(bundle_from_model(model, rec, task), task, x, y)[0]
+    assert f"| CMRU q4 |  | {100 * golden:.2f} [{100 * golden:.2f}; {100 * golden:.2f}] |" in path.read_text()
+    mtime = (tuned / "best.pt").stat().st_mtime_ns
+    repro.run_repro(["qat"], seeds=[0], runs_root=tmp_path / "runs", out_dir=tmp_path, console=console)
+    assert (tuned / "best.pt").stat().st_mtime_ns == mtime
