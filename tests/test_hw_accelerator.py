@@ -324,6 +324,50 @@ def test_frozen_builds_match_golden(target: str) -> None:
         assert_matches_golden(bundle, xs, lanes=min(4, widest), seed=seed, target=target, weights="frozen")
 
 
+def test_spram_builds_match_golden() -> None:
+    """``--weights spram``: frozen, but the largest weight matrices in the UP5K's single-port RAMs,
+    loaded through ``config`` (a read and a write port on one address)."""
+    for seed in (4, 17):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        plan = plan_accelerator(bundle.manifest, min(2, widest), target="up5k", frozen=True, spram=True)
+        assert any(mem.style == "huge" for mem in plan.memories)  # seeds whose weights qualify
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        assert_matches_golden(bundle, xs, lanes=min(2, widest), seed=seed, target="up5k", weights="spram")
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=3)
+    assert_matches_golden(
+        bundle, xs, lanes=2, seed=3, target="up5k", weights="spram", counters="none", share="auto"
+    )
+
+
+def test_spram_plan_and_verilog(tmp_path: Path) -> None:
+    """The plan puts the two layers' weight matrices (4 SPRAMs of 16 bits) in single-port RAMs with
+    configuration ids, keeps every other parameter a ROM, and the Verilog gives them no initial
+    value (yosys maps no initialised memory to an SB_SPRAM256KA)."""
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = BUNDLES / "japanese_vowels_cmru2"
+    plan = plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="up5k", frozen=True, spram=True)
+    huge = [mem for mem in plan.memories if mem.style == "huge"]
+    assert [(m.name, m.config_id, m.rom) for m in huge] == [
+        ("layer0_weights", 0, False),
+        ("layer1_weights", 1, False),
+    ]
+    assert all(m.rom for m in plan.memories if m.kind in ("weights", "params") and m.style != "huge")
+    assert plan.shape_key()["spram"]
+    info = build_rtl(bundle_dir, tmp_path / "b", lanes=2, weights="spram", target="up5k", counters="none")
+    assert info["weights"] == "spram" and info["plan"]["spram"]
+    text = (tmp_path / "b" / "accelerator.v").read_text()
+    assert text.count('(* ram_style = "huge" *)') == 2
+    for block in text.split('(* ram_style = "huge" *)')[1:]:
+        assert "initial begin" not in block.split(";", 1)[1].split("always", 1)[0]
+    with pytest.raises(CodesignError, match="single-port"):
+        plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="ecp5", frozen=True, spram=True)
+    with pytest.raises(CodesignError, match="frozen"):
+        plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="up5k", spram=True)
+
+
 def test_frozen_plan_puts_small_roms_in_luts() -> None:
     bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
     plan = plan_accelerator(bundle.manifest, 4, target="up5k", frozen=True)

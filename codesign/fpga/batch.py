@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--weights",
         default="baked",
-        choices=("baked", "runtime", "frozen"),
+        choices=("baked", "runtime", "frozen", "spram"),
         help="codesign rtl --weights: frozen builds hold the parameters in ROMs (the smallest)",
     )
     parser.add_argument(

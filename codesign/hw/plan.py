@@ -106,8 +106,8 @@ class MemoryPlan:
     elem_bits: int
     kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled", "queue"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
-    style: Literal["auto", "block", "distributed", "logic"] = (
-        "auto"  # mapping the plan decided (codesign.hw.targets)
+    style: Literal["auto", "block", "distributed", "logic", "huge"] = (
+        "auto"  # mapping the plan decided (codesign.hw.targets); huge: a single-port RAM (SPRAM)
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
@@ -220,6 +220,7 @@ class AcceleratorPlan:
     target: str = "generic"
     counter_set: str = "all"
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
+    spram: bool = False  # frozen, but the largest weight matrices in single-port RAMs loaded through config
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
 
     @property
@@ -269,6 +270,8 @@ class AcceleratorPlan:
             key |= {"share": self.share}
         if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
+        if self.spram:
+            key |= {"spram": True}
         return key
 
 
@@ -573,16 +576,59 @@ def frozen_shift_ranges(
     return out
 
 
+def _to_spram(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """``--weights spram``: the weight matrices of a frozen plan that save the most LUTs
+    (:meth:`Target.map_huge`) become single-port RAMs (``style="huge"``, the UP5K's SPRAMs),
+    loaded through the configuration stream: an SPRAM has no initial values, so they are not
+    ROMs, and their configuration ids are 0, 1, ... in engine order. The other parameters stay
+    ROMs. A configuration write takes the memory's only port for its cycle (load while idle)."""
+    if not target.huge_rams:
+        raise CodesignError(
+            f"--weights spram needs a chip with single-port RAMs (--target up5k), not --target {target.name}"
+        )
+    shapes = {
+        mem.name: (mem.depth, mem.width, mem.elem_bits)
+        for e in engines
+        for key, mem in e.memories.items()
+        if key == "weights" and mem.rom and mem.depth <= target.huge_shape[0]
+    }
+    chosen = set(target.map_huge(shapes))
+    if not chosen:
+        raise CodesignError(
+            "--weights spram: no weight matrix fits a single-port RAM (elements of a multiple of "
+            f"{target.huge_byte} bits, at most {target.huge_shape[0]} words)"
+        )
+    next_id = 0
+    out = []
+    for e in engines:
+        mems = dict(e.memories)
+        for key, mem in e.memories.items():
+            if mem.name in chosen:
+                mems[key] = replace(mem, rom=False, config_id=next_id, style="huge")
+                next_id += 1
+        out.append(replace(e, memories=mems))
+    return out
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
-    """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
+    """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
+    a memory already in a single-port RAM (:func:`_to_spram`) keeps it."""
     if not target.maps:
         return engines
-    shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
+    shapes = {
+        mem.name: (mem.depth, mem.width)
+        for e in engines
+        for mem in e.memories.values()
+        if mem.style != "huge"
+    }
     roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
     banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes, roms=roms, banks=banks)
+    style = target.map_memories(shapes, roms=roms & set(shapes), banks=banks)
     return [
-        replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
+        replace(
+            e,
+            memories={k: replace(mem, style=style.get(mem.name, mem.style)) for k, mem in e.memories.items()},
+        )
         for e in engines
     ]
 
@@ -787,6 +833,7 @@ def plan_accelerator(
     target: str = "generic",
     counters: str = "all",
     frozen: bool = False,
+    spram: bool = False,
     share: str | int = "off",
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
 ) -> AcceleratorPlan:
@@ -800,7 +847,8 @@ def plan_accelerator(
     matrices in successive cycles (``EnginePlan.passes`` cycles per slot); ``shift_ranges``
     (frozen builds only, :func:`frozen_shift_ranges`) ``{layer index: (lowest, highest)}`` of the
     per-neuron shifts the ROMs hold, which bound the update units' shifters instead of the spec's
-    ``shift_bounds``.
+    ``shift_bounds``. ``spram`` (with ``frozen``, ``--weights spram``) moves the largest weight
+    matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -822,8 +870,12 @@ def plan_accelerator(
         raise CodesignError(
             "shift ranges narrow only a frozen build (--weights frozen): other builds load any shift"
         )
+    if spram and not frozen:
+        raise CodesignError("spram weights are a frozen build's option (--weights spram)")
     if frozen:
         engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
+    if spram:
+        engines = _to_spram(engines, chip)
     engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane, cycles)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
@@ -850,5 +902,6 @@ def plan_accelerator(
         target=target,
         counter_set=counters,
         frozen=frozen,
+        spram=spram,
         share=share_name,
     )
