@@ -368,6 +368,32 @@ def test_spram_plan_and_verilog(tmp_path: Path) -> None:
         plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="up5k", spram=True)
 
 
+def test_once_per_sequence_queues_are_shallow_on_chips() -> None:
+    """A last layer's final vector and a once-per-sequence readout's results are written in the
+    sequence's last step only: on a chip target their queues hold 4 entries (3 in memory), not 16
+    (15 x 55 bits had taken 4 EBRs); the generic RTL keeps 16. Bit-exactness: the golden tests
+    of every target (a first step that is also the last, and long sequences, included)."""
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    for target, depth in (("up5k", 3), ("ecp5", 3), ("asic", 3), ("generic", 15)):
+        plan = plan_accelerator(bundle.manifest, 2, target=target)
+        assert plan.memory("layer1_entries").depth == depth and plan.memory("readout_results").depth == depth
+        assert plan.memory("layer0_entries").depth == 15  # sends deltas every step
+    per_step = random_network_manifest(
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 4, "eps": 1}],
+        classes=3,
+        input_bits=4,
+        pooling="last",
+        per_step=True,
+        seed=0,
+    )
+    plan = plan_accelerator(per_step, 2, target="up5k")  # a per-step readout: every step sends
+    assert plan.memory("layer0_entries").depth == 15 and plan.memory("readout_results").depth == 15
+    xs = [random_integer_inputs(bundle, sequences=1, steps=(1, 1), seed=5)[0]]
+    xs += random_integer_inputs(bundle, sequences=3, steps=(12, 20), seed=5)
+    assert_matches_golden(bundle, xs, lanes=2, seed=5, target="up5k", weights="frozen")
+
+
 def test_frozen_plan_puts_small_roms_in_luts() -> None:
     bundle = load_bundle(BUNDLES / "spoken_digits_cmru")
     plan = plan_accelerator(bundle.manifest, 4, target="up5k", frozen=True)

@@ -75,6 +75,12 @@ starts (C0) and returns it when the next stage takes the entry, about 10 cycles 
 pipeline; with fewer credits than that, groups of one or two slots (sparse steps) wait for credit
 (8 cost 5 % at P = 1)."""
 
+ONCE_QUEUE_DEPTH = 4
+"""Entries of a queue written only in a sequence's last step, on a chip or ASIC target: a last layer
+that sends its final vector to a once-per-sequence readout, and that readout's results. Credits
+are taken only in that step (:class:`codesign.hw.issue.IssueStage`), so a shallow queue costs
+cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill."""
+
 DCLS_QUEUE_DEPTH = 4
 """Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
 
@@ -182,6 +188,7 @@ class EnginePlan:
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
     lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
     digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
+    queue_depth: int = QUEUE_DEPTH  # entries of the queue towards the next engine (or the results)
 
     @property
     def products(self) -> int:
@@ -352,15 +359,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
         mems["acc"] = MemoryPlan(f"{e.name}_acc", e.groups, p * n_mat, e.acc_bits, "accumulators")
     if e.pool_bits is not None:
         mems["pool"] = MemoryPlan(f"{e.name}_pool", e.groups, p, e.pool_bits, "pooled")
-    # the queue towards the next engine (the storage of a CreditFIFO of QUEUE_DEPTH entries: one
+    # the queue towards the next engine (the storage of a CreditFIFO of queue_depth entries: one
     # entry waits in its output register); widths as EntryLayout / ResultLayout pack them
     if e.kind == "readout":
         width = p * e.acc_bits + index_bits(e.groups) + 1 + index_bits(e.size) + 1
-        mems["queue"] = MemoryPlan(f"{e.name}_results", QUEUE_DEPTH - 1, 1, width, "queue")
+        mems["queue"] = MemoryPlan(f"{e.name}_results", e.queue_depth - 1, 1, width, "queue")
     else:
         value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
         width = p + p * value_bits + index_bits(e.groups) + 2
-        mems["queue"] = MemoryPlan(f"{e.name}_entries", QUEUE_DEPTH - 1, 1, width, "queue")
+        mems["queue"] = MemoryPlan(f"{e.name}_entries", e.queue_depth - 1, 1, width, "queue")
     return mems
 
 
@@ -633,6 +640,16 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     ]
 
 
+def _queue_depths(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """On a chip or an ASIC (not ``generic``: the committed RTL), a queue written only in a
+    sequence's last step (a last layer's final vector, a once-per-sequence readout's results)
+    has :data:`ONCE_QUEUE_DEPTH` entries instead of :data:`QUEUE_DEPTH`."""
+    if target.name == "generic":
+        return engines
+    once = [e.emit == "final" or (e.kind == "readout" and engines[-2].emit == "final") for e in engines]
+    return [replace(e, queue_depth=ONCE_QUEUE_DEPTH) if o else e for e, o in zip(engines, once, strict=True)]
+
+
 def _readout_lanes(manifest: Manifest, lanes: int, target: Target) -> int:
     """``min(P, C)``; on a chip or an ASIC, a once-per-sequence readout takes one lane.
 
@@ -861,9 +878,8 @@ def plan_accelerator(
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))
-        for e in (
-            *layers,
-            _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip)),
+        for e in _queue_depths(
+            [*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip))], chip
         )
     ]
     if shift_ranges and not frozen:
