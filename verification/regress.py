@@ -221,6 +221,11 @@ class Row:
     floor: float | None = None
 
 
+def build_args(d: Design) -> tuple:
+    """What :func:`_build` takes for design ``d`` (a picklable tuple, for a process pool)."""
+    return (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target)
+
+
 def _build(args: tuple) -> tuple[str, str | None]:
     bundle, out, lanes, faults, share, weights, target = args
     from codesign.hw.build import build_rtl
@@ -641,10 +646,7 @@ def regress(args) -> dict:
         f"{len(mutants)} mutants, simulators {', '.join(args.sims)}, seed {args.seed}, {args.jobs} jobs",
         flush=True,
     )
-    builds = [
-        (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target)
-        for d in designs + mutants
-    ]
+    builds = [build_args(d) for d in designs + mutants]
     failed_builds = {}
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for path, err in pool.map(_build, builds):
