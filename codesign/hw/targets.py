@@ -10,11 +10,15 @@ costs fewer logic cells than its block RAMs' share of the chip (the device's log
 RAM); then the block RAMs the chip keeps for the accelerator (``block_rams - reserved_block_rams``:
 the UART wrapper's FIFOs) go to the memories that save the most logic cells in them (an exact
 knapsack over the block count), and the others leave. Elsewhere is LUT RAM where the chip has it
-(ECP5: 16 x 4 bits per
-``TRELLIS_DPR16X4``, about 5.5 LUT4 with its read register and write decoder: the d = 256 CMRU's
-item memory took 702 LUT4 where 3 per primitive had predicted 400) or logic: about two logic cells per bit
+(ECP5: 16 x 4 bits per ``TRELLIS_DPR16X4``, about 5.5 LUT4 with its read register and write
+decoder: the d = 256 CMRU's item memory took 702 LUT4 where 3 per primitive had predicted 400)
+or logic: about two logic cells per bit
 (its flip-flop, and its share of the write-enable and data multiplexers; measured on the UP5K),
 its read register and a read multiplexer of ``width x (depth - 1) / 2`` LUT4s.
+
+Single-port RAMs (:meth:`Target.map_huge`, the UP5K's four SB_SPRAM256KA): with ``--weights
+spram`` the weight matrices that would cost the most LUTs as ROMs go there, loaded through
+``config`` (an SPRAM has no initial value).
 """
 
 from __future__ import annotations
