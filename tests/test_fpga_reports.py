@@ -308,3 +308,14 @@ def test_batch_refuses_a_bad_share_before_building(tmp_path) -> None:
         main(["--share-multipliers", "yes", "--out", str(tmp_path / "out")])
     assert stop.value.code == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_batch_refuses_spram_weights_off_the_up5k(tmp_path, capsys) -> None:
+    """``--weights spram`` builds only for the UP5K (its SPRAMs): an ECP5 device in the batch
+    stops it before any build, where each bundle would otherwise be skipped as refused."""
+    from codesign.fpga.batch import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--weights", "spram", "--devices", "up5k,ecp5-25k", "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2 and "--devices up5k" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
