@@ -571,7 +571,9 @@ def rtl(
         typer.Option(
             help="baked: parameters as memory initial values; runtime: zeroed memories loaded through "
             "the config stream (one build serves every bundle of the same shape); frozen: weights, "
-            "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs)"
+            "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs); spram: "
+            "frozen, but the largest weight matrices in the chip's single-port RAMs (UP5K SPRAM), "
+            "loaded through the config stream before the first sequence"
         ),
     ] = "baked",
     target: Annotated[

@@ -51,3 +51,10 @@ def test_hierarchy_of_the_standin(tmp_path):
     assert (tmp_path / "hierarchy.json").is_file()
     assert rows and rows[0].path == "(top)"
     assert rows[0].ff > 0  # its counter and its FIFO's registers
+
+
+def test_hierarchy_script_maps_spram_on_the_up5k() -> None:
+    """A ``--weights spram`` build forces ``ram_style = "huge"``: the unflattened run must offer
+    SPRAMs as the flattened one does (``synth_ice40 -spram``), or yosys finds no mapping."""
+    assert "-spram" in hierarchy_script(get_device("up5k"))
+    assert "-spram" not in hierarchy_script(get_device("hx8k"))

@@ -227,6 +227,20 @@ def test_memory_blocks_counts_ram_cells_per_memory():
     }
 
 
+def test_block_ram_fill_is_bits_over_the_capacity_of_the_cells_taken():
+    """The issue's fill figure: memory bits / (RAM cells x bits per cell), EBR and SPRAM apart."""
+    rows = [
+        reports.MemoryPlacement("a", 55, 15, 825, "EBR (SB_RAM40_4K)", blocks=4),
+        reports.MemoryPlacement("b", 32, 96, 3072, "EBR (SB_RAM40_4K)", blocks=1),
+        reports.MemoryPlacement("c", 32, 128, 4096, "SPRAM (SB_SPRAM256KA)", blocks=2),
+        reports.MemoryPlacement("d", 64, 8, 512, reports.LOGIC),
+    ]
+    fill = reports.block_ram_fill(rows)
+    assert fill["ebr"] == {"bits": 3897, "blocks": 5, "capacity": 20480, "fill": round(3897 / 20480, 4)}
+    assert fill["spram"]["capacity"] == 2 * 262144 and fill["spram"]["bits"] == 4096
+    assert reports.block_ram_fill(rows[3:]) == {}
+
+
 def test_yosys_abc9_assertion_is_named_in_one_line(tmp_path) -> None:
     """yosys 0.70's abc9 assertion (seen at P = 4 on the ECP5) is reported as that, with the log."""
     from codesign.fpga.synth import yosys_failure
@@ -293,4 +307,15 @@ def test_batch_refuses_a_bad_share_before_building(tmp_path) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["--share-multipliers", "yes", "--out", str(tmp_path / "out")])
     assert stop.value.code == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_batch_refuses_spram_weights_off_the_up5k(tmp_path, capsys) -> None:
+    """``--weights spram`` builds only for the UP5K (its SPRAMs): an ECP5 device in the batch
+    stops it before any build, where each bundle would otherwise be skipped as refused."""
+    from codesign.fpga.batch import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--weights", "spram", "--devices", "up5k,ecp5-25k", "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2 and "--devices up5k" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

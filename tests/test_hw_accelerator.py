@@ -120,9 +120,11 @@ def test_target_decides_memories_and_multipliers() -> None:
     assert {m.style for m in generic.memories} == {"auto"} and generic.layers[0].multiplier == "auto"
     up5k = plan_accelerator(bundle.manifest, 4, target="up5k")
     styles = {m.name: m.style for m in up5k.memories}
-    # 32 EBRs wanted, 29 kept: the state (8 x 64 bits, 4 EBRs) leaves, which the cost model puts
-    # at half the logic cells of the bias (8 x 128 bits, 8 EBRs) the greedy rule moved before
-    assert styles["layer0_state"] == "logic" and styles["layer0_bias"] == "block"
+    # 32 EBRs wanted, 29 kept: the readout's results (3 x 39 bits, a once-per-sequence queue:
+    # 3 EBRs for about 200 logic cells) leave; the state (8 x 64 bits, 4 EBRs) and the bias
+    # (8 x 128 bits, 8 EBRs) stay (the 16-entry queues of before made the state leave)
+    assert styles["readout_results"] == "logic"
+    assert styles["layer0_state"] == "block" and styles["layer0_bias"] == "block"
     assert styles["layer0_weights"] == "block"
     chip = get_target("up5k")
     assert sum(chip.blocks_for(m.depth, m.width) for m in up5k.memories if m.style == "block") <= 29
@@ -322,6 +324,76 @@ def test_frozen_builds_match_golden(target: str) -> None:
         widest = max(layer.size for layer in bundle.manifest.layers)
         xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
         assert_matches_golden(bundle, xs, lanes=min(4, widest), seed=seed, target=target, weights="frozen")
+
+
+def test_spram_builds_match_golden() -> None:
+    """``--weights spram``: frozen, but the largest weight matrices in the UP5K's single-port RAMs,
+    loaded through ``config`` (a read and a write port on one address)."""
+    for seed in (4, 17):
+        bundle = random_family_bundle(seed)
+        widest = max(layer.size for layer in bundle.manifest.layers)
+        plan = plan_accelerator(bundle.manifest, min(2, widest), target="up5k", frozen=True, spram=True)
+        assert any(mem.style == "huge" for mem in plan.memories)  # seeds whose weights qualify
+        xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=seed)
+        assert_matches_golden(bundle, xs, lanes=min(2, widest), seed=seed, target="up5k", weights="spram")
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=3)
+    assert_matches_golden(
+        bundle, xs, lanes=2, seed=3, target="up5k", weights="spram", counters="none", share="auto"
+    )
+
+
+def test_spram_plan_and_verilog(tmp_path: Path) -> None:
+    """The plan puts the two layers' weight matrices (4 SPRAMs of 16 bits) in single-port RAMs with
+    configuration ids, keeps every other parameter a ROM, and the Verilog gives them no initial
+    value (yosys maps no initialised memory to an SB_SPRAM256KA)."""
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = BUNDLES / "japanese_vowels_cmru2"
+    plan = plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="up5k", frozen=True, spram=True)
+    huge = [mem for mem in plan.memories if mem.style == "huge"]
+    assert [(m.name, m.config_id, m.rom) for m in huge] == [
+        ("layer0_weights", 0, False),
+        ("layer1_weights", 1, False),
+    ]
+    assert all(m.rom for m in plan.memories if m.kind in ("weights", "params") and m.style != "huge")
+    assert plan.shape_key()["spram"]
+    info = build_rtl(bundle_dir, tmp_path / "b", lanes=2, weights="spram", target="up5k", counters="none")
+    assert info["weights"] == "spram" and info["plan"]["spram"]
+    text = (tmp_path / "b" / "accelerator.v").read_text()
+    assert text.count('(* ram_style = "huge" *)') == 2
+    for block in text.split('(* ram_style = "huge" *)')[1:]:
+        assert "initial begin" not in block.split(";", 1)[1].split("always", 1)[0]
+    with pytest.raises(CodesignError, match="single-port"):
+        plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="ecp5", frozen=True, spram=True)
+    with pytest.raises(CodesignError, match="frozen"):
+        plan_accelerator(load_bundle(bundle_dir).manifest, 2, target="up5k", spram=True)
+
+
+def test_once_per_sequence_queues_are_shallow_on_chips() -> None:
+    """A last layer's final vector and a once-per-sequence readout's results are written in the
+    sequence's last step only: on a chip target their queues hold 4 entries (3 in memory), not 16
+    (15 x 55 bits had taken 4 EBRs); the generic RTL keeps 16. Bit-exactness: the golden tests
+    of every target (a first step that is also the last, and long sequences, included)."""
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    for target, depth in (("up5k", 3), ("ecp5", 3), ("asic", 3), ("generic", 15)):
+        plan = plan_accelerator(bundle.manifest, 2, target=target)
+        assert plan.memory("layer1_entries").depth == depth and plan.memory("readout_results").depth == depth
+        assert plan.memory("layer0_entries").depth == 15  # sends deltas every step
+    per_step = random_network_manifest(
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 4, "eps": 1}],
+        classes=3,
+        input_bits=4,
+        pooling="last",
+        per_step=True,
+        seed=0,
+    )
+    plan = plan_accelerator(per_step, 2, target="up5k")  # a per-step readout: every step sends
+    assert plan.memory("layer0_entries").depth == 15 and plan.memory("readout_results").depth == 15
+    xs = [random_integer_inputs(bundle, sequences=1, steps=(1, 1), seed=5)[0]]
+    xs += random_integer_inputs(bundle, sequences=3, steps=(12, 20), seed=5)
+    assert_matches_golden(bundle, xs, lanes=2, seed=5, target="up5k", weights="frozen")
 
 
 def test_frozen_plan_puts_small_roms_in_luts() -> None:

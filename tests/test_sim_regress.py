@@ -43,11 +43,7 @@ def mutant_rows(tmp_path_factory):
     designs = regress.plan_designs(quick_args(out), out)
     mutants = regress.plan_mutants(designs, out)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        built = list(
-            pool.map(
-                regress._build, [(str(m.bundle), str(m.build), m.lanes, m.faults, m.share) for m in mutants]
-            )
-        )
+        built = list(pool.map(regress._build, [regress.build_args(m) for m in mutants]))
     assert all(err is None for _, err in built), built
     with ThreadPoolExecutor(max_workers=2) as pool:
         rows = list(pool.map(lambda m: regress.run_job(m, "icarus", seed=0, timeout_s=900), mutants))

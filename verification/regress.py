@@ -198,6 +198,8 @@ class Design:
     description: str = ""
     info: dict = field(default_factory=dict)
     share: str = "off"  # codesign rtl --share-multipliers
+    weights: str = "runtime"  # codesign rtl --weights (spram: its own bundle, loaded through config)
+    target: str = "generic"  # codesign rtl --target
 
 
 @dataclass
@@ -219,12 +221,25 @@ class Row:
     floor: float | None = None
 
 
+def build_args(d: Design) -> tuple:
+    """What :func:`_build` takes for design ``d`` (a picklable tuple, for a process pool)."""
+    return (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target)
+
+
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults, share = args
+    bundle, out, lanes, faults, share, weights, target = args
     from codesign.hw.build import build_rtl
 
     try:
-        build_rtl(Path(bundle), Path(out), lanes=lanes, weights="runtime", faults=set(faults), share=share)
+        build_rtl(
+            Path(bundle),
+            Path(out),
+            lanes=lanes,
+            weights=weights,
+            faults=set(faults),
+            share=share,
+            target=target,
+        )
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
     return str(out), None
@@ -293,6 +308,7 @@ def plan_designs(args, out: Path) -> list[Design]:
     if not args.quick:
         designs.append(shared_design(args, out))
         designs.append(shared_design(args, out, name="serial", share="on:2"))
+        designs.append(spram_design(out))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
             bundle = load_bundle(REFERENCES / ref)
@@ -402,6 +418,25 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on") -> D
     )
 
 
+def spram_design(out: Path) -> Design:
+    """``spram`` (``--filter spram``): the two-layer JapaneseVowels bundle at P = 2 built for the
+    UP5K with ``--weights spram``: both layers' weight matrices in single-port RAMs (a read and a
+    write port on one address, no initial value: X until the testbench loads them through
+    ``config``), every other parameter a ROM. Random inputs (its own bundle only)."""
+    ref = "japanese_vowels_cmru2"
+    return Design(
+        "spram",
+        "reference",
+        out / "designs" / "spram" / "rtl",
+        REFERENCES / ref,
+        2,
+        tests=("random_sequences", "directed_corners"),
+        description=f"reference bundle {ref}, P2, up5k, weights in SPRAM loaded through config",
+        weights="spram",
+        target="up5k",
+    )
+
+
 QUICK_SHAPES = [
     {
         "inputs": 4,
@@ -499,6 +534,8 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 description=f"{FAULTS[fault].description} in {target.name} ({target.description})",
                 info=target.info,
                 share=target.share,  # the target's build, with the fault
+                weights=target.weights,
+                target=target.target,
             )
         )
     return mutants
@@ -609,7 +646,7 @@ def regress(args) -> dict:
         f"{len(mutants)} mutants, simulators {', '.join(args.sims)}, seed {args.seed}, {args.jobs} jobs",
         flush=True,
     )
-    builds = [(str(d.bundle), str(d.build), d.lanes, d.faults, d.share) for d in designs + mutants]
+    builds = [build_args(d) for d in designs + mutants]
     failed_builds = {}
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for path, err in pool.map(_build, builds):

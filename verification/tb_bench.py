@@ -70,6 +70,13 @@ class Testbench:
             "share": self.build["plan"].get("share", "off"),
         }
         self.runtime = self.build["weights"] == "runtime"
+        # a spram build (--weights spram) loads its own bundle's weights into its single-port RAMs,
+        # which hold X until then: every element is written, zeros too
+        self.spram = self.build["weights"] == "spram"
+        if self.spram:
+            self.plan_options |= {"frozen": True, "spram": True}
+            if not _LOADED:
+                _LOADED["valid"] = False
         self.own_bundle = load_bundle(self.build_dir)
         self.input_size = self.own_bundle.manifest.input.size
         self.seed = self.job.seed + sum(map(ord, test))
@@ -255,14 +262,14 @@ class Testbench:
             self.dut.clk, 50 * sum(e["groups"] * (e["inputs"] + 4) for e in self.build["plan"]["engines"])
         )
         await self.reset()
-        if self.runtime:
+        if self.runtime or self.spram:
             await self.load(bundle)
         self.model.ignore = False
         _WARMED_UP.append(True)
 
     async def use(self, bundle: Bundle) -> None:
-        if self.runtime:
-            if self.model.bundle is not None:
+        if self.runtime or self.spram:
+            if self.runtime and self.model.bundle is not None:
                 self.sample("protocol", "weights reloaded")
             await self.load(bundle)
         if self.job.warm_up and not _WARMED_UP:

@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--weights",
         default="baked",
-        choices=("baked", "runtime", "frozen"),
-        help="codesign rtl --weights: frozen builds hold the parameters in ROMs (the smallest)",
+        choices=("baked", "runtime", "frozen", "spram"),
+        help="codesign rtl --weights: frozen builds hold the parameters in ROMs (the smallest); spram "
+        "(--devices up5k only): frozen but the largest weight matrices in SPRAM, loaded through config",
     )
     parser.add_argument(
         "--share-multipliers",
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         parse_share(args.share_multipliers)
     except CodesignError as err:  # refuse before any build, not as a skipped bundle per build
         parser.error(str(err))
+    if args.weights == "spram" and (args.target != "device" or args.devices.split(",") != ["up5k"]):
+        parser.error("--weights spram needs the UP5K's SPRAMs: --devices up5k --target device")
 
     from codesign.fpga.area import area_report
     from codesign.hw.build import build_rtl

@@ -66,6 +66,9 @@ def synth_table(summary: dict) -> Table:
     for label, used, avail in rows:
         pct = f"{100 * used / avail:.0f}" if avail else ""
         table.add_row(label, str(used), "" if avail is None else str(avail), pct)
+    for kind, row in (summary.get("block_ram_fill") or {}).items():
+        label = "SPRAM fill (bits / capacity)" if kind == "spram" else "block RAM fill (bits / capacity)"
+        table.add_row(label, str(row["bits"]), str(row["capacity"]), f"{100 * row['fill']:.0f}")
     for mem in summary["memories"]:
         size = f"{mem['depth']}x{mem['width']}" if mem["bits"] else "?"
         if mem.get("blocks"):

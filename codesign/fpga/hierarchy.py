@@ -49,7 +49,7 @@ class ModuleCost:
 def hierarchy_script(device: Device) -> str:
     """The yosys script: unflattened synthesis of ``accelerator.v`` and ``stat -json``."""
     if device.family == "ice40":
-        dsp = " -dsp" if device.name == "up5k" else ""
+        dsp = " -dsp -spram" if device.name == "up5k" else ""  # -spram: a --weights spram build's memories
         synth = [f"synth_ice40 -top {TOP} -noflatten -noabc{dsp}"]
     else:
         synth = [

@@ -10,6 +10,7 @@ __all__ = [
     "MemoryPlacement",
     "critical_path",
     "memory_blocks",
+    "block_ram_fill",
     "memory_declarations",
     "memory_mapping",
     "nextpnr_fmax",
@@ -129,6 +130,35 @@ def place_memories(declared: dict[str, dict[str, int]], mapping: dict[str, str])
             )
         )
     return rows
+
+
+#: Bits one RAM cell holds, by what :func:`memory_mapping` calls its kind (DP16KD: 18 kbit with parity).
+BLOCK_CAPACITY = {
+    "EBR (SB_RAM40_4K)": 4096,
+    "EBR (DP16KD, pseudo dual port)": 18432,
+    "EBR (DP16KD)": 18432,
+    "SPRAM (SB_SPRAM256KA)": 262144,
+}
+
+
+def block_ram_fill(memories: list[MemoryPlacement]) -> dict[str, dict[str, float]]:
+    """``{"ebr": ..., "spram": ...}``: the memory bits in block RAMs (or single-port RAMs), the
+    cells they take, their capacity and the fill (bits / capacity; the issue's target: >= 50 %
+    on the UP5K). Only the kinds that hold a memory are listed."""
+    out: dict[str, dict[str, float]] = {}
+    for mem in memories:
+        capacity = BLOCK_CAPACITY.get(mem.placed)
+        if capacity is None or not mem.blocks:
+            continue
+        row = out.setdefault(
+            "spram" if mem.placed.startswith("SPRAM") else "ebr", {"bits": 0, "blocks": 0, "capacity": 0}
+        )
+        row["bits"] += mem.bits or 0
+        row["blocks"] += mem.blocks
+        row["capacity"] += mem.blocks * capacity
+    for row in out.values():
+        row["fill"] = round(row["bits"] / row["capacity"], 4)
+    return out
 
 
 def yosys_cells(stat: dict, top: str | None = None) -> dict[str, int]:

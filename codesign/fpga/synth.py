@@ -260,11 +260,12 @@ def synthesize(
     ]
     wrapper_memories = [mem for mem in memories if not _in_accelerator(mem.name)]
     memories = [mem for mem in memories if _in_accelerator(mem.name)]
+    fill = reports.block_ram_fill(memories)
     _say(
         progress,
         f"      {seconds['yosys']:.0f} s: {resources['lut']} LUT4, {resources['ff']} FF, {resources['carry']} carry, "
         f"{resources['bram']} BRAM, {resources['dsp']} DSP; accelerator memories: {_memories_line(memories)}"
-        f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)})",
+        f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)}); {_fill_line(fill)}",
     )
 
     hierarchy = None
@@ -367,6 +368,7 @@ def synthesize(
             "lut_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith("LUT RAM")),
             "logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
         },
+        "block_ram_fill": fill,
         "critical_path": reports.critical_path(report),
         "hierarchy": hierarchy,
         "protocol": protocol,
@@ -413,6 +415,17 @@ def _memories_line(memories) -> str:
     for mem in memories:
         by[mem.placed] = by.get(mem.placed, 0) + 1
     return ", ".join(f"{n} in {kind}" for kind, n in by.items())
+
+
+def _fill_line(fill: dict) -> str:
+    """``block RAM fill 5 % (5,778 bits in 29 blocks)`` per kind, the accelerator's memories only."""
+    if not fill:
+        return "no block RAM"
+    return ", ".join(
+        f"{'SPRAM' if kind == 'spram' else 'block RAM'} fill {100 * row['fill']:.0f} % "
+        f"({row['bits']:,} bits in {row['blocks']} block{'s' if row['blocks'] != 1 else ''})"
+        for kind, row in fill.items()
+    )
 
 
 def _overflow_line(utilisation: dict) -> str:

@@ -30,7 +30,7 @@ from codesign.hw.slice import StreamSlice
 
 __all__ = ["Accelerator", "WEIGHT_MODES"]
 
-WEIGHT_MODES = ("baked", "runtime", "frozen")
+WEIGHT_MODES = ("baked", "runtime", "frozen", "spram")
 """``baked``: memories start with the bundle's parameters; ``runtime``: they start at zero and
 the configuration stream loads them (the Verilog then depends only on the bundle's shape);
 ``frozen``: the engines' weight, bias and parameter memories and the DCLS taps are ROMs holding
@@ -48,8 +48,10 @@ class Accelerator(wiring.Component):
         The deployed network (format 2); every member of the golden model's family is accepted.
     lanes : int
         ``P``: neurons (or classes) computed in parallel; ``1 <= P <=`` the widest layer.
-    weights : ``"baked"``, ``"runtime"`` or ``"frozen"``
-        Whether the parameter memories start with the bundle's values, at zero, or are ROMs.
+    weights : ``"baked"``, ``"runtime"``, ``"frozen"`` or ``"spram"``
+        Whether the parameter memories start with the bundle's values, at zero, or are ROMs
+        (``spram``: ROMs but the largest weight matrices, in single-port RAMs loaded through
+        ``config``).
     target : str
         Chip the plan maps memories and multiplies onto (``codesign.hw.targets``).
     counters : str
@@ -83,12 +85,13 @@ class Accelerator(wiring.Component):
                 faults=faults,
                 target=target,
                 counters=counters,
-                frozen=weights == "frozen",
+                frozen=weights in ("frozen", "spram"),
+                spram=weights == "spram",
                 share=share,
                 shift_ranges=frozen_shift_ranges(
                     bundle.manifest, {i: bundle.layer_weights(i) for i in range(len(bundle.manifest.layers))}
                 )
-                if weights == "frozen"
+                if weights in ("frozen", "spram")
                 else None,
             )
         except CodesignError:
@@ -96,7 +99,7 @@ class Accelerator(wiring.Component):
             raise
         self.bundle = bundle
         self.weights_mode = weights
-        images = memory_images(bundle, self.plan) if weights in ("baked", "frozen") else {}
+        images = memory_images(bundle, self.plan) if weights in ("baked", "frozen", "spram") else {}
         self.layer_engines = [LayerEngine(self.plan, e, images) for e in self.plan.layers]
         self.front_ends = {
             e.index: DelayFrontEnd(self.plan, e, images) for e in self.plan.layers if e.dcls is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, signed, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
@@ -37,14 +37,16 @@ class _Port:
 
     raw: object
     data: data.View
+    shared_addr: Signal | None = None  # a single-port memory's port: its own address and enable,
+    shared_en: Signal | None = None  # which :meth:`ArrayMemory.shared_ports` routes to the memory
 
     @property
     def addr(self):
-        return self.raw.addr
+        return self.raw.addr if self.shared_addr is None else self.shared_addr
 
     @property
     def en(self):
-        return self.raw.en
+        return self.raw.en if self.shared_en is None else self.shared_en
 
 
 class ArrayMemory:
@@ -69,3 +71,24 @@ class ArrayMemory:
     def write_port(self, *, granular: bool = False) -> _Port:
         port = self.memory.write_port(granularity=self.plan.elem_bits if granular else None)
         return _Port(port, data.View(self.layout, port.data))
+
+    def shared_ports(self, m: Module) -> tuple[_Port, _Port]:
+        """A read port and an element-granular write port on one address, as a single-port RAM
+        (the UP5K's SPRAM, which yosys infers only from ports sharing their address) has them:
+        a write takes the address and the read is off for its cycle. Drive ``addr``/``en`` of
+        each as of separate ports."""
+        rd, wr = self.memory.read_port(), self.memory.write_port(granularity=self.plan.elem_bits)
+        name = self.plan.name
+        raddr, waddr = Signal.like(rd.addr, name=f"{name}_raddr"), Signal.like(wr.addr, name=f"{name}_waddr")
+        ren = Signal(name=f"{name}_ren")
+        addr = Signal.like(rd.addr, name=f"{name}_addr")
+        writing = wr.en.any()
+        m.d.comb += [
+            addr.eq(Mux(writing, waddr, raddr)),
+            rd.addr.eq(addr),
+            wr.addr.eq(addr),
+            rd.en.eq(ren & ~writing),
+        ]
+        read = _Port(rd, data.View(self.layout, rd.data), shared_addr=raddr, shared_en=ren)
+        write = _Port(wr, data.View(self.layout, wr.data), shared_addr=waddr)
+        return read, write

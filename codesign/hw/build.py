@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -80,6 +81,24 @@ def _ports(accelerator: Accelerator) -> dict[str, dict[str, object]]:
     return ports
 
 
+_HUGE_INIT = re.compile(
+    r'(\(\* ram_style = "huge" \*\)\n\s*reg \[\d+:0\] \S+\s+\[\d+:0\];\n)\s*initial begin\n(?:\s*\S+\s*\[\d+\] = [^;\n]*;\n)*\s*end\n'
+)
+
+
+def drop_huge_init(text: str, plan: AcceleratorPlan) -> str:
+    """``text`` without the initial values of the memories mapped to single-port RAMs.
+
+    Amaranth gives every memory an initial value (zeros), and yosys maps no memory with one to
+    an SB_SPRAM256KA, which has none: the weights of ``--weights spram`` arrive through
+    ``config``. Raises if a memory of style ``huge`` was not found (the Verilog changed shape)."""
+    huge = sum(1 for mem in plan.memories if mem.style == "huge")
+    text, n = _HUGE_INIT.subn(r"\1", text)
+    if n != huge:  # pragma: no cover - guards against a change of Amaranth's Verilog output
+        raise CodesignError(f"found {n} initialised single-port memories in the Verilog, the plan has {huge}")
+    return text
+
+
 def plan_summary(plan: AcceleratorPlan) -> dict:
     """The plan as plain JSON: engines, memories (with configuration ids) and counters."""
     engines = []
@@ -133,6 +152,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
         "target": plan.target,
         "counter_set": plan.counter_set,
         "share": plan.share,
+        "spram": plan.spram,  # --weights spram: memories of style "huge" are SPRAMs loaded through config
         "engines": engines,
         "memories": memories,
         "counters": list(plan.counters),
@@ -161,10 +181,12 @@ def build_rtl(
         are kept.
     lanes : int
         Lanes ``P`` per engine (each engine uses ``min(P, its size)``).
-    weights : ``"baked"``, ``"runtime"`` or ``"frozen"``
+    weights : ``"baked"``, ``"runtime"``, ``"frozen"`` or ``"spram"``
         Parameters as memory initial values, or zeros loaded at run time through ``config``
         (the Verilog then depends only on the bundle's shape and serves every bundle of it), or
-        ROMs (the smallest build: the plan may put them in LUTs; ``config`` cannot change them).
+        ROMs (the smallest build: the plan may put them in LUTs; ``config`` cannot change them),
+        or ROMs but for the largest weight matrices, in the chip's single-port RAMs (UP5K SPRAM)
+        and loaded through ``config`` before the first sequence.
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check;
         recorded in ``build.json`` (``faults``).
@@ -203,7 +225,7 @@ def build_rtl(
         share=share,
     )
     plan = accelerator.plan
-    text = verilog.convert(accelerator, name=TOP, emit_src=False)
+    text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), plan)
     digest = hashlib.sha256(text.encode()).hexdigest()
     manifest = bundle.manifest
     shape_key = hashlib.sha256(json.dumps(plan.shape_key(), sort_keys=True).encode()).hexdigest()

@@ -103,14 +103,18 @@ class MacFront(wiring.Component):
                 continue
             loadable = mems[key].config_id is not None
             rom = mems[key].rom
-            image = self.images.get(mems[key].name) if loadable or rom else None
+            huge = mems[key].style == "huge"  # a single-port RAM has no initial values (--weights spram)
+            image = self.images.get(mems[key].name) if (loadable or rom) and not huge else None
             if rom and image is None:  # pragma: no cover - Accelerator passes images for frozen builds
                 raise ValueError(f"{mems[key].name}: a ROM needs its contents")
             mem = ArrayMemory(m, key, mems[key], image)
-            rd = mem.read_port()
-            m.d.comb += rd.en.eq(0)
             wr = None
-            if not rom:
+            if huge:
+                rd, wr = mem.shared_ports(m)
+            else:
+                rd = mem.read_port()
+            m.d.comb += rd.en.eq(0)
+            if not rom and not huge:
                 wr = mem.write_port(granular=loadable)
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])

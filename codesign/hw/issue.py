@@ -211,6 +211,12 @@ class IssueStage(wiring.Component):
                 ]
         return banks
 
+    def _needs_credit(self, seq_end):
+        """Whether a group of the current step takes a credit of the downstream queue: always,
+        but for a last layer that sends its final vector, whose groups write an entry only in
+        the sequence's last step (``ONCE_QUEUE_DEPTH`` entries suffice)."""
+        return seq_end if self.engine.emit == "final" else Const(1)
+
     # ------------------------------------------------------------ scheduler
     def _scheduler(self, m: Module, rd, banks: _Banks) -> None:
         """Walk the read bank once per group (a group starts only with credit), then drain."""
@@ -230,8 +236,9 @@ class IssueStage(wiring.Component):
         m.d.comb += last_slot.eq(slot + 1 >= n_items)
         part, first_part, last_part = self._parts(m)
         issue = Signal()
-        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit))
-        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part)
+        needs = self._needs_credit(seq_end)
+        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit | ~needs))
+        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
 
         meta = Signal(SlotLayout(e))
         m.d.sync += meta.valid.eq(issue)
@@ -339,8 +346,9 @@ class IssueStage(wiring.Component):
         ]
         part, first_part, last_part = self._parts(m)
         issue = Signal()
-        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit))
-        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part)
+        needs = self._needs_credit(seq_end)
+        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit | ~needs))
+        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
 
         # the step about to start: its phase, whether it walks every group, its first group
         first_of = banks.first_of.bit_select(rbank, 1)

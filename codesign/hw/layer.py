@@ -31,7 +31,7 @@ from codesign.hw.counters import CounterBank
 from codesign.hw.events import EntryLayout, EventSerializer
 from codesign.hw.front import MacFront
 from codesign.hw.issue import SlotLayout
-from codesign.hw.plan import QUEUE_DEPTH, AcceleratorPlan, EnginePlan
+from codesign.hw.plan import AcceleratorPlan, EnginePlan
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout, TraceLayout
 from codesign.hw.slice import StreamSlice
@@ -217,10 +217,12 @@ class LayerEngine(wiring.Component):
         layout = EntryLayout(e.lanes, e.groups, self.value_bits)
         plan = e.memories["queue"]
         assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
-        m.submodules.entries = queue = CreditFIFO(layout, QUEUE_DEPTH, attrs=plan.attrs)
+        m.submodules.entries = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
+        # a final vector is sent in the sequence's last step only (the entries of the steps before
+        # were empty and unmarked: the serializer dropped them); only that step takes credits
         m.d.comb += [
             queue.w.payload.eq(entry),
-            queue.w.valid.eq(finalize4),
+            queue.w.valid.eq(finalize4 & (entry.seq_end if e.emit == "final" else 1)),
             queue.reserve.eq(front.starting),
             front.credit.eq(queue.credit),
         ]

@@ -75,6 +75,12 @@ starts (C0) and returns it when the next stage takes the entry, about 10 cycles 
 pipeline; with fewer credits than that, groups of one or two slots (sparse steps) wait for credit
 (8 cost 5 % at P = 1)."""
 
+ONCE_QUEUE_DEPTH = 4
+"""Entries of a queue written only in a sequence's last step, on a chip or ASIC target: a last layer
+that sends its final vector to a once-per-sequence readout, and that readout's results. Credits
+are taken only in that step (:class:`codesign.hw.issue.IssueStage`), so a shallow queue costs
+cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill."""
+
 DCLS_QUEUE_DEPTH = 4
 """Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
 
@@ -106,8 +112,8 @@ class MemoryPlan:
     elem_bits: int
     kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled", "queue"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
-    style: Literal["auto", "block", "distributed", "logic"] = (
-        "auto"  # mapping the plan decided (codesign.hw.targets)
+    style: Literal["auto", "block", "distributed", "logic", "huge"] = (
+        "auto"  # mapping the plan decided (codesign.hw.targets); huge: a single-port RAM (SPRAM)
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
@@ -182,6 +188,7 @@ class EnginePlan:
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
     lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
     digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
+    queue_depth: int = QUEUE_DEPTH  # entries of the queue towards the next engine (or the results)
 
     @property
     def products(self) -> int:
@@ -220,6 +227,7 @@ class AcceleratorPlan:
     target: str = "generic"
     counter_set: str = "all"
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
+    spram: bool = False  # frozen, but the largest weight matrices in single-port RAMs loaded through config
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
 
     @property
@@ -269,6 +277,8 @@ class AcceleratorPlan:
             key |= {"share": self.share}
         if self.frozen:  # the Verilog holds the parameters: only this bundle has this key
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
+        if self.spram:
+            key |= {"spram": True}
         return key
 
 
@@ -349,15 +359,15 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
         mems["acc"] = MemoryPlan(f"{e.name}_acc", e.groups, p * n_mat, e.acc_bits, "accumulators")
     if e.pool_bits is not None:
         mems["pool"] = MemoryPlan(f"{e.name}_pool", e.groups, p, e.pool_bits, "pooled")
-    # the queue towards the next engine (the storage of a CreditFIFO of QUEUE_DEPTH entries: one
+    # the queue towards the next engine (the storage of a CreditFIFO of queue_depth entries: one
     # entry waits in its output register); widths as EntryLayout / ResultLayout pack them
     if e.kind == "readout":
         width = p * e.acc_bits + index_bits(e.groups) + 1 + index_bits(e.size) + 1
-        mems["queue"] = MemoryPlan(f"{e.name}_results", QUEUE_DEPTH - 1, 1, width, "queue")
+        mems["queue"] = MemoryPlan(f"{e.name}_results", e.queue_depth - 1, 1, width, "queue")
     else:
         value_bits = e.delta_bits if e.emit == "delta" else (e.pool_bits or e.output_bits)
         width = p + p * value_bits + index_bits(e.groups) + 2
-        mems["queue"] = MemoryPlan(f"{e.name}_entries", QUEUE_DEPTH - 1, 1, width, "queue")
+        mems["queue"] = MemoryPlan(f"{e.name}_entries", e.queue_depth - 1, 1, width, "queue")
     return mems
 
 
@@ -573,18 +583,71 @@ def frozen_shift_ranges(
     return out
 
 
+def _to_spram(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """``--weights spram``: the weight matrices of a frozen plan that save the most LUTs
+    (:meth:`Target.map_huge`) become single-port RAMs (``style="huge"``, the UP5K's SPRAMs),
+    loaded through the configuration stream: an SPRAM has no initial values, so they are not
+    ROMs, and their configuration ids are 0, 1, ... in engine order. The other parameters stay
+    ROMs. A configuration write takes the memory's only port for its cycle (load while idle)."""
+    if not target.huge_rams:
+        raise CodesignError(
+            f"--weights spram needs a chip with single-port RAMs (--target up5k), not --target {target.name}"
+        )
+    shapes = {
+        mem.name: (mem.depth, mem.width, mem.elem_bits)
+        for e in engines
+        for key, mem in e.memories.items()
+        if key == "weights" and mem.rom and mem.depth <= target.huge_shape[0]
+    }
+    chosen = set(target.map_huge(shapes))
+    if not chosen:
+        raise CodesignError(
+            "--weights spram: no weight matrix fits a single-port RAM (elements of a multiple of "
+            f"{target.huge_byte} bits, at most {target.huge_shape[0]} words)"
+        )
+    next_id = 0
+    out = []
+    for e in engines:
+        mems = dict(e.memories)
+        for key, mem in e.memories.items():
+            if mem.name in chosen:
+                mems[key] = replace(mem, rom=False, config_id=next_id, style="huge")
+                next_id += 1
+        out.append(replace(e, memories=mems))
+    return out
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
-    """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`)."""
+    """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
+    a memory already in a single-port RAM (:func:`_to_spram`) keeps it."""
     if not target.maps:
         return engines
-    shapes = {mem.name: (mem.depth, mem.width) for e in engines for mem in e.memories.values()}
+    shapes = {
+        mem.name: (mem.depth, mem.width)
+        for e in engines
+        for mem in e.memories.values()
+        if mem.style != "huge"
+    }
     roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
     banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes, roms=roms, banks=banks)
+    style = target.map_memories(shapes, roms=roms & set(shapes), banks=banks)
     return [
-        replace(e, memories={k: replace(mem, style=style[mem.name]) for k, mem in e.memories.items()})
+        replace(
+            e,
+            memories={k: replace(mem, style=style.get(mem.name, mem.style)) for k, mem in e.memories.items()},
+        )
         for e in engines
     ]
+
+
+def _queue_depths(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """On a chip or an ASIC (not ``generic``: the committed RTL), a queue written only in a
+    sequence's last step (a last layer's final vector, a once-per-sequence readout's results)
+    has :data:`ONCE_QUEUE_DEPTH` entries instead of :data:`QUEUE_DEPTH`."""
+    if target.name == "generic":
+        return engines
+    once = [e.emit == "final" or (e.kind == "readout" and engines[-2].emit == "final") for e in engines]
+    return [replace(e, queue_depth=ONCE_QUEUE_DEPTH) if o else e for e, o in zip(engines, once, strict=True)]
 
 
 def _readout_lanes(manifest: Manifest, lanes: int, target: Target) -> int:
@@ -787,6 +850,7 @@ def plan_accelerator(
     target: str = "generic",
     counters: str = "all",
     frozen: bool = False,
+    spram: bool = False,
     share: str | int = "off",
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
 ) -> AcceleratorPlan:
@@ -800,7 +864,8 @@ def plan_accelerator(
     matrices in successive cycles (``EnginePlan.passes`` cycles per slot); ``shift_ranges``
     (frozen builds only, :func:`frozen_shift_ranges`) ``{layer index: (lowest, highest)}`` of the
     per-neuron shifts the ROMs hold, which bound the update units' shifters instead of the spec's
-    ``shift_bounds``.
+    ``shift_bounds``. ``spram`` (with ``frozen``, ``--weights spram``) moves the largest weight
+    matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -813,17 +878,20 @@ def plan_accelerator(
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))
-        for e in (
-            *layers,
-            _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip)),
+        for e in _queue_depths(
+            [*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip))], chip
         )
     ]
     if shift_ranges and not frozen:
         raise CodesignError(
             "shift ranges narrow only a frozen build (--weights frozen): other builds load any shift"
         )
+    if spram and not frozen:
+        raise CodesignError("spram weights are a frozen build's option (--weights spram)")
     if frozen:
         engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
+    if spram:
+        engines = _to_spram(engines, chip)
     engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane, cycles)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
@@ -850,5 +918,6 @@ def plan_accelerator(
         target=target,
         counter_set=counters,
         frozen=frozen,
+        spram=spram,
         share=share_name,
     )

@@ -78,13 +78,15 @@ def simulate(
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
     With ``seed`` set, input beats get random gaps and results random back-pressure. With
-    ``weights="runtime"`` the parameters are loaded through the configuration stream first.
+    ``weights="runtime"`` the parameters (``"spram"``: the weights in single-port RAMs) are
+    loaded through the configuration stream first.
     """
     dut = Accelerator(bundle, lanes=lanes, weights=weights, target=target, counters=counters, share=share)
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None
     beats = item_beats(sequences)
-    cfg = config_beats(bundle, plan, skip_zeros=True) if weights == "runtime" else []
+    # a runtime build's memories, and a spram build's single-port RAMs, start at zero here
+    cfg = config_beats(bundle, plan, skip_zeros=True) if weights in ("runtime", "spram") else []
     lengths = [len(s) for s in sequences]
     n_results = sum(lengths) if plan.per_step else len(sequences)
     steps_seen = [[0] * len(plan.layers) for _ in sequences]

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.front import MacFront
-from codesign.hw.plan import QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits
+from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout, ResultLayout
 
@@ -133,7 +133,7 @@ class ReadoutEngine(wiring.Component):
         ]
         layout, plan = ResultLayout(e), e.memories["queue"]
         assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
-        m.submodules.results = queue = CreditFIFO(layout, QUEUE_DEPTH, attrs=plan.attrs)
+        m.submodules.results = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
         m.d.comb += [
             queue.w.payload.eq(beat),
             queue.w.valid.eq(finalize4),

@@ -10,10 +10,15 @@ costs fewer logic cells than its block RAMs' share of the chip (the device's log
 RAM); then the block RAMs the chip keeps for the accelerator (``block_rams - reserved_block_rams``:
 the UART wrapper's FIFOs) go to the memories that save the most logic cells in them (an exact
 knapsack over the block count), and the others leave. Elsewhere is LUT RAM where the chip has it
-(ECP5: 16 x 4 bits per
-``TRELLIS_DPR16X4``, about 3 cells with its read register) or logic: about two logic cells per bit
+(ECP5: 16 x 4 bits per ``TRELLIS_DPR16X4``, about 5.5 LUT4 with its read register and write
+decoder: the d = 256 CMRU's item memory took 702 LUT4 where 3 per primitive had predicted 400)
+or logic: about two logic cells per bit
 (its flip-flop, and its share of the write-enable and data multiplexers; measured on the UP5K),
 its read register and a read multiplexer of ``width x (depth - 1) / 2`` LUT4s.
+
+Single-port RAMs (:meth:`Target.map_huge`, the UP5K's four SB_SPRAM256KA): with ``--weights
+spram`` the weight matrices that would cost the most LUTs as ROMs go there, loaded through
+``config`` (an SPRAM has no initial value).
 """
 
 from __future__ import annotations
@@ -48,6 +53,12 @@ class Target:
     """Logic cells one LUT RAM primitive and its share of the read register take."""
     one_lane_readout: bool = False
     """A once-per-sequence readout gets one lane (area matters more than its overlapped cycles)."""
+    huge_rams: int = 0
+    """Single-port RAMs for ``--weights spram`` (UP5K: four SB_SPRAM256KA of 16K x 16 bits)."""
+    huge_shape: tuple[int, int] = (16384, 16)
+    """(depth, width) of one single-port RAM."""
+    huge_byte: int = 4
+    """Write granularity of a single-port RAM (SB_SPRAM256KA: a mask bit per 4-bit nibble)."""
 
     def multiplies_needed(self, a_bits: int, b_bits: int) -> int:
         """Hard multipliers one ``a_bits x b_bits`` product takes.
@@ -68,6 +79,21 @@ class Target:
     def blocks_for(self, depth: int, width: int) -> int:
         """Block RAMs a ``depth x width`` memory takes in its best configuration."""
         return min(math.ceil(depth / d) * math.ceil(width / w) for d, w in self.block_shapes)
+
+    def huge_for(self, depth: int, width: int) -> int:
+        """Single-port RAMs a ``depth x width`` memory takes (side by side for its width)."""
+        d, w = self.huge_shape
+        return math.ceil(depth / d) * math.ceil(width / w)
+
+    def map_huge(self, shapes: dict[str, tuple[int, int, int]]) -> list[str]:
+        """The ROMs ``{name: (depth, width, elem_bits)}`` that ``--weights spram`` moves to the
+        chip's single-port RAMs: at most :attr:`huge_rams` of them, the most LUTs saved (their
+        :meth:`rom_cells`; the same exact knapsack as the block RAMs). Only memories whose
+        elements are whole write bytes qualify: the configuration stream writes one element."""
+        names = [n for n, (_, _, elem) in shapes.items() if elem % self.huge_byte == 0]
+        blocks = {n: self.huge_for(*shapes[n][:2]) for n in names}
+        cost = {n: self.rom_cells(*shapes[n][:2]) for n in names}
+        return _fill_blocks(names, blocks, cost, self.huge_rams)
 
     @staticmethod
     def logic_cells(depth: int, width: int) -> float:
@@ -170,6 +196,7 @@ TARGETS: dict[str, Target] = {
             multipliers=8,
             lut_multiply_max_weight_bits=4,
             one_lane_readout=True,
+            huge_rams=4,
         ),
         Target(
             "ecp5",
@@ -179,7 +206,7 @@ TARGETS: dict[str, Target] = {
             reserved_block_rams=1,
             luts=24288,
             lut_ram=(16, 4),
-            lut_ram_cells=3.0,
+            lut_ram_cells=5.5,
             multipliers=28,
             multiplier_bits=18,
             lut_multiply_max_weight_bits=4,
