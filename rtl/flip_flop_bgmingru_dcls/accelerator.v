@@ -924,8 +924,9 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [33:0] \w__payload.value ;
   wire [16:0] \w__payload.value[0] ;
   wire [16:0] \w__payload.value[1] ;
-  (* init = 1'h0 *)
   wire w__valid;
+  always @(posedge clk)
+    old_c4_1 <= \$32 ;
   always @(posedge clk)
     hold_c4_1 <= \$33 ;
   always @(posedge clk)
@@ -987,8 +988,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     new_c4_1 <= \$30 ;
   always @(posedge clk)
     old_1_d1 <= \$31 ;
-  always @(posedge clk)
-    old_c4_1 <= \$32 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -998,7 +997,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1248,7 +1247,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign old_out_0 = old_c4_0;
   assign old_out_1 = old_c4_1;
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$49  = credit;
   assign r__payload = i__payload;
@@ -1431,10 +1429,11 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \$8  = \$7 ;
   assign \$9  = saturated_c4_1;
   assign \$11  = slot_c4[10];
+  assign w__valid = finalize4;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2588,78 +2587,81 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire [2:0] \$16 ;
-  wire [3:0] \$17 ;
+  wire \$16 ;
+  wire \$17 ;
   wire \$18 ;
-  wire \$19 ;
+  wire [2:0] \$19 ;
   wire \$2 ;
-  wire [2:0] \$20 ;
-  wire [10:0] \$21 ;
-  wire [1:0] \$22 ;
-  wire [32:0] \$23 ;
-  wire \$24 ;
+  wire [3:0] \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire [2:0] \$23 ;
+  wire [10:0] \$24 ;
   wire [1:0] \$25 ;
   wire [32:0] \$26 ;
   wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire \$3 ;
-  wire [3:0] \$30 ;
+  wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [32:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire [3:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire [32:0] \$36 ;
+  wire [3:0] \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire [2:0] \$4 ;
-  reg [2:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [3:0] \$42 ;
+  reg [2:0] \$43 ;
   wire \$44 ;
-  wire [32:0] \$45 ;
-  wire \$46 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [13:0] \$5 ;
   wire \$50 ;
-  wire [2:0] \$51 ;
-  wire [5:0] \$52 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [32:0] \$55 ;
-  wire [3:0] \$56 ;
-  reg [31:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg [2:0] \$59 ;
+  wire [2:0] \$54 ;
+  wire [5:0] \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [32:0] \$58 ;
+  wire [3:0] \$59 ;
   wire \$6 ;
   reg [31:0] \$60 ;
-  reg [1:0] \$61 ;
+  reg [31:0] \$61 ;
   reg [2:0] \$62 ;
-  reg [2:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [1:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [27:0] \$68 ;
-  reg [2:0] \$69 ;
+  reg [2:0] \$65 ;
+  reg [2:0] \$66 ;
+  reg [1:0] \$67 ;
+  reg [1:0] \$68 ;
+  reg \$69 ;
   wire \$7 ;
   reg \$70 ;
-  reg [2:0] \$71 ;
-  reg [1:0] \$72 ;
-  reg [4:0] \$73 ;
+  reg [27:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg \$73 ;
   reg [2:0] \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
+  reg [1:0] \$75 ;
+  reg [4:0] \$76 ;
+  reg [2:0] \$77 ;
+  reg \$78 ;
   reg \$79 ;
   wire \$8 ;
   reg [31:0] \$80 ;
+  reg [31:0] \$81 ;
+  reg \$82 ;
+  reg [31:0] \$83 ;
   wire [3:0] \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -2767,93 +2769,94 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   assign rd__data = _0_;
-  assign issue = busy & \$13 ;
-  assign \$14  = ! slot;
-  assign \$15  = issue & \$14 ;
-  assign \$16  = rbank ? 3'h5 : 3'h0;
-  assign \$17  = \$16  + slot;
-  assign \$18  = | n_items;
-  assign \$20  = meta[13] ? 3'h0 : rd__data[2:0];
-  assign \$21  = meta[13] ? 11'h000 : rd__data[13:3];
-  assign \$22  = 1'h0 + rd__en;
-  assign \$23  = layer0_items_reads + \$22 ;
-  assign \$25  = 1'h0 + \$24 ;
-  assign \$26  = layer0_items_writes + \$25 ;
-  assign \$27  = \$signal  >> wbank;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = items__valid & \$28 ;
-  assign \$30  = wcount + 1'h1;
-  assign \$31  = ~ stored;
-  assign \$32  = nonzero & \$31 ;
-  assign \$33  = layer0_item_overflows + 1'h1;
-  assign \$34  = wcount + stored;
-  assign \$35  = ~ wbank;
-  assign \$36  = ~ busy;
-  assign \$37  = | drain;
-  assign \$38  = \$signal  >> rbank;
-  assign \$39  = drain - 1'h1;
-  assign \$41  = \$signal$31  >> rbank;
-  assign \$42  = \$signal$33  >> rbank;
-  assign \$43  = layer0_busy_cycles + 1'h1;
-  assign \$44  = ~ issue;
-  assign \$45  = layer0_stall_cycles + 1'h1;
-  assign \$46  = ! slot;
-  assign \$48  = group == 2'h3;
-  assign \$49  = ! n_items;
-  assign \$51  = group + 1'h1;
-  assign \$52  = base + 3'h5;
-  assign \$53  = group == 2'h3;
-  assign \$54  = ~ rbank;
-  assign \$55  = layer0_steps + 1'h1;
-  assign \$56  = slot + 1'h1;
+  assign \$13  = \$12  | credit;
+  assign issue = busy & \$15 ;
+  assign \$16  = ! slot;
+  assign \$17  = issue & \$16 ;
+  assign \$19  = rbank ? 3'h5 : 3'h0;
+  assign \$20  = \$19  + slot;
+  assign \$21  = | n_items;
+  assign \$23  = meta[13] ? 3'h0 : rd__data[2:0];
+  assign \$24  = meta[13] ? 11'h000 : rd__data[13:3];
+  assign \$25  = 1'h0 + rd__en;
+  assign \$26  = layer0_items_reads + \$25 ;
+  assign \$28  = 1'h0 + \$27 ;
+  assign \$29  = layer0_items_writes + \$28 ;
+  assign \$30  = \$signal  >> wbank;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = items__valid & \$31 ;
+  assign \$33  = wcount + 1'h1;
+  assign \$34  = ~ stored;
+  assign \$35  = nonzero & \$34 ;
+  assign \$36  = layer0_item_overflows + 1'h1;
+  assign \$37  = wcount + stored;
+  assign \$38  = ~ wbank;
+  assign \$39  = ~ busy;
+  assign \$40  = | drain;
+  assign \$41  = \$signal  >> rbank;
+  assign \$42  = drain - 1'h1;
+  assign \$44  = \$signal$31  >> rbank;
+  assign \$45  = \$signal$33  >> rbank;
+  assign \$46  = layer0_busy_cycles + 1'h1;
+  assign \$47  = ~ issue;
+  assign \$48  = layer0_stall_cycles + 1'h1;
+  assign \$49  = ! slot;
+  assign \$51  = group == 2'h3;
+  assign \$52  = ! n_items;
+  assign \$54  = group + 1'h1;
+  assign \$55  = base + 3'h5;
+  assign \$56  = group == 2'h3;
+  assign \$57  = ~ rbank;
+  assign \$58  = layer0_steps + 1'h1;
+  assign \$59  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$57 ;
+    layer0_items_reads <= \$60 ;
   always @(posedge clk)
-    layer0_items_writes <= \$58 ;
+    layer0_items_writes <= \$61 ;
   always @(posedge clk)
-    wcount <= \$59 ;
+    wcount <= \$62 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$60 ;
+    layer0_item_overflows <= \$63 ;
   always @(posedge clk)
-    \$signal  <= \$61 ;
+    \$signal  <= \$64 ;
   always @(posedge clk)
-    bank0_count <= \$62 ;
+    bank0_count <= \$65 ;
   always @(posedge clk)
-    bank1_count <= \$63 ;
+    bank1_count <= \$66 ;
   always @(posedge clk)
-    \$signal$31  <= \$64 ;
+    \$signal$31  <= \$67 ;
   always @(posedge clk)
-    \$signal$33  <= \$65 ;
+    \$signal$33  <= \$68 ;
   always @(posedge clk)
-    next_first <= \$66 ;
+    next_first <= \$69 ;
   always @(posedge clk)
-    wbank <= \$67 ;
+    wbank <= \$70 ;
   always @(posedge clk)
-    meta <= \$68 ;
+    meta <= \$71 ;
   always @(posedge clk)
-    drain <= \$69 ;
+    drain <= \$72 ;
   always @(posedge clk)
-    busy <= \$70 ;
+    busy <= \$73 ;
   always @(posedge clk)
-    n_items <= \$71 ;
+    n_items <= \$74 ;
   always @(posedge clk)
-    group <= \$72 ;
+    group <= \$75 ;
   always @(posedge clk)
-    base <= \$73 ;
+    base <= \$76 ;
   always @(posedge clk)
-    slot <= \$74 ;
+    slot <= \$77 ;
   always @(posedge clk)
-    seq_first <= \$75 ;
+    seq_first <= \$78 ;
   always @(posedge clk)
-    seq_end <= \$76 ;
+    seq_end <= \$79 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$77 ;
+    layer0_busy_cycles <= \$80 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$78 ;
+    layer0_stall_cycles <= \$81 ;
   always @(posedge clk)
-    rbank <= \$79 ;
+    rbank <= \$82 ;
   always @(posedge clk)
-    layer0_steps <= \$80 ;
+    layer0_steps <= \$83 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[13:3];
@@ -2868,22 +2871,21 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$9  = slot + 1'h1;
   assign last_slot = \$9  >= n_items;
   assign \$10  = | slot;
-  assign \$13  = \$12  | credit;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$40  = bank0_count;
+          \$43  = bank0_count;
       1'h1:
-          \$40  = bank1_count;
+          \$43  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$19 ;
+      rd__en = \$22 ;
     end
   end
   always @* begin
@@ -2899,90 +2901,32 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$17 ;
+      rd__addr = \$20 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$57  = \$23 [31:0];
-    if (rst) begin
-      \$57  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = \$26 [31:0];
-    if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = wcount;
-    if (\$29 ) begin
-      if (stored) begin
-        \$59  = \$30 [2:0];
-      end
-      if (items__payload[14]) begin
-        \$59  = 3'h0;
-      end
-    end
-    if (rst) begin
-      \$59  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = layer0_item_overflows;
-    if (\$29 ) begin
-      if (\$32 ) begin
-        \$60  = \$33 [31:0];
-      end
-    end
+    \$60  = \$26 [31:0];
     if (rst) begin
       \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = \$signal ;
-    if (\$29 ) begin
-      if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$61 [0] = 1'h1;
-          1'h1:
-              \$61 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$50 ) begin
-        if (\$53 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$61 [0] = 1'h0;
-            1'h1:
-                \$61 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$61  = \$29 [31:0];
     if (rst) begin
-      \$61  = 2'h0;
+      \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = bank0_count;
-    if (\$29 ) begin
+    \$62  = wcount;
+    if (\$32 ) begin
+      if (stored) begin
+        \$62  = \$33 [2:0];
+      end
       if (items__payload[14]) begin
-        casez (wbank)
-          1'h0:
-              \$62  = \$34 [2:0];
-        endcase
+        \$62  = 3'h0;
       end
     end
     if (rst) begin
@@ -2991,34 +2935,41 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = bank1_count;
-    if (\$29 ) begin
-      if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$63  = \$34 [2:0];
-        endcase
+    \$63  = layer0_item_overflows;
+    if (\$32 ) begin
+      if (\$35 ) begin
+        \$63  = \$36 [31:0];
       end
     end
     if (rst) begin
-      \$63  = 3'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = \$signal$31 ;
-    if (\$29 ) begin
+    \$64  = \$signal ;
+    if (\$32 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$64 [0] = next_first;
+              \$64 [0] = 1'h1;
           1'h1:
-              \$64 [1] = next_first;
+              \$64 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$53 ) begin
+        if (\$56 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$64 [0] = 1'h0;
+            1'h1:
+                \$64 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -3027,97 +2978,91 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal$33 ;
-    if (\$29 ) begin
+    \$65  = bank0_count;
+    if (\$32 ) begin
       if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = items__payload[15];
-          1'h1:
-              \$65 [1] = items__payload[15];
+              \$65  = \$37 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = next_first;
-    if (\$29 ) begin
+    \$66  = bank1_count;
+    if (\$32 ) begin
       if (items__payload[14]) begin
-        \$66  = items__payload[15];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$66  = \$37 [2:0];
+        endcase
       end
     end
     if (rst) begin
-      \$66  = 1'h1;
+      \$66  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = wbank;
-    if (\$29 ) begin
+    \$67  = \$signal$31 ;
+    if (\$32 ) begin
       if (items__payload[14]) begin
-        \$67  = \$35 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$67 [0] = next_first;
+          1'h1:
+              \$67 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68 [27:1] = meta[27:1];
-    \$68 [0] = issue;
-    if (issue) begin
-      \$68 [2:1] = group;
-      \$68 [7:3] = base;
-      \$68 [8] = \$46 ;
-      \$68 [9] = \$47 ;
-      \$68 [10] = \$48 ;
-      \$68 [11] = seq_first;
-      \$68 [12] = seq_end;
-      \$68 [13] = \$49 ;
+    \$68  = \$signal$33 ;
+    if (\$32 ) begin
+      if (items__payload[14]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$68 [0] = items__payload[15];
+          1'h1:
+              \$68 [1] = items__payload[15];
+        endcase
+      end
     end
     if (rst) begin
-      \$68  = 28'h0000000;
+      \$68  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = drain;
-    if (\$36 ) begin
-      if (\$37 ) begin
-        \$69  = \$39 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$50 ) begin
-        if (\$53 ) begin
-          \$69  = 3'h0;
-        end
+    \$69  = next_first;
+    if (\$32 ) begin
+      if (items__payload[14]) begin
+        \$69  = items__payload[15];
       end
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$69  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = busy;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$70  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$50 ) begin
-        if (\$53 ) begin
-          \$70  = 1'h0;
-        end
+    \$70  = wbank;
+    if (\$32 ) begin
+      if (items__payload[14]) begin
+        \$70  = \$38 ;
       end
     end
     if (rst) begin
@@ -3126,68 +3071,68 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = n_items;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$71  = \$40 ;
-      end
+    \$71 [27:1] = meta[27:1];
+    \$71 [0] = issue;
+    if (issue) begin
+      \$71 [2:1] = group;
+      \$71 [7:3] = base;
+      \$71 [8] = \$49 ;
+      \$71 [9] = \$50 ;
+      \$71 [10] = \$51 ;
+      \$71 [11] = seq_first;
+      \$71 [12] = seq_end;
+      \$71 [13] = \$52 ;
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = group;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$72  = 2'h0;
+    \$72  = drain;
+    if (\$39 ) begin
+      if (\$40 ) begin
+        \$72  = \$42 [2:0];
       end
     end
     if (issue) begin
-      if (\$50 ) begin
-        \$72  = \$51 [1:0];
+      if (\$53 ) begin
+        if (\$56 ) begin
+          \$72  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$72  = 2'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = base;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$73  = 5'h00;
+    \$73  = busy;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$73  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$50 ) begin
-        \$73  = \$52 [4:0];
+      if (\$53 ) begin
+        if (\$56 ) begin
+          \$73  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$73  = 5'h00;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = slot;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$74  = 3'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$50 ) begin
-        \$74  = 3'h0;
-      end else if (1'h1) begin
-        \$74  = \$56 [2:0];
+    \$74  = n_items;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$74  = \$43 ;
       end
     end
     if (rst) begin
@@ -3196,64 +3141,81 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = seq_first;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$75  = \$41 ;
+    \$75  = group;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$75  = 2'h0;
       end
     end
-    if (rst) begin
-      \$75  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = seq_end;
-    if (\$36 ) begin
-      if (\$37 ) begin
-      end else if (\$38 ) begin
-        \$76  = \$42 ;
-      end
-    end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$36 ) begin
-    end else begin
-      \$77  = \$43 [31:0];
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$36 ) begin
-    end else begin
-      if (\$44 ) begin
-        \$78  = \$45 [31:0];
-      end
-    end
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = rbank;
     if (issue) begin
-      if (\$50 ) begin
-        if (\$53 ) begin
-          \$79  = \$54 ;
-        end
+      if (\$53 ) begin
+        \$75  = \$54 [1:0];
+      end
+    end
+    if (rst) begin
+      \$75  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$76  = base;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$76  = 5'h00;
+      end
+    end
+    if (issue) begin
+      if (\$53 ) begin
+        \$76  = \$55 [4:0];
+      end
+    end
+    if (rst) begin
+      \$76  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$77  = slot;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$77  = 3'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$53 ) begin
+        \$77  = 3'h0;
+      end else if (1'h1) begin
+        \$77  = \$59 [2:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = seq_first;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = seq_end;
+    if (\$39 ) begin
+      if (\$40 ) begin
+      end else if (\$41 ) begin
+        \$79  = \$45 ;
       end
     end
     if (rst) begin
@@ -3262,16 +3224,56 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = layer0_steps;
+    \$80  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$39 ) begin
+    end else begin
+      \$80  = \$46 [31:0];
+    end
+    if (rst) begin
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$81  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$39 ) begin
+    end else begin
+      if (\$47 ) begin
+        \$81  = \$48 [31:0];
+      end
+    end
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$82  = rbank;
     if (issue) begin
-      if (\$50 ) begin
-        if (\$53 ) begin
-          \$80  = \$55 [31:0];
+      if (\$53 ) begin
+        if (\$56 ) begin
+          \$82  = \$57 ;
         end
       end
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$83  = layer0_steps;
+    if (issue) begin
+      if (\$53 ) begin
+        if (\$56 ) begin
+          \$83  = \$58 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
     end
   end
   assign \items__payload.index  = items__payload[2:0];
@@ -3300,8 +3302,8 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[13];
   assign \meta.index  = meta[16:14];
   assign \meta.value  = meta[27:17];
-  assign \slot$21 [27:17] = \$21 ;
-  assign \slot$21 [16:14] = \$20 ;
+  assign \slot$21 [27:17] = \$24 ;
+  assign \slot$21 [16:14] = \$23 ;
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
@@ -3315,11 +3317,14 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$5  = { items__payload[13:3], 3'h0 };
   assign \$11  = 1'h0;
   assign \$12  = \$10 ;
-  assign starting = \$15 ;
-  assign \$19  = \$18 ;
-  assign \$24  = wr__en;
-  assign \$47  = last_slot;
+  assign \$14  = 1'h0;
+  assign \$15  = \$13 ;
+  assign \$18  = \$17 ;
+  assign starting = \$17 ;
+  assign \$22  = \$21 ;
+  assign \$27  = wr__en;
   assign \$50  = last_slot;
+  assign \$53  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7578,77 +7583,80 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [3:0] \$17 ;
-  wire [4:0] \$18 ;
+  wire \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [2:0] \$21 ;
-  wire [16:0] \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
+  wire [3:0] \$20 ;
+  wire [4:0] \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire [2:0] \$24 ;
+  wire [16:0] \$25 ;
   wire [1:0] \$26 ;
   wire [32:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [4:0] \$31 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [32:0] \$34 ;
-  wire [4:0] \$35 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire [32:0] \$37 ;
+  wire [4:0] \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
-  wire [3:0] \$40 ;
-  reg [3:0] \$41 ;
+  wire \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [32:0] \$44 ;
+  wire [3:0] \$43 ;
+  reg [3:0] \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  wire \$47 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [32:0] \$49 ;
   wire [4:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [1:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire [32:0] \$56 ;
-  wire [4:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [1:0] \$55 ;
+  wire [4:0] \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [32:0] \$59 ;
   wire [19:0] \$6 ;
-  reg [3:0] \$60 ;
+  wire [4:0] \$60 ;
   reg [31:0] \$61 ;
-  reg [1:0] \$62 ;
+  reg [31:0] \$62 ;
   reg [3:0] \$63 ;
-  reg [3:0] \$64 ;
+  reg [31:0] \$64 ;
   reg [1:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [31:0] \$69 ;
+  reg [3:0] \$66 ;
+  reg [3:0] \$67 ;
+  reg [1:0] \$68 ;
+  reg [1:0] \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
+  reg \$70 ;
   reg \$71 ;
-  reg [3:0] \$72 ;
-  reg [3:0] \$73 ;
-  reg [3:0] \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
+  reg [31:0] \$72 ;
+  reg [2:0] \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
   reg \$79 ;
   wire \$8 ;
   reg [31:0] \$80 ;
+  reg [31:0] \$81 ;
+  reg \$82 ;
+  reg [31:0] \$83 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7762,88 +7770,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign issue = busy & \$14 ;
-  assign \$15  = ! slot;
-  assign \$16  = issue & \$15 ;
-  assign \$17  = rbank ? 4'h8 : 4'h0;
-  assign \$18  = \$17  + slot;
-  assign \$19  = | n_items;
-  assign \$21  = meta[11] ? 3'h0 : rd__data[2:0];
-  assign \$22  = meta[11] ? 17'h00000 : rd__data[19:3];
-  assign \$23  = 1'h0 + rd__en;
-  assign \$24  = readout_items_reads + \$23 ;
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = readout_items_writes + \$26 ;
-  assign \$28  = \$signal  >> wbank;
-  assign \$29  = ~ \$28 ;
-  assign \$30  = items__valid & \$29 ;
-  assign \$31  = wcount + 1'h1;
-  assign \$32  = ~ stored;
-  assign \$33  = nonzero & \$32 ;
-  assign \$34  = readout_item_overflows + 1'h1;
-  assign \$35  = wcount + stored;
-  assign \$36  = ~ wbank;
-  assign \$37  = ~ busy;
-  assign \$38  = | drain;
-  assign \$39  = \$signal  >> rbank;
-  assign \$40  = drain - 1'h1;
-  assign \$42  = \$signal$31  >> rbank;
-  assign \$43  = \$signal$33  >> rbank;
-  assign \$44  = readout_busy_cycles + 1'h1;
-  assign \$45  = ~ issue;
-  assign \$46  = readout_stall_cycles + 1'h1;
-  assign \$47  = ! slot;
-  assign \$50  = ! n_items;
-  assign \$53  = base + 4'h8;
-  assign \$55  = ~ rbank;
-  assign \$56  = readout_steps + 1'h1;
-  assign \$57  = slot + 1'h1;
+  assign \$14  = \$13  | credit;
+  assign issue = busy & \$16 ;
+  assign \$17  = ! slot;
+  assign \$18  = issue & \$17 ;
+  assign \$20  = rbank ? 4'h8 : 4'h0;
+  assign \$21  = \$20  + slot;
+  assign \$22  = | n_items;
+  assign \$24  = meta[11] ? 3'h0 : rd__data[2:0];
+  assign \$25  = meta[11] ? 17'h00000 : rd__data[19:3];
+  assign \$26  = 1'h0 + rd__en;
+  assign \$27  = readout_items_reads + \$26 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = readout_items_writes + \$29 ;
+  assign \$31  = \$signal  >> wbank;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = items__valid & \$32 ;
+  assign \$34  = wcount + 1'h1;
+  assign \$35  = ~ stored;
+  assign \$36  = nonzero & \$35 ;
+  assign \$37  = readout_item_overflows + 1'h1;
+  assign \$38  = wcount + stored;
+  assign \$39  = ~ wbank;
+  assign \$40  = ~ busy;
+  assign \$41  = | drain;
+  assign \$42  = \$signal  >> rbank;
+  assign \$43  = drain - 1'h1;
+  assign \$45  = \$signal$31  >> rbank;
+  assign \$46  = \$signal$33  >> rbank;
+  assign \$47  = readout_busy_cycles + 1'h1;
+  assign \$48  = ~ issue;
+  assign \$49  = readout_stall_cycles + 1'h1;
+  assign \$50  = ! slot;
+  assign \$53  = ! n_items;
+  assign \$56  = base + 4'h8;
+  assign \$58  = ~ rbank;
+  assign \$59  = readout_steps + 1'h1;
+  assign \$60  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$58 ;
+    readout_items_reads <= \$61 ;
   always @(posedge clk)
-    readout_items_writes <= \$59 ;
+    readout_items_writes <= \$62 ;
   always @(posedge clk)
-    wcount <= \$60 ;
+    wcount <= \$63 ;
   always @(posedge clk)
-    readout_item_overflows <= \$61 ;
+    readout_item_overflows <= \$64 ;
   always @(posedge clk)
-    \$signal  <= \$62 ;
+    \$signal  <= \$65 ;
   always @(posedge clk)
-    bank0_count <= \$63 ;
+    bank0_count <= \$66 ;
   always @(posedge clk)
-    bank1_count <= \$64 ;
+    bank1_count <= \$67 ;
   always @(posedge clk)
-    \$signal$31  <= \$65 ;
+    \$signal$31  <= \$68 ;
   always @(posedge clk)
-    \$signal$33  <= \$66 ;
+    \$signal$33  <= \$69 ;
   always @(posedge clk)
-    next_first <= \$67 ;
+    next_first <= \$70 ;
   always @(posedge clk)
-    wbank <= \$68 ;
+    wbank <= \$71 ;
   always @(posedge clk)
-    meta <= \$69 ;
+    meta <= \$72 ;
   always @(posedge clk)
-    drain <= \$70 ;
+    drain <= \$73 ;
   always @(posedge clk)
-    busy <= \$71 ;
+    busy <= \$74 ;
   always @(posedge clk)
-    n_items <= \$72 ;
+    n_items <= \$75 ;
   always @(posedge clk)
-    base <= \$73 ;
+    base <= \$76 ;
   always @(posedge clk)
-    slot <= \$74 ;
+    slot <= \$77 ;
   always @(posedge clk)
-    seq_first <= \$75 ;
+    seq_first <= \$78 ;
   always @(posedge clk)
-    seq_end <= \$76 ;
+    seq_end <= \$79 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$77 ;
+    readout_busy_cycles <= \$80 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$78 ;
+    readout_stall_cycles <= \$81 ;
   always @(posedge clk)
-    rbank <= \$79 ;
+    rbank <= \$82 ;
   always @(posedge clk)
-    readout_steps <= \$80 ;
+    readout_steps <= \$83 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:3];
@@ -7858,22 +7867,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
   assign \$11  = | slot;
-  assign \$14  = \$13  | credit;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$41  = bank0_count;
+          \$44  = bank0_count;
       1'h1:
-          \$41  = bank1_count;
+          \$44  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$20 ;
+      rd__en = \$23 ;
     end
   end
   always @* begin
@@ -7889,90 +7897,32 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$18 [3:0];
+      rd__addr = \$21 [3:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$58  = \$24 [31:0];
-    if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$59  = \$27 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = wcount;
-    if (\$30 ) begin
-      if (stored) begin
-        \$60  = \$31 [3:0];
-      end
-      if (items__payload[20]) begin
-        \$60  = 4'h0;
-      end
-    end
-    if (rst) begin
-      \$60  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = readout_item_overflows;
-    if (\$30 ) begin
-      if (\$33 ) begin
-        \$61  = \$34 [31:0];
-      end
-    end
+    \$61  = \$27 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = \$signal ;
-    if (\$30 ) begin
-      if (items__payload[20]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$62 [0] = 1'h1;
-          1'h1:
-              \$62 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$62 [0] = 1'h0;
-            1'h1:
-                \$62 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$62  = \$30 [31:0];
     if (rst) begin
-      \$62  = 2'h0;
+      \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = bank0_count;
-    if (\$30 ) begin
+    \$63  = wcount;
+    if (\$33 ) begin
+      if (stored) begin
+        \$63  = \$34 [3:0];
+      end
       if (items__payload[20]) begin
-        casez (wbank)
-          1'h0:
-              \$63  = \$35 [3:0];
-        endcase
+        \$63  = 4'h0;
       end
     end
     if (rst) begin
@@ -7981,34 +7931,41 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = bank1_count;
-    if (\$30 ) begin
-      if (items__payload[20]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$64  = \$35 [3:0];
-        endcase
+    \$64  = readout_item_overflows;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$64  = \$37 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 4'h0;
+      \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = \$signal$31 ;
-    if (\$30 ) begin
+    \$65  = \$signal ;
+    if (\$33 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = next_first;
+              \$65 [0] = 1'h1;
           1'h1:
-              \$65 [1] = next_first;
+              \$65 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$65 [0] = 1'h0;
+            1'h1:
+                \$65 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -8017,97 +7974,91 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = \$signal$33 ;
-    if (\$30 ) begin
+    \$66  = bank0_count;
+    if (\$33 ) begin
       if (items__payload[20]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = items__payload[21];
-          1'h1:
-              \$66 [1] = items__payload[21];
+              \$66  = \$38 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$66  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = next_first;
-    if (\$30 ) begin
+    \$67  = bank1_count;
+    if (\$33 ) begin
       if (items__payload[20]) begin
-        \$67  = items__payload[21];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$67  = \$38 [3:0];
+        endcase
       end
     end
     if (rst) begin
-      \$67  = 1'h1;
+      \$67  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = wbank;
-    if (\$30 ) begin
+    \$68  = \$signal$31 ;
+    if (\$33 ) begin
       if (items__payload[20]) begin
-        \$68  = \$36 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$68 [0] = next_first;
+          1'h1:
+              \$68 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$68  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69 [31:1] = meta[31:1];
-    \$69 [0] = issue;
-    if (issue) begin
-      \$69 [1] = 1'h0;
-      \$69 [5:2] = base;
-      \$69 [6] = \$47 ;
-      \$69 [7] = \$48 ;
-      \$69 [8] = \$49 ;
-      \$69 [9] = seq_first;
-      \$69 [10] = seq_end;
-      \$69 [11] = \$50 ;
+    \$69  = \$signal$33 ;
+    if (\$33 ) begin
+      if (items__payload[20]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = items__payload[21];
+          1'h1:
+              \$69 [1] = items__payload[21];
+        endcase
+      end
     end
     if (rst) begin
-      \$69  = 32'd0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = drain;
-    if (\$37 ) begin
-      if (\$38 ) begin
-        \$70  = \$40 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$70  = 3'h3;
-        end
+    \$70  = next_first;
+    if (\$33 ) begin
+      if (items__payload[20]) begin
+        \$70  = items__payload[21];
       end
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$70  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = busy;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$71  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$71  = 1'h0;
-        end
+    \$71  = wbank;
+    if (\$33 ) begin
+      if (items__payload[20]) begin
+        \$71  = \$39 ;
       end
     end
     if (rst) begin
@@ -8116,116 +8067,133 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = n_items;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$72  = \$41 ;
-      end
+    \$72 [31:1] = meta[31:1];
+    \$72 [0] = issue;
+    if (issue) begin
+      \$72 [1] = 1'h0;
+      \$72 [5:2] = base;
+      \$72 [6] = \$50 ;
+      \$72 [7] = \$51 ;
+      \$72 [8] = \$52 ;
+      \$72 [9] = seq_first;
+      \$72 [10] = seq_end;
+      \$72 [11] = \$53 ;
     end
     if (rst) begin
-      \$72  = 4'h0;
+      \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = base;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$73  = 4'h0;
+    \$73  = drain;
+    if (\$40 ) begin
+      if (\$41 ) begin
+        \$73  = \$43 [2:0];
       end
     end
     if (issue) begin
-      if (\$51 ) begin
-        \$73  = \$53 [3:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$73  = 3'h3;
+        end
       end
     end
     if (rst) begin
-      \$73  = 4'h0;
+      \$73  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = slot;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$74  = 4'h0;
+    \$74  = busy;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$74  = 1'h1;
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$74  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$75  = n_items;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$75  = \$44 ;
+      end
+    end
+    if (rst) begin
+      \$75  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$76  = base;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$76  = 4'h0;
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        \$76  = \$56 [3:0];
+      end
+    end
+    if (rst) begin
+      \$76  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$77  = slot;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$77  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$51 ) begin
-        \$74  = 4'h0;
+      if (\$54 ) begin
+        \$77  = 4'h0;
       end else if (1'h1) begin
-        \$74  = \$57 [3:0];
+        \$77  = \$60 [3:0];
       end
     end
     if (rst) begin
-      \$74  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = seq_first;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$75  = \$42 ;
+    \$78  = seq_first;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$78  = \$45 ;
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = seq_end;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$76  = \$43 ;
-      end
-    end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      \$77  = \$44 [31:0];
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = readout_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      if (\$45 ) begin
-        \$78  = \$46 [31:0];
-      end
-    end
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = rbank;
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$79  = \$55 ;
-        end
+    \$79  = seq_end;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$79  = \$46 ;
       end
     end
     if (rst) begin
@@ -8234,16 +8202,56 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = readout_steps;
+    \$80  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      \$80  = \$47 [31:0];
+    end
+    if (rst) begin
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$81  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      if (\$48 ) begin
+        \$81  = \$49 [31:0];
+      end
+    end
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$82  = rbank;
     if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$80  = \$56 [31:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$82  = \$58 ;
         end
       end
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$82  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$83  = readout_steps;
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$83  = \$59 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
     end
   end
   assign wr__addr = \$5 [3:0];
@@ -8273,8 +8281,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[11];
   assign \meta.index  = meta[14:12];
   assign \meta.value  = meta[31:15];
-  assign \slot$21 [31:15] = \$22 ;
-  assign \slot$21 [14:12] = \$21 ;
+  assign \slot$21 [31:15] = \$25 ;
+  assign \slot$21 [14:12] = \$24 ;
   assign \slot$21 [11] = meta[11];
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
@@ -8288,14 +8296,17 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$6  = { items__payload[19:3], 3'h0 };
   assign \$12  = 1'h0;
   assign \$13  = \$11 ;
-  assign starting = \$16 ;
-  assign \$20  = \$19 ;
-  assign \$25  = wr__en;
-  assign \$48  = last_slot;
-  assign \$49  = 1'h1;
+  assign \$15  = 1'h0;
+  assign \$16  = \$14 ;
+  assign \$19  = \$18 ;
+  assign starting = \$18 ;
+  assign \$23  = \$22 ;
+  assign \$28  = wr__en;
   assign \$51  = last_slot;
-  assign \$52  = 2'h1;
-  assign \$54  = 1'h1;
+  assign \$52  = 1'h1;
+  assign \$54  = last_slot;
+  assign \$55  = 2'h1;
+  assign \$57  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -1186,8 +1186,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [16:0] \w__payload.value[1] ;
   wire [16:0] \w__payload.value[2] ;
   wire [16:0] \w__payload.value[3] ;
-  (* init = 1'h0 *)
   wire w__valid;
+  assign \$26  = layer0_events + \$25 ;
   assign \$27  = 1'h0 + saturated[0];
   assign \$28  = \$27  + saturated[1];
   assign \$29  = \$28  + saturated[2];
@@ -1284,7 +1284,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$23  = \$22  + changed[1];
   assign \$24  = \$23  + changed[2];
   assign \$25  = \$24  + changed[3];
-  assign \$26  = layer0_events + \$25 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -1294,7 +1293,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1634,7 +1633,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign old_out_2 = old_c4_2;
   assign old_out_3 = old_c4_3;
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$71  = credit;
   assign r__payload = i__payload;
@@ -1887,10 +1885,11 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$18  = \$17 ;
   assign \$19  = saturated_c4_3;
   assign \$21  = slot_c4[11];
+  assign w__valid = finalize4;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3175,78 +3174,81 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire [3:0] \$17 ;
-  wire [4:0] \$18 ;
+  wire \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [3:0] \$21 ;
-  wire [7:0] \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
+  wire [3:0] \$20 ;
+  wire [4:0] \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire [3:0] \$24 ;
+  wire [7:0] \$25 ;
   wire [1:0] \$26 ;
   wire [32:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [4:0] \$31 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [32:0] \$34 ;
-  wire [4:0] \$35 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire [32:0] \$37 ;
+  wire [4:0] \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
-  wire [3:0] \$40 ;
-  reg [3:0] \$41 ;
+  wire \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [32:0] \$44 ;
+  wire [3:0] \$43 ;
+  reg [3:0] \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  wire \$47 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [32:0] \$49 ;
   wire [14:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [2:0] \$52 ;
-  wire [6:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire [32:0] \$56 ;
-  wire [4:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [2:0] \$55 ;
+  wire [6:0] \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [32:0] \$59 ;
   wire [14:0] \$6 ;
-  reg [3:0] \$60 ;
+  wire [4:0] \$60 ;
   reg [31:0] \$61 ;
-  reg [1:0] \$62 ;
+  reg [31:0] \$62 ;
   reg [3:0] \$63 ;
-  reg [3:0] \$64 ;
+  reg [31:0] \$64 ;
   reg [1:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [26:0] \$69 ;
+  reg [3:0] \$66 ;
+  reg [3:0] \$67 ;
+  reg [1:0] \$68 ;
+  reg [1:0] \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
+  reg \$70 ;
   reg \$71 ;
-  reg [3:0] \$72 ;
-  reg [1:0] \$73 ;
-  reg [5:0] \$74 ;
+  reg [26:0] \$72 ;
+  reg [2:0] \$73 ;
+  reg \$74 ;
   reg [3:0] \$75 ;
-  reg \$76 ;
-  reg \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$76 ;
+  reg [5:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg \$79 ;
   wire \$8 ;
   reg \$80 ;
   reg [31:0] \$81 ;
+  reg [31:0] \$82 ;
+  reg \$83 ;
+  reg [31:0] \$84 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -3368,94 +3370,95 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   assign rd__data = _0_;
+  assign \$11  = | slot;
   assign \$14  = \$13  | credit;
-  assign issue = busy & \$14 ;
-  assign \$15  = ! slot;
-  assign \$16  = issue & \$15 ;
-  assign \$17  = rbank ? 4'hc : 4'h0;
-  assign \$18  = \$17  + slot;
-  assign \$19  = | n_items;
-  assign \$21  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$22  = meta[14] ? 8'h00 : rd__data[11:4];
-  assign \$23  = 1'h0 + rd__en;
-  assign \$24  = layer0_items_reads + \$23 ;
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = layer0_items_writes + \$26 ;
-  assign \$28  = \$signal  >> wbank;
-  assign \$29  = ~ \$28 ;
-  assign \$30  = items__valid & \$29 ;
-  assign \$31  = wcount + 1'h1;
-  assign \$32  = ~ stored;
-  assign \$33  = nonzero & \$32 ;
-  assign \$34  = layer0_item_overflows + 1'h1;
-  assign \$35  = wcount + stored;
-  assign \$36  = ~ wbank;
-  assign \$37  = ~ busy;
-  assign \$38  = | drain;
-  assign \$39  = \$signal  >> rbank;
-  assign \$40  = drain - 1'h1;
-  assign \$42  = \$signal$31  >> rbank;
-  assign \$43  = \$signal$33  >> rbank;
-  assign \$44  = layer0_busy_cycles + 1'h1;
-  assign \$45  = ~ issue;
-  assign \$46  = layer0_stall_cycles + 1'h1;
-  assign \$47  = ! slot;
-  assign \$49  = group == 2'h3;
-  assign \$50  = ! n_items;
-  assign \$52  = group + 1'h1;
-  assign \$53  = base + 4'hc;
-  assign \$54  = group == 2'h3;
-  assign \$55  = ~ rbank;
-  assign \$56  = layer0_steps + 1'h1;
-  assign \$57  = slot + 1'h1;
+  assign issue = busy & \$16 ;
+  assign \$17  = ! slot;
+  assign \$18  = issue & \$17 ;
+  assign \$20  = rbank ? 4'hc : 4'h0;
+  assign \$21  = \$20  + slot;
+  assign \$22  = | n_items;
+  assign \$24  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$25  = meta[14] ? 8'h00 : rd__data[11:4];
+  assign \$26  = 1'h0 + rd__en;
+  assign \$27  = layer0_items_reads + \$26 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = layer0_items_writes + \$29 ;
+  assign \$31  = \$signal  >> wbank;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = items__valid & \$32 ;
+  assign \$34  = wcount + 1'h1;
+  assign \$35  = ~ stored;
+  assign \$36  = nonzero & \$35 ;
+  assign \$37  = layer0_item_overflows + 1'h1;
+  assign \$38  = wcount + stored;
+  assign \$39  = ~ wbank;
+  assign \$40  = ~ busy;
+  assign \$41  = | drain;
+  assign \$42  = \$signal  >> rbank;
+  assign \$43  = drain - 1'h1;
+  assign \$45  = \$signal$31  >> rbank;
+  assign \$46  = \$signal$33  >> rbank;
+  assign \$47  = layer0_busy_cycles + 1'h1;
+  assign \$48  = ~ issue;
+  assign \$49  = layer0_stall_cycles + 1'h1;
+  assign \$50  = ! slot;
+  assign \$52  = group == 2'h3;
+  assign \$53  = ! n_items;
+  assign \$55  = group + 1'h1;
+  assign \$56  = base + 4'hc;
+  assign \$57  = group == 2'h3;
+  assign \$58  = ~ rbank;
+  assign \$59  = layer0_steps + 1'h1;
+  assign \$60  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$58 ;
+    layer0_items_reads <= \$61 ;
   always @(posedge clk)
-    layer0_items_writes <= \$59 ;
+    layer0_items_writes <= \$62 ;
   always @(posedge clk)
-    wcount <= \$60 ;
+    wcount <= \$63 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$61 ;
+    layer0_item_overflows <= \$64 ;
   always @(posedge clk)
-    \$signal  <= \$62 ;
+    \$signal  <= \$65 ;
   always @(posedge clk)
-    bank0_count <= \$63 ;
+    bank0_count <= \$66 ;
   always @(posedge clk)
-    bank1_count <= \$64 ;
+    bank1_count <= \$67 ;
   always @(posedge clk)
-    \$signal$31  <= \$65 ;
+    \$signal$31  <= \$68 ;
   always @(posedge clk)
-    \$signal$33  <= \$66 ;
+    \$signal$33  <= \$69 ;
   always @(posedge clk)
-    next_first <= \$67 ;
+    next_first <= \$70 ;
   always @(posedge clk)
-    wbank <= \$68 ;
+    wbank <= \$71 ;
   always @(posedge clk)
-    meta <= \$69 ;
+    meta <= \$72 ;
   always @(posedge clk)
-    drain <= \$70 ;
+    drain <= \$73 ;
   always @(posedge clk)
-    busy <= \$71 ;
+    busy <= \$74 ;
   always @(posedge clk)
-    n_items <= \$72 ;
+    n_items <= \$75 ;
   always @(posedge clk)
-    group <= \$73 ;
+    group <= \$76 ;
   always @(posedge clk)
-    base <= \$74 ;
+    base <= \$77 ;
   always @(posedge clk)
-    slot <= \$75 ;
+    slot <= \$78 ;
   always @(posedge clk)
-    seq_first <= \$76 ;
+    seq_first <= \$79 ;
   always @(posedge clk)
-    seq_end <= \$77 ;
+    seq_end <= \$80 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$78 ;
+    layer0_busy_cycles <= \$81 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$79 ;
+    layer0_stall_cycles <= \$82 ;
   always @(posedge clk)
-    rbank <= \$80 ;
+    rbank <= \$83 ;
   always @(posedge clk)
-    layer0_steps <= \$81 ;
+    layer0_steps <= \$84 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
@@ -3469,22 +3472,21 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
-  assign \$11  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$41  = bank0_count;
+          \$44  = bank0_count;
       1'h1:
-          \$41  = bank1_count;
+          \$44  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$20 ;
+      rd__en = \$23 ;
     end
   end
   always @* begin
@@ -3500,90 +3502,32 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$18 ;
+      rd__addr = \$21 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = \$24 [31:0];
-    if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = \$27 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = wcount;
-    if (\$30 ) begin
-      if (stored) begin
-        \$60  = \$31 [3:0];
-      end
-      if (items__payload[12]) begin
-        \$60  = 4'h0;
-      end
-    end
-    if (rst) begin
-      \$60  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = layer0_item_overflows;
-    if (\$30 ) begin
-      if (\$33 ) begin
-        \$61  = \$34 [31:0];
-      end
-    end
+    \$61  = \$27 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = \$signal ;
-    if (\$30 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$62 [0] = 1'h1;
-          1'h1:
-              \$62 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$62 [0] = 1'h0;
-            1'h1:
-                \$62 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$62  = \$30 [31:0];
     if (rst) begin
-      \$62  = 2'h0;
+      \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = bank0_count;
-    if (\$30 ) begin
+    \$63  = wcount;
+    if (\$33 ) begin
+      if (stored) begin
+        \$63  = \$34 [3:0];
+      end
       if (items__payload[12]) begin
-        casez (wbank)
-          1'h0:
-              \$63  = \$35 [3:0];
-        endcase
+        \$63  = 4'h0;
       end
     end
     if (rst) begin
@@ -3592,34 +3536,41 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = bank1_count;
-    if (\$30 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$64  = \$35 [3:0];
-        endcase
+    \$64  = layer0_item_overflows;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$64  = \$37 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 4'h0;
+      \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal$31 ;
-    if (\$30 ) begin
+    \$65  = \$signal ;
+    if (\$33 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = next_first;
+              \$65 [0] = 1'h1;
           1'h1:
-              \$65 [1] = next_first;
+              \$65 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$65 [0] = 1'h0;
+            1'h1:
+                \$65 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -3628,97 +3579,91 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = \$signal$33 ;
-    if (\$30 ) begin
+    \$66  = bank0_count;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = items__payload[13];
-          1'h1:
-              \$66 [1] = items__payload[13];
+              \$66  = \$38 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$66  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = next_first;
-    if (\$30 ) begin
+    \$67  = bank1_count;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        \$67  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$67  = \$38 [3:0];
+        endcase
       end
     end
     if (rst) begin
-      \$67  = 1'h1;
+      \$67  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = wbank;
-    if (\$30 ) begin
+    \$68  = \$signal$31 ;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        \$68  = \$36 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$68 [0] = next_first;
+          1'h1:
+              \$68 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$68  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69 [26:1] = meta[26:1];
-    \$69 [0] = issue;
-    if (issue) begin
-      \$69 [2:1] = group;
-      \$69 [8:3] = base;
-      \$69 [9] = \$47 ;
-      \$69 [10] = \$48 ;
-      \$69 [11] = \$49 ;
-      \$69 [12] = seq_first;
-      \$69 [13] = seq_end;
-      \$69 [14] = \$50 ;
+    \$69  = \$signal$33 ;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = items__payload[13];
+          1'h1:
+              \$69 [1] = items__payload[13];
+        endcase
+      end
     end
     if (rst) begin
-      \$69  = 27'h0000000;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = drain;
-    if (\$37 ) begin
-      if (\$38 ) begin
-        \$70  = \$40 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$70  = 3'h0;
-        end
+    \$70  = next_first;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        \$70  = items__payload[13];
       end
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$70  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = busy;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$71  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$71  = 1'h0;
-        end
+    \$71  = wbank;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        \$71  = \$39 ;
       end
     end
     if (rst) begin
@@ -3727,68 +3672,68 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = n_items;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$72  = \$41 ;
-      end
+    \$72 [26:1] = meta[26:1];
+    \$72 [0] = issue;
+    if (issue) begin
+      \$72 [2:1] = group;
+      \$72 [8:3] = base;
+      \$72 [9] = \$50 ;
+      \$72 [10] = \$51 ;
+      \$72 [11] = \$52 ;
+      \$72 [12] = seq_first;
+      \$72 [13] = seq_end;
+      \$72 [14] = \$53 ;
     end
     if (rst) begin
-      \$72  = 4'h0;
+      \$72  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = group;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$73  = 2'h0;
+    \$73  = drain;
+    if (\$40 ) begin
+      if (\$41 ) begin
+        \$73  = \$43 [2:0];
       end
     end
     if (issue) begin
-      if (\$51 ) begin
-        \$73  = \$52 [1:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$73  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$73  = 2'h0;
+      \$73  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = base;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$74  = 6'h00;
+    \$74  = busy;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$74  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$51 ) begin
-        \$74  = \$53 [5:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$74  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 6'h00;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = slot;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$75  = 4'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$51 ) begin
-        \$75  = 4'h0;
-      end else if (1'h1) begin
-        \$75  = \$57 [3:0];
+    \$75  = n_items;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$75  = \$44 ;
       end
     end
     if (rst) begin
@@ -3797,64 +3742,81 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = seq_first;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$76  = \$42 ;
+    \$76  = group;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$76  = 2'h0;
       end
     end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = seq_end;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$77  = \$43 ;
-      end
-    end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      \$78  = \$44 [31:0];
-    end
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      if (\$45 ) begin
-        \$79  = \$46 [31:0];
-      end
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = rbank;
     if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$80  = \$55 ;
-        end
+      if (\$54 ) begin
+        \$76  = \$55 [1:0];
+      end
+    end
+    if (rst) begin
+      \$76  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$77  = base;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$77  = 6'h00;
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        \$77  = \$56 [5:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = slot;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$78  = 4'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$54 ) begin
+        \$78  = 4'h0;
+      end else if (1'h1) begin
+        \$78  = \$60 [3:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = seq_first;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$79  = \$45 ;
+      end
+    end
+    if (rst) begin
+      \$79  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$80  = seq_end;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$80  = \$46 ;
       end
     end
     if (rst) begin
@@ -3863,16 +3825,56 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_steps;
+    \$81  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      \$81  = \$47 [31:0];
+    end
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$82  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      if (\$48 ) begin
+        \$82  = \$49 [31:0];
+      end
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$83  = rbank;
     if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$81  = \$56 [31:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$83  = \$58 ;
         end
       end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$84  = layer0_steps;
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$84  = \$59 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$84  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -3902,8 +3904,8 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \meta.empty  = meta[14];
   assign \meta.index  = meta[18:15];
   assign \meta.value  = meta[26:19];
-  assign \slot$21 [26:19] = \$22 ;
-  assign \slot$21 [18:15] = \$21 ;
+  assign \slot$21 [26:19] = \$25 ;
+  assign \slot$21 [18:15] = \$24 ;
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
@@ -3917,11 +3919,14 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$12  = 1'h0;
   assign \$13  = \$11 ;
-  assign starting = \$16 ;
-  assign \$20  = \$19 ;
-  assign \$25  = wr__en;
-  assign \$48  = last_slot;
+  assign \$15  = 1'h0;
+  assign \$16  = \$14 ;
+  assign \$19  = \$18 ;
+  assign starting = \$18 ;
+  assign \$23  = \$22 ;
+  assign \$28  = wr__en;
   assign \$51  = last_slot;
+  assign \$54  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5602,7 +5607,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [23:0] \w__payload.value[1] ;
   wire [23:0] \w__payload.value[2] ;
   wire [23:0] \w__payload.value[3] ;
-  (* init = 1'h0 *)
   wire w__valid;
   assign finalize = slot[0] & slot[11];
   assign old = slot[13] ? 16'h0000 : state[15:0];
@@ -5674,6 +5678,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \$63  = | \$57 [23:0];
   assign \$64  = \$62  & \$63 ;
   assign \$65  = slot_c4[12] & slot_c4[14];
+  assign w__valid = finalize4 & entry[103];
   assign \$66  = slot[13] ? 24'h000000 : pool[23:0];
   assign \$67  = slot[13] ? 24'h000000 : pool[47:24];
   assign \$68  = slot[13] ? 24'h000000 : pool[71:48];
@@ -5771,7 +5776,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer1.entry_slice  entry_slice (
     .clk(clk),
@@ -6150,7 +6155,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign old_out_3 = old_c4_3;
   assign pool_3 = \$57 [23:0];
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$89  = credit;
   assign r__payload = i__payload;
@@ -6440,7 +6444,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7509,7 +7513,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     .layer1_stall_cycles(layer1_stall_cycles),
     .layer1_steps(layer1_steps),
     .rst(rst),
-    .\slot$21 (slot),
+    .\slot$22 (slot),
     .starting(starting)
   );
   \accelerator.layer1.front.lanes  lanes (
@@ -7965,7 +7969,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7976,82 +7980,85 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [4:0] \$18 ;
-  wire [5:0] \$19 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [3:0] \$22 ;
-  wire [16:0] \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
+  wire [4:0] \$21 ;
+  wire [5:0] \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [3:0] \$25 ;
+  wire [16:0] \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [5:0] \$32 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  wire [5:0] \$36 ;
+  wire [5:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$38 ;
+  wire [5:0] \$39 ;
   wire [4:0] \$4 ;
   wire \$40 ;
-  wire [3:0] \$41 ;
-  reg [4:0] \$42 ;
+  wire \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [32:0] \$45 ;
+  wire [3:0] \$44 ;
+  reg [4:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [5:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [2:0] \$53 ;
-  wire [7:0] \$54 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [32:0] \$57 ;
-  wire [5:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [2:0] \$56 ;
+  wire [7:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [23:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [4:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [5:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [4:0] \$64 ;
-  reg [4:0] \$65 ;
+  reg [31:0] \$65 ;
   reg [1:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg \$68 ;
-  reg \$69 ;
+  reg [4:0] \$67 ;
+  reg [4:0] \$68 ;
+  reg [1:0] \$69 ;
   wire [23:0] \$7 ;
-  reg [36:0] \$70 ;
-  reg [2:0] \$71 ;
+  reg [1:0] \$70 ;
+  reg \$71 ;
   reg \$72 ;
-  reg [4:0] \$73 ;
-  reg [1:0] \$74 ;
-  reg [6:0] \$75 ;
+  reg [36:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
   reg [4:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$77 ;
+  reg [6:0] \$78 ;
+  reg [4:0] \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg \$81 ;
   reg [31:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
-  reg [1:0] \$signal$31  = 2'h0;
-  reg [1:0] \$signal$33  = 2'h0;
+  reg [1:0] \$signal$32  = 2'h0;
+  reg [1:0] \$signal$34  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [6:0] base = 7'h00;
@@ -8110,19 +8117,19 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg [4:0] slot = 5'h00;
-  output [36:0] \slot$21 ;
-  wire [36:0] \slot$21 ;
-  wire [6:0] \slot$21.base ;
-  wire \slot$21.empty ;
-  wire \slot$21.first ;
-  wire [1:0] \slot$21.group ;
-  wire [3:0] \slot$21.index ;
-  wire \slot$21.last ;
-  wire \slot$21.seq_end ;
-  wire \slot$21.seq_first ;
-  wire \slot$21.step_last ;
-  wire \slot$21.valid ;
-  wire [16:0] \slot$21.value ;
+  output [36:0] \slot$22 ;
+  wire [36:0] \slot$22 ;
+  wire [6:0] \slot$22.base ;
+  wire \slot$22.empty ;
+  wire \slot$22.first ;
+  wire [1:0] \slot$22.group ;
+  wire [3:0] \slot$22.index ;
+  wire \slot$22.last ;
+  wire \slot$22.seq_end ;
+  wire \slot$22.seq_first ;
+  wire \slot$22.step_last ;
+  wire \slot$22.valid ;
+  wire [16:0] \slot$22.value ;
   output starting;
   wire starting;
   wire stored;
@@ -8177,94 +8184,99 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     end
   end
   assign rd__data = _0_;
+  assign last_slot = \$11  >= n_items;
+  assign \$12  = | slot;
   assign \$15  = \$14  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$18  = rbank ? 5'h10 : 5'h00;
-  assign \$19  = \$18  + slot;
-  assign \$20  = | n_items;
-  assign \$22  = meta[15] ? 4'h0 : rd__data[3:0];
-  assign \$23  = meta[15] ? 17'h00000 : rd__data[20:4];
-  assign \$24  = 1'h0 + rd__en;
-  assign \$25  = layer1_items_reads + \$24 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = layer1_items_writes + \$27 ;
-  assign \$29  = \$signal  >> wbank;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = items__valid & \$30 ;
-  assign \$32  = wcount + 1'h1;
-  assign \$33  = ~ stored;
-  assign \$34  = nonzero & \$33 ;
-  assign \$35  = layer1_item_overflows + 1'h1;
-  assign \$36  = wcount + stored;
-  assign \$37  = ~ wbank;
-  assign \$38  = ~ busy;
-  assign \$39  = | drain;
-  assign \$40  = \$signal  >> rbank;
-  assign \$41  = drain - 1'h1;
-  assign \$43  = \$signal$31  >> rbank;
-  assign \$44  = \$signal$33  >> rbank;
-  assign \$45  = layer1_busy_cycles + 1'h1;
-  assign \$46  = ~ issue;
-  assign \$47  = layer1_stall_cycles + 1'h1;
-  assign \$48  = ! slot;
-  assign \$50  = group == 2'h3;
-  assign \$51  = ! n_items;
-  assign \$53  = group + 1'h1;
-  assign \$54  = base + 5'h10;
-  assign \$55  = group == 2'h3;
-  assign \$56  = ~ rbank;
-  assign \$57  = layer1_steps + 1'h1;
-  assign \$58  = slot + 1'h1;
+  assign \$16  = ~ seq_end;
+  assign \$17  = \$15  | \$16 ;
+  assign issue = busy & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign starting = \$20  & seq_end;
+  assign \$21  = rbank ? 5'h10 : 5'h00;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[15] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[15] ? 17'h00000 : rd__data[20:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = layer1_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer1_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = layer1_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$32  >> rbank;
+  assign \$47  = \$signal$34  >> rbank;
+  assign \$48  = layer1_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = layer1_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h3;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 5'h10;
+  assign \$58  = group == 2'h3;
+  assign \$59  = ~ rbank;
+  assign \$60  = layer1_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    layer1_items_reads <= \$59 ;
+    layer1_items_reads <= \$62 ;
   always @(posedge clk)
-    layer1_items_writes <= \$60 ;
+    layer1_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$61 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    layer1_item_overflows <= \$62 ;
+    layer1_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$63 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$64 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$65 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$66 ;
+    \$signal$32  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$67 ;
+    \$signal$34  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$68 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$69 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$70 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$71 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$72 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$73 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$74 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$75 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$76 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$77 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$78 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    layer1_busy_cycles <= \$79 ;
+    layer1_busy_cycles <= \$82 ;
   always @(posedge clk)
-    layer1_stall_cycles <= \$80 ;
+    layer1_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$81 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    layer1_steps <= \$82 ;
+    layer1_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[20:4];
@@ -8277,23 +8289,21 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
-  assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$42  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$42  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$21 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -8309,90 +8319,32 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$19 [4:0];
+      rd__addr = \$22 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$61  = wcount;
-    if (\$31 ) begin
-      if (stored) begin
-        \$61  = \$32 [4:0];
-      end
-      if (items__payload[21]) begin
-        \$61  = 5'h00;
-      end
-    end
-    if (rst) begin
-      \$61  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$62  = layer1_item_overflows;
-    if (\$31 ) begin
-      if (\$34 ) begin
-        \$62  = \$35 [31:0];
-      end
-    end
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$63  = \$signal ;
-    if (\$31 ) begin
-      if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$63 [0] = 1'h1;
-          1'h1:
-              \$63 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$63 [0] = 1'h0;
-            1'h1:
-                \$63 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$63  = \$31 [31:0];
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$64  = bank0_count;
-    if (\$31 ) begin
+    \$64  = wcount;
+    if (\$34 ) begin
+      if (stored) begin
+        \$64  = \$35 [4:0];
+      end
       if (items__payload[21]) begin
-        casez (wbank)
-          1'h0:
-              \$64  = \$36 [4:0];
-        endcase
+        \$64  = 5'h00;
       end
     end
     if (rst) begin
@@ -8401,34 +8353,41 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$65  = bank1_count;
-    if (\$31 ) begin
-      if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$65  = \$36 [4:0];
-        endcase
+    \$65  = layer1_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 5'h00;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$66  = \$signal$31 ;
-    if (\$31 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = next_first;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$66 [1] = next_first;
+              \$66 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$66 [0] = 1'h0;
+            1'h1:
+                \$66 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -8437,97 +8396,91 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$67  = \$signal$33 ;
-    if (\$31 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = items__payload[22];
-          1'h1:
-              \$67 [1] = items__payload[22];
+              \$67  = \$39 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$68  = next_first;
-    if (\$31 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        \$68  = items__payload[22];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$68  = \$39 [4:0];
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h1;
+      \$68  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$69  = wbank;
-    if (\$31 ) begin
+    \$69  = \$signal$32 ;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        \$69  = \$37 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = next_first;
+          1'h1:
+              \$69 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$70 [36:1] = meta[36:1];
-    \$70 [0] = issue;
-    if (issue) begin
-      \$70 [2:1] = group;
-      \$70 [9:3] = base;
-      \$70 [10] = \$48 ;
-      \$70 [11] = \$49 ;
-      \$70 [12] = \$50 ;
-      \$70 [13] = seq_first;
-      \$70 [14] = seq_end;
-      \$70 [15] = \$51 ;
+    \$70  = \$signal$34 ;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[22];
+          1'h1:
+              \$70 [1] = items__payload[22];
+        endcase
+      end
     end
     if (rst) begin
-      \$70  = 37'h0000000000;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$71  = drain;
-    if (\$38 ) begin
-      if (\$39 ) begin
-        \$71  = \$41 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$71  = 3'h0;
-        end
+    \$71  = next_first;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        \$71  = items__payload[22];
       end
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$72  = busy;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$72  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$72  = 1'h0;
-        end
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -8536,68 +8489,68 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$73  = n_items;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$73  = \$42 ;
-      end
+    \$73 [36:1] = meta[36:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [9:3] = base;
+      \$73 [10] = \$51 ;
+      \$73 [11] = \$52 ;
+      \$73 [12] = \$53 ;
+      \$73 [13] = seq_first;
+      \$73 [14] = seq_end;
+      \$73 [15] = \$54 ;
     end
     if (rst) begin
-      \$73  = 5'h00;
+      \$73  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$74  = group;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$74  = 2'h0;
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$74  = \$53 [1:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$75  = base;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$75  = 7'h00;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$75  = \$54 [6:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$75  = 7'h00;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$76  = slot;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$76  = 5'h00;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$52 ) begin
-        \$76  = 5'h00;
-      end else if (1'h1) begin
-        \$76  = \$58 [4:0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -8606,64 +8559,81 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$77  = seq_first;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$77  = \$43 ;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$78  = seq_end;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$78  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$79  = layer1_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      \$79  = \$45 [31:0];
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$80  = layer1_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      if (\$46 ) begin
-        \$80  = \$47 [31:0];
-      end
-    end
-    if (rst) begin
-      \$80  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$81  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$81  = \$56 ;
-        end
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 7'h00;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$78  = \$57 [6:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 5'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$55 ) begin
+        \$79  = 5'h00;
+      end else if (1'h1) begin
+        \$79  = \$61 [4:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$46 ;
+      end
+    end
+    if (rst) begin
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
       end
     end
     if (rst) begin
@@ -8672,16 +8642,56 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$82  = layer1_steps;
+    \$82  = layer1_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      \$82  = \$48 [31:0];
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$83  = layer1_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$84  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$82  = \$57 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$85  = layer1_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -8690,17 +8700,17 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
   assign \items__payload.seq_end  = items__payload[22];
-  assign \slot$21.valid  = \slot$21 [0];
-  assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [9:3];
-  assign \slot$21.first  = \slot$21 [10];
-  assign \slot$21.last  = \slot$21 [11];
-  assign \slot$21.step_last  = \slot$21 [12];
-  assign \slot$21.seq_first  = \slot$21 [13];
-  assign \slot$21.seq_end  = \slot$21 [14];
-  assign \slot$21.empty  = \slot$21 [15];
-  assign \slot$21.index  = \slot$21 [19:16];
-  assign \slot$21.value  = \slot$21 [36:20];
+  assign \slot$22.valid  = \slot$22 [0];
+  assign \slot$22.group  = \slot$22 [2:1];
+  assign \slot$22.base  = \slot$22 [9:3];
+  assign \slot$22.first  = \slot$22 [10];
+  assign \slot$22.last  = \slot$22 [11];
+  assign \slot$22.step_last  = \slot$22 [12];
+  assign \slot$22.seq_first  = \slot$22 [13];
+  assign \slot$22.seq_end  = \slot$22 [14];
+  assign \slot$22.empty  = \slot$22 [15];
+  assign \slot$22.index  = \slot$22 [19:16];
+  assign \slot$22.value  = \slot$22 [36:20];
   assign \meta.valid  = meta[0];
   assign \meta.group  = meta[2:1];
   assign \meta.base  = meta[9:3];
@@ -8712,26 +8722,26 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \meta.empty  = meta[15];
   assign \meta.index  = meta[19:16];
   assign \meta.value  = meta[36:20];
-  assign \slot$21 [36:20] = \$23 ;
-  assign \slot$21 [19:16] = \$22 ;
-  assign \slot$21 [15] = meta[15];
-  assign \slot$21 [14] = meta[14];
-  assign \slot$21 [13] = meta[13];
-  assign \slot$21 [12] = meta[12];
-  assign \slot$21 [11] = meta[11];
-  assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9:3] = meta[9:3];
-  assign \slot$21 [2:1] = meta[2:1];
-  assign \slot$21 [0] = meta[0];
+  assign \slot$22 [36:20] = \$26 ;
+  assign \slot$22 [19:16] = \$25 ;
+  assign \slot$22 [15] = meta[15];
+  assign \slot$22 [14] = meta[14];
+  assign \slot$22 [13] = meta[13];
+  assign \slot$22 [12] = meta[12];
+  assign \slot$22 [11] = meta[11];
+  assign \slot$22 [10] = meta[10];
+  assign \slot$22 [9:3] = meta[9:3];
+  assign \slot$22 [2:1] = meta[2:1];
+  assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[20:4], 4'h0 };
   assign \$13  = 1'h0;
   assign \$14  = \$12 ;
-  assign starting = \$17 ;
-  assign \$21  = \$20 ;
-  assign \$26  = wr__en;
-  assign \$49  = last_slot;
+  assign \$20  = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
   assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -11138,78 +11148,81 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [4:0] \$18 ;
-  wire [5:0] \$19 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [3:0] \$22 ;
-  wire [23:0] \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
+  wire [4:0] \$21 ;
+  wire [5:0] \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [3:0] \$25 ;
+  wire [23:0] \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [5:0] \$32 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  wire [5:0] \$36 ;
+  wire [5:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$38 ;
+  wire [5:0] \$39 ;
   wire [4:0] \$4 ;
   wire \$40 ;
-  wire [3:0] \$41 ;
-  reg [4:0] \$42 ;
+  wire \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [32:0] \$45 ;
+  wire [3:0] \$44 ;
+  reg [4:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [5:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [2:0] \$53 ;
-  wire [6:0] \$54 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [32:0] \$57 ;
-  wire [5:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [2:0] \$56 ;
+  wire [6:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [30:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [4:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [5:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [4:0] \$64 ;
-  reg [4:0] \$65 ;
+  reg [31:0] \$65 ;
   reg [1:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg \$68 ;
-  reg \$69 ;
+  reg [4:0] \$67 ;
+  reg [4:0] \$68 ;
+  reg [1:0] \$69 ;
   wire [30:0] \$7 ;
-  reg [42:0] \$70 ;
-  reg [2:0] \$71 ;
+  reg [1:0] \$70 ;
+  reg \$71 ;
   reg \$72 ;
-  reg [4:0] \$73 ;
-  reg [1:0] \$74 ;
-  reg [5:0] \$75 ;
+  reg [42:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
   reg [4:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$77 ;
+  reg [5:0] \$78 ;
+  reg [4:0] \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg \$81 ;
   reg [31:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -11339,94 +11352,96 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
+  assign last_slot = \$11  >= n_items;
+  assign \$12  = | slot;
   assign \$15  = \$14  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$18  = rbank ? 5'h10 : 5'h00;
-  assign \$19  = \$18  + slot;
-  assign \$20  = | n_items;
-  assign \$22  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$23  = meta[14] ? 24'h000000 : rd__data[27:4];
-  assign \$24  = 1'h0 + rd__en;
-  assign \$25  = readout_items_reads + \$24 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = readout_items_writes + \$27 ;
-  assign \$29  = \$signal  >> wbank;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = items__valid & \$30 ;
-  assign \$32  = wcount + 1'h1;
-  assign \$33  = ~ stored;
-  assign \$34  = nonzero & \$33 ;
-  assign \$35  = readout_item_overflows + 1'h1;
-  assign \$36  = wcount + stored;
-  assign \$37  = ~ wbank;
-  assign \$38  = ~ busy;
-  assign \$39  = | drain;
-  assign \$40  = \$signal  >> rbank;
-  assign \$41  = drain - 1'h1;
-  assign \$43  = \$signal$31  >> rbank;
-  assign \$44  = \$signal$33  >> rbank;
-  assign \$45  = readout_busy_cycles + 1'h1;
-  assign \$46  = ~ issue;
-  assign \$47  = readout_stall_cycles + 1'h1;
-  assign \$48  = ! slot;
-  assign \$50  = group == 2'h2;
-  assign \$51  = ! n_items;
-  assign \$53  = group + 1'h1;
-  assign \$54  = base + 5'h10;
-  assign \$55  = group == 2'h2;
-  assign \$56  = ~ rbank;
-  assign \$57  = readout_steps + 1'h1;
-  assign \$58  = slot + 1'h1;
+  assign issue = busy & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign \$21  = rbank ? 5'h10 : 5'h00;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[14] ? 24'h000000 : rd__data[27:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = readout_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = readout_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$31  >> rbank;
+  assign \$47  = \$signal$33  >> rbank;
+  assign \$48  = readout_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = readout_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h2;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 5'h10;
+  assign \$58  = group == 2'h2;
+  assign \$59  = ~ rbank;
+  assign \$60  = readout_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$59 ;
+    readout_items_reads <= \$62 ;
   always @(posedge clk)
-    readout_items_writes <= \$60 ;
+    readout_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$61 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    readout_item_overflows <= \$62 ;
+    readout_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$63 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$64 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$65 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$66 ;
+    \$signal$31  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$67 ;
+    \$signal$33  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$68 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$69 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$70 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$71 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$72 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$73 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$74 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$75 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$76 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$77 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$78 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$79 ;
+    readout_busy_cycles <= \$82 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$80 ;
+    readout_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$81 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    readout_steps <= \$82 ;
+    readout_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[27:4];
@@ -11439,23 +11454,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
-  assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$42  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$42  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$21 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -11471,90 +11484,32 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$19 [4:0];
+      rd__addr = \$22 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$61  = wcount;
-    if (\$31 ) begin
-      if (stored) begin
-        \$61  = \$32 [4:0];
-      end
-      if (items__payload[28]) begin
-        \$61  = 5'h00;
-      end
-    end
-    if (rst) begin
-      \$61  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$62  = readout_item_overflows;
-    if (\$31 ) begin
-      if (\$34 ) begin
-        \$62  = \$35 [31:0];
-      end
-    end
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$63  = \$signal ;
-    if (\$31 ) begin
-      if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$63 [0] = 1'h1;
-          1'h1:
-              \$63 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$63 [0] = 1'h0;
-            1'h1:
-                \$63 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$63  = \$31 [31:0];
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$64  = bank0_count;
-    if (\$31 ) begin
+    \$64  = wcount;
+    if (\$34 ) begin
+      if (stored) begin
+        \$64  = \$35 [4:0];
+      end
       if (items__payload[28]) begin
-        casez (wbank)
-          1'h0:
-              \$64  = \$36 [4:0];
-        endcase
+        \$64  = 5'h00;
       end
     end
     if (rst) begin
@@ -11563,34 +11518,41 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$65  = bank1_count;
-    if (\$31 ) begin
-      if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$65  = \$36 [4:0];
-        endcase
+    \$65  = readout_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 5'h00;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$66  = \$signal$31 ;
-    if (\$31 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = next_first;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$66 [1] = next_first;
+              \$66 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$66 [0] = 1'h0;
+            1'h1:
+                \$66 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -11599,97 +11561,91 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$67  = \$signal$33 ;
-    if (\$31 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = items__payload[29];
-          1'h1:
-              \$67 [1] = items__payload[29];
+              \$67  = \$39 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$68  = next_first;
-    if (\$31 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        \$68  = items__payload[29];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$68  = \$39 [4:0];
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h1;
+      \$68  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$69  = wbank;
-    if (\$31 ) begin
+    \$69  = \$signal$31 ;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        \$69  = \$37 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = next_first;
+          1'h1:
+              \$69 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$70 [42:1] = meta[42:1];
-    \$70 [0] = issue;
-    if (issue) begin
-      \$70 [2:1] = group;
-      \$70 [8:3] = base;
-      \$70 [9] = \$48 ;
-      \$70 [10] = \$49 ;
-      \$70 [11] = \$50 ;
-      \$70 [12] = seq_first;
-      \$70 [13] = seq_end;
-      \$70 [14] = \$51 ;
+    \$70  = \$signal$33 ;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[29];
+          1'h1:
+              \$70 [1] = items__payload[29];
+        endcase
+      end
     end
     if (rst) begin
-      \$70  = 43'h00000000000;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$71  = drain;
-    if (\$38 ) begin
-      if (\$39 ) begin
-        \$71  = \$41 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$71  = 3'h0;
-        end
+    \$71  = next_first;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        \$71  = items__payload[29];
       end
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$72  = busy;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$72  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$72  = 1'h0;
-        end
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -11698,68 +11654,68 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$73  = n_items;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$73  = \$42 ;
-      end
+    \$73 [42:1] = meta[42:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [8:3] = base;
+      \$73 [9] = \$51 ;
+      \$73 [10] = \$52 ;
+      \$73 [11] = \$53 ;
+      \$73 [12] = seq_first;
+      \$73 [13] = seq_end;
+      \$73 [14] = \$54 ;
     end
     if (rst) begin
-      \$73  = 5'h00;
+      \$73  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$74  = group;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$74  = 2'h0;
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$74  = \$53 [1:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$75  = base;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$75  = 6'h00;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$75  = \$54 [5:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$75  = 6'h00;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$76  = slot;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$76  = 5'h00;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$52 ) begin
-        \$76  = 5'h00;
-      end else if (1'h1) begin
-        \$76  = \$58 [4:0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -11768,64 +11724,81 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$77  = seq_first;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$77  = \$43 ;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$78  = seq_end;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$78  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$79  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      \$79  = \$45 [31:0];
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$80  = readout_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      if (\$46 ) begin
-        \$80  = \$47 [31:0];
-      end
-    end
-    if (rst) begin
-      \$80  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$81  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$81  = \$56 ;
-        end
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 6'h00;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$78  = \$57 [5:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 5'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$55 ) begin
+        \$79  = 5'h00;
+      end else if (1'h1) begin
+        \$79  = \$61 [4:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$46 ;
+      end
+    end
+    if (rst) begin
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
       end
     end
     if (rst) begin
@@ -11834,16 +11807,56 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$82  = readout_steps;
+    \$82  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      \$82  = \$48 [31:0];
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$83  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$84  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$82  = \$57 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$85  = readout_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -11874,8 +11887,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[14];
   assign \meta.index  = meta[18:15];
   assign \meta.value  = meta[42:19];
-  assign \slot$21 [42:19] = \$23 ;
-  assign \slot$21 [18:15] = \$22 ;
+  assign \slot$21 [42:19] = \$26 ;
+  assign \slot$21 [18:15] = \$25 ;
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
@@ -11889,11 +11902,14 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
   assign \$13  = 1'h0;
   assign \$14  = \$12 ;
-  assign starting = \$17 ;
-  assign \$21  = \$20 ;
-  assign \$26  = wr__en;
-  assign \$49  = last_slot;
+  assign \$16  = 1'h0;
+  assign \$17  = \$15 ;
+  assign \$20  = \$19 ;
+  assign starting = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
   assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)

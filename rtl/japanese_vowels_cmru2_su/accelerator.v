@@ -1261,7 +1261,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [16:0] \w__payload.value[1] ;
   wire [16:0] \w__payload.value[2] ;
   wire [16:0] \w__payload.value[3] ;
-  (* init = 1'h0 *)
   wire w__valid;
   assign finalize = slot[4] & slot[14];
   assign old = slot[16] ? 16'h0000 : state[15:0];
@@ -1408,7 +1407,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1762,7 +1761,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign old_out_2 = old_c4_2;
   assign old_out_3 = old_c4_3;
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$71  = credit;
   assign r__payload = i__payload;
@@ -2017,10 +2015,11 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$46  = \$45 ;
   assign \$51  = \$50 ;
   assign \$53  = slot_c4[15];
+  assign w__valid = finalize4;
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3347,48 +3346,51 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [2:0] \$100 ;
   wire [3:0] \$101 ;
-  wire [3:0] \$102 ;
-  wire [32:0] \$103 ;
-  wire [4:0] \$104 ;
-  reg [31:0] \$105 ;
-  reg [31:0] \$106 ;
-  reg [3:0] \$107 ;
+  wire [7:0] \$102 ;
+  wire \$103 ;
+  wire [3:0] \$104 ;
+  wire [3:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire [4:0] \$107 ;
   reg [31:0] \$108 ;
-  reg [1:0] \$109 ;
+  reg [31:0] \$109 ;
   wire \$11 ;
   reg [3:0] \$110 ;
-  reg [3:0] \$111 ;
+  reg [31:0] \$111 ;
   reg [1:0] \$112 ;
-  reg [1:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg [31:0] \$116 ;
-  reg [31:0] \$117 ;
-  reg [30:0] \$118 ;
-  reg [2:0] \$119 ;
+  reg [3:0] \$113 ;
+  reg [3:0] \$114 ;
+  reg [1:0] \$115 ;
+  reg [1:0] \$116 ;
+  reg \$117 ;
+  reg \$118 ;
+  reg [31:0] \$119 ;
   wire [7:0] \$12 ;
   reg [31:0] \$120 ;
-  reg \$121 ;
-  reg [3:0] \$122 ;
-  reg [3:0] \$123 ;
-  reg [2:0] \$124 ;
-  reg [2:0] \$125 ;
-  reg \$126 ;
-  reg \$127 ;
-  reg \$128 ;
-  reg [2:0] \$129 ;
+  reg [30:0] \$121 ;
+  reg [2:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg \$124 ;
+  reg [3:0] \$125 ;
+  reg [3:0] \$126 ;
+  reg [2:0] \$127 ;
+  reg [2:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
-  reg [1:0] \$130 ;
-  reg [5:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [31:0] \$134 ;
-  reg \$135 ;
-  reg [2:0] \$136 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg [2:0] \$132 ;
+  reg [1:0] \$133 ;
+  reg [5:0] \$134 ;
+  reg [31:0] \$135 ;
+  reg [31:0] \$136 ;
   reg [31:0] \$137 ;
+  reg \$138 ;
+  reg [2:0] \$139 ;
   wire \$14 ;
+  reg [31:0] \$140 ;
   wire [7:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3403,85 +3405,85 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire [5:0] \$28 ;
-  wire [6:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [7:0] \$30 ;
+  wire \$30 ;
   wire [5:0] \$31 ;
   wire [6:0] \$32 ;
   wire [7:0] \$33 ;
   wire [5:0] \$34 ;
   wire [6:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire [7:0] \$36 ;
+  wire [5:0] \$37 ;
+  wire [6:0] \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
-  wire [3:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [4:0] \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [3:0] \$44 ;
+  wire [4:0] \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [7:0] \$48 ;
-  wire [1:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire [14:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire [3:0] \$50 ;
+  wire [7:0] \$51 ;
   wire [1:0] \$52 ;
   wire [32:0] \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire [4:0] \$57 ;
+  wire [1:0] \$55 ;
+  wire [32:0] \$56 ;
+  wire \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [14:0] \$6 ;
-  wire [32:0] \$60 ;
-  wire [4:0] \$61 ;
+  wire [4:0] \$60 ;
+  wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire [1:0] \$64 ;
-  wire [32:0] \$65 ;
+  wire [32:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
   wire [32:0] \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [3:0] \$72 ;
-  wire [32:0] \$73 ;
-  reg [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
+  wire [1:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire [3:0] \$75 ;
+  wire [32:0] \$76 ;
+  reg [3:0] \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [7:0] \$80 ;
-  wire [32:0] \$81 ;
+  wire \$80 ;
+  wire \$81 ;
   wire \$82 ;
-  wire [32:0] \$83 ;
-  wire \$84 ;
+  wire [7:0] \$83 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
+  wire [32:0] \$86 ;
+  wire \$87 ;
+  wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
+  wire [32:0] \$90 ;
+  wire [32:0] \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [3:0] \$94 ;
-  wire [2:0] \$95 ;
-  wire [3:0] \$96 ;
-  wire [2:0] \$97 ;
-  wire [3:0] \$98 ;
-  wire [7:0] \$99 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [2:0] \$98 ;
+  wire [3:0] \$99 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$30  = 2'h0;
   reg [1:0] \$signal$54  = 2'h0;
@@ -3686,7 +3688,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$15 [3])
       su_open[config__payload[8:4]][7:6] <= \port__data$19 [7:6];
   end
-  assign \port__data$39  = su_open[\$35 [4:0]];
+  assign \port__data$39  = su_open[\$38 [4:0]];
   reg [3:0] su_walk [39:0];
   initial begin
     su_walk[0] = 4'h2;
@@ -3734,7 +3736,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$12 [0])
       su_walk[config__payload[9:4]] <= config__payload[16:13];
   end
-  assign \port__data$64  = su_walk[\$33 [5:0]];
+  assign \port__data$64  = su_walk[\$36 [5:0]];
   assign \port__data$62  = su_walk[\port__addr$33 ];
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
@@ -3760,162 +3762,162 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign last_slot = \$18 [0] | \$20 ;
   assign \$21  = | slot;
   assign \$24  = \$23  | credit;
-  assign issue = busy & \$24 ;
-  assign \$25  = ! slot;
-  assign \$26  = issue & \$25 ;
-  assign \$27  = \$signal$30  >> rbank;
-  assign start_phase = \$27  ? 3'h0 : next_phase;
+  assign issue = busy & \$26 ;
+  assign \$27  = ! slot;
+  assign \$28  = issue & \$27 ;
+  assign \$30  = \$signal$30  >> rbank;
+  assign start_phase = \$30  ? 3'h0 : next_phase;
   assign \port__addr$33  = start_phase * 3'h5;
-  assign \$28  = phase * 3'h5;
-  assign \$29  = \$28  + walk;
-  assign \$30  = \$29  + 2'h2;
-  assign \$31  = start_phase * 3'h5;
-  assign \$32  = \$31  + 1'h1;
-  assign \$33  = busy ? \$30  : { 1'h0, \$32  };
-  assign \$34  = phase * 3'h4;
-  assign \$35  = \$34  + group;
-  assign \$36  = | \port__data$39 [1:0];
-  assign \$37  = | \port__data$39 [3:2];
-  assign \$38  = | \port__data$39 [5:4];
-  assign \$39  = | \port__data$39 [7:6];
-  assign \$40  = walk + 1'h1;
-  assign step_last = \$40  == n_walk;
-  assign \$41  = rbank ? 4'hc : 4'h0;
-  assign \$42  = \$41  + slot;
-  assign \$43  = | n_items;
-  assign \$45  = \$43  & \$44 ;
-  assign \$47  = meta[18] ? 4'h0 : rd__data[3:0];
-  assign \$48  = meta[18] ? 8'h00 : rd__data[11:4];
-  assign \$49  = 1'h0 + rd__en;
-  assign \$50  = layer0_items_reads + \$49 ;
-  assign \$52  = 1'h0 + \$51 ;
-  assign \$53  = layer0_items_writes + \$52 ;
-  assign \$54  = \$signal  >> wbank;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = items__valid & \$55 ;
-  assign \$57  = wcount + 1'h1;
-  assign \$58  = ~ stored;
-  assign \$59  = nonzero & \$58 ;
-  assign \$60  = layer0_item_overflows + 1'h1;
-  assign \$61  = wcount + stored;
-  assign \$62  = ~ wbank;
-  assign \$64  = 1'h0 + \$63 ;
-  assign \$65  = layer0_su_walk_writes + \$64 ;
-  assign \$66  = | \$15 [3:0];
+  assign \$31  = phase * 3'h5;
+  assign \$32  = \$31  + walk;
+  assign \$33  = \$32  + 2'h2;
+  assign \$34  = start_phase * 3'h5;
+  assign \$35  = \$34  + 1'h1;
+  assign \$36  = busy ? \$33  : { 1'h0, \$35  };
+  assign \$37  = phase * 3'h4;
+  assign \$38  = \$37  + group;
+  assign \$39  = | \port__data$39 [1:0];
+  assign \$40  = | \port__data$39 [3:2];
+  assign \$41  = | \port__data$39 [5:4];
+  assign \$42  = | \port__data$39 [7:6];
+  assign \$43  = walk + 1'h1;
+  assign step_last = \$43  == n_walk;
+  assign \$44  = rbank ? 4'hc : 4'h0;
+  assign \$45  = \$44  + slot;
+  assign \$46  = | n_items;
+  assign \$48  = \$46  & \$47 ;
+  assign \$50  = meta[18] ? 4'h0 : rd__data[3:0];
+  assign \$51  = meta[18] ? 8'h00 : rd__data[11:4];
+  assign \$52  = 1'h0 + rd__en;
+  assign \$53  = layer0_items_reads + \$52 ;
+  assign \$55  = 1'h0 + \$54 ;
+  assign \$56  = layer0_items_writes + \$55 ;
+  assign \$57  = \$signal  >> wbank;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = items__valid & \$58 ;
+  assign \$60  = wcount + 1'h1;
+  assign \$61  = ~ stored;
+  assign \$62  = nonzero & \$61 ;
+  assign \$63  = layer0_item_overflows + 1'h1;
+  assign \$64  = wcount + stored;
+  assign \$65  = ~ wbank;
   assign \$67  = 1'h0 + \$66 ;
-  assign \$68  = layer0_su_open_writes + \$67 ;
-  assign \$69  = ~ busy;
-  assign \$70  = | drain;
-  assign \$71  = \$signal  >> rbank;
-  assign \$72  = drain - 1'h1;
-  assign \$73  = layer0_su_walk_reads + 1'h1;
-  assign \$75  = \$signal$30  >> rbank;
-  assign \$76  = \$signal$30  >> rbank;
-  assign \$77  = \$signal$54  >> rbank;
+  assign \$68  = layer0_su_walk_writes + \$67 ;
+  assign \$69  = | \$15 [3:0];
+  assign \$70  = 1'h0 + \$69 ;
+  assign \$71  = layer0_su_open_writes + \$70 ;
+  assign \$72  = ~ busy;
+  assign \$73  = | drain;
+  assign \$74  = \$signal  >> rbank;
+  assign \$75  = drain - 1'h1;
+  assign \$76  = layer0_su_walk_reads + 1'h1;
   assign \$78  = \$signal$30  >> rbank;
-  assign \$79  = ! \port__data$62 ;
-  assign \$80  = \port__data$64  * 4'hc;
-  assign \$81  = layer0_busy_cycles + 1'h1;
-  assign \$82  = ~ issue;
-  assign \$83  = layer0_stall_cycles + 1'h1;
-  assign \$84  = ! slot;
-  assign \$85  = issue & \$84 ;
-  assign \$87  = layer0_su_open_reads + 1'h1;
-  assign \$88  = layer0_su_walk_reads + 1'h1;
-  assign \$89  = ! slot;
-  assign \$91  = ! n_items;
-  assign \$92  = \$91  | \$18 [0];
-  assign \$94  = walk + 1'h1;
-  assign \$95  = group + 1'h1;
-  assign \$96  = full ? { 1'h0, \$95  } : \port__data$64 ;
-  assign \$97  = group + 1'h1;
-  assign \$98  = full ? { 1'h0, \$97  } : \port__data$64 ;
-  assign \$99  = \$98  * 4'hc;
-  assign \$100  = ~ rbank;
-  assign \$101  = phase + 1'h1;
-  assign \$103  = layer0_steps + 1'h1;
-  assign \$104  = slot + 1'h1;
+  assign \$79  = \$signal$30  >> rbank;
+  assign \$80  = \$signal$54  >> rbank;
+  assign \$81  = \$signal$30  >> rbank;
+  assign \$82  = ! \port__data$62 ;
+  assign \$83  = \port__data$64  * 4'hc;
+  assign \$84  = layer0_busy_cycles + 1'h1;
+  assign \$85  = ~ issue;
+  assign \$86  = layer0_stall_cycles + 1'h1;
+  assign \$87  = ! slot;
+  assign \$88  = issue & \$87 ;
+  assign \$90  = layer0_su_open_reads + 1'h1;
+  assign \$91  = layer0_su_walk_reads + 1'h1;
+  assign \$92  = ! slot;
+  assign \$94  = ! n_items;
+  assign \$95  = \$94  | \$18 [0];
+  assign \$97  = walk + 1'h1;
+  assign \$98  = group + 1'h1;
+  assign \$99  = full ? { 1'h0, \$98  } : \port__data$64 ;
+  assign \$100  = group + 1'h1;
+  assign \$101  = full ? { 1'h0, \$100  } : \port__data$64 ;
+  assign \$102  = \$101  * 4'hc;
+  assign \$103  = ~ rbank;
+  assign \$104  = phase + 1'h1;
+  assign \$106  = layer0_steps + 1'h1;
+  assign \$107  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$105 ;
+    layer0_items_reads <= \$108 ;
   always @(posedge clk)
-    layer0_items_writes <= \$106 ;
+    layer0_items_writes <= \$109 ;
   always @(posedge clk)
-    wcount <= \$107 ;
+    wcount <= \$110 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$108 ;
+    layer0_item_overflows <= \$111 ;
   always @(posedge clk)
-    \$signal  <= \$109 ;
+    \$signal  <= \$112 ;
   always @(posedge clk)
-    bank0_count <= \$110 ;
+    bank0_count <= \$113 ;
   always @(posedge clk)
-    bank1_count <= \$111 ;
+    bank1_count <= \$114 ;
   always @(posedge clk)
-    \$signal$30  <= \$112 ;
+    \$signal$30  <= \$115 ;
   always @(posedge clk)
-    \$signal$54  <= \$113 ;
+    \$signal$54  <= \$116 ;
   always @(posedge clk)
-    next_first <= \$114 ;
+    next_first <= \$117 ;
   always @(posedge clk)
-    wbank <= \$115 ;
+    wbank <= \$118 ;
   always @(posedge clk)
-    layer0_su_walk_writes <= \$116 ;
+    layer0_su_walk_writes <= \$119 ;
   always @(posedge clk)
-    layer0_su_open_writes <= \$117 ;
+    layer0_su_open_writes <= \$120 ;
   always @(posedge clk)
-    meta <= \$118 ;
+    meta <= \$121 ;
   always @(posedge clk)
-    drain <= \$119 ;
+    drain <= \$122 ;
   always @(posedge clk)
-    layer0_su_walk_reads <= \$120 ;
+    layer0_su_walk_reads <= \$123 ;
   always @(posedge clk)
-    busy <= \$121 ;
+    busy <= \$124 ;
   always @(posedge clk)
-    n_items <= \$122 ;
+    n_items <= \$125 ;
   always @(posedge clk)
-    slot <= \$123 ;
+    slot <= \$126 ;
   always @(posedge clk)
-    walk <= \$124 ;
+    walk <= \$127 ;
   always @(posedge clk)
-    phase <= \$125 ;
+    phase <= \$128 ;
   always @(posedge clk)
-    full <= \$126 ;
+    full <= \$129 ;
   always @(posedge clk)
-    seq_first <= \$127 ;
+    seq_first <= \$130 ;
   always @(posedge clk)
-    seq_end <= \$128 ;
+    seq_end <= \$131 ;
   always @(posedge clk)
-    n_walk <= \$129 ;
+    n_walk <= \$132 ;
   always @(posedge clk)
-    group <= \$130 ;
+    group <= \$133 ;
   always @(posedge clk)
-    base <= \$131 ;
+    base <= \$134 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$132 ;
+    layer0_busy_cycles <= \$135 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$133 ;
+    layer0_stall_cycles <= \$136 ;
   always @(posedge clk)
-    layer0_su_open_reads <= \$134 ;
+    layer0_su_open_reads <= \$137 ;
   always @(posedge clk)
-    rbank <= \$135 ;
+    rbank <= \$138 ;
   always @(posedge clk)
-    next_phase <= \$136 ;
+    next_phase <= \$139 ;
   always @(posedge clk)
-    layer0_steps <= \$137 ;
+    layer0_steps <= \$140 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$74  = bank0_count;
+          \$77  = bank0_count;
       1'h1:
-          \$74  = bank1_count;
+          \$77  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$46 ;
+      rd__en = \$49 ;
     end
   end
   always @* begin
@@ -3931,90 +3933,32 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$42 ;
+      rd__addr = \$45 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$105  = \$50 [31:0];
-    if (rst) begin
-      \$105  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$106  = \$53 [31:0];
-    if (rst) begin
-      \$106  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$107  = wcount;
-    if (\$56 ) begin
-      if (stored) begin
-        \$107  = \$57 [3:0];
-      end
-      if (items__payload[12]) begin
-        \$107  = 4'h0;
-      end
-    end
-    if (rst) begin
-      \$107  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$108  = layer0_item_overflows;
-    if (\$56 ) begin
-      if (\$59 ) begin
-        \$108  = \$60 [31:0];
-      end
-    end
+    \$108  = \$53 [31:0];
     if (rst) begin
       \$108  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$109  = \$signal ;
-    if (\$56 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$109 [0] = 1'h1;
-          1'h1:
-              \$109 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$93 ) begin
-        if (step_last) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$109 [0] = 1'h0;
-            1'h1:
-                \$109 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$109  = \$56 [31:0];
     if (rst) begin
-      \$109  = 2'h0;
+      \$109  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$110  = bank0_count;
-    if (\$56 ) begin
+    \$110  = wcount;
+    if (\$59 ) begin
+      if (stored) begin
+        \$110  = \$60 [3:0];
+      end
       if (items__payload[12]) begin
-        casez (wbank)
-          1'h0:
-              \$110  = \$61 [3:0];
-        endcase
+        \$110  = 4'h0;
       end
     end
     if (rst) begin
@@ -4023,34 +3967,41 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$111  = bank1_count;
-    if (\$56 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$111  = \$61 [3:0];
-        endcase
+    \$111  = layer0_item_overflows;
+    if (\$59 ) begin
+      if (\$62 ) begin
+        \$111  = \$63 [31:0];
       end
     end
     if (rst) begin
-      \$111  = 4'h0;
+      \$111  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$112  = \$signal$30 ;
-    if (\$56 ) begin
+    \$112  = \$signal ;
+    if (\$59 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$112 [0] = next_first;
+              \$112 [0] = 1'h1;
           1'h1:
-              \$112 [1] = next_first;
+              \$112 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$96 ) begin
+        if (step_last) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$112 [0] = 1'h0;
+            1'h1:
+                \$112 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -4059,384 +4010,435 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$113  = \$signal$54 ;
-    if (\$56 ) begin
+    \$113  = bank0_count;
+    if (\$59 ) begin
       if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$113 [0] = items__payload[13];
-          1'h1:
-              \$113 [1] = items__payload[13];
+              \$113  = \$64 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$113  = 2'h0;
+      \$113  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$114  = next_first;
-    if (\$56 ) begin
+    \$114  = bank1_count;
+    if (\$59 ) begin
       if (items__payload[12]) begin
-        \$114  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$114  = \$64 [3:0];
+        endcase
       end
     end
     if (rst) begin
-      \$114  = 1'h1;
+      \$114  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$115  = wbank;
-    if (\$56 ) begin
+    \$115  = \$signal$30 ;
+    if (\$59 ) begin
       if (items__payload[12]) begin
-        \$115  = \$62 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$115 [0] = next_first;
+          1'h1:
+              \$115 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$116  = \$65 [31:0];
-    if (rst) begin
-      \$116  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$117  = \$68 [31:0];
-    if (rst) begin
-      \$117  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    { \$118 [30:5], \$118 [3:0] } = { meta[30:5], meta[3:0] };
-    \$118 [4] = issue;
-    if (issue) begin
-      \$118 [6:5] = group;
-      \$118 [12:7] = base;
-      \$118 [13] = \$89 ;
-      \$118 [14] = \$90 ;
-      \$118 [15] = step_last;
-      \$118 [16] = seq_first;
-      \$118 [17] = seq_end;
-      \$118 [18] = \$92 ;
-      \$118 [3:0] = opened;
-    end
-    if (rst) begin
-      \$118  = 31'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$119  = drain;
-    if (\$69 ) begin
-      if (\$70 ) begin
-        \$119  = \$72 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$93 ) begin
-        if (step_last) begin
-          \$119  = 3'h2;
-        end
+    \$116  = \$signal$54 ;
+    if (\$59 ) begin
+      if (items__payload[12]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$116 [0] = items__payload[13];
+          1'h1:
+              \$116 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$119  = 3'h0;
+      \$116  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$120  = layer0_su_walk_reads;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$120  = \$73 [31:0];
+    \$117  = next_first;
+    if (\$59 ) begin
+      if (items__payload[12]) begin
+        \$117  = items__payload[13];
       end
     end
-    if (\$86 ) begin
-      \$120  = \$88 [31:0];
+    if (rst) begin
+      \$117  = 1'h1;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$118  = wbank;
+    if (\$59 ) begin
+      if (items__payload[12]) begin
+        \$118  = \$65 ;
+      end
+    end
+    if (rst) begin
+      \$118  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$119  = \$68 [31:0];
+    if (rst) begin
+      \$119  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$120  = \$71 [31:0];
     if (rst) begin
       \$120  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$121  = busy;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$121  = 1'h1;
+    { \$121 [30:5], \$121 [3:0] } = { meta[30:5], meta[3:0] };
+    \$121 [4] = issue;
+    if (issue) begin
+      \$121 [6:5] = group;
+      \$121 [12:7] = base;
+      \$121 [13] = \$92 ;
+      \$121 [14] = \$93 ;
+      \$121 [15] = step_last;
+      \$121 [16] = seq_first;
+      \$121 [17] = seq_end;
+      \$121 [18] = \$95 ;
+      \$121 [3:0] = opened;
+    end
+    if (rst) begin
+      \$121  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$122  = drain;
+    if (\$72 ) begin
+      if (\$73 ) begin
+        \$122  = \$75 [2:0];
       end
     end
     if (issue) begin
-      if (\$93 ) begin
+      if (\$96 ) begin
         if (step_last) begin
-          \$121  = 1'h0;
+          \$122  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$121  = 1'h0;
+      \$122  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$122  = n_items;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$122  = \$74 ;
+    \$123  = layer0_su_walk_reads;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$123  = \$76 [31:0];
+      end
+    end
+    if (\$89 ) begin
+      \$123  = \$91 [31:0];
+    end
+    if (rst) begin
+      \$123  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$124  = busy;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$124  = 1'h1;
+      end
+    end
+    if (issue) begin
+      if (\$96 ) begin
+        if (step_last) begin
+          \$124  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$122  = 4'h0;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$123  = slot;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$123  = 4'h0;
+    \$125  = n_items;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$125  = \$77 ;
+      end
+    end
+    if (rst) begin
+      \$125  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$126  = slot;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$126  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$93 ) begin
-        \$123  = 4'h0;
+      if (\$96 ) begin
+        \$126  = 4'h0;
       end else if (1'h1) begin
-        \$123  = \$104 [3:0];
+        \$126  = \$107 [3:0];
       end
     end
     if (rst) begin
-      \$123  = 4'h0;
+      \$126  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$124  = walk;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$124  = 3'h0;
+    \$127  = walk;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$127  = 3'h0;
       end
     end
     if (issue) begin
-      if (\$93 ) begin
-        \$124  = \$94 [2:0];
+      if (\$96 ) begin
+        \$127  = \$97 [2:0];
       end
     end
     if (rst) begin
-      \$124  = 3'h0;
+      \$127  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$125  = phase;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$125  = start_phase;
+    \$128  = phase;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$128  = start_phase;
       end
     end
     if (rst) begin
-      \$125  = 3'h0;
+      \$128  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$126  = full;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$126  = \$75 ;
+    \$129  = full;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$129  = \$78 ;
       end
     end
     if (rst) begin
-      \$126  = 1'h0;
+      \$129  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$127  = seq_first;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$127  = \$76 ;
+    \$130  = seq_first;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$130  = \$79 ;
       end
     end
     if (rst) begin
-      \$127  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$128  = seq_end;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
-        \$128  = \$77 ;
+    \$131  = seq_end;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$131  = \$80 ;
       end
     end
     if (rst) begin
-      \$128  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$129  = n_walk;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
+    \$132  = n_walk;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
         (* full_case = 32'd1 *)
-        if (\$78 ) begin
-          \$129  = 3'h4;
-        end else if (\$79 ) begin
-          \$129  = 3'h1;
+        if (\$81 ) begin
+          \$132  = 3'h4;
+        end else if (\$82 ) begin
+          \$132  = 3'h1;
         end else begin
-          \$129  = \port__data$62 [2:0];
+          \$132  = \port__data$62 [2:0];
         end
       end
     end
     if (rst) begin
-      \$129  = 3'h0;
+      \$132  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$130  = group;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
+    \$133  = group;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
         (* full_case = 32'd1 *)
-        if (\$78 ) begin
-          \$130  = 2'h0;
-        end else if (\$79 ) begin
-          \$130  = 2'h3;
+        if (\$81 ) begin
+          \$133  = 2'h0;
+        end else if (\$82 ) begin
+          \$133  = 2'h3;
         end else begin
-          \$130  = \port__data$64 [1:0];
+          \$133  = \port__data$64 [1:0];
         end
       end
     end
     if (issue) begin
-      if (\$93 ) begin
-        \$130  = \$96 [1:0];
+      if (\$96 ) begin
+        \$133  = \$99 [1:0];
       end
     end
     if (rst) begin
-      \$130  = 2'h0;
+      \$133  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$131  = base;
-    if (\$69 ) begin
-      if (\$70 ) begin
-      end else if (\$71 ) begin
+    \$134  = base;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
         (* full_case = 32'd1 *)
-        if (\$78 ) begin
-          \$131  = 6'h00;
-        end else if (\$79 ) begin
-          \$131  = 6'h24;
+        if (\$81 ) begin
+          \$134  = 6'h00;
+        end else if (\$82 ) begin
+          \$134  = 6'h24;
         end else begin
-          \$131  = \$80 [5:0];
+          \$134  = \$83 [5:0];
         end
       end
     end
     if (issue) begin
-      if (\$93 ) begin
-        \$131  = \$99 [5:0];
+      if (\$96 ) begin
+        \$134  = \$102 [5:0];
       end
     end
     if (rst) begin
-      \$131  = 6'h00;
+      \$134  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$132  = layer0_busy_cycles;
+    \$135  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$69 ) begin
+    if (\$72 ) begin
     end else begin
-      \$132  = \$81 [31:0];
+      \$135  = \$84 [31:0];
     end
     if (rst) begin
-      \$132  = 32'd0;
+      \$135  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$133  = layer0_stall_cycles;
+    \$136  = layer0_stall_cycles;
     (* full_case = 32'd1 *)
-    if (\$69 ) begin
+    if (\$72 ) begin
     end else begin
-      if (\$82 ) begin
-        \$133  = \$83 [31:0];
+      if (\$85 ) begin
+        \$136  = \$86 [31:0];
       end
     end
     if (rst) begin
-      \$133  = 32'd0;
+      \$136  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$134  = layer0_su_open_reads;
-    if (\$86 ) begin
-      \$134  = \$87 [31:0];
-    end
-    if (rst) begin
-      \$134  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$135  = rbank;
-    if (issue) begin
-      if (\$93 ) begin
-        if (step_last) begin
-          \$135  = \$100 ;
-        end
-      end
-    end
-    if (rst) begin
-      \$135  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$136  = next_phase;
-    if (issue) begin
-      if (\$93 ) begin
-        if (step_last) begin
-          \$136  = \$102 [2:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$136  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$137  = layer0_steps;
-    if (issue) begin
-      if (\$93 ) begin
-        if (step_last) begin
-          \$137  = \$103 [31:0];
-        end
-      end
+    \$137  = layer0_su_open_reads;
+    if (\$89 ) begin
+      \$137  = \$90 [31:0];
     end
     if (rst) begin
       \$137  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$138  = rbank;
+    if (issue) begin
+      if (\$96 ) begin
+        if (step_last) begin
+          \$138  = \$103 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$138  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$139  = next_phase;
+    if (issue) begin
+      if (\$96 ) begin
+        if (step_last) begin
+          \$139  = \$105 [2:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$140  = layer0_steps;
+    if (issue) begin
+      if (\$96 ) begin
+        if (step_last) begin
+          \$140  = \$106 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$140  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -4446,8 +4448,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \port__addr$17  = config__payload[8:4];
   assign \port__en$18  = \$15 [3:0];
   assign held = \$18 [0];
-  assign \port__addr$34  = \$33 [5:0];
-  assign \port__addr$37  = \$35 [4:0];
+  assign \port__addr$34  = \$36 [5:0];
+  assign \port__addr$37  = \$38 [4:0];
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -4480,8 +4482,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \meta.empty  = meta[18];
   assign \meta.index  = meta[22:19];
   assign \meta.value  = meta[30:23];
-  assign \slot$43 [30:23] = \$48 ;
-  assign \slot$43 [22:19] = \$47 ;
+  assign \slot$43 [30:23] = \$51 ;
+  assign \slot$43 [22:19] = \$50 ;
   assign \slot$43 [3:0] = meta[3:0];
   assign \slot$43 [18] = meta[18];
   assign \slot$43 [17] = meta[17];
@@ -4492,10 +4494,10 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \slot$43 [12:7] = meta[12:7];
   assign \slot$43 [6:5] = meta[6:5];
   assign \slot$43 [4] = meta[4];
-  assign opened[3] = \$39 ;
-  assign opened[2] = \$38 ;
-  assign opened[1] = \$37 ;
-  assign opened[0] = \$36 ;
+  assign opened[3] = \$42 ;
+  assign opened[2] = \$41 ;
+  assign opened[1] = \$40 ;
+  assign opened[0] = \$39 ;
   assign \port__data$19 [7:6] = config__payload[14:13];
   assign \port__data$19 [5:4] = config__payload[14:13];
   assign \port__data$19 [3:2] = config__payload[14:13];
@@ -4505,16 +4507,19 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$18  = { 1'h0, \$17  };
   assign \$22  = 1'h0;
   assign \$23  = \$21 ;
-  assign starting = \$26 ;
-  assign \$44  = \$16 ;
-  assign \$46  = \$45 ;
-  assign \$51  = wr__en;
-  assign \$63  = \$12 [0];
-  assign \$86  = \$85 ;
-  assign \$90  = last_slot;
+  assign \$25  = 1'h0;
+  assign \$26  = \$24 ;
+  assign \$29  = \$28 ;
+  assign starting = \$28 ;
+  assign \$47  = \$16 ;
+  assign \$49  = \$48 ;
+  assign \$54  = wr__en;
+  assign \$66  = \$12 [0];
+  assign \$89  = \$88 ;
   assign \$93  = last_slot;
-  assign \$102 [3] = 1'h0;
-  assign \$102 [2:0] = \$101 [2:0];
+  assign \$96  = last_slot;
+  assign \$105 [3] = 1'h0;
+  assign \$105 [2:0] = \$104 [2:0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6195,7 +6200,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [23:0] \w__payload.value[1] ;
   wire [23:0] \w__payload.value[2] ;
   wire [23:0] \w__payload.value[3] ;
-  (* init = 1'h0 *)
   wire w__valid;
   assign finalize = slot[0] & slot[11];
   assign old = slot[13] ? 16'h0000 : state[15:0];
@@ -6267,6 +6271,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \$63  = | \$57 [23:0];
   assign \$64  = \$62  & \$63 ;
   assign \$65  = slot_c4[12] & slot_c4[14];
+  assign w__valid = finalize4 & entry[103];
   assign \$66  = slot[13] ? 24'h000000 : pool[23:0];
   assign \$67  = slot[13] ? 24'h000000 : pool[47:24];
   assign \$68  = slot[13] ? 24'h000000 : pool[71:48];
@@ -6364,7 +6369,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer1.entry_slice  entry_slice (
     .clk(clk),
@@ -6743,7 +6748,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign old_out_3 = old_c4_3;
   assign pool_3 = \$57 [23:0];
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$89  = credit;
   assign r__payload = i__payload;
@@ -7033,7 +7037,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8102,7 +8106,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     .layer1_stall_cycles(layer1_stall_cycles),
     .layer1_steps(layer1_steps),
     .rst(rst),
-    .\slot$21 (slot),
+    .\slot$22 (slot),
     .starting(starting)
   );
   \accelerator.layer1.front.lanes  lanes (
@@ -8558,7 +8562,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8569,82 +8573,85 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [4:0] \$18 ;
-  wire [5:0] \$19 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [3:0] \$22 ;
-  wire [16:0] \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
+  wire [4:0] \$21 ;
+  wire [5:0] \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [3:0] \$25 ;
+  wire [16:0] \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [5:0] \$32 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  wire [5:0] \$36 ;
+  wire [5:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$38 ;
+  wire [5:0] \$39 ;
   wire [4:0] \$4 ;
   wire \$40 ;
-  wire [3:0] \$41 ;
-  reg [4:0] \$42 ;
+  wire \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [32:0] \$45 ;
+  wire [3:0] \$44 ;
+  reg [4:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [5:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [2:0] \$53 ;
-  wire [7:0] \$54 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [32:0] \$57 ;
-  wire [5:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [2:0] \$56 ;
+  wire [7:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [23:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [4:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [5:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [4:0] \$64 ;
-  reg [4:0] \$65 ;
+  reg [31:0] \$65 ;
   reg [1:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg \$68 ;
-  reg \$69 ;
+  reg [4:0] \$67 ;
+  reg [4:0] \$68 ;
+  reg [1:0] \$69 ;
   wire [23:0] \$7 ;
-  reg [36:0] \$70 ;
-  reg [2:0] \$71 ;
+  reg [1:0] \$70 ;
+  reg \$71 ;
   reg \$72 ;
-  reg [4:0] \$73 ;
-  reg [1:0] \$74 ;
-  reg [6:0] \$75 ;
+  reg [36:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
   reg [4:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$77 ;
+  reg [6:0] \$78 ;
+  reg [4:0] \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg \$81 ;
   reg [31:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
-  reg [1:0] \$signal$31  = 2'h0;
-  reg [1:0] \$signal$33  = 2'h0;
+  reg [1:0] \$signal$32  = 2'h0;
+  reg [1:0] \$signal$34  = 2'h0;
   reg [4:0] bank0_count = 5'h00;
   reg [4:0] bank1_count = 5'h00;
   reg [6:0] base = 7'h00;
@@ -8703,19 +8710,19 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg [4:0] slot = 5'h00;
-  output [36:0] \slot$21 ;
-  wire [36:0] \slot$21 ;
-  wire [6:0] \slot$21.base ;
-  wire \slot$21.empty ;
-  wire \slot$21.first ;
-  wire [1:0] \slot$21.group ;
-  wire [3:0] \slot$21.index ;
-  wire \slot$21.last ;
-  wire \slot$21.seq_end ;
-  wire \slot$21.seq_first ;
-  wire \slot$21.step_last ;
-  wire \slot$21.valid ;
-  wire [16:0] \slot$21.value ;
+  output [36:0] \slot$22 ;
+  wire [36:0] \slot$22 ;
+  wire [6:0] \slot$22.base ;
+  wire \slot$22.empty ;
+  wire \slot$22.first ;
+  wire [1:0] \slot$22.group ;
+  wire [3:0] \slot$22.index ;
+  wire \slot$22.last ;
+  wire \slot$22.seq_end ;
+  wire \slot$22.seq_first ;
+  wire \slot$22.step_last ;
+  wire \slot$22.valid ;
+  wire [16:0] \slot$22.value ;
   output starting;
   wire starting;
   wire stored;
@@ -8770,94 +8777,99 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     end
   end
   assign rd__data = _0_;
+  assign last_slot = \$11  >= n_items;
+  assign \$12  = | slot;
   assign \$15  = \$14  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$18  = rbank ? 5'h10 : 5'h00;
-  assign \$19  = \$18  + slot;
-  assign \$20  = | n_items;
-  assign \$22  = meta[15] ? 4'h0 : rd__data[3:0];
-  assign \$23  = meta[15] ? 17'h00000 : rd__data[20:4];
-  assign \$24  = 1'h0 + rd__en;
-  assign \$25  = layer1_items_reads + \$24 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = layer1_items_writes + \$27 ;
-  assign \$29  = \$signal  >> wbank;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = items__valid & \$30 ;
-  assign \$32  = wcount + 1'h1;
-  assign \$33  = ~ stored;
-  assign \$34  = nonzero & \$33 ;
-  assign \$35  = layer1_item_overflows + 1'h1;
-  assign \$36  = wcount + stored;
-  assign \$37  = ~ wbank;
-  assign \$38  = ~ busy;
-  assign \$39  = | drain;
-  assign \$40  = \$signal  >> rbank;
-  assign \$41  = drain - 1'h1;
-  assign \$43  = \$signal$31  >> rbank;
-  assign \$44  = \$signal$33  >> rbank;
-  assign \$45  = layer1_busy_cycles + 1'h1;
-  assign \$46  = ~ issue;
-  assign \$47  = layer1_stall_cycles + 1'h1;
-  assign \$48  = ! slot;
-  assign \$50  = group == 2'h3;
-  assign \$51  = ! n_items;
-  assign \$53  = group + 1'h1;
-  assign \$54  = base + 5'h10;
-  assign \$55  = group == 2'h3;
-  assign \$56  = ~ rbank;
-  assign \$57  = layer1_steps + 1'h1;
-  assign \$58  = slot + 1'h1;
+  assign \$16  = ~ seq_end;
+  assign \$17  = \$15  | \$16 ;
+  assign issue = busy & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign starting = \$20  & seq_end;
+  assign \$21  = rbank ? 5'h10 : 5'h00;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[15] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[15] ? 17'h00000 : rd__data[20:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = layer1_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer1_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = layer1_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$32  >> rbank;
+  assign \$47  = \$signal$34  >> rbank;
+  assign \$48  = layer1_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = layer1_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h3;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 5'h10;
+  assign \$58  = group == 2'h3;
+  assign \$59  = ~ rbank;
+  assign \$60  = layer1_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    layer1_items_reads <= \$59 ;
+    layer1_items_reads <= \$62 ;
   always @(posedge clk)
-    layer1_items_writes <= \$60 ;
+    layer1_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$61 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    layer1_item_overflows <= \$62 ;
+    layer1_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$63 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$64 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$65 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$66 ;
+    \$signal$32  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$67 ;
+    \$signal$34  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$68 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$69 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$70 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$71 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$72 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$73 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$74 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$75 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$76 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$77 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$78 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    layer1_busy_cycles <= \$79 ;
+    layer1_busy_cycles <= \$82 ;
   always @(posedge clk)
-    layer1_stall_cycles <= \$80 ;
+    layer1_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$81 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    layer1_steps <= \$82 ;
+    layer1_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[20:4];
@@ -8870,23 +8882,21 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
-  assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$42  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$42  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$21 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -8902,90 +8912,32 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$19 [4:0];
+      rd__addr = \$22 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$61  = wcount;
-    if (\$31 ) begin
-      if (stored) begin
-        \$61  = \$32 [4:0];
-      end
-      if (items__payload[21]) begin
-        \$61  = 5'h00;
-      end
-    end
-    if (rst) begin
-      \$61  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$62  = layer1_item_overflows;
-    if (\$31 ) begin
-      if (\$34 ) begin
-        \$62  = \$35 [31:0];
-      end
-    end
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$63  = \$signal ;
-    if (\$31 ) begin
-      if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$63 [0] = 1'h1;
-          1'h1:
-              \$63 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$63 [0] = 1'h0;
-            1'h1:
-                \$63 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$63  = \$31 [31:0];
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$64  = bank0_count;
-    if (\$31 ) begin
+    \$64  = wcount;
+    if (\$34 ) begin
+      if (stored) begin
+        \$64  = \$35 [4:0];
+      end
       if (items__payload[21]) begin
-        casez (wbank)
-          1'h0:
-              \$64  = \$36 [4:0];
-        endcase
+        \$64  = 5'h00;
       end
     end
     if (rst) begin
@@ -8994,34 +8946,41 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$65  = bank1_count;
-    if (\$31 ) begin
-      if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$65  = \$36 [4:0];
-        endcase
+    \$65  = layer1_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 5'h00;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$66  = \$signal$31 ;
-    if (\$31 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = next_first;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$66 [1] = next_first;
+              \$66 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$66 [0] = 1'h0;
+            1'h1:
+                \$66 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -9030,97 +8989,91 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$67  = \$signal$33 ;
-    if (\$31 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = items__payload[22];
-          1'h1:
-              \$67 [1] = items__payload[22];
+              \$67  = \$39 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$68  = next_first;
-    if (\$31 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        \$68  = items__payload[22];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$68  = \$39 [4:0];
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h1;
+      \$68  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$69  = wbank;
-    if (\$31 ) begin
+    \$69  = \$signal$32 ;
+    if (\$34 ) begin
       if (items__payload[21]) begin
-        \$69  = \$37 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = next_first;
+          1'h1:
+              \$69 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$70 [36:1] = meta[36:1];
-    \$70 [0] = issue;
-    if (issue) begin
-      \$70 [2:1] = group;
-      \$70 [9:3] = base;
-      \$70 [10] = \$48 ;
-      \$70 [11] = \$49 ;
-      \$70 [12] = \$50 ;
-      \$70 [13] = seq_first;
-      \$70 [14] = seq_end;
-      \$70 [15] = \$51 ;
+    \$70  = \$signal$34 ;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[22];
+          1'h1:
+              \$70 [1] = items__payload[22];
+        endcase
+      end
     end
     if (rst) begin
-      \$70  = 37'h0000000000;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$71  = drain;
-    if (\$38 ) begin
-      if (\$39 ) begin
-        \$71  = \$41 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$71  = 3'h0;
-        end
+    \$71  = next_first;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        \$71  = items__payload[22];
       end
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$72  = busy;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$72  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$72  = 1'h0;
-        end
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[21]) begin
+        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -9129,68 +9082,68 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$73  = n_items;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$73  = \$42 ;
-      end
+    \$73 [36:1] = meta[36:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [9:3] = base;
+      \$73 [10] = \$51 ;
+      \$73 [11] = \$52 ;
+      \$73 [12] = \$53 ;
+      \$73 [13] = seq_first;
+      \$73 [14] = seq_end;
+      \$73 [15] = \$54 ;
     end
     if (rst) begin
-      \$73  = 5'h00;
+      \$73  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$74  = group;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$74  = 2'h0;
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$74  = \$53 [1:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$75  = base;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$75  = 7'h00;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$75  = \$54 [6:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$75  = 7'h00;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$76  = slot;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$76  = 5'h00;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$52 ) begin
-        \$76  = 5'h00;
-      end else if (1'h1) begin
-        \$76  = \$58 [4:0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -9199,64 +9152,81 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$77  = seq_first;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$77  = \$43 ;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$78  = seq_end;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$78  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$79  = layer1_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      \$79  = \$45 [31:0];
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$80  = layer1_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      if (\$46 ) begin
-        \$80  = \$47 [31:0];
-      end
-    end
-    if (rst) begin
-      \$80  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$81  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$81  = \$56 ;
-        end
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 7'h00;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$78  = \$57 [6:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 5'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$55 ) begin
+        \$79  = 5'h00;
+      end else if (1'h1) begin
+        \$79  = \$61 [4:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$46 ;
+      end
+    end
+    if (rst) begin
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
       end
     end
     if (rst) begin
@@ -9265,16 +9235,56 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$82  = layer1_steps;
+    \$82  = layer1_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      \$82  = \$48 [31:0];
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$83  = layer1_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$84  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$82  = \$57 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$85  = layer1_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -9283,17 +9293,17 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \items__payload.value  = items__payload[20:4];
   assign \items__payload.step_end  = items__payload[21];
   assign \items__payload.seq_end  = items__payload[22];
-  assign \slot$21.valid  = \slot$21 [0];
-  assign \slot$21.group  = \slot$21 [2:1];
-  assign \slot$21.base  = \slot$21 [9:3];
-  assign \slot$21.first  = \slot$21 [10];
-  assign \slot$21.last  = \slot$21 [11];
-  assign \slot$21.step_last  = \slot$21 [12];
-  assign \slot$21.seq_first  = \slot$21 [13];
-  assign \slot$21.seq_end  = \slot$21 [14];
-  assign \slot$21.empty  = \slot$21 [15];
-  assign \slot$21.index  = \slot$21 [19:16];
-  assign \slot$21.value  = \slot$21 [36:20];
+  assign \slot$22.valid  = \slot$22 [0];
+  assign \slot$22.group  = \slot$22 [2:1];
+  assign \slot$22.base  = \slot$22 [9:3];
+  assign \slot$22.first  = \slot$22 [10];
+  assign \slot$22.last  = \slot$22 [11];
+  assign \slot$22.step_last  = \slot$22 [12];
+  assign \slot$22.seq_first  = \slot$22 [13];
+  assign \slot$22.seq_end  = \slot$22 [14];
+  assign \slot$22.empty  = \slot$22 [15];
+  assign \slot$22.index  = \slot$22 [19:16];
+  assign \slot$22.value  = \slot$22 [36:20];
   assign \meta.valid  = meta[0];
   assign \meta.group  = meta[2:1];
   assign \meta.base  = meta[9:3];
@@ -9305,26 +9315,26 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \meta.empty  = meta[15];
   assign \meta.index  = meta[19:16];
   assign \meta.value  = meta[36:20];
-  assign \slot$21 [36:20] = \$23 ;
-  assign \slot$21 [19:16] = \$22 ;
-  assign \slot$21 [15] = meta[15];
-  assign \slot$21 [14] = meta[14];
-  assign \slot$21 [13] = meta[13];
-  assign \slot$21 [12] = meta[12];
-  assign \slot$21 [11] = meta[11];
-  assign \slot$21 [10] = meta[10];
-  assign \slot$21 [9:3] = meta[9:3];
-  assign \slot$21 [2:1] = meta[2:1];
-  assign \slot$21 [0] = meta[0];
+  assign \slot$22 [36:20] = \$26 ;
+  assign \slot$22 [19:16] = \$25 ;
+  assign \slot$22 [15] = meta[15];
+  assign \slot$22 [14] = meta[14];
+  assign \slot$22 [13] = meta[13];
+  assign \slot$22 [12] = meta[12];
+  assign \slot$22 [11] = meta[11];
+  assign \slot$22 [10] = meta[10];
+  assign \slot$22 [9:3] = meta[9:3];
+  assign \slot$22 [2:1] = meta[2:1];
+  assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[20:4], 4'h0 };
   assign \$13  = 1'h0;
   assign \$14  = \$12 ;
-  assign starting = \$17 ;
-  assign \$21  = \$20 ;
-  assign \$26  = wr__en;
-  assign \$49  = last_slot;
+  assign \$20  = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
   assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -11731,78 +11741,81 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [4:0] \$18 ;
-  wire [5:0] \$19 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [3:0] \$22 ;
-  wire [23:0] \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
+  wire [4:0] \$21 ;
+  wire [5:0] \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [3:0] \$25 ;
+  wire [23:0] \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [5:0] \$32 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  wire [5:0] \$36 ;
+  wire [5:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$38 ;
+  wire [5:0] \$39 ;
   wire [4:0] \$4 ;
   wire \$40 ;
-  wire [3:0] \$41 ;
-  reg [4:0] \$42 ;
+  wire \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [32:0] \$45 ;
+  wire [3:0] \$44 ;
+  reg [4:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [5:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [2:0] \$53 ;
-  wire [6:0] \$54 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [32:0] \$57 ;
-  wire [5:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [2:0] \$56 ;
+  wire [6:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [30:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [4:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [5:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [4:0] \$64 ;
-  reg [4:0] \$65 ;
+  reg [31:0] \$65 ;
   reg [1:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg \$68 ;
-  reg \$69 ;
+  reg [4:0] \$67 ;
+  reg [4:0] \$68 ;
+  reg [1:0] \$69 ;
   wire [30:0] \$7 ;
-  reg [42:0] \$70 ;
-  reg [2:0] \$71 ;
+  reg [1:0] \$70 ;
+  reg \$71 ;
   reg \$72 ;
-  reg [4:0] \$73 ;
-  reg [1:0] \$74 ;
-  reg [5:0] \$75 ;
+  reg [42:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
   reg [4:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$77 ;
+  reg [5:0] \$78 ;
+  reg [4:0] \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg \$81 ;
   reg [31:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -11932,94 +11945,96 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
+  assign last_slot = \$11  >= n_items;
+  assign \$12  = | slot;
   assign \$15  = \$14  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$18  = rbank ? 5'h10 : 5'h00;
-  assign \$19  = \$18  + slot;
-  assign \$20  = | n_items;
-  assign \$22  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$23  = meta[14] ? 24'h000000 : rd__data[27:4];
-  assign \$24  = 1'h0 + rd__en;
-  assign \$25  = readout_items_reads + \$24 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = readout_items_writes + \$27 ;
-  assign \$29  = \$signal  >> wbank;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = items__valid & \$30 ;
-  assign \$32  = wcount + 1'h1;
-  assign \$33  = ~ stored;
-  assign \$34  = nonzero & \$33 ;
-  assign \$35  = readout_item_overflows + 1'h1;
-  assign \$36  = wcount + stored;
-  assign \$37  = ~ wbank;
-  assign \$38  = ~ busy;
-  assign \$39  = | drain;
-  assign \$40  = \$signal  >> rbank;
-  assign \$41  = drain - 1'h1;
-  assign \$43  = \$signal$31  >> rbank;
-  assign \$44  = \$signal$33  >> rbank;
-  assign \$45  = readout_busy_cycles + 1'h1;
-  assign \$46  = ~ issue;
-  assign \$47  = readout_stall_cycles + 1'h1;
-  assign \$48  = ! slot;
-  assign \$50  = group == 2'h2;
-  assign \$51  = ! n_items;
-  assign \$53  = group + 1'h1;
-  assign \$54  = base + 5'h10;
-  assign \$55  = group == 2'h2;
-  assign \$56  = ~ rbank;
-  assign \$57  = readout_steps + 1'h1;
-  assign \$58  = slot + 1'h1;
+  assign issue = busy & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign \$21  = rbank ? 5'h10 : 5'h00;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[14] ? 24'h000000 : rd__data[27:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = readout_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = readout_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$31  >> rbank;
+  assign \$47  = \$signal$33  >> rbank;
+  assign \$48  = readout_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = readout_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h2;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 5'h10;
+  assign \$58  = group == 2'h2;
+  assign \$59  = ~ rbank;
+  assign \$60  = readout_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$59 ;
+    readout_items_reads <= \$62 ;
   always @(posedge clk)
-    readout_items_writes <= \$60 ;
+    readout_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$61 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    readout_item_overflows <= \$62 ;
+    readout_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$63 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$64 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$65 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$66 ;
+    \$signal$31  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$67 ;
+    \$signal$33  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$68 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$69 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$70 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$71 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$72 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$73 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$74 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$75 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$76 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$77 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$78 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$79 ;
+    readout_busy_cycles <= \$82 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$80 ;
+    readout_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$81 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    readout_steps <= \$82 ;
+    readout_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[27:4];
@@ -12032,23 +12047,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
-  assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$42  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$42  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$21 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -12064,90 +12077,32 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$19 [4:0];
+      rd__addr = \$22 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$61  = wcount;
-    if (\$31 ) begin
-      if (stored) begin
-        \$61  = \$32 [4:0];
-      end
-      if (items__payload[28]) begin
-        \$61  = 5'h00;
-      end
-    end
-    if (rst) begin
-      \$61  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$62  = readout_item_overflows;
-    if (\$31 ) begin
-      if (\$34 ) begin
-        \$62  = \$35 [31:0];
-      end
-    end
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$63  = \$signal ;
-    if (\$31 ) begin
-      if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$63 [0] = 1'h1;
-          1'h1:
-              \$63 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$63 [0] = 1'h0;
-            1'h1:
-                \$63 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$63  = \$31 [31:0];
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$64  = bank0_count;
-    if (\$31 ) begin
+    \$64  = wcount;
+    if (\$34 ) begin
+      if (stored) begin
+        \$64  = \$35 [4:0];
+      end
       if (items__payload[28]) begin
-        casez (wbank)
-          1'h0:
-              \$64  = \$36 [4:0];
-        endcase
+        \$64  = 5'h00;
       end
     end
     if (rst) begin
@@ -12156,34 +12111,41 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$65  = bank1_count;
-    if (\$31 ) begin
-      if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$65  = \$36 [4:0];
-        endcase
+    \$65  = readout_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 5'h00;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$66  = \$signal$31 ;
-    if (\$31 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = next_first;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$66 [1] = next_first;
+              \$66 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$66 [0] = 1'h0;
+            1'h1:
+                \$66 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -12192,97 +12154,91 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$67  = \$signal$33 ;
-    if (\$31 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = items__payload[29];
-          1'h1:
-              \$67 [1] = items__payload[29];
+              \$67  = \$39 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$68  = next_first;
-    if (\$31 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        \$68  = items__payload[29];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$68  = \$39 [4:0];
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h1;
+      \$68  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$69  = wbank;
-    if (\$31 ) begin
+    \$69  = \$signal$31 ;
+    if (\$34 ) begin
       if (items__payload[28]) begin
-        \$69  = \$37 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = next_first;
+          1'h1:
+              \$69 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$70 [42:1] = meta[42:1];
-    \$70 [0] = issue;
-    if (issue) begin
-      \$70 [2:1] = group;
-      \$70 [8:3] = base;
-      \$70 [9] = \$48 ;
-      \$70 [10] = \$49 ;
-      \$70 [11] = \$50 ;
-      \$70 [12] = seq_first;
-      \$70 [13] = seq_end;
-      \$70 [14] = \$51 ;
+    \$70  = \$signal$33 ;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[29];
+          1'h1:
+              \$70 [1] = items__payload[29];
+        endcase
+      end
     end
     if (rst) begin
-      \$70  = 43'h00000000000;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$71  = drain;
-    if (\$38 ) begin
-      if (\$39 ) begin
-        \$71  = \$41 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$71  = 3'h0;
-        end
+    \$71  = next_first;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        \$71  = items__payload[29];
       end
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$72  = busy;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$72  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$72  = 1'h0;
-        end
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[28]) begin
+        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -12291,68 +12247,68 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$73  = n_items;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$73  = \$42 ;
-      end
+    \$73 [42:1] = meta[42:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [8:3] = base;
+      \$73 [9] = \$51 ;
+      \$73 [10] = \$52 ;
+      \$73 [11] = \$53 ;
+      \$73 [12] = seq_first;
+      \$73 [13] = seq_end;
+      \$73 [14] = \$54 ;
     end
     if (rst) begin
-      \$73  = 5'h00;
+      \$73  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$74  = group;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$74  = 2'h0;
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$74  = \$53 [1:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$75  = base;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$75  = 6'h00;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$75  = \$54 [5:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$75  = 6'h00;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$76  = slot;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$76  = 5'h00;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$52 ) begin
-        \$76  = 5'h00;
-      end else if (1'h1) begin
-        \$76  = \$58 [4:0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -12361,64 +12317,81 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$77  = seq_first;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$77  = \$43 ;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$78  = seq_end;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$78  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$79  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      \$79  = \$45 [31:0];
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$80  = readout_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      if (\$46 ) begin
-        \$80  = \$47 [31:0];
-      end
-    end
-    if (rst) begin
-      \$80  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$81  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$81  = \$56 ;
-        end
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 6'h00;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$78  = \$57 [5:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 5'h00;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$55 ) begin
+        \$79  = 5'h00;
+      end else if (1'h1) begin
+        \$79  = \$61 [4:0];
+      end
+    end
+    if (rst) begin
+      \$79  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$46 ;
+      end
+    end
+    if (rst) begin
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
       end
     end
     if (rst) begin
@@ -12427,16 +12400,56 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$82  = readout_steps;
+    \$82  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      \$82  = \$48 [31:0];
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$83  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
+      end
+    end
+    if (rst) begin
+      \$83  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$84  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$82  = \$57 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$85  = readout_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -12467,8 +12480,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[14];
   assign \meta.index  = meta[18:15];
   assign \meta.value  = meta[42:19];
-  assign \slot$21 [42:19] = \$23 ;
-  assign \slot$21 [18:15] = \$22 ;
+  assign \slot$21 [42:19] = \$26 ;
+  assign \slot$21 [18:15] = \$25 ;
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
@@ -12482,11 +12495,14 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
   assign \$13  = 1'h0;
   assign \$14  = \$12 ;
-  assign starting = \$17 ;
-  assign \$21  = \$20 ;
-  assign \$26  = wr__en;
-  assign \$49  = last_slot;
+  assign \$16  = 1'h0;
+  assign \$17  = \$15 ;
+  assign \$20  = \$19 ;
+  assign starting = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
   assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)

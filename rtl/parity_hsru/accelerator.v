@@ -954,8 +954,9 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [3:0] \w__payload.value ;
   wire [1:0] \w__payload.value[0] ;
   wire [1:0] \w__payload.value[1] ;
-  (* init = 1'h0 *)
   wire w__valid;
+  always @(posedge clk)
+    finalize4 <= \$31 ;
   always @(posedge clk)
     new_c4_0 <= \$32 ;
   always @(posedge clk)
@@ -1012,6 +1013,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \$19  = | out_1;
   assign \$20  = \$18  & \$19 ;
   assign \$21  = slot_c4[6] & slot_c4[8];
+  assign w__valid = finalize4 & entry[8];
   assign \$22  = 1'h0 + changed[0];
   assign \$23  = \$22  + changed[1];
   assign \$24  = layer0_events + \$23 ;
@@ -1024,8 +1026,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     finalize_d1 <= \$29 ;
   always @(posedge clk)
     slot_c4 <= \$30 ;
-  always @(posedge clk)
-    finalize4 <= \$31 ;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -1035,7 +1035,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .reserve(reserve),
     .rst(rst),
     .w__payload(entry),
-    .w__valid(finalize4)
+    .w__valid(w__valid)
   );
   \accelerator.layer0.entry_slice  entry_slice (
     .clk(clk),
@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$513$0 (\$51 ),
+    .\port$517$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$541$0 (\$52 ),
+    .\port$545$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -1289,7 +1289,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign old_out_0 = old_c4_0[17:16];
   assign old_out_1 = old_c4_1[17:16];
   assign w__payload = entry;
-  assign w__valid = finalize4;
   assign starting = reserve;
   assign \credit$51  = credit;
   assign r__payload = i__payload;
@@ -1502,7 +1501,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, reserve, credit, r__payload, r__ready, w__payload, w__valid, out_valid, clk);
+module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2298,7 +2297,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     .layer0_stall_cycles(layer0_stall_cycles),
     .layer0_steps(layer0_steps),
     .rst(rst),
-    .\slot$21 (slot),
+    .\slot$22 (slot),
     .starting(starting)
   );
   \accelerator.layer0.front.lanes  lanes (
@@ -2613,7 +2612,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
@@ -2624,81 +2623,84 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [1:0] \$18 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [10:0] \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
+  wire [1:0] \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [10:0] \$25 ;
   wire [1:0] \$26 ;
   wire [32:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [1:0] \$31 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [32:0] \$34 ;
-  wire [1:0] \$35 ;
+  wire [1:0] \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire [32:0] \$37 ;
+  wire [1:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
-  reg \$41 ;
+  wire \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [32:0] \$44 ;
+  wire [3:0] \$43 ;
+  reg \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  wire \$47 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [32:0] \$49 ;
   wire [1:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [1:0] \$52 ;
-  wire [2:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire [32:0] \$56 ;
-  wire [1:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [1:0] \$55 ;
+  wire [2:0] \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [32:0] \$59 ;
   wire [11:0] \$6 ;
-  reg \$60 ;
+  wire [1:0] \$60 ;
   reg [31:0] \$61 ;
-  reg [1:0] \$62 ;
+  reg [31:0] \$62 ;
   reg \$63 ;
-  reg \$64 ;
+  reg [31:0] \$64 ;
   reg [1:0] \$65 ;
-  reg [1:0] \$66 ;
+  reg \$66 ;
   reg \$67 ;
-  reg \$68 ;
-  reg [21:0] \$69 ;
+  reg [1:0] \$68 ;
+  reg [1:0] \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
+  reg \$70 ;
   reg \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [1:0] \$74 ;
+  reg [21:0] \$72 ;
+  reg [2:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
   reg \$76 ;
-  reg \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
+  reg [1:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
   reg \$80 ;
   reg [31:0] \$81 ;
+  reg [31:0] \$82 ;
+  reg \$83 ;
+  reg [31:0] \$84 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
-  reg [1:0] \$signal$31  = 2'h0;
-  reg [1:0] \$signal$33  = 2'h0;
+  reg [1:0] \$signal$32  = 2'h0;
+  reg [1:0] \$signal$34  = 2'h0;
   reg bank0_count = 1'h0;
   reg bank1_count = 1'h0;
   reg [1:0] base = 2'h0;
@@ -2757,19 +2759,19 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg slot = 1'h0;
-  output [21:0] \slot$21 ;
-  wire [21:0] \slot$21 ;
-  wire [1:0] \slot$21.base ;
-  wire \slot$21.empty ;
-  wire \slot$21.first ;
-  wire \slot$21.group ;
-  wire \slot$21.index ;
-  wire \slot$21.last ;
-  wire \slot$21.seq_end ;
-  wire \slot$21.seq_first ;
-  wire \slot$21.step_last ;
-  wire \slot$21.valid ;
-  wire [10:0] \slot$21.value ;
+  output [21:0] \slot$22 ;
+  wire [21:0] \slot$22 ;
+  wire [1:0] \slot$22.base ;
+  wire \slot$22.empty ;
+  wire \slot$22.first ;
+  wire \slot$22.group ;
+  wire \slot$22.index ;
+  wire \slot$22.last ;
+  wire \slot$22.seq_end ;
+  wire \slot$22.seq_first ;
+  wire \slot$22.step_last ;
+  wire \slot$22.valid ;
+  wire [10:0] \slot$22.value ;
   output starting;
   wire starting;
   wire stored;
@@ -2795,90 +2797,93 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   assign rd__data = _0_;
   assign \$14  = \$13  | credit;
-  assign issue = busy & \$14 ;
-  assign \$15  = ! slot;
-  assign \$16  = issue & \$15 ;
-  assign \$17  = rbank ? 1'h1 : 1'h0;
-  assign \$18  = \$17  + slot;
-  assign \$21  = meta[9] ? 1'h0 : rd__data[0];
-  assign \$22  = meta[9] ? 11'h000 : rd__data[11:1];
-  assign \$23  = 1'h0 + rd__en;
-  assign \$24  = layer0_items_reads + \$23 ;
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = layer0_items_writes + \$26 ;
-  assign \$28  = \$signal  >> wbank;
-  assign \$29  = ~ \$28 ;
-  assign \$30  = items__valid & \$29 ;
-  assign \$31  = wcount + 1'h1;
-  assign \$32  = ~ stored;
-  assign \$33  = nonzero & \$32 ;
-  assign \$34  = layer0_item_overflows + 1'h1;
-  assign \$35  = wcount + stored;
-  assign \$36  = ~ wbank;
-  assign \$37  = ~ busy;
-  assign \$38  = | drain;
-  assign \$39  = \$signal  >> rbank;
-  assign \$40  = drain - 1'h1;
-  assign \$42  = \$signal$31  >> rbank;
-  assign \$43  = \$signal$33  >> rbank;
-  assign \$44  = layer0_busy_cycles + 1'h1;
-  assign \$45  = ~ issue;
-  assign \$46  = layer0_stall_cycles + 1'h1;
-  assign \$47  = ! slot;
-  assign \$50  = ! n_items;
-  assign \$52  = group + 1'h1;
-  assign \$53  = base + 1'h1;
-  assign \$55  = ~ rbank;
-  assign \$56  = layer0_steps + 1'h1;
-  assign \$57  = slot + 1'h1;
+  assign \$15  = ~ seq_end;
+  assign \$16  = \$14  | \$15 ;
+  assign issue = busy & \$16 ;
+  assign \$17  = ! slot;
+  assign \$18  = issue & \$17 ;
+  assign starting = \$19  & seq_end;
+  assign \$20  = rbank ? 1'h1 : 1'h0;
+  assign \$21  = \$20  + slot;
+  assign \$24  = meta[9] ? 1'h0 : rd__data[0];
+  assign \$25  = meta[9] ? 11'h000 : rd__data[11:1];
+  assign \$26  = 1'h0 + rd__en;
+  assign \$27  = layer0_items_reads + \$26 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = layer0_items_writes + \$29 ;
+  assign \$31  = \$signal  >> wbank;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = items__valid & \$32 ;
+  assign \$34  = wcount + 1'h1;
+  assign \$35  = ~ stored;
+  assign \$36  = nonzero & \$35 ;
+  assign \$37  = layer0_item_overflows + 1'h1;
+  assign \$38  = wcount + stored;
+  assign \$39  = ~ wbank;
+  assign \$40  = ~ busy;
+  assign \$41  = | drain;
+  assign \$42  = \$signal  >> rbank;
+  assign \$43  = drain - 1'h1;
+  assign \$45  = \$signal$32  >> rbank;
+  assign \$46  = \$signal$34  >> rbank;
+  assign \$47  = layer0_busy_cycles + 1'h1;
+  assign \$48  = ~ issue;
+  assign \$49  = layer0_stall_cycles + 1'h1;
+  assign \$50  = ! slot;
+  assign \$53  = ! n_items;
+  assign \$55  = group + 1'h1;
+  assign \$56  = base + 1'h1;
+  assign \$58  = ~ rbank;
+  assign \$59  = layer0_steps + 1'h1;
+  assign \$60  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$58 ;
+    layer0_items_reads <= \$61 ;
   always @(posedge clk)
-    layer0_items_writes <= \$59 ;
+    layer0_items_writes <= \$62 ;
   always @(posedge clk)
-    wcount <= \$60 ;
+    wcount <= \$63 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$61 ;
+    layer0_item_overflows <= \$64 ;
   always @(posedge clk)
-    \$signal  <= \$62 ;
+    \$signal  <= \$65 ;
   always @(posedge clk)
-    bank0_count <= \$63 ;
+    bank0_count <= \$66 ;
   always @(posedge clk)
-    bank1_count <= \$64 ;
+    bank1_count <= \$67 ;
   always @(posedge clk)
-    \$signal$31  <= \$65 ;
+    \$signal$32  <= \$68 ;
   always @(posedge clk)
-    \$signal$33  <= \$66 ;
+    \$signal$34  <= \$69 ;
   always @(posedge clk)
-    next_first <= \$67 ;
+    next_first <= \$70 ;
   always @(posedge clk)
-    wbank <= \$68 ;
+    wbank <= \$71 ;
   always @(posedge clk)
-    meta <= \$69 ;
+    meta <= \$72 ;
   always @(posedge clk)
-    drain <= \$70 ;
+    drain <= \$73 ;
   always @(posedge clk)
-    busy <= \$71 ;
+    busy <= \$74 ;
   always @(posedge clk)
-    n_items <= \$72 ;
+    n_items <= \$75 ;
   always @(posedge clk)
-    group <= \$73 ;
+    group <= \$76 ;
   always @(posedge clk)
-    base <= \$74 ;
+    base <= \$77 ;
   always @(posedge clk)
-    slot <= \$75 ;
+    slot <= \$78 ;
   always @(posedge clk)
-    seq_first <= \$76 ;
+    seq_first <= \$79 ;
   always @(posedge clk)
-    seq_end <= \$77 ;
+    seq_end <= \$80 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$78 ;
+    layer0_busy_cycles <= \$81 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$79 ;
+    layer0_stall_cycles <= \$82 ;
   always @(posedge clk)
-    rbank <= \$80 ;
+    rbank <= \$83 ;
   always @(posedge clk)
-    layer0_steps <= \$81 ;
+    layer0_steps <= \$84 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:1];
@@ -2897,16 +2902,16 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$41  = bank0_count;
+          \$44  = bank0_count;
       1'h1:
-          \$41  = bank1_count;
+          \$44  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$20 ;
+      rd__en = \$23 ;
     end
   end
   always @* begin
@@ -2922,90 +2927,32 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
-      rd__addr = \$18 [0];
+      rd__addr = \$21 [0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$58  = \$24 [31:0];
-    if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$59  = \$27 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = wcount;
-    if (\$30 ) begin
-      if (stored) begin
-        \$60  = \$31 [0];
-      end
-      if (items__payload[12]) begin
-        \$60  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$60  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = layer0_item_overflows;
-    if (\$30 ) begin
-      if (\$33 ) begin
-        \$61  = \$34 [31:0];
-      end
-    end
+    \$61  = \$27 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = \$signal ;
-    if (\$30 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$62 [0] = 1'h1;
-          1'h1:
-              \$62 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$62 [0] = 1'h0;
-            1'h1:
-                \$62 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$62  = \$30 [31:0];
     if (rst) begin
-      \$62  = 2'h0;
+      \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = bank0_count;
-    if (\$30 ) begin
+    \$63  = wcount;
+    if (\$33 ) begin
+      if (stored) begin
+        \$63  = \$34 [0];
+      end
       if (items__payload[12]) begin
-        casez (wbank)
-          1'h0:
-              \$63  = \$35 [0];
-        endcase
+        \$63  = 1'h0;
       end
     end
     if (rst) begin
@@ -3014,34 +2961,41 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = bank1_count;
-    if (\$30 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$64  = \$35 [0];
-        endcase
+    \$64  = layer0_item_overflows;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$64  = \$37 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 1'h0;
+      \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal$31 ;
-    if (\$30 ) begin
+    \$65  = \$signal ;
+    if (\$33 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = next_first;
+              \$65 [0] = 1'h1;
           1'h1:
-              \$65 [1] = next_first;
+              \$65 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$65 [0] = 1'h0;
+            1'h1:
+                \$65 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -3050,97 +3004,91 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = \$signal$33 ;
-    if (\$30 ) begin
+    \$66  = bank0_count;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = items__payload[13];
-          1'h1:
-              \$66 [1] = items__payload[13];
+              \$66  = \$38 [0];
         endcase
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = next_first;
-    if (\$30 ) begin
+    \$67  = bank1_count;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        \$67  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$67  = \$38 [0];
+        endcase
       end
     end
     if (rst) begin
-      \$67  = 1'h1;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = wbank;
-    if (\$30 ) begin
+    \$68  = \$signal$32 ;
+    if (\$33 ) begin
       if (items__payload[12]) begin
-        \$68  = \$36 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$68 [0] = next_first;
+          1'h1:
+              \$68 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$68  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69 [21:1] = meta[21:1];
-    \$69 [0] = issue;
-    if (issue) begin
-      \$69 [1] = group;
-      \$69 [3:2] = base;
-      \$69 [4] = \$47 ;
-      \$69 [5] = \$48 ;
-      \$69 [6] = \$49 ;
-      \$69 [7] = seq_first;
-      \$69 [8] = seq_end;
-      \$69 [9] = \$50 ;
+    \$69  = \$signal$34 ;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = items__payload[13];
+          1'h1:
+              \$69 [1] = items__payload[13];
+        endcase
+      end
     end
     if (rst) begin
-      \$69  = 22'h000000;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = drain;
-    if (\$37 ) begin
-      if (\$38 ) begin
-        \$70  = \$40 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$70  = 3'h2;
-        end
+    \$70  = next_first;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        \$70  = items__payload[13];
       end
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$70  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = busy;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$71  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$71  = 1'h0;
-        end
+    \$71  = wbank;
+    if (\$33 ) begin
+      if (items__payload[12]) begin
+        \$71  = \$39 ;
       end
     end
     if (rst) begin
@@ -3149,68 +3097,68 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = n_items;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$72  = \$41 ;
-      end
+    \$72 [21:1] = meta[21:1];
+    \$72 [0] = issue;
+    if (issue) begin
+      \$72 [1] = group;
+      \$72 [3:2] = base;
+      \$72 [4] = \$50 ;
+      \$72 [5] = \$51 ;
+      \$72 [6] = \$52 ;
+      \$72 [7] = seq_first;
+      \$72 [8] = seq_end;
+      \$72 [9] = \$53 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = group;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$73  = 1'h0;
+    \$73  = drain;
+    if (\$40 ) begin
+      if (\$41 ) begin
+        \$73  = \$43 [2:0];
       end
     end
     if (issue) begin
-      if (\$51 ) begin
-        \$73  = \$52 [0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$73  = 3'h2;
+        end
       end
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$73  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = base;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$74  = 2'h0;
+    \$74  = busy;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$74  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$51 ) begin
-        \$74  = \$53 [1:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$74  = 1'h0;
+        end
       end
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = slot;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$75  = 1'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$51 ) begin
-        \$75  = 1'h0;
-      end else if (1'h1) begin
-        \$75  = \$57 [0];
+    \$75  = n_items;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$75  = \$44 ;
       end
     end
     if (rst) begin
@@ -3219,11 +3167,16 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = seq_first;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$76  = \$42 ;
+    \$76  = group;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$76  = 1'h0;
+      end
+    end
+    if (issue) begin
+      if (\$54 ) begin
+        \$76  = \$55 [0];
       end
     end
     if (rst) begin
@@ -3232,51 +3185,63 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = seq_end;
-    if (\$37 ) begin
-      if (\$38 ) begin
-      end else if (\$39 ) begin
-        \$77  = \$43 ;
+    \$77  = base;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$77  = 2'h0;
       end
     end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      \$78  = \$44 [31:0];
-    end
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$37 ) begin
-    end else begin
-      if (\$45 ) begin
-        \$79  = \$46 [31:0];
-      end
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = rbank;
     if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$80  = \$55 ;
-        end
+      if (\$54 ) begin
+        \$77  = \$56 [1:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$78  = slot;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$78  = 1'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$54 ) begin
+        \$78  = 1'h0;
+      end else if (1'h1) begin
+        \$78  = \$60 [0];
+      end
+    end
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = seq_first;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$79  = \$45 ;
+      end
+    end
+    if (rst) begin
+      \$79  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$80  = seq_end;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$80  = \$46 ;
       end
     end
     if (rst) begin
@@ -3285,16 +3250,56 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_steps;
+    \$81  = layer0_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      \$81  = \$47 [31:0];
+    end
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$82  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      if (\$48 ) begin
+        \$82  = \$49 [31:0];
+      end
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$83  = rbank;
     if (issue) begin
-      if (\$51 ) begin
-        if (\$54 ) begin
-          \$81  = \$56 [31:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$83  = \$58 ;
         end
       end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$84  = layer0_steps;
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$84  = \$59 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$84  = 32'd0;
     end
   end
   assign wr__addr = \$5 [0];
@@ -3302,17 +3307,17 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \items__payload.value  = items__payload[11:1];
   assign \items__payload.step_end  = items__payload[12];
   assign \items__payload.seq_end  = items__payload[13];
-  assign \slot$21.valid  = \slot$21 [0];
-  assign \slot$21.group  = \slot$21 [1];
-  assign \slot$21.base  = \slot$21 [3:2];
-  assign \slot$21.first  = \slot$21 [4];
-  assign \slot$21.last  = \slot$21 [5];
-  assign \slot$21.step_last  = \slot$21 [6];
-  assign \slot$21.seq_first  = \slot$21 [7];
-  assign \slot$21.seq_end  = \slot$21 [8];
-  assign \slot$21.empty  = \slot$21 [9];
-  assign \slot$21.index  = \slot$21 [10];
-  assign \slot$21.value  = \slot$21 [21:11];
+  assign \slot$22.valid  = \slot$22 [0];
+  assign \slot$22.group  = \slot$22 [1];
+  assign \slot$22.base  = \slot$22 [3:2];
+  assign \slot$22.first  = \slot$22 [4];
+  assign \slot$22.last  = \slot$22 [5];
+  assign \slot$22.step_last  = \slot$22 [6];
+  assign \slot$22.seq_first  = \slot$22 [7];
+  assign \slot$22.seq_end  = \slot$22 [8];
+  assign \slot$22.empty  = \slot$22 [9];
+  assign \slot$22.index  = \slot$22 [10];
+  assign \slot$22.value  = \slot$22 [21:11];
   assign \meta.valid  = meta[0];
   assign \meta.group  = meta[1];
   assign \meta.base  = meta[3:2];
@@ -3324,30 +3329,30 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[9];
   assign \meta.index  = meta[10];
   assign \meta.value  = meta[21:11];
-  assign \slot$21 [21:11] = \$22 ;
-  assign \slot$21 [10] = \$21 ;
-  assign \slot$21 [9] = meta[9];
-  assign \slot$21 [8] = meta[8];
-  assign \slot$21 [7] = meta[7];
-  assign \slot$21 [6] = meta[6];
-  assign \slot$21 [5] = meta[5];
-  assign \slot$21 [4] = meta[4];
-  assign \slot$21 [3:2] = meta[3:2];
-  assign \slot$21 [1] = meta[1];
-  assign \slot$21 [0] = meta[0];
+  assign \slot$22 [21:11] = \$25 ;
+  assign \slot$22 [10] = \$24 ;
+  assign \slot$22 [9] = meta[9];
+  assign \slot$22 [8] = meta[8];
+  assign \slot$22 [7] = meta[7];
+  assign \slot$22 [6] = meta[6];
+  assign \slot$22 [5] = meta[5];
+  assign \slot$22 [4] = meta[4];
+  assign \slot$22 [3:2] = meta[3:2];
+  assign \slot$22 [1] = meta[1];
+  assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[11:1], 1'h0 };
   assign \$12  = 1'h0;
   assign \$13  = \$11 ;
-  assign starting = \$16 ;
-  assign \$20  = \$19 ;
-  assign \$25  = wr__en;
-  assign \$48  = last_slot;
-  assign \$49  = group;
+  assign \$19  = \$18 ;
+  assign \$23  = \$22 ;
+  assign \$28  = wr__en;
   assign \$51  = last_slot;
-  assign \$54  = group;
+  assign \$52  = group;
+  assign \$54  = last_slot;
+  assign \$57  = group;
   assign \$11  = slot;
-  assign \$19  = n_items;
+  assign \$22  = n_items;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3722,7 +3727,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$517$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3773,8 +3778,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$513$0 ;
-  wire \port$513$0 ;
+  output \port$517$0 ;
+  wire \port$517$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3861,7 +3866,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$513$0  = \$19 ;
+  assign \port$517$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3875,7 +3880,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$513
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$541$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3926,8 +3931,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$541
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$541$0 ;
-  wire \port$541$0 ;
+  output \port$545$0 ;
+  wire \port$545$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -4014,7 +4019,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$541
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$541$0  = \$19 ;
+  assign \port$545$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -7299,77 +7304,80 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [2:0] \$18 ;
-  wire [3:0] \$19 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$21 ;
-  wire [1:0] \$22 ;
-  wire [1:0] \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
+  wire [2:0] \$21 ;
+  wire [3:0] \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire [1:0] \$25 ;
+  wire [1:0] \$26 ;
   wire [1:0] \$27 ;
   wire [32:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire [3:0] \$32 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  wire [3:0] \$36 ;
+  wire [3:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$38 ;
+  wire [3:0] \$39 ;
   wire [2:0] \$4 ;
   wire \$40 ;
-  wire [3:0] \$41 ;
-  reg [2:0] \$42 ;
+  wire \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [32:0] \$45 ;
+  wire [3:0] \$44 ;
+  reg [2:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
   wire \$49 ;
   wire [3:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
-  wire [1:0] \$53 ;
-  wire [3:0] \$54 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [32:0] \$57 ;
-  wire [3:0] \$58 ;
-  reg [31:0] \$59 ;
+  wire [1:0] \$56 ;
+  wire [3:0] \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [4:0] \$6 ;
-  reg [31:0] \$60 ;
-  reg [2:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [3:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [1:0] \$63 ;
+  reg [31:0] \$63 ;
   reg [2:0] \$64 ;
-  reg [2:0] \$65 ;
+  reg [31:0] \$65 ;
   reg [1:0] \$66 ;
-  reg [1:0] \$67 ;
-  reg \$68 ;
-  reg \$69 ;
+  reg [2:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [1:0] \$69 ;
   wire [4:0] \$7 ;
-  reg [14:0] \$70 ;
-  reg [2:0] \$71 ;
+  reg [1:0] \$70 ;
+  reg \$71 ;
   reg \$72 ;
-  reg [2:0] \$73 ;
+  reg [14:0] \$73 ;
   reg [2:0] \$74 ;
-  reg [2:0] \$75 ;
-  reg \$76 ;
-  reg \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
+  reg \$75 ;
+  reg [2:0] \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg \$79 ;
   wire \$8 ;
   reg \$80 ;
   reg [31:0] \$81 ;
+  reg [31:0] \$82 ;
+  reg \$83 ;
+  reg [31:0] \$84 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7475,89 +7483,90 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
+  assign \$12  = | slot;
   assign \$15  = \$14  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$18  = rbank ? 3'h4 : 3'h0;
-  assign \$19  = \$18  + slot;
-  assign \$20  = | n_items;
-  assign \$22  = meta[10] ? 2'h0 : rd__data[1:0];
-  assign \$23  = meta[10] ? 2'h0 : rd__data[3:2];
-  assign \$24  = 1'h0 + rd__en;
-  assign \$25  = readout_items_reads + \$24 ;
-  assign \$27  = 1'h0 + \$26 ;
-  assign \$28  = readout_items_writes + \$27 ;
-  assign \$29  = \$signal  >> wbank;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = items__valid & \$30 ;
-  assign \$32  = wcount + 1'h1;
-  assign \$33  = ~ stored;
-  assign \$34  = nonzero & \$33 ;
-  assign \$35  = readout_item_overflows + 1'h1;
-  assign \$36  = wcount + stored;
-  assign \$37  = ~ wbank;
-  assign \$38  = ~ busy;
-  assign \$39  = | drain;
-  assign \$40  = \$signal  >> rbank;
-  assign \$41  = drain - 1'h1;
-  assign \$43  = \$signal$31  >> rbank;
-  assign \$44  = \$signal$33  >> rbank;
-  assign \$45  = readout_busy_cycles + 1'h1;
-  assign \$46  = ~ issue;
-  assign \$47  = readout_stall_cycles + 1'h1;
-  assign \$48  = ! slot;
-  assign \$51  = ! n_items;
-  assign \$54  = base + 3'h4;
-  assign \$56  = ~ rbank;
-  assign \$57  = readout_steps + 1'h1;
-  assign \$58  = slot + 1'h1;
+  assign issue = busy & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign \$21  = rbank ? 3'h4 : 3'h0;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[10] ? 2'h0 : rd__data[1:0];
+  assign \$26  = meta[10] ? 2'h0 : rd__data[3:2];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = readout_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = readout_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$31  >> rbank;
+  assign \$47  = \$signal$33  >> rbank;
+  assign \$48  = readout_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = readout_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$54  = ! n_items;
+  assign \$57  = base + 3'h4;
+  assign \$59  = ~ rbank;
+  assign \$60  = readout_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$59 ;
+    readout_items_reads <= \$62 ;
   always @(posedge clk)
-    readout_items_writes <= \$60 ;
+    readout_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$61 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    readout_item_overflows <= \$62 ;
+    readout_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$63 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$64 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$65 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$66 ;
+    \$signal$31  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$67 ;
+    \$signal$33  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$68 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$69 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$70 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$71 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$72 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$73 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    base <= \$74 ;
+    base <= \$77 ;
   always @(posedge clk)
-    slot <= \$75 ;
+    slot <= \$78 ;
   always @(posedge clk)
-    seq_first <= \$76 ;
+    seq_first <= \$79 ;
   always @(posedge clk)
-    seq_end <= \$77 ;
+    seq_end <= \$80 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$78 ;
+    readout_busy_cycles <= \$81 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$79 ;
+    readout_stall_cycles <= \$82 ;
   always @(posedge clk)
-    rbank <= \$80 ;
+    rbank <= \$83 ;
   always @(posedge clk)
-    readout_steps <= \$81 ;
+    readout_steps <= \$84 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[3:2];
@@ -7571,22 +7580,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$42  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$42  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$21 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -7602,90 +7610,32 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
-      rd__addr = \$19 [2:0];
+      rd__addr = \$22 [2:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$59  = \$25 [31:0];
-    if (rst) begin
-      \$59  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$60  = \$28 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = wcount;
-    if (\$31 ) begin
-      if (stored) begin
-        \$61  = \$32 [2:0];
-      end
-      if (items__payload[4]) begin
-        \$61  = 3'h0;
-      end
-    end
-    if (rst) begin
-      \$61  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = readout_item_overflows;
-    if (\$31 ) begin
-      if (\$34 ) begin
-        \$62  = \$35 [31:0];
-      end
-    end
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = \$signal ;
-    if (\$31 ) begin
-      if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              \$63 [0] = 1'h1;
-          1'h1:
-              \$63 [1] = 1'h1;
-        endcase
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          (* full_case = 32'd1 *)
-          casez (rbank)
-            1'h0:
-                \$63 [0] = 1'h0;
-            1'h1:
-                \$63 [1] = 1'h0;
-          endcase
-        end
-      end
-    end
+    \$63  = \$31 [31:0];
     if (rst) begin
-      \$63  = 2'h0;
+      \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = bank0_count;
-    if (\$31 ) begin
+    \$64  = wcount;
+    if (\$34 ) begin
+      if (stored) begin
+        \$64  = \$35 [2:0];
+      end
       if (items__payload[4]) begin
-        casez (wbank)
-          1'h0:
-              \$64  = \$36 [2:0];
-        endcase
+        \$64  = 3'h0;
       end
     end
     if (rst) begin
@@ -7694,34 +7644,41 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = bank1_count;
-    if (\$31 ) begin
-      if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$65  = \$36 [2:0];
-        endcase
+    \$65  = readout_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 3'h0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = \$signal$31 ;
-    if (\$31 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = next_first;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$66 [1] = next_first;
+              \$66 [1] = 1'h1;
         endcase
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          (* full_case = 32'd1 *)
+          casez (rbank)
+            1'h0:
+                \$66 [0] = 1'h0;
+            1'h1:
+                \$66 [1] = 1'h0;
+          endcase
+        end
       end
     end
     if (rst) begin
@@ -7730,97 +7687,91 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = \$signal$33 ;
-    if (\$31 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = items__payload[5];
-          1'h1:
-              \$67 [1] = items__payload[5];
+              \$67  = \$39 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = next_first;
-    if (\$31 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[4]) begin
-        \$68  = items__payload[5];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              /* empty */;
+          1'h1:
+              \$68  = \$39 [2:0];
+        endcase
       end
     end
     if (rst) begin
-      \$68  = 1'h1;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = wbank;
-    if (\$31 ) begin
+    \$69  = \$signal$31 ;
+    if (\$34 ) begin
       if (items__payload[4]) begin
-        \$69  = \$37 ;
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = next_first;
+          1'h1:
+              \$69 [1] = next_first;
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h0;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70 [14:1] = meta[14:1];
-    \$70 [0] = issue;
-    if (issue) begin
-      \$70 [1] = 1'h0;
-      \$70 [4:2] = base;
-      \$70 [5] = \$48 ;
-      \$70 [6] = \$49 ;
-      \$70 [7] = \$50 ;
-      \$70 [8] = seq_first;
-      \$70 [9] = seq_end;
-      \$70 [10] = \$51 ;
+    \$70  = \$signal$33 ;
+    if (\$34 ) begin
+      if (items__payload[4]) begin
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[5];
+          1'h1:
+              \$70 [1] = items__payload[5];
+        endcase
+      end
     end
     if (rst) begin
-      \$70  = 15'h0000;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = drain;
-    if (\$38 ) begin
-      if (\$39 ) begin
-        \$71  = \$41 [2:0];
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$71  = 3'h2;
-        end
+    \$71  = next_first;
+    if (\$34 ) begin
+      if (items__payload[4]) begin
+        \$71  = items__payload[5];
       end
     end
     if (rst) begin
-      \$71  = 3'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = busy;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$72  = 1'h1;
-      end
-    end
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$72  = 1'h0;
-        end
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[4]) begin
+        \$72  = \$40 ;
       end
     end
     if (rst) begin
@@ -7829,29 +7780,35 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = n_items;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$73  = \$42 ;
-      end
+    \$73 [14:1] = meta[14:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [1] = 1'h0;
+      \$73 [4:2] = base;
+      \$73 [5] = \$51 ;
+      \$73 [6] = \$52 ;
+      \$73 [7] = \$53 ;
+      \$73 [8] = seq_first;
+      \$73 [9] = seq_end;
+      \$73 [10] = \$54 ;
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$73  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = base;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$74  = 3'h0;
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$52 ) begin
-        \$74  = \$54 [2:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h2;
+        end
       end
     end
     if (rst) begin
@@ -7860,85 +7817,96 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = slot;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$75  = 3'h0;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
+      end
+    end
+    if (rst) begin
+      \$76  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$77  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 3'h0;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$77  = \$57 [2:0];
+      end
+    end
+    if (rst) begin
+      \$77  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$78  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 3'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$52 ) begin
-        \$75  = 3'h0;
+      if (\$55 ) begin
+        \$78  = 3'h0;
       end else if (1'h1) begin
-        \$75  = \$58 [2:0];
+        \$78  = \$61 [2:0];
       end
     end
     if (rst) begin
-      \$75  = 3'h0;
+      \$78  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = seq_first;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$76  = \$43 ;
+    \$79  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = \$46 ;
       end
     end
     if (rst) begin
-      \$76  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = seq_end;
-    if (\$38 ) begin
-      if (\$39 ) begin
-      end else if (\$40 ) begin
-        \$77  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$77  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      \$78  = \$45 [31:0];
-    end
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = readout_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$38 ) begin
-    end else begin
-      if (\$46 ) begin
-        \$79  = \$47 [31:0];
-      end
-    end
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = rbank;
-    if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$80  = \$56 ;
-        end
+    \$80  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$47 ;
       end
     end
     if (rst) begin
@@ -7947,16 +7915,56 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$81  = readout_steps;
+    \$81  = readout_busy_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      \$81  = \$48 [31:0];
+    end
+    if (rst) begin
+      \$81  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$82  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$82  = \$50 [31:0];
+      end
+    end
+    if (rst) begin
+      \$82  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$83  = rbank;
     if (issue) begin
-      if (\$52 ) begin
-        if (\$55 ) begin
-          \$81  = \$57 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$83  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$84  = readout_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$84  = 32'd0;
     end
   end
   assign wr__addr = \$5 [2:0];
@@ -7987,8 +7995,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[10];
   assign \meta.index  = meta[12:11];
   assign \meta.value  = meta[14:13];
-  assign \slot$21 [14:13] = \$23 ;
-  assign \slot$21 [12:11] = \$22 ;
+  assign \slot$21 [14:13] = \$26 ;
+  assign \slot$21 [12:11] = \$25 ;
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
   assign \slot$21 [8] = meta[8];
@@ -8002,14 +8010,17 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$6  = { 1'h0, items__payload[3:2], 2'h0 };
   assign \$13  = 1'h0;
   assign \$14  = \$12 ;
-  assign starting = \$17 ;
-  assign \$21  = \$20 ;
-  assign \$26  = wr__en;
-  assign \$49  = last_slot;
-  assign \$50  = 1'h1;
+  assign \$16  = 1'h0;
+  assign \$17  = \$15 ;
+  assign \$20  = \$19 ;
+  assign starting = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
   assign \$52  = last_slot;
-  assign \$53  = 2'h1;
-  assign \$55  = 1'h1;
+  assign \$53  = 1'h1;
+  assign \$55  = last_slot;
+  assign \$56  = 2'h1;
+  assign \$58  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)
