@@ -62,6 +62,36 @@ def fmt(values: list[float]) -> str:
     return f"{100 * np.mean(values):.1f} [{100 * min(values):.1f}; {100 * max(values):.1f}]"
 
 
+def read_before(path: Path) -> dict[str, str]:
+    """Golden accuracy per data set from a table this script wrote earlier (the ``--before`` column).
+
+    Rows are matched by the data set name (first column); the golden cell is the fifth column.
+    A file that holds no such table is refused, naming it: a silently empty column would read as
+    "not run" for every set.
+    """
+    golden = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if (
+            len(cells) >= 8
+            and line.startswith("|")
+            and cells[0] not in ("data set", "")
+            and "---" not in cells[0]
+        ):
+            golden[cells[0]] = cells[4]
+    if not golden:
+        raise SystemExit(f"--before {path}: no rows of a scripts/real_data.py table found")
+    return golden
+
+
+def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
+    """``met`` when the mean golden accuracy is within ``aim`` points of the baseline's mean, else by how much it misses."""
+    shortfall = 100 * (np.mean(baseline) - np.mean(golden)) - aim
+    if np.isnan(shortfall):
+        return "no baseline"
+    return "met" if shortfall <= 1e-9 else f"misses by {shortfall:.1f}"
+
+
 def describe(recipe) -> str:
     layers = recipe.model.hardware_layers()
     cells = " + ".join(f"{layer['cell'].upper()} {layer['size']}" for layer in layers)
@@ -88,6 +118,17 @@ def main() -> None:
         help="MiniRocket accuracies per data set and seeds, reused when present (a spoken-digit fit takes minutes)",
     )
     parser.add_argument("--no-minirocket", action="store_true", help="only train and score our recipes")
+    parser.add_argument(
+        "--before",
+        default=None,
+        help="an earlier table of this script: its golden accuracy per data set becomes a 'before' column",
+    )
+    parser.add_argument(
+        "--aim",
+        type=float,
+        default=None,
+        help="add a column saying whether the golden mean is within this many points of MiniRocket's",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     from codesign.train.recipe import parse_recipe
@@ -96,6 +137,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     t0 = time.monotonic()
     rows, raw = [], {}
+    before = read_before(Path(args.before)) if args.before else None
     cache = Path(args.baselines)
     baselines = json.loads(cache.read_text()) if cache.is_file() else {}
     for entry in args.entries:
@@ -124,9 +166,12 @@ def main() -> None:
         mr = baselines.get(key, [float("nan")])
         raw[entry] = {"ours": results, "minirocket": mr}
         gap = 100 * (np.mean(golden) - np.mean(mr))
+        extra = ("" if before is None else f" {before.get(name, 'not run')} |") + (
+            "" if args.aim is None else f" {against_aim(golden, mr, args.aim)} |"
+        )
         rows.append(
             f"| {name} | {results[0]['test_sequences']} | `{path}` | {describe(recipe)} | {fmt(golden)} | "
-            f"{fmt([r['float'] for r in results])} | {fmt(mr)} | {gap:+.1f} |"
+            f"{fmt([r['float'] for r in results])} | {fmt(mr)} | {gap:+.1f} |{extra}"
         )
         print(rows[-1], flush=True)
         write_table(args, rows, raw, time.monotonic() - t0, done=len(rows))  # a stopped run keeps its rows
@@ -147,8 +192,10 @@ def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) 
         "one fit per seed. `float` is the trained (QAT) torch model before export.",
         "",
         "| data set | test sequences | recipe | network | golden accuracy (%) | float (%) | MiniRocket (%) | "
-        "golden - MiniRocket (points) |",
-        "|---|---|---|---|---|---|---|---|",
+        "golden - MiniRocket (points) |"
+        + ("" if args.before is None else f" before: golden (%) of `{args.before}` |")
+        + ("" if args.aim is None else f" within {args.aim:g} points of MiniRocket |"),
+        "|---|---|---|---|---|---|---|---|" + "---|" * ((args.before is not None) + (args.aim is not None)),
         *rows,
         "",
         *(
@@ -158,7 +205,10 @@ def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) 
         ),
         f"Made by (single-threaded, {seconds:.0f} s here): "
         f"`OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
-        f"--out {args.out} {' '.join(args.entries)}`",
+        f"--out {args.out}"
+        + ("" if args.before is None else f" --before {args.before}")
+        + ("" if args.aim is None else f" --aim {args.aim:g}")
+        + f" {' '.join(args.entries)}`",
         "",
     ]
     write_text(Path(args.out), "\n".join(lines))

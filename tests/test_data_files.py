@@ -207,7 +207,8 @@ def test_train_and_export_a_file_task(tmp_path) -> None:
     result = CliRunner().invoke(
         app,
         ["train", str(REPO / "models" / "classify_files_hw.yaml"), "--out", str(run), "--quiet",
-         "--set", "train.iterations=40", "--set", "train.eval_every=20", "--set", "model.hidden_size=4"],
+         "--set", "train.iterations=40", "--set", "train.eval_every=20", "--set",
+         "model.layers=[{cell: mingru, size: 4}, {cell: cmru, size: 4, eps: 1.0}]"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(app, ["export", str(run), "--out", str(bundle)])
