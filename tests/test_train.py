@@ -124,6 +124,18 @@ def test_run_dir_written_before_a_schema_key_was_added_resumes(tmp_path: Path) -
             r"model.drop: \['skip'\] are not backbone elements",
         ),
         (lambda r: r["model"].update(arch="backbone", readout_hidden=8), "readout_hidden 8 is a hardware"),
+        (
+            lambda r: r["model"].update(layers=[{"cell": "mingru", "size": 4}], hidden_size=32),
+            r"model.hidden_size 32 is ignored when model.layers lists the layers \(the first layer has size 4\)",
+        ),
+        (
+            lambda r: r["model"].update(layers=[{"cell": "mingru", "size": 6}], cell="bmru", eps=0.0),
+            r"model.cell 'bmru' is ignored when model.layers",
+        ),
+        (
+            lambda r: r["model"].update(layers=[{"cell": "cmru", "size": 6}], cell_options={"x": 1}),
+            r"model.cell_options is ignored when model.layers",
+        ),
     ],
 )
 def test_bad_recipes_name_the_key(tmp_path: Path, edit, message: str) -> None:
@@ -305,3 +317,12 @@ def test_resume_from_a_last_checkpoint_written_before_windowed_selection(tmp_pat
     del state["window"]
     torch.save(state, tmp_path / "run" / LAST)
     assert train(recipe, tmp_path / "run", progress=False).iterations == 40
+
+
+def test_set_on_a_stack_recipe_names_the_ignored_key() -> None:
+    """``--set model.hidden_size=N`` on a recipe with ``layers`` did nothing; now it is refused."""
+    path = Path(__file__).resolve().parents[1] / "models" / "classify_hw.yaml"
+    load_recipe(path)  # the stack recipe itself is fine, and so is a value equal to its first layer
+    load_recipe(path, ["model.hidden_size=16"])
+    with pytest.raises(CodesignError, match="model.hidden_size 32 is ignored when model.layers"):
+        load_recipe(path, ["model.hidden_size=32"])

@@ -134,6 +134,7 @@ class ModelSpec(_Strict):
                     )
                 if "size" not in layer:
                     raise ValueError(f"hardware layer {layer} needs a size")
+            self._single_layer_keys_unused()
         allowed = ("last", "sum") if self.arch == "hardware" else ("last", "mean", "none")
         if self.pooling not in allowed:
             raise ValueError(
@@ -154,6 +155,27 @@ class ModelSpec(_Strict):
         if self.cells is not None and len(self.cells) != self.blocks:
             raise ValueError(f"cells lists {len(self.cells)} cells for {self.blocks} blocks")
         return self
+
+    def _single_layer_keys_unused(self) -> None:
+        """``cell``, ``hidden_size`` and ``cell_options`` describe the one layer of a recipe without
+        ``layers``; with ``layers`` they are ignored, so a value that contradicts the first layer
+        (``--set model.hidden_size=32`` on a stack recipe) is an error rather than a silent no-op.
+        Values equal to the first layer's (as ``codesign explore`` writes them) or at their defaults
+        (as a stored run's recipe holds them) pass."""
+        if self.layers is None or not self.layers:
+            return
+        first = self.layers[0]
+        fields = type(self).model_fields
+        hint = "set each layer in model.layers instead (e.g. --set 'model.layers=[{cell: mingru, size: 32}]')"
+        for key, layer_key in (("cell", "cell"), ("hidden_size", "size")):
+            value = getattr(self, key)
+            if value != fields[key].default and value != first.get(layer_key):
+                raise ValueError(
+                    f"model.{key} {value!r} is ignored when model.layers lists the layers (the first "
+                    f"layer has {layer_key} {first.get(layer_key)!r}); {hint}"
+                )
+        if self.cell_options:
+            raise ValueError(f"model.cell_options is ignored when model.layers lists the layers; {hint}")
 
     def hardware_layers(self) -> list[dict[str, Any]]:
         if self.layers is not None:
