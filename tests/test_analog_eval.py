@@ -65,6 +65,53 @@ def test_one_sequence_end_to_end_and_resumed_from_the_cache(tmp_path) -> None:
     assert json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
 
 
+def _cmru_bundle(tmp_path: Path) -> Path:
+    """A cmru eps 1 bundle on the tiny file task whose first test sequence updates neuron 0 twice
+    (down, fixed threshold 250) and neuron 1 five times (up, per-step thresholds, one at ``b = 0``):
+    ladders of 4 and 7 stages with their spare stages."""
+    manifest = random_network_manifest(
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 2, "eps": 1}],
+        classes=2,
+        seed=4,
+        pooling="sum",
+        input_bits=6,
+    )
+    task = {"name": "files", "train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")}
+    manifest = manifest.model_copy(update={"provenance": {"task": task, "seed": 0}})
+    w = random_network_weights(manifest, 4)
+    w["layers.0.w_thr"][0] = 0
+    w["layers.0.b_thr"][:] = [250, 0]
+    save_bundle(tmp_path / "c", manifest, w)
+    return tmp_path / "c"
+
+
+@pytest.mark.slow
+def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path) -> None:
+    """eps 1: one ladder per neuron, started at its reset state from the operating point; every
+    neuron-step's count of alphas equals the golden state, and the readout is the golden one."""
+    if shutil.which("ngspice") is None:
+        pytest.fail("ngspice is not installed (make setup installs it)")
+    from codesign.analog.checks import ladder_ranges
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.bundle import load_bundle
+
+    path = _cmru_bundle(tmp_path)
+    bundle = load_bundle(path)
+    xq, _ = test_set(bundle)
+    assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
+    summary = analog_eval(path, 1, cache=tmp_path / "cache", reltol=1e-3)
+    assert summary["cell"] == "native CMRU ladder (eps 1)" and summary["frame_ms"] == 60.0
+    assert summary["state_agreement"] == 1.0 and summary["root_errors"] == 0
+    assert summary["class_agreement"] == 1.0
+    assert summary["ladder_stages_mean"] == 11 and summary["worst_level_error_rel_alpha"] < 0.1
+    rec = json.loads(next((tmp_path / "cache").glob("*.json")).read_text())
+    gold = run_golden(bundle, xq[:1]).layers[0].states[0]
+    alpha = bundle.weights["layers.0.alpha"]
+    assert (alpha[None, :] * np.asarray(rec["h_analog"])).tolist() == gold.tolist()
+    assert rec["init_ok"] is True
+
+
 def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     with pytest.raises(CodesignError, match="analog-eval runs BMRU layers.*'mingru'"):
         analog_eval(_bundle(tmp_path / "m", cell="mingru"), 1)
@@ -73,6 +120,14 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     )
     with pytest.raises(CodesignError, match="one-layer bundles"):
         analog_eval(two.path, 1)
+    manifest = random_network_manifest(
+        inputs=3, layers=[{"cell": "cmru", "size": 2, "eps": -1}], classes=2, seed=4, input_bits=6
+    )
+    save_bundle(tmp_path / "neg", manifest, random_network_weights(manifest, 4))
+    with pytest.raises(CodesignError, match="analog-eval runs BMRU layers.*eps -1"):
+        analog_eval(tmp_path / "neg", 1)
+    with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
+        analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
     with pytest.raises(CodesignError, match="provenance names no task"):
         analog_eval(make_random_network_bundle(str(tmp_path / "r"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}], classes=2).path, 1)  # fmt: skip
 
