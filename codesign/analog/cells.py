@@ -274,13 +274,15 @@ def cmru_ladder(
     """Subcircuit ``cmru_native_<stages>`` (ports ``in out vdd vddb``): the native CMRU circuit.
 
     With ``dynamic`` the stage thresholds are driven from outside (ports ``vbd1 vbu1 vbd2 vbu2``:
-    pull ``I_down(t)``, ``I_up(t)``, ``I_down(t) + I_ALPHA``, ``I_up(t) + I_ALPHA`` out of them).
+    pull ``I_down(t)``, ``I_up(t)``, ``I_down(t) + I_SHIFT``, ``I_up(t) + I_SHIFT`` out of them).
+    ``I_SHIFT``: the window shift of stages >= 2, one state unit as their threshold sources copy it
+    (:func:`codesign.analog.mapping.ladder_shift`; 0.5 nA by default, the untrimmed ``I_ALPHA``).
     """
     if stages < 1:
         raise ValueError("a CMRU ladder needs at least one stage")
     name = name or f"cmru_native_{stages}" + ("_dyn" if dynamic else "")
     ports = "in out vdd vddb" + (" vbd1 vbu1 vbd2 vbu2" if dynamic else "")
-    thr = "" if dynamic else "I_DOWN=0.15n I_UP=0.35n "
+    thr = "" if dynamic else "I_DOWN=0.15n I_UP=0.35n I_SHIFT=0.5n "
     lines = [
         f"* Native CMRU, {stages} stages: BMRU stages interleaved with DPI blocks (CMRU App. E).",
         "* in: input current (into an nFET diode), copied to every stage; out: sum of the stage outputs.",
@@ -307,7 +309,7 @@ def cmru_ladder(
             "Xb1 vbd1 vddb pbias",
             "Ib1 vbd1 0 DC {I_DOWN}",
             "Xb2 vbd2 vddb pbias",
-            "Ib2 vbd2 0 DC {I_DOWN+I_ALPHA}",
+            "Ib2 vbd2 0 DC {I_DOWN+I_SHIFT}",
             "Xb3 vbh vddb pbias",
             "Ib3 vbh 0 DC {I_UP-I_DOWN}",
         ]

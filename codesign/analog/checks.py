@@ -21,7 +21,16 @@ import numpy as np
 from codesign.analog import cells
 from codesign.analog.cells import VDD, VOUT, DpiParams, fmt
 from codesign.analog.drive import Timing, neuron_drive
-from codesign.analog.mapping import NA, AnyBundle, NeuronMap, accumulators, golden_bits, map_bundle, spine
+from codesign.analog.mapping import (
+    NA,
+    AnyBundle,
+    NeuronMap,
+    accumulators,
+    golden_bits,
+    ladder_shift,
+    map_bundle,
+    spine,
+)
 from codesign.analog.ngspice import SimResult, SimulationError, control_block, run_deck
 from codesign.bundle import Formats, SpineBundle
 from codesign.errors import CodesignError
@@ -784,8 +793,9 @@ def run_ladder_trace(
             body.append(f"Xn{i} in{i} out{i} vdd vddb vbd{i} vbu{i} vbdb{i} vbub{i} {n}")
             body.append(f"Ithd{i} vbd{i} 0 {cells.pwl(dr.t_down, dr.i_down)}")
             body.append(f"Ithu{i} vbu{i} 0 {cells.pwl(dr.t_up, dr.i_up)}")
-            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + nm.i_alpha for v in dr.i_down])}")
-            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + nm.i_alpha for v in dr.i_up])}")
+            shift = ladder_shift(nm.i_alpha)
+            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + shift for v in dr.i_down])}")
+            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + shift for v in dr.i_up])}")
         body.append(f"Iin{i} vsrc in{i} {cells.pwl(dr.t_in, dr.i_in)}")
         body.append(f"Vo{i} out{i} 0 {VOUT:g}")
         on = int(n0_all[i]) if init == "nodeset" else 0

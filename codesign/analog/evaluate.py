@@ -120,7 +120,7 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     view = _layer_view(bundle)
     xq, _ = test_set(bundle)
     if view.manifest.layers[0].eps == 1:
-        record = _run_ladder_sequence(view, xq, n, settings, Path(cache))
+        record = _run_ladder_sequence(view, xq, n, settings, Path(cache), key)
         write_text(path, json.dumps(record))
         return record
     # scales from the whole test set: the same for every sequence
@@ -183,16 +183,18 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     return record
 
 
-def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, cache: Path) -> dict:
+def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, cache: Path, key: str) -> dict:
     """One test sequence through native CMRU ladders (eps 1), one ladder per neuron.
 
     Every neuron's ladder spans the golden update count's range over this sequence plus
     ``ladder_spare`` stages each side (:func:`codesign.analog.checks.ladder_ranges`); the ladders
     are simulated ``ladder_group`` neurons per ngspice deck (they share nothing but the supplies:
     each neuron's input, thresholds and bias generators are its own), so a deck's preamble is as
-    long as its own largest reset state needs.
+    long as its own largest reset state needs. Every deck's result is cached too
+    (``cache/decks/<key>_n<first neuron>.json``): a sequence takes an hour of ngspice, so an
+    interrupted one resumes at its next deck.
     """
-    from codesign.analog.checks import Ctx, ladder_ranges, run_ladder_trace
+    from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
     from codesign.analog.mapping import map_bundle
 
@@ -210,25 +212,20 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     rows, wall, energy = [], 0.0, {}
     for g0 in range(0, d, group):
         neurons = list(range(g0, min(g0 + group, d)))
-        tr = run_ladder_trace(
-            view,
-            x,
-            Ctx(corner=settings["corner"], timeout=3600.0),
-            maps=maps,
-            neurons=neurons,
-            timing=timing,
-            name=f"seq{n:05d}_n{g0:03d}",
-            ranges=[ranges[i] for i in neurons],
-            drive_accs=drive,
-            reltol=settings.get("reltol"),
-            mc_seed=settings.get("mc_seed"),
-            init=settings["ladder_init"],
-        )
-        h_a[:, neurons] = tr.h_analog
-        h_g[:, neurons] = tr.h_golden
-        rows += tr.rows
-        wall += tr.wall_s
-        for k, v in tr.power.items():  # power of this deck's neurons: the layer's is the sum
+        deck_path = cache / "decks" / f"{key}_n{g0:03d}.json"
+        if deck_path.is_file():
+            part = json.loads(deck_path.read_text())
+        else:
+            part = _ladder_deck(
+                view, x, settings, maps, neurons, ranges, drive, timing, f"seq{n:05d}_n{g0:03d}"
+            )
+            deck_path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(deck_path, json.dumps(part))
+        h_a[:, neurons] = np.asarray(part["h_analog"])
+        h_g[:, neurons] = np.asarray(part["h_golden"])
+        rows += part["rows"]
+        wall += part["wall_s"]
+        for k, v in part["power_nW"].items():  # power of this deck's neurons: the layer's is the sum
             energy[k] = energy.get(k, 0.0) + v
     roots = [
         [r["neuron"], k, m]
@@ -256,6 +253,33 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     if syn:
         record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
     return record
+
+
+def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
+    """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
+    from codesign.analog.checks import Ctx, run_ladder_trace
+
+    tr = run_ladder_trace(
+        view,
+        x,
+        Ctx(corner=settings["corner"], timeout=3600.0),
+        maps=maps,
+        neurons=neurons,
+        timing=timing,
+        name=name,
+        ranges=[ranges[i] for i in neurons],
+        drive_accs=drive,
+        reltol=settings.get("reltol"),
+        mc_seed=settings.get("mc_seed"),
+        init=settings["ladder_init"],
+    )
+    return {
+        "h_analog": tr.h_analog.tolist(),
+        "h_golden": tr.h_golden.tolist(),
+        "rows": tr.rows,
+        "wall_s": tr.wall_s,
+        "power_nW": tr.power,
+    }
 
 
 def _array_drive(view: Bundle, x: np.ndarray, cache: Path, settings: dict) -> tuple[tuple, dict]:

@@ -73,6 +73,24 @@ from the hysteresis sweeps; the pFET sources see a larger drain voltage than the
 threshold bias currents are the target thresholds divided by it."""
 
 
+LADDER_SHIFT_GAIN = 1.0
+"""The neighbours' DPI level a native CMRU stage >= 2 sees, over ``I_alpha`` (the DPIs are calibrated
+to gain 1 at 0.5 nA, ``analog/report/dpi.csv``: 0.9986 at tt)."""
+
+
+def ladder_shift(i_alpha: float) -> float:
+    """The bias current that shifts a native CMRU stage's (k >= 2) window up by one state unit.
+
+    The stage sees ``I_in + D`` (a neighbour's DPI at ``LADDER_SHIFT_GAIN * I_alpha``) and its
+    threshold sources copy their bias currents with the same gain :data:`THRESHOLD_TRIM` as every
+    BMRU threshold, so the shift is trimmed like the thresholds: ``I_alpha G / THRESHOLD_TRIM``.
+    Untrimmed (``+ I_alpha``, the first ladder drive) both thresholds of every stage >= 2 sat
+    ``(THRESHOLD_TRIM - 1) I_alpha`` = 6 pA high: retains within 6-8 pA of the down threshold
+    reset a stage, sets within ~15 pA of the up threshold were missed (tests/test_analog_eval.py).
+    """
+    return i_alpha * LADDER_SHIFT_GAIN / THRESHOLD_TRIM
+
+
 @dataclass(frozen=True)
 class NeuronMap:
     """Bias and scale of one neuron (currents in A)."""
