@@ -148,3 +148,34 @@ def test_synapse_circuits_drive_a_small_layer_in_ngspice(tmp_path) -> None:
     assert 0.0 <= summary["state_agreement"] <= 1.0
     with pytest.raises(CodesignError, match="--synapses must be ideal or circuit"):
         analog_eval(bundle, 1, cache=tmp_path / "cache", synapses="mirror")
+
+
+def test_spice_monte_carlo_check_compares_states_and_classes(tmp_path) -> None:
+    """mismatch_summary's SPICE check: per-seed state agreement and classes against golden, beside
+    the behavioural draws' spread on the same sequences (records here: golden states for seed 1,
+    one flipped neuron for seed 2)."""
+    from codesign.analog.behavioural import golden_signs
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.mismatch import mismatch_summary
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(_bundle(tmp_path))
+    xq, y = test_set(bundle)
+    signs = golden_signs(_layer_view(bundle), xq[:2])
+    settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
+    tasks, records = [], []
+    for seed in (1, 2):
+        for n in (0, 1):
+            s = signs[n].copy()
+            if seed == 2:
+                s[:, 0] = -np.where(s[:, 0] == 0, -1, s[:, 0])  # neuron 0 of chip 2 disagrees everywhere
+            tasks.append((n, settings | {"mc_seed": seed}))
+            records.append({"s_analog": s.tolist()})
+    out = mismatch_summary(bundle, xq, y, 3, records, tasks, settings)["spice_check"]
+    assert out["sequences"] == [0, 1] and out["spice_seeds"] == [1, 2]
+    assert out["spice_state_agreement"][0] == 1.0 and out["spice_state_agreement"][1] == pytest.approx(0.5)
+    assert out["spice_class_agreement"][0] == 1.0
+    assert len(out["behavioural_state_agreement"]) == 3
+    assert 0.0 <= out["behavioural_class_agreement_mean"] <= 1.0
+    gold = run_golden(bundle, xq[:2]).classes
+    assert out["golden_accuracy"] == float(np.mean(gold == y[:2]))
