@@ -154,3 +154,15 @@ def test_kappa_matched_dpi_keeps_tau_within_10_percent_at_every_corner(ctx):
     assert first["fs"]["tau_error_max"] > 0.10  # the failure this DPI fixes
     assert all(r["tau_error_max"] <= 0.10 for r in matched)
     assert all(0.7 < r["gain"] < 1.3 for r in matched)
+
+
+@pytest.mark.slow
+def test_ladder_stage_two_switches_where_stage_one_does(ctx):
+    """Stage 2 compares I_in + D_1 with a window shifted by one state unit: with the shift at the
+    DPI's nominal level (gain 1) its thresholds sat 7-10 pA above stage 1's (missed sets on
+    JapaneseVowels); calibrated, within 3 pA."""
+    cal = checks.measure_ladder_thresholds(ctx)
+    assert abs(cal["up2_offset_pA"] - cal["up1_offset_pA"]) < 3.0
+    assert abs(cal["down2_offset_pA"] - cal["down1_offset_pA"]) < 3.0
+    nominal = checks.measure_ladder_thresholds(ctx, shift_gain=1.0)
+    assert nominal["up2_offset_pA"] - nominal["up1_offset_pA"] > 6.0

@@ -396,6 +396,72 @@ def dpi_corners(ctx: Ctx, *, quick: bool = True, corners: tuple[str, ...] = CORN
 
 
 # ------------------------------------------------------------------------------------------ ladder
+def measure_ladder_thresholds(
+    ctx: Ctx | None = None, *, shift_gain: float | None = None, ramp_s: float = 0.3
+) -> dict[str, float]:
+    """Static thresholds of native CMRU stages 1 and 2 (a 3-stage dynamic ladder at the widest
+    window 0.15 / 0.35 nA): offsets (pA) of the input current where the count leaves its start.
+
+    Four ladders start from the operating point at 0, 1, 1 and 2 stages on; their input ramps
+    slowly (0.15 nA over ``ramp_s``) up from the centre (``up1``: stage 1 sets, ``up2``: stage 2)
+    or down (``down1``: stage 1 resets, ``down2``: stage 2). Stage 2 sees ``I_in + D_1`` against a
+    window shifted by ``ladder_shift`` (times ``shift_gain``: default the calibrated
+    :data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`); its offsets should equal stage 1's (the
+    ramp lags both alike, about +1 / -3 pA).
+    """
+    from codesign.analog.mapping import LADDER_SHIFT_GAIN, THRESHOLD_TRIM
+
+    ctx = ctx or Ctx()
+    g = LADDER_SHIFT_GAIN if shift_gain is None else shift_gain
+    a_ = 0.5 * NA
+    dn, up = 0.15 * NA / THRESHOLD_TRIM, 0.35 * NA / THRESHOLD_TRIM
+    sh = ladder_shift(a_) * g / LADDER_SHIFT_GAIN
+    t0 = 0.02
+    cases = {
+        "up1": (0, 0.25 * NA, 0.40 * NA),
+        "up2": (1, 0.25 * NA, 0.40 * NA),
+        "down1": (1, 0.25 * NA, 0.10 * NA),
+        "down2": (2, 0.25 * NA, 0.10 * NA),
+    }
+    body, nodes = [], []
+    for nm, (n0, lo, hi) in cases.items():
+        body += [
+            f"Xl{nm} in{nm} out{nm} vdd vddb bd1{nm} bu1{nm} bd2{nm} bu2{nm} cmru_native_3_dyn I_ALPHA={fmt(a_)}",
+            f"Ib1{nm} bd1{nm} 0 DC {fmt(dn)}",
+            f"Ib2{nm} bu1{nm} 0 DC {fmt(up)}",
+            f"Ib3{nm} bd2{nm} 0 DC {fmt(dn + sh)}",
+            f"Ib4{nm} bu2{nm} 0 DC {fmt(up + sh)}",
+            f"Iin{nm} vsrc in{nm} PWL(0 {fmt(lo)} {t0:g} {fmt(lo)} {t0 + ramp_s:.6g} {fmt(hi)})",
+            f"Vo{nm} out{nm} 0 {VOUT:g}",
+        ]
+        for k in range(1, 4):
+            on = k <= n0
+            nodes.append(
+                f"v(xl{nm}.x{k})={0 if on else VDD:g} v(xl{nm}.xs{k}.y)={VDD if on else 0:g}"
+                + ("" if on else f" v(xl{nm}.xd{k}.vc)=1.79")
+            )
+    body.append(".nodeset " + " ".join(nodes))
+    stop = t0 + ramp_s
+    deck = _bench(
+        "native CMRU stage thresholds",
+        ctx,
+        "\n".join(body) + "\n",
+        extra_lib="\n" + cells.cmru_ladder(3, dynamic=True),
+    ) + control_block([(f"tran 0.2m {stop:.6g}", "tran", [f"i(vo{nm})" for nm in cases])])
+    tab = ctx.run(deck, "ladder_thresholds", ["tran"], tran_stop={"tran": stop})["tran"]
+    t = tab["scale"]
+    out = {}
+    for nm, (n0, lo, hi) in cases.items():
+        cnt = tab[f"i(vo{nm})"] / a_
+        rising = hi > lo
+        hit = np.nonzero(((cnt > n0 + 0.5) if rising else (cnt < n0 - 0.5)) & (t > t0))[0]
+        if not len(hit):
+            raise SimulationError(f"ladder threshold ramp {nm}: the count never left {n0}")
+        i_at = lo + (hi - lo) * (t[hit[0]] - t0) / ramp_s
+        out[f"{nm}_offset_pA"] = float((i_at - (0.35 * NA if rising else 0.15 * NA)) / 1e-12)
+    return out
+
+
 def ladder_program(
     stages: int,
     bias: CellBias,

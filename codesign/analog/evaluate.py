@@ -41,6 +41,11 @@ __all__ = ["analog_eval", "analog_readout"]
 VERSION = "analog-eval-2"
 """Part of every cache key: bump it when what a cached sequence holds changes."""
 
+LADDER_CIRCUIT = 2
+"""Part of the cache key of native CMRU (eps 1) sequences only (BMRU caches stay valid): bump it
+when the ladder circuit or its drive changes (2: the window shift of stages >= 2 calibrated,
+:data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`)."""
+
 
 def _layer_view(bundle: Bundle) -> Bundle:
     """The bundle as the analog layer sees it: its one layer with a last-step readout (the real
@@ -397,6 +402,7 @@ def analog_eval(
         settings["ladder_spare"] = int(ladder_spare)
         settings["ladder_group"] = int(ladder_group)
         settings["ladder_init"] = ladder_init
+        settings["ladder_circuit"] = LADDER_CIRCUIT
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
         settings["scale"] = scale
