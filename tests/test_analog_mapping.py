@@ -301,9 +301,10 @@ def test_ladder_window_shift_is_trimmed_like_the_thresholds(tmp_path):
     """Stages >= 2 of a native CMRU ladder compare I_in + D with their window shifted by one state
     unit; the shift goes through the same threshold sources as I_DOWN / I_UP, so it is divided by
     THRESHOLD_TRIM too (untrimmed it put both thresholds 6 pA high: spurious resets, missed sets)."""
-    from codesign.analog.mapping import THRESHOLD_TRIM, ladder_shift
+    from codesign.analog.mapping import LADDER_SHIFT_GAIN, THRESHOLD_TRIM, ladder_shift
 
-    assert ladder_shift(0.5e-9) == pytest.approx(0.5e-9 / THRESHOLD_TRIM)
+    assert ladder_shift(0.5e-9) == pytest.approx(0.5e-9 * LADDER_SHIFT_GAIN / THRESHOLD_TRIM)
+    assert 0.97 < LADDER_SHIFT_GAIN < 1.0  # the neighbour's DPI delivers a little less than I_alpha
     c = make_random_bundle(str(tmp_path / "c"), seed=0, d=2, inputs=2, classes=2, cell="cmru", eps=1)
     generate_netlists(c, tmp_path / "native", stages=3, models=False)
     lib = (tmp_path / "native" / "cells.spice").read_text()
