@@ -100,7 +100,7 @@ def analog_check_command(
         str | None,
         typer.Option(
             help="comma-separated subset of: hysteresis, retention, dpi, "
-            "cmru_ladder, agreement, power, robustness"
+            "dpi_corners, cmru_ladder, agreement, ladder_agreement, power, robustness"
         ),
     ] = None,
     netlists: Annotated[
