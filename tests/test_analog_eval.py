@@ -65,6 +65,53 @@ def test_one_sequence_end_to_end_and_resumed_from_the_cache(tmp_path) -> None:
     assert json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
 
 
+def _cmru_bundle(tmp_path: Path) -> Path:
+    """A cmru eps 1 bundle on the tiny file task whose first test sequence updates neuron 0 twice
+    (down, fixed threshold 250) and neuron 1 five times (up, per-step thresholds, one at ``b = 0``):
+    ladders of 4 and 7 stages with their spare stages."""
+    manifest = random_network_manifest(
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 2, "eps": 1}],
+        classes=2,
+        seed=4,
+        pooling="sum",
+        input_bits=6,
+    )
+    task = {"name": "files", "train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")}
+    manifest = manifest.model_copy(update={"provenance": {"task": task, "seed": 0}})
+    w = random_network_weights(manifest, 4)
+    w["layers.0.w_thr"][0] = 0
+    w["layers.0.b_thr"][:] = [250, 0]
+    save_bundle(tmp_path / "c", manifest, w)
+    return tmp_path / "c"
+
+
+@pytest.mark.slow
+def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path) -> None:
+    """eps 1: one ladder per neuron, started at its reset state from the operating point; every
+    neuron-step's count of alphas equals the golden state, and the readout is the golden one."""
+    if shutil.which("ngspice") is None:
+        pytest.fail("ngspice is not installed (make setup installs it)")
+    from codesign.analog.checks import ladder_ranges
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.bundle import load_bundle
+
+    path = _cmru_bundle(tmp_path)
+    bundle = load_bundle(path)
+    xq, _ = test_set(bundle)
+    assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
+    summary = analog_eval(path, 1, cache=tmp_path / "cache", reltol=1e-3)
+    assert summary["cell"] == "native CMRU ladder (eps 1)" and summary["frame_ms"] == 60.0
+    assert summary["state_agreement"] == 1.0 and summary["root_errors"] == 0
+    assert summary["class_agreement"] == 1.0
+    assert summary["ladder_stages_mean"] == 11 and summary["worst_level_error_rel_alpha"] < 0.1
+    rec = json.loads(next((tmp_path / "cache").glob("*.json")).read_text())
+    gold = run_golden(bundle, xq[:1]).layers[0].states[0]
+    alpha = bundle.weights["layers.0.alpha"]
+    assert (alpha[None, :] * np.asarray(rec["h_analog"])).tolist() == gold.tolist()
+    assert rec["init_ok"] is True
+
+
 def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     with pytest.raises(CodesignError, match="analog-eval runs BMRU layers.*'mingru'"):
         analog_eval(_bundle(tmp_path / "m", cell="mingru"), 1)
@@ -73,6 +120,14 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     )
     with pytest.raises(CodesignError, match="one-layer bundles"):
         analog_eval(two.path, 1)
+    manifest = random_network_manifest(
+        inputs=3, layers=[{"cell": "cmru", "size": 2, "eps": -1}], classes=2, seed=4, input_bits=6
+    )
+    save_bundle(tmp_path / "neg", manifest, random_network_weights(manifest, 4))
+    with pytest.raises(CodesignError, match="analog-eval runs BMRU layers.*eps -1"):
+        analog_eval(tmp_path / "neg", 1)
+    with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
+        analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
     with pytest.raises(CodesignError, match="provenance names no task"):
         analog_eval(make_random_network_bundle(str(tmp_path / "r"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}], classes=2).path, 1)  # fmt: skip
 
@@ -93,3 +148,34 @@ def test_synapse_circuits_drive_a_small_layer_in_ngspice(tmp_path) -> None:
     assert 0.0 <= summary["state_agreement"] <= 1.0
     with pytest.raises(CodesignError, match="--synapses must be ideal or circuit"):
         analog_eval(bundle, 1, cache=tmp_path / "cache", synapses="mirror")
+
+
+def test_spice_monte_carlo_check_compares_states_and_classes(tmp_path) -> None:
+    """mismatch_summary's SPICE check: per-seed state agreement and classes against golden, beside
+    the behavioural draws' spread on the same sequences (records here: golden states for seed 1,
+    one flipped neuron for seed 2)."""
+    from codesign.analog.behavioural import golden_signs
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.mismatch import mismatch_summary
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(_bundle(tmp_path))
+    xq, y = test_set(bundle)
+    signs = golden_signs(_layer_view(bundle), xq[:2])
+    settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
+    tasks, records = [], []
+    for seed in (1, 2):
+        for n in (0, 1):
+            s = signs[n].copy()
+            if seed == 2:
+                s[:, 0] = -np.where(s[:, 0] == 0, -1, s[:, 0])  # neuron 0 of chip 2 disagrees everywhere
+            tasks.append((n, settings | {"mc_seed": seed}))
+            records.append({"s_analog": s.tolist()})
+    out = mismatch_summary(bundle, xq, y, 3, records, tasks, settings)["spice_check"]
+    assert out["sequences"] == [0, 1] and out["spice_seeds"] == [1, 2]
+    assert out["spice_state_agreement"][0] == 1.0 and out["spice_state_agreement"][1] == pytest.approx(0.5)
+    assert out["spice_class_agreement"][0] == 1.0
+    assert len(out["behavioural_state_agreement"]) == 3
+    assert 0.0 <= out["behavioural_class_agreement_mean"] <= 1.0
+    gold = run_golden(bundle, xq[:2]).classes
+    assert out["golden_accuracy"] == float(np.mean(gold == y[:2]))

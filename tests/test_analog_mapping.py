@@ -295,3 +295,53 @@ def test_normalised_drive_replays_the_golden_bits():
     assert states == expect
     lo, hi = m.threshold_currents(bb[bb != 0])  # |b| >= 1: the window is always the widest
     assert np.allclose(lo, lo[0]) and np.allclose(hi, hi[0])
+
+
+def test_ladder_window_shift_is_trimmed_like_the_thresholds(tmp_path):
+    """Stages >= 2 of a native CMRU ladder compare I_in + D with their window shifted by one state
+    unit; the shift goes through the same threshold sources as I_DOWN / I_UP, so it is divided by
+    THRESHOLD_TRIM too (untrimmed it put both thresholds 6 pA high: spurious resets, missed sets)."""
+    from codesign.analog.mapping import LADDER_SHIFT_GAIN, THRESHOLD_TRIM, ladder_shift
+
+    assert ladder_shift(0.5e-9) == pytest.approx(0.5e-9 * LADDER_SHIFT_GAIN / THRESHOLD_TRIM)
+    assert 0.97 < LADDER_SHIFT_GAIN < 1.0  # the neighbour's DPI delivers a little less than I_alpha
+    c = make_random_bundle(str(tmp_path / "c"), seed=0, d=2, inputs=2, classes=2, cell="cmru", eps=1)
+    generate_netlists(c, tmp_path / "native", stages=3, models=False)
+    lib = (tmp_path / "native" / "cells.spice").read_text()
+    assert "Ib2 vbd2 0 DC {I_DOWN+I_SHIFT}" in lib
+    maps = map_bundle(c)
+    for m in maps:
+        text = (tmp_path / "native" / f"neuron_{m.index:03d}.spice").read_text()
+        if m.fixed_threshold:
+            assert f"I_SHIFT={cells.fmt(ladder_shift(m.i_alpha))}" in text
+
+
+def test_ladder_ranges_cover_the_golden_count_with_spare_stages(tmp_path):
+    from codesign.analog.checks import ladder_ranges
+
+    c = make_random_bundle(str(tmp_path / "c"), seed=0, d=3, inputs=2, classes=2, cell="cmru", eps=1)
+    xq = np.stack(random_integer_inputs(c, sequences=1, steps=12, seed=2, density=0.7))
+    cc, bb = accumulators(c, xq)
+    count = np.cumsum(np.where(np.abs(cc[0]) >= np.abs(bb[0]), np.where(cc[0] >= 0, 1, -1), 0), axis=0)
+    for spare in (0, 1, 2):
+        for i, (n0, stages) in enumerate(ladder_ranges(c, xq, spare)):
+            lo, hi = min(count[:, i].min(), 0), max(count[:, i].max(), 0)
+            assert n0 == -lo + spare and stages == hi - lo + 2 * spare
+
+
+def test_ladder_drive_shares_the_step_frames_across_reset_states():
+    """pre_pulses: a neuron with fewer init pulses waits, so every neuron's steps start together;
+    hold: a ladder reset from the operating point starts at the window centre (retain)."""
+    from codesign.analog.drive import LadderTiming, ladder_drive
+
+    b = default_agreement_bundle()
+    m = map_bundle(b)[1]
+    c, bb = np.array([50, -50]), np.array([10, 10])
+    t = LadderTiming()
+    a = ladder_drive(m, c, bb, 1, t, pre_pulses=3)
+    z = ladder_drive(m, c, bb, 3, t)
+    assert a.t_down == z.t_down and a.t_in[-6:] == z.t_in[-6:]
+    h = ladder_drive(m, c, bb, 0, t, hold=True)
+    assert h.i_in[0] == m.i_centre and h.t_down[1] == pytest.approx(t.step_start(0, 0))
+    with pytest.raises(ValueError, match="pre_pulses"):
+        ladder_drive(m, c, bb, 2, t, pre_pulses=1)

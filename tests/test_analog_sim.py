@@ -141,3 +141,28 @@ def test_analog_check_default_out_leaves_committed_report_alone(tmp_path, monkey
     assert res.exit_code == 0, res.output
     assert seen["out"] == Path("build/analog-check")
     assert Path("analog/report") not in seen["out"].parents and seen["out"] != Path("analog/report")
+
+
+@pytest.mark.slow
+def test_kappa_matched_dpi_keeps_tau_within_10_percent_at_every_corner(ctx):
+    """The first DPI's decay and rise split at ff / fs (its pFET output reads an nFET integrator:
+    output = state ** (kappa_p / kappa_n)); dpi_n integrates and reads with nFETs."""
+    rows = checks.dpi_corners(ctx, quick=True)
+    assert {r["corner"] for r in rows} == {"tt", "ss", "ff", "sf", "fs"}
+    first = {r["corner"]: r for r in rows if r["dpi"] == "p"}
+    matched = [r for r in rows if r["dpi"] == "n"]
+    assert first["fs"]["tau_error_max"] > 0.10  # the failure this DPI fixes
+    assert all(r["tau_error_max"] <= 0.10 for r in matched)
+    assert all(0.7 < r["gain"] < 1.3 for r in matched)
+
+
+@pytest.mark.slow
+def test_ladder_stage_two_switches_where_stage_one_does(ctx):
+    """Stage 2 compares I_in + D_1 with a window shifted by one state unit: with the shift at the
+    DPI's nominal level (gain 1) its thresholds sat 7-10 pA above stage 1's (missed sets on
+    JapaneseVowels); calibrated, within 3 pA."""
+    cal = checks.measure_ladder_thresholds(ctx)
+    assert abs(cal["up2_offset_pA"] - cal["up1_offset_pA"]) < 3.0
+    assert abs(cal["down2_offset_pA"] - cal["down1_offset_pA"]) < 3.0
+    nominal = checks.measure_ladder_thresholds(ctx, shift_gain=1.0)
+    assert nominal["up2_offset_pA"] - nominal["up1_offset_pA"] > 6.0

@@ -57,6 +57,8 @@ VOUT = 0.5
 """Voltage the testbenches hold output nodes at (about an nFET diode input of a next stage)."""
 
 SRC = "W=4 L=8"
+PAIR = "W=40 L=1"
+"""The kappa-matched DPI's differential pair (wide: headroom for the tail, see ``dpi_n``)."""
 SW = "W=1 L=0.5"
 
 I_B2 = 0.1e-9
@@ -77,6 +79,20 @@ class DpiParams:
     i_tau: float = 9.2e-12
     i_th: float = 19.1e-12
     tau_target: float = 10e-3
+    kind: str = "p"
+    """``p``: the first DPI (nFET pair, pFET output: its output is the pair's first-order state to
+    the power kappa_p / kappa_n, 0.84-1.02 over the corners, so rise and fall split and the gain moves
+    0.73-1.27); ``n``: the kappa-matched ``dpi_n`` (nFET output, nFET-diode biases)."""
+
+    @property
+    def cell(self) -> str:
+        """The characterisation subcircuit (with its bias generator) of this kind."""
+        return {"p": "dpi_cell", "n": "dpi_n_cell"}[self.kind]
+
+
+DPI_N = DpiParams(c=2e-12, i_tau=9.08e-12, i_th=10.90e-12, kind="n")
+"""The kappa-matched DPI calibrated at tt for tau = 10 ms (geometric mean of rise and decay) and
+gain 1 at 0.5 nA (``calibrate_dpi``, 3 iterations: rise 10.47 ms, decay 9.52 ms, gain 0.999)."""
 
 
 def fmt(value: float) -> str:
@@ -265,6 +281,39 @@ Xbh vbth vddb pbias
 Ibh vbth 0 DC {{I_TH}}
 Xd in out1 out2 vdd vbtau vbth dpi C={{C}}
 .ends dpi_cell
+
+* kappa-matched DPI (12 T + C): the capacitor node vc (to ground) drives the nFET output, so the
+* integrating pair and the output share one kappa (nFET): I_out = (I_TH / I_TAU) I_in low-passed
+* with tau = C U_T / (kappa_n I_TAU), rise and fall alike. The pair's threshold branch (gate
+* vbth) is mirrored into vc (it carries I_in exp(kappa_n (vbth - vc) / U_T), the term that makes
+* the node equation linear in exp(kappa_n vc / U_T)), I_TAU is sunk from vc, and the output is
+* turned into two sourced copies by a pFET mirror. vbtau / vbth: gates of nFET diodes carrying
+* I_TAU / I_TH, so both references track the pair's corner. The pair is wide (W/L 80 x that of
+* the 4/8 sources) so that its common source keeps the tail saturated with gates near the
+* diodes' low voltages; its size does not enter the gain (only vc - vbth does).
+.subckt dpi_n in out1 out2 vdd vbtau vbth params: C=2p
+XMd in in 0 0 {NFET} {SRC}
+XMt vs in 0 0 {NFET} {SRC}
+XMa vdd vc vs 0 {NFET} {PAIR}
+XMb pb vbth vs 0 {NFET} {PAIR}
+XMpb pb pb vdd vdd {PFET} {SRC}
+XMpc vc pb vdd vdd {PFET} {SRC}
+XMtau vc vbtau 0 0 {NFET} {SRC}
+C1 vc 0 {{C}}
+XMo pd vc 0 0 {NFET} {SRC}
+XMpd pd pd vdd vdd {PFET} {SRC}
+XMo1 out1 pd vdd vdd {PFET} {SRC}
+XMo2 out2 pd vdd vdd {PFET} {SRC}
+.ends dpi_n
+
+* kappa-matched DPI with its own bias generator (nFET diodes fed from vddb).
+.subckt dpi_n_cell in out1 out2 vdd vddb params: C=2p I_TAU=8.9p I_TH=8.9p
+XMbt vbtau vbtau 0 0 {NFET} {SRC}
+Ibt vddb vbtau DC {{I_TAU}}
+XMbh vbth vbth 0 0 {NFET} {SRC}
+Ibh vddb vbth DC {{I_TH}}
+Xd in out1 out2 vdd vbtau vbth dpi_n C={{C}}
+.ends dpi_n_cell
 """
 
 
@@ -274,13 +323,15 @@ def cmru_ladder(
     """Subcircuit ``cmru_native_<stages>`` (ports ``in out vdd vddb``): the native CMRU circuit.
 
     With ``dynamic`` the stage thresholds are driven from outside (ports ``vbd1 vbu1 vbd2 vbu2``:
-    pull ``I_down(t)``, ``I_up(t)``, ``I_down(t) + I_ALPHA``, ``I_up(t) + I_ALPHA`` out of them).
+    pull ``I_down(t)``, ``I_up(t)``, ``I_down(t) + I_SHIFT``, ``I_up(t) + I_SHIFT`` out of them).
+    ``I_SHIFT``: the window shift of stages >= 2, one state unit as their threshold sources copy it
+    (:func:`codesign.analog.mapping.ladder_shift`; 0.5 nA by default, the untrimmed ``I_ALPHA``).
     """
     if stages < 1:
         raise ValueError("a CMRU ladder needs at least one stage")
     name = name or f"cmru_native_{stages}" + ("_dyn" if dynamic else "")
     ports = "in out vdd vddb" + (" vbd1 vbu1 vbd2 vbu2" if dynamic else "")
-    thr = "" if dynamic else "I_DOWN=0.15n I_UP=0.35n "
+    thr = "" if dynamic else "I_DOWN=0.15n I_UP=0.35n I_SHIFT=0.5n "
     lines = [
         f"* Native CMRU, {stages} stages: BMRU stages interleaved with DPI blocks (CMRU App. E).",
         "* in: input current (into an nFET diode), copied to every stage; out: sum of the stage outputs.",
@@ -307,7 +358,7 @@ def cmru_ladder(
             "Xb1 vbd1 vddb pbias",
             "Ib1 vbd1 0 DC {I_DOWN}",
             "Xb2 vbd2 vddb pbias",
-            "Ib2 vbd2 0 DC {I_DOWN+I_ALPHA}",
+            "Ib2 vbd2 0 DC {I_DOWN+I_SHIFT}",
             "Xb3 vbh vddb pbias",
             "Ib3 vbh 0 DC {I_UP-I_DOWN}",
         ]

@@ -19,10 +19,20 @@ from pathlib import Path
 import numpy as np
 
 from codesign.analog import cells
-from codesign.analog.cells import VDD, VOUT, DpiParams, fmt
+from codesign.analog.cells import DPI_N, VDD, VOUT, DpiParams, fmt
 from codesign.analog.drive import Timing, neuron_drive
-from codesign.analog.mapping import NA, AnyBundle, NeuronMap, accumulators, golden_bits, map_bundle, spine
+from codesign.analog.mapping import (
+    NA,
+    AnyBundle,
+    NeuronMap,
+    accumulators,
+    golden_bits,
+    ladder_shift,
+    map_bundle,
+    spine,
+)
 from codesign.analog.ngspice import SimResult, SimulationError, control_block, run_deck
+from codesign.analog.pdk import CORNERS
 from codesign.bundle import Formats, SpineBundle
 from codesign.errors import CodesignError
 
@@ -285,7 +295,7 @@ def measure_dpi(
     stop = t_off + (4 if quick else 6) * tau
     spec = cells.pwl([0, t_on, t_on + 10e-6, t_off, t_off + 10e-6], [0, 0, i_in, i_in, 0])
     body = (
-        f"Xd in o1 o2 vdd vddb dpi_cell C={fmt(params.c)} I_TAU={fmt(params.i_tau)} I_TH={fmt(params.i_th)}\n"
+        f"Xd in o1 o2 vdd vddb {params.cell} C={fmt(params.c)} I_TAU={fmt(params.i_tau)} I_TH={fmt(params.i_th)}\n"
         f"Iin vsrc in {spec}\nVo1 o1 0 {VOUT:g}\nVo2 o2 0 {VOUT:g}\n"
     )
     vecs = ["i(vo1)", "i(vo2)"] + POWER_VECS
@@ -343,13 +353,115 @@ def calibrate_dpi(
         p = DpiParams(
             c=p.c,
             i_tau=p.i_tau * tau_eff / target_tau,
-            i_th=p.i_th * (1 / r["gain"]) ** 1.2,
+            # kind n: the gain is I_TH / I_TAU (linear), so I_TH follows I_TAU and then the gain error
+            i_th=p.i_th * tau_eff / target_tau / r["gain"]
+            if p.kind == "n"
+            else p.i_th * (1 / r["gain"]) ** 1.2,
             tau_target=target_tau,
+            kind=p.kind,
         )
     return p, log
 
 
+def dpi_corners(ctx: Ctx, *, quick: bool = True, corners: tuple[str, ...] = CORNERS) -> list[dict]:
+    """Both DPIs (:attr:`DpiParams.kind` ``p``: the first, ``n``: kappa-matched, calibrated at tt)
+    at every corner: tau of the rise and of the decay, their worst relative error, the gain.
+
+    Why two: the first DPI's output pFET reads the capacitor node that the nFET pair integrates,
+    so its output is the pair's first-order state to the power kappa_p / kappa_n; the corners move
+    that ratio (0.84 fs to 1.02 sf), which splits rise and decay (8.2 / 11.3 ms at fs) and moves
+    the gain (0.73-1.27; its I_TH reference is a pFET diode driving an nFET gate). ``dpi_n``
+    integrates and reads with nFETs and takes its references from nFET diodes.
+    """
+    rows = []
+    for corner in corners:
+        c = Ctx(corner=corner, timeout=ctx.timeout, keep_dir=ctx.keep_dir)
+        for kind, params in (("p", DpiParams()), ("n", DPI_N)):
+            d = measure_dpi(params, c, quick=quick, name=f"dpi_{kind}_{corner}")
+            ctx.sim_wall_s += c.sim_wall_s
+            ctx.decks += c.decks
+            tgt = d["tau_target_s"]
+            rows.append(
+                {
+                    "corner": corner,
+                    "dpi": kind,
+                    "tau_rise_ms": d["tau_rise_s"] * 1e3,
+                    "tau_fall_ms": d["tau_fall_s"] * 1e3,
+                    "tau_error_max": max(abs(d["tau_rise_s"] / tgt - 1), abs(d["tau_fall_s"] / tgt - 1)),
+                    "gain": d["gain"],
+                    "core_nW_on": d["power_on"]["core_nW"],
+                }
+            )
+    return rows
+
+
 # ------------------------------------------------------------------------------------------ ladder
+def measure_ladder_thresholds(
+    ctx: Ctx | None = None, *, shift_gain: float | None = None, ramp_s: float = 0.3
+) -> dict[str, float]:
+    """Static thresholds of native CMRU stages 1 and 2 (a 3-stage dynamic ladder at the widest
+    window 0.15 / 0.35 nA): offsets (pA) of the input current where the count leaves its start.
+
+    Four ladders start from the operating point at 0, 1, 1 and 2 stages on; their input ramps
+    slowly (0.15 nA over ``ramp_s``) up from the centre (``up1``: stage 1 sets, ``up2``: stage 2)
+    or down (``down1``: stage 1 resets, ``down2``: stage 2). Stage 2 sees ``I_in + D_1`` against a
+    window shifted by ``ladder_shift`` (times ``shift_gain``: default the calibrated
+    :data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`); its offsets should equal stage 1's (the
+    ramp lags both alike, about +1 / -3 pA).
+    """
+    from codesign.analog.mapping import LADDER_SHIFT_GAIN, THRESHOLD_TRIM
+
+    ctx = ctx or Ctx()
+    g = LADDER_SHIFT_GAIN if shift_gain is None else shift_gain
+    a_ = 0.5 * NA
+    dn, up = 0.15 * NA / THRESHOLD_TRIM, 0.35 * NA / THRESHOLD_TRIM
+    sh = ladder_shift(a_) * g / LADDER_SHIFT_GAIN
+    t0 = 0.02
+    cases = {
+        "up1": (0, 0.25 * NA, 0.40 * NA),
+        "up2": (1, 0.25 * NA, 0.40 * NA),
+        "down1": (1, 0.25 * NA, 0.10 * NA),
+        "down2": (2, 0.25 * NA, 0.10 * NA),
+    }
+    body, nodes = [], []
+    for nm, (n0, lo, hi) in cases.items():
+        body += [
+            f"Xl{nm} in{nm} out{nm} vdd vddb bd1{nm} bu1{nm} bd2{nm} bu2{nm} cmru_native_3_dyn I_ALPHA={fmt(a_)}",
+            f"Ib1{nm} bd1{nm} 0 DC {fmt(dn)}",
+            f"Ib2{nm} bu1{nm} 0 DC {fmt(up)}",
+            f"Ib3{nm} bd2{nm} 0 DC {fmt(dn + sh)}",
+            f"Ib4{nm} bu2{nm} 0 DC {fmt(up + sh)}",
+            f"Iin{nm} vsrc in{nm} PWL(0 {fmt(lo)} {t0:g} {fmt(lo)} {t0 + ramp_s:.6g} {fmt(hi)})",
+            f"Vo{nm} out{nm} 0 {VOUT:g}",
+        ]
+        for k in range(1, 4):
+            on = k <= n0
+            nodes.append(
+                f"v(xl{nm}.x{k})={0 if on else VDD:g} v(xl{nm}.xs{k}.y)={VDD if on else 0:g}"
+                + ("" if on else f" v(xl{nm}.xd{k}.vc)=1.79")
+            )
+    body.append(".nodeset " + " ".join(nodes))
+    stop = t0 + ramp_s
+    deck = _bench(
+        "native CMRU stage thresholds",
+        ctx,
+        "\n".join(body) + "\n",
+        extra_lib="\n" + cells.cmru_ladder(3, dynamic=True),
+    ) + control_block([(f"tran 0.2m {stop:.6g}", "tran", [f"i(vo{nm})" for nm in cases])])
+    tab = ctx.run(deck, "ladder_thresholds", ["tran"], tran_stop={"tran": stop})["tran"]
+    t = tab["scale"]
+    out = {}
+    for nm, (n0, lo, hi) in cases.items():
+        cnt = tab[f"i(vo{nm})"] / a_
+        rising = hi > lo
+        hit = np.nonzero(((cnt > n0 + 0.5) if rising else (cnt < n0 - 0.5)) & (t > t0))[0]
+        if not len(hit):
+            raise SimulationError(f"ladder threshold ramp {nm}: the count never left {n0}")
+        i_at = lo + (hi - lo) * (t[hit[0]] - t0) / ramp_s
+        out[f"{nm}_offset_pA"] = float((i_at - (0.35 * NA if rising else 0.15 * NA)) / 1e-12)
+    return out
+
+
 def ladder_program(
     stages: int,
     bias: CellBias,
@@ -668,14 +780,25 @@ class LadderTraceResult:
     wave: dict
     drives: list
     timing: object
-    n0: int
-    stages: int
+    n0: int  # the preamble's init frames (the largest reset state of the neurons)
+    stages: int  # the longest ladder
     wall_s: float
+    n0s: np.ndarray | None = None  # (d,) each neuron's reset state (stages on = golden state 0)
+    stage_counts: np.ndarray | None = None  # (d,) each neuron's ladder length
 
     @property
     def agreement(self) -> float:
         m = self.in_range
         return float((self.n_analog[m] == self.n_golden[m]).mean()) if m.any() else float("nan")
+
+    @property
+    def h_analog(self) -> np.ndarray:
+        """``(steps, d)`` the analog state in units of alpha: stages on minus the reset state."""
+        return self.n_analog - self.n0s[None, :]
+
+    @property
+    def h_golden(self) -> np.ndarray:
+        return self.n_golden - self.n0s[None, :]
 
 
 def run_ladder_trace(
@@ -688,13 +811,31 @@ def run_ladder_trace(
     neurons: list[int] | None = None,
     timing=None,
     name: str = "ladder_agreement",
+    ranges: list[tuple[int, int]] | None = None,
+    drive_accs: tuple[np.ndarray, np.ndarray] | None = None,
+    reltol: float | None = None,
+    mc_seed: int | None = None,
+    init: str = "pulses",
 ) -> LadderTraceResult:
     """Native CMRU neurons (cmru eps 1) driven by one test sequence; stage counts vs the golden model.
 
     Each neuron is a ``stages``-stage ladder started at ``n0 = stages // 2`` stages on (golden state
     0); the golden state after step t is ``(n_t - n0) alpha_i`` with ``n_t`` the stages on. Steps after
     the golden count first leaves ``[0, stages]`` (where the ladder saturates) are not compared.
+    ``ranges``: ``(n0, stages)`` of every neuron in ``neurons`` instead (ladders of their own
+    lengths, :func:`ladder_ranges`); the preamble then lasts ``max(n0)`` init frames for all.
+    ``drive_accs``: the candidate and threshold sums ``(c, b)`` of shape ``(T, d)`` that drive the
+    ladders instead of the exact integers (the simulated synapse arrays); the golden comparison
+    and the margins stay on the integers. ``reltol``: ngspice's relative tolerance.
+
+    ``init``: how a ladder reaches its reset state ``n0``: ``pulses`` plays ``n0`` set pulses of
+    one init frame each (60 ms) before the first step; ``nodeset`` starts the transient from the
+    operating point with stages ``1..n0`` on (a ``.nodeset`` of every stage's ``x`` and ``y``; the
+    DPIs find their own level), which saves the preamble's simulated time. Either way the count
+    read just before the first step is checked (``init_count_ok`` of every row).
     """
+    if init not in ("pulses", "nodeset"):
+        raise CodesignError(f"ladder init must be pulses or nodeset, not {init!r}")
     from codesign.analog.drive import LadderTiming, ladder_drive
     from codesign.analog.netlist import neuron_subckt
     from codesign.golden import run_golden
@@ -707,25 +848,46 @@ def run_ladder_trace(
     xq = np.asarray(xq, dtype=np.int64)[:1]
     maps = maps or map_bundle(bundle, xq)
     neurons = list(range(bundle.net.hidden_size)) if neurons is None else neurons
-    n0 = stages // 2
+    d = bundle.net.hidden_size
+    if ranges is None:
+        ranges = [(stages // 2, stages)] * len(neurons)
+    if (
+        len(ranges) != len(neurons)
+        or any(not 0 <= a <= n for a, n in ranges)
+        or any(n < 1 for _, n in ranges)
+    ):
+        raise CodesignError(
+            f"ladder ranges {ranges}: need one (n0, stages) with 0 <= n0 <= stages per neuron"
+        )
+    n0_all = np.zeros(d, dtype=np.int64)
+    st_all = np.zeros(d, dtype=np.int64)
+    for i, (a, n) in zip(neurons, ranges, strict=True):
+        n0_all[i], st_all[i] = a, n
+    # the preamble: init frames of the neuron that needs most (none when the operating point starts there)
+    n0 = int(max(a for a, _ in ranges)) if init == "pulses" else 0
+    stages = int(max(n for _, n in ranges))
     gold = run_golden(bundle, xq)
     c, b = accumulators(bundle, xq)
     c1, b1 = c[0], b[0]
     steps = c1.shape[0]
     upd = np.where(np.abs(c1) >= np.abs(b1), np.where(c1 >= 0, 1, -1), 0)
-    raw = n0 + np.cumsum(upd, axis=0)
-    in_range = np.cumprod((raw >= 0) & (raw <= stages), axis=0).astype(bool)
+    raw = n0_all[None, :] + np.cumsum(upd, axis=0)
+    in_range = np.cumprod((raw >= 0) & (raw <= st_all[None, :]), axis=0).astype(bool)
     alpha = bundle.weights["alpha"]
     limit = (1 << (bundle.manifest.formats.state.bits - 1)) - 1
-    unsaturated = np.cumprod(np.abs(alpha * (raw - n0)) <= limit, axis=0).astype(bool)
-    if np.any((gold.states[0] != alpha * (raw - n0)) & unsaturated):
+    unsaturated = np.cumprod(np.abs(alpha * (raw - n0_all)) <= limit, axis=0).astype(bool)
+    if np.any((gold.states[0] != alpha * (raw - n0_all)) & unsaturated):
         raise AssertionError("golden states disagree with the update count: a bug")
-    lib = "\n" + cells.cmru_ladder(stages) + "\n" + cells.cmru_ladder(stages, dynamic=True) + "\n"
+    lengths = sorted({int(st_all[i]) for i in neurons})
+    lib = "\n" + "\n".join(cells.cmru_ladder(n) + "\n" + cells.cmru_ladder(n, dynamic=True) for n in lengths)
     body, subckts, drives, nodesets = [], [], [], []
+    dc, db = (c1, b1) if drive_accs is None else (np.asarray(drive_accs[0]), np.asarray(drive_accs[1]))
     for i in neurons:
         nm = maps[i]
-        subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=stages))
-        dr = ladder_drive(nm, c1[:, i], b1[:, i], n0, timing)
+        n_i = int(st_all[i])
+        subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=n_i))
+        pulses = int(n0_all[i]) if init == "pulses" else 0
+        dr = ladder_drive(nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset")
         drives.append(dr)
         n = f"neuron_{i:03d}"
         if nm.fixed_threshold:
@@ -734,13 +896,16 @@ def run_ladder_trace(
             body.append(f"Xn{i} in{i} out{i} vdd vddb vbd{i} vbu{i} vbdb{i} vbub{i} {n}")
             body.append(f"Ithd{i} vbd{i} 0 {cells.pwl(dr.t_down, dr.i_down)}")
             body.append(f"Ithu{i} vbu{i} 0 {cells.pwl(dr.t_up, dr.i_up)}")
-            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + nm.i_alpha for v in dr.i_down])}")
-            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + nm.i_alpha for v in dr.i_up])}")
+            shift = ladder_shift(nm.i_alpha)
+            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + shift for v in dr.i_down])}")
+            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + shift for v in dr.i_up])}")
         body.append(f"Iin{i} vsrc in{i} {cells.pwl(dr.t_in, dr.i_in)}")
         body.append(f"Vo{i} out{i} 0 {VOUT:g}")
+        on = int(n0_all[i]) if init == "nodeset" else 0
+        nodesets += [f"v(xn{i}.xl.x{k})=0 v(xn{i}.xl.xs{k}.y)=1.8" for k in range(1, on + 1)]
         nodesets += [
             f"v(xn{i}.xl.xd{k}.vc)=1.79 v(xn{i}.xl.x{k})=1.8 v(xn{i}.xl.xs{k}.y)=0"
-            for k in range(1, stages + 1)
+            for k in range(on + 1, n_i + 1)
         ]
     body.append(".nodeset " + " ".join(nodesets))
     stop = timing.stop(steps, n0)
@@ -750,28 +915,32 @@ def run_ladder_trace(
         ctx,
         "\n".join(body) + "\n",
         extra_lib=lib + "\n".join(subckts),
+        mc_seed=mc_seed,
+        reltol=reltol,
     ) + control_block([(f"tran 1m {stop:.6g}", "tran", vecs)])
     res = ctx.run(
         deck,
         name,
         ["tran"],
         tran_stop={"tran": stop},
-        timeout=max(ctx.timeout, 120 + 10.0 * steps * len(neurons) * stages / 4),
+        timeout=max(ctx.timeout, 120 + 10.0 * steps * float(st_all[neurons].sum()) / 4),
     )
     tab = res["tran"]
     ts = np.array([timing.sample_time(k, n0) for k in range(steps)])
     n_a = np.zeros((steps, len(neurons)), dtype=np.int64)
     rows = []
+    t_init = timing.step_start(0, n0) - 0.5e-3
     for j, i in enumerate(neurons):
         i_out = np.interp(ts, tab["scale"], tab[f"i(vo{i})"])
         n_a[:, j] = np.rint(i_out / maps[i].i_alpha).astype(np.int64)
+        n_init = int(np.rint(np.interp(t_init, tab["scale"], tab[f"i(vo{i})"]) / maps[i].i_alpha))
         m = in_range[:, i]
         # per-step updates: one missed or spurious update offsets every later count, so also compare the steps
-        d_a = np.diff(n_a[:, j], prepend=n0)
-        d_g = np.diff(raw[:, i], prepend=n0)
-        prev_a = np.concatenate([[n0], n_a[:-1, j]])
+        d_a = np.diff(n_a[:, j], prepend=n0_all[i])
+        d_g = np.diff(raw[:, i], prepend=n0_all[i])
+        prev_a = np.concatenate([[n0_all[i]], n_a[:-1, j]])
         blocked = ((prev_a <= 0) & (d_g < 0)) | (
-            (prev_a >= stages) & (d_g > 0)
+            (prev_a >= st_all[i]) & (d_g > 0)
         )  # analog ladder already full/empty
         wrong = m & (d_a != d_g) & ~blocked
         margin = _margins(maps[i], c1[:, i], b1[:, i])
@@ -781,8 +950,14 @@ def run_ladder_trace(
                 "thresholds": "fixed" if maps[i].fixed_threshold else "per-step",
                 "B": maps[i].b_max,
                 "k_pA_per_unit": maps[i].k / 1e-12,
+                "stages": int(st_all[i]),
+                "n0": int(n0_all[i]),
+                "init_count": n_init,
+                "init_count_ok": n_init == int(n0_all[i]),
                 "steps": steps,
                 "compared": int(m.sum()),
+                "wrong_update_steps": [int(k) for k in np.nonzero(wrong)[0]],
+                "wrong_update_margins_pA": [float(margin[k] / 1e-12) for k in np.nonzero(wrong)[0]],
                 "updates_golden": int(np.abs(upd[:, i]).sum()),
                 "count_agreement": float((n_a[m, j] == raw[m, i]).mean()) if m.any() else float("nan"),
                 "worst_level_error_rel_alpha": float(np.max(np.abs(i_out[m] / maps[i].i_alpha - raw[m, i])))
@@ -798,8 +973,37 @@ def run_ladder_trace(
         )
     power = _powers_nw(tab, timing.pre(n0), stop)
     return LadderTraceResult(
-        rows, n_a, raw[:, neurons], in_range[:, neurons], power, tab, drives, timing, n0, stages, res.wall_s
+        rows,
+        n_a,
+        raw[:, neurons],
+        in_range[:, neurons],
+        power,
+        tab,
+        drives,
+        timing,
+        n0,
+        stages,
+        res.wall_s,
+        n0_all[neurons],
+        st_all[neurons],
     )
+
+
+def ladder_ranges(bundle: AnyBundle, xq: np.ndarray, spare: int = 1) -> list[tuple[int, int]]:
+    """``(n0, stages)`` of every neuron's ladder for one sequence ``xq`` (1, T, M): the golden update
+    count's range over the sequence (0 included) with ``spare`` stages beyond each end.
+
+    A chip would size every ladder for the test set's range (JapaneseVowels CMRU: 26-50 stages per
+    neuron); simulating the stages a sequence never reaches costs SPICE time and changes nothing
+    but their idle power. The spare stages keep an analog overshoot visible as a disagreement
+    instead of hiding it in a full or empty ladder.
+    """
+    c, b = accumulators(spine(bundle), np.asarray(xq, dtype=np.int64)[:1])
+    upd = np.where(np.abs(c[0]) >= np.abs(b[0]), np.where(c[0] >= 0, 1, -1), 0)
+    cnt = np.cumsum(upd, axis=0)
+    lo = np.minimum(cnt.min(axis=0), 0) - spare
+    hi = np.maximum(cnt.max(axis=0), 0) + spare
+    return [(int(-a), int(h - a)) for a, h in zip(lo, hi, strict=True)]
 
 
 def _margins(nm: NeuronMap, c: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -887,6 +1091,7 @@ CHECKS = (
     "hysteresis",
     "retention",
     "dpi",
+    "dpi_corners",
     "cmru_ladder",
     "agreement",
     "ladder_agreement",
@@ -1044,6 +1249,26 @@ def analog_check(
             t0,
             f"tau rise {dp['tau_rise_s'] * 1e3:.2f} ms, decay {dp['tau_fall_s'] * 1e3:.2f} ms (target "
             f"{tgt * 1e3:.0f} ms), gain {dp['gain']:.3f}",
+        )
+
+    if "dpi_corners" in selected:
+        t0 = time.monotonic()
+        rows = dpi_corners(ctx, quick=quick)
+        rep.write_csv(out_dir / "dpi_corners.csv", rows)
+        results["dpi_corners"] = {"rows": rows}
+        worst = {kind: max(r["tau_error_max"] for r in rows if r["dpi"] == kind) for kind in ("p", "n")}
+        record(
+            "dpi_corners",
+            worst["n"] <= 0.10,
+            results["dpi_corners"],
+            t0,
+            f"tau (rise and decay) over tt/ss/ff/sf/fs worst {worst['n'] * 100:.1f} % from 10 ms with the "
+            f"kappa-matched dpi_n (the first dpi: {worst['p'] * 100:.1f} %); gain "
+            + ", ".join(
+                f"{kind} {min(r['gain'] for r in rows if r['dpi'] == kind):.2f}-"
+                f"{max(r['gain'] for r in rows if r['dpi'] == kind):.2f}"
+                for kind in ("p", "n")
+            ),
         )
 
     if "cmru_ladder" in selected:

@@ -100,7 +100,7 @@ def analog_check_command(
         str | None,
         typer.Option(
             help="comma-separated subset of: hysteresis, retention, dpi, "
-            "cmru_ladder, agreement, power, robustness"
+            "dpi_corners, cmru_ladder, agreement, ladder_agreement, power, robustness"
         ),
     ] = None,
     netlists: Annotated[
@@ -138,7 +138,9 @@ def analog_check_command(
 
 
 def analog_eval_command(
-    bundle: Annotated[Path, typer.Argument(help="a trained one-layer BMRU bundle (codesign export)")],
+    bundle: Annotated[
+        Path, typer.Argument(help="a trained one-layer BMRU or CMRU eps 1 bundle (codesign export)")
+    ],
     sequences: Annotated[int, typer.Option(help="test sequences to run (the first N of the test set)")] = 20,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the figures here (JSON)")] = None,
     corner: Annotated[
@@ -159,8 +161,11 @@ def analog_eval_command(
         ),
     ] = "pair",
     frame_ms: Annotated[
-        float, typer.Option(help="time per step (ms): a longer frame resolves smaller margins")
-    ] = 10.0,
+        float | None,
+        typer.Option(
+            help="time per step (ms): a longer frame resolves smaller margins (default 10; native CMRU ladders 60)"
+        ),
+    ] = None,
     mc: Annotated[
         int,
         typer.Option(help="mismatch draws of the behavioural model over the whole test set (0: none)"),
@@ -189,6 +194,17 @@ def analog_eval_command(
     synapse_ix_fa: Annotated[
         float, typer.Option(help="synapse arrays: current per input LSB and weight unit (fA)")
     ] = 1000.0,
+    ladder_spare: Annotated[
+        int, typer.Option(help="native CMRU (eps 1): stages beyond the golden count's range on each side")
+    ] = 1,
+    ladder_group: Annotated[int, typer.Option(help="native CMRU (eps 1): neurons per ngspice deck")] = 8,
+    ladder_init: Annotated[
+        str,
+        typer.Option(
+            help="native CMRU (eps 1): reset each ladder to n0 stages from the operating point (nodeset) "
+            "or with n0 set pulses (pulses)"
+        ),
+    ] = "nodeset",
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -221,6 +237,9 @@ def analog_eval_command(
             reltol=reltol,
             synapses=synapses,
             synapse_ix_fa=synapse_ix_fa,
+            ladder_spare=ladder_spare,
+            ladder_group=ladder_group,
+            ladder_init=ladder_init,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

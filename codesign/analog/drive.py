@@ -133,9 +133,22 @@ class LadderTiming:
 
 
 def ladder_drive(
-    nm: NeuronMap, c: np.ndarray, b: np.ndarray, n0: int, timing: LadderTiming = LadderTiming()
+    nm: NeuronMap,
+    c: np.ndarray,
+    b: np.ndarray,
+    n0: int,
+    timing: LadderTiming = LadderTiming(),
+    *,
+    pre_pulses: int | None = None,
+    hold: bool = False,
 ) -> NeuronDrive:
     """Drive of one native CMRU neuron: ``n0`` set pulses (the reset state), then one frame per step.
+
+    ``pre_pulses`` (>= ``n0``, default ``n0``): the preamble's length in init frames, so that
+    neurons of one layer with different reset states ``n0`` share the step frames (a neuron with
+    fewer pulses rests at the window centre for the remaining ones). ``hold``: the candidate starts
+    at the window centre instead of the reset level (a ladder started at its reset state from the
+    operating point, ``n0 = 0`` pulses).
 
     Between steps the ladder rests with the candidate at the window centre and the widest window
     (``|b| = B``), where every stage holds. A step with ``|b| >= 1`` moves the thresholds, pulses the
@@ -150,15 +163,18 @@ def ladder_drive(
     lo, hi = nm.threshold_currents(b)
     w_lo, w_hi = (float(v[0]) for v in nm.threshold_currents(np.array([nm.b_max])))
     low_level, high_level = nm.low_level, nm.high_level
-    cand, th_d, th_u = _Pwl(low_level), _Pwl(w_lo), _Pwl(w_hi)
+    cand, th_d, th_u = _Pwl(nm.i_centre if hold else low_level), _Pwl(w_lo), _Pwl(w_hi)
     now = 5e-3
     for _ in range(n0):
         cand.move(now, high_level, timing.t_ramp)
         cand.move(now + timing.t_init_pulse, nm.i_centre, timing.t_ramp)
         now += timing.t_init_pulse + timing.t_init_gap
     cand.move(now, nm.i_centre, timing.t_ramp)
+    pre = n0 if pre_pulses is None else pre_pulses
+    if pre < n0:
+        raise ValueError(f"pre_pulses {pre} < n0 {n0}")
     for k in range(len(c)):
-        t0 = timing.step_start(k, n0)
+        t0 = timing.step_start(k, pre)
         t_th, t_c = (t0, t0 + timing.t_b) if b[k] != 0 else (t0 + timing.t_b, t0)
         th_d.move(t_th, float(lo[k]), timing.t_ramp)
         th_u.move(t_th, float(hi[k]), timing.t_ramp)

@@ -41,6 +41,11 @@ __all__ = ["analog_eval", "analog_readout"]
 VERSION = "analog-eval-2"
 """Part of every cache key: bump it when what a cached sequence holds changes."""
 
+LADDER_CIRCUIT = 2
+"""Part of the cache key of native CMRU (eps 1) sequences only (BMRU caches stay valid): bump it
+when the ladder circuit or its drive changes (2: the window shift of stages >= 2 calibrated,
+:data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`)."""
+
 
 def _layer_view(bundle: Bundle) -> Bundle:
     """The bundle as the analog layer sees it: its one layer with a last-step readout (the real
@@ -49,9 +54,10 @@ def _layer_view(bundle: Bundle) -> Bundle:
     if len(man.layers) != 1:
         raise CodesignError(f"analog-eval runs one-layer bundles; {man.name!r} has {len(man.layers)} layers")
     layer = man.layers[0]
-    if CELLS[layer.cell].rule != "cmru" or layer.eps != 0 or layer.dcls is not None:
+    if CELLS[layer.cell].rule != "cmru" or layer.eps not in (0, 1) or layer.dcls is not None:
         raise CodesignError(
-            f"analog-eval runs BMRU layers (cell bmru, or cmru with eps 0, no DCLS front end); "
+            f"analog-eval runs BMRU layers (cell bmru, or cmru with eps 0) and native CMRU ladders "
+            f"(cmru with eps 1), no DCLS front end; "
             f"{man.name!r} has cell {layer.cell!r} eps {layer.eps}"
             + (" with a DCLS front end" if layer.dcls is not None else "")
         )
@@ -118,6 +124,10 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     bundle = load_bundle(bundle_dir)
     view = _layer_view(bundle)
     xq, _ = test_set(bundle)
+    if view.manifest.layers[0].eps == 1:
+        record = _run_ladder_sequence(view, xq, n, settings, Path(cache), key)
+        write_text(path, json.dumps(record))
+        return record
     # scales from the whole test set: the same for every sequence
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
     pair = settings["start"] == "pair"
@@ -178,6 +188,105 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
     return record
 
 
+def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, cache: Path, key: str) -> dict:
+    """One test sequence through native CMRU ladders (eps 1), one ladder per neuron.
+
+    Every neuron's ladder spans the golden update count's range over this sequence plus
+    ``ladder_spare`` stages each side (:func:`codesign.analog.checks.ladder_ranges`); the ladders
+    are simulated ``ladder_group`` neurons per ngspice deck (they share nothing but the supplies:
+    each neuron's input, thresholds and bias generators are its own), so a deck's preamble is as
+    long as its own largest reset state needs. Every deck's result is cached too
+    (``cache/decks/<key>_n<first neuron>.json``): a sequence takes an hour of ngspice, so an
+    interrupted one resumes at its next deck.
+    """
+    from codesign.analog.checks import ladder_ranges
+    from codesign.analog.drive import LadderTiming
+    from codesign.analog.mapping import map_bundle
+
+    maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
+    x = xq[n : n + 1]
+    ranges = ladder_ranges(view, x, settings["ladder_spare"])
+    drive, syn = None, {}
+    if settings.get("synapses", "ideal") == "circuit":
+        drive, syn = _array_drive(view, xq[n], cache, settings)
+    d = len(maps)
+    group = settings["ladder_group"]
+    timing = LadderTiming(t_step=settings["frame_ms"] * 1e-3)
+    h_a = np.zeros((x.shape[1], d), dtype=np.int64)
+    h_g = np.zeros_like(h_a)
+    rows, wall, energy = [], 0.0, {}
+    for g0 in range(0, d, group):
+        neurons = list(range(g0, min(g0 + group, d)))
+        deck_path = cache / "decks" / f"{key}_n{g0:03d}.json"
+        if deck_path.is_file():
+            part = json.loads(deck_path.read_text())
+        else:
+            part = _ladder_deck(
+                view, x, settings, maps, neurons, ranges, drive, timing, f"seq{n:05d}_n{g0:03d}"
+            )
+            deck_path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(deck_path, json.dumps(part))
+        h_a[:, neurons] = np.asarray(part["h_analog"])
+        h_g[:, neurons] = np.asarray(part["h_golden"])
+        rows += part["rows"]
+        wall += part["wall_s"]
+        for k, v in part["power_nW"].items():  # power of this deck's neurons: the layer's is the sum
+            energy[k] = energy.get(k, 0.0) + v
+    roots = [
+        [r["neuron"], k, m]
+        for r in rows
+        for k, m in zip(r["wrong_update_steps"], r["wrong_update_margins_pA"], strict=True)
+    ]
+    record = {
+        "sequence": n,
+        "steps": int(x.shape[1]),
+        "h_analog": h_a.tolist(),
+        "root_errors": roots,
+        "agreement": float((h_a == h_g).mean()),
+        "compared": int(h_a.size),
+        "power_nW": energy,
+        "min_root_margin_pA": max((m for _, _, m in roots), default=None),
+        "steps_margin_below_5pA": 0,
+        "undecided_reads": int(sum(r["worst_level_error_rel_alpha"] > 0.25 for r in rows)),
+        "worst_level_error_rel_alpha": float(max(r["worst_level_error_rel_alpha"] for r in rows)),
+        "ladder_stages": [int(r["stages"]) for r in rows],
+        "ladder_n0": [int(r["n0"]) for r in rows],
+        "init_ok": all(r["init_count_ok"] for r in rows),
+        "t_step_s": timing.t_step,
+        "wall_s": wall,
+    }
+    if syn:
+        record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
+    return record
+
+
+def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
+    """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
+    from codesign.analog.checks import Ctx, run_ladder_trace
+
+    tr = run_ladder_trace(
+        view,
+        x,
+        Ctx(corner=settings["corner"], timeout=3600.0),
+        maps=maps,
+        neurons=neurons,
+        timing=timing,
+        name=name,
+        ranges=[ranges[i] for i in neurons],
+        drive_accs=drive,
+        reltol=settings.get("reltol"),
+        mc_seed=settings.get("mc_seed"),
+        init=settings["ladder_init"],
+    )
+    return {
+        "h_analog": tr.h_analog.tolist(),
+        "h_golden": tr.h_golden.tolist(),
+        "rows": tr.rows,
+        "wall_s": tr.wall_s,
+        "power_nW": tr.power,
+    }
+
+
 def _array_drive(view: Bundle, x: np.ndarray, cache: Path, settings: dict) -> tuple[tuple, dict]:
     """The candidate and threshold sums of one sequence ``x`` (T, M) from the chip's simulated
     synapse arrays (:mod:`codesign.analog.synapse_sim`), and their mean supply power."""
@@ -212,7 +321,7 @@ def analog_eval(
     workers: int = 1,
     progress: Callable[[int, int, dict], None] | None = None,
     start: str = "pair",
-    frame_ms: float = 10.0,
+    frame_ms: float | None = None,
     mc: int = 0,
     mc_spice: int = 0,
     mc_sequences: int = 2,
@@ -220,8 +329,19 @@ def analog_eval(
     reltol: float = 1e-4,
     synapses: str = "ideal",
     synapse_ix_fa: float = 1000.0,
+    ladder_spare: int = 1,
+    ladder_group: int = 8,
+    ladder_init: str = "nodeset",
 ) -> dict:
-    """Run ``sequences`` test sequences of a trained BMRU bundle in ngspice; the summary dict.
+    """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
+
+    A cmru eps 1 layer runs as native CMRU ladders (:func:`_run_ladder_sequence`): one ladder per
+    neuron spanning the golden count's range over the sequence plus ``ladder_spare`` stages each
+    side, ``ladder_group`` neurons per ngspice deck, reset to ``n0`` stages by ``ladder_init``
+    (``nodeset``: from the operating point; ``pulses``: n0 set pulses; see
+    :func:`codesign.analog.checks.run_ladder_trace`), 60 ms frames unless ``frame_ms`` says otherwise
+    (:class:`codesign.analog.drive.LadderTiming`); ``start`` does not apply (a ladder resets to
+    ``n0`` stages on). BMRU frames default to 10 ms.
 
     ``start``: ``pair`` makes every neuron a complementary pair of cells reset to the golden
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
@@ -260,13 +380,29 @@ def analog_eval(
         raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
     if not 1e-6 <= reltol <= 1e-2:
         raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
+    eps = bundle.manifest.layers[0].eps
+    if frame_ms is None:
+        frame_ms = 60.0 if eps == 1 else 10.0
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
     count = min(sequences, len(xq))
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
-    settings = {"corner": corner, "start": start, "frame_ms": float(frame_ms)}
+    settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
+    if eps == 1:
+        if not 0 <= ladder_spare <= 8 or ladder_group < 1:
+            raise CodesignError(
+                f"--ladder-spare {ladder_spare} / --ladder-group {ladder_group}: need 0..8 spare stages, groups >= 1"
+            )
+        if ladder_init not in ("nodeset", "pulses"):
+            raise CodesignError(f"--ladder-init must be nodeset or pulses, not {ladder_init!r}")
+        if mc:
+            raise CodesignError("--mc runs BMRU layers (the behavioural mismatch model has no ladder)")
+        settings["ladder_spare"] = int(ladder_spare)
+        settings["ladder_group"] = int(ladder_group)
+        settings["ladder_init"] = ladder_init
+        settings["ladder_circuit"] = LADDER_CIRCUIT
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
         settings["scale"] = scale
@@ -333,14 +469,20 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     roots = [r for rec in records for r in rec["root_errors"]]
     from codesign.analog.behavioural import golden_signs
 
-    signs = golden_signs(_layer_view(bundle), xq)
+    ladder = "h_analog" in records[0]
+    signs = None if ladder else golden_signs(_layer_view(bundle), xq)
     all_agree = all_steps = 0
     for n, rec in enumerate(records):
-        s_a = np.asarray(rec["s_analog"], dtype=np.int64)
-        states = alpha[None, :] * s_a
-        s_g = signs[n]
-        all_agree += int((s_a == s_g).sum())
-        all_steps += s_a.size
+        if "h_analog" in rec:  # native CMRU ladders: the state is a count of alphas
+            h_a = np.asarray(rec["h_analog"], dtype=np.int64)
+            states = alpha[None, :] * h_a
+            all_agree += int((states == gold.layers[0].states[n]).sum())
+            all_steps += h_a.size
+        else:
+            s_a = np.asarray(rec["s_analog"], dtype=np.int64)
+            states = alpha[None, :] * s_a
+            all_agree += int((s_a == signs[n]).sum())
+            all_steps += s_a.size
         _, cls = analog_readout(bundle, states)
         analog_classes.append(cls)
         # diagnostic: the same states with the golden model's 0 before a neuron's first update (a
@@ -357,8 +499,9 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     analog_classes, golden_classes = np.asarray(analog_classes), np.asarray(golden_classes)
     power = {k: float(np.mean([r["power_nW"][k] for r in records])) for k in records[0]["power_nW"]}
     pair = settings["start"] == "pair"
-    return {
+    out = {
         "bundle": bundle.manifest.name,
+        "cell": "native CMRU ladder (eps 1)" if ladder else "BMRU (eps 0)",
         "corner": settings["corner"],
         "start": settings["start"],
         "scale": settings.get("scale", "neuron"),
@@ -373,7 +516,10 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "class_agreement": float((analog_classes == golden_classes).mean()),
         "analog_accuracy_with_golden_start": float((np.asarray(as_golden_start) == y).mean()),
         "start_note": (
-            "every neuron is a complementary pair of cells reset to a, b = -alpha, +alpha: its state "
+            "every neuron is a ladder reset to n0 stages on (golden state 0): n0 set pulses in the "
+            "preamble, the state is (stages on - n0) alpha"
+            if ladder
+            else "every neuron is a complementary pair of cells reset to a, b = -alpha, +alpha: its state "
             "alpha (q_a + q_b - 1) is 0 until the first update, as in the integer model"
             if pair
             else "a single BMRU cell has two states and starts at -alpha; the golden state is 0 until a "
@@ -410,3 +556,18 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "undecided_reads": int(sum(r["undecided_reads"] for r in records)),
         "simulated_s": float(sum(r["wall_s"] for r in records)),
     }
+    if ladder:
+        out["ladder_spare"] = settings["ladder_spare"]
+        out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
+        out["ladder_stages_note"] = (
+            "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
+            "stages each side; a chip sized for the whole test set needs more stages (their idle power "
+            "is not in these figures)"
+        )
+        out["ladder_init"] = settings["ladder_init"]
+        out["ladder_init_failures"] = int(sum(not r["init_ok"] for r in records))
+        out["worst_level_error_rel_alpha"] = float(max(r["worst_level_error_rel_alpha"] for r in records))
+        out["root_errors_note"] = (
+            "root errors: steps whose ladder update (+1, 0, -1) differs from the golden one"
+        )
+    return out

@@ -73,6 +73,28 @@ from the hysteresis sweeps; the pFET sources see a larger drain voltage than the
 threshold bias currents are the target thresholds divided by it."""
 
 
+LADDER_SHIFT_GAIN = 0.9832
+"""The neighbour's DPI level a native CMRU stage >= 2 sees, over ``I_alpha`` (tt): measured with
+:func:`codesign.analog.checks.measure_ladder_thresholds`. With 1.0 (the DPI's own gain at 0.5 nA
+into an ideal load is 0.9986) stage 2's thresholds sat 9.6 / 7.1 pA above stage 1's (up / down):
+the DPI's input is the stage's pFET tap and its output drives the next stage's diode, each about
+1 % short. JapaneseVowels CMRU sequence 0 missed sets 9.8-12.5 pA above the up threshold with it.
+At 0.9832 stage 2 is within 0.8 / 1.5 pA of stage 1."""
+
+
+def ladder_shift(i_alpha: float) -> float:
+    """The bias current that shifts a native CMRU stage's (k >= 2) window up by one state unit.
+
+    The stage sees ``I_in + D`` (a neighbour's DPI at ``LADDER_SHIFT_GAIN * I_alpha``) and its
+    threshold sources copy their bias currents with the same gain :data:`THRESHOLD_TRIM` as every
+    BMRU threshold, so the shift is trimmed like the thresholds: ``I_alpha G / THRESHOLD_TRIM``.
+    Untrimmed (``+ I_alpha``, the first ladder drive) both thresholds of every stage >= 2 sat
+    ``(THRESHOLD_TRIM - 1) I_alpha`` = 6 pA high: retains within 6-8 pA of the down threshold
+    reset a stage, sets within ~15 pA of the up threshold were missed (tests/test_analog_eval.py).
+    """
+    return i_alpha * LADDER_SHIFT_GAIN / THRESHOLD_TRIM
+
+
 @dataclass(frozen=True)
 class NeuronMap:
     """Bias and scale of one neuron (currents in A)."""

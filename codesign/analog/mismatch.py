@@ -72,7 +72,7 @@ def mismatch_summary(
 ) -> dict:
     """Behavioural draws over the whole test set, and the ngspice Monte Carlo subset beside the
     behavioural model's spread on the same sequences (the check of the model)."""
-    from codesign.analog.evaluate import _layer_view
+    from codesign.analog.evaluate import _layer_view, analog_readout
     from codesign.golden import run_golden
 
     pair = settings["start"] == "pair"
@@ -82,21 +82,50 @@ def mismatch_summary(
     if spice_records:
         seqs = sorted({n for n, _ in spice_tasks})
         golden = golden_signs(_layer_view(bundle), xq[seqs])
+        gold_cls = run_golden(bundle, xq[seqs]).classes
+        alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
         per_seed: dict[int, list[float]] = {}
+        per_seed_cls: dict[int, list[int]] = {}
+        per_seed_ok: dict[int, list[int]] = {}
         for (n, st), rec in zip(spice_tasks, spice_records, strict=True):
             s = np.asarray(rec["s_analog"])
-            per_seed.setdefault(st["mc_seed"], []).append(float((s == golden[seqs.index(n)]).mean()))
+            j = seqs.index(n)
+            per_seed.setdefault(st["mc_seed"], []).append(float((s == golden[j]).mean()))
+            cls = analog_readout(bundle, alpha[None, :] * s)[1]
+            per_seed_cls.setdefault(st["mc_seed"], []).append(int(cls == gold_cls[j]))
+            per_seed_ok.setdefault(st["mc_seed"], []).append(int(cls == y[n]))
         spice = [float(np.mean(v)) for _, v in sorted(per_seed.items())]
-        beh = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair, scale=scale, calibration=xq)[
-            "state_agreement"
-        ]
+        beh_all = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair, scale=scale, calibration=xq)
+        beh = beh_all["state_agreement"]
+        # the behavioural draws' classes on the same sequences (against golden)
+        from codesign.analog.mapping import map_bundle
+
+        view = _layer_view(bundle)
+        maps = map_bundle(view, xq, normalise=scale == "step")
+        d = golden.shape[-1]
+        beh_cls = []
+        for seed in range(1, draws + 1):
+            sb = behavioural_states(view, xq[seqs], maps, draw_errors(SKY130_TT, d, seed), pair=pair)
+            cls = [analog_readout(bundle, alpha[None, :] * v)[1] for v in sb]
+            beh_cls.append(float(np.mean(np.asarray(cls) == gold_cls)))
         out["spice_check"] = {
             "sequences": seqs,
             "spice_seeds": sorted(per_seed),
             "spice_state_agreement": spice,
             "spice_state_agreement_mean": float(np.mean(spice)),
+            "spice_state_agreement_min": float(np.min(spice)),
+            "spice_class_agreement": [float(np.mean(v)) for _, v in sorted(per_seed_cls.items())],
+            "spice_class_agreement_mean": float(np.mean([c for v in per_seed_cls.values() for c in v])),
+            "spice_accuracy_mean": float(np.mean([c for v in per_seed_ok.values() for c in v])),
+            "behavioural_state_agreement": [float(v) for v in beh],
             "behavioural_state_agreement_mean": float(np.mean(beh)),
             "behavioural_state_agreement_sd": float(np.std(beh)),
+            "behavioural_state_agreement_min": float(np.min(beh)),
+            "behavioural_class_agreement_mean": float(np.mean(beh_cls)),
+            "behavioural_accuracy_mean": float(np.mean(beh_all["accuracy"])),
+            "golden_accuracy": float(np.mean(gold_cls == y[seqs])),
+            "note": "SPICE seed k and behavioural draw k are different chips: the check compares the "
+            "spreads (state agreement, classes that agree with golden) on the same sequences",
         }
     return out
 

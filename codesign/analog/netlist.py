@@ -21,7 +21,7 @@ import numpy as np
 
 from codesign.analog import cells
 from codesign.analog.cells import VDD, VOUT, DpiParams, fmt
-from codesign.analog.mapping import AnyBundle, NeuronMap, map_bundle, spine
+from codesign.analog.mapping import AnyBundle, NeuronMap, ladder_shift, map_bundle, spine
 from codesign.atomic import atomic_dir
 from codesign.bundle import Bundle, SpineBundle, load_bundle
 
@@ -80,7 +80,10 @@ def neuron_subckt(
         ports = "in out vdd vddb" + ("" if nm.fixed_threshold else " vbd vbu vbd2 vbu2")
         body = [f".subckt {name} {ports} params: {params}"]
         if nm.fixed_threshold:
-            body.append(f"Xl in out vdd vddb {ladder} I_DOWN={{I_DOWN}} I_UP={{I_UP}} I_ALPHA={{I_ALPHA}}")
+            body.append(
+                f"Xl in out vdd vddb {ladder} I_DOWN={{I_DOWN}} I_UP={{I_UP}} I_ALPHA={{I_ALPHA}} "
+                f"I_SHIFT={fmt(ladder_shift(nm.i_alpha))}"
+            )
         else:
             body.append(f"Xl in out vdd vddb vbd vbu vbd2 vbu2 {ladder} I_ALPHA={{I_ALPHA}}")
     elif pair:
@@ -177,8 +180,8 @@ def layer_testbench(maps: list[NeuronMap], *, native_stages: int | None = None, 
             lines.append(f"Ithd{i} vbd{i} 0 DC {fmt(float(lo[0]))}")
             lines.append(f"Ithu{i} vbu{i} 0 DC {fmt(float(hi[0]))}")
             if native:
-                lines.append(f"Ithdb{i} vbdb{i} 0 DC {fmt(float(lo[0]) + m.i_alpha)}")
-                lines.append(f"Ithub{i} vbub{i} 0 DC {fmt(float(hi[0]) + m.i_alpha)}")
+                lines.append(f"Ithdb{i} vbdb{i} 0 DC {fmt(float(lo[0]) + ladder_shift(m.i_alpha))}")
+                lines.append(f"Ithub{i} vbub{i} 0 DC {fmt(float(hi[0]) + ladder_shift(m.i_alpha))}")
     lines += [".control", "tran 0.1m 5m"]
     lines += [f"meas tran i_out{m.index} find i(Vout{m.index}) at=5m" for m in maps]
     lines += [
