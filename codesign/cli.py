@@ -118,7 +118,8 @@ def train(
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
         f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
-        f"test {result.metric} {result.test:.4f}{rate} -> {out}"
+        f"test {result.metric} {result.test:.4f}{rate} -> {out}",
+        soft_wrap=True,
     )
 
 
@@ -139,7 +140,8 @@ def quantize(
         raise CodesignError(f"--lr {lr}: the learning rate must be > 0")
     result = quantize_run(run, out, bits, iterations, progress=not quiet, lr=lr)
     console.print(
-        f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}"
+        f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}",
+        soft_wrap=True,
     )
 
 
@@ -236,7 +238,8 @@ def eval_run(
     console.print(
         f"{run}: {split} {metric_name(task)} {value:.4f} on {len(x)} sequences"
         + ("" if rate is None else f", update rate p {rate:.4f} over {x.shape[1]} steps")
-        + (f" (task options {changed})" if changed else "")
+        + (f" (task options {changed})" if changed else ""),
+        soft_wrap=True,
     )
 
 
@@ -420,7 +423,8 @@ def export(
     console.print(
         f"bundle {out}: float test accuracy {report['float_test_accuracy']:.4f}, quantized (golden) "
         f"{report['quantized_test_accuracy']:.4f}, torch vs golden mismatches "
-        f"{report['torch_vs_golden_mismatches']}/{report['test_sequences']}"
+        f"{report['torch_vs_golden_mismatches']}/{report['test_sequences']}",
+        soft_wrap=True,  # one line whatever the path's length: scripts and tests grep it
     )
 
 

@@ -151,9 +151,12 @@ def test_train_export_round_trip(tmp_path: Path) -> None:
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
     res = invoke("train", tmp_path / "r.yaml", "--out", tmp_path / "run", "--quiet")
     assert res.exit_code == 0 and "test accuracy" in res.output
-    res = invoke("export", tmp_path / "run", "--out", tmp_path / "bundle")
+    # a long path (here: a deep folder) wrapped the line at 80 columns, splitting what scripts grep
+    bundle = tmp_path / ("deep_" * 12) / "bundle"
+    res = invoke("export", tmp_path / "run", "--out", bundle)
     assert res.exit_code == 0 and "torch vs golden mismatches 0/64" in res.output
-    manifest = yaml.safe_load((tmp_path / "bundle" / "manifest.yaml").read_text())
+    assert len(res.output.strip().splitlines()) == 1
+    manifest = yaml.safe_load((bundle / "manifest.yaml").read_text())
     assert manifest["provenance"]["torch_vs_golden_mismatches"] == 0
 
 

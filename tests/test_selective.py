@@ -352,6 +352,9 @@ def test_trained_selective_layer_exports_its_schedule(cell: str, tmp_path) -> No
     if cell == "cmru":
         layer["eps"] = 1.0
     recipe["model"]["layers"] = [layer]
+    recipe["model"]["pooling"] = (
+        "sum"  # the summed readout this test was written for (the recipe's is now last)
+    )
     recipe["train"].update(iterations=100, eval_every=50)
     run = tmp_path / "run"
     train(parse_recipe(recipe), run, progress=False)
