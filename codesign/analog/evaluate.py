@@ -473,7 +473,7 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     signs = None if ladder else golden_signs(_layer_view(bundle), xq)
     all_agree = all_steps = 0
     for n, rec in enumerate(records):
-        if "h_analog" in rec:  # native CMRU ladders: the state is a count of alphas
+        if ladder:  # native CMRU ladders: the state is a count of alphas
             h_a = np.asarray(rec["h_analog"], dtype=np.int64)
             states = alpha[None, :] * h_a
             all_agree += int((states == gold.layers[0].states[n]).sum())

@@ -11,12 +11,16 @@ from codesign.bundle import Bundle
 __all__ = ["mismatch_summary", "mismatch_draws"]
 
 
-def _accuracy(bundle: Bundle, signs: np.ndarray, y: np.ndarray) -> float:
+def _classes(bundle: Bundle, signs: np.ndarray) -> np.ndarray:
+    """The digital readout's class of every sequence of behavioural states ``signs`` (n, T, d)."""
     from codesign.analog.evaluate import analog_readout
 
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
-    classes = np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs])
-    return float((classes == y).mean())
+    return np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs])
+
+
+def _accuracy(bundle: Bundle, signs: np.ndarray, y: np.ndarray) -> float:
+    return float((_classes(bundle, signs) == y).mean())
 
 
 def mismatch_draws(
@@ -36,15 +40,19 @@ def mismatch_draws(
     the largest ``|b|`` of ``calibration``, default ``xq``): see :attr:`NeuronMap.normalised`."""
     from codesign.analog.evaluate import _layer_view
     from codesign.analog.mapping import map_bundle
+    from codesign.golden import run_golden
 
     view = _layer_view(bundle)
     maps = map_bundle(view, xq if calibration is None else calibration, normalise=scale == "step")
     golden = golden_signs(view, xq)
+    golden_classes = run_golden(bundle, xq).classes
     d = golden.shape[-1]
-    acc, agree = [], []
+    acc, agree, cls_agree = [], [], []
     for seed in range(1, draws + 1):
         s = behavioural_states(view, xq, maps, draw_errors(mm, d, seed), pair=pair)
-        acc.append(_accuracy(bundle, s, y))
+        classes = _classes(bundle, s)
+        acc.append(float((classes == y).mean()))
+        cls_agree.append(float((classes == golden_classes).mean()))
         agree.append(float((s == golden).mean()))
     nominal = behavioural_states(view, xq, maps, pair=pair)
     return {
@@ -53,6 +61,7 @@ def mismatch_draws(
         "sigma": {"input": mm.sigma_in, "up": mm.sigma_up, "down": mm.sigma_down},
         "accuracy": acc,
         "state_agreement": agree,
+        "class_agreement": cls_agree,
         "accuracy_mean": float(np.mean(acc)) if acc else float("nan"),
         "accuracy_p10": float(np.percentile(acc, 10)) if acc else float("nan"),
         "accuracy_min": float(np.min(acc)) if acc else float("nan"),
@@ -97,17 +106,7 @@ def mismatch_summary(
         spice = [float(np.mean(v)) for _, v in sorted(per_seed.items())]
         beh_all = mismatch_draws(bundle, xq[seqs], y[seqs], draws, pair=pair, scale=scale, calibration=xq)
         beh = beh_all["state_agreement"]
-        # the behavioural draws' classes on the same sequences (against golden)
-        from codesign.analog.mapping import map_bundle
-
-        view = _layer_view(bundle)
-        maps = map_bundle(view, xq, normalise=scale == "step")
-        d = golden.shape[-1]
-        beh_cls = []
-        for seed in range(1, draws + 1):
-            sb = behavioural_states(view, xq[seqs], maps, draw_errors(SKY130_TT, d, seed), pair=pair)
-            cls = [analog_readout(bundle, alpha[None, :] * v)[1] for v in sb]
-            beh_cls.append(float(np.mean(np.asarray(cls) == gold_cls)))
+        beh_cls = beh_all["class_agreement"]  # the draws' classes on the same sequences, against golden
         out["spice_check"] = {
             "sequences": seqs,
             "spice_seeds": sorted(per_seed),

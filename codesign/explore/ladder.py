@@ -325,8 +325,9 @@ def run_ladder(
     root = Path(out).resolve()
     todo = jobs(ladder, base, root, only)
     command = command or f"codesign ladder {shlex.quote(str(ladder_file))} --out {shlex.quote(str(out))}"
-    finished = [j for j in todo if _finished(j)]
-    pending = [j for j in todo if not _finished(j)] if train else []
+    done = [_finished(j) for j in todo]
+    finished = [j for j, ok in zip(todo, done, strict=True) if ok]
+    pending = [j for j, ok in zip(todo, done, strict=True) if not ok] if train else []
     console.print(
         f"{ladder_file}: {len(todo)} runs, {len(finished)} finished, {len(pending)} to run -> {root}",
         highlight=False,
