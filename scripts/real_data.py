@@ -69,6 +69,8 @@ def read_before(path: Path) -> dict[str, str]:
     A file that holds no such table is refused, naming it: a silently empty column would read as
     "not run" for every set.
     """
+    if not path.is_file():
+        raise SystemExit(f"--before {path}: file not found")
     golden = {}
     for line in path.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

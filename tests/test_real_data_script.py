@@ -37,6 +37,8 @@ def test_before_refuses_a_file_without_a_table(tmp_path) -> None:
     path.write_text("# notes\n\nno table here\n")
     with pytest.raises(SystemExit, match="notes.md: no rows"):
         real_data.read_before(path)
+    with pytest.raises(SystemExit, match="missing.md: file not found"):
+        real_data.read_before(tmp_path / "missing.md")
 
 
 def test_aim_says_met_or_by_how_much_it_misses() -> None:
