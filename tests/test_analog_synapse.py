@@ -117,3 +117,59 @@ def test_test_set_figures_with_ideal_products_reproduce_the_golden_model(tmp_pat
     assert figures["synapse_power_nW"] > 0
     again = synapse_sim.test_set_figures(bundle, tmp_path)  # from the cached table
     assert calls == [128] and again == figures
+
+
+def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias() -> None:
+    """Unit mirrors conduct with no input, so a row's lines do not cancel at x = 0: line_offsets
+    measures that sum, and analog-eval's default trim (--synapse-trim offset) subtracts it, so the
+    cells see the bias alone over zero input (untrimmed, JapaneseVowels neuron 9 lost 13 of its 14
+    units of margin there and its cell fell back in SPICE)."""
+    from codesign.analog.evaluate import _array_drive, _layer_view
+    from codesign.analog.mapping import spine
+    from codesign.analog.synapse_sim import ProductTable, array_sums, line_offsets
+    from codesign.bundle import load_bundle
+
+    w = np.array([[3, 0, -4], [-1, 5, 2]])
+    rows, cols = np.nonzero(w)
+    i_x, leak = 1e-12, 0.3e-12  # per unit mirror, as a fraction of an LSB
+    routed = np.abs(w[rows, cols])[:, None] * (np.arange(9)[None, :] * i_x + leak)
+    table = ProductTable(rows, cols, routed, np.zeros_like(routed), i_x)
+    off = line_offsets(table, w, 3)
+    np.testing.assert_array_equal(off, np.rint(w.sum(axis=1) * leak / i_x))
+    assert np.any(off != 0)
+    x = np.array([[0, 0, 0], [2, 3, 5], [8, 1, 0]])
+    sums, _ = array_sums(table, w, x)
+    np.testing.assert_allclose(sums[0] - off, 0, atol=0.5)
+    np.testing.assert_allclose(
+        sums - off, x @ w.T, rtol=0.1, atol=0.5
+    )  # the gain trim absorbs part of the leak
+
+    bundle = load_bundle(
+        Path(__file__).resolve().parents[1] / "models" / "bundles" / "japanese_vowels_bmru_anneal"
+    )
+    view = _layer_view(bundle)
+    wts = spine(view).weights
+    arr = np.concatenate([wts["w_cand"], wts["w_thr"]]).astype(np.int64)
+    r, c = np.nonzero(arr)
+    leaky = ProductTable(
+        r,
+        c,
+        np.abs(arr[r, c])[:, None] * (np.arange(129)[None, :] * i_x + leak),
+        np.zeros((r.size, 129)),
+        i_x,
+    )
+
+    import codesign.analog.synapse_sim as synapse_sim
+
+    settings = {"synapse_ix_fa": 1000.0, "corner": "tt"}
+    zeros = np.zeros((2, arr.shape[1]), dtype=np.int64)
+    orig = synapse_sim.load_or_measure
+    synapse_sim.load_or_measure = lambda *a, **k: leaky
+    try:
+        (cu, bu), _ = _array_drive(view, zeros, Path("unused"), settings)
+        (ct, bt), _ = _array_drive(view, zeros, Path("unused"), settings | {"synapse_trim": "offset"})
+    finally:
+        synapse_sim.load_or_measure = orig
+    assert np.abs(cu - wts["b_cand"]).max() >= 1  # the untrimmed drive is off by the leakage
+    np.testing.assert_allclose(ct, np.broadcast_to(wts["b_cand"], ct.shape), atol=0.5)
+    np.testing.assert_allclose(bt, np.broadcast_to(wts["b_thr"], bt.shape), atol=0.5)

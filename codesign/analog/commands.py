@@ -194,6 +194,13 @@ def analog_eval_command(
     synapse_ix_fa: Annotated[
         float, typer.Option(help="synapse arrays: current per input LSB and weight unit (fA)")
     ] = 1000.0,
+    synapse_trim: Annotated[
+        str,
+        typer.Option(
+            help="synapse arrays: offset folds every sum line's zero-input sum into its bias DAC code "
+            "(a one-time per-chip calibration); none drives the cells with the untrimmed sums"
+        ),
+    ] = "offset",
     ladder_spare: Annotated[
         int, typer.Option(help="native CMRU (eps 1): stages beyond the golden count's range on each side")
     ] = 1,
@@ -237,6 +244,7 @@ def analog_eval_command(
             reltol=reltol,
             synapses=synapses,
             synapse_ix_fa=synapse_ix_fa,
+            synapse_trim=synapse_trim,
             ladder_spare=ladder_spare,
             ladder_group=ladder_group,
             ladder_init=ladder_init,

@@ -291,7 +291,7 @@ def _array_drive(view: Bundle, x: np.ndarray, cache: Path, settings: dict) -> tu
     """The candidate and threshold sums of one sequence ``x`` (T, M) from the chip's simulated
     synapse arrays (:mod:`codesign.analog.synapse_sim`), and their mean supply power."""
     from codesign.analog.mapping import spine
-    from codesign.analog.synapse_sim import array_sums, array_supply, load_or_measure
+    from codesign.analog.synapse_sim import array_sums, array_supply, line_offsets, load_or_measure
 
     sp = spine(view)
     w = sp.weights
@@ -304,6 +304,8 @@ def _array_drive(view: Bundle, x: np.ndarray, cache: Path, settings: dict) -> tu
         arr, x_max, cache, design, corner=settings["corner"], mc_seed=settings.get("mc_seed")
     )
     sums, lines = array_sums(table, arr, x)
+    if settings.get("synapse_trim", "none") == "offset":
+        sums = sums - line_offsets(table, arr, x.shape[1])[None, :]
     d = w["w_cand"].shape[0]
     c = sums[:, :d] + w["b_cand"][None, :]
     b = sums[:, d:] + w["b_thr"][None, :]
@@ -329,6 +331,7 @@ def analog_eval(
     reltol: float = 1e-4,
     synapses: str = "ideal",
     synapse_ix_fa: float = 1000.0,
+    synapse_trim: str = "offset",
     ladder_spare: int = 1,
     ladder_group: int = 8,
     ladder_init: str = "nodeset",
@@ -356,6 +359,9 @@ def analog_eval(
     mismatched too), and adds their supply power. ``synapse_ix_fa``: the arrays' current per input
     LSB and weight unit (fA): each unit mirror conducts about 0.09-0.12 pA with no input (sky130
     tt, 2/4 um), which at 100 fA shifted every product by ~0.9 of its weight; at 1 pA by ~0.09.
+    ``synapse_trim``: ``offset`` (default) folds every sum line's zero-input sum into its bias DAC
+    code, a one-time per-chip calibration (:func:`codesign.analog.synapse_sim.line_offsets`);
+    ``none`` drives the cells with the untrimmed sums.
 
     ``mc``: mismatch draws of the behavioural model (:mod:`codesign.analog.behavioural`) over the
     whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
@@ -376,6 +382,8 @@ def analog_eval(
         )
     if synapses not in ("ideal", "circuit"):
         raise CodesignError(f"--synapses must be ideal or circuit, not {synapses!r}")
+    if synapse_trim not in ("offset", "none"):
+        raise CodesignError(f"--synapse-trim must be offset or none, not {synapse_trim!r}")
     if scale not in ("step", "neuron"):
         raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
     if not 1e-6 <= reltol <= 1e-2:
@@ -413,6 +421,8 @@ def analog_eval(
             raise CodesignError(f"--synapse-ix-fa must be between 10 and 1e5 fA, not {synapse_ix_fa:g}")
         settings["synapses"] = synapses
         settings["synapse_ix_fa"] = float(synapse_ix_fa)
+        if synapse_trim != "none":  # untrimmed runs keep their earlier cache keys
+            settings["synapse_trim"] = synapse_trim
     tasks = [(n, settings) for n in range(count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
@@ -508,6 +518,9 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "reltol": settings.get("reltol", 1e-4),
         "synapses": settings.get("synapses", "ideal"),
         "synapse_ix_fa": settings.get("synapse_ix_fa"),
+        "synapse_trim": settings.get("synapse_trim", "none")
+        if settings.get("synapses") == "circuit"
+        else None,
         "frame_ms": settings["frame_ms"],
         "sequences": len(records),
         "steps_per_sequence": records[0]["steps"],

@@ -30,7 +30,14 @@ from codesign.analog.cells import I_CAS, NFET, VDD, deck_header, fmt
 from codesign.analog.synapse import SynapseDesign, synapse_subckt
 from codesign.errors import CodesignError
 
-__all__ = ["ProductTable", "product_deck", "measure_products", "array_sums", "load_or_measure"]
+__all__ = [
+    "ProductTable",
+    "product_deck",
+    "measure_products",
+    "array_sums",
+    "line_offsets",
+    "load_or_measure",
+]
 
 LINE_V = 1.3
 """Sum-line voltage in the sweep: about the pFET diode input of the stage that takes the sums."""
@@ -195,6 +202,20 @@ def array_sums(table: ProductTable, weights: np.ndarray, xq: np.ndarray) -> tupl
     return (pos - neg) / (table.gain(w) * table.i_x), (pos + neg).sum(axis=1)
 
 
+def line_offsets(table: ProductTable, weights: np.ndarray, inputs: int) -> np.ndarray:
+    """Every sum line's differential sum with all inputs at zero ``(rows,)``, in whole LSB units.
+
+    With no input each unit mirror still conducts ~0.1 pA (sky130 tt, 2/4 um), so a row's
+    positive and negative lines do not cancel: the JapaneseVowels arrays sit -31..+32 units off
+    zero. A chip measures this once (inputs off) and folds it into the row's bias DAC code,
+    which is how ``analog-eval --synapse-trim offset`` drives the cells. Untrimmed, the offset
+    ate most of neuron 9's 14-unit margin over the left padding (where the sums are the biases
+    alone), and its cell, set with 0.8 pA of overdrive, crept over 13 frames and fell back when
+    the utterance began: 46 of 77 root errors in the 71-sequence run."""
+    z, _ = array_sums(table, weights, np.zeros((1, inputs), dtype=np.int64))
+    return np.rint(z[0])
+
+
 def array_supply(table: ProductTable, xq: np.ndarray, line_current: np.ndarray) -> np.ndarray:
     """Supply power (W) of the arrays on every step: the input DACs into the diodes, every sum
     line's current (drawn from VDD through the next stage) and the cascode bias."""
@@ -243,11 +264,14 @@ def load_or_measure(
     return table
 
 
-def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corner: str = "tt") -> dict:
+def test_set_figures(
+    bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corner: str = "tt", trim: str = "offset"
+) -> dict:
     """The chip's arrays (table from ``cache`` or ngspice) over a trained bundle's whole test set:
     how far their sums are from the integers, their supply power, and the states and accuracy of
     ideal complementary-pair cells (no mismatch, step mapping) driven by those sums -- what the
-    arrays alone cost in fidelity, without a cell transient per sequence."""
+    arrays alone cost in fidelity, without a cell transient per sequence. ``trim``: ``offset``
+    folds every line's zero-input sum into its bias (:func:`line_offsets`), ``none`` does not."""
     from codesign.analog.behavioural import golden_signs, pair_signs
     from codesign.analog.evaluate import _layer_view, analog_readout, test_set
     from codesign.analog.mapping import accumulators, map_bundle, spine
@@ -266,10 +290,11 @@ def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corn
     c, b = accumulators(view, xq)
     maps = map_bundle(view, xq, normalise=True)
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
+    off = line_offsets(table, arr, xq.shape[2]) if trim == "offset" else np.zeros(arr.shape[0])
     errs, power, sums_c, sums_b = [], [], [], []
     for n in range(len(xq)):
         s, lines = array_sums(table, arr, xq[n])
-        cm, bm = s[:, :d] + w["b_cand"], s[:, d:] + w["b_thr"]
+        cm, bm = s[:, :d] - off[:d] + w["b_cand"], s[:, d:] - off[d:] + w["b_thr"]
         errs.append(np.abs(np.concatenate([cm - c[n], bm - b[n]], axis=1)))
         power.append(array_supply(table, xq[n], lines).mean())
         sums_c.append(cm)
@@ -283,6 +308,8 @@ def test_set_figures(bundle_dir: Path, cache: Path, i_x_fa: float = 1000.0, corn
         "sequences": len(xq),
         "corner": corner,
         "i_x_fA": i_x_fa,
+        "trim": trim,
+        "line_offsets_units": off.astype(int).tolist(),
         "array_gain": table.gain(arr),
         "sum_error_units": {
             "median": float(np.median(err)),
@@ -308,10 +335,11 @@ if __name__ == "__main__":
     ap.add_argument("bundle", type=Path)
     ap.add_argument("--cache", type=Path, required=True, help="where the chip's table is kept")
     ap.add_argument("--ix-fa", type=float, default=1000.0)
+    ap.add_argument("--trim", choices=("offset", "none"), default="offset")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    res = test_set_figures(args.bundle, args.cache, args.ix_fa)
+    res = test_set_figures(args.bundle, args.cache, args.ix_fa, trim=args.trim)
     text = json.dumps(res, indent=2) + "\n"
     print(text, end="")
     if args.json is not None:
