@@ -45,6 +45,7 @@ def assert_matches_golden(
     target="generic",
     counters="all",
     share="off",
+    narrow="off",
 ):
     result = simulate(
         bundle,
@@ -55,6 +56,7 @@ def assert_matches_golden(
         target=target,
         counters=counters,
         share=share,
+        narrow=narrow,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -273,6 +275,62 @@ def test_shared_multipliers_over_three_matrices_and_selective_layers(share: str)
     xs = random_integer_inputs(bundle, sequences=3, steps=(1, 7), seed=8)
     for lanes in (1, 2):
         assert_matches_golden(bundle, xs, lanes=lanes, seed=lanes, share=share, weights="runtime")
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights", "share"),
+    [
+        ("japanese_vowels_cmru2", 4, "up5k", "spram", "1"),  # both layers folded, in SPRAM via config
+        ("japanese_vowels_mingru", 3, "generic", "baked", "on:2"),  # a slice read again per piece
+        ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime", "on"),  # loaded through config, DCLS
+        ("spoken_digits_cmru", 4, "up5k", "frozen", "on"),  # ROM slices
+    ],
+)
+def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights: str, share: str) -> None:
+    """``--narrow auto``: a shared-multiplier engine's weight word as one slice per pass at
+    consecutive addresses, pass ``q`` reading slice ``q``: the same sums and cycles as the unfolded
+    build, a memory ``passes`` times deeper and narrower, read once per pass."""
+    bundle = load_bundle(BUNDLES / name)
+    options = {"target": target, "share": share, "frozen": weights in ("frozen", "spram")}
+    folded = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", narrow="auto", **options)
+    wide = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", **options)
+    for e, w in zip(folded.engines, wide.engines, strict=True):
+        mem, flat = e.memories["weights"], w.memories["weights"]
+        folds = -(-len(e.matrices) // e.products)
+        assert mem.fold == folds and mem.depth == flat.depth * folds
+        assert mem.elements == e.lanes * e.products == flat.elements // folds
+    assert folded.layers[0].memories["weights"].fold == 2
+    assert folded.shape_key()["narrow"] == "auto" and "narrow" not in wide.shape_key()
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=4)
+    got = assert_matches_golden(
+        bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share, narrow="auto"
+    )
+    ref = simulate(bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share)
+    assert got.counters["layer0_busy_cycles"] == ref.counters["layer0_busy_cycles"]
+    passes = folded.layers[0].passes
+    assert got.counters["layer0_weights_reads"] == passes * ref.counters["layer0_weights_reads"]
+
+
+def test_three_matrices_fold_into_three_slices() -> None:
+    """alphaCMRU's three matrices on one multiplier per lane: three slices per word (an address
+    times 3), or, on two multipliers, two slices whose last holds one matrix and a zero."""
+    manifest = random_network_manifest(
+        inputs=4,
+        layers=[
+            {"cell": "alphacmru", "size": 5, "eps": 1, "weight_bits": 6, "dcls": {"taps": 2, "span": 3}},
+            {"cell": "alphacmru", "size": 4, "eps": -1},
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=9)
+    for share, folds in (("on", 3), ("2", 2)):
+        plan = plan_accelerator(manifest, 2, share=share, narrow="auto")
+        assert [e.memories["weights"].fold for e in plan.layers] == [folds, folds]
+        assert_matches_golden(bundle, xs, lanes=2, seed=2, share=share, weights="runtime", narrow="auto")
+    with pytest.raises(CodesignError, match="--narrow 'yes' is not one of off, auto"):
+        plan_accelerator(manifest, 2, narrow="yes")
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -134,10 +134,18 @@ class MacFront(wiring.Component):
 
     # ------------------------------------------------------------ C1 fetch
     def _fetch(self, m: Module, slot, ports):
-        """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`)."""
+        """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`); a
+        folded word (``MemoryPlan.fold``, ``--narrow``) one slice per pass, the pass's own."""
         w_rd = ports["weights"][0]
-        m.d.comb += w_rd.addr.eq(slot.base + slot.index)
-        with m.If(slot.valid & ~slot.empty & self._first_part(slot)):
+        folds = self.engine.memories["weights"].fold
+        if folds == 1:
+            m.d.comb += w_rd.addr.eq(slot.base + slot.index)
+            read = self._first_part(slot)
+        else:  # --narrow: pass q of the slot reads slice q of the item's word (its digit pieces, again)
+            pass_index = slot.part // self.engine.digit_passes if self.engine.digit_passes > 1 else slot.part
+            m.d.comb += w_rd.addr.eq((slot.base + slot.index) * folds + pass_index)
+            read = 1
+        with m.If(slot.valid & ~slot.empty & read):
             m.d.comb += w_rd.en.eq(1)
         s2 = Signal(SlotLayout(self.engine), name="slot_c2")
         m.d.sync += s2.eq(slot)
@@ -182,6 +190,7 @@ class MacFront(wiring.Component):
             hard_products=e.hard_products,
             lane_multipliers=e.lane_multipliers,
             digit_passes=e.digit_passes,
+            folded=e.memories["weights"].fold > 1,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),

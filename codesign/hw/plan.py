@@ -52,6 +52,7 @@ __all__ = [
     "SHARE_MODES",
     "serial_cycles",
     "parse_share",
+    "NARROW_MODES",
 ]
 
 MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
@@ -117,6 +118,8 @@ class MemoryPlan:
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
+    fold: int = 1  # a logical word split into ``fold`` slices at consecutive addresses (``--narrow``):
+    # ``depth`` and ``elements`` are the physical memory's, one slice per word
 
     @property
     def width(self) -> int:
@@ -229,6 +232,7 @@ class AcceleratorPlan:
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
     spram: bool = False  # frozen, but the largest weight matrices in single-port RAMs loaded through config
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
+    narrow: str = "off"  # weight words folded by the lane array's matrix passes (--narrow): off or auto
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -279,6 +283,8 @@ class AcceleratorPlan:
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         if self.spram:
             key |= {"spram": True}
+        if self.narrow != "off":  # keys of builds without folding unchanged
+            key |= {"narrow": self.narrow}
         return key
 
 
@@ -617,6 +623,42 @@ def _to_spram(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     return out
 
 
+NARROW_MODES = ("off", "auto")
+"""``--narrow``: ``off`` (a weight word holds every matrix of every lane), ``auto`` (an engine whose
+lanes take their matrices in several passes, ``--share-multipliers``, keeps its weight word as one
+slice per pass at consecutive addresses: :func:`_fold_weights`)."""
+
+
+def matrix_passes(e: EnginePlan) -> int:
+    """Passes a slot takes through a lane's shared multipliers, ``ceil(matrices / multipliers)``
+    (1 without sharing); the digit-serial pieces of each come on top (``EnginePlan.passes``)."""
+    return ceil_div(len(e.matrices), e.products)
+
+
+def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
+    """``--narrow auto``: an engine whose lanes take their matrices in ``F = matrix_passes > 1``
+    passes keeps its weight word as ``F`` slices at ``F`` consecutive addresses, slice ``q`` the
+    ``P x u`` weights of pass ``q`` (``u`` multipliers per lane, the missing matrices of a last
+    slice zero). Pass ``q`` of a slot reads slice ``q`` (the lane array only ever took those
+    weights of the word), so the fold costs no cycle, and the memory is ``F`` times deeper and
+    narrower: deep enough for a UP5K EBR or SPRAM (16 bits wide) to hold more of it, and no
+    multiplexer picks a pass's weights out of the word. An engine without sharing keeps its word."""
+    if narrow not in NARROW_MODES:
+        raise CodesignError(f"--narrow {narrow!r} is not one of {', '.join(NARROW_MODES)}")
+    if narrow == "off":
+        return engines
+    out = []
+    for e in engines:
+        folds = matrix_passes(e)
+        if folds == 1:
+            out.append(e)
+            continue
+        mem = e.memories["weights"]
+        folded = replace(mem, depth=mem.depth * folds, elements=e.lanes * e.products, fold=folds)
+        out.append(replace(e, memories={**e.memories, "weights": folded}))
+    return out
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
     a memory already in a single-port RAM (:func:`_to_spram`) keeps it."""
@@ -853,6 +895,7 @@ def plan_accelerator(
     spram: bool = False,
     share: str | int = "off",
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
+    narrow: str = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -866,6 +909,8 @@ def plan_accelerator(
     per-neuron shifts the ROMs hold, which bound the update units' shifters instead of the spec's
     ``shift_bounds``. ``spram`` (with ``frozen``, ``--weights spram``) moves the largest weight
     matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
+    ``narrow`` (:data:`NARROW_MODES`) folds the weight word of an engine with shared multipliers
+    into one slice per pass (:func:`_fold_weights`), before the memories are mapped.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -890,9 +935,12 @@ def plan_accelerator(
         raise CodesignError("spram weights are a frozen build's option (--weights spram)")
     if frozen:
         engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
+    # the multipliers first (they decide the passes a fold follows), then the memories' shapes,
+    # then where each goes
+    engines = _fold_weights(_assign_multipliers(engines, chip, share_per_lane, cycles), narrow)
     if spram:
         engines = _to_spram(engines, chip)
-    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane, cycles)
+    engines = _map_memories(engines, chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -920,4 +968,5 @@ def plan_accelerator(
         frozen=frozen,
         spram=spram,
         share=share_name,
+        narrow=narrow,
     )
