@@ -299,6 +299,8 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
         folds = -(-len(e.matrices) // e.products)
         assert mem.fold == folds and mem.depth == flat.depth * folds
         assert mem.elements == e.lanes * e.products == flat.elements // folds
+        if "acc" in e.memories:  # an event-driven engine's kept sums fold the same way
+            assert e.memories["acc"].fold == folds and e.memories["acc"].depth == e.groups * folds
     assert folded.layers[0].memories["weights"].fold == 2
     assert folded.shape_key()["narrow"] == "auto" and "narrow" not in wide.shape_key()
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=4)
@@ -313,7 +315,8 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
 
 def test_three_matrices_fold_into_three_slices() -> None:
     """alphaCMRU's three matrices on one multiplier per lane: three slices per word (an address
-    times 3), or, on two multipliers, two slices whose last holds one matrix and a zero."""
+    times 3), or, on two multipliers, two slices whose last holds one matrix and a zero; the
+    event-driven layer's kept sums too, also with products in two Booth-digit pieces."""
     manifest = random_network_manifest(
         inputs=4,
         layers=[
@@ -325,9 +328,11 @@ def test_three_matrices_fold_into_three_slices() -> None:
     )
     bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
     xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=9)
-    for share, folds in (("on", 3), ("2", 2)):
+    for share, folds in (("on", 3), ("2", 2), ("on:2", 3)):
         plan = plan_accelerator(manifest, 2, share=share, narrow="auto")
         assert [e.memories["weights"].fold for e in plan.layers] == [folds, folds]
+        assert plan.layers[1].memories["acc"].fold == folds  # kept sums: slices of 1 or 2 matrices
+        assert plan.layers[1].digit_passes == (2 if share == "on:2" else 1)  # slices written 2 apart
         assert_matches_golden(bundle, xs, lanes=2, seed=2, share=share, weights="runtime", narrow="auto")
     with pytest.raises(CodesignError, match="--narrow 'yes' is not one of off, auto"):
         plan_accelerator(manifest, 2, narrow="yes")

@@ -36,16 +36,21 @@ WRITTEN = ("state", "acc", "pool")
 """Memories the engine's later stages write back."""
 
 
-def word_layout(mem: MemoryPlan) -> data.ArrayLayout:
-    return data.ArrayLayout(signed(mem.elem_bits), mem.elements)
+def word_layout(mem: MemoryPlan, elements: int | None = None) -> data.ArrayLayout:
+    return data.ArrayLayout(signed(mem.elem_bits), elements or mem.elements)
 
 
 class WriteLayout(data.StructLayout):
-    """One write of a whole word: ``data`` to word ``addr`` when ``en``."""
+    """One write of a whole word: ``data`` to word ``addr`` when ``en``; of a folded memory
+    (``MemoryPlan.fold``), the logical word (``elements``) to logical address ``addr``."""
 
-    def __init__(self, mem: MemoryPlan) -> None:
+    def __init__(self, mem: MemoryPlan, elements: int | None = None) -> None:
         super().__init__(
-            {"addr": unsigned(index_bits(mem.depth)), "en": unsigned(1), "data": word_layout(mem)}
+            {
+                "addr": unsigned(index_bits(mem.depth // mem.fold)),
+                "en": unsigned(1),
+                "data": word_layout(mem, elements),
+            }
         )
 
 
@@ -69,7 +74,10 @@ class MacFront(wiring.Component):
             "acc": Out(data.ArrayLayout(signed(e.acc_bits), e.lanes * len(e.matrices))),
         }
         members |= {key: Out(word_layout(mems[key])) for key in HELD if key in mems}
-        members |= {f"{key}_write": In(WriteLayout(mems[key])) for key in WRITTEN if key in mems}
+        logical = {"acc": e.lanes * len(e.matrices)}  # a folded word's elements, as the engine sees it
+        members |= {
+            f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
+        }
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -118,6 +126,8 @@ class MacFront(wiring.Component):
                 wr = mem.write_port(granular=loadable)
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])
+            elif not rom and mems[key].fold > 1:
+                self._folded_write(m, wr, getattr(self, f"{key}_write"), mems[key])
             elif not rom:
                 request = getattr(self, f"{key}_write")
                 m.d.comb += [wr.addr.eq(request.addr), wr.en.eq(request.en), wr.data.eq(request.data)]
@@ -125,6 +135,43 @@ class MacFront(wiring.Component):
             ports[key] = (rd, wr)
         assert e.mode != "events" or "acc" in ports
         return ports
+
+    def _folded_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write a word of ``mem.fold`` slices (``--narrow``, the kept accumulators): slice ``q``
+        goes to address ``F * addr + q``, ``q`` passes (``q x digit_passes`` cycles) after the
+        request, from the request's data as it is then. That data is the lane array's sums, whose
+        slice ``q`` the next group changes on its pass ``q`` at the earliest, one cycle after this
+        write; the next step reads slice ``q`` of the group on its first slot's pass ``q``, as far
+        behind this write as the read of an unfolded word is behind its write. One slice is
+        written per cycle at most (a group's last slot takes ``F`` passes)."""
+        e = self.engine
+        folds, step = mem.fold, e.digit_passes
+        u, n = mem.elements // e.lanes, len(e.matrices)
+        en, addr = request.en, request.addr
+        delayed = {0: (en, addr)}
+        for k in range(1, (folds - 1) * step + 1):
+            en_k, addr_k = (
+                Signal(name=f"{mem.name}_wen_d{k}"),
+                Signal.like(addr, name=f"{mem.name}_waddr_d{k}"),
+            )
+            m.d.sync += [en_k.eq(en), addr_k.eq(addr)]
+            en, addr = en_k, addr_k
+            delayed[k] = (en, addr)
+        for q in reversed(range(folds)):  # at most one slice is due in a cycle
+            en_q, addr_q = delayed[q * step]
+            with m.If(en_q):
+                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr_q * folds + q)]
+                for lane in range(e.lanes):
+                    for j in range(u):
+                        k = q * u + j
+                        m.d.comb += wr.data[lane * u + j].eq(request.data[lane * n + k] if k < n else 0)
+
+    def _pass(self, slot):
+        """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""
+        e = self.engine
+        if e.passes == 1:
+            return 0
+        return slot.part // e.digit_passes if e.digit_passes > 1 else slot.part
 
     def _first_part(self, slot):
         """Whether ``slot`` is its item's first part: with shared multipliers an item comes once per
@@ -142,8 +189,7 @@ class MacFront(wiring.Component):
             m.d.comb += w_rd.addr.eq(slot.base + slot.index)
             read = self._first_part(slot)
         else:  # --narrow: pass q of the slot reads slice q of the item's word (its digit pieces, again)
-            pass_index = slot.part // self.engine.digit_passes if self.engine.digit_passes > 1 else slot.part
-            m.d.comb += w_rd.addr.eq((slot.base + slot.index) * folds + pass_index)
+            m.d.comb += w_rd.addr.eq((slot.base + slot.index) * folds + self._pass(slot))
             read = 1
         with m.If(slot.valid & ~slot.empty & read):
             m.d.comb += w_rd.en.eq(1)
@@ -161,13 +207,16 @@ class MacFront(wiring.Component):
         m.d.comb += b_rd.addr.eq(s2.group)
         use_acc = Signal()
         m.d.comb += use_acc.eq(~s2.seq_first if acc_rd is not None else 0)
-        with m.If(s2.valid & s2.first & self._first_part(s2)):
+        acc_folds = self.engine.memories["acc"].fold if acc_rd is not None else 1
+        with m.If(s2.valid & s2.first):
             if acc_rd is None:
-                m.d.comb += b_rd.en.eq(1)
+                with m.If(self._first_part(s2)):
+                    m.d.comb += b_rd.en.eq(1)
             else:
-                with m.If(use_acc):
-                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group)]
-                with m.Else():
+                with m.If(use_acc & (self._first_part(s2) if acc_folds == 1 else 1)):
+                    # folded (--narrow): pass q reads slice q of the group's kept sums
+                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group * acc_folds + self._pass(s2))]
+                with m.Elif(~use_acc & self._first_part(s2)):
                     m.d.comb += b_rd.en.eq(1)
         use_acc2a = Signal()
         m.d.sync += use_acc2a.eq(use_acc)
@@ -204,9 +253,12 @@ class MacFront(wiring.Component):
         if e.passes > 1:
             m.d.comb += lanes.part.eq(s2.part)
         no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
+        u = e.memories["acc"].elements // p if acc_rd is not None else n_mat  # a folded word: P x u
         for i in range(p * n_mat):
             bias_seed = 0 if no_bias else b_rd.data[i]
-            seed = bias_seed if acc_rd is None else Mux(use_acc2a, acc_rd.data[i], bias_seed)
+            # element k of a lane, when its pass comes, is element k mod u of the slice then read
+            kept = acc_rd.data[(i // n_mat) * u + (i % n_mat) % u] if acc_rd is not None else None
+            seed = bias_seed if acc_rd is None else Mux(use_acc2a, kept, bias_seed)
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p

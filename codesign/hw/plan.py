@@ -629,6 +629,12 @@ lanes take their matrices in several passes, ``--share-multipliers``, keeps its 
 slice per pass at consecutive addresses: :func:`_fold_weights`)."""
 
 
+FOLDED_KEYS = ("weights", "acc")
+"""Memories ``--narrow auto`` folds: the weights (read per item) and an event-driven engine's kept
+accumulators (read on a group's first slot, written after its last): both hold ``P x n`` elements
+of which pass ``q`` uses its ``P x u``."""
+
+
 def matrix_passes(e: EnginePlan) -> int:
     """Passes a slot takes through a lane's shared multipliers, ``ceil(matrices / multipliers)``
     (1 without sharing); the digit-serial pieces of each come on top (``EnginePlan.passes``)."""
@@ -642,7 +648,11 @@ def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
     slice zero). Pass ``q`` of a slot reads slice ``q`` (the lane array only ever took those
     weights of the word), so the fold costs no cycle, and the memory is ``F`` times deeper and
     narrower: deep enough for a UP5K EBR or SPRAM (16 bits wide) to hold more of it, and no
-    multiplexer picks a pass's weights out of the word. An engine without sharing keeps its word."""
+    multiplexer picks a pass's weights out of the word. An event-driven engine's kept accumulators
+    fold the same way: pass ``q`` of a group's first slot reads slice ``q`` of its seeds, and slice
+    ``q`` of the sums is written ``q`` passes after the group's last, before the next group's pass
+    ``q`` changes them (``codesign.hw.front``), so the reads and writes keep their distance and no
+    cycle is added. An engine without sharing keeps its words."""
     if narrow not in NARROW_MODES:
         raise CodesignError(f"--narrow {narrow!r} is not one of {', '.join(NARROW_MODES)}")
     if narrow == "off":
@@ -653,9 +663,12 @@ def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
         if folds == 1:
             out.append(e)
             continue
-        mem = e.memories["weights"]
-        folded = replace(mem, depth=mem.depth * folds, elements=e.lanes * e.products, fold=folds)
-        out.append(replace(e, memories={**e.memories, "weights": folded}))
+        mems = dict(e.memories)
+        for key in FOLDED_KEYS:
+            if key in mems:
+                mem = mems[key]
+                mems[key] = replace(mem, depth=mem.depth * folds, elements=e.lanes * e.products, fold=folds)
+        out.append(replace(e, memories=mems))
     return out
 
 
