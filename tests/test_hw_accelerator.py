@@ -299,6 +299,7 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
         folds = -(-len(e.matrices) // e.products)
         assert mem.fold == folds and mem.depth == flat.depth * folds
         assert mem.elements == e.lanes * e.products == flat.elements // folds
+        assert e.memories["bias"].fold == folds and e.memories["bias"].depth == e.groups * folds
         if "acc" in e.memories:  # an event-driven engine's kept sums fold the same way
             assert e.memories["acc"].fold == folds and e.memories["acc"].depth == e.groups * folds
     assert folded.layers[0].memories["weights"].fold == 2

@@ -204,19 +204,21 @@ class MacFront(wiring.Component):
         product (``P x matrices x acc_bits`` flip-flops)."""
         b_rd = ports["bias"][0]
         acc_rd = ports["acc"][0] if "acc" in ports else None
-        m.d.comb += b_rd.addr.eq(s2.group)
         use_acc = Signal()
         m.d.comb += use_acc.eq(~s2.seq_first if acc_rd is not None else 0)
         acc_folds = self.engine.memories["acc"].fold if acc_rd is not None else 1
+        b_folds = self.engine.memories["bias"].fold
+        # folded (--narrow): pass q reads slice q of the group's biases or kept sums
+        m.d.comb += b_rd.addr.eq(s2.group * b_folds + self._pass(s2) if b_folds > 1 else s2.group)
+        read_bias = self._first_part(s2) if b_folds == 1 else 1
         with m.If(s2.valid & s2.first):
             if acc_rd is None:
-                with m.If(self._first_part(s2)):
+                with m.If(read_bias):
                     m.d.comb += b_rd.en.eq(1)
             else:
                 with m.If(use_acc & (self._first_part(s2) if acc_folds == 1 else 1)):
-                    # folded (--narrow): pass q reads slice q of the group's kept sums
                     m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group * acc_folds + self._pass(s2))]
-                with m.Elif(~use_acc & self._first_part(s2)):
+                with m.Elif(~use_acc & read_bias):
                     m.d.comb += b_rd.en.eq(1)
         use_acc2a = Signal()
         m.d.sync += use_acc2a.eq(use_acc)
@@ -254,8 +256,9 @@ class MacFront(wiring.Component):
             m.d.comb += lanes.part.eq(s2.part)
         no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
         u = e.memories["acc"].elements // p if acc_rd is not None else n_mat  # a folded word: P x u
+        ub = e.memories["bias"].elements // p
         for i in range(p * n_mat):
-            bias_seed = 0 if no_bias else b_rd.data[i]
+            bias_seed = 0 if no_bias else b_rd.data[(i // n_mat) * ub + (i % n_mat) % ub]
             # element k of a lane, when its pass comes, is element k mod u of the slice then read
             kept = acc_rd.data[(i // n_mat) * u + (i % n_mat) % u] if acc_rd is not None else None
             seed = bias_seed if acc_rd is None else Mux(use_acc2a, kept, bias_seed)

@@ -629,10 +629,10 @@ lanes take their matrices in several passes, ``--share-multipliers``, keeps its 
 slice per pass at consecutive addresses: :func:`_fold_weights`)."""
 
 
-FOLDED_KEYS = ("weights", "acc")
-"""Memories ``--narrow auto`` folds: the weights (read per item) and an event-driven engine's kept
-accumulators (read on a group's first slot, written after its last): both hold ``P x n`` elements
-of which pass ``q`` uses its ``P x u``."""
+FOLDED_KEYS = ("weights", "bias", "acc")
+"""Memories ``--narrow auto`` folds: the weights (read per item), the biases and an event-driven
+engine's kept accumulators (read on a group's first slot; the sums written after its last): each
+holds ``P x n`` elements of which pass ``q`` uses its ``P x u``."""
 
 
 def matrix_passes(e: EnginePlan) -> int:
