@@ -303,6 +303,12 @@ def bench(
             help="rtl: off, on, auto or N multipliers per lane [:K cycles per LUT product], as `codesign rtl`",
         ),
     ] = "off",
+    narrow: Annotated[
+        str,
+        typer.Option(
+            help="rtl: off or auto (weight, bias and kept-sum words folded per pass), as `codesign rtl`"
+        ),
+    ] = "off",
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
@@ -324,6 +330,7 @@ def bench(
             rates=_parse_rates(rates),
             target=target,
             share=share_multipliers,
+            narrow=narrow,
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))

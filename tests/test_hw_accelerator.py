@@ -730,6 +730,34 @@ def test_frozen_dcls_taps_are_roms() -> None:
         assert_matches_golden(bundle, xs, lanes=2, seed=9, target=target, weights="frozen")
 
 
+def test_dcls_counts_take_a_block_ram_per_tap() -> None:
+    """A DCLS front end reads its slot counts on one port per tap, so block RAM holds a copy per
+    tap: the d = 12 DCLS network at P = 2 (``--narrow auto``) placed 31 EBRs where the plan had
+    counted 30, its 4 x 4-bit counts in two."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 12, "dcls": {"taps": 2, "span": 4}},
+            {"cell": "cmru", "size": 12, "eps": 1, "dcls": {"taps": 2, "span": 4}},
+        ],
+        classes=5,
+        seed=1,
+    )
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, spram=True, share="1", narrow="auto")
+    counts = plan.memory("layer1_dcls_counts")
+    assert counts.banks == 2
+    chip = get_target("up5k")
+    banks = {m.name: m.banks for m in plan.memories}
+    styled = chip.map_memories({counts.name: (counts.depth, counts.width)}, banks=banks)
+    assert styled[counts.name] == "block"
+    used = sum(
+        m.banks * chip.blocks_for(m.depth, -(-m.width // m.banks))
+        for m in plan.memories
+        if m.style == "block"
+    )
+    assert used <= chip.block_rams - chip.reserved_block_rams
+
+
 def test_block_rams_go_where_they_save_the_most_logic() -> None:
     """The plan fills the block RAMs it keeps (an exact knapsack): the greedy rule moved the
     cheapest memories per block out until the rest fit and overshot, leaving the d = 12 DCLS

@@ -339,8 +339,10 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             index_bits(dc.channels),
             "delay_line",
         )
+        # one read port per tap (a copy each in block RAM): the d = 12 DCLS network's 4 x 4-bit
+        # counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30
         mems["dcls_counts"] = MemoryPlan(
-            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
+            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line", banks=dc.taps
         )
         mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
             f"{e.name}_dcls_outputs",
