@@ -407,6 +407,39 @@ def test_spram_builds_match_golden() -> None:
     )
 
 
+def test_narrow_build_records_its_folds(tmp_path: Path) -> None:
+    """``codesign rtl --narrow auto`` at P = 4 for the UP5K: both layers' weights fold into two
+    slices of 32 bits, which fit the four SPRAMs together (unfolded, one layer's 64-bit words took
+    all four); ``build.json`` records the folds and the memory shapes the Verilog has."""
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = BUNDLES / "japanese_vowels_cmru2"
+    wide = plan_accelerator(
+        load_bundle(bundle_dir).manifest, 4, target="up5k", frozen=True, spram=True, share="1"
+    )
+    assert [m.name for m in wide.memories if m.style == "huge"] == ["layer1_weights"]
+    info = build_rtl(
+        bundle_dir,
+        tmp_path / "b",
+        lanes=4,
+        weights="spram",
+        target="up5k",
+        counters="none",
+        share="1",
+        narrow="auto",
+    )
+    plan = info["plan"]
+    assert plan["narrow"] == "auto"
+    folded = {
+        m["name"]: (m["depth"], m["elements"], m["fold"], m["style"])
+        for m in plan["memories"]
+        if m["fold"] > 1
+    }
+    assert folded["layer0_weights"] == (96, 4, 2, "huge") and folded["layer1_weights"] == (128, 4, 2, "huge")
+    assert folded["layer1_acc"][:3] == (8, 4, 2) and folded["layer0_bias"][:3] == (8, 4, 2)
+    assert "readout_weights" not in folded  # one matrix: nothing to fold
+
+
 def test_spram_plan_and_verilog(tmp_path: Path) -> None:
     """The plan puts the two layers' weight matrices (4 SPRAMs of 16 bits) in single-port RAMs with
     configuration ids, keeps every other parameter a ROM, and the Verilog gives them no initial
