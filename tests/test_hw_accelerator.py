@@ -25,6 +25,7 @@ from codesign.bundle.spec import accumulator_bits, array_table, shift_bounds
 from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
+from codesign.hw.issue import drain_cycles
 from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
@@ -317,7 +318,8 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
 def test_three_matrices_fold_into_three_slices() -> None:
     """alphaCMRU's three matrices on one multiplier per lane: three slices per word (an address
     times 3), or, on two multipliers, two slices whose last holds one matrix and a zero; the
-    event-driven layer's kept sums too, also with products in two Booth-digit pieces."""
+    event-driven layer's kept sums too, also with products in two Booth-digit pieces; the state
+    in slices read over the last slot's passes (one group: the same pause between steps)."""
     manifest = random_network_manifest(
         inputs=4,
         layers=[
@@ -334,7 +336,15 @@ def test_three_matrices_fold_into_three_slices() -> None:
         assert [e.memories["weights"].fold for e in plan.layers] == [folds, folds]
         assert plan.layers[1].memories["acc"].fold == folds  # kept sums: slices of 1 or 2 matrices
         assert plan.layers[1].digit_passes == (2 if share == "on:2" else 1)  # slices written 2 apart
+        sliced = folds if 2 >= folds else 1  # two lanes' states: fewer elements than 3 slices
+        assert [e.memories["state"].fold for e in plan.layers] == [sliced, sliced]
         assert_matches_golden(bundle, xs, lanes=2, seed=2, share=share, weights="runtime", narrow="auto")
+    # one group per layer: nothing but the pause between steps lies between a slice's write and
+    # the next step's read of it (slice q: q cycles after C4, on pass q of the last slot)
+    one = plan_accelerator(manifest, 5, share="on", narrow="auto")
+    assert [e.groups for e in one.layers] == [1, 1] and one.layers[0].memories["state"].fold == 3
+    assert drain_cycles(one.layers[0]) == drain_cycles(plan_accelerator(manifest, 5, share="on").layers[0])
+    assert_matches_golden(bundle, xs, lanes=5, seed=3, share="on", narrow="auto")
     with pytest.raises(CodesignError, match="--narrow 'yes' is not one of off, auto"):
         plan_accelerator(manifest, 2, narrow="yes")
 

@@ -24,7 +24,7 @@ from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.issue import IssueStage, SlotLayout
 from codesign.hw.lanes import LaneArray
-from codesign.hw.plan import AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
+from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["MacFront", "WriteLayout"]
@@ -73,8 +73,9 @@ class MacFront(wiring.Component):
             "slot": Out(SlotLayout(e)),
             "acc": Out(data.ArrayLayout(signed(e.acc_bits), e.lanes * len(e.matrices))),
         }
-        members |= {key: Out(word_layout(mems[key])) for key in HELD if key in mems}
-        logical = {"acc": e.lanes * len(e.matrices)}  # a folded word's elements, as the engine sees it
+        # a folded word's elements as the engine sees it (the memory holds slices of them)
+        logical = {"acc": e.lanes * len(e.matrices), "state": e.lanes * len(e.state_fields), "pool": e.lanes}
+        members |= {key: Out(word_layout(mems[key], logical.get(key))) for key in HELD if key in mems}
         members |= {
             f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
         }
@@ -126,6 +127,8 @@ class MacFront(wiring.Component):
                 wr = mem.write_port(granular=loadable)
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])
+            elif not rom and mems[key].fold > 1 and key in SLICED_KEYS:
+                self._sliced_write(m, wr, getattr(self, f"{key}_write"), mems[key])
             elif not rom and mems[key].fold > 1:
                 self._folded_write(m, wr, getattr(self, f"{key}_write"), mems[key])
             elif not rom:
@@ -165,6 +168,34 @@ class MacFront(wiring.Component):
                     for j in range(u):
                         k = q * u + j
                         m.d.comb += wr.data[lane * u + j].eq(request.data[lane * n + k] if k < n else 0)
+
+    def _sliced_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write a word of ``mem.fold`` slices of consecutive elements (``--narrow``, the state and
+        pooled sums): slice 0 to address ``F * addr`` with the request (C4), slice ``q`` ``q``
+        cycles later from a register that took the word with the request (the C4 registers move
+        on with the next slot). :func:`codesign.hw.issue.drain_cycles` keeps the next step's read
+        of each slice behind its write; the next group's request comes ``passes`` cycles later at
+        the earliest, after the last slice."""
+        folds, per = mem.fold, mem.elements
+        logical = len(request.data)
+        kept = Signal.like(request.data, name=f"{mem.name}_wdata_kept")
+        with m.If(request.en):
+            m.d.sync += kept.eq(request.data)
+        en, addr = request.en, request.addr
+        for q in range(folds):
+            if q:
+                en_q, addr_q = (
+                    Signal(name=f"{mem.name}_wen_d{q}"),
+                    Signal.like(addr, name=f"{mem.name}_waddr_d{q}"),
+                )
+                m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
+                en, addr = en_q, addr_q
+            source = request.data if q == 0 else kept
+            with m.If(en):
+                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr * folds + q)]
+                for j in range(per):
+                    i = q * per + j
+                    m.d.comb += wr.data[j].eq(source[i] if i < logical else 0)
 
     def _pass(self, slot):
         """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""
@@ -278,12 +309,31 @@ class MacFront(wiring.Component):
         """A group's last slot reads its state, parameters and pooled sum in C2a and registers them
         in C2b, so they reach C3 with the sums and from flip-flops (a block RAM's clock-to-output
         delay is not on the update stage's path)."""
+        mems = self.engine.memories
         held = [key for key in HELD if key in ports]
         with m.If(s2a.valid & s2a.last):
             for key in held:
-                rd = ports[key][0]
-                m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group)]
+                if mems[key].fold == 1:
+                    rd = ports[key][0]
+                    m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group)]
         for key in held:
-            m.d.sync += getattr(self, key).eq(ports[key][0].data)
+            if mems[key].fold == 1:
+                m.d.sync += getattr(self, key).eq(ports[key][0].data)
+                continue
+            # folded (--narrow): pass q of the last slot reads slice q, which the next cycle's
+            # register takes into its place in the held word (ready by C3 of the last part)
+            rd, folds, per = ports[key][0], mems[key].fold, mems[key].elements
+            reading = s2a.valid & s2a.final
+            with m.If(reading):
+                m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group * folds + self._pass(s2a))]
+            taken = Signal(name=f"{key}_slice_taken")
+            slice_taken = Signal(range(folds), name=f"{key}_slice")
+            m.d.sync += [taken.eq(reading), slice_taken.eq(self._pass(s2a))]
+            word = getattr(self, key)
+            for q in range(folds):
+                with m.If(taken & (slice_taken == q)):
+                    for j in range(per):
+                        if q * per + j < len(word):
+                            m.d.sync += word[q * per + j].eq(rd.data[j])
         s2b = Signal(SlotLayout(self.engine), name="slot_c2b")
         m.d.sync += [s2b.eq(s2a), self.slot.eq(s2b)]

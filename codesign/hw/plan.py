@@ -637,6 +637,13 @@ engine's kept accumulators (read on a group's first slot; the sums written after
 holds ``P x n`` elements of which pass ``q`` uses its ``P x u``."""
 
 
+SLICED_KEYS = ("state", "pool")
+"""Memories ``--narrow auto`` folds into ``F`` equal slices of consecutive elements (the last
+padded): the state and pooled sums, read over the passes of a group's last slot and written over
+as many cycles after C4 (slice ``q`` read ``q`` parts or more after the slot's first part and
+written ``q`` cycles after C4: the distance :func:`codesign.hw.issue.drain_cycles` keeps holds)."""
+
+
 def matrix_passes(e: EnginePlan) -> int:
     """Passes a slot takes through a lane's shared multipliers, ``ceil(matrices / multipliers)``
     (1 without sharing); the digit-serial pieces of each come on top (``EnginePlan.passes``)."""
@@ -654,7 +661,10 @@ def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
     fold the same way: pass ``q`` of a group's first slot reads slice ``q`` of its seeds, and slice
     ``q`` of the sums is written ``q`` passes after the group's last, before the next group's pass
     ``q`` changes them (``codesign.hw.front``), so the reads and writes keep their distance and no
-    cycle is added. An engine without sharing keeps its words."""
+    cycle is added. The state and pooled sums (:data:`SLICED_KEYS`) fold into ``F`` slices of
+    consecutive elements, read on the ``F`` passes of the group's last slot into the registers
+    that hold them for the update stage and written over ``F`` cycles from C4, at no cycle either.
+    An engine without sharing keeps its words."""
     if narrow not in NARROW_MODES:
         raise CodesignError(f"--narrow {narrow!r} is not one of {', '.join(NARROW_MODES)}")
     if narrow == "off":
@@ -670,6 +680,12 @@ def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
             if key in mems:
                 mem = mems[key]
                 mems[key] = replace(mem, depth=mem.depth * folds, elements=e.lanes * e.products, fold=folds)
+        for key in SLICED_KEYS:
+            if key in mems and mems[key].elements >= folds:
+                mem = mems[key]
+                mems[key] = replace(
+                    mem, depth=mem.depth * folds, elements=ceil_div(mem.elements, folds), fold=folds
+                )
         out.append(replace(e, memories=mems))
     return out
 
