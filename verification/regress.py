@@ -409,7 +409,7 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on", narr
     ]
     what = "one per lane" if share == "on" else f"one per lane, products in pieces ({share})"
     if narrow != "off":
-        what += ", weight words folded per pass"
+        what += ", words folded per pass"
     return Design(
         name,
         "random",

@@ -178,9 +178,10 @@ class MacFront(wiring.Component):
         the earliest, after the last slice."""
         folds, per = mem.fold, mem.elements
         logical = len(request.data)
-        kept = Signal.like(request.data, name=f"{mem.name}_wdata_kept")
+        # the elements of slices 1.. (slice 0 is written with the request)
+        kept = {i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)}
         with m.If(request.en):
-            m.d.sync += kept.eq(request.data)
+            m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
         en, addr = request.en, request.addr
         for q in range(folds):
             if q:
@@ -190,12 +191,11 @@ class MacFront(wiring.Component):
                 )
                 m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
                 en, addr = en_q, addr_q
-            source = request.data if q == 0 else kept
             with m.If(en):
                 m.d.comb += [wr.en.eq(1), wr.addr.eq(addr * folds + q)]
                 for j in range(per):
                     i = q * per + j
-                    m.d.comb += wr.data[j].eq(source[i] if i < logical else 0)
+                    m.d.comb += wr.data[j].eq((request.data[i] if q == 0 else kept[i]) if i < logical else 0)
 
     def _pass(self, slot):
         """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""
