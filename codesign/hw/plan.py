@@ -76,11 +76,16 @@ starts (C0) and returns it when the next stage takes the entry, about 10 cycles 
 pipeline; with fewer credits than that, groups of one or two slots (sparse steps) wait for credit
 (8 cost 5 % at P = 1)."""
 
-ONCE_QUEUE_DEPTH = 4
+ONCE_QUEUE_DEPTH = 2
 """Entries of a queue written only in a sequence's last step, on a chip or ASIC target: a last layer
 that sends its final vector to a once-per-sequence readout, and that readout's results. Credits
 are taken only in that step (:class:`codesign.hw.issue.IssueStage`), so a shallow queue costs
-cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill."""
+cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill. Two
+(one in memory, one in the output register): the serializer empties an entry in at most ``P``
+cycles into the readout's double-buffered item memory, so a deeper queue bought nothing measured
+(JapaneseVowels at P = 2 and 4, the d = 16 CMRU at P = 8: the same cycles as with 4; the d = 32
+minGRU at P = 4: 9 cycles more over three sequences), where its 3 x 104-bit final vectors had
+cost JapaneseVowels at P = 4 about 600 logic cells."""
 
 DCLS_QUEUE_DEPTH = 4
 """Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
