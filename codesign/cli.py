@@ -303,6 +303,12 @@ def bench(
             help="rtl: off, on, auto or N multipliers per lane [:K cycles per LUT product], as `codesign rtl`",
         ),
     ] = "off",
+    narrow: Annotated[
+        str,
+        typer.Option(
+            help="rtl: off or auto (weight, bias and kept-sum words folded per pass), as `codesign rtl`"
+        ),
+    ] = "off",
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
@@ -324,6 +330,7 @@ def bench(
             rates=_parse_rates(rates),
             target=target,
             share=share_multipliers,
+            narrow=narrow,
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -605,12 +612,28 @@ def rtl(
             "multiplier of 1/K of the weight's Booth digits (build.json records the choices)",
         ),
     ] = "off",
+    narrow: Annotated[
+        str,
+        typer.Option(
+            help="off: a weight word holds every matrix of every lane; auto: an engine whose lanes "
+            "take their matrices in passes (--share-multipliers) keeps one slice per pass at "
+            "consecutive addresses, a memory that many times deeper and narrower, at no cycle "
+            "(build.json: plan.memories[].fold)"
+        ),
+    ] = "off",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
     from codesign.hw.build import build_rtl
 
     info = build_rtl(
-        bundle, out, lanes=lanes, weights=weights, target=target, counters=counters, share=share_multipliers
+        bundle,
+        out,
+        lanes=lanes,
+        weights=weights,
+        target=target,
+        counters=counters,
+        share=share_multipliers,
+        narrow=narrow,
     )
     plan = info["plan"]
     engines = ", ".join(
@@ -626,7 +649,13 @@ def rtl(
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
         f"{len(plan['memories'])} memories, {bits} bits; target {target}, {len(plan['counters'])} counters"
-        + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else ""),
+        + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else "")
+        + (
+            ", folded weights: "
+            + ", ".join(f"{m['name']} x{m['fold']}" for m in plan["memories"] if m["fold"] > 1)
+            if plan.get("narrow", "off") != "off"
+            else ""
+        ),
         highlight=False,
         soft_wrap=True,
     )

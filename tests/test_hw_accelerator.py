@@ -25,6 +25,7 @@ from codesign.bundle.spec import accumulator_bits, array_table, shift_bounds
 from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
+from codesign.hw.issue import drain_cycles
 from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
@@ -45,6 +46,7 @@ def assert_matches_golden(
     target="generic",
     counters="all",
     share="off",
+    narrow="off",
 ):
     result = simulate(
         bundle,
@@ -55,6 +57,7 @@ def assert_matches_golden(
         target=target,
         counters=counters,
         share=share,
+        narrow=narrow,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -275,6 +278,77 @@ def test_shared_multipliers_over_three_matrices_and_selective_layers(share: str)
         assert_matches_golden(bundle, xs, lanes=lanes, seed=lanes, share=share, weights="runtime")
 
 
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights", "share"),
+    [
+        ("japanese_vowels_cmru2", 4, "up5k", "spram", "1"),  # both layers folded, in SPRAM via config
+        ("japanese_vowels_mingru", 3, "generic", "baked", "on:2"),  # a slice read again per piece
+        ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime", "on"),  # loaded through config, DCLS
+        ("spoken_digits_cmru", 4, "up5k", "frozen", "on"),  # ROM slices
+    ],
+)
+def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights: str, share: str) -> None:
+    """``--narrow auto``: a shared-multiplier engine's weight word as one slice per pass at
+    consecutive addresses, pass ``q`` reading slice ``q``: the same sums and cycles as the unfolded
+    build, a memory ``passes`` times deeper and narrower, read once per pass."""
+    bundle = load_bundle(BUNDLES / name)
+    options = {"target": target, "share": share, "frozen": weights in ("frozen", "spram")}
+    folded = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", narrow="auto", **options)
+    wide = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", **options)
+    for e, w in zip(folded.engines, wide.engines, strict=True):
+        mem, flat = e.memories["weights"], w.memories["weights"]
+        folds = -(-len(e.matrices) // e.products)
+        assert mem.fold == folds and mem.depth == flat.depth * folds
+        assert mem.elements == e.lanes * e.products == flat.elements // folds
+        assert e.memories["bias"].fold == folds and e.memories["bias"].depth == e.groups * folds
+        if "acc" in e.memories:  # an event-driven engine's kept sums fold the same way
+            assert e.memories["acc"].fold == folds and e.memories["acc"].depth == e.groups * folds
+    assert folded.layers[0].memories["weights"].fold == 2
+    assert folded.shape_key()["narrow"] == "auto" and "narrow" not in wide.shape_key()
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=4)
+    got = assert_matches_golden(
+        bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share, narrow="auto"
+    )
+    ref = simulate(bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share)
+    assert got.counters["layer0_busy_cycles"] == ref.counters["layer0_busy_cycles"]
+    passes = folded.layers[0].passes
+    assert got.counters["layer0_weights_reads"] == passes * ref.counters["layer0_weights_reads"]
+
+
+def test_three_matrices_fold_into_three_slices() -> None:
+    """alphaCMRU's three matrices on one multiplier per lane: three slices per word (an address
+    times 3), or, on two multipliers, two slices whose last holds one matrix and a zero; the
+    event-driven layer's kept sums too, also with products in two Booth-digit pieces; the state
+    in slices read over the last slot's passes (one group: the same pause between steps)."""
+    manifest = random_network_manifest(
+        inputs=4,
+        layers=[
+            {"cell": "alphacmru", "size": 5, "eps": 1, "weight_bits": 6, "dcls": {"taps": 2, "span": 3}},
+            {"cell": "alphacmru", "size": 4, "eps": -1},
+        ],
+        classes=3,
+        seed=9,
+    )
+    bundle = Bundle(manifest=manifest, weights=random_network_weights(manifest, 9))
+    xs = random_integer_inputs(bundle, sequences=2, steps=(1, 6), seed=9)
+    for share, folds in (("on", 3), ("2", 2), ("on:2", 3)):
+        plan = plan_accelerator(manifest, 2, share=share, narrow="auto")
+        assert [e.memories["weights"].fold for e in plan.layers] == [folds, folds]
+        assert plan.layers[1].memories["acc"].fold == folds  # kept sums: slices of 1 or 2 matrices
+        assert plan.layers[1].digit_passes == (2 if share == "on:2" else 1)  # slices written 2 apart
+        sliced = folds if 2 >= folds else 1  # two lanes' states: fewer elements than 3 slices
+        assert [e.memories["state"].fold for e in plan.layers] == [sliced, sliced]
+        assert_matches_golden(bundle, xs, lanes=2, seed=2, share=share, weights="runtime", narrow="auto")
+    # one group per layer: nothing but the pause between steps lies between a slice's write and
+    # the next step's read of it (slice q: q cycles after C4, on pass q of the last slot)
+    one = plan_accelerator(manifest, 5, share="on", narrow="auto")
+    assert [e.groups for e in one.layers] == [1, 1] and one.layers[0].memories["state"].fold == 3
+    assert drain_cycles(one.layers[0]) == drain_cycles(plan_accelerator(manifest, 5, share="on").layers[0])
+    assert_matches_golden(bundle, xs, lanes=5, seed=3, share="on", narrow="auto")
+    with pytest.raises(CodesignError, match="--narrow 'yes' is not one of off, auto"):
+        plan_accelerator(manifest, 2, narrow="yes")
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), lanes=st.integers(1, 8), target=st.sampled_from(["generic", "up5k"]))
 def test_random_family_bundles_match_golden_with_shared_multipliers(
@@ -343,6 +417,39 @@ def test_spram_builds_match_golden() -> None:
     )
 
 
+def test_narrow_build_records_its_folds(tmp_path: Path) -> None:
+    """``codesign rtl --narrow auto`` at P = 4 for the UP5K: both layers' weights fold into two
+    slices of 32 bits, which fit the four SPRAMs together (unfolded, one layer's 64-bit words took
+    all four); ``build.json`` records the folds and the memory shapes the Verilog has."""
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = BUNDLES / "japanese_vowels_cmru2"
+    wide = plan_accelerator(
+        load_bundle(bundle_dir).manifest, 4, target="up5k", frozen=True, spram=True, share="1"
+    )
+    assert [m.name for m in wide.memories if m.style == "huge"] == ["layer1_weights"]
+    info = build_rtl(
+        bundle_dir,
+        tmp_path / "b",
+        lanes=4,
+        weights="spram",
+        target="up5k",
+        counters="none",
+        share="1",
+        narrow="auto",
+    )
+    plan = info["plan"]
+    assert plan["narrow"] == "auto"
+    folded = {
+        m["name"]: (m["depth"], m["elements"], m["fold"], m["style"])
+        for m in plan["memories"]
+        if m["fold"] > 1
+    }
+    assert folded["layer0_weights"] == (96, 4, 2, "huge") and folded["layer1_weights"] == (128, 4, 2, "huge")
+    assert folded["layer1_acc"][:3] == (8, 4, 2) and folded["layer0_bias"][:3] == (8, 4, 2)
+    assert "readout_weights" not in folded  # one matrix: nothing to fold
+
+
 def test_spram_plan_and_verilog(tmp_path: Path) -> None:
     """The plan puts the two layers' weight matrices (4 SPRAMs of 16 bits) in single-port RAMs with
     configuration ids, keeps every other parameter a ROM, and the Verilog gives them no initial
@@ -372,11 +479,11 @@ def test_spram_plan_and_verilog(tmp_path: Path) -> None:
 
 def test_once_per_sequence_queues_are_shallow_on_chips() -> None:
     """A last layer's final vector and a once-per-sequence readout's results are written in the
-    sequence's last step only: on a chip target their queues hold 4 entries (3 in memory), not 16
-    (15 x 55 bits had taken 4 EBRs); the generic RTL keeps 16. Bit-exactness: the golden tests
+    sequence's last step only: on a chip target their queues hold 2 entries (1 in memory), not 16
+    (15 x 55 bits had taken 4 EBRs; 4 entries cost the same cycles); the generic RTL keeps 16. Bit-exactness: the golden tests
     of every target (a first step that is also the last, and long sequences, included)."""
     bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
-    for target, depth in (("up5k", 3), ("ecp5", 3), ("asic", 3), ("generic", 15)):
+    for target, depth in (("up5k", 1), ("ecp5", 1), ("asic", 1), ("generic", 15)):
         plan = plan_accelerator(bundle.manifest, 2, target=target)
         assert plan.memory("layer1_entries").depth == depth and plan.memory("readout_results").depth == depth
         assert plan.memory("layer0_entries").depth == 15  # sends deltas every step
@@ -664,6 +771,34 @@ def test_frozen_dcls_taps_are_roms() -> None:
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 7), seed=9)
     for target in ("up5k", "generic"):
         assert_matches_golden(bundle, xs, lanes=2, seed=9, target=target, weights="frozen")
+
+
+def test_dcls_counts_take_a_block_ram_per_tap() -> None:
+    """A DCLS front end reads its slot counts on one port per tap, so block RAM holds a copy per
+    tap: the d = 12 DCLS network at P = 2 (``--narrow auto``) placed 31 EBRs where the plan had
+    counted 30, its 4 x 4-bit counts in two."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 12, "dcls": {"taps": 2, "span": 4}},
+            {"cell": "cmru", "size": 12, "eps": 1, "dcls": {"taps": 2, "span": 4}},
+        ],
+        classes=5,
+        seed=1,
+    )
+    plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, spram=True, share="1", narrow="auto")
+    counts = plan.memory("layer1_dcls_counts")
+    assert counts.banks == 2
+    chip = get_target("up5k")
+    banks = {m.name: m.banks for m in plan.memories}
+    styled = chip.map_memories({counts.name: (counts.depth, counts.width)}, banks=banks)
+    assert styled[counts.name] == "block"
+    used = sum(
+        m.banks * chip.blocks_for(m.depth, -(-m.width // m.banks))
+        for m in plan.memories
+        if m.style == "block"
+    )
+    assert used <= chip.block_rams - chip.reserved_block_rams
 
 
 def test_block_rams_go_where_they_save_the_most_logic() -> None:

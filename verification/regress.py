@@ -200,6 +200,7 @@ class Design:
     share: str = "off"  # codesign rtl --share-multipliers
     weights: str = "runtime"  # codesign rtl --weights (spram: its own bundle, loaded through config)
     target: str = "generic"  # codesign rtl --target
+    narrow: str = "off"  # codesign rtl --narrow
 
 
 @dataclass
@@ -223,11 +224,11 @@ class Row:
 
 def build_args(d: Design) -> tuple:
     """What :func:`_build` takes for design ``d`` (a picklable tuple, for a process pool)."""
-    return (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target)
+    return (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target, d.narrow)
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults, share, weights, target = args
+    bundle, out, lanes, faults, share, weights, target, narrow = args
     from codesign.hw.build import build_rtl
 
     try:
@@ -239,6 +240,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
             faults=set(faults),
             share=share,
             target=target,
+            narrow=narrow,
         )
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
@@ -308,6 +310,7 @@ def plan_designs(args, out: Path) -> list[Design]:
     if not args.quick:
         designs.append(shared_design(args, out))
         designs.append(shared_design(args, out, name="serial", share="on:2"))
+        designs.append(shared_design(args, out, name="narrow", share="on:2", narrow="auto"))
         designs.append(spram_design(out))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
@@ -391,11 +394,13 @@ SHARED_SHAPE = {
 matrices and alphaCMRU's three (2 and 3 cycles per slot), both behind DCLS front ends."""
 
 
-def shared_design(args, out: Path, name: str = "shared", share: str = "on") -> Design:
+def shared_design(args, out: Path, name: str = "shared", share: str = "on", narrow: str = "off") -> Design:
     """``shared``: one multiplier per lane; ``serial`` (``--filter serial``, ``on:2``): also each
-    product in two Booth-digit pieces (``--share-multipliers X:K``: 4 and 6 cycles per slot)."""
+    product in two Booth-digit pieces (``--share-multipliers X:K``: 4 and 6 cycles per slot);
+    ``narrow`` (``--filter narrow``, ``on:2`` and ``--narrow auto``): also the weight words folded
+    into one slice per pass (2 and 3 slices, read once per pass and piece)."""
     root = out / "designs" / name
-    offset = 900 if name == "shared" else 950
+    offset = {"shared": 900, "serial": 950}.get(name, 970)
     bundles = [
         make_shape_bundle(
             SHARED_SHAPE, root / f"bundle{k:02d}", f"{name}_b{k}", args.seed * 1000 + offset + k
@@ -403,6 +408,8 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on") -> D
         for k in range(2)
     ]
     what = "one per lane" if share == "on" else f"one per lane, products in pieces ({share})"
+    if narrow != "off":
+        what += ", words folded per pass"
     return Design(
         name,
         "random",
@@ -415,6 +422,7 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on") -> D
         description=f"{describe(SHARED_SHAPE)}, multipliers shared ({what})",
         info={"shape": SHARED_SHAPE},
         share=share,
+        narrow=narrow,
     )
 
 
@@ -536,6 +544,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 share=target.share,  # the target's build, with the fault
                 weights=target.weights,
                 target=target.target,
+                narrow=target.narrow,
             )
         )
     return mutants

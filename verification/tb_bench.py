@@ -68,6 +68,7 @@ class Testbench:
             "target": self.build["plan"].get("target", "generic"),
             "counters": self.build["plan"].get("counter_set", "all"),
             "share": self.build["plan"].get("share", "off"),
+            "narrow": self.build["plan"].get("narrow", "off"),
         }
         self.runtime = self.build["weights"] == "runtime"
         # a spram build (--weights spram) loads its own bundle's weights into its single-port RAMs,

@@ -5,6 +5,7 @@
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
                                   [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N[:K]]
+                                  [--narrow off|auto]
                                   [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
@@ -135,6 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         "optionally :K (K cycles per LUT weight product)",
     )
     parser.add_argument(
+        "--narrow",
+        default="off",
+        choices=("off", "auto"),
+        help="codesign rtl --narrow: auto folds the weight, bias and kept-sum words of engines with shared "
+        "multipliers into one slice per pass (deeper, narrower memories, no cycle)",
+    )
+    parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
     )
     args = parser.parse_args(argv)
@@ -173,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         target=target,
                         counters=args.counters,
                         share=args.share_multipliers,
+                        narrow=args.narrow,
                     )
                 except CodesignError as err:
                     if "lanes" in str(err) and "outside" in str(err):

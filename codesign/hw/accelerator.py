@@ -59,6 +59,9 @@ class Accelerator(wiring.Component):
     share : str or int
         ``off``, ``on``, ``auto`` or ``N``: multipliers per lane shared over the matrices
         (:data:`codesign.hw.plan.SHARE_MODES`).
+    narrow : str
+        ``off`` or ``auto``: weight words of engines with shared multipliers folded into one slice
+        per pass (:data:`codesign.hw.plan.NARROW_MODES`).
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
@@ -74,6 +77,7 @@ class Accelerator(wiring.Component):
         target: str = "generic",
         counters: str = "all",
         share: str | int = "off",
+        narrow: str = "off",
     ) -> None:
         try:
             if weights not in WEIGHT_MODES:
@@ -88,6 +92,7 @@ class Accelerator(wiring.Component):
                 frozen=weights in ("frozen", "spram"),
                 spram=weights == "spram",
                 share=share,
+                narrow=narrow,
                 shift_ranges=frozen_shift_ranges(
                     bundle.manifest, {i: bundle.layer_weights(i) for i in range(len(bundle.manifest.layers))}
                 )

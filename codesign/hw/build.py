@@ -145,6 +145,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "rom": mem.rom,
             "style": mem.style,
             "banks": mem.banks,
+            "fold": mem.fold,
         }
         for mem in plan.memories
     ]
@@ -153,6 +154,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
         "counter_set": plan.counter_set,
         "share": plan.share,
         "spram": plan.spram,  # --weights spram: memories of style "huge" are SPRAMs loaded through config
+        "narrow": plan.narrow,  # --narrow: weight words folded into slices (memories[].fold)
         "engines": engines,
         "memories": memories,
         "counters": list(plan.counters),
@@ -169,6 +171,7 @@ def build_rtl(
     target: str = "generic",
     counters: str = "all",
     share: str | int = "off",
+    narrow: str = "off",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -200,6 +203,9 @@ def build_rtl(
         Multipliers per lane shared over the matrices (:data:`codesign.hw.plan.SHARE_MODES`):
         ``build.json`` records the choice (``plan.share``, ``plan.engines[].lane_multipliers``
         and ``passes``, the cycles a slot takes).
+    narrow : ``"off"`` or ``"auto"``
+        Weight words of engines with shared multipliers folded into one slice per pass at
+        consecutive addresses (:data:`codesign.hw.plan.NARROW_MODES`; ``plan.memories[].fold``).
 
     Returns
     -------
@@ -223,6 +229,7 @@ def build_rtl(
         target=target,
         counters=counters,
         share=share,
+        narrow=narrow,
     )
     plan = accelerator.plan
     text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), plan)

@@ -24,7 +24,7 @@ from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.issue import IssueStage, SlotLayout
 from codesign.hw.lanes import LaneArray
-from codesign.hw.plan import AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
+from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
 
 __all__ = ["MacFront", "WriteLayout"]
@@ -36,16 +36,21 @@ WRITTEN = ("state", "acc", "pool")
 """Memories the engine's later stages write back."""
 
 
-def word_layout(mem: MemoryPlan) -> data.ArrayLayout:
-    return data.ArrayLayout(signed(mem.elem_bits), mem.elements)
+def word_layout(mem: MemoryPlan, elements: int | None = None) -> data.ArrayLayout:
+    return data.ArrayLayout(signed(mem.elem_bits), elements or mem.elements)
 
 
 class WriteLayout(data.StructLayout):
-    """One write of a whole word: ``data`` to word ``addr`` when ``en``."""
+    """One write of a whole word: ``data`` to word ``addr`` when ``en``; of a folded memory
+    (``MemoryPlan.fold``), the logical word (``elements``) to logical address ``addr``."""
 
-    def __init__(self, mem: MemoryPlan) -> None:
+    def __init__(self, mem: MemoryPlan, elements: int | None = None) -> None:
         super().__init__(
-            {"addr": unsigned(index_bits(mem.depth)), "en": unsigned(1), "data": word_layout(mem)}
+            {
+                "addr": unsigned(index_bits(mem.depth // mem.fold)),
+                "en": unsigned(1),
+                "data": word_layout(mem, elements),
+            }
         )
 
 
@@ -68,8 +73,12 @@ class MacFront(wiring.Component):
             "slot": Out(SlotLayout(e)),
             "acc": Out(data.ArrayLayout(signed(e.acc_bits), e.lanes * len(e.matrices))),
         }
-        members |= {key: Out(word_layout(mems[key])) for key in HELD if key in mems}
-        members |= {f"{key}_write": In(WriteLayout(mems[key])) for key in WRITTEN if key in mems}
+        # a folded word's elements as the engine sees it (the memory holds slices of them)
+        logical = {"acc": e.lanes * len(e.matrices), "state": e.lanes * len(e.state_fields), "pool": e.lanes}
+        members |= {key: Out(word_layout(mems[key], logical.get(key))) for key in HELD if key in mems}
+        members |= {
+            f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
+        }
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -118,6 +127,10 @@ class MacFront(wiring.Component):
                 wr = mem.write_port(granular=loadable)
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])
+            elif not rom and mems[key].fold > 1 and key in SLICED_KEYS:
+                self._sliced_write(m, wr, getattr(self, f"{key}_write"), mems[key])
+            elif not rom and mems[key].fold > 1:
+                self._folded_write(m, wr, getattr(self, f"{key}_write"), mems[key])
             elif not rom:
                 request = getattr(self, f"{key}_write")
                 m.d.comb += [wr.addr.eq(request.addr), wr.en.eq(request.en), wr.data.eq(request.data)]
@@ -125,6 +138,71 @@ class MacFront(wiring.Component):
             ports[key] = (rd, wr)
         assert e.mode != "events" or "acc" in ports
         return ports
+
+    def _folded_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write a word of ``mem.fold`` slices (``--narrow``, the kept accumulators): slice ``q``
+        goes to address ``F * addr + q``, ``q`` passes (``q x digit_passes`` cycles) after the
+        request, from the request's data as it is then. That data is the lane array's sums, whose
+        slice ``q`` the next group changes on its pass ``q`` at the earliest, one cycle after this
+        write; the next step reads slice ``q`` of the group on its first slot's pass ``q``, as far
+        behind this write as the read of an unfolded word is behind its write. One slice is
+        written per cycle at most (a group's last slot takes ``F`` passes)."""
+        e = self.engine
+        folds, step = mem.fold, e.digit_passes
+        u, n = mem.elements // e.lanes, len(e.matrices)
+        en, addr = request.en, request.addr
+        delayed = {0: (en, addr)}
+        for k in range(1, (folds - 1) * step + 1):
+            en_k, addr_k = (
+                Signal(name=f"{mem.name}_wen_d{k}"),
+                Signal.like(addr, name=f"{mem.name}_waddr_d{k}"),
+            )
+            m.d.sync += [en_k.eq(en), addr_k.eq(addr)]
+            en, addr = en_k, addr_k
+            delayed[k] = (en, addr)
+        for q in reversed(range(folds)):  # at most one slice is due in a cycle
+            en_q, addr_q = delayed[q * step]
+            with m.If(en_q):
+                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr_q * folds + q)]
+                for lane in range(e.lanes):
+                    for j in range(u):
+                        k = q * u + j
+                        m.d.comb += wr.data[lane * u + j].eq(request.data[lane * n + k] if k < n else 0)
+
+    def _sliced_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write a word of ``mem.fold`` slices of consecutive elements (``--narrow``, the state and
+        pooled sums): slice 0 to address ``F * addr`` with the request (C4), slice ``q`` ``q``
+        cycles later from a register that took the word with the request (the C4 registers move
+        on with the next slot). :func:`codesign.hw.issue.drain_cycles` keeps the next step's read
+        of each slice behind its write; the next group's request comes ``passes`` cycles later at
+        the earliest, after the last slice."""
+        folds, per = mem.fold, mem.elements
+        logical = len(request.data)
+        # the elements of slices 1.. (slice 0 is written with the request)
+        kept = {i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)}
+        with m.If(request.en):
+            m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
+        en, addr = request.en, request.addr
+        for q in range(folds):
+            if q:
+                en_q, addr_q = (
+                    Signal(name=f"{mem.name}_wen_d{q}"),
+                    Signal.like(addr, name=f"{mem.name}_waddr_d{q}"),
+                )
+                m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
+                en, addr = en_q, addr_q
+            with m.If(en):
+                m.d.comb += [wr.en.eq(1), wr.addr.eq(addr * folds + q)]
+                for j in range(per):
+                    i = q * per + j
+                    m.d.comb += wr.data[j].eq((request.data[i] if q == 0 else kept[i]) if i < logical else 0)
+
+    def _pass(self, slot):
+        """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""
+        e = self.engine
+        if e.passes == 1:
+            return 0
+        return slot.part // e.digit_passes if e.digit_passes > 1 else slot.part
 
     def _first_part(self, slot):
         """Whether ``slot`` is its item's first part: with shared multipliers an item comes once per
@@ -134,10 +212,17 @@ class MacFront(wiring.Component):
 
     # ------------------------------------------------------------ C1 fetch
     def _fetch(self, m: Module, slot, ports):
-        """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`)."""
+        """Read the item's weight word (the seeds are read one stage later, in :meth:`_seeds`); a
+        folded word (``MemoryPlan.fold``, ``--narrow``) one slice per pass, the pass's own."""
         w_rd = ports["weights"][0]
-        m.d.comb += w_rd.addr.eq(slot.base + slot.index)
-        with m.If(slot.valid & ~slot.empty & self._first_part(slot)):
+        folds = self.engine.memories["weights"].fold
+        if folds == 1:
+            m.d.comb += w_rd.addr.eq(slot.base + slot.index)
+            read = self._first_part(slot)
+        else:  # --narrow: pass q of the slot reads slice q of the item's word (its digit pieces, again)
+            m.d.comb += w_rd.addr.eq((slot.base + slot.index) * folds + self._pass(slot))
+            read = 1
+        with m.If(slot.valid & ~slot.empty & read):
             m.d.comb += w_rd.en.eq(1)
         s2 = Signal(SlotLayout(self.engine), name="slot_c2")
         m.d.sync += s2.eq(slot)
@@ -150,16 +235,21 @@ class MacFront(wiring.Component):
         product (``P x matrices x acc_bits`` flip-flops)."""
         b_rd = ports["bias"][0]
         acc_rd = ports["acc"][0] if "acc" in ports else None
-        m.d.comb += b_rd.addr.eq(s2.group)
         use_acc = Signal()
         m.d.comb += use_acc.eq(~s2.seq_first if acc_rd is not None else 0)
-        with m.If(s2.valid & s2.first & self._first_part(s2)):
+        acc_folds = self.engine.memories["acc"].fold if acc_rd is not None else 1
+        b_folds = self.engine.memories["bias"].fold
+        # folded (--narrow): pass q reads slice q of the group's biases or kept sums
+        m.d.comb += b_rd.addr.eq(s2.group * b_folds + self._pass(s2) if b_folds > 1 else s2.group)
+        read_bias = self._first_part(s2) if b_folds == 1 else 1
+        with m.If(s2.valid & s2.first):
             if acc_rd is None:
-                m.d.comb += b_rd.en.eq(1)
+                with m.If(read_bias):
+                    m.d.comb += b_rd.en.eq(1)
             else:
-                with m.If(use_acc):
-                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group)]
-                with m.Else():
+                with m.If(use_acc & (self._first_part(s2) if acc_folds == 1 else 1)):
+                    m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(s2.group * acc_folds + self._pass(s2))]
+                with m.Elif(~use_acc & read_bias):
                     m.d.comb += b_rd.en.eq(1)
         use_acc2a = Signal()
         m.d.sync += use_acc2a.eq(use_acc)
@@ -182,6 +272,7 @@ class MacFront(wiring.Component):
             hard_products=e.hard_products,
             lane_multipliers=e.lane_multipliers,
             digit_passes=e.digit_passes,
+            folded=e.memories["weights"].fold > 1,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),
@@ -195,9 +286,13 @@ class MacFront(wiring.Component):
         if e.passes > 1:
             m.d.comb += lanes.part.eq(s2.part)
         no_bias = self.plan.faults.active("readout_bias_ignored", e.index)
+        u = e.memories["acc"].elements // p if acc_rd is not None else n_mat  # a folded word: P x u
+        ub = e.memories["bias"].elements // p
         for i in range(p * n_mat):
-            bias_seed = 0 if no_bias else b_rd.data[i]
-            seed = bias_seed if acc_rd is None else Mux(use_acc2a, acc_rd.data[i], bias_seed)
+            bias_seed = 0 if no_bias else b_rd.data[(i // n_mat) * ub + (i % n_mat) % ub]
+            # element k of a lane, when its pass comes, is element k mod u of the slice then read
+            kept = acc_rd.data[(i // n_mat) * u + (i % n_mat) % u] if acc_rd is not None else None
+            seed = bias_seed if acc_rd is None else Mux(use_acc2a, kept, bias_seed)
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
@@ -214,12 +309,31 @@ class MacFront(wiring.Component):
         """A group's last slot reads its state, parameters and pooled sum in C2a and registers them
         in C2b, so they reach C3 with the sums and from flip-flops (a block RAM's clock-to-output
         delay is not on the update stage's path)."""
+        mems = self.engine.memories
         held = [key for key in HELD if key in ports]
         with m.If(s2a.valid & s2a.last):
             for key in held:
-                rd = ports[key][0]
-                m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group)]
+                if mems[key].fold == 1:
+                    rd = ports[key][0]
+                    m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group)]
         for key in held:
-            m.d.sync += getattr(self, key).eq(ports[key][0].data)
+            if mems[key].fold == 1:
+                m.d.sync += getattr(self, key).eq(ports[key][0].data)
+                continue
+            # folded (--narrow): pass q of the last slot reads slice q, which the next cycle's
+            # register takes into its place in the held word (ready by C3 of the last part)
+            rd, folds, per = ports[key][0], mems[key].fold, mems[key].elements
+            reading = s2a.valid & s2a.final
+            with m.If(reading):
+                m.d.comb += [rd.en.eq(1), rd.addr.eq(s2a.group * folds + self._pass(s2a))]
+            taken = Signal(name=f"{key}_slice_taken")
+            slice_taken = Signal(range(folds), name=f"{key}_slice")
+            m.d.sync += [taken.eq(reading), slice_taken.eq(self._pass(s2a))]
+            word = getattr(self, key)
+            for q in range(folds):
+                with m.If(taken & (slice_taken == q)):
+                    for j in range(per):
+                        if q * per + j < len(word):
+                            m.d.sync += word[q * per + j].eq(rd.data[j])
         s2b = Signal(SlotLayout(self.engine), name="slot_c2b")
         m.d.sync += [s2b.eq(s2a), self.slot.eq(s2b)]

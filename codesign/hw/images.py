@@ -6,7 +6,8 @@ for one input, every matrix of the cell side by side, so one read feeds every la
 ==================== ====================== =================================================
 memory               address                element ``l*n + k`` (lane ``l``, field ``k`` of ``n``)
 ==================== ====================== =================================================
-``<e>_weights``      ``g*m + j``            ``W_k[g*P+l, j]`` (matrices in plan order)
+``<e>_weights``      ``g*m + j``            ``W_k[g*P+l, j]`` (matrices in plan order; folded
+                                            by ``--narrow``: :func:`_fold`)
 ``<e>_bias``         ``g``                  ``b_k[g*P+l]``
 ``<e>_params``       ``g``                  parameter ``k`` of neuron ``g*P+l``
 ``<e>_dcls_taps``    ``j`` (channel)        element ``2k``: tap weight, ``2k+1``: tap delay
@@ -45,15 +46,30 @@ def _lane_major(a: np.ndarray, groups: int, lanes: int) -> np.ndarray:
     return out.reshape((groups, lanes) + a.shape[1:])
 
 
+def _fold(words: np.ndarray, e: EnginePlan, key: str) -> np.ndarray:
+    """Words ``(rows, P, n)`` of memory ``key`` (weights, biases) as it holds them: one word of ``P x n`` elements per
+    row, or, folded (``--narrow``, ``MemoryPlan.fold = F``), ``F`` words per row, word ``F r + q``
+    holding the ``u`` matrices of pass ``q`` of every lane (element ``l u + j``: matrix
+    ``q u + j`` of lane ``l``, zero past the last matrix)."""
+    rows, p, n = words.shape
+    folds = e.memories[key].fold if key in e.memories else 1
+    if folds == 1:
+        return words.reshape(rows, p * n)
+    u = e.memories[key].elements // p
+    padded = np.zeros((rows, p, folds * u), dtype=np.int64)
+    padded[:, :, :n] = words
+    return padded.reshape(rows, p, folds, u).transpose(0, 2, 1, 3).reshape(rows * folds, p * u)
+
+
 def engine_images(bundle: Bundle, e: EnginePlan) -> dict[str, np.ndarray]:
     """``{memory key: array (depth, elements)}`` of one engine's loadable memories."""
     arrays = _engine_arrays(bundle, e)
     g, p, m = e.groups, e.lanes, e.inputs
     images: dict[str, np.ndarray] = {}
     w = np.stack([_lane_major(arrays[f"w_{k}"], g, p) for k in e.matrices], axis=-1)  # (g, p, m, n)
-    images["weights"] = w.transpose(0, 2, 1, 3).reshape(g * m, p * len(e.matrices))
+    images["weights"] = _fold(w.transpose(0, 2, 1, 3).reshape(g * m, p, len(e.matrices)), e, "weights")
     b = np.stack([_lane_major(arrays[f"b_{k}"], g, p) for k in e.matrices], axis=-1)  # (g, p, n)
-    images["bias"] = b.reshape(g, p * len(e.matrices))
+    images["bias"] = _fold(b, e, "bias")
     if e.params:
         prm = np.stack([_lane_major(arrays[k], g, p) for k in e.params], axis=-1)
         images["params"] = prm.reshape(g, p * len(e.params))

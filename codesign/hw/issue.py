@@ -54,7 +54,10 @@ def drain_cycles(e: EnginePlan) -> int:
     it had one group. With shared multipliers a slot takes ``passes`` cycles, so each of the
     other ``groups - 1`` groups covers that many: the last part of a group's last slot and the
     first part of its next first slot lie ``1 + (groups - 1) x passes`` issue cycles apart at
-    least (the reads come on the first part, the writes after the last)."""
+    least (the reads come on the first part, the writes after the last). The state is read on the
+    last part, so this is conservative for it: a folded state or pooled sum (``--narrow``), whose
+    slice ``q`` is read on pass ``q`` of the last slot (``q`` parts or more after the first part)
+    and written ``q`` cycles after C4, keeps the same distance."""
     state = 3 + e.update_latency - 1  # C4 writes the state (and pooled sum), C2a reads it
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
     covered = 1 if e.period else 1 + (e.groups - 1) * e.passes
@@ -65,7 +68,8 @@ class SlotLayout(data.StructLayout):
     def __init__(self, e: EnginePlan) -> None:
         selective = {"open": unsigned(e.lanes)} if e.period else {}  # lanes that update (su_open)
         # which of a slot's passes through a lane's shared multipliers (codesign.hw.lanes)
-        shared = {"part": unsigned(index_bits(e.passes))} if e.passes > 1 else {}
+        # and whether the slot is its group's last, on every part (``last`` marks only the last part)
+        shared = {"part": unsigned(index_bits(e.passes)), "final": unsigned(1)} if e.passes > 1 else {}
         super().__init__(
             selective
             | shared
@@ -160,14 +164,15 @@ class IssueStage(wiring.Component):
         m.d.comb += [first_part.eq(part == 0), last_part.eq(part == passes - 1)]
         return part, first_part, last_part
 
-    def _next_part(self, m: Module, meta, part, last_part) -> None:
-        """Record an issued slot's part and step the counter (back to 0 after the last)."""
+    def _next_part(self, m: Module, meta, part, last_part, last_slot) -> None:
+        """Record an issued slot's part (and whether it is its group's last slot) and step the
+        counter (back to 0 after the last)."""
         if part is None:
             return
-        m.d.sync += [meta.part.eq(part), part.eq(Mux(last_part, 0, part + 1))]
+        m.d.sync += [meta.part.eq(part), meta.final.eq(last_slot), part.eq(Mux(last_part, 0, part + 1))]
 
     def _meta_fields(self) -> tuple[str, ...]:
-        return (*_META_FIELDS, "part") if self.engine.passes > 1 else _META_FIELDS
+        return (*_META_FIELDS, "part", "final") if self.engine.passes > 1 else _META_FIELDS
 
     # ------------------------------------------------------------ receiver
     def _receiver(self, m: Module, wr) -> _Banks:
@@ -225,7 +230,7 @@ class IssueStage(wiring.Component):
         rbank = Signal()
         busy = Signal()
         pause = drain_cycles(e)
-        drain = Signal(range(DRAIN + 1))
+        drain = Signal(range(max(DRAIN, pause) + 1))
         group = Signal(range(e.groups))
         base = Signal(range(e.groups * e.inputs + 1))
         slot = Signal(range(cap + 1))
@@ -271,7 +276,7 @@ class IssueStage(wiring.Component):
                 meta.seq_end.eq(seq_end),
                 meta.empty.eq(n_items == 0),
             ]
-            self._next_part(m, meta, part, last_part)
+            self._next_part(m, meta, part, last_part, last_slot)
             with m.If(last_part & last_slot):
                 m.d.sync += [slot.eq(0), group.eq(group + 1), base.eq(base + e.inputs)]
                 with m.If(group == e.groups - 1):
@@ -322,7 +327,7 @@ class IssueStage(wiring.Component):
         rbank = Signal()
         busy = Signal()
         pause = drain_cycles(e)
-        drain = Signal(range(DRAIN + 1))
+        drain = Signal(range(max(DRAIN, pause) + 1))
         group = Signal(range(groups))
         base = Signal(range(groups * e.inputs + 1))
         slot = Signal(range(cap + 1))
@@ -424,7 +429,7 @@ class IssueStage(wiring.Component):
                 meta.empty.eq((n_items == 0) | held),
                 meta.open.eq(opened),
             ]
-            self._next_part(m, meta, part, last_part)
+            self._next_part(m, meta, part, last_part, last_slot)
             with m.If(last_part & last_slot):
                 nxt = Mux(full, group + 1, listed)
                 m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]

@@ -21,6 +21,11 @@ the weight's radix-4 Booth digits times the value, shifted to its place), each a
 product's accumulator; the first piece of a group's first slot starts from the seed. The pieces
 sum to the product, so the accumulators end exactly where a one-cycle multiplier leaves them,
 ``D`` times slower, with a multiplier of ``1 / D`` of the digits.
+
+**Folded weights** (``folded``, ``--narrow auto``): with shared multipliers the weight word holds
+only the current pass's ``P x u`` weights (the engine reads slice ``q`` of the item's folded word
+for pass ``q``), so multiplier ``j`` of lane ``l`` takes element ``l*u + j`` and no multiplexer
+picks it out of all ``n`` matrices.
 """
 
 from __future__ import annotations
@@ -118,10 +123,13 @@ class LaneArray(wiring.Component):
         hard_products: int = 0,
         lane_multipliers: int = 0,
         digit_passes: int = 1,
+        folded: bool = False,
     ) -> None:
         self.lanes, self.matrices = lanes, matrices
         self.elements = lanes * matrices
         self.per_lane = lane_multipliers if 0 < lane_multipliers < matrices else matrices
+        # a folded weight word (``--narrow``) holds only the current pass's weights: P x u elements
+        self.folded = folded and self.per_lane < matrices
         self.digits = digit_passes
         self.passes = -(-matrices // self.per_lane) * digit_passes
         self.multiplier = multiplier
@@ -135,7 +143,9 @@ class LaneArray(wiring.Component):
             "valid": In(1),
             "first": In(1),
             "value": In(signed(value_bits)),
-            "weights": In(data.ArrayLayout(signed(weight_bits), self.elements)),
+            "weights": In(
+                data.ArrayLayout(signed(weight_bits), lanes * self.per_lane if self.folded else self.elements)
+            ),
             "seeds": In(data.ArrayLayout(signed(acc_bits), self.elements)),
             "acc": Out(data.ArrayLayout(signed(acc_bits), self.elements)),
         }
@@ -185,8 +195,10 @@ class LaneArray(wiring.Component):
                     multiply = serial_multiply(weight, value, part[1] % self.digits, self.digits)
                 else:
                     multiply = weight * value if q < self.hard else lut_multiply(weight, value)
+                # folded: the word is the current pass's, multiplier j of the lane takes its element
+                picked = self.weights[q] if self.folded else _pick([self.weights[i] for i in parts], part[0])
                 m.d.sync += [
-                    weight.eq(_pick([self.weights[i] for i in parts], part[0])),
+                    weight.eq(picked),
                     product.eq(multiply),
                     seed.eq(_pick([self.seeds[i] for i in parts], part[1])),
                 ]

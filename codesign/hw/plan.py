@@ -52,6 +52,7 @@ __all__ = [
     "SHARE_MODES",
     "serial_cycles",
     "parse_share",
+    "NARROW_MODES",
 ]
 
 MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
@@ -75,11 +76,16 @@ starts (C0) and returns it when the next stage takes the entry, about 10 cycles 
 pipeline; with fewer credits than that, groups of one or two slots (sparse steps) wait for credit
 (8 cost 5 % at P = 1)."""
 
-ONCE_QUEUE_DEPTH = 4
+ONCE_QUEUE_DEPTH = 2
 """Entries of a queue written only in a sequence's last step, on a chip or ASIC target: a last layer
 that sends its final vector to a once-per-sequence readout, and that readout's results. Credits
 are taken only in that step (:class:`codesign.hw.issue.IssueStage`), so a shallow queue costs
-cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill."""
+cycles once per sequence; 15 entries of 55 bits had taken 4 of the UP5K's EBRs at 5 % fill. Two
+(one in memory, one in the output register): the serializer empties an entry in at most ``P``
+cycles into the readout's double-buffered item memory, so a deeper queue bought nothing measured
+(JapaneseVowels at P = 2 and 4, the d = 16 CMRU at P = 8: the same cycles as with 4; the d = 32
+minGRU at P = 4: 9 cycles more over three sequences), where its 3 x 104-bit final vectors had
+cost JapaneseVowels at P = 4 about 600 logic cells."""
 
 DCLS_QUEUE_DEPTH = 4
 """Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
@@ -117,6 +123,8 @@ class MemoryPlan:
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
+    fold: int = 1  # a logical word split into ``fold`` slices at consecutive addresses (``--narrow``):
+    # ``depth`` and ``elements`` are the physical memory's, one slice per word
 
     @property
     def width(self) -> int:
@@ -229,6 +237,7 @@ class AcceleratorPlan:
     frozen: bool = False  # the engines' weights, biases and parameters are ROMs (--weights frozen)
     spram: bool = False  # frozen, but the largest weight matrices in single-port RAMs loaded through config
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
+    narrow: str = "off"  # weight words folded by the lane array's matrix passes (--narrow): off or auto
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -279,6 +288,8 @@ class AcceleratorPlan:
             key |= {"frozen": True, "weights_sha256": self.manifest.checksums.get("weights.npz")}
         if self.spram:
             key |= {"spram": True}
+        if self.narrow != "off":  # keys of builds without folding unchanged
+            key |= {"narrow": self.narrow}
         return key
 
 
@@ -333,8 +344,10 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             index_bits(dc.channels),
             "delay_line",
         )
+        # one read port per tap (a copy each in block RAM): the d = 12 DCLS network's 4 x 4-bit
+        # counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30
         mems["dcls_counts"] = MemoryPlan(
-            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line"
+            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line", banks=dc.taps
         )
         mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
             f"{e.name}_dcls_outputs",
@@ -617,6 +630,71 @@ def _to_spram(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     return out
 
 
+NARROW_MODES = ("off", "auto")
+"""``--narrow``: ``off`` (a weight word holds every matrix of every lane), ``auto`` (an engine whose
+lanes take their matrices in several passes, ``--share-multipliers``, keeps its weight word as one
+slice per pass at consecutive addresses: :func:`_fold_weights`)."""
+
+
+FOLDED_KEYS = ("weights", "bias", "acc")
+"""Memories ``--narrow auto`` folds: the weights (read per item), the biases and an event-driven
+engine's kept accumulators (read on a group's first slot; the sums written after its last): each
+holds ``P x n`` elements of which pass ``q`` uses its ``P x u``."""
+
+
+SLICED_KEYS = ("state", "pool")
+"""Memories ``--narrow auto`` folds into ``F`` equal slices of consecutive elements (the last
+padded): the state and pooled sums, read over the passes of a group's last slot and written over
+as many cycles after C4 (slice ``q`` read ``q`` parts or more after the slot's first part and
+written ``q`` cycles after C4: the distance :func:`codesign.hw.issue.drain_cycles` keeps holds)."""
+
+
+def matrix_passes(e: EnginePlan) -> int:
+    """Passes a slot takes through a lane's shared multipliers, ``ceil(matrices / multipliers)``
+    (1 without sharing); the digit-serial pieces of each come on top (``EnginePlan.passes``)."""
+    return ceil_div(len(e.matrices), e.products)
+
+
+def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
+    """``--narrow auto``: an engine whose lanes take their matrices in ``F = matrix_passes > 1``
+    passes keeps its weight word as ``F`` slices at ``F`` consecutive addresses, slice ``q`` the
+    ``P x u`` weights of pass ``q`` (``u`` multipliers per lane, the missing matrices of a last
+    slice zero). Pass ``q`` of a slot reads slice ``q`` (the lane array only ever took those
+    weights of the word), so the fold costs no cycle, and the memory is ``F`` times deeper and
+    narrower: deep enough for a UP5K EBR or SPRAM (16 bits wide) to hold more of it, and no
+    multiplexer picks a pass's weights out of the word. An event-driven engine's kept accumulators
+    fold the same way: pass ``q`` of a group's first slot reads slice ``q`` of its seeds, and slice
+    ``q`` of the sums is written ``q`` passes after the group's last, before the next group's pass
+    ``q`` changes them (``codesign.hw.front``), so the reads and writes keep their distance and no
+    cycle is added. The state and pooled sums (:data:`SLICED_KEYS`) fold into ``F`` slices of
+    consecutive elements, read on the ``F`` passes of the group's last slot into the registers
+    that hold them for the update stage and written over ``F`` cycles from C4, at no cycle either.
+    An engine without sharing keeps its words."""
+    if narrow not in NARROW_MODES:
+        raise CodesignError(f"--narrow {narrow!r} is not one of {', '.join(NARROW_MODES)}")
+    if narrow == "off":
+        return engines
+    out = []
+    for e in engines:
+        folds = matrix_passes(e)
+        if folds == 1:
+            out.append(e)
+            continue
+        mems = dict(e.memories)
+        for key in FOLDED_KEYS:
+            if key in mems:
+                mem = mems[key]
+                mems[key] = replace(mem, depth=mem.depth * folds, elements=e.lanes * e.products, fold=folds)
+        for key in SLICED_KEYS:
+            if key in mems and mems[key].elements >= folds:
+                mem = mems[key]
+                mems[key] = replace(
+                    mem, depth=mem.depth * folds, elements=ceil_div(mem.elements, folds), fold=folds
+                )
+        out.append(replace(e, memories=mems))
+    return out
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
     a memory already in a single-port RAM (:func:`_to_spram`) keeps it."""
@@ -853,6 +931,7 @@ def plan_accelerator(
     spram: bool = False,
     share: str | int = "off",
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
+    narrow: str = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -866,6 +945,8 @@ def plan_accelerator(
     per-neuron shifts the ROMs hold, which bound the update units' shifters instead of the spec's
     ``shift_bounds``. ``spram`` (with ``frozen``, ``--weights spram``) moves the largest weight
     matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
+    ``narrow`` (:data:`NARROW_MODES`) folds the weight word of an engine with shared multipliers
+    into one slice per pass (:func:`_fold_weights`), before the memories are mapped.
     """
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
@@ -890,9 +971,12 @@ def plan_accelerator(
         raise CodesignError("spram weights are a frozen build's option (--weights spram)")
     if frozen:
         engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
+    # the multipliers first (they decide the passes a fold follows), then the memories' shapes,
+    # then where each goes
+    engines = _fold_weights(_assign_multipliers(engines, chip, share_per_lane, cycles), narrow)
     if spram:
         engines = _to_spram(engines, chip)
-    engines = _assign_multipliers(_map_memories(engines, chip), chip, share_per_lane, cycles)
+    engines = _map_memories(engines, chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -920,4 +1004,5 @@ def plan_accelerator(
         frozen=frozen,
         spram=spram,
         share=share_name,
+        narrow=narrow,
     )

@@ -74,6 +74,7 @@ def simulate(
     target: str = "generic",
     counters: str = "all",
     share: str | int = "off",
+    narrow: str = "off",
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
@@ -81,7 +82,9 @@ def simulate(
     ``weights="runtime"`` the parameters (``"spram"``: the weights in single-port RAMs) are
     loaded through the configuration stream first.
     """
-    dut = Accelerator(bundle, lanes=lanes, weights=weights, target=target, counters=counters, share=share)
+    dut = Accelerator(
+        bundle, lanes=lanes, weights=weights, target=target, counters=counters, share=share, narrow=narrow
+    )
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None
     beats = item_beats(sequences)

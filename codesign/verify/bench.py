@@ -100,16 +100,18 @@ def bench_bundle(
     shared: bool = False,
     target: str = "generic",
     share: str = "off",
+    narrow: str = "off",
 ) -> dict:
     """One benchmark row: ``bundle`` at ``lanes`` lanes in amaranth.sim against its cycle floor.
 
     ``target`` and ``share`` (``--share-multipliers``) make the plan of a mapped build: a shared
-    multiplier costs ``passes`` cycles per slot, which the floor counts too."""
+    multiplier costs ``passes`` cycles per slot, which the floor counts too; ``narrow``
+    (``--narrow``) folds words into slices, at no cycle."""
     if rate is not None:
         bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
-    result = simulate(bundle, xs, lanes=lanes, target=target, share=share)
+    result = simulate(bundle, xs, lanes=lanes, target=target, share=share, narrow=narrow)
     wall = time.perf_counter() - start
     total_steps = sequences * steps
     counters = result.counters
@@ -176,9 +178,10 @@ def run_bench(
     rates: list[float] | None = None,
     target: str = "generic",
     share: str = "off",
+    narrow: str = "off",
 ) -> dict:
     """Every bundle x lane count x density (x update rate for selective bundles); the summary dict
-    (also written to ``json_path``). ``target`` and ``share`` as in :func:`bench_bundle`."""
+    (also written to ``json_path``). ``target``, ``share`` and ``narrow`` as in :func:`bench_bundle`."""
     rows = []
     for path in bundles:
         bundle = load_bundle(path)
@@ -209,6 +212,7 @@ def run_bench(
                     shared=shared,
                     target=target,
                     share=share,
+                    narrow=narrow,
                 )
                 rows.append(row)
                 extra = ""
@@ -230,6 +234,7 @@ def run_bench(
         "floor": "sum over layers of ceil(d_l/P) x passes_l x work_l; target 1.1 x floor + 8 x layers",
         "target": target,
         "share_multipliers": share,
+        "narrow": narrow,
         "rows": rows,
         "all_met": all(r["meets_target"] for r in rows),
     }

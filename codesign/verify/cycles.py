@@ -7,7 +7,9 @@ one biases-only slot when the step has none); the layers run as a pipeline. The 
 counts (``work_l = macs_l / (d_l x matrices_l)``) and ``passes_l`` the cycles a slot takes in the
 lane array (1, or ``ceil(matrices / multipliers per lane)`` with shared multipliers, times ``K``
 with digit-serial LUT products, ``--share-multipliers X:K``: ``EnginePlan.passes``), so the benchmark (``codesign bench rtl``) and the testbench's cycle
-figures use one definition. ``docs/accelerator.md`` derives it.
+figures use one definition. Folded words (``--narrow auto``: a word read as one slice per pass)
+add nothing: each pass reads its own slice in the cycle it already takes. ``docs/accelerator.md``
+derives it.
 """
 
 from __future__ import annotations
