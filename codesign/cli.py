@@ -304,9 +304,17 @@ def bench(
         ),
     ] = "off",
     narrow: Annotated[
+        str | None,
+        typer.Option(
+            help="rtl: off or auto (weight, bias and kept-sum words folded per pass), as `codesign rtl`; "
+            "default: auto on up5k and ecp5, off elsewhere"
+        ),
+    ] = None,
+    share_updates: Annotated[
         str,
         typer.Option(
-            help="rtl: off or auto (weight, bias and kept-sum words folded per pass), as `codesign rtl`"
+            "--share-updates",
+            help="rtl: off or on (one update unit per layer serving its lanes in turn), as `codesign rtl`",
         ),
     ] = "off",
 ) -> None:
@@ -331,6 +339,7 @@ def bench(
             target=target,
             share=share_multipliers,
             narrow=narrow,
+            share_updates=share_updates,
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -618,7 +627,17 @@ def rtl(
             help="off: a weight word holds every matrix of every lane; auto: an engine whose lanes "
             "take their matrices in passes (--share-multipliers) keeps one slice per pass at "
             "consecutive addresses, a memory that many times deeper and narrower, at no cycle "
-            "(build.json: plan.memories[].fold)"
+            "(build.json: plan.narrow, plan.memories[].fold); default: auto on the up5k and ecp5 "
+            "targets (measured: as many or fewer cells and block RAMs), off elsewhere"
+        ),
+    ] = None,
+    share_updates: Annotated[
+        str,
+        typer.Option(
+            "--share-updates",
+            help="off: one update unit per lane; on: one per layer, serving a group's P lanes in the "
+            "P cycles after its sums are ready (P - 1 idle issue cycles per group; build.json: "
+            "plan.share_updates, plan.engines[].update_units)",
         ),
     ] = "off",
 ) -> None:
@@ -634,6 +653,7 @@ def rtl(
         counters=counters,
         share=share_multipliers,
         narrow=narrow,
+        share_updates=share_updates,
     )
     plan = info["plan"]
     engines = ", ".join(

@@ -95,3 +95,22 @@ def test_shared_multipliers_double_the_floor_and_meet_the_target(tmp_path) -> No
     np.testing.assert_array_equal(
         cycle_floor(bundle.manifest, gold, 4, passes=[2]), 2 * cycle_floor(bundle.manifest, gold, 4)
     )
+
+
+def test_shared_update_unit_gap_is_in_the_floor(tmp_path) -> None:
+    """One update unit serving P = 4 lanes: the issue stage waits P - 1 cycles after each group,
+    which the floor counts (``gaps``: ``ceil(d / P) x (P - 1)`` per step more); the simulated
+    accelerator stays within 1.1 x floor + 8."""
+    bundle = make_random_network_bundle(
+        str(tmp_path / "b"), seed=4, inputs=5, layers=[{"cell": "cmru", "size": 8, "eps": 1}], classes=3
+    )
+    alone = bench_bundle(bundle, 4, 1.0, sequences=2, steps=12, seed=0)
+    shared = bench_bundle(bundle, 4, 1.0, sequences=2, steps=12, seed=0, share_updates="on")
+    assert shared["floor_per_step"] == pytest.approx(alone["floor_per_step"] + 2 * 3, abs=0.02)
+    assert shared["cycles_per_step"] > alone["cycles_per_step"]
+    assert shared["floor_per_step"] <= shared["cycles_per_step"] and shared["meets_target"], shared
+    xs = random_integer_inputs(bundle, sequences=2, steps=12, seed=0, density=1.0)
+    gold = run_golden(bundle, xs[0][None])
+    np.testing.assert_array_equal(
+        cycle_floor(bundle.manifest, gold, 4, gaps=[3]), cycle_floor(bundle.manifest, gold, 4) + 2 * 3
+    )

@@ -26,7 +26,7 @@ from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
 from codesign.hw.issue import drain_cycles
-from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator
+from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator, resolve_narrow
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
@@ -47,6 +47,7 @@ def assert_matches_golden(
     counters="all",
     share="off",
     narrow="off",
+    share_updates="off",
 ):
     result = simulate(
         bundle,
@@ -58,6 +59,7 @@ def assert_matches_golden(
         counters=counters,
         share=share,
         narrow=narrow,
+        share_updates=share_updates,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -294,7 +296,7 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
     bundle = load_bundle(BUNDLES / name)
     options = {"target": target, "share": share, "frozen": weights in ("frozen", "spram")}
     folded = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", narrow="auto", **options)
-    wide = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", **options)
+    wide = plan_accelerator(bundle.manifest, lanes, spram=weights == "spram", narrow="off", **options)
     for e, w in zip(folded.engines, wide.engines, strict=True):
         mem, flat = e.memories["weights"], w.memories["weights"]
         folds = -(-len(e.matrices) // e.products)
@@ -309,7 +311,7 @@ def test_folded_weights_match_golden(name: str, lanes: int, target: str, weights
     got = assert_matches_golden(
         bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share, narrow="auto"
     )
-    ref = simulate(bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share)
+    ref = simulate(bundle, xs, lanes=lanes, seed=4, target=target, weights=weights, share=share, narrow="off")
     assert got.counters["layer0_busy_cycles"] == ref.counters["layer0_busy_cycles"]
     passes = folded.layers[0].passes
     assert got.counters["layer0_weights_reads"] == passes * ref.counters["layer0_weights_reads"]
@@ -347,6 +349,77 @@ def test_three_matrices_fold_into_three_slices() -> None:
     assert_matches_golden(bundle, xs, lanes=5, seed=3, share="on", narrow="auto")
     with pytest.raises(CodesignError, match="--narrow 'yes' is not one of off, auto"):
         plan_accelerator(manifest, 2, narrow="yes")
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights", "share"),
+    [
+        ("japanese_vowels_cmru2", 4, "up5k", "frozen", "1"),  # the UP5K build, folded, kept sums
+        ("japanese_vowels_mingru", 3, "generic", "baked", "off"),  # three-stage unit, pooled sums
+        ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime", "on"),  # two-stage unit, DCLS front end
+        ("japanese_vowels_cmru2_su", 4, "generic", "baked", "off"),  # selective walk
+        ("parity_hsru", 4, "generic", "baked", "off"),  # one group: the gap before the next step
+    ],
+)
+def test_shared_update_unit_matches_golden(
+    name: str, lanes: int, target: str, weights: str, share: str
+) -> None:
+    """``--share-updates on``: one update unit per layer serves a group's lanes in the ``P``
+    cycles after its sums are ready, the issue stage waiting ``P - 1`` cycles after each group;
+    the states, events and logits stay the golden model's, and only the cycles grow."""
+    bundle = load_bundle(BUNDLES / name)
+    plan = plan_accelerator(bundle.manifest, lanes, target=target, share=share, share_updates="on")
+    assert all(e.update_gap == e.lanes - 1 for e in plan.layers) and plan.readout.update_gap == 0
+    assert plan.shape_key()["share_updates"] == "on"
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=4)
+    options = {
+        "lanes": lanes,
+        "seed": 4,
+        "target": target,
+        "weights": weights,
+        "share": share,
+        "narrow": "auto",
+    }
+    got = assert_matches_golden(bundle, xs, share_updates="on", **options)
+    ref = simulate(bundle, xs, **options)
+    assert got.cycles > ref.cycles  # the update unit's turns cost cycles, counted by cycle_floor
+    with pytest.raises(CodesignError, match="--share-updates 'yes' is not one of off, on"):
+        plan_accelerator(bundle.manifest, lanes, share_updates="yes")
+
+
+def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
+    """``codesign rtl --share-updates on``: ``build.json`` says one update unit per layer and the
+    Verilog has one update module per layer where the default build has one per lane."""
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = BUNDLES / "japanese_vowels_cmru2"
+    info = build_rtl(bundle_dir, tmp_path / "b", lanes=4, target="up5k", counters="none", share_updates="on")
+    assert info["plan"]["share_updates"] == "on"
+    assert [e["update_units"] for e in info["plan"]["engines"]] == [1, 1, 0]
+    modules = [
+        line.split()[1]
+        for line in (tmp_path / "b" / "accelerator.v").read_text().splitlines()
+        if line.startswith("module ") and ".update" in line
+    ]
+    assert modules == ["\\accelerator.layer0.update", "\\accelerator.layer1.update"], modules
+
+
+def test_narrow_defaults_to_auto_on_the_fpga_targets() -> None:
+    """Without ``--narrow``, the UP5K and ECP5 plans fold the words of engines with shared
+    multipliers (measured: as many or fewer logic cells and block RAMs, the same cycles), the
+    generic and ASIC plans do not (their Verilog unchanged); an explicit ``off`` stays off, and a
+    plan without sharing has nothing to fold either way."""
+    bundle = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    for target, mode in (("up5k", "auto"), ("ecp5", "auto"), ("generic", "off"), ("asic", "off")):
+        assert resolve_narrow(None, target) == mode and resolve_narrow("off", target) == "off"
+        plan = plan_accelerator(bundle.manifest, 4, target=target, share="1")
+        assert plan.narrow == mode
+        folds = [e.memories["weights"].fold for e in plan.layers]
+        assert folds == ([2, 2] if mode == "auto" else [1, 1]), (target, folds)
+        off = plan_accelerator(bundle.manifest, 4, target=target, share="1", narrow="off")
+        assert off.narrow == "off" and [e.memories["weights"].fold for e in off.layers] == [1, 1]
+    alone = plan_accelerator(bundle.manifest, 4, target="up5k")  # no sharing: one pass, no fold
+    assert [e.memories["weights"].fold for e in alone.layers] == [1, 1]
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -418,14 +491,15 @@ def test_spram_builds_match_golden() -> None:
 
 
 def test_narrow_build_records_its_folds(tmp_path: Path) -> None:
-    """``codesign rtl --narrow auto`` at P = 4 for the UP5K: both layers' weights fold into two
-    slices of 32 bits, which fit the four SPRAMs together (unfolded, one layer's 64-bit words took
-    all four); ``build.json`` records the folds and the memory shapes the Verilog has."""
+    """``codesign rtl`` at P = 4 for the UP5K folds by default (``--narrow auto``): both layers'
+    weights fold into two slices of 32 bits, which fit the four SPRAMs together (unfolded, one
+    layer's 64-bit words took all four); ``build.json`` records the folds and the memory shapes
+    the Verilog has."""
     from codesign.hw.build import build_rtl
 
     bundle_dir = BUNDLES / "japanese_vowels_cmru2"
     wide = plan_accelerator(
-        load_bundle(bundle_dir).manifest, 4, target="up5k", frozen=True, spram=True, share="1"
+        load_bundle(bundle_dir).manifest, 4, target="up5k", frozen=True, spram=True, share="1", narrow="off"
     )
     assert [m.name for m in wide.memories if m.style == "huge"] == ["layer1_weights"]
     info = build_rtl(
@@ -436,10 +510,9 @@ def test_narrow_build_records_its_folds(tmp_path: Path) -> None:
         target="up5k",
         counters="none",
         share="1",
-        narrow="auto",
     )
     plan = info["plan"]
-    assert plan["narrow"] == "auto"
+    assert plan["narrow"] == "auto"  # the UP5K's default
     folded = {
         m["name"]: (m["depth"], m["elements"], m["fold"], m["style"])
         for m in plan["memories"]

@@ -201,6 +201,7 @@ class Design:
     weights: str = "runtime"  # codesign rtl --weights (spram: its own bundle, loaded through config)
     target: str = "generic"  # codesign rtl --target
     narrow: str = "off"  # codesign rtl --narrow
+    share_updates: str = "off"  # codesign rtl --share-updates
 
 
 @dataclass
@@ -224,11 +225,21 @@ class Row:
 
 def build_args(d: Design) -> tuple:
     """What :func:`_build` takes for design ``d`` (a picklable tuple, for a process pool)."""
-    return (str(d.bundle), str(d.build), d.lanes, d.faults, d.share, d.weights, d.target, d.narrow)
+    return (
+        str(d.bundle),
+        str(d.build),
+        d.lanes,
+        d.faults,
+        d.share,
+        d.weights,
+        d.target,
+        d.narrow,
+        d.share_updates,
+    )
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults, share, weights, target, narrow = args
+    bundle, out, lanes, faults, share, weights, target, narrow, share_updates = args
     from codesign.hw.build import build_rtl
 
     try:
@@ -241,6 +252,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
             share=share,
             target=target,
             narrow=narrow,
+            share_updates=share_updates,
         )
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
@@ -311,6 +323,7 @@ def plan_designs(args, out: Path) -> list[Design]:
         designs.append(shared_design(args, out))
         designs.append(shared_design(args, out, name="serial", share="on:2"))
         designs.append(shared_design(args, out, name="narrow", share="on:2", narrow="auto"))
+        designs.append(shared_design(args, out, name="update", share="on", narrow="auto", share_updates="on"))
         designs.append(spram_design(out))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
@@ -394,13 +407,17 @@ SHARED_SHAPE = {
 matrices and alphaCMRU's three (2 and 3 cycles per slot), both behind DCLS front ends."""
 
 
-def shared_design(args, out: Path, name: str = "shared", share: str = "on", narrow: str = "off") -> Design:
+def shared_design(
+    args, out: Path, name: str = "shared", share: str = "on", narrow: str = "off", share_updates: str = "off"
+) -> Design:
     """``shared``: one multiplier per lane; ``serial`` (``--filter serial``, ``on:2``): also each
     product in two Booth-digit pieces (``--share-multipliers X:K``: 4 and 6 cycles per slot);
     ``narrow`` (``--filter narrow``, ``on:2`` and ``--narrow auto``): also the weight words folded
-    into one slice per pass (2 and 3 slices, read once per pass and piece)."""
+    into one slice per pass (2 and 3 slices, read once per pass and piece); ``update``
+    (``--filter update``, ``on``, ``--narrow auto`` and ``--share-updates on``): also one update
+    unit per layer serving the lanes in turn (the DCLS minGRU's three-stage unit, alphaCMRU's)."""
     root = out / "designs" / name
-    offset = {"shared": 900, "serial": 950}.get(name, 970)
+    offset = {"shared": 900, "serial": 950, "update": 990}.get(name, 970)
     bundles = [
         make_shape_bundle(
             SHARED_SHAPE, root / f"bundle{k:02d}", f"{name}_b{k}", args.seed * 1000 + offset + k
@@ -410,6 +427,8 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on", narr
     what = "one per lane" if share == "on" else f"one per lane, products in pieces ({share})"
     if narrow != "off":
         what += ", words folded per pass"
+    if share_updates != "off":
+        what += ", one update unit per layer"
     return Design(
         name,
         "random",
@@ -423,6 +442,7 @@ def shared_design(args, out: Path, name: str = "shared", share: str = "on", narr
         info={"shape": SHARED_SHAPE},
         share=share,
         narrow=narrow,
+        share_updates=share_updates,
     )
 
 
@@ -545,6 +565,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 weights=target.weights,
                 target=target.target,
                 narrow=target.narrow,
+                share_updates=target.share_updates,
             )
         )
     return mutants

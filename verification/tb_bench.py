@@ -69,6 +69,7 @@ class Testbench:
             "counters": self.build["plan"].get("counter_set", "all"),
             "share": self.build["plan"].get("share", "off"),
             "narrow": self.build["plan"].get("narrow", "off"),
+            "share_updates": self.build["plan"].get("share_updates", "off"),
         }
         self.runtime = self.build["weights"] == "runtime"
         # a spram build (--weights spram) loads its own bundle's weights into its single-port RAMs,

@@ -108,7 +108,8 @@ class GoldenModel:
             if layer.selective is not None
         }
         passes = [e.passes for e in plan.layers]
-        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes, tables, passes).sum())
+        gaps = [e.update_gap for e in plan.layers]
+        tot.floor += int(cycle_floor(bundle.manifest, g, plan.lanes, tables, passes, gaps).sum())
         for e, trace in zip(plan.layers, g.layers, strict=True):
             name = f"layer{e.index}"
             states, gates = trace.states[0], trace.gates[0]

@@ -5,7 +5,7 @@
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
                                   [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N[:K]]
-                                  [--narrow off|auto]
+                                  [--narrow off|auto] [--share-updates off|on]
                                   [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
@@ -137,10 +137,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--narrow",
-        default="off",
+        default=None,
         choices=("off", "auto"),
         help="codesign rtl --narrow: auto folds the weight, bias and kept-sum words of engines with shared "
-        "multipliers into one slice per pass (deeper, narrower memories, no cycle)",
+        "multipliers into one slice per pass (deeper, narrower memories, no cycle); default: auto on "
+        "the up5k and ecp5 targets, off elsewhere",
+    )
+    parser.add_argument(
+        "--share-updates",
+        default="off",
+        choices=("off", "on"),
+        help="codesign rtl --share-updates: on shares one update unit per layer over its lanes "
+        "(P - 1 idle issue cycles per group)",
     )
     parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
@@ -182,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                         counters=args.counters,
                         share=args.share_multipliers,
                         narrow=args.narrow,
+                        share_updates=args.share_updates,
                     )
                 except CodesignError as err:
                     if "lanes" in str(err) and "outside" in str(err):

@@ -61,7 +61,11 @@ class Accelerator(wiring.Component):
         (:data:`codesign.hw.plan.SHARE_MODES`).
     narrow : str
         ``off`` or ``auto``: weight words of engines with shared multipliers folded into one slice
-        per pass (:data:`codesign.hw.plan.NARROW_MODES`).
+        per pass (:data:`codesign.hw.plan.NARROW_MODES`); ``None``: the target's default
+        (``auto`` on the UP5K and the ECP5, :func:`codesign.hw.plan.resolve_narrow`).
+    share_updates : str
+        ``off`` or ``on``: one update unit per layer serving its lanes in turn, ``P - 1`` idle
+        issue cycles per group (:data:`codesign.hw.plan.SHARE_UPDATE_MODES`).
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
@@ -77,7 +81,8 @@ class Accelerator(wiring.Component):
         target: str = "generic",
         counters: str = "all",
         share: str | int = "off",
-        narrow: str = "off",
+        narrow: str | None = None,
+        share_updates: str = "off",
     ) -> None:
         try:
             if weights not in WEIGHT_MODES:
@@ -93,6 +98,7 @@ class Accelerator(wiring.Component):
                 spram=weights == "spram",
                 share=share,
                 narrow=narrow,
+                share_updates=share_updates,
                 shift_ranges=frozen_shift_ranges(
                     bundle.manifest, {i: bundle.layer_weights(i) for i in range(len(bundle.manifest.layers))}
                 )

@@ -121,6 +121,7 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "hard_products": e.hard_products if e.multiplier == "mixed" else None,
             "lane_multipliers": e.products,
             "passes": e.passes,
+            "update_units": (1 if e.shared_update else e.lanes) if e.kind in CELLS else 0,
             "digit_passes": e.digit_passes,
         }
         if e.kind in CELLS and any(w == "shift" for w in CELLS[e.kind].params.values()):
@@ -154,7 +155,8 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
         "counter_set": plan.counter_set,
         "share": plan.share,
         "spram": plan.spram,  # --weights spram: memories of style "huge" are SPRAMs loaded through config
-        "narrow": plan.narrow,  # --narrow: weight words folded into slices (memories[].fold)
+        "narrow": plan.narrow,
+        "share_updates": plan.share_updates,  # --share-updates: one update unit per layer  # --narrow: weight words folded into slices (memories[].fold)
         "engines": engines,
         "memories": memories,
         "counters": list(plan.counters),
@@ -171,7 +173,8 @@ def build_rtl(
     target: str = "generic",
     counters: str = "all",
     share: str | int = "off",
-    narrow: str = "off",
+    narrow: str | None = None,
+    share_updates: str = "off",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -203,9 +206,14 @@ def build_rtl(
         Multipliers per lane shared over the matrices (:data:`codesign.hw.plan.SHARE_MODES`):
         ``build.json`` records the choice (``plan.share``, ``plan.engines[].lane_multipliers``
         and ``passes``, the cycles a slot takes).
-    narrow : ``"off"`` or ``"auto"``
+    narrow : ``"off"``, ``"auto"`` or ``None``
         Weight words of engines with shared multipliers folded into one slice per pass at
-        consecutive addresses (:data:`codesign.hw.plan.NARROW_MODES`; ``plan.memories[].fold``).
+        consecutive addresses (:data:`codesign.hw.plan.NARROW_MODES`; ``plan.memories[].fold``);
+        ``None`` takes the target's default (``auto`` on the UP5K and the ECP5, ``plan.narrow``
+        records what was used).
+    share_updates : ``"off"`` or ``"on"``
+        One update unit per layer serving the group's lanes in turn, at ``P - 1`` idle issue
+        cycles per group (``plan.share_updates``, ``plan.engines[].update_units``).
 
     Returns
     -------
@@ -230,6 +238,7 @@ def build_rtl(
         counters=counters,
         share=share,
         narrow=narrow,
+        share_updates=share_updates,
     )
     plan = accelerator.plan
     text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), plan)

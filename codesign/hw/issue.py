@@ -57,10 +57,13 @@ def drain_cycles(e: EnginePlan) -> int:
     least (the reads come on the first part, the writes after the last). The state is read on the
     last part, so this is conservative for it: a folded state or pooled sum (``--narrow``), whose
     slice ``q`` is read on pass ``q`` of the last slot (``q`` parts or more after the first part)
-    and written ``q`` cycles after C4, keeps the same distance."""
-    state = 3 + e.update_latency - 1  # C4 writes the state (and pooled sum), C2a reads it
+    and written ``q`` cycles after C4, keeps the same distance. One update unit shared by the
+    lanes (``EnginePlan.update_gap``) writes the state ``gap`` cycles later, and each group is
+    followed by ``gap`` idle issue cycles."""
+    gap = e.update_gap
+    state = 3 + e.update_latency - 1 + gap  # C4 writes the state (and pooled sum), C2a reads it
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
-    covered = 1 if e.period else 1 + (e.groups - 1) * e.passes
+    covered = 1 if e.period else 1 + (e.groups - 1) * (e.passes + gap)
     return max(0, max(state, accumulators) - covered)
 
 
@@ -222,6 +225,26 @@ class IssueStage(wiring.Component):
         the sequence's last step (``ONCE_QUEUE_DEPTH`` entries suffice)."""
         return seq_end if self.engine.emit == "final" else Const(1)
 
+    # ------------------------------------------------------------ update gap
+    def _update_gap(self, m: Module):
+        """High when the stage may issue: ``EnginePlan.update_gap`` cycles after a group's last
+        slot have passed (one update unit serving the group's lanes in turn reads the sums, the
+        state and the parameters the lane array and the front end hold until the next group's
+        slots reach them; ``codesign.hw.layer``). Always high with an update unit per lane."""
+        gap = self.engine.update_gap
+        if gap == 0:
+            self._gap = None
+            return Const(1)
+        self._gap = Signal(range(gap + 1), name="update_gap")
+        with m.If(self._gap != 0):
+            m.d.sync += self._gap.eq(self._gap - 1)
+        return self._gap == 0
+
+    def _start_gap(self, m: Module) -> None:
+        """A group's last slot issues: wait ``update_gap`` cycles before the next slot."""
+        if self._gap is not None:
+            m.d.sync += self._gap.eq(self.engine.update_gap)
+
     # ------------------------------------------------------------ scheduler
     def _scheduler(self, m: Module, rd, banks: _Banks) -> None:
         """Walk the read bank once per group (a group starts only with credit), then drain."""
@@ -242,7 +265,8 @@ class IssueStage(wiring.Component):
         part, first_part, last_part = self._parts(m)
         issue = Signal()
         needs = self._needs_credit(seq_end)
-        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit | ~needs))
+        idle = self._update_gap(m)
+        m.d.comb += issue.eq(busy & idle & ((slot != 0) | ~first_part | self.credit | ~needs))
         m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
 
         meta = Signal(SlotLayout(e))
@@ -278,6 +302,7 @@ class IssueStage(wiring.Component):
             ]
             self._next_part(m, meta, part, last_part, last_slot)
             with m.If(last_part & last_slot):
+                self._start_gap(m)
                 m.d.sync += [slot.eq(0), group.eq(group + 1), base.eq(base + e.inputs)]
                 with m.If(group == e.groups - 1):
                     m.d.sync += [
@@ -352,7 +377,8 @@ class IssueStage(wiring.Component):
         part, first_part, last_part = self._parts(m)
         issue = Signal()
         needs = self._needs_credit(seq_end)
-        m.d.comb += issue.eq(busy & ((slot != 0) | ~first_part | self.credit | ~needs))
+        idle = self._update_gap(m)
+        m.d.comb += issue.eq(busy & idle & ((slot != 0) | ~first_part | self.credit | ~needs))
         m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
 
         # the step about to start: its phase, whether it walks every group, its first group
@@ -431,6 +457,7 @@ class IssueStage(wiring.Component):
             ]
             self._next_part(m, meta, part, last_part, last_slot)
             with m.If(last_part & last_slot):
+                self._start_gap(m)
                 nxt = Mux(full, group + 1, listed)
                 m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]
                 with m.If(step_last):

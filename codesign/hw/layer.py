@@ -21,7 +21,7 @@ grows as a ``d``-wide register file or multiplexer. A sequence's first step read
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, Value, signed
+from amaranth.hdl import Array, Module, Mux, Signal, Value, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -107,6 +107,8 @@ class LayerEngine(wiring.Component):
             ]
         # a two-stage unit answers in C3b: what the engine keeps beside it waits as long
         late = e.update_latency - 1
+        if e.shared_update:
+            return self._shared_update(m, front, finalize, late)
         s4 = Signal(SlotLayout(e), name="slot_c4")
         finalize4 = Signal()
         m.d.sync += [s4.eq(delay(m, s3, late, "slot")), finalize4.eq(delay(m, finalize, late, "finalize"))]
@@ -129,6 +131,67 @@ class LayerEngine(wiring.Component):
                 regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
                 old_pool = Mux(first, 0, front.pool[lane])
                 m.d.sync += regs["old_pool"].eq(delay(m, old_pool, late, f"old_pool_{lane}"))
+            lane_regs.append(regs)
+        return s4, finalize4, lane_regs
+
+    def _shared_update(self, m: Module, front: MacFront, finalize, late: int):
+        """One update unit for the ``P`` lanes (``--share-updates on``): lane ``l`` of a group in
+        the ``l``-th cycle after its sums are ready (C3 + l), its results into lane ``l``'s C4
+        registers ``late`` cycles later; C4 (write-back, entry, trace) follows the last lane, ``P -
+        1`` cycles later than with a unit per lane. The issue stage waits ``P - 1`` cycles after
+        a group's last slot (``EnginePlan.update_gap``), so the sums (the lane array's registers),
+        the state, parameters and pooled sums (the front end's held registers) stay this group's
+        until the last lane has read them. The unit sees each lane's inputs exactly as a lane's
+        own unit would: the same sums in the same order."""
+        e = self.engine
+        p, n_mat, n_fields, n_par = e.lanes, len(e.matrices), len(e.state_fields), len(e.params)
+        s3 = front.slot
+        # which lane the unit serves: 0 in the group's C3, then 1 .. P-1 (``turn`` counts them)
+        turn = Signal(range(p), name="update_turn")
+        with m.If(finalize):
+            m.d.sync += turn.eq(1)
+        with m.Elif(turn != 0):
+            m.d.sync += turn.eq(Mux(turn == p - 1, 0, turn + 1))
+        first_held = Signal(name="seq_first_held")
+        with m.If(finalize):
+            m.d.sync += first_held.eq(s3.seq_first)
+        first = Mux(turn == 0, s3.seq_first, first_held)
+        serving = Signal(name="update_serving")
+        m.d.comb += serving.eq(finalize | (turn != 0))
+        unit = make_update_unit(e, self.plan.faults)
+        m.submodules.update = unit
+        for k, name in enumerate(e.matrices):
+            m.d.comb += unit.acc[name].eq(Array(front.acc[lane * n_mat + k] for lane in range(p))[turn])
+        for k, name in enumerate(e.params):
+            m.d.comb += unit.params[name].eq(Array(front.params[lane * n_par + k] for lane in range(p))[turn])
+        for k, name in enumerate(e.state_fields):
+            state = Array(front.state[lane * n_fields + k] for lane in range(p))[turn]
+            m.d.comb += unit.old[name].eq(Mux(first, 0, state))
+        # the lane whose results the unit gives now (``late`` cycles after its inputs)
+        done = delay(m, serving, late, "update_serving")
+        done_lane = delay(m, turn, late, "update_turn")
+        s4 = Signal(SlotLayout(e), name="slot_c4")
+        finalize4 = Signal()
+        m.d.sync += [
+            s4.eq(delay(m, s3, late + p - 1, "slot")),
+            finalize4.eq(delay(m, finalize, late + p - 1, "finalize")),
+        ]
+        old = delay(m, unit.old, late, "old")
+        old_pool = None
+        if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
+            pool = Array(front.pool[lane] for lane in range(p))[turn]
+            old_pool = delay(m, Mux(first, 0, pool), late, "old_pool")
+        lane_regs = []
+        for lane in range(p):
+            regs = {}
+            for key in ("new", "old", "hold", "out", "gate", "saturated", "potential"):
+                regs[key] = Signal.like(getattr(unit, key), name=f"{key}_c4_{lane}")
+                with m.If(done & (done_lane == lane)):
+                    m.d.sync += regs[key].eq(old if key == "old" else getattr(unit, key))
+            if old_pool is not None:
+                regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
+                with m.If(done & (done_lane == lane)):
+                    m.d.sync += regs["old_pool"].eq(old_pool)
             lane_regs.append(regs)
         return s4, finalize4, lane_regs
 

@@ -52,6 +52,9 @@ __all__ = [
     "SHARE_MODES",
     "serial_cycles",
     "parse_share",
+    "resolve_narrow",
+    "NARROW_DEFAULT_TARGETS",
+    "SHARE_UPDATE_MODES",
     "NARROW_MODES",
 ]
 
@@ -197,6 +200,14 @@ class EnginePlan:
     lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
     digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
     queue_depth: int = QUEUE_DEPTH  # entries of the queue towards the next engine (or the results)
+    shared_update: bool = False  # one update unit serves the P lanes in turn (--share-updates)
+
+    @property
+    def update_gap(self) -> int:
+        """Idle issue cycles after a group's last slot: ``P - 1`` when one update unit serves the
+        group's ``P`` lanes in turn (lane ``l`` in the ``l``-th cycle after the group's sums are
+        ready), so the sums, state and parameters it reads hold until the last lane is done."""
+        return self.lanes - 1 if self.shared_update else 0
 
     @property
     def products(self) -> int:
@@ -238,6 +249,7 @@ class AcceleratorPlan:
     spram: bool = False  # frozen, but the largest weight matrices in single-port RAMs loaded through config
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
     narrow: str = "off"  # weight words folded by the lane array's matrix passes (--narrow): off or auto
+    share_updates: str = "off"  # one update unit per layer serving its lanes in turn (--share-updates)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -290,6 +302,8 @@ class AcceleratorPlan:
             key |= {"spram": True}
         if self.narrow != "off":  # keys of builds without folding unchanged
             key |= {"narrow": self.narrow}
+        if self.share_updates != "off":  # keys of builds with an update unit per lane unchanged
+            key |= {"share_updates": self.share_updates}
         return key
 
 
@@ -636,6 +650,28 @@ lanes take their matrices in several passes, ``--share-multipliers``, keeps its 
 slice per pass at consecutive addresses: :func:`_fold_weights`)."""
 
 
+SHARE_UPDATE_MODES = ("off", "on")
+"""``--share-updates``: ``off`` (one update unit per lane), ``on`` (one per layer, serving the
+group's lanes in the ``P`` cycles after its sums are ready: ``EnginePlan.update_gap`` idle issue
+cycles per group, counted by :func:`codesign.verify.cycles.cycle_floor`)."""
+
+
+NARROW_DEFAULT_TARGETS = ("up5k", "ecp5")
+"""Targets on which ``--narrow`` defaults to ``auto``: on the FPGA chips every measured build with
+shared multipliers took as many or fewer logic cells and block RAMs with its words folded, at the
+same cycles (``flows/fpga/README.md``, "--narrow auto by default"). The fold changes nothing
+without shared multipliers, so the generic and ASIC targets (which do not share) keep ``off``:
+their Verilog does not change."""
+
+
+def resolve_narrow(narrow: str | None, target: str) -> str:
+    """``narrow`` as given (:data:`NARROW_MODES`), or for ``None`` the default of ``target``:
+    ``auto`` on :data:`NARROW_DEFAULT_TARGETS`, ``off`` elsewhere."""
+    if narrow is None:
+        return "auto" if target in NARROW_DEFAULT_TARGETS else "off"
+    return narrow
+
+
 FOLDED_KEYS = ("weights", "bias", "acc")
 """Memories ``--narrow auto`` folds: the weights (read per item), the biases and an event-driven
 engine's kept accumulators (read on a group's first slot; the sums written after its last): each
@@ -931,7 +967,8 @@ def plan_accelerator(
     spram: bool = False,
     share: str | int = "off",
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
-    narrow: str = "off",
+    narrow: str | None = None,
+    share_updates: str = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -946,8 +983,14 @@ def plan_accelerator(
     ``shift_bounds``. ``spram`` (with ``frozen``, ``--weights spram``) moves the largest weight
     matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
     ``narrow`` (:data:`NARROW_MODES`) folds the weight word of an engine with shared multipliers
-    into one slice per pass (:func:`_fold_weights`), before the memories are mapped.
+    into one slice per pass (:func:`_fold_weights`), before the memories are mapped; ``None``
+    takes the target's default (:func:`resolve_narrow`: ``auto`` on the UP5K and the ECP5).
     """
+    narrow = resolve_narrow(narrow, target)
+    if share_updates not in SHARE_UPDATE_MODES:
+        raise CodesignError(
+            f"--share-updates {share_updates!r} is not one of {', '.join(SHARE_UPDATE_MODES)}"
+        )
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
     share_name, share_per_lane = parse_share(share)
@@ -977,6 +1020,8 @@ def plan_accelerator(
     if spram:
         engines = _to_spram(engines, chip)
     engines = _map_memories(engines, chip)
+    if share_updates == "on":  # the readout has no update unit
+        engines = [replace(e, shared_update=e.lanes > 1) for e in engines[:-1]] + [engines[-1]]
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -1005,4 +1050,5 @@ def plan_accelerator(
         spram=spram,
         share=share_name,
         narrow=narrow,
+        share_updates=share_updates,
     )

@@ -74,7 +74,8 @@ def simulate(
     target: str = "generic",
     counters: str = "all",
     share: str | int = "off",
-    narrow: str = "off",
+    narrow: str | None = None,
+    share_updates: str = "off",
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
@@ -83,7 +84,14 @@ def simulate(
     loaded through the configuration stream first.
     """
     dut = Accelerator(
-        bundle, lanes=lanes, weights=weights, target=target, counters=counters, share=share, narrow=narrow
+        bundle,
+        lanes=lanes,
+        weights=weights,
+        target=target,
+        counters=counters,
+        share=share,
+        narrow=narrow,
+        share_updates=share_updates,
     )
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None

@@ -34,7 +34,7 @@ from codesign.bundle import Bundle, load_bundle
 from codesign.bundle.io import check_weights
 from codesign.bundle.random import random_integer_inputs, rhythmic_table
 from codesign.golden import run_golden
-from codesign.hw.plan import plan_accelerator
+from codesign.hw.plan import plan_accelerator, resolve_narrow
 from codesign.hw.pysim import simulate
 from codesign.verify.cycles import cycle_floor, open_floor, target_per_step
 
@@ -60,10 +60,12 @@ def floor_per_step(
     *,
     ideal: bool = False,
     passes: list[int] | None = None,
+    gaps: list[int] | None = None,
 ) -> float:
     """Mean over all steps of ``sum_l ceil(d_l / P) x passes_l x work_l``
     (:func:`codesign.verify.cycles.cycle_floor`; ``ideal``: :func:`codesign.verify.cycles.open_floor`;
-    ``passes``: cycles per slot of each layer, 1 without shared multipliers)."""
+    ``passes``: cycles per slot of each layer, 1 without shared multipliers; ``gaps``: idle
+    cycles after each group, 0 without a shared update unit)."""
     total, steps = 0, 0
     tables = selective_tables(bundle)
     for x in xs:
@@ -71,7 +73,7 @@ def floor_per_step(
         floor = (
             open_floor(bundle.manifest, gold, lanes, passes)
             if ideal
-            else cycle_floor(bundle.manifest, gold, lanes, tables, passes)
+            else cycle_floor(bundle.manifest, gold, lanes, tables, passes, gaps)
         )
         total += int(floor.sum())
         steps += len(x)
@@ -100,24 +102,30 @@ def bench_bundle(
     shared: bool = False,
     target: str = "generic",
     share: str = "off",
-    narrow: str = "off",
+    narrow: str | None = None,
+    share_updates: str = "off",
 ) -> dict:
     """One benchmark row: ``bundle`` at ``lanes`` lanes in amaranth.sim against its cycle floor.
 
     ``target`` and ``share`` (``--share-multipliers``) make the plan of a mapped build: a shared
     multiplier costs ``passes`` cycles per slot, which the floor counts too; ``narrow``
-    (``--narrow``) folds words into slices, at no cycle."""
+    (``--narrow``, ``None``: the target's default) folds words into slices, at no cycle;
+    ``share_updates`` (``--share-updates on``) costs ``P - 1`` idle cycles per group, which the
+    floor counts too."""
     if rate is not None:
         bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
-    result = simulate(bundle, xs, lanes=lanes, target=target, share=share, narrow=narrow)
+    result = simulate(
+        bundle, xs, lanes=lanes, target=target, share=share, narrow=narrow, share_updates=share_updates
+    )
     wall = time.perf_counter() - start
     total_steps = sequences * steps
     counters = result.counters
     n_layers = len(bundle.manifest.layers)
-    passes = [e.passes for e in plan_accelerator(bundle.manifest, lanes, target=target, share=share).layers]
-    floor = floor_per_step(bundle, xs, lanes, passes=passes)
+    plan = plan_accelerator(bundle.manifest, lanes, target=target, share=share, share_updates=share_updates)
+    passes = [e.passes for e in plan.layers]
+    floor = floor_per_step(bundle, xs, lanes, passes=passes, gaps=[e.update_gap for e in plan.layers])
     cycles = result.cycles / total_steps
     engines = {}
     for i, layer in enumerate(bundle.manifest.layers):
@@ -178,7 +186,8 @@ def run_bench(
     rates: list[float] | None = None,
     target: str = "generic",
     share: str = "off",
-    narrow: str = "off",
+    narrow: str | None = None,
+    share_updates: str = "off",
 ) -> dict:
     """Every bundle x lane count x density (x update rate for selective bundles); the summary dict
     (also written to ``json_path``). ``target``, ``share`` and ``narrow`` as in :func:`bench_bundle`."""
@@ -213,6 +222,7 @@ def run_bench(
                     target=target,
                     share=share,
                     narrow=narrow,
+                    share_updates=share_updates,
                 )
                 rows.append(row)
                 extra = ""
@@ -234,7 +244,8 @@ def run_bench(
         "floor": "sum over layers of ceil(d_l/P) x passes_l x work_l; target 1.1 x floor + 8 x layers",
         "target": target,
         "share_multipliers": share,
-        "narrow": narrow,
+        "narrow": resolve_narrow(narrow, target),
+        "share_updates": share_updates,
         "rows": rows,
         "all_met": all(r["meets_target"] for r in rows),
     }

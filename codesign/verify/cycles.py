@@ -8,8 +8,10 @@ counts (``work_l = macs_l / (d_l x matrices_l)``) and ``passes_l`` the cycles a 
 lane array (1, or ``ceil(matrices / multipliers per lane)`` with shared multipliers, times ``K``
 with digit-serial LUT products, ``--share-multipliers X:K``: ``EnginePlan.passes``), so the benchmark (``codesign bench rtl``) and the testbench's cycle
 figures use one definition. Folded words (``--narrow auto``: a word read as one slice per pass)
-add nothing: each pass reads its own slice in the cycle it already takes. ``docs/accelerator.md``
-derives it.
+add nothing: each pass reads its own slice in the cycle it already takes. One update unit shared
+by a group's lanes (``--share-updates on``) adds ``gap_l = P - 1`` idle issue cycles after each
+walked group (``EnginePlan.update_gap``): ``sum_l ceil(d_l / P_l) x (passes_l x work_l + gap_l)``.
+``docs/accelerator.md`` derives it.
 """
 
 from __future__ import annotations
@@ -46,12 +48,18 @@ def cycle_floor(
     lanes: int,
     tables: dict[int, np.ndarray] | None = None,
     passes: Sequence[int] | None = None,
+    gaps: Sequence[int] | None = None,
 ) -> np.ndarray:
     """``(N, T)`` floor cycles of every step of a golden run at ``lanes`` lanes per engine.
 
     ``tables``: the ``su_gate`` of every selective layer (by layer index); ``passes``: the cycles
-    a slot takes in each layer (``[e.passes for e in plan.layers]``; default 1: no sharing)."""
+    a slot takes in each layer (``[e.passes for e in plan.layers]``; default 1: no sharing);
+    ``gaps``: idle issue cycles after each group of each layer (``[e.update_gap for e in
+    plan.layers]``; default 0: an update unit per lane)."""
     cost = _passes(manifest, passes)
+    gap = [0] * len(manifest.layers) if gaps is None else [int(g) for g in gaps]
+    if len(gap) != len(manifest.layers):
+        raise ValueError(f"gaps {list(gap)}: one per layer ({len(manifest.layers)}) expected")
     from codesign.hw.plan import plan_accelerator
     from codesign.hw.selective import walk
 
@@ -61,7 +69,7 @@ def cycle_floor(
         work = _work(layer, trace)
         p = min(lanes, layer.size)
         if layer.selective is None:
-            floor += -(-layer.size // p) * work * cost[index]
+            floor += -(-layer.size // p) * (work * cost[index] + gap[index])
             continue
         if tables is None or index not in tables:
             raise ValueError(f"layer {index} is selective: cycle_floor needs its su_gate table")
@@ -72,7 +80,8 @@ def cycle_floor(
             for t in range(steps):
                 items = int(work[n, t])
                 visits = walk(e, tables[index], t, seq_end=t == steps - 1, items=items)
-                floor[n, t] += cost[index] * sum(1 if held else max(items, 1) for _, held in visits)
+                slots = sum(1 if held else max(items, 1) for _, held in visits)
+                floor[n, t] += cost[index] * slots + gap[index] * len(visits)
     return floor
 
 
