@@ -387,6 +387,41 @@ def test_shared_update_unit_matches_golden(
         plan_accelerator(bundle.manifest, lanes, share_updates="yes")
 
 
+def test_shared_update_unit_frees_its_lanes_multipliers() -> None:
+    """A shared minGRU update unit needs one ``z * (u - h)`` multiplier where a unit per lane
+    needed ``P``: the plan counts one and hands the freed UP5K DSPs to weight products or DCLS
+    taps (the d = 12 DCLS network's shape: 7 of 8 DSPs used before, all 8 with the freed one)."""
+    manifest = random_network_manifest(
+        inputs=7,
+        layers=[
+            {"cell": "mingru", "size": 12, "dcls": {"taps": 2, "span": 4}},
+            {"cell": "cmru", "size": 12, "eps": 1, "dcls": {"taps": 2, "span": 4}},
+        ],
+        classes=5,
+        seed=1,
+    )
+    chip = get_target("up5k")
+
+    def dsps(plan, *, update: bool) -> int:
+        total = 0
+        for e in plan.engines:
+            hard = {"hard": e.lanes * e.products, "mixed": e.hard_products}.get(e.multiplier, 0)
+            total += hard * chip.multiplies_needed(e.weight_bits, e.item_bits)
+            if e.dcls is not None:
+                total += e.dcls.hard_taps * chip.multiplies_needed(e.dcls.weight_bits, e.dcls.item_bits)
+            if update and e.kind == "mingru" and e.update_multiplier == "hard":
+                units = 1 if e.shared_update else e.lanes
+                total += units * chip.multiplies_needed(e.gate_bits + 2, e.state_bits + 1)
+        return total
+
+    options = {"target": "up5k", "share": "1"}
+    per_lane = plan_accelerator(manifest, 2, **options)
+    shared = plan_accelerator(manifest, 2, share_updates="on", **options)
+    assert shared.layers[0].update_multiplier == "hard" and shared.layers[0].shared_update
+    assert dsps(shared, update=True) <= chip.multipliers
+    assert dsps(shared, update=False) > dsps(per_lane, update=False)
+
+
 def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
     """``codesign rtl --share-updates on``: ``build.json`` says one update unit per layer and the
     Verilog has one update module per layer where the default build has one per lane."""

@@ -872,7 +872,8 @@ def _allocate(engines: list[EnginePlan], target: Target, per_lane: dict[str, int
                 block(order, e, "dcls", e.dcls.weight_bits, e.dcls.item_bits, 1)
         update_products = CELLS[e.kind].update_products if e.kind in CELLS else 0
         if update_products:
-            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, e.lanes * update_products)
+            units = 1 if e.shared_update else e.lanes  # one update unit per layer (--share-updates)
+            block(order, e, "update", e.gate_bits + 2, e.state_bits + 1, units * update_products)
     left = target.multipliers
     out = _Allocation({e.name: 0 for e in engines}, {e.name: 0 for e in engines}, set())
     for _cost, _order, name, what, products, multipliers in sorted(blocks, key=lambda b: (-b[0], b[1])):
@@ -1012,6 +1013,8 @@ def plan_accelerator(
         )
     if spram and not frozen:
         raise CodesignError("spram weights are a frozen build's option (--weights spram)")
+    if share_updates == "on":  # the readout has no update unit
+        engines = [replace(e, shared_update=e.lanes > 1) for e in engines[:-1]] + [engines[-1]]
     if frozen:
         engines = [_freeze(e, (shift_ranges or {}).get(e.index)) for e in engines]
     # the multipliers first (they decide the passes a fold follows), then the memories' shapes,
@@ -1020,8 +1023,6 @@ def plan_accelerator(
     if spram:
         engines = _to_spram(engines, chip)
     engines = _map_memories(engines, chip)
-    if share_updates == "on":  # the readout has no update unit
-        engines = [replace(e, shared_update=e.lanes > 1) for e in engines[:-1]] + [engines[-1]]
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
