@@ -307,7 +307,7 @@ def bench(
         str | None,
         typer.Option(
             help="rtl: off or auto (weight, bias and kept-sum words folded per pass), as `codesign rtl`; "
-            "default: auto on up5k and ecp5, off elsewhere"
+            "default: auto on up5k, off elsewhere"
         ),
     ] = None,
     share_updates: Annotated[
@@ -627,7 +627,7 @@ def rtl(
             help="off: a weight word holds every matrix of every lane; auto: an engine whose lanes "
             "take their matrices in passes (--share-multipliers) keeps one slice per pass at "
             "consecutive addresses, a memory that many times deeper and narrower, at no cycle "
-            "(build.json: plan.narrow, plan.memories[].fold); default: auto on the up5k and ecp5 "
+            "(build.json: plan.narrow, plan.memories[].fold); default: auto on the up5k "
             "targets (measured: as many or fewer cells and block RAMs), off elsewhere"
         ),
     ] = None,

@@ -1,5 +1,6 @@
 """Command line: real runs of the subcommands and one-line errors with exit code 2 on bad input."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,26 @@ def test_rtl_share_multipliers(tmp_path: Path) -> None:
     )
     res = invoke("rtl", tmp_path / "b", "--out", tmp_path / "x", "--share-multipliers", "x")
     assert res.exit_code == 2 and "--share-multipliers 'x' is not one of off, on, auto" in res.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_rtl_share_updates(tmp_path: Path) -> None:
+    """``codesign rtl --share-updates on``: build.json records one update unit per layer; the
+    UP5K target folds by default (``--narrow`` left out) and ``--narrow off`` does not; a bad
+    value is a one-line error naming it, and no build is left."""
+    assert invoke("random-bundle", "--out", tmp_path / "b", "--d", "4", "--inputs", "3").exit_code == 0
+    args = ("rtl", tmp_path / "b", "--lanes", "2", "--target", "up5k", "--share-multipliers", "on")
+    res = invoke(*args, "--out", tmp_path / "r", "--share-updates", "on")
+    assert res.exit_code == 0, res.output
+    plan = json.loads((tmp_path / "r" / "build.json").read_text())["plan"]
+    assert plan["share_updates"] == "on" and plan["engines"][0]["update_units"] == 1
+    assert plan["narrow"] == "auto"
+    res = invoke(*args, "--out", tmp_path / "o", "--narrow", "off")
+    assert res.exit_code == 0, res.output
+    plan = json.loads((tmp_path / "o" / "build.json").read_text())["plan"]
+    assert plan["narrow"] == "off" and plan["engines"][0]["update_units"] == 2
+    res = invoke(*args, "--out", tmp_path / "x", "--share-updates", "x")
+    assert res.exit_code == 2 and "--share-updates 'x' is not one of off, on" in res.output
     assert not (tmp_path / "x").exists()
 
 

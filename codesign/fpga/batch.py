@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("off", "auto"),
         help="codesign rtl --narrow: auto folds the weight, bias and kept-sum words of engines with shared "
         "multipliers into one slice per pass (deeper, narrower memories, no cycle); default: auto on "
-        "the up5k and ecp5 targets, off elsewhere",
+        "the up5k target, off elsewhere",
     )
     parser.add_argument(
         "--share-updates",

@@ -62,7 +62,7 @@ class Accelerator(wiring.Component):
     narrow : str
         ``off`` or ``auto``: weight words of engines with shared multipliers folded into one slice
         per pass (:data:`codesign.hw.plan.NARROW_MODES`); ``None``: the target's default
-        (``auto`` on the UP5K and the ECP5, :func:`codesign.hw.plan.resolve_narrow`).
+        (``auto`` on the UP5K, :func:`codesign.hw.plan.resolve_narrow`).
     share_updates : str
         ``off`` or ``on``: one update unit per layer serving its lanes in turn, ``P - 1`` idle
         issue cycles per group (:data:`codesign.hw.plan.SHARE_UPDATE_MODES`).

@@ -209,7 +209,7 @@ def build_rtl(
     narrow : ``"off"``, ``"auto"`` or ``None``
         Weight words of engines with shared multipliers folded into one slice per pass at
         consecutive addresses (:data:`codesign.hw.plan.NARROW_MODES`; ``plan.memories[].fold``);
-        ``None`` takes the target's default (``auto`` on the UP5K and the ECP5, ``plan.narrow``
+        ``None`` takes the target's default (``auto`` on the UP5K, ``plan.narrow``
         records what was used).
     share_updates : ``"off"`` or ``"on"``
         One update unit per layer serving the group's lanes in turn, at ``P - 1`` idle issue

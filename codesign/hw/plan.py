@@ -656,12 +656,13 @@ group's lanes in the ``P`` cycles after its sums are ready: ``EnginePlan.update_
 cycles per group, counted by :func:`codesign.verify.cycles.cycle_floor`)."""
 
 
-NARROW_DEFAULT_TARGETS = ("up5k", "ecp5")
-"""Targets on which ``--narrow`` defaults to ``auto``: on the FPGA chips every measured build with
-shared multipliers took as many or fewer logic cells and block RAMs with its words folded, at the
-same cycles (``flows/fpga/README.md``, "--narrow auto by default"). The fold changes nothing
-without shared multipliers, so the generic and ASIC targets (which do not share) keep ``off``:
-their Verilog does not change."""
+NARROW_DEFAULT_TARGETS = ("up5k",)
+"""Targets on which ``--narrow`` defaults to ``auto``: on the UP5K every measured build with shared
+multipliers took fewer logic cells, as many or fewer block RAMs and as high or a higher Fmax with
+its words folded, at the same cycles (``flows/fpga/README.md``, "--narrow auto by default"). The
+one ECP5 build measured was not better everywhere (more LUT4, yosys' abc9 failing on the folded
+build; 2 MHz lower Fmax), so the ECP5 keeps ``off``; so do the generic and ASIC targets (which do
+not share multipliers: their Verilog does not change)."""
 
 
 def resolve_narrow(narrow: str | None, target: str) -> str:
@@ -985,7 +986,7 @@ def plan_accelerator(
     matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
     ``narrow`` (:data:`NARROW_MODES`) folds the weight word of an engine with shared multipliers
     into one slice per pass (:func:`_fold_weights`), before the memories are mapped; ``None``
-    takes the target's default (:func:`resolve_narrow`: ``auto`` on the UP5K and the ECP5).
+    takes the target's default (:func:`resolve_narrow`: ``auto`` on the UP5K).
     """
     narrow = resolve_narrow(narrow, target)
     if share_updates not in SHARE_UPDATE_MODES:
